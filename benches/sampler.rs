@@ -1,0 +1,211 @@
+//! Sampler benchmark on the fake NVML library: 8 GPUs × 40 processes, with real live pids so
+//! the host lookup does real /proc work.
+//!
+//! Reports (1) the cost per tick split into NVML, host lookup and assembly, (2) `gpumon once
+//! --json` wall time and peak RSS, (3) the CPU share of `gpumon log` sampling at 100 Hz.
+//! Run with `cargo bench --bench sampler`.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use gpumon::sampler::{Filter, Sampler};
+use gpumon::source::nvml::NvmlSource;
+
+const GPUS: usize = 8;
+const PROCS: usize = 40;
+
+fn fake_lib() -> PathBuf {
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--quiet", "--release", "-p", "fake-nvml"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .status()
+        .expect("cargo build -p fake-nvml");
+    assert!(status.success());
+    PathBuf::from(env!("CARGO_BIN_EXE_gpumon"))
+        .parent()
+        .expect("target dir")
+        .join("libnvidia_ml.so")
+}
+
+fn scenario(pids: &[u32]) -> tempfile::TempPath {
+    let devices: Vec<String> = (0..GPUS)
+        .map(|d| {
+            let procs: Vec<String> = pids[d * PROCS..(d + 1) * PROCS]
+                .iter()
+                .enumerate()
+                .map(|(i, pid)| format!(r#"{{"pid":{pid},"memory_mib":{}}}"#, 100 + i))
+                .collect();
+            format!(
+                r#"{{"name":"Bench GPU","memory_total_mib":81559,"memory_reserved_mib":529,
+                    "utilization_gpu":50,"temperature_c":60,"power_draw_w":300,
+                    "power_limit_w":700,"processes":[{}]}}"#,
+                procs.join(",")
+            )
+        })
+        .collect();
+    let mut f = tempfile::NamedTempFile::new().expect("temp");
+    std::io::Write::write_all(
+        &mut f,
+        format!(r#"{{"version":1,"devices":[{}]}}"#, devices.join(",")).as_bytes(),
+    )
+    .expect("write");
+    f.into_temp_path()
+}
+
+fn percentile(v: &mut [Duration], p: f64) -> Duration {
+    v.sort_unstable();
+    v[((v.len() - 1) as f64 * p) as usize]
+}
+
+fn child_rusage() -> libc::rusage {
+    // SAFETY: getrusage fills the struct we pass.
+    unsafe {
+        let mut r: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut r);
+        r
+    }
+}
+
+/// Waits for `child` and returns its exit status and its own resource usage.
+fn wait4(child: Child) -> (i32, libc::rusage) {
+    // SAFETY: wait4 on our own child pid, filling structs we own.
+    unsafe {
+        let mut status = 0;
+        let mut r: libc::rusage = std::mem::zeroed();
+        libc::wait4(child.id() as i32, &mut status, 0, &mut r);
+        (status, r)
+    }
+}
+
+fn cpu(r: &libc::rusage) -> Duration {
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(r.ru_utime) + tv(r.ru_stime)
+}
+
+fn main() {
+    let lib = fake_lib();
+    let mut sleepers: Vec<Child> = (0..GPUS * PROCS)
+        .map(|_| {
+            Command::new("sleep")
+                .arg("600")
+                .stdout(Stdio::null())
+                .spawn()
+                .expect("spawn sleep")
+        })
+        .collect();
+    let pids: Vec<u32> = sleepers.iter().map(Child::id).collect();
+    let path = scenario(&pids);
+    // SAFETY: single-threaded at this point; the fake library reads these at init.
+    unsafe {
+        std::env::set_var("FAKE_NVML_SCENARIO", &path);
+        std::env::set_var("FAKE_NVML_SPEED", "0");
+    }
+
+    // 1. Per-tick cost, in process.
+    let source = NvmlSource::open(Some(lib.to_str().expect("utf-8 path"))).expect("open fake NVML");
+    let mut sampler = Sampler::new(
+        Box::new(source),
+        Filter {
+            gpus: vec![],
+            processes: true,
+        },
+    );
+    for _ in 0..20 {
+        sampler.tick();
+    }
+    let (mut nvml, mut host, mut asm, mut total) = (vec![], vec![], vec![], vec![]);
+    for _ in 0..500 {
+        let t = Instant::now();
+        let s = sampler.tick();
+        total.push(t.elapsed());
+        assert_eq!(s.devices.len(), GPUS);
+        nvml.push(sampler.last.source);
+        host.push(sampler.last.host);
+        asm.push(sampler.last.assembly);
+    }
+    println!("sampler tick, {GPUS} GPUs x {PROCS} processes (500 ticks):");
+    for (name, v) in [
+        ("NVML", &mut nvml),
+        ("host lookup", &mut host),
+        ("assembly", &mut asm),
+        ("total", &mut total),
+    ] {
+        println!(
+            "  {name:<12} median {:>9.1?}  p95 {:>9.1?}",
+            percentile(v, 0.5),
+            percentile(v, 0.95)
+        );
+    }
+    // The once-a-second /proc refresh of all 320 pids, which the ticks above reuse.
+    let mut refresh = vec![];
+    for _ in 0..4 {
+        std::thread::sleep(gpumon::host::HOST_REFRESH + Duration::from_millis(20));
+        sampler.tick();
+        refresh.push(sampler.last.host);
+    }
+    println!(
+        "  host refresh (once per {:?}, all {} pids): median {:.1?}",
+        gpumon::host::HOST_REFRESH,
+        GPUS * PROCS,
+        percentile(&mut refresh, 0.5)
+    );
+    drop(sampler);
+
+    // 2. `gpumon once --json`: wall time and peak RSS of the whole process.
+    let bin = env!("CARGO_BIN_EXE_gpumon");
+    let mut walls = vec![];
+    let mut rss_kib = 0;
+    for _ in 0..30 {
+        let t = Instant::now();
+        let child = Command::new(bin)
+            .args(["once", "--json"])
+            .env("GPUMON_NVML_LIB", &lib)
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("run once");
+        let (status, usage) = wait4(child);
+        walls.push(t.elapsed());
+        assert_eq!(status, 0);
+        rss_kib = rss_kib.max(usage.ru_maxrss);
+    }
+    println!(
+        "gpumon once --json: median {:.1?}, p95 {:.1?}; peak RSS {:.1} MiB",
+        percentile(&mut walls, 0.5),
+        percentile(&mut walls, 0.95),
+        rss_kib as f64 / 1024.0
+    );
+
+    // 3. `gpumon log` at 100 Hz: CPU time over wall time.
+    let before = cpu(&child_rusage());
+    let t = Instant::now();
+    let status = Command::new(bin)
+        .args([
+            "log",
+            "--interval",
+            "10ms",
+            "--count",
+            "500",
+            "--format",
+            "csv",
+            "--output",
+            "/dev/null",
+        ])
+        .env("GPUMON_NVML_LIB", &lib)
+        .status()
+        .expect("run log");
+    assert!(status.success());
+    let wall = t.elapsed();
+    let used = cpu(&child_rusage()) - before;
+    println!(
+        "gpumon log at 100 Hz, 500 samples: {:.2?} CPU over {:.2?} wall = {:.1}% of one core",
+        used,
+        wall,
+        used.as_secs_f64() * 100.0 / wall.as_secs_f64()
+    );
+
+    for s in &mut sleepers {
+        let _ = s.kill();
+        let _ = s.wait();
+    }
+}

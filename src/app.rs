@@ -1,0 +1,166 @@
+//! Top level: opens the source and runs the chosen view. `main` only maps the result to an
+//! exit code.
+
+use std::fs::OpenOptions;
+use std::io::{self, IsTerminal, Write};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use tokio::sync::watch;
+
+use crate::cli::{Cli, Command, Common, LogArgs, OnceArgs};
+use crate::output::log::{Columns, Format, LogWriter};
+use crate::output::{is_broken_pipe, once, Paint};
+use crate::sampler::{self, Filter, Sampler};
+use crate::source::nvml::NvmlSource;
+use crate::source::simulated::Simulated;
+use crate::source::{OpenError, Source};
+
+/// Exit code for usage errors and a missing driver.
+pub const EXIT_USAGE: u8 = 2;
+
+pub fn open_source(common: &Common) -> Result<Box<dyn Source>, OpenError> {
+    if common.demo {
+        return Ok(Box::new(Simulated::demo()?));
+    }
+    if let Some(path) = &common.scenario {
+        return Ok(Box::new(Simulated::from_file(&path.to_string_lossy())?));
+    }
+    Ok(Box::new(NvmlSource::open(common.nvml_lib.as_deref())?))
+}
+
+/// Runs gpumon; errors that reach here are printed by `main`.
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let result = match cli.command {
+        Some(Command::Once(args)) => run_once(&cli.common, &args),
+        Some(Command::Log(args)) => run_log(&cli.common, &args),
+        None => run_once(&cli.common, &OnceArgs::default()),
+    };
+    match result {
+        Err(e) if is_broken_pipe(&e) => Ok(ExitCode::SUCCESS),
+        other => other,
+    }
+}
+
+fn sampler(common: &Common, processes: bool) -> anyhow::Result<Result<Sampler, ExitCode>> {
+    match open_source(common) {
+        Ok(source) => Ok(Ok(Sampler::new(
+            source,
+            Filter {
+                gpus: common.gpu.clone(),
+                processes,
+            },
+        ))),
+        Err(e) => {
+            eprintln!("gpumon: {e}");
+            Ok(Err(ExitCode::from(EXIT_USAGE)))
+        }
+    }
+}
+
+fn run_once(common: &Common, args: &OnceArgs) -> anyhow::Result<ExitCode> {
+    let mut sampler = match sampler(common, !args.no_processes)? {
+        Ok(s) => s,
+        Err(code) => return Ok(code),
+    };
+    let sample = sampler.tick();
+    drop(sampler);
+    let mut out = io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &sample)?;
+        out.write_all(b"\n")?;
+    } else {
+        out.write_all(once::render(&sample, Paint::for_stdout()).as_bytes())?;
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_log(common: &Common, args: &LogArgs) -> anyhow::Result<ExitCode> {
+    let columns = match Columns::parse(args.fields.as_deref(), args.processes) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("gpumon: {e}");
+            return Ok(ExitCode::from(EXIT_USAGE));
+        }
+    };
+    let format = args
+        .format
+        .unwrap_or(if io::stdout().is_terminal() && args.output.is_none() {
+            Format::Table
+        } else {
+            Format::Csv
+        });
+    let out: Box<dyn Write + Send> = match &args.output {
+        Some(path) => Box::new(
+            OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .with_context(|| format!("cannot open {} for appending", path.display()))?,
+        ),
+        None => Box::new(io::stdout()),
+    };
+    let header = match &args.output {
+        Some(path) => std::fs::metadata(path)
+            .map(|m| m.len() == 0)
+            .unwrap_or(true),
+        None => true,
+    };
+    let mut writer = LogWriter::new(out, format, columns, header);
+    let sampler = match sampler(common, true)? {
+        Ok(s) => s,
+        Err(code) => return Ok(code),
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .enable_io()
+        .build()?;
+    runtime.block_on(async move {
+        let (_interval_tx, interval_rx) = watch::channel(common.interval);
+        let (mut samples, task) = sampler::spawn(sampler, interval_rx);
+        let mut written = 0u64;
+        let stop = shutdown_signal();
+        tokio::pin!(stop);
+        loop {
+            tokio::select! {
+                sample = samples.recv() => {
+                    let Some(sample) = sample else { break };
+                    writer.write(&sample)?;
+                    written += 1;
+                    if args.count.is_some_and(|n| written >= n) {
+                        break;
+                    }
+                }
+                _ = &mut stop => break,
+            }
+        }
+        drop(samples);
+        let _ = task.await;
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = ctrl_c => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = ctrl_c.await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+}

@@ -1,0 +1,137 @@
+//! Command-line interface: every flag and its help text.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::output::log::Format;
+use crate::sampler::MIN_INTERVAL;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "gpumon",
+    version,
+    about = "Shows where GPU memory goes and explains why a job ran out of it",
+    long_about = "Shows where GPU memory goes and explains why a job ran out of it.\n\n\
+        With no command, gpumon prints a snapshot of every GPU and its processes (the `once` \
+        report). Use --demo to try it on simulated GPUs without a GPU.",
+    after_help = "Examples:\n  \
+        gpumon --demo once                 simulated GPUs, no driver needed\n  \
+        gpumon once --json                 the whole sample as JSON\n  \
+        gpumon log --interval 500ms --count 20 --format csv\n  \
+        gpumon log --processes --output gpu-procs.csv"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+#[derive(Debug, Args)]
+pub struct Common {
+    /// Show simulated GPUs (a training run on two GPUs) instead of reading NVML
+    #[arg(long, global = true, conflicts_with = "scenario")]
+    pub demo: bool,
+
+    /// Show simulated GPUs from a scenario file (see assets/scenarios/README.md)
+    #[arg(long, global = true, value_name = "FILE")]
+    pub scenario: Option<PathBuf>,
+
+    /// NVML library to load instead of the driver's libnvidia-ml.so.1
+    #[arg(long, global = true, value_name = "PATH", env = "GPUMON_NVML_LIB")]
+    pub nvml_lib: Option<String>,
+
+    /// Time between samples: 1s, 500ms, 2m… (at least 10ms)
+    #[arg(long, global = true, value_name = "DURATION", default_value = "1s",
+          value_parser = parse_interval)]
+    pub interval: Duration,
+
+    /// Only these GPUs, by index or UUID (comma-separated): --gpu 0,2
+    #[arg(long, global = true, value_name = "LIST", value_delimiter = ',')]
+    pub gpu: Vec<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print one snapshot of every GPU and its processes, then exit
+    Once(OnceArgs),
+    /// Write one record per GPU (or per process) every interval, for scripts and clusters
+    Log(LogArgs),
+}
+
+#[derive(Debug, Args, Default)]
+pub struct OnceArgs {
+    /// Print the whole sample as JSON (bytes as integers, unknown values as null)
+    #[arg(long)]
+    pub json: bool,
+
+    /// Leave out the process lists
+    #[arg(long)]
+    pub no_processes: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    /// Output format [default: table on a terminal, csv otherwise]
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
+
+    /// Stop after this many samples
+    #[arg(long, value_name = "N")]
+    pub count: Option<u64>,
+
+    /// Append to FILE instead of standard output (header written once, flushed every sample)
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// Columns, comma-separated, named as in nvidia-smi --query-gpu where possible:
+    /// timestamp, index, uuid, name, pci.bus_id, memory.total, memory.used, memory.free,
+    /// memory.reserved, utilization.gpu, utilization.memory, temperature.gpu, power.draw,
+    /// power.limit, fan.speed, processes.count, error. With --processes: timestamp, gpu_index,
+    /// gpu_uuid, gpu_bus_id, pid, type, process_name, user, used_memory, cpu_percent,
+    /// host_memory, start_time, command
+    #[arg(long, value_name = "LIST", verbatim_doc_comment)]
+    pub fields: Option<String>,
+
+    /// One record per GPU process instead of per GPU
+    #[arg(long)]
+    pub processes: bool,
+}
+
+/// Parses "1s", "250ms", "2m" or plain seconds ("0.5").
+pub fn parse_interval(s: &str) -> Result<Duration, String> {
+    let d = match s.trim().parse::<f64>() {
+        Ok(secs) if secs.is_finite() && secs >= 0.0 => Duration::from_secs_f64(secs),
+        Ok(_) => return Err(format!("'{s}' is not a valid interval")),
+        Err(_) => humantime::parse_duration(s.trim())
+            .map_err(|e| format!("'{s}' is not a duration like 1s or 500ms: {e}"))?,
+    };
+    if d < MIN_INTERVAL {
+        return Err(format!("'{s}' is shorter than the 10ms minimum"));
+    }
+    Ok(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn intervals() {
+        assert_eq!(parse_interval("1s"), Ok(Duration::from_secs(1)));
+        assert_eq!(parse_interval("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_interval("0.5"), Ok(Duration::from_millis(500)));
+        assert!(parse_interval("5ms").is_err());
+        assert!(parse_interval("-1").is_err());
+        assert!(parse_interval("NaN").is_err());
+        assert!(parse_interval("soon").is_err());
+    }
+
+    #[test]
+    fn cli_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,14 @@
+//! gpumon: shows where GPU memory goes and explains why a job ran out of it.
+//!
+//! Data path: `source` (NVML | simulated) → `sampler` → `model::Sample` →
+//! `model::breakdown` → `output` (once, log).
+
+pub mod app;
+pub mod cli;
+pub mod host;
+pub mod model;
+pub mod output;
+pub mod sampler;
+pub mod scenario;
+pub mod source;
+pub mod units;

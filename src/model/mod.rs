@@ -1,0 +1,198 @@
+//! The immutable snapshot that every view reads: a timestamp plus a list of devices.
+//!
+//! Unknown values are `None` (shown as N/A, serialised as `null`), never 0. A device whose reads
+//! fail stays in the sample with its error, so that one lost GPU never hides the others.
+
+pub mod breakdown;
+
+use serde::{Serialize, Serializer};
+use std::collections::BTreeMap;
+use std::time::SystemTime;
+
+/// One reading of every device. Cheap to share (`Arc<Sample>`) and never mutated once published.
+#[derive(Debug, Clone, Serialize)]
+pub struct Sample {
+    #[serde(serialize_with = "rfc3339")]
+    pub timestamp: SystemTime,
+    pub hostname: Option<String>,
+    /// "nvml" or "simulated".
+    pub source: &'static str,
+    pub driver_version: Option<String>,
+    pub cuda_version: Option<String>,
+    pub devices: Vec<Device>,
+    /// A failure that prevented reading any device (for example the device count).
+    pub error: Option<String>,
+}
+
+fn rfc3339<S: Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(&humantime::format_rfc3339_millis(*t))
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Device {
+    pub index: u32,
+    pub uuid: Option<String>,
+    pub name: Option<String>,
+    pub pci_bus_id: Option<String>,
+    pub memory: Memory,
+    pub utilization: Utilization,
+    pub temperature_c: Option<u32>,
+    pub power_draw_w: Option<f64>,
+    pub power_limit_w: Option<f64>,
+    pub fan_percent: Option<u32>,
+    pub processes: Vec<Process>,
+    /// Why the process list is missing or incomplete (no permission, malformed driver data).
+    pub processes_error: Option<String>,
+    /// Fields that could not be read, with the reason ("not supported", "no permission", …).
+    pub field_errors: BTreeMap<&'static str, String>,
+    /// The whole device failed (for example "GPU is lost"); the other fields are then `None`.
+    pub error: Option<String>,
+}
+
+/// NVML memory v2 semantics: `total = used + free + reserved`, `used` excludes `reserved`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Memory {
+    pub total_bytes: Option<u64>,
+    pub used_bytes: Option<u64>,
+    pub free_bytes: Option<u64>,
+    /// Driver and firmware reservation (NVML v2 `reserved`).
+    pub reserved_bytes: Option<u64>,
+}
+
+impl Memory {
+    /// Used share of total in `0.0..=1.0`; `None` when unknown or the total is 0.
+    pub fn used_fraction(&self) -> Option<f64> {
+        let total = self.total_bytes.filter(|t| *t > 0)?;
+        Some(self.used_bytes? as f64 / total as f64)
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Utilization {
+    pub gpu_percent: Option<u32>,
+    pub memory_percent: Option<u32>,
+}
+
+/// How NVML lists a process: in the compute list, the graphics list, or both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProcessKind {
+    Compute,
+    Graphics,
+    Both,
+}
+
+impl ProcessKind {
+    pub fn merge(self, other: ProcessKind) -> ProcessKind {
+        if self == other {
+            self
+        } else {
+            ProcessKind::Both
+        }
+    }
+
+    pub fn letter(self) -> &'static str {
+        match self {
+            ProcessKind::Compute => "C",
+            ProcessKind::Graphics => "G",
+            ProcessKind::Both => "C+G",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Process {
+    /// Host pid, as NVML reports it (it may not exist in this PID namespace).
+    pub pid: u32,
+    pub kind: ProcessKind,
+    pub gpu_memory_bytes: Option<u64>,
+    pub name: Option<String>,
+    pub user: Option<String>,
+    pub command: Option<String>,
+    pub cpu_percent: Option<f32>,
+    pub host_memory_bytes: Option<u64>,
+    /// Unix seconds.
+    pub start_time: Option<u64>,
+}
+
+impl Process {
+    /// A process as NVML lists it, before any host lookup.
+    pub fn from_nvml(pid: u32, kind: ProcessKind, gpu_memory_bytes: Option<u64>) -> Self {
+        Process {
+            pid,
+            kind,
+            gpu_memory_bytes,
+            name: None,
+            user: None,
+            command: None,
+            cpu_percent: None,
+            host_memory_bytes: None,
+            start_time: None,
+        }
+    }
+
+    /// Seconds since the process started, at `now`.
+    pub fn age_s(&self, now: SystemTime) -> Option<u64> {
+        let now = now.duration_since(SystemTime::UNIX_EPOCH).ok()?.as_secs();
+        Some(now.saturating_sub(self.start_time?))
+    }
+}
+
+impl Device {
+    /// A device that could not be read at all.
+    pub fn failed(index: u32, error: String) -> Self {
+        Device {
+            index,
+            error: Some(error),
+            ..Device::default()
+        }
+    }
+
+    /// Whether `selector` (an index or a UUID, or a UUID prefix) names this device.
+    pub fn matches(&self, selector: &str) -> bool {
+        let selector = selector.trim();
+        if let Ok(i) = selector.parse::<u32>() {
+            return i == self.index;
+        }
+        self.uuid.as_deref().is_some_and(|u| {
+            let u = u.to_ascii_lowercase();
+            let s = selector.to_ascii_lowercase();
+            u == s || (s.len() >= 8 && (u.starts_with(&s) || u.starts_with(&format!("gpu-{s}"))))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn used_fraction_never_divides_by_zero() {
+        let m = Memory {
+            total_bytes: Some(0),
+            used_bytes: Some(5),
+            ..Memory::default()
+        };
+        assert_eq!(m.used_fraction(), None);
+        let m = Memory {
+            total_bytes: Some(10),
+            used_bytes: Some(5),
+            ..Memory::default()
+        };
+        assert_eq!(m.used_fraction(), Some(0.5));
+    }
+
+    #[test]
+    fn selectors_match_index_and_uuid() {
+        let d = Device {
+            index: 2,
+            uuid: Some("GPU-abcdef12-3456".into()),
+            ..Device::default()
+        };
+        assert!(d.matches("2"));
+        assert!(!d.matches("0"));
+        assert!(d.matches("GPU-abcdef12-3456"));
+        assert!(d.matches("abcdef12"));
+        assert!(!d.matches("abc"));
+    }
+}

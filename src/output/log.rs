@@ -1,0 +1,331 @@
+//! `gpumon log`: one record per device (or per process) per tick, as CSV, JSON lines or a table.
+//!
+//! Field names follow `nvidia-smi --query-gpu` / `--query-compute-apps` where one exists.
+//! CSV and JSON lines carry raw numbers (bytes, watts, percent); the table is for people and
+//! prints sizes in binary units.
+
+use std::io::Write;
+
+use serde_json::{Map, Value};
+
+use crate::model::{Device, Process, Sample};
+use crate::units::fmt_bytes;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Csv,
+    Jsonl,
+    Table,
+}
+
+/// What a field holds, for the table's formatting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Text,
+    Bytes,
+    Number,
+}
+
+type DeviceGetter = fn(&Sample, &Device) -> Value;
+type ProcessGetter = fn(&Sample, &Device, &Process) -> Value;
+
+fn ts(s: &Sample) -> Value {
+    Value::String(humantime::format_rfc3339_millis(s.timestamp).to_string())
+}
+fn opt<T: Into<Value>>(v: Option<T>) -> Value {
+    v.map_or(Value::Null, Into::into)
+}
+fn text(v: &Option<String>) -> Value {
+    opt(v.clone())
+}
+
+const DEVICE_FIELDS: &[(&str, Kind, DeviceGetter)] = &[
+    ("timestamp", Kind::Text, |s, _| ts(s)),
+    ("index", Kind::Number, |_, d| d.index.into()),
+    ("uuid", Kind::Text, |_, d| text(&d.uuid)),
+    ("name", Kind::Text, |_, d| text(&d.name)),
+    ("pci.bus_id", Kind::Text, |_, d| text(&d.pci_bus_id)),
+    ("memory.total", Kind::Bytes, |_, d| {
+        opt(d.memory.total_bytes)
+    }),
+    ("memory.used", Kind::Bytes, |_, d| opt(d.memory.used_bytes)),
+    ("memory.free", Kind::Bytes, |_, d| opt(d.memory.free_bytes)),
+    ("memory.reserved", Kind::Bytes, |_, d| {
+        opt(d.memory.reserved_bytes)
+    }),
+    ("utilization.gpu", Kind::Number, |_, d| {
+        opt(d.utilization.gpu_percent)
+    }),
+    ("utilization.memory", Kind::Number, |_, d| {
+        opt(d.utilization.memory_percent)
+    }),
+    ("temperature.gpu", Kind::Number, |_, d| opt(d.temperature_c)),
+    ("power.draw", Kind::Number, |_, d| opt(d.power_draw_w)),
+    ("power.limit", Kind::Number, |_, d| opt(d.power_limit_w)),
+    ("fan.speed", Kind::Number, |_, d| opt(d.fan_percent)),
+    ("processes.count", Kind::Number, |_, d| {
+        if d.processes_error.is_some() && d.processes.is_empty() {
+            Value::Null
+        } else {
+            (d.processes.len() as u64).into()
+        }
+    }),
+    ("error", Kind::Text, |_, d| text(&d.error)),
+];
+
+const PROCESS_FIELDS: &[(&str, Kind, ProcessGetter)] = &[
+    ("timestamp", Kind::Text, |s, _, _| ts(s)),
+    ("gpu_index", Kind::Number, |_, d, _| d.index.into()),
+    ("gpu_uuid", Kind::Text, |_, d, _| text(&d.uuid)),
+    ("gpu_bus_id", Kind::Text, |_, d, _| text(&d.pci_bus_id)),
+    ("pid", Kind::Number, |_, _, p| p.pid.into()),
+    ("type", Kind::Text, |_, _, p| p.kind.letter().into()),
+    ("process_name", Kind::Text, |_, _, p| text(&p.name)),
+    ("user", Kind::Text, |_, _, p| text(&p.user)),
+    (
+        "used_memory",
+        Kind::Bytes,
+        |_, _, p| opt(p.gpu_memory_bytes),
+    ),
+    ("cpu_percent", Kind::Number, |_, _, p| {
+        opt(p.cpu_percent.map(|c| (c as f64 * 10.0).round() / 10.0))
+    }),
+    ("host_memory", Kind::Bytes, |_, _, p| {
+        opt(p.host_memory_bytes)
+    }),
+    ("start_time", Kind::Number, |_, _, p| opt(p.start_time)),
+    ("command", Kind::Text, |_, _, p| text(&p.command)),
+];
+
+const DEFAULT_DEVICE: &str = "timestamp,index,name,memory.total,memory.used,memory.free,\
+memory.reserved,utilization.gpu,utilization.memory,temperature.gpu,power.draw,processes.count,error";
+const DEFAULT_PROCESS: &str =
+    "timestamp,gpu_index,pid,type,user,process_name,used_memory,cpu_percent,host_memory,command";
+
+/// All field names, for `--help` and error messages.
+pub fn field_names(processes: bool) -> Vec<&'static str> {
+    if processes {
+        PROCESS_FIELDS.iter().map(|f| f.0).collect()
+    } else {
+        DEVICE_FIELDS.iter().map(|f| f.0).collect()
+    }
+}
+
+/// Chosen columns, resolved to indices into the field tables.
+#[derive(Debug, Clone)]
+pub struct Columns {
+    processes: bool,
+    picks: Vec<usize>,
+}
+
+impl Columns {
+    /// Parses `--fields` (comma-separated; `None` for the defaults).
+    pub fn parse(fields: Option<&str>, processes: bool) -> Result<Columns, String> {
+        let names = field_names(processes);
+        let spec = fields.unwrap_or(if processes {
+            DEFAULT_PROCESS
+        } else {
+            DEFAULT_DEVICE
+        });
+        let mut picks = Vec::new();
+        for name in spec.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            let Some(i) = names.iter().position(|n| n.eq_ignore_ascii_case(name)) else {
+                return Err(format!(
+                    "unknown field '{name}'{}; known fields: {}",
+                    if processes { " for --processes" } else { "" },
+                    names.join(", ")
+                ));
+            };
+            picks.push(i);
+        }
+        if picks.is_empty() {
+            return Err("--fields names no field".into());
+        }
+        Ok(Columns { processes, picks })
+    }
+
+    pub fn names(&self) -> Vec<&'static str> {
+        let all = field_names(self.processes);
+        self.picks.iter().map(|&i| all[i]).collect()
+    }
+
+    fn kinds(&self) -> Vec<Kind> {
+        self.picks
+            .iter()
+            .map(|&i| {
+                if self.processes {
+                    PROCESS_FIELDS[i].1
+                } else {
+                    DEVICE_FIELDS[i].1
+                }
+            })
+            .collect()
+    }
+
+    /// The records of one sample: one per device, or one per process.
+    pub fn records(&self, sample: &Sample) -> Vec<Vec<Value>> {
+        let mut rows = Vec::new();
+        for d in &sample.devices {
+            if self.processes {
+                for p in &d.processes {
+                    rows.push(
+                        self.picks
+                            .iter()
+                            .map(|&i| (PROCESS_FIELDS[i].2)(sample, d, p))
+                            .collect(),
+                    );
+                }
+            } else {
+                rows.push(
+                    self.picks
+                        .iter()
+                        .map(|&i| (DEVICE_FIELDS[i].2)(sample, d))
+                        .collect(),
+                );
+            }
+        }
+        rows
+    }
+}
+
+/// Writes records in one format; the header goes out once.
+pub struct LogWriter<W: Write> {
+    out: W,
+    format: Format,
+    columns: Columns,
+    header_pending: bool,
+    widths: Vec<usize>,
+}
+
+fn plain(v: &Value) -> String {
+    match v {
+        Value::Null => String::new(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+impl<W: Write> LogWriter<W> {
+    /// `header`: false when appending to a file that already has one.
+    pub fn new(out: W, format: Format, columns: Columns, header: bool) -> Self {
+        let widths = columns
+            .names()
+            .iter()
+            .zip(columns.kinds())
+            .map(|(n, k)| {
+                n.len().max(match k {
+                    Kind::Bytes => 10,
+                    Kind::Number => 5,
+                    Kind::Text => 8,
+                })
+            })
+            .collect();
+        LogWriter {
+            out,
+            format,
+            columns,
+            header_pending: header,
+            widths,
+        }
+    }
+
+    /// Writes one tick's records and flushes, so a crash loses nothing already logged.
+    pub fn write(&mut self, sample: &Sample) -> anyhow::Result<()> {
+        let rows = self.columns.records(sample);
+        let names = self.columns.names();
+        match self.format {
+            Format::Csv => {
+                let mut w = csv::WriterBuilder::new().from_writer(&mut self.out);
+                if std::mem::take(&mut self.header_pending) {
+                    w.write_record(&names)?;
+                }
+                for row in &rows {
+                    w.write_record(row.iter().map(plain))?;
+                }
+                w.flush()?;
+            }
+            Format::Jsonl => {
+                for row in rows {
+                    let map: Map<String, Value> =
+                        names.iter().map(|n| n.to_string()).zip(row).collect();
+                    serde_json::to_writer(&mut self.out, &map)?;
+                    self.out.write_all(b"\n")?;
+                }
+            }
+            Format::Table => {
+                let kinds = self.columns.kinds();
+                let rows: Vec<Vec<String>> = rows
+                    .iter()
+                    .map(|row| {
+                        row.iter()
+                            .zip(&kinds)
+                            .map(|(v, k)| match (v, k) {
+                                (Value::Null, _) => "N/A".to_owned(),
+                                (Value::Number(n), Kind::Bytes) => {
+                                    n.as_u64().map_or_else(|| n.to_string(), fmt_bytes)
+                                }
+                                (v, _) => plain(v),
+                            })
+                            .collect()
+                    })
+                    .collect();
+                if std::mem::take(&mut self.header_pending) {
+                    // Columns are sized once, from the header and the first sample.
+                    for row in &rows {
+                        for (w, cell) in self.widths.iter_mut().zip(row) {
+                            *w = (*w).max(cell.chars().count());
+                        }
+                    }
+                    let line = self.line(names.iter().map(|n| n.to_string()).collect());
+                    writeln!(self.out, "{line}")?;
+                }
+                for row in rows {
+                    let line = self.line(row);
+                    writeln!(self.out, "{line}")?;
+                }
+            }
+        }
+        self.out.flush()?;
+        Ok(())
+    }
+
+    fn line(&self, cells: Vec<String>) -> String {
+        let last = cells.len().saturating_sub(1);
+        let kinds = self.columns.kinds();
+        cells
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let w = self.widths[i];
+                if i == last {
+                    c
+                } else if kinds[i] == Kind::Text {
+                    format!("{c:<w$}")
+                } else {
+                    format!("{c:>w$}")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("  ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_fields_are_named() {
+        let e = Columns::parse(Some("index,bogus"), false).expect_err("bogus");
+        assert!(e.contains("'bogus'"), "{e}");
+        assert!(Columns::parse(Some("pid,used_memory"), true).is_ok());
+        assert!(Columns::parse(Some("pid"), false).is_err());
+        assert!(Columns::parse(Some(" , "), false).is_err());
+    }
+
+    #[test]
+    fn defaults_resolve() {
+        assert!(Columns::parse(None, false).is_ok());
+        assert!(Columns::parse(None, true).is_ok());
+    }
+}

@@ -1,0 +1,116 @@
+//! The sampler: reads a source, adds host facts, and publishes immutable [`Sample`]s.
+//!
+//! [`Sampler::tick`] is synchronous and timed per phase (for the benchmark); [`spawn`] runs it
+//! on tokio at an adjustable interval and publishes each sample on a channel.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{mpsc, watch};
+
+use crate::host::HostLookup;
+use crate::model::Sample;
+use crate::source::Source;
+
+/// The fastest interval gpumon accepts.
+pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
+
+/// Where one tick's time went.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TickTimings {
+    pub source: Duration,
+    pub host: Duration,
+    pub assembly: Duration,
+}
+
+/// Which devices a view wants (by index or UUID); empty means all.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    pub gpus: Vec<String>,
+    pub processes: bool,
+}
+
+pub struct Sampler {
+    source: Box<dyn Source>,
+    host: Option<HostLookup>,
+    filter: Filter,
+    pub last: TickTimings,
+}
+
+impl Sampler {
+    pub fn new(source: Box<dyn Source>, filter: Filter) -> Self {
+        let host = (source.host_lookup() && filter.processes).then(HostLookup::new);
+        Sampler {
+            source,
+            host,
+            filter,
+            last: TickTimings::default(),
+        }
+    }
+
+    pub fn tick(&mut self) -> Sample {
+        let t0 = Instant::now();
+        let mut sample = self.source.read();
+        let t1 = Instant::now();
+        if !self.filter.gpus.is_empty() {
+            let gpus = &self.filter.gpus;
+            sample.devices.retain(|d| gpus.iter().any(|g| d.matches(g)));
+        }
+        if !self.filter.processes {
+            for d in &mut sample.devices {
+                d.processes.clear();
+            }
+        }
+        let t2 = Instant::now();
+        if let Some(host) = self.host.as_mut() {
+            host.enrich(&mut sample.devices);
+        }
+        let t3 = Instant::now();
+        self.last = TickTimings {
+            source: t1 - t0,
+            host: t3 - t2,
+            assembly: t2 - t1,
+        };
+        sample
+    }
+}
+
+/// Runs `sampler` every `interval` (read live, so a view can change it) and sends each sample
+/// on the returned channel. The task ends when the receiver is dropped.
+pub fn spawn(
+    sampler: Sampler,
+    interval: watch::Receiver<Duration>,
+) -> (mpsc::Receiver<Arc<Sample>>, tokio::task::JoinHandle<()>) {
+    let (tx, rx) = mpsc::channel(4);
+    let handle = tokio::spawn(run(sampler, interval, tx));
+    (rx, handle)
+}
+
+async fn run(
+    mut sampler: Sampler,
+    mut interval: watch::Receiver<Duration>,
+    tx: mpsc::Sender<Arc<Sample>>,
+) {
+    loop {
+        let started = tokio::time::Instant::now();
+        // NVML calls block (ioctls on real drivers): keep them off the async thread.
+        let Ok((s, sample)) = tokio::task::spawn_blocking(move || {
+            let sample = sampler.tick();
+            (sampler, sample)
+        })
+        .await
+        else {
+            return;
+        };
+        sampler = s;
+        if tx.send(Arc::new(sample)).await.is_err() {
+            return;
+        }
+        let period = (*interval.borrow_and_update()).max(MIN_INTERVAL);
+        tokio::select! {
+            _ = tokio::time::sleep_until(started + period) => {}
+            changed = interval.changed() => if changed.is_err() { return },
+            _ = tx.closed() => return,
+        }
+    }
+}

@@ -1,0 +1,544 @@
+//! Scenario files: simulated GPUs over time, faults included.
+//!
+//! One format drives both `gpumon --demo` (the simulated source) and the fake
+//! `libnvidia-ml.so.1` used by the tests, so both see exactly the same numbers at the same
+//! scenario time. This file depends on serde alone because the fake library compiles it too
+//! (`#[path]`-included), which keeps that test equipment small. The format is documented in
+//! `assets/scenarios/README.md`; bump [`FORMAT_VERSION`] on any incompatible change.
+
+use serde::Deserialize;
+
+/// The scenario format version this build understands.
+pub const FORMAT_VERSION: u32 = 1;
+const MIB: f64 = 1048576.0;
+
+/// A whole scenario file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub version: u32,
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default = "default_driver")]
+    pub driver_version: String,
+    /// CUDA driver version as NVML encodes it: 12040 means 12.4.
+    #[serde(default = "default_cuda")]
+    pub cuda_driver_version: i32,
+    /// When set, scenario time wraps around after this many seconds.
+    #[serde(default)]
+    pub loop_s: Option<f64>,
+    pub devices: Vec<DeviceSpec>,
+    #[serde(default)]
+    pub faults: Vec<Fault>,
+}
+
+fn default_driver() -> String {
+    "550.54.15".to_owned()
+}
+fn default_cuda() -> i32 {
+    12040
+}
+
+/// One simulated GPU.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceSpec {
+    pub name: String,
+    #[serde(default)]
+    pub uuid: Option<String>,
+    #[serde(default)]
+    pub pci_bus_id: Option<String>,
+    pub memory_total_mib: u64,
+    /// NVML v2 `reserved`: driver and firmware memory, outside `used`.
+    #[serde(default)]
+    pub memory_reserved_mib: u64,
+    /// Memory in use that belongs to no listed process (other containers, the driver).
+    #[serde(default)]
+    pub unattributed_mib: Curve,
+    #[serde(default)]
+    pub utilization_gpu: Curve,
+    #[serde(default)]
+    pub utilization_memory: Curve,
+    #[serde(default = "default_temp")]
+    pub temperature_c: Curve,
+    #[serde(default)]
+    pub power_draw_w: Curve,
+    #[serde(default)]
+    pub power_limit_w: Option<f64>,
+    #[serde(default)]
+    pub fan_percent: Option<Curve>,
+    #[serde(default)]
+    pub processes: Vec<ProcessSpec>,
+}
+
+fn default_temp() -> Curve {
+    Curve::Const(40.0)
+}
+
+/// How NVML lists a process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ProcKind {
+    #[default]
+    Compute,
+    Graphics,
+    Both,
+}
+
+/// One simulated process on a GPU.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessSpec {
+    pub pid: u32,
+    #[serde(default)]
+    pub kind: ProcKind,
+    pub memory_mib: Curve,
+    #[serde(default)]
+    pub start_s: f64,
+    #[serde(default)]
+    pub end_s: Option<f64>,
+    // Host-side facts, used by the simulated source only: the fake NVML library cannot fake
+    // /proc, so on that path gpumon looks the pid up for real.
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub user: Option<String>,
+    #[serde(default)]
+    pub command: Option<String>,
+    #[serde(default)]
+    pub cpu_percent: Option<Curve>,
+    #[serde(default)]
+    pub host_memory_mib: Option<Curve>,
+}
+
+/// A value over scenario time: a constant, or keyframes plus a sawtooth and spikes.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Curve {
+    Const(f64),
+    Shape(Shape),
+}
+
+impl Default for Curve {
+    fn default() -> Self {
+        Curve::Const(0.0)
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Shape {
+    /// `[time_s, value]` keyframes, linearly interpolated and held flat outside.
+    #[serde(default)]
+    pub points: Vec<(f64, f64)>,
+    #[serde(default)]
+    pub sawtooth: Option<Sawtooth>,
+    #[serde(default)]
+    pub spikes: Vec<Spike>,
+}
+
+/// A repeating rise-and-drop, like activations within each training step.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sawtooth {
+    pub period_s: f64,
+    pub amplitude: f64,
+    #[serde(default)]
+    pub from_s: f64,
+    #[serde(default)]
+    pub until_s: Option<f64>,
+}
+
+/// A flat bump added over `[at_s, at_s + len_s)`, like an evaluation pass.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Spike {
+    pub at_s: f64,
+    pub len_s: f64,
+    pub value: f64,
+}
+
+impl Curve {
+    pub fn at(&self, t: f64) -> f64 {
+        match self {
+            Curve::Const(v) => *v,
+            Curve::Shape(s) => {
+                let mut v = interpolate(&s.points, t);
+                if let Some(saw) = &s.sawtooth {
+                    let active = t >= saw.from_s && saw.until_s.is_none_or(|u| t < u);
+                    if active && saw.period_s > 0.0 {
+                        let phase = ((t - saw.from_s) % saw.period_s) / saw.period_s;
+                        v += saw.amplitude * phase;
+                    }
+                }
+                for spike in &s.spikes {
+                    if t >= spike.at_s && t < spike.at_s + spike.len_s {
+                        v += spike.value;
+                    }
+                }
+                v.max(0.0)
+            }
+        }
+    }
+}
+
+fn interpolate(points: &[(f64, f64)], t: f64) -> f64 {
+    let Some(first) = points.first() else {
+        return 0.0;
+    };
+    if t <= first.0 {
+        return first.1;
+    }
+    for pair in points.windows(2) {
+        let (a, b) = (pair[0], pair[1]);
+        if t <= b.0 {
+            let span = b.0 - a.0;
+            if span <= 0.0 {
+                return b.1;
+            }
+            return a.1 + (b.1 - a.1) * (t - a.0) / span;
+        }
+    }
+    points.last().map_or(0.0, |p| p.1)
+}
+
+/// Which NVML answer a fault changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Field {
+    Name,
+    Uuid,
+    Pci,
+    Memory,
+    Utilization,
+    Temperature,
+    Power,
+    PowerLimit,
+    Fan,
+    Processes,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultKind {
+    /// Every query on the device answers GPU_IS_LOST.
+    DeviceLost,
+    /// `field` answers NOT_SUPPORTED.
+    NotSupported,
+    /// `field` answers NO_PERMISSION.
+    NoPermission,
+    /// Process `pid` has exited: NVML no longer lists it.
+    ProcessExit,
+    /// Process `pid` is listed with usedGpuMemory = NVML_VALUE_NOT_AVAILABLE.
+    ProcessMemoryUnavailable,
+    /// The process list grows between the count call and the fill call, every other fill.
+    ProcessListRace,
+}
+
+/// A fault event, active over `[at_s, until_s)`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fault {
+    pub kind: FaultKind,
+    #[serde(default)]
+    pub device: Option<u32>,
+    #[serde(default)]
+    pub field: Option<Field>,
+    #[serde(default)]
+    pub pid: Option<u32>,
+    #[serde(default)]
+    pub at_s: f64,
+    #[serde(default)]
+    pub until_s: Option<f64>,
+}
+
+impl Fault {
+    fn active(&self, t: f64) -> bool {
+        t >= self.at_s && self.until_s.is_none_or(|u| t < u)
+    }
+    fn on_device(&self, index: u32) -> bool {
+        self.device.is_none_or(|d| d == index)
+    }
+}
+
+/// Everything a device reports at one scenario time, faults applied.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeviceState {
+    pub index: u32,
+    pub name: String,
+    pub uuid: String,
+    pub pci_bus_id: String,
+    pub lost: bool,
+    pub total: u64,
+    pub reserved: u64,
+    pub used: u64,
+    pub free: u64,
+    pub utilization_gpu: u32,
+    pub utilization_memory: u32,
+    pub temperature_c: u32,
+    pub power_draw_mw: u32,
+    pub power_limit_mw: Option<u32>,
+    pub fan_percent: Option<u32>,
+    pub processes: Vec<ProcessState>,
+    /// Fields that answer an error instead of a value.
+    pub denied: Vec<(Field, FaultKind)>,
+    pub list_race: bool,
+}
+
+impl DeviceState {
+    /// The fault on `field`, if any (NOT_SUPPORTED or NO_PERMISSION).
+    pub fn fault(&self, field: Field) -> Option<FaultKind> {
+        self.denied
+            .iter()
+            .find(|(f, _)| *f == field)
+            .map(|(_, k)| *k)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcessState {
+    pub pid: u32,
+    pub kind: ProcKind,
+    /// `None` when the fault says NVML cannot tell.
+    pub memory: Option<u64>,
+    pub name: Option<String>,
+    pub user: Option<String>,
+    pub command: Option<String>,
+    pub cpu_percent: Option<f64>,
+    pub host_memory: Option<u64>,
+    pub start_s: f64,
+}
+
+/// Why a scenario could not be used.
+#[derive(Debug)]
+pub enum ScenarioError {
+    Parse(serde_json::Error),
+    Version(u32),
+    Invalid(String),
+}
+
+impl std::fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ScenarioError::Parse(e) => write!(f, "not a valid scenario: {e}"),
+            ScenarioError::Version(v) => write!(
+                f,
+                "scenario format version {v} is not supported (this build reads version {FORMAT_VERSION})"
+            ),
+            ScenarioError::Invalid(why) => write!(f, "invalid scenario: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+fn mib_to_bytes(mib: f64) -> u64 {
+    (mib.max(0.0) * MIB).round() as u64
+}
+
+fn clamp_u32(v: f64) -> u32 {
+    v.round().clamp(0.0, u32::MAX as f64) as u32
+}
+
+impl Scenario {
+    pub fn from_json(text: &str) -> Result<Self, ScenarioError> {
+        let scenario: Scenario = serde_json::from_str(text).map_err(ScenarioError::Parse)?;
+        if scenario.version != FORMAT_VERSION {
+            return Err(ScenarioError::Version(scenario.version));
+        }
+        if scenario.devices.is_empty() {
+            return Err(ScenarioError::Invalid("it lists no devices".into()));
+        }
+        for (i, d) in scenario.devices.iter().enumerate() {
+            if d.memory_total_mib == 0 {
+                return Err(ScenarioError::Invalid(format!(
+                    "device {i} has memory_total_mib = 0"
+                )));
+            }
+        }
+        Ok(scenario)
+    }
+
+    /// Scenario time after `elapsed_s` seconds of wall time, looping if the scenario loops.
+    pub fn time(&self, elapsed_s: f64) -> f64 {
+        match self.loop_s {
+            Some(len) if len > 0.0 => elapsed_s.rem_euclid(len),
+            _ => elapsed_s.max(0.0),
+        }
+    }
+
+    /// The state of every device at scenario time `t`.
+    pub fn state_at(&self, t: f64) -> Vec<DeviceState> {
+        (0..self.devices.len())
+            .map(|i| self.device_at(i as u32, t))
+            .collect()
+    }
+
+    pub fn device_at(&self, index: u32, t: f64) -> DeviceState {
+        let spec = &self.devices[index as usize];
+        let faults: Vec<&Fault> = self
+            .faults
+            .iter()
+            .filter(|f| f.on_device(index) && f.active(t))
+            .collect();
+        let exited = |pid: u32| {
+            faults
+                .iter()
+                .any(|f| f.kind == FaultKind::ProcessExit && f.pid == Some(pid))
+        };
+        let mem_unavailable = |pid: u32| {
+            faults
+                .iter()
+                .any(|f| f.kind == FaultKind::ProcessMemoryUnavailable && f.pid == Some(pid))
+        };
+
+        let total = mib_to_bytes(spec.memory_total_mib as f64);
+        let reserved = mib_to_bytes(spec.memory_reserved_mib as f64).min(total);
+        let capacity = total - reserved;
+
+        let mut processes = Vec::new();
+        let mut used = mib_to_bytes(spec.unattributed_mib.at(t)).min(capacity);
+        for p in &spec.processes {
+            let alive = t >= p.start_s && p.end_s.is_none_or(|e| t < e) && !exited(p.pid);
+            if !alive {
+                continue;
+            }
+            let local = t - p.start_s;
+            let bytes = mib_to_bytes(p.memory_mib.at(local)).min(capacity - used);
+            used += bytes;
+            processes.push(ProcessState {
+                pid: p.pid,
+                kind: p.kind,
+                memory: (!mem_unavailable(p.pid)).then_some(bytes),
+                name: p.name.clone(),
+                user: p.user.clone(),
+                command: p.command.clone(),
+                cpu_percent: p.cpu_percent.as_ref().map(|c| c.at(local)),
+                host_memory: p
+                    .host_memory_mib
+                    .as_ref()
+                    .map(|c| mib_to_bytes(c.at(local))),
+                start_s: p.start_s,
+            });
+        }
+
+        let denied = faults
+            .iter()
+            .filter(|f| matches!(f.kind, FaultKind::NotSupported | FaultKind::NoPermission))
+            .filter_map(|f| f.field.map(|field| (field, f.kind)))
+            .collect();
+
+        DeviceState {
+            index,
+            name: spec.name.clone(),
+            uuid: spec.uuid.clone().unwrap_or_else(|| default_uuid(index)),
+            pci_bus_id: spec
+                .pci_bus_id
+                .clone()
+                .unwrap_or_else(|| format!("00000000:{:02X}:00.0", index + 1)),
+            lost: faults.iter().any(|f| f.kind == FaultKind::DeviceLost),
+            total,
+            reserved,
+            used,
+            free: capacity - used,
+            utilization_gpu: clamp_u32(spec.utilization_gpu.at(t)).min(100),
+            utilization_memory: clamp_u32(spec.utilization_memory.at(t)).min(100),
+            temperature_c: clamp_u32(spec.temperature_c.at(t)),
+            power_draw_mw: clamp_u32(spec.power_draw_w.at(t) * 1000.0),
+            power_limit_mw: spec.power_limit_w.map(|w| clamp_u32(w * 1000.0)),
+            fan_percent: spec
+                .fan_percent
+                .as_ref()
+                .map(|c| clamp_u32(c.at(t)).min(100)),
+            processes,
+            denied,
+            list_race: faults.iter().any(|f| f.kind == FaultKind::ProcessListRace),
+        }
+    }
+}
+
+/// A stable, UUID-shaped identifier for a simulated GPU that names none.
+pub fn default_uuid(index: u32) -> String {
+    format!("GPU-5ca1ab1e-0000-4000-8000-{:012x}", index)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one_gpu(extra: &str) -> Scenario {
+        let text = format!(
+            r#"{{"version":1,"devices":[{{"name":"T","memory_total_mib":1000,"memory_reserved_mib":10,
+            "unattributed_mib":5,
+            "processes":[{{"pid":7,"memory_mib":{{"points":[[0,0],[10,100]]}}}},
+                         {{"pid":8,"memory_mib":50,"start_s":5,"end_s":8}}]}}]{extra}}}"#
+        );
+        match Scenario::from_json(&text) {
+            Ok(s) => s,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn curves_interpolate_and_add_shapes() {
+        let c: Curve = serde_json::from_str(
+            r#"{"points":[[0,0],[10,100]],"sawtooth":{"period_s":2,"amplitude":10,"from_s":10},
+                "spikes":[{"at_s":20,"len_s":1,"value":50}]}"#,
+        )
+        .expect("curve");
+        assert_eq!(c.at(-1.0), 0.0);
+        assert_eq!(c.at(5.0), 50.0);
+        assert_eq!(c.at(11.0), 105.0);
+        assert_eq!(c.at(20.5), 100.0 + 2.5 + 50.0);
+    }
+
+    #[test]
+    fn memory_adds_up_and_processes_come_and_go() {
+        let s = one_gpu("");
+        let d = s.device_at(0, 6.0);
+        assert_eq!(d.total, 1000 * 1048576);
+        assert_eq!(d.reserved, 10 * 1048576);
+        assert_eq!(d.processes.len(), 2);
+        assert_eq!(d.used, (5 + 60 + 50) * 1048576);
+        assert_eq!(d.total, d.used + d.free + d.reserved);
+        assert_eq!(s.device_at(0, 9.0).processes.len(), 1);
+    }
+
+    #[test]
+    fn faults_apply_in_their_window() {
+        let s = one_gpu(
+            r#","faults":[{"kind":"device_lost","device":0,"at_s":3,"until_s":4},
+                {"kind":"not_supported","field":"fan"},
+                {"kind":"process_exit","pid":7,"at_s":2},
+                {"kind":"process_memory_unavailable","pid":8}]"#,
+        );
+        assert!(!s.device_at(0, 1.0).lost);
+        assert!(s.device_at(0, 3.5).lost);
+        assert_eq!(
+            s.device_at(0, 0.0).fault(Field::Fan),
+            Some(FaultKind::NotSupported)
+        );
+        let d = s.device_at(0, 6.0);
+        assert_eq!(d.processes.len(), 1);
+        assert_eq!(d.processes[0].memory, None);
+    }
+
+    #[test]
+    fn rejects_other_versions_and_empty_files() {
+        assert!(matches!(
+            Scenario::from_json(r#"{"version":2,"devices":[]}"#),
+            Err(ScenarioError::Version(2))
+        ));
+        assert!(Scenario::from_json(r#"{"version":1,"devices":[]}"#).is_err());
+        assert!(Scenario::from_json("garbage").is_err());
+    }
+
+    #[test]
+    fn time_loops() {
+        let mut s = one_gpu("");
+        s.loop_s = Some(10.0);
+        assert_eq!(s.time(25.0), 5.0);
+    }
+}

@@ -1,0 +1,373 @@
+//! NVML through nvml-wrapper, with the traps of `NVML-NOTES.md` handled:
+//! - memory v2 (`used` excludes `reserved`), falling back to v1 where `_v2` is missing;
+//! - the 32-byte `_v3` process entries of drivers 535.43–535.86 (we read `_v2` there, and drop
+//!   pid-0 rows anywhere);
+//! - count-then-fill races (retried), unavailable per-process memory (`None`);
+//! - NOT_SUPPORTED / NO_PERMISSION / missing symbols per field (`None`, reason kept);
+//! - GPU_IS_LOST per device (the device stays, with its error);
+//! - the panic in `Nvml`'s `Drop` when `nvmlShutdown` is missing (we shut down ourselves).
+
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::time::SystemTime;
+
+use nvml_wrapper::enum_wrappers::device::TemperatureSensor;
+use nvml_wrapper::enums::device::UsedGpuMemory;
+use nvml_wrapper::error::NvmlError;
+use nvml_wrapper::struct_wrappers::device::ProcessInfo;
+use nvml_wrapper::{Device as NvDevice, Nvml};
+
+use super::{OpenError, Source};
+use crate::model::{Device, Memory, Process, ProcessKind, Sample, Utilization};
+
+/// The driver's library name; the unversioned `.so` only exists with development packages.
+pub const DEFAULT_LIB: &str = "libnvidia-ml.so.1";
+
+/// How many times a process list is re-read when it grows between count and fill.
+const LIST_RETRIES: usize = 4;
+
+/// Facts about a device that do not change while it is attached.
+#[derive(Clone, Default)]
+struct Identity {
+    name: Option<String>,
+    uuid: Option<String>,
+    pci_bus_id: Option<String>,
+}
+
+pub struct NvmlSource {
+    nvml: Option<Nvml>,
+    driver_version: Option<String>,
+    cuda_version: Option<String>,
+    /// Drivers 535.43–535.86 misreport `_v3` process lists.
+    v3_broken: bool,
+    identities: Vec<Option<Identity>>,
+}
+
+/// "12.4" from NVML's 12040.
+pub fn cuda_version_string(v: i32) -> String {
+    format!("{}.{}", v / 1000, (v % 1000) / 10)
+}
+
+/// Whether a driver version has the 32-byte `_v3` process-entry bug (gpustat#161).
+pub fn has_v3_stride_bug(driver: &str) -> bool {
+    let mut parts = driver.split('.').map(|p| p.trim().parse::<u32>().ok());
+    match (parts.next().flatten(), parts.next().flatten()) {
+        (Some(535), Some(minor)) => (43..=86).contains(&minor),
+        _ => false,
+    }
+}
+
+/// A short, user-facing reason for an NVML error.
+pub fn describe(e: &NvmlError) -> String {
+    match e {
+        NvmlError::NotSupported => "not supported".into(),
+        NvmlError::NoPermission => "no permission".into(),
+        NvmlError::GpuLost => "GPU is lost".into(),
+        NvmlError::FailedToLoadSymbol(_) => "not available in this driver".into(),
+        NvmlError::Timeout => "timed out".into(),
+        other => other.to_string(),
+    }
+}
+
+impl NvmlSource {
+    /// Loads NVML from `lib` (default: the driver's `libnvidia-ml.so.1`) and initialises it once.
+    pub fn open(lib: Option<&str>) -> Result<Self, OpenError> {
+        let path = lib.unwrap_or(DEFAULT_LIB);
+        let nvml = Nvml::builder()
+            .lib_path(OsStr::new(path))
+            .init()
+            .map_err(|e| match e {
+                NvmlError::LibloadingError(err) => OpenError::NoDriver {
+                    lib: path.to_owned(),
+                    reason: err.to_string(),
+                },
+                NvmlError::DriverNotLoaded | NvmlError::LibraryNotFound => OpenError::NoDriver {
+                    lib: path.to_owned(),
+                    reason: "the NVIDIA kernel driver is not loaded".into(),
+                },
+                other => OpenError::Init(other.to_string()),
+            })?;
+        let driver_version = nvml.sys_driver_version().ok();
+        let cuda_version = nvml.sys_cuda_driver_version().ok().map(cuda_version_string);
+        let v3_broken = driver_version.as_deref().is_some_and(has_v3_stride_bug);
+        Ok(NvmlSource {
+            nvml: Some(nvml),
+            driver_version,
+            cuda_version,
+            v3_broken,
+            identities: Vec::new(),
+        })
+    }
+
+    fn read_device(&mut self, nvml: &Nvml, index: u32) -> Device {
+        let slot = index as usize;
+        let dev = match nvml.device_by_index(index) {
+            Ok(d) => d,
+            Err(e) => {
+                // Keep what we knew of a GPU that fell off the bus, so views can still name it.
+                let known = self
+                    .identities
+                    .get(slot)
+                    .cloned()
+                    .flatten()
+                    .unwrap_or_default();
+                return Device {
+                    name: known.name,
+                    uuid: known.uuid,
+                    pci_bus_id: known.pci_bus_id,
+                    ..Device::failed(index, describe(&e))
+                };
+            }
+        };
+        if self.identities.len() <= slot {
+            self.identities.resize(slot + 1, None);
+        }
+        let identity = match &self.identities[slot] {
+            Some(id) => id.clone(),
+            None => {
+                let id = Identity {
+                    name: dev.name().ok(),
+                    uuid: dev.uuid().ok(),
+                    pci_bus_id: dev.pci_info().ok().map(|p| p.bus_id),
+                };
+                // Only cache a complete identity, so a transient failure is retried.
+                if id.name.is_some() && id.uuid.is_some() {
+                    self.identities[slot] = Some(id.clone());
+                }
+                id
+            }
+        };
+        let mut errors = BTreeMap::new();
+        let mut out = Device {
+            index,
+            uuid: identity.uuid,
+            name: identity.name,
+            pci_bus_id: identity.pci_bus_id,
+            ..Device::default()
+        };
+
+        // Memory first: a GPU that has fallen off the bus says so here.
+        match read_memory(nvml, &dev) {
+            Ok(m) => out.memory = m,
+            Err(NvmlError::GpuLost) => {
+                return Device {
+                    error: Some("GPU is lost".into()),
+                    ..out
+                };
+            }
+            Err(e) => {
+                errors.insert("memory", describe(&e));
+            }
+        }
+        match dev.utilization_rates() {
+            Ok(u) => {
+                out.utilization = Utilization {
+                    gpu_percent: Some(u.gpu),
+                    memory_percent: Some(u.memory),
+                }
+            }
+            Err(e) => {
+                errors.insert("utilization", describe(&e));
+            }
+        }
+        out.temperature_c = field(
+            dev.temperature(TemperatureSensor::Gpu),
+            "temperature",
+            &mut errors,
+        );
+        out.power_draw_w =
+            field(dev.power_usage(), "power", &mut errors).map(|mw| mw as f64 / 1000.0);
+        out.power_limit_w = field(dev.enforced_power_limit(), "power_limit", &mut errors)
+            .map(|mw| mw as f64 / 1000.0);
+        out.fan_percent = field(dev.fan_speed(0), "fan", &mut errors);
+        if errors.values().any(|e| e == "GPU is lost") {
+            return Device {
+                name: out.name,
+                uuid: out.uuid,
+                pci_bus_id: out.pci_bus_id,
+                ..Device::failed(index, "GPU is lost".into())
+            };
+        }
+        match self.processes(&dev) {
+            Ok((procs, warning)) => {
+                out.processes = procs;
+                out.processes_error = warning;
+            }
+            Err(e) => {
+                out.processes_error = Some(format!("cannot list processes: {}", describe(&e)))
+            }
+        }
+        out.field_errors = errors;
+        out
+    }
+
+    /// Compute and graphics lists merged by pid.
+    fn processes(&self, dev: &NvDevice) -> Result<(Vec<Process>, Option<String>), NvmlError> {
+        let compute = retry(|| {
+            if self.v3_broken {
+                dev.running_compute_processes_v2()
+            } else {
+                dev.running_compute_processes()
+            }
+        })?;
+        // Graphics lists are unsupported on many datacenter GPUs: not an error for the row.
+        let graphics = retry(|| {
+            if self.v3_broken {
+                dev.running_graphics_processes_v2()
+            } else {
+                dev.running_graphics_processes()
+            }
+        })
+        .unwrap_or_default();
+        let mut merged: BTreeMap<u32, Process> = BTreeMap::new();
+        let mut garbled = 0usize;
+        let lists = [
+            (compute, ProcessKind::Compute),
+            (graphics, ProcessKind::Graphics),
+        ];
+        for (list, kind) in lists {
+            for p in list {
+                // pid 0 is never a GPU process: it is a misread entry (535.43–535.86 layout).
+                if p.pid == 0 {
+                    garbled += 1;
+                    continue;
+                }
+                let mem = match p.used_gpu_memory {
+                    UsedGpuMemory::Used(b) => Some(b),
+                    UsedGpuMemory::Unavailable => None,
+                };
+                merged
+                    .entry(p.pid)
+                    .and_modify(|e| {
+                        e.kind = e.kind.merge(kind);
+                        e.gpu_memory_bytes = match (e.gpu_memory_bytes, mem) {
+                            (Some(a), Some(b)) => Some(a.max(b)),
+                            (a, b) => a.or(b),
+                        };
+                    })
+                    .or_insert_with(|| Process::from_nvml(p.pid, kind, mem));
+            }
+        }
+        let warning = (garbled > 0).then(|| {
+            format!("dropped {garbled} malformed process entries from the driver (pid 0)")
+        });
+        Ok((merged.into_values().collect(), warning))
+    }
+}
+
+/// Re-reads a count-then-fill list when it grew in between (INSUFFICIENT_SIZE).
+fn retry(
+    mut read: impl FnMut() -> Result<Vec<ProcessInfo>, NvmlError>,
+) -> Result<Vec<ProcessInfo>, NvmlError> {
+    let mut last = NvmlError::InsufficientSize(None);
+    for _ in 0..LIST_RETRIES {
+        match read() {
+            Err(NvmlError::InsufficientSize(n)) => last = NvmlError::InsufficientSize(n),
+            other => return other,
+        }
+    }
+    Err(last)
+}
+
+fn field<T>(
+    r: Result<T, NvmlError>,
+    name: &'static str,
+    errors: &mut BTreeMap<&'static str, String>,
+) -> Option<T> {
+    r.map_err(|e| errors.insert(name, describe(&e))).ok()
+}
+
+/// Memory v2; on drivers without `_v2`, v1 through the same library (then `used` includes the
+/// driver reservation, which stays unknown).
+fn read_memory(nvml: &Nvml, dev: &NvDevice) -> Result<Memory, NvmlError> {
+    match dev.memory_info() {
+        Ok(m) => Ok(Memory {
+            total_bytes: Some(m.total),
+            used_bytes: Some(m.used),
+            free_bytes: Some(m.free),
+            reserved_bytes: Some(m.reserved),
+        }),
+        Err(NvmlError::FailedToLoadSymbol(_)) => {
+            let Ok(sym) = nvml.lib().nvmlDeviceGetMemoryInfo.as_ref() else {
+                return Err(NvmlError::FailedToLoadSymbol(
+                    "nvmlDeviceGetMemoryInfo".into(),
+                ));
+            };
+            // SAFETY: nvmlMemory_t is plain integers; the handle is valid for `nvml`'s lifetime.
+            let mut m: nvml_wrapper_sys::bindings::nvmlMemory_t = unsafe { std::mem::zeroed() };
+            let rc = unsafe { sym(dev.handle(), &mut m) };
+            nvml_wrapper::error::nvml_try(rc)?;
+            Ok(Memory {
+                total_bytes: Some(m.total),
+                used_bytes: Some(m.used),
+                free_bytes: Some(m.free),
+                reserved_bytes: None,
+            })
+        }
+        Err(e) => Err(e),
+    }
+}
+
+impl Source for NvmlSource {
+    fn read(&mut self) -> Sample {
+        let mut sample = Sample {
+            timestamp: SystemTime::now(),
+            hostname: crate::host::hostname(),
+            source: "nvml",
+            driver_version: self.driver_version.clone(),
+            cuda_version: self.cuda_version.clone(),
+            devices: Vec::new(),
+            error: None,
+        };
+        let Some(nvml) = self.nvml.take() else {
+            sample.error = Some("NVML is shut down".into());
+            return sample;
+        };
+        match nvml.device_count() {
+            Ok(n) => sample.devices = (0..n).map(|i| self.read_device(&nvml, i)).collect(),
+            Err(e) => sample.error = Some(format!("cannot count GPUs: {}", describe(&e))),
+        }
+        self.nvml = Some(nvml);
+        sample
+    }
+
+    fn host_lookup(&self) -> bool {
+        true
+    }
+}
+
+impl Drop for NvmlSource {
+    fn drop(&mut self) {
+        let Some(nvml) = self.nvml.take() else {
+            return;
+        };
+        // `Nvml`'s own Drop calls nvmlShutdown through `.expect()`: with the symbol missing
+        // that panics at exit. Shut down explicitly, and leak the handle when we cannot.
+        if nvml.lib().nvmlShutdown.is_ok() {
+            let _ = nvml.shutdown();
+        } else {
+            std::mem::forget(nvml);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn v3_stride_bug_range() {
+        assert!(has_v3_stride_bug("535.43.02"));
+        assert!(has_v3_stride_bug("535.86.10"));
+        assert!(!has_v3_stride_bug("535.104.05"));
+        assert!(!has_v3_stride_bug("535.42"));
+        assert!(!has_v3_stride_bug("550.54.15"));
+        assert!(!has_v3_stride_bug("garbage"));
+    }
+
+    #[test]
+    fn cuda_versions() {
+        assert_eq!(cuda_version_string(12040), "12.4");
+        assert_eq!(cuda_version_string(11080), "11.8");
+    }
+}

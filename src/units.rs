@@ -1,0 +1,37 @@
+//! Byte quantities: binary units (GiB = 2^30) for display, kept as `u64` bytes everywhere else.
+
+use bytesize::ByteSize;
+
+pub const KIB: u64 = 1 << 10;
+pub const MIB: u64 = 1 << 20;
+pub const GIB: u64 = 1 << 30;
+
+/// "1.6 GiB", "512.0 MiB", "0 B": binary units, as PyTorch and nvidia-smi use them.
+pub fn fmt_bytes(bytes: u64) -> String {
+    ByteSize::b(bytes).display().iec().to_string()
+}
+
+/// [`fmt_bytes`] for a value that may be unknown.
+pub fn fmt_opt_bytes(bytes: Option<u64>) -> String {
+    bytes.map_or_else(|| "N/A".to_owned(), fmt_bytes)
+}
+
+/// Whole MiB, as gpustat and nvidia-smi print memory ("61234MiB" style columns).
+pub fn to_mib(bytes: u64) -> u64 {
+    bytes / MIB
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn binary_units() {
+        assert_eq!(fmt_bytes(0), "0 B");
+        assert_eq!(fmt_bytes(GIB), "1.0 GiB");
+        assert_eq!(fmt_bytes(3 * GIB / 2), "1.5 GiB");
+        assert_eq!(fmt_bytes(512 * MIB), "512.0 MiB");
+        assert_eq!(fmt_opt_bytes(None), "N/A");
+        assert_eq!(to_mib(80 * GIB), 81920);
+    }
+}

@@ -1,0 +1,501 @@
+//! Test equipment: a fake `libnvidia-ml.so.1` that serves a gpumon scenario file.
+//!
+//! gpumon loads it through nvml-wrapper exactly as it loads the driver's library, so the tests
+//! exercise the real NVML code path: symbol loading, struct versions, count-then-fill process
+//! lists and error codes. Struct layouts come from nvml-wrapper-sys (bindgen output of
+//! `nvml.h`), so they are ABI-correct by construction.
+//!
+//! Environment:
+//! - `FAKE_NVML_SCENARIO`: path of the scenario JSON (required; without it init fails with
+//!   DRIVER_NOT_LOADED, like a machine with no driver).
+//! - `FAKE_NVML_TIME`: scenario time in seconds at init (default 0).
+//! - `FAKE_NVML_SPEED`: scenario seconds per wall second (default 1; 0 freezes time).
+#![allow(non_snake_case, non_upper_case_globals, clippy::missing_safety_doc)]
+
+#[allow(dead_code)]
+#[path = "../../../src/scenario.rs"]
+mod scenario;
+
+use nvml_wrapper_sys::bindings::*;
+use scenario::{DeviceState, FaultKind, Field, ProcKind, Scenario};
+use std::ffi::{c_char, c_int, c_uint, c_ulonglong};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+const VALUE_NOT_AVAILABLE: u64 = u64::MAX;
+
+struct Fake {
+    scenario: Scenario,
+    start: Instant,
+    t0: f64,
+    speed: f64,
+    cached_ms: i64,
+    cached: Vec<DeviceState>,
+}
+
+static FAKE: Mutex<Option<Fake>> = Mutex::new(None);
+static FILL_CALLS: AtomicU64 = AtomicU64::new(0);
+
+fn env_f64(name: &str, default: f64) -> f64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Runs `f` on the current device states; `None` when not initialised.
+fn with_states<R>(f: impl FnOnce(&Fake, &[DeviceState]) -> R) -> Option<R> {
+    let mut guard = FAKE.lock().unwrap_or_else(|e| e.into_inner());
+    let fake = guard.as_mut()?;
+    let t = fake
+        .scenario
+        .time(fake.t0 + fake.start.elapsed().as_secs_f64() * fake.speed);
+    let ms = (t * 1000.0) as i64;
+    if ms != fake.cached_ms || fake.cached.is_empty() {
+        fake.cached = fake.scenario.state_at(t);
+        fake.cached_ms = ms;
+    }
+    let fake = &*fake;
+    Some(f(fake, &fake.cached))
+}
+
+fn device_index(device: nvmlDevice_t) -> usize {
+    (device as usize).wrapping_sub(1)
+}
+
+/// Runs `f` on one device, mapping the common failures to NVML codes.
+fn with_device(
+    device: nvmlDevice_t,
+    field: Option<Field>,
+    f: impl FnOnce(&Fake, &DeviceState) -> nvmlReturn_t,
+) -> nvmlReturn_t {
+    with_states(|fake, states| {
+        let Some(d) = states.get(device_index(device)) else {
+            return nvmlReturn_enum_NVML_ERROR_INVALID_ARGUMENT;
+        };
+        if d.lost {
+            return nvmlReturn_enum_NVML_ERROR_GPU_IS_LOST;
+        }
+        match field.and_then(|field| d.fault(field)) {
+            Some(FaultKind::NotSupported) => nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED,
+            Some(FaultKind::NoPermission) => nvmlReturn_enum_NVML_ERROR_NO_PERMISSION,
+            _ => f(fake, d),
+        }
+    })
+    .unwrap_or(nvmlReturn_enum_NVML_ERROR_UNINITIALIZED)
+}
+
+unsafe fn write_str(s: &str, out: *mut c_char, len: c_uint) -> nvmlReturn_t {
+    if out.is_null() {
+        return nvmlReturn_enum_NVML_ERROR_INVALID_ARGUMENT;
+    }
+    let bytes = s.as_bytes();
+    if bytes.len() + 1 > len as usize {
+        return nvmlReturn_enum_NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    // SAFETY: the caller gave `len` writable bytes and we checked the string fits.
+    unsafe {
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), out.cast::<u8>(), bytes.len());
+        *out.add(bytes.len()) = 0;
+    }
+    nvmlReturn_enum_NVML_SUCCESS
+}
+
+macro_rules! out {
+    ($ptr:expr, $value:expr) => {{
+        if $ptr.is_null() {
+            return nvmlReturn_enum_NVML_ERROR_INVALID_ARGUMENT;
+        }
+        // SAFETY: non-null out-pointer from the caller, per the NVML contract.
+        unsafe { *$ptr = $value };
+        nvmlReturn_enum_NVML_SUCCESS
+    }};
+}
+
+#[no_mangle]
+pub extern "C" fn nvmlInit_v2() -> nvmlReturn_t {
+    let Ok(path) = std::env::var("FAKE_NVML_SCENARIO") else {
+        return nvmlReturn_enum_NVML_ERROR_DRIVER_NOT_LOADED;
+    };
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return nvmlReturn_enum_NVML_ERROR_DRIVER_NOT_LOADED;
+    };
+    let scenario = match Scenario::from_json(&text) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("fake-nvml: {path}: {e}");
+            return nvmlReturn_enum_NVML_ERROR_UNKNOWN;
+        }
+    };
+    let mut guard = FAKE.lock().unwrap_or_else(|e| e.into_inner());
+    *guard = Some(Fake {
+        scenario,
+        start: Instant::now(),
+        t0: env_f64("FAKE_NVML_TIME", 0.0),
+        speed: env_f64("FAKE_NVML_SPEED", 1.0),
+        cached_ms: -1,
+        cached: Vec::new(),
+    });
+    nvmlReturn_enum_NVML_SUCCESS
+}
+
+#[no_mangle]
+pub extern "C" fn nvmlInitWithFlags(_flags: c_uint) -> nvmlReturn_t {
+    nvmlInit_v2()
+}
+
+#[no_mangle]
+pub extern "C" fn nvmlShutdown() -> nvmlReturn_t {
+    let mut guard = FAKE.lock().unwrap_or_else(|e| e.into_inner());
+    match guard.take() {
+        Some(_) => nvmlReturn_enum_NVML_SUCCESS,
+        None => nvmlReturn_enum_NVML_ERROR_UNINITIALIZED,
+    }
+}
+
+#[no_mangle]
+pub extern "C" fn nvmlErrorString(result: nvmlReturn_t) -> *const c_char {
+    let s: &'static [u8] = match result {
+        nvmlReturn_enum_NVML_SUCCESS => b"Success\0",
+        nvmlReturn_enum_NVML_ERROR_UNINITIALIZED => b"Uninitialized\0",
+        nvmlReturn_enum_NVML_ERROR_INVALID_ARGUMENT => b"Invalid Argument\0",
+        nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED => b"Not Supported\0",
+        nvmlReturn_enum_NVML_ERROR_NO_PERMISSION => b"Insufficient Permissions\0",
+        nvmlReturn_enum_NVML_ERROR_INSUFFICIENT_SIZE => b"Insufficient Size\0",
+        nvmlReturn_enum_NVML_ERROR_GPU_IS_LOST => b"GPU is lost\0",
+        _ => b"Unknown Error\0",
+    };
+    s.as_ptr().cast()
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlSystemGetDriverVersion(out: *mut c_char, len: c_uint) -> nvmlReturn_t {
+    with_states(|fake, _| unsafe { write_str(&fake.scenario.driver_version, out, len) })
+        .unwrap_or(nvmlReturn_enum_NVML_ERROR_UNINITIALIZED)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlSystemGetNVMLVersion(out: *mut c_char, len: c_uint) -> nvmlReturn_t {
+    unsafe { write_str("12.550.54.15", out, len) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlSystemGetCudaDriverVersion_v2(out: *mut c_int) -> nvmlReturn_t {
+    let Some(v) = with_states(|fake, _| fake.scenario.cuda_driver_version) else {
+        return nvmlReturn_enum_NVML_ERROR_UNINITIALIZED;
+    };
+    out!(out, v)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlSystemGetCudaDriverVersion(out: *mut c_int) -> nvmlReturn_t {
+    unsafe { nvmlSystemGetCudaDriverVersion_v2(out) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetCount_v2(out: *mut c_uint) -> nvmlReturn_t {
+    let Some(n) = with_states(|_, states| states.len() as c_uint) else {
+        return nvmlReturn_enum_NVML_ERROR_UNINITIALIZED;
+    };
+    out!(out, n)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetHandleByIndex_v2(
+    index: c_uint,
+    out: *mut nvmlDevice_t,
+) -> nvmlReturn_t {
+    let handle = (index as usize + 1) as nvmlDevice_t;
+    with_device(handle, None, |_, _| out!(out, handle))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetName(
+    device: nvmlDevice_t,
+    out: *mut c_char,
+    len: c_uint,
+) -> nvmlReturn_t {
+    with_device(device, Some(Field::Name), |_, d| unsafe {
+        write_str(&d.name, out, len)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetUUID(
+    device: nvmlDevice_t,
+    out: *mut c_char,
+    len: c_uint,
+) -> nvmlReturn_t {
+    with_device(device, Some(Field::Uuid), |_, d| unsafe {
+        write_str(&d.uuid, out, len)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetPciInfo_v3(
+    device: nvmlDevice_t,
+    out: *mut nvmlPciInfo_t,
+) -> nvmlReturn_t {
+    with_device(device, Some(Field::Pci), |_, d| {
+        // SAFETY: all-zero is a valid nvmlPciInfo_t (integers and char arrays).
+        let mut info: nvmlPciInfo_t = unsafe { std::mem::zeroed() };
+        for (dst, src) in info.busId.iter_mut().zip(d.pci_bus_id.bytes().take(31)) {
+            *dst = src as c_char;
+        }
+        for (dst, src) in info
+            .busIdLegacy
+            .iter_mut()
+            .zip(d.pci_bus_id.bytes().skip(4).take(15))
+        {
+            *dst = src as c_char;
+        }
+        info.bus = d.index + 1;
+        info.pciDeviceId = 0x2330_10de;
+        info.pciSubSystemId = 0x16c1_10de;
+        out!(out, info)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetMemoryInfo_v2(
+    device: nvmlDevice_t,
+    out: *mut nvmlMemory_v2_t,
+) -> nvmlReturn_t {
+    const EXPECTED: c_uint = (std::mem::size_of::<nvmlMemory_v2_t>() as c_uint) | (2 << 24);
+    if out.is_null() {
+        return nvmlReturn_enum_NVML_ERROR_INVALID_ARGUMENT;
+    }
+    // SAFETY: non-null pointer to a caller-owned struct; we only read the version first.
+    if unsafe { (*out).version } != EXPECTED {
+        return nvmlReturn_enum_NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    }
+    with_device(device, Some(Field::Memory), |_, d| {
+        out!(
+            out,
+            nvmlMemory_v2_t {
+                version: EXPECTED,
+                total: d.total,
+                reserved: d.reserved,
+                free: d.free,
+                used: d.used,
+            }
+        )
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetMemoryInfo(
+    device: nvmlDevice_t,
+    out: *mut nvmlMemory_t,
+) -> nvmlReturn_t {
+    // v1 semantics: `used` includes the driver reservation.
+    with_device(device, Some(Field::Memory), |_, d| {
+        out!(
+            out,
+            nvmlMemory_t {
+                total: d.total,
+                free: d.free,
+                used: d.used + d.reserved,
+            }
+        )
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetUtilizationRates(
+    device: nvmlDevice_t,
+    out: *mut nvmlUtilization_t,
+) -> nvmlReturn_t {
+    with_device(device, Some(Field::Utilization), |_, d| {
+        out!(
+            out,
+            nvmlUtilization_t {
+                gpu: d.utilization_gpu,
+                memory: d.utilization_memory,
+            }
+        )
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetTemperature(
+    device: nvmlDevice_t,
+    _sensor: nvmlTemperatureSensors_t,
+    out: *mut c_uint,
+) -> nvmlReturn_t {
+    with_device(device, Some(Field::Temperature), |_, d| {
+        out!(out, d.temperature_c)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetPowerUsage(
+    device: nvmlDevice_t,
+    out: *mut c_uint,
+) -> nvmlReturn_t {
+    with_device(device, Some(Field::Power), |_, d| {
+        out!(out, d.power_draw_mw)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetEnforcedPowerLimit(
+    device: nvmlDevice_t,
+    out: *mut c_uint,
+) -> nvmlReturn_t {
+    with_device(device, Some(Field::PowerLimit), |_, d| {
+        match d.power_limit_mw {
+            Some(mw) => out!(out, mw),
+            None => nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED,
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetFanSpeed_v2(
+    device: nvmlDevice_t,
+    _fan: c_uint,
+    out: *mut c_uint,
+) -> nvmlReturn_t {
+    with_device(device, Some(Field::Fan), |_, d| match d.fan_percent {
+        Some(p) => out!(out, p),
+        None => nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED,
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetFanSpeed(
+    device: nvmlDevice_t,
+    out: *mut c_uint,
+) -> nvmlReturn_t {
+    unsafe { nvmlDeviceGetFanSpeed_v2(device, 0, out) }
+}
+
+/// Drivers 535.43–535.86 wrote 32-byte `_v3` entries into a 24-byte array (gpustat#161).
+fn has_v3_stride_bug(driver: &str) -> bool {
+    let mut parts = driver.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    major == 535 && (43..=86).contains(&minor)
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum List {
+    Compute,
+    Graphics,
+}
+
+unsafe fn process_list(
+    device: nvmlDevice_t,
+    count: *mut c_uint,
+    infos: *mut nvmlProcessInfo_t,
+    list: List,
+    v3: bool,
+) -> nvmlReturn_t {
+    if count.is_null() {
+        return nvmlReturn_enum_NVML_ERROR_INVALID_ARGUMENT;
+    }
+    with_device(device, Some(Field::Processes), |fake, d| {
+        let wanted: Vec<_> = d
+            .processes
+            .iter()
+            .filter(|p| match list {
+                List::Compute => matches!(p.kind, ProcKind::Compute | ProcKind::Both),
+                List::Graphics => matches!(p.kind, ProcKind::Graphics | ProcKind::Both),
+            })
+            .collect();
+        let n = wanted.len() as c_uint;
+        // SAFETY: `count` is non-null (checked above) and points to the caller's capacity.
+        let capacity = unsafe { *count };
+        if n == 0 {
+            unsafe { *count = 0 };
+            return nvmlReturn_enum_NVML_SUCCESS;
+        }
+        // A process list that grows between the count and the fill: every other fill finds
+        // more processes than the headroom the caller allowed.
+        let raced =
+            d.list_race && !infos.is_null() && FILL_CALLS.fetch_add(1, Ordering::Relaxed).is_multiple_of(2);
+        if infos.is_null() || capacity < n || raced {
+            unsafe { *count = if raced { capacity + 1 } else { n } };
+            return nvmlReturn_enum_NVML_ERROR_INSUFFICIENT_SIZE;
+        }
+        let buggy = v3 && has_v3_stride_bug(&fake.scenario.driver_version);
+        let stride = if buggy {
+            32
+        } else {
+            std::mem::size_of::<nvmlProcessInfo_t>()
+        };
+        let room = capacity as usize * std::mem::size_of::<nvmlProcessInfo_t>();
+        let base = infos.cast::<u8>();
+        for (i, p) in wanted.iter().enumerate() {
+            if (i + 1) * stride > room {
+                break;
+            }
+            let entry = nvmlProcessInfo_t {
+                pid: p.pid,
+                usedGpuMemory: p.memory.unwrap_or(VALUE_NOT_AVAILABLE) as c_ulonglong,
+                gpuInstanceId: u32::MAX,
+                computeInstanceId: u32::MAX,
+            };
+            // SAFETY: `(i + 1) * stride <= room`, the caller's buffer size in bytes.
+            unsafe {
+                std::ptr::write_unaligned(base.add(i * stride).cast::<nvmlProcessInfo_t>(), entry);
+                if buggy {
+                    // usedGpuCcProtectedMemory of the 32-byte layout.
+                    std::ptr::write_unaligned(base.add(i * stride + 24).cast::<u64>(), 0);
+                }
+            }
+        }
+        unsafe { *count = n };
+        nvmlReturn_enum_NVML_SUCCESS
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetComputeRunningProcesses_v3(
+    device: nvmlDevice_t,
+    count: *mut c_uint,
+    infos: *mut nvmlProcessInfo_t,
+) -> nvmlReturn_t {
+    unsafe { process_list(device, count, infos, List::Compute, true) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetComputeRunningProcesses_v2(
+    device: nvmlDevice_t,
+    count: *mut c_uint,
+    infos: *mut nvmlProcessInfo_t,
+) -> nvmlReturn_t {
+    unsafe { process_list(device, count, infos, List::Compute, false) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetGraphicsRunningProcesses_v3(
+    device: nvmlDevice_t,
+    count: *mut c_uint,
+    infos: *mut nvmlProcessInfo_t,
+) -> nvmlReturn_t {
+    unsafe { process_list(device, count, infos, List::Graphics, true) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetGraphicsRunningProcesses_v2(
+    device: nvmlDevice_t,
+    count: *mut c_uint,
+    infos: *mut nvmlProcessInfo_t,
+) -> nvmlReturn_t {
+    unsafe { process_list(device, count, infos, List::Graphics, false) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stride_bug_range() {
+        assert!(has_v3_stride_bug("535.54.03"));
+        assert!(has_v3_stride_bug("535.86.05"));
+        assert!(!has_v3_stride_bug("535.104.05"));
+        assert!(!has_v3_stride_bug("550.54.15"));
+    }
+}

@@ -1,0 +1,63 @@
+//! Shared helpers: locate (or build) the fake NVML library and write scenario files.
+
+use std::path::{Path, PathBuf};
+use std::process::Command as StdCommand;
+use std::sync::OnceLock;
+
+use assert_cmd::Command;
+
+/// The fake `libnvidia-ml.so.1` from `tests/fake-nvml`, built on first use.
+pub fn fake_lib() -> &'static Path {
+    static LIB: OnceLock<PathBuf> = OnceLock::new();
+    LIB.get_or_init(|| {
+        let bin = PathBuf::from(env!("CARGO_BIN_EXE_gpumon"));
+        let dir = bin.parent().expect("target dir").to_path_buf();
+        let lib = dir.join("libnvidia_ml.so");
+        let status = StdCommand::new(env!("CARGO"))
+            .args(["build", "--quiet", "-p", "fake-nvml"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .expect("run cargo build -p fake-nvml");
+        assert!(status.success(), "building the fake NVML library failed");
+        assert!(lib.exists(), "no {}", lib.display());
+        lib
+    })
+}
+
+/// A scenario file that lives as long as the returned handle.
+pub fn scenario(json: &str) -> tempfile::TempPath {
+    let mut f = tempfile::Builder::new()
+        .suffix(".json")
+        .tempfile()
+        .expect("temp file");
+    std::io::Write::write_all(&mut f, json.as_bytes()).expect("write scenario");
+    f.into_temp_path()
+}
+
+/// `gpumon` reading NVML from the fake library serving `scenario`, its clock frozen at `t`.
+pub fn gpumon_fake(scenario: &Path, t: f64) -> Command {
+    let mut cmd = gpumon();
+    cmd.env("GPUMON_NVML_LIB", fake_lib())
+        .env("FAKE_NVML_SCENARIO", scenario)
+        .env("FAKE_NVML_TIME", t.to_string())
+        .env("FAKE_NVML_SPEED", "0");
+    cmd
+}
+
+pub fn gpumon() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpumon"));
+    cmd.env_remove("GPUMON_NVML_LIB").env("NO_COLOR", "1");
+    cmd
+}
+
+pub fn stdout_json(cmd: &mut Command) -> serde_json::Value {
+    let out = cmd.output().expect("run gpumon");
+    assert!(
+        out.status.success(),
+        "gpumon failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON on stdout")
+}
+
+pub const MIB: u64 = 1 << 20;

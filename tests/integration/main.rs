@@ -1,0 +1,4 @@
+//! Integration tests: the built `gpumon` binary, run against the fake NVML library.
+
+mod common;
+mod sampling;
