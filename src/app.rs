@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use tokio::sync::watch;
 
-use crate::cli::{Cli, Command, Common, LogArgs, OnceArgs};
+use crate::cli::{Cli, Command, Common, ExplainArgs, LogArgs, OnceArgs};
 use crate::output::log::{Columns, Format, LogWriter};
 use crate::output::{is_broken_pipe, once, Paint};
 use crate::sampler::{self, Filter, Sampler};
@@ -34,6 +34,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let result = match cli.command {
         Some(Command::Once(args)) => run_once(&cli.common, &args),
         Some(Command::Log(args)) => run_log(&cli.common, &args),
+        Some(Command::Explain(args)) => run_explain(&args),
         None => run_once(&cli.common, &OnceArgs::default()),
     };
     match result {
@@ -138,6 +139,74 @@ fn run_log(common: &Common, args: &LogArgs) -> anyhow::Result<ExitCode> {
         drop(samples);
         let _ = task.await;
         Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// Calls `f` with each line of `reader`, reading in fixed chunks: a line longer than
+/// `max_line` bytes is cut there, so memory stays bounded whatever the input.
+pub fn for_each_line(
+    mut reader: impl std::io::Read,
+    max_line: usize,
+    mut f: impl FnMut(&str),
+) -> io::Result<()> {
+    let mut chunk = vec![0u8; 64 * 1024];
+    let mut line: Vec<u8> = Vec::with_capacity(4096);
+    loop {
+        let n = match reader.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        let mut rest = &chunk[..n];
+        while let Some(i) = rest.iter().position(|b| *b == b'\n') {
+            let room = max_line.saturating_sub(line.len());
+            line.extend_from_slice(&rest[..i.min(room)]);
+            f(&String::from_utf8_lossy(&line));
+            line.clear();
+            rest = &rest[i + 1..];
+        }
+        let room = max_line.saturating_sub(line.len());
+        line.extend_from_slice(&rest[..rest.len().min(room)]);
+    }
+    if !line.is_empty() {
+        f(&String::from_utf8_lossy(&line));
+    }
+    Ok(())
+}
+
+fn run_explain(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
+    use crate::oom::{render, scan::Scanner};
+    let mut scanner = Scanner::new();
+    let read = match args.file.as_deref() {
+        Some(p) if p != std::path::Path::new("-") => match std::fs::File::open(p) {
+            Ok(file) => for_each_line(file, 16 * 1024, |l| scanner.push_line(l)),
+            Err(e) => {
+                eprintln!("gpumon: cannot read {}: {e}", p.display());
+                return Ok(ExitCode::from(EXIT_USAGE));
+            }
+        },
+        _ => for_each_line(io::stdin().lock(), 16 * 1024, |l| scanner.push_line(l)),
+    };
+    if let Err(e) = read {
+        eprintln!("gpumon: cannot read the input: {e}");
+        return Ok(ExitCode::from(EXIT_USAGE));
+    }
+    let analysis = scanner.finish();
+    let mut out = io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &render::to_json(&analysis))?;
+        out.write_all(b"\n")?;
+    } else if analysis.main().is_some() {
+        out.write_all(render::render(&analysis, Paint::for_stdout()).as_bytes())?;
+    } else {
+        eprint!("gpumon: {}", render::render(&analysis, Paint(false)));
+    }
+    out.flush()?;
+    Ok(if analysis.main().is_some() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     })
 }
 

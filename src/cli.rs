@@ -20,7 +20,8 @@ use crate::sampler::MIN_INTERVAL;
         gpumon --demo once                 simulated GPUs, no driver needed\n  \
         gpumon once --json                 the whole sample as JSON\n  \
         gpumon log --interval 500ms --count 20 --format csv\n  \
-        gpumon log --processes --output gpu-procs.csv"
+        gpumon log --processes --output gpu-procs.csv\n  \
+        python train.py 2>&1 | tail -50 | gpumon explain"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -59,6 +60,25 @@ pub enum Command {
     Once(OnceArgs),
     /// Write one record per GPU (or per process) every interval, for scripts and clusters
     Log(LogArgs),
+    /// Explain a pasted out-of-memory error: where the memory went and what to do.
+    ///
+    /// Reads a traceback or a whole log (from FILE, or standard input when FILE is absent or
+    /// `-`), finds every OOM message in it (PyTorch in any version, ROCm, XPU, MPS, TensorFlow,
+    /// JAX, raw CUDA, ONNX Runtime, llama.cpp, vLLM, CuPy, PaddlePaddle, TensorRT), and
+    /// explains the last one. Exit status: 0 when an OOM was found, 1 when none was, 2 on a
+    /// usage or I/O error.
+    Explain(ExplainArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// File to read; standard input when absent or `-`
+    #[arg(value_name = "FILE")]
+    pub file: Option<PathBuf>,
+
+    /// Print the analysis as JSON (schema in the README)
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args, Default)]

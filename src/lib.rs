@@ -7,6 +7,7 @@ pub mod app;
 pub mod cli;
 pub mod host;
 pub mod model;
+pub mod oom;
 pub mod output;
 pub mod sampler;
 pub mod scenario;

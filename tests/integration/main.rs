@@ -1,4 +1,5 @@
 //! Integration tests: the built `gpumon` binary, run against the fake NVML library.
 
 mod common;
+mod explain;
 mod sampling;

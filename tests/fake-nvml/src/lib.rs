@@ -413,8 +413,9 @@ unsafe fn process_list(
         }
         // A process list that grows between the count and the fill: every other fill finds
         // more processes than the headroom the caller allowed.
-        let raced =
-            d.list_race && !infos.is_null() && FILL_CALLS.fetch_add(1, Ordering::Relaxed).is_multiple_of(2);
+        let raced = d.list_race
+            && !infos.is_null()
+            && FILL_CALLS.fetch_add(1, Ordering::Relaxed).is_multiple_of(2);
         if infos.is_null() || capacity < n || raced {
             unsafe { *count = if raced { capacity + 1 } else { n } };
             return nvmlReturn_enum_NVML_ERROR_INSUFFICIENT_SIZE;

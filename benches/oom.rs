@@ -1,0 +1,44 @@
+//! OOM analyzer benchmark: a 10 MB training log with one OOM at the end, scanned the way
+//! `gpumon explain` reads it (streaming, line by line). Run with `cargo bench --bench oom`.
+
+use std::time::{Duration, Instant};
+
+use gpumon::app::for_each_line;
+use gpumon::oom::scan::Scanner;
+
+fn main() {
+    let mut log = String::with_capacity(10 << 20);
+    let mut step = 0u64;
+    while log.len() < 10 << 20 {
+        step += 1;
+        log.push_str(&format!(
+            "[rank0]: 2024-05-01 12:00:{:02}.123 INFO train.py:88] step {step} loss {:.4} lr 3.0e-4 tokens/s 48213 grad_norm 0.93\n",
+            step % 60,
+            1.0 / step as f64
+        ));
+    }
+    log.push_str(
+        "Traceback (most recent call last):\n  File \"train.py\", line 120, in <module>\n",
+    );
+    log.push_str("[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 572.00 MiB. GPU 0 has a total capacity of 23.65 GiB of which 321.06 MiB is free. Including non-PyTorch memory, this process has 23.30 GiB memory in use. Of the allocated memory 21.90 GiB is allocated by PyTorch, and 1.17 GiB is reserved by PyTorch but unallocated.\n");
+    let bytes = log.as_bytes();
+    let mut times: Vec<Duration> = (0..15)
+        .map(|_| {
+            let t = Instant::now();
+            let mut s = Scanner::new();
+            for_each_line(bytes, 16 * 1024, |l| s.push_line(l)).expect("read");
+            let a = s.finish();
+            assert_eq!(a.ooms.len(), 1);
+            t.elapsed()
+        })
+        .collect();
+    times.sort_unstable();
+    println!(
+        "explain on a {:.1} MB log ({} lines, one OOM at the end): median {:.1?}, min {:.1?}, max {:.1?}",
+        bytes.len() as f64 / 1e6,
+        step + 3,
+        times[times.len() / 2],
+        times[0],
+        times[times.len() - 1]
+    );
+}

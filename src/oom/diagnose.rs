@@ -1,0 +1,358 @@
+//! Rules that name the cause of an OOM with its numbers, ranked, each with remedies that are
+//! correct for the framework that raised it.
+
+use serde::Serialize;
+
+use super::{Framework, Oom};
+use crate::units::fmt_bytes;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    RequestExceedsTotal,
+    OtherProcesses,
+    Fragmentation,
+    FrameworkAllocations,
+    OutsideFramework,
+    FrameworkSettings,
+    NoNumbers,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Remedy {
+    pub text: String,
+    /// Expected saving, where the numbers allow an estimate.
+    pub saves_bytes: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Finding {
+    pub cause: Cause,
+    pub title: String,
+    pub detail: String,
+    pub remedies: Vec<Remedy>,
+}
+
+fn r(text: impl Into<String>) -> Remedy {
+    Remedy {
+        text: text.into(),
+        saves_bytes: None,
+    }
+}
+
+fn est(text: impl Into<String>, saves: Option<u64>) -> Remedy {
+    Remedy {
+        text: text.into(),
+        saves_bytes: saves,
+    }
+}
+
+/// The allocator-config variable this build of PyTorch reads, as its own message names it.
+fn alloc_conf(oom: &Oom) -> &'static str {
+    match (oom.framework, oom.hint.as_deref()) {
+        (Framework::Hip, Some(h)) if h.contains("PYTORCH_HIP_ALLOC_CONF") => {
+            "PYTORCH_HIP_ALLOC_CONF"
+        }
+        (_, Some(h)) if h.starts_with("PYTORCH_ALLOC_CONF") => "PYTORCH_ALLOC_CONF",
+        _ => "PYTORCH_CUDA_ALLOC_CONF",
+    }
+}
+
+/// Ranked findings for one OOM: the most likely cause first.
+pub fn diagnose(oom: &Oom) -> Vec<Finding> {
+    let f = &oom.facts;
+    let mut out = Vec::new();
+    let need = f.requested_bytes;
+    let shortfall = need.zip(f.free_bytes).map(|(n, fr)| n.saturating_sub(fr));
+
+    // 1. The request alone exceeds the whole card (or the allocator's limit).
+    if let (Some(n), Some(t)) = (need, f.total_bytes) {
+        if n > t {
+            let (what, settings) = if f.total_is_limit {
+                ("the allocator's limit", true)
+            } else {
+                ("the GPU's total capacity", false)
+            };
+            let mut remedies = vec![
+                r("Shrink this tensor: a smaller batch, shorter sequences or a lower resolution."),
+                r("Shard it across GPUs: FSDP or DeepSpeed ZeRO-3 for parameters and optimizer state, tensor or sequence parallelism for activations."),
+                r("Offload to host memory (FSDP CPU offload, DeepSpeed ZeRO-Offload, accelerate's device_map=\"auto\")."),
+            ];
+            if settings && oom.framework == Framework::Mps {
+                remedies.push(r("PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 lifts the limit, but the message itself warns it may cause system failure: prefer the options above."));
+            }
+            out.push(Finding {
+                cause: Cause::RequestExceedsTotal,
+                title: format!(
+                    "One allocation of {} is larger than {what} ({})",
+                    fmt_bytes(n),
+                    fmt_bytes(t)
+                ),
+                detail: if settings {
+                    "No amount of freeing memory makes this fit under the current limit.".into()
+                } else {
+                    "No allocator setting or cleanup can make this fit: the tensor itself must get smaller or be split.".into()
+                },
+                remedies,
+            });
+        }
+    }
+
+    // 2. Other processes hold the memory that is missing.
+    if let Some(others) = f.other_processes_bytes.filter(|b| *b > 0) {
+        let fits_without = need
+            .zip(f.free_bytes)
+            .is_some_and(|(n, fr)| n <= fr + others);
+        let names: Vec<String> = f
+            .other_processes
+            .iter()
+            .take(5)
+            .map(|p| format!("pid {} ({})", p.pid, fmt_bytes(p.bytes)))
+            .collect();
+        let who = if names.is_empty() {
+            "other allocations".to_owned()
+        } else {
+            format!(
+                "{} other process{}: {}",
+                f.other_processes.len(),
+                if f.other_processes.len() == 1 {
+                    ""
+                } else {
+                    "es"
+                },
+                names.join(", ")
+            )
+        };
+        let mut remedies = vec![
+            r("Run on another GPU: CUDA_VISIBLE_DEVICES=N (see which are free with `gpumon once`)."),
+            r("Stop or move the other processes; `gpumon once` shows who they belong to."),
+        ];
+        if oom.framework == Framework::Mps {
+            remedies = vec![r("Close other apps that use the GPU: on Apple silicon they share the same unified memory.")];
+        }
+        out.push(Finding {
+            cause: Cause::OtherProcesses,
+            title: format!("{} held by {who}", fmt_bytes(others)),
+            detail: match (need, f.free_bytes) {
+                (Some(n), Some(fr)) if fits_without => format!(
+                    "Needs {}, {} free; without them the request would fit.",
+                    fmt_bytes(n),
+                    fmt_bytes(fr)
+                ),
+                (Some(n), Some(fr)) => format!(
+                    "Needs {}, {} free; they hold memory, but the request would not fit even without them.",
+                    fmt_bytes(n),
+                    fmt_bytes(fr)
+                ),
+                _ => "They hold memory on the same GPU.".into(),
+            },
+            remedies,
+        });
+    }
+
+    // 3. Fragmentation: the cache alone could hold the request.
+    if let (Some(cached), Some(n)) = (f.reserved_unallocated_bytes, need) {
+        if cached >= n && n > 0 && oom.framework.caching_allocator() {
+            let var = alloc_conf(oom);
+            let old_hint = oom
+                .hint
+                .as_deref()
+                .is_some_and(|h| h.contains("max_split_size_mb"));
+            let mut remedies = vec![
+                r(format!("{var}=expandable_segments:True lets the cache grow segments in place instead of leaving unusable gaps{}.",
+                    if old_hint { " (PyTorch 2.1 or later; your message predates that hint)" } else { "" })),
+                r(format!("{var}=max_split_size_mb:N (for example 128–512) stops large cached blocks from being split into pieces nothing else can use.")),
+                r("torch.cuda.empty_cache() will not fix this: the allocator already released its unused cache and retried before it raised."),
+            ];
+            if old_hint {
+                remedies.swap(0, 1);
+            }
+            out.push(Finding {
+                cause: Cause::Fragmentation,
+                title: format!(
+                    "Fragmentation: {} is reserved but unallocated, more than the {} requested",
+                    fmt_bytes(cached),
+                    fmt_bytes(n)
+                ),
+                detail: "The cache holds enough memory in total, but in blocks too small or split to serve this request.".into(),
+                remedies,
+            });
+        }
+    }
+
+    // 4. The framework's own allocations fill the card.
+    let heavy = match (f.allocated_bytes, f.total_bytes) {
+        (Some(a), Some(t)) if t > 0 => a as f64 / t as f64 >= 0.5,
+        (Some(_), None) => true,
+        _ => false,
+    };
+    if heavy && !out.iter().any(|x| x.cause == Cause::RequestExceedsTotal) {
+        if let Some(a) = f.allocated_bytes {
+            out.push(framework_allocations(oom, a, shortfall));
+        }
+    }
+
+    // 5. Memory outside the framework (1.x messages cannot tell whose).
+    if let (Some(u), Some(t)) = (f.unaccounted_bytes, f.total_bytes) {
+        let counted = f.other_processes_bytes.is_some();
+        if u > t / 10 || need.is_some_and(|n| u >= n && n > 0) {
+            out.push(Finding {
+                cause: Cause::OutsideFramework,
+                title: format!("{} is in use outside {}'s allocator", fmt_bytes(u), oom.framework.name()),
+                detail: if counted {
+                    "Used by something the message does not list: other containers or the driver.".into()
+                } else {
+                    "This message format does not say whose: this process's CUDA context and libraries (typically 0.3–1 GiB), or other processes.".into()
+                },
+                remedies: vec![r("See who holds it: `gpumon once` (or nvidia-smi) lists every process and its memory.")],
+            });
+        }
+    }
+
+    // 6. Framework settings.
+    if let Some(settings) = framework_settings(oom) {
+        out.push(settings);
+    }
+
+    // 7. No numbers at all.
+    if need.is_none() && f.total_bytes.is_none() && f.allocated_bytes.is_none() {
+        out.push(Finding {
+            cause: Cause::NoNumbers,
+            title: "The message carries no memory figures".into(),
+            detail: match oom.format {
+                "cublas" | "cudnn" => "cuBLAS/cuDNN could not allocate its handle or workspace: the GPU was already full when the library initialised, usually with this program's own cached memory or another process.".into(),
+                _ => "The allocation failed in the CUDA runtime; which allocation and how much was free are not in the text.".into(),
+            },
+            remedies: vec![
+                r("Get numbers: run the job under `gpumon log --processes --interval 200ms` (or keep `gpumon` open) and look at the last samples before the crash."),
+                r("In PyTorch, print torch.cuda.memory_summary() in an except torch.OutOfMemoryError handler."),
+                r("Check for other processes on the same GPU: `gpumon once`."),
+            ],
+        });
+    }
+    out
+}
+
+fn framework_allocations(oom: &Oom, allocated: u64, shortfall: Option<u64>) -> Finding {
+    let half = allocated / 2;
+    let short = shortfall
+        .map(|s| format!(" The request is {} short.", fmt_bytes(s)))
+        .unwrap_or_default();
+    let remedies = match oom.framework {
+        Framework::Jax => vec![
+            est("Halve the batch and accumulate gradients over 2 steps (optax.MultiSteps) to keep the effective batch size.", Some(half)),
+            r("Rematerialise activations with jax.checkpoint (jax.remat) on the repeated blocks."),
+            r("Compute in bfloat16 (params in float32, activations in bfloat16)."),
+            r("Shard across devices with jax.sharding (pjit/shard_map) when more GPUs are available."),
+        ],
+        Framework::Tensorflow => vec![
+            est("Halve the batch size; accumulate gradients over steps to keep the effective batch size.", Some(half)),
+            r("Mixed precision: tf.keras.mixed_precision.set_global_policy('mixed_float16') (or 'mixed_bfloat16')."),
+            r("Recompute activations with tf.recompute_grad on large blocks."),
+        ],
+        Framework::Mps | Framework::Pytorch | Framework::Hip | Framework::Xpu => vec![
+            est("Activation checkpointing (torch.utils.checkpoint, or gradient_checkpointing_enable() in transformers): activations drop from O(n) to about O(√n) layers, at ~30% more compute.", Some(allocated * 2 / 5)),
+            est("Halve the batch and accumulate gradients over 2 steps to keep the effective batch size (scale the loss by 1/steps; the learning rate can stay; BatchNorm then sees half the samples per step — use SyncBatchNorm/GroupNorm if that matters).", Some(half)),
+            est("Mixed precision: torch.autocast(device_type, dtype=torch.bfloat16) roughly halves activation memory.", Some(allocated / 4)),
+            r("A lighter optimizer: plain SGD keeps about 2× the parameters (weights + gradients), Adam about 4× (plus two moments); 8-bit optimizer states (bitsandbytes) shrink Adam's moments 4×."),
+            r("Evaluate under torch.no_grad() or torch.inference_mode(), so no graph is kept."),
+            r("Accumulate metrics as numbers: total_loss += loss.item(), not total_loss += loss (which keeps every step's graph alive)."),
+            r("del large intermediates you no longer need (and their references) between phases, e.g. after evaluation."),
+            r("Shorter sequences and less padding: bucket by length or pack sequences."),
+        ],
+        _ => vec![est("Process smaller batches or inputs.", Some(half))],
+    };
+    let mut remedies = remedies;
+    // Ranked by expected saving; unestimated ones keep their order after.
+    remedies.sort_by_key(|r| std::cmp::Reverse(r.saves_bytes.unwrap_or(0)));
+    Finding {
+        cause: Cause::FrameworkAllocations,
+        title: format!("{} holds {} in live allocations", oom.framework.name(), fmt_bytes(allocated)),
+        detail: format!("Most of the memory belongs to this job's own tensors.{short} Savings below are estimates that assume activations dominate, as they do in training."),
+        remedies,
+    }
+}
+
+fn framework_settings(oom: &Oom) -> Option<Finding> {
+    let (title, detail, remedies): (&str, &str, Vec<Remedy>) = match oom.framework {
+        Framework::Jax => (
+            "JAX preallocates GPU memory",
+            "By default XLA reserves 75% of the GPU at start-up, so other processes (and a second JAX process) see little free memory.",
+            vec![
+                r("XLA_PYTHON_CLIENT_PREALLOCATE=false allocates on demand (more fragmentation, but shares the GPU)."),
+                r("XLA_PYTHON_CLIENT_MEM_FRACTION=.90 lets JAX use more of the card (default .75)."),
+                r("XLA_PYTHON_CLIENT_ALLOCATOR=platform frees memory when unused (slow; for debugging)."),
+            ],
+        ),
+        Framework::Tensorflow => (
+            "TensorFlow's memory settings",
+            "TensorFlow maps nearly all GPU memory at start-up unless told otherwise.",
+            vec![
+                r("tf.config.experimental.set_memory_growth(gpu, True) (or TF_FORCE_GPU_ALLOW_GROWTH=true) allocates as needed."),
+                r("tf.config.set_logical_device_configuration(gpu, [tf.config.LogicalDeviceConfiguration(memory_limit=MB)]) caps it, to share the GPU."),
+            ],
+        ),
+        Framework::Mps => (
+            "The MPS high-watermark limit",
+            "PyTorch caps MPS allocations at a fraction of the unified memory (PYTORCH_MPS_HIGH_WATERMARK_RATIO).",
+            vec![r("Raising the ratio (or 0.0 for no limit) may let it fit, but can make the whole system swap or fail, as the message warns.")],
+        ),
+        Framework::Vllm => (
+            "vLLM's memory budget",
+            "vLLM takes gpu_memory_utilization × the GPU for weights, activations and the KV cache; the KV cache gets what is left.",
+            vec![
+                r("Raise gpu_memory_utilization (default 0.9) if no other process needs the GPU."),
+                r("Lower max_model_len (and max_num_seqs) so fewer KV-cache blocks are needed."),
+                r("Split the model: tensor_parallel_size=N; or a quantized model / kv_cache_dtype=\"fp8\"."),
+                r("enforce_eager=True skips CUDA-graph capture memory."),
+            ],
+        ),
+        Framework::Onnxruntime => (
+            "ONNX Runtime's arena",
+            "The CUDA execution provider grows a BFC arena that it does not shrink by default.",
+            vec![
+                r("arena_extend_strategy: kSameAsRequested, and gpu_mem_limit in the CUDA provider options."),
+                r("cudnn_conv_algo_search: HEURISTIC avoids large workspace trials; limit input shapes."),
+            ],
+        ),
+        Framework::Ggml => (
+            "llama.cpp memory settings",
+            "Weights, KV cache and compute buffers all go to the GPU.",
+            vec![
+                r("Offload fewer layers: lower -ngl/--n-gpu-layers."),
+                r("A smaller context (-c) or a quantized KV cache (--cache-type-k q8_0 --cache-type-v q8_0); a smaller -ub/--ubatch-size shrinks compute buffers."),
+                r("Spread across GPUs with --tensor-split, or use a smaller quantization."),
+            ],
+        ),
+        Framework::Paddle => (
+            "PaddlePaddle's allocator",
+            "Paddle can preallocate a fraction of the GPU.",
+            vec![
+                r("FLAGS_allocator_strategy=auto_growth allocates on demand."),
+                r("FLAGS_fraction_of_gpu_memory_to_use sets the preallocated share."),
+            ],
+        ),
+        Framework::Tensorrt => (
+            "TensorRT build memory",
+            "The builder tries tactics that need scratch memory (workspace) on top of the engine.",
+            vec![
+                r("Limit the workspace: config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, bytes) (or --memPoolSize with trtexec)."),
+                r("Smaller optimization-profile shapes (max batch, resolution)."),
+            ],
+        ),
+        Framework::Cupy => (
+            "CuPy's memory pool",
+            "CuPy keeps freed blocks in its pool.",
+            vec![
+                r("cupy.get_default_memory_pool().free_all_blocks() between phases; set_limit(size=…) to cap it."),
+            ],
+        ),
+        _ => return None,
+    };
+    Some(Finding {
+        cause: Cause::FrameworkSettings,
+        title: title.into(),
+        detail: detail.into(),
+        remedies,
+    })
+}

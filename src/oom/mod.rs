@@ -1,0 +1,235 @@
+//! The OOM analyzer: find out-of-memory errors in pasted text, decompose the memory, and say
+//! what to do. Pure: no tokio, ratatui or NVML here, so `explain`, the dashboard's paste panel
+//! and `run` share it.
+//!
+//! `scan` (streaming, bounded memory) → `parse` (one family per framework) → `Facts`
+//! (`derive` fills in what the message implies) → `diagnose` (ranked findings) → `render`.
+
+pub mod diagnose;
+pub mod parse;
+pub mod render;
+pub mod scan;
+
+use serde::Serialize;
+
+use crate::model::breakdown::{Breakdown, Part, PartKind};
+
+/// Which framework or library raised the error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Framework {
+    /// PyTorch on CUDA.
+    Pytorch,
+    /// PyTorch on ROCm (HIP).
+    Hip,
+    /// PyTorch on Intel GPUs (XPU).
+    Xpu,
+    /// PyTorch on Apple GPUs (MPS).
+    Mps,
+    Tensorflow,
+    Jax,
+    /// The CUDA runtime or a CUDA library (cuBLAS, cuDNN) without framework figures.
+    Cuda,
+    Onnxruntime,
+    /// llama.cpp and other ggml programs.
+    Ggml,
+    Vllm,
+    Cupy,
+    Paddle,
+    Tensorrt,
+}
+
+impl Framework {
+    pub fn name(self) -> &'static str {
+        match self {
+            Framework::Pytorch => "PyTorch (CUDA)",
+            Framework::Hip => "PyTorch (ROCm/HIP)",
+            Framework::Xpu => "PyTorch (XPU)",
+            Framework::Mps => "PyTorch (MPS)",
+            Framework::Tensorflow => "TensorFlow",
+            Framework::Jax => "JAX/XLA",
+            Framework::Cuda => "CUDA",
+            Framework::Onnxruntime => "ONNX Runtime",
+            Framework::Ggml => "llama.cpp/ggml",
+            Framework::Vllm => "vLLM",
+            Framework::Cupy => "CuPy",
+            Framework::Paddle => "PaddlePaddle",
+            Framework::Tensorrt => "TensorRT",
+        }
+    }
+
+    /// PyTorch's caching allocator (CUDA and its HIP port), which frees its cache and retries
+    /// before it raises.
+    pub fn caching_allocator(self) -> bool {
+        matches!(self, Framework::Pytorch | Framework::Hip)
+    }
+}
+
+/// What one message says, plus what it implies (`derived` names the implied fields).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Facts {
+    pub requested_bytes: Option<u64>,
+    /// Device capacity, or the allocator's limit when `total_is_limit`.
+    pub total_bytes: Option<u64>,
+    pub total_is_limit: bool,
+    pub free_bytes: Option<u64>,
+    /// Allocated by the framework (live tensors).
+    pub allocated_bytes: Option<u64>,
+    /// Reserved by the framework: allocated + cached.
+    pub reserved_bytes: Option<u64>,
+    /// Reserved but unallocated (the cache).
+    pub reserved_unallocated_bytes: Option<u64>,
+    /// Allocated in private pools (CUDA Graphs), included in `allocated_bytes`.
+    pub private_pool_bytes: Option<u64>,
+    /// This process, framework and non-framework memory together.
+    pub process_bytes: Option<u64>,
+    /// This process's memory outside the framework: context, cuBLAS/cuDNN, NCCL.
+    pub non_framework_bytes: Option<u64>,
+    /// PyTorch's per-process cap (`set_per_process_memory_fraction`).
+    pub allowed_bytes: Option<u64>,
+    pub other_processes: Vec<OtherProcess>,
+    pub other_processes_bytes: Option<u64>,
+    /// Used memory that no figure explains (1.x: other processes and this process's context).
+    pub unaccounted_bytes: Option<u64>,
+    /// Elements of the tensor when its byte size is unknown (TensorFlow without a dtype).
+    pub elements: Option<u64>,
+    pub derived: Vec<&'static str>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OtherProcess {
+    pub pid: u32,
+    pub bytes: u64,
+}
+
+/// One out-of-memory error found in the text.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Oom {
+    pub framework: Framework,
+    /// Which message format matched (for example "pytorch-2.x").
+    pub format: &'static str,
+    pub device_index: Option<u32>,
+    pub facts: Facts,
+    /// The allocator hint the message printed, if any.
+    pub hint: Option<String>,
+    /// The line that triggered detection (normalised).
+    pub line: String,
+}
+
+impl Facts {
+    fn mark(&mut self, name: &'static str) {
+        if !self.derived.contains(&name) {
+            self.derived.push(name);
+        }
+    }
+
+    /// Fills in the values the message implies.
+    pub fn derive(&mut self) {
+        if self.reserved_unallocated_bytes.is_none() {
+            if let (Some(r), Some(a)) = (self.reserved_bytes, self.allocated_bytes) {
+                self.reserved_unallocated_bytes = Some(r.saturating_sub(a));
+                self.mark("reserved_unallocated_bytes");
+            }
+        }
+        if self.reserved_bytes.is_none() {
+            if let (Some(a), Some(c)) = (self.allocated_bytes, self.reserved_unallocated_bytes) {
+                self.reserved_bytes = Some(a + c);
+                self.mark("reserved_bytes");
+            }
+        }
+        if !self.other_processes.is_empty() && self.other_processes_bytes.is_none() {
+            self.other_processes_bytes = Some(self.other_processes.iter().map(|p| p.bytes).sum());
+            self.mark("other_processes_bytes");
+        }
+        if self.non_framework_bytes.is_none() {
+            if let (Some(p), Some(r)) = (self.process_bytes, self.reserved_bytes) {
+                self.non_framework_bytes = Some(p.saturating_sub(r));
+                self.mark("non_framework_bytes");
+            }
+        }
+        if self.unaccounted_bytes.is_none() && !self.total_is_limit {
+            if let (Some(t), Some(f)) = (self.total_bytes, self.free_bytes) {
+                // What the message's figures leave unexplained: with a process total, that is
+                // used by someone not listed; without (1.x), everything outside PyTorch.
+                let mine = self.process_bytes.or(self.reserved_bytes);
+                if let Some(mine) = mine {
+                    let others = self.other_processes_bytes.unwrap_or(0);
+                    self.unaccounted_bytes = Some(t.saturating_sub(mine + others + f));
+                    self.mark("unaccounted_bytes");
+                }
+            }
+        }
+        if self.free_bytes.is_none() && self.total_is_limit {
+            if let (Some(t), Some(a)) = (self.total_bytes, self.allocated_bytes) {
+                let other = self.other_processes_bytes.unwrap_or(0);
+                self.free_bytes = Some(t.saturating_sub(a + other));
+                self.mark("free_bytes");
+            }
+        }
+    }
+
+    /// The same decomposition the dashboard shows, when the total is known.
+    pub fn breakdown(&self) -> Option<Breakdown> {
+        let total = self.total_bytes?;
+        let derived = |name: &str| self.derived.contains(&name);
+        let part = |kind, bytes: Option<u64>, name: &str| Part {
+            kind,
+            bytes,
+            derived: derived(name),
+        };
+        let mut parts = vec![
+            part(PartKind::Allocated, self.allocated_bytes, "allocated_bytes"),
+            part(
+                PartKind::Cached,
+                self.reserved_unallocated_bytes,
+                "reserved_unallocated_bytes",
+            ),
+        ];
+        if self.non_framework_bytes.is_some() {
+            parts.push(part(
+                PartKind::NonFramework,
+                self.non_framework_bytes,
+                "non_framework_bytes",
+            ));
+        }
+        for p in &self.other_processes {
+            parts.push(Part::read(PartKind::Process { pid: p.pid }, Some(p.bytes)));
+        }
+        if self.other_processes.is_empty() && self.other_processes_bytes.is_some() {
+            parts.push(part(
+                PartKind::OtherApps,
+                self.other_processes_bytes,
+                "other_processes_bytes",
+            ));
+        }
+        if let Some(u) = self.unaccounted_bytes.filter(|u| *u > 0) {
+            parts.push(Part::derived(PartKind::Unattributed, Some(u)));
+        }
+        parts.push(part(PartKind::Free, self.free_bytes, "free_bytes"));
+        Some(Breakdown::from_parts(total, parts))
+    }
+}
+
+/// Everything found in one text.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Analysis {
+    /// Every OOM found, in order; the last is the main one.
+    pub ooms: Vec<Oom>,
+    /// Lines read.
+    pub lines: u64,
+}
+
+impl Analysis {
+    pub fn main(&self) -> Option<&Oom> {
+        self.ooms.last()
+    }
+}
+
+/// Analyses a whole text at once (the streaming [`scan::Scanner`] underneath).
+pub fn analyze(text: &str) -> Analysis {
+    let mut s = scan::Scanner::new();
+    for line in text.split('\n') {
+        s.push_line(line);
+    }
+    s.finish()
+}

@@ -1,0 +1,523 @@
+//! One parser per message family. Each reads sizes exactly as that framework prints them:
+//! every framework here formats with powers of 1024, even where it writes "GB" (PyTorch's MPS
+//! allocator before 2.1, PaddlePaddle's `HumanReadableSize`, TensorFlow's "17.79G"), so all
+//! units are binary.
+
+use std::sync::OnceLock;
+
+use regex::Regex;
+
+use super::{Facts, Framework, Oom, OtherProcess};
+
+/// A size as frameworks print it: "1.5 GiB", "2.20GiB", "0 bytes", "17.79G", "56.000000MB".
+const SIZE: &str = r"(\d+(?:\.\d+)?\s?(?:bytes|[KMGT]i?B|[KMGT]\b|B\b))";
+
+/// Parses one printed size into bytes (binary units).
+pub fn parse_size(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
+    let (num, unit) = s.split_at(split);
+    let value: f64 = num.parse().ok()?;
+    let mult: u64 = match unit.trim() {
+        "bytes" | "B" => 1,
+        "KiB" | "KB" | "K" => 1 << 10,
+        "MiB" | "MB" | "M" => 1 << 20,
+        "GiB" | "GB" | "G" => 1 << 30,
+        "TiB" | "TB" | "T" => 1 << 40,
+        _ => return None,
+    };
+    let bytes = value * mult as f64;
+    (bytes.is_finite() && bytes >= 0.0 && bytes < u64::MAX as f64).then(|| bytes.round() as u64)
+}
+
+/// "25,600,000" → 25600000.
+fn parse_int(s: &str) -> Option<u64> {
+    s.chars()
+        .filter(|c| *c != ',')
+        .collect::<String>()
+        .parse()
+        .ok()
+}
+
+macro_rules! re {
+    ($name:ident, $pattern:expr) => {
+        fn $name() -> &'static Regex {
+            static RE: OnceLock<Regex> = OnceLock::new();
+            RE.get_or_init(|| Regex::new(&$pattern).expect(stringify!($name)))
+        }
+    };
+}
+
+re!(
+    torch2_re,
+    format!(
+        r"(?i)\b(CUDA|HIP|XPU) out of memory\. Tried to allocate {SIZE}\. (?:GPU|Device) (\d+) has a total capaci?ty of {SIZE}(?: of which {SIZE} is free)?"
+    )
+);
+re!(torch_allowed_re, format!(r"{SIZE} allowed;"));
+re!(
+    torch_process_re,
+    format!(r"Process (\d+) has {SIZE} memory in use")
+);
+re!(
+    torch_this_re,
+    format!(r"this process has {SIZE} memory in use")
+);
+re!(
+    torch_split_re,
+    format!(
+        r"Of the allocated memory {SIZE} is allocated by PyTorch, (?:with {SIZE} allocated in private pools \(e\.g\., CUDA Graphs\), )?and {SIZE} is reserved by PyTorch but unallocated"
+    )
+);
+re!(
+    torch15_re,
+    format!(
+        r"(?i)(?:\b(CUDA|HIP|XPU) out of memory\. )?Tried to allocate {SIZE} \((?:GPU|Device) ?(\d+); {SIZE} total capacity; {SIZE} already allocated;(?: {SIZE} free;)?(?: {SIZE} allowed;)? {SIZE} reserved in total by PyTorch\)?"
+    )
+);
+re!(
+    torch10_re,
+    format!(
+        r"(?i)(?:\b(CUDA|HIP) out of memory\. )?Tried to allocate {SIZE} \(GPU (\d+); {SIZE} total capacity; {SIZE} already allocated; {SIZE} free; {SIZE} cached\)?"
+    )
+);
+re!(
+    hint_re,
+    r"(PYTORCH_(?:CUDA_|HIP_)?ALLOC_CONF=expandable_segments:True|max_split_size_mb|PYTORCH_MPS_HIGH_WATERMARK_RATIO=0\.0|empty_cache)"
+);
+re!(
+    mps_re,
+    format!(
+        r"MPS backend out of memory \(MPS allocated: {SIZE}, other allocations: {SIZE}, max allowed: {SIZE}\)\. Tried to allocate {SIZE} on (private|shared) pool"
+    )
+);
+re!(
+    tf_tensor_re,
+    r"OOM when allocating tensor (?:with|of) shape ?\[([\d,\s]*)\](?: and type (\w+))?(?: on [^ ]*?(?:GPU|gpu):(\d+))?(?: by allocator (\w+))?"
+);
+re!(
+    tf_bfc_re,
+    format!(
+        r"Allocator \((\w+?)(?:_bfc)?\) ran out of memory trying to allocate {SIZE}(?: \(rounded to (\d+)\))?"
+    )
+);
+re!(
+    tf_stat_re,
+    r"^(Limit|InUse|MaxInUse|NumAllocs|MaxAllocSize):\s+(\d+)\s*$"
+);
+re!(
+    stream_exec_re,
+    format!(r"failed to allocate {SIZE} \((\d+) bytes\) from device: CUDA_ERROR_OUT_OF_MEMORY")
+);
+re!(
+    jax_bytes_re,
+    r"(?i:RESOURCE_EXHAUSTED|Resource exhausted): Out of memory (?:while trying to allocate|allocating) (\d+) bytes"
+);
+re!(
+    jax_request_re,
+    format!(r"Failed to allocate request for {SIZE} \((\d+)B\) on device ordinal (\d+)")
+);
+re!(jax_total_re, format!(r"total allocation:\s+{SIZE}"));
+re!(
+    ort_re,
+    r"BFCArena::AllocateRawInternal.*?Failed to allocate memory for requested buffer of size (\d+)"
+);
+re!(
+    ggml_re,
+    format!(r"allocating {SIZE} on device (\d+): cudaMalloc failed: out of memory")
+);
+re!(
+    ggml_buf_re,
+    r"failed to allocate (CUDA(\d+)|\w+) buffer of size (\d+)"
+);
+re!(
+    vllm_kv_re,
+    format!(
+        r"\(?{SIZE} KV cache is needed, which is larger than the available KV cache memory \({SIZE}\)"
+    )
+);
+re!(
+    cupy_re,
+    r"[Oo]ut of memory allocating ([\d,]+) bytes \(allocated so far: ([\d,]+) bytes\)"
+);
+re!(
+    cupy_old_re,
+    r"out of memory to allocate (\d+) bytes \(total (\d+) bytes\)"
+);
+re!(
+    paddle_re,
+    format!(
+        r"Out of memory error on GPU (\d+)\. Cannot allocate {SIZE} (?:GPU )?memory(?: on GPU \d+)?, (?:{SIZE} memory has been allocated and )?available memory is(?: only)? {SIZE}"
+    )
+);
+re!(
+    trt_re,
+    r"(?i)(DefaultAllocator::allocate|defaultAllocator\.cpp::.*allocate|rtSafe/safeRuntime\.cpp|Cuda Error in allocate: 2)"
+);
+re!(trt_size_re, r"Requested size was (\d+) bytes");
+re!(
+    raw_cuda_re,
+    r"(CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|CUDA error: out of memory|error=2 : out of memory|cuda runtime error \(2\) : out of memory|CUDA failure 2: out of memory|CUDA driver error: out of memory)"
+);
+re!(gpu_index_re, r"(?:GPU|gpu|device|Device)[ :_=]?(\d+)");
+
+fn sz(c: &regex::Captures, i: usize) -> Option<u64> {
+    c.get(i).and_then(|m| parse_size(m.as_str()))
+}
+fn num(c: &regex::Captures, i: usize) -> Option<u64> {
+    c.get(i).and_then(|m| parse_int(m.as_str()))
+}
+
+fn torch_framework(dev: &str) -> Framework {
+    match dev.to_ascii_uppercase().as_str() {
+        "HIP" => Framework::Hip,
+        "XPU" => Framework::Xpu,
+        _ => Framework::Pytorch,
+    }
+}
+
+/// Bytes per element of a TensorFlow dtype name ("float", "half", "int64", …).
+fn tf_dtype_size(name: &str) -> Option<u64> {
+    Some(match name {
+        "float" | "float32" | "int32" | "uint32" | "qint32" => 4,
+        "half" | "float16" | "bfloat16" | "int16" | "uint16" => 2,
+        "double" | "float64" | "int64" | "uint64" | "complex64" => 8,
+        "complex128" => 16,
+        "int8" | "uint8" | "bool" | "qint8" | "quint8" => 1,
+        _ => return None,
+    })
+}
+
+/// A TensorFlow allocator statistic line ("InUse: 3846144").
+pub fn tf_stat(line: &str) -> Option<(&str, u64)> {
+    let c = tf_stat_re().captures(line.trim())?;
+    Some((c.get(1)?.as_str(), parse_int(c.get(2)?.as_str())?))
+}
+
+pub fn apply_tf_stat(f: &mut Facts, key: &str, value: u64) {
+    match key {
+        "Limit" => {
+            f.total_bytes = Some(value);
+            f.total_is_limit = true;
+        }
+        "InUse" => f.allocated_bytes = Some(value),
+        _ => {}
+    }
+}
+
+fn oom(framework: Framework, format: &'static str, device: Option<u32>, facts: Facts) -> Oom {
+    Oom {
+        framework,
+        format,
+        device_index: device,
+        facts,
+        hint: None,
+        line: String::new(),
+    }
+}
+
+/// Parses one block of normalised lines; `None` when it is not an OOM after all.
+pub fn parse_block(lines: &[String]) -> Option<Oom> {
+    let spaced = lines.join(" ");
+    let trigger = lines
+        .iter()
+        .find(|l| super::scan::is_trigger(l))
+        .cloned()
+        .unwrap_or_default();
+    // A terminal wrap can split a word; try the block joined without spaces as well.
+    let mut found = parse_text(&spaced).or_else(|| parse_text(&lines.concat()))?;
+    if let Some(h) = hint_re().find(&spaced) {
+        found.hint = Some(h.as_str().to_owned());
+    }
+    found.line = trigger.chars().take(300).collect();
+    Some(found)
+}
+
+pub fn parse_text(t: &str) -> Option<Oom> {
+    if let Some(c) = torch2_re().captures(t) {
+        let mut f = Facts {
+            requested_bytes: sz(&c, 2),
+            total_bytes: sz(&c, 4),
+            free_bytes: sz(&c, 5),
+            ..Facts::default()
+        };
+        if let Some(a) = torch_allowed_re().captures(t) {
+            f.allowed_bytes = sz(&a, 1);
+        }
+        f.other_processes = torch_process_re()
+            .captures_iter(t)
+            .filter_map(|p| {
+                Some(OtherProcess {
+                    pid: num(&p, 1)? as u32,
+                    bytes: sz(&p, 2)?,
+                })
+            })
+            .collect();
+        if let Some(p) = torch_this_re().captures(t) {
+            f.process_bytes = sz(&p, 1);
+        }
+        if let Some(s) = torch_split_re().captures(t) {
+            f.allocated_bytes = sz(&s, 1);
+            f.private_pool_bytes = sz(&s, 2);
+            f.reserved_unallocated_bytes = sz(&s, 3);
+        }
+        let dev = c.get(1).map_or("CUDA", |m| m.as_str());
+        return Some(oom(
+            torch_framework(dev),
+            "pytorch-2.x",
+            num(&c, 3).map(|d| d as u32),
+            f,
+        ));
+    }
+    if let Some(s) = torch_split_re().captures(t) {
+        // The head was cut off: only the allocator split (and perhaps the process) survived.
+        let mut f = Facts {
+            allocated_bytes: sz(&s, 1),
+            private_pool_bytes: sz(&s, 2),
+            reserved_unallocated_bytes: sz(&s, 3),
+            ..Facts::default()
+        };
+        if let Some(p) = torch_this_re().captures(t) {
+            f.process_bytes = sz(&p, 1);
+        }
+        return Some(oom(Framework::Pytorch, "pytorch-2.x-tail", None, f));
+    }
+    if let Some(c) = torch15_re().captures(t) {
+        let f = Facts {
+            requested_bytes: sz(&c, 2),
+            total_bytes: sz(&c, 4),
+            allocated_bytes: sz(&c, 5),
+            free_bytes: sz(&c, 6),
+            allowed_bytes: sz(&c, 7),
+            reserved_bytes: sz(&c, 8),
+            ..Facts::default()
+        };
+        let dev = c.get(1).map_or("CUDA", |m| m.as_str());
+        return Some(oom(
+            torch_framework(dev),
+            "pytorch-1.5",
+            num(&c, 3).map(|d| d as u32),
+            f,
+        ));
+    }
+    if let Some(c) = torch10_re().captures(t) {
+        let f = Facts {
+            requested_bytes: sz(&c, 2),
+            total_bytes: sz(&c, 4),
+            allocated_bytes: sz(&c, 5),
+            free_bytes: sz(&c, 6),
+            // 1.0–1.4 "cached" is reserved but unallocated.
+            reserved_unallocated_bytes: sz(&c, 7),
+            ..Facts::default()
+        };
+        let dev = c.get(1).map_or("CUDA", |m| m.as_str());
+        return Some(oom(
+            torch_framework(dev),
+            "pytorch-1.0",
+            num(&c, 3).map(|d| d as u32),
+            f,
+        ));
+    }
+    if let Some(c) = mps_re().captures(t) {
+        let f = Facts {
+            allocated_bytes: sz(&c, 1),
+            other_processes_bytes: sz(&c, 2),
+            total_bytes: sz(&c, 3),
+            total_is_limit: true,
+            requested_bytes: sz(&c, 4),
+            ..Facts::default()
+        };
+        return Some(oom(Framework::Mps, "mps", None, f));
+    }
+    if let Some(c) = tf_tensor_re().captures(t) {
+        let dims: Vec<u64> = c
+            .get(1)
+            .map(|m| {
+                m.as_str()
+                    .split(',')
+                    .filter_map(|d| d.trim().parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let elements = dims.iter().try_fold(1u64, |acc, d| acc.checked_mul(*d));
+        let width = c.get(2).and_then(|m| tf_dtype_size(m.as_str()));
+        let mut f = Facts {
+            elements,
+            requested_bytes: elements.zip(width).and_then(|(e, w)| e.checked_mul(w)),
+            ..Facts::default()
+        };
+        if let Some(b) = tf_bfc_re().captures(t) {
+            f.requested_bytes = num(&b, 3).or(sz(&b, 2)).or(f.requested_bytes);
+        }
+        let device = num(&c, 3).map(|d| d as u32);
+        return Some(oom(Framework::Tensorflow, "tensorflow-oom", device, f));
+    }
+    if let Some(c) = tf_bfc_re().captures(t) {
+        let f = Facts {
+            requested_bytes: num(&c, 3).or(sz(&c, 2)),
+            ..Facts::default()
+        };
+        let device = c
+            .get(1)
+            .and_then(|m| m.as_str().rsplit('_').next()?.parse().ok());
+        return Some(oom(Framework::Tensorflow, "tensorflow-bfc", device, f));
+    }
+    if let Some(c) = vllm_kv_re().captures(t) {
+        let f = Facts {
+            requested_bytes: sz(&c, 1),
+            free_bytes: sz(&c, 2),
+            ..Facts::default()
+        };
+        return Some(oom(Framework::Vllm, "vllm-kv-cache", None, f));
+    }
+    if t.contains("No available memory for the cache blocks") {
+        return Some(oom(
+            Framework::Vllm,
+            "vllm-cache-blocks",
+            None,
+            Facts::default(),
+        ));
+    }
+    if let Some(c) = jax_request_re().captures(t) {
+        let f = Facts {
+            requested_bytes: num(&c, 2).or(sz(&c, 1)),
+            ..Facts::default()
+        };
+        return Some(oom(
+            Framework::Jax,
+            "jax-request",
+            num(&c, 3).map(|d| d as u32),
+            f,
+        ));
+    }
+    if let Some(c) = jax_bytes_re().captures(t) {
+        let mut f = Facts {
+            requested_bytes: num(&c, 1),
+            ..Facts::default()
+        };
+        if let Some(tot) = jax_total_re().captures(t) {
+            // BufferAssignment: what the compiled program needs in all.
+            f.process_bytes = sz(&tot, 1);
+        }
+        return Some(oom(Framework::Jax, "jax", None, f));
+    }
+    if let Some(c) = ort_re().captures(t) {
+        let f = Facts {
+            requested_bytes: num(&c, 1),
+            ..Facts::default()
+        };
+        return Some(oom(Framework::Onnxruntime, "onnxruntime-bfcarena", None, f));
+    }
+    if let Some(c) = ggml_re().captures(t) {
+        let mut f = Facts {
+            requested_bytes: sz(&c, 1),
+            ..Facts::default()
+        };
+        if let Some(b) = ggml_buf_re().captures(t) {
+            f.requested_bytes = num(&b, 3).or(f.requested_bytes);
+        }
+        return Some(oom(
+            Framework::Ggml,
+            "ggml",
+            num(&c, 2).map(|d| d as u32),
+            f,
+        ));
+    }
+    if let Some(c) = paddle_re().captures(t) {
+        let f = Facts {
+            requested_bytes: sz(&c, 2),
+            allocated_bytes: sz(&c, 3),
+            free_bytes: sz(&c, 4),
+            ..Facts::default()
+        };
+        return Some(oom(
+            Framework::Paddle,
+            "paddle",
+            num(&c, 1).map(|d| d as u32),
+            f,
+        ));
+    }
+    if let Some(c) = cupy_re().captures(t) {
+        let f = Facts {
+            requested_bytes: num(&c, 1),
+            allocated_bytes: num(&c, 2),
+            ..Facts::default()
+        };
+        return Some(oom(Framework::Cupy, "cupy", None, f));
+    }
+    if let Some(c) = cupy_old_re().captures(t) {
+        let f = Facts {
+            requested_bytes: num(&c, 1),
+            allocated_bytes: num(&c, 2),
+            ..Facts::default()
+        };
+        return Some(oom(Framework::Cupy, "cupy-old", None, f));
+    }
+    if trt_re().is_match(t) && t.to_ascii_lowercase().contains("out of memory") {
+        let f = Facts {
+            requested_bytes: trt_size_re().captures(t).and_then(|c| num(&c, 1)),
+            ..Facts::default()
+        };
+        return Some(oom(Framework::Tensorrt, "tensorrt", None, f));
+    }
+    if t.contains("onnxruntime") && t.contains("CUDA failure 2: out of memory") {
+        return Some(oom(
+            Framework::Onnxruntime,
+            "onnxruntime-cuda",
+            None,
+            Facts::default(),
+        ));
+    }
+    if let Some(c) = stream_exec_re().captures(t) {
+        let f = Facts {
+            requested_bytes: num(&c, 2).or(sz(&c, 1)),
+            ..Facts::default()
+        };
+        return Some(oom(Framework::Cuda, "cuda-driver", None, f));
+    }
+    if let Some(m) = raw_cuda_re().find(t) {
+        let format = match m.as_str() {
+            "CUBLAS_STATUS_ALLOC_FAILED" => "cublas",
+            "CUDNN_STATUS_ALLOC_FAILED" => "cudnn",
+            s if s.starts_with("error=2") || s.starts_with("cuda runtime error") => "thcudacheck",
+            _ => "cuda",
+        };
+        let device = gpu_index_re()
+            .captures(t)
+            .and_then(|c| num(&c, 1))
+            .map(|d| d as u32);
+        return Some(oom(Framework::Cuda, format, device, Facts::default()));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_are_binary() {
+        assert_eq!(parse_size("1 GiB"), Some(1 << 30));
+        assert_eq!(
+            parse_size("2.20GiB"),
+            Some((2.2 * (1u64 << 30) as f64).round() as u64)
+        );
+        assert_eq!(parse_size("1.5 GB"), Some(3 << 29));
+        assert_eq!(parse_size("0 bytes"), Some(0));
+        assert_eq!(
+            parse_size("17.79G"),
+            Some((17.79 * (1u64 << 30) as f64).round() as u64)
+        );
+        assert_eq!(parse_size("56.000000MB"), Some(56 << 20));
+        assert_eq!(parse_size("12 parsecs"), None);
+        assert_eq!(parse_size("1e400 GiB"), None);
+        assert_eq!(parse_size("99999999999999999999999 TiB"), None);
+    }
+
+    #[test]
+    fn tf_dtypes() {
+        assert_eq!(tf_dtype_size("float"), Some(4));
+        assert_eq!(tf_dtype_size("half"), Some(2));
+        assert_eq!(tf_dtype_size("mystery"), None);
+    }
+}

@@ -1,0 +1,287 @@
+//! The OOM analyzer: the real-message corpus in assets/oom, the CLI, and robustness.
+
+use std::path::Path;
+
+use gpumon::oom::{analyze, render};
+use proptest::prelude::*;
+use serde_json::Value;
+
+use crate::common::gpumon;
+
+fn corpus() -> Vec<(String, String, Value)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/oom");
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(&dir).expect("assets/oom") {
+        let path = entry.expect("entry").path();
+        if path.extension().and_then(|e| e.to_str()) != Some("txt") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("message");
+        let json: Value = serde_json::from_str(
+            &std::fs::read_to_string(path.with_extension("json")).expect("sibling JSON"),
+        )
+        .expect("expected parse");
+        let name = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("?")
+            .to_owned();
+        out.push((name, text, json));
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+#[test]
+fn every_corpus_message_parses_as_expected() {
+    let corpus = corpus();
+    assert!(
+        corpus.len() >= 60,
+        "the corpus has {} messages",
+        corpus.len()
+    );
+    let mut failures = Vec::new();
+    for (name, text, json) in &corpus {
+        assert!(
+            json["source"].as_str().is_some_and(|s| !s.is_empty()),
+            "{name}: no source"
+        );
+        let got = serde_json::to_value(render::to_json(&analyze(text))).expect("json");
+        if got["found"] != Value::Bool(true) {
+            failures.push(format!("{name}: no OOM found"));
+            continue;
+        }
+        let Some(expect) = json["expect"].as_object() else {
+            failures.push(format!("{name}: no expect"));
+            continue;
+        };
+        for (key, want) in expect {
+            let have = match key.as_str() {
+                "framework" | "format" | "device_index" | "count" => got[key].clone(),
+                "first_cause" => got["findings"][0]["cause"].clone(),
+                "hint" => {
+                    let hint = got["hint"].as_str().unwrap_or("");
+                    Value::Bool(want.as_str().is_some_and(|w| hint.contains(w)))
+                }
+                "other_processes" => Value::Array(
+                    got["breakdown"]["other_processes"]
+                        .as_array()
+                        .map(|ps| {
+                            ps.iter()
+                                .map(|p| serde_json::json!([p["pid"], p["bytes"]]))
+                                .collect()
+                        })
+                        .unwrap_or_default(),
+                ),
+                _ => got["breakdown"][key].clone(),
+            };
+            let want = if key == "hint" {
+                Value::Bool(true)
+            } else {
+                want.clone()
+            };
+            if have != want {
+                failures.push(format!("{name}: {key} = {have}, expected {want}"));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} mismatches:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn corpus_covers_every_family() {
+    let frameworks: std::collections::BTreeSet<String> = corpus()
+        .iter()
+        .filter_map(|(_, _, j)| j["expect"]["framework"].as_str().map(str::to_owned))
+        .collect();
+    for f in [
+        "pytorch",
+        "hip",
+        "xpu",
+        "mps",
+        "tensorflow",
+        "jax",
+        "cuda",
+        "onnxruntime",
+        "ggml",
+        "vllm",
+        "cupy",
+        "paddle",
+        "tensorrt",
+    ] {
+        assert!(frameworks.contains(f), "no corpus message for {f}");
+    }
+}
+
+const FRAGMENTED: &str = "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 572.00 MiB. GPU 0 has a total capacity of 23.65 GiB of which 321.06 MiB is free. Process 1234 has 1.20 GiB memory in use. Process 5678 has 400.00 MiB memory in use. Including non-PyTorch memory, this process has 21.70 GiB memory in use. Of the allocated memory 19.90 GiB is allocated by PyTorch, and 1.17 GiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.";
+
+#[test]
+fn findings_name_the_numbers_and_rank_other_processes_first() {
+    let a = analyze(FRAGMENTED);
+    let j = serde_json::to_value(render::to_json(&a)).expect("json");
+    assert_eq!(j["findings"][0]["cause"], "other_processes");
+    let title = j["findings"][0]["title"].as_str().unwrap_or("");
+    assert!(
+        title.contains("1.6 GiB") && title.contains("pid 1234"),
+        "{title}"
+    );
+    assert_eq!(j["findings"][1]["cause"], "fragmentation");
+    let remedies = j["findings"][1]["remedies"].to_string();
+    assert!(remedies.contains("expandable_segments:True"));
+    assert!(remedies.contains("empty_cache() will not fix"));
+    // The breakdown parts add up to the total exactly.
+    let parts = j["parts"]["parts"].as_array().expect("parts");
+    let sum: u64 = parts.iter().filter_map(|p| p["bytes"].as_u64()).sum();
+    assert_eq!(Some(sum), j["parts"]["total"].as_u64());
+}
+
+#[test]
+fn wrapped_prefixed_coloured_crlf_input_still_parses() {
+    let wrapped = "\x1b[31m[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\x1b[0m\r\n\
+[rank3]: GPU 3 has a total capacity of 79.11 GiB of which 1.05 GiB is free. Including non-PyTorch\r\n\
+[rank3]: memory, this process has 78.05 GiB memory in use. Of the allocated memory 74.61 GiB is\r\n\
+[rank3]: allocated by PyTorch, and 2.01 GiB is reserved by PyTorch but unallocated.\r\n";
+    let a = analyze(wrapped);
+    let oom = a.main().expect("found");
+    assert_eq!(oom.device_index, Some(3));
+    assert_eq!(
+        oom.facts.process_bytes,
+        Some((78.05 * (1u64 << 30) as f64).round() as u64)
+    );
+    assert_eq!(
+        oom.facts.reserved_unallocated_bytes,
+        Some((2.01 * (1u64 << 30) as f64).round() as u64)
+    );
+}
+
+#[test]
+fn the_last_oom_is_the_main_one_and_all_are_counted() {
+    let text = format!(
+        "{}\nsome noise\n{}\n",
+        "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 1.96 GiB total capacity; 1.24 GiB already allocated; 2.88 MiB free; 1.25 GiB reserved in total by PyTorch)",
+        "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 24 bytes."
+    );
+    let j = serde_json::to_value(render::to_json(&analyze(&text))).expect("json");
+    assert_eq!(j["count"], 2);
+    assert_eq!(j["framework"], "jax");
+}
+
+#[test]
+fn tensorflow_stats_after_the_oom_fill_the_limit() {
+    let text = "W tensorflow/core/common_runtime/bfc_allocator.cc:419] Allocator (GPU_0_bfc) ran out of memory trying to allocate 1.17GiB (rounded to 1258291200).  Current allocation summary follows.\n\
+I tensorflow/core/common_runtime/bfc_allocator.cc:905] InUse at 00000007EDB34500 next 867 of size 3211264\n\
+I tensorflow/core/common_runtime/bfc_allocator.cc:680] Stats: \n\
+Limit:                  2118451200\n\
+InUse:                  1903846144\n\
+MaxInUse:               1917554688\n";
+    let a = analyze(text);
+    let f = &a.main().expect("found").facts;
+    assert_eq!(f.requested_bytes, Some(1258291200));
+    assert_eq!(f.total_bytes, Some(2118451200));
+    assert!(f.total_is_limit);
+    assert_eq!(f.allocated_bytes, Some(1903846144));
+    assert_eq!(f.free_bytes, Some(2118451200 - 1903846144));
+}
+
+#[test]
+fn report_text_snapshot() {
+    let text = render::render(&analyze(FRAGMENTED), gpumon::output::Paint(false));
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn explain_reads_stdin_and_exits_0_1_2() {
+    gpumon()
+        .arg("explain")
+        .write_stdin(FRAGMENTED)
+        .assert()
+        .code(0);
+    let out = gpumon()
+        .args(["explain", "-"])
+        .write_stdin("all good\n")
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("No out-of-memory error found") && err.contains("Looked for"),
+        "{err}"
+    );
+    let out = gpumon()
+        .args(["explain", "/nonexistent/log.txt"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/log.txt"));
+}
+
+#[test]
+fn explain_json_schema() {
+    let out = gpumon()
+        .args(["explain", "--json"])
+        .write_stdin(FRAGMENTED)
+        .output()
+        .expect("run");
+    assert!(out.status.success());
+    let j: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(j["found"], true);
+    assert_eq!(j["count"], 1);
+    assert_eq!(j["framework"], "pytorch");
+    assert_eq!(j["device_index"], 0);
+    let b = &j["breakdown"];
+    for key in [
+        "requested_bytes",
+        "total_bytes",
+        "free_bytes",
+        "allocated_bytes",
+        "reserved_bytes",
+        "reserved_unallocated_bytes",
+        "process_bytes",
+    ] {
+        assert!(b[key].is_u64(), "{key}: {}", b[key]);
+    }
+    assert_eq!(b["other_processes"][0]["pid"], 1234);
+    assert!(j["findings"].as_array().is_some_and(|f| !f.is_empty()));
+    // Not found is still valid JSON, with exit code 1.
+    let out = gpumon()
+        .args(["explain", "--json"])
+        .write_stdin("")
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    let j: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(j["found"], false);
+    assert_eq!(j["breakdown"], Value::Null);
+}
+
+#[test]
+fn binary_garbage_and_a_huge_line_do_not_break_it() {
+    let mut junk: Vec<u8> = (0..2_000_000u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
+    junk.extend_from_slice(FRAGMENTED.as_bytes());
+    gpumon().arg("explain").write_stdin(junk).assert().code(0);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
+    #[test]
+    fn no_input_panics(s in "\\PC{0,400}") {
+        let _ = render::to_json(&analyze(&s));
+    }
+
+    #[test]
+    fn mangled_real_messages_do_not_panic(cut in 0usize..600, junk in "[0-9.;()GiBM ]{0,40}") {
+        let mut s: String = FRAGMENTED.chars().take(cut).collect();
+        s.push_str(&junk);
+        s.push_str("Tried to allocate 99999999999999999999 GiB (GPU 0; 1e999 GiB total capacity;");
+        let a = analyze(&s);
+        let _ = render::render(&a, gpumon::output::Paint(false));
+    }
+}
