@@ -35,6 +35,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Once(args)) => run_once(&cli.common, &args),
         Some(Command::Log(args)) => run_log(&cli.common, &args),
         Some(Command::Explain(args)) => run_explain(&args),
+        None if io::stdout().is_terminal() && io::stdin().is_terminal() => {
+            run_dashboard(&cli.common)
+        }
         None => run_once(&cli.common, &OnceArgs::default()),
     };
     match result {
@@ -57,6 +60,15 @@ fn sampler(common: &Common, processes: bool) -> anyhow::Result<Result<Sampler, E
             Ok(Err(ExitCode::from(EXIT_USAGE)))
         }
     }
+}
+
+fn run_dashboard(common: &Common) -> anyhow::Result<ExitCode> {
+    let sampler = match sampler(common, true)? {
+        Ok(s) => s,
+        Err(code) => return Ok(code),
+    };
+    crate::tui::run(sampler, common.interval, common.history)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn run_once(common: &Common, args: &OnceArgs) -> anyhow::Result<ExitCode> {

@@ -14,9 +14,12 @@ use crate::sampler::MIN_INTERVAL;
     version,
     about = "Shows where GPU memory goes and explains why a job ran out of it",
     long_about = "Shows where GPU memory goes and explains why a job ran out of it.\n\n\
-        With no command, gpumon prints a snapshot of every GPU and its processes (the `once` \
-        report). Use --demo to try it on simulated GPUs without a GPU.",
+        With no command, gpumon opens the live dashboard on a terminal (memory breakdown \
+        gauges, history, processes, and an OOM panel: press `o` or paste an error), or prints \
+        the `once` report when its output is not a terminal. Use --demo to try it on \
+        simulated GPUs without a GPU.",
     after_help = "Examples:\n  \
+        gpumon --demo                      the dashboard on simulated GPUs\n  \
         gpumon --demo once                 simulated GPUs, no driver needed\n  \
         gpumon once --json                 the whole sample as JSON\n  \
         gpumon log --interval 500ms --count 20 --format csv\n  \
@@ -48,6 +51,11 @@ pub struct Common {
     #[arg(long, global = true, value_name = "DURATION", default_value = "1s",
           value_parser = parse_interval)]
     pub interval: Duration,
+
+    /// How much history the dashboard keeps and charts: 10m, 1h, 90s…
+    #[arg(long, global = true, value_name = "DURATION", default_value = "10m",
+          value_parser = parse_history)]
+    pub history: Duration,
 
     /// Only these GPUs, by index or UUID (comma-separated): --gpu 0,2
     #[arg(long, global = true, value_name = "LIST", value_delimiter = ',')]
@@ -118,6 +126,16 @@ pub struct LogArgs {
     /// One record per GPU process instead of per GPU
     #[arg(long)]
     pub processes: bool,
+}
+
+/// Parses a history window: at least 10 s, at most 24 h.
+pub fn parse_history(s: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(s.trim())
+        .map_err(|e| format!("'{s}' is not a duration like 10m or 1h: {e}"))?;
+    if d < Duration::from_secs(10) || d > Duration::from_secs(86400) {
+        return Err(format!("'{s}' must be between 10s and 24h"));
+    }
+    Ok(d)
 }
 
 /// Parses "1s", "250ms", "2m" or plain seconds ("0.5").

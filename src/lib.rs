@@ -1,7 +1,8 @@
 //! gpumon: shows where GPU memory goes and explains why a job ran out of it.
 //!
 //! Data path: `source` (NVML | simulated) → `sampler` → `model::Sample` →
-//! `model::breakdown` → `output` (once, log).
+//! `model::breakdown` → `model::history` → `output` (once, log) | `tui` (dashboard);
+//! pasted text → `oom` (explain, the dashboard's OOM panel).
 
 pub mod app;
 pub mod cli;
@@ -12,4 +13,5 @@ pub mod output;
 pub mod sampler;
 pub mod scenario;
 pub mod source;
+pub mod tui;
 pub mod units;

@@ -1,0 +1,592 @@
+//! Dashboard state and input handling, with no terminal in it: keys, paste, mouse and samples
+//! go in, actions come out, so all of it is unit-testable.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ratatui::crossterm::event::{
+    KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
+};
+use ratatui::layout::Rect;
+
+use crate::model::history::History;
+use crate::model::{Process, Sample};
+use crate::oom::{analyze, Analysis};
+
+/// Intervals that `+` and `-` step through.
+pub const INTERVALS_MS: [u64; 9] = [10, 50, 100, 250, 500, 1000, 2000, 5000, 10000];
+/// Largest OOM text the panel keeps (a paste of a whole log is cut to its tail).
+pub const MAX_PASTE: usize = 1 << 20;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Normal,
+    Filter,
+    Help,
+    Oom,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SortKey {
+    Pid,
+    User,
+    Gpu,
+    GpuMem,
+    Cpu,
+    HostMem,
+    Time,
+    Command,
+}
+
+impl SortKey {
+    pub const ALL: [SortKey; 8] = [
+        SortKey::Pid,
+        SortKey::User,
+        SortKey::Gpu,
+        SortKey::GpuMem,
+        SortKey::Cpu,
+        SortKey::HostMem,
+        SortKey::Time,
+        SortKey::Command,
+    ];
+
+    pub fn title(self) -> &'static str {
+        match self {
+            SortKey::Pid => "PID",
+            SortKey::User => "USER",
+            SortKey::Gpu => "GPU",
+            SortKey::GpuMem => "GPU MEM",
+            SortKey::Cpu => "%CPU",
+            SortKey::HostMem => "HOST MEM",
+            SortKey::Time => "TIME",
+            SortKey::Command => "COMMAND",
+        }
+    }
+}
+
+/// What the event loop must do after an input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    None,
+    Redraw,
+    Quit,
+    SetInterval(Duration),
+}
+
+/// One row of the process table.
+#[derive(Debug, Clone, Copy)]
+pub struct Row<'a> {
+    pub gpu: u32,
+    pub process: &'a Process,
+}
+
+pub struct App {
+    /// The sample on screen (held while paused).
+    pub sample: Option<Arc<Sample>>,
+    pub history: History,
+    pub paused: bool,
+    pub interval: Duration,
+    pub mode: Mode,
+    pub sort: SortKey,
+    pub descending: bool,
+    pub filter: String,
+    /// Selected row of the (filtered, sorted) process table.
+    pub selected: usize,
+    /// The selected pid, so the selection follows a process when rows move.
+    pub selected_pid: Option<(u32, u32)>,
+    /// First GPU shown when they do not all fit.
+    pub gpu_offset: usize,
+    pub oom_text: String,
+    pub oom: Option<Analysis>,
+    /// Lines the OOM report is scrolled by.
+    pub oom_scroll: u16,
+    /// Where the table's rows were drawn last (for mouse clicks).
+    pub table_rows: Rect,
+    pub table_first: usize,
+}
+
+impl App {
+    pub fn new(interval: Duration, history: Duration) -> Self {
+        App {
+            sample: None,
+            history: History::new(history),
+            paused: false,
+            interval,
+            mode: Mode::Normal,
+            sort: SortKey::GpuMem,
+            descending: true,
+            filter: String::new(),
+            selected: 0,
+            selected_pid: None,
+            gpu_offset: 0,
+            oom_text: String::new(),
+            oom: None,
+            oom_scroll: 0,
+            table_rows: Rect::default(),
+            table_first: 0,
+        }
+    }
+
+    /// A new sample from the sampler. While paused, the screen keeps its snapshot.
+    pub fn on_sample(&mut self, sample: Arc<Sample>) -> Action {
+        if self.paused {
+            return Action::None;
+        }
+        self.history.record(&sample);
+        self.sample = Some(sample);
+        self.follow_selection();
+        Action::Redraw
+    }
+
+    /// Processes across GPUs, filtered and sorted.
+    pub fn rows(&self) -> Vec<Row<'_>> {
+        let Some(s) = &self.sample else {
+            return Vec::new();
+        };
+        let needle = self.filter.to_lowercase();
+        let mut rows: Vec<Row> = s
+            .devices
+            .iter()
+            .flat_map(|d| {
+                d.processes.iter().map(move |p| Row {
+                    gpu: d.index,
+                    process: p,
+                })
+            })
+            .filter(|r| needle.is_empty() || matches_filter(r, &needle))
+            .collect();
+        let key = self.sort;
+        rows.sort_by(|a, b| {
+            let (pa, pb) = (a.process, b.process);
+            let ord = match key {
+                SortKey::Pid => pa.pid.cmp(&pb.pid),
+                SortKey::User => pa.user.cmp(&pb.user),
+                SortKey::Gpu => a.gpu.cmp(&b.gpu),
+                SortKey::GpuMem => pa.gpu_memory_bytes.cmp(&pb.gpu_memory_bytes),
+                SortKey::Cpu => pa
+                    .cpu_percent
+                    .partial_cmp(&pb.cpu_percent)
+                    .unwrap_or(std::cmp::Ordering::Equal),
+                SortKey::HostMem => pa.host_memory_bytes.cmp(&pb.host_memory_bytes),
+                // Older processes have earlier start times: longest running first when descending.
+                SortKey::Time => pb.start_time.cmp(&pa.start_time),
+                SortKey::Command => pa.command.cmp(&pb.command),
+            };
+            let ord = if self.descending { ord.reverse() } else { ord };
+            ord.then(a.gpu.cmp(&b.gpu)).then(pa.pid.cmp(&pb.pid))
+        });
+        rows
+    }
+
+    pub fn selected_row(&self) -> Option<Row<'_>> {
+        self.rows().get(self.selected).copied()
+    }
+
+    fn follow_selection(&mut self) {
+        let rows = self.rows();
+        let index = self.selected_pid.and_then(|(gpu, pid)| {
+            rows.iter()
+                .position(|r| r.gpu == gpu && r.process.pid == pid)
+        });
+        let len = rows.len();
+        drop(rows);
+        self.selected = match index {
+            Some(i) => i,
+            None => self.selected.min(len.saturating_sub(1)),
+        };
+        self.remember_selection();
+    }
+
+    fn remember_selection(&mut self) {
+        self.selected_pid = self.selected_row().map(|r| (r.gpu, r.process.pid));
+    }
+
+    fn move_selection(&mut self, delta: isize) -> Action {
+        let len = self.rows().len();
+        if len == 0 {
+            return Action::None;
+        }
+        let next = (self.selected as isize + delta).clamp(0, len as isize - 1) as usize;
+        self.selected = next;
+        self.remember_selection();
+        Action::Redraw
+    }
+
+    fn step_interval(&mut self, up: bool) -> Action {
+        let now = self.interval.as_millis() as u64;
+        let next = if up {
+            INTERVALS_MS.iter().copied().find(|&ms| ms > now)
+        } else {
+            INTERVALS_MS.iter().rev().copied().find(|&ms| ms < now)
+        };
+        match next {
+            Some(ms) => {
+                self.interval = Duration::from_millis(ms);
+                Action::SetInterval(self.interval)
+            }
+            None => Action::None,
+        }
+    }
+
+    fn set_oom_text(&mut self, text: String) {
+        let mut text = text;
+        if text.len() > MAX_PASTE {
+            let mut cut = text.len() - MAX_PASTE;
+            while !text.is_char_boundary(cut) {
+                cut += 1;
+            }
+            text = text[cut..].to_owned();
+        }
+        self.oom = (!text.trim().is_empty()).then(|| analyze(&text));
+        self.oom_text = text;
+        self.oom_scroll = 0;
+    }
+
+    /// Bracketed paste (or a terminal that sends the text at once).
+    pub fn on_paste(&mut self, text: &str) -> Action {
+        match self.mode {
+            Mode::Oom => {
+                let mut t = std::mem::take(&mut self.oom_text);
+                t.push_str(&text.replace("\r\n", "\n").replace('\r', "\n"));
+                self.set_oom_text(t);
+                Action::Redraw
+            }
+            Mode::Filter => {
+                self.filter.push_str(text.lines().next().unwrap_or(""));
+                self.selected = 0;
+                Action::Redraw
+            }
+            // A paste on the main screen is almost always an OOM message: open the panel.
+            _ => {
+                self.mode = Mode::Oom;
+                self.on_paste(text)
+            }
+        }
+    }
+
+    pub fn on_key(&mut self, key: KeyEvent) -> Action {
+        if key.kind == KeyEventKind::Release {
+            return Action::None;
+        }
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if ctrl && key.code == KeyCode::Char('c') {
+            return Action::Quit;
+        }
+        match self.mode {
+            Mode::Help => {
+                self.mode = Mode::Normal;
+                if key.code == KeyCode::Char('q') {
+                    return Action::Quit;
+                }
+                Action::Redraw
+            }
+            Mode::Filter => {
+                match key.code {
+                    KeyCode::Esc => {
+                        self.filter.clear();
+                        self.mode = Mode::Normal;
+                    }
+                    KeyCode::Enter => self.mode = Mode::Normal,
+                    KeyCode::Backspace => {
+                        self.filter.pop();
+                    }
+                    KeyCode::Char(c) if !ctrl => self.filter.push(c),
+                    _ => return Action::None,
+                }
+                self.selected = 0;
+                self.remember_selection();
+                Action::Redraw
+            }
+            Mode::Oom => {
+                match key.code {
+                    KeyCode::Esc => self.mode = Mode::Normal,
+                    KeyCode::Char('u') if ctrl => self.set_oom_text(String::new()),
+                    KeyCode::Down => self.oom_scroll = self.oom_scroll.saturating_add(1),
+                    KeyCode::Up => self.oom_scroll = self.oom_scroll.saturating_sub(1),
+                    KeyCode::PageDown => self.oom_scroll = self.oom_scroll.saturating_add(10),
+                    KeyCode::PageUp => self.oom_scroll = self.oom_scroll.saturating_sub(10),
+                    KeyCode::Enter => {
+                        let t = format!("{}\n", self.oom_text);
+                        self.set_oom_text(t);
+                    }
+                    KeyCode::Backspace => {
+                        let mut t = std::mem::take(&mut self.oom_text);
+                        t.pop();
+                        self.set_oom_text(t);
+                    }
+                    KeyCode::Char(c) if !ctrl => {
+                        let mut t = std::mem::take(&mut self.oom_text);
+                        t.push(c);
+                        self.set_oom_text(t);
+                    }
+                    _ => return Action::None,
+                }
+                Action::Redraw
+            }
+            Mode::Normal => self.on_normal_key(key),
+        }
+    }
+
+    fn on_normal_key(&mut self, key: KeyEvent) -> Action {
+        match key.code {
+            KeyCode::Char('q') | KeyCode::Esc => Action::Quit,
+            KeyCode::Char('?') | KeyCode::F(1) => {
+                self.mode = Mode::Help;
+                Action::Redraw
+            }
+            KeyCode::Char(' ') => {
+                self.paused = !self.paused;
+                Action::Redraw
+            }
+            KeyCode::Char('+') | KeyCode::Char('=') => self.step_interval(true),
+            KeyCode::Char('-') | KeyCode::Char('_') => self.step_interval(false),
+            KeyCode::Char('/') => {
+                self.mode = Mode::Filter;
+                Action::Redraw
+            }
+            KeyCode::Char('o') => {
+                self.mode = Mode::Oom;
+                Action::Redraw
+            }
+            KeyCode::Char('s') | KeyCode::Right => {
+                let i = SortKey::ALL
+                    .iter()
+                    .position(|k| *k == self.sort)
+                    .unwrap_or(0);
+                self.sort = SortKey::ALL[(i + 1) % SortKey::ALL.len()];
+                self.follow_selection();
+                Action::Redraw
+            }
+            KeyCode::Left => {
+                let i = SortKey::ALL
+                    .iter()
+                    .position(|k| *k == self.sort)
+                    .unwrap_or(0);
+                self.sort = SortKey::ALL[(i + SortKey::ALL.len() - 1) % SortKey::ALL.len()];
+                self.follow_selection();
+                Action::Redraw
+            }
+            KeyCode::Char('S') | KeyCode::Char('r') => {
+                self.descending = !self.descending;
+                self.follow_selection();
+                Action::Redraw
+            }
+            KeyCode::Char(c @ '1'..='8') => {
+                self.sort = SortKey::ALL[(c as u8 - b'1') as usize];
+                self.follow_selection();
+                Action::Redraw
+            }
+            KeyCode::Down | KeyCode::Char('j') => self.move_selection(1),
+            KeyCode::Up | KeyCode::Char('k') => self.move_selection(-1),
+            KeyCode::PageDown => self.move_selection(10),
+            KeyCode::PageUp => self.move_selection(-10),
+            KeyCode::Home | KeyCode::Char('g') => self.move_selection(isize::MIN / 2),
+            KeyCode::End | KeyCode::Char('G') => self.move_selection(isize::MAX / 2),
+            KeyCode::Char(']') => {
+                let n = self.sample.as_ref().map_or(0, |s| s.devices.len());
+                self.gpu_offset = (self.gpu_offset + 1).min(n.saturating_sub(1));
+                Action::Redraw
+            }
+            KeyCode::Char('[') => {
+                self.gpu_offset = self.gpu_offset.saturating_sub(1);
+                Action::Redraw
+            }
+            _ => Action::None,
+        }
+    }
+
+    pub fn on_mouse(&mut self, m: MouseEvent) -> Action {
+        match m.kind {
+            MouseEventKind::ScrollDown => self.move_selection(1),
+            MouseEventKind::ScrollUp => self.move_selection(-1),
+            MouseEventKind::Down(MouseButton::Left) => {
+                let r = self.table_rows;
+                let inside = m.column >= r.x
+                    && m.column < r.x + r.width
+                    && m.row >= r.y
+                    && m.row < r.y + r.height;
+                if !inside {
+                    return Action::None;
+                }
+                let index = self.table_first + (m.row - r.y) as usize;
+                if index < self.rows().len() {
+                    self.selected = index;
+                    self.remember_selection();
+                    return Action::Redraw;
+                }
+                Action::None
+            }
+            _ => Action::None,
+        }
+    }
+}
+
+fn matches_filter(r: &Row, needle: &str) -> bool {
+    let p = r.process;
+    let hay = [
+        p.pid.to_string(),
+        p.user.clone().unwrap_or_default(),
+        p.name.clone().unwrap_or_default(),
+        p.command.clone().unwrap_or_default(),
+        format!("gpu{}", r.gpu),
+    ];
+    hay.iter().any(|h| h.to_lowercase().contains(needle))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Device, ProcessKind};
+    use std::time::SystemTime;
+
+    fn key(c: KeyCode) -> KeyEvent {
+        KeyEvent::new(c, KeyModifiers::NONE)
+    }
+
+    fn app_with(procs: &[(u32, u32, u64, &str)]) -> App {
+        let mut app = App::new(Duration::from_secs(1), Duration::from_secs(600));
+        let mut devices: Vec<Device> = (0..2)
+            .map(|i| Device {
+                index: i,
+                ..Device::default()
+            })
+            .collect();
+        for &(gpu, pid, mem, user) in procs {
+            let mut p = Process::from_nvml(pid, ProcessKind::Compute, Some(mem));
+            p.user = Some(user.into());
+            p.command = Some(format!("python job{pid}.py"));
+            devices[gpu as usize].processes.push(p);
+        }
+        app.on_sample(Arc::new(Sample {
+            timestamp: SystemTime::UNIX_EPOCH,
+            hostname: None,
+            source: "simulated",
+            driver_version: None,
+            cuda_version: None,
+            devices,
+            error: None,
+        }));
+        app
+    }
+
+    #[test]
+    fn quit_keys() {
+        let mut app = app_with(&[]);
+        assert_eq!(app.on_key(key(KeyCode::Char('q'))), Action::Quit);
+        assert_eq!(app.on_key(key(KeyCode::Esc)), Action::Quit);
+        assert_eq!(
+            app.on_key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL)),
+            Action::Quit
+        );
+    }
+
+    #[test]
+    fn esc_closes_overlays_before_quitting() {
+        let mut app = app_with(&[]);
+        app.on_key(key(KeyCode::Char('o')));
+        assert_eq!(app.mode, Mode::Oom);
+        assert_eq!(app.on_key(key(KeyCode::Esc)), Action::Redraw);
+        assert_eq!(app.mode, Mode::Normal);
+        app.on_key(key(KeyCode::Char('?')));
+        assert_eq!(app.on_key(key(KeyCode::Char('x'))), Action::Redraw);
+        assert_eq!(app.mode, Mode::Normal);
+    }
+
+    #[test]
+    fn sorting_and_selection_follow_the_process() {
+        let mut app = app_with(&[(0, 10, 300, "a"), (0, 11, 100, "b"), (1, 12, 200, "c")]);
+        let pids: Vec<u32> = app.rows().iter().map(|r| r.process.pid).collect();
+        assert_eq!(pids, vec![10, 12, 11], "GPU memory, largest first");
+        app.on_key(key(KeyCode::Char('j')));
+        assert_eq!(app.selected_row().map(|r| r.process.pid), Some(12));
+        app.on_key(key(KeyCode::Char('1')));
+        let pids: Vec<u32> = app.rows().iter().map(|r| r.process.pid).collect();
+        assert_eq!(pids, vec![12, 11, 10], "PID, descending");
+        assert_eq!(
+            app.selected_row().map(|r| r.process.pid),
+            Some(12),
+            "selection kept"
+        );
+        app.on_key(key(KeyCode::Char('S')));
+        assert_eq!(app.rows()[0].process.pid, 10);
+        app.on_key(key(KeyCode::Char('k')));
+        app.on_key(key(KeyCode::Char('k')));
+        app.on_key(key(KeyCode::Char('k')));
+        assert_eq!(app.selected, 0, "selection stops at the top");
+    }
+
+    #[test]
+    fn filter_narrows_rows() {
+        let mut app = app_with(&[(0, 10, 300, "alice"), (0, 11, 100, "bob")]);
+        app.on_key(key(KeyCode::Char('/')));
+        for c in "bob".chars() {
+            app.on_key(key(KeyCode::Char(c)));
+        }
+        assert_eq!(app.rows().len(), 1);
+        app.on_key(key(KeyCode::Enter));
+        assert_eq!(app.mode, Mode::Normal);
+        assert_eq!(app.rows().len(), 1, "the filter stays after Enter");
+        app.on_key(key(KeyCode::Char('/')));
+        app.on_key(key(KeyCode::Esc));
+        assert_eq!(app.rows().len(), 2, "Esc clears it");
+    }
+
+    #[test]
+    fn interval_steps_and_pause() {
+        let mut app = app_with(&[]);
+        assert_eq!(
+            app.on_key(key(KeyCode::Char('+'))),
+            Action::SetInterval(Duration::from_secs(2))
+        );
+        app.on_key(key(KeyCode::Char('-')));
+        assert_eq!(
+            app.on_key(key(KeyCode::Char('-'))),
+            Action::SetInterval(Duration::from_millis(500))
+        );
+        app.on_key(key(KeyCode::Char(' ')));
+        assert!(app.paused);
+        let before = app.sample.clone();
+        let fresh = Arc::new(Sample {
+            devices: vec![],
+            ..(*app.sample.clone().expect("sample")).clone()
+        });
+        assert_eq!(app.on_sample(fresh), Action::None);
+        assert!(Arc::ptr_eq(
+            app.sample.as_ref().expect("held"),
+            before.as_ref().expect("before")
+        ));
+    }
+
+    #[test]
+    fn paste_opens_the_oom_panel_and_analyses() {
+        let mut app = app_with(&[]);
+        app.on_paste("RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 1.96 GiB total capacity; 1.24 GiB already allocated; 2.88 MiB free; 1.25 GiB reserved in total by PyTorch)\r\n");
+        assert_eq!(app.mode, Mode::Oom);
+        let found = app
+            .oom
+            .as_ref()
+            .and_then(|a| a.main())
+            .map(|o| o.facts.total_bytes);
+        assert!(found.flatten().is_some());
+        app.on_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
+        assert!(app.oom.is_none());
+        app.on_paste(&"x".repeat(MAX_PASTE + 10));
+        assert!(app.oom_text.len() <= MAX_PASTE);
+    }
+
+    #[test]
+    fn mouse_click_selects_a_row() {
+        let mut app = app_with(&[(0, 10, 300, "a"), (0, 11, 100, "b")]);
+        app.table_rows = Rect::new(0, 5, 80, 10);
+        let click = |row| MouseEvent {
+            kind: MouseEventKind::Down(MouseButton::Left),
+            column: 3,
+            row,
+            modifiers: KeyModifiers::NONE,
+        };
+        assert_eq!(app.on_mouse(click(6)), Action::Redraw);
+        assert_eq!(app.selected, 1);
+        assert_eq!(app.on_mouse(click(12)), Action::None, "below the last row");
+        assert_eq!(app.on_mouse(click(2)), Action::None, "outside the table");
+    }
+}

@@ -1,0 +1,67 @@
+//! One style per meaning; colour thresholds live here, not in the model.
+
+use ratatui::style::{Color, Modifier, Style};
+
+pub const PROCESS_COLORS: [Color; 8] = [
+    Color::Cyan,
+    Color::Magenta,
+    Color::Yellow,
+    Color::Blue,
+    Color::LightRed,
+    Color::LightGreen,
+    Color::LightMagenta,
+    Color::LightBlue,
+];
+
+/// A process's colour, the same in the gauge and in the table.
+pub fn process(pid: u32) -> Style {
+    // Fibonacci hashing spreads consecutive pids over the palette.
+    let i = (pid.wrapping_mul(2654435761) >> 29) as usize % PROCESS_COLORS.len();
+    Style::new().fg(PROCESS_COLORS[i])
+}
+
+pub fn header() -> Style {
+    Style::new().add_modifier(Modifier::BOLD)
+}
+pub fn dim() -> Style {
+    Style::new().fg(Color::DarkGray)
+}
+pub fn error() -> Style {
+    Style::new().fg(Color::Red).add_modifier(Modifier::BOLD)
+}
+pub fn warning() -> Style {
+    Style::new().fg(Color::Yellow)
+}
+pub fn allocated() -> Style {
+    Style::new().fg(Color::Red)
+}
+pub fn cached() -> Style {
+    Style::new().fg(Color::Yellow)
+}
+pub fn unattributed() -> Style {
+    Style::new().fg(Color::Gray)
+}
+pub fn reserved() -> Style {
+    Style::new().fg(Color::DarkGray)
+}
+pub fn free() -> Style {
+    Style::new().fg(Color::DarkGray)
+}
+pub fn selected() -> Style {
+    Style::new().add_modifier(Modifier::REVERSED)
+}
+pub fn paused() -> Style {
+    Style::new().fg(Color::Black).bg(Color::Yellow)
+}
+
+/// Green, yellow, red by a share in `0.0..=1.0`.
+pub fn level(share: f64) -> Style {
+    let c = if share >= 0.9 {
+        Color::Red
+    } else if share >= 0.6 {
+        Color::Yellow
+    } else {
+        Color::Green
+    };
+    Style::new().fg(c)
+}
