@@ -5,53 +5,14 @@
 //! --json` wall time and peak RSS, (3) the CPU share of `gpumon log` sampling at 100 Hz.
 //! Run with `cargo bench --bench sampler`.
 
-use std::path::PathBuf;
+mod common;
+
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::{fake_lib, scenario, Sleepers, GPUS, PROCS};
 use gpumon::sampler::{Filter, Sampler};
 use gpumon::source::nvml::NvmlSource;
-
-const GPUS: usize = 8;
-const PROCS: usize = 40;
-
-fn fake_lib() -> PathBuf {
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "--quiet", "--release", "-p", "fake-nvml"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .status()
-        .expect("cargo build -p fake-nvml");
-    assert!(status.success());
-    PathBuf::from(env!("CARGO_BIN_EXE_gpumon"))
-        .parent()
-        .expect("target dir")
-        .join("libnvidia_ml.so")
-}
-
-fn scenario(pids: &[u32]) -> tempfile::TempPath {
-    let devices: Vec<String> = (0..GPUS)
-        .map(|d| {
-            let procs: Vec<String> = pids[d * PROCS..(d + 1) * PROCS]
-                .iter()
-                .enumerate()
-                .map(|(i, pid)| format!(r#"{{"pid":{pid},"memory_mib":{}}}"#, 100 + i))
-                .collect();
-            format!(
-                r#"{{"name":"Bench GPU","memory_total_mib":81559,"memory_reserved_mib":529,
-                    "utilization_gpu":50,"temperature_c":60,"power_draw_w":300,
-                    "power_limit_w":700,"processes":[{}]}}"#,
-                procs.join(",")
-            )
-        })
-        .collect();
-    let mut f = tempfile::NamedTempFile::new().expect("temp");
-    std::io::Write::write_all(
-        &mut f,
-        format!(r#"{{"version":1,"devices":[{}]}}"#, devices.join(",")).as_bytes(),
-    )
-    .expect("write");
-    f.into_temp_path()
-}
 
 fn percentile(v: &mut [Duration], p: f64) -> Duration {
     v.sort_unstable();
@@ -85,17 +46,8 @@ fn cpu(r: &libc::rusage) -> Duration {
 
 fn main() {
     let lib = fake_lib();
-    let mut sleepers: Vec<Child> = (0..GPUS * PROCS)
-        .map(|_| {
-            Command::new("sleep")
-                .arg("600")
-                .stdout(Stdio::null())
-                .spawn()
-                .expect("spawn sleep")
-        })
-        .collect();
-    let pids: Vec<u32> = sleepers.iter().map(Child::id).collect();
-    let path = scenario(&pids);
+    let sleepers = Sleepers::spawn(GPUS * PROCS);
+    let path = scenario(&sleepers.pids());
     // SAFETY: single-threaded at this point; the fake library reads these at init.
     unsafe {
         std::env::set_var("FAKE_NVML_SCENARIO", &path);
@@ -204,8 +156,5 @@ fn main() {
         used.as_secs_f64() * 100.0 / wall.as_secs_f64()
     );
 
-    for s in &mut sleepers {
-        let _ = s.kill();
-        let _ = s.wait();
-    }
+    drop(sleepers);
 }

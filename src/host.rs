@@ -1,11 +1,14 @@
 //! Host-side facts for GPU processes: user, command, CPU %, host RSS and start time.
 //!
-//! Only the PIDs that are on GPUs are refreshed, never the whole process table, and at most
-//! once per [`HOST_REFRESH`] (or when a new pid shows up): these facts move slowly, and /proc
-//! reads would otherwise dominate a 100 Hz sampler. A pid that is not visible here (another PID
-//! namespace, or already exited) keeps its host fields `None`.
+//! Only the PIDs that are on GPUs are looked at, never the whole process table. A pid is
+//! looked up with sysinfo once, when it first appears (name, user, command, start time); after
+//! that, at most once per [`HOST_REFRESH`], only `/proc/PID/stat` is read for CPU time and RSS.
+//! sysinfo reads three files per pid (~30 µs each time here), which at 320 pids would cost the
+//! dashboard five times its whole CPU budget; one small read is a few µs. A pid that is not
+//! visible here (another PID namespace, or already exited) keeps its host fields `None`.
 
 use std::collections::{HashMap, HashSet};
+use std::io::Read;
 use std::time::{Duration, Instant};
 
 use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System, Uid, UpdateKind, Users};
@@ -14,6 +17,8 @@ use crate::model::{Device, Process};
 
 /// The longest host facts are reused before /proc is read again.
 pub const HOST_REFRESH: Duration = Duration::from_secs(1);
+/// With a focus (the dashboard's visible rows), how often the other pids are refreshed.
+pub const BACKGROUND_REFRESH: Duration = Duration::from_secs(10);
 
 /// What the host says about one pid.
 #[derive(Debug, Clone, Default)]
@@ -37,17 +42,28 @@ impl Facts {
     }
 }
 
+/// CPU time (ms) and when it was read, for the next CPU % delta.
+#[derive(Debug, Clone, Copy)]
+struct CpuMark {
+    cpu_ms: u64,
+    at: Instant,
+}
+
 pub struct HostLookup {
-    sys: Option<System>,
     users: Option<Users>,
     user_names: HashMap<Uid, Option<String>>,
-    /// Pids refreshed last time: their `cpu_usage` covers the interval since then.
-    seen: HashSet<u32>,
-    /// Facts from the last refresh, reused until it is [`HOST_REFRESH`] old.
     facts: HashMap<u32, Facts>,
+    marks: HashMap<u32, CpuMark>,
+    /// Pids that could not be looked up (re-tried at each refresh).
+    missing: HashSet<u32>,
     refreshed: Option<Instant>,
+    /// Last refresh of every pid, when a focus limits the per-second refresh.
+    refreshed_all: Option<Instant>,
     /// In a child PID namespace, NVML's host pids name other processes (or none) here.
     foreign_pids: bool,
+    clock_ticks: u64,
+    page_size: u64,
+    buf: Vec<u8>,
 }
 
 impl Default for HostLookup {
@@ -58,29 +74,73 @@ impl Default for HostLookup {
 
 impl HostLookup {
     pub fn new() -> Self {
+        // SAFETY: sysconf has no preconditions.
+        let (ticks, page) = unsafe {
+            (
+                libc::sysconf(libc::_SC_CLK_TCK),
+                libc::sysconf(libc::_SC_PAGESIZE),
+            )
+        };
         HostLookup {
-            sys: System::new().ok(),
             users: None,
             user_names: HashMap::new(),
-            seen: HashSet::new(),
             facts: HashMap::new(),
+            marks: HashMap::new(),
+            missing: HashSet::new(),
             refreshed: None,
+            refreshed_all: None,
             foreign_pids: in_child_pid_namespace(),
+            clock_ticks: u64::try_from(ticks).ok().filter(|t| *t > 0).unwrap_or(100),
+            page_size: u64::try_from(page).ok().filter(|p| *p > 0).unwrap_or(4096),
+            buf: Vec::with_capacity(1024),
         }
     }
 
-    /// Fills the host fields of every process in `devices`.
-    pub fn enrich(&mut self, devices: &mut [Device]) {
-        if self.foreign_pids || self.sys.is_none() {
+    /// Fills the host fields of every process in `devices`. With a `focus` (the pids a view
+    /// shows), only those are refreshed every [`HOST_REFRESH`]; the others every
+    /// [`BACKGROUND_REFRESH`].
+    pub fn enrich(&mut self, devices: &mut [Device], focus: Option<&[u32]>) {
+        if self.foreign_pids {
             return;
         }
-        let fresh = self.refreshed.is_some_and(|t| t.elapsed() < HOST_REFRESH);
-        let all_known = devices
+        let mut pids: Vec<u32> = devices
             .iter()
-            .flat_map(|d| &d.processes)
-            .all(|p| self.facts.contains_key(&p.pid));
-        if !(fresh && all_known) {
-            self.refresh(devices);
+            .flat_map(|d| d.processes.iter().map(|p| p.pid))
+            .collect();
+        pids.sort_unstable();
+        pids.dedup();
+        let due = self.refreshed.is_none_or(|t| t.elapsed() >= HOST_REFRESH);
+        if due {
+            self.refreshed = Some(Instant::now());
+            // Forget pids that left the GPUs.
+            self.facts.retain(|pid, _| pids.binary_search(pid).is_ok());
+            self.marks.retain(|pid, _| pids.binary_search(pid).is_ok());
+            self.missing.retain(|pid| pids.binary_search(pid).is_ok());
+            let all = focus.is_none()
+                || self
+                    .refreshed_all
+                    .is_none_or(|t| t.elapsed() >= BACKGROUND_REFRESH);
+            if all {
+                self.refreshed_all = self.refreshed;
+            }
+            let known: Vec<u32> = self
+                .facts
+                .keys()
+                .copied()
+                .filter(|p| !self.missing.contains(p))
+                .filter(|p| all || focus.is_some_and(|f| f.binary_search(p).is_ok()))
+                .collect();
+            for pid in known {
+                self.refresh_stat(pid);
+            }
+        }
+        let new: Vec<u32> = pids
+            .iter()
+            .copied()
+            .filter(|p| !self.facts.contains_key(p) || (due && self.missing.contains(p)))
+            .collect();
+        if !new.is_empty() {
+            self.first_sight(&new);
         }
         for p in devices.iter_mut().flat_map(|d| d.processes.iter_mut()) {
             if let Some(f) = self.facts.get(&p.pid) {
@@ -89,48 +149,43 @@ impl HostLookup {
         }
     }
 
-    fn refresh(&mut self, devices: &[Device]) {
-        let Some(sys) = self.sys.as_mut() else {
+    /// Everything about pids seen for the first time, through sysinfo.
+    fn first_sight(&mut self, pids: &[u32]) {
+        let Ok(mut sys) = System::new() else {
             return;
         };
-        let mut pids: Vec<Pid> = devices
-            .iter()
-            .flat_map(|d| d.processes.iter().map(|p| Pid::from_u32(p.pid)))
-            .collect();
-        pids.sort_unstable();
-        pids.dedup();
-        self.refreshed = Some(Instant::now());
-        self.facts.clear();
-        if pids.is_empty() {
-            self.seen.clear();
-            return;
-        }
+        let list: Vec<Pid> = pids.iter().map(|p| Pid::from_u32(*p)).collect();
         let kind = ProcessRefreshKind::nothing()
             .with_cpu()
             .with_memory()
-            .with_cmd(UpdateKind::OnlyIfNotSet)
-            .with_user(UpdateKind::OnlyIfNotSet);
-        sys.refresh_processes_specifics(ProcessesToUpdate::Some(&pids), true, kind);
-
-        let mut seen = HashSet::with_capacity(pids.len());
-        for pid in pids {
-            let Some(p) = sys.process(pid) else {
+            .with_cmd(UpdateKind::Always)
+            .with_user(UpdateKind::Always);
+        sys.refresh_processes_specifics(ProcessesToUpdate::Some(&list), false, kind);
+        let now = Instant::now();
+        for &pid in pids {
+            let Some(p) = sys.process(Pid::from_u32(pid)) else {
+                // Not visible here (another PID namespace, or gone): N/A, retried at refresh.
+                self.facts.insert(pid, Facts::default());
+                self.missing.insert(pid);
                 continue;
             };
-            let pid = pid.as_u32();
+            self.missing.remove(&pid);
             let cmd: Vec<_> = p.cmd().iter().map(|a| a.to_string_lossy()).collect();
-            let cpu_percent = if self.seen.contains(&pid) {
-                Some(p.cpu_usage())
-            } else {
-                // First sight: average over the process's life, as `ps` shows it.
-                let run_ms = p.run_time().saturating_mul(1000);
-                (run_ms > 0)
-                    .then(|| (p.accumulated_cpu_time() as f64 * 100.0 / run_ms as f64) as f32)
-            };
+            // First sight: CPU % averaged over the process's life, as `ps` shows it.
+            let run_ms = p.run_time().saturating_mul(1000);
+            let cpu_percent = (run_ms > 0)
+                .then(|| (p.accumulated_cpu_time() as f64 * 100.0 / run_ms as f64) as f32);
             let user = p
                 .user_id()
                 .cloned()
                 .and_then(|uid| user_name(&mut self.users, &mut self.user_names, uid));
+            self.marks.insert(
+                pid,
+                CpuMark {
+                    cpu_ms: p.accumulated_cpu_time(),
+                    at: now,
+                },
+            );
             self.facts.insert(
                 pid,
                 Facts {
@@ -142,10 +197,57 @@ impl HostLookup {
                     start_time: Some(p.start_time()),
                 },
             );
-            seen.insert(pid);
         }
-        self.seen = seen;
     }
+
+    /// CPU % since the last read and RSS, from `/proc/PID/stat` alone.
+    fn refresh_stat(&mut self, pid: u32) {
+        let Some((cpu_ticks, rss_pages)) = self.read_stat(pid) else {
+            // Gone, or no longer visible: what it was doing now is unknown.
+            if let Some(f) = self.facts.get_mut(&pid) {
+                f.cpu_percent = None;
+                f.host_memory_bytes = None;
+            }
+            self.marks.remove(&pid);
+            return;
+        };
+        let now = Instant::now();
+        let cpu_ms = cpu_ticks.saturating_mul(1000) / self.clock_ticks;
+        let percent = self.marks.get(&pid).and_then(|m| {
+            let wall_ms = now.duration_since(m.at).as_millis() as f64;
+            (wall_ms > 0.0)
+                .then(|| (cpu_ms.saturating_sub(m.cpu_ms) as f64 * 100.0 / wall_ms) as f32)
+        });
+        self.marks.insert(pid, CpuMark { cpu_ms, at: now });
+        if let Some(f) = self.facts.get_mut(&pid) {
+            if percent.is_some() {
+                f.cpu_percent = percent;
+            }
+            f.host_memory_bytes = Some(rss_pages.saturating_mul(self.page_size));
+        }
+    }
+
+    /// `(utime + stime` in clock ticks, `rss` in pages) from `/proc/PID/stat`.
+    fn read_stat(&mut self, pid: u32) -> Option<(u64, u64)> {
+        self.buf.clear();
+        std::fs::File::open(format!("/proc/{pid}/stat"))
+            .ok()?
+            .read_to_end(&mut self.buf)
+            .ok()?;
+        parse_stat(&self.buf)
+    }
+}
+
+/// Fields of `/proc/PID/stat` after the `(comm)`, which may itself hold spaces and parens.
+fn parse_stat(stat: &[u8]) -> Option<(u64, u64)> {
+    let close = stat.iter().rposition(|b| *b == b')')?;
+    let rest = std::str::from_utf8(stat.get(close + 2..)?).ok()?;
+    let f: Vec<&str> = rest.split_ascii_whitespace().collect();
+    // After the comm: state(0) … utime(11) stime(12) … rss(21).
+    let utime: u64 = f.get(11)?.parse().ok()?;
+    let stime: u64 = f.get(12)?.parse().ok()?;
+    let rss: u64 = f.get(21)?.parse().ok()?;
+    Some((utime + stime, rss))
 }
 
 fn user_name(
@@ -189,4 +291,64 @@ fn in_child_pid_namespace() -> bool {
 pub fn hostname() -> Option<String> {
     static NAME: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
     NAME.get_or_init(|| System::host_name().ok()).clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_lines_with_odd_process_names() {
+        let line = b"4242 (py (train) 1) S 1 4242 4242 0 -1 4194304 1000 0 0 0 150 50 0 0 20 0 8 0 123456 9000000 2048 18446744073709551615";
+        assert_eq!(parse_stat(line), Some((200, 2048)));
+        assert_eq!(parse_stat(b"garbage"), None);
+        assert_eq!(parse_stat(b"1 (x) S 1"), None);
+    }
+
+    #[test]
+    fn own_process_is_found_and_refreshed() {
+        let me = std::process::id();
+        let mut h = HostLookup::new();
+        h.foreign_pids = false;
+        let mut devs = vec![Device {
+            processes: vec![Process::from_nvml(
+                me,
+                crate::model::ProcessKind::Compute,
+                None,
+            )],
+            ..Device::default()
+        }];
+        h.enrich(&mut devs, None);
+        let p = &devs[0].processes[0];
+        assert!(p.command.is_some() && p.host_memory_bytes.is_some_and(|b| b > 0));
+        std::thread::sleep(Duration::from_millis(20));
+        h.refreshed = None;
+        h.enrich(&mut devs, None);
+        assert!(devs[0].processes[0].cpu_percent.is_some());
+    }
+
+    #[test]
+    fn focus_limits_the_per_second_refresh() {
+        let me = std::process::id();
+        let mut h = HostLookup::new();
+        h.foreign_pids = false;
+        let mut devs = vec![Device {
+            processes: vec![Process::from_nvml(
+                me,
+                crate::model::ProcessKind::Compute,
+                None,
+            )],
+            ..Device::default()
+        }];
+        h.enrich(&mut devs, Some(&[]));
+        let first = h.marks.get(&me).map(|m| m.at).expect("seen");
+        // Due, but not in focus and the background refresh is recent: not re-read.
+        h.refreshed = None;
+        h.enrich(&mut devs, Some(&[]));
+        assert_eq!(h.marks.get(&me).map(|m| m.at), Some(first));
+        // In focus: re-read.
+        h.refreshed = None;
+        h.enrich(&mut devs, Some(&[me]));
+        assert_ne!(h.marks.get(&me).map(|m| m.at), Some(first));
+    }
 }

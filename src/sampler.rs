@@ -34,6 +34,9 @@ pub struct Sampler {
     source: Box<dyn Source>,
     host: Option<HostLookup>,
     filter: Filter,
+    /// The pids a view shows (the dashboard's visible rows): their host facts stay fresh,
+    /// the others are refreshed less often.
+    focus: Option<watch::Receiver<Arc<Vec<u32>>>>,
     pub last: TickTimings,
 }
 
@@ -44,8 +47,15 @@ impl Sampler {
             source,
             host,
             filter,
+            focus: None,
             last: TickTimings::default(),
         }
+    }
+
+    /// Limits the per-tick host refresh to the pids `focus` names (sorted).
+    pub fn with_focus(mut self, focus: watch::Receiver<Arc<Vec<u32>>>) -> Self {
+        self.focus = Some(focus);
+        self
     }
 
     pub fn tick(&mut self) -> Sample {
@@ -63,7 +73,8 @@ impl Sampler {
         }
         let t2 = Instant::now();
         if let Some(host) = self.host.as_mut() {
-            host.enrich(&mut sample.devices);
+            let focus = self.focus.as_ref().map(|f| Arc::clone(&f.borrow()));
+            host.enrich(&mut sample.devices, focus.as_deref().map(Vec::as_slice));
         }
         let t3 = Instant::now();
         self.last = TickTimings {

@@ -41,7 +41,7 @@ impl DeviceHistory {
     /// `width` columns over `[now - window, now]`, each the maximum of its samples. A column
     /// holding a failed read is a [`Column::Gap`]; columns before the first sample are
     /// [`Column::Empty`]; a column no sample fell into (the interval is longer than a column)
-    /// holds the value before it.
+    /// continues the column before it (a value, or a gap).
     pub fn columns<T: Copy + Ord>(
         &self,
         now: SystemTime,
@@ -72,7 +72,8 @@ impl DeviceHistory {
         for (c, was_touched) in out.iter_mut().zip(touched) {
             if was_touched {
                 last = *c;
-            } else if let Column::Value(_) = last {
+            } else {
+                // A quiet column continues whatever came before it: a value or a failure.
                 *c = last;
             }
         }

@@ -103,6 +103,9 @@ pub struct App {
     /// Where the table's rows were drawn last (for mouse clicks).
     pub table_rows: Rect,
     pub table_first: usize,
+    /// Table order as (device position, process position) into `sample`, recomputed only when
+    /// the sample, the sort or the filter changes (drawing reads it several times a frame).
+    order: Vec<(usize, usize)>,
 }
 
 impl App {
@@ -124,6 +127,7 @@ impl App {
             oom_scroll: 0,
             table_rows: Rect::default(),
             table_first: 0,
+            order: Vec::new(),
         }
     }
 
@@ -143,25 +147,50 @@ impl App {
         let Some(s) = &self.sample else {
             return Vec::new();
         };
-        let needle = self.filter.to_lowercase();
-        let mut rows: Vec<Row> = s
-            .devices
+        self.order
             .iter()
-            .flat_map(|d| {
-                d.processes.iter().map(move |p| Row {
-                    gpu: d.index,
-                    process: p,
+            .filter_map(|&(d, p)| {
+                let dev = s.devices.get(d)?;
+                Some(Row {
+                    gpu: dev.index,
+                    process: dev.processes.get(p)?,
                 })
             })
-            .filter(|r| needle.is_empty() || matches_filter(r, &needle))
+            .collect()
+    }
+
+    fn reorder(&mut self) {
+        let Some(s) = &self.sample else {
+            self.order.clear();
+            return;
+        };
+        let needle = self.filter.to_lowercase();
+        let mut order: Vec<(usize, usize)> = s
+            .devices
+            .iter()
+            .enumerate()
+            .flat_map(|(di, d)| (0..d.processes.len()).map(move |pi| (di, pi)))
+            .filter(|&(di, pi)| {
+                let d = &s.devices[di];
+                needle.is_empty()
+                    || matches_filter(
+                        &Row {
+                            gpu: d.index,
+                            process: &d.processes[pi],
+                        },
+                        &needle,
+                    )
+            })
             .collect();
         let key = self.sort;
-        rows.sort_by(|a, b| {
-            let (pa, pb) = (a.process, b.process);
+        let descending = self.descending;
+        let row = |(di, pi): (usize, usize)| (s.devices[di].index, &s.devices[di].processes[pi]);
+        order.sort_by(|&a, &b| {
+            let ((ga, pa), (gb, pb)) = (row(a), row(b));
             let ord = match key {
                 SortKey::Pid => pa.pid.cmp(&pb.pid),
                 SortKey::User => pa.user.cmp(&pb.user),
-                SortKey::Gpu => a.gpu.cmp(&b.gpu),
+                SortKey::Gpu => ga.cmp(&gb),
                 SortKey::GpuMem => pa.gpu_memory_bytes.cmp(&pb.gpu_memory_bytes),
                 SortKey::Cpu => pa
                     .cpu_percent
@@ -172,17 +201,46 @@ impl App {
                 SortKey::Time => pb.start_time.cmp(&pa.start_time),
                 SortKey::Command => pa.command.cmp(&pb.command),
             };
-            let ord = if self.descending { ord.reverse() } else { ord };
-            ord.then(a.gpu.cmp(&b.gpu)).then(pa.pid.cmp(&pb.pid))
+            let ord = if descending { ord.reverse() } else { ord };
+            ord.then(ga.cmp(&gb)).then(pa.pid.cmp(&pb.pid))
         });
-        rows
+        self.order = order;
+    }
+
+    /// The pids of the table rows on screen (sorted), for the sampler's host refresh.
+    pub fn visible_pids(&self) -> Vec<u32> {
+        let height = self.table_rows.height as usize;
+        let mut pids: Vec<u32> = (self.table_first..self.table_first + height.max(1))
+            .filter_map(|i| self.row(i))
+            .map(|r| r.process.pid)
+            .collect();
+        pids.sort_unstable();
+        pids.dedup();
+        pids
+    }
+
+    /// Row `i` of the table, without building the whole list.
+    pub fn row(&self, i: usize) -> Option<Row<'_>> {
+        let s = self.sample.as_ref()?;
+        let &(d, p) = self.order.get(i)?;
+        let dev = s.devices.get(d)?;
+        Some(Row {
+            gpu: dev.index,
+            process: dev.processes.get(p)?,
+        })
+    }
+
+    /// How many rows the table has.
+    pub fn row_count(&self) -> usize {
+        self.order.len()
     }
 
     pub fn selected_row(&self) -> Option<Row<'_>> {
-        self.rows().get(self.selected).copied()
+        self.row(self.selected)
     }
 
     fn follow_selection(&mut self) {
+        self.reorder();
         let rows = self.rows();
         let index = self.selected_pid.and_then(|(gpu, pid)| {
             rows.iter()
@@ -202,7 +260,7 @@ impl App {
     }
 
     fn move_selection(&mut self, delta: isize) -> Action {
-        let len = self.rows().len();
+        let len = self.row_count();
         if len == 0 {
             return Action::None;
         }
@@ -254,6 +312,7 @@ impl App {
             Mode::Filter => {
                 self.filter.push_str(text.lines().next().unwrap_or(""));
                 self.selected = 0;
+                self.reorder();
                 Action::Redraw
             }
             // A paste on the main screen is almost always an OOM message: open the panel.
@@ -294,6 +353,7 @@ impl App {
                     _ => return Action::None,
                 }
                 self.selected = 0;
+                self.reorder();
                 self.remember_selection();
                 Action::Redraw
             }
@@ -409,7 +469,7 @@ impl App {
                     return Action::None;
                 }
                 let index = self.table_first + (m.row - r.y) as usize;
-                if index < self.rows().len() {
+                if index < self.row_count() {
                     self.selected = index;
                     self.remember_selection();
                     return Action::Redraw;

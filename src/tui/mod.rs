@@ -102,7 +102,8 @@ where
     B::Error: Send + Sync + 'static,
 {
     let (interval_tx, interval_rx) = watch::channel(interval);
-    let (mut samples, task) = sampler::spawn(sampler, interval_rx);
+    let (focus_tx, focus_rx) = watch::channel(Arc::new(Vec::new()));
+    let (mut samples, task) = sampler::spawn(sampler.with_focus(focus_rx), interval_rx);
     let (input_tx, mut inputs) = mpsc::channel::<Input>(64);
     // crossterm's reader blocks; it lives on its own thread and ends with the process.
     std::thread::spawn(move || loop {
@@ -121,6 +122,8 @@ where
     let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
 
     let mut app = App::new(interval, history);
+    // Test hook: proves the panic hook restores the terminal (tests/integration/dashboard.rs).
+    let debug_panic = std::env::var_os("GPUMON_DEBUG_PANIC").is_some();
     terminal.draw(|f| ui::draw(f, &mut app))?;
     loop {
         #[cfg(unix)]
@@ -129,6 +132,7 @@ where
         let hup = std::future::pending::<Option<()>>();
         let action = tokio::select! {
             sample = samples.recv() => match sample {
+                Some(_) if debug_panic => panic!("GPUMON_DEBUG_PANIC is set"),
                 Some(s) => app.on_sample(s),
                 None => Action::Quit,
             },
@@ -141,15 +145,18 @@ where
             _ = hup => Action::Quit,
         };
         match action {
-            Action::None => {}
-            Action::Redraw => {
-                terminal.draw(|f| ui::draw(f, &mut app))?;
-            }
+            Action::None => continue,
+            Action::Quit => break,
             Action::SetInterval(d) => {
                 let _ = interval_tx.send(d);
-                terminal.draw(|f| ui::draw(f, &mut app))?;
             }
-            Action::Quit => break,
+            Action::Redraw => {}
+        }
+        terminal.draw(|f| ui::draw(f, &mut app))?;
+        // Tell the sampler which processes are on screen, so their host facts stay fresh.
+        let visible = app.visible_pids();
+        if **focus_tx.borrow() != visible {
+            let _ = focus_tx.send(Arc::new(visible));
         }
     }
     drop(samples);

@@ -188,6 +188,11 @@ fn draw_gpus(frame: &mut Frame, area: Rect, app: &mut App, sample: &Sample, full
     let fits = (area.height / per).max(1) as usize;
     app.gpu_offset = app.gpu_offset.min(devices.len().saturating_sub(fits));
     let hidden = devices.len().saturating_sub(fits);
+    let index_width = devices
+        .iter()
+        .map(|d| d.index.to_string().len())
+        .max()
+        .unwrap_or(1);
     for (slot, d) in devices.iter().skip(app.gpu_offset).take(fits).enumerate() {
         let y = area.y + slot as u16 * per;
         let rect = Rect::new(
@@ -199,7 +204,7 @@ fn draw_gpus(frame: &mut Frame, area: Rect, app: &mut App, sample: &Sample, full
         if full {
             draw_gpu_full(frame, rect, app, d, sample.timestamp);
         } else {
-            draw_gpu_compact(frame.buffer_mut(), rect, d);
+            draw_gpu_compact(frame.buffer_mut(), rect, d, index_width);
         }
     }
     if hidden > 0 && area.height > 0 {
@@ -317,7 +322,9 @@ fn device_breakdown(d: &Device) -> Option<Breakdown> {
 }
 
 fn draw_gpu_full(frame: &mut Frame, area: Rect, app: &App, d: &Device, now: SystemTime) {
-    let rows = Layout::vertical([Constraint::Length(1); 4]).split(area);
+    // Fixed one-line rows: plain arithmetic, no layout solver (this runs for every GPU).
+    let row = |i: u16| Rect::new(area.x, area.y + i, area.width, u16::from(i < area.height));
+    let rows = [row(0), row(1), row(2), row(3)];
     let buf = frame.buffer_mut();
     let figures = memory_figures(d);
     let fw = figures.width() as u16;
@@ -326,10 +333,11 @@ fn draw_gpu_full(frame: &mut Frame, area: Rect, app: &App, d: &Device, now: Syst
         let x = rows[0].right() - fw;
         buf.set_span(x, rows[0].y, &figures, fw);
     }
+    // The selection's (gpu, pid) is kept by the app: no need to sort the table again here.
     let selected_pid = app
-        .selected_row()
-        .filter(|r| r.gpu == d.index)
-        .map(|r| r.process.pid);
+        .selected_pid
+        .filter(|(gpu, _)| *gpu == d.index)
+        .map(|(_, pid)| pid);
     match device_breakdown(d).filter(|_| d.error.is_none()) {
         Some(b) => draw_breakdown(buf, rows[1], &b, selected_pid),
         None => {
@@ -343,10 +351,19 @@ fn draw_gpu_full(frame: &mut Frame, area: Rect, app: &App, d: &Device, now: Syst
         }
     }
     // History: memory on the left, utilisation on the right, gaps where reads failed.
-    let [mem_area, util_area] =
-        Layout::horizontal([Constraint::Percentage(70), Constraint::Percentage(30)]).areas(rows[2]);
+    let mem_w = rows[2].width * 7 / 10;
+    let mem_area = Rect {
+        width: mem_w,
+        ..rows[2]
+    };
+    let util_area = Rect {
+        x: rows[2].x + mem_w,
+        width: rows[2].width - mem_w,
+        ..rows[2]
+    };
     let window = app.history.window;
     let hist = app.history.device(d.index);
+    let peak_used = hist.and_then(|h| h.peak_used());
     let mem_cols: Vec<Option<u64>> = hist.map_or_else(Vec::new, |h| {
         h.columns(
             now,
@@ -369,10 +386,11 @@ fn draw_gpu_full(frame: &mut Frame, area: Rect, app: &App, d: &Device, now: Syst
         .map(Column::bar)
         .collect()
     });
-    let max = d
-        .memory
-        .total_bytes
-        .or_else(|| hist.and_then(|h| h.peak_used()).map(|p| p.value))
+    // Scaled to the window's peak (which the axis names): one text line has only 8 levels, and
+    // against the whole card a modest job would draw nothing.
+    let max = peak_used
+        .map(|p| p.value)
+        .or(d.memory.total_bytes)
         .unwrap_or(1);
     frame.render_widget(
         Sparkline::default()
@@ -398,7 +416,7 @@ fn draw_gpu_full(frame: &mut Frame, area: Rect, app: &App, d: &Device, now: Syst
     // Time axis with the peak.
     let buf = frame.buffer_mut();
     let span = humantime::format_duration(window).to_string();
-    let peak = hist.and_then(|h| h.peak_used()).map_or(String::new(), |p| {
+    let peak = peak_used.map_or(String::new(), |p| {
         let ago = now.duration_since(p.at).map(|d| d.as_secs()).unwrap_or(0);
         format!(
             " peak {} at {} ({} ago) ",
@@ -429,14 +447,14 @@ fn draw_gpu_full(frame: &mut Frame, area: Rect, app: &App, d: &Device, now: Syst
     );
 }
 
-fn draw_gpu_compact(buf: &mut Buffer, area: Rect, d: &Device) {
+fn draw_gpu_compact(buf: &mut Buffer, area: Rect, d: &Device, index_width: usize) {
     let name = d.name.clone().unwrap_or_else(|| "N/A".into());
     let short: String = name
         .trim_start_matches("NVIDIA ")
         .chars()
         .take(18)
         .collect();
-    let head = format!("[{}] {short:<18} ", d.index);
+    let head = format!("[{:>index_width$}] {short:<18} ", d.index);
     buf.set_stringn(area.x, area.y, &head, area.width as usize, theme::header());
     let x = area.x + head.chars().count() as u16;
     if let Some(e) = &d.error {
@@ -647,7 +665,6 @@ fn draw_table(buf: &mut Buffer, area: Rect, app: &mut App) {
         }
         lines.push((i == selected, cells));
     }
-    drop(rows);
     for (is_selected, cells) in lines {
         for (x, y, text, w, style) in cells {
             let style = if is_selected {

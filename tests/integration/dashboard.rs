@@ -1,0 +1,389 @@
+//! The dashboard: full-screen snapshots on TestBackend, and the real binary in tmux.
+
+use std::process::Command as StdCommand;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use gpumon::model::{Device, Memory, Process, ProcessKind, Sample, Utilization};
+use gpumon::tui::app::App;
+use gpumon::tui::{render_once, theme};
+use ratatui::backend::TestBackend;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Terminal;
+
+use crate::common::{fake_lib, scenario, MIB};
+
+const T0: u64 = 1_795_000_000;
+
+fn at(s: u64) -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_secs(T0 + s)
+}
+
+fn device(index: u32, procs: u32, used_mib: u64, lost: bool) -> Device {
+    if lost {
+        return Device {
+            index,
+            name: Some("NVIDIA H100 80GB HBM3".into()),
+            error: Some("GPU is lost".into()),
+            ..Device::default()
+        };
+    }
+    let total = 81559 * MIB;
+    let reserved = 529 * MIB;
+    let per = if procs == 0 {
+        0
+    } else {
+        used_mib * MIB / procs as u64
+    };
+    let processes = (0..procs)
+        .map(|i| {
+            let pid = 40000 + index * 100 + i;
+            let mut p = Process::from_nvml(pid, ProcessKind::Compute, Some(per));
+            p.user = Some(["alice", "bob", "carol"][(i % 3) as usize].into());
+            p.name = Some("python".into());
+            p.command = Some(format!("python train.py --rank {index} --worker {i}"));
+            p.cpu_percent = Some(98.0 + i as f32);
+            p.host_memory_bytes = Some((2000 + 10 * i as u64) * MIB);
+            p.start_time = Some(T0 - 3600 - i as u64);
+            p
+        })
+        .collect();
+    let used = used_mib * MIB;
+    Device {
+        index,
+        uuid: Some(format!("GPU-0000000{index}")),
+        name: Some("NVIDIA H100 80GB HBM3".into()),
+        pci_bus_id: Some(format!("00000000:{:02X}:00.0", index + 1)),
+        memory: Memory {
+            total_bytes: Some(total),
+            used_bytes: Some(used),
+            free_bytes: Some(total - reserved - used),
+            reserved_bytes: Some(reserved),
+        },
+        utilization: Utilization {
+            gpu_percent: Some(90),
+            memory_percent: Some(40),
+        },
+        temperature_c: Some(65),
+        power_draw_w: Some(540.0),
+        power_limit_w: Some(700.0),
+        fan_percent: None,
+        processes,
+        ..Device::default()
+    }
+}
+
+fn sample(t: u64, devices: Vec<Device>) -> Arc<Sample> {
+    Arc::new(Sample {
+        timestamp: at(t),
+        hostname: Some("gpu-node-7".into()),
+        source: "nvml",
+        driver_version: Some("550.54.15".into()),
+        cuda_version: Some("12.4".into()),
+        devices,
+        error: None,
+    })
+}
+
+/// A dashboard after `steps` one-second samples of `make(t)`.
+fn screen(
+    w: u16,
+    h: u16,
+    steps: u64,
+    make: impl Fn(u64) -> Vec<Device>,
+) -> (Terminal<TestBackend>, App) {
+    let mut terminal = Terminal::new(TestBackend::new(w, h)).expect("terminal");
+    let mut app = App::new(Duration::from_secs(1), Duration::from_secs(600));
+    for t in 0..steps {
+        render_once(&mut terminal, &mut app, sample(t * 20, make(t))).expect("draw");
+    }
+    (terminal, app)
+}
+
+fn two_gpus(t: u64) -> Vec<Device> {
+    vec![
+        device(0, 3, 30000 + 1500 * (t % 7), false),
+        device(1, 1, 20000, false),
+    ]
+}
+
+#[test]
+fn snapshot_80x24_two_gpus() {
+    let (terminal, _) = screen(80, 24, 30, two_gpus);
+    insta::assert_snapshot!(terminal.backend());
+}
+
+#[test]
+fn snapshot_200x50_eight_gpus_forty_processes() {
+    let (terminal, _) = screen(200, 50, 30, |t| {
+        (0..8)
+            .map(|i| device(i, 40, 20000 + 1000 * ((t + i as u64) % 9), false))
+            .collect()
+    });
+    insta::assert_snapshot!(terminal.backend());
+}
+
+#[test]
+fn snapshot_sixteen_gpus_go_compact() {
+    let (terminal, _) = screen(80, 24, 3, |_| {
+        (0..16)
+            .map(|i| device(i, 2, 1000 * (i as u64 + 1), false))
+            .collect()
+    });
+    insta::assert_snapshot!(terminal.backend());
+}
+
+#[test]
+fn snapshot_lost_gpu_shows_inline_and_leaves_a_gap() {
+    let (terminal, _) = screen(100, 30, 30, |t| {
+        vec![
+            device(0, 2, 25000, false),
+            device(1, 1, 9000, (10..20).contains(&t)),
+        ]
+    });
+    insta::assert_snapshot!(terminal.backend());
+}
+
+#[test]
+fn snapshot_oom_panel_and_help() {
+    let (mut terminal, mut app) = screen(120, 40, 5, two_gpus);
+    app.on_paste("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 572.00 MiB. GPU 1 has a total capacity of 79.65 GiB of which 321.06 MiB is free. Including non-PyTorch memory, this process has 78.70 GiB memory in use. Of the allocated memory 70.90 GiB is allocated by PyTorch, and 7.17 GiB is reserved by PyTorch but unallocated.");
+    terminal
+        .draw(|f| gpumon::tui::ui::draw(f, &mut app))
+        .expect("draw");
+    insta::assert_snapshot!("oom_panel", terminal.backend());
+    app.on_key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
+    app.on_key(KeyEvent::new(KeyCode::Char(' '), KeyModifiers::NONE));
+    app.on_key(KeyEvent::new(KeyCode::Char('?'), KeyModifiers::NONE));
+    terminal
+        .draw(|f| gpumon::tui::ui::draw(f, &mut app))
+        .expect("draw");
+    insta::assert_snapshot!("help_paused", terminal.backend());
+}
+
+#[test]
+fn tiny_and_odd_sizes_never_panic() {
+    for (w, h) in [
+        (1, 1),
+        (10, 3),
+        (39, 9),
+        (40, 10),
+        (41, 11),
+        (80, 12),
+        (300, 5),
+        (5, 200),
+    ] {
+        let (terminal, _) = screen(w, h, 3, |t| {
+            vec![device(0, 50, 5000 * t, t == 1), device(1, 0, 0, false)]
+        });
+        let text = terminal.backend().to_string();
+        if w < 40 || h < 10 {
+            assert!(text.contains("terminal") || w < 12, "{w}x{h}:\n{text}");
+        }
+    }
+    let (terminal, _) = screen(30, 8, 1, two_gpus);
+    insta::assert_snapshot!(terminal.backend());
+}
+
+#[test]
+fn a_process_has_the_same_colour_in_gauge_and_table() {
+    let (terminal, _) = screen(80, 24, 2, |_| vec![device(0, 1, 40000, false)]);
+    let buf = terminal.backend().buffer();
+    let pid_style = theme::process(40000);
+    // Row 2 is GPU 0's gauge; the first cells are the only process.
+    assert_eq!(buf[(0, 2)].fg, pid_style.fg.expect("fg"));
+    // Find the pid in the table and compare its colour.
+    let row = (0..buf.area.height)
+        .find(|&y| {
+            (0..buf.area.width)
+                .map(|x| buf[(x, y)].symbol())
+                .collect::<String>()
+                .contains("40000 ")
+        })
+        .expect("pid row");
+    let x = (0..buf.area.width)
+        .find(|&x| buf[(x, row)].symbol() == "4")
+        .expect("pid cell");
+    assert_eq!(buf[(x, row)].fg, pid_style.fg.expect("fg"));
+}
+
+// ---- the real binary in tmux ----------------------------------------------------------
+
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn new(width: u16, height: u16, env: &[(&str, String)]) -> Tmux {
+        let socket = format!("gpumon-test-{}-{}", std::process::id(), rand_suffix());
+        let t = Tmux { socket };
+        let mut args = vec![
+            "new-session".to_owned(),
+            "-d".into(),
+            "-s".into(),
+            "e2e".into(),
+            "-x".into(),
+            width.to_string(),
+            "-y".into(),
+            height.to_string(),
+        ];
+        for (k, v) in env {
+            args.push("-e".into());
+            args.push(format!("{k}={v}"));
+        }
+        args.push("bash --norc --noprofile".into());
+        t.run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        t
+    }
+
+    fn run(&self, args: &[&str]) -> String {
+        let out = StdCommand::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("tmux is required for the end-to-end dashboard test (apt-get install tmux)");
+        assert!(
+            out.status.success(),
+            "tmux {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn screen(&self) -> String {
+        self.run(&["capture-pane", "-p", "-t", "e2e"])
+    }
+
+    fn alternate_on(&self) -> bool {
+        self.run(&["display", "-p", "-t", "e2e", "#{alternate_on}"])
+            .trim()
+            == "1"
+    }
+
+    fn wait_for(&self, what: &str, cond: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let s = self.screen();
+            if cond(&s) {
+                return s;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "timed out waiting for {what}:\n{s}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn type_line(&self, line: &str) {
+        self.run(&["send-keys", "-t", "e2e", "-l", line]);
+        self.run(&["send-keys", "-t", "e2e", "Enter"]);
+    }
+
+    /// The shell is back, the alternate screen is off and the tty is in cooked mode.
+    fn assert_restored(&self, marker: &str) {
+        self.wait_for(marker, |s| s.contains(marker));
+        assert!(!self.alternate_on(), "still on the alternate screen");
+        self.run(&["send-keys", "-t", "e2e", "clear", "Enter"]);
+        // The marker is computed, so the echoed command line never matches it.
+        self.type_line("stty -a | tr ' ' '\\n' | grep -xE -- '-?(icanon|echo)' | tr '\\n' ' '; echo STTY-$((40+2))");
+        let s = self.wait_for("stty", |s| s.contains("STTY-42"));
+        assert!(
+            s.contains("icanon echo STTY-42"),
+            "terminal left in raw mode:\n{s}"
+        );
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = StdCommand::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .arg("kill-server")
+            .output();
+    }
+}
+
+fn rand_suffix() -> u128 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() % 1_000_000)
+}
+
+const E2E_SCENARIO: &str = r#"{"version":1,"devices":[
+  {"name":"Fake H100","memory_total_mib":81559,"memory_reserved_mib":529,"utilization_gpu":77,
+   "temperature_c":61,"power_draw_w":400,"power_limit_w":700,
+   "processes":[{"pid":4500001,"memory_mib":30000},{"pid":4500002,"memory_mib":2000}]},
+  {"name":"Fake H100","memory_total_mib":81559,"processes":[{"pid":4500003,"memory_mib":100}]}],
+  "faults":[{"kind":"device_lost","device":1,"at_s":0}]}"#;
+
+fn e2e_env(scenario: &std::path::Path) -> Vec<(&'static str, String)> {
+    vec![
+        ("GPUMON_NVML_LIB", fake_lib().display().to_string()),
+        ("FAKE_NVML_SCENARIO", scenario.display().to_string()),
+        ("FAKE_NVML_SPEED", "0".into()),
+        ("PS1", "$ ".into()),
+        ("RUST_BACKTRACE", "0".into()),
+    ]
+}
+
+#[test]
+fn end_to_end_in_tmux_paste_quit_and_restore() {
+    let s = scenario(E2E_SCENARIO);
+    let tmux = Tmux::new(120, 40, &e2e_env(&s));
+    let bin = env!("CARGO_BIN_EXE_gpumon");
+    tmux.type_line(&format!("{bin} --interval 200ms; echo EXIT=$?"));
+    let screen = tmux.wait_for("the dashboard", |s| {
+        s.contains("[0] Fake H100") && s.contains("4500001")
+    });
+    assert!(
+        screen.contains("GPU is lost"),
+        "the lost GPU shows inline:\n{screen}"
+    );
+    assert!(tmux.alternate_on());
+    // Paste an OOM (bracketed) and see the analysis next to the live GPU.
+    tmux.run(&["set-buffer", "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 1.96 GiB total capacity; 1.24 GiB already allocated; 2.88 MiB free; 1.25 GiB reserved in total by PyTorch)"]);
+    tmux.run(&["paste-buffer", "-p", "-t", "e2e"]);
+    let screen = tmux.wait_for("the OOM report", |s| {
+        s.contains("PyTorch (CUDA) out of memory")
+    });
+    assert!(screen.contains("Live GPU 0 now"), "{screen}");
+    tmux.run(&["send-keys", "-t", "e2e", "Escape"]);
+    tmux.wait_for("the panel to close", |s| !s.contains("OOM analyzer"));
+    tmux.run(&["send-keys", "-t", "e2e", "q"]);
+    tmux.assert_restored("EXIT=0");
+}
+
+#[test]
+fn end_to_end_sigterm_and_panic_restore_the_terminal() {
+    let s = scenario(E2E_SCENARIO);
+    let tmux = Tmux::new(100, 30, &e2e_env(&s));
+    let bin = env!("CARGO_BIN_EXE_gpumon");
+    tmux.type_line(&format!("{bin} --interval 250ms; echo EXIT=$?"));
+    tmux.wait_for("the dashboard", |s| s.contains("[0] Fake H100"));
+    let pattern = format!("^{bin} --interval 250ms");
+    let pid = StdCommand::new("pgrep")
+        .arg("-n")
+        .arg("-f")
+        .arg(&pattern)
+        .output()
+        .expect("pgrep");
+    let pid = String::from_utf8_lossy(&pid.stdout).trim().to_owned();
+    assert!(!pid.is_empty(), "gpumon pid");
+    StdCommand::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    tmux.assert_restored("EXIT=0");
+
+    tmux.run(&["send-keys", "-t", "e2e", "clear", "Enter"]);
+    tmux.type_line(&format!("GPUMON_DEBUG_PANIC=1 {bin}; echo EXIT=$?"));
+    let screen = tmux.wait_for("the panic exit", |s| s.contains("EXIT=101"));
+    assert!(
+        screen.contains("GPUMON_DEBUG_PANIC is set"),
+        "the panic message is shown:\n{screen}"
+    );
+    tmux.assert_restored("EXIT=101");
+}
