@@ -104,6 +104,14 @@ fn host_fields_come_from_the_process_table() {
         .arg("30")
         .spawn()
         .expect("spawn sleep");
+    // Between fork and exec, /proc still shows the test binary: wait for the exec.
+    let comm = format!("/proc/{}/comm", child.id());
+    for _ in 0..200 {
+        if std::fs::read_to_string(&comm).is_ok_and(|c| c.trim() == "sleep") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
     let json = format!(
         r#"{{"version":1,"devices":[{{"name":"G","memory_total_mib":1024,
             "processes":[{{"pid":{},"memory_mib":64}}]}}]}}"#,
