@@ -35,6 +35,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Once(args)) => run_once(&cli.common, &args),
         Some(Command::Log(args)) => run_log(&cli.common, &args),
         Some(Command::Explain(args)) => run_explain(&args),
+        Some(Command::Run(args)) => crate::run::run(&cli.common, &args),
         None if io::stdout().is_terminal() && io::stdin().is_terminal() => {
             run_dashboard(&cli.common)
         }
@@ -48,13 +49,19 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 
 fn sampler(common: &Common, processes: bool) -> anyhow::Result<Result<Sampler, ExitCode>> {
     match open_source(common) {
-        Ok(source) => Ok(Ok(Sampler::new(
-            source,
-            Filter {
-                gpus: common.gpu.clone(),
-                processes,
-            },
-        ))),
+        Ok(source) => {
+            let sampler = Sampler::new(
+                source,
+                Filter {
+                    gpus: common.gpu.clone(),
+                    processes,
+                },
+            );
+            if let Some(w) = &sampler.probe_warning {
+                eprintln!("gpumon: {w}");
+            }
+            Ok(Ok(sampler))
+        }
         Err(e) => {
             eprintln!("gpumon: {e}");
             Ok(Err(ExitCode::from(EXIT_USAGE)))

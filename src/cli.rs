@@ -24,7 +24,8 @@ use crate::sampler::MIN_INTERVAL;
         gpumon once --json                 the whole sample as JSON\n  \
         gpumon log --interval 500ms --count 20 --format csv\n  \
         gpumon log --processes --output gpu-procs.csv\n  \
-        python train.py 2>&1 | tail -50 | gpumon explain"
+        python train.py 2>&1 | tail -50 | gpumon explain\n  \
+        gpumon run -- python train.py      allocator split live, OOM caught with its numbers"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -76,6 +77,48 @@ pub enum Command {
     /// explains the last one. Exit status: 0 when an OOM was found, 1 when none was, 2 on a
     /// usage or I/O error.
     Explain(ExplainArgs),
+    /// Run a command with the in-process probe, then summarise its GPU memory (and any OOM).
+    ///
+    /// CMD starts with gpumon's probe loaded into every Python process it starts (through
+    /// PYTHONPATH and sitecustomize; an existing sitecustomize still runs). Once PyTorch has
+    /// initialised CUDA, each process publishes its allocator's figures (allocated, cached,
+    /// peaks, retries, OOMs), so any gpumon of yours (the dashboard, once, log) shows
+    /// allocated / cached / outside-PyTorch / other apps / free for it. CMD's stdin, stdout,
+    /// exit status and signals pass through; its stderr is relayed unchanged and watched for an
+    /// OOM. When CMD ends, gpumon prints per-GPU peaks and, after an OOM, the explain report
+    /// with the numbers sampled just before it.
+    #[command(
+        after_help = "Examples:\n  gpumon run -- python train.py --batch-size 64\n  \
+        gpumon run --log mem.csv -- torchrun --nproc-per-node 8 train.py"
+    )]
+    Run(RunArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Record the run's processes every interval to FILE (appends; same formats as `log`)
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+
+    /// Format of --log
+    #[arg(long, value_enum, default_value = "csv")]
+    pub log_format: Format,
+
+    /// Columns of --log (the `log --processes` fields; default: the allocator split)
+    #[arg(long, value_name = "LIST")]
+    pub log_fields: Option<String>,
+
+    /// Where probes publish [default: $XDG_RUNTIME_DIR/gpumon, else <tmp>/gpumon-<uid>]
+    #[arg(long, value_name = "DIR")]
+    pub probe_dir: Option<PathBuf>,
+
+    /// Print no summary at the end
+    #[arg(long, short)]
+    pub quiet: bool,
+
+    /// The command and its arguments, after `--`
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<std::ffi::OsString>,
 }
 
 #[derive(Debug, Args)]

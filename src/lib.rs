@@ -10,6 +10,8 @@ pub mod host;
 pub mod model;
 pub mod oom;
 pub mod output;
+pub mod probe;
+pub mod run;
 pub mod sampler;
 pub mod scenario;
 pub mod source;

@@ -3,6 +3,7 @@
 //! [`Sampler::tick`] is synchronous and timed per phase (for the benchmark); [`spawn`] runs it
 //! on tokio at an adjustable interval and publishes each sample on a channel.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -10,6 +11,7 @@ use tokio::sync::{mpsc, watch};
 
 use crate::host::HostLookup;
 use crate::model::Sample;
+use crate::probe;
 use crate::source::Source;
 
 /// The fastest interval gpumon accepts.
@@ -20,6 +22,7 @@ pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
 pub struct TickTimings {
     pub source: Duration,
     pub host: Duration,
+    pub probe: Duration,
     pub assembly: Duration,
 }
 
@@ -37,19 +40,43 @@ pub struct Sampler {
     /// The pids a view shows (the dashboard's visible rows): their host facts stay fresh,
     /// the others are refreshed less often.
     focus: Option<watch::Receiver<Arc<Vec<u32>>>>,
+    /// Where in-process probes publish (`gpumon run`), when it is safe to read.
+    probe_dir: Option<PathBuf>,
+    /// Why probe reports are not read, to show once.
+    pub probe_warning: Option<String>,
     pub last: TickTimings,
 }
 
 impl Sampler {
     pub fn new(source: Box<dyn Source>, filter: Filter) -> Self {
         let host = (source.host_lookup() && filter.processes).then(HostLookup::new);
+        let mut probe_dir = None;
+        let mut probe_warning = None;
+        if host.is_some() {
+            let dir = probe::default_dir();
+            match probe::check_dir(&dir) {
+                Ok(()) => probe_dir = Some(dir),
+                // Not created yet: no `gpumon run` has published; look again each tick.
+                Err(probe::DirError::Create { .. }) => probe_dir = Some(dir),
+                Err(e) => probe_warning = Some(format!("ignoring probe reports: {e}")),
+            }
+        }
         Sampler {
             source,
             host,
             filter,
             focus: None,
+            probe_dir,
+            probe_warning,
             last: TickTimings::default(),
         }
+    }
+
+    /// Reads probe reports from `dir` instead of the default runtime directory.
+    pub fn with_probe_dir(mut self, dir: PathBuf) -> Self {
+        self.probe_dir = Some(dir);
+        self.probe_warning = None;
+        self
     }
 
     /// Limits the per-tick host refresh to the pids `focus` names (sorted).
@@ -77,9 +104,15 @@ impl Sampler {
             host.enrich(&mut sample.devices, focus.as_deref().map(Vec::as_slice));
         }
         let t3 = Instant::now();
+        if let Some(dir) = &self.probe_dir {
+            let reports = probe::read_reports(dir);
+            probe::merge(&mut sample.devices, &reports);
+        }
+        let t4 = Instant::now();
         self.last = TickTimings {
             source: t1 - t0,
             host: t3 - t2,
+            probe: t4 - t3,
             assembly: t2 - t1,
         };
         sample

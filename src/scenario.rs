@@ -91,7 +91,12 @@ pub enum ProcKind {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProcessSpec {
-    pub pid: u32,
+    /// The pid; or, with `pid_file`, read at run time from that file (for tests and demos
+    /// whose process starts later: the process is listed once the file holds a number).
+    #[serde(default)]
+    pub pid: Option<u32>,
+    #[serde(default)]
+    pub pid_file: Option<String>,
     #[serde(default)]
     pub kind: ProcKind,
     pub memory_mib: Curve,
@@ -357,6 +362,14 @@ impl Scenario {
                     "device {i} has memory_total_mib = 0"
                 )));
             }
+            if d.processes
+                .iter()
+                .any(|p| p.pid.is_none() == p.pid_file.is_none())
+            {
+                return Err(ScenarioError::Invalid(format!(
+                    "device {i}: each process needs exactly one of pid and pid_file"
+                )));
+            }
         }
         Ok(scenario)
     }
@@ -401,7 +414,13 @@ impl Scenario {
         let mut processes = Vec::new();
         let mut used = mib_to_bytes(spec.unattributed_mib.at(t)).min(capacity);
         for p in &spec.processes {
-            let alive = t >= p.start_s && p.end_s.is_none_or(|e| t < e) && !exited(p.pid);
+            let Some(pid) = p.pid.or_else(|| {
+                let file = p.pid_file.as_ref()?;
+                std::fs::read_to_string(file).ok()?.trim().parse().ok()
+            }) else {
+                continue;
+            };
+            let alive = t >= p.start_s && p.end_s.is_none_or(|e| t < e) && !exited(pid);
             if !alive {
                 continue;
             }
@@ -409,9 +428,9 @@ impl Scenario {
             let bytes = mib_to_bytes(p.memory_mib.at(local)).min(capacity - used);
             used += bytes;
             processes.push(ProcessState {
-                pid: p.pid,
+                pid,
                 kind: p.kind,
-                memory: (!mem_unavailable(p.pid)).then_some(bytes),
+                memory: (!mem_unavailable(pid)).then_some(bytes),
                 name: p.name.clone(),
                 user: p.user.clone(),
                 command: p.command.clone(),
@@ -533,6 +552,27 @@ mod tests {
         ));
         assert!(Scenario::from_json(r#"{"version":1,"devices":[]}"#).is_err());
         assert!(Scenario::from_json("garbage").is_err());
+    }
+
+    #[test]
+    fn pids_can_come_from_a_file() {
+        let dir = std::env::temp_dir().join(format!("gpumon-scn-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let file = dir.join("pid");
+        let text = format!(
+            r#"{{"version":1,"devices":[{{"name":"G","memory_total_mib":10,
+               "processes":[{{"pid_file":"{}","memory_mib":1}}]}}]}}"#,
+            file.display()
+        );
+        let s = Scenario::from_json(&text).expect("valid");
+        assert!(s.device_at(0, 0.0).processes.is_empty(), "no file yet");
+        std::fs::write(&file, "4242\n").expect("write");
+        assert_eq!(s.device_at(0, 0.0).processes[0].pid, 4242);
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(Scenario::from_json(
+            r#"{"version":1,"devices":[{"name":"G","memory_total_mib":10,"processes":[{"memory_mib":1}]}]}"#
+        )
+        .is_err());
     }
 
     #[test]

@@ -52,6 +52,22 @@ impl PartKind {
         }
     }
 
+    /// A short label for one-line views.
+    pub fn short_label(&self) -> String {
+        match self {
+            PartKind::Process { pid } => format!("pid {pid}"),
+            PartKind::Allocated => "alloc".into(),
+            PartKind::Cached => "cached".into(),
+            PartKind::NonFramework => "non-framework".into(),
+            PartKind::ThisProcess => "this process".into(),
+            PartKind::OtherApps => "other apps".into(),
+            PartKind::Unattributed => "unattributed".into(),
+            PartKind::DriverReserved => "driver".into(),
+            PartKind::Free => "free".into(),
+            PartKind::Unaccounted => "unaccounted".into(),
+        }
+    }
+
     /// Which parts keep their bytes first when inconsistent inputs sum past the total: figures
     /// read directly (free, driver reserved, framework counters) beat per-process sums.
     fn priority(&self) -> u8 {

@@ -114,6 +114,37 @@ pub struct Process {
     pub host_memory_bytes: Option<u64>,
     /// Unix seconds.
     pub start_time: Option<u64>,
+    /// The framework allocator's own figures, when the in-process probe reports them
+    /// (`gpumon run`); `None` means NVML's per-process total is all that is known.
+    pub allocator: Option<AllocatorStats>,
+}
+
+/// What a framework's caching allocator says about one process on one GPU.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AllocatorStats {
+    /// "pytorch".
+    pub framework: String,
+    pub framework_version: Option<String>,
+    pub allocated_bytes: Option<u64>,
+    pub allocated_peak_bytes: Option<u64>,
+    /// Allocated + cached.
+    pub reserved_bytes: Option<u64>,
+    pub reserved_peak_bytes: Option<u64>,
+    pub active_bytes: Option<u64>,
+    pub inactive_split_bytes: Option<u64>,
+    pub num_alloc_retries: Option<u64>,
+    pub num_ooms: Option<u64>,
+    /// Milliseconds since the probe published these figures.
+    pub age_ms: u64,
+    /// The `gpumon run` that started the process, if any.
+    pub run_id: Option<String>,
+}
+
+impl AllocatorStats {
+    /// Reserved but unallocated: the cache.
+    pub fn cached_bytes(&self) -> Option<u64> {
+        Some(self.reserved_bytes?.saturating_sub(self.allocated_bytes?))
+    }
 }
 
 impl Process {
@@ -129,6 +160,17 @@ impl Process {
             cpu_percent: None,
             host_memory_bytes: None,
             start_time: None,
+            allocator: None,
+        }
+    }
+
+    /// This process's memory as the breakdown model takes it: NVML's total, plus the
+    /// allocator's split when the probe reports it.
+    pub fn memory(&self) -> breakdown::ProcessMemory {
+        breakdown::ProcessMemory {
+            total: self.gpu_memory_bytes,
+            allocated: self.allocator.as_ref().and_then(|a| a.allocated_bytes),
+            reserved: self.allocator.as_ref().and_then(|a| a.reserved_bytes),
         }
     }
 
@@ -140,6 +182,17 @@ impl Process {
 }
 
 impl Device {
+    /// The device's identity without its readings (for matching).
+    pub fn clone_identity(&self) -> Device {
+        Device {
+            index: self.index,
+            uuid: self.uuid.clone(),
+            name: self.name.clone(),
+            pci_bus_id: self.pci_bus_id.clone(),
+            ..Device::default()
+        }
+    }
+
     /// A device that could not be read at all.
     pub fn failed(index: u32, error: String) -> Self {
         Device {

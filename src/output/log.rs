@@ -8,6 +8,7 @@ use std::io::Write;
 
 use serde_json::{Map, Value};
 
+use crate::model::breakdown::{Breakdown, PartKind};
 use crate::model::{Device, Process, Sample};
 use crate::units::fmt_bytes;
 
@@ -37,6 +38,10 @@ fn opt<T: Into<Value>>(v: Option<T>) -> Value {
 }
 fn text(v: &Option<String>) -> Value {
     opt(v.clone())
+}
+/// A part of the process's breakdown (the one place that does this arithmetic).
+fn part(d: &Device, p: &Process, kind: PartKind) -> Value {
+    opt(Breakdown::process(&d.memory, p.memory()).and_then(|b| b.get(kind)))
 }
 
 const DEVICE_FIELDS: &[(&str, Kind, DeviceGetter)] = &[
@@ -95,6 +100,24 @@ const PROCESS_FIELDS: &[(&str, Kind, ProcessGetter)] = &[
     }),
     ("start_time", Kind::Number, |_, _, p| opt(p.start_time)),
     ("command", Kind::Text, |_, _, p| text(&p.command)),
+    ("process.allocated", Kind::Bytes, |_, _, p| {
+        opt(p.allocator.as_ref().and_then(|a| a.allocated_bytes))
+    }),
+    ("process.reserved", Kind::Bytes, |_, _, p| {
+        opt(p.allocator.as_ref().and_then(|a| a.reserved_bytes))
+    }),
+    ("process.cached", Kind::Bytes, |_, d, p| {
+        part(d, p, PartKind::Cached)
+    }),
+    ("process.non_framework", Kind::Bytes, |_, d, p| {
+        part(d, p, PartKind::NonFramework)
+    }),
+    ("process.allocated_peak", Kind::Bytes, |_, _, p| {
+        opt(p.allocator.as_ref().and_then(|a| a.allocated_peak_bytes))
+    }),
+    ("process.reserved_peak", Kind::Bytes, |_, _, p| {
+        opt(p.allocator.as_ref().and_then(|a| a.reserved_peak_bytes))
+    }),
 ];
 
 const DEFAULT_DEVICE: &str = "timestamp,index,name,memory.total,memory.used,memory.free,\

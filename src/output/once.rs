@@ -129,6 +129,15 @@ fn device(out: &mut String, d: &Device, name_width: usize, paint: Paint, now: Sy
             .as_deref()
             .or(p.name.as_deref())
             .unwrap_or("(not visible from here)");
+        let split = p.allocator.as_ref().map_or(String::new(), |a| {
+            format!(
+                " [alloc {} cache {}]",
+                a.allocated_bytes
+                    .map_or_else(|| "N/A".to_owned(), fmt_bytes),
+                a.cached_bytes().map_or_else(|| "N/A".to_owned(), fmt_bytes)
+            )
+        });
+        let command = format!("{command}{}", paint.dim(&split));
         let _ = writeln!(
             out,
             "    {} {:>8} {:<3} {:>10}  {:>5} {:>10} {:>7}  {}",

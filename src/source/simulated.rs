@@ -139,6 +139,7 @@ impl Source for Simulated {
                         cpu_percent: p.cpu_percent.map(|c| c as f32),
                         host_memory_bytes: p.host_memory,
                         start_time: wall_start(p.start_s),
+                        allocator: None,
                     })
                     .collect();
                 dev

@@ -12,7 +12,7 @@ use ratatui::Frame;
 
 use super::app::{App, Mode, SortKey};
 use super::theme;
-use crate::model::breakdown::{Breakdown, PartKind, ProcessMemory};
+use crate::model::breakdown::{Breakdown, PartKind};
 use crate::model::history::Column;
 use crate::model::{Device, Sample};
 use crate::oom::render::{render_oom, LOOKED_FOR};
@@ -506,7 +506,12 @@ fn draw_selection(buf: &mut Buffer, area: Rect, app: &App, sample: &Sample) {
     let Some(d) = sample.devices.iter().find(|d| d.index == row.gpu) else {
         return;
     };
-    let head = format!("▶ pid {} on GPU {} ", p.pid, row.gpu);
+    // The source first, so a narrow terminal cuts the least important figures.
+    let source = match &p.allocator {
+        Some(a) => a.framework.as_str(),
+        None => "NVML",
+    };
+    let head = format!("▶ pid {} GPU {} {source} ", p.pid, row.gpu);
     buf.set_stringn(
         area.x,
         area.y,
@@ -515,14 +520,10 @@ fn draw_selection(buf: &mut Buffer, area: Rect, app: &App, sample: &Sample) {
         theme::process(p.pid),
     );
     let x = area.x + head.chars().count() as u16;
-    let this = ProcessMemory {
-        total: p.gpu_memory_bytes,
-        ..ProcessMemory::default()
-    };
-    let Some(b) = Breakdown::process(&d.memory, this) else {
+    let Some(b) = Breakdown::process(&d.memory, p.memory()) else {
         return;
     };
-    let bar_w = (area.width / 4).min(30);
+    let bar_w = (area.width / 6).min(20);
     if area.right() > x + bar_w + 2 {
         draw_breakdown(buf, Rect::new(x, area.y, bar_w, 1), &b, Some(p.pid));
         let mut text = String::new();
@@ -530,13 +531,17 @@ fn draw_selection(buf: &mut Buffer, area: Rect, app: &App, sample: &Sample) {
             let Some(bytes) = part.bytes.filter(|b| *b > 0) else {
                 continue;
             };
-            if part.kind == PartKind::Unaccounted {
+            // The driver's reservation is on the GPU's own gauge already.
+            if matches!(part.kind, PartKind::Unaccounted | PartKind::DriverReserved) {
                 continue;
             }
-            text.push_str(&format!(" {} {} ·", part.kind.label(), fmt_bytes(bytes)));
+            text.push_str(&format!(
+                " {} {} ·",
+                part.kind.short_label(),
+                fmt_bytes(bytes)
+            ));
         }
         text.pop();
-        text.push_str(" (NVML per-process total)");
         let tx = x + bar_w + 1;
         buf.set_stringn(
             tx,

@@ -162,6 +162,35 @@ fn snapshot_oom_panel_and_help() {
 }
 
 #[test]
+fn snapshot_selected_process_with_the_allocator_split() {
+    let (terminal, _) = screen(120, 20, 3, |_| {
+        let mut d = device(0, 2, 40000, false);
+        d.processes[0].allocator = Some(gpumon::model::AllocatorStats {
+            framework: "pytorch".into(),
+            framework_version: Some("2.5.1".into()),
+            allocated_bytes: Some(14 << 30),
+            allocated_peak_bytes: Some(16 << 30),
+            reserved_bytes: Some(18 << 30),
+            reserved_peak_bytes: Some(18 << 30),
+            active_bytes: None,
+            inactive_split_bytes: None,
+            num_alloc_retries: Some(0),
+            num_ooms: Some(0),
+            age_ms: 0,
+            run_id: None,
+        });
+        vec![d]
+    });
+    let text = terminal.backend().to_string();
+    assert!(
+        text.contains("alloc 14.0 GiB · cached 4.0 GiB · non-framework"),
+        "{text}"
+    );
+    assert!(text.contains("▶ pid 40000 GPU 0 pytorch "), "{text}");
+    insta::assert_snapshot!(terminal.backend());
+}
+
+#[test]
 fn tiny_and_odd_sizes_never_panic() {
     for (w, h) in [
         (1, 1),

@@ -3,4 +3,5 @@
 mod common;
 mod dashboard;
 mod explain;
+mod run;
 mod sampling;

@@ -48,10 +48,11 @@ fn env_f64(name: &str, default: f64) -> f64 {
 fn with_states<R>(f: impl FnOnce(&Fake, &[DeviceState]) -> R) -> Option<R> {
     let mut guard = FAKE.lock().unwrap_or_else(|e| e.into_inner());
     let fake = guard.as_mut()?;
-    let t = fake
-        .scenario
-        .time(fake.t0 + fake.start.elapsed().as_secs_f64() * fake.speed);
-    let ms = (t * 1000.0) as i64;
+    let wall = fake.start.elapsed().as_secs_f64();
+    let t = fake.scenario.time(fake.t0 + wall * fake.speed);
+    // Re-evaluate at most once per wall-clock millisecond, even with the clock frozen: the
+    // scenario may read pids from files that appear later (`pid_file`).
+    let ms = (wall * 1000.0) as i64;
     if ms != fake.cached_ms || fake.cached.is_empty() {
         fake.cached = fake.scenario.state_at(t);
         fake.cached_ms = ms;

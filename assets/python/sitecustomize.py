@@ -1,0 +1,171 @@
+"""gpumon's in-process probe, loaded by `gpumon run` through PYTHONPATH (the sitecustomize
+pattern of ddtrace-run and opentelemetry-instrument).
+
+Once torch has initialised CUDA in this process, a daemon thread publishes, every interval, the
+caching allocator's figures per device to one small JSON file, replaced atomically, in gpumon's
+private runtime directory. It never initialises CUDA, never synchronises a stream, never
+allocates on the GPU, and never raises into user code. Standard library only (torch is used
+only if the program imported it). Any sitecustomize the environment already had still runs.
+"""
+
+
+def _gpumon_chain_previous_sitecustomize():
+    # Run the sitecustomize this one shadows, if any, from the rest of sys.path.
+    import importlib.machinery
+    import importlib.util
+    import os
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    rest = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+    if spec is None or spec.loader is None or spec.origin == os.path.abspath(__file__):
+        return
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["sitecustomize"] = module
+    spec.loader.exec_module(module)
+
+
+def _gpumon_start_probe():
+    import json
+    import os
+    import sys
+    import threading
+    import time
+
+    directory = os.environ.get("GPUMON_PROBE_DIR")
+    if not directory:
+        return
+    try:
+        interval = max(0.05, float(os.environ.get("GPUMON_PROBE_INTERVAL", "1")))
+    except ValueError:
+        interval = 1.0
+    run_id = os.environ.get("GPUMON_RUN_ID", "")
+    pid = os.getpid()
+    path = os.path.join(directory, "%d.json" % pid)
+    tmp = os.path.join(directory, ".%d.json.tmp" % pid)
+
+    def visible_devices():
+        # CUDA_VISIBLE_DEVICES maps torch ordinals to physical GPUs (indices or UUIDs).
+        raw = os.environ.get("CUDA_VISIBLE_DEVICES")
+        if raw is None:
+            return None
+        return [item.strip() for item in raw.split(",") if item.strip()]
+
+    def device_entry(torch, index, visible):
+        raw_stats = getattr(torch._C, "_cuda_memoryStats", None)
+        if raw_stats is not None:
+            stats = raw_stats(index)  # nested dict, no flattening: the cheap path
+
+            def get(name, pool="all", kind="current"):
+                try:
+                    return int(stats[name][pool][kind])
+                except (KeyError, TypeError, ValueError):
+                    return None
+
+            def count(name):
+                try:
+                    return int(stats[name])
+                except (KeyError, TypeError, ValueError):
+                    return None
+        else:
+            flat = torch.cuda.memory_stats(index)
+
+            def get(name, pool="all", kind="current"):
+                value = flat.get("%s.%s.%s" % (name, pool, kind))
+                return None if value is None else int(value)
+
+            def count(name):
+                value = flat.get(name)
+                return None if value is None else int(value)
+
+        entry = {
+            "index": index,
+            "allocated": get("allocated_bytes"),
+            "allocated_peak": get("allocated_bytes", kind="peak"),
+            "reserved": get("reserved_bytes"),
+            "reserved_peak": get("reserved_bytes", kind="peak"),
+            "active": get("active_bytes"),
+            "active_peak": get("active_bytes", kind="peak"),
+            "inactive_split": get("inactive_split_bytes"),
+            "num_alloc_retries": count("num_alloc_retries"),
+            "num_ooms": count("num_ooms"),
+            "uuid": None,
+            "physical": None,
+        }
+        try:
+            uuid = getattr(torch.cuda.get_device_properties(index), "uuid", None)
+            if uuid is not None:
+                text = str(uuid)
+                entry["uuid"] = text if text.startswith("GPU-") else "GPU-" + text
+        except Exception:
+            pass
+        if visible is not None and index < len(visible):
+            entry["physical"] = visible[index]
+        return entry
+
+    def publish(torch, visible):
+        devices = [device_entry(torch, i, visible) for i in range(torch.cuda.device_count())]
+        report = {
+            "version": 1,
+            "pid": pid,
+            "ppid": os.getppid(),
+            "run_id": run_id,
+            "time": time.time(),
+            "interval": interval,
+            "framework": "pytorch",
+            "torch_version": str(getattr(torch, "__version__", "")),
+            "devices": devices,
+        }
+        data = json.dumps(report, separators=(",", ":")).encode()
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+
+    def loop():
+        visible = visible_devices()
+        failures = 0
+        while True:
+            time.sleep(interval)
+            try:
+                torch = sys.modules.get("torch")
+                # Only after the program initialised CUDA itself: never cause that.
+                if torch is None or not torch.cuda.is_initialized():
+                    continue
+                publish(torch, visible)
+                failures = 0
+            except Exception:
+                failures += 1
+                if failures >= 10:
+                    return  # keep out of the program's way for good
+
+    def cleanup():
+        for name in (path, tmp):
+            try:
+                os.unlink(name)
+            except OSError:
+                pass
+
+    import atexit
+
+    atexit.register(cleanup)
+    thread = threading.Thread(target=loop, name="gpumon-probe", daemon=True)
+    thread.start()
+
+
+try:
+    _gpumon_start_probe()
+except Exception:
+    pass
+
+try:
+    _gpumon_chain_previous_sitecustomize()
+except Exception:
+    # The chained sitecustomize's own errors are the program's business: show them as Python
+    # would, but keep running.
+    import traceback
+
+    traceback.print_exc()

@@ -1,0 +1,319 @@
+//! Reports from the in-process probe (`gpumon run`): where they live, who may write them, and
+//! how they join NVML's per-process figures.
+//!
+//! Each probed process publishes `<runtime dir>/<pid>.json`. The runtime directory is per user
+//! and private (`$XDG_RUNTIME_DIR/gpumon`, else `<temp>/gpumon-<uid>`, mode 0700). A directory
+//! that is not ours or is group/world-writable is refused; files that are not ours, too large,
+//! malformed, stale or left by dead processes are ignored (and the dead ones removed).
+
+use std::collections::HashMap;
+use std::fs;
+use std::io::Read;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use serde::Deserialize;
+
+use crate::model::{AllocatorStats, Device};
+
+/// The probe script, shipped inside the binary.
+pub const SITECUSTOMIZE: &str = include_str!("../assets/python/sitecustomize.py");
+/// Largest report accepted.
+pub const MAX_REPORT: u64 = 64 * 1024;
+/// Reports older than this (and older than 5 probe intervals) are not shown.
+pub const STALE_AFTER: Duration = Duration::from_secs(10);
+
+#[derive(Debug, thiserror::Error)]
+pub enum DirError {
+    #[error("{path}: cannot create it: {source}")]
+    Create {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: not a directory (or a symbolic link)")]
+    NotDir { path: String },
+    #[error("{path}: owned by uid {owner}, not by you (uid {me}); refusing to use it")]
+    Owner { path: String, owner: u32, me: u32 },
+    #[error("{path}: writable by group or others (mode {mode:o}); refusing to use it")]
+    Mode { path: String, mode: u32 },
+}
+
+fn uid() -> u32 {
+    // SAFETY: getuid cannot fail.
+    unsafe { libc::getuid() }
+}
+
+/// The per-user directory probes publish into (not created).
+pub fn default_dir() -> PathBuf {
+    match std::env::var_os("XDG_RUNTIME_DIR").filter(|v| !v.is_empty()) {
+        Some(base) => PathBuf::from(base).join("gpumon"),
+        None => std::env::temp_dir().join(format!("gpumon-{}", uid())),
+    }
+}
+
+/// Checks that `dir` is a real directory, ours, and not group/world-writable.
+pub fn check_dir(dir: &Path) -> Result<(), DirError> {
+    let path = dir.display().to_string();
+    let meta = fs::symlink_metadata(dir).map_err(|source| DirError::Create {
+        path: path.clone(),
+        source,
+    })?;
+    if !meta.file_type().is_dir() {
+        return Err(DirError::NotDir { path });
+    }
+    let me = uid();
+    if meta.uid() != me {
+        return Err(DirError::Owner {
+            path,
+            owner: meta.uid(),
+            me,
+        });
+    }
+    let mode = meta.permissions().mode() & 0o7777;
+    if mode & 0o022 != 0 {
+        return Err(DirError::Mode { path, mode });
+    }
+    Ok(())
+}
+
+/// Creates `dir` (0700) if needed, then checks it.
+pub fn ensure_dir(dir: &Path) -> Result<(), DirError> {
+    if fs::symlink_metadata(dir).is_err() {
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|source| DirError::Create {
+                path: dir.display().to_string(),
+                source,
+            })?;
+    }
+    check_dir(dir)
+}
+
+/// One report, as the probe writes it (version 1).
+#[derive(Debug, Clone, Deserialize)]
+pub struct Report {
+    pub version: u32,
+    pub pid: u32,
+    #[serde(default)]
+    pub ppid: Option<u32>,
+    #[serde(default)]
+    pub run_id: String,
+    pub time: f64,
+    #[serde(default)]
+    pub interval: Option<f64>,
+    #[serde(default)]
+    pub framework: Option<String>,
+    #[serde(default)]
+    pub torch_version: Option<String>,
+    pub devices: Vec<ReportDevice>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct ReportDevice {
+    /// The framework's device ordinal (after CUDA_VISIBLE_DEVICES).
+    pub index: u32,
+    #[serde(default)]
+    pub uuid: Option<String>,
+    /// The CUDA_VISIBLE_DEVICES entry for this ordinal: a physical index or a UUID.
+    #[serde(default)]
+    pub physical: Option<String>,
+    pub allocated: Option<u64>,
+    #[serde(default)]
+    pub allocated_peak: Option<u64>,
+    pub reserved: Option<u64>,
+    #[serde(default)]
+    pub reserved_peak: Option<u64>,
+    #[serde(default)]
+    pub active: Option<u64>,
+    #[serde(default)]
+    pub active_peak: Option<u64>,
+    #[serde(default)]
+    pub inactive_split: Option<u64>,
+    #[serde(default)]
+    pub num_alloc_retries: Option<u64>,
+    #[serde(default)]
+    pub num_ooms: Option<u64>,
+}
+
+/// Whether process `pid` exists (EPERM means it does, but is someone else's).
+fn alive(pid: u32) -> bool {
+    let Ok(pid) = i32::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: signal 0 only checks for existence.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// Reads every acceptable report in `dir`, removing those of dead processes.
+pub fn read_reports(dir: &Path) -> Vec<Report> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let me = uid();
+    let now = SystemTime::now();
+    let mut out = Vec::new();
+    let mut buf = String::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_suffix(".json"))
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let path = entry.path();
+        let Ok(meta) = fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if !meta.file_type().is_file() || meta.uid() != me || meta.len() > MAX_REPORT {
+            continue;
+        }
+        if !alive(pid) {
+            let _ = fs::remove_file(&path);
+            continue;
+        }
+        buf.clear();
+        let Ok(mut f) = fs::File::open(&path) else {
+            continue;
+        };
+        if f.by_ref()
+            .take(MAX_REPORT)
+            .read_to_string(&mut buf)
+            .is_err()
+        {
+            continue;
+        }
+        let Ok(report) = serde_json::from_str::<Report>(&buf) else {
+            continue;
+        };
+        if report.version != 1 || report.pid != pid {
+            continue;
+        }
+        let published = SystemTime::UNIX_EPOCH + Duration::from_secs_f64(report.time.max(0.0));
+        let age = now.duration_since(published).unwrap_or_default();
+        let limit = STALE_AFTER.max(Duration::from_secs_f64(
+            report.interval.unwrap_or(1.0).clamp(0.0, 3600.0) * 5.0,
+        ));
+        if age > limit {
+            continue;
+        }
+        out.push(report);
+    }
+    out
+}
+
+/// Whether a report's device entry is NVML device `d`.
+fn same_gpu(entry: &ReportDevice, d: &Device) -> bool {
+    let norm = |s: &str| s.trim().trim_start_matches("GPU-").to_ascii_lowercase();
+    if let (Some(u), Some(du)) = (&entry.uuid, &d.uuid) {
+        return norm(u) == norm(du);
+    }
+    match &entry.physical {
+        Some(p) if p.parse::<u32>().is_ok() => p.parse::<u32>().ok() == Some(d.index),
+        Some(p) => d
+            .uuid
+            .as_deref()
+            .is_some_and(|du| norm(du).starts_with(&norm(p))),
+        None => entry.index == d.index,
+    }
+}
+
+/// Attaches each report's allocator figures to the matching NVML process rows.
+pub fn merge(devices: &mut [Device], reports: &[Report]) {
+    if reports.is_empty() {
+        return;
+    }
+    let by_pid: HashMap<u32, &Report> = reports.iter().map(|r| (r.pid, r)).collect();
+    let now = SystemTime::now();
+    for d in devices.iter_mut() {
+        let snapshot = Device {
+            processes: Vec::new(),
+            ..d.clone_identity()
+        };
+        for p in &mut d.processes {
+            let Some(r) = by_pid.get(&p.pid) else {
+                continue;
+            };
+            let Some(e) = r.devices.iter().find(|e| same_gpu(e, &snapshot)) else {
+                continue;
+            };
+            let published = SystemTime::UNIX_EPOCH + Duration::from_secs_f64(r.time.max(0.0));
+            p.allocator = Some(AllocatorStats {
+                framework: r.framework.clone().unwrap_or_else(|| "pytorch".into()),
+                framework_version: r.torch_version.clone().filter(|v| !v.is_empty()),
+                allocated_bytes: e.allocated,
+                allocated_peak_bytes: e.allocated_peak,
+                reserved_bytes: e.reserved,
+                reserved_peak_bytes: e.reserved_peak,
+                active_bytes: e.active,
+                inactive_split_bytes: e.inactive_split,
+                num_alloc_retries: e.num_alloc_retries,
+                num_ooms: e.num_ooms,
+                age_ms: now
+                    .duration_since(published)
+                    .unwrap_or_default()
+                    .as_millis() as u64,
+                run_id: (!r.run_id.is_empty()).then(|| r.run_id.clone()),
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dev(index: u32, uuid: &str) -> Device {
+        Device {
+            index,
+            uuid: Some(uuid.into()),
+            ..Device::default()
+        }
+    }
+
+    fn entry(index: u32, uuid: Option<&str>, physical: Option<&str>) -> ReportDevice {
+        serde_json::from_value(serde_json::json!({
+            "index": index, "uuid": uuid, "physical": physical,
+            "allocated": 1, "reserved": 2
+        }))
+        .expect("entry")
+    }
+
+    #[test]
+    fn devices_match_by_uuid_then_visible_devices() {
+        let d1 = dev(1, "GPU-abcd-1234");
+        assert!(same_gpu(&entry(0, Some("GPU-ABCD-1234"), None), &d1));
+        assert!(same_gpu(&entry(0, Some("abcd-1234"), None), &d1));
+        assert!(!same_gpu(&entry(1, Some("GPU-other"), None), &d1));
+        // CUDA_VISIBLE_DEVICES=1: torch ordinal 0 is physical GPU 1.
+        assert!(same_gpu(&entry(0, None, Some("1")), &d1));
+        assert!(!same_gpu(&entry(1, None, Some("0")), &d1));
+        assert!(same_gpu(&entry(0, None, Some("GPU-abcd")), &d1));
+        assert!(same_gpu(&entry(1, None, None), &d1));
+    }
+
+    #[test]
+    fn insecure_dirs_are_refused() {
+        let base = tempfile::tempdir().expect("tempdir");
+        let ok = base.path().join("ok");
+        ensure_dir(&ok).expect("fresh dir");
+        assert_eq!(
+            fs::metadata(&ok)
+                .map(|m| m.permissions().mode() & 0o777)
+                .ok(),
+            Some(0o700)
+        );
+        let open = base.path().join("open");
+        fs::create_dir(&open).expect("mkdir");
+        fs::set_permissions(&open, fs::Permissions::from_mode(0o777)).expect("chmod");
+        assert!(matches!(check_dir(&open), Err(DirError::Mode { .. })));
+        let file = base.path().join("file");
+        fs::write(&file, b"x").expect("write");
+        assert!(matches!(check_dir(&file), Err(DirError::NotDir { .. })));
+    }
+}

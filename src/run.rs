@@ -1,0 +1,588 @@
+//! `gpumon run -- CMD ARGS…`: runs CMD with the in-process probe loaded (the sitecustomize
+//! pattern), samples the GPUs while it runs, watches its stderr for an OOM, and prints a
+//! summary when it ends.
+//!
+//! CMD's stdin and stdout are its own; its stderr is relayed byte for byte (gpumon reads it to
+//! find OOM messages). Its exit status becomes gpumon's (128 + N when killed by signal N).
+//! SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 are forwarded; SIGINT and SIGQUIT are forwarded unless
+//! they came from the terminal, which already delivered them to CMD.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::ffi::OsString;
+use std::fmt::Write as _;
+use std::fs::{self, OpenOptions};
+use std::io::{self, IsTerminal, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, ExitStatus, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::watch;
+
+use crate::app::{open_source, EXIT_USAGE};
+use crate::cli::{Common, RunArgs};
+use crate::model::breakdown::{Breakdown, PartKind};
+use crate::model::{Device, Process, Sample};
+use crate::oom::render::render_oom;
+use crate::oom::scan::Scanner;
+use crate::oom::Analysis;
+use crate::output::log::{Columns, LogWriter};
+use crate::output::once::fmt_age;
+use crate::output::Paint;
+use crate::probe;
+use crate::sampler::{self, Filter, Sampler};
+use crate::units::fmt_bytes;
+
+/// Samples kept for the summary's "how it grew" lines.
+const KEEP: usize = 64;
+/// Samples shown in the growth line.
+const GROWTH: usize = 10;
+
+/// The GPU processes of this run: CMD itself, anything the probe tagged with our run id, and
+/// any descendant of CMD (by its /proc parent chain).
+struct Job {
+    run_id: String,
+    root: u32,
+}
+
+impl Job {
+    fn owns(&self, p: &Process) -> bool {
+        p.pid == self.root
+            || p.allocator.as_ref().and_then(|a| a.run_id.as_deref()) == Some(self.run_id.as_str())
+            || descends_from(p.pid, self.root)
+    }
+}
+
+fn descends_from(pid: u32, root: u32) -> bool {
+    let mut cur = pid;
+    for _ in 0..32 {
+        let Ok(stat) = fs::read_to_string(format!("/proc/{cur}/stat")) else {
+            return false;
+        };
+        let Some(ppid) = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            return false;
+        };
+        if ppid == root {
+            return true;
+        }
+        if ppid <= 1 {
+            return false;
+        }
+        cur = ppid;
+    }
+    false
+}
+
+/// Peaks per GPU over the whole run.
+#[derive(Default)]
+struct GpuPeak {
+    name: Option<String>,
+    process_bytes: u64,
+    allocated: u64,
+    reserved: u64,
+    pids: BTreeSet<u32>,
+    framework: Option<String>,
+}
+
+struct Trace {
+    job: Job,
+    samples: VecDeque<Arc<Sample>>,
+    peaks: BTreeMap<u32, GpuPeak>,
+}
+
+impl Trace {
+    fn record(&mut self, sample: Arc<Sample>) {
+        for d in &sample.devices {
+            for p in d.processes.iter().filter(|p| self.job.owns(p)) {
+                let peak = self.peaks.entry(d.index).or_default();
+                peak.name.clone_from(&d.name);
+                peak.pids.insert(p.pid);
+                peak.process_bytes = peak.process_bytes.max(p.gpu_memory_bytes.unwrap_or(0));
+                if let Some(a) = &p.allocator {
+                    peak.framework = Some(match &a.framework_version {
+                        Some(v) => format!("{} {v}", a.framework),
+                        None => a.framework.clone(),
+                    });
+                    let alloc = a.allocated_peak_bytes.or(a.allocated_bytes).unwrap_or(0);
+                    let res = a.reserved_peak_bytes.or(a.reserved_bytes).unwrap_or(0);
+                    peak.allocated = peak.allocated.max(alloc);
+                    peak.reserved = peak.reserved.max(res);
+                }
+            }
+        }
+        if self.samples.len() == KEEP {
+            self.samples.pop_front();
+        }
+        self.samples.push_back(sample);
+    }
+
+    /// A copy of `sample` with only this job's processes (for `--log`).
+    fn only_job(&self, sample: &Sample) -> Sample {
+        let mut s = sample.clone();
+        for d in &mut s.devices {
+            d.processes.retain(|p| self.job.owns(p));
+        }
+        s
+    }
+}
+
+/// What the stderr relay found.
+struct Relayed {
+    analysis: Analysis,
+    /// When the last OOM's first line went by.
+    oom_at: Option<SystemTime>,
+}
+
+/// Copies CMD's stderr to ours unchanged, feeding complete lines to the OOM scanner.
+fn relay(mut from: impl Read) -> Relayed {
+    let mut scanner = Scanner::new();
+    let mut to = io::stderr();
+    let mut chunk = vec![0u8; 16 * 1024];
+    let mut line: Vec<u8> = Vec::new();
+    let mut oom_at = None;
+    let feed = |scanner: &mut Scanner, line: &[u8], oom_at: &mut Option<SystemTime>| {
+        let text = String::from_utf8_lossy(line);
+        if crate::oom::scan::is_trigger(&text) {
+            *oom_at = Some(SystemTime::now());
+        }
+        scanner.push_line(&text);
+    };
+    loop {
+        let n = match from.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        // The user sees the bytes first; a closed stderr of ours must not stop the job.
+        let _ = to.write_all(&chunk[..n]);
+        let _ = to.flush();
+        let mut rest = &chunk[..n];
+        while let Some(i) = rest.iter().position(|b| *b == b'\n') {
+            line.extend_from_slice(&rest[..i]);
+            feed(&mut scanner, &line, &mut oom_at);
+            line.clear();
+            rest = &rest[i + 1..];
+        }
+        if line.len() < 16 * 1024 {
+            line.extend_from_slice(&rest[..rest.len().min(16 * 1024 - line.len())]);
+        }
+    }
+    if !line.is_empty() {
+        feed(&mut scanner, &line, &mut oom_at);
+    }
+    Relayed {
+        analysis: scanner.finish(),
+        oom_at,
+    }
+}
+
+/// The directory holding our sitecustomize.py, removed when dropped.
+struct SiteDir(PathBuf);
+
+impl SiteDir {
+    fn create(runtime: &Path) -> io::Result<SiteDir> {
+        let dir = runtime.join(format!("site-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::DirBuilder::new().mode(0o700).create(&dir)?;
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(dir.join("sitecustomize.py"))?;
+        f.write_all(probe::SITECUSTOMIZE.as_bytes())?;
+        Ok(SiteDir(dir))
+    }
+}
+
+impl Drop for SiteDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+fn python_path(site: &Path) -> OsString {
+    let mut value = OsString::from(site.as_os_str());
+    if let Some(prev) = std::env::var_os("PYTHONPATH").filter(|v| !v.is_empty()) {
+        value.push(":");
+        value.push(prev);
+    }
+    value
+}
+
+/// Whether a SIGINT/SIGQUIT we got was the terminal's, which the child got as well.
+fn from_terminal() -> bool {
+    if !io::stdin().is_terminal() {
+        return false;
+    }
+    // SAFETY: plain queries of our own process group and the terminal's foreground group.
+    unsafe { libc::tcgetpgrp(0) == libc::getpgrp() }
+}
+
+fn exit_code(status: ExitStatus) -> u8 {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => c as u8,
+        (None, Some(sig)) => (128 + sig) as u8,
+        _ => 1,
+    }
+}
+
+pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
+    let Some((program, rest)) = args.command.split_first() else {
+        eprintln!("gpumon: run needs a command: gpumon run -- python train.py");
+        return Ok(ExitCode::from(EXIT_USAGE));
+    };
+    let runtime = args.probe_dir.clone().unwrap_or_else(probe::default_dir);
+    if let Err(e) = probe::ensure_dir(&runtime) {
+        eprintln!("gpumon: {e}");
+        return Ok(ExitCode::from(EXIT_USAGE));
+    }
+    let site = match SiteDir::create(&runtime) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!(
+                "gpumon: cannot write the probe into {}: {e}",
+                runtime.display()
+            );
+            return Ok(ExitCode::from(EXIT_USAGE));
+        }
+    };
+    let mut log = match &args.log {
+        Some(path) => {
+            let columns = Columns::parse(args.log_fields.as_deref().or(Some(RUN_LOG_FIELDS)), true)
+                .map_err(anyhow::Error::msg)?;
+            let header = fs::metadata(path).map(|m| m.len() == 0).unwrap_or(true);
+            let file = OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|e| {
+                    anyhow::anyhow!("cannot open {} for appending: {e}", path.display())
+                })?;
+            Some(LogWriter::new(file, args.log_format, columns, header))
+        }
+        None => None,
+    };
+    let sampler = match open_source(common) {
+        Ok(source) => Some(
+            Sampler::new(
+                source,
+                Filter {
+                    gpus: common.gpu.clone(),
+                    processes: true,
+                },
+            )
+            .with_probe_dir(runtime.clone()),
+        ),
+        Err(e) => {
+            eprintln!("gpumon: running without GPU sampling: {e}");
+            None
+        }
+    };
+    let started = Instant::now();
+    let run_id = format!(
+        "{}-{}",
+        std::process::id(),
+        SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    );
+    let mut child = match Command::new(program)
+        .args(rest)
+        .env("PYTHONPATH", python_path(&site.0))
+        .env("GPUMON_PROBE_DIR", &runtime)
+        .env(
+            "GPUMON_PROBE_INTERVAL",
+            common.interval.as_secs_f64().to_string(),
+        )
+        .env("GPUMON_RUN_ID", &run_id)
+        .stderr(Stdio::piped())
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("gpumon: cannot run '{}': {e}", program.to_string_lossy());
+            let code = if e.kind() == io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            };
+            return Ok(ExitCode::from(code));
+        }
+    };
+    let child_pid = child.id();
+    let relay = child
+        .stderr
+        .take()
+        .map(|e| std::thread::spawn(move || relay(e)));
+    let mut trace = Trace {
+        job: Job {
+            run_id,
+            root: child_pid,
+        },
+        samples: VecDeque::with_capacity(KEEP),
+        peaks: BTreeMap::new(),
+    };
+
+    let runtime_rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .enable_io()
+        .build()?;
+    let status = runtime_rt.block_on(async {
+        let (_interval_tx, interval_rx) = watch::channel(common.interval);
+        let (mut samples, task) = match sampler {
+            Some(s) => {
+                let (rx, task) = sampler::spawn(s, interval_rx);
+                (Some(rx), Some(task))
+            }
+            None => (None, None),
+        };
+        let mut waiter = tokio::task::spawn_blocking(move || child.wait());
+        let mut int = signal(SignalKind::interrupt())?;
+        let mut quit = signal(SignalKind::quit())?;
+        let mut term = signal(SignalKind::terminate())?;
+        let mut hup = signal(SignalKind::hangup())?;
+        let mut usr1 = signal(SignalKind::user_defined1())?;
+        let mut usr2 = signal(SignalKind::user_defined2())?;
+        let forward = |sig: i32| {
+            // SAFETY: kill(2) on our own child's pid.
+            unsafe { libc::kill(child_pid as i32, sig) };
+        };
+        loop {
+            tokio::select! {
+                status = &mut waiter => {
+                    if let Some(t) = task { t.abort(); }
+                    return anyhow::Ok(status??);
+                }
+                Some(sample) = async { match samples.as_mut() { Some(rx) => rx.recv().await, None => std::future::pending().await } } => {
+                    if let Some(w) = log.as_mut() {
+                        let _ = w.write(&trace.only_job(&sample));
+                    }
+                    trace.record(sample);
+                }
+                _ = int.recv() => if !from_terminal() { forward(libc::SIGINT) },
+                _ = quit.recv() => if !from_terminal() { forward(libc::SIGQUIT) },
+                _ = term.recv() => forward(libc::SIGTERM),
+                _ = hup.recv() => forward(libc::SIGHUP),
+                _ = usr1.recv() => forward(libc::SIGUSR1),
+                _ = usr2.recv() => forward(libc::SIGUSR2),
+            }
+        }
+    })?;
+    let relayed = relay.and_then(|h| h.join().ok()).unwrap_or(Relayed {
+        analysis: Analysis::default(),
+        oom_at: None,
+    });
+    drop(site);
+    if !args.quiet {
+        let text = summary(
+            &args.command,
+            status,
+            started.elapsed(),
+            &trace,
+            &relayed,
+            Paint(io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none()),
+        );
+        let _ = io::stderr().write_all(text.as_bytes());
+    }
+    Ok(ExitCode::from(exit_code(status)))
+}
+
+/// Process fields `--log` writes by default.
+pub const RUN_LOG_FIELDS: &str = "timestamp,gpu_index,pid,used_memory,process.allocated,\
+process.reserved,process.cached,process.non_framework,cpu_percent,host_memory";
+
+/// One process's figures in one sample, for the growth line.
+struct Figures {
+    allocated: Option<u64>,
+    reserved: Option<u64>,
+    process: Option<u64>,
+}
+
+fn describe_status(status: ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(0), _) => "exited successfully".into(),
+        (Some(c), _) => format!("exited with status {c}"),
+        (None, Some(sig)) => format!("was killed by signal {sig}"),
+        _ => "ended".into(),
+    }
+}
+
+/// The job's process on the GPU that matters most in `sample`: the one the OOM names (when
+/// its index is the physical one), else the largest allocation.
+fn focus<'a>(sample: &'a Sample, job: &Job, gpu: Option<u32>) -> Option<(&'a Device, &'a Process)> {
+    let mut best: Option<(&Device, &Process)> = None;
+    for d in &sample.devices {
+        for p in d.processes.iter().filter(|p| job.owns(p)) {
+            if gpu == Some(d.index) && p.allocator.is_some() {
+                return Some((d, p));
+            }
+            let size = |p: &Process| {
+                p.allocator
+                    .as_ref()
+                    .and_then(|a| a.allocated_bytes)
+                    .or(p.gpu_memory_bytes)
+                    .unwrap_or(0)
+            };
+            if best.is_none_or(|(_, b)| size(p) > size(b)) {
+                best = Some((d, p));
+            }
+        }
+    }
+    best
+}
+
+fn split_line(d: &Device, p: &Process) -> String {
+    let Some(b) = Breakdown::process(&d.memory, p.memory()) else {
+        return format!("pid {} on GPU {}: memory N/A", p.pid, d.index);
+    };
+    let parts: Vec<String> = b
+        .parts
+        .iter()
+        .filter(|x| x.kind != PartKind::Unaccounted)
+        .filter_map(|x| {
+            x.bytes
+                .map(|v| format!("{} {}", x.kind.label(), fmt_bytes(v)))
+        })
+        .collect();
+    format!("pid {} on GPU {}: {}", p.pid, d.index, parts.join(", "))
+}
+
+fn summary(
+    command: &[OsString],
+    status: ExitStatus,
+    elapsed: Duration,
+    trace: &Trace,
+    relayed: &Relayed,
+    paint: Paint,
+) -> String {
+    let mut out = String::new();
+    let cmd: Vec<String> = command
+        .iter()
+        .map(|c| c.to_string_lossy().into_owned())
+        .collect();
+    let _ = writeln!(
+        out,
+        "\n{} `{}` {} after {}",
+        paint.bold("gpumon run:"),
+        cmd.join(" "),
+        describe_status(status),
+        fmt_age(elapsed.as_secs())
+    );
+    if trace.peaks.is_empty() {
+        let _ = writeln!(
+            out,
+            "  no GPU process of this run was seen ({} samples taken)",
+            trace.samples.len()
+        );
+    }
+    for (gpu, peak) in &trace.peaks {
+        let pids: Vec<String> = peak.pids.iter().map(u32::to_string).collect();
+        let mut line = format!(
+            "  GPU {gpu} {}: peak process memory {} (pid {})",
+            peak.name.as_deref().unwrap_or(""),
+            fmt_bytes(peak.process_bytes),
+            pids.join(", ")
+        );
+        match &peak.framework {
+            Some(fw) => {
+                let _ = write!(
+                    line,
+                    "; {fw} peak allocated {}, peak reserved {}",
+                    fmt_bytes(peak.allocated),
+                    fmt_bytes(peak.reserved)
+                );
+            }
+            None => line.push_str("; no allocator figures (the probe did not report)"),
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    let Some(oom) = relayed.analysis.main() else {
+        return out;
+    };
+    let _ = writeln!(out, "\n{}", paint.bold("Out of memory in the output:"));
+    render_oom(&mut out, oom, relayed.analysis.ooms.len(), paint);
+    // The live numbers sampled just before the error went by.
+    let before: Vec<&Arc<Sample>> = trace
+        .samples
+        .iter()
+        .filter(|s| relayed.oom_at.is_none_or(|t| s.timestamp <= t))
+        .collect();
+    let Some(last) = before.last() else {
+        let _ = writeln!(out, "No sample was taken before the error.");
+        return out;
+    };
+    let Some((d, p)) = focus(last, &trace.job, oom.device_index) else {
+        let _ = writeln!(
+            out,
+            "The job had no GPU process in the last sample before the error."
+        );
+        return out;
+    };
+    let ago = relayed
+        .oom_at
+        .and_then(|t| t.duration_since(last.timestamp).ok())
+        .map_or(String::new(), |d| {
+            format!(", {:.1} s before the error", d.as_secs_f64())
+        });
+    let _ = writeln!(
+        out,
+        "{}",
+        paint.bold(&format!("Live, in the last sample{ago}:"))
+    );
+    let _ = writeln!(out, "  {}", split_line(d, p));
+    let series: Vec<Figures> = before
+        .iter()
+        .rev()
+        .take(GROWTH)
+        .rev()
+        .filter_map(|s| {
+            let dev = s.devices.iter().find(|x| x.index == d.index)?;
+            let q = dev.processes.iter().find(|q| q.pid == p.pid)?;
+            let a = q.allocator.as_ref();
+            Some(Figures {
+                allocated: a.and_then(|a| a.allocated_bytes),
+                reserved: a.and_then(|a| a.reserved_bytes),
+                process: q.gpu_memory_bytes,
+            })
+        })
+        .collect();
+    if series.len() >= 2 {
+        // Each figure from its first known value to its last (the probe may start reporting
+        // a few samples in).
+        let change = |name: &str, pick: fn(&Figures) -> Option<u64>| {
+            let a = series.iter().find_map(pick)?;
+            let b = series.iter().rev().find_map(pick)?;
+            let sign = if b >= a { "+" } else { "-" };
+            Some(format!(
+                "{name} {} → {} ({sign}{})",
+                fmt_bytes(a),
+                fmt_bytes(b),
+                fmt_bytes(a.abs_diff(b))
+            ))
+        };
+        let parts: Vec<String> = [
+            change("allocated", |x| x.allocated),
+            change("reserved", |x| x.reserved),
+            change("process", |x| x.process),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let _ = writeln!(
+            out,
+            "  over the last {} samples: {}",
+            series.len(),
+            parts.join("; ")
+        );
+    }
+    out
+}

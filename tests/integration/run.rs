@@ -1,0 +1,381 @@
+//! `gpumon run` end to end: the probe in a (stand-in torch) Python process, merged with NVML
+//! from the fake library, OOM capture, pass-through, and the runtime directory's rules.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command as StdCommand, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::{fake_lib, MIB};
+
+const UUID: &str = "GPU-aaaaaaaa-0000-0000-0000-000000000000";
+const GIB: u64 = 1 << 30;
+
+struct Env {
+    dir: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Env {
+        let dir = tempfile::tempdir().expect("tempdir");
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o700)).expect("chmod");
+        let env = Env { dir };
+        let scenario = format!(
+            r#"{{"version":1,"devices":[{{"name":"Fake V100","uuid":"{UUID}","memory_total_mib":16384,
+               "memory_reserved_mib":256,"processes":[
+                 {{"pid_file":"{}","memory_mib":13722}},
+                 {{"pid":4700001,"memory_mib":512}}]}}]}}"#,
+            env.path("pid").display()
+        );
+        fs::write(env.path("scenario.json"), scenario).expect("scenario");
+        env
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn apply(&self, cmd: &mut StdCommand) {
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/python");
+        cmd.env("XDG_RUNTIME_DIR", self.dir.path())
+            .env("GPUMON_NVML_LIB", fake_lib())
+            .env("FAKE_NVML_SCENARIO", self.path("scenario.json"))
+            .env("FAKE_NVML_SPEED", "0")
+            .env("FAKE_TORCH_STATE", self.path("state.json"))
+            .env("PID_FILE", self.path("pid"))
+            .env("DONE_FILE", self.path("done"))
+            .env("PYTHONPATH", &fixtures)
+            .env("NO_COLOR", "1")
+            .env("RUST_BACKTRACE", "0");
+    }
+
+    fn gpumon_run(&self, args: &[&str]) -> StdCommand {
+        let mut cmd = StdCommand::new(env!("CARGO_BIN_EXE_gpumon"));
+        self.apply(&mut cmd);
+        cmd.args(["run", "--interval", "100ms"]).args(args);
+        cmd
+    }
+
+    fn train(&self, extra: &[&str], mode: &[&str]) -> StdCommand {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/python/train.py");
+        let mut args: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        args.extend(["--".into(), "python3".into(), script.display().to_string()]);
+        args.extend(mode.iter().map(|s| s.to_string()));
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        self.gpumon_run(&refs)
+    }
+
+    fn wait_for_pid(&self) -> u32 {
+        let start = Instant::now();
+        loop {
+            if let Some(pid) = fs::read_to_string(self.path("pid"))
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+            {
+                return pid;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "the job never started"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+fn finish(child: Child) -> (i32, String, String) {
+    let out = child.wait_with_output().expect("wait");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn merged_breakdown_is_visible_to_other_gpumons_and_the_summary_follows() {
+    let env = Env::new();
+    // A sitecustomize the environment already had must still run.
+    let theirs = env.path("theirs");
+    fs::create_dir(&theirs).expect("mkdir");
+    fs::write(
+        theirs.join("sitecustomize.py"),
+        format!(
+            "open({:?}, 'w').write('ran')\n",
+            env.path("their-marker").display().to_string()
+        ),
+    )
+    .expect("sitecustomize");
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/python");
+    let log = env.path("run.csv");
+    let mut cmd = env.train(&["--log", log.to_str().expect("utf-8")], &["train", "3"]);
+    cmd.env(
+        "PYTHONPATH",
+        format!("{}:{}", theirs.display(), fixtures.display()),
+    );
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("gpumon run");
+    let pid = env.wait_for_pid();
+
+    // Another gpumon of the same user sees the allocator split for that pid.
+    let start = Instant::now();
+    let process = loop {
+        let mut once = StdCommand::new(env!("CARGO_BIN_EXE_gpumon"));
+        env.apply(&mut once);
+        let out = once.args(["once", "--json"]).output().expect("once");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        let found = v["devices"][0]["processes"]
+            .as_array()
+            .and_then(|ps| ps.iter().find(|p| p["pid"] == pid).cloned());
+        if let Some(p) = found.filter(|p| p["allocator"].is_object()) {
+            break p;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "no allocator figures: {v}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let a = &process["allocator"];
+    assert_eq!(process["gpu_memory_bytes"], 13722 * MIB);
+    assert_eq!(a["allocated_bytes"], GIB);
+    assert_eq!(a["reserved_bytes"], 3 * GIB / 2);
+    assert_eq!(a["framework"], "pytorch");
+    assert_eq!(a["framework_version"], "2.5.1+stand-in");
+    assert_eq!(a["num_alloc_retries"], 1);
+    // The other process has no probe: NVML's total only, labelled by a null allocator.
+    let mut once = StdCommand::new(env!("CARGO_BIN_EXE_gpumon"));
+    env.apply(&mut once);
+    let out = once
+        .args([
+            "log",
+            "--processes",
+            "--count",
+            "1",
+            "--format",
+            "jsonl",
+            "--fields",
+            "pid,process.allocated,process.cached,process.non_framework",
+        ])
+        .output()
+        .expect("log");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rows: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let mine = rows.iter().find(|r| r["pid"] == pid).expect("our row");
+    assert_eq!(mine["process.allocated"], GIB);
+    assert_eq!(mine["process.cached"], GIB / 2);
+    assert_eq!(mine["process.non_framework"], 13722 * MIB - 3 * GIB / 2);
+    let other = rows
+        .iter()
+        .find(|r| r["pid"] == 4700001)
+        .expect("other row");
+    assert_eq!(other["process.allocated"], Value::Null);
+
+    std::thread::sleep(Duration::from_millis(400));
+    fs::write(env.path("done"), "").expect("done");
+    let (code, _, stderr) = finish(child);
+    assert_eq!(code, 3, "the job's exit status passes through:\n{stderr}");
+    assert!(stderr.contains("exited with status 3"), "{stderr}");
+    assert!(
+        stderr.contains("GPU 0 Fake V100: peak process memory 13.4 GiB"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("pytorch 2.5.1+stand-in peak allocated 1.0 GiB, peak reserved 1.5 GiB"),
+        "{stderr}"
+    );
+    assert_eq!(
+        fs::read_to_string(env.path("their-marker")).ok().as_deref(),
+        Some("ran")
+    );
+    let csv = fs::read_to_string(&log).expect("--log file");
+    assert!(
+        csv.starts_with("timestamp,gpu_index,pid,used_memory,process.allocated"),
+        "{csv}"
+    );
+    assert!(
+        csv.lines()
+            .any(|l| l.contains(&format!(",{pid},")) && l.contains(&GIB.to_string())),
+        "{csv}"
+    );
+    // The probe cleaned up after itself.
+    let left: Vec<_> = fs::read_dir(env.dir.path().join("gpumon"))
+        .expect("runtime dir")
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+#[test]
+fn an_oom_is_explained_with_the_numbers_sampled_before_it() {
+    let env = Env::new();
+    let child = env
+        .train(&[], &["oom"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run");
+    let (code, _, stderr) = finish(child);
+    assert_eq!(code, 1);
+    // The child's own stderr came through unchanged…
+    assert!(
+        stderr.contains("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB."),
+        "{stderr}"
+    );
+    // …followed by the analysis and the live numbers.
+    assert!(stderr.contains("Out of memory in the output:"), "{stderr}");
+    assert!(
+        stderr.contains("PyTorch (CUDA) holds 10.0 GiB in live allocations"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("Live, in the last sample"), "{stderr}");
+    assert!(
+        stderr.contains("allocated 10.0 GiB, cached (reserved, unallocated) 1.0 GiB"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("over the last"), "{stderr}");
+    assert!(
+        stderr.contains("allocated 2.0 GiB → 10.0 GiB") || stderr.contains("→ 10.0 GiB"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn exit_codes_stdin_and_missing_commands_pass_through() {
+    let env = Env::new();
+    let (code, _, _) = finish(
+        env.train(&["--quiet"], &["exit", "7"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run"),
+    );
+    assert_eq!(code, 7);
+    let (code, _, stderr) = finish(
+        env.train(&[], &["selfkill"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run"),
+    );
+    assert_eq!(code, 128 + 9, "{stderr}");
+    assert!(stderr.contains("was killed by signal 9"), "{stderr}");
+    let out = env
+        .train(&["--quiet"], &["echo"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            c.stdin
+                .take()
+                .expect("stdin")
+                .write_all(b"hello through gpumon\n")?;
+            c.wait_with_output()
+        })
+        .expect("run");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "echo: hello through gpumon\n"
+    );
+    let out = env
+        .gpumon_run(&["--", "/nonexistent/program"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(127));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot run '/nonexistent/program'"));
+}
+
+#[test]
+fn signals_are_forwarded_to_the_job() {
+    for (sig, code) in [(libc::SIGTERM, 0), (libc::SIGINT, 5)] {
+        let env = Env::new();
+        let mut child = env
+            .train(&["--quiet"], &["signal", &code.to_string()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run");
+        env.wait_for_pid();
+        // Wait for the handler to be installed ("ready" is printed after it).
+        std::thread::sleep(Duration::from_millis(300));
+        // SAFETY: kill(2) on our own child (gpumon), which must pass it on.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let status = child.wait().expect("wait");
+        let mut out = String::new();
+        use std::io::Read;
+        child
+            .stdout
+            .take()
+            .expect("stdout")
+            .read_to_string(&mut out)
+            .expect("read");
+        assert_eq!(status.code(), Some(code), "signal {sig}: {out}");
+        assert!(out.contains(&format!("child got signal {sig}")), "{out}");
+    }
+}
+
+#[test]
+fn unsafe_runtime_directories_are_refused_and_bad_reports_ignored() {
+    let env = Env::new();
+    let open = env.path("open");
+    fs::create_dir(&open).expect("mkdir");
+    fs::set_permissions(&open, fs::Permissions::from_mode(0o777)).expect("chmod");
+    let out = env
+        .gpumon_run(&["--probe-dir", open.to_str().expect("utf-8"), "--", "true"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("writable by group or others"));
+
+    let dir = env.path("reports");
+    gpumon::probe::ensure_dir(&dir).expect("private dir");
+    let me = std::process::id();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs_f64();
+    let good = |pid: u32, time: f64| {
+        format!(
+            r#"{{"version":1,"pid":{pid},"time":{time},"interval":1,"devices":[{{"index":0,"allocated":1,"reserved":2}}]}}"#
+        )
+    };
+    // A dead process: its report is removed.
+    let mut dead = StdCommand::new("true").spawn().expect("true");
+    let dead_pid = dead.id();
+    dead.wait().expect("wait");
+    fs::write(dir.join(format!("{dead_pid}.json")), good(dead_pid, now)).expect("write");
+    // Ours and fresh: accepted.
+    fs::write(dir.join(format!("{me}.json")), good(me, now)).expect("write");
+    // Stale (published a minute ago), malformed, oversized, wrong pid inside: ignored.
+    let parent = std::os::unix::process::parent_id();
+    fs::write(dir.join(format!("{parent}.json")), good(parent, now - 60.0)).expect("write");
+    fs::write(dir.join("1.json"), "{not json").expect("write");
+    let big = format!("{}{}", good(me, now), " ".repeat(70 * 1024));
+    fs::write(dir.join("2.json"), big).expect("write");
+    let reports = gpumon::probe::read_reports(&dir);
+    let pids: Vec<u32> = reports.iter().map(|r| r.pid).collect();
+    assert_eq!(pids, vec![me]);
+    assert!(
+        !dir.join(format!("{dead_pid}.json")).exists(),
+        "the dead process's file is cleaned up"
+    );
+    // Not ours: ignored (only root can make such a file here).
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        let theirs = dir.join(format!("{me}.json"));
+        std::os::unix::fs::chown(&theirs, Some(12345), None).expect("chown");
+        assert!(gpumon::probe::read_reports(&dir).is_empty());
+    }
+}
