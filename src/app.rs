@@ -87,7 +87,7 @@ fn run_once(common: &Common, args: &OnceArgs) -> anyhow::Result<ExitCode> {
     drop(sampler);
     let mut out = io::stdout().lock();
     if args.json {
-        serde_json::to_writer_pretty(&mut out, &sample)?;
+        serde_json::to_writer_pretty(&mut out, &once::to_json(&sample))?;
         out.write_all(b"\n")?;
     } else {
         out.write_all(once::render(&sample, Paint::for_stdout()).as_bytes())?;

@@ -159,11 +159,13 @@ pub struct LogArgs {
 
     /// Columns, comma-separated, named as in nvidia-smi --query-gpu where possible:
     /// timestamp, index, uuid, name, pci.bus_id, memory.total, memory.used, memory.free,
-    /// memory.reserved, utilization.gpu, utilization.memory, temperature.gpu, power.draw,
-    /// power.limit, fan.speed, processes.count, error. With --processes: timestamp, gpu_index,
-    /// gpu_uuid, gpu_bus_id, pid, type, process_name, user, used_memory, cpu_percent,
-    /// host_memory, start_time, command
-    #[arg(long, value_name = "LIST", verbatim_doc_comment)]
+    /// memory.reserved, memory.unattributed, utilization.gpu, utilization.memory,
+    /// temperature.gpu, power.draw, power.limit, fan.speed, processes.count, error.
+    /// With --processes: timestamp, gpu_index, gpu_uuid, gpu_bus_id, pid, type, process_name,
+    /// user, used_memory, cpu_percent, host_memory, start_time, command, process.allocated,
+    /// process.reserved, process.cached, process.non_framework, process.allocated_peak,
+    /// process.reserved_peak (the process.* fields need `gpumon run`)
+    #[arg(long, value_name = "LIST")]
     pub fields: Option<String>,
 
     /// One record per GPU process instead of per GPU

@@ -99,21 +99,32 @@ struct Trace {
 impl Trace {
     fn record(&mut self, sample: Arc<Sample>) {
         for d in &sample.devices {
-            for p in d.processes.iter().filter(|p| self.job.owns(p)) {
-                let peak = self.peaks.entry(d.index).or_default();
-                peak.name.clone_from(&d.name);
+            let mine: Vec<&Process> = d.processes.iter().filter(|p| self.job.owns(p)).collect();
+            if mine.is_empty() {
+                continue;
+            }
+            let peak = self.peaks.entry(d.index).or_default();
+            peak.name.clone_from(&d.name);
+            // The run's footprint on this GPU: all its processes together, in one sample.
+            let sum =
+                |f: &dyn Fn(&Process) -> Option<u64>| mine.iter().filter_map(|p| f(p)).sum::<u64>();
+            peak.process_bytes = peak.process_bytes.max(sum(&|p| p.gpu_memory_bytes));
+            peak.allocated = peak
+                .allocated
+                .max(sum(&|p| p.allocator.as_ref()?.allocated_bytes));
+            peak.reserved = peak
+                .reserved
+                .max(sum(&|p| p.allocator.as_ref()?.reserved_bytes));
+            for p in mine {
                 peak.pids.insert(p.pid);
-                peak.process_bytes = peak.process_bytes.max(p.gpu_memory_bytes.unwrap_or(0));
-                if let Some(a) = &p.allocator {
-                    peak.framework = Some(match &a.framework_version {
-                        Some(v) => format!("{} {v}", a.framework),
-                        None => a.framework.clone(),
-                    });
-                    let alloc = a.allocated_peak_bytes.or(a.allocated_bytes).unwrap_or(0);
-                    let res = a.reserved_peak_bytes.or(a.reserved_bytes).unwrap_or(0);
-                    peak.allocated = peak.allocated.max(alloc);
-                    peak.reserved = peak.reserved.max(res);
-                }
+                let Some(a) = &p.allocator else { continue };
+                peak.framework = Some(match &a.framework_version {
+                    Some(v) => format!("{} {v}", a.framework),
+                    None => a.framework.clone(),
+                });
+                // The allocator's own peaks catch what fell between samples.
+                peak.allocated = peak.allocated.max(a.allocated_peak_bytes.unwrap_or(0));
+                peak.reserved = peak.reserved.max(a.reserved_peak_bytes.unwrap_or(0));
             }
         }
         if self.samples.len() == KEEP {
@@ -487,7 +498,7 @@ fn summary(
     for (gpu, peak) in &trace.peaks {
         let pids: Vec<String> = peak.pids.iter().map(u32::to_string).collect();
         let mut line = format!(
-            "  GPU {gpu} {}: peak process memory {} (pid {})",
+            "  GPU {gpu} {}: peak memory of the run {} (pid {})",
             peak.name.as_deref().unwrap_or(""),
             fmt_bytes(peak.process_bytes),
             pids.join(", ")

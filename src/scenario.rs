@@ -240,6 +240,8 @@ pub enum FaultKind {
     ProcessMemoryUnavailable,
     /// The process list grows between the count call and the fill call, every other fill.
     ProcessListRace,
+    /// `nvmlDeviceGetMemoryInfo_v2` answers FUNCTION_NOT_FOUND, as on drivers before R510.
+    MemoryV2Missing,
 }
 
 /// A fault event, active over `[at_s, until_s)`.
@@ -290,6 +292,7 @@ pub struct DeviceState {
     /// Fields that answer an error instead of a value.
     pub denied: Vec<(Field, FaultKind)>,
     pub list_race: bool,
+    pub memory_v2_missing: bool,
 }
 
 impl DeviceState {
@@ -474,6 +477,7 @@ impl Scenario {
             processes,
             denied,
             list_race: faults.iter().any(|f| f.kind == FaultKind::ProcessListRace),
+            memory_v2_missing: faults.iter().any(|f| f.kind == FaultKind::MemoryV2Missing),
         }
     }
 }

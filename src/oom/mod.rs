@@ -93,6 +93,10 @@ pub struct Facts {
     pub unaccounted_bytes: Option<u64>,
     /// Elements of the tensor when its byte size is unknown (TensorFlow without a dtype).
     pub elements: Option<u64>,
+    /// A `Process N has …` line that is most likely this very process: inside a container
+    /// PyTorch cannot match NVML's host pid to its own, so it lists itself as another process
+    /// and prints no "this process" clause.
+    pub likely_self_pid: Option<u32>,
     pub derived: Vec<&'static str>,
 }
 
@@ -125,6 +129,7 @@ impl Facts {
 
     /// Fills in the values the message implies.
     pub fn derive(&mut self) {
+        self.find_self_among_others();
         if self.reserved_unallocated_bytes.is_none() {
             if let (Some(r), Some(a)) = (self.reserved_bytes, self.allocated_bytes) {
                 self.reserved_unallocated_bytes = Some(r.saturating_sub(a));
@@ -166,6 +171,35 @@ impl Facts {
                 self.mark("free_bytes");
             }
         }
+    }
+
+    /// With no "this process" clause, a listed process holding at least everything PyTorch
+    /// reserved is this process seen from inside a container: counting it as another process
+    /// would blame the wrong party.
+    fn find_self_among_others(&mut self) {
+        if self.process_bytes.is_some() || self.other_processes.is_empty() {
+            return;
+        }
+        let reserved = self
+            .reserved_bytes
+            .or_else(|| Some(self.allocated_bytes? + self.reserved_unallocated_bytes?));
+        let Some(reserved) = reserved.filter(|r| *r > 0) else {
+            return;
+        };
+        let Some(i) = self
+            .other_processes
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.bytes >= reserved)
+            .min_by_key(|(_, p)| p.bytes)
+            .map(|(i, _)| i)
+        else {
+            return;
+        };
+        let me = self.other_processes.remove(i);
+        self.process_bytes = Some(me.bytes);
+        self.likely_self_pid = Some(me.pid);
+        self.mark("process_bytes");
     }
 
     /// The same decomposition the dashboard shows, when the total is known.

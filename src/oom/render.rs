@@ -47,6 +47,8 @@ pub struct BreakdownJson<'a> {
     pub unaccounted_bytes: Option<u64>,
     /// Tensor elements, when the byte size is unknown (TensorFlow without a dtype).
     pub elements: Option<u64>,
+    /// The pid of a `Process N` line taken to be this process (seen from a container).
+    pub likely_self_pid: Option<u32>,
     pub derived: &'a [&'static str],
 }
 
@@ -77,6 +79,7 @@ pub fn to_json(a: &Analysis) -> ExplainJson<'_> {
                 other_processes_bytes: f.other_processes_bytes,
                 unaccounted_bytes: f.unaccounted_bytes,
                 elements: f.elements,
+                likely_self_pid: f.likely_self_pid,
                 derived: &f.derived,
             }
         }),
@@ -246,7 +249,15 @@ pub fn render_oom(out: &mut String, oom: &Oom, count: usize, paint: Paint) {
         f.non_framework_bytes,
         d("non_framework_bytes"),
     );
-    row(out, "this process in total", f.process_bytes, false);
+    match f.likely_self_pid {
+        Some(pid) => row(
+            out,
+            &format!("this process (listed as pid {pid})"),
+            f.process_bytes,
+            true,
+        ),
+        None => row(out, "this process in total", f.process_bytes, false),
+    }
     for p in &f.other_processes {
         row(
             out,
@@ -274,6 +285,17 @@ pub fn render_oom(out: &mut String, oom: &Oom, count: usize, paint: Paint) {
             out,
             "  {:<38} {:>12}",
             "tensor elements (dtype not printed)", e
+        );
+    }
+    if let Some(pid) = f.likely_self_pid {
+        let _ = writeln!(
+            out,
+            "  {}",
+            paint.dim(&format!(
+                "Process {pid} is most likely this process itself: PyTorch printed no \"this process\" \
+                 line, which happens in a container (its pid differs from the host's), and pid {pid} \
+                 holds at least everything PyTorch reserved."
+            ))
         );
     }
     out.push('\n');

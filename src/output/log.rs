@@ -58,6 +58,9 @@ const DEVICE_FIELDS: &[(&str, Kind, DeviceGetter)] = &[
     ("memory.reserved", Kind::Bytes, |_, d| {
         opt(d.memory.reserved_bytes)
     }),
+    ("memory.unattributed", Kind::Bytes, |_, d| {
+        opt(crate::output::once::device_breakdown(d).and_then(|b| b.get(PartKind::Unattributed)))
+    }),
     ("utilization.gpu", Kind::Number, |_, d| {
         opt(d.utilization.gpu_percent)
     }),

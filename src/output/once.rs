@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 use std::time::SystemTime;
 
 use super::Paint;
+use crate::model::breakdown::{Breakdown, PartKind};
 use crate::model::{Device, Sample};
 use crate::units::fmt_bytes;
 
@@ -23,6 +24,36 @@ pub fn bar(share: f64, width: usize) -> String {
 
 fn na<T: std::fmt::Display>(v: Option<T>, unit: &str) -> String {
     v.map_or_else(|| "N/A".to_owned(), |v| format!("{v}{unit}"))
+}
+
+/// The sample as `once --json` prints it: the model, plus each device's breakdown (processes,
+/// used-but-unattributed, driver reserved, free; the parts add up to the total).
+pub fn to_json(sample: &Sample) -> serde_json::Value {
+    let mut v = serde_json::to_value(sample).unwrap_or(serde_json::Value::Null);
+    if let Some(devices) = v.get_mut("devices").and_then(|d| d.as_array_mut()) {
+        for (json, d) in devices.iter_mut().zip(&sample.devices) {
+            if let Some(obj) = json.as_object_mut() {
+                obj.insert(
+                    "breakdown".into(),
+                    serde_json::to_value(device_breakdown(d)).unwrap_or_default(),
+                );
+            }
+        }
+    }
+    v
+}
+
+/// The device's own split (`None` for a failed device or an unknown total).
+pub fn device_breakdown(d: &Device) -> Option<Breakdown> {
+    if d.error.is_some() {
+        return None;
+    }
+    let procs: Vec<(u32, Option<u64>)> = d
+        .processes
+        .iter()
+        .map(|p| (p.pid, p.gpu_memory_bytes))
+        .collect();
+    Breakdown::device(&d.memory, &procs)
 }
 
 /// The text report, one block per GPU.
@@ -101,6 +132,16 @@ fn device(out: &mut String, d: &Device, name_width: usize, paint: Paint, now: Sy
             "{}",
             paint.dim(&format!(" (+{} reserved)", fmt_bytes(r)))
         );
+    }
+    // Used memory no listed process accounts for (another container, the driver): say so when
+    // it is more than 1% of the card, so it is not mistaken for one of the rows below.
+    let unattributed = device_breakdown(d).and_then(|b| {
+        let u = b.get(PartKind::Unattributed)?;
+        (u > 0 && u >= b.total / 100).then_some(u)
+    });
+    if let Some(u) = unattributed {
+        let note = format!(" [{} not attributed]", fmt_bytes(u));
+        let _ = write!(out, "{}", paint.yellow(&note));
     }
     if let Some(p) = d.power_draw_w {
         let _ = write!(out, " | {p:.0} W");

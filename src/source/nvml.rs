@@ -287,7 +287,9 @@ fn read_memory(nvml: &Nvml, dev: &NvDevice) -> Result<Memory, NvmlError> {
             free_bytes: Some(m.free),
             reserved_bytes: Some(m.reserved),
         }),
-        Err(NvmlError::FailedToLoadSymbol(_)) => {
+        // No `_v2` in this driver: the symbol is missing, or (R510 and older) it answers
+        // FUNCTION_NOT_FOUND.
+        Err(NvmlError::FailedToLoadSymbol(_) | NvmlError::FunctionNotFound) => {
             let Ok(sym) = nvml.lib().nvmlDeviceGetMemoryInfo.as_ref() else {
                 return Err(NvmlError::FailedToLoadSymbol(
                     "nvmlDeviceGetMemoryInfo".into(),

@@ -312,14 +312,7 @@ fn draw_breakdown(buf: &mut Buffer, area: Rect, b: &Breakdown, selected_pid: Opt
     }
 }
 
-fn device_breakdown(d: &Device) -> Option<Breakdown> {
-    let procs: Vec<(u32, Option<u64>)> = d
-        .processes
-        .iter()
-        .map(|p| (p.pid, p.gpu_memory_bytes))
-        .collect();
-    Breakdown::device(&d.memory, &procs)
-}
+use crate::output::once::device_breakdown;
 
 fn draw_gpu_full(frame: &mut Frame, area: Rect, app: &App, d: &Device, now: SystemTime) {
     // Fixed one-line rows: plain arithmetic, no layout solver (this runs for every GPU).

@@ -27,7 +27,11 @@ impl Env {
             r#"{{"version":1,"devices":[{{"name":"Fake V100","uuid":"{UUID}","memory_total_mib":16384,
                "memory_reserved_mib":256,"processes":[
                  {{"pid_file":"{}","memory_mib":13722}},
+                 {{"pid_file":"{}.rank0","memory_mib":3000}},
+                 {{"pid_file":"{}.rank1","memory_mib":4000}},
                  {{"pid":4700001,"memory_mib":512}}]}}]}}"#,
+            env.path("pid").display(),
+            env.path("pid").display(),
             env.path("pid").display()
         );
         fs::write(env.path("scenario.json"), scenario).expect("scenario");
@@ -186,7 +190,7 @@ fn merged_breakdown_is_visible_to_other_gpumons_and_the_summary_follows() {
     assert_eq!(code, 3, "the job's exit status passes through:\n{stderr}");
     assert!(stderr.contains("exited with status 3"), "{stderr}");
     assert!(
-        stderr.contains("GPU 0 Fake V100: peak process memory 13.4 GiB"),
+        stderr.contains("GPU 0 Fake V100: peak memory of the run 13.4 GiB"),
         "{stderr}"
     );
     assert!(
@@ -214,6 +218,56 @@ fn merged_breakdown_is_visible_to_other_gpumons_and_the_summary_follows() {
         .map(|e| e.file_name())
         .collect();
     assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+#[test]
+fn every_rank_a_launcher_starts_reports() {
+    let env = Env::new();
+    let child = env
+        .train(&[], &["ranks"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run");
+    let rank = |r: u32| -> u32 {
+        let file = env.path(&format!("pid.rank{r}"));
+        let start = Instant::now();
+        loop {
+            if let Some(pid) = fs::read_to_string(&file)
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+            {
+                return pid;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "rank {r} never started"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let (r0, r1) = (rank(0), rank(1));
+    // Let the probes publish and gpumon sample a few times.
+    std::thread::sleep(Duration::from_millis(1500));
+    fs::write(env.path("done"), "").expect("done");
+    let (code, _, stderr) = finish(child);
+    assert_eq!(code, 0, "{stderr}");
+    let mut pids = [r0, r1];
+    pids.sort_unstable();
+    assert!(
+        stderr.contains(&format!("(pid {}, {})", pids[0], pids[1])),
+        "both ranks are part of the run:\n{stderr}"
+    );
+    // The run's footprint on the GPU: both ranks together (3000 + 4000 MiB by NVML; allocated
+    // 1 + 2 GiB, reserved 2 + 3 GiB by their probes).
+    assert!(
+        stderr.contains("peak memory of the run 6.8 GiB"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("peak allocated 3.0 GiB, peak reserved 5.0 GiB"),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -75,6 +75,18 @@ fn once_json_matches_the_scenario_exactly() {
     );
     // The ramp on GPU 1 at t = 5 s.
     assert_eq!(device(&v, 1)["processes"][0]["gpu_memory_bytes"], 500 * MIB);
+    // The breakdown: processes, 100 MiB used by no listed process, driver reserved, free.
+    let b = &d0["breakdown"];
+    assert_eq!(b["total"], 81559 * MIB);
+    let parts = b["parts"].as_array().expect("parts");
+    let sum: u64 = parts.iter().filter_map(|p| p["bytes"].as_u64()).sum();
+    assert_eq!(sum, 81559 * MIB, "the parts add up to the total");
+    let unattributed = parts
+        .iter()
+        .find(|p| p["kind"] == "unattributed")
+        .expect("part");
+    assert_eq!(unattributed["bytes"], 100 * MIB);
+    assert_eq!(unattributed["derived"], true);
 }
 
 #[test]
@@ -200,6 +212,23 @@ fn faults_show_as_unknown_or_errors_and_other_gpus_keep_reporting() {
     );
     assert!(text.contains("no permission"), "{text}");
     assert!(text.contains("N/A"), "{text}");
+}
+
+#[test]
+fn drivers_without_memory_v2_fall_back_to_v1() {
+    let s = scenario(
+        r#"{"version":1,"devices":[{"name":"Old","memory_total_mib":1024,"memory_reserved_mib":24,
+            "processes":[{"pid":4250001,"memory_mib":100}]}],
+            "faults":[{"kind":"memory_v2_missing"}]}"#,
+    );
+    let v = stdout_json(gpumon_fake(&s, 0.0).args(["once", "--json"]));
+    let m = &device(&v, 0)["memory"];
+    // v1 semantics: `used` includes the driver reservation, which is then unknown on its own.
+    assert_eq!(m["total_bytes"], 1024 * MIB);
+    assert_eq!(m["used_bytes"], (100 + 24) * MIB);
+    assert_eq!(m["free_bytes"], (1024 - 24 - 100) * MIB);
+    assert_eq!(m["reserved_bytes"], Value::Null);
+    assert_eq!(device(&v, 0)["field_errors"]["memory"], Value::Null);
 }
 
 #[test]

@@ -272,6 +272,9 @@ pub unsafe extern "C" fn nvmlDeviceGetMemoryInfo_v2(
         return nvmlReturn_enum_NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
     }
     with_device(device, Some(Field::Memory), |_, d| {
+        if d.memory_v2_missing {
+            return nvmlReturn_enum_NVML_ERROR_FUNCTION_NOT_FOUND;
+        }
         out!(
             out,
             nvmlMemory_v2_t {
