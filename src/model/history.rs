@@ -13,7 +13,8 @@ pub const MAX_POINTS: usize = 8192;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Point {
-    pub at: SystemTime,
+    /// Unix milliseconds (integers keep the per-frame bucketing cheap).
+    pub ms: u64,
     pub used: Option<u64>,
     pub util: Option<u32>,
 }
@@ -21,6 +22,14 @@ pub struct Point {
 #[derive(Debug, Clone, Default)]
 pub struct DeviceHistory {
     pub points: VecDeque<Point>,
+    /// Candidates for the window's peak used memory, decreasing: the front is the peak. A
+    /// monotonic queue, so the peak costs O(1) per sample instead of a scan per frame.
+    peaks: VecDeque<(u64, u64)>,
+}
+
+fn unix_ms(t: SystemTime) -> u64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// The highest value in a window, and when it happened.
@@ -32,10 +41,29 @@ pub struct Peak {
 
 impl DeviceHistory {
     pub fn peak_used(&self) -> Option<Peak> {
-        self.points
-            .iter()
-            .filter_map(|p| p.used.map(|v| Peak { value: v, at: p.at }))
-            .max_by_key(|p| p.value)
+        self.peaks.front().map(|&(ms, value)| Peak {
+            value,
+            at: SystemTime::UNIX_EPOCH + Duration::from_millis(ms),
+        })
+    }
+
+    fn push(&mut self, p: Point) {
+        if let Some(v) = p.used {
+            // Earlier values no larger than this one can never be the peak again.
+            while self.peaks.back().is_some_and(|&(_, b)| b <= v) {
+                self.peaks.pop_back();
+            }
+            self.peaks.push_back((p.ms, v));
+        }
+        self.points.push_back(p);
+    }
+
+    fn pop_front(&mut self) {
+        if let Some(old) = self.points.pop_front() {
+            if self.peaks.front().is_some_and(|&(ms, _)| ms <= old.ms) {
+                self.peaks.pop_front();
+            }
+        }
     }
 
     /// `width` columns over `[now - window, now]`, each the maximum of its samples. A column
@@ -54,12 +82,13 @@ impl DeviceHistory {
             return out;
         }
         let mut touched = vec![false; width];
-        let start = now.checked_sub(window).unwrap_or(SystemTime::UNIX_EPOCH);
+        let window_ms = (window.as_millis() as u64).max(1);
+        let start = unix_ms(now).saturating_sub(window_ms);
         for p in &self.points {
-            let Ok(offset) = p.at.duration_since(start) else {
+            if p.ms < start {
                 continue;
-            };
-            let col = (offset.as_secs_f64() / window.as_secs_f64() * width as f64) as usize;
+            }
+            let col = ((p.ms - start) as u128 * width as u128 / window_ms as u128) as usize;
             let col = col.min(width - 1);
             touched[col] = true;
             out[col] = match (out[col], get(p)) {
@@ -124,26 +153,20 @@ impl History {
                 self.devices.resize_with(i + 1, DeviceHistory::default);
             }
             let h = &mut self.devices[i];
-            h.points.push_back(Point {
-                at: sample.timestamp,
-                used: if d.error.is_some() {
-                    None
-                } else {
-                    d.memory.used_bytes
-                },
-                util: if d.error.is_some() {
+            let ms = unix_ms(sample.timestamp);
+            let failed = d.error.is_some();
+            h.push(Point {
+                ms,
+                used: if failed { None } else { d.memory.used_bytes },
+                util: if failed {
                     None
                 } else {
                     d.utilization.gpu_percent
                 },
             });
-            let oldest = sample.timestamp.checked_sub(self.window);
-            while h.points.len() > MAX_POINTS
-                || h.points
-                    .front()
-                    .is_some_and(|p| oldest.is_some_and(|o| p.at < o))
-            {
-                h.points.pop_front();
+            let oldest = ms.saturating_sub(self.window.as_millis() as u64);
+            while h.points.len() > MAX_POINTS || h.points.front().is_some_and(|p| p.ms < oldest) {
+                h.pop_front();
             }
         }
     }
@@ -185,10 +208,7 @@ mod tests {
         }
         let d = h.device(0).expect("device 0");
         assert_eq!(d.points.len(), 11, "only the last 10 s are kept");
-        assert_eq!(
-            d.points.front().map(|p| p.at),
-            Some(SystemTime::UNIX_EPOCH + Duration::from_secs(19))
-        );
+        assert_eq!(d.points.front().map(|p| p.ms), Some(19_000));
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(29);
         let cols = d.columns(now, Duration::from_secs(10), 10, |p| p.used);
         assert_eq!(cols[6], Column::Gap, "the lost sample at t=25 is a gap");
@@ -200,6 +220,24 @@ mod tests {
         let cols = d.columns(now, Duration::from_secs(10), 40, |p| p.used);
         assert_eq!(cols[38], cols[37]);
         assert_eq!(d.peak_used().map(|p| p.value), Some(290));
+    }
+
+    #[test]
+    fn the_peak_follows_the_window() {
+        let mut h = History::new(Duration::from_secs(5));
+        let values = [1, 9, 3, 7, 2, 2, 2, 2, 2, 2, 1];
+        for (t, v) in values.iter().enumerate() {
+            h.record(&sample(t as u64, Some(*v), false));
+            let d = h.device(0).expect("device");
+            let window_max = values[t.saturating_sub(5)..=t].iter().max().copied();
+            assert_eq!(d.peak_used().map(|p| p.value), window_max, "at t={t}");
+        }
+        let d = h.device(0).expect("device");
+        assert_eq!(
+            d.peak_used().map(|p| p.at),
+            Some(SystemTime::UNIX_EPOCH + Duration::from_secs(9)),
+            "the latest of equal values is the one that stays longest"
+        );
     }
 
     #[test]
