@@ -10,6 +10,7 @@ use crate::units::fmt_bytes;
 #[serde(rename_all = "snake_case")]
 pub enum Cause {
     RequestExceedsTotal,
+    ProcessCap,
     OtherProcesses,
     Fragmentation,
     FrameworkAllocations,
@@ -94,6 +95,33 @@ pub fn diagnose(oom: &Oom) -> Vec<Finding> {
                     "No allocator setting or cleanup can make this fit: the tensor itself must get smaller or be split.".into()
                 },
                 remedies,
+            });
+        }
+    }
+
+    // 1b. PyTorch's own per-process cap, not the GPU, is the limit.
+    if let (Some(cap), Some(n)) = (f.allowed_bytes, need) {
+        let reserved = f.reserved_bytes.unwrap_or(0);
+        if reserved.saturating_add(n) > cap {
+            out.push(Finding {
+                cause: Cause::ProcessCap,
+                title: format!(
+                    "PyTorch is capped at {} for this process: {} reserved + {} requested is over it",
+                    fmt_bytes(cap),
+                    fmt_bytes(reserved),
+                    fmt_bytes(n)
+                ),
+                detail: match f.free_bytes {
+                    Some(free) => format!(
+                        "The GPU still has {} free; the cap comes from torch.cuda.set_per_process_memory_fraction.",
+                        fmt_bytes(free)
+                    ),
+                    None => "The cap comes from torch.cuda.set_per_process_memory_fraction.".into(),
+                },
+                remedies: vec![
+                    r("Raise the fraction (or drop the call) if nothing else needs that GPU memory."),
+                    r("Otherwise make the job smaller, as below."),
+                ],
             });
         }
     }

@@ -514,6 +514,89 @@ mod tests {
         assert_eq!(parse_size("99999999999999999999999 TiB"), None);
     }
 
+    fn one(text: &str) -> Oom {
+        let lines: Vec<String> = text.lines().map(super::super::scan::normalise).collect();
+        match parse_block(&lines) {
+            Some(o) => o,
+            None => panic!("no OOM in {text:?}"),
+        }
+    }
+
+    const GIB: u64 = 1 << 30;
+    const MIB: u64 = 1 << 20;
+
+    /// One case per family (the corpus in assets/oom holds the real-world variants).
+    #[test]
+    fn each_family_parses() {
+        let cases: &[(&str, Framework, &str)] = &[
+            ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity of 79.10 GiB of which 1.00 GiB is free. Including non-PyTorch memory, this process has 78.00 GiB memory in use. Of the allocated memory 70.00 GiB is allocated by PyTorch, and 7.00 GiB is reserved by PyTorch but unallocated.", Framework::Pytorch, "pytorch-2.x"),
+            ("RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 1.96 GiB total capacity; 1.24 GiB already allocated; 2.88 MiB free; 1.25 GiB reserved in total by PyTorch)", Framework::Pytorch, "pytorch-1.5"),
+            ("RuntimeError: CUDA out of memory. Tried to allocate 12.50 MiB (GPU 0; 10.92 GiB total capacity; 8.57 MiB already allocated; 9.28 GiB free; 4.68 MiB cached)", Framework::Pytorch, "pytorch-1.0"),
+            ("HIP out of memory. Tried to allocate 432.00 MiB. GPU 0 has a total capacity of 15.92 GiB of which 7.12 GiB is free. Of the allocated memory 8.08 GiB is allocated by PyTorch, and 321.96 MiB is reserved by PyTorch but unallocated.", Framework::Hip, "pytorch-2.x"),
+            ("XPU out of memory. Tried to allocate 8.00 GiB. GPU 0 has a total capacity of 15.11 GiB. Of the allocated memory 0 bytes is allocated by PyTorch, and 0 bytes is reserved by PyTorch but unallocated.", Framework::Xpu, "pytorch-2.x"),
+            ("MPS backend out of memory (MPS allocated: 5.56 GB, other allocations: 1.10 GB, max allowed: 6.80 GB). Tried to allocate 768.00 MB on private pool.", Framework::Mps, "mps"),
+            ("OOM when allocating tensor with shape[16,112,112,147] and type half on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc", Framework::Tensorflow, "tensorflow-oom"),
+            ("Allocator (GPU_0_bfc) ran out of memory trying to allocate 1.17GiB (rounded to 1258291200).", Framework::Tensorflow, "tensorflow-bfc"),
+            ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 7406166528 bytes.", Framework::Jax, "jax"),
+            ("XlaRuntimeError: RESOURCE_EXHAUSTED: Failed to allocate request for 2.99GiB (3206250496B) on device ordinal 0", Framework::Jax, "jax-request"),
+            ("RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`", Framework::Cuda, "cublas"),
+            ("Could not create cudnn handle: CUDNN_STATUS_ALLOC_FAILED", Framework::Cuda, "cudnn"),
+            ("THCudaCheck FAIL file=/x/THCTensorRandom.cu line=20 error=2 : out of memory", Framework::Cuda, "thcudacheck"),
+            ("RuntimeError: CUDA error: out of memory", Framework::Cuda, "cuda"),
+            ("onnxruntime::BFCArena::AllocateRawInternal Failed to allocate memory for requested buffer of size 939524096", Framework::Onnxruntime, "onnxruntime-bfcarena"),
+            ("ggml_backend_cuda_buffer_type_alloc_buffer: allocating 144.00 MiB on device 4: cudaMalloc failed: out of memory", Framework::Ggml, "ggml"),
+            ("ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.", Framework::Vllm, "vllm-cache-blocks"),
+            ("cupy.cuda.memory.OutOfMemoryError: Out of memory allocating 25,600,000 bytes (allocated so far: 3,635,267,072 bytes).", Framework::Cupy, "cupy"),
+            ("Out of memory error on GPU 0. Cannot allocate 56.000000MB memory on GPU 0, 7.782776GB memory has been allocated and available memory is only 12.750000MB.", Framework::Paddle, "paddle"),
+            ("[E] [TRT] safeRuntime.cpp (25) - Cuda Error in nvinfer1::internal::DefaultAllocator::allocate: 2 (out of memory)", Framework::Tensorrt, "tensorrt"),
+        ];
+        for (text, fw, format) in cases {
+            let o = one(text);
+            assert_eq!((o.framework, o.format), (*fw, *format), "{text}");
+        }
+    }
+
+    #[test]
+    fn half_precision_tensors_are_two_bytes_per_element() {
+        let o = one("OOM when allocating tensor with shape[16,112,112,147] and type half on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc");
+        assert_eq!(o.facts.requested_bytes, Some(16 * 112 * 112 * 147 * 2));
+        assert_eq!(o.device_index, Some(0));
+    }
+
+    /// The per-process cap (`set_per_process_memory_fraction`) as PyTorch formats it: after
+    /// "free;" in 1.x, before "Of the allocated memory" in 2.x.
+    #[test]
+    fn allowed_clause_in_both_formats() {
+        let o = one("CUDA out of memory. Tried to allocate 1.00 GiB (GPU 0; 14.76 GiB total capacity; 4.50 GiB already allocated; 9.00 GiB free; 4.77 GiB allowed; 4.74 GiB reserved in total by PyTorch)");
+        assert_eq!(
+            o.facts.allowed_bytes,
+            Some((4.77 * GIB as f64).round() as u64)
+        );
+        assert_eq!(
+            o.facts.reserved_bytes,
+            Some((4.74 * GIB as f64).round() as u64)
+        );
+        assert_eq!(o.facts.free_bytes, Some(9 * GIB));
+        let findings = super::super::diagnose::diagnose(&o);
+        assert_eq!(
+            findings[0].cause,
+            super::super::diagnose::Cause::ProcessCap,
+            "{findings:?}"
+        );
+        let o = one("CUDA out of memory. Tried to allocate 512.00 MiB. GPU 0 has a total capacity of 14.76 GiB of which 9.00 GiB is free. Including non-PyTorch memory, this process has 5.20 GiB memory in use. 4.77 GiB allowed; Of the allocated memory 4.50 GiB is allocated by PyTorch, and 240.00 MiB is reserved by PyTorch but unallocated.");
+        assert_eq!(
+            o.facts.allowed_bytes,
+            Some((4.77 * GIB as f64).round() as u64)
+        );
+        assert_eq!(o.facts.reserved_unallocated_bytes, Some(240 * MIB));
+    }
+
+    #[test]
+    fn garbage_is_not_an_oom() {
+        assert!(parse_text("out of memory: sort of, but no numbers and no known format").is_none());
+        assert!(parse_text("").is_none());
+    }
+
     #[test]
     fn tf_dtypes() {
         assert_eq!(tf_dtype_size("float"), Some(4));
