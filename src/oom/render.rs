@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::diagnose::{diagnose, Finding};
-use super::{Analysis, Oom, OtherProcess};
+use super::{Analysis, Oom};
 use crate::model::breakdown::{Breakdown, PartKind};
 use crate::output::Paint;
 use crate::units::fmt_bytes;
@@ -21,35 +21,13 @@ pub struct ExplainJson<'a> {
     pub framework: Option<super::Framework>,
     pub format: Option<&'static str>,
     pub device_index: Option<u32>,
-    pub breakdown: Option<BreakdownJson<'a>>,
+    /// What the message says and implies (`Facts`: bytes, `null` when unknown).
+    pub breakdown: Option<&'a super::Facts>,
     /// The same split as the dashboard's gauge (parts add up to the total).
     pub parts: Option<Breakdown>,
     pub findings: Vec<Finding>,
     pub hint: Option<&'a str>,
     pub line: Option<&'a str>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct BreakdownJson<'a> {
-    pub requested_bytes: Option<u64>,
-    pub total_bytes: Option<u64>,
-    pub total_is_limit: bool,
-    pub free_bytes: Option<u64>,
-    pub allocated_bytes: Option<u64>,
-    pub reserved_bytes: Option<u64>,
-    pub reserved_unallocated_bytes: Option<u64>,
-    pub private_pool_bytes: Option<u64>,
-    pub process_bytes: Option<u64>,
-    pub non_framework_bytes: Option<u64>,
-    pub allowed_bytes: Option<u64>,
-    pub other_processes: &'a [OtherProcess],
-    pub other_processes_bytes: Option<u64>,
-    pub unaccounted_bytes: Option<u64>,
-    /// Tensor elements, when the byte size is unknown (TensorFlow without a dtype).
-    pub elements: Option<u64>,
-    /// The pid of a `Process N` line taken to be this process (seen from a container).
-    pub likely_self_pid: Option<u32>,
-    pub derived: &'a [&'static str],
 }
 
 pub fn to_json(a: &Analysis) -> ExplainJson<'_> {
@@ -61,28 +39,7 @@ pub fn to_json(a: &Analysis) -> ExplainJson<'_> {
         framework: main.map(|o| o.framework),
         format: main.map(|o| o.format),
         device_index: main.and_then(|o| o.device_index),
-        breakdown: main.map(|o| {
-            let f = &o.facts;
-            BreakdownJson {
-                requested_bytes: f.requested_bytes,
-                total_bytes: f.total_bytes,
-                total_is_limit: f.total_is_limit,
-                free_bytes: f.free_bytes,
-                allocated_bytes: f.allocated_bytes,
-                reserved_bytes: f.reserved_bytes,
-                reserved_unallocated_bytes: f.reserved_unallocated_bytes,
-                private_pool_bytes: f.private_pool_bytes,
-                process_bytes: f.process_bytes,
-                non_framework_bytes: f.non_framework_bytes,
-                allowed_bytes: f.allowed_bytes,
-                other_processes: &f.other_processes,
-                other_processes_bytes: f.other_processes_bytes,
-                unaccounted_bytes: f.unaccounted_bytes,
-                elements: f.elements,
-                likely_self_pid: f.likely_self_pid,
-                derived: &f.derived,
-            }
-        }),
+        breakdown: main.map(|o| &o.facts),
         parts: main.and_then(|o| o.facts.breakdown()),
         findings: main.map(diagnose).unwrap_or_default(),
         hint: main.and_then(|o| o.hint.as_deref()),
