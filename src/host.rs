@@ -305,19 +305,22 @@ mod tests {
         assert_eq!(parse_stat(b"1 (x) S 1"), None);
     }
 
-    #[test]
-    fn own_process_is_found_and_refreshed() {
+    /// A lookup that trusts pids here, and one device whose only process is this test.
+    fn lookup_of_self() -> (HostLookup, Vec<Device>, u32) {
         let me = std::process::id();
         let mut h = HostLookup::new();
         h.foreign_pids = false;
-        let mut devs = vec![Device {
-            processes: vec![Process::from_nvml(
-                me,
-                crate::model::ProcessKind::Compute,
-                None,
-            )],
+        let process = Process::from_nvml(me, crate::model::ProcessKind::Compute, None);
+        let devs = vec![Device {
+            processes: vec![process],
             ..Device::default()
         }];
+        (h, devs, me)
+    }
+
+    #[test]
+    fn own_process_is_found_and_refreshed() {
+        let (mut h, mut devs, _) = lookup_of_self();
         h.enrich(&mut devs, None);
         let p = &devs[0].processes[0];
         assert!(p.command.is_some() && p.host_memory_bytes.is_some_and(|b| b > 0));
@@ -329,17 +332,7 @@ mod tests {
 
     #[test]
     fn focus_limits_the_per_second_refresh() {
-        let me = std::process::id();
-        let mut h = HostLookup::new();
-        h.foreign_pids = false;
-        let mut devs = vec![Device {
-            processes: vec![Process::from_nvml(
-                me,
-                crate::model::ProcessKind::Compute,
-                None,
-            )],
-            ..Device::default()
-        }];
+        let (mut h, mut devs, me) = lookup_of_self();
         h.enrich(&mut devs, Some(&[]));
         let first = h.marks.get(&me).map(|m| m.at).expect("seen");
         // Due, but not in focus and the background refresh is recent: not re-read.
