@@ -202,7 +202,12 @@ impl HostLookup {
 
     /// CPU % since the last read and RSS, from `/proc/PID/stat` alone.
     fn refresh_stat(&mut self, pid: u32) {
-        let Some((cpu_ticks, rss_pages)) = self.read_stat(pid) else {
+        let Some(Stat {
+            cpu_ticks,
+            rss_pages,
+            ..
+        }) = read_stat(pid, &mut self.buf)
+        else {
             // Gone, or no longer visible: what it was doing now is unknown.
             if let Some(f) = self.facts.get_mut(&pid) {
                 f.cpu_percent = None;
@@ -226,28 +231,40 @@ impl HostLookup {
             f.host_memory_bytes = Some(rss_pages.saturating_mul(self.page_size));
         }
     }
-
-    /// `(utime + stime` in clock ticks, `rss` in pages) from `/proc/PID/stat`.
-    fn read_stat(&mut self, pid: u32) -> Option<(u64, u64)> {
-        self.buf.clear();
-        std::fs::File::open(format!("/proc/{pid}/stat"))
-            .ok()?
-            .read_to_end(&mut self.buf)
-            .ok()?;
-        parse_stat(&self.buf)
-    }
 }
 
-/// Fields of `/proc/PID/stat` after the `(comm)`, which may itself hold spaces and parens.
-fn parse_stat(stat: &[u8]) -> Option<(u64, u64)> {
+/// The fields gpumon reads from `/proc/PID/stat`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stat {
+    pub ppid: u32,
+    /// utime + stime, in clock ticks.
+    pub cpu_ticks: u64,
+    pub rss_pages: u64,
+}
+
+/// Parses `/proc/PID/stat`, whose `(comm)` may itself hold spaces and parens.
+pub fn parse_stat(stat: &[u8]) -> Option<Stat> {
     let close = stat.iter().rposition(|b| *b == b')')?;
     let rest = std::str::from_utf8(stat.get(close + 2..)?).ok()?;
     let f: Vec<&str> = rest.split_ascii_whitespace().collect();
-    // After the comm: state(0) … utime(11) stime(12) … rss(21).
+    // After the comm: state(0) ppid(1) … utime(11) stime(12) … rss(21).
     let utime: u64 = f.get(11)?.parse().ok()?;
     let stime: u64 = f.get(12)?.parse().ok()?;
-    let rss: u64 = f.get(21)?.parse().ok()?;
-    Some((utime + stime, rss))
+    Some(Stat {
+        ppid: f.get(1)?.parse().ok()?,
+        cpu_ticks: utime + stime,
+        rss_pages: f.get(21)?.parse().ok()?,
+    })
+}
+
+/// `/proc/PID/stat` of `pid`, read into `buf`.
+pub fn read_stat(pid: u32, buf: &mut Vec<u8>) -> Option<Stat> {
+    buf.clear();
+    std::fs::File::open(format!("/proc/{pid}/stat"))
+        .ok()?
+        .read_to_end(buf)
+        .ok()?;
+    parse_stat(buf)
 }
 
 fn user_name(
@@ -300,7 +317,14 @@ mod tests {
     #[test]
     fn stat_lines_with_odd_process_names() {
         let line = b"4242 (py (train) 1) S 1 4242 4242 0 -1 4194304 1000 0 0 0 150 50 0 0 20 0 8 0 123456 9000000 2048 18446744073709551615";
-        assert_eq!(parse_stat(line), Some((200, 2048)));
+        assert_eq!(
+            parse_stat(line),
+            Some(Stat {
+                ppid: 1,
+                cpu_ticks: 200,
+                rss_pages: 2048
+            })
+        );
         assert_eq!(parse_stat(b"garbage"), None);
         assert_eq!(parse_stat(b"1 (x) S 1"), None);
     }

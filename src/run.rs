@@ -7,7 +7,8 @@
 //! SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 are forwarded; SIGINT and SIGQUIT are forwarded unless
 //! they came from the terminal, which already delivered them to CMD.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::fs::{self, OpenOptions};
@@ -45,36 +46,36 @@ const GROWTH: usize = 10;
 struct Job {
     run_id: String,
     root: u32,
+    /// Parentage cannot change for a live pid: walk /proc once per pid, not once per sample.
+    descends: RefCell<HashMap<u32, bool>>,
 }
 
 impl Job {
     fn owns(&self, p: &Process) -> bool {
         p.pid == self.root
             || p.allocator.as_ref().and_then(|a| a.run_id.as_deref()) == Some(self.run_id.as_str())
-            || descends_from(p.pid, self.root)
+            || *self
+                .descends
+                .borrow_mut()
+                .entry(p.pid)
+                .or_insert_with(|| descends_from(p.pid, self.root))
     }
 }
 
 fn descends_from(pid: u32, root: u32) -> bool {
+    let mut buf = Vec::with_capacity(512);
     let mut cur = pid;
     for _ in 0..32 {
-        let Ok(stat) = fs::read_to_string(format!("/proc/{cur}/stat")) else {
+        let Some(stat) = crate::host::read_stat(cur, &mut buf) else {
             return false;
         };
-        let Some(ppid) = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-            .and_then(|p| p.parse::<u32>().ok())
-        else {
-            return false;
-        };
-        if ppid == root {
+        if stat.ppid == root {
             return true;
         }
-        if ppid <= 1 {
+        if stat.ppid <= 1 {
             return false;
         }
-        cur = ppid;
+        cur = stat.ppid;
     }
     false
 }
@@ -337,6 +338,7 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
         job: Job {
             run_id,
             root: child_pid,
+            descends: RefCell::new(HashMap::new()),
         },
         samples: VecDeque::with_capacity(KEEP),
         peaks: BTreeMap::new(),
