@@ -26,7 +26,7 @@ fn main() {
         .map(|_| {
             let t = Instant::now();
             let mut s = Scanner::new();
-            for_each_line(bytes, 16 * 1024, |l| s.push_line(l)).expect("read");
+            for_each_line(bytes, |l| s.push_line(l)).expect("read");
             let a = s.finish();
             assert_eq!(a.ooms.len(), 1);
             t.elapsed()

@@ -162,35 +162,20 @@ fn run_log(common: &Common, args: &LogArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Calls `f` with each line of `reader`, reading in fixed chunks: a line longer than
-/// `max_line` bytes is cut there, so memory stays bounded whatever the input.
-pub fn for_each_line(
-    mut reader: impl std::io::Read,
-    max_line: usize,
-    mut f: impl FnMut(&str),
-) -> io::Result<()> {
+/// [`MAX_LINE`](crate::oom::scan::MAX_LINE) bytes is cut there, so memory stays bounded
+/// whatever the input.
+pub fn for_each_line(mut reader: impl std::io::Read, mut f: impl FnMut(&str)) -> io::Result<()> {
     let mut chunk = vec![0u8; 64 * 1024];
-    let mut line: Vec<u8> = Vec::with_capacity(4096);
+    let mut split = crate::oom::scan::LineSplitter::default();
     loop {
-        let n = match reader.read(&mut chunk) {
+        match reader.read(&mut chunk) {
             Ok(0) => break,
-            Ok(n) => n,
+            Ok(n) => split.feed(&chunk[..n], &mut f),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
-        };
-        let mut rest = &chunk[..n];
-        while let Some(i) = rest.iter().position(|b| *b == b'\n') {
-            let room = max_line.saturating_sub(line.len());
-            line.extend_from_slice(&rest[..i.min(room)]);
-            f(&String::from_utf8_lossy(&line));
-            line.clear();
-            rest = &rest[i + 1..];
         }
-        let room = max_line.saturating_sub(line.len());
-        line.extend_from_slice(&rest[..rest.len().min(room)]);
     }
-    if !line.is_empty() {
-        f(&String::from_utf8_lossy(&line));
-    }
+    split.finish(f);
     Ok(())
 }
 
@@ -199,13 +184,13 @@ fn run_explain(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
     let mut scanner = Scanner::new();
     let read = match args.file.as_deref() {
         Some(p) if p != std::path::Path::new("-") => match std::fs::File::open(p) {
-            Ok(file) => for_each_line(file, 16 * 1024, |l| scanner.push_line(l)),
+            Ok(file) => for_each_line(file, |l| scanner.push_line(l)),
             Err(e) => {
                 eprintln!("gpumon: cannot read {}: {e}", p.display());
                 return Ok(ExitCode::from(EXIT_USAGE));
             }
         },
-        _ => for_each_line(io::stdin().lock(), 16 * 1024, |l| scanner.push_line(l)),
+        _ => for_each_line(io::stdin().lock(), |l| scanner.push_line(l)),
     };
     if let Err(e) = read {
         eprintln!("gpumon: cannot read the input: {e}");

@@ -27,7 +27,7 @@ use crate::cli::{Common, RunArgs};
 use crate::model::breakdown::{Breakdown, PartKind};
 use crate::model::{Device, Process, Sample};
 use crate::oom::render::render_oom;
-use crate::oom::scan::Scanner;
+use crate::oom::scan::{LineSplitter, Scanner};
 use crate::oom::Analysis;
 use crate::output::log::{Columns, LogWriter};
 use crate::output::once::fmt_age;
@@ -154,16 +154,15 @@ struct Relayed {
 /// Copies CMD's stderr to ours unchanged, feeding complete lines to the OOM scanner.
 fn relay(mut from: impl Read) -> Relayed {
     let mut scanner = Scanner::new();
+    let mut split = LineSplitter::default();
     let mut to = io::stderr();
     let mut chunk = vec![0u8; 16 * 1024];
-    let mut line: Vec<u8> = Vec::new();
     let mut oom_at = None;
-    let feed = |scanner: &mut Scanner, line: &[u8], oom_at: &mut Option<SystemTime>| {
-        let text = String::from_utf8_lossy(line);
-        if crate::oom::scan::is_trigger(&text) {
-            *oom_at = Some(SystemTime::now());
+    let mut feed = |line: &str| {
+        if crate::oom::scan::is_trigger(line) {
+            oom_at = Some(SystemTime::now());
         }
-        scanner.push_line(&text);
+        scanner.push_line(line);
     };
     loop {
         let n = match from.read(&mut chunk) {
@@ -175,20 +174,9 @@ fn relay(mut from: impl Read) -> Relayed {
         // The user sees the bytes first; a closed stderr of ours must not stop the job.
         let _ = to.write_all(&chunk[..n]);
         let _ = to.flush();
-        let mut rest = &chunk[..n];
-        while let Some(i) = rest.iter().position(|b| *b == b'\n') {
-            line.extend_from_slice(&rest[..i]);
-            feed(&mut scanner, &line, &mut oom_at);
-            line.clear();
-            rest = &rest[i + 1..];
-        }
-        if line.len() < 16 * 1024 {
-            line.extend_from_slice(&rest[..rest.len().min(16 * 1024 - line.len())]);
-        }
+        split.feed(&chunk[..n], &mut feed);
     }
-    if !line.is_empty() {
-        feed(&mut scanner, &line, &mut oom_at);
-    }
+    split.finish(&mut feed);
     Relayed {
         analysis: scanner.finish(),
         oom_at,

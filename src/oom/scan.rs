@@ -14,7 +14,7 @@ use super::parse::{parse_block, parse_text, tf_stat};
 use super::{Analysis, Framework};
 
 /// Longest line kept (longer lines are cut: binary garbage, minified JSON).
-const MAX_LINE: usize = 16 * 1024;
+pub const MAX_LINE: usize = 16 * 1024;
 /// Lines collected after a trigger line.
 const BLOCK_LINES: usize = 12;
 /// Lines of context kept before a trigger line.
@@ -86,6 +86,40 @@ fn trigger_re() -> &'static Regex {
 pub fn is_trigger(line: &str) -> bool {
     // TensorFlow's BFC warning that the caller will retry is not an OOM.
     trigger_re().is_match(line) && !line.contains("not a failure")
+}
+
+/// Cuts a byte stream into lines of at most [`MAX_LINE`] bytes, whatever the chunks it
+/// arrives in, so memory stays bounded for inputs of any size or shape.
+#[derive(Debug, Default)]
+pub struct LineSplitter {
+    line: Vec<u8>,
+}
+
+impl LineSplitter {
+    /// Calls `f` with each line completed by `chunk` (without its newline).
+    pub fn feed(&mut self, chunk: &[u8], mut f: impl FnMut(&str)) {
+        let mut rest = chunk;
+        while let Some(i) = rest.iter().position(|b| *b == b'\n') {
+            self.take(&rest[..i]);
+            f(&String::from_utf8_lossy(&self.line));
+            self.line.clear();
+            rest = &rest[i + 1..];
+        }
+        self.take(rest);
+    }
+
+    /// Calls `f` with the last line, if the stream did not end with a newline.
+    pub fn finish(&mut self, mut f: impl FnMut(&str)) {
+        if !self.line.is_empty() {
+            f(&String::from_utf8_lossy(&self.line));
+            self.line.clear();
+        }
+    }
+
+    fn take(&mut self, bytes: &[u8]) {
+        let room = MAX_LINE.saturating_sub(self.line.len());
+        self.line.extend_from_slice(&bytes[..bytes.len().min(room)]);
+    }
 }
 
 /// Feeds lines; keeps only the current block and a little context.
@@ -252,6 +286,20 @@ mod tests {
     fn long_lines_are_cut_on_a_char_boundary() {
         let s = "é".repeat(MAX_LINE);
         assert!(normalise(&s).len() <= MAX_LINE);
+    }
+
+    #[test]
+    fn lines_split_across_chunks_and_are_capped() {
+        let mut split = LineSplitter::default();
+        let mut got = Vec::new();
+        split.feed(b"ab", |l| got.push(l.to_owned()));
+        split.feed(b"c\nde\n", |l| got.push(l.to_owned()));
+        split.feed(&vec![b'x'; MAX_LINE + 10], |l| got.push(l.to_owned()));
+        split.finish(|l| got.push(l.len().to_string()));
+        assert_eq!(
+            got,
+            vec!["abc".to_owned(), "de".to_owned(), MAX_LINE.to_string()]
+        );
     }
 
     #[test]
