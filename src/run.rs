@@ -517,7 +517,12 @@ fn summary(
         .iter()
         .filter(|s| relayed.oom_at.is_none_or(|t| s.timestamp <= t))
         .collect();
-    let Some(last) = before.last() else {
+    // A process that exits right after its OOM takes its probe report with it, so the very
+    // last sample may have only NVML's total: prefer the last one with the allocator split.
+    let with_split = before.iter().rev().find(|s| {
+        focus(s, &trace.job, oom.device_index).is_some_and(|(_, p)| p.allocator.is_some())
+    });
+    let Some(last) = with_split.or(before.last()) else {
         let _ = writeln!(out, "No sample was taken before the error.");
         return out;
     };
