@@ -241,13 +241,13 @@ impl App {
 
     fn follow_selection(&mut self) {
         self.reorder();
-        let rows = self.rows();
         let index = self.selected_pid.and_then(|(gpu, pid)| {
-            rows.iter()
-                .position(|r| r.gpu == gpu && r.process.pid == pid)
+            (0..self.row_count()).find(|&i| {
+                self.row(i)
+                    .is_some_and(|r| r.gpu == gpu && r.process.pid == pid)
+            })
         });
-        let len = rows.len();
-        drop(rows);
+        let len = self.row_count();
         self.selected = match index {
             Some(i) => i,
             None => self.selected.min(len.saturating_sub(1)),

@@ -628,49 +628,39 @@ fn draw_table(buf: &mut Buffer, area: Rect, app: &mut App) {
         .sample
         .as_ref()
         .map_or(SystemTime::UNIX_EPOCH, |s| s.timestamp);
-    let rows = app.rows();
     let visible = body.height as usize;
     let first = if app.selected >= visible {
         app.selected + 1 - visible
     } else {
         0
     };
-    let selected = app.selected;
-    let mut lines = Vec::new();
-    for (i, row) in rows.iter().enumerate().skip(first).take(visible) {
-        let mut x = body.x;
+    // Only the rows on screen are looked at.
+    for i in first..(first + visible).min(app.row_count()) {
+        let Some(row) = app.row(i) else { break };
         let y = body.y + (i - first) as u16;
-        let mut cells = Vec::new();
+        let mut x = body.x;
         for (key, w) in &cols {
             let w = if *w == 0 {
                 body.right().saturating_sub(x)
             } else {
                 *w
             };
-            let value = cell(*key, row, now);
+            let value = cell(*key, &row, now);
             let text = if right_aligned(*key) {
                 format!("{value:>width$} ", width = w.saturating_sub(1) as usize)
             } else {
                 format!("{value} ")
             };
-            let style = if *key == SortKey::Pid {
+            let mut style = if *key == SortKey::Pid {
                 theme::process(row.process.pid)
             } else {
                 Style::new()
             };
-            cells.push((x, y, text, w, style));
-            x = x.saturating_add(w);
-        }
-        lines.push((i == selected, cells));
-    }
-    for (is_selected, cells) in lines {
-        for (x, y, text, w, style) in cells {
-            let style = if is_selected {
-                style.patch(theme::selected())
-            } else {
-                style
-            };
+            if i == app.selected {
+                style = style.patch(theme::selected());
+            }
             buf.set_stringn(x, y, text, w as usize, style);
+            x = x.saturating_add(w);
         }
     }
     app.table_rows = body;
