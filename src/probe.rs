@@ -207,6 +207,33 @@ pub fn read_reports(dir: &Path) -> Vec<Report> {
     out
 }
 
+/// Reports kept between ticks: probes publish once per interval (by atomic rename, which
+/// changes the directory's mtime), so a fast sampler need not re-read every file every tick.
+#[derive(Debug, Default)]
+pub struct ReportCache {
+    dir_mtime: Option<SystemTime>,
+    read_at: Option<std::time::Instant>,
+    reports: Vec<Report>,
+}
+
+/// The longest cached reports are used without a fresh read (staleness and dead processes are
+/// judged at read time).
+const CACHE_FOR: Duration = Duration::from_secs(1);
+
+impl ReportCache {
+    /// The reports in `dir`, re-read only when the directory changed or the cache is old.
+    pub fn get(&mut self, dir: &Path) -> &[Report] {
+        let mtime = fs::metadata(dir).and_then(|m| m.modified()).ok();
+        let fresh = self.read_at.is_some_and(|t| t.elapsed() < CACHE_FOR);
+        if !(fresh && mtime.is_some() && mtime == self.dir_mtime) {
+            self.reports = read_reports(dir);
+            self.dir_mtime = mtime;
+            self.read_at = Some(std::time::Instant::now());
+        }
+        &self.reports
+    }
+}
+
 /// Whether a report's device entry is NVML device `d`.
 fn same_gpu(entry: &ReportDevice, d: &Device) -> bool {
     let norm = |s: &str| s.trim().trim_start_matches("GPU-").to_ascii_lowercase();
@@ -295,6 +322,30 @@ mod tests {
         assert!(!same_gpu(&entry(1, None, Some("0")), &d1));
         assert!(same_gpu(&entry(0, None, Some("GPU-abcd")), &d1));
         assert!(same_gpu(&entry(1, None, None), &d1));
+    }
+
+    #[test]
+    fn the_cache_rereads_when_a_probe_publishes() {
+        let base = tempfile::tempdir().expect("tempdir");
+        ensure_dir(base.path()).expect("dir");
+        let me = std::process::id();
+        let now = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        let publish = |allocated: u64| {
+            let tmp = base.path().join(".tmp");
+            let text = format!(
+                r#"{{"version":1,"pid":{me},"time":{now},"devices":[{{"index":0,"allocated":{allocated},"reserved":9}}]}}"#
+            );
+            fs::write(&tmp, text).expect("write");
+            fs::rename(&tmp, base.path().join(format!("{me}.json"))).expect("rename");
+        };
+        let mut cache = ReportCache::default();
+        assert!(cache.get(base.path()).is_empty());
+        publish(1);
+        assert_eq!(cache.get(base.path())[0].devices[0].allocated, Some(1));
+        publish(2);
+        assert_eq!(cache.get(base.path())[0].devices[0].allocated, Some(2));
     }
 
     #[test]

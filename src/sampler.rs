@@ -42,6 +42,7 @@ pub struct Sampler {
     focus: Option<watch::Receiver<Arc<Vec<u32>>>>,
     /// Where in-process probes publish (`gpumon run`), when it is safe to read.
     probe_dir: Option<PathBuf>,
+    probe_cache: probe::ReportCache,
     /// Why probe reports are not read, to show once.
     pub probe_warning: Option<String>,
     pub last: TickTimings,
@@ -67,6 +68,7 @@ impl Sampler {
             filter,
             focus: None,
             probe_dir,
+            probe_cache: probe::ReportCache::default(),
             probe_warning,
             last: TickTimings::default(),
         }
@@ -105,8 +107,7 @@ impl Sampler {
         }
         let t3 = Instant::now();
         if let Some(dir) = &self.probe_dir {
-            let reports = probe::read_reports(dir);
-            probe::merge(&mut sample.devices, &reports);
+            probe::merge(&mut sample.devices, self.probe_cache.get(dir));
         }
         let t4 = Instant::now();
         self.last = TickTimings {
