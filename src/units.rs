@@ -2,7 +2,6 @@
 
 use bytesize::ByteSize;
 
-pub const KIB: u64 = 1 << 10;
 pub const MIB: u64 = 1 << 20;
 pub const GIB: u64 = 1 << 30;
 
@@ -16,11 +15,6 @@ pub fn fmt_opt_bytes(bytes: Option<u64>) -> String {
     bytes.map_or_else(|| "N/A".to_owned(), fmt_bytes)
 }
 
-/// Whole MiB, as gpustat and nvidia-smi print memory ("61234MiB" style columns).
-pub fn to_mib(bytes: u64) -> u64 {
-    bytes / MIB
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -32,6 +26,5 @@ mod tests {
         assert_eq!(fmt_bytes(3 * GIB / 2), "1.5 GiB");
         assert_eq!(fmt_bytes(512 * MIB), "512.0 MiB");
         assert_eq!(fmt_opt_bytes(None), "N/A");
-        assert_eq!(to_mib(80 * GIB), 81920);
     }
 }

@@ -6,7 +6,7 @@ use std::time::SystemTime;
 use super::Paint;
 use crate::model::breakdown::{Breakdown, PartKind};
 use crate::model::{Device, Sample};
-use crate::units::fmt_bytes;
+use crate::units::{fmt_bytes, fmt_opt_bytes};
 
 const BAR: usize = 12;
 
@@ -155,15 +155,11 @@ fn device(out: &mut String, d: &Device, name_width: usize, paint: Paint, now: Sy
     }
     for p in &d.processes {
         let user = p.user.as_deref().unwrap_or("N/A");
-        let mem = p
-            .gpu_memory_bytes
-            .map_or_else(|| "N/A".to_owned(), fmt_bytes);
+        let mem = fmt_opt_bytes(p.gpu_memory_bytes);
         let cpu = p
             .cpu_percent
             .map_or_else(|| "N/A".to_owned(), |c| format!("{c:.0}%"));
-        let host = p
-            .host_memory_bytes
-            .map_or_else(|| "N/A".to_owned(), fmt_bytes);
+        let host = fmt_opt_bytes(p.host_memory_bytes);
         let age = p.age_s(now).map_or_else(|| "N/A".to_owned(), fmt_age);
         let command = p
             .command
@@ -173,9 +169,8 @@ fn device(out: &mut String, d: &Device, name_width: usize, paint: Paint, now: Sy
         let split = p.allocator.as_ref().map_or(String::new(), |a| {
             format!(
                 " [alloc {} cache {}]",
-                a.allocated_bytes
-                    .map_or_else(|| "N/A".to_owned(), fmt_bytes),
-                a.cached_bytes().map_or_else(|| "N/A".to_owned(), fmt_bytes)
+                fmt_opt_bytes(a.allocated_bytes),
+                fmt_opt_bytes(a.cached_bytes())
             )
         });
         let command = format!("{command}{}", paint.dim(&split));

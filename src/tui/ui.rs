@@ -18,7 +18,7 @@ use crate::model::{Device, Sample};
 use crate::oom::render::{render_oom, LOOKED_FOR};
 use crate::output::once::fmt_age;
 use crate::output::Paint;
-use crate::units::fmt_bytes;
+use crate::units::{fmt_bytes, fmt_opt_bytes};
 
 /// Smallest terminal the dashboard draws into.
 pub const MIN_WIDTH: u16 = 40;
@@ -570,9 +570,9 @@ fn cell(key: SortKey, row: &super::app::Row, now: SystemTime) -> String {
         SortKey::Pid => p.pid.to_string(),
         SortKey::User => p.user.clone().unwrap_or_else(na),
         SortKey::Gpu => row.gpu.to_string(),
-        SortKey::GpuMem => p.gpu_memory_bytes.map_or_else(na, fmt_bytes),
+        SortKey::GpuMem => fmt_opt_bytes(p.gpu_memory_bytes),
         SortKey::Cpu => p.cpu_percent.map_or_else(na, |c| format!("{c:.0}")),
-        SortKey::HostMem => p.host_memory_bytes.map_or_else(na, fmt_bytes),
+        SortKey::HostMem => fmt_opt_bytes(p.host_memory_bytes),
         SortKey::Time => p.age_s(now).map_or_else(na, fmt_age),
         SortKey::Command => p
             .command
@@ -797,9 +797,9 @@ fn live_line(d: &Device) -> String {
     format!(
         "Live GPU {} now: {} used of {}, {} free, {} process{}\n\n",
         d.index,
-        m.used_bytes.map_or("N/A".into(), fmt_bytes),
-        m.total_bytes.map_or("N/A".into(), fmt_bytes),
-        m.free_bytes.map_or("N/A".into(), fmt_bytes),
+        fmt_opt_bytes(m.used_bytes),
+        fmt_opt_bytes(m.total_bytes),
+        fmt_opt_bytes(m.free_bytes),
         d.processes.len(),
         if d.processes.len() == 1 { "" } else { "es" }
     )
