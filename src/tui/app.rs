@@ -142,7 +142,8 @@ impl App {
         Action::Redraw
     }
 
-    /// Processes across GPUs, filtered and sorted.
+    /// Processes across GPUs, filtered and sorted (drawing uses [`App::row`]).
+    #[cfg(test)]
     pub fn rows(&self) -> Vec<Row<'_>> {
         let Some(s) = &self.sample else {
             return Vec::new();
