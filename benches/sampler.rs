@@ -19,13 +19,17 @@ fn percentile(v: &mut [Duration], p: f64) -> Duration {
     v[((v.len() - 1) as f64 * p) as usize]
 }
 
-fn child_rusage() -> libc::rusage {
+fn rusage(who: i32) -> libc::rusage {
     // SAFETY: getrusage fills the struct we pass.
     unsafe {
         let mut r: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_CHILDREN, &mut r);
+        libc::getrusage(who, &mut r);
         r
     }
+}
+
+fn child_rusage() -> libc::rusage {
+    rusage(libc::RUSAGE_CHILDREN)
 }
 
 /// Waits for `child` and returns its exit status and its own resource usage.
@@ -57,7 +61,7 @@ fn main() {
     // 1. Per-tick cost, in process.
     let source = NvmlSource::open(Some(lib.to_str().expect("utf-8 path"))).expect("open fake NVML");
     let mut sampler = Sampler::new(
-        Box::new(source),
+        source,
         Filter {
             gpus: vec![],
             processes: true,
@@ -67,6 +71,8 @@ fn main() {
         sampler.tick();
     }
     let (mut nvml, mut host, mut asm, mut total) = (vec![], vec![], vec![], vec![]);
+    // CPU of every thread of this process (the per-device readers included), per tick.
+    let cpu_before = cpu(&rusage(libc::RUSAGE_SELF));
     for _ in 0..500 {
         let t = Instant::now();
         let s = sampler.tick();
@@ -76,7 +82,9 @@ fn main() {
         host.push(sampler.last.host);
         asm.push(sampler.last.assembly);
     }
+    let cpu_per_tick = (cpu(&rusage(libc::RUSAGE_SELF)) - cpu_before) / 500;
     println!("sampler tick, {GPUS} GPUs x {PROCS} processes (500 ticks):");
+    println!("  CPU per tick, all threads: {cpu_per_tick:.1?}");
     for (name, v) in [
         ("NVML", &mut nvml),
         ("host lookup", &mut host),

@@ -4,6 +4,7 @@
 use std::fs::OpenOptions;
 use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Context;
 use tokio::sync::watch;
@@ -14,19 +15,54 @@ use crate::output::{is_broken_pipe, once, Paint};
 use crate::sampler::{self, Filter, Sampler};
 use crate::source::nvml::NvmlSource;
 use crate::source::simulated::Simulated;
-use crate::source::{OpenError, Source};
+use crate::source::{OpenError, Opened, Opening};
+use crate::tui::Start;
 
 /// Exit code for usage errors and a missing driver.
 pub const EXIT_USAGE: u8 = 2;
 
-pub fn open_source(common: &Common) -> Result<Box<dyn Source>, OpenError> {
+/// How long once, log and run wait for NVML to initialise without --timeout: a driver
+/// without persistence mode can take seconds to start, which is slow, not broken.
+pub const INIT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Opens the source the flags name. This can block for as long as the driver does: see
+/// [`start_opening`].
+pub fn open_source(common: &Common) -> Result<Opened, OpenError> {
     if common.demo {
-        return Ok(Box::new(Simulated::demo()?));
+        return Ok(Simulated::demo()?.open());
     }
     if let Some(path) = &common.scenario {
-        return Ok(Box::new(Simulated::from_file(&path.to_string_lossy())?));
+        return Ok(Simulated::from_file(&path.to_string_lossy())?.open());
     }
-    Ok(Box::new(NvmlSource::open(common.nvml_lib.as_deref())?))
+    NvmlSource::open(common.nvml_lib.as_deref())
+}
+
+/// Opens the source on a thread of its own, so a view can wait for it with a deadline.
+pub fn start_opening(common: &Common) -> Opening {
+    let common = common.clone();
+    Opening::start(move || open_source(&common))
+}
+
+/// Opens the source, waiting no longer than --timeout (or [`INIT_TIMEOUT`]).
+pub fn open_within_timeout(common: &Common) -> Result<Opened, OpenError> {
+    start_opening(common).wait(common.timeout.unwrap_or(INIT_TIMEOUT))
+}
+
+/// A sampler over `source` with the deadline the flags give.
+pub fn new_sampler(common: &Common, source: Opened, processes: bool) -> Sampler {
+    let sampler = Sampler::new(
+        source,
+        Filter {
+            gpus: common.gpu.clone(),
+            processes,
+        },
+    )
+    .with_timeout(common.timeout)
+    .with_interval(common.interval);
+    if let Some(w) = &sampler.probe_warning {
+        eprintln!("gpumon: {w}");
+    }
+    sampler
 }
 
 /// Runs gpumon; errors that reach here are printed by `main`.
@@ -48,20 +84,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 }
 
 fn sampler(common: &Common, processes: bool) -> anyhow::Result<Result<Sampler, ExitCode>> {
-    match open_source(common) {
-        Ok(source) => {
-            let sampler = Sampler::new(
-                source,
-                Filter {
-                    gpus: common.gpu.clone(),
-                    processes,
-                },
-            );
-            if let Some(w) = &sampler.probe_warning {
-                eprintln!("gpumon: {w}");
-            }
-            Ok(Ok(sampler))
-        }
+    match open_within_timeout(common) {
+        Ok(source) => Ok(Ok(new_sampler(common, source, processes))),
         Err(e) => {
             eprintln!("gpumon: {e}");
             Ok(Err(ExitCode::from(EXIT_USAGE)))
@@ -69,13 +93,33 @@ fn sampler(common: &Common, processes: bool) -> anyhow::Result<Result<Sampler, E
     }
 }
 
+/// How long the dashboard waits for the driver before it opens its screen: a missing driver
+/// fails at once and is better said on the plain terminal.
+const DASHBOARD_OPEN_WAIT: Duration = Duration::from_millis(300);
+
 fn run_dashboard(common: &Common) -> anyhow::Result<ExitCode> {
-    let sampler = match sampler(common, true)? {
-        Ok(s) => s,
-        Err(code) => return Ok(code),
+    let opening = start_opening(common);
+    let start = match opening.wait_a_little(DASHBOARD_OPEN_WAIT) {
+        Ok(Some(source)) => Start::Ready(Box::new(new_sampler(common, source, true))),
+        Ok(None) => {
+            let common = common.clone();
+            Start::Opening(
+                opening,
+                Box::new(move |source| new_sampler(&common, source, true)),
+            )
+        }
+        Err(e) => {
+            eprintln!("gpumon: {e}");
+            return Ok(ExitCode::from(EXIT_USAGE));
+        }
     };
-    crate::tui::run(sampler, common.interval, common.history)?;
-    Ok(ExitCode::SUCCESS)
+    match crate::tui::run(start, common.interval, common.history)? {
+        Some(e) => {
+            eprintln!("gpumon: {e}");
+            Ok(ExitCode::from(EXIT_USAGE))
+        }
+        None => Ok(ExitCode::SUCCESS),
+    }
 }
 
 fn run_once(common: &Common, args: &OnceArgs) -> anyhow::Result<ExitCode> {
@@ -83,6 +127,7 @@ fn run_once(common: &Common, args: &OnceArgs) -> anyhow::Result<ExitCode> {
         Ok(s) => s,
         Err(code) => return Ok(code),
     };
+    // One reading per device, within the deadline: a hung GPU is reported as stalled.
     let sample = sampler.tick();
     drop(sampler);
     let mut out = io::stdout().lock();
@@ -136,7 +181,7 @@ fn run_log(common: &Common, args: &LogArgs) -> anyhow::Result<ExitCode> {
         .enable_time()
         .enable_io()
         .build()?;
-    runtime.block_on(async move {
+    let result = runtime.block_on(async move {
         let (_interval_tx, interval_rx) = watch::channel(common.interval);
         let (mut samples, task) = sampler::spawn(sampler, interval_rx);
         let mut written = 0u64;
@@ -156,9 +201,12 @@ fn run_log(common: &Common, args: &LogArgs) -> anyhow::Result<ExitCode> {
             }
         }
         drop(samples);
-        let _ = task.await;
+        task.abort();
         Ok(ExitCode::SUCCESS)
-    })
+    });
+    // A tick may still be waiting on a hung GPU: never wait for it on the way out.
+    runtime.shutdown_background();
+    result
 }
 
 /// Calls `f` with each line of `reader`, reading in fixed chunks: a line longer than

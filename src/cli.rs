@@ -34,7 +34,7 @@ pub struct Cli {
     pub common: Common,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct Common {
     /// Show simulated GPUs (a training run on two GPUs) instead of reading NVML
     #[arg(long, global = true, conflicts_with = "scenario")]
@@ -57,6 +57,12 @@ pub struct Common {
     #[arg(long, global = true, value_name = "DURATION", default_value = "10m",
           value_parser = parse_history)]
     pub history: Duration,
+
+    /// How long a GPU may take to answer before it is shown as stalled (not responding);
+    /// also how long once, log and run wait for the driver to initialise [default: the larger
+    /// of 2s and twice the interval; 10s for initialisation]
+    #[arg(long, global = true, value_name = "DURATION", value_parser = parse_timeout)]
+    pub timeout: Option<Duration>,
 
     /// Only these GPUs, by index or UUID (comma-separated): --gpu 0,2
     #[arg(long, global = true, value_name = "LIST", value_delimiter = ',')]
@@ -183,6 +189,15 @@ pub fn parse_history(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// Parses a deadline: like an interval, at least 10 ms, at most an hour.
+pub fn parse_timeout(s: &str) -> Result<Duration, String> {
+    let d = parse_interval(s)?;
+    if d > Duration::from_secs(3600) {
+        return Err(format!("'{s}' is longer than the 1h maximum"));
+    }
+    Ok(d)
+}
+
 /// Parses "1s", "250ms", "2m" or plain seconds ("0.5").
 pub fn parse_interval(s: &str) -> Result<Duration, String> {
     let d = match s.trim().parse::<f64>() {
@@ -211,6 +226,8 @@ mod tests {
         assert!(parse_interval("-1").is_err());
         assert!(parse_interval("NaN").is_err());
         assert!(parse_interval("soon").is_err());
+        assert_eq!(parse_timeout("3s"), Ok(Duration::from_secs(3)));
+        assert!(parse_timeout("2h").is_err());
     }
 
     #[test]

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::watch;
 
-use crate::app::{open_source, EXIT_USAGE};
+use crate::app::{new_sampler, open_within_timeout, EXIT_USAGE};
 use crate::cli::{Common, RunArgs};
 use crate::model::breakdown::{Breakdown, PartKind};
 use crate::model::{Device, Process, Sample};
@@ -33,7 +33,7 @@ use crate::output::log::{Columns, LogWriter};
 use crate::output::once::fmt_age;
 use crate::output::Paint;
 use crate::probe;
-use crate::sampler::{self, Filter, Sampler};
+use crate::sampler;
 use crate::units::fmt_bytes;
 
 /// Samples kept for the summary's "how it grew" lines.
@@ -270,17 +270,8 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
-    let sampler = match open_source(common) {
-        Ok(source) => Some(
-            Sampler::new(
-                source,
-                Filter {
-                    gpus: common.gpu.clone(),
-                    processes: true,
-                },
-            )
-            .with_probe_dir(runtime.clone()),
-        ),
+    let sampler = match open_within_timeout(common) {
+        Ok(source) => Some(new_sampler(common, source, true).with_probe_dir(runtime.clone())),
         Err(e) => {
             eprintln!("gpumon: running without GPU sampling: {e}");
             None
@@ -376,7 +367,10 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
                 _ = usr2.recv() => forward(libc::SIGUSR2),
             }
         }
-    })?;
+    });
+    // A tick may still be waiting on a hung GPU: never wait for it on the way out.
+    runtime_rt.shutdown_background();
+    let status = status?;
     let relayed = relay.and_then(|h| h.join().ok()).unwrap_or(Relayed {
         analysis: Analysis::default(),
         oom_at: None,

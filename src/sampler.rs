@@ -1,25 +1,40 @@
-//! The sampler: reads a source, adds host facts, and publishes immutable [`Sample`]s.
+//! The sampler: one reader thread per device, assembled on time into immutable [`Sample`]s.
 //!
-//! [`Sampler::tick`] is synchronous and timed per phase (for the benchmark); [`spawn`] runs it
-//! on tokio at an adjustable interval and publishes each sample on a channel.
+//! NVML calls can block for seconds or for good on a GPU that is falling off the bus, so each
+//! device is read by its own worker with at most one read outstanding: a hung call never piles
+//! up more calls, and never holds up the other GPUs. [`Sampler::tick`] asks every idle worker
+//! for a reading, waits for those answers no longer than its budget, and assembles the sample
+//! from what arrived. A device whose read has been outstanding past the deadline is reported as
+//! **stalled**, with its last good readings marked by their age; it resumes by itself once the
+//! call returns. [`spawn`] runs ticks on tokio at an adjustable interval.
 
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::sync::{mpsc, Arc};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime};
 
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc as tmpsc, watch};
 
 use crate::host::HostLookup;
-use crate::model::Sample;
+use crate::model::{Device, Sample};
 use crate::probe;
-use crate::source::Source;
+use crate::source::{DeviceReader, Opened};
 
 /// The fastest interval gpumon accepts.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
+/// The shortest default deadline: a healthy driver answers well within it.
+pub const MIN_DEADLINE: Duration = Duration::from_secs(2);
+
+/// The deadline a device has to answer before it is reported as stalled: `timeout` when
+/// given, else the larger of 2 s and twice the interval.
+pub fn deadline(interval: Duration, timeout: Option<Duration>) -> Duration {
+    timeout.unwrap_or_else(|| MIN_DEADLINE.max(interval.saturating_mul(2)))
+}
 
 /// Where one tick's time went.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TickTimings {
+    /// Waiting for the device readers.
     pub source: Duration,
     pub host: Duration,
     pub probe: Duration,
@@ -33,8 +48,40 @@ pub struct Filter {
     pub processes: bool,
 }
 
+/// One device's reader thread, seen from the sampler.
+struct Worker {
+    index: u32,
+    /// Asks for one reading; dropping it ends the thread (once its call returns).
+    ask: Option<mpsc::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+    /// When the reading in progress was asked for.
+    outstanding: Option<Instant>,
+    /// The last reading and when it arrived.
+    last: Option<(Device, Instant)>,
+    /// Why the thread could not be started.
+    broken: Option<String>,
+}
+
+/// A reading from worker `slot`.
+struct Reading {
+    slot: usize,
+    device: Device,
+    at: Instant,
+}
+
 pub struct Sampler {
-    source: Box<dyn Source>,
+    kind: &'static str,
+    driver_version: Option<String>,
+    cuda_version: Option<String>,
+    hostname: Option<String>,
+    error: Option<String>,
+    workers: Vec<Worker>,
+    readings: mpsc::Receiver<Reading>,
+    timeout: Option<Duration>,
+    /// The sampling interval, when sampling periodically.
+    interval: Option<Duration>,
+    /// How long a tick waits for the readings it asked for.
+    budget: Duration,
     host: Option<HostLookup>,
     filter: Filter,
     /// The pids a view shows (the dashboard's visible rows): their host facts stay fresh,
@@ -48,9 +95,51 @@ pub struct Sampler {
     pub last: TickTimings,
 }
 
+fn start_worker(
+    slot: usize,
+    mut reader: Box<dyn DeviceReader>,
+    out: mpsc::Sender<Reading>,
+) -> Worker {
+    let (ask, asked) = mpsc::channel::<()>();
+    let spawned = std::thread::Builder::new()
+        .name(format!("gpumon-gpu{slot}"))
+        .spawn(move || {
+            while asked.recv().is_ok() {
+                let device = reader.read();
+                let reading = Reading {
+                    slot,
+                    device,
+                    at: Instant::now(),
+                };
+                if out.send(reading).is_err() {
+                    return;
+                }
+            }
+        });
+    let (ask, thread, broken) = match spawned {
+        Ok(t) => (Some(ask), Some(t), None),
+        Err(e) => (
+            None,
+            None,
+            Some(format!("cannot start a reader thread: {e}")),
+        ),
+    };
+    Worker {
+        index: slot as u32,
+        ask,
+        thread,
+        outstanding: None,
+        last: None,
+        broken,
+    }
+}
+
 impl Sampler {
-    pub fn new(source: Box<dyn Source>, filter: Filter) -> Self {
-        let host = (source.host_lookup() && filter.processes).then(HostLookup::new);
+    /// Starts one reader thread per device of `source`. Ticks wait for readings up to the
+    /// deadline ([`deadline`] of a 1 s interval) until [`Sampler::set_interval`] or
+    /// [`Sampler::with_timeout`] says otherwise.
+    pub fn new(source: Opened, filter: Filter) -> Self {
+        let host = (source.host_lookup && filter.processes).then(HostLookup::new);
         let mut probe_dir = None;
         let mut probe_warning = None;
         if host.is_some() {
@@ -62,8 +151,24 @@ impl Sampler {
                 Err(e) => probe_warning = Some(format!("ignoring probe reports: {e}")),
             }
         }
+        let (tx, readings) = mpsc::channel();
+        let workers = source
+            .readers
+            .into_iter()
+            .enumerate()
+            .map(|(slot, reader)| start_worker(slot, reader, tx.clone()))
+            .collect();
         Sampler {
-            source,
+            kind: source.kind,
+            driver_version: source.driver_version,
+            cuda_version: source.cuda_version,
+            hostname: crate::host::hostname(),
+            error: source.error,
+            workers,
+            readings,
+            timeout: None,
+            interval: None,
+            budget: deadline(Duration::from_secs(1), None),
             host,
             filter,
             focus: None,
@@ -72,6 +177,42 @@ impl Sampler {
             probe_warning,
             last: TickTimings::default(),
         }
+    }
+
+    /// Sets the deadline (`None`: the default of [`deadline`]).
+    pub fn with_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.timeout = timeout;
+        self.budget = self.deadline();
+        self
+    }
+
+    /// The interval the default deadline derives from, for single ticks (`once`), which wait
+    /// for their readings up to the deadline.
+    pub fn with_interval(mut self, interval: Duration) -> Self {
+        self.interval = Some(interval);
+        self.budget = self.deadline();
+        self
+    }
+
+    /// Sampling every `interval`: a tick waits for its readings no longer than one interval
+    /// (nor the deadline), so the healthy devices keep their cadence when one hangs.
+    pub fn set_interval(&mut self, interval: Duration) {
+        self.budget = self.deadline_for(interval).min(interval);
+        self.interval = Some(interval);
+    }
+
+    fn deadline_for(&self, interval: Duration) -> Duration {
+        deadline(interval, self.timeout)
+    }
+
+    /// The deadline a device has to answer before it is reported as stalled.
+    pub fn deadline(&self) -> Duration {
+        self.deadline_for(self.interval.unwrap_or(Duration::from_secs(1)))
+    }
+
+    /// Whether a device read is still outstanding (a call that has not returned).
+    pub fn busy(&self) -> bool {
+        self.workers.iter().any(|w| w.outstanding.is_some())
     }
 
     /// Reads probe reports from `dir` instead of the default runtime directory.
@@ -87,19 +228,116 @@ impl Sampler {
         self
     }
 
+    fn store(&mut self, r: Reading) {
+        if let Some(w) = self.workers.get_mut(r.slot) {
+            w.outstanding = None;
+            w.last = Some((r.device, r.at));
+        }
+    }
+
+    /// Asks the idle workers for a reading and waits for those answers within the budget.
+    fn read_devices(&mut self) {
+        // Answers that came in after an earlier tick stopped waiting.
+        while let Ok(r) = self.readings.try_recv() {
+            self.store(r);
+        }
+        let asked_at = Instant::now();
+        let mut waiting = 0usize;
+        for w in &mut self.workers {
+            if w.outstanding.is_some() {
+                // Never a second call to a device whose first has not returned.
+                continue;
+            }
+            if let Some(ask) = &w.ask {
+                if ask.send(()).is_ok() {
+                    w.outstanding = Some(asked_at);
+                    waiting += 1;
+                }
+            }
+        }
+        let until = asked_at + self.budget;
+        while waiting > 0 {
+            let left = until.saturating_duration_since(Instant::now());
+            match self.readings.recv_timeout(left) {
+                Ok(r) => {
+                    // An answer to an older request (a device that was late) counts too, but
+                    // does not stand for one of this tick's.
+                    let asked_now = self
+                        .workers
+                        .get(r.slot)
+                        .and_then(|w| w.outstanding)
+                        .is_some_and(|t| t == asked_at);
+                    if asked_now {
+                        waiting -= 1;
+                    }
+                    self.store(r);
+                }
+                Err(_) => break,
+            }
+        }
+    }
+
+    /// The device as this tick reports it: its reading, or its last one marked by age (late or
+    /// stalled), or only its failure.
+    fn assemble(w: &Worker, now: Instant, deadline: Duration) -> Device {
+        if let Some(why) = &w.broken {
+            return Device::failed(w.index, why.clone());
+        }
+        let age_ms = |at: Instant| now.saturating_duration_since(at).as_millis() as u64;
+        let mut device = match &w.last {
+            Some((d, at)) => Device {
+                data_age_ms: Some(age_ms(*at)),
+                ..d.clone()
+            },
+            None => Device {
+                index: w.index,
+                ..Device::default()
+            },
+        };
+        match w.outstanding {
+            Some(since) if now.saturating_duration_since(since) >= deadline => {
+                let waited = now.saturating_duration_since(since);
+                device.stalled = true;
+                device.error = Some(format!("not responding for {}", fmt_wait(waited)));
+            }
+            // Not past the deadline yet, and never answered: nothing to show but that.
+            Some(_) if w.last.is_none() => {
+                device.error = Some("waiting for the driver's first answer".into());
+            }
+            _ => {}
+        }
+        device
+    }
+
     pub fn tick(&mut self) -> Sample {
         let t0 = Instant::now();
-        let mut sample = self.source.read();
+        self.read_devices();
         let t1 = Instant::now();
+        let timestamp = SystemTime::now();
+        let deadline = self.deadline();
+        let mut devices: Vec<Device> = self
+            .workers
+            .iter()
+            .map(|w| Self::assemble(w, t1, deadline))
+            .collect();
         if !self.filter.gpus.is_empty() {
             let gpus = &self.filter.gpus;
-            sample.devices.retain(|d| gpus.iter().any(|g| d.matches(g)));
+            devices.retain(|d| gpus.iter().any(|g| d.matches(g)));
         }
         if !self.filter.processes {
-            for d in &mut sample.devices {
+            for d in &mut devices {
                 d.processes.clear();
             }
         }
+        let mut sample = Sample {
+            timestamp,
+            hostname: self.hostname.clone(),
+            source: self.kind,
+            driver_version: self.driver_version.clone(),
+            cuda_version: self.cuda_version.clone(),
+            devices,
+            error: self.error.clone(),
+        };
         let t2 = Instant::now();
         if let Some(host) = self.host.as_mut() {
             let focus = self.focus.as_ref().map(|f| Arc::clone(&f.borrow()));
@@ -120,13 +358,43 @@ impl Sampler {
     }
 }
 
+/// "2 s", "12 s", "3 min 5 s": how long a device has not answered.
+fn fmt_wait(d: Duration) -> String {
+    let s = d.as_secs();
+    if s < 60 {
+        format!("{s} s")
+    } else if s < 3600 {
+        format!("{} min {} s", s / 60, s % 60)
+    } else {
+        format!("{} h {} min", s / 3600, (s % 3600) / 60)
+    }
+}
+
+impl Drop for Sampler {
+    /// Lets the idle readers end (the last one shuts NVML down) and waits for them briefly;
+    /// a reader blocked in a driver call is left behind, never joined: the process may exit
+    /// while it is blocked.
+    fn drop(&mut self) {
+        for w in &mut self.workers {
+            w.ask = None;
+        }
+        for w in &mut self.workers {
+            if w.outstanding.is_none() {
+                if let Some(t) = w.thread.take() {
+                    let _ = t.join();
+                }
+            }
+        }
+    }
+}
+
 /// Runs `sampler` every `interval` (read live, so a view can change it) and sends each sample
 /// on the returned channel. The task ends when the receiver is dropped.
 pub fn spawn(
     sampler: Sampler,
     interval: watch::Receiver<Duration>,
-) -> (mpsc::Receiver<Arc<Sample>>, tokio::task::JoinHandle<()>) {
-    let (tx, rx) = mpsc::channel(4);
+) -> (tmpsc::Receiver<Arc<Sample>>, tokio::task::JoinHandle<()>) {
+    let (tx, rx) = tmpsc::channel(4);
     let handle = tokio::spawn(run(sampler, interval, tx));
     (rx, handle)
 }
@@ -134,11 +402,13 @@ pub fn spawn(
 async fn run(
     mut sampler: Sampler,
     mut interval: watch::Receiver<Duration>,
-    tx: mpsc::Sender<Arc<Sample>>,
+    tx: tmpsc::Sender<Arc<Sample>>,
 ) {
     loop {
         let started = tokio::time::Instant::now();
-        // NVML calls block (ioctls on real drivers): keep them off the async thread.
+        let period = (*interval.borrow_and_update()).max(MIN_INTERVAL);
+        sampler.set_interval(period);
+        // A tick waits (boundedly) for the device readers: keep that off the async thread.
         let Ok((s, sample)) = tokio::task::spawn_blocking(move || {
             let sample = sampler.tick();
             (sampler, sample)
@@ -151,11 +421,202 @@ async fn run(
         if tx.send(Arc::new(sample)).await.is_err() {
             return;
         }
-        let period = (*interval.borrow_and_update()).max(MIN_INTERVAL);
         tokio::select! {
             _ = tokio::time::sleep_until(started + period) => {}
             changed = interval.changed() => if changed.is_err() { return },
             _ = tx.closed() => return,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+
+    /// Answers at once with a device named after its index.
+    struct Healthy(u32);
+    impl DeviceReader for Healthy {
+        fn read(&mut self) -> Device {
+            Device {
+                index: self.0,
+                name: Some(format!("GPU {}", self.0)),
+                ..Device::default()
+            }
+        }
+    }
+
+    /// Blocks each read until the test lets it go (never, if it does not), counting the
+    /// calls it receives.
+    struct Hung {
+        index: u32,
+        release: Arc<Mutex<mpsc::Receiver<()>>>,
+        calls: Arc<AtomicUsize>,
+    }
+    impl DeviceReader for Hung {
+        fn read(&mut self) -> Device {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            let _ = self.release.lock().map(|rx| rx.recv());
+            Device {
+                index: self.index,
+                name: Some("recovered".into()),
+                ..Device::default()
+            }
+        }
+    }
+
+    fn sampler(readers: Vec<Box<dyn DeviceReader>>, timeout: Duration) -> Sampler {
+        Sampler::new(
+            Opened {
+                kind: "simulated",
+                driver_version: None,
+                cuda_version: None,
+                readers,
+                error: None,
+                host_lookup: false,
+            },
+            Filter {
+                gpus: vec![],
+                processes: true,
+            },
+        )
+        .with_timeout(Some(timeout))
+    }
+
+    #[test]
+    fn a_device_that_never_answers_is_stalled_and_the_others_are_fresh() {
+        let (release, rx) = mpsc::channel();
+        let calls = Arc::new(AtomicUsize::new(0));
+        let hung = Hung {
+            index: 1,
+            release: Arc::new(Mutex::new(rx)),
+            calls: Arc::clone(&calls),
+        };
+        let mut s = sampler(
+            vec![Box::new(Healthy(0)), Box::new(hung)],
+            Duration::from_millis(100),
+        );
+
+        // A single tick waits up to the deadline, then reports what it has.
+        let started = Instant::now();
+        let sample = s.tick();
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "bounded by the deadline"
+        );
+        assert_eq!(sample.devices.len(), 2);
+        let (ok, stuck) = (&sample.devices[0], &sample.devices[1]);
+        assert!(ok.fresh() && ok.name.as_deref() == Some("GPU 0"));
+        assert!(stuck.stalled, "{stuck:?}");
+        assert_eq!(stuck.index, 1);
+        assert_eq!(stuck.data_age_ms, None, "it never answered");
+        assert!(stuck
+            .error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("not responding for")));
+
+        // Sampling on: the healthy device keeps its cadence, and the hung one is never asked
+        // a second time while its first call is outstanding.
+        s.set_interval(Duration::from_millis(20));
+        for _ in 0..5 {
+            let t = Instant::now();
+            let sample = s.tick();
+            assert!(t.elapsed() < Duration::from_millis(500));
+            assert!(sample.devices[0].fresh());
+            assert!(sample.devices[1].stalled);
+        }
+        assert_eq!(
+            calls.load(Ordering::SeqCst),
+            1,
+            "one outstanding call at most"
+        );
+        assert!(s.busy());
+
+        // The call returns: the device resumes by itself.
+        release.send(()).expect("release");
+        let mut resumed = None;
+        for _ in 0..50 {
+            let sample = s.tick();
+            if !sample.devices[1].stalled {
+                resumed = Some(sample);
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let sample = resumed.expect("the device resumed");
+        assert_eq!(sample.devices[1].name.as_deref(), Some("recovered"));
+        assert!(sample.devices[1].error.is_none());
+        // Dropping a sampler with a blocked reader returns at once (it is not joined).
+        drop(release);
+    }
+
+    #[test]
+    fn a_stalled_device_keeps_its_last_good_readings_marked_by_age() {
+        let (release, rx) = mpsc::channel::<()>();
+        let release_rx = Arc::new(Mutex::new(rx));
+        /// Answers the first read, then hangs.
+        struct Once {
+            done: bool,
+            release: Arc<Mutex<mpsc::Receiver<()>>>,
+        }
+        impl DeviceReader for Once {
+            fn read(&mut self) -> Device {
+                if self.done {
+                    let _ = self.release.lock().map(|rx| rx.recv());
+                }
+                self.done = true;
+                Device {
+                    index: 0,
+                    temperature_c: Some(50),
+                    ..Device::default()
+                }
+            }
+        }
+        let mut s = sampler(
+            vec![Box::new(Once {
+                done: false,
+                release: Arc::clone(&release_rx),
+            })],
+            Duration::from_millis(60),
+        );
+        assert!(s.tick().devices[0].fresh());
+        s.set_interval(Duration::from_millis(10));
+        let mut stalled = None;
+        for _ in 0..100 {
+            let d = s.tick().devices.remove(0);
+            if d.stalled {
+                stalled = Some(d);
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let d = stalled.expect("stalled after the deadline");
+        assert_eq!(d.temperature_c, Some(50), "last good value kept");
+        assert!(
+            d.data_age_ms.is_some_and(|ms| ms >= 60),
+            "{:?}",
+            d.data_age_ms
+        );
+        assert!(!d.fresh());
+        drop(release);
+    }
+
+    #[test]
+    fn default_deadline_is_two_seconds_or_two_intervals() {
+        assert_eq!(
+            deadline(Duration::from_secs(1), None),
+            Duration::from_secs(2)
+        );
+        assert_eq!(
+            deadline(Duration::from_secs(5), None),
+            Duration::from_secs(10)
+        );
+        assert_eq!(
+            deadline(Duration::from_secs(5), Some(Duration::from_millis(300))),
+            Duration::from_millis(300)
+        );
+        assert_eq!(fmt_wait(Duration::from_millis(12_400)), "12 s");
+        assert_eq!(fmt_wait(Duration::from_secs(125)), "2 min 5 s");
     }
 }

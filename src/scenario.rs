@@ -242,6 +242,12 @@ pub enum FaultKind {
     ProcessListRace,
     /// `nvmlDeviceGetMemoryInfo_v2` answers FUNCTION_NOT_FOUND, as on drivers before R510.
     MemoryV2Missing,
+    /// Every call on the device (or only on `field`) blocks for `block_s` seconds before it
+    /// answers, as on a GPU that is falling off the bus or wedged after an Xid.
+    Hang,
+    /// `nvmlInit` blocks for `block_s` seconds (a driver without persistence mode, or a wedged
+    /// one). Only `at_s = 0` windows matter: initialisation happens at scenario time 0.
+    InitHang,
 }
 
 /// A fault event, active over `[at_s, until_s)`.
@@ -255,6 +261,9 @@ pub struct Fault {
     pub field: Option<Field>,
     #[serde(default)]
     pub pid: Option<u32>,
+    /// How long each call blocks, for `hang` and `init_hang`.
+    #[serde(default)]
+    pub block_s: Option<f64>,
     #[serde(default)]
     pub at_s: f64,
     #[serde(default)]
@@ -293,9 +302,21 @@ pub struct DeviceState {
     pub denied: Vec<(Field, FaultKind)>,
     pub list_race: bool,
     pub memory_v2_missing: bool,
+    /// Hang faults in force: which calls (`None`: all) block, and for how long.
+    pub hangs: Vec<(Option<Field>, f64)>,
 }
 
 impl DeviceState {
+    /// How long a call on `field` (`None`: a call that reads no field, like getting the
+    /// handle) blocks before answering, if a hang fault is in force.
+    pub fn hang(&self, field: Option<Field>) -> Option<f64> {
+        self.hangs
+            .iter()
+            .filter(|(f, _)| f.is_none() || *f == field)
+            .map(|(_, s)| *s)
+            .reduce(f64::max)
+    }
+
     /// The fault on `field`, if any (NOT_SUPPORTED or NO_PERMISSION).
     pub fn fault(&self, field: Field) -> Option<FaultKind> {
         self.denied
@@ -373,6 +394,15 @@ impl Scenario {
                     "device {i}: each process needs exactly one of pid and pid_file"
                 )));
             }
+        }
+        if let Some(f) = scenario.faults.iter().find(|f| {
+            matches!(f.kind, FaultKind::Hang | FaultKind::InitHang)
+                && !f.block_s.is_some_and(|s| s.is_finite() && s > 0.0)
+        }) {
+            return Err(ScenarioError::Invalid(format!(
+                "a {:?} fault needs block_s, a number of seconds above 0",
+                f.kind
+            )));
         }
         Ok(scenario)
     }
@@ -478,7 +508,21 @@ impl Scenario {
             denied,
             list_race: faults.iter().any(|f| f.kind == FaultKind::ProcessListRace),
             memory_v2_missing: faults.iter().any(|f| f.kind == FaultKind::MemoryV2Missing),
+            hangs: faults
+                .iter()
+                .filter(|f| f.kind == FaultKind::Hang)
+                .filter_map(|f| Some((f.field, f.block_s.filter(|s| *s > 0.0)?)))
+                .collect(),
         }
+    }
+
+    /// How long `nvmlInit` blocks at scenario time `t`, if an `init_hang` fault says so.
+    pub fn init_hang(&self, t: f64) -> Option<f64> {
+        self.faults
+            .iter()
+            .filter(|f| f.kind == FaultKind::InitHang && f.active(t))
+            .filter_map(|f| f.block_s.filter(|s| *s > 0.0))
+            .reduce(f64::max)
     }
 }
 
@@ -577,6 +621,25 @@ mod tests {
             r#"{"version":1,"devices":[{"name":"G","memory_total_mib":10,"processes":[{"memory_mib":1}]}]}"#
         )
         .is_err());
+    }
+
+    #[test]
+    fn hangs_apply_to_their_device_field_and_window() {
+        let s = one_gpu(
+            r#","faults":[{"kind":"hang","device":0,"block_s":6,"at_s":2,"until_s":4},
+                {"kind":"hang","device":0,"field":"fan","block_s":1},
+                {"kind":"init_hang","block_s":3}]"#,
+        );
+        assert_eq!(s.device_at(0, 1.0).hang(None), None);
+        assert_eq!(s.device_at(0, 1.0).hang(Some(Field::Fan)), Some(1.0));
+        assert_eq!(s.device_at(0, 3.0).hang(None), Some(6.0));
+        assert_eq!(s.device_at(0, 3.0).hang(Some(Field::Memory)), Some(6.0));
+        assert_eq!(s.device_at(0, 5.0).hang(Some(Field::Memory)), None);
+        assert_eq!(s.init_hang(0.0), Some(3.0));
+        assert!(Scenario::from_json(
+            r#"{"version":1,"devices":[{"name":"G","memory_total_mib":10}],"faults":[{"kind":"hang"}]}"#
+        )
+        .is_err(), "a hang needs its duration");
     }
 
     #[test]

@@ -47,7 +47,15 @@ pub struct Device {
     /// Fields that could not be read, with the reason ("not supported", "no permission", …).
     pub field_errors: BTreeMap<&'static str, String>,
     /// The whole device failed (for example "GPU is lost"); the other fields are then `None`.
+    /// For a stalled device it says for how long it has not answered.
     pub error: Option<String>,
+    /// The device has not answered within its deadline (a hung driver call): a state of its
+    /// own, distinct from lost (`GPU_IS_LOST`) and from a field error. The readings, if any,
+    /// are the last good ones, `data_age_ms` old: never fresh.
+    pub stalled: bool,
+    /// How old the readings are at the sample's timestamp; `None` when there are none (a
+    /// device that never answered).
+    pub data_age_ms: Option<u64>,
 }
 
 /// NVML memory v2 semantics: `total = used + free + reserved`, `used` excludes `reserved`.
@@ -200,6 +208,16 @@ impl Device {
             error: Some(error),
             ..Device::default()
         }
+    }
+
+    /// Whether the readings are from this sample (not a failed, stalled or late device).
+    pub fn fresh(&self) -> bool {
+        self.error.is_none() && !self.stalled
+    }
+
+    /// When the readings were taken, given the sample's timestamp.
+    pub fn data_time(&self, sample_time: SystemTime) -> Option<SystemTime> {
+        sample_time.checked_sub(std::time::Duration::from_millis(self.data_age_ms?))
     }
 
     /// Whether `selector` (an index or a UUID, or a UUID prefix) names this device.

@@ -81,6 +81,9 @@ const DEVICE_FIELDS: &[(&str, Kind, DeviceGetter)] = &[
     ("error", Kind::Text, |_, d| text(&d.error)),
 ];
 
+/// The device fields that stay filled for a stalled device: who it is, and why it is empty.
+const IDENTITY_FIELDS: &[&str] = &["timestamp", "index", "uuid", "name", "pci.bus_id", "error"];
+
 const PROCESS_FIELDS: &[(&str, Kind, ProcessGetter)] = &[
     ("timestamp", Kind::Text, |s, _, _| ts(s)),
     ("gpu_index", Kind::Number, |_, d, _| d.index.into()),
@@ -188,11 +191,16 @@ impl Columns {
             .collect()
     }
 
-    /// The records of one sample: one per device, or one per process.
+    /// The records of one sample: one per device, or one per process. A stalled device's
+    /// readings are its last good ones, not this sample's: its record carries the error and
+    /// leaves them empty, and its processes get no records.
     pub fn records(&self, sample: &Sample) -> Vec<Vec<Value>> {
         let mut rows = Vec::new();
         for d in &sample.devices {
             if self.processes {
+                if d.stalled {
+                    continue;
+                }
                 for p in &d.processes {
                     rows.push(
                         self.picks
@@ -205,7 +213,14 @@ impl Columns {
                 rows.push(
                     self.picks
                         .iter()
-                        .map(|&i| (DEVICE_FIELDS[i].2)(sample, d))
+                        .map(|&i| {
+                            let (name, _, get) = DEVICE_FIELDS[i];
+                            if d.stalled && !IDENTITY_FIELDS.contains(&name) {
+                                Value::Null
+                            } else {
+                                get(sample, d)
+                            }
+                        })
                         .collect(),
                 );
             }

@@ -43,9 +43,10 @@ pub fn to_json(sample: &Sample) -> serde_json::Value {
     v
 }
 
-/// The device's own split (`None` for a failed device or an unknown total).
+/// The device's own split (`None` for a failed device or an unknown total). A stalled
+/// device's split is that of its last good readings, like the rest of its fields.
 pub fn device_breakdown(d: &Device) -> Option<Breakdown> {
-    if d.error.is_some() {
+    if d.error.is_some() && !d.stalled {
         return None;
     }
     let procs: Vec<(u32, Option<u64>)> = d

@@ -1,19 +1,36 @@
-//! Where samples come from: NVML through nvml-wrapper, or simulated GPUs from a scenario file.
+//! Where readings come from: NVML through nvml-wrapper, or simulated GPUs from a scenario file.
 //!
-//! Both produce the same [`Sample`]; everything downstream is source-agnostic.
+//! Opening a source yields one [`DeviceReader`] per GPU. The sampler runs each on its own
+//! thread, so a driver call that hangs on one GPU never holds up the others; everything
+//! downstream is source-agnostic.
 
 pub mod nvml;
 pub mod simulated;
 
-use crate::model::Sample;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
-pub trait Source: Send {
-    /// Reads every device once. Failures become part of the sample, never a panic.
-    fn read(&mut self) -> Sample;
+use crate::model::Device;
 
+/// Reads one device. It runs on a thread of its own and may block for as long as the driver
+/// does; failures become part of the [`Device`], never a panic.
+pub trait DeviceReader: Send + 'static {
+    fn read(&mut self) -> Device;
+}
+
+/// What opening a source found: facts about the system and one reader per device.
+pub struct Opened {
+    /// "nvml" or "simulated".
+    pub kind: &'static str,
+    pub driver_version: Option<String>,
+    pub cuda_version: Option<String>,
+    /// One per device, in index order.
+    pub readers: Vec<Box<dyn DeviceReader>>,
+    /// Why no device could be listed (the device count failed).
+    pub error: Option<String>,
     /// Whether the pids are real host pids worth looking up in /proc (false for simulated
     /// GPUs, whose processes carry their own host facts).
-    fn host_lookup(&self) -> bool;
+    pub host_lookup: bool,
 }
 
 /// Why no source could be opened.
@@ -29,4 +46,120 @@ pub enum OpenError {
     Init(String),
     #[error("{path}: {reason}")]
     Scenario { path: String, reason: String },
+    #[error(
+        "the NVIDIA driver did not answer within {} (NVML initialisation is still blocked).\n\
+         The driver may be wedged (see `dmesg` for Xid errors), or slow to start without \
+         nvidia-persistenced; allow it longer with --timeout.",
+        humantime::format_duration(*.0)
+    )]
+    Timeout(Duration),
+}
+
+/// A source being opened on a thread of its own: NVML's initialisation can block for
+/// seconds (no persistence mode) or for good (a wedged driver), and no view may wait on it
+/// blindly.
+pub struct Opening {
+    rx: mpsc::Receiver<Result<Opened, OpenError>>,
+    started: Instant,
+}
+
+impl Opening {
+    pub fn start(open: impl FnOnce() -> Result<Opened, OpenError> + Send + 'static) -> Self {
+        let (tx, rx) = mpsc::sync_channel(1);
+        let spawned = std::thread::Builder::new()
+            .name("gpumon-open".into())
+            .spawn(move || {
+                let _ = tx.send(open());
+            });
+        if let Err(e) = spawned {
+            // No thread to spare: say so through the same channel.
+            let (tx, rx2) = mpsc::sync_channel(1);
+            let _ = tx.send(Err(OpenError::Init(format!(
+                "cannot start a thread to open NVML: {e}"
+            ))));
+            return Opening {
+                rx: rx2,
+                started: Instant::now(),
+            };
+        }
+        Opening {
+            rx,
+            started: Instant::now(),
+        }
+    }
+
+    /// Waits at most `timeout` (counted from the start) for the source.
+    pub fn wait(self, timeout: Duration) -> Result<Opened, OpenError> {
+        let left = timeout.saturating_sub(self.started.elapsed());
+        match self.rx.recv_timeout(left) {
+            Ok(result) => result,
+            Err(mpsc::RecvTimeoutError::Timeout) => Err(OpenError::Timeout(timeout)),
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                Err(OpenError::Init("the thread opening NVML panicked".into()))
+            }
+        }
+    }
+
+    /// Waits at most `d` more: `Ok(None)` when the source is still opening.
+    pub fn wait_a_little(&self, d: Duration) -> Result<Option<Opened>, OpenError> {
+        match self.rx.recv_timeout(d) {
+            Ok(result) => result.map(Some),
+            Err(mpsc::RecvTimeoutError::Timeout) => Ok(None),
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                Err(OpenError::Init("the thread opening NVML panicked".into()))
+            }
+        }
+    }
+
+    /// The source, if it is open by now (`None`: still waiting).
+    pub fn poll(&self) -> Option<Result<Opened, OpenError>> {
+        match self.rx.try_recv() {
+            Ok(result) => Some(result),
+            Err(mpsc::TryRecvError::Empty) => None,
+            Err(mpsc::TryRecvError::Disconnected) => Some(Err(OpenError::Init(
+                "the thread opening NVML panicked".into(),
+            ))),
+        }
+    }
+
+    /// How long the source has been opening.
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn empty() -> Result<Opened, OpenError> {
+        Ok(Opened {
+            kind: "simulated",
+            driver_version: None,
+            cuda_version: None,
+            readers: Vec::new(),
+            error: None,
+            host_lookup: false,
+        })
+    }
+
+    #[test]
+    fn an_opening_that_blocks_times_out_and_a_quick_one_does_not() {
+        let slow = Opening::start(|| {
+            std::thread::sleep(Duration::from_secs(5));
+            empty()
+        });
+        assert!(slow.poll().is_none());
+        let t = Instant::now();
+        assert!(matches!(
+            slow.wait(Duration::from_millis(50)),
+            Err(OpenError::Timeout(_))
+        ));
+        assert!(
+            t.elapsed() < Duration::from_secs(4),
+            "gave up at the deadline"
+        );
+        let quick = Opening::start(empty);
+        assert!(quick.wait(Duration::from_secs(5)).is_ok());
+    }
 }

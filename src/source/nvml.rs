@@ -5,11 +5,13 @@
 //! - count-then-fill races (retried), unavailable per-process memory (`None`);
 //! - NOT_SUPPORTED / NO_PERMISSION / missing symbols per field (`None`, reason kept);
 //! - GPU_IS_LOST per device (the device stays, with its error);
-//! - the panic in `Nvml`'s `Drop` when `nvmlShutdown` is missing (we shut down ourselves).
+//! - the panic in `Nvml`'s `Drop` when `nvmlShutdown` is missing (we shut down ourselves);
+//! - calls that hang: each device has its own reader (the sampler gives each a thread), and
+//!   `nvmlShutdown` waits for the last reader, so it never runs under an outstanding call.
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
-use std::time::SystemTime;
+use std::sync::Arc;
 
 use nvml_wrapper::enum_wrappers::device::TemperatureSensor;
 use nvml_wrapper::enums::device::UsedGpuMemory;
@@ -17,8 +19,8 @@ use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::struct_wrappers::device::ProcessInfo;
 use nvml_wrapper::{Device as NvDevice, Nvml};
 
-use super::{OpenError, Source};
-use crate::model::{Device, Memory, Process, ProcessKind, Sample, Utilization};
+use super::{DeviceReader, OpenError, Opened};
+use crate::model::{Device, Memory, Process, ProcessKind, Utilization};
 
 /// The driver's library name; the unversioned `.so` only exists with development packages.
 pub const DEFAULT_LIB: &str = "libnvidia-ml.so.1";
@@ -34,13 +36,40 @@ struct Identity {
     pci_bus_id: Option<String>,
 }
 
-pub struct NvmlSource {
+/// The library handle, shared by the per-device readers. The last reader to let go shuts
+/// NVML down; a reader blocked in a driver call holds its reference for as long as the call
+/// lasts, so `nvmlShutdown` is never called while a call is outstanding (the process may exit
+/// first: then the driver cleans up, which is safe, whereas shutting down under a running call
+/// is not).
+struct Shared {
     nvml: Option<Nvml>,
-    driver_version: Option<String>,
-    cuda_version: Option<String>,
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        let Some(nvml) = self.nvml.take() else {
+            return;
+        };
+        // `Nvml`'s own Drop calls nvmlShutdown through `.expect()`: with the symbol missing
+        // that panics at exit. Shut down explicitly, and leak the handle when we cannot.
+        if nvml.lib().nvmlShutdown.is_ok() {
+            let _ = nvml.shutdown();
+        } else {
+            std::mem::forget(nvml);
+        }
+    }
+}
+
+/// Opens NVML; see [`NvmlSource::open`].
+pub struct NvmlSource;
+
+/// Reads one GPU through NVML.
+pub struct NvmlDevice {
+    shared: Arc<Shared>,
+    index: u32,
     /// Drivers 535.43–535.86 misreport `_v3` process lists.
     v3_broken: bool,
-    identities: Vec<Option<Identity>>,
+    identity: Option<Identity>,
 }
 
 /// "12.4" from NVML's 12040.
@@ -70,8 +99,10 @@ pub fn describe(e: &NvmlError) -> String {
 }
 
 impl NvmlSource {
-    /// Loads NVML from `lib` (default: the driver's `libnvidia-ml.so.1`) and initialises it once.
-    pub fn open(lib: Option<&str>) -> Result<Self, OpenError> {
+    /// Loads NVML from `lib` (default: the driver's `libnvidia-ml.so.1`), initialises it once
+    /// and lists the devices. This can block for as long as the driver does: see
+    /// [`Opening`](super::Opening).
+    pub fn open(lib: Option<&str>) -> Result<Opened, OpenError> {
         let path = lib.unwrap_or(DEFAULT_LIB);
         let nvml = Nvml::builder()
             .lib_path(OsStr::new(path))
@@ -90,27 +121,56 @@ impl NvmlSource {
         let driver_version = nvml.sys_driver_version().ok();
         let cuda_version = nvml.sys_cuda_driver_version().ok().map(cuda_version_string);
         let v3_broken = driver_version.as_deref().is_some_and(has_v3_stride_bug);
-        Ok(NvmlSource {
-            nvml: Some(nvml),
+        let count = nvml.device_count();
+        let shared = Arc::new(Shared { nvml: Some(nvml) });
+        let (readers, error) = match count {
+            Ok(n) => (
+                (0..n)
+                    .map(|index| {
+                        Box::new(NvmlDevice {
+                            shared: Arc::clone(&shared),
+                            index,
+                            v3_broken,
+                            identity: None,
+                        }) as Box<dyn DeviceReader>
+                    })
+                    .collect(),
+                None,
+            ),
+            Err(e) => (
+                Vec::new(),
+                Some(format!("cannot count GPUs: {}", describe(&e))),
+            ),
+        };
+        Ok(Opened {
+            kind: "nvml",
             driver_version,
             cuda_version,
-            v3_broken,
-            identities: Vec::new(),
+            readers,
+            error,
+            host_lookup: true,
         })
     }
+}
 
-    fn read_device(&mut self, nvml: &Nvml, index: u32) -> Device {
-        let slot = index as usize;
+impl DeviceReader for NvmlDevice {
+    fn read(&mut self) -> Device {
+        let shared = Arc::clone(&self.shared);
+        match &shared.nvml {
+            Some(nvml) => self.read_device(nvml),
+            None => Device::failed(self.index, "NVML is shut down".into()),
+        }
+    }
+}
+
+impl NvmlDevice {
+    fn read_device(&mut self, nvml: &Nvml) -> Device {
+        let index = self.index;
         let dev = match nvml.device_by_index(index) {
             Ok(d) => d,
             Err(e) => {
                 // Keep what we knew of a GPU that fell off the bus, so views can still name it.
-                let known = self
-                    .identities
-                    .get(slot)
-                    .cloned()
-                    .flatten()
-                    .unwrap_or_default();
+                let known = self.identity.clone().unwrap_or_default();
                 return Device {
                     name: known.name,
                     uuid: known.uuid,
@@ -119,10 +179,7 @@ impl NvmlSource {
                 };
             }
         };
-        if self.identities.len() <= slot {
-            self.identities.resize(slot + 1, None);
-        }
-        let identity = match &self.identities[slot] {
+        let identity = match &self.identity {
             Some(id) => id.clone(),
             None => {
                 let id = Identity {
@@ -132,7 +189,7 @@ impl NvmlSource {
                 };
                 // Only cache a complete identity, so a transient failure is retried.
                 if id.name.is_some() && id.uuid.is_some() {
-                    self.identities[slot] = Some(id.clone());
+                    self.identity = Some(id.clone());
                 }
                 id
             }
@@ -307,49 +364,6 @@ fn read_memory(nvml: &Nvml, dev: &NvDevice) -> Result<Memory, NvmlError> {
             })
         }
         Err(e) => Err(e),
-    }
-}
-
-impl Source for NvmlSource {
-    fn read(&mut self) -> Sample {
-        let mut sample = Sample {
-            timestamp: SystemTime::now(),
-            hostname: crate::host::hostname(),
-            source: "nvml",
-            driver_version: self.driver_version.clone(),
-            cuda_version: self.cuda_version.clone(),
-            devices: Vec::new(),
-            error: None,
-        };
-        let Some(nvml) = self.nvml.take() else {
-            sample.error = Some("NVML is shut down".into());
-            return sample;
-        };
-        match nvml.device_count() {
-            Ok(n) => sample.devices = (0..n).map(|i| self.read_device(&nvml, i)).collect(),
-            Err(e) => sample.error = Some(format!("cannot count GPUs: {}", describe(&e))),
-        }
-        self.nvml = Some(nvml);
-        sample
-    }
-
-    fn host_lookup(&self) -> bool {
-        true
-    }
-}
-
-impl Drop for NvmlSource {
-    fn drop(&mut self) {
-        let Some(nvml) = self.nvml.take() else {
-            return;
-        };
-        // `Nvml`'s own Drop calls nvmlShutdown through `.expect()`: with the symbol missing
-        // that panics at exit. Shut down explicitly, and leak the handle when we cannot.
-        if nvml.lib().nvmlShutdown.is_ok() {
-            let _ = nvml.shutdown();
-        } else {
-            std::mem::forget(nvml);
-        }
     }
 }
 

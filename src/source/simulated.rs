@@ -1,18 +1,39 @@
 //! Simulated GPUs driven by a scenario file: `--demo` and `--scenario FILE`.
 
-use std::time::{Instant, SystemTime};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
 
-use super::{OpenError, Source};
-use crate::model::{Device, Memory, Process, ProcessKind, Sample, Utilization};
-use crate::scenario::{FaultKind, Field, ProcKind, Scenario};
+use super::{DeviceReader, OpenError, Opened};
+use crate::model::{Device, Memory, Process, ProcessKind, Utilization};
+use crate::scenario::{DeviceState, FaultKind, Field, ProcKind, Scenario};
 
 /// The built-in scenario behind `--demo`: a training run on two GPUs.
 pub const DEMO: &str = include_str!("../../assets/scenarios/demo.json");
 
-pub struct Simulated {
+/// A scenario and its clock, shared by the devices' readers.
+struct Clock {
     scenario: Scenario,
     started: Instant,
     t0: f64,
+}
+
+impl Clock {
+    fn now(&self) -> f64 {
+        self.scenario
+            .time(self.t0 + self.started.elapsed().as_secs_f64())
+    }
+}
+
+/// Opens simulated GPUs.
+pub struct Simulated {
+    scenario: Scenario,
+    t0: f64,
+}
+
+/// Reads one simulated GPU.
+pub struct SimulatedDevice {
+    clock: Arc<Clock>,
+    index: u32,
 }
 
 impl Simulated {
@@ -35,17 +56,46 @@ impl Simulated {
             path: path.to_owned(),
             reason: e.to_string(),
         })?;
-        Ok(Simulated {
-            scenario,
-            started: Instant::now(),
-            t0: 0.0,
-        })
+        Ok(Simulated { scenario, t0: 0.0 })
     }
 
     /// Starts the scenario clock at `t0` seconds (to show a given moment).
     pub fn at(mut self, t0: f64) -> Self {
         self.t0 = t0;
         self
+    }
+
+    /// Starts the clock and gives one reader per device. An `init_hang` fault blocks here,
+    /// as `nvmlInit` would.
+    pub fn open(self) -> Opened {
+        if let Some(s) = self.scenario.init_hang(self.scenario.time(self.t0)) {
+            std::thread::sleep(Duration::from_secs_f64(s));
+        }
+        let driver_version = Some(self.scenario.driver_version.clone());
+        let cuda_version = Some(crate::source::nvml::cuda_version_string(
+            self.scenario.cuda_driver_version,
+        ));
+        let n = self.scenario.devices.len() as u32;
+        let clock = Arc::new(Clock {
+            scenario: self.scenario,
+            started: Instant::now(),
+            t0: self.t0,
+        });
+        Opened {
+            kind: "simulated",
+            driver_version,
+            cuda_version,
+            readers: (0..n)
+                .map(|index| {
+                    Box::new(SimulatedDevice {
+                        clock: Arc::clone(&clock),
+                        index,
+                    }) as Box<dyn DeviceReader>
+                })
+                .collect(),
+            error: None,
+            host_lookup: false,
+        }
     }
 }
 
@@ -57,108 +107,97 @@ fn denied(kind: Option<FaultKind>) -> Option<String> {
     }
 }
 
-impl Source for Simulated {
-    fn read(&mut self) -> Sample {
-        let elapsed = self.started.elapsed().as_secs_f64();
-        let t = self.scenario.time(self.t0 + elapsed);
-        let devices = self
-            .scenario
-            .state_at(t)
-            .into_iter()
-            .map(|d| {
-                if d.lost {
-                    return Device::failed(d.index, "GPU is lost".into());
-                }
-                let mut dev = Device {
-                    index: d.index,
-                    uuid: Some(d.uuid.clone()),
-                    name: Some(d.name.clone()),
-                    pci_bus_id: Some(d.pci_bus_id.clone()),
-                    memory: Memory {
-                        total_bytes: Some(d.total),
-                        used_bytes: Some(d.used),
-                        free_bytes: Some(d.free),
-                        reserved_bytes: Some(d.reserved),
-                    },
-                    utilization: Utilization {
-                        gpu_percent: Some(d.utilization_gpu),
-                        memory_percent: Some(d.utilization_memory),
-                    },
-                    temperature_c: Some(d.temperature_c),
-                    power_draw_w: Some(d.power_draw_mw as f64 / 1000.0),
-                    power_limit_w: d.power_limit_mw.map(|mw| mw as f64 / 1000.0),
-                    fan_percent: d.fan_percent,
-                    ..Device::default()
-                };
-                // Apply field faults the way the NVML source reports them.
-                let fields: [(Field, &'static str); 5] = [
-                    (Field::Memory, "memory"),
-                    (Field::Utilization, "utilization"),
-                    (Field::Temperature, "temperature"),
-                    (Field::Power, "power"),
-                    (Field::Fan, "fan"),
-                ];
-                for (field, name) in fields {
-                    let Some(why) = denied(d.fault(field)) else {
-                        continue;
-                    };
-                    match field {
-                        Field::Memory => dev.memory = Memory::default(),
-                        Field::Utilization => dev.utilization = Utilization::default(),
-                        Field::Temperature => dev.temperature_c = None,
-                        Field::Power => dev.power_draw_w = None,
-                        _ => dev.fan_percent = None,
-                    }
-                    dev.field_errors.insert(name, why);
-                }
-                if let Some(why) = denied(d.fault(Field::Processes)) {
-                    dev.processes_error = Some(format!("cannot list processes: {why}"));
-                    return dev;
-                }
-                let wall_start = |start_s: f64| {
-                    let since = (t - start_s).max(0.0) as u64;
-                    SystemTime::now()
-                        .duration_since(SystemTime::UNIX_EPOCH)
-                        .ok()
-                        .map(|now| now.as_secs().saturating_sub(since))
-                };
-                dev.processes = d
-                    .processes
-                    .iter()
-                    .map(|p| Process {
-                        pid: p.pid,
-                        kind: match p.kind {
-                            ProcKind::Compute => ProcessKind::Compute,
-                            ProcKind::Graphics => ProcessKind::Graphics,
-                            ProcKind::Both => ProcessKind::Both,
-                        },
-                        gpu_memory_bytes: p.memory,
-                        name: p.name.clone(),
-                        user: p.user.clone(),
-                        command: p.command.clone(),
-                        cpu_percent: p.cpu_percent.map(|c| c as f32),
-                        host_memory_bytes: p.host_memory,
-                        start_time: wall_start(p.start_s),
-                        allocator: None,
-                    })
-                    .collect();
-                dev
-            })
-            .collect();
-        Sample {
-            timestamp: SystemTime::now(),
-            hostname: crate::host::hostname(),
-            source: "simulated",
-            driver_version: Some(self.scenario.driver_version.clone()),
-            cuda_version: Some(crate::source::nvml::cuda_version_string(
-                self.scenario.cuda_driver_version,
-            )),
-            devices,
-            error: None,
+impl DeviceReader for SimulatedDevice {
+    fn read(&mut self) -> Device {
+        let mut t = self.clock.now();
+        let mut d = self.clock.scenario.device_at(self.index, t);
+        // A hung device: block as NVML would (one call's worth), then answer as of later.
+        if let Some(block) = d.hangs.iter().map(|(_, s)| *s).reduce(f64::max) {
+            std::thread::sleep(Duration::from_secs_f64(block));
+            t = self.clock.now();
+            d = self.clock.scenario.device_at(self.index, t);
         }
+        device(&d, t)
     }
+}
 
-    fn host_lookup(&self) -> bool {
-        false
+/// What NVML would answer for a device in state `d` at scenario time `t`.
+fn device(d: &DeviceState, t: f64) -> Device {
+    if d.lost {
+        return Device::failed(d.index, "GPU is lost".into());
     }
+    let mut dev = Device {
+        index: d.index,
+        uuid: Some(d.uuid.clone()),
+        name: Some(d.name.clone()),
+        pci_bus_id: Some(d.pci_bus_id.clone()),
+        memory: Memory {
+            total_bytes: Some(d.total),
+            used_bytes: Some(d.used),
+            free_bytes: Some(d.free),
+            reserved_bytes: Some(d.reserved),
+        },
+        utilization: Utilization {
+            gpu_percent: Some(d.utilization_gpu),
+            memory_percent: Some(d.utilization_memory),
+        },
+        temperature_c: Some(d.temperature_c),
+        power_draw_w: Some(d.power_draw_mw as f64 / 1000.0),
+        power_limit_w: d.power_limit_mw.map(|mw| mw as f64 / 1000.0),
+        fan_percent: d.fan_percent,
+        ..Device::default()
+    };
+    // Apply field faults the way the NVML source reports them.
+    let fields: [(Field, &'static str); 5] = [
+        (Field::Memory, "memory"),
+        (Field::Utilization, "utilization"),
+        (Field::Temperature, "temperature"),
+        (Field::Power, "power"),
+        (Field::Fan, "fan"),
+    ];
+    for (field, name) in fields {
+        let Some(why) = denied(d.fault(field)) else {
+            continue;
+        };
+        match field {
+            Field::Memory => dev.memory = Memory::default(),
+            Field::Utilization => dev.utilization = Utilization::default(),
+            Field::Temperature => dev.temperature_c = None,
+            Field::Power => dev.power_draw_w = None,
+            _ => dev.fan_percent = None,
+        }
+        dev.field_errors.insert(name, why);
+    }
+    if let Some(why) = denied(d.fault(Field::Processes)) {
+        dev.processes_error = Some(format!("cannot list processes: {why}"));
+        return dev;
+    }
+    let wall_start = |start_s: f64| {
+        let since = (t - start_s).max(0.0) as u64;
+        SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .ok()
+            .map(|now| now.as_secs().saturating_sub(since))
+    };
+    dev.processes = d
+        .processes
+        .iter()
+        .map(|p| Process {
+            pid: p.pid,
+            kind: match p.kind {
+                ProcKind::Compute => ProcessKind::Compute,
+                ProcKind::Graphics => ProcessKind::Graphics,
+                ProcKind::Both => ProcessKind::Both,
+            },
+            gpu_memory_bytes: p.memory,
+            name: p.name.clone(),
+            user: p.user.clone(),
+            command: p.command.clone(),
+            cpu_percent: p.cpu_percent.map(|c| c as f32),
+            host_memory_bytes: p.host_memory,
+            start_time: wall_start(p.start_s),
+            allocator: None,
+        })
+        .collect();
+    dev
 }

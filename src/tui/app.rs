@@ -103,6 +103,8 @@ pub struct App {
     /// Where the table's rows were drawn last (for mouse clicks).
     pub table_rows: Rect,
     pub table_first: usize,
+    /// How long the driver has been initialising, while the dashboard waits for it.
+    pub opening_for: Option<Duration>,
     /// Table order as (device position, process position) into `sample`, recomputed only when
     /// the sample, the sort or the filter changes (drawing reads it several times a frame).
     order: Vec<(usize, usize)>,
@@ -127,6 +129,7 @@ impl App {
             oom_scroll: 0,
             table_rows: Rect::default(),
             table_first: 0,
+            opening_for: None,
             order: Vec::new(),
         }
     }

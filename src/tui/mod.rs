@@ -1,7 +1,8 @@
 //! The live dashboard: terminal set-up and restore, and the event loop.
 //!
 //! One `tokio::select!` takes samples from the sampler, input from a reader thread, and
-//! SIGTERM/SIGHUP. The screen is redrawn only when a sample or an input changes something.
+//! SIGTERM/SIGHUP. The screen opens at once, even while the driver is still initialising, and
+//! quitting never waits for a driver call: blocked threads are left behind. The screen is redrawn only when a sample or an input changes something.
 //! The terminal is restored on every way out: normal exit, error (a guard's `Drop`), panic (a
 //! hook that restores before the message prints) and signals.
 
@@ -28,6 +29,7 @@ use tokio::sync::{mpsc, watch};
 
 use crate::model::Sample;
 use crate::sampler::{self, Sampler};
+use crate::source::{OpenError, Opened, Opening};
 use app::{Action, App};
 
 static ACTIVE: AtomicBool = AtomicBool::new(false);
@@ -79,31 +81,68 @@ enum Input {
     Closed,
 }
 
-/// Runs the dashboard until the user quits or a signal arrives.
-pub fn run(sampler: Sampler, interval: Duration, history: Duration) -> anyhow::Result<()> {
+/// How the dashboard starts: with its sampler, or while the driver is still initialising
+/// (NVML's init can block for seconds, or for good on a wedged driver).
+pub enum Start {
+    Ready(Box<Sampler>),
+    /// The source is opening; the function makes the sampler once it is open.
+    Opening(Opening, Box<dyn FnOnce(Opened) -> Sampler + Send>),
+}
+
+/// Runs the dashboard until the user quits or a signal arrives. `Ok(Some(e))`: the source
+/// failed to open after the screen was up (the terminal is restored before the caller prints
+/// it).
+pub fn run(
+    start: Start,
+    interval: Duration,
+    history: Duration,
+) -> anyhow::Result<Option<OpenError>> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .enable_io()
         .build()?;
     let mut terminal = setup()?;
-    let _guard = Guard;
-    runtime.block_on(event_loop(&mut terminal, sampler, interval, history))?;
-    terminal.show_cursor()?;
-    Ok(())
+    let guard = Guard;
+    let result = runtime.block_on(event_loop(&mut terminal, start, interval, history));
+    // Quit promptly even while a tick waits on a hung GPU or NVML is still initialising:
+    // blocked threads are left behind, never joined (the process exits around them).
+    runtime.shutdown_background();
+    let _ = terminal.show_cursor();
+    drop(guard);
+    result
+}
+
+/// Samples from the sampler, once it runs.
+async fn next_sample(samples: &mut Option<mpsc::Receiver<Arc<Sample>>>) -> Option<Arc<Sample>> {
+    match samples {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
 }
 
 async fn event_loop<B: Backend>(
     terminal: &mut Terminal<B>,
-    sampler: Sampler,
+    start: Start,
     interval: Duration,
     history: Duration,
-) -> anyhow::Result<()>
+) -> anyhow::Result<Option<OpenError>>
 where
     B::Error: Send + Sync + 'static,
 {
     let (interval_tx, interval_rx) = watch::channel(interval);
     let (focus_tx, focus_rx) = watch::channel(Arc::new(Vec::new()));
-    let (mut samples, task) = sampler::spawn(sampler.with_focus(focus_rx), interval_rx);
+    let mut samples = None;
+    let mut task = None;
+    let mut opening = None;
+    match start {
+        Start::Ready(sampler) => {
+            let (rx, t) =
+                sampler::spawn((*sampler).with_focus(focus_rx.clone()), interval_rx.clone());
+            samples = Some(rx);
+            task = Some(t);
+        }
+        Start::Opening(o, make) => opening = Some((o, make)),
+    }
     let (input_tx, mut inputs) = mpsc::channel::<Input>(64);
     // crossterm's reader blocks; it lives on its own thread and ends with the process.
     std::thread::spawn(move || loop {
@@ -120,18 +159,22 @@ where
     tokio::pin!(stop);
     #[cfg(unix)]
     let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
+    // While the driver initialises: look for it, and count the wait on screen.
+    let mut poll = tokio::time::interval(Duration::from_millis(100));
+    poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
 
     let mut app = App::new(interval, history);
+    app.opening_for = opening.as_ref().map(|(o, _)| o.elapsed());
     // Test hook: proves the panic hook restores the terminal (tests/integration/dashboard.rs).
     let debug_panic = std::env::var_os("GPUMON_DEBUG_PANIC").is_some();
     terminal.draw(|f| ui::draw(f, &mut app))?;
-    loop {
+    let outcome = loop {
         #[cfg(unix)]
         let hup = hangup.recv();
         #[cfg(not(unix))]
         let hup = std::future::pending::<Option<()>>();
         let action = tokio::select! {
-            sample = samples.recv() => match sample {
+            sample = next_sample(&mut samples) => match sample {
                 Some(_) if debug_panic => panic!("GPUMON_DEBUG_PANIC is set"),
                 Some(s) => app.on_sample(s),
                 None => Action::Quit,
@@ -141,12 +184,32 @@ where
                 // No terminal input any more (stdin closed): keep showing samples.
                 Some(Input::Closed) | None => Action::None,
             },
+            _ = poll.tick(), if opening.is_some() => {
+                let Some((o, _)) = &opening else { continue };
+                match o.poll() {
+                    None => {
+                        let shown = app.opening_for.map(|d| d.as_secs());
+                        app.opening_for = Some(o.elapsed());
+                        if shown == Some(o.elapsed().as_secs()) { Action::None } else { Action::Redraw }
+                    }
+                    Some(Err(e)) => break Some(e),
+                    Some(Ok(source)) => {
+                        let Some((_, make)) = opening.take() else { continue };
+                        app.opening_for = None;
+                        let sampler = make(source).with_focus(focus_rx.clone());
+                        let (rx, t) = sampler::spawn(sampler, interval_rx.clone());
+                        samples = Some(rx);
+                        task = Some(t);
+                        Action::Redraw
+                    }
+                }
+            }
             _ = &mut stop => Action::Quit,
             _ = hup => Action::Quit,
         };
         match action {
             Action::None => continue,
-            Action::Quit => break,
+            Action::Quit => break None,
             Action::SetInterval(d) => {
                 let _ = interval_tx.send(d);
             }
@@ -158,10 +221,12 @@ where
         if **focus_tx.borrow() != visible {
             let _ = focus_tx.send(Arc::new(visible));
         }
-    }
+    };
     drop(samples);
-    task.abort();
-    Ok(())
+    if let Some(t) = task {
+        t.abort();
+    }
+    Ok(outcome)
 }
 
 fn on_event(app: &mut App, ev: Event) -> Action {

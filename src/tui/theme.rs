@@ -29,6 +29,10 @@ pub fn dim() -> Style {
 pub fn error() -> Style {
     Style::new().fg(Color::Red).add_modifier(Modifier::BOLD)
 }
+/// Readings that are not fresh (a stalled GPU's last good values).
+pub fn stale() -> Style {
+    Style::new().fg(Color::DarkGray).add_modifier(Modifier::DIM)
+}
 pub fn warning() -> Style {
     Style::new().fg(Color::Yellow)
 }

@@ -48,8 +48,19 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
     draw_footer(frame.buffer_mut(), footer, app);
 
     let Some(sample) = app.sample.clone() else {
+        let msg = match app.opening_for {
+            Some(d) => format!(
+                "waiting for the NVIDIA driver… ({} s)\n\nNVML's initialisation has not \
+                 returned yet: slow without nvidia-persistenced, or a wedged driver (see dmesg \
+                 for Xid errors). q quits.",
+                d.as_secs()
+            ),
+            None => "waiting for the first sample…".into(),
+        };
         frame.render_widget(
-            Paragraph::new("waiting for the first sample…").style(theme::dim()),
+            Paragraph::new(msg)
+                .style(theme::dim())
+                .wrap(Wrap { trim: true }),
             body,
         );
         return;
@@ -204,7 +215,7 @@ fn draw_gpus(frame: &mut Frame, area: Rect, app: &mut App, sample: &Sample, full
         if full {
             draw_gpu_full(frame, rect, app, d, sample.timestamp);
         } else {
-            draw_gpu_compact(frame.buffer_mut(), rect, d, index_width);
+            draw_gpu_compact(frame.buffer_mut(), rect, d, index_width, sample.timestamp);
         }
     }
     if hidden > 0 && area.height > 0 {
@@ -216,12 +227,25 @@ fn draw_gpus(frame: &mut Frame, area: Rect, app: &mut App, sample: &Sample, full
     }
 }
 
-fn gpu_title(d: &Device) -> Vec<Span<'static>> {
+/// "not responding for 12 s (last data 03:14:18 UTC)": a failed device's error, with when its
+/// readings are from if it has stalled.
+fn device_error(d: &Device, now: SystemTime) -> Option<String> {
+    let e = d.error.as_ref()?;
+    if !d.stalled {
+        return Some(e.clone());
+    }
+    Some(match d.data_time(now) {
+        Some(t) => format!("{e} (last data {})", clock(t)),
+        None => format!("{e} (no data yet)"),
+    })
+}
+
+fn gpu_title(d: &Device, now: SystemTime) -> Vec<Span<'static>> {
     let mut spans = vec![
         Span::styled(format!("[{}] ", d.index), theme::header()),
         Span::raw(d.name.clone().unwrap_or_else(|| "N/A".into())),
     ];
-    if let Some(e) = &d.error {
+    if let Some(e) = device_error(d, now) {
         spans.push(Span::styled(format!("  {e}"), theme::error()));
         return spans;
     }
@@ -260,7 +284,11 @@ fn memory_figures(d: &Device) -> Span<'static> {
                 fmt_bytes(t),
                 share * 100.0
             ),
-            theme::level(share),
+            if d.stalled {
+                theme::stale()
+            } else {
+                theme::level(share)
+            },
         ),
         _ => Span::styled(
             format!(
@@ -294,7 +322,13 @@ fn part_style(kind: &PartKind, selected_pid: Option<u32>) -> (&'static str, Styl
 
 /// A stacked bar of a breakdown, each part in its own style; widths by cumulative rounding so
 /// the parts always fill exactly `area.width` cells.
-fn draw_breakdown(buf: &mut Buffer, area: Rect, b: &Breakdown, selected_pid: Option<u32>) {
+fn draw_breakdown(
+    buf: &mut Buffer,
+    area: Rect,
+    b: &Breakdown,
+    selected_pid: Option<u32>,
+    stale: bool,
+) {
     let w = area.width as f64;
     let total = b.total.max(1) as f64;
     let mut cum = 0u64;
@@ -303,7 +337,10 @@ fn draw_breakdown(buf: &mut Buffer, area: Rect, b: &Breakdown, selected_pid: Opt
         let start = ((cum as f64 / total) * w).round() as u16;
         cum += bytes;
         let end = (((cum as f64 / total) * w).round() as u16).min(area.width);
-        let (symbol, style) = part_style(&p.kind, selected_pid);
+        let (symbol, mut style) = part_style(&p.kind, selected_pid);
+        if stale {
+            style = theme::stale();
+        }
         for x in start..end {
             if let Some(cell) = buf.cell_mut((area.x + x, area.y)) {
                 cell.set_symbol(symbol).set_style(style);
@@ -321,8 +358,11 @@ fn draw_gpu_full(frame: &mut Frame, area: Rect, app: &App, d: &Device, now: Syst
     let buf = frame.buffer_mut();
     let figures = memory_figures(d);
     let fw = figures.width() as u16;
-    Line::from(gpu_title(d)).render_into(rows[0], buf);
-    if d.error.is_none() && rows[0].width > fw + 2 {
+    let title = Line::from(gpu_title(d, now));
+    // Figures only where they leave the title whole (a stalled GPU's title is long).
+    let title_w = if d.stalled { title.width() as u16 } else { 0 };
+    title.render_into(rows[0], buf);
+    if (d.error.is_none() || d.stalled) && rows[0].width > fw + 2 + title_w {
         let x = rows[0].right() - fw;
         buf.set_span(x, rows[0].y, &figures, fw);
     }
@@ -331,8 +371,8 @@ fn draw_gpu_full(frame: &mut Frame, area: Rect, app: &App, d: &Device, now: Syst
         .selected_pid
         .filter(|(gpu, _)| *gpu == d.index)
         .map(|(_, pid)| pid);
-    match device_breakdown(d).filter(|_| d.error.is_none()) {
-        Some(b) => draw_breakdown(buf, rows[1], &b, selected_pid),
+    match device_breakdown(d) {
+        Some(b) => draw_breakdown(buf, rows[1], &b, selected_pid, d.stalled),
         None => {
             let why = d.error.as_deref().unwrap_or("memory N/A");
             buf.set_string(
@@ -389,7 +429,11 @@ fn draw_gpu_full(frame: &mut Frame, area: Rect, app: &App, d: &Device, now: Syst
         Sparkline::default()
             .data(mem_cols)
             .max(max.max(1))
-            .style(theme::process(d.index.wrapping_add(7)))
+            .style(if d.stalled {
+                theme::stale()
+            } else {
+                theme::process(d.index.wrapping_add(7))
+            })
             .absent_value_symbol("·")
             .absent_value_style(theme::error()),
         Rect {
@@ -401,7 +445,11 @@ fn draw_gpu_full(frame: &mut Frame, area: Rect, app: &App, d: &Device, now: Syst
         Sparkline::default()
             .data(util_cols)
             .max(100)
-            .style(theme::level(0.0))
+            .style(if d.stalled {
+                theme::stale()
+            } else {
+                theme::level(0.0)
+            })
             .absent_value_symbol("·")
             .absent_value_style(theme::error()),
         util_area,
@@ -440,7 +488,7 @@ fn draw_gpu_full(frame: &mut Frame, area: Rect, app: &App, d: &Device, now: Syst
     );
 }
 
-fn draw_gpu_compact(buf: &mut Buffer, area: Rect, d: &Device, index_width: usize) {
+fn draw_gpu_compact(buf: &mut Buffer, area: Rect, d: &Device, index_width: usize, now: SystemTime) {
     let name = d.name.clone().unwrap_or_else(|| "N/A".into());
     let short: String = name
         .trim_start_matches("NVIDIA ")
@@ -450,7 +498,7 @@ fn draw_gpu_compact(buf: &mut Buffer, area: Rect, d: &Device, index_width: usize
     let head = format!("[{:>index_width$}] {short:<18} ", d.index);
     buf.set_stringn(area.x, area.y, &head, area.width as usize, theme::header());
     let x = area.x + head.chars().count() as u16;
-    if let Some(e) = &d.error {
+    if let Some(e) = device_error(d, now) {
         buf.set_stringn(
             x,
             area.y,
@@ -479,7 +527,7 @@ fn draw_gpu_compact(buf: &mut Buffer, area: Rect, d: &Device, index_width: usize
     let bar_w = area.right().saturating_sub(x + fw);
     if bar_w >= 4 {
         if let Some(b) = device_breakdown(d) {
-            draw_breakdown(buf, Rect::new(x, area.y, bar_w, 1), &b, None);
+            draw_breakdown(buf, Rect::new(x, area.y, bar_w, 1), &b, None, false);
         }
         buf.set_span(x + bar_w + 1, area.y, &figures, fw);
     }
@@ -518,7 +566,13 @@ fn draw_selection(buf: &mut Buffer, area: Rect, app: &App, sample: &Sample) {
     };
     let bar_w = (area.width / 6).min(20);
     if area.right() > x + bar_w + 2 {
-        draw_breakdown(buf, Rect::new(x, area.y, bar_w, 1), &b, Some(p.pid));
+        draw_breakdown(
+            buf,
+            Rect::new(x, area.y, bar_w, 1),
+            &b,
+            Some(p.pid),
+            d.stalled,
+        );
         let mut text = String::new();
         for part in &b.parts {
             let Some(bytes) = part.bytes.filter(|b| *b > 0) else {

@@ -10,6 +10,9 @@
 //!   DRIVER_NOT_LOADED, like a machine with no driver).
 //! - `FAKE_NVML_TIME`: scenario time in seconds at init (default 0).
 //! - `FAKE_NVML_SPEED`: scenario seconds per wall second (default 1; 0 freezes time).
+//!
+//! Faults come from the scenario (see `assets/scenarios/README.md`); `hang` blocks the calling
+//! thread for real, outside the library's lock, so only the calls on the hung device wait.
 #![allow(non_snake_case, non_upper_case_globals, clippy::missing_safety_doc)]
 
 #[allow(dead_code)]
@@ -65,12 +68,22 @@ fn device_index(device: nvmlDevice_t) -> usize {
     (device as usize).wrapping_sub(1)
 }
 
+/// Blocks the calling thread as a `hang` fault on the device says, without holding the lock:
+/// a wedged GPU blocks the calls made on it, never those on the other GPUs.
+fn hang(device: nvmlDevice_t, field: Option<Field>) {
+    let block = with_states(|_, states| states.get(device_index(device))?.hang(field)).flatten();
+    if let Some(s) = block {
+        std::thread::sleep(std::time::Duration::from_secs_f64(s));
+    }
+}
+
 /// Runs `f` on one device, mapping the common failures to NVML codes.
 fn with_device(
     device: nvmlDevice_t,
     field: Option<Field>,
     f: impl FnOnce(&Fake, &DeviceState) -> nvmlReturn_t,
 ) -> nvmlReturn_t {
+    hang(device, field);
     with_states(|fake, states| {
         let Some(d) = states.get(device_index(device)) else {
             return nvmlReturn_enum_NVML_ERROR_INVALID_ARGUMENT;
@@ -129,11 +142,15 @@ pub extern "C" fn nvmlInit_v2() -> nvmlReturn_t {
             return nvmlReturn_enum_NVML_ERROR_UNKNOWN;
         }
     };
+    let t0 = env_f64("FAKE_NVML_TIME", 0.0);
+    if let Some(s) = scenario.init_hang(scenario.time(t0)) {
+        std::thread::sleep(std::time::Duration::from_secs_f64(s));
+    }
     let mut guard = FAKE.lock().unwrap_or_else(|e| e.into_inner());
     *guard = Some(Fake {
         scenario,
         start: Instant::now(),
-        t0: env_f64("FAKE_NVML_TIME", 0.0),
+        t0,
         speed: env_f64("FAKE_NVML_SPEED", 1.0),
         cached_ms: -1,
         cached: Vec::new(),
