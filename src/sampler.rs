@@ -358,10 +358,12 @@ impl Sampler {
     }
 }
 
-/// "2 s", "12 s", "3 min 5 s": how long a device has not answered.
+/// "500 ms", "2 s", "12 s", "3 min 5 s": how long a device has not answered.
 fn fmt_wait(d: Duration) -> String {
     let s = d.as_secs();
-    if s < 60 {
+    if s == 0 {
+        format!("{} ms", d.as_millis())
+    } else if s < 60 {
         format!("{s} s")
     } else if s < 3600 {
         format!("{} min {} s", s / 60, s % 60)
@@ -617,6 +619,7 @@ mod tests {
             Duration::from_millis(300)
         );
         assert_eq!(fmt_wait(Duration::from_millis(12_400)), "12 s");
+        assert_eq!(fmt_wait(Duration::from_millis(503)), "503 ms");
         assert_eq!(fmt_wait(Duration::from_secs(125)), "2 min 5 s");
     }
 }

@@ -155,15 +155,25 @@ impl History {
             let h = &mut self.devices[i];
             let ms = unix_ms(sample.timestamp);
             let failed = d.error.is_some();
-            h.push(Point {
-                ms,
-                used: if failed { None } else { d.memory.used_bytes },
-                util: if failed {
-                    None
-                } else {
-                    d.utilization.gpu_percent
-                },
-            });
+            if failed {
+                // A lost or stalled device: a gap, never its last values drawn again.
+                h.push(Point {
+                    ms,
+                    used: None,
+                    util: None,
+                });
+            } else {
+                // Each reading once, at the time it was taken: a device that answers late
+                // is shown with its previous reading, which is already here.
+                let taken = d.data_time(sample.timestamp).map_or(ms, unix_ms);
+                if h.points.back().is_none_or(|p| p.ms < taken) {
+                    h.push(Point {
+                        ms: taken,
+                        used: d.memory.used_bytes,
+                        util: d.utilization.gpu_percent,
+                    });
+                }
+            }
             let oldest = ms.saturating_sub(self.window.as_millis() as u64);
             while h.points.len() > MAX_POINTS || h.points.front().is_some_and(|p| p.ms < oldest) {
                 h.pop_front();
@@ -237,6 +247,36 @@ mod tests {
             d.peak_used().map(|p| p.at),
             Some(SystemTime::UNIX_EPOCH + Duration::from_secs(9)),
             "the latest of equal values is the one that stays longest"
+        );
+    }
+
+    #[test]
+    fn a_late_reading_is_recorded_once_at_the_time_it_was_taken() {
+        let mut h = History::new(Duration::from_secs(60));
+        let mut s = sample(10, Some(5), false);
+        s.devices[0].data_age_ms = Some(0);
+        h.record(&s);
+        // The same reading shown again a second later (the device has not answered since).
+        let mut late = sample(11, Some(5), false);
+        late.devices[0].data_age_ms = Some(1000);
+        h.record(&late);
+        let d = h.device(0).expect("device");
+        assert_eq!(d.points.len(), 1, "not recorded twice");
+        // Stalled: a gap at the sample's time.
+        let mut stalled = sample(12, Some(5), false);
+        stalled.devices[0].stalled = true;
+        stalled.devices[0].error = Some("not responding for 2 s".into());
+        stalled.devices[0].data_age_ms = Some(2000);
+        h.record(&stalled);
+        let d = h.device(0).expect("device");
+        assert_eq!(d.points.len(), 2);
+        assert_eq!(
+            d.points.back().map(|p| (p.ms, p.used)),
+            Some((12_000, None))
+        );
+        assert_eq!(
+            d.peak_used().map(|p| p.at),
+            Some(SystemTime::UNIX_EPOCH + Duration::from_secs(10))
         );
     }
 

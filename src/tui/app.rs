@@ -78,6 +78,8 @@ pub enum Action {
 pub struct Row<'a> {
     pub gpu: u32,
     pub process: &'a Process,
+    /// The GPU has stalled: the row is its last good reading, not a fresh one.
+    pub stale: bool,
 }
 
 pub struct App {
@@ -158,6 +160,7 @@ impl App {
                 Some(Row {
                     gpu: dev.index,
                     process: dev.processes.get(p)?,
+                    stale: dev.stalled,
                 })
             })
             .collect()
@@ -181,6 +184,7 @@ impl App {
                         &Row {
                             gpu: d.index,
                             process: &d.processes[pi],
+                            stale: d.stalled,
                         },
                         &needle,
                     )
@@ -231,6 +235,7 @@ impl App {
         Some(Row {
             gpu: dev.index,
             process: dev.processes.get(p)?,
+            stale: dev.stalled,
         })
     }
 

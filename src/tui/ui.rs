@@ -705,7 +705,9 @@ fn draw_table(buf: &mut Buffer, area: Rect, app: &mut App) {
             } else {
                 format!("{value} ")
             };
-            let mut style = if *key == SortKey::Pid {
+            let mut style = if row.stale {
+                theme::stale()
+            } else if *key == SortKey::Pid {
                 theme::process(row.process.pid)
             } else {
                 Style::new()

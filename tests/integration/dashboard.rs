@@ -145,6 +145,43 @@ fn snapshot_lost_gpu_shows_inline_and_leaves_a_gap() {
 }
 
 #[test]
+fn snapshot_stalled_gpu_is_greyed_with_its_age_and_leaves_a_gap() {
+    // GPU 1 answers for 20 samples, then stops: from sample 22 it is past its deadline.
+    let (terminal, _) = screen(100, 30, 30, |t| {
+        let mut d1 = device(1, 1, 9000, false);
+        if t >= 22 {
+            d1.stalled = true;
+            d1.error = Some(format!("not responding for {} s", (t - 20) * 20));
+            d1.data_age_ms = Some((t - 20) * 20_000);
+        }
+        vec![device(0, 2, 25000 + 100 * t, false), d1]
+    });
+    let text = format!("{:?}", terminal.backend());
+    assert!(
+        text.contains(
+            "[1] NVIDIA H100 80GB HBM3  not responding for 180 s (last data 11:13:20 UTC)"
+        ),
+        "{text}"
+    );
+    // Greyed: every cell of the stalled gauge is drawn in the stale style.
+    let buf = terminal.backend().buffer();
+    let gauge_y = (0..buf.area.height)
+        .find(|&y| {
+            let row: String = (0..buf.area.width)
+                .map(|x| buf[(x, y)].symbol().to_owned())
+                .collect();
+            row.starts_with("[1]")
+        })
+        .map(|y| y + 1)
+        .expect("GPU 1's rows");
+    assert!(
+        (0..buf.area.width).all(|x| buf[(x, gauge_y)].style().fg == theme::stale().fg),
+        "GPU 1's gauge is greyed"
+    );
+    insta::assert_snapshot!(terminal.backend());
+}
+
+#[test]
 fn snapshot_oom_panel_and_help() {
     let (mut terminal, mut app) = screen(120, 40, 5, two_gpus);
     app.on_paste("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 572.00 MiB. GPU 1 has a total capacity of 79.65 GiB of which 321.06 MiB is free. Including non-PyTorch memory, this process has 78.70 GiB memory in use. Of the allocated memory 70.90 GiB is allocated by PyTorch, and 7.17 GiB is reserved by PyTorch but unallocated.");
@@ -415,4 +452,68 @@ fn end_to_end_sigterm_and_panic_restore_the_terminal() {
         "the panic message is shown:\n{screen}"
     );
     tmux.assert_restored("EXIT=101");
+}
+
+/// The line of the screen that starts with `prefix` (trimmed), if any.
+fn line_with<'a>(screen: &'a str, prefix: &str) -> Option<&'a str> {
+    screen
+        .lines()
+        .map(str::trim_start)
+        .find(|l| l.starts_with(prefix))
+}
+
+#[test]
+fn end_to_end_a_hung_gpu_never_freezes_the_dashboard() {
+    let s = scenario(crate::stall::HUNG);
+    let mut env = e2e_env(&s);
+    // The scenario clock runs: GPU 0's memory grows by about 100 MiB a second.
+    env.retain(|(k, _)| *k != "FAKE_NVML_SPEED");
+    env.push(("FAKE_NVML_SPEED", "1".into()));
+    let tmux = Tmux::new(120, 40, &env);
+    let bin = env!("CARGO_BIN_EXE_gpumon");
+    tmux.type_line(&format!(
+        "{bin} --interval 250ms --timeout 1s; echo EXIT=$?"
+    ));
+    let screen = tmux.wait_for("GPU 1 to stall", |s| {
+        line_with(s, "[1]").is_some_and(|l| l.contains("not responding for"))
+            && line_with(s, "[0] Healthy H100").is_some()
+    });
+    assert!(
+        line_with(&screen, "[1]").is_some_and(|l| l.contains("(no data yet)")),
+        "{screen}"
+    );
+    // GPU 0 keeps updating while GPU 1's calls are blocked.
+    let first = line_with(&screen, "[0] Healthy H100")
+        .map(str::to_owned)
+        .unwrap_or_default();
+    let later = tmux.wait_for("GPU 0's figures to change", |s| {
+        line_with(s, "[0] Healthy H100").is_some_and(|l| l != first)
+    });
+    assert!(
+        line_with(&later, "[1]").is_some_and(|l| l.contains("not responding for")),
+        "GPU 1 is still stalled:\n{later}"
+    );
+    // Quit while a call on GPU 1 is blocked (for a minute): the dashboard does not wait on it.
+    tmux.run(&["send-keys", "-t", "e2e", "q"]);
+    tmux.assert_restored("EXIT=0");
+}
+
+#[test]
+fn end_to_end_waiting_for_a_driver_that_hangs_in_init_and_quitting() {
+    let s = scenario(
+        r#"{"version":1,"devices":[{"name":"G","memory_total_mib":1024}],
+            "faults":[{"kind":"init_hang","block_s":120}]}"#,
+    );
+    let tmux = Tmux::new(100, 30, &e2e_env(&s));
+    let bin = env!("CARGO_BIN_EXE_gpumon");
+    tmux.type_line(&format!("{bin}; echo EXIT=$?"));
+    tmux.wait_for("the waiting screen", |s| {
+        s.contains("waiting for the NVIDIA driver… (")
+    });
+    tmux.wait_for("the wait to be counted", |s| {
+        s.contains("waiting for the NVIDIA driver… (2 s)")
+    });
+    assert!(tmux.alternate_on());
+    tmux.run(&["send-keys", "-t", "e2e", "q"]);
+    tmux.assert_restored("EXIT=0");
 }

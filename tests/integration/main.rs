@@ -5,3 +5,4 @@ mod dashboard;
 mod explain;
 mod run;
 mod sampling;
+mod stall;
