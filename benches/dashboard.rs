@@ -1,13 +1,15 @@
 //! Dashboard efficiency: the release binary in a 200×50 tmux pane on the fake library with
 //! 8 GPUs × 40 live processes at a 1 s interval. Reports CPU share over 60 s of steady state
-//! (after a warm-up) and peak RSS, from /proc. Needs tmux. `cargo bench --bench dashboard`.
+//! (after a warm-up) and peak RSS, from /proc; then, with every call on GPU 3 blocking for
+//! 10 minutes, how long `q` takes to end the process. Needs tmux.
+//! `cargo bench --bench dashboard` (GPUMON_BENCH_SECS sets the steady-state seconds).
 
 mod common;
 
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{fake_lib, scenario, Sleepers, GPUS, PROCS};
+use common::{fake_lib, scenario, scenario_with_faults, Sleepers, GPUS, PROCS};
 
 fn tmux(socket: &str, args: &[&str]) -> String {
     let out = Command::new("tmux")
@@ -61,22 +63,7 @@ fn main() {
             &cmd,
         ],
     );
-    let started = Instant::now();
-    let pid = loop {
-        let out = Command::new("pgrep")
-            .args(["-n", "-f", &format!("^{bin} --interval 1s")])
-            .output()
-            .expect("pgrep");
-        let pid = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-        if !pid.is_empty() {
-            break pid;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "gpumon did not start"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let pid = wait_pid(bin, "--interval 1s");
     std::thread::sleep(Duration::from_secs(5));
     let screen = tmux(&socket, &["capture-pane", "-p", "-t", "b"]);
     assert!(
@@ -104,5 +91,83 @@ fn main() {
     tmux(&socket, &["send-keys", "-t", "b", "q"]);
     std::thread::sleep(Duration::from_millis(300));
     tmux(&socket, &["kill-server"]);
+
+    // Quitting while a GPU is hung: from `q` to the process gone.
+    let hung = scenario_with_faults(
+        &sleepers.pids(),
+        r#"{"kind":"hang","device":3,"block_s":600}"#,
+    );
+    let mut exits = vec![];
+    for _ in 0..5 {
+        let cmd = format!(
+            "GPUMON_NVML_LIB={} FAKE_NVML_SCENARIO={} {bin} --interval 1s --timeout 2s",
+            lib.display(),
+            hung.display()
+        );
+        tmux(
+            &socket,
+            &[
+                "new-session",
+                "-d",
+                "-s",
+                "h",
+                "-x",
+                "200",
+                "-y",
+                "50",
+                &cmd,
+            ],
+        );
+        let pid = wait_pid(bin, "--interval 1s --timeout 2s");
+        let t = Instant::now();
+        while !tmux(&socket, &["capture-pane", "-p", "-t", "h"]).contains("not responding for") {
+            assert!(t.elapsed() < Duration::from_secs(20), "GPU 3 never stalled");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let q = Instant::now();
+        tmux(&socket, &["send-keys", "-t", "h", "q"]);
+        while running(&pid) {
+            assert!(q.elapsed() < Duration::from_secs(60), "gpumon did not exit");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        exits.push(q.elapsed());
+        tmux(&socket, &["kill-server"]);
+    }
+    exits.sort_unstable();
+    println!(
+        "q with GPU 3 hung (each call blocks 600 s): median {:.0?}, max {:.0?} to exit (5 runs, tmux send-keys included)",
+        exits[exits.len() / 2],
+        exits[exits.len() - 1]
+    );
     drop(sleepers);
+}
+
+/// Whether `pid` is still running: an exited process is gone, or a zombie until its parent
+/// (tmux) reaps it, which is no part of gpumon's exit.
+fn running(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rfind(')')
+            .and_then(|i| stat[i + 1..].split_whitespace().next())
+            .is_some_and(|state| state != "Z")
+    })
+}
+
+/// The newest gpumon whose command line starts with `bin args`.
+fn wait_pid(bin: &str, args: &str) -> String {
+    let started = Instant::now();
+    loop {
+        let out = Command::new("pgrep")
+            .args(["-n", "-f", &format!("^{bin} {args}")])
+            .output()
+            .expect("pgrep");
+        let pid = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        if !pid.is_empty() {
+            return pid;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "gpumon did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

@@ -1,6 +1,7 @@
 //! gpumon: shows where GPU memory goes and explains why a job ran out of it.
 //!
-//! Data path: `source` (NVML | simulated) → `sampler` → `model::Sample` →
+//! Data path: `source` (NVML | simulated) → `readers` (a blocking worker per device) →
+//! `sampler` (assembles on time, marks stalled devices) → `model::Sample` →
 //! `model::breakdown` → `model::history` → `output` (once, log) | `tui` (dashboard);
 //! pasted text → `oom` (explain, the dashboard's OOM panel).
 
@@ -11,6 +12,7 @@ pub mod model;
 pub mod oom;
 pub mod output;
 pub mod probe;
+pub mod readers;
 pub mod run;
 pub mod sampler;
 pub mod scenario;

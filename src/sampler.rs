@@ -1,16 +1,15 @@
 //! The sampler: one reader thread per device, assembled on time into immutable [`Sample`]s.
 //!
-//! NVML calls can block for seconds or for good on a GPU that is falling off the bus, so each
-//! device is read by its own worker with at most one read outstanding: a hung call never piles
-//! up more calls, and never holds up the other GPUs. [`Sampler::tick`] asks every idle worker
-//! for a reading, waits for those answers no longer than its budget, and assembles the sample
-//! from what arrived. A device whose read has been outstanding past the deadline is reported as
+//! NVML calls can block for seconds or for good on a GPU that is falling off the bus, so the
+//! devices are read by blocking workers ([`crate::readers`]) with at most one read outstanding
+//! per device: a hung call never piles up more calls, and never holds up the other GPUs.
+//! [`Sampler::tick`] asks for a reading of every device that has none outstanding, waits for
+//! those answers no longer than its budget, and assembles the sample from what arrived. A device whose read has been outstanding past the deadline is reported as
 //! **stalled**, with its last good readings marked by their age; it resumes by itself once the
 //! call returns. [`spawn`] runs ticks on tokio at an adjustable interval.
 
 use std::path::PathBuf;
-use std::sync::{mpsc, Arc};
-use std::thread::JoinHandle;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::{mpsc as tmpsc, watch};
@@ -18,7 +17,8 @@ use tokio::sync::{mpsc as tmpsc, watch};
 use crate::host::HostLookup;
 use crate::model::{Device, Sample};
 use crate::probe;
-use crate::source::{DeviceReader, Opened};
+use crate::readers::{Readers, Reading, Waiter};
+use crate::source::Opened;
 
 /// The fastest interval gpumon accepts.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
@@ -48,25 +48,13 @@ pub struct Filter {
     pub processes: bool,
 }
 
-/// One device's reader thread, seen from the sampler.
-struct Worker {
+/// What the sampler knows of one device between ticks.
+struct DeviceState {
     index: u32,
-    /// Asks for one reading; dropping it ends the thread (once its call returns).
-    ask: Option<mpsc::Sender<()>>,
-    thread: Option<JoinHandle<()>>,
     /// When the reading in progress was asked for.
     outstanding: Option<Instant>,
     /// The last reading and when it arrived.
     last: Option<(Device, Instant)>,
-    /// Why the thread could not be started.
-    broken: Option<String>,
-}
-
-/// A reading from worker `slot`.
-struct Reading {
-    slot: usize,
-    device: Device,
-    at: Instant,
 }
 
 pub struct Sampler {
@@ -75,8 +63,10 @@ pub struct Sampler {
     cuda_version: Option<String>,
     hostname: Option<String>,
     error: Option<String>,
-    workers: Vec<Worker>,
-    readings: mpsc::Receiver<Reading>,
+    readers: Readers,
+    devices: Vec<DeviceState>,
+    /// Wakes [`Sampler::tick_async`] when the readings are in.
+    notify: Arc<tokio::sync::Notify>,
     timeout: Option<Duration>,
     /// The sampling interval, when sampling periodically.
     interval: Option<Duration>,
@@ -93,45 +83,6 @@ pub struct Sampler {
     /// Why probe reports are not read, to show once.
     pub probe_warning: Option<String>,
     pub last: TickTimings,
-}
-
-fn start_worker(
-    slot: usize,
-    mut reader: Box<dyn DeviceReader>,
-    out: mpsc::Sender<Reading>,
-) -> Worker {
-    let (ask, asked) = mpsc::channel::<()>();
-    let spawned = std::thread::Builder::new()
-        .name(format!("gpumon-gpu{slot}"))
-        .spawn(move || {
-            while asked.recv().is_ok() {
-                let device = reader.read();
-                let reading = Reading {
-                    slot,
-                    device,
-                    at: Instant::now(),
-                };
-                if out.send(reading).is_err() {
-                    return;
-                }
-            }
-        });
-    let (ask, thread, broken) = match spawned {
-        Ok(t) => (Some(ask), Some(t), None),
-        Err(e) => (
-            None,
-            None,
-            Some(format!("cannot start a reader thread: {e}")),
-        ),
-    };
-    Worker {
-        index: slot as u32,
-        ask,
-        thread,
-        outstanding: None,
-        last: None,
-        broken,
-    }
 }
 
 impl Sampler {
@@ -151,21 +102,23 @@ impl Sampler {
                 Err(e) => probe_warning = Some(format!("ignoring probe reports: {e}")),
             }
         }
-        let (tx, readings) = mpsc::channel();
-        let workers = source
-            .readers
-            .into_iter()
-            .enumerate()
-            .map(|(slot, reader)| start_worker(slot, reader, tx.clone()))
+        let devices = (0..source.readers.len() as u32)
+            .map(|index| DeviceState {
+                index,
+                outstanding: None,
+                last: None,
+            })
             .collect();
+        let readers = Readers::start(source.readers);
         Sampler {
             kind: source.kind,
             driver_version: source.driver_version,
             cuda_version: source.cuda_version,
             hostname: crate::host::hostname(),
             error: source.error,
-            workers,
-            readings,
+            readers,
+            devices,
+            notify: Arc::new(tokio::sync::Notify::new()),
             timeout: None,
             interval: None,
             budget: deadline(Duration::from_secs(1), None),
@@ -212,7 +165,7 @@ impl Sampler {
 
     /// Whether a device read is still outstanding (a call that has not returned).
     pub fn busy(&self) -> bool {
-        self.workers.iter().any(|w| w.outstanding.is_some())
+        self.devices.iter().any(|d| d.outstanding.is_some())
     }
 
     /// Reads probe reports from `dir` instead of the default runtime directory.
@@ -228,97 +181,41 @@ impl Sampler {
         self
     }
 
-    fn store(&mut self, r: Reading) {
-        if let Some(w) = self.workers.get_mut(r.slot) {
-            w.outstanding = None;
-            w.last = Some((r.device, r.at));
+    fn store(devices: &mut [DeviceState], r: Reading) {
+        if let Some(d) = devices.get_mut(r.slot) {
+            d.outstanding = None;
+            d.last = Some((r.device, r.at));
         }
     }
 
-    /// Asks the idle workers for a reading and waits for those answers within the budget.
-    fn read_devices(&mut self) {
-        // Answers that came in after an earlier tick stopped waiting.
-        while let Ok(r) = self.readings.try_recv() {
-            self.store(r);
-        }
+    /// Takes the readings that have arrived (answers that came in after an earlier tick
+    /// stopped waiting included) and asks for a reading of every device with none outstanding:
+    /// never a second call to a device whose first has not returned. Whether anything was
+    /// asked.
+    fn ask(&mut self, waiter: Waiter) -> bool {
+        let devices = &mut self.devices;
+        self.readers.take(|r| Self::store(devices, r));
         let asked_at = Instant::now();
-        let mut waiting = 0usize;
-        for w in &mut self.workers {
-            if w.outstanding.is_some() {
-                // Never a second call to a device whose first has not returned.
-                continue;
-            }
-            if let Some(ask) = &w.ask {
-                if ask.send(()).is_ok() {
-                    w.outstanding = Some(asked_at);
-                    waiting += 1;
-                }
-            }
+        let idle: Vec<usize> = (0..devices.len())
+            .filter(|&i| devices[i].outstanding.is_none())
+            .collect();
+        for &i in &idle {
+            devices[i].outstanding = Some(asked_at);
         }
-        let until = asked_at + self.budget;
-        while waiting > 0 {
-            let left = until.saturating_duration_since(Instant::now());
-            match self.readings.recv_timeout(left) {
-                Ok(r) => {
-                    // An answer to an older request (a device that was late) counts too, but
-                    // does not stand for one of this tick's.
-                    let asked_now = self
-                        .workers
-                        .get(r.slot)
-                        .and_then(|w| w.outstanding)
-                        .is_some_and(|t| t == asked_at);
-                    if asked_now {
-                        waiting -= 1;
-                    }
-                    self.store(r);
-                }
-                Err(_) => break,
-            }
-        }
+        self.readers.ask(&idle, waiter)
     }
 
-    /// The device as this tick reports it: its reading, or its last one marked by age (late or
-    /// stalled), or only its failure.
-    fn assemble(w: &Worker, now: Instant, deadline: Duration) -> Device {
-        if let Some(why) = &w.broken {
-            return Device::failed(w.index, why.clone());
-        }
-        let age_ms = |at: Instant| now.saturating_duration_since(at).as_millis() as u64;
-        let mut device = match &w.last {
-            Some((d, at)) => Device {
-                data_age_ms: Some(age_ms(*at)),
-                ..d.clone()
-            },
-            None => Device {
-                index: w.index,
-                ..Device::default()
-            },
-        };
-        match w.outstanding {
-            Some(since) if now.saturating_duration_since(since) >= deadline => {
-                let waited = now.saturating_duration_since(since);
-                device.stalled = true;
-                device.error = Some(format!("not responding for {}", fmt_wait(waited)));
-            }
-            // Not past the deadline yet, and never answered: nothing to show but that.
-            Some(_) if w.last.is_none() => {
-                device.error = Some("waiting for the driver's first answer".into());
-            }
-            _ => {}
-        }
-        device
-    }
-
-    pub fn tick(&mut self) -> Sample {
-        let t0 = Instant::now();
-        self.read_devices();
+    /// Collects what arrived and assembles the sample: the end of a tick begun at `t0`.
+    fn finish(&mut self, t0: Instant) -> Sample {
+        let devices = &mut self.devices;
+        self.readers.take(|r| Self::store(devices, r));
         let t1 = Instant::now();
         let timestamp = SystemTime::now();
         let deadline = self.deadline();
         let mut devices: Vec<Device> = self
-            .workers
+            .devices
             .iter()
-            .map(|w| Self::assemble(w, t1, deadline))
+            .map(|d| self.assemble(d, t1, deadline))
             .collect();
         if !self.filter.gpus.is_empty() {
             let gpus = &self.filter.gpus;
@@ -356,6 +253,96 @@ impl Sampler {
         };
         sample
     }
+
+    /// The device as this tick reports it: its reading, or its last one marked by age (late or
+    /// stalled), or only its failure.
+    fn assemble(&self, d: &DeviceState, now: Instant, deadline: Duration) -> Device {
+        if let Some(why) = self.readers.broken() {
+            return Device::failed(d.index, why.to_owned());
+        }
+        let age_ms = |at: Instant| now.saturating_duration_since(at).as_millis() as u64;
+        let mut device = match &d.last {
+            Some((last, at)) => Device {
+                data_age_ms: Some(age_ms(*at)),
+                ..last.clone()
+            },
+            None => Device {
+                index: d.index,
+                ..Device::default()
+            },
+        };
+        match d.outstanding {
+            Some(since) if now.saturating_duration_since(since) >= deadline => {
+                let waited = now.saturating_duration_since(since);
+                device.stalled = true;
+                device.error = Some(format!("not responding for {}", fmt_wait(waited)));
+            }
+            // Not past the deadline yet, and never answered: nothing to show but that.
+            Some(_) if d.last.is_none() => {
+                device.error = Some("waiting for the driver's first answer".into());
+            }
+            _ => {}
+        }
+        device
+    }
+
+    /// One sample, waiting on this thread for the devices' readings up to the budget (the
+    /// deadline, unless [`Sampler::set_interval`] made it shorter).
+    pub fn tick(&mut self) -> Sample {
+        let t0 = Instant::now();
+        let until = t0 + self.budget;
+        if self.ask(Waiter::Thread(std::thread::current())) {
+            let relay = self.readers.relay_delay();
+            let mut relay_at = t0 + relay;
+            loop {
+                if self.readers.done() {
+                    self.readers.completed(t0);
+                    break;
+                }
+                let now = Instant::now();
+                if now >= until {
+                    break;
+                }
+                if now >= relay_at {
+                    self.readers.relay();
+                    relay_at = now + relay;
+                }
+                std::thread::park_timeout(relay_at.min(until).saturating_duration_since(now));
+            }
+        }
+        self.finish(t0)
+    }
+
+    /// [`Sampler::tick`] for an async loop: the wait is a tokio timer and a notification,
+    /// so no thread blocks and the runtime keeps handling input while devices are read.
+    pub async fn tick_async(&mut self) -> Sample {
+        let t0 = Instant::now();
+        let until = tokio::time::Instant::from_std(t0 + self.budget);
+        let notify = Arc::clone(&self.notify);
+        if self.ask(Waiter::Notify(Arc::clone(&notify))) {
+            let relay = self.readers.relay_delay();
+            let mut relay_at = tokio::time::Instant::from_std(t0 + relay);
+            loop {
+                if self.readers.done() {
+                    self.readers.completed(t0);
+                    break;
+                }
+                if tokio::time::Instant::now() >= until {
+                    break;
+                }
+                tokio::select! {
+                    _ = notify.notified() => {}
+                    _ = tokio::time::sleep_until(relay_at.min(until)) => {
+                        if tokio::time::Instant::now() >= relay_at {
+                            self.readers.relay();
+                            relay_at = tokio::time::Instant::now() + relay;
+                        }
+                    }
+                }
+            }
+        }
+        self.finish(t0)
+    }
 }
 
 /// "500 ms", "2 s", "12 s", "3 min 5 s": how long a device has not answered.
@@ -369,24 +356,6 @@ fn fmt_wait(d: Duration) -> String {
         format!("{} min {} s", s / 60, s % 60)
     } else {
         format!("{} h {} min", s / 3600, (s % 3600) / 60)
-    }
-}
-
-impl Drop for Sampler {
-    /// Lets the idle readers end (the last one shuts NVML down) and waits for them briefly;
-    /// a reader blocked in a driver call is left behind, never joined: the process may exit
-    /// while it is blocked.
-    fn drop(&mut self) {
-        for w in &mut self.workers {
-            w.ask = None;
-        }
-        for w in &mut self.workers {
-            if w.outstanding.is_none() {
-                if let Some(t) = w.thread.take() {
-                    let _ = t.join();
-                }
-            }
-        }
     }
 }
 
@@ -410,16 +379,7 @@ async fn run(
         let started = tokio::time::Instant::now();
         let period = (*interval.borrow_and_update()).max(MIN_INTERVAL);
         sampler.set_interval(period);
-        // A tick waits (boundedly) for the device readers: keep that off the async thread.
-        let Ok((s, sample)) = tokio::task::spawn_blocking(move || {
-            let sample = sampler.tick();
-            (sampler, sample)
-        })
-        .await
-        else {
-            return;
-        };
-        sampler = s;
+        let sample = sampler.tick_async().await;
         if tx.send(Arc::new(sample)).await.is_err() {
             return;
         }
@@ -434,7 +394,9 @@ async fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::source::DeviceReader;
     use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::mpsc;
     use std::sync::Mutex;
 
     /// Answers at once with a device named after its index.

@@ -56,6 +56,11 @@ impl Drop for Sleepers {
 
 /// A scenario file with `GPUS` devices of `PROCS` processes each, using `pids`.
 pub fn scenario(pids: &[u32]) -> tempfile::TempPath {
+    scenario_with_faults(pids, "")
+}
+
+/// [`scenario`] with a JSON list of faults (`""` for none).
+pub fn scenario_with_faults(pids: &[u32], faults: &str) -> tempfile::TempPath {
     let devices: Vec<String> = (0..GPUS)
         .map(|d| {
             let procs: Vec<String> = pids[d * PROCS..(d + 1) * PROCS]
@@ -74,7 +79,11 @@ pub fn scenario(pids: &[u32]) -> tempfile::TempPath {
     let mut f = tempfile::NamedTempFile::new().expect("temp");
     std::io::Write::write_all(
         &mut f,
-        format!(r#"{{"version":1,"devices":[{}]}}"#, devices.join(",")).as_bytes(),
+        format!(
+            r#"{{"version":1,"devices":[{}],"faults":[{faults}]}}"#,
+            devices.join(",")
+        )
+        .as_bytes(),
     )
     .expect("write");
     f.into_temp_path()
