@@ -72,6 +72,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Log(args)) => run_log(&cli.common, &args),
         Some(Command::Explain(args)) => run_explain(&args),
         Some(Command::Run(args)) => crate::run::run(&cli.common, &args),
+        Some(Command::Serve(args)) => crate::serve::run(&cli.common, &args),
         None if io::stdout().is_terminal() && io::stdin().is_terminal() => {
             run_dashboard(&cli.common)
         }

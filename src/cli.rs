@@ -25,7 +25,8 @@ use crate::sampler::MIN_INTERVAL;
         gpumon log --interval 500ms --count 20 --format csv\n  \
         gpumon log --processes --output gpu-procs.csv\n  \
         python train.py 2>&1 | tail -50 | gpumon explain\n  \
-        gpumon run -- python train.py      allocator split live, OOM caught with its numbers"
+        gpumon run -- python train.py      allocator split live, OOM caught with its numbers\n  \
+        gpumon serve                       Prometheus metrics on :9400 (dcgm-exporter names too)"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -98,6 +99,41 @@ pub enum Command {
         gpumon run --log mem.csv -- torchrun --nproc-per-node 8 train.py"
     )]
     Run(RunArgs),
+    /// Serve Prometheus metrics for this node's GPUs (a drop-in for dcgm-exporter).
+    ///
+    /// Samples every --interval and serves the latest sample: /metrics (Prometheus text, or
+    /// OpenMetrics when the scraper asks), /api/v1/sample (the `once --json` schema) and
+    /// /healthz. A scrape never waits for the driver: a stalled or lost GPU is reported as such.
+    /// Exports dcgm-exporter's DCGM_FI_DEV_* names (MiB, its labels) and gpumon_* metrics in
+    /// base units: memory total/used/free/reserved/unattributed, utilisation, temperature,
+    /// power, per-process GPU memory, the allocator split of processes under `gpumon run`, and
+    /// each GPU's up/stalled state with the age of its data.
+    #[command(after_help = "Examples:\n  gpumon serve\n  \
+        gpumon serve --listen 127.0.0.1:9400 --interval 2s\n  \
+        gpumon serve --web.config.file /etc/gpumon/web.yml --process-labels user")]
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on: ADDR:PORT, [::]:PORT, or :PORT (dcgm-exporter's port by default)
+    #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:9400",
+          value_parser = crate::serve::parse_listen)]
+    pub listen: std::net::SocketAddr,
+
+    /// Leave out the dcgm-exporter compatible DCGM_FI_* metrics (the gpumon_* ones remain)
+    #[arg(long)]
+    pub no_dcgm_names: bool,
+
+    /// Extra labels on per-process series: user, command (comma-separated; none by default,
+    /// for privacy and cardinality)
+    #[arg(long, value_name = "LIST")]
+    pub process_labels: Option<String>,
+
+    /// TLS and basic auth, in the Prometheus exporter-toolkit format (as node_exporter's
+    /// --web.config.file): tls_server_config, basic_auth_users, http_server_config.headers
+    #[arg(long = "web.config.file", value_name = "FILE")]
+    pub web_config_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

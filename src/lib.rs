@@ -16,6 +16,7 @@ pub mod readers;
 pub mod run;
 pub mod sampler;
 pub mod scenario;
+pub mod serve;
 pub mod source;
 pub mod tui;
 pub mod units;

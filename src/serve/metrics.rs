@@ -1,0 +1,576 @@
+//! The Prometheus exposition of a [`Sample`]: what `/metrics` serves, built once per sample
+//! with prometheus-client so that a scrape only copies bytes.
+//!
+//! Two families:
+//! - dcgm-exporter's names, units and labels (`DCGM_FI_DEV_FB_USED` in MiB with `gpu`, `UUID`,
+//!   `pci_bus_id`, `device`, `modelName`, `Hostname`), so existing dashboards and alerts work
+//!   unchanged;
+//! - `gpumon_*` in base units (bytes, ratios, seconds), with few labels: `gpu` and `UUID` per
+//!   device, plus `pid` per process (and `user`, `command` only when asked for).
+//!
+//! A GPU that is stalled or lost exports no readings, only its state (`gpumon_gpu_up`,
+//! `gpumon_gpu_stalled`, and the age of its data): a scrape never shows stale values as fresh.
+//! Series of exited processes disappear with the next sample, since each exposition is built
+//! from one sample alone. Every metric is a gauge, so the OpenMetrics body is also valid
+//! Prometheus text (0.0.4) without its `# EOF` line.
+
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
+
+use prometheus_client::encoding::text::encode_registry;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+use crate::model::breakdown::{Breakdown, PartKind};
+use crate::model::{Device, Process, Sample};
+use crate::output::once::device_breakdown;
+
+type Labels = Vec<(&'static str, String)>;
+type Int = Family<Labels, Gauge>;
+type Float = Family<Labels, Gauge<f64, AtomicU64>>;
+
+/// Which per-process labels to add beyond `gpu`, `UUID` and `pid` (privacy and cardinality:
+/// none by default).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProcessLabels {
+    pub user: bool,
+    pub command: bool,
+}
+
+impl ProcessLabels {
+    /// Parses `--process-labels user,command`.
+    pub fn parse(list: &str) -> Result<ProcessLabels, String> {
+        let mut out = ProcessLabels::default();
+        for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            match item {
+                "user" => out.user = true,
+                "command" => out.command = true,
+                other => {
+                    return Err(format!(
+                        "unknown process label '{other}' (choose from: user, command)"
+                    ))
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// Also export dcgm-exporter's names (`--no-dcgm-names` turns them off).
+    pub dcgm: bool,
+    pub process_labels: ProcessLabels,
+}
+
+/// Longest `command` label value: a label is no place for a whole command line.
+const MAX_COMMAND: usize = 128;
+const MIB: u64 = 1 << 20;
+
+fn int(registry: &mut Registry, name: &str, help: &str) -> Int {
+    let f = Int::default();
+    registry.register(name, help, f.clone());
+    f
+}
+
+fn float(registry: &mut Registry, name: &str, help: &str) -> Float {
+    let f = Float::default();
+    registry.register(name, help, f.clone());
+    f
+}
+
+/// A gauge with no labels (a family would print `{}`).
+fn single(registry: &mut Registry, name: &str, help: &str, v: Option<f64>) {
+    if let Some(v) = v.filter(|v| v.is_finite()) {
+        let g = Gauge::<f64, AtomicU64>::default();
+        g.set(v);
+        registry.register(name, help, g);
+    }
+}
+
+fn set_int(f: &Int, labels: &Labels, v: Option<u64>) {
+    if let Some(v) = v {
+        f.get_or_create(labels)
+            .set(i64::try_from(v).unwrap_or(i64::MAX));
+    }
+}
+
+fn set_float(f: &Float, labels: &Labels, v: Option<f64>) {
+    if let Some(v) = v.filter(|v| v.is_finite()) {
+        f.get_or_create(labels).set(v);
+    }
+}
+
+struct Dcgm {
+    fb_used: Int,
+    fb_free: Int,
+    fb_reserved: Int,
+    gpu_util: Int,
+    mem_copy_util: Int,
+    gpu_temp: Int,
+    power: Float,
+}
+
+impl Dcgm {
+    fn register(r: &mut Registry) -> Dcgm {
+        // Help texts as dcgm-exporter's default counters file words them.
+        Dcgm {
+            fb_used: int(r, "DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB)"),
+            fb_free: int(r, "DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB)"),
+            fb_reserved: int(
+                r,
+                "DCGM_FI_DEV_FB_RESERVED",
+                "Framebuffer memory reserved (in MiB)",
+            ),
+            gpu_util: int(r, "DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %)"),
+            mem_copy_util: int(r, "DCGM_FI_DEV_MEM_COPY_UTIL", "Memory utilization (in %)"),
+            gpu_temp: int(r, "DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C)"),
+            power: float(r, "DCGM_FI_DEV_POWER_USAGE", "Power draw (in W)"),
+        }
+    }
+
+    fn record(&self, d: &Device, hostname: &str) {
+        let labels: Labels = vec![
+            ("gpu", d.index.to_string()),
+            ("UUID", d.uuid.clone().unwrap_or_default()),
+            ("pci_bus_id", d.pci_bus_id.clone().unwrap_or_default()),
+            ("device", format!("nvidia{}", d.index)),
+            ("modelName", d.name.clone().unwrap_or_default()),
+            ("Hostname", hostname.to_owned()),
+        ];
+        // dcgm-exporter writes whole MiB.
+        let mib = |b: Option<u64>| b.map(|b| b / MIB);
+        set_int(&self.fb_used, &labels, mib(d.memory.used_bytes));
+        set_int(&self.fb_free, &labels, mib(d.memory.free_bytes));
+        set_int(&self.fb_reserved, &labels, mib(d.memory.reserved_bytes));
+        set_int(
+            &self.gpu_util,
+            &labels,
+            d.utilization.gpu_percent.map(u64::from),
+        );
+        set_int(
+            &self.mem_copy_util,
+            &labels,
+            d.utilization.memory_percent.map(u64::from),
+        );
+        set_int(&self.gpu_temp, &labels, d.temperature_c.map(u64::from));
+        set_float(&self.power, &labels, d.power_draw_w);
+    }
+}
+
+struct Gpumon {
+    info: Int,
+    up: Int,
+    stalled: Int,
+    data_age: Float,
+    total: Int,
+    used: Int,
+    free: Int,
+    reserved: Int,
+    unattributed: Int,
+    util: Float,
+    mem_util: Float,
+    temp: Int,
+    power: Float,
+    power_limit: Float,
+    fan: Float,
+    processes: Int,
+    proc_memory: Int,
+    allocated: Int,
+    alloc_reserved: Int,
+    cached: Int,
+    non_framework: Int,
+    allocated_peak: Int,
+    reserved_peak: Int,
+}
+
+impl Gpumon {
+    fn register(r: &mut Registry) -> Gpumon {
+        Gpumon {
+            info: int(
+                r,
+                "gpumon_gpu_info",
+                "A GPU's identity: always 1, with its name and PCI bus id as labels",
+            ),
+            up: int(
+                r,
+                "gpumon_gpu_up",
+                "1 when the GPU answered this sample, 0 when it is lost, stalled or failed",
+            ),
+            stalled: int(
+                r,
+                "gpumon_gpu_stalled",
+                "1 when the GPU has not answered within its deadline (a driver call hangs)",
+            ),
+            data_age: float(
+                r,
+                "gpumon_gpu_data_age_seconds",
+                "How old the GPU's last readings were when the sample was taken",
+            ),
+            total: int(r, "gpumon_memory_total_bytes", "Total GPU memory"),
+            used: int(
+                r,
+                "gpumon_memory_used_bytes",
+                "GPU memory in use (NVML v2: excludes the driver reservation)",
+            ),
+            free: int(r, "gpumon_memory_free_bytes", "Free GPU memory"),
+            reserved: int(
+                r,
+                "gpumon_memory_reserved_bytes",
+                "GPU memory reserved by the driver and firmware",
+            ),
+            unattributed: int(
+                r,
+                "gpumon_memory_unattributed_bytes",
+                "GPU memory in use by no listed process (other containers, the driver)",
+            ),
+            util: float(
+                r,
+                "gpumon_gpu_utilization_ratio",
+                "Share of the last sample period in which a kernel ran",
+            ),
+            mem_util: float(
+                r,
+                "gpumon_memory_copy_utilization_ratio",
+                "Share of the last sample period in which device memory was read or written",
+            ),
+            temp: int(r, "gpumon_temperature_celsius", "GPU temperature"),
+            power: float(r, "gpumon_power_watts", "Power draw"),
+            power_limit: float(r, "gpumon_power_limit_watts", "Enforced power limit"),
+            fan: float(r, "gpumon_fan_ratio", "Fan speed as a share of its maximum"),
+            processes: int(r, "gpumon_processes", "Processes listed on the GPU"),
+            proc_memory: int(
+                r,
+                "gpumon_process_memory_bytes",
+                "GPU memory of one process, as NVML counts it (its CUDA context included)",
+            ),
+            allocated: int(
+                r,
+                "gpumon_allocator_allocated_bytes",
+                "Memory the framework's allocator has handed out (under gpumon run)",
+            ),
+            alloc_reserved: int(
+                r,
+                "gpumon_allocator_reserved_bytes",
+                "Memory the framework's caching allocator holds: allocated plus cached (under gpumon run)",
+            ),
+            cached: int(
+                r,
+                "gpumon_allocator_cached_bytes",
+                "Memory the caching allocator holds but has not handed out (under gpumon run)",
+            ),
+            non_framework: int(
+                r,
+                "gpumon_allocator_non_framework_bytes",
+                "A process's GPU memory outside the framework's allocator: CUDA context, libraries (under gpumon run)",
+            ),
+            allocated_peak: int(
+                r,
+                "gpumon_allocator_allocated_peak_bytes",
+                "Peak of allocated memory (under gpumon run)",
+            ),
+            reserved_peak: int(
+                r,
+                "gpumon_allocator_reserved_peak_bytes",
+                "Peak of reserved memory (under gpumon run)",
+            ),
+        }
+    }
+
+    fn record(&self, d: &Device, opts: &Options) {
+        let labels: Labels = vec![
+            ("gpu", d.index.to_string()),
+            ("UUID", d.uuid.clone().unwrap_or_default()),
+        ];
+        let mut info = labels.clone();
+        info.push(("name", d.name.clone().unwrap_or_default()));
+        info.push(("pci_bus_id", d.pci_bus_id.clone().unwrap_or_default()));
+        set_int(&self.info, &info, Some(1));
+        set_int(&self.up, &labels, Some(u64::from(d.fresh())));
+        set_int(&self.stalled, &labels, Some(u64::from(d.stalled)));
+        set_float(
+            &self.data_age,
+            &labels,
+            d.data_age_ms.map(|ms| ms as f64 / 1000.0),
+        );
+        if !d.fresh() {
+            // Lost, stalled or failed: its state only, never old values as if fresh.
+            return;
+        }
+        let m = &d.memory;
+        set_int(&self.total, &labels, m.total_bytes);
+        set_int(&self.used, &labels, m.used_bytes);
+        set_int(&self.free, &labels, m.free_bytes);
+        set_int(&self.reserved, &labels, m.reserved_bytes);
+        set_int(
+            &self.unattributed,
+            &labels,
+            device_breakdown(d).and_then(|b| b.get(PartKind::Unattributed)),
+        );
+        let ratio = |p: Option<u32>| p.map(|p| f64::from(p) / 100.0);
+        set_float(&self.util, &labels, ratio(d.utilization.gpu_percent));
+        set_float(&self.mem_util, &labels, ratio(d.utilization.memory_percent));
+        set_int(&self.temp, &labels, d.temperature_c.map(u64::from));
+        set_float(&self.power, &labels, d.power_draw_w);
+        set_float(&self.power_limit, &labels, d.power_limit_w);
+        set_float(&self.fan, &labels, ratio(d.fan_percent));
+        if d.processes_error.is_none() || !d.processes.is_empty() {
+            set_int(&self.processes, &labels, Some(d.processes.len() as u64));
+        }
+        for p in &d.processes {
+            self.record_process(d, p, &labels, opts);
+        }
+    }
+
+    fn record_process(&self, d: &Device, p: &Process, device: &Labels, opts: &Options) {
+        let mut labels = device.clone();
+        labels.push(("pid", p.pid.to_string()));
+        if opts.process_labels.user {
+            labels.push(("user", p.user.clone().unwrap_or_default()));
+        }
+        if opts.process_labels.command {
+            let command = p.command.as_deref().or(p.name.as_deref()).unwrap_or("");
+            labels.push(("command", command.chars().take(MAX_COMMAND).collect()));
+        }
+        set_int(&self.proc_memory, &labels, p.gpu_memory_bytes);
+        let Some(a) = &p.allocator else { return };
+        set_int(&self.allocated, &labels, a.allocated_bytes);
+        set_int(&self.alloc_reserved, &labels, a.reserved_bytes);
+        // The same arithmetic as everywhere else: the breakdown model's.
+        let split = Breakdown::process(&d.memory, p.memory());
+        let part = |k| split.as_ref().and_then(|b| b.get(k));
+        set_int(&self.cached, &labels, part(PartKind::Cached));
+        set_int(&self.non_framework, &labels, part(PartKind::NonFramework));
+        set_int(&self.allocated_peak, &labels, a.allocated_peak_bytes);
+        set_int(&self.reserved_peak, &labels, a.reserved_peak_bytes);
+    }
+}
+
+/// The exposition of `sample` (without the OpenMetrics `# EOF`): every GPU, its processes,
+/// and gpumon's own facts. `sampled_in` is how long the sample took.
+pub fn encode(sample: &Sample, sampled_in: Duration, opts: &Options) -> String {
+    let mut r = Registry::default();
+    let dcgm = opts.dcgm.then(|| Dcgm::register(&mut r));
+    let g = Gpumon::register(&mut r);
+    let build = int(
+        &mut r,
+        "gpumon_build_info",
+        "gpumon's version and data source: always 1",
+    );
+    let errors = int(
+        &mut r,
+        "gpumon_sample_error",
+        "1 when no GPU could be listed at all (the driver failed), with the reason as a label",
+    );
+    let hostname = sample.hostname.clone().unwrap_or_default();
+    for d in &sample.devices {
+        if let Some(dcgm) = &dcgm {
+            if d.fresh() {
+                dcgm.record(d, &hostname);
+            }
+        }
+        g.record(d, opts);
+    }
+    set_int(
+        &build,
+        &vec![
+            ("version", env!("CARGO_PKG_VERSION").to_owned()),
+            ("source", sample.source.to_owned()),
+            (
+                "driver_version",
+                sample.driver_version.clone().unwrap_or_default(),
+            ),
+        ],
+        Some(1),
+    );
+    single(
+        &mut r,
+        "gpumon_sample_duration_seconds",
+        "How long the last sample took, waiting for the GPUs included",
+        Some(sampled_in.as_secs_f64()),
+    );
+    single(
+        &mut r,
+        "gpumon_sample_timestamp_seconds",
+        "When the last sample was taken, in Unix seconds",
+        sample
+            .timestamp
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()
+            .map(|d| d.as_secs_f64()),
+    );
+    if let Some(e) = &sample.error {
+        set_int(&errors, &vec![("error", e.clone())], Some(1));
+    }
+    let mut out = String::with_capacity(64 * 1024);
+    // Writing into a String cannot fail.
+    let _ = encode_registry(&mut out, &r);
+    out
+}
+
+/// What changes between scrapes of one sample: the sample's age and the last scrape's cost.
+pub fn encode_scrape(sample_age: Duration, last_scrape: Option<Duration>) -> String {
+    let mut r = Registry::default();
+    single(
+        &mut r,
+        "gpumon_sample_age_seconds",
+        "How old the sample served by this scrape is",
+        Some(sample_age.as_secs_f64()),
+    );
+    single(
+        &mut r,
+        "gpumon_scrape_duration_seconds",
+        "How long the previous scrape took to answer, from request to response",
+        last_scrape.map(|d| d.as_secs_f64()),
+    );
+    let mut out = String::new();
+    let _ = encode_registry(&mut out, &r);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{AllocatorStats, Memory, ProcessKind, Utilization};
+    use std::time::SystemTime;
+
+    const GIB: u64 = 1 << 30;
+
+    fn sample() -> Sample {
+        let mut p = Process::from_nvml(4242, ProcessKind::Compute, Some(10 * GIB));
+        p.user = Some("alice".into());
+        p.command = Some("python train.py".into());
+        p.allocator = Some(AllocatorStats {
+            framework: "pytorch".into(),
+            framework_version: None,
+            allocated_bytes: Some(6 * GIB),
+            allocated_peak_bytes: Some(7 * GIB),
+            reserved_bytes: Some(8 * GIB),
+            reserved_peak_bytes: Some(9 * GIB),
+            active_bytes: None,
+            inactive_split_bytes: None,
+            num_alloc_retries: None,
+            num_ooms: None,
+            age_ms: 10,
+            run_id: None,
+        });
+        let healthy = Device {
+            index: 0,
+            uuid: Some("GPU-aaaa".into()),
+            name: Some("NVIDIA H100".into()),
+            pci_bus_id: Some("00000000:01:00.0".into()),
+            memory: Memory {
+                total_bytes: Some(80 * GIB),
+                used_bytes: Some(12 * GIB),
+                free_bytes: Some(67 * GIB),
+                reserved_bytes: Some(GIB),
+            },
+            utilization: Utilization {
+                gpu_percent: Some(93),
+                memory_percent: Some(40),
+            },
+            temperature_c: Some(61),
+            power_draw_w: Some(412.5),
+            processes: vec![p],
+            data_age_ms: Some(1),
+            ..Device::default()
+        };
+        let stalled = Device {
+            index: 1,
+            uuid: Some("GPU-bbbb".into()),
+            memory: Memory {
+                used_bytes: Some(5 * GIB),
+                ..Memory::default()
+            },
+            stalled: true,
+            error: Some("not responding for 12 s".into()),
+            data_age_ms: Some(12_000),
+            ..Device::default()
+        };
+        Sample {
+            timestamp: SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000),
+            hostname: Some("node-7".into()),
+            source: "nvml",
+            driver_version: Some("550.54.15".into()),
+            cuda_version: None,
+            devices: vec![healthy, stalled],
+            error: None,
+        }
+    }
+
+    fn opts() -> Options {
+        Options {
+            dcgm: true,
+            process_labels: ProcessLabels::default(),
+        }
+    }
+
+    #[test]
+    fn dcgm_names_units_and_labels() {
+        let text = encode(&sample(), Duration::from_millis(3), &opts());
+        assert!(text.contains(
+            "DCGM_FI_DEV_FB_USED{gpu=\"0\",UUID=\"GPU-aaaa\",pci_bus_id=\"00000000:01:00.0\",device=\"nvidia0\",modelName=\"NVIDIA H100\",Hostname=\"node-7\"} 12288\n"
+        ), "{text}");
+        assert!(text.contains("# TYPE DCGM_FI_DEV_FB_USED gauge\n"));
+        assert!(text.contains("DCGM_FI_DEV_POWER_USAGE{gpu=\"0\""));
+        // The stalled GPU has no dcgm series at all.
+        assert!(!text.contains("GPU-bbbb\",pci_bus_id"), "{text}");
+        let off = encode(
+            &sample(),
+            Duration::ZERO,
+            &Options {
+                dcgm: false,
+                ..opts()
+            },
+        );
+        assert!(!off.contains("DCGM_"));
+    }
+
+    #[test]
+    fn base_units_state_and_the_allocator_split() {
+        let text = encode(&sample(), Duration::from_millis(3), &opts());
+        let g0 = "{gpu=\"0\",UUID=\"GPU-aaaa\"}";
+        for line in [
+            format!("gpumon_memory_used_bytes{g0} {}", 12 * GIB),
+            format!("gpumon_memory_reserved_bytes{g0} {GIB}"),
+            format!("gpumon_memory_unattributed_bytes{g0} {}", 2 * GIB),
+            format!("gpumon_gpu_utilization_ratio{g0} 0.93"),
+            format!("gpumon_gpu_up{g0} 1"),
+            "gpumon_gpu_up{gpu=\"1\",UUID=\"GPU-bbbb\"} 0".to_owned(),
+            "gpumon_gpu_stalled{gpu=\"1\",UUID=\"GPU-bbbb\"} 1".to_owned(),
+            "gpumon_gpu_data_age_seconds{gpu=\"1\",UUID=\"GPU-bbbb\"} 12.0".to_owned(),
+            format!(
+                "gpumon_process_memory_bytes{{gpu=\"0\",UUID=\"GPU-aaaa\",pid=\"4242\"}} {}",
+                10 * GIB
+            ),
+            format!(
+                "gpumon_allocator_cached_bytes{{gpu=\"0\",UUID=\"GPU-aaaa\",pid=\"4242\"}} {}",
+                2 * GIB
+            ),
+            format!(
+                "gpumon_allocator_non_framework_bytes{{gpu=\"0\",UUID=\"GPU-aaaa\",pid=\"4242\"}} {}",
+                2 * GIB
+            ),
+        ] {
+            assert!(text.contains(&format!("{line}\n")), "missing {line}:\n{text}");
+        }
+        // A stalled GPU's old readings are not exported.
+        assert!(
+            !text.contains("gpumon_memory_used_bytes{gpu=\"1\""),
+            "{text}"
+        );
+        // No user or command by default.
+        assert!(!text.contains("alice") && !text.contains("train.py"));
+        let labelled = encode(
+            &sample(),
+            Duration::ZERO,
+            &Options {
+                process_labels: ProcessLabels::parse("user,command").expect("valid"),
+                ..opts()
+            },
+        );
+        assert!(labelled.contains("pid=\"4242\",user=\"alice\",command=\"python train.py\"}"));
+        assert!(ProcessLabels::parse("user,cmdline").is_err());
+    }
+}
