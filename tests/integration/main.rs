@@ -5,4 +5,5 @@ mod dashboard;
 mod explain;
 mod run;
 mod sampling;
+mod serve;
 mod stall;

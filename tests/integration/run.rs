@@ -433,3 +433,83 @@ fn unsafe_runtime_directories_are_refused_and_bad_reports_ignored() {
         assert!(gpumon::probe::read_reports(&dir).is_empty());
     }
 }
+
+#[test]
+fn serve_exports_the_allocator_split_of_a_gpumon_run_job_and_all_the_dashboard_needs() {
+    let env = Env::new();
+    let child = env
+        .train(&[], &["train", "0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("gpumon run");
+    let pid = env.wait_for_pid();
+    let mut serve = StdCommand::new(env!("CARGO_BIN_EXE_gpumon"));
+    env.apply(&mut serve);
+    let mut server = serve
+        .args(["serve", "--listen", "127.0.0.1:0", "--interval", "100ms"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("gpumon serve");
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(server.stderr.take().expect("stderr")),
+        &mut line,
+    )
+    .expect("listening line");
+    let addr = line
+        .split("://")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .expect("address")
+        .to_owned();
+    let labels = format!("{{gpu=\"0\",UUID=\"{UUID}\",pid=\"{pid}\"}}");
+    let start = Instant::now();
+    let body = loop {
+        let out = StdCommand::new("curl")
+            .args(["-sS", "--max-time", "5", &format!("http://{addr}/metrics")])
+            .output()
+            .expect("curl");
+        let body = String::from_utf8_lossy(&out.stdout).into_owned();
+        if body.contains(&format!("gpumon_allocator_allocated_bytes{labels}")) {
+            break body;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "no allocator series for {pid}:\n{body}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let _ = server.kill();
+    let _ = server.wait();
+    fs::write(env.path("done"), "").expect("done");
+    let _ = finish(child);
+    for (name, value) in [
+        ("gpumon_allocator_allocated_bytes", GIB),
+        ("gpumon_allocator_reserved_bytes", 3 * GIB / 2),
+        ("gpumon_allocator_cached_bytes", GIB / 2),
+        (
+            "gpumon_allocator_non_framework_bytes",
+            13722 * MIB - 3 * GIB / 2,
+        ),
+        ("gpumon_process_memory_bytes", 13722 * MIB),
+    ] {
+        let line = format!("{name}{labels} {value}\n");
+        assert!(body.contains(&line), "missing {line}in:\n{body}");
+    }
+    assert!(body.contains(&format!("gpumon_allocator_allocated_peak_bytes{labels}")));
+    // Every metric the Grafana dashboard queries is in this scrape.
+    let used = crate::serve::dashboard_metrics();
+    assert!(used.len() >= 15, "the dashboard queries {used:?}");
+    let exported = crate::serve::exported(&body);
+    for name in &used {
+        assert!(
+            exported.contains(name.as_str()),
+            "the dashboard queries {name}, which gpumon does not export"
+        );
+    }
+    // The process without a probe has NVML's figure and no allocator series.
+    assert!(body.contains("pid=\"4700001\"} 536870912\n"));
+    assert!(!body.contains("gpumon_allocator_allocated_bytes{gpu=\"0\",UUID=\"GPU-aaaaaaaa-0000-0000-0000-000000000000\",pid=\"4700001\"}"));
+}
