@@ -409,19 +409,14 @@ pub fn encode(sample: &Sample, sampled_in: Duration, opts: &Options) -> String {
     out
 }
 
-/// What changes between scrapes of one sample: the sample's age and the last scrape's cost.
-pub fn encode_scrape(sample_age: Duration, last_scrape: Option<Duration>) -> String {
+/// gpumon's own serving cost: the last scrape answered before this exposition was encoded
+/// (Prometheus records each scrape's own duration as `scrape_duration_seconds`).
+pub fn encode_scrape(last_scrape: Option<Duration>) -> String {
     let mut r = Registry::default();
     single(
         &mut r,
-        "gpumon_sample_age_seconds",
-        "How old the sample served by this scrape is",
-        Some(sample_age.as_secs_f64()),
-    );
-    single(
-        &mut r,
         "gpumon_scrape_duration_seconds",
-        "How long the previous scrape took to answer, from request to response",
+        "How long the last scrape before this sample took to answer, from request to response",
         last_scrape.map(|d| d.as_secs_f64()),
     );
     let mut out = String::new();

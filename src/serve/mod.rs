@@ -1,8 +1,8 @@
 //! `gpumon serve`: the per-node Prometheus exporter.
 //!
-//! The sampler runs on its interval and each sample is encoded once ([`metrics`]); a scrape
-//! copies the latest encoding and never touches NVML, so a stalled or lost GPU is reported,
-//! never waited for. Requests are served by hyper (HTTP/1.1) on the same single-threaded tokio
+//! The sampler runs on its interval; the latest sample is encoded once, on its first scrape
+//! ([`metrics`]), and every scrape after that is served from the same bytes. A scrape never
+//! touches NVML, so a stalled or lost GPU is reported, never waited for. Requests are served by hyper (HTTP/1.1) on the same single-threaded tokio
 //! runtime, with TLS and basic auth from an exporter-toolkit web configuration ([`webconfig`]).
 //! Hostile clients are bounded: headers over 16 KiB are refused, a client has 10 s to send
 //! them (and to finish a TLS handshake), at most [`MAX_CONNECTIONS`] are open at once, and
@@ -15,7 +15,7 @@ use std::convert::Infallible;
 use std::net::{SocketAddr, TcpListener as StdListener};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
@@ -46,14 +46,45 @@ const MAX_CONNECTION_LIFE: Duration = Duration::from_secs(600);
 const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-/// One sample, encoded for every endpoint.
+/// One sample, encoded for each endpoint on its first request (Prometheus scrapes every
+/// 15 s or so; sampling is every second), then served from these bytes without a copy.
 struct Exposition {
-    /// The metrics, without the per-scrape part and the OpenMetrics `# EOF`.
-    metrics: String,
-    /// `once --json` of the sample.
-    json: Bytes,
+    sample: crate::model::Sample,
+    sampled_in: Duration,
+    options: Options,
     /// When it was published.
     at: Instant,
+    /// OpenMetrics, ending in `# EOF`; the Prometheus text format is the same bytes without
+    /// that line (every metric is a gauge).
+    openmetrics: OnceLock<Bytes>,
+    /// `once --json` of the sample.
+    json: OnceLock<Bytes>,
+}
+
+const EOF: &str = "# EOF\n";
+
+impl Exposition {
+    fn openmetrics(&self, last_scrape: Option<Duration>) -> &Bytes {
+        self.openmetrics.get_or_init(|| {
+            let mut text = metrics::encode(&self.sample, self.sampled_in, &self.options);
+            text.push_str(&metrics::encode_scrape(last_scrape));
+            text.push_str(EOF);
+            Bytes::from(text)
+        })
+    }
+
+    fn text(&self, last_scrape: Option<Duration>) -> Bytes {
+        let om = self.openmetrics(last_scrape);
+        om.slice(..om.len() - EOF.len())
+    }
+
+    fn json(&self) -> &Bytes {
+        self.json.get_or_init(|| {
+            Bytes::from(
+                serde_json::to_vec(&crate::output::once::to_json(&self.sample)).unwrap_or_default(),
+            )
+        })
+    }
 }
 
 struct State {
@@ -115,7 +146,10 @@ pub fn run(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(EXIT_USAGE));
         }
     };
-    let sampler = new_sampler(common, source, true);
+    // No view shows processes here: an empty focus refreshes their host facts (the JSON's
+    // user, command, CPU; the optional labels) every 10 s instead of every second.
+    let (_focus_tx, focus) = watch::channel(Arc::new(Vec::new()));
+    let sampler = new_sampler(common, source, true).with_focus(focus);
     let options = Options {
         dcgm: !args.no_dcgm_names,
         process_labels,
@@ -170,12 +204,13 @@ async fn publish(
     loop {
         let started = tokio::time::Instant::now();
         let sample = sampler.tick_async().await;
-        let metrics = metrics::encode(&sample, started.elapsed(), &options);
-        let json = serde_json::to_vec(&crate::output::once::to_json(&sample)).unwrap_or_default();
         let exposition = Exposition {
-            metrics,
-            json: Bytes::from(json),
+            sample,
+            sampled_in: started.elapsed(),
+            options,
             at: Instant::now(),
+            openmetrics: OnceLock::new(),
+            json: OnceLock::new(),
         };
         if tx.send(Some(Arc::new(exposition))).is_err() {
             return;
@@ -344,21 +379,11 @@ async fn route(state: &State, req: &Request<Incoming>, started: Instant) -> Resp
                 0 => None,
                 ns => Some(Duration::from_nanos(ns)),
             };
-            let mut body = String::with_capacity(e.metrics.len() + 512);
-            body.push_str(&e.metrics);
-            body.push_str(&metrics::encode_scrape(e.at.elapsed(), last));
-            if openmetrics {
-                body.push_str("# EOF\n");
-            }
-            let r = respond(
-                StatusCode::OK,
-                if openmetrics {
-                    OPENMETRICS
-                } else {
-                    PROMETHEUS_TEXT
-                },
-                body,
-            );
+            let r = if openmetrics {
+                respond(StatusCode::OK, OPENMETRICS, e.openmetrics(last).clone())
+            } else {
+                respond(StatusCode::OK, PROMETHEUS_TEXT, e.text(last))
+            };
             let took = started.elapsed().as_nanos().max(1);
             state
                 .last_scrape_ns
@@ -366,7 +391,7 @@ async fn route(state: &State, req: &Request<Incoming>, started: Instant) -> Resp
             r
         }
         "/api/v1/sample" => match latest {
-            Some(e) => respond(StatusCode::OK, "application/json", e.json.clone()),
+            Some(e) => respond(StatusCode::OK, "application/json", e.json().clone()),
             None => respond(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "text/plain; charset=utf-8",

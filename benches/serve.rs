@@ -1,0 +1,167 @@
+//! `gpumon serve` on the fake library with 8 GPUs × 40 live processes (release build):
+//! (1) exporter CPU and peak RSS over GPUMON_BENCH_SECS (default 60) of sampling every 1 s with
+//! a scrape every 15 s, as Prometheus's default would; (2) scrape latency p50/p99 under 50
+//! concurrent scrapers (2,000 scrapes, a new connection each). `cargo bench --bench serve`.
+//!
+//! The scrapers speak the few lines of HTTP/1.1 a GET needs over a plain socket: test
+//! equipment, so that the client's own cost stays out of the figures.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{fake_lib, scenario, Sleepers, GPUS, PROCS};
+
+fn scrape(addr: &str) -> (Duration, usize) {
+    let t = Instant::now();
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n")
+        .expect("request");
+    let mut body = Vec::with_capacity(256 * 1024);
+    s.read_to_end(&mut body).expect("response");
+    assert!(
+        body.starts_with(b"HTTP/1.1 200"),
+        "{:?}",
+        &body[..body.len().min(64)]
+    );
+    (t.elapsed(), body.len())
+}
+
+/// One scrape on a kept-alive connection, as Prometheus scrapes a target.
+fn scrape_on(conn: &mut BufReader<TcpStream>) -> Duration {
+    let t = Instant::now();
+    conn.get_mut()
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: bench\r\n\r\n")
+        .expect("request");
+    let mut len = 0usize;
+    let mut line = String::new();
+    loop {
+        line.clear();
+        conn.read_line(&mut line).expect("header");
+        if line == "\r\n" {
+            break;
+        }
+        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            len = v.trim().parse().expect("length");
+        }
+    }
+    let mut body = vec![0u8; len];
+    conn.read_exact(&mut body).expect("body");
+    t.elapsed()
+}
+
+fn percentiles(mut all: Vec<Duration>) -> String {
+    all.sort_unstable();
+    let p = |q: f64| all[((all.len() - 1) as f64 * q) as usize];
+    format!(
+        "p50 {:.2?}, p99 {:.2?}, max {:.2?}",
+        p(0.5),
+        p(0.99),
+        all[all.len() - 1]
+    )
+}
+
+fn proc_stat(pid: u32) -> (u64, u64) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    let after = &stat[stat.rfind(')').expect("comm") + 2..];
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let ticks = f[11].parse::<u64>().unwrap_or(0) + f[12].parse::<u64>().unwrap_or(0);
+    let hwm = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .expect("status")
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        .unwrap_or(0);
+    (ticks, hwm)
+}
+
+fn main() {
+    let lib = fake_lib();
+    let sleepers = Sleepers::spawn(GPUS * PROCS);
+    let path = scenario(&sleepers.pids());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gpumon"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--interval", "1s"])
+        .env("GPUMON_NVML_LIB", &lib)
+        .env("FAKE_NVML_SCENARIO", &path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("gpumon serve");
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().expect("stderr"))
+        .read_line(&mut line)
+        .expect("listening line");
+    let addr = line
+        .split("://")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .expect("address")
+        .to_owned();
+    std::thread::sleep(Duration::from_secs(3));
+    let (_, size) = scrape(&addr);
+
+    // 1. Steady state: sampling every second, a scrape every 15 s.
+    let secs: u64 = std::env::var("GPUMON_BENCH_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(60);
+    let (t0, _) = proc_stat(child.id());
+    let w0 = Instant::now();
+    while w0.elapsed() < Duration::from_secs(secs) {
+        scrape(&addr);
+        std::thread::sleep(Duration::from_secs(15).min(Duration::from_secs(secs)));
+    }
+    let (t1, hwm) = proc_stat(child.id());
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let cpu = (t1 - t0) as f64 / hz;
+    let wall = w0.elapsed().as_secs_f64();
+    println!(
+        "serve, {GPUS} GPUs x {PROCS} processes, 1 s sampling, a scrape every 15 s: {cpu:.2} s CPU over {wall:.0} s = {:.3}% of one core; peak RSS {:.1} MiB; /metrics is {:.0} KiB",
+        cpu * 100.0 / wall,
+        hwm as f64 / 1024.0,
+        size as f64 / 1024.0
+    );
+
+    // 2. Latency under 50 concurrent scrapers: kept-alive connections (as Prometheus
+    //    scrapes), then a new connection for every scrape.
+    let run = |keep_alive: bool| {
+        let started = Instant::now();
+        let workers: Vec<_> = (0..50)
+            .map(|_| {
+                let addr = addr.clone();
+                std::thread::spawn(move || {
+                    if keep_alive {
+                        let mut conn = BufReader::new(TcpStream::connect(&addr).expect("connect"));
+                        (0..40).map(|_| scrape_on(&mut conn)).collect::<Vec<_>>()
+                    } else {
+                        (0..40).map(|_| scrape(&addr).0).collect::<Vec<_>>()
+                    }
+                })
+            })
+            .collect();
+        let all: Vec<Duration> = workers
+            .into_iter()
+            .flat_map(|w| w.join().expect("scraper"))
+            .collect();
+        (all.len(), started.elapsed(), percentiles(all))
+    };
+    for keep_alive in [true, false] {
+        let (n, wall, p) = run(keep_alive);
+        println!(
+            "50 concurrent scrapers, {} connections, {n} scrapes in {wall:.2?}: {p}",
+            if keep_alive { "kept-alive" } else { "new" }
+        );
+    }
+    let (_, hwm) = proc_stat(child.id());
+    println!(
+        "peak RSS after the scrapers: {:.1} MiB",
+        hwm as f64 / 1024.0
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    drop(sleepers);
+}
