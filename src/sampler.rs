@@ -189,10 +189,9 @@ impl Sampler {
     }
 
     /// Takes the readings that have arrived (answers that came in after an earlier tick
-    /// stopped waiting included) and asks for a reading of every device with none outstanding:
-    /// never a second call to a device whose first has not returned. Whether anything was
-    /// asked.
-    fn ask(&mut self, waiter: Waiter) -> bool {
+    /// stopped waiting included) and returns the devices to ask now: those with no read
+    /// outstanding, never a second call to a device whose first has not returned.
+    fn idle(&mut self) -> Vec<usize> {
         let devices = &mut self.devices;
         self.readers.take(|r| Self::store(devices, r));
         let asked_at = Instant::now();
@@ -202,7 +201,7 @@ impl Sampler {
         for &i in &idle {
             devices[i].outstanding = Some(asked_at);
         }
-        self.readers.ask(&idle, waiter)
+        idle
     }
 
     /// Collects what arrived and assembles the sample: the end of a tick begun at `t0`.
@@ -290,26 +289,8 @@ impl Sampler {
     /// deadline, unless [`Sampler::set_interval`] made it shorter).
     pub fn tick(&mut self) -> Sample {
         let t0 = Instant::now();
-        let until = t0 + self.budget;
-        if self.ask(Waiter::Thread(std::thread::current())) {
-            let relay = self.readers.relay_delay();
-            let mut relay_at = t0 + relay;
-            loop {
-                if self.readers.done() {
-                    self.readers.completed(t0);
-                    break;
-                }
-                let now = Instant::now();
-                if now >= until {
-                    break;
-                }
-                if now >= relay_at {
-                    self.readers.relay();
-                    relay_at = now + relay;
-                }
-                std::thread::park_timeout(relay_at.min(until).saturating_duration_since(now));
-            }
-        }
+        let idle = self.idle();
+        self.readers.read(&idle, t0 + self.budget);
         self.finish(t0)
     }
 
@@ -319,7 +300,8 @@ impl Sampler {
         let t0 = Instant::now();
         let until = tokio::time::Instant::from_std(t0 + self.budget);
         let notify = Arc::clone(&self.notify);
-        if self.ask(Waiter::Notify(Arc::clone(&notify))) {
+        let idle = self.idle();
+        if self.readers.ask(&idle, Waiter::Notify(Arc::clone(&notify))) {
             let relay = self.readers.relay_delay();
             let mut relay_at = tokio::time::Instant::from_std(t0 + relay);
             loop {

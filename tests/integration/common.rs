@@ -61,3 +61,16 @@ pub fn stdout_json(cmd: &mut Command) -> serde_json::Value {
 }
 
 pub const MIB: u64 = 1 << 20;
+
+/// The address `gpumon serve` says it listens on (the first line of its stderr).
+pub fn serve_address(child: &mut std::process::Child) -> String {
+    let stderr = child.stderr.take().expect("gpumon serve's stderr is piped");
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stderr), &mut line)
+        .expect("read the listening line");
+    line.split("://")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_owned()
+}

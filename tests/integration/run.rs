@@ -452,18 +452,7 @@ fn serve_exports_the_allocator_split_of_a_gpumon_run_job_and_all_the_dashboard_n
         .stderr(Stdio::piped())
         .spawn()
         .expect("gpumon serve");
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(server.stderr.take().expect("stderr")),
-        &mut line,
-    )
-    .expect("listening line");
-    let addr = line
-        .split("://")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .expect("address")
-        .to_owned();
+    let addr = crate::common::serve_address(&mut server);
     let labels = format!("{{gpu=\"0\",UUID=\"{UUID}\",pid=\"{pid}\"}}");
     let start = Instant::now();
     let body = loop {

@@ -2,7 +2,7 @@
 //! checking its exposition, `curl` and `openssl` for TLS and basic auth, all against the fake
 //! NVML library. `.ci/run` installs them when missing.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use regex::Regex;
 use serde_json::Value;
 
-use crate::common::{fake_lib, scenario, MIB};
+use crate::common::{fake_lib, scenario, serve_address, MIB};
 
 /// A child process killed when the test ends, however it ends.
 struct Running(Child);
@@ -35,19 +35,8 @@ fn serve(scenario: &Path, speed: &str, args: &[&str]) -> (Running, String) {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start gpumon serve");
-    let stderr = child.stderr.take().expect("stderr");
-    let running = Running(child);
-    let mut line = String::new();
-    BufReader::new(stderr)
-        .read_line(&mut line)
-        .expect("read the listening line");
-    let addr = line
-        .split("://")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_owned();
-    (running, addr)
+    let addr = serve_address(&mut child);
+    (Running(child), addr)
 }
 
 /// curl's exit status, HTTP status and body.
