@@ -116,6 +116,70 @@ pub struct ProcessSpec {
     pub cpu_percent: Option<Curve>,
     #[serde(default)]
     pub host_memory_mib: Option<Curve>,
+    /// What the framework's allocator reports, as `gpumon run`'s probe would (simulated source
+    /// only: through the fake NVML library, reports come from real probes).
+    #[serde(default)]
+    pub allocator: Option<AllocatorSpec>,
+}
+
+/// A process's allocator figures over its lifetime (time starts at its `start_s`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AllocatorSpec {
+    #[serde(default = "pytorch")]
+    pub framework: String,
+    #[serde(default)]
+    pub version: Option<String>,
+    /// Handed out by the allocator: at most `reserved_mib`.
+    pub allocated_mib: Curve,
+    /// Held by the caching allocator (allocated + cached): at most the process's memory.
+    pub reserved_mib: Curve,
+}
+
+fn pytorch() -> String {
+    "pytorch".to_owned()
+}
+
+/// What the allocator reports at one moment, capped so that allocated ≤ reserved ≤ the
+/// process's memory, as a real allocator's figures are.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AllocatorState {
+    pub framework: String,
+    pub version: Option<String>,
+    pub allocated: u64,
+    pub reserved: u64,
+    pub allocated_peak: u64,
+    pub reserved_peak: u64,
+}
+
+impl AllocatorSpec {
+    fn at(&self, local: f64, memory: u64) -> AllocatorState {
+        let at = |t: f64| {
+            let reserved = mib_to_bytes(self.reserved_mib.at(t)).min(memory);
+            (
+                mib_to_bytes(self.allocated_mib.at(t)).min(reserved),
+                reserved,
+            )
+        };
+        let (allocated, reserved) = at(local);
+        // Peaks since the process started: the curves sampled at most 500 times.
+        let step = (local / 500.0).max(0.25);
+        let mut peaks = (allocated, reserved);
+        let mut t = 0.0;
+        while t < local {
+            let (a, r) = at(t);
+            peaks = (peaks.0.max(a), peaks.1.max(r));
+            t += step;
+        }
+        AllocatorState {
+            framework: self.framework.clone(),
+            version: self.version.clone(),
+            allocated,
+            reserved,
+            allocated_peak: peaks.0,
+            reserved_peak: peaks.1,
+        }
+    }
 }
 
 /// A value over scenario time: a constant, or keyframes plus a sawtooth and spikes.
@@ -338,6 +402,7 @@ pub struct ProcessState {
     pub cpu_percent: Option<f64>,
     pub host_memory: Option<u64>,
     pub start_s: f64,
+    pub allocator: Option<AllocatorState>,
 }
 
 /// Why a scenario could not be used.
@@ -473,6 +538,7 @@ impl Scenario {
                     .as_ref()
                     .map(|c| mib_to_bytes(c.at(local))),
                 start_s: p.start_s,
+                allocator: p.allocator.as_ref().map(|a| a.at(local, bytes)),
             });
         }
 
@@ -640,6 +706,35 @@ mod tests {
             r#"{"version":1,"devices":[{"name":"G","memory_total_mib":10}],"faults":[{"kind":"hang"}]}"#
         )
         .is_err(), "a hang needs its duration");
+    }
+
+    #[test]
+    fn allocator_figures_are_capped_and_peaks_kept() {
+        let s = one_gpu("");
+        let mut s2 = s.clone();
+        s2.devices[0].processes[0].allocator = Some(AllocatorSpec {
+            framework: pytorch(),
+            version: None,
+            allocated_mib: Curve::Shape(Shape {
+                points: vec![(0.0, 0.0), (5.0, 80.0), (10.0, 20.0)],
+                sawtooth: None,
+                spikes: vec![],
+            }),
+            reserved_mib: Curve::Const(70.0),
+        });
+        // At 10 s pid 7 holds 100 MiB; reserved 70, allocated 20, its peak capped at 70.
+        let a = s2.device_at(0, 10.0).processes[0]
+            .allocator
+            .clone()
+            .expect("allocator");
+        assert_eq!(a.reserved, 70 * 1048576);
+        assert_eq!(a.allocated, 20 * 1048576);
+        assert_eq!(
+            a.allocated_peak,
+            70 * 1048576,
+            "capped at reserved at its peak"
+        );
+        assert!(s.device_at(0, 10.0).processes[0].allocator.is_none());
     }
 
     #[test]

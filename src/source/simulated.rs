@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use super::{DeviceReader, OpenError, Opened};
-use crate::model::{Device, Memory, Process, ProcessKind, Utilization};
+use crate::model::{AllocatorStats, Device, Memory, Process, ProcessKind, Utilization};
 use crate::scenario::{DeviceState, FaultKind, Field, ProcKind, Scenario};
 
 /// The built-in scenario behind `--demo`: a training run on two GPUs.
@@ -196,7 +196,20 @@ fn device(d: &DeviceState, t: f64) -> Device {
             cpu_percent: p.cpu_percent.map(|c| c as f32),
             host_memory_bytes: p.host_memory,
             start_time: wall_start(p.start_s),
-            allocator: None,
+            allocator: p.allocator.as_ref().map(|a| AllocatorStats {
+                framework: a.framework.clone(),
+                framework_version: a.version.clone(),
+                allocated_bytes: Some(a.allocated),
+                allocated_peak_bytes: Some(a.allocated_peak),
+                reserved_bytes: Some(a.reserved),
+                reserved_peak_bytes: Some(a.reserved_peak),
+                active_bytes: None,
+                inactive_split_bytes: None,
+                num_alloc_retries: None,
+                num_ooms: None,
+                age_ms: 0,
+                run_id: None,
+            }),
         })
         .collect();
     dev

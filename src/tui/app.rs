@@ -1,6 +1,7 @@
 //! Dashboard state and input handling, with no terminal in it: keys, paste, mouse and samples
 //! go in, actions come out, so all of it is unit-testable.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -9,6 +10,7 @@ use ratatui::crossterm::event::{
 };
 use ratatui::layout::Rect;
 
+use super::theme;
 use crate::model::history::History;
 use crate::model::{Process, Sample};
 use crate::oom::{analyze, Analysis};
@@ -107,6 +109,9 @@ pub struct App {
     pub table_first: usize,
     /// How long the driver has been initialising, while the dashboard waits for it.
     pub opening_for: Option<Duration>,
+    /// Palette slots of the largest processes (as many as there are colours), kept while a
+    /// process stays among them, so that a colour keeps naming the same process.
+    colours: HashMap<u32, usize>,
     /// Table order as (device position, process position) into `sample`, recomputed only when
     /// the sample, the sort or the filter changes (drawing reads it several times a frame).
     order: Vec<(usize, usize)>,
@@ -132,6 +137,7 @@ impl App {
             table_rows: Rect::default(),
             table_first: 0,
             opening_for: None,
+            colours: HashMap::new(),
             order: Vec::new(),
         }
     }
@@ -143,8 +149,47 @@ impl App {
         }
         self.history.record(&sample);
         self.sample = Some(sample);
+        self.assign_colours();
         self.follow_selection();
         Action::Redraw
+    }
+
+    /// Gives the largest processes (across GPUs) a palette slot each; the rest share the
+    /// gauge's "other processes" segment and no colour in the table.
+    fn assign_colours(&mut self) {
+        let Some(s) = &self.sample else { return };
+        let slots = theme::PROCESS_COLORS.len();
+        let mut all: Vec<(u64, u32)> = s
+            .devices
+            .iter()
+            .flat_map(|d| d.processes.iter())
+            .map(|p| (p.gpu_memory_bytes.unwrap_or(0), p.pid))
+            .collect();
+        all.sort_unstable_by(|a, b| b.cmp(a));
+        let mut top: Vec<u32> = Vec::with_capacity(slots);
+        for (_, pid) in all {
+            if top.len() == slots {
+                break;
+            }
+            if !top.contains(&pid) {
+                top.push(pid);
+            }
+        }
+        self.colours.retain(|pid, _| top.contains(pid));
+        for pid in top {
+            if self.colours.contains_key(&pid) {
+                continue;
+            }
+            let taken: Vec<usize> = self.colours.values().copied().collect();
+            if let Some(free) = (0..slots).find(|i| !taken.contains(i)) {
+                self.colours.insert(pid, free);
+            }
+        }
+    }
+
+    /// The colour of a process with one of its own, the same in the gauge and the table.
+    pub fn process_style(&self, pid: u32) -> Option<ratatui::style::Style> {
+        self.colours.get(&pid).map(|&i| theme::slot(i))
     }
 
     /// Processes across GPUs, filtered and sorted (drawing uses [`App::row`]).

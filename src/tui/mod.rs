@@ -7,6 +7,7 @@
 //! hook that restores before the message prints) and signals.
 
 pub mod app;
+pub mod gpu;
 pub mod theme;
 pub mod ui;
 

@@ -13,11 +13,24 @@ pub const PROCESS_COLORS: [Color; 8] = [
     Color::LightBlue,
 ];
 
-/// A process's colour, the same in the gauge and in the table.
-pub fn process(pid: u32) -> Style {
-    // Fibonacci hashing spreads consecutive pids over the palette.
-    let i = (pid.wrapping_mul(2654435761) >> 29) as usize % PROCESS_COLORS.len();
-    Style::new().fg(PROCESS_COLORS[i])
+/// The colour of palette slot `i` (the app gives the largest processes a slot each).
+pub fn slot(i: usize) -> Style {
+    Style::new().fg(PROCESS_COLORS[i % PROCESS_COLORS.len()])
+}
+
+/// The processes without a colour of their own, together in the gauge.
+pub fn other_processes() -> Style {
+    Style::new().fg(Color::Gray)
+}
+
+/// History charts.
+pub fn history() -> Style {
+    Style::new().fg(Color::Cyan)
+}
+
+/// The window's peak on a chart.
+pub fn peak() -> Style {
+    Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD)
 }
 
 pub fn header() -> Style {

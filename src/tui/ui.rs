@@ -7,13 +7,13 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span, Text};
-use ratatui::widgets::{Block, Borders, Clear, Paragraph, Sparkline, Wrap};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use ratatui::Frame;
 
 use super::app::{App, Mode, SortKey};
+use super::gpu::{self, clock, MIN_CHART};
 use super::theme;
 use crate::model::breakdown::{Breakdown, PartKind};
-use crate::model::history::Column;
 use crate::model::{Device, Sample};
 use crate::oom::render::{render_oom, LOOKED_FOR};
 use crate::output::once::fmt_age;
@@ -23,8 +23,6 @@ use crate::units::{fmt_bytes, fmt_opt_bytes};
 /// Smallest terminal the dashboard draws into.
 pub const MIN_WIDTH: u16 = 40;
 pub const MIN_HEIGHT: u16 = 10;
-/// Lines per GPU in the full layout.
-const FULL_LINES: u16 = 4;
 /// Lines kept for the process table (header included) before GPUs go compact.
 const TABLE_MIN: u16 = 6;
 
@@ -65,21 +63,14 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
         );
         return;
     };
-    let n = sample.devices.len() as u16;
-    let room = body.height.saturating_sub(TABLE_MIN + 1);
-    let full = n > 0 && n * FULL_LINES <= room;
-    let gpu_lines = if full {
-        n * FULL_LINES
-    } else {
-        n.max(1).min(room.max(1))
-    };
+    let layout = gpu_layout(sample.devices.len() as u16, body.height, app.row_count());
     let [gpus, selection, table] = Layout::vertical([
-        Constraint::Length(gpu_lines),
+        Constraint::Length(layout.rows),
         Constraint::Length(1),
         Constraint::Min(0),
     ])
     .areas(body);
-    draw_gpus(frame, gpus, app, &sample, full);
+    draw_gpus(frame, gpus, app, &sample, &layout);
     draw_selection(frame.buffer_mut(), selection, app, &sample);
     draw_table(frame.buffer_mut(), table, app);
 
@@ -88,11 +79,6 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
         Mode::Oom => draw_oom(frame, area, app, &sample),
         _ => {}
     }
-}
-
-fn clock(t: SystemTime) -> String {
-    let s = humantime::format_rfc3339_seconds(t).to_string();
-    s.get(11..19).map_or(s.clone(), |hms| format!("{hms} UTC"))
 }
 
 fn fmt_interval(d: std::time::Duration) -> String {
@@ -184,19 +170,83 @@ fn draw_footer(buf: &mut Buffer, area: Rect, app: &App) {
     line.render_into(area, buf);
 }
 
-fn draw_gpus(frame: &mut Frame, area: Rect, app: &mut App, sample: &Sample, full: bool) {
+/// How the GPUs are laid out: `full` gives each its line, its gauge and a chart of `chart`
+/// rows; otherwise one line each, and one chart of `chart` rows for the selected GPU.
+struct GpuLayout {
+    full: bool,
+    chart: u16,
+    /// Rows the GPUs take in all.
+    rows: u16,
+}
+
+/// Spare rows go to history: the table keeps what its rows need (at least [`TABLE_MIN`], at
+/// most half the body when it is long), the GPUs take the rest.
+fn gpu_layout(n: u16, body: u16, table_rows: usize) -> GpuLayout {
+    let free = body.saturating_sub(1); // the selection line
+    let table = (table_rows as u16 + 1)
+        .max(TABLE_MIN)
+        .min((free / 2).max(TABLE_MIN))
+        .min(free);
+    let gpus = free.saturating_sub(table);
+    let n = n.max(1);
+    let per = gpus / n;
+    if per >= 2 + MIN_CHART {
+        return GpuLayout {
+            full: true,
+            chart: per - 2,
+            rows: per * n,
+        };
+    }
+    let lines = n.min(gpus.max(1));
+    let chart = gpus.saturating_sub(lines);
+    GpuLayout {
+        full: false,
+        chart: if chart >= MIN_CHART { chart } else { 0 },
+        rows: if chart >= MIN_CHART { gpus } else { lines },
+    }
+}
+
+fn draw_gpus(frame: &mut Frame, area: Rect, app: &mut App, sample: &Sample, layout: &GpuLayout) {
     let devices = &sample.devices;
+    let buf = frame.buffer_mut();
     if devices.is_empty() {
         let msg = if sample.error.is_some() {
             "no GPU could be read"
         } else {
             "no GPUs found"
         };
-        frame.render_widget(Paragraph::new(msg).style(theme::warning()), area);
+        buf.set_stringn(area.x, area.y, msg, area.width as usize, theme::warning());
         return;
     }
-    let per = if full { FULL_LINES } else { 1 };
-    let fits = (area.height / per).max(1) as usize;
+    let now = sample.timestamp;
+    let selected = |d: &Device| {
+        app.selected_pid
+            .filter(|(gpu, _)| *gpu == d.index)
+            .map(|(_, pid)| pid)
+    };
+    if layout.full {
+        let per = layout.chart + 2;
+        for (slot, d) in devices.iter().enumerate() {
+            let y = area.y + slot as u16 * per;
+            if y + per > area.bottom() {
+                break;
+            }
+            let line = gpu::title_line(d, now, area.width);
+            buf.set_line(area.x, y, &line, area.width);
+            let gauge = Rect::new(area.x, y + 1, area.width, 1);
+            gpu::draw_gauge(buf, gauge, d, app, selected(d));
+            let chart = Rect::new(area.x, y + 2, area.width, layout.chart);
+            gpu::draw_history(buf, chart, d, app, now, false);
+        }
+        return;
+    }
+    let lines = area.height.saturating_sub(layout.chart).max(1);
+    // When some GPUs do not fit, the last line says so (never over a GPU's figures).
+    let fits = if devices.len() > lines as usize {
+        (lines as usize).saturating_sub(1).max(1)
+    } else {
+        lines as usize
+    };
     app.gpu_offset = app.gpu_offset.min(devices.len().saturating_sub(fits));
     let hidden = devices.len().saturating_sub(fits);
     let index_width = devices
@@ -205,331 +255,41 @@ fn draw_gpus(frame: &mut Frame, area: Rect, app: &mut App, sample: &Sample, full
         .max()
         .unwrap_or(1);
     for (slot, d) in devices.iter().skip(app.gpu_offset).take(fits).enumerate() {
-        let y = area.y + slot as u16 * per;
-        let rect = Rect::new(
-            area.x,
-            y,
-            area.width,
-            per.min(area.bottom().saturating_sub(y)),
+        let y = area.y + slot as u16;
+        gpu::draw_compact(
+            buf,
+            Rect::new(area.x, y, area.width, 1),
+            d,
+            app,
+            index_width,
+            now,
         );
-        if full {
-            draw_gpu_full(frame, rect, app, d, sample.timestamp);
-        } else {
-            draw_gpu_compact(frame.buffer_mut(), rect, d, index_width, sample.timestamp);
-        }
     }
-    if hidden > 0 && area.height > 0 {
-        let note = format!(" +{hidden} more GPUs ([ ] scroll) ");
-        let w = note.chars().count() as u16;
-        let x = area.right().saturating_sub(w);
-        let y = area.bottom() - 1;
-        frame.buffer_mut().set_string(x, y, note, theme::warning());
-    }
-}
-
-/// "not responding for 12 s (last data 03:14:18 UTC)": a failed device's error, with when its
-/// readings are from if it has stalled.
-fn device_error(d: &Device, now: SystemTime) -> Option<String> {
-    let e = d.error.as_ref()?;
-    if !d.stalled {
-        return Some(e.clone());
-    }
-    Some(match d.data_time(now) {
-        Some(t) => format!("{e} (last data {})", clock(t)),
-        None => format!("{e} (no data yet)"),
-    })
-}
-
-fn gpu_title(d: &Device, now: SystemTime) -> Vec<Span<'static>> {
-    let mut spans = vec![
-        Span::styled(format!("[{}] ", d.index), theme::header()),
-        Span::raw(d.name.clone().unwrap_or_else(|| "N/A".into())),
-    ];
-    if let Some(e) = device_error(d, now) {
-        spans.push(Span::styled(format!("  {e}"), theme::error()));
-        return spans;
-    }
-    let temp = d.temperature_c.map_or("N/A".into(), |t| format!("{t}°C"));
-    let temp_style = d
-        .temperature_c
-        .map_or(theme::dim(), |t| theme::level((t as f64 - 30.0) / 60.0));
-    spans.push(Span::raw("  "));
-    spans.push(Span::styled(temp, temp_style));
-    let util = d
-        .utilization
-        .gpu_percent
-        .map_or("N/A".into(), |u| format!("{u}%"));
-    spans.push(Span::raw(format!("  util {util}")));
-    match (d.power_draw_w, d.power_limit_w) {
-        (Some(p), Some(l)) => spans.push(Span::raw(format!("  {p:.0}/{l:.0} W"))),
-        (Some(p), None) => spans.push(Span::raw(format!("  {p:.0} W"))),
-        _ => spans.push(Span::styled("  power N/A", theme::dim())),
-    }
-    if let Some(f) = d.fan_percent {
-        spans.push(Span::raw(format!("  fan {f}%")));
-    }
-    if let Some(e) = &d.processes_error {
-        spans.push(Span::styled(format!("  {e}"), theme::warning()));
-    }
-    spans
-}
-
-fn memory_figures(d: &Device) -> Span<'static> {
-    let m = &d.memory;
-    match (m.used_bytes, m.total_bytes, m.used_fraction()) {
-        (Some(u), Some(t), Some(share)) => Span::styled(
-            format!(
-                "{} / {} ({:.0}%)",
-                fmt_bytes(u),
-                fmt_bytes(t),
-                share * 100.0
-            ),
-            if d.stalled {
-                theme::stale()
-            } else {
-                theme::level(share)
-            },
-        ),
-        _ => Span::styled(
-            format!(
-                "memory {}",
-                d.field_errors.get("memory").map_or("N/A", String::as_str)
-            ),
-            theme::dim(),
-        ),
-    }
-}
-
-fn part_style(kind: &PartKind, selected_pid: Option<u32>) -> (&'static str, Style) {
-    match kind {
-        PartKind::Process { pid } => {
-            let mut s = theme::process(*pid);
-            if Some(*pid) == selected_pid {
-                s = s.add_modifier(Modifier::BOLD);
-            }
-            ("█", s)
-        }
-        PartKind::ThisProcess => ("█", theme::process(selected_pid.unwrap_or(0))),
-        PartKind::Allocated => ("█", theme::allocated()),
-        PartKind::Cached => ("▓", theme::cached()),
-        PartKind::NonFramework => ("▒", theme::process(selected_pid.unwrap_or(0))),
-        PartKind::OtherApps | PartKind::Unattributed => ("▓", theme::unattributed()),
-        PartKind::DriverReserved => ("▒", theme::reserved()),
-        PartKind::Free => ("░", theme::free()),
-        PartKind::Unaccounted => (" ", Style::new()),
-    }
-}
-
-/// A stacked bar of a breakdown, each part in its own style; widths by cumulative rounding so
-/// the parts always fill exactly `area.width` cells.
-fn draw_breakdown(
-    buf: &mut Buffer,
-    area: Rect,
-    b: &Breakdown,
-    selected_pid: Option<u32>,
-    stale: bool,
-) {
-    let w = area.width as f64;
-    let total = b.total.max(1) as f64;
-    let mut cum = 0u64;
-    for p in &b.parts {
-        let Some(bytes) = p.bytes else { continue };
-        let start = ((cum as f64 / total) * w).round() as u16;
-        cum += bytes;
-        let end = (((cum as f64 / total) * w).round() as u16).min(area.width);
-        let (symbol, mut style) = part_style(&p.kind, selected_pid);
-        if stale {
-            style = theme::stale();
-        }
-        for x in start..end {
-            if let Some(cell) = buf.cell_mut((area.x + x, area.y)) {
-                cell.set_symbol(symbol).set_style(style);
-            }
-        }
-    }
-}
-
-use crate::output::once::device_breakdown;
-
-fn draw_gpu_full(frame: &mut Frame, area: Rect, app: &App, d: &Device, now: SystemTime) {
-    // Fixed one-line rows: plain arithmetic, no layout solver (this runs for every GPU).
-    let row = |i: u16| Rect::new(area.x, area.y + i, area.width, u16::from(i < area.height));
-    let rows = [row(0), row(1), row(2), row(3)];
-    let buf = frame.buffer_mut();
-    let figures = memory_figures(d);
-    let fw = figures.width() as u16;
-    let title = Line::from(gpu_title(d, now));
-    // Figures only where they leave the title whole (a stalled GPU's title is long).
-    let title_w = if d.stalled { title.width() as u16 } else { 0 };
-    title.render_into(rows[0], buf);
-    if (d.error.is_none() || d.stalled) && rows[0].width > fw + 2 + title_w {
-        let x = rows[0].right() - fw;
-        buf.set_span(x, rows[0].y, &figures, fw);
-    }
-    // The selection's (gpu, pid) is kept by the app: no need to sort the table again here.
-    let selected_pid = app
-        .selected_pid
-        .filter(|(gpu, _)| *gpu == d.index)
-        .map(|(_, pid)| pid);
-    match device_breakdown(d) {
-        Some(b) => draw_breakdown(buf, rows[1], &b, selected_pid, d.stalled),
-        None => {
-            let why = d.error.as_deref().unwrap_or("memory N/A");
-            buf.set_string(
-                rows[1].x,
-                rows[1].y,
-                format!("── {why}: no data ──"),
-                theme::dim(),
-            );
-        }
-    }
-    // History: memory on the left, utilisation on the right, gaps where reads failed.
-    let mem_w = rows[2].width * 7 / 10;
-    let mem_area = Rect {
-        width: mem_w,
-        ..rows[2]
-    };
-    let util_area = Rect {
-        x: rows[2].x + mem_w,
-        width: rows[2].width - mem_w,
-        ..rows[2]
-    };
-    let window = app.history.window;
-    let hist = app.history.device(d.index);
-    let peak_used = hist.and_then(|h| h.peak_used());
-    let mem_cols: Vec<Option<u64>> = hist.map_or_else(Vec::new, |h| {
-        h.columns(
-            now,
-            window,
-            mem_area.width.saturating_sub(1) as usize,
-            |p| p.used,
-        )
-        .into_iter()
-        .map(Column::bar)
-        .collect()
-    });
-    let util_cols: Vec<Option<u64>> = hist.map_or_else(Vec::new, |h| {
-        h.columns(
-            now,
-            window,
-            util_area.width.saturating_sub(1) as usize,
-            |p| p.util.map(u64::from),
-        )
-        .into_iter()
-        .map(Column::bar)
-        .collect()
-    });
-    // Scaled to the window's peak (which the axis names): one text line has only 8 levels, and
-    // against the whole card a modest job would draw nothing.
-    let max = peak_used
-        .map(|p| p.value)
-        .or(d.memory.total_bytes)
-        .unwrap_or(1);
-    frame.render_widget(
-        Sparkline::default()
-            .data(mem_cols)
-            .max(max.max(1))
-            .style(if d.stalled {
-                theme::stale()
-            } else {
-                theme::process(d.index.wrapping_add(7))
-            })
-            .absent_value_symbol("·")
-            .absent_value_style(theme::error()),
-        Rect {
-            width: mem_area.width.saturating_sub(1),
-            ..mem_area
-        },
-    );
-    frame.render_widget(
-        Sparkline::default()
-            .data(util_cols)
-            .max(100)
-            .style(if d.stalled {
-                theme::stale()
-            } else {
-                theme::level(0.0)
-            })
-            .absent_value_symbol("·")
-            .absent_value_style(theme::error()),
-        util_area,
-    );
-    // Time axis with the peak.
-    let buf = frame.buffer_mut();
-    let span = humantime::format_duration(window).to_string();
-    let peak = peak_used.map_or(String::new(), |p| {
-        let ago = now.duration_since(p.at).map(|d| d.as_secs()).unwrap_or(0);
-        format!(
-            " peak {} at {} ({} ago) ",
-            fmt_bytes(p.value),
-            clock(p.at),
-            fmt_age(ago)
-        )
-    });
-    let axis_w = mem_area.width.saturating_sub(1) as usize;
-    let left = format!("-{span} ");
-    let right = " now";
-    let fill = axis_w.saturating_sub(left.chars().count() + right.len() + peak.chars().count());
-    let axis = format!(
-        "{left}{}{peak}{}{right}",
-        "─".repeat(fill / 2),
-        "─".repeat(fill - fill / 2)
-    );
-    buf.set_stringn(mem_area.x, rows[3].y, axis, axis_w, theme::dim());
-    let util_peak = hist
-        .and_then(|h| h.points.iter().filter_map(|p| p.util).max())
-        .map_or(String::new(), |u| format!(" peak {u}%"));
-    buf.set_stringn(
-        util_area.x,
-        rows[3].y,
-        format!("util{util_peak}"),
-        util_area.width as usize,
-        theme::dim(),
-    );
-}
-
-fn draw_gpu_compact(buf: &mut Buffer, area: Rect, d: &Device, index_width: usize, now: SystemTime) {
-    let name = d.name.clone().unwrap_or_else(|| "N/A".into());
-    let short: String = name
-        .trim_start_matches("NVIDIA ")
-        .chars()
-        .take(18)
-        .collect();
-    let head = format!("[{:>index_width$}] {short:<18} ", d.index);
-    buf.set_stringn(area.x, area.y, &head, area.width as usize, theme::header());
-    let x = area.x + head.chars().count() as u16;
-    if let Some(e) = device_error(d, now) {
+    if hidden > 0 && lines > 1 {
+        let note = format!(
+            "GPUs {}–{} of {} ([ ] scroll)",
+            app.gpu_offset,
+            app.gpu_offset + fits - 1,
+            devices.len()
+        );
         buf.set_stringn(
-            x,
-            area.y,
-            e,
-            area.right().saturating_sub(x) as usize,
-            theme::error(),
+            area.x,
+            area.y + lines - 1,
+            note,
+            area.width as usize,
+            theme::warning(),
         );
-        return;
     }
-    let temp = d.temperature_c.map_or("N/A".into(), |t| format!("{t}°C"));
-    let util = d
-        .utilization
-        .gpu_percent
-        .map_or("N/A".into(), |u| format!("{u}%"));
-    let stats = format!("{temp:>5} {util:>4} ");
-    buf.set_stringn(
-        x,
-        area.y,
-        &stats,
-        area.right().saturating_sub(x) as usize,
-        Style::new(),
-    );
-    let x = x + stats.chars().count() as u16;
-    let figures = memory_figures(d);
-    let fw = figures.width() as u16 + 1;
-    let bar_w = area.right().saturating_sub(x + fw);
-    if bar_w >= 4 {
-        if let Some(b) = device_breakdown(d) {
-            draw_breakdown(buf, Rect::new(x, area.y, bar_w, 1), &b, None, false);
+    // One chart: the selected process's GPU, else the first GPU shown.
+    if layout.chart >= MIN_CHART {
+        let focus = app
+            .selected_pid
+            .and_then(|(gpu, _)| devices.iter().find(|d| d.index == gpu))
+            .or_else(|| devices.get(app.gpu_offset));
+        if let Some(d) = focus {
+            let chart = Rect::new(area.x, area.y + lines, area.width, layout.chart);
+            gpu::draw_history(buf, chart, d, app, now, true);
         }
-        buf.set_span(x + bar_w + 1, area.y, &figures, fw);
     }
 }
 
@@ -549,30 +309,22 @@ fn draw_selection(buf: &mut Buffer, area: Rect, app: &App, sample: &Sample) {
     };
     // The source first, so a narrow terminal cuts the least important figures.
     let source = match &p.allocator {
-        Some(a) => a.framework.as_str(),
-        None => "NVML",
+        Some(a) if a.framework == "pytorch" => "PyTorch allocator".to_owned(),
+        Some(a) => format!("{} allocator", a.framework),
+        None => "NVML".to_owned(),
     };
     let head = format!("▶ pid {} GPU {} {source} ", p.pid, row.gpu);
-    buf.set_stringn(
-        area.x,
-        area.y,
-        &head,
-        area.width as usize,
-        theme::process(p.pid),
-    );
+    let colour = app
+        .process_style(p.pid)
+        .unwrap_or_else(theme::other_processes);
+    buf.set_stringn(area.x, area.y, &head, area.width as usize, colour);
     let x = area.x + head.chars().count() as u16;
     let Some(b) = Breakdown::process(&d.memory, p.memory()) else {
         return;
     };
     let bar_w = (area.width / 6).min(20);
     if area.right() > x + bar_w + 2 {
-        draw_breakdown(
-            buf,
-            Rect::new(x, area.y, bar_w, 1),
-            &b,
-            Some(p.pid),
-            d.stalled,
-        );
+        gpu::draw_breakdown(buf, Rect::new(x, area.y, bar_w, 1), &b, colour, d.stalled);
         let mut text = String::new();
         for part in &b.parts {
             let Some(bytes) = part.bytes.filter(|b| *b > 0) else {
@@ -708,7 +460,7 @@ fn draw_table(buf: &mut Buffer, area: Rect, app: &mut App) {
             let mut style = if row.stale {
                 theme::stale()
             } else if *key == SortKey::Pid {
-                theme::process(row.process.pid)
+                app.process_style(row.process.pid).unwrap_or_default()
             } else {
                 Style::new()
             };

@@ -10,6 +10,7 @@ use gpumon::tui::{render_once, theme};
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
+use regex::Regex;
 
 use crate::common::{fake_lib, scenario, MIB};
 
@@ -223,7 +224,18 @@ fn snapshot_selected_process_with_the_allocator_split() {
         text.contains("alloc 14.0 GiB · cached 4.0 GiB · non-framework"),
         "{text}"
     );
-    assert!(text.contains("▶ pid 40000 GPU 0 pytorch "), "{text}");
+    assert!(
+        text.contains("▶ pid 40000 GPU 0 PyTorch allocator "),
+        "{text}"
+    );
+    // The GPU's gauge shows the split in shades of the process's colour, and says so.
+    let gauge = text.lines().nth(2).unwrap_or_default();
+    let (a, c, n) = (gauge.find('█'), gauge.find('▓'), gauge.find('▒'));
+    assert!(
+        a < c && c < n && a.is_some(),
+        "allocated, cached, outside: {gauge}"
+    );
+    assert!(text.contains("█ allocated ▓ cached ▒ outside"), "{text}");
     insta::assert_snapshot!(terminal.backend());
 }
 
@@ -252,10 +264,28 @@ fn tiny_and_odd_sizes_never_panic() {
 }
 
 #[test]
-fn a_process_has_the_same_colour_in_gauge_and_table() {
-    let (terminal, _) = screen(80, 24, 2, |_| vec![device(0, 1, 40000, false)]);
+fn the_largest_processes_have_a_colour_of_their_own_the_same_in_gauge_and_table() {
+    // 40 processes of different sizes: the 8 largest get the 8 colours, the others none.
+    let (_, app) = screen(200, 50, 2, |_| {
+        let mut d = device(0, 40, 40000, false);
+        for (i, p) in d.processes.iter_mut().enumerate() {
+            p.gpu_memory_bytes = Some((i as u64 + 1) * 100 * MIB);
+        }
+        vec![d]
+    });
+    let colours: Vec<_> = (40000..40040).map(|pid| app.process_style(pid)).collect();
+    assert!(colours[..32].iter().all(Option::is_none), "{colours:?}");
+    let mut top: Vec<_> = colours[32..].iter().map(|c| c.and_then(|s| s.fg)).collect();
+    assert!(top.iter().all(Option::is_some));
+    top.sort_by_key(|c| format!("{c:?}"));
+    top.dedup();
+    assert_eq!(top.len(), theme::PROCESS_COLORS.len(), "all distinct");
+
+    let (terminal, app) = screen(80, 24, 2, |_| vec![device(0, 1, 40000, false)]);
     let buf = terminal.backend().buffer();
-    let pid_style = theme::process(40000);
+    let pid_style = app
+        .process_style(40000)
+        .expect("the only process has a colour");
     // Row 2 is GPU 0's gauge; the first cells are the only process.
     assert_eq!(buf[(0, 2)].fg, pid_style.fg.expect("fg"));
     // Find the pid in the table and compare its colour.
@@ -516,4 +546,99 @@ fn end_to_end_waiting_for_a_driver_that_hangs_in_init_and_quitting() {
     assert!(tmux.alternate_on());
     tmux.run(&["send-keys", "-t", "e2e", "q"]);
     tmux.assert_restored("EXIT=0");
+}
+
+/// The fields of a GPU line (two spaces apart; one after the index), each whole.
+fn assert_fields_intact(line: &str, w: u16, figures: &Regex) {
+    let known = ["NVIDIA H100 80GB HBM3", "65°C", "util 90%", "540/700 W"];
+    let line = line.trim_end();
+    let (index, rest) = line.split_once(' ').unwrap_or((line, ""));
+    assert!(
+        index.starts_with('[') && index.ends_with(']'),
+        "{w}: {line:?}"
+    );
+    let mut saw_figures = false;
+    for token in rest.split("  ").map(str::trim).filter(|t| !t.is_empty()) {
+        if figures.is_match(token) {
+            saw_figures = true;
+        } else {
+            assert!(
+                known.contains(&token),
+                "{w} columns: {token:?} is cut or joined in {line:?}"
+            );
+        }
+    }
+    assert!(
+        saw_figures,
+        "{w} columns: the memory figures went before the others: {line:?}"
+    );
+}
+
+#[test]
+fn every_width_from_40_to_220_keeps_each_field_whole() {
+    let whole =
+        Regex::new(r"^\d+(\.\d)? (B|KiB|MiB|GiB) / \d+(\.\d)? GiB \(\d+%\)$").expect("regex");
+    let at_end = Regex::new(r"\d+(\.\d)? (MiB|GiB) / 79\.6 GiB \(\d+%\)\s*$").expect("regex");
+    for w in 40..=220u16 {
+        let (terminal, _) = screen(w, 30, 2, two_gpus);
+        let text = terminal.backend().to_string();
+        let lines: Vec<&str> = text
+            .lines()
+            .map(|l| l.trim_matches('"'))
+            .filter(|l| l.starts_with("[0] ") || l.starts_with("[1] "))
+            .collect();
+        assert_eq!(lines.len(), 2, "{w}:\n{text}");
+        for line in lines {
+            assert_fields_intact(line, w, &whole);
+        }
+        // Compact rows (16 GPUs): index first, the figures whole at the end.
+        let (terminal, _) = screen(w, 30, 1, |_| {
+            (0..16)
+                .map(|i| device(i, 2, 1000 * (i as u64 + 1), false))
+                .collect()
+        });
+        let text = terminal.backend().to_string();
+        for line in text
+            .lines()
+            .map(|l| l.trim_matches('"'))
+            .filter(|l| l.starts_with("[ "))
+        {
+            assert!(at_end.is_match(line), "{w} columns, compact: {line:?}");
+        }
+    }
+}
+
+#[test]
+fn the_demo_first_screen_shows_the_allocator_split() {
+    use gpumon::sampler::{Filter, Sampler};
+    use gpumon::source::simulated::Simulated;
+    let opened = Simulated::demo().expect("demo").open();
+    let mut sampler = Sampler::new(
+        opened,
+        Filter {
+            gpus: vec![],
+            processes: true,
+        },
+    );
+    let sample = Arc::new(sampler.tick());
+    let mut terminal = Terminal::new(TestBackend::new(120, 40)).expect("terminal");
+    let mut app = App::new(Duration::from_secs(1), Duration::from_secs(600));
+    render_once(&mut terminal, &mut app, sample).expect("draw");
+    let text = terminal.backend().to_string();
+    // The largest process is selected: rank 0 of the training run, with PyTorch's split.
+    assert!(
+        text.contains("▶ pid 48213 GPU 0 PyTorch allocator"),
+        "{text}"
+    );
+    assert!(
+        text.contains("alloc ") && text.contains("cached "),
+        "{text}"
+    );
+    assert!(text.contains("█ allocated ▓ cached ▒ outside"), "{text}");
+    let gauge = text
+        .lines()
+        .skip_while(|l| !l.contains("[0] NVIDIA"))
+        .nth(1)
+        .unwrap_or_default();
+    assert!(gauge.contains('▓') && gauge.contains('▒'), "{gauge}");
 }

@@ -1,0 +1,628 @@
+//! One GPU on screen: its line of fields, its memory gauge, and its history charts.
+//!
+//! Fields have priorities and drop whole as the width shrinks (fan, power, temperature, util,
+//! name, in that order), the memory figures last, so no field ever overwrites another. The
+//! gauge stacks the processes that have a colour of their own (the largest), split into
+//! allocated, cached and outside-the-framework shades when the allocator's split is known, then
+//! the other processes together, memory used by no listed process, the driver's reservation
+//! and free memory. The charts put memory on a 0–total axis in GiB and utilisation on 0–100%,
+//! over the history window, with gaps where reads failed or the GPU stalled.
+
+use std::time::{Duration, SystemTime};
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use ratatui::symbols::Marker;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Widget};
+
+use super::app::App;
+use super::theme;
+use crate::model::breakdown::{Breakdown, PartKind};
+use crate::model::history::Column;
+use crate::model::Device;
+use crate::output::once::{device_breakdown, fmt_age};
+use crate::units::{fmt_bytes, GIB};
+
+/// Rows a history chart needs to be worth drawing (header, plot, time axis).
+pub const MIN_CHART: u16 = 4;
+
+pub fn clock(t: SystemTime) -> String {
+    let s = humantime::format_rfc3339_seconds(t).to_string();
+    s.get(11..19).map_or(s.clone(), |hms| format!("{hms} UTC"))
+}
+
+/// "not responding for 12 s (last data 03:14:18 UTC)": a failed device's error, with when its
+/// readings are from if it has stalled.
+pub fn device_error(d: &Device, now: SystemTime) -> Option<String> {
+    let e = d.error.as_ref()?;
+    if !d.stalled {
+        return Some(e.clone());
+    }
+    Some(match d.data_time(now) {
+        Some(t) => format!("{e} (last data {})", clock(t)),
+        None => format!("{e} (no data yet)"),
+    })
+}
+
+/// "24.4 GiB / 79.6 GiB (31%)", or why there are no figures.
+pub fn memory_figures(d: &Device) -> Span<'static> {
+    let m = &d.memory;
+    match (m.used_bytes, m.total_bytes, m.used_fraction()) {
+        (Some(u), Some(t), Some(share)) => Span::styled(
+            format!(
+                "{} / {} ({:.0}%)",
+                fmt_bytes(u),
+                fmt_bytes(t),
+                share * 100.0
+            ),
+            if d.stalled {
+                theme::stale()
+            } else {
+                theme::level(share)
+            },
+        ),
+        _ => Span::styled(
+            format!(
+                "memory {}",
+                d.field_errors.get("memory").map_or("N/A", String::as_str)
+            ),
+            theme::dim(),
+        ),
+    }
+}
+
+/// A field of a GPU's line, dropped whole when it does not fit: lowest `priority` first.
+struct Field {
+    span: Span<'static>,
+    priority: u8,
+}
+
+/// What fits of a line: the left fields, two spaces apart, and the right-aligned one.
+struct Fitted {
+    left: Vec<Span<'static>>,
+    right: Option<Span<'static>>,
+}
+
+impl Fitted {
+    /// Cells the left fields take, separators included.
+    fn left_width(&self) -> usize {
+        self.left
+            .iter()
+            .enumerate()
+            .map(|(i, s)| s.width() + sep(i))
+            .sum()
+    }
+
+    fn right_width(&self) -> usize {
+        self.right.as_ref().map_or(0, Span::width)
+    }
+
+    /// The line in `width` cells, the right field flush right.
+    fn line(self, width: usize) -> Line<'static> {
+        let pad = width
+            .saturating_sub(self.left_width() + self.right_width())
+            .max(2);
+        let mut spans = Vec::with_capacity(self.left.len() * 2 + 2);
+        for (i, s) in self.left.into_iter().enumerate() {
+            if i > 0 {
+                spans.push(Span::raw(" ".repeat(sep(i))));
+            }
+            spans.push(s);
+        }
+        if let Some(r) = self.right {
+            spans.push(Span::raw(" ".repeat(pad)));
+            spans.push(r);
+        }
+        Line::from(spans)
+    }
+}
+
+/// Cells before left field `i`: one after the index ("[0] NVIDIA…"), two between the others.
+fn sep(i: usize) -> usize {
+    match i {
+        0 => 0,
+        1 => 1,
+        _ => 2,
+    }
+}
+
+/// Keeps what fits in `width` cells of the `left` fields (two spaces apart) and the `right`
+/// one (at least two spaces away), dropping the lowest priority first (the rightmost on a
+/// tie). The first left field (the index) always stays.
+fn fit(mut left: Vec<Field>, mut right: Option<Field>, width: usize) -> Fitted {
+    loop {
+        let used = left
+            .iter()
+            .enumerate()
+            .map(|(i, f)| f.span.width() + sep(i))
+            .sum::<usize>()
+            + right.as_ref().map_or(0, |r| r.span.width() + 2);
+        if used <= width {
+            break;
+        }
+        let lowest = left
+            .iter()
+            .enumerate()
+            .skip(1)
+            .min_by_key(|(i, f)| (f.priority, usize::MAX - i))
+            .map(|(i, f)| (i, f.priority));
+        match (lowest, &right) {
+            (Some((_, p)), Some(r)) if r.priority < p => right = None,
+            (Some((i, _)), _) => {
+                left.remove(i);
+            }
+            (None, Some(_)) => right = None,
+            (None, None) => break,
+        }
+    }
+    Fitted {
+        left: left.into_iter().map(|f| f.span).collect(),
+        right: right.map(|r| r.span),
+    }
+}
+
+/// The GPU's line: index, name, temperature, util, power, fan (or its error), and the memory
+/// figures on the right.
+pub fn title_line(d: &Device, now: SystemTime, width: u16) -> Line<'static> {
+    let field = |text: String, style: Style, priority: u8| Field {
+        span: Span::styled(text, style),
+        priority,
+    };
+    let mut left = vec![
+        field(format!("[{}]", d.index), theme::header(), u8::MAX),
+        field(
+            d.name.clone().unwrap_or_else(|| "N/A".into()),
+            Style::new(),
+            5,
+        ),
+    ];
+    let figures = |priority| Field {
+        span: memory_figures(d),
+        priority,
+    };
+    if let Some(e) = device_error(d, now) {
+        left.push(field(e, theme::error(), 7));
+        let right = d.stalled.then(|| figures(4));
+        return fit(left, right, width as usize).line(width as usize);
+    }
+    let temp_style = d
+        .temperature_c
+        .map_or(theme::dim(), |t| theme::level((t as f64 - 30.0) / 60.0));
+    left.push(field(
+        d.temperature_c.map_or("N/A".into(), |t| format!("{t}°C")),
+        temp_style,
+        3,
+    ));
+    left.push(field(
+        format!(
+            "util {}",
+            d.utilization
+                .gpu_percent
+                .map_or("N/A".into(), |u| format!("{u}%"))
+        ),
+        Style::new(),
+        4,
+    ));
+    left.push(match (d.power_draw_w, d.power_limit_w) {
+        (Some(p), Some(l)) => field(format!("{p:.0}/{l:.0} W"), Style::new(), 2),
+        (Some(p), None) => field(format!("{p:.0} W"), Style::new(), 2),
+        _ => field("power N/A".into(), theme::dim(), 2),
+    });
+    if let Some(f) = d.fan_percent {
+        left.push(field(format!("fan {f}%"), Style::new(), 1));
+    }
+    if let Some(e) = &d.processes_error {
+        left.push(field(e.clone(), theme::warning(), 1));
+    }
+    fit(left, Some(figures(6)), width as usize).line(width as usize)
+}
+
+/// One segment of a gauge.
+struct Segment {
+    bytes: u64,
+    symbol: &'static str,
+    style: Style,
+}
+
+/// Draws segments stacked over `total` in exactly `area.width` cells (cumulative rounding).
+fn draw_segments(buf: &mut Buffer, area: Rect, total: u64, segments: &[Segment], stale: bool) {
+    let w = area.width as f64;
+    let total = total.max(1) as f64;
+    let mut cum = 0u64;
+    for s in segments {
+        let start = ((cum as f64 / total) * w).round() as u16;
+        cum += s.bytes;
+        let end = (((cum as f64 / total) * w).round() as u16).min(area.width);
+        let style = if stale { theme::stale() } else { s.style };
+        for x in start..end {
+            if let Some(cell) = buf.cell_mut((area.x + x, area.y)) {
+                cell.set_symbol(s.symbol).set_style(style);
+            }
+        }
+    }
+}
+
+/// The symbol and style of a breakdown part outside the device gauge's processes.
+fn part_look(kind: &PartKind, process: Style) -> (&'static str, Style) {
+    match kind {
+        PartKind::Process { .. } | PartKind::ThisProcess | PartKind::Allocated => ("█", process),
+        PartKind::Cached => ("▓", process),
+        PartKind::NonFramework => ("▒", process),
+        PartKind::OtherApps | PartKind::Unattributed => ("▓", theme::unattributed()),
+        PartKind::DriverReserved => ("▒", theme::reserved()),
+        PartKind::Free => ("░", theme::free()),
+        PartKind::Unaccounted => (" ", Style::new()),
+    }
+}
+
+/// A stacked bar of any breakdown (the selected process's view), in `style` for its own
+/// parts.
+pub fn draw_breakdown(buf: &mut Buffer, area: Rect, b: &Breakdown, style: Style, stale: bool) {
+    let segments: Vec<Segment> = b
+        .parts
+        .iter()
+        .filter_map(|p| {
+            let (symbol, style) = part_look(&p.kind, style);
+            Some(Segment {
+                bytes: p.bytes?,
+                symbol,
+                style,
+            })
+        })
+        .collect();
+    draw_segments(buf, area, b.total, &segments, stale);
+}
+
+/// The allocator split of one process on `d`, when its allocator reported one that accounts
+/// for all of its memory: allocated, cached, outside the framework.
+fn split(d: &Device, pid: u32) -> Option<[u64; 3]> {
+    let p = d.processes.iter().find(|p| p.pid == pid)?;
+    p.allocator.as_ref()?;
+    let b = Breakdown::process(&d.memory, p.memory())?;
+    Some([
+        b.get(PartKind::Allocated)?,
+        b.get(PartKind::Cached)?,
+        b.get(PartKind::NonFramework)?,
+    ])
+}
+
+/// Whether any process on `d` has a known allocator split (its gauge then shows shades).
+pub fn has_split(d: &Device) -> bool {
+    d.processes.iter().any(|p| split(d, p.pid).is_some())
+}
+
+/// The device's memory gauge: coloured processes (in shades when split), the others together,
+/// then used-but-unattributed, driver reserved and free.
+pub fn draw_gauge(buf: &mut Buffer, area: Rect, d: &Device, app: &App, selected: Option<u32>) {
+    let Some(b) = device_breakdown(d) else {
+        let why = d.error.as_deref().unwrap_or("memory N/A");
+        buf.set_stringn(
+            area.x,
+            area.y,
+            format!("── {why}: no data ──"),
+            area.width as usize,
+            theme::dim(),
+        );
+        return;
+    };
+    let mut segments = Vec::with_capacity(b.parts.len() + 8);
+    let mut others = 0u64;
+    let mut rest = Vec::new();
+    for part in &b.parts {
+        let Some(bytes) = part.bytes else { continue };
+        match part.kind {
+            PartKind::Process { pid } => {
+                let Some(mut style) = app.process_style(pid) else {
+                    others += bytes;
+                    continue;
+                };
+                if Some(pid) == selected {
+                    style = style.add_modifier(Modifier::BOLD);
+                }
+                match split(d, pid) {
+                    Some([a, c, n]) if a + c + n == bytes => {
+                        for (bytes, symbol) in [(a, "█"), (c, "▓"), (n, "▒")] {
+                            segments.push(Segment {
+                                bytes,
+                                symbol,
+                                style,
+                            });
+                        }
+                    }
+                    _ => segments.push(Segment {
+                        bytes,
+                        symbol: "█",
+                        style,
+                    }),
+                }
+            }
+            kind => {
+                let (symbol, style) = part_look(&kind, Style::new());
+                rest.push(Segment {
+                    bytes,
+                    symbol,
+                    style,
+                });
+            }
+        }
+    }
+    segments.push(Segment {
+        bytes: others,
+        symbol: "█",
+        style: theme::other_processes(),
+    });
+    segments.extend(rest);
+    draw_segments(buf, area, b.total, &segments, d.stalled);
+}
+
+/// A compact one-line GPU: index, memory figures, then util, temperature, name and a bar as
+/// room allows.
+pub fn draw_compact(
+    buf: &mut Buffer,
+    area: Rect,
+    d: &Device,
+    app: &App,
+    index_width: usize,
+    now: SystemTime,
+) {
+    let head = format!("[{:>index_width$}]", d.index);
+    let name: String = d
+        .name
+        .as_deref()
+        .unwrap_or("N/A")
+        .trim_start_matches("NVIDIA ")
+        .chars()
+        .take(18)
+        .collect();
+    let header = |text: String| Field {
+        span: Span::styled(text, theme::header()),
+        priority: u8::MAX,
+    };
+    let plain = |text: String, priority| Field {
+        span: Span::raw(text),
+        priority,
+    };
+    let width = area.width as usize;
+    if let Some(e) = device_error(d, now) {
+        let fields = vec![
+            header(head),
+            plain(name, 5),
+            Field {
+                span: Span::styled(e, theme::error()),
+                priority: 7,
+            },
+        ];
+        buf.set_line(
+            area.x,
+            area.y,
+            &fit(fields, None, width).line(width),
+            area.width,
+        );
+        return;
+    }
+    let temp = d.temperature_c.map_or("N/A".into(), |t| format!("{t}°C"));
+    let util = d
+        .utilization
+        .gpu_percent
+        .map_or("N/A".into(), |u| format!("{u}%"));
+    let fields = vec![
+        header(head),
+        plain(format!("{name:<18}"), 5),
+        plain(format!("{temp:>5}"), 3),
+        plain(format!("{util:>4}"), 4),
+    ];
+    // Figures right-aligned in a fixed width, so that the bars of all rows line up.
+    let figures = memory_figures(d);
+    let figures = Span::styled(format!("{:>26}", figures.content), figures.style);
+    let fitted = fit(
+        fields,
+        Some(Field {
+            span: figures,
+            priority: 6,
+        }),
+        width,
+    );
+    // The bar takes the room between the fields and the figures, if that is 6 cells or more.
+    let (left_w, right_w) = (fitted.left_width(), fitted.right_width());
+    buf.set_line(area.x, area.y, &fitted.line(width), area.width);
+    let free = width.saturating_sub(left_w + right_w + 3);
+    if free >= 6 && right_w > 0 {
+        let x = area.x + left_w as u16 + 1;
+        draw_gauge(buf, Rect::new(x, area.y, free as u16, 1), d, app, None);
+    }
+}
+
+/// Points of a history series over `[-window, 0]` seconds, split where reads failed.
+fn segments(cols: &[Column<u64>], window: Duration, scale: f64) -> Vec<Vec<(f64, f64)>> {
+    let n = cols.len().max(1) as f64;
+    let span = window.as_secs_f64();
+    let mut out: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
+    for (i, c) in cols.iter().enumerate() {
+        let x = -span + (i as f64 + 0.5) * span / n;
+        match c {
+            Column::Value(v) => {
+                if let Some(s) = out.last_mut() {
+                    s.push((x, *v as f64 / scale));
+                }
+            }
+            // Before the first sample or a failed read: the line stops.
+            Column::Empty | Column::Gap => {
+                if out.last().is_some_and(|s| !s.is_empty()) {
+                    out.push(Vec::new());
+                }
+            }
+        }
+    }
+    out.retain(|s| !s.is_empty());
+    out
+}
+
+fn time_labels(window: Duration) -> Vec<Line<'static>> {
+    let half = Duration::from_secs(window.as_secs() / 2);
+    vec![
+        Line::from(format!("-{}", humantime::format_duration(window))),
+        Line::from(format!("-{}", humantime::format_duration(half))),
+        Line::from("now"),
+    ]
+}
+
+/// The history of `d` in `area` (at least [`MIN_CHART`] rows): a header with the window's
+/// peak (and the gauge's legend when an allocator split is shown), memory as an area on a
+/// 0–total GiB axis on the left, utilisation on a 0–100% axis on the right.
+pub fn draw_history(
+    buf: &mut Buffer,
+    area: Rect,
+    d: &Device,
+    app: &App,
+    now: SystemTime,
+    named: bool,
+) {
+    if area.height < MIN_CHART || area.width < 20 {
+        return;
+    }
+    let window = app.history.window;
+    let hist = app.history.device(d.index);
+    let mem_w = area.width * 7 / 10;
+    let mem = Rect::new(area.x, area.y + 1, mem_w, area.height - 1);
+    let util = Rect::new(
+        area.x + mem_w + 1,
+        area.y + 1,
+        area.width.saturating_sub(mem_w + 1),
+        area.height - 1,
+    );
+    // Header: what the chart shows and its peak; the gauge's legend on the right.
+    let peak = hist.and_then(|h| h.peak_used());
+    // The header says what it can in the room it has: the window, the peak, when, how long ago.
+    let mut parts = vec![format!(
+        "{}memory over {}",
+        if named {
+            format!("[{}] ", d.index)
+        } else {
+            String::new()
+        },
+        humantime::format_duration(window)
+    )];
+    if let Some(p) = peak {
+        let ago = now.duration_since(p.at).map(|d| d.as_secs()).unwrap_or(0);
+        parts.push(format!(" · peak {}", fmt_bytes(p.value)));
+        parts.push(format!(" at {}", clock(p.at)));
+        parts.push(format!(" ({} ago)", fmt_age(ago)));
+    }
+    while parts.len() > 1 && parts.concat().chars().count() > mem_w as usize {
+        parts.pop();
+    }
+    let header = parts.concat();
+    buf.set_stringn(area.x, area.y, &header, mem_w as usize, theme::dim());
+    let legend = match (has_split(d), util.width) {
+        (true, 40..) => "█ allocated ▓ cached ▒ outside framework",
+        (true, 30..) => "█ allocated ▓ cached ▒ outside",
+        (true, _) => "█alloc ▓cache ▒outside",
+        (false, _) => "util",
+    };
+    buf.set_stringn(util.x, area.y, legend, util.width as usize, theme::dim());
+    let style = if d.stalled {
+        theme::stale()
+    } else {
+        theme::history()
+    };
+
+    // Memory, in GiB from 0 to the GPU's total.
+    let total = d
+        .memory
+        .total_bytes
+        .or(peak.map(|p| p.value))
+        .unwrap_or(GIB)
+        .max(1);
+    let points = (mem.width as usize).saturating_sub(8) * 2;
+    let cols = hist.map_or_else(Vec::new, |h| {
+        h.columns(now, window, points.max(1), |p| p.used)
+    });
+    let mem_series = segments(&cols, window, GIB as f64);
+    let total_gib = total as f64 / GIB as f64;
+    let mut datasets: Vec<Dataset> = mem_series
+        .iter()
+        .map(|s| {
+            Dataset::default()
+                .marker(Marker::Braille)
+                .graph_type(GraphType::Area)
+                .fill_to_y(0.0)
+                .style(style)
+                .data(s)
+        })
+        .collect();
+    let peak_point: Vec<(f64, f64)> = peak
+        .and_then(|p| {
+            let ago = now.duration_since(p.at).ok()?.as_secs_f64();
+            (ago <= window.as_secs_f64()).then(|| (-ago, p.value as f64 / GIB as f64))
+        })
+        .into_iter()
+        .collect();
+    datasets.push(
+        Dataset::default()
+            .marker(Marker::Dot)
+            .graph_type(GraphType::Scatter)
+            .style(theme::peak())
+            .data(&peak_point),
+    );
+    Chart::new(datasets)
+        .x_axis(
+            Axis::default()
+                .bounds([-window.as_secs_f64(), 0.0])
+                .labels(time_labels(window))
+                .style(theme::dim()),
+        )
+        .y_axis(
+            Axis::default()
+                .bounds([0.0, total_gib])
+                .labels(if mem.height >= 6 {
+                    vec![
+                        Line::from("0"),
+                        Line::from(format!("{:.0}", total_gib / 2.0)),
+                        Line::from(format!("{total_gib:.0} GiB")),
+                    ]
+                } else {
+                    vec![Line::from("0"), Line::from(format!("{total_gib:.0} GiB"))]
+                })
+                .style(theme::dim()),
+        )
+        .render(mem, buf);
+
+    // Utilisation, 0–100%.
+    if util.width >= 12 {
+        let points = (util.width as usize).saturating_sub(5) * 2;
+        let cols = hist.map_or_else(Vec::new, |h| {
+            h.columns(now, window, points.max(1), |p| p.util.map(u64::from))
+        });
+        let util_series = segments(&cols, window, 1.0);
+        let datasets: Vec<Dataset> = util_series
+            .iter()
+            .map(|s| {
+                Dataset::default()
+                    .marker(Marker::Braille)
+                    .graph_type(GraphType::Line)
+                    .style(if d.stalled {
+                        theme::stale()
+                    } else {
+                        theme::level(0.0)
+                    })
+                    .data(s)
+            })
+            .collect();
+        Chart::new(datasets)
+            .x_axis(
+                Axis::default()
+                    .bounds([-window.as_secs_f64(), 0.0])
+                    .labels([Line::from(""), Line::from("now")])
+                    .style(theme::dim()),
+            )
+            .y_axis(
+                Axis::default()
+                    .bounds([0.0, 100.0])
+                    .labels([Line::from("0"), Line::from("100%")])
+                    .style(theme::dim()),
+            )
+            .render(util, buf);
+    }
+}
