@@ -1,5 +1,6 @@
-//! Cost of drawing one dashboard frame (200×50, 8 GPUs × 40 processes, 10 minutes of history)
-//! on ratatui's TestBackend: layout and widgets, without terminal output.
+//! Cost of drawing one dashboard frame on ratatui's TestBackend (layout and widgets, without
+//! terminal output), with 10 minutes of history: 200×50 with 8 GPUs × 40 processes (compact
+//! rows and one chart), and 2 GPUs at 200×50 and 120×40 (a large chart per GPU).
 //! `cargo bench --bench render`.
 
 use std::sync::Arc;
@@ -11,8 +12,8 @@ use gpumon::tui::render_once;
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
-fn sample(t: u64) -> Arc<Sample> {
-    let devices = (0..8u32)
+fn sample(t: u64, gpus: u32) -> Arc<Sample> {
+    let devices = (0..gpus)
         .map(|i| Device {
             index: i,
             name: Some("NVIDIA H100 80GB HBM3".into()),
@@ -56,23 +57,29 @@ fn sample(t: u64) -> Arc<Sample> {
     })
 }
 
-fn main() {
-    let mut terminal = Terminal::new(TestBackend::new(200, 50)).expect("terminal");
+/// Median and p95 of one frame at `w`×`h` with `gpus` GPUs and 10 minutes of history.
+fn frames(w: u16, h: u16, gpus: u32) -> (Duration, Duration) {
+    let mut terminal = Terminal::new(TestBackend::new(w, h)).expect("terminal");
     let mut app = App::new(Duration::from_secs(1), Duration::from_secs(600));
     for t in 0..600 {
-        app.history.record(&sample(t));
+        app.history.record(&sample(t, gpus));
     }
     let mut times = Vec::new();
     for t in 600..800 {
-        let s = sample(t);
+        let s = sample(t, gpus);
         let start = Instant::now();
         render_once(&mut terminal, &mut app, s).expect("draw");
         times.push(start.elapsed());
     }
     times.sort_unstable();
-    println!(
-        "dashboard frame 200x50, 8 GPUs x 40 processes, 600 history points: median {:.1?}, p95 {:.1?}",
-        times[times.len() / 2],
-        times[times.len() * 95 / 100]
-    );
+    (times[times.len() / 2], times[times.len() * 95 / 100])
+}
+
+fn main() {
+    for (w, h, gpus) in [(200, 50, 8), (200, 50, 2), (120, 40, 2)] {
+        let (median, p95) = frames(w, h, gpus);
+        println!(
+            "dashboard frame {w}x{h}, {gpus} GPUs x 40 processes, 600 history points: median {median:.1?}, p95 {p95:.1?}"
+        );
+    }
 }

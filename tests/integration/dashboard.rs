@@ -114,6 +114,42 @@ fn snapshot_80x24_two_gpus() {
     insta::assert_snapshot!(terminal.backend());
 }
 
+/// Rows with nothing drawn on them, between the header and the footer.
+fn blank_rows(terminal: &Terminal<TestBackend>) -> usize {
+    let text = terminal.backend().to_string();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[1..lines.len().saturating_sub(1)]
+        .iter()
+        .filter(|l| l.trim_matches('"').trim().is_empty())
+        .count()
+}
+
+#[test]
+fn snapshot_two_gpus_fill_120x40_and_200x50_with_history() {
+    for (w, h) in [(120, 40), (200, 50)] {
+        let (terminal, _) = screen(w, h, 30, two_gpus);
+        assert!(
+            blank_rows(&terminal) <= 3,
+            "{w}x{h} leaves {} blank rows:\n{}",
+            blank_rows(&terminal),
+            terminal.backend()
+        );
+        insta::assert_snapshot!(format!("two_gpus_{w}x{h}"), terminal.backend());
+    }
+}
+
+#[test]
+fn snapshot_eight_gpus_forty_processes_at_80x24_and_120x40() {
+    for (w, h) in [(80, 24), (120, 40)] {
+        let (terminal, _) = screen(w, h, 30, |t| {
+            (0..8)
+                .map(|i| device(i, 40, 20000 + 1000 * ((t + i as u64) % 9), false))
+                .collect()
+        });
+        insta::assert_snapshot!(format!("eight_gpus_{w}x{h}"), terminal.backend());
+    }
+}
+
 #[test]
 fn snapshot_200x50_eight_gpus_forty_processes() {
     let (terminal, _) = screen(200, 50, 30, |t| {
