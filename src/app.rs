@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
+use clap::CommandFactory;
 use tokio::sync::watch;
 
 use crate::cli::{Cli, Command, Common, ExplainArgs, LogArgs, OnceArgs};
@@ -73,6 +74,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Explain(args)) => run_explain(&args),
         Some(Command::Run(args)) => crate::run::run(&cli.common, &args),
         Some(Command::Serve(args)) => crate::serve::run(&cli.common, &args),
+        Some(Command::Completions { shell }) => print_completions(shell),
+        Some(Command::Man) => print_man(),
         None if io::stdout().is_terminal() && io::stdin().is_terminal() => {
             run_dashboard(&cli.common)
         }
@@ -82,6 +85,27 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Err(e) if is_broken_pipe(&e) => Ok(ExitCode::SUCCESS),
         other => other,
     }
+}
+
+/// The shell's completion script, generated from the command-line definitions.
+fn print_completions(shell: clap_complete::Shell) -> anyhow::Result<ExitCode> {
+    // Generated into memory first: clap_complete panics on a write error (a closed pipe).
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "gpumon", &mut script);
+    let mut out = io::stdout().lock();
+    out.write_all(&script)?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The man page (roff), generated from the command-line definitions.
+fn print_man() -> anyhow::Result<ExitCode> {
+    let mut page = Vec::new();
+    clap_mangen::Man::new(Cli::command()).render(&mut page)?;
+    let mut out = io::stdout().lock();
+    out.write_all(&page)?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn sampler(common: &Common, processes: bool) -> anyhow::Result<Result<Sampler, ExitCode>> {

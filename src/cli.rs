@@ -26,7 +26,8 @@ use crate::sampler::MIN_INTERVAL;
         gpumon log --processes --output gpu-procs.csv\n  \
         python train.py 2>&1 | tail -50 | gpumon explain\n  \
         gpumon run -- python train.py      allocator split live, OOM caught with its numbers\n  \
-        gpumon serve                       Prometheus metrics on :9400 (dcgm-exporter names too)"
+        gpumon serve                       Prometheus metrics on :9400 (dcgm-exporter names too)\n  \
+        gpumon completions bash            shell completions (also zsh, fish, elvish, powershell)"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -112,6 +113,14 @@ pub enum Command {
         gpumon serve --listen 127.0.0.1:9400 --interval 2s\n  \
         gpumon serve --web.config.file /etc/gpumon/web.yml --process-labels user")]
     Serve(ServeArgs),
+    /// Print a shell completion script: gpumon completions bash > /etc/bash_completion.d/gpumon
+    Completions {
+        /// bash, zsh, fish, elvish or powershell
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff): gpumon man > /usr/local/share/man/man1/gpumon.1
+    Man,
 }
 
 #[derive(Debug, Args)]

@@ -1,5 +1,6 @@
 //! Integration tests: the built `gpumon` binary, run against the fake NVML library.
 
+mod cli;
 mod common;
 mod dashboard;
 mod explain;
