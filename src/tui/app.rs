@@ -98,6 +98,9 @@ pub struct App {
     pub selected: usize,
     /// The selected pid, so the selection follows a process when rows move.
     pub selected_pid: Option<(u32, u32)>,
+    /// Whether the user chose a row: then the view follows that process as the sort
+    /// reshuffles; until then (and after Home, `g` or Esc) it shows the top of the sort.
+    pub following: bool,
     /// First GPU shown when they do not all fit.
     pub gpu_offset: usize,
     pub oom_text: String,
@@ -130,6 +133,7 @@ impl App {
             filter: String::new(),
             selected: 0,
             selected_pid: None,
+            following: false,
             gpu_offset: 0,
             oom_text: String::new(),
             oom: None,
@@ -295,6 +299,11 @@ impl App {
 
     fn follow_selection(&mut self) {
         self.reorder();
+        if !self.following {
+            self.selected = 0;
+            self.remember_selection();
+            return;
+        }
         let index = self.selected_pid.and_then(|(gpu, pid)| {
             (0..self.row_count()).find(|&i| {
                 self.row(i)
@@ -320,6 +329,15 @@ impl App {
         }
         let next = (self.selected as isize + delta).clamp(0, len as isize - 1) as usize;
         self.selected = next;
+        self.following = true;
+        self.remember_selection();
+        Action::Redraw
+    }
+
+    /// Back to the top of the sort, which the view shows until the user moves again.
+    fn to_top(&mut self) -> Action {
+        self.following = false;
+        self.selected = 0;
         self.remember_selection();
         Action::Redraw
     }
@@ -388,7 +406,7 @@ impl App {
         match self.mode {
             Mode::Help => {
                 self.mode = Mode::Normal;
-                if key.code == KeyCode::Char('q') {
+                if matches!(key.code, KeyCode::Char('q') | KeyCode::F(10)) {
                     return Action::Quit;
                 }
                 Action::Redraw
@@ -443,7 +461,10 @@ impl App {
 
     fn on_normal_key(&mut self, key: KeyEvent) -> Action {
         match key.code {
-            KeyCode::Char('q') | KeyCode::Esc => Action::Quit,
+            KeyCode::Char('q') | KeyCode::F(10) => Action::Quit,
+            // Esc closes what is open (handled above) and clears the selection; it never
+            // quits, so a stray Esc cannot end the session.
+            KeyCode::Esc => self.to_top(),
             KeyCode::Char('?') | KeyCode::F(1) => {
                 self.mode = Mode::Help;
                 Action::Redraw
@@ -494,7 +515,7 @@ impl App {
             KeyCode::Up | KeyCode::Char('k') => self.move_selection(-1),
             KeyCode::PageDown => self.move_selection(10),
             KeyCode::PageUp => self.move_selection(-10),
-            KeyCode::Home | KeyCode::Char('g') => self.move_selection(isize::MIN / 2),
+            KeyCode::Home | KeyCode::Char('g') => self.to_top(),
             KeyCode::End | KeyCode::Char('G') => self.move_selection(isize::MAX / 2),
             KeyCode::Char(']') => {
                 let n = self.sample.as_ref().map_or(0, |s| s.devices.len());
@@ -525,6 +546,7 @@ impl App {
                 let index = self.table_first + (m.row - r.y) as usize;
                 if index < self.row_count() {
                     self.selected = index;
+                    self.following = true;
                     self.remember_selection();
                     return Action::Redraw;
                 }
@@ -584,14 +606,57 @@ mod tests {
     }
 
     #[test]
-    fn quit_keys() {
-        let mut app = app_with(&[]);
+    fn quit_keys_and_esc_never_quits() {
+        let mut app = app_with(&[(0, 10, 300, "a")]);
         assert_eq!(app.on_key(key(KeyCode::Char('q'))), Action::Quit);
-        assert_eq!(app.on_key(key(KeyCode::Esc)), Action::Quit);
+        assert_eq!(app.on_key(key(KeyCode::F(10))), Action::Quit);
         assert_eq!(
             app.on_key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL)),
             Action::Quit
         );
+        // An unknown key, then Esc (the sequence that used to end the session).
+        assert_eq!(app.on_key(key(KeyCode::Char('x'))), Action::None);
+        assert_eq!(app.on_key(key(KeyCode::Esc)), Action::Redraw);
+        assert_eq!(app.on_key(key(KeyCode::Esc)), Action::Redraw);
+        assert_eq!(app.mode, Mode::Normal);
+    }
+
+    fn resample(app: &mut App, procs: &[(u32, u32, u64, &str)]) {
+        let fresh = app_with(procs);
+        app.on_sample(fresh.sample.expect("sample"));
+    }
+
+    #[test]
+    fn the_view_shows_the_top_of_the_sort_until_the_user_moves() {
+        let mut app = app_with(&[(0, 10, 300, "a"), (0, 11, 100, "b"), (1, 12, 200, "c")]);
+        assert_eq!(app.selected_row().map(|r| r.process.pid), Some(10));
+        // The sizes change: without a choice of the user's, the top of the sort is shown.
+        resample(
+            &mut app,
+            &[(0, 10, 100, "a"), (0, 11, 900, "b"), (1, 12, 200, "c")],
+        );
+        assert_eq!(app.selected, 0);
+        assert_eq!(app.selected_row().map(|r| r.process.pid), Some(11));
+        // After a move, the selection follows its process through the reshuffles.
+        app.on_key(key(KeyCode::Down));
+        assert_eq!(app.selected_row().map(|r| r.process.pid), Some(12));
+        resample(
+            &mut app,
+            &[(0, 10, 100, "a"), (0, 11, 50, "b"), (1, 12, 999, "c")],
+        );
+        assert_eq!(app.selected_row().map(|r| r.process.pid), Some(12));
+        assert!(app.following);
+        // Home (or g, or Esc) goes back to the top, and the view stays there.
+        app.on_key(key(KeyCode::Home));
+        resample(
+            &mut app,
+            &[(0, 10, 5000, "a"), (0, 11, 50, "b"), (1, 12, 999, "c")],
+        );
+        assert_eq!(app.selected_row().map(|r| r.process.pid), Some(10));
+        app.on_key(key(KeyCode::Char('j')));
+        app.on_key(key(KeyCode::Esc));
+        assert!(!app.following);
+        assert_eq!(app.selected, 0);
     }
 
     #[test]
@@ -603,6 +668,13 @@ mod tests {
         assert_eq!(app.mode, Mode::Normal);
         app.on_key(key(KeyCode::Char('?')));
         assert_eq!(app.on_key(key(KeyCode::Char('x'))), Action::Redraw);
+        assert_eq!(app.mode, Mode::Normal);
+        app.on_key(key(KeyCode::Char('?')));
+        assert_eq!(
+            app.on_key(key(KeyCode::Esc)),
+            Action::Redraw,
+            "Esc closes help"
+        );
         assert_eq!(app.mode, Mode::Normal);
     }
 

@@ -405,6 +405,7 @@ fn draw_table(buf: &mut Buffer, area: Rect, app: &mut App) {
         )
     };
     let mut x = area.x;
+    let mut x_titles_end = area.x;
     for (key, w) in &cols {
         let mut title = key.title().to_owned();
         if *key == app.sort {
@@ -420,6 +421,7 @@ fn draw_table(buf: &mut Buffer, area: Rect, app: &mut App) {
         } else {
             title
         };
+        x_titles_end = x + (text.chars().count() as u16).min(w);
         buf.set_stringn(
             x,
             area.y,
@@ -440,6 +442,16 @@ fn draw_table(buf: &mut Buffer, area: Rect, app: &mut App) {
     } else {
         0
     };
+    // Where the view is, when not every row fits: "12–24 of 320".
+    let n = app.row_count();
+    if n > visible && visible > 0 {
+        let counter = format!(" {}–{} of {n} ", first + 1, (first + visible).min(n));
+        let w = counter.chars().count() as u16;
+        // Only where it leaves the column titles whole.
+        if area.right() >= x_titles_end + w + 1 {
+            buf.set_string(area.right() - w, area.y, counter, theme::warning());
+        }
+    }
     // Only the rows on screen are looked at.
     for i in first..(first + visible).min(app.row_count()) {
         let Some(row) = app.row(i) else { break };
@@ -489,12 +501,17 @@ fn popup(area: Rect, w_pct: u16, h_pct: u16) -> Rect {
 fn draw_help(frame: &mut Frame, area: Rect) {
     let rect = popup(area, 70, 80);
     let keys = [
-        ("q, Esc, Ctrl-C", "quit (Esc closes a panel first)"),
+        ("q, F10, Ctrl-C", "quit"),
+        ("Esc", "close a panel; clear the selection (never quits)"),
         ("?, F1", "this help"),
         ("space", "pause / resume the view"),
         ("+ / -", "slower / faster sampling"),
-        ("↑↓, j/k, mouse", "select a process"),
-        ("PgUp/PgDn, g/G", "page, first, last"),
+        (
+            "↑↓, j/k, mouse",
+            "select a process (the view then follows it)",
+        ),
+        ("PgUp/PgDn, G", "page, last"),
+        ("Home, g", "back to the top of the sort"),
         (
             "s, ←/→, 1-8",
             "sort column (PID USER GPU GPU-MEM %CPU HOST-MEM TIME COMMAND)",
