@@ -448,7 +448,7 @@ fn draw_table(buf: &mut Buffer, area: Rect, app: &mut App) {
         let counter = format!(" {}–{} of {n} ", first + 1, (first + visible).min(n));
         let w = counter.chars().count() as u16;
         // Only where it leaves the column titles whole.
-        if area.right() >= x_titles_end + w + 1 {
+        if area.right() > x_titles_end + w {
             buf.set_string(area.right() - w, area.y, counter, theme::warning());
         }
     }
