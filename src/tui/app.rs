@@ -335,7 +335,7 @@ impl App {
     }
 
     /// Back to the top of the sort, which the view shows until the user moves again.
-    fn to_top(&mut self) -> Action {
+    fn go_to_top(&mut self) -> Action {
         self.following = false;
         self.selected = 0;
         self.remember_selection();
@@ -464,7 +464,7 @@ impl App {
             KeyCode::Char('q') | KeyCode::F(10) => Action::Quit,
             // Esc closes what is open (handled above) and clears the selection; it never
             // quits, so a stray Esc cannot end the session.
-            KeyCode::Esc => self.to_top(),
+            KeyCode::Esc => self.go_to_top(),
             KeyCode::Char('?') | KeyCode::F(1) => {
                 self.mode = Mode::Help;
                 Action::Redraw
@@ -515,7 +515,7 @@ impl App {
             KeyCode::Up | KeyCode::Char('k') => self.move_selection(-1),
             KeyCode::PageDown => self.move_selection(10),
             KeyCode::PageUp => self.move_selection(-10),
-            KeyCode::Home | KeyCode::Char('g') => self.to_top(),
+            KeyCode::Home | KeyCode::Char('g') => self.go_to_top(),
             KeyCode::End | KeyCode::Char('G') => self.move_selection(isize::MAX / 2),
             KeyCode::Char(']') => {
                 let n = self.sample.as_ref().map_or(0, |s| s.devices.len());
