@@ -8,6 +8,7 @@
 
 pub mod app;
 pub mod gpu;
+pub mod input;
 pub mod theme;
 pub mod ui;
 
@@ -145,15 +146,38 @@ where
         Start::Opening(o, make) => opening = Some((o, make)),
     }
     let (input_tx, mut inputs) = mpsc::channel::<Input>(64);
-    // crossterm's reader blocks; it lives on its own thread and ends with the process.
-    std::thread::spawn(move || loop {
-        let msg = match event::read() {
-            Ok(ev) => Input::Event(ev),
-            Err(_) => Input::Closed,
-        };
-        let closed = matches!(msg, Input::Closed);
-        if input_tx.blocking_send(msg).is_err() || closed {
-            return;
+    // crossterm's reader blocks; it lives on its own thread and ends with the process. A run
+    // of text keys faster than typing is a paste without brackets: it goes in as one paste.
+    std::thread::spawn(move || {
+        let send = |msg: Input| input_tx.blocking_send(msg).is_ok();
+        loop {
+            let Ok(ev) = event::read() else {
+                let _ = send(Input::Closed);
+                return;
+            };
+            if input::typed(&ev).is_none() {
+                if !send(Input::Event(ev)) {
+                    return;
+                }
+                continue;
+            }
+            let mut run = vec![ev];
+            let mut after = None;
+            while event::poll(input::BURST_GAP).unwrap_or(false) {
+                match event::read() {
+                    Ok(next) if input::typed(&next).is_some() => run.push(next),
+                    Ok(next) => {
+                        after = Some(next);
+                        break;
+                    }
+                    Err(_) => break,
+                }
+            }
+            for ev in input::coalesce(run).into_iter().chain(after) {
+                if !send(Input::Event(ev)) {
+                    return;
+                }
+            }
         }
     });
     let stop = crate::app::shutdown_signal();

@@ -678,3 +678,34 @@ fn the_demo_first_screen_shows_the_allocator_split() {
         .unwrap_or_default();
     assert!(gauge.contains('▓') && gauge.contains('▒'), "{gauge}");
 }
+
+#[test]
+fn end_to_end_a_paste_without_brackets_is_not_read_as_keys() {
+    let s = scenario(E2E_SCENARIO);
+    let tmux = Tmux::new(120, 40, &e2e_env(&s));
+    let bin = env!("CARGO_BIN_EXE_gpumon");
+    tmux.type_line(&format!("{bin} --interval 200ms; echo EXIT=$((1+1))"));
+    tmux.wait_for("the dashboard", |s| s.contains("[0] Fake H100"));
+    // Plain keys as a terminal without bracketed paste sends them: `q` would quit, space
+    // pause, `s` sort, digits re-sort.
+    tmux.run(&[
+        "set-buffer",
+        "quick sanity q 1 2\nRuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 1.96 GiB total capacity; 1.24 GiB already allocated; 2.88 MiB free; 1.25 GiB reserved in total by PyTorch)\n",
+    ]);
+    tmux.run(&["paste-buffer", "-t", "e2e"]);
+    let screen = tmux.wait_for("the OOM report", |s| {
+        s.contains("PyTorch (CUDA) out of memory")
+    });
+    assert!(
+        !screen.contains("EXIT=2"),
+        "the paste quit gpumon:\n{screen}"
+    );
+    assert!(
+        !screen.contains("PAUSED"),
+        "the paste paused the view:\n{screen}"
+    );
+    tmux.run(&["send-keys", "-t", "e2e", "Escape"]);
+    tmux.wait_for("the panel to close", |s| !s.contains("OOM analyzer"));
+    tmux.run(&["send-keys", "-t", "e2e", "q"]);
+    tmux.assert_restored("EXIT=2");
+}
