@@ -240,6 +240,9 @@ pub struct Stat {
     /// utime + stime, in clock ticks.
     pub cpu_ticks: u64,
     pub rss_pages: u64,
+    /// When the process started, in clock ticks after boot: with the pid, it names one process
+    /// (a reused pid has another start time).
+    pub start_ticks: u64,
 }
 
 /// Parses `/proc/PID/stat`, whose `(comm)` may itself hold spaces and parens.
@@ -247,13 +250,14 @@ pub fn parse_stat(stat: &[u8]) -> Option<Stat> {
     let close = stat.iter().rposition(|b| *b == b')')?;
     let rest = std::str::from_utf8(stat.get(close + 2..)?).ok()?;
     let f: Vec<&str> = rest.split_ascii_whitespace().collect();
-    // After the comm: state(0) ppid(1) … utime(11) stime(12) … rss(21).
+    // After the comm: state(0) ppid(1) … utime(11) stime(12) … starttime(19) … rss(21).
     let utime: u64 = f.get(11)?.parse().ok()?;
     let stime: u64 = f.get(12)?.parse().ok()?;
     Some(Stat {
         ppid: f.get(1)?.parse().ok()?,
         cpu_ticks: utime + stime,
         rss_pages: f.get(21)?.parse().ok()?,
+        start_ticks: f.get(19)?.parse().ok()?,
     })
 }
 
@@ -322,7 +326,8 @@ mod tests {
             Some(Stat {
                 ppid: 1,
                 cpu_ticks: 200,
-                rss_pages: 2048
+                rss_pages: 2048,
+                start_ticks: 123456,
             })
         );
         assert_eq!(parse_stat(b"garbage"), None);

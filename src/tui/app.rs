@@ -10,6 +10,7 @@ use ratatui::crossterm::event::{
 };
 use ratatui::layout::Rect;
 
+use super::signal::{Target, SIGNALS};
 use super::theme;
 use crate::model::history::History;
 use crate::model::{Process, Sample};
@@ -26,6 +27,22 @@ pub enum Mode {
     Filter,
     Help,
     Oom,
+    Signal,
+}
+
+/// The signal dialog (`k`, F9): a process, the signal chosen, and what happened.
+#[derive(Debug, Clone)]
+pub struct SignalDialog {
+    pub pid: u32,
+    pub gpu: u32,
+    pub user: Option<String>,
+    pub command: Option<String>,
+    /// The process pinned by its start time, or why it cannot be signalled from here.
+    pub target: Result<Target, String>,
+    /// Index into [`SIGNALS`]; SIGTERM first.
+    pub choice: usize,
+    /// After Enter: what was done, or why not.
+    pub outcome: Option<Result<String, String>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,6 +129,7 @@ pub struct App {
     pub table_first: usize,
     /// How long the driver has been initialising, while the dashboard waits for it.
     pub opening_for: Option<Duration>,
+    pub signal: Option<SignalDialog>,
     /// Palette slots of the largest processes (as many as there are colours), kept while a
     /// process stays among them, so that a colour keeps naming the same process.
     colours: HashMap<u32, usize>,
@@ -141,6 +159,7 @@ impl App {
             table_rows: Rect::default(),
             table_first: 0,
             opening_for: None,
+            signal: None,
             colours: HashMap::new(),
             order: Vec::new(),
         }
@@ -455,8 +474,58 @@ impl App {
                 }
                 Action::Redraw
             }
+            Mode::Signal => self.on_signal_key(key),
             Mode::Normal => self.on_normal_key(key),
         }
+    }
+
+    /// Opens the signal dialog on the selected process.
+    fn open_signal(&mut self) -> Action {
+        let Some(row) = self.selected_row() else {
+            return Action::None;
+        };
+        let p = row.process;
+        self.signal = Some(SignalDialog {
+            pid: p.pid,
+            gpu: row.gpu,
+            user: p.user.clone(),
+            command: p.command.clone().or_else(|| p.name.clone()),
+            target: Target::pin(p.pid),
+            choice: 0,
+            outcome: None,
+        });
+        self.mode = Mode::Signal;
+        Action::Redraw
+    }
+
+    fn on_signal_key(&mut self, key: KeyEvent) -> Action {
+        let Some(d) = self.signal.as_mut() else {
+            self.mode = Mode::Normal;
+            return Action::Redraw;
+        };
+        match key.code {
+            KeyCode::Esc => {
+                self.signal = None;
+                self.mode = Mode::Normal;
+            }
+            KeyCode::Up | KeyCode::Char('k') => d.choice = d.choice.saturating_sub(1),
+            KeyCode::Down | KeyCode::Char('j') => d.choice = (d.choice + 1).min(SIGNALS.len() - 1),
+            KeyCode::Enter if d.outcome.is_some() => {
+                self.signal = None;
+                self.mode = Mode::Normal;
+            }
+            KeyCode::Enter => {
+                let (name, number) = SIGNALS[d.choice];
+                d.outcome = Some(match &d.target {
+                    Ok(t) => t
+                        .send(number)
+                        .map(|()| format!("sent {name} to pid {}", d.pid)),
+                    Err(why) => Err(why.clone()),
+                });
+            }
+            _ => return Action::None,
+        }
+        Action::Redraw
     }
 
     fn on_normal_key(&mut self, key: KeyEvent) -> Action {
@@ -512,7 +581,8 @@ impl App {
                 Action::Redraw
             }
             KeyCode::Down | KeyCode::Char('j') => self.move_selection(1),
-            KeyCode::Up | KeyCode::Char('k') => self.move_selection(-1),
+            KeyCode::Up => self.move_selection(-1),
+            KeyCode::Char('k') | KeyCode::F(9) => self.open_signal(),
             KeyCode::PageDown => self.move_selection(10),
             KeyCode::PageUp => self.move_selection(-10),
             KeyCode::Home | KeyCode::Char('g') => self.go_to_top(),
@@ -695,10 +765,40 @@ mod tests {
         );
         app.on_key(key(KeyCode::Char('S')));
         assert_eq!(app.rows()[0].process.pid, 10);
-        app.on_key(key(KeyCode::Char('k')));
-        app.on_key(key(KeyCode::Char('k')));
-        app.on_key(key(KeyCode::Char('k')));
+        app.on_key(key(KeyCode::Up));
+        app.on_key(key(KeyCode::Up));
+        app.on_key(key(KeyCode::Up));
         assert_eq!(app.selected, 0, "selection stops at the top");
+    }
+
+    #[test]
+    fn the_signal_dialog_opens_chooses_and_reports_without_crashing() {
+        // A pid that cannot exist: the dialog says why it cannot be signalled.
+        let mut app = app_with(&[(0, u32::MAX - 7, 300, "a")]);
+        assert_eq!(app.on_key(key(KeyCode::Char('k'))), Action::Redraw);
+        assert_eq!(app.mode, Mode::Signal);
+        let d = app.signal.clone().expect("dialog");
+        assert_eq!(SIGNALS[d.choice].0, "SIGTERM", "SIGTERM preselected");
+        assert!(d.target.is_err());
+        app.on_key(key(KeyCode::Down));
+        app.on_key(key(KeyCode::Down));
+        assert_eq!(
+            app.signal.as_ref().map(|d| SIGNALS[d.choice].0),
+            Some("SIGINT")
+        );
+        assert_eq!(app.on_key(key(KeyCode::Enter)), Action::Redraw);
+        assert!(app
+            .signal
+            .as_ref()
+            .and_then(|d| d.outcome.clone())
+            .is_some_and(|o| o.is_err()));
+        // Enter again closes; Esc would too, and neither quits.
+        assert_eq!(app.on_key(key(KeyCode::Enter)), Action::Redraw);
+        assert_eq!(app.mode, Mode::Normal);
+        assert_eq!(app.on_key(key(KeyCode::F(9))), Action::Redraw);
+        assert_eq!(app.on_key(key(KeyCode::Esc)), Action::Redraw);
+        assert_eq!(app.mode, Mode::Normal);
+        assert!(app.signal.is_none());
     }
 
     #[test]

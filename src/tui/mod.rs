@@ -9,6 +9,7 @@
 pub mod app;
 pub mod gpu;
 pub mod input;
+pub mod signal;
 pub mod theme;
 pub mod ui;
 

@@ -77,6 +77,7 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
     match app.mode {
         Mode::Help => draw_help(frame, area),
         Mode::Oom => draw_oom(frame, area, app, &sample),
+        Mode::Signal => draw_signal(frame, area, app),
         _ => {}
     }
 }
@@ -154,6 +155,7 @@ fn draw_footer(buf: &mut Buffer, area: Rect, app: &App) {
                 ("s", "sort"),
                 ("/", "filter"),
                 ("o", "OOM panel"),
+                ("k", "signal"),
             ] {
                 spans.push(Span::styled(k, theme::header()));
                 spans.push(Span::styled(format!(" {what}  "), theme::dim()));
@@ -496,6 +498,57 @@ fn popup(area: Rect, w_pct: u16, h_pct: u16) -> Rect {
         w,
         h,
     )
+}
+
+fn draw_signal(frame: &mut Frame, area: Rect, app: &App) {
+    let Some(d) = &app.signal else { return };
+    let rect = popup(area, 60, 50);
+    frame.render_widget(Clear, rect);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(" Send a signal · ↑↓ choose · Enter send · Esc cancel ");
+    let inner = block.inner(rect);
+    frame.render_widget(block, rect);
+    let mut lines = vec![
+        Line::from(vec![
+            Span::styled(format!("pid {}", d.pid), theme::header()),
+            Span::raw(format!(
+                "  on GPU {}  user {}",
+                d.gpu,
+                d.user.as_deref().unwrap_or("N/A")
+            )),
+        ]),
+        Line::from(
+            d.command
+                .clone()
+                .unwrap_or_else(|| "(command not visible)".into()),
+        ),
+        Line::from(""),
+    ];
+    for (i, (name, number)) in super::signal::SIGNALS.iter().enumerate() {
+        let marker = if i == d.choice { "▶ " } else { "  " };
+        let style = if i == d.choice {
+            theme::selected()
+        } else {
+            Style::new()
+        };
+        lines.push(Line::from(Span::styled(
+            format!("{marker}{name} ({number})"),
+            style,
+        )));
+    }
+    lines.push(Line::from(""));
+    match (&d.outcome, &d.target) {
+        (Some(Ok(done)), _) => lines.push(Line::from(Span::styled(
+            format!("{done} · Enter closes"),
+            theme::level(0.0),
+        ))),
+        (Some(Err(why)), _) | (None, Err(why)) => {
+            lines.push(Line::from(Span::styled(why.clone(), theme::error())))
+        }
+        (None, Ok(_)) => {}
+    }
+    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
 }
 
 fn draw_help(frame: &mut Frame, area: Rect) {

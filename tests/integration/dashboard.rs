@@ -709,3 +709,68 @@ fn end_to_end_a_paste_without_brackets_is_not_read_as_keys() {
     tmux.run(&["send-keys", "-t", "e2e", "q"]);
     tmux.assert_restored("EXIT=2");
 }
+
+#[test]
+fn snapshot_the_signal_dialog() {
+    // A pid that cannot exist anywhere, so the dialog's verdict is the same on every machine.
+    let (mut terminal, mut app) = screen(100, 30, 3, |_| {
+        let mut d = device(0, 1, 20000, false);
+        d.processes[0].pid = u32::MAX - 7;
+        vec![d]
+    });
+    app.on_key(KeyEvent::new(KeyCode::Char('k'), KeyModifiers::NONE));
+    app.on_key(KeyEvent::new(KeyCode::Down, KeyModifiers::NONE));
+    terminal
+        .draw(|f| gpumon::tui::ui::draw(f, &mut app))
+        .expect("draw");
+    let text = terminal.backend().to_string();
+    assert!(text.contains("▶ SIGKILL (9)"), "{text}");
+    assert!(text.contains("is not visible from here"), "{text}");
+    insta::assert_snapshot!(terminal.backend());
+}
+
+#[test]
+fn end_to_end_sigterm_through_the_signal_dialog() {
+    // Two stand-in GPU processes of this test's own: the dialog must end the chosen one only.
+    let mut chosen = StdCommand::new("sleep").arg("60").spawn().expect("sleep");
+    let mut other = StdCommand::new("sleep").arg("60").spawn().expect("sleep");
+    let s = scenario(&format!(
+        r#"{{"version":1,"devices":[{{"name":"Fake H100","memory_total_mib":81559,
+            "processes":[{{"pid":{},"memory_mib":30000}},{{"pid":{},"memory_mib":100}}]}}]}}"#,
+        chosen.id(),
+        other.id()
+    ));
+    let tmux = Tmux::new(120, 40, &e2e_env(&s));
+    let bin = env!("CARGO_BIN_EXE_gpumon");
+    tmux.type_line(&format!("{bin} --interval 200ms; echo EXIT=$((1+1))"));
+    let pid = chosen.id().to_string();
+    tmux.wait_for("the chosen process at the top", |s| {
+        s.contains(&format!("▶ pid {pid} GPU 0"))
+    });
+    tmux.run(&["send-keys", "-t", "e2e", "k"]);
+    tmux.wait_for("the dialog", |s| s.contains("▶ SIGTERM (15)"));
+    tmux.run(&["send-keys", "-t", "e2e", "Enter"]);
+    tmux.wait_for("the outcome", |s| {
+        s.contains(&format!("sent SIGTERM to pid {pid}"))
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Ok(Some(status)) = chosen.try_wait() {
+            break status;
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "not signalled");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), Some(15));
+    assert!(
+        other.try_wait().expect("wait").is_none(),
+        "the other is untouched"
+    );
+    tmux.run(&["send-keys", "-t", "e2e", "Enter"]);
+    tmux.wait_for("the dialog to close", |s| !s.contains("Send a signal"));
+    tmux.run(&["send-keys", "-t", "e2e", "q"]);
+    tmux.assert_restored("EXIT=2");
+    let _ = other.kill();
+    let _ = other.wait();
+}
