@@ -297,7 +297,7 @@ fn user_name(
 
 /// True inside a container with its own PID namespace: /proc/self/status lists more than one
 /// NSpid. NVML reports host pids, which do not name our processes there.
-fn in_child_pid_namespace() -> bool {
+pub fn in_child_pid_namespace() -> bool {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {

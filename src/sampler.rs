@@ -164,6 +164,7 @@ impl Sampler {
     }
 
     /// Whether a device read is still outstanding (a call that has not returned).
+    #[cfg(test)]
     pub fn busy(&self) -> bool {
         self.devices.iter().any(|d| d.outstanding.is_some())
     }

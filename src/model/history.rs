@@ -1,4 +1,4 @@
-//! Per-device history for sparklines: a ring buffer bounded by a time window and a count.
+//! Per-device history for the charts: a ring buffer bounded by a time window and a count.
 //!
 //! A failed read is kept as a gap (`None`), so a chart shows where samples were missing
 //! instead of drawing a line through them.
@@ -118,17 +118,6 @@ pub enum Column<T> {
     Value(T),
     /// A read failed here.
     Gap,
-}
-
-impl Column<u64> {
-    /// For ratatui's `Sparkline`: no data yet is a blank bar, a failed read is absent.
-    pub fn bar(self) -> Option<u64> {
-        match self {
-            Column::Empty => Some(0),
-            Column::Value(v) => Some(v),
-            Column::Gap => None,
-        }
-    }
 }
 
 /// History of every device, by index.

@@ -9,7 +9,7 @@
 
 use std::io;
 
-use crate::host::read_stat;
+use crate::host::{in_child_pid_namespace, read_stat};
 
 /// The signals the dialog offers, SIGTERM first (preselected).
 pub const SIGNALS: [(&str, i32); 4] = [
@@ -26,16 +26,6 @@ pub struct Target {
     start_ticks: u64,
 }
 
-/// Whether this process sees pids of a nested PID namespace (it runs in a container), where
-/// NVML's host pids do not name local processes.
-pub fn in_nested_pid_namespace() -> bool {
-    std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
-        s.lines()
-            .find_map(|l| l.strip_prefix("NSpid:"))
-            .is_some_and(|ids| ids.split_whitespace().count() > 1)
-    })
-}
-
 impl Target {
     /// The process `pid` is now, or why it cannot be signalled from here.
     pub fn pin(pid: u32) -> Result<Target, String> {
@@ -45,7 +35,7 @@ impl Target {
         if pid == std::process::id() {
             return Err("that is gpumon itself".into());
         }
-        if in_nested_pid_namespace() {
+        if in_child_pid_namespace() {
             return Err(
                 "gpumon runs in a container: NVML's pids are the host's, so it cannot tell \
                  which local process this is; signal it from the host"
@@ -120,7 +110,7 @@ mod tests {
 
     #[test]
     fn signals_the_chosen_process_and_no_other() {
-        if in_nested_pid_namespace() {
+        if in_child_pid_namespace() {
             // The refusal itself is the behaviour there.
             assert!(Target::pin(std::process::id() + 1).is_err());
             return;
@@ -145,7 +135,7 @@ mod tests {
 
     #[test]
     fn a_reused_pid_is_refused() {
-        if in_nested_pid_namespace() {
+        if in_child_pid_namespace() {
             return;
         }
         let mut child = sleeper();

@@ -49,12 +49,6 @@ pub fn stale() -> Style {
 pub fn warning() -> Style {
     Style::new().fg(Color::Yellow)
 }
-pub fn allocated() -> Style {
-    Style::new().fg(Color::Red)
-}
-pub fn cached() -> Style {
-    Style::new().fg(Color::Yellow)
-}
 pub fn unattributed() -> Style {
     Style::new().fg(Color::Gray)
 }
