@@ -29,6 +29,7 @@ struct Facts {
     cpu_percent: Option<f32>,
     host_memory_bytes: Option<u64>,
     start_time: Option<u64>,
+    container: Option<String>,
 }
 
 impl Facts {
@@ -39,6 +40,7 @@ impl Facts {
         p.cpu_percent = self.cpu_percent;
         p.host_memory_bytes = self.host_memory_bytes;
         p.start_time = self.start_time;
+        p.container.clone_from(&self.container);
     }
 }
 
@@ -195,6 +197,9 @@ impl HostLookup {
                     cpu_percent,
                     host_memory_bytes: Some(p.memory()),
                     start_time: Some(p.start_time()),
+                    container: std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
+                        .ok()
+                        .and_then(|t| container_of(&t)),
                 },
             );
         }
@@ -308,6 +313,111 @@ pub fn in_child_pid_namespace() -> bool {
         .unwrap_or(false)
 }
 
+/// The container, pod, or batch job that holds a process, from its `/proc/PID/cgroup`;
+/// `None` for a host process (a login session, a user service, the root cgroup).
+///
+/// Recognised: Docker (`/docker/ID`, `docker-ID.scope`), Kubernetes (`kubepods` with the pod
+/// UID, and the runtime's container id: containerd, CRI-O, Docker), Podman (`libpod-ID`),
+/// LXC, Slurm job steps, and other systemd services and scopes outside the user slices.
+pub fn container_of(cgroup: &str) -> Option<String> {
+    // cgroup v2's single line ("0::/path"), else the v1 hierarchy most likely to be set
+    // (pids, memory, or systemd's own).
+    let mut best: Option<&str> = None;
+    for line in cgroup.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (Some(id), Some(controllers), Some(path)) = (parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        if id == "0" && controllers.is_empty() {
+            best = Some(path);
+            break;
+        }
+        let useful = controllers
+            .split(',')
+            .any(|c| matches!(c, "pids" | "memory" | "name=systemd" | "cpu"));
+        if useful && best.is_none_or(|b| b == "/") {
+            best = Some(path);
+        }
+    }
+    describe_cgroup(best?.trim())
+}
+
+fn short_id(s: &str) -> Option<&str> {
+    let id = s.trim_end_matches(".scope");
+    (id.len() >= 12 && id.chars().all(|c| c.is_ascii_hexdigit())).then(|| &id[..12])
+}
+
+fn describe_cgroup(path: &str) -> Option<String> {
+    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+    // The container runtime's id: the last component that is one.
+    let runtime = parts.iter().rev().find_map(|p| {
+        for (prefix, name) in [
+            ("cri-containerd-", "containerd"),
+            ("crio-", "cri-o"),
+            ("docker-", "docker"),
+            ("libpod-", "podman"),
+        ] {
+            if let Some(id) = p.strip_prefix(prefix).and_then(short_id) {
+                return Some((name, id));
+            }
+        }
+        short_id(p).map(|id| ("container", id))
+    });
+    // Kubernetes: "pod<uid>" (cgroupfs) or "kubepods-<qos>-pod<uid_with_underscores>.slice".
+    if parts.iter().any(|p| p.starts_with("kubepods")) {
+        let uid = parts.iter().find_map(|p| {
+            let p = p.trim_end_matches(".slice");
+            let at = p.rfind("pod")?;
+            let uid = &p[at + 3..];
+            (uid.len() >= 32).then(|| uid.replace('_', "-"))
+        });
+        return Some(match (uid, runtime) {
+            (Some(uid), Some((rt, id))) => format!("k8s pod {uid} ({rt} {id})"),
+            (Some(uid), None) => format!("k8s pod {uid}"),
+            (None, Some((rt, id))) => format!("k8s {rt} {id}"),
+            (None, None) => "k8s pod".into(),
+        });
+    }
+    if let Some((rt, id)) = runtime {
+        let rt = if rt == "container" && parts.first() == Some(&"docker") {
+            "docker"
+        } else {
+            rt
+        };
+        return Some(format!("{rt} {id}"));
+    }
+    if let Some(job) = parts.iter().find_map(|p| {
+        p.strip_prefix("job_")
+            .filter(|j| j.chars().all(|c| c.is_ascii_digit()))
+    }) {
+        return Some(format!("slurm job {job}"));
+    }
+    if let Some(name) = parts.iter().find_map(|p| {
+        p.strip_prefix("lxc.payload.")
+            .or_else(|| p.strip_prefix("lxc/"))
+    }) {
+        return Some(format!("lxc {name}"));
+    }
+    if parts.first() == Some(&"lxc") {
+        return parts.get(1).map(|n| format!("lxc {n}"));
+    }
+    // Login sessions and per-user services are the host; a system service or a transient
+    // scope (systemd-run) is named by its unit.
+    if parts
+        .iter()
+        .any(|p| p.starts_with("user.slice") || p.starts_with("user-"))
+    {
+        return None;
+    }
+    parts
+        .iter()
+        .rev()
+        .find(|p| p.ends_with(".service") || p.ends_with(".scope"))
+        .filter(|u| !matches!(**u, "init.scope"))
+        .map(|u| (*u).to_owned())
+}
+
 /// This machine's host name, for headers and records.
 pub fn hostname() -> Option<String> {
     static NAME: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
@@ -317,6 +427,36 @@ pub fn hostname() -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn containers_from_cgroup_files() {
+        let id = "3f4e5d6c7b8a9f0e1d2c3b4a5f6e7d8c9b0a1f2e3d4c5b6a7f8e9d0c1b2a3f4e";
+        let cases = [
+            (format!("0::/system.slice/docker-{id}.scope\n"), Some("docker 3f4e5d6c7b8a".to_owned())),
+            (format!("12:pids:/docker/{id}\n11:memory:/docker/{id}\n"), Some("docker 3f4e5d6c7b8a".to_owned())),
+            (
+                format!("0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod0f1e2d3c_4b5a_6978_8796_a5b4c3d2e1f0.slice/cri-containerd-{id}.scope\n"),
+                Some("k8s pod 0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0 (containerd 3f4e5d6c7b8a)".to_owned()),
+            ),
+            (
+                format!("11:memory:/kubepods/besteffort/pod0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0/{id}\n"),
+                Some("k8s pod 0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0 (container 3f4e5d6c7b8a)".to_owned()),
+            ),
+            (format!("0::/machine.slice/libpod-{id}.scope/container\n"), Some("podman 3f4e5d6c7b8a".to_owned())),
+            ("0::/system.slice/slurmstepd.scope/job_81234/step_0/user/task_0\n".to_owned(), Some("slurm job 81234".to_owned())),
+            ("0::/lxc.payload.trainbox/init.scope\n".to_owned(), Some("lxc trainbox".to_owned())),
+            ("0::/system.slice/jupyterhub.service\n".to_owned(), Some("jupyterhub.service".to_owned())),
+            ("0::/user.slice/user-1000.slice/session-3.scope\n".to_owned(), None),
+            ("0::/user.slice/user-1000.slice/user@1000.service/app.slice/app-gnome-code.scope\n".to_owned(), None),
+            ("0::/\n".to_owned(), None),
+            ("0::/init.scope\n".to_owned(), None),
+            ("garbage without colons".to_owned(), None),
+            (String::new(), None),
+        ];
+        for (text, want) in cases {
+            assert_eq!(container_of(&text), want, "{text}");
+        }
+    }
 
     #[test]
     fn stat_lines_with_odd_process_names() {

@@ -116,6 +116,15 @@ pub struct ProcessSpec {
     pub cpu_percent: Option<Curve>,
     #[serde(default)]
     pub host_memory_mib: Option<Curve>,
+    /// The container, pod or job holding the process, as gpumon would name it.
+    #[serde(default)]
+    pub container: Option<String>,
+    /// Per-process utilisation samples (`nvmlDeviceGetProcessUtilization`): % of time its
+    /// kernels ran, and % of memory bandwidth. Without them the process has no samples.
+    #[serde(default)]
+    pub sm_percent: Option<Curve>,
+    #[serde(default)]
+    pub mem_bw_percent: Option<Curve>,
     /// What the framework's allocator reports, as `gpumon run`'s probe would (simulated source
     /// only: through the fake NVML library, reports come from real probes).
     #[serde(default)]
@@ -287,6 +296,8 @@ pub enum Field {
     PowerLimit,
     Fan,
     Processes,
+    /// Per-process utilisation samples.
+    ProcessUtilization,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -401,6 +412,10 @@ pub struct ProcessState {
     pub command: Option<String>,
     pub cpu_percent: Option<f64>,
     pub host_memory: Option<u64>,
+    pub container: Option<String>,
+    /// Utilisation sample, if the process has one.
+    pub sm_percent: Option<u32>,
+    pub mem_bw_percent: Option<u32>,
     pub start_s: f64,
     pub allocator: Option<AllocatorState>,
 }
@@ -537,6 +552,15 @@ impl Scenario {
                     .host_memory_mib
                     .as_ref()
                     .map(|c| mib_to_bytes(c.at(local))),
+                container: p.container.clone(),
+                sm_percent: p
+                    .sm_percent
+                    .as_ref()
+                    .map(|c| clamp_u32(c.at(local)).min(100)),
+                mem_bw_percent: p
+                    .mem_bw_percent
+                    .as_ref()
+                    .map(|c| clamp_u32(c.at(local)).min(100)),
                 start_s: p.start_s,
                 allocator: p.allocator.as_ref().map(|a| a.at(local, bytes)),
             });

@@ -3,7 +3,7 @@
 //! A failed read is kept as a gap (`None`), so a chart shows where samples were missing
 //! instead of drawing a line through them.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, SystemTime};
 
 use super::Sample;
@@ -66,10 +66,7 @@ impl DeviceHistory {
         }
     }
 
-    /// `width` columns over `[now - window, now]`, each the maximum of its samples. A column
-    /// holding a failed read is a [`Column::Gap`]; columns before the first sample are
-    /// [`Column::Empty`]; a column no sample fell into (the interval is longer than a column)
-    /// continues the column before it (a value, or a gap).
+    /// `width` columns over `[now - window, now]`: see [`columns`].
     pub fn columns<T: Copy + Ord>(
         &self,
         now: SystemTime,
@@ -77,36 +74,108 @@ impl DeviceHistory {
         width: usize,
         get: impl Fn(&Point) -> Option<T>,
     ) -> Vec<Column<T>> {
-        let mut out = vec![Column::Empty; width];
-        if width == 0 || window.is_zero() {
-            return out;
+        columns(
+            self.points.iter().map(|p| (p.ms, p)),
+            now,
+            window,
+            width,
+            get,
+        )
+    }
+}
+
+/// `width` columns over `[now - window, now]`, each the maximum of its samples. A column
+/// holding a failed read is a [`Column::Gap`]; columns before the first sample are
+/// [`Column::Empty`]; a column no sample fell into (the interval is longer than a column)
+/// continues the column before it (a value, or a gap).
+pub fn columns<'a, P: 'a, T: Copy + Ord>(
+    points: impl Iterator<Item = (u64, &'a P)>,
+    now: SystemTime,
+    window: Duration,
+    width: usize,
+    get: impl Fn(&P) -> Option<T>,
+) -> Vec<Column<T>> {
+    let mut out = vec![Column::Empty; width];
+    if width == 0 || window.is_zero() {
+        return out;
+    }
+    let mut touched = vec![false; width];
+    let window_ms = (window.as_millis() as u64).max(1);
+    let start = unix_ms(now).saturating_sub(window_ms);
+    for (ms, p) in points {
+        if ms < start {
+            continue;
         }
-        let mut touched = vec![false; width];
-        let window_ms = (window.as_millis() as u64).max(1);
-        let start = unix_ms(now).saturating_sub(window_ms);
-        for p in &self.points {
-            if p.ms < start {
-                continue;
-            }
-            let col = ((p.ms - start) as u128 * width as u128 / window_ms as u128) as usize;
-            let col = col.min(width - 1);
-            touched[col] = true;
-            out[col] = match (out[col], get(p)) {
-                (Column::Gap, _) | (_, None) => Column::Gap,
-                (Column::Value(o), Some(v)) => Column::Value(o.max(v)),
-                (Column::Empty, Some(v)) => Column::Value(v),
-            };
+        let col = ((ms - start) as u128 * width as u128 / window_ms as u128) as usize;
+        let col = col.min(width - 1);
+        touched[col] = true;
+        out[col] = match (out[col], get(p)) {
+            (Column::Gap, _) | (_, None) => Column::Gap,
+            (Column::Value(o), Some(v)) => Column::Value(o.max(v)),
+            (Column::Empty, Some(v)) => Column::Value(v),
+        };
+    }
+    let mut last = Column::Empty;
+    for (c, was_touched) in out.iter_mut().zip(touched) {
+        if was_touched {
+            last = *c;
+        } else {
+            // A quiet column continues whatever came before it: a value or a failure.
+            *c = last;
         }
-        let mut last = Column::Empty;
-        for (c, was_touched) in out.iter_mut().zip(touched) {
-            if was_touched {
-                last = *c;
-            } else {
-                // A quiet column continues whatever came before it: a value or a failure.
-                *c = last;
-            }
-        }
-        out
+    }
+    out
+}
+
+/// Cap per tracked process (a 10 ms interval fills it in 20 s; 1 s in 34 min).
+pub const MAX_PROCESS_POINTS: usize = 2048;
+
+/// One reading of a tracked process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcessPoint {
+    pub ms: u64,
+    /// NVML's per-process total; `None` where the GPU failed or NVML could not tell.
+    pub gpu: Option<u64>,
+    /// The allocator's figures, when the probe reports them.
+    pub allocated: Option<u64>,
+    pub reserved: Option<u64>,
+}
+
+/// The memory of one process on one GPU over time, kept only while the dashboard tracks it
+/// (the largest processes and the selected one), so that a node with hundreds of processes
+/// does not pay for hundreds of series.
+#[derive(Debug, Clone, Default)]
+pub struct ProcessHistory {
+    pub points: VecDeque<ProcessPoint>,
+}
+
+impl ProcessHistory {
+    pub fn columns<T: Copy + Ord>(
+        &self,
+        now: SystemTime,
+        window: Duration,
+        width: usize,
+        get: impl Fn(&ProcessPoint) -> Option<T>,
+    ) -> Vec<Column<T>> {
+        columns(
+            self.points.iter().map(|p| (p.ms, p)),
+            now,
+            window,
+            width,
+            get,
+        )
+    }
+
+    /// The highest of `get` over the points kept.
+    pub fn max(&self, get: impl Fn(&ProcessPoint) -> Option<u64>) -> Option<u64> {
+        self.points.iter().filter_map(get).max()
+    }
+
+    /// When tracking started (the first point kept).
+    pub fn since(&self) -> Option<SystemTime> {
+        self.points
+            .front()
+            .map(|p| SystemTime::UNIX_EPOCH + Duration::from_millis(p.ms))
     }
 }
 
@@ -125,6 +194,8 @@ pub enum Column<T> {
 pub struct History {
     pub window: Duration,
     pub devices: Vec<DeviceHistory>,
+    /// Tracked processes by (GPU index, pid): see [`History::track`].
+    pub processes: HashMap<(u32, u32), ProcessHistory>,
 }
 
 impl History {
@@ -132,6 +203,7 @@ impl History {
         History {
             window,
             devices: Vec::new(),
+            processes: HashMap::new(),
         }
     }
 
@@ -172,6 +244,59 @@ impl History {
 
     pub fn device(&self, index: u32) -> Option<&DeviceHistory> {
         self.devices.get(index as usize)
+    }
+
+    /// Records the processes in `wanted` (GPU index, pid) from `sample` and forgets every other
+    /// series. A process that has exited keeps its series while it is wanted; a GPU that
+    /// failed records a gap.
+    pub fn track(&mut self, sample: &Sample, wanted: &[(u32, u32)]) {
+        self.processes.retain(|k, _| wanted.contains(k));
+        let now = unix_ms(sample.timestamp);
+        let oldest = now.saturating_sub(self.window.as_millis() as u64);
+        for &(gpu, pid) in wanted {
+            let Some(d) = sample.devices.iter().find(|d| d.index == gpu) else {
+                continue;
+            };
+            let h = self.processes.entry((gpu, pid)).or_default();
+            let point = if d.error.is_some() {
+                ProcessPoint {
+                    ms: now,
+                    gpu: None,
+                    allocated: None,
+                    reserved: None,
+                }
+            } else {
+                let taken = d.data_time(sample.timestamp).map_or(now, unix_ms);
+                if h.points.back().is_some_and(|p| p.ms >= taken) {
+                    continue;
+                }
+                match d.processes.iter().find(|p| p.pid == pid) {
+                    Some(p) => ProcessPoint {
+                        ms: taken,
+                        gpu: p.gpu_memory_bytes,
+                        allocated: p.allocator.as_ref().and_then(|a| a.allocated_bytes),
+                        reserved: p.allocator.as_ref().and_then(|a| a.reserved_bytes),
+                    },
+                    // Gone from the GPU: it holds nothing there any more.
+                    None => ProcessPoint {
+                        ms: taken,
+                        gpu: Some(0),
+                        allocated: None,
+                        reserved: None,
+                    },
+                }
+            };
+            h.points.push_back(point);
+            while h.points.len() > MAX_PROCESS_POINTS
+                || h.points.front().is_some_and(|p| p.ms < oldest)
+            {
+                h.points.pop_front();
+            }
+        }
+    }
+
+    pub fn process(&self, gpu: u32, pid: u32) -> Option<&ProcessHistory> {
+        self.processes.get(&(gpu, pid))
     }
 }
 
@@ -267,6 +392,30 @@ mod tests {
             d.peak_used().map(|p| p.at),
             Some(SystemTime::UNIX_EPOCH + Duration::from_secs(10))
         );
+    }
+
+    #[test]
+    fn only_tracked_processes_have_series_and_an_exit_reads_zero() {
+        use crate::model::{Process, ProcessKind};
+        let mut h = History::new(Duration::from_secs(60));
+        let mut s = sample(1, Some(5), false);
+        s.devices[0].processes = vec![
+            Process::from_nvml(7, ProcessKind::Compute, Some(100)),
+            Process::from_nvml(8, ProcessKind::Compute, Some(200)),
+        ];
+        h.track(&s, &[(0, 7)]);
+        assert!(h.process(0, 8).is_none(), "untracked");
+        let mut s2 = sample(2, Some(5), false);
+        s2.devices[0].processes = vec![Process::from_nvml(8, ProcessKind::Compute, Some(200))];
+        h.track(&s2, &[(0, 7), (0, 8)]);
+        let p7 = h.process(0, 7).expect("tracked");
+        assert_eq!(
+            p7.points.iter().map(|p| p.gpu).collect::<Vec<_>>(),
+            vec![Some(100), Some(0)]
+        );
+        assert_eq!(p7.max(|p| p.gpu), Some(100));
+        h.track(&s2, &[(0, 8)]);
+        assert!(h.process(0, 7).is_none(), "forgotten when no longer wanted");
     }
 
     #[test]

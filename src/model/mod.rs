@@ -122,6 +122,15 @@ pub struct Process {
     pub host_memory_bytes: Option<u64>,
     /// Unix seconds.
     pub start_time: Option<u64>,
+    /// The container, pod or batch job holding the process, from its cgroup; `None` for a
+    /// host process or where it cannot be read.
+    pub container: Option<String>,
+    /// Share of the last second's samples in which this process's kernels ran on the SMs
+    /// (NVML's per-process utilisation). `None`: unsupported, or no sample yet; 0 when the
+    /// driver is sampling and this process had no activity.
+    pub sm_percent: Option<u32>,
+    /// The same for memory bandwidth (frame-buffer reads and writes).
+    pub mem_bw_percent: Option<u32>,
     /// The framework allocator's own figures, when the in-process probe reports them
     /// (`gpumon run`); `None` means NVML's per-process total is all that is known.
     pub allocator: Option<AllocatorStats>,
@@ -168,6 +177,9 @@ impl Process {
             cpu_percent: None,
             host_memory_bytes: None,
             start_time: None,
+            container: None,
+            sm_percent: None,
+            mem_bw_percent: None,
             allocator: None,
         }
     }

@@ -128,9 +128,85 @@ impl Opening {
     }
 }
 
+/// Per-process utilisation for one device, as `nvmlDeviceGetProcessUtilization` gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UtilSample {
+    pub pid: u32,
+    /// CPU timestamp in µs; of several samples for a pid, the latest wins.
+    pub timestamp: u64,
+    pub sm: u32,
+    pub mem: u32,
+}
+
+/// Applies utilisation samples to a device's processes. NVML answers NOT_FOUND when it has
+/// no sample in the window asked for, which says nothing until the driver has been seen to
+/// sample at all (`seen`: any sample ever on this device). Once it has, a process without a
+/// sample in the window was idle (0%), as `nvidia-smi pmon` shows "-" for it; before that
+/// every process stays unknown.
+pub fn apply_utilization(
+    processes: &mut [crate::model::Process],
+    samples: &[UtilSample],
+    seen: &mut bool,
+) {
+    *seen |= !samples.is_empty();
+    let idle = (*seen).then_some(0);
+    for p in processes.iter_mut() {
+        let latest = samples
+            .iter()
+            .filter(|s| s.pid == p.pid)
+            .max_by_key(|s| s.timestamp);
+        match latest {
+            Some(s) => {
+                p.sm_percent = Some(s.sm.min(100));
+                p.mem_bw_percent = Some(s.mem.min(100));
+            }
+            None => {
+                p.sm_percent = idle;
+                p.mem_bw_percent = idle;
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn utilisation_is_unknown_until_the_driver_samples_then_idle_is_zero() {
+        use crate::model::{Process, ProcessKind};
+        let mut procs = vec![
+            Process::from_nvml(10, ProcessKind::Compute, Some(1)),
+            Process::from_nvml(11, ProcessKind::Compute, Some(1)),
+        ];
+        let mut seen = false;
+        apply_utilization(&mut procs, &[], &mut seen);
+        assert_eq!(
+            procs[0].sm_percent, None,
+            "NOT_FOUND before any sample: unknown"
+        );
+        let s = |pid, timestamp, sm| UtilSample {
+            pid,
+            timestamp,
+            sm,
+            mem: 7,
+        };
+        apply_utilization(
+            &mut procs,
+            &[s(10, 1, 20), s(10, 5, 90), s(10, 3, 40)],
+            &mut seen,
+        );
+        assert_eq!(procs[0].sm_percent, Some(90), "the latest sample wins");
+        assert_eq!(procs[0].mem_bw_percent, Some(7));
+        assert_eq!(
+            procs[1].sm_percent,
+            Some(0),
+            "no sample while sampling: idle"
+        );
+        apply_utilization(&mut procs, &[s(11, 9, 250)], &mut seen);
+        assert_eq!(procs[1].sm_percent, Some(100), "clamped");
+        assert_eq!(procs[0].sm_percent, Some(0));
+    }
 
     fn empty() -> Result<Opened, OpenError> {
         Ok(Opened {

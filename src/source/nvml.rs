@@ -70,6 +70,9 @@ pub struct NvmlDevice {
     /// Drivers 535.43–535.86 misreport `_v3` process lists.
     v3_broken: bool,
     identity: Option<Identity>,
+    /// The driver has given per-process utilisation samples for this GPU (see
+    /// [`super::apply_utilization`]).
+    util_seen: bool,
 }
 
 /// "12.4" from NVML's 12040.
@@ -132,6 +135,7 @@ impl NvmlSource {
                             index,
                             v3_broken,
                             identity: None,
+                            util_seen: false,
                         }) as Box<dyn DeviceReader>
                     })
                     .collect(),
@@ -246,7 +250,10 @@ impl NvmlDevice {
             };
         }
         match self.processes(&dev) {
-            Ok((procs, warning)) => {
+            Ok((mut procs, warning)) => {
+                if !procs.is_empty() {
+                    self.utilization(&dev, &mut procs, &mut errors);
+                }
                 out.processes = procs;
                 out.processes_error = warning;
             }
@@ -256,6 +263,36 @@ impl NvmlDevice {
         }
         out.field_errors = errors;
         out
+    }
+
+    /// Per-process SM and memory-bandwidth utilisation over the last second. NVML keeps a
+    /// buffer of samples with CPU timestamps (µs); NOT_FOUND means none in the window.
+    fn utilization(
+        &mut self,
+        dev: &NvDevice,
+        procs: &mut [Process],
+        errors: &mut BTreeMap<&'static str, String>,
+    ) {
+        let now_us = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as u64);
+        let samples = match dev.process_utilization_stats(now_us.saturating_sub(1_000_000)) {
+            Ok(list) => list
+                .into_iter()
+                .map(|s| super::UtilSample {
+                    pid: s.pid,
+                    timestamp: s.timestamp,
+                    sm: s.sm_util,
+                    mem: s.mem_util,
+                })
+                .collect(),
+            Err(NvmlError::NotFound) => Vec::new(),
+            Err(e) => {
+                errors.insert("process_utilization", describe(&e));
+                return;
+            }
+        };
+        super::apply_utilization(procs, &samples, &mut self.util_seen);
     }
 
     /// Compute and graphics lists merged by pid.

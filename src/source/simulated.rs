@@ -34,6 +34,8 @@ pub struct Simulated {
 pub struct SimulatedDevice {
     clock: Arc<Clock>,
     index: u32,
+    /// The device has given utilisation samples (see [`super::apply_utilization`]).
+    util_seen: bool,
 }
 
 impl Simulated {
@@ -90,6 +92,7 @@ impl Simulated {
                     Box::new(SimulatedDevice {
                         clock: Arc::clone(&clock),
                         index,
+                        util_seen: false,
                     }) as Box<dyn DeviceReader>
                 })
                 .collect(),
@@ -117,12 +120,12 @@ impl DeviceReader for SimulatedDevice {
             t = self.clock.now();
             d = self.clock.scenario.device_at(self.index, t);
         }
-        device(&d, t)
+        device(&d, t, &mut self.util_seen)
     }
 }
 
 /// What NVML would answer for a device in state `d` at scenario time `t`.
-fn device(d: &DeviceState, t: f64) -> Device {
+fn device(d: &DeviceState, t: f64, util_seen: &mut bool) -> Device {
     if d.lost {
         return Device::failed(d.index, "GPU is lost".into());
     }
@@ -196,6 +199,9 @@ fn device(d: &DeviceState, t: f64) -> Device {
             cpu_percent: p.cpu_percent.map(|c| c as f32),
             host_memory_bytes: p.host_memory,
             start_time: wall_start(p.start_s),
+            container: p.container.clone(),
+            sm_percent: None,
+            mem_bw_percent: None,
             allocator: p.allocator.as_ref().map(|a| AllocatorStats {
                 framework: a.framework.clone(),
                 framework_version: a.version.clone(),
@@ -212,5 +218,25 @@ fn device(d: &DeviceState, t: f64) -> Device {
             }),
         })
         .collect();
+    match denied(d.fault(Field::ProcessUtilization)) {
+        Some(why) => {
+            dev.field_errors.insert("process_utilization", why);
+        }
+        None => {
+            let samples: Vec<super::UtilSample> = d
+                .processes
+                .iter()
+                .filter_map(|p| {
+                    Some(super::UtilSample {
+                        pid: p.pid,
+                        timestamp: 0,
+                        sm: p.sm_percent?,
+                        mem: p.mem_bw_percent.unwrap_or(0),
+                    })
+                })
+                .collect();
+            super::apply_utilization(&mut dev.processes, &samples, util_seen);
+        }
+    }
     dev
 }

@@ -28,6 +28,17 @@ pub enum Mode {
     Help,
     Oom,
     Signal,
+    Details,
+}
+
+/// The details view (Enter): a process, and its last figures for when it has left the GPU.
+#[derive(Debug, Clone)]
+pub struct Details {
+    pub gpu: u32,
+    pub pid: u32,
+    pub last: Process,
+    /// No longer listed on the GPU.
+    pub gone: bool,
 }
 
 /// The signal dialog (`k`, F9): a process, the signal chosen, and what happened.
@@ -50,7 +61,10 @@ pub enum SortKey {
     Pid,
     User,
     Gpu,
+    Type,
     GpuMem,
+    Sm,
+    MemBw,
     Cpu,
     HostMem,
     Time,
@@ -58,11 +72,15 @@ pub enum SortKey {
 }
 
 impl SortKey {
-    pub const ALL: [SortKey; 8] = [
+    /// In table order.
+    pub const ALL: [SortKey; 11] = [
         SortKey::Pid,
         SortKey::User,
         SortKey::Gpu,
+        SortKey::Type,
         SortKey::GpuMem,
+        SortKey::Sm,
+        SortKey::MemBw,
         SortKey::Cpu,
         SortKey::HostMem,
         SortKey::Time,
@@ -74,7 +92,10 @@ impl SortKey {
             SortKey::Pid => "PID",
             SortKey::User => "USER",
             SortKey::Gpu => "GPU",
+            SortKey::Type => "TYPE",
             SortKey::GpuMem => "GPU MEM",
+            SortKey::Sm => "%SM",
+            SortKey::MemBw => "%MEM BW",
             SortKey::Cpu => "%CPU",
             SortKey::HostMem => "HOST MEM",
             SortKey::Time => "TIME",
@@ -127,9 +148,15 @@ pub struct App {
     /// Where the table's rows were drawn last (for mouse clicks).
     pub table_rows: Rect,
     pub table_first: usize,
+    /// The columns drawn last, as (key, x, width): header clicks and the number keys sort by
+    /// what is on screen.
+    pub table_columns: Vec<(SortKey, u16, u16)>,
+    /// How far the COMMAND column is scrolled (← →), in characters.
+    pub command_offset: usize,
     /// How long the driver has been initialising, while the dashboard waits for it.
     pub opening_for: Option<Duration>,
     pub signal: Option<SignalDialog>,
+    pub details: Option<Details>,
     /// Palette slots of the largest processes (as many as there are colours), kept while a
     /// process stays among them, so that a colour keeps naming the same process.
     colours: HashMap<u32, usize>,
@@ -158,8 +185,11 @@ impl App {
             oom_scroll: 0,
             table_rows: Rect::default(),
             table_first: 0,
+            table_columns: Vec::new(),
+            command_offset: 0,
             opening_for: None,
             signal: None,
+            details: None,
             colours: HashMap::new(),
             order: Vec::new(),
         }
@@ -174,6 +204,65 @@ impl App {
         self.sample = Some(sample);
         self.assign_colours();
         self.follow_selection();
+        self.update_details();
+        self.track_processes();
+        Action::Redraw
+    }
+
+    /// Keeps memory series for the processes a view may chart: the coloured (largest) ones,
+    /// the selected one and the one in the details view.
+    fn track_processes(&mut self) {
+        let Some(s) = self.sample.clone() else { return };
+        let mut wanted: Vec<(u32, u32)> = s
+            .devices
+            .iter()
+            .flat_map(|d| {
+                d.processes
+                    .iter()
+                    .filter(|p| self.colours.contains_key(&p.pid))
+                    .map(move |p| (d.index, p.pid))
+            })
+            .collect();
+        if self.following {
+            wanted.extend(self.selected_pid);
+        }
+        wanted.extend(self.details.as_ref().map(|d| (d.gpu, d.pid)));
+        wanted.sort_unstable();
+        wanted.dedup();
+        self.history.track(&s, &wanted);
+    }
+
+    fn update_details(&mut self) {
+        let (Some(d), Some(s)) = (self.details.as_mut(), self.sample.as_ref()) else {
+            return;
+        };
+        match s
+            .devices
+            .iter()
+            .find(|dev| dev.index == d.gpu)
+            .and_then(|dev| dev.processes.iter().find(|p| p.pid == d.pid))
+        {
+            Some(p) => {
+                d.last = p.clone();
+                d.gone = false;
+            }
+            None => d.gone = true,
+        }
+    }
+
+    /// Opens the details of the selected process.
+    fn open_details(&mut self) -> Action {
+        let Some(row) = self.selected_row() else {
+            return Action::None;
+        };
+        self.details = Some(Details {
+            gpu: row.gpu,
+            pid: row.process.pid,
+            last: row.process.clone(),
+            gone: false,
+        });
+        self.mode = Mode::Details;
+        self.track_processes();
         Action::Redraw
     }
 
@@ -267,6 +356,9 @@ impl App {
                 SortKey::Pid => pa.pid.cmp(&pb.pid),
                 SortKey::User => pa.user.cmp(&pb.user),
                 SortKey::Gpu => ga.cmp(&gb),
+                SortKey::Type => pa.kind.letter().cmp(pb.kind.letter()),
+                SortKey::Sm => pa.sm_percent.cmp(&pb.sm_percent),
+                SortKey::MemBw => pa.mem_bw_percent.cmp(&pb.mem_bw_percent),
                 SortKey::GpuMem => pa.gpu_memory_bytes.cmp(&pb.gpu_memory_bytes),
                 SortKey::Cpu => pa
                     .cpu_percent
@@ -358,6 +450,31 @@ impl App {
         self.following = false;
         self.selected = 0;
         self.remember_selection();
+        Action::Redraw
+    }
+
+    /// Sorts by `key`; choosing the current key again reverses the order.
+    pub fn sort_by(&mut self, key: SortKey) -> Action {
+        if self.sort == key {
+            self.descending = !self.descending;
+        } else {
+            self.sort = key;
+            // Numbers and times read best largest first; names alphabetically.
+            self.descending = !matches!(key, SortKey::User | SortKey::Command | SortKey::Type);
+        }
+        self.follow_selection();
+        Action::Redraw
+    }
+
+    /// The next (or, with `by = len - 1`, previous) sort column.
+    fn step_sort(&mut self, by: usize) -> Action {
+        let n = SortKey::ALL.len();
+        let i = SortKey::ALL
+            .iter()
+            .position(|k| *k == self.sort)
+            .unwrap_or(0);
+        self.sort = SortKey::ALL[(i + by) % n];
+        self.follow_selection();
         Action::Redraw
     }
 
@@ -475,19 +592,39 @@ impl App {
                 Action::Redraw
             }
             Mode::Signal => self.on_signal_key(key),
+            Mode::Details => match key.code {
+                KeyCode::Esc | KeyCode::Enter | KeyCode::Backspace => {
+                    self.details = None;
+                    self.mode = Mode::Normal;
+                    Action::Redraw
+                }
+                KeyCode::Char('q') | KeyCode::F(10) => Action::Quit,
+                KeyCode::Char('k') | KeyCode::F(9) => self.open_signal(),
+                _ => Action::None,
+            },
             Mode::Normal => self.on_normal_key(key),
         }
     }
 
-    /// Opens the signal dialog on the selected process.
+    /// Where a closed dialog returns: the details view it was opened from, or the table.
+    fn back_mode(&self) -> Mode {
+        if self.details.is_some() {
+            Mode::Details
+        } else {
+            Mode::Normal
+        }
+    }
+
+    /// Opens the signal dialog on the selected process (or the one in the details view).
     fn open_signal(&mut self) -> Action {
-        let Some(row) = self.selected_row() else {
-            return Action::None;
+        let (gpu, p) = match (&self.details, self.selected_row()) {
+            (Some(d), _) => (d.gpu, &d.last),
+            (None, Some(row)) => (row.gpu, row.process),
+            (None, None) => return Action::None,
         };
-        let p = row.process;
         self.signal = Some(SignalDialog {
             pid: p.pid,
-            gpu: row.gpu,
+            gpu,
             user: p.user.clone(),
             command: p.command.clone().or_else(|| p.name.clone()),
             target: Target::pin(p.pid),
@@ -499,20 +636,21 @@ impl App {
     }
 
     fn on_signal_key(&mut self, key: KeyEvent) -> Action {
+        let back = self.back_mode();
         let Some(d) = self.signal.as_mut() else {
-            self.mode = Mode::Normal;
+            self.mode = back;
             return Action::Redraw;
         };
         match key.code {
             KeyCode::Esc => {
                 self.signal = None;
-                self.mode = Mode::Normal;
+                self.mode = self.back_mode();
             }
             KeyCode::Up | KeyCode::Char('k') => d.choice = d.choice.saturating_sub(1),
             KeyCode::Down | KeyCode::Char('j') => d.choice = (d.choice + 1).min(SIGNALS.len() - 1),
             KeyCode::Enter if d.outcome.is_some() => {
                 self.signal = None;
-                self.mode = Mode::Normal;
+                self.mode = self.back_mode();
             }
             KeyCode::Enter => {
                 let (name, number) = SIGNALS[d.choice];
@@ -552,22 +690,14 @@ impl App {
                 self.mode = Mode::Oom;
                 Action::Redraw
             }
-            KeyCode::Char('s') | KeyCode::Right => {
-                let i = SortKey::ALL
-                    .iter()
-                    .position(|k| *k == self.sort)
-                    .unwrap_or(0);
-                self.sort = SortKey::ALL[(i + 1) % SortKey::ALL.len()];
-                self.follow_selection();
+            KeyCode::Char('s') | KeyCode::Char('>') | KeyCode::Char('.') => self.step_sort(1),
+            KeyCode::Char('<') | KeyCode::Char(',') => self.step_sort(SortKey::ALL.len() - 1),
+            KeyCode::Right => {
+                self.command_offset = self.command_offset.saturating_add(8).min(4096);
                 Action::Redraw
             }
             KeyCode::Left => {
-                let i = SortKey::ALL
-                    .iter()
-                    .position(|k| *k == self.sort)
-                    .unwrap_or(0);
-                self.sort = SortKey::ALL[(i + SortKey::ALL.len() - 1) % SortKey::ALL.len()];
-                self.follow_selection();
+                self.command_offset = self.command_offset.saturating_sub(8);
                 Action::Redraw
             }
             KeyCode::Char('S') | KeyCode::Char('r') => {
@@ -575,14 +705,18 @@ impl App {
                 self.follow_selection();
                 Action::Redraw
             }
-            KeyCode::Char(c @ '1'..='8') => {
-                self.sort = SortKey::ALL[(c as u8 - b'1') as usize];
-                self.follow_selection();
-                Action::Redraw
+            // The n-th column on screen.
+            KeyCode::Char(c @ '1'..='9') => {
+                let n = (c as u8 - b'1') as usize;
+                match self.table_columns.get(n).map(|c| c.0) {
+                    Some(key) => self.sort_by(key),
+                    None => Action::None,
+                }
             }
             KeyCode::Down | KeyCode::Char('j') => self.move_selection(1),
             KeyCode::Up => self.move_selection(-1),
             KeyCode::Char('k') | KeyCode::F(9) => self.open_signal(),
+            KeyCode::Enter => self.open_details(),
             KeyCode::PageDown => self.move_selection(10),
             KeyCode::PageUp => self.move_selection(-10),
             KeyCode::Home | KeyCode::Char('g') => self.go_to_top(),
@@ -601,11 +735,27 @@ impl App {
     }
 
     pub fn on_mouse(&mut self, m: MouseEvent) -> Action {
+        // The table is under an overlay: clicks and scrolls there are not for it.
+        if self.mode != Mode::Normal {
+            return Action::None;
+        }
         match m.kind {
             MouseEventKind::ScrollDown => self.move_selection(1),
             MouseEventKind::ScrollUp => self.move_selection(-1),
             MouseEventKind::Down(MouseButton::Left) => {
                 let r = self.table_rows;
+                // A click on a column title sorts by that column.
+                if r.y > 0 && m.row == r.y - 1 {
+                    let hit = self
+                        .table_columns
+                        .iter()
+                        .find(|(_, x, w)| m.column >= *x && m.column < x.saturating_add(*w))
+                        .map(|c| c.0);
+                    return match hit {
+                        Some(key) => self.sort_by(key),
+                        None => Action::None,
+                    };
+                }
                 let inside = m.column >= r.x
                     && m.column < r.x + r.width
                     && m.row >= r.y
@@ -755,7 +905,7 @@ mod tests {
         assert_eq!(pids, vec![10, 12, 11], "GPU memory, largest first");
         app.on_key(key(KeyCode::Char('j')));
         assert_eq!(app.selected_row().map(|r| r.process.pid), Some(12));
-        app.on_key(key(KeyCode::Char('1')));
+        app.sort_by(SortKey::Pid);
         let pids: Vec<u32> = app.rows().iter().map(|r| r.process.pid).collect();
         assert_eq!(pids, vec![12, 11, 10], "PID, descending");
         assert_eq!(
@@ -874,5 +1024,101 @@ mod tests {
         assert_eq!(app.selected, 1);
         assert_eq!(app.on_mouse(click(12)), Action::None, "below the last row");
         assert_eq!(app.on_mouse(click(2)), Action::None, "outside the table");
+    }
+
+    /// Draws `app` once at `w`×`h`, as the dashboard would (the table records its columns).
+    fn draw(app: &mut App, w: u16, h: u16) {
+        let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(w, h))
+            .expect("test terminal");
+        t.draw(|f| super::super::ui::draw(f, app)).expect("draw");
+    }
+
+    #[test]
+    fn number_keys_and_header_clicks_sort_by_the_columns_on_screen() {
+        let mut app = app_with(&[(0, 10, 300, "b"), (0, 11, 100, "a"), (1, 12, 200, "c")]);
+        if let Some(s) = app.sample.as_mut() {
+            let s = Arc::make_mut(s);
+            s.devices[0].processes[0].sm_percent = Some(5);
+            s.devices[0].processes[1].sm_percent = Some(90);
+            s.devices[1].processes[0].sm_percent = None;
+        }
+        draw(&mut app, 120, 30);
+        let titles: Vec<SortKey> = app.table_columns.iter().map(|c| c.0).collect();
+        assert_eq!(titles, SortKey::ALL.to_vec(), "every column fits at 120");
+        app.on_key(key(KeyCode::Char('1')));
+        assert_eq!(app.sort, SortKey::Pid);
+        app.on_key(key(KeyCode::Char('2')));
+        assert_eq!(
+            (app.sort, app.descending),
+            (SortKey::User, false),
+            "names A-Z"
+        );
+        let pids: Vec<u32> = app.rows().iter().map(|r| r.process.pid).collect();
+        assert_eq!(pids, vec![11, 10, 12]);
+        // Click the %SM title: largest first, unknown last; a second click reverses.
+        let (_, x, _) = *app
+            .table_columns
+            .iter()
+            .find(|c| c.0 == SortKey::Sm)
+            .expect("%SM on screen");
+        let click = MouseEvent {
+            kind: MouseEventKind::Down(MouseButton::Left),
+            column: x + 1,
+            row: app.table_rows.y - 1,
+            modifiers: KeyModifiers::NONE,
+        };
+        assert_eq!(app.on_mouse(click), Action::Redraw);
+        assert_eq!((app.sort, app.descending), (SortKey::Sm, true));
+        let pids: Vec<u32> = app.rows().iter().map(|r| r.process.pid).collect();
+        assert_eq!(pids, vec![11, 10, 12]);
+        app.on_mouse(click);
+        assert!(!app.descending, "the same title again reverses");
+        // At 60 columns %SM is not on screen, and 9 names no column.
+        draw(&mut app, 60, 30);
+        assert!(!app.table_columns.iter().any(|c| c.0 == SortKey::Sm));
+        assert_eq!(app.on_key(key(KeyCode::Char('9'))), Action::None);
+    }
+
+    #[test]
+    fn arrows_scroll_the_command_and_sort_keys_step() {
+        let mut app = app_with(&[(0, 10, 300, "a")]);
+        app.on_key(key(KeyCode::Right));
+        app.on_key(key(KeyCode::Right));
+        assert_eq!(app.command_offset, 16);
+        assert_eq!(app.sort, SortKey::GpuMem, "arrows do not change the sort");
+        app.on_key(key(KeyCode::Left));
+        assert_eq!(app.command_offset, 8);
+        app.on_key(key(KeyCode::Char('>')));
+        assert_eq!(app.sort, SortKey::Sm);
+        app.on_key(key(KeyCode::Char('<')));
+        app.on_key(key(KeyCode::Char('<')));
+        assert_eq!(app.sort, SortKey::Type);
+    }
+
+    #[test]
+    fn details_open_on_enter_follow_the_process_and_close_on_esc() {
+        let mut app = app_with(&[(0, 10, 300, "a"), (1, 12, 200, "c")]);
+        app.on_key(key(KeyCode::Char('j')));
+        assert_eq!(app.on_key(key(KeyCode::Enter)), Action::Redraw);
+        assert_eq!(app.mode, Mode::Details);
+        assert_eq!(app.details.as_ref().map(|d| (d.gpu, d.pid)), Some((1, 12)));
+        assert!(app.history.process(1, 12).is_some(), "its series is kept");
+        // A signal dialog opened from the details returns to them.
+        app.on_key(key(KeyCode::Char('k')));
+        assert_eq!(app.mode, Mode::Signal);
+        assert_eq!(app.signal.as_ref().map(|s| s.pid), Some(12));
+        app.on_key(key(KeyCode::Esc));
+        assert_eq!(app.mode, Mode::Details);
+        // The process leaves the GPU: its last figures stay, marked gone.
+        let mut s = (**app.sample.as_ref().expect("sample")).clone();
+        s.devices[1].processes.clear();
+        s.timestamp += Duration::from_secs(1);
+        app.on_sample(Arc::new(s));
+        let d = app.details.as_ref().expect("still open");
+        assert!(d.gone);
+        assert_eq!(d.last.gpu_memory_bytes, Some(200));
+        assert_eq!(app.on_key(key(KeyCode::Esc)), Action::Redraw);
+        assert_eq!(app.mode, Mode::Normal);
+        assert!(app.details.is_none());
     }
 }

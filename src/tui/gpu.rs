@@ -435,7 +435,7 @@ pub fn draw_compact(
 }
 
 /// Points of a history series over `[-window, 0]` seconds, split where reads failed.
-fn segments(cols: &[Column<u64>], window: Duration, scale: f64) -> Vec<Vec<(f64, f64)>> {
+pub fn segments(cols: &[Column<u64>], window: Duration, scale: f64) -> Vec<Vec<(f64, f64)>> {
     let n = cols.len().max(1) as f64;
     let span = window.as_secs_f64();
     let mut out: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
@@ -459,7 +459,7 @@ fn segments(cols: &[Column<u64>], window: Duration, scale: f64) -> Vec<Vec<(f64,
     out
 }
 
-fn time_labels(window: Duration) -> Vec<Line<'static>> {
+pub fn time_labels(window: Duration) -> Vec<Line<'static>> {
     let half = Duration::from_secs(window.as_secs() / 2);
     vec![
         Line::from(format!("-{}", humantime::format_duration(window))),

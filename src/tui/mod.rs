@@ -7,6 +7,7 @@
 //! hook that restores before the message prints) and signals.
 
 pub mod app;
+pub mod details;
 pub mod gpu;
 pub mod input;
 pub mod signal;

@@ -77,7 +77,13 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
     match app.mode {
         Mode::Help => draw_help(frame, area),
         Mode::Oom => draw_oom(frame, area, app, &sample),
-        Mode::Signal => draw_signal(frame, area, app),
+        Mode::Signal => {
+            if app.details.is_some() {
+                super::details::draw(frame, body, app);
+            }
+            draw_signal(frame, area, app)
+        }
+        Mode::Details => super::details::draw(frame, body, app),
         _ => {}
     }
 }
@@ -147,17 +153,24 @@ fn draw_footer(buf: &mut Buffer, area: Rect, app: &App) {
         ]),
         _ => {
             let mut spans = Vec::new();
-            for (k, what) in [
-                ("q", "quit"),
-                ("?", "help"),
-                ("space", "pause"),
-                ("+/-", "interval"),
-                ("s", "sort"),
-                ("/", "filter"),
-                ("o", "OOM panel"),
-                ("k", "signal"),
-            ] {
-                spans.push(Span::styled(k, theme::header()));
+            // Most used first: a narrow terminal cuts the end.
+            let keys: &[(&str, &str)] = if app.mode == Mode::Details {
+                &[("Esc", "back"), ("k", "signal"), ("q", "quit")]
+            } else {
+                &[
+                    ("q", "quit"),
+                    ("?", "help"),
+                    ("Enter", "details"),
+                    ("k", "signal"),
+                    ("/", "filter"),
+                    ("s", "sort"),
+                    ("o", "OOM panel"),
+                    ("space", "pause"),
+                    ("+/-", "interval"),
+                ]
+            };
+            for (k, what) in keys {
+                spans.push(Span::styled(*k, theme::header()));
                 spans.push(Span::styled(format!(" {what}  "), theme::dim()));
             }
             if !app.filter.is_empty() {
@@ -356,19 +369,33 @@ fn draw_selection(buf: &mut Buffer, area: Rect, app: &App, sample: &Sample) {
 
 /// Which columns fit at a width, narrowest first out.
 fn columns(width: u16) -> Vec<(SortKey, u16)> {
-    let mut cols = vec![(SortKey::Pid, 8), (SortKey::Gpu, 4), (SortKey::GpuMem, 10)];
-    if width >= 60 {
-        cols.insert(1, (SortKey::User, 10));
-        cols.push((SortKey::Cpu, 6));
-    }
-    if width >= 90 {
-        cols.push((SortKey::HostMem, 10));
-    }
-    if width >= 80 {
-        cols.push((SortKey::Time, 7));
-    }
-    cols.push((SortKey::Command, 0));
-    cols
+    let min = |k: SortKey| -> u16 {
+        match k {
+            SortKey::User | SortKey::Cpu => 60,
+            SortKey::Sm => 70,
+            SortKey::Time => 80,
+            SortKey::HostMem | SortKey::Type => 90,
+            SortKey::MemBw => 110,
+            _ => 0,
+        }
+    };
+    let w = |k: SortKey| -> u16 {
+        match k {
+            SortKey::Pid => 8,
+            SortKey::User | SortKey::GpuMem | SortKey::HostMem => 10,
+            SortKey::Gpu => 4,
+            SortKey::Type | SortKey::Sm => 5,
+            SortKey::MemBw => 8,
+            SortKey::Cpu => 6,
+            SortKey::Time => 7,
+            SortKey::Command => 0,
+        }
+    };
+    SortKey::ALL
+        .iter()
+        .filter(|k| width >= min(**k))
+        .map(|k| (*k, w(*k)))
+        .collect()
 }
 
 fn cell(key: SortKey, row: &super::app::Row, now: SystemTime) -> String {
@@ -378,6 +405,9 @@ fn cell(key: SortKey, row: &super::app::Row, now: SystemTime) -> String {
         SortKey::Pid => p.pid.to_string(),
         SortKey::User => p.user.clone().unwrap_or_else(na),
         SortKey::Gpu => row.gpu.to_string(),
+        SortKey::Type => p.kind.letter().to_owned(),
+        SortKey::Sm => p.sm_percent.map_or_else(na, |v| v.to_string()),
+        SortKey::MemBw => p.mem_bw_percent.map_or_else(na, |v| v.to_string()),
         SortKey::GpuMem => fmt_opt_bytes(p.gpu_memory_bytes),
         SortKey::Cpu => p.cpu_percent.map_or_else(na, |c| format!("{c:.0}")),
         SortKey::HostMem => fmt_opt_bytes(p.host_memory_bytes),
@@ -400,6 +430,8 @@ fn draw_table(buf: &mut Buffer, area: Rect, app: &mut App) {
             k,
             SortKey::Pid
                 | SortKey::GpuMem
+                | SortKey::Sm
+                | SortKey::MemBw
                 | SortKey::Cpu
                 | SortKey::HostMem
                 | SortKey::Time
@@ -408,10 +440,14 @@ fn draw_table(buf: &mut Buffer, area: Rect, app: &mut App) {
     };
     let mut x = area.x;
     let mut x_titles_end = area.x;
+    app.table_columns.clear();
     for (key, w) in &cols {
         let mut title = key.title().to_owned();
         if *key == app.sort {
             title.push(if app.descending { '▼' } else { '▲' });
+        }
+        if *key == SortKey::Command && app.command_offset > 0 {
+            title.push_str(&format!(" (from character {}, ←)", app.command_offset + 1));
         }
         let w = if *w == 0 {
             area.right().saturating_sub(x)
@@ -424,6 +460,7 @@ fn draw_table(buf: &mut Buffer, area: Rect, app: &mut App) {
             title
         };
         x_titles_end = x + (text.chars().count() as u16).min(w);
+        app.table_columns.push((*key, x, w));
         buf.set_stringn(
             x,
             area.y,
@@ -465,7 +502,10 @@ fn draw_table(buf: &mut Buffer, area: Rect, app: &mut App) {
             } else {
                 *w
             };
-            let value = cell(*key, &row, now);
+            let mut value = cell(*key, &row, now);
+            if *key == SortKey::Command && app.command_offset > 0 {
+                value = value.chars().skip(app.command_offset).collect();
+            }
             let text = if right_aligned(*key) {
                 format!("{value:>width$} ", width = w.saturating_sub(1) as usize)
             } else {
@@ -560,16 +600,19 @@ fn draw_help(frame: &mut Frame, area: Rect) {
         ("space", "pause / resume the view"),
         ("+ / -", "slower / faster sampling"),
         (
-            "↑↓, j/k, mouse",
+            "↑↓, j, mouse",
             "select a process (the view then follows it)",
         ),
         ("PgUp/PgDn, G", "page, last"),
         ("Home, g", "back to the top of the sort"),
+        ("Enter", "details of the selected process: command, charts"),
+        ("k, F9", "send a signal to the selected process"),
         (
-            "s, ←/→, 1-8",
-            "sort column (PID USER GPU GPU-MEM %CPU HOST-MEM TIME COMMAND)",
+            "s, < >, 1-9, click",
+            "sort by a column (1-9: the n-th on screen; again reverses)",
         ),
         ("S, r", "reverse the sort"),
+        ("← →", "scroll the COMMAND column"),
         ("/", "filter processes (pid, user, command, gpuN)"),
         ("[ ]", "scroll GPUs when they do not all fit"),
         (

@@ -46,6 +46,8 @@ fn device(index: u32, procs: u32, used_mib: u64, lost: bool) -> Device {
             p.cpu_percent = Some(98.0 + i as f32);
             p.host_memory_bytes = Some((2000 + 10 * i as u64) * MIB);
             p.start_time = Some(T0 - 3600 - i as u64);
+            p.sm_percent = Some(85u32.saturating_sub(9 * i));
+            p.mem_bw_percent = Some(41u32.saturating_sub(4 * i));
             p
         })
         .collect();
@@ -273,6 +275,60 @@ fn snapshot_selected_process_with_the_allocator_split() {
     );
     assert!(text.contains("█ allocated ▓ cached ▒ outside"), "{text}");
     insta::assert_snapshot!(terminal.backend());
+}
+
+/// The training rank of `snapshot_selected_process_with_the_allocator_split`, its allocator
+/// split moving with the step.
+fn training(t: u64) -> Vec<Device> {
+    let mut d = device(0, 2, 40000, false);
+    let p = &mut d.processes[0];
+    p.command = Some(format!(
+        "python -m torch.distributed.run --nproc-per-node 8 train.py --model llama-7b \
+         --batch-size 16 --seq-len 4096 --grad-accum 8 --lr 3e-4 --warmup 2000 \
+         --data /datasets/redpajama --out /checkpoints/run-{t:03}"
+    ));
+    p.container =
+        Some("k8s pod 0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0 (containerd 3f4e5d6c7b8a)".into());
+    let step = (t % 4) << 30;
+    p.gpu_memory_bytes = Some((20 << 30) + step);
+    p.allocator = Some(gpumon::model::AllocatorStats {
+        framework: "pytorch".into(),
+        framework_version: Some("2.5.1".into()),
+        allocated_bytes: Some((14 << 30) + step),
+        allocated_peak_bytes: Some(17 << 30),
+        reserved_bytes: Some((18 << 30) + step),
+        reserved_peak_bytes: Some(21 << 30),
+        active_bytes: None,
+        inactive_split_bytes: None,
+        num_alloc_retries: Some(3),
+        num_ooms: Some(0),
+        age_ms: 0,
+        run_id: None,
+    });
+    vec![d]
+}
+
+#[test]
+fn snapshot_the_details_view() {
+    for (w, h) in [(120, 40), (80, 24)] {
+        let (mut terminal, mut app) = screen(w, h, 30, training);
+        app.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
+        terminal
+            .draw(|f| gpumon::tui::ui::draw(f, &mut app))
+            .expect("draw");
+        let text = terminal.backend().to_string();
+        // The whole command, wrapped, with its last argument.
+        assert!(text.contains("/checkpoints/run-029"), "{text}");
+        assert!(text.contains("0f1e2d3c-4b5a-6978"), "{text}");
+        assert!(text.contains("retries 3"), "{text}");
+        assert!(text.contains("GPU memory of pid 40000"), "{text}");
+        // The chart has drawn the series (Braille cells).
+        assert!(
+            text.chars().any(|c| ('\u{2801}'..='\u{28ff}').contains(&c)),
+            "{text}"
+        );
+        insta::assert_snapshot!(format!("details_{w}x{h}"), terminal.backend());
+    }
 }
 
 #[test]

@@ -536,3 +536,36 @@ fn sigterm_ends_log_cleanly() {
         .expect("read");
     assert!(out.lines().count() >= 3, "records were flushed: {out}");
 }
+
+#[test]
+fn per_process_utilisation_comes_from_nvml_samples() {
+    // Process 10 has samples; 11 has none while the device samples (idle: 0); a second GPU
+    // whose driver cannot give samples keeps N/A with the reason.
+    let s = scenario(
+        r#"{"version":1,"devices":[
+            {"name":"A","memory_total_mib":1000,"processes":[
+                {"pid":10,"memory_mib":100,"sm_percent":73,"mem_bw_percent":31},
+                {"pid":11,"memory_mib":50,"kind":"both"}]},
+            {"name":"B","memory_total_mib":1000,"processes":[
+                {"pid":12,"memory_mib":100,"sm_percent":50}]},
+            {"name":"C","memory_total_mib":1000,"processes":[
+                {"pid":13,"memory_mib":100}]}],
+          "faults":[{"kind":"not_supported","device":1,"field":"process_utilization"}]}"#,
+    );
+    let v = stdout_json(gpumon_fake(&s, 0.0).args(["once", "--json"]));
+    let procs = |i: usize| device(&v, i)["processes"].clone();
+    assert_eq!(procs(0)[0]["sm_percent"], 73);
+    assert_eq!(procs(0)[0]["mem_bw_percent"], 31);
+    assert_eq!(procs(0)[1]["sm_percent"], 0, "idle while the driver samples");
+    assert_eq!(procs(0)[1]["kind"], "both");
+    assert!(procs(1)[0]["sm_percent"].is_null(), "not supported: unknown");
+    assert_eq!(
+        device(&v, 1)["field_errors"]["process_utilization"],
+        "not supported"
+    );
+    // NOT_FOUND on a device that never gave a sample: unknown, not 0, and not an error.
+    assert!(procs(2)[0]["sm_percent"].is_null());
+    assert!(device(&v, 2)["field_errors"]
+        .get("process_utilization")
+        .is_none());
+}

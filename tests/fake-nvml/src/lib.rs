@@ -509,6 +509,57 @@ pub unsafe extern "C" fn nvmlDeviceGetGraphicsRunningProcesses_v2(
     unsafe { process_list(device, count, infos, List::Graphics, false) }
 }
 
+/// Per-process utilisation samples, stamped now (CPU µs): NOT_FOUND when no process has
+/// one newer than `last_seen`, as the driver answers.
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetProcessUtilization(
+    device: nvmlDevice_t,
+    samples: *mut nvmlProcessUtilizationSample_t,
+    count: *mut c_uint,
+    last_seen: c_ulonglong,
+) -> nvmlReturn_t {
+    if count.is_null() {
+        return nvmlReturn_enum_NVML_ERROR_INVALID_ARGUMENT;
+    }
+    with_device(device, Some(Field::ProcessUtilization), |_, d| {
+        let now_us = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |t| t.as_micros() as u64);
+        let wanted: Vec<nvmlProcessUtilizationSample_t> = d
+            .processes
+            .iter()
+            .filter(|_| now_us > last_seen)
+            .filter_map(|p| {
+                Some(nvmlProcessUtilizationSample_t {
+                    pid: p.pid,
+                    timeStamp: now_us,
+                    smUtil: p.sm_percent?,
+                    memUtil: p.mem_bw_percent.unwrap_or(0),
+                    encUtil: 0,
+                    decUtil: 0,
+                })
+            })
+            .collect();
+        let n = wanted.len() as c_uint;
+        // SAFETY: `count` is non-null (checked above).
+        let capacity = unsafe { *count };
+        if n == 0 {
+            unsafe { *count = 0 };
+            return nvmlReturn_enum_NVML_ERROR_NOT_FOUND;
+        }
+        if samples.is_null() || capacity < n {
+            unsafe { *count = n };
+            return nvmlReturn_enum_NVML_ERROR_INSUFFICIENT_SIZE;
+        }
+        for (i, s) in wanted.into_iter().enumerate() {
+            // SAFETY: i < n <= capacity, the caller's array length.
+            unsafe { *samples.add(i) = s };
+        }
+        unsafe { *count = n };
+        nvmlReturn_enum_NVML_SUCCESS
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
