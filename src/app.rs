@@ -274,10 +274,20 @@ fn run_explain(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
     if args.json {
         serde_json::to_writer_pretty(&mut out, &render::to_json(&analysis))?;
         out.write_all(b"\n")?;
-    } else if analysis.main().is_some() {
-        out.write_all(render::render(&analysis, Paint::for_stdout()).as_bytes())?;
     } else {
-        eprint!("gpumon: {}", render::render(&analysis, Paint(false)));
+        // Wrapped to the terminal (or COLUMNS, or 100), with hanging indents.
+        let layout = render::Layout {
+            width: Some(render::terminal_width()),
+            ..render::Layout::default()
+        };
+        if analysis.main().is_some() {
+            out.write_all(render::render_with(&analysis, Paint::for_stdout(), &layout).as_bytes())?;
+        } else {
+            eprint!(
+                "gpumon: {}",
+                render::render_with(&analysis, Paint(false), &layout)
+            );
+        }
     }
     out.flush()?;
     Ok(if analysis.main().is_some() {

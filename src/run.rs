@@ -26,7 +26,7 @@ use crate::app::{new_sampler, open_within_timeout, EXIT_USAGE};
 use crate::cli::{Common, RunArgs};
 use crate::model::breakdown::{Breakdown, PartKind};
 use crate::model::{Device, Process, Sample};
-use crate::oom::render::render_oom;
+use crate::oom::render::render_oom_with;
 use crate::oom::scan::{LineSplitter, Scanner};
 use crate::oom::Analysis;
 use crate::output::log::{Columns, LogWriter};
@@ -504,7 +504,11 @@ fn summary(
         return out;
     };
     let _ = writeln!(out, "\n{}", paint.bold("Out of memory in the output:"));
-    render_oom(&mut out, oom, relayed.analysis.ooms.len(), paint);
+    let layout = crate::oom::render::Layout {
+        width: Some(crate::oom::render::terminal_width()),
+        ..Default::default()
+    };
+    render_oom_with(&mut out, oom, relayed.analysis.ooms.len(), paint, &layout);
     // The live numbers sampled just before the error went by.
     let before: Vec<&Arc<Sample>> = trace
         .samples

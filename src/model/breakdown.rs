@@ -29,6 +29,8 @@ pub enum PartKind {
     OtherApps,
     /// Used, but by no visible process: other containers, the driver's own use.
     Unattributed,
+    /// Everything in use on the device, by whichever processes (a device seen as a whole).
+    Used,
     /// NVML v2 `reserved`: driver and firmware memory.
     DriverReserved,
     Free,
@@ -46,6 +48,7 @@ impl PartKind {
             PartKind::ThisProcess => "this process".into(),
             PartKind::OtherApps => "other apps".into(),
             PartKind::Unattributed => "used, not attributed".into(),
+            PartKind::Used => "in use (all processes)".into(),
             PartKind::DriverReserved => "driver reserved".into(),
             PartKind::Free => "free".into(),
             PartKind::Unaccounted => "unaccounted".into(),
@@ -62,6 +65,7 @@ impl PartKind {
             PartKind::ThisProcess => "this process".into(),
             PartKind::OtherApps => "other apps".into(),
             PartKind::Unattributed => "unattributed".into(),
+            PartKind::Used => "in use".into(),
             PartKind::DriverReserved => "driver".into(),
             PartKind::Free => "free".into(),
             PartKind::Unaccounted => "unaccounted".into(),
@@ -78,7 +82,7 @@ impl PartKind {
             PartKind::Cached => 3,
             PartKind::NonFramework | PartKind::ThisProcess => 4,
             PartKind::Process { .. } => 5,
-            PartKind::OtherApps | PartKind::Unattributed => 6,
+            PartKind::OtherApps | PartKind::Unattributed | PartKind::Used => 6,
             PartKind::Unaccounted => 7,
         }
     }

@@ -229,7 +229,7 @@ pub fn parse_block(lines: &[String]) -> Option<Oom> {
     if let Some(h) = hint_re().find(&spaced) {
         found.hint = Some(h.as_str().to_owned());
     }
-    found.line = trigger.chars().take(300).collect();
+    found.line = super::render::cut_at_word(&trigger, 300);
     Some(found)
 }
 

@@ -60,17 +60,30 @@ fn glyph(kind: &PartKind) -> (char, &'static str) {
         PartKind::Allocated => ('█', "31"),
         PartKind::Cached => ('▓', "33"),
         PartKind::NonFramework | PartKind::ThisProcess => ('▒', "35"),
-        PartKind::Process { .. } | PartKind::OtherApps | PartKind::Unattributed => ('░', "36"),
+        PartKind::Process { .. }
+        | PartKind::OtherApps
+        | PartKind::Unattributed
+        | PartKind::Used => ('░', "36"),
         PartKind::DriverReserved => ('▪', "2"),
         PartKind::Free => ('·', "32"),
         PartKind::Unaccounted => (' ', "0"),
     }
 }
 
-/// The stacked bar with the request marked under the free segment.
-fn bar(b: &Breakdown, request: Option<u64>, free: Option<u64>, paint: Paint) -> String {
+/// The stacked bar with the request marked under the free segment. `label` (padded to a
+/// fixed width) goes before it when two bars are compared.
+fn bar(
+    b: &Breakdown,
+    request: Option<u64>,
+    free: Option<u64>,
+    paint: Paint,
+    width: usize,
+    label: &str,
+    line_width: Option<usize>,
+) -> String {
+    let bar_width = width;
     let scale =
-        |bytes: u64| ((bytes as f64 / b.total.max(1) as f64) * BAR_WIDTH as f64).round() as usize;
+        |bytes: u64| ((bytes as f64 / b.total.max(1) as f64) * bar_width as f64).round() as usize;
     let mut line = String::new();
     let mut col = 0usize;
     let mut free_at = None;
@@ -80,58 +93,170 @@ fn bar(b: &Breakdown, request: Option<u64>, free: Option<u64>, paint: Paint) -> 
         if p.kind == PartKind::Free {
             free_at = Some(col);
         }
-        let n = scale(bytes).min(BAR_WIDTH.saturating_sub(col));
+        let n = scale(bytes).min(bar_width.saturating_sub(col));
         if n > 0 {
             line.push_str(&paint.wrap(code, &ch.to_string().repeat(n)));
         }
         col += n;
     }
-    if col < BAR_WIDTH {
-        line.push_str(&" ".repeat(BAR_WIDTH - col));
+    if col < bar_width {
+        line.push_str(&" ".repeat(bar_width - col));
     }
-    let mut out = format!("  │{line}│\n");
+    let mut out = format!("  {label}│{line}│\n");
     if let (Some(req), Some(at)) = (request, free_at) {
-        let len = scale(req).max(1);
+        let len = scale(req).max(1).min(bar_width + 1 - at.min(bar_width));
         let fits = free.is_some_and(|f| req <= f);
-        let marker = format!(
-            "{}└{}┘ request {}{}",
-            " ".repeat(at + 3),
-            "─".repeat(len.saturating_sub(1).min(BAR_WIDTH + 20)),
+        let text = format!(
+            "request {}{}",
             fmt_bytes(req),
             if fits { "" } else { " (does not fit)" }
         );
+        let start = at + 3 + label.chars().count();
+        let bracket = format!("└{}┘", "─".repeat(len.saturating_sub(1)));
+        // The text after the bracket when the line stays within the bar's, else before it.
+        let right_edge = line_width.unwrap_or(usize::MAX);
+        let after = start + bracket.chars().count() + 1 + text.chars().count();
+        let marker = if after <= right_edge {
+            format!("{}{bracket} {text}", " ".repeat(start))
+        } else if start > text.chars().count() {
+            format!(
+                "{}{text} {bracket}",
+                " ".repeat(start - text.chars().count() - 1)
+            )
+        } else {
+            format!("{}{bracket}\n  {text}", " ".repeat(start))
+        };
         out.push_str(&if fits { marker } else { paint.red(&marker) });
         out.push('\n');
     }
     out
 }
 
-fn row(out: &mut String, label: &str, v: Option<u64>, derived: bool) {
+/// Width of the figures' label column: 38, or less to fit a narrow report.
+fn label_width(w: Option<usize>) -> usize {
+    w.map_or(38, |w| w.saturating_sub(2 + 1 + 12 + 11).clamp(12, 38))
+}
+
+fn row_w(out: &mut String, label: &str, v: Option<u64>, derived: bool, lw: usize) {
     if let Some(v) = v {
+        // A label longer than its column gets a line of its own.
+        let label = if label.chars().count() > lw {
+            let _ = writeln!(out, "  {label}");
+            ""
+        } else {
+            label
+        };
         let _ = writeln!(
             out,
-            "  {label:<38} {:>12}{}",
+            "  {label:<lw$} {:>12}{}",
             fmt_bytes(v),
             if derived { "  (derived)" } else { "" }
         );
     }
 }
 
+fn legend_label(k: &PartKind) -> String {
+    k.label()
+}
+
+/// How a report is laid out where it is shown.
+#[derive(Debug, Clone, Default)]
+pub struct Layout {
+    /// Wrap to this many columns, with hanging indents; `None`: one line per item.
+    pub width: Option<usize>,
+    /// Leave out the quoted error line (the dashboard's panel shows the paste beside it).
+    pub no_quote: bool,
+    /// The GPU's live breakdown to draw under the message's, with its label.
+    pub live: Option<(String, Breakdown)>,
+    /// Findings before the table of figures, so the first is in view on a small screen.
+    pub findings_first: bool,
+}
+
+/// Columns a report is wrapped to: `COLUMNS` when set, else the terminal's width when
+/// stdout is one, else 100.
+pub fn terminal_width() -> usize {
+    use std::io::IsTerminal;
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .or_else(|| {
+            std::io::stdout()
+                .is_terminal()
+                .then(|| ratatui::crossterm::terminal::size().ok())
+                .flatten()
+                .map(|(w, _)| w as usize)
+        })
+        .filter(|w| *w >= 20)
+        .unwrap_or(100)
+}
+
+/// `text` cut to at most `max` characters at a word boundary, with an ellipsis when cut.
+pub fn cut_at_word(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let head: String = text.chars().take(max.saturating_sub(1)).collect();
+    let cut = match head.rfind(char::is_whitespace) {
+        // Keep the cut near the limit: a word longer than a fifth of it is split instead.
+        Some(i) if i >= head.len() * 4 / 5 => &head[..i],
+        _ => head.as_str(),
+    };
+    format!(
+        "{}…",
+        cut.trim_end_matches(|c: char| c.is_whitespace() || c == ',')
+    )
+}
+
+/// Writes `text` wrapped to the layout's width: the first line after `first`, the others
+/// after `rest` (a hanging indent).
+fn para(out: &mut String, width: Option<usize>, first: &str, rest: &str, text: &str) {
+    match width {
+        Some(w) if w > first.chars().count().max(rest.chars().count()) + 10 => {
+            let opts = textwrap::Options::new(w)
+                .initial_indent(first)
+                .subsequent_indent(rest)
+                .break_words(true);
+            for line in textwrap::wrap(text, opts) {
+                out.push_str(line.trim_end());
+                out.push('\n');
+            }
+        }
+        _ => {
+            let _ = writeln!(out, "{first}{text}");
+        }
+    }
+}
+
 /// The terminal report for the main OOM.
 pub fn render(a: &Analysis, paint: Paint) -> String {
+    render_with(a, paint, &Layout::default())
+}
+
+/// [`render`] laid out for a place: see [`Layout`].
+pub fn render_with(a: &Analysis, paint: Paint, layout: &Layout) -> String {
     let Some(oom) = a.main() else {
-        return format!(
-            "No out-of-memory error found in {} lines.\nLooked for: {LOOKED_FOR}.\n",
-            a.lines
+        let mut out = format!("No out-of-memory error found in {} lines.\n", a.lines);
+        para(
+            &mut out,
+            layout.width,
+            "",
+            "  ",
+            &format!("Looked for: {LOOKED_FOR}."),
         );
+        return out;
     };
     let mut out = String::new();
-    render_oom(&mut out, oom, a.ooms.len(), paint);
+    render_oom_with(&mut out, oom, a.ooms.len(), paint, layout);
     out
 }
 
 pub fn render_oom(out: &mut String, oom: &Oom, count: usize, paint: Paint) {
+    render_oom_with(out, oom, count, paint, &Layout::default());
+}
+
+pub fn render_oom_with(out: &mut String, oom: &Oom, count: usize, paint: Paint, layout: &Layout) {
     let f = &oom.facts;
+    let w = layout.width;
     let device = oom
         .device_index
         .map(|d| format!(" on GPU {d}"))
@@ -150,24 +275,82 @@ pub fn render_oom(out: &mut String, oom: &Oom, count: usize, paint: Paint) {
             ))
         );
     }
-    if !oom.line.is_empty() {
-        let _ = writeln!(out, "{}", paint.dim(&format!("  {}", oom.line)));
+    if !oom.line.is_empty() && !layout.no_quote {
+        let mut quoted = String::new();
+        para(&mut quoted, w, "  ", "  ", &oom.line);
+        out.push_str(&paint.dim(quoted.trim_end()));
+        out.push('\n');
     }
     out.push('\n');
-    if let Some(b) = f.breakdown() {
-        out.push_str(&bar(&b, f.requested_bytes, f.free_bytes, paint));
-        let legend: Vec<String> = b
-            .parts
+    // Room for the bars: the label, the borders and a margin.
+    let label_w = if layout.live.is_some() { 10 } else { 0 };
+    let bar_w = w.map_or(BAR_WIDTH, |w| {
+        w.saturating_sub(6 + label_w).clamp(10, BAR_WIDTH)
+    });
+    let message = f.breakdown();
+    if let Some(b) = &message {
+        let label = if layout.live.is_some() {
+            format!("{:<10}", "message")
+        } else {
+            String::new()
+        };
+        out.push_str(&bar(
+            b,
+            f.requested_bytes,
+            f.free_bytes,
+            paint,
+            bar_w,
+            &label,
+            w,
+        ));
+    }
+    if let Some((name, live)) = &layout.live {
+        let label = format!("{:<10}", name.chars().take(9).collect::<String>());
+        out.push_str(&bar(live, None, None, paint, bar_w, &label, w));
+    }
+    let mut kinds: Vec<&PartKind> = Vec::new();
+    for b in message.iter().chain(layout.live.iter().map(|(_, b)| b)) {
+        for p in &b.parts {
+            let shown = p.bytes.is_some_and(|x| x > 0) && p.kind != PartKind::Unaccounted;
+            // One legend entry per kind of part.
+            if shown
+                && !kinds
+                    .iter()
+                    .any(|k| legend_label(k) == legend_label(&p.kind))
+            {
+                kinds.push(&p.kind);
+            }
+        }
+    }
+    if !kinds.is_empty() {
+        let legend: Vec<String> = kinds
             .iter()
-            .filter(|p| p.bytes.is_some_and(|x| x > 0) && p.kind != PartKind::Unaccounted)
-            .map(|p| {
-                let (ch, code) = glyph(&p.kind);
-                format!("{} {}", paint.wrap(code, &ch.to_string()), p.kind.label())
+            .map(|k| {
+                let (ch, code) = glyph(k);
+                format!("{} {}", paint.wrap(code, &ch.to_string()), legend_label(k))
             })
             .collect();
-        let _ = writeln!(out, "  {}\n", legend.join("  "));
+        para(out, w, "  ", "  ", &legend.join("  "));
+        out.push('\n');
     }
+    if layout.findings_first {
+        findings(out, oom, paint, w);
+        figures(out, oom, paint, w);
+    } else {
+        figures(out, oom, paint, w);
+        out.push('\n');
+        findings(out, oom, paint, w);
+    }
+}
+
+/// The table of figures the message gives and implies.
+fn figures(out: &mut String, oom: &Oom, paint: Paint, w: Option<usize>) {
+    let f = &oom.facts;
     let d = |name: &str| f.derived.contains(&name);
+    let lw = label_width(w);
+    let row = |out: &mut String, label: &str, v: Option<u64>, derived: bool| {
+        row_w(out, label, v, derived, lw)
+    };
     row(out, "requested", f.requested_bytes, false);
     row(
         out,
@@ -240,37 +423,91 @@ pub fn render_oom(out: &mut String, oom: &Oom, count: usize, paint: Paint) {
     if let Some(e) = f.elements.filter(|_| f.requested_bytes.is_none()) {
         let _ = writeln!(
             out,
-            "  {:<38} {:>12}",
+            "  {:<lw$} {:>12}",
             "tensor elements (dtype not printed)", e
         );
     }
     if let Some(pid) = f.likely_self_pid {
-        let _ = writeln!(
-            out,
-            "  {}",
-            paint.dim(&format!(
+        let mut note = String::new();
+        para(
+            &mut note,
+            w,
+            "  ",
+            "  ",
+            &format!(
                 "Process {pid} is most likely this process itself: PyTorch printed no \"this process\" \
                  line, which happens in a container (its pid differs from the host's), and pid {pid} \
                  holds at least everything PyTorch reserved."
-            ))
+            ),
         );
+        out.push_str(&paint.dim(note.trim_end()));
+        out.push('\n');
     }
-    out.push('\n');
+}
+
+/// The findings, ranked, each with its remedies.
+fn findings(out: &mut String, oom: &Oom, paint: Paint, w: Option<usize>) {
     for (i, finding) in diagnose(oom).iter().enumerate() {
-        let _ = writeln!(
-            out,
-            "{} {}",
-            paint.bold(&format!("{}.", i + 1)),
-            paint.bold(&finding.title)
-        );
-        let _ = writeln!(out, "   {}", finding.detail);
+        let number = format!("{}. ", i + 1);
+        let mut title = String::new();
+        para(&mut title, w, &number, "   ", &finding.title);
+        out.push_str(&paint.bold(title.trim_end()));
+        out.push('\n');
+        para(out, w, "   ", "   ", &finding.detail);
         for r in &finding.remedies {
             let saving = r
                 .saves_bytes
                 .map(|s| format!(" [saves up to ~{}]", fmt_bytes(s)))
                 .unwrap_or_default();
-            let _ = writeln!(out, "   - {}{}", r.text, paint.dim(&saving));
+            para(
+                out,
+                w,
+                "   - ",
+                "     ",
+                &format!("{}{}", r.text, paint.dim(&saving)),
+            );
         }
         out.push('\n');
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_quotes_are_cut_at_a_word_with_an_ellipsis() {
+        assert_eq!(cut_at_word("short", 300), "short");
+        let text = "CUDA out of memory. Tried to allocate 572.00 MiB. GPU 0 has a total capacity";
+        let cut = cut_at_word(text, 40);
+        assert_eq!(cut, "CUDA out of memory. Tried to allocate…");
+        assert!(cut.chars().count() <= 40);
+        // One huge word: cut inside it rather than dropping everything.
+        let word = "x".repeat(100);
+        assert_eq!(cut_at_word(&word, 10).chars().count(), 10);
+        assert!(cut_at_word(&"é".repeat(50), 10).ends_with('…'));
+    }
+
+    #[test]
+    fn wrapped_paragraphs_keep_their_hanging_indent() {
+        let mut out = String::new();
+        para(
+            &mut out,
+            Some(30),
+            "   - ",
+            "     ",
+            "one two three four five six seven eight nine ten",
+        );
+        let lines: Vec<&str> = out.lines().collect();
+        assert!(lines.len() > 1, "{out}");
+        assert!(lines[0].starts_with("   - one"));
+        for l in &lines[1..] {
+            assert!(l.starts_with("     ") && !l.starts_with("      "), "{l:?}");
+        }
+        assert!(lines.iter().all(|l| l.chars().count() <= 30));
+        // No width: one line.
+        let mut flat = String::new();
+        para(&mut flat, None, "- ", "  ", "a b c");
+        assert_eq!(flat, "- a b c\n");
     }
 }

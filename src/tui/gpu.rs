@@ -250,7 +250,9 @@ fn part_look(kind: &PartKind, process: Style) -> (&'static str, Style) {
         PartKind::Process { .. } | PartKind::ThisProcess | PartKind::Allocated => ("█", process),
         PartKind::Cached => ("▓", process),
         PartKind::NonFramework => ("▒", process),
-        PartKind::OtherApps | PartKind::Unattributed => ("▓", theme::unattributed()),
+        PartKind::OtherApps | PartKind::Unattributed | PartKind::Used => {
+            ("▓", theme::unattributed())
+        }
         PartKind::DriverReserved => ("▒", theme::reserved()),
         PartKind::Free => ("░", theme::free()),
         PartKind::Unaccounted => (" ", Style::new()),

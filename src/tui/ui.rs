@@ -15,7 +15,7 @@ use super::gpu::{self, clock, MIN_CHART};
 use super::theme;
 use crate::model::breakdown::{Breakdown, PartKind};
 use crate::model::{Device, Sample};
-use crate::oom::render::{render_oom, LOOKED_FOR};
+use crate::oom::render::{render_oom_with, LOOKED_FOR};
 use crate::output::once::fmt_age;
 use crate::output::Paint;
 use crate::units::{fmt_bytes, fmt_opt_bytes};
@@ -647,16 +647,30 @@ fn draw_help(frame: &mut Frame, area: Rect) {
 }
 
 fn draw_oom(frame: &mut Frame, area: Rect, app: &App, sample: &Sample) {
-    let rect = popup(area, 94, 90);
+    // A small terminal gives the panel all of the body; a large one shows the GPUs around it.
+    let rect = if area.width < 100 || area.height < 30 {
+        Rect::new(
+            area.x,
+            area.y + 1,
+            area.width,
+            area.height.saturating_sub(2),
+        )
+    } else {
+        popup(area, 94, 90)
+    };
     frame.render_widget(Clear, rect);
     let block = Block::default()
         .borders(Borders::ALL)
         .title(" OOM analyzer — paste an error · Ctrl-U clears · Esc closes ");
     let inner = block.inner(rect);
     frame.render_widget(block, rect);
+    let found = app.oom.as_ref().and_then(|a| a.main().map(|m| (a, m)));
     let wide = inner.width >= 110;
     let [input, report] = if wide {
         Layout::horizontal([Constraint::Percentage(35), Constraint::Percentage(65)]).areas(inner)
+    } else if found.is_some() {
+        // Once the message is understood, the report gets the room; the input keeps its tail.
+        Layout::vertical([Constraint::Length(4), Constraint::Min(0)]).areas(inner)
     } else {
         Layout::vertical([Constraint::Percentage(30), Constraint::Percentage(70)]).areas(inner)
     };
@@ -681,16 +695,27 @@ fn draw_oom(frame: &mut Frame, area: Rect, app: &App, sample: &Sample) {
         .block(Block::default().borders(Borders::ALL).title(" input ")),
         input,
     );
-    let text = match app.oom.as_ref().and_then(|a| a.main().map(|m| (a, m))) {
+    let width = report.width.saturating_sub(2) as usize;
+    let text = match found {
         Some((analysis, oom)) => {
-            let mut out = String::new();
-            if let Some(d) = oom
+            // The GPU the message names (or the only one) as it is now, beside the message.
+            let live_device = oom
                 .device_index
                 .and_then(|i| sample.devices.iter().find(|d| d.index == i))
-            {
+                .or_else(|| (sample.devices.len() == 1).then(|| &sample.devices[0]));
+            let live = live_device
+                .and_then(|d| live_breakdown(d).map(|b| (format!("GPU {} now", d.index), b)));
+            let layout = crate::oom::render::Layout {
+                width: Some(width),
+                no_quote: true,
+                live,
+                findings_first: true,
+            };
+            let mut out = String::new();
+            render_oom_with(&mut out, oom, analysis.ooms.len(), Paint(false), &layout);
+            if let Some(d) = live_device {
                 out.push_str(&live_line(d));
             }
-            render_oom(&mut out, oom, analysis.ooms.len(), Paint(false));
             out
         }
         None if app.oom_text.trim().is_empty() => "The report appears here.".into(),
@@ -709,14 +734,44 @@ fn draw_oom(frame: &mut Frame, area: Rect, app: &App, sample: &Sample) {
     );
 }
 
+/// A GPU's memory now, in the message's parts where it can be: the split of the process
+/// whose allocator reports it (`gpumon run`), else everything in use as one part.
+fn live_breakdown(d: &Device) -> Option<Breakdown> {
+    if d.error.is_some() {
+        return None;
+    }
+    let probed = d
+        .processes
+        .iter()
+        .filter(|p| p.allocator.is_some())
+        .max_by_key(|p| p.gpu_memory_bytes);
+    match probed {
+        Some(p) => Breakdown::process(&d.memory, p.memory()),
+        None => {
+            let total = d.memory.total_bytes?;
+            Some(Breakdown::from_parts(
+                total,
+                vec![
+                    crate::model::breakdown::Part::read(PartKind::Used, d.memory.used_bytes),
+                    crate::model::breakdown::Part::read(
+                        PartKind::DriverReserved,
+                        d.memory.reserved_bytes,
+                    ),
+                    crate::model::breakdown::Part::read(PartKind::Free, d.memory.free_bytes),
+                ],
+            ))
+        }
+    }
+}
+
 /// The live state of the GPU an OOM names, shown above its report.
 fn live_line(d: &Device) -> String {
     if let Some(e) = &d.error {
-        return format!("Live GPU {}: {e}\n\n", d.index);
+        return format!("Live GPU {}: {e}\n", d.index);
     }
     let m = &d.memory;
     format!(
-        "Live GPU {} now: {} used of {}, {} free, {} process{}\n\n",
+        "Live GPU {} now: {} used of {}, {} free, {} process{}\n",
         d.index,
         fmt_opt_bytes(m.used_bytes),
         fmt_opt_bytes(m.total_bytes),

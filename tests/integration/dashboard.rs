@@ -238,6 +238,40 @@ fn snapshot_oom_panel_and_help() {
 }
 
 #[test]
+fn snapshot_oom_panel_at_80x24_shows_the_first_finding() {
+    let (mut terminal, mut app) = screen(80, 24, 5, two_gpus);
+    let message = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 572.00 MiB. GPU 1 has a total capacity of 79.65 GiB of which 321.06 MiB is free. Including non-PyTorch memory, this process has 78.70 GiB memory in use. Of the allocated memory 70.90 GiB is allocated by PyTorch, and 7.17 GiB is reserved by PyTorch but unallocated.";
+    app.on_paste(message);
+    terminal
+        .draw(|f| gpumon::tui::ui::draw(f, &mut app))
+        .expect("draw");
+    let text = terminal.backend().to_string();
+    assert!(
+        text.contains("1. Fragmentation"),
+        "first finding in view:\n{text}"
+    );
+    assert!(
+        text.contains("GPU 1 now │"),
+        "live bar beside the message's:\n{text}"
+    );
+    // The message is in the input box only, not quoted again in the report.
+    assert_eq!(
+        text.matches("Tried to allocate 572.00 MiB").count(),
+        1,
+        "{text}"
+    );
+    // Wrapped remedies keep their hanging indent: no report line starts flush left with
+    // a continuation word.
+    for line in text
+        .lines()
+        .filter(|l| l.contains("PYTORCH_CUDA_ALLOC_CONF"))
+    {
+        assert!(line.contains("   - PYTORCH"), "{line}");
+    }
+    insta::assert_snapshot!("oom_panel_80x24", terminal.backend());
+}
+
+#[test]
 fn snapshot_selected_process_with_the_allocator_split() {
     let (terminal, _) = screen(120, 20, 3, |_| {
         let mut d = device(0, 2, 40000, false);
@@ -537,7 +571,8 @@ fn end_to_end_in_tmux_paste_quit_and_restore() {
     let screen = tmux.wait_for("the OOM report", |s| {
         s.contains("PyTorch (CUDA) out of memory")
     });
-    assert!(screen.contains("Live GPU 0 now"), "{screen}");
+    // The live GPU's bar under the message's.
+    assert!(screen.contains("GPU 0 now │"), "{screen}");
     tmux.run(&["send-keys", "-t", "e2e", "Escape"]);
     tmux.wait_for("the panel to close", |s| !s.contains("OOM analyzer"));
     tmux.run(&["send-keys", "-t", "e2e", "q"]);

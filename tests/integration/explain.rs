@@ -285,3 +285,27 @@ proptest! {
         let _ = render::render(&a, gpumon::output::Paint(false));
     }
 }
+
+#[test]
+fn explain_wraps_to_columns_with_hanging_indents() {
+    let out = gpumon()
+        .arg("explain")
+        .env("COLUMNS", "60")
+        .write_stdin(FRAGMENTED)
+        .output()
+        .expect("run");
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for line in text.lines() {
+        assert!(line.chars().count() <= 60, "longer than 60: {line:?}");
+    }
+    // A remedy that wraps continues under its text, not at the margin.
+    let lines: Vec<&str> = text.lines().collect();
+    let i = lines
+        .iter()
+        .position(|l| l.starts_with("   - PYTORCH_CUDA_ALLOC_CONF=expandable"))
+        .expect("the remedy");
+    assert!(lines[i + 1].starts_with("     "), "{text}");
+    // The quoted message is cut at a word, with an ellipsis.
+    assert!(text.contains('…'), "{text}");
+}

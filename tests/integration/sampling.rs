@@ -556,9 +556,16 @@ fn per_process_utilisation_comes_from_nvml_samples() {
     let procs = |i: usize| device(&v, i)["processes"].clone();
     assert_eq!(procs(0)[0]["sm_percent"], 73);
     assert_eq!(procs(0)[0]["mem_bw_percent"], 31);
-    assert_eq!(procs(0)[1]["sm_percent"], 0, "idle while the driver samples");
+    assert_eq!(
+        procs(0)[1]["sm_percent"],
+        0,
+        "idle while the driver samples"
+    );
     assert_eq!(procs(0)[1]["kind"], "both");
-    assert!(procs(1)[0]["sm_percent"].is_null(), "not supported: unknown");
+    assert!(
+        procs(1)[0]["sm_percent"].is_null(),
+        "not supported: unknown"
+    );
     assert_eq!(
         device(&v, 1)["field_errors"]["process_utilization"],
         "not supported"
