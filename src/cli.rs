@@ -74,6 +74,10 @@ pub struct Common {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Print one snapshot of every GPU and its processes, then exit
+    ///
+    /// The text view fits the terminal's width (COLUMNS when set, 80 columns when the output
+    /// is not a terminal): fields and columns drop as it narrows, and commands are cut with
+    /// "…". A header line names the process columns.
     Once(OnceArgs),
     /// Write one record per GPU (or per process) every interval, for scripts and clusters
     Log(LogArgs),

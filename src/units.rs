@@ -7,7 +7,16 @@ pub const GIB: u64 = 1 << 30;
 
 /// "1.6 GiB", "512.0 MiB", "0 B": binary units, as PyTorch and nvidia-smi use them.
 pub fn fmt_bytes(bytes: u64) -> String {
-    ByteSize::b(bytes).display().iec().to_string()
+    let s = ByteSize::b(bytes).display().iec().to_string();
+    // Just under a unit boundary rounds up to "1024.0 MiB": say "1.0 GiB".
+    if s.starts_with("1024.0 ") {
+        let unit = [1u64 << 10, 1 << 20, 1 << 30, 1 << 40, 1 << 50]
+            .into_iter()
+            .find(|u| bytes < *u)
+            .unwrap_or(1 << 60);
+        return ByteSize::b(unit).display().iec().to_string();
+    }
+    s
 }
 
 /// [`fmt_bytes`] for a value that may be unknown.
@@ -26,5 +35,10 @@ mod tests {
         assert_eq!(fmt_bytes(3 * GIB / 2), "1.5 GiB");
         assert_eq!(fmt_bytes(512 * MIB), "512.0 MiB");
         assert_eq!(fmt_opt_bytes(None), "N/A");
+        // Sizes at or just under a boundary read in the larger unit, never "1024.0 MiB".
+        assert_eq!(fmt_bytes(GIB - 1), "1.0 GiB");
+        assert_eq!(fmt_bytes(1024 * MIB), "1.0 GiB");
+        assert_eq!(fmt_bytes(1023 * MIB), "1023.0 MiB");
+        assert_eq!(fmt_bytes(1023), "1023 B");
     }
 }

@@ -57,14 +57,49 @@ pub fn device_breakdown(d: &Device) -> Option<Breakdown> {
     Breakdown::device(&d.memory, &procs)
 }
 
-/// The text report, one block per GPU.
+/// Columns the text view fits by default: `COLUMNS`, else the terminal's width, else 80.
+pub fn default_width() -> usize {
+    use std::io::IsTerminal;
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .or_else(|| {
+            std::io::stdout()
+                .is_terminal()
+                .then(|| ratatui::crossterm::terminal::size().ok())
+                .flatten()
+                .map(|(w, _)| w as usize)
+        })
+        .filter(|w| *w >= 40)
+        .unwrap_or(80)
+}
+
+/// Text cut to `width` characters, with an ellipsis when cut.
+fn fit(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        text.to_owned()
+    } else {
+        let mut t: String = text.chars().take(width.saturating_sub(1)).collect();
+        t.push('…');
+        t
+    }
+}
+
+/// The text report at [`default_width`]: see [`render_width`].
 pub fn render(sample: &Sample, paint: Paint) -> String {
+    render_width(sample, paint, default_width())
+}
+
+/// The text report, one block per GPU, no line wider than `width`: fields and columns drop
+/// as the dashboard's do (power, the reservation note, temperature; host memory and type),
+/// and commands are cut with an ellipsis.
+pub fn render_width(sample: &Sample, paint: Paint, width: usize) -> String {
+    let width = width.max(40);
     let mut out = String::new();
     let time = humantime::format_rfc3339_seconds(sample.timestamp).to_string();
-    let _ = writeln!(
-        out,
+    let head = format!(
         "{}  {}  driver {}  CUDA {}{}",
-        paint.bold(sample.hostname.as_deref().unwrap_or("localhost")),
+        sample.hostname.as_deref().unwrap_or("localhost"),
         time.replace('T', " ").trim_end_matches('Z'),
         sample.driver_version.as_deref().unwrap_or("N/A"),
         sample.cuda_version.as_deref().unwrap_or("N/A"),
@@ -74,6 +109,7 @@ pub fn render(sample: &Sample, paint: Paint) -> String {
             ""
         },
     );
+    let _ = writeln!(out, "{}", paint.bold(&fit(&head, width)));
     if let Some(e) = &sample.error {
         let _ = writeln!(out, "{}", paint.red(&format!("error: {e}")));
     }
@@ -86,107 +122,262 @@ pub fn render(sample: &Sample, paint: Paint) -> String {
         .filter_map(|d| d.name.as_ref().map(|n| n.chars().count()))
         .max()
         .unwrap_or(3);
+    let columns = Columns::at(width);
+    let any_processes = sample.devices.iter().any(|d| !d.processes.is_empty());
     for d in &sample.devices {
-        device(&mut out, d, name_width, paint, sample.timestamp);
+        device(&mut out, d, name_width, paint, width);
+    }
+    if any_processes {
+        out.push('\n');
+        let _ = writeln!(out, "{}", paint.dim(&columns.header()));
+        for d in &sample.devices {
+            processes(&mut out, d, paint, &columns, sample.timestamp);
+        }
     }
     out
 }
 
-fn device(out: &mut String, d: &Device, name_width: usize, paint: Paint, now: SystemTime) {
+/// One piece of a GPU's line: its text without colour (for the width), and painted.
+struct Piece {
+    plain: String,
+    painted: String,
+}
+
+impl Piece {
+    fn new(plain: String, painted: String) -> Self {
+        Piece { plain, painted }
+    }
+    fn plain(s: String) -> Self {
+        Piece {
+            painted: s.clone(),
+            plain: s,
+        }
+    }
+}
+
+fn device(out: &mut String, d: &Device, name_width: usize, paint: Paint, width: usize) {
+    let index = format!("[{}]", d.index);
     let name = d.name.as_deref().unwrap_or("N/A");
-    let _ = write!(
-        out,
-        "{} {:<name_width$} ",
-        paint.cyan(&format!("[{}]", d.index)),
-        name
-    );
     if let Some(e) = &d.error {
-        let _ = writeln!(out, "| {}", paint.red(e));
+        let _ = writeln!(
+            out,
+            "{} {} | {}",
+            paint.cyan(&index),
+            fit(
+                name,
+                width
+                    .saturating_sub(index.len() + 4 + e.chars().count())
+                    .max(8)
+            ),
+            paint.red(e)
+        );
         return;
     }
-    let temp = na(d.temperature_c, "°C");
-    let util = na(d.utilization.gpu_percent, " %");
-    let temp = match d.temperature_c {
-        Some(t) => paint.level((t as f64 - 30.0) / 60.0, &format!("{temp:>5}")),
-        None => format!("{temp:>5}"),
-    };
-    let _ = write!(out, "| {temp}, {util:>5} | ");
+    let temp = d.temperature_c.map(|t| {
+        let text = format!("{t}°C");
+        Piece::new(text.clone(), paint.level((t as f64 - 30.0) / 60.0, &text))
+    });
+    let util = Piece::plain(na(d.utilization.gpu_percent, "%"));
     let m = &d.memory;
-    match (m.used_bytes, m.total_bytes, m.used_fraction()) {
+    let memory = |bar_w: usize| match (m.used_bytes, m.total_bytes, m.used_fraction()) {
         (Some(used), Some(total), Some(share)) => {
-            let _ = write!(
-                out,
-                "{} {:>9} / {:>9}",
-                paint.level(share, &bar(share, BAR)),
-                fmt_bytes(used),
-                fmt_bytes(total)
-            );
+            let figures = format!("{:>9} / {:>9}", fmt_bytes(used), fmt_bytes(total));
+            let b = bar(share, bar_w);
+            Piece::new(
+                format!("{b} {figures}"),
+                format!("{} {figures}", paint.level(share, &b)),
+            )
         }
-        _ => {
-            let why = d.field_errors.get("memory").map_or("N/A", String::as_str);
-            let _ = write!(out, "memory {why}");
-        }
-    }
-    if let Some(r) = m.reserved_bytes.filter(|r| *r > 0) {
-        let _ = write!(
-            out,
-            "{}",
-            paint.dim(&format!(" (+{} reserved)", fmt_bytes(r)))
-        );
-    }
+        _ => Piece::plain(format!(
+            "memory {}",
+            d.field_errors.get("memory").map_or("N/A", String::as_str)
+        )),
+    };
+    let reserved = m.reserved_bytes.filter(|r| *r > 0).map(|r| {
+        let t = format!("(+{} reserved)", fmt_bytes(r));
+        Piece::new(t.clone(), paint.dim(&t))
+    });
     // Used memory no listed process accounts for (another container, the driver): say so when
     // it is more than 1% of the card, so it is not mistaken for one of the rows below.
-    let unattributed = device_breakdown(d).and_then(|b| {
-        let u = b.get(PartKind::Unattributed)?;
-        (u > 0 && u >= b.total / 100).then_some(u)
+    let unattributed = device_breakdown(d)
+        .and_then(|b| {
+            let u = b.get(PartKind::Unattributed)?;
+            (u > 0 && u >= b.total / 100).then_some(u)
+        })
+        .map(|u| {
+            let t = format!("[{} not attributed]", fmt_bytes(u));
+            Piece::new(t.clone(), paint.yellow(&t))
+        });
+    let power = d.power_draw_w.map(|p| {
+        Piece::plain(match d.power_limit_w {
+            Some(l) => format!("{p:.0} / {l:.0} W"),
+            None => format!("{p:.0} W"),
+        })
     });
-    if let Some(u) = unattributed {
-        let note = format!(" [{} not attributed]", fmt_bytes(u));
-        let _ = write!(out, "{}", paint.yellow(&note));
+    // Drop, in this order, what does not fit: the reservation note, power, temperature,
+    // then the bar shrinks, then the name is cut.
+    let mut keep_reserved = reserved.is_some();
+    let mut keep_power = power.is_some();
+    let mut keep_temp = temp.is_some();
+    let mut bar_w = BAR;
+    let mut name_w = name_width;
+    let line_len = |kr: bool, kp: bool, kt: bool, bw: usize, nw: usize| -> usize {
+        let mut n = index.len() + 1 + nw + 3;
+        if kt {
+            n += temp.as_ref().map_or(0, |t| t.plain.chars().count()) + 2;
+        }
+        n += util.plain.chars().count() + 3;
+        n += memory(bw).plain.chars().count();
+        if kr {
+            n += 1 + reserved.as_ref().map_or(0, |r| r.plain.chars().count());
+        }
+        n += unattributed
+            .as_ref()
+            .map_or(0, |u| 1 + u.plain.chars().count());
+        if kp {
+            n += 3 + power.as_ref().map_or(0, |p| p.plain.chars().count());
+        }
+        n
+    };
+    let mut steps = 0;
+    while line_len(keep_reserved, keep_power, keep_temp, bar_w, name_w) > width && steps < 64 {
+        steps += 1;
+        if keep_reserved {
+            keep_reserved = false;
+        } else if keep_power {
+            keep_power = false;
+        } else if keep_temp {
+            keep_temp = false;
+        } else if bar_w > 4 {
+            bar_w -= 1;
+        } else if name_w > 8 {
+            name_w -= 1;
+        } else {
+            break;
+        }
     }
-    if let Some(p) = d.power_draw_w {
-        let _ = write!(out, " | {p:.0} W");
-        if let Some(l) = d.power_limit_w {
-            let _ = write!(out, " / {l:.0} W");
+    let _ = write!(
+        out,
+        "{} {:<name_w$} | ",
+        paint.cyan(&index),
+        fit(name, name_w)
+    );
+    if keep_temp {
+        if let Some(t) = &temp {
+            let _ = write!(out, "{}, ", t.painted);
+        }
+    }
+    let _ = write!(out, "{} | {}", util.painted, memory(bar_w).painted);
+    if keep_reserved {
+        if let Some(r) = &reserved {
+            let _ = write!(out, " {}", r.painted);
+        }
+    }
+    if let Some(u) = &unattributed {
+        let _ = write!(out, " {}", u.painted);
+    }
+    if keep_power {
+        if let Some(p) = &power {
+            let _ = write!(out, " | {}", p.painted);
         }
     }
     out.push('\n');
+}
+
+/// The process columns that fit a width, as the dashboard drops them.
+struct Columns {
+    width: usize,
+    sm: bool,
+    kind: bool,
+    host: bool,
+    time: bool,
+}
+
+impl Columns {
+    fn at(width: usize) -> Self {
+        Columns {
+            width,
+            sm: width >= 70,
+            time: width >= 60,
+            kind: width >= 95,
+            host: width >= 95,
+        }
+    }
+
+    fn row(&self, cells: [&str; 9]) -> String {
+        let [gpu, user, pid, kind, mem, sm, cpu, host, time] = cells;
+        let mut s = format!("{gpu:>3} {user:<10} {pid:>8}");
+        if self.kind {
+            let _ = write!(s, " {kind:<4}");
+        }
+        let _ = write!(s, " {mem:>10}");
+        if self.sm {
+            let _ = write!(s, " {sm:>4}");
+        }
+        let _ = write!(s, " {cpu:>5}");
+        if self.host {
+            let _ = write!(s, " {host:>10}");
+        }
+        if self.time {
+            let _ = write!(s, " {time:>6}");
+        }
+        s.push(' ');
+        s
+    }
+
+    fn header(&self) -> String {
+        let head = self.row([
+            "GPU", "USER", "PID", "TYPE", "GPU MEM", "%SM", "%CPU", "HOST MEM", "TIME",
+        ]);
+        fit(&format!("{head}COMMAND"), self.width)
+    }
+}
+
+fn processes(out: &mut String, d: &Device, paint: Paint, cols: &Columns, now: SystemTime) {
+    if d.error.is_some() && !d.stalled {
+        return;
+    }
     if let Some(e) = &d.processes_error {
-        let _ = writeln!(out, "    {}", paint.yellow(e));
+        let _ = writeln!(out, "{:>3} {}", d.index, paint.yellow(e));
     }
     for p in &d.processes {
-        let user = p.user.as_deref().unwrap_or("N/A");
-        let mem = fmt_opt_bytes(p.gpu_memory_bytes);
+        let user = fit(p.user.as_deref().unwrap_or("N/A"), 10);
         let cpu = p
             .cpu_percent
             .map_or_else(|| "N/A".to_owned(), |c| format!("{c:.0}%"));
-        let host = fmt_opt_bytes(p.host_memory_bytes);
         let age = p.age_s(now).map_or_else(|| "N/A".to_owned(), fmt_age);
         let command = p
             .command
             .as_deref()
             .or(p.name.as_deref())
             .unwrap_or("(not visible from here)");
-        let split = p.allocator.as_ref().map_or(String::new(), |a| {
-            format!(
-                " [alloc {} cache {}]",
+        let row = cols.row([
+            &d.index.to_string(),
+            &user,
+            &p.pid.to_string(),
+            p.kind.letter(),
+            &fmt_opt_bytes(p.gpu_memory_bytes),
+            &na(p.sm_percent, ""),
+            &cpu,
+            &fmt_opt_bytes(p.host_memory_bytes),
+            &age,
+        ]);
+        let room = cols.width.saturating_sub(row.chars().count()).max(8);
+        let _ = writeln!(out, "{row}{}", fit(command, room));
+        if let Some(a) = &p.allocator {
+            let split = format!(
+                "{:>16}{} allocator: allocated {} · cached {}",
+                "",
+                if a.framework == "pytorch" {
+                    "PyTorch"
+                } else {
+                    a.framework.as_str()
+                },
                 fmt_opt_bytes(a.allocated_bytes),
                 fmt_opt_bytes(a.cached_bytes())
-            )
-        });
-        let command = format!("{command}{}", paint.dim(&split));
-        let _ = writeln!(
-            out,
-            "    {} {:>8} {:<3} {:>10}  {:>5} {:>10} {:>7}  {}",
-            paint.bold(&format!("{user:<10}")),
-            p.pid,
-            p.kind.letter(),
-            mem,
-            cpu,
-            host,
-            age,
-            command
-        );
+            );
+            let _ = writeln!(out, "{}", paint.dim(&fit(&split, cols.width)));
+        }
     }
 }
 

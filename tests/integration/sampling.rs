@@ -576,3 +576,52 @@ fn per_process_utilisation_comes_from_nvml_samples() {
         .get("process_utilization")
         .is_none());
 }
+
+#[test]
+fn once_fits_80_columns_with_a_header_and_binary_units() {
+    let s = scenario(
+        r#"{"version":1,"driver_version":"550.54.15","devices":[
+            {"name":"NVIDIA H100 80GB HBM3","memory_total_mib":81559,"memory_reserved_mib":529,
+             "power_draw_w":540,"power_limit_w":700,"unattributed_mib":2048,
+             "processes":[
+                {"pid":1,"memory_mib":1024,"sm_percent":40},
+                {"pid":2,"memory_mib":30000}]},
+            {"name":"NVIDIA H100 80GB HBM3","memory_total_mib":81559,"processes":[]}]}"#,
+    );
+    let run = |columns: &str| {
+        let out = gpumon_fake(&s, 0.0)
+            .env("COLUMNS", columns)
+            .arg("once")
+            .output()
+            .expect("run");
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let narrow = run("80");
+    for line in narrow.lines() {
+        assert!(line.chars().count() <= 80, "wider than 80: {line:?}");
+    }
+    assert!(
+        narrow
+            .lines()
+            .any(|l| l.contains("PID") && l.contains("GPU MEM") && l.contains("COMMAND")),
+        "a header line:\n{narrow}"
+    );
+    assert!(
+        narrow.contains("1.0 GiB"),
+        "1024 MiB reads 1.0 GiB:\n{narrow}"
+    );
+    assert!(!narrow.contains("1024.0 MiB"), "{narrow}");
+    assert!(
+        narrow.contains("[2.0 GiB not attributed]"),
+        "kept at 80:\n{narrow}"
+    );
+    // Wider: the columns and fields that dropped come back.
+    let wide = run("160");
+    assert!(wide.contains("HOST MEM") && wide.contains("TYPE"), "{wide}");
+    assert!(
+        wide.contains("540 / 700 W") && wide.contains("reserved)"),
+        "{wide}"
+    );
+    assert!(!narrow.contains("HOST MEM"), "{narrow}");
+}
