@@ -66,7 +66,13 @@ pub fn scenario_with_faults(pids: &[u32], faults: &str) -> tempfile::TempPath {
             let procs: Vec<String> = pids[d * PROCS..(d + 1) * PROCS]
                 .iter()
                 .enumerate()
-                .map(|(i, pid)| format!(r#"{{"pid":{pid},"memory_mib":{}}}"#, 100 + i))
+                .map(|(i, pid)| {
+                    format!(
+                        r#"{{"pid":{pid},"memory_mib":{},"sm_percent":{}}}"#,
+                        100 + i,
+                        i % 100
+                    )
+                })
                 .collect();
             format!(
                 r#"{{"name":"Bench GPU","memory_total_mib":81559,"memory_reserved_mib":529,
