@@ -155,7 +155,8 @@ fn run_once(common: &Common, args: &OnceArgs) -> anyhow::Result<ExitCode> {
     // One reading per device, within the deadline: a hung GPU is reported as stalled.
     let sample = sampler.tick();
     drop(sampler);
-    let mut out = io::stdout().lock();
+    // One write per 64 KiB, not one per line.
+    let mut out = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
     if args.json {
         serde_json::to_writer_pretty(&mut out, &once::to_json(&sample))?;
         out.write_all(b"\n")?;
@@ -182,14 +183,16 @@ fn run_log(common: &Common, args: &LogArgs) -> anyhow::Result<ExitCode> {
             Format::Csv
         });
     let out: Box<dyn Write + Send> = match &args.output {
-        Some(path) => Box::new(
+        Some(path) => Box::new(io::BufWriter::with_capacity(
+            1 << 16,
             OpenOptions::new()
                 .create(true)
                 .append(true)
                 .open(path)
                 .with_context(|| format!("cannot open {} for appending", path.display()))?,
-        ),
-        None => Box::new(io::stdout()),
+        )),
+        // Buffered: the writer flushes once per sample, so a sample is one write.
+        None => Box::new(io::BufWriter::with_capacity(1 << 16, io::stdout())),
     };
     let header = match &args.output {
         Some(path) => std::fs::metadata(path)
@@ -270,7 +273,7 @@ fn run_explain(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(EXIT_USAGE));
     }
     let analysis = scanner.finish();
-    let mut out = io::stdout().lock();
+    let mut out = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
     if args.json {
         serde_json::to_writer_pretty(&mut out, &render::to_json(&analysis))?;
         out.write_all(b"\n")?;

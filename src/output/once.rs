@@ -3,6 +3,9 @@
 use std::fmt::Write as _;
 use std::time::SystemTime;
 
+use serde::ser::SerializeStruct;
+use serde::{Serialize, Serializer};
+
 use super::Paint;
 use crate::model::breakdown::{Breakdown, PartKind};
 use crate::model::{Device, Sample};
@@ -27,20 +30,51 @@ fn na<T: std::fmt::Display>(v: Option<T>, unit: &str) -> String {
 }
 
 /// The sample as `once --json` prints it: the model, plus each device's breakdown (processes,
-/// used-but-unattributed, driver reserved, free; the parts add up to the total).
-pub fn to_json(sample: &Sample) -> serde_json::Value {
-    let mut v = serde_json::to_value(sample).unwrap_or(serde_json::Value::Null);
-    if let Some(devices) = v.get_mut("devices").and_then(|d| d.as_array_mut()) {
-        for (json, d) in devices.iter_mut().zip(&sample.devices) {
-            if let Some(obj) = json.as_object_mut() {
-                obj.insert(
-                    "breakdown".into(),
-                    serde_json::to_value(device_breakdown(d)).unwrap_or_default(),
-                );
-            }
-        }
+/// used-but-unattributed, driver reserved, free; the parts add up to the total). Serialised
+/// straight from the model, with no intermediate JSON tree.
+pub fn to_json(sample: &Sample) -> SampleJson<'_> {
+    SampleJson(sample)
+}
+
+/// See [`to_json`].
+pub struct SampleJson<'a>(&'a Sample);
+
+/// A device with its breakdown, for [`SampleJson`].
+#[derive(Serialize)]
+struct DeviceJson<'a> {
+    #[serde(flatten)]
+    device: &'a Device,
+    breakdown: Option<Breakdown>,
+}
+
+struct DevicesJson<'a>(&'a [Device]);
+
+impl Serialize for DevicesJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(|d| DeviceJson {
+            device: d,
+            breakdown: device_breakdown(d),
+        }))
     }
-    v
+}
+
+impl Serialize for SampleJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let x = self.0;
+        // The fields of `Sample`, in its order, with `devices` carrying their breakdowns.
+        let mut m = s.serialize_struct("Sample", 7)?;
+        m.serialize_field(
+            "timestamp",
+            &humantime::format_rfc3339_millis(x.timestamp).to_string(),
+        )?;
+        m.serialize_field("hostname", &x.hostname)?;
+        m.serialize_field("source", &x.source)?;
+        m.serialize_field("driver_version", &x.driver_version)?;
+        m.serialize_field("cuda_version", &x.cuda_version)?;
+        m.serialize_field("devices", &DevicesJson(&x.devices))?;
+        m.serialize_field("error", &x.error)?;
+        m.end()
+    }
 }
 
 /// The device's own split (`None` for a failed device or an unknown total). A stalled
@@ -394,6 +428,57 @@ pub fn fmt_age(s: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_straight_from_the_model_matches_the_model_plus_breakdowns() {
+        use crate::model::{Memory, Process, ProcessKind};
+        let mut d = Device {
+            index: 0,
+            name: Some("G".into()),
+            memory: Memory {
+                total_bytes: Some(100),
+                used_bytes: Some(60),
+                free_bytes: Some(35),
+                reserved_bytes: Some(5),
+            },
+            ..Device::default()
+        };
+        d.processes = vec![Process::from_nvml(7, ProcessKind::Both, Some(50))];
+        d.field_errors.insert("fan", "not supported".into());
+        let lost = Device::failed(1, "GPU is lost".into());
+        let sample = Sample {
+            timestamp: SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(1_795_000_000_123),
+            hostname: Some("h".into()),
+            source: "nvml",
+            driver_version: None,
+            cuda_version: Some("12.4".into()),
+            devices: vec![d, lost],
+            error: None,
+        };
+        // What the model serialises to, with each device's breakdown added.
+        let mut want = serde_json::to_value(&sample).expect("model");
+        for (json, d) in want["devices"]
+            .as_array_mut()
+            .expect("devices")
+            .iter_mut()
+            .zip(&sample.devices)
+        {
+            json["breakdown"] = serde_json::to_value(device_breakdown(d)).expect("breakdown");
+        }
+        let got = serde_json::to_value(to_json(&sample)).expect("direct");
+        assert_eq!(got, want);
+        // Same key order as the model (the text is what users diff).
+        let text = serde_json::to_string(&to_json(&sample)).expect("text");
+        let keys = [
+            "\"timestamp\"",
+            "\"hostname\"",
+            "\"devices\"",
+            "\"breakdown\"",
+        ];
+        let at: Vec<usize> = keys.iter().map(|k| text.find(k).expect("key")).collect();
+        assert!(at.windows(2).all(|w| w[0] < w[1]), "{text}");
+        assert!(text.ends_with("],\"error\":null}"), "{text}");
+    }
 
     #[test]
     fn bars_fill_by_eighths() {
