@@ -329,9 +329,13 @@ pub fn container_of(cgroup: &str) -> Option<String> {
         else {
             continue;
         };
+        // cgroup v2's line; on a hybrid host it is "/" and the v1 lines say more.
         if id == "0" && controllers.is_empty() {
-            best = Some(path);
-            break;
+            if path.trim() != "/" {
+                best = Some(path);
+                break;
+            }
+            continue;
         }
         let useful = controllers
             .split(',')
@@ -418,6 +422,20 @@ fn describe_cgroup(path: &str) -> Option<String> {
         .map(|u| (*u).to_owned())
 }
 
+/// Whether the views should say that GPU processes are hidden: gpumon runs in a child PID
+/// namespace (a container), so NVML's host pids name nothing here and their user, command and
+/// host figures cannot be read. Checked once per run.
+pub fn pids_hidden(sample: &crate::model::Sample) -> bool {
+    static CHILD_NS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    sample.source == "nvml"
+        && sample.devices.iter().any(|d| !d.processes.is_empty())
+        && *CHILD_NS.get_or_init(in_child_pid_namespace)
+}
+
+/// What the headers say when [`pids_hidden`].
+pub const PIDS_HIDDEN: &str = "in a container: GPU processes' users and commands are not \
+visible (run with --pid=host to see them)";
+
 /// This machine's host name, for headers and records.
 pub fn hostname() -> Option<String> {
     static NAME: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
@@ -449,6 +467,10 @@ mod tests {
             ("0::/user.slice/user-1000.slice/session-3.scope\n".to_owned(), None),
             ("0::/user.slice/user-1000.slice/user@1000.service/app.slice/app-gnome-code.scope\n".to_owned(), None),
             ("0::/\n".to_owned(), None),
+            (
+                format!("4:memory:/docker/{id}\n1:cpu:/\n0::/\n"),
+                Some("docker 3f4e5d6c7b8a".to_owned()),
+            ),
             ("0::/init.scope\n".to_owned(), None),
             ("garbage without colons".to_owned(), None),
             (String::new(), None),

@@ -106,6 +106,11 @@ const PROCESS_FIELDS: &[(&str, Kind, ProcessGetter)] = &[
     }),
     ("start_time", Kind::Number, |_, _, p| opt(p.start_time)),
     ("command", Kind::Text, |_, _, p| text(&p.command)),
+    ("container", Kind::Text, |_, _, p| text(&p.container)),
+    ("sm_percent", Kind::Number, |_, _, p| opt(p.sm_percent)),
+    ("mem_bw_percent", Kind::Number, |_, _, p| {
+        opt(p.mem_bw_percent)
+    }),
     ("process.allocated", Kind::Bytes, |_, _, p| {
         opt(p.allocator.as_ref().and_then(|a| a.allocated_bytes))
     }),

@@ -147,6 +147,13 @@ pub fn render_width(sample: &Sample, paint: Paint, width: usize) -> String {
     if let Some(e) = &sample.error {
         let _ = writeln!(out, "{}", paint.red(&format!("error: {e}")));
     }
+    if crate::host::pids_hidden(sample) {
+        let _ = writeln!(
+            out,
+            "{}",
+            paint.yellow(&fit(crate::host::PIDS_HIDDEN, width))
+        );
+    }
     if sample.devices.is_empty() && sample.error.is_none() {
         let _ = writeln!(out, "no GPUs found");
     }
@@ -156,7 +163,11 @@ pub fn render_width(sample: &Sample, paint: Paint, width: usize) -> String {
         .filter_map(|d| d.name.as_ref().map(|n| n.chars().count()))
         .max()
         .unwrap_or(3);
-    let columns = Columns::at(width);
+    let containers = sample
+        .devices
+        .iter()
+        .any(|d| d.processes.iter().any(|p| p.container.is_some()));
+    let columns = Columns::at(width, containers);
     let any_processes = sample.devices.iter().any(|d| !d.processes.is_empty());
     for d in &sample.devices {
         device(&mut out, d, name_width, paint, width);
@@ -321,6 +332,7 @@ fn device(out: &mut String, d: &Device, name_width: usize, paint: Paint, width: 
 /// The process columns that fit a width, as the dashboard drops them.
 struct Columns {
     width: usize,
+    container: bool,
     sm: bool,
     kind: bool,
     host: bool,
@@ -328,9 +340,10 @@ struct Columns {
 }
 
 impl Columns {
-    fn at(width: usize) -> Self {
+    fn at(width: usize, containers: bool) -> Self {
         Columns {
             width,
+            container: containers && width >= 120,
             sm: width >= 70,
             time: width >= 60,
             kind: width >= 95,
@@ -338,9 +351,13 @@ impl Columns {
         }
     }
 
-    fn row(&self, cells: [&str; 9]) -> String {
-        let [gpu, user, pid, kind, mem, sm, cpu, host, time] = cells;
-        let mut s = format!("{gpu:>3} {user:<10} {pid:>8}");
+    fn row(&self, cells: [&str; 10]) -> String {
+        let [gpu, user, container, pid, kind, mem, sm, cpu, host, time] = cells;
+        let mut s = format!("{gpu:>3} {user:<10}");
+        if self.container {
+            let _ = write!(s, " {:<16}", fit(container, 16));
+        }
+        let _ = write!(s, " {pid:>8}");
         if self.kind {
             let _ = write!(s, " {kind:<4}");
         }
@@ -361,7 +378,16 @@ impl Columns {
 
     fn header(&self) -> String {
         let head = self.row([
-            "GPU", "USER", "PID", "TYPE", "GPU MEM", "%SM", "%CPU", "HOST MEM", "TIME",
+            "GPU",
+            "USER",
+            "CONTAINER",
+            "PID",
+            "TYPE",
+            "GPU MEM",
+            "%SM",
+            "%CPU",
+            "HOST MEM",
+            "TIME",
         ]);
         fit(&format!("{head}COMMAND"), self.width)
     }
@@ -388,6 +414,7 @@ fn processes(out: &mut String, d: &Device, paint: Paint, cols: &Columns, now: Sy
         let row = cols.row([
             &d.index.to_string(),
             &user,
+            p.container.as_deref().unwrap_or(""),
             &p.pid.to_string(),
             p.kind.letter(),
             &fmt_opt_bytes(p.gpu_memory_bytes),

@@ -60,6 +60,7 @@ pub struct SignalDialog {
 pub enum SortKey {
     Pid,
     User,
+    Container,
     Gpu,
     Type,
     GpuMem,
@@ -73,9 +74,10 @@ pub enum SortKey {
 
 impl SortKey {
     /// In table order.
-    pub const ALL: [SortKey; 11] = [
+    pub const ALL: [SortKey; 12] = [
         SortKey::Pid,
         SortKey::User,
+        SortKey::Container,
         SortKey::Gpu,
         SortKey::Type,
         SortKey::GpuMem,
@@ -91,6 +93,7 @@ impl SortKey {
         match self {
             SortKey::Pid => "PID",
             SortKey::User => "USER",
+            SortKey::Container => "CONTAINER",
             SortKey::Gpu => "GPU",
             SortKey::Type => "TYPE",
             SortKey::GpuMem => "GPU MEM",
@@ -355,6 +358,7 @@ impl App {
             let ord = match key {
                 SortKey::Pid => pa.pid.cmp(&pb.pid),
                 SortKey::User => pa.user.cmp(&pb.user),
+                SortKey::Container => pa.container.cmp(&pb.container),
                 SortKey::Gpu => ga.cmp(&gb),
                 SortKey::Type => pa.kind.letter().cmp(pb.kind.letter()),
                 SortKey::Sm => pa.sm_percent.cmp(&pb.sm_percent),
@@ -460,7 +464,10 @@ impl App {
         } else {
             self.sort = key;
             // Numbers and times read best largest first; names alphabetically.
-            self.descending = !matches!(key, SortKey::User | SortKey::Command | SortKey::Type);
+            self.descending = !matches!(
+                key,
+                SortKey::User | SortKey::Command | SortKey::Type | SortKey::Container
+            );
         }
         self.follow_selection();
         Action::Redraw
@@ -784,6 +791,7 @@ fn matches_filter(r: &Row, needle: &str) -> bool {
         p.user.clone().unwrap_or_default(),
         p.name.clone().unwrap_or_default(),
         p.command.clone().unwrap_or_default(),
+        p.container.clone().unwrap_or_default(),
         format!("gpu{}", r.gpu),
     ];
     hay.iter().any(|h| h.to_lowercase().contains(needle))
@@ -1044,7 +1052,14 @@ mod tests {
         }
         draw(&mut app, 120, 30);
         let titles: Vec<SortKey> = app.table_columns.iter().map(|c| c.0).collect();
-        assert_eq!(titles, SortKey::ALL.to_vec(), "every column fits at 120");
+        let all_but_container: Vec<SortKey> = SortKey::ALL
+            .into_iter()
+            .filter(|k| *k != SortKey::Container)
+            .collect();
+        assert_eq!(
+            titles, all_but_container,
+            "every column fits at 120 (no containers here)"
+        );
         app.on_key(key(KeyCode::Char('1')));
         assert_eq!(app.sort, SortKey::Pid);
         app.on_key(key(KeyCode::Char('2')));

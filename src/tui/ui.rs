@@ -123,6 +123,10 @@ fn draw_header(buf: &mut Buffer, area: Rect, app: &App) {
             spans.push(sep());
             spans.push(Span::styled(e.clone(), theme::error()));
         }
+        if crate::host::pids_hidden(s) {
+            spans.push(sep());
+            spans.push(Span::styled(crate::host::PIDS_HIDDEN, theme::warning()));
+        }
     }
     spans.push(Span::styled(" │ ", theme::dim()));
     spans.push(Span::raw(format!("every {}", fmt_interval(app.interval))));
@@ -367,10 +371,12 @@ fn draw_selection(buf: &mut Buffer, area: Rect, app: &App, sample: &Sample) {
     }
 }
 
-/// Which columns fit at a width, narrowest first out.
-fn columns(width: u16) -> Vec<(SortKey, u16)> {
+/// Which columns fit at a width. CONTAINER shows only when some process runs in one.
+fn columns(width: u16, containers: bool) -> Vec<(SortKey, u16)> {
     let min = |k: SortKey| -> u16 {
         match k {
+            SortKey::Container if !containers => u16::MAX,
+            SortKey::Container => 120,
             SortKey::User | SortKey::Cpu => 60,
             SortKey::Sm => 70,
             SortKey::Time => 80,
@@ -386,6 +392,7 @@ fn columns(width: u16) -> Vec<(SortKey, u16)> {
             SortKey::Gpu => 4,
             SortKey::Type | SortKey::Sm => 5,
             SortKey::MemBw => 8,
+            SortKey::Container => 16,
             SortKey::Cpu => 6,
             SortKey::Time => 7,
             SortKey::Command => 0,
@@ -404,6 +411,8 @@ fn cell(key: SortKey, row: &super::app::Row, now: SystemTime) -> String {
     match key {
         SortKey::Pid => p.pid.to_string(),
         SortKey::User => p.user.clone().unwrap_or_else(na),
+        // Blank for a host process.
+        SortKey::Container => p.container.clone().unwrap_or_default(),
         SortKey::Gpu => row.gpu.to_string(),
         SortKey::Type => p.kind.letter().to_owned(),
         SortKey::Sm => p.sm_percent.map_or_else(na, |v| v.to_string()),
@@ -424,7 +433,12 @@ fn draw_table(buf: &mut Buffer, area: Rect, app: &mut App) {
     if area.height == 0 {
         return;
     }
-    let cols = columns(area.width);
+    let containers = app.sample.as_ref().is_some_and(|s| {
+        s.devices
+            .iter()
+            .any(|d| d.processes.iter().any(|p| p.container.is_some()))
+    });
+    let cols = columns(area.width, containers);
     let right_aligned = |k: SortKey| {
         matches!(
             k,

@@ -366,6 +366,19 @@ fn snapshot_the_details_view() {
 }
 
 #[test]
+fn the_container_column_shows_when_a_process_has_one_and_room_allows() {
+    let (terminal, _) = screen(140, 30, 2, training);
+    let text = terminal.backend().to_string();
+    assert!(text.contains("CONTAINER"), "{text}");
+    assert!(text.contains("k8s pod 0f1e2d3c"), "{text}");
+    let (terminal, _) = screen(100, 30, 2, training);
+    assert!(!terminal.backend().to_string().contains("CONTAINER"));
+    // No process in a container: no column, even when wide.
+    let (terminal, _) = screen(200, 30, 2, two_gpus);
+    assert!(!terminal.backend().to_string().contains("CONTAINER"));
+}
+
+#[test]
 fn tiny_and_odd_sizes_never_panic() {
     for (w, h) in [
         (1, 1),

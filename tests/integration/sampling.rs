@@ -625,3 +625,43 @@ fn once_fits_80_columns_with_a_header_and_binary_units() {
     );
     assert!(!narrow.contains("HOST MEM"), "{narrow}");
 }
+
+#[test]
+fn log_processes_names_the_container_from_the_real_cgroup_file() {
+    // This test's own process is the GPU process: its container comes from its real
+    // /proc/PID/cgroup, whatever this machine runs it in (host, Docker, Kubernetes).
+    let me = std::process::id();
+    let s = scenario(&format!(
+        r#"{{"version":1,"devices":[{{"name":"G","memory_total_mib":4096,"processes":[
+            {{"pid":{me},"memory_mib":100,"sm_percent":12}}]}}]}}"#
+    ));
+    let out = gpumon_fake(&s, 0.0)
+        .args([
+            "log",
+            "--processes",
+            "--count",
+            "1",
+            "--format",
+            "jsonl",
+            "--fields",
+            "pid,container,sm_percent,mem_bw_percent",
+        ])
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let records = jsonl(&out.stdout);
+    let cgroup = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    let want = gpumon::host::container_of(&cgroup);
+    assert_eq!(records[0]["pid"], me);
+    assert_eq!(
+        records[0]["container"].as_str(),
+        want.as_deref(),
+        "{cgroup}"
+    );
+    assert_eq!(records[0]["sm_percent"], 12);
+    assert_eq!(records[0]["mem_bw_percent"], 0);
+}
