@@ -175,19 +175,7 @@ pub struct Layout {
 /// Columns a report is wrapped to: `COLUMNS` when set, else the terminal's width when
 /// stdout is one, else 100.
 pub fn terminal_width() -> usize {
-    use std::io::IsTerminal;
-    std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.trim().parse::<usize>().ok())
-        .or_else(|| {
-            std::io::stdout()
-                .is_terminal()
-                .then(|| ratatui::crossterm::terminal::size().ok())
-                .flatten()
-                .map(|(w, _)| w as usize)
-        })
-        .filter(|w| *w >= 20)
-        .unwrap_or(100)
+    crate::output::text_width(100, 20)
 }
 
 /// `text` cut to at most `max` characters at a word boundary, with an ellipsis when cut.

@@ -5,6 +5,23 @@ pub mod once;
 
 use std::io::{self, IsTerminal};
 
+/// Columns a text report fits: `COLUMNS` when set, else the terminal's width when stdout is
+/// one, else `default` (at least `min`).
+pub fn text_width(default: usize, min: usize) -> usize {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .or_else(|| {
+            io::stdout()
+                .is_terminal()
+                .then(|| ratatui::crossterm::terminal::size().ok())
+                .flatten()
+                .map(|(w, _)| w as usize)
+        })
+        .filter(|w| *w >= min)
+        .unwrap_or(default)
+}
+
 /// ANSI colour, only on a terminal and never with `NO_COLOR` set (no-color.org).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Paint(pub bool);

@@ -93,19 +93,7 @@ pub fn device_breakdown(d: &Device) -> Option<Breakdown> {
 
 /// Columns the text view fits by default: `COLUMNS`, else the terminal's width, else 80.
 pub fn default_width() -> usize {
-    use std::io::IsTerminal;
-    std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.trim().parse::<usize>().ok())
-        .or_else(|| {
-            std::io::stdout()
-                .is_terminal()
-                .then(|| ratatui::crossterm::terminal::size().ok())
-                .flatten()
-                .map(|(w, _)| w as usize)
-        })
-        .filter(|w| *w >= 40)
-        .unwrap_or(80)
+    super::text_width(80, 40)
 }
 
 /// Text cut to `width` characters, with an ellipsis when cut.
