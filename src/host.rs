@@ -1,17 +1,18 @@
 //! Host-side facts for GPU processes: user, command, CPU %, host RSS and start time.
 //!
 //! Only the PIDs that are on GPUs are looked at, never the whole process table. A pid is
-//! looked up with sysinfo once, when it first appears (name, user, command, start time); after
-//! that, at most once per [`HOST_REFRESH`], only `/proc/PID/stat` is read for CPU time and RSS.
-//! sysinfo reads three files per pid (~30 µs each time here), which at 320 pids would cost the
-//! dashboard five times its whole CPU budget; one small read is a few µs. A pid that is not
+//! looked up once, when it first appears, from `stat`, `cmdline`, `cgroup` and the owner of
+//! `/proc/PID` (sysinfo's lookup read six files and listed the tasks of each pid: 1,934
+//! `openat` for 320 pids against 971 now); after that, at most once per [`HOST_REFRESH`],
+//! only `/proc/PID/stat` is read for CPU time and RSS. sysinfo stays for the user list and the
+//! host name. A pid that is not
 //! visible here (another PID namespace, or already exited) keeps its host fields `None`.
 
 use std::collections::{HashMap, HashSet};
 use std::io::Read;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
-use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System, Uid, UpdateKind, Users};
+use sysinfo::{System, Users};
 
 use crate::model::{Device, Process};
 
@@ -53,7 +54,9 @@ struct CpuMark {
 
 pub struct HostLookup {
     users: Option<Users>,
-    user_names: HashMap<Uid, Option<String>>,
+    user_names: HashMap<u32, Option<String>>,
+    /// Unix seconds at boot, for start times (`None` inside: not read yet).
+    boot_time: Option<Option<u64>>,
     facts: HashMap<u32, Facts>,
     marks: HashMap<u32, CpuMark>,
     /// Pids that could not be looked up (re-tried at each refresh).
@@ -86,6 +89,7 @@ impl HostLookup {
         HostLookup {
             users: None,
             user_names: HashMap::new(),
+            boot_time: None,
             facts: HashMap::new(),
             marks: HashMap::new(),
             missing: HashSet::new(),
@@ -151,55 +155,59 @@ impl HostLookup {
         }
     }
 
-    /// Everything about pids seen for the first time, through sysinfo.
+    /// Everything about pids seen for the first time, from the few /proc files the views
+    /// print: `stat` (name, CPU time, RSS, start), the owner of `/proc/PID` (the user, as `ps`
+    /// shows it), `cmdline` and `cgroup`. No per-pid task listing, no environment, no other
+    /// files.
     fn first_sight(&mut self, pids: &[u32]) {
-        let Ok(mut sys) = System::new() else {
-            return;
-        };
-        let list: Vec<Pid> = pids.iter().map(|p| Pid::from_u32(*p)).collect();
-        let kind = ProcessRefreshKind::nothing()
-            .with_cpu()
-            .with_memory()
-            .with_cmd(UpdateKind::Always)
-            .with_user(UpdateKind::Always);
-        sys.refresh_processes_specifics(ProcessesToUpdate::Some(&list), false, kind);
         let now = Instant::now();
+        let wall_s = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        let boot = *self.boot_time.get_or_insert_with(boot_time);
         for &pid in pids {
-            let Some(p) = sys.process(Pid::from_u32(pid)) else {
+            let Some(stat) = read_stat(pid, &mut self.buf) else {
                 // Not visible here (another PID namespace, or gone): N/A, retried at refresh.
                 self.facts.insert(pid, Facts::default());
                 self.missing.insert(pid);
                 continue;
             };
             self.missing.remove(&pid);
-            let cmd: Vec<_> = p.cmd().iter().map(|a| a.to_string_lossy()).collect();
+            let name = comm(&self.buf);
+            let uid = std::fs::metadata(format!("/proc/{pid}"))
+                .ok()
+                .map(|m| std::os::unix::fs::MetadataExt::uid(&m));
+            let user = uid.and_then(|uid| user_name(&mut self.users, &mut self.user_names, uid));
+            let command = read_into(&format!("/proc/{pid}/cmdline"), &mut self.buf)
+                .then(|| command_line(&self.buf))
+                .flatten();
+            let container = read_into(&format!("/proc/{pid}/cgroup"), &mut self.buf)
+                .then(|| container_of(&String::from_utf8_lossy(&self.buf)))
+                .flatten();
+            let ticks = self.clock_ticks as f64;
+            let start_s = boot.map(|b| b as f64 + stat.start_ticks as f64 / ticks);
             // First sight: CPU % averaged over the process's life, as `ps` shows it.
-            let run_ms = p.run_time().saturating_mul(1000);
-            let cpu_percent = (run_ms > 0)
-                .then(|| (p.accumulated_cpu_time() as f64 * 100.0 / run_ms as f64) as f32);
-            let user = p
-                .user_id()
-                .cloned()
-                .and_then(|uid| user_name(&mut self.users, &mut self.user_names, uid));
+            let cpu_percent = start_s
+                .map(|start| wall_s - start)
+                .filter(|life| *life > 0.0)
+                .map(|life| (stat.cpu_ticks as f64 / ticks * 100.0 / life) as f32);
             self.marks.insert(
                 pid,
                 CpuMark {
-                    cpu_ms: p.accumulated_cpu_time(),
+                    cpu_ms: stat.cpu_ticks.saturating_mul(1000) / self.clock_ticks,
                     at: now,
                 },
             );
             self.facts.insert(
                 pid,
                 Facts {
-                    name: Some(p.name().to_string_lossy().into_owned()),
+                    name,
                     user,
-                    command: (!cmd.is_empty()).then(|| cmd.join(" ")),
+                    command,
                     cpu_percent,
-                    host_memory_bytes: Some(p.memory()),
-                    start_time: Some(p.start_time()),
-                    container: std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
-                        .ok()
-                        .and_then(|t| container_of(&t)),
+                    host_memory_bytes: Some(stat.rss_pages.saturating_mul(self.page_size)),
+                    start_time: start_s.map(|s| s as u64),
+                    container,
                 },
             );
         }
@@ -268,18 +276,69 @@ pub fn parse_stat(stat: &[u8]) -> Option<Stat> {
 
 /// `/proc/PID/stat` of `pid`, read into `buf`.
 pub fn read_stat(pid: u32, buf: &mut Vec<u8>) -> Option<Stat> {
-    buf.clear();
-    std::fs::File::open(format!("/proc/{pid}/stat"))
-        .ok()?
-        .read_to_end(buf)
-        .ok()?;
+    if !read_into(&format!("/proc/{pid}/stat"), buf) {
+        return None;
+    }
     parse_stat(buf)
+}
+
+/// The command name between the parens of a `stat` line (it may hold spaces and parens).
+fn comm(stat: &[u8]) -> Option<String> {
+    let open = stat.iter().position(|b| *b == b'(')?;
+    let close = stat.iter().rposition(|b| *b == b')')?;
+    (close > open).then(|| String::from_utf8_lossy(&stat[open + 1..close]).into_owned())
+}
+
+/// `cmdline`'s NUL-separated arguments joined by spaces; `None` when empty (kernel threads,
+/// zombies).
+fn command_line(raw: &[u8]) -> Option<String> {
+    let args: Vec<std::borrow::Cow<str>> = raw
+        .split(|b| *b == 0)
+        .filter(|a| !a.is_empty())
+        .map(String::from_utf8_lossy)
+        .collect();
+    (!args.is_empty()).then(|| args.join(" "))
+}
+
+/// Reads a whole file into `buf` (reused); false when it cannot be read. Plain `read`s into
+/// the buffer's room: `read_to_end` would first `statx` the file to size it, one more system
+/// call per file for /proc files that report size 0 anyway.
+fn read_into(path: &str, buf: &mut Vec<u8>) -> bool {
+    buf.clear();
+    let Ok(mut f) = std::fs::File::open(path) else {
+        return false;
+    };
+    let mut len = 0;
+    loop {
+        if buf.len() < len + 1024 {
+            buf.resize(len + 4096, 0);
+        }
+        match f.read(&mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => {
+                buf.clear();
+                return false;
+            }
+        }
+    }
+    buf.truncate(len);
+    true
+}
+
+/// Boot time in Unix seconds (`btime` in /proc/stat), read once per run.
+fn boot_time() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    stat.lines()
+        .find_map(|l| l.strip_prefix("btime "))
+        .and_then(|v| v.trim().parse().ok())
 }
 
 fn user_name(
     users: &mut Option<Users>,
-    cache: &mut HashMap<Uid, Option<String>>,
-    uid: Uid,
+    cache: &mut HashMap<u32, Option<String>>,
+    uid: u32,
 ) -> Option<String> {
     if let Some(name) = cache.get(&uid) {
         return name.clone();
@@ -293,7 +352,8 @@ fn user_name(
         None => users.insert(Users::new_with_refreshed_list().ok()?),
     };
     let name = list
-        .get_user_by_id(&uid)
+        .iter()
+        .find(|u| **u.id() == uid)
         .map(|u| u.name().to_owned())
         .or_else(|| Some(uid.to_string()));
     cache.insert(uid, name.clone());
@@ -445,6 +505,34 @@ pub fn hostname() -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_and_command_lines_from_proc_files() {
+        assert_eq!(
+            comm(b"42 (tmux: server) S 1 2"),
+            Some("tmux: server".into())
+        );
+        assert_eq!(comm(b"42 (a) b) (c) S 1"), Some("a) b) (c".into()));
+        assert_eq!(comm(b"garbage"), None);
+        assert_eq!(
+            command_line(b"python\0train.py\0--lr\x003e-4\0"),
+            Some("python train.py --lr 3e-4".into())
+        );
+        assert_eq!(command_line(b""), None, "kernel threads have none");
+        assert_eq!(
+            command_line(b"\xff\xfe\0x\0").map(|c| c.ends_with(" x")),
+            Some(true)
+        );
+        assert!(boot_time().is_some_and(|b| b > 1_000_000_000));
+        // Files longer than one read, and missing ones.
+        let mut buf = Vec::new();
+        assert!(read_into("/proc/self/maps", &mut buf));
+        let whole = std::fs::read("/proc/self/status").expect("status");
+        assert!(read_into("/proc/self/status", &mut buf));
+        assert_eq!(buf.len(), whole.len());
+        assert!(!read_into("/proc/0/nonexistent", &mut buf));
+        assert!(buf.is_empty());
+    }
 
     #[test]
     fn containers_from_cgroup_files() {

@@ -131,12 +131,31 @@ fn host_fields_come_from_the_process_table() {
     );
     let s = scenario(&json);
     let v = stdout_json(gpumon_fake(&s, 0.0).args(["once", "--json"]));
+    // What ps says of the same process: its user and its start (seconds since the epoch).
+    let ps = |field: &str| {
+        let out = StdCommand::new("ps")
+            .args(["-o", &format!("{field}="), "-p", &child.id().to_string()])
+            .output()
+            .expect("ps");
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    let (ps_user, ps_etimes) = (ps("user"), ps("etimes"));
     let _ = child.kill();
     let _ = child.wait();
     let p = &device(&v, 0)["processes"][0];
     assert_eq!(p["name"], "sleep");
     assert_eq!(p["command"], "sleep 30");
-    assert!(p["user"].is_string(), "{p}");
+    assert_eq!(p["user"], ps_user.as_str(), "{p}");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs();
+    let ps_start = now - ps_etimes.parse::<u64>().expect("etimes");
+    let start = p["start_time"].as_u64().expect("start_time");
+    assert!(
+        start.abs_diff(ps_start) <= 2,
+        "start {start} vs ps {ps_start}"
+    );
     assert!(
         p["host_memory_bytes"].as_u64().is_some_and(|b| b > 0),
         "{p}"
