@@ -5,8 +5,8 @@
 //! `/proc/PID` (sysinfo's lookup read six files and listed the tasks of each pid: 1,934
 //! `openat` for 320 pids against 971 now); after that, at most once per [`HOST_REFRESH`],
 //! only `/proc/PID/stat` is read for CPU time and RSS. sysinfo stays for the user list and the
-//! host name. A pid that is not
-//! visible here (another PID namespace, or already exited) keeps its host fields `None`.
+//! host name. A pid that is not visible here (another PID namespace, or already exited) keeps
+//! its host fields `None`.
 
 use std::collections::{HashMap, HashSet};
 use std::io::Read;
