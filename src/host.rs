@@ -361,16 +361,20 @@ fn user_name(
 }
 
 /// True inside a container with its own PID namespace: /proc/self/status lists more than one
-/// NSpid. NVML reports host pids, which do not name our processes there.
+/// NSpid. NVML reports host pids, which do not name our processes there. Read once per run
+/// (a process does not change PID namespace).
 pub fn in_child_pid_namespace() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("NSpid:"))
-                .map(|l| l.split_whitespace().count() > 2)
-        })
-        .unwrap_or(false)
+    static CHILD_NS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *CHILD_NS.get_or_init(|| {
+        std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("NSpid:"))
+                    .map(|l| l.split_whitespace().count() > 2)
+            })
+            .unwrap_or(false)
+    })
 }
 
 /// The container, pod, or batch job that holds a process, from its `/proc/PID/cgroup`;
@@ -484,12 +488,11 @@ fn describe_cgroup(path: &str) -> Option<String> {
 
 /// Whether the views should say that GPU processes are hidden: gpumon runs in a child PID
 /// namespace (a container), so NVML's host pids name nothing here and their user, command and
-/// host figures cannot be read. Checked once per run.
+/// host figures cannot be read.
 pub fn pids_hidden(sample: &crate::model::Sample) -> bool {
-    static CHILD_NS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     sample.source == "nvml"
         && sample.devices.iter().any(|d| !d.processes.is_empty())
-        && *CHILD_NS.get_or_init(in_child_pid_namespace)
+        && in_child_pid_namespace()
 }
 
 /// What the headers say when [`pids_hidden`].

@@ -77,11 +77,10 @@ fn bar(
     request: Option<u64>,
     free: Option<u64>,
     paint: Paint,
-    width: usize,
+    bar_width: usize,
     label: &str,
     line_width: Option<usize>,
 ) -> String {
-    let bar_width = width;
     let scale =
         |bytes: u64| ((bytes as f64 / b.total.max(1) as f64) * bar_width as f64).round() as usize;
     let mut line = String::new();

@@ -15,7 +15,7 @@ use ratatui::widgets::{Axis, Block, Borders, Chart, Clear, Dataset, GraphType, P
 use ratatui::Frame;
 
 use super::app::{App, Details};
-use super::gpu::{clock, segments, time_labels};
+use super::gpu::{clock, segments, time_axis};
 use super::theme;
 use crate::model::Process;
 use crate::output::once::fmt_age;
@@ -26,14 +26,13 @@ const MAX_COMMAND_LINES: usize = 6;
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     let Some(d) = &app.details else { return };
-    let rect = area;
-    frame.render_widget(Clear, rect);
+    frame.render_widget(Clear, area);
     let block = Block::default().borders(Borders::ALL).title(format!(
         " pid {} on GPU {} · k signal · Esc closes ",
         d.pid, d.gpu
     ));
-    let inner = block.inner(rect);
-    frame.render_widget(block, rect);
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
     let now = app
         .sample
         .as_ref()
@@ -62,25 +61,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
 
 /// Lines `text` takes when word-wrapped at `width` (words longer than a line are split).
 fn wrapped_height(text: &str, width: usize) -> usize {
-    let width = width.max(1);
-    let mut lines = 1;
-    let mut used = 0;
-    for word in text.split(' ') {
-        let mut w = word.chars().count();
-        let need = if used == 0 { w } else { w + 1 };
-        if used + need <= width {
-            used += need;
-            continue;
-        }
-        // A new line for the word, then as many as a long word fills.
-        lines += usize::from(used > 0);
-        while w > width {
-            lines += 1;
-            w -= width;
-        }
-        used = w;
-    }
-    lines
+    textwrap::wrap(text, width.max(1)).len().max(1)
 }
 
 fn label(s: &str) -> Span<'static> {
@@ -252,63 +233,35 @@ fn draw_chart(frame: &mut Frame, area: Rect, app: &App, d: &Details, now: System
             )
         })
     };
-    let gpu = series(|p| p.gpu);
-    let reserved = if split {
-        series(|p| p.reserved)
-    } else {
-        Vec::new()
-    };
-    let allocated = if split {
-        series(|p| p.allocated)
-    } else {
-        Vec::new()
-    };
-    let mut datasets: Vec<Dataset> = Vec::new();
-    for s in &gpu {
-        datasets.push(
-            Dataset::default()
-                .marker(Marker::Braille)
-                .graph_type(GraphType::Line)
-                .style(colour)
-                .data(s),
-        );
+    // NVML's total in the process's colour; the allocator's lines when it reports them.
+    let mut lines = vec![(series(|p| p.gpu), colour)];
+    if split {
+        lines.push((series(|p| p.reserved), theme::warning()));
+        lines.push((series(|p| p.allocated), Style::new()));
     }
-    for s in &reserved {
-        datasets.push(
-            Dataset::default()
-                .marker(Marker::Braille)
-                .graph_type(GraphType::Line)
-                .style(theme::warning())
-                .data(s),
-        );
-    }
-    for s in &allocated {
-        datasets.push(
-            Dataset::default()
-                .marker(Marker::Braille)
-                .graph_type(GraphType::Line)
-                .style(Style::new())
-                .data(s),
-        );
-    }
+    let datasets: Vec<Dataset> = lines
+        .iter()
+        .flat_map(|(segments, style)| {
+            segments.iter().map(|s| {
+                Dataset::default()
+                    .marker(Marker::Braille)
+                    .graph_type(GraphType::Line)
+                    .style(*style)
+                    .data(s)
+            })
+        })
+        .collect();
     frame.render_widget(
-        Chart::new(datasets)
-            .x_axis(
-                Axis::default()
-                    .bounds([-window.as_secs_f64(), 0.0])
-                    .labels(time_labels(window))
-                    .style(theme::dim()),
-            )
-            .y_axis(
-                Axis::default()
-                    .bounds([0.0, top])
-                    .labels(vec![
-                        Line::from("0"),
-                        Line::from(format!("{:.0}", top / 2.0)),
-                        Line::from(format!("{top:.0} {unit_name}")),
-                    ])
-                    .style(theme::dim()),
-            ),
+        Chart::new(datasets).x_axis(time_axis(window)).y_axis(
+            Axis::default()
+                .bounds([0.0, top])
+                .labels(vec![
+                    Line::from("0"),
+                    Line::from(format!("{:.0}", top / 2.0)),
+                    Line::from(format!("{top:.0} {unit_name}")),
+                ])
+                .style(theme::dim()),
+        ),
         plot,
     );
 }

@@ -461,7 +461,15 @@ pub fn segments(cols: &[Column<u64>], window: Duration, scale: f64) -> Vec<Vec<(
     out
 }
 
-pub fn time_labels(window: Duration) -> Vec<Line<'static>> {
+/// The x axis of a history chart: `-window` to now, with a middle tick.
+pub fn time_axis(window: Duration) -> Axis<'static> {
+    Axis::default()
+        .bounds([-window.as_secs_f64(), 0.0])
+        .labels(time_labels(window))
+        .style(theme::dim())
+}
+
+fn time_labels(window: Duration) -> Vec<Line<'static>> {
     let half = Duration::from_secs(window.as_secs() / 2);
     vec![
         Line::from(format!("-{}", humantime::format_duration(window))),
@@ -569,12 +577,7 @@ pub fn draw_history(
             .data(&peak_point),
     );
     Chart::new(datasets)
-        .x_axis(
-            Axis::default()
-                .bounds([-window.as_secs_f64(), 0.0])
-                .labels(time_labels(window))
-                .style(theme::dim()),
-        )
+        .x_axis(time_axis(window))
         .y_axis(
             Axis::default()
                 .bounds([0.0, total_gib])
