@@ -33,8 +33,10 @@ struct Fake {
     start: Instant,
     t0: f64,
     speed: f64,
-    cached_ms: i64,
-    cached: Vec<DeviceState>,
+    /// Whether some process reads its pid from a file (`pid_file`).
+    reads_files: bool,
+    /// Each device's state, with the wall-clock millisecond and scenario time it is for.
+    cached: Vec<Option<(i64, f64, DeviceState)>>,
 }
 
 static FAKE: Mutex<Option<Fake>> = Mutex::new(None);
@@ -47,21 +49,39 @@ fn env_f64(name: &str, default: f64) -> f64 {
         .unwrap_or(default)
 }
 
-/// Runs `f` on the current device states; `None` when not initialised.
-fn with_states<R>(f: impl FnOnce(&Fake, &[DeviceState]) -> R) -> Option<R> {
+/// Runs `f` on the library's state; `None` when not initialised.
+fn with_fake<R>(f: impl FnOnce(&Fake) -> R) -> Option<R> {
+    let guard = FAKE.lock().unwrap_or_else(|e| e.into_inner());
+    Some(f(guard.as_ref()?))
+}
+
+/// Runs `f` on the current state of one device (`None` past the last device); `None` when
+/// not initialised. Only that device is evaluated: a call costs what one device costs, as a
+/// driver call does.
+fn with_state<R>(
+    device: nvmlDevice_t,
+    f: impl FnOnce(&Fake, Option<&DeviceState>) -> R,
+) -> Option<R> {
     let mut guard = FAKE.lock().unwrap_or_else(|e| e.into_inner());
     let fake = guard.as_mut()?;
+    let index = device_index(device);
+    if index >= fake.scenario.devices.len() {
+        return Some(f(fake, None));
+    }
     let wall = fake.start.elapsed().as_secs_f64();
     let t = fake.scenario.time(fake.t0 + wall * fake.speed);
-    // Re-evaluate at most once per wall-clock millisecond, even with the clock frozen: the
-    // scenario may read pids from files that appear later (`pid_file`).
+    // Re-evaluate at most once per wall-clock millisecond, when the scenario time moved or
+    // (even with the clock frozen) when pids come from files that may appear later.
     let ms = (wall * 1000.0) as i64;
-    if ms != fake.cached_ms || fake.cached.is_empty() {
-        fake.cached = fake.scenario.state_at(t);
-        fake.cached_ms = ms;
+    fake.cached
+        .resize_with(fake.scenario.devices.len(), || None);
+    let fresh = matches!(&fake.cached[index],
+        Some((at, at_t, _)) if *at == ms || (*at_t == t && !fake.reads_files));
+    if !fresh {
+        fake.cached[index] = Some((ms, t, fake.scenario.device_at(index as u32, t)));
     }
     let fake = &*fake;
-    Some(f(fake, &fake.cached))
+    Some(f(fake, fake.cached[index].as_ref().map(|(_, _, d)| d)))
 }
 
 fn device_index(device: nvmlDevice_t) -> usize {
@@ -71,7 +91,7 @@ fn device_index(device: nvmlDevice_t) -> usize {
 /// Blocks the calling thread as a `hang` fault on the device says, without holding the lock:
 /// a wedged GPU blocks the calls made on it, never those on the other GPUs.
 fn hang(device: nvmlDevice_t, field: Option<Field>) {
-    let block = with_states(|_, states| states.get(device_index(device))?.hang(field)).flatten();
+    let block = with_state(device, |_, d| d?.hang(field)).flatten();
     if let Some(s) = block {
         std::thread::sleep(std::time::Duration::from_secs_f64(s));
     }
@@ -84,8 +104,8 @@ fn with_device(
     f: impl FnOnce(&Fake, &DeviceState) -> nvmlReturn_t,
 ) -> nvmlReturn_t {
     hang(device, field);
-    with_states(|fake, states| {
-        let Some(d) = states.get(device_index(device)) else {
+    with_state(device, |fake, d| {
+        let Some(d) = d else {
             return nvmlReturn_enum_NVML_ERROR_INVALID_ARGUMENT;
         };
         if d.lost {
@@ -147,12 +167,16 @@ pub extern "C" fn nvmlInit_v2() -> nvmlReturn_t {
         std::thread::sleep(std::time::Duration::from_secs_f64(s));
     }
     let mut guard = FAKE.lock().unwrap_or_else(|e| e.into_inner());
+    let reads_files = scenario
+        .devices
+        .iter()
+        .any(|d| d.processes.iter().any(|p| p.pid_file.is_some()));
     *guard = Some(Fake {
+        reads_files,
         scenario,
         start: Instant::now(),
         t0,
         speed: env_f64("FAKE_NVML_SPEED", 1.0),
-        cached_ms: -1,
         cached: Vec::new(),
     });
     nvmlReturn_enum_NVML_SUCCESS
@@ -189,7 +213,7 @@ pub extern "C" fn nvmlErrorString(result: nvmlReturn_t) -> *const c_char {
 
 #[no_mangle]
 pub unsafe extern "C" fn nvmlSystemGetDriverVersion(out: *mut c_char, len: c_uint) -> nvmlReturn_t {
-    with_states(|fake, _| unsafe { write_str(&fake.scenario.driver_version, out, len) })
+    with_fake(|fake| unsafe { write_str(&fake.scenario.driver_version, out, len) })
         .unwrap_or(nvmlReturn_enum_NVML_ERROR_UNINITIALIZED)
 }
 
@@ -200,7 +224,7 @@ pub unsafe extern "C" fn nvmlSystemGetNVMLVersion(out: *mut c_char, len: c_uint)
 
 #[no_mangle]
 pub unsafe extern "C" fn nvmlSystemGetCudaDriverVersion_v2(out: *mut c_int) -> nvmlReturn_t {
-    let Some(v) = with_states(|fake, _| fake.scenario.cuda_driver_version) else {
+    let Some(v) = with_fake(|fake| fake.scenario.cuda_driver_version) else {
         return nvmlReturn_enum_NVML_ERROR_UNINITIALIZED;
     };
     out!(out, v)
@@ -213,7 +237,7 @@ pub unsafe extern "C" fn nvmlSystemGetCudaDriverVersion(out: *mut c_int) -> nvml
 
 #[no_mangle]
 pub unsafe extern "C" fn nvmlDeviceGetCount_v2(out: *mut c_uint) -> nvmlReturn_t {
-    let Some(n) = with_states(|_, states| states.len() as c_uint) else {
+    let Some(n) = with_fake(|fake| fake.scenario.devices.len() as c_uint) else {
         return nvmlReturn_enum_NVML_ERROR_UNINITIALIZED;
     };
     out!(out, n)
@@ -406,12 +430,23 @@ enum List {
     Graphics,
 }
 
+/// The entry layout a process-list call writes.
+#[derive(Clone, Copy, PartialEq)]
+enum Entry {
+    /// The unversioned call: `nvmlProcessInfo_v1_t`, pid and memory in 16 bytes.
+    V1,
+    /// `_v2`: 24 bytes with the instance ids.
+    V2,
+    /// `_v3`: 24 bytes, or 32 on the drivers with the stride bug.
+    V3,
+}
+
 unsafe fn process_list(
     device: nvmlDevice_t,
     count: *mut c_uint,
     infos: *mut nvmlProcessInfo_t,
     list: List,
-    v3: bool,
+    layout: Entry,
 ) -> nvmlReturn_t {
     if count.is_null() {
         return nvmlReturn_enum_NVML_ERROR_INVALID_ARGUMENT;
@@ -441,13 +476,13 @@ unsafe fn process_list(
             unsafe { *count = if raced { capacity + 1 } else { n } };
             return nvmlReturn_enum_NVML_ERROR_INSUFFICIENT_SIZE;
         }
-        let buggy = v3 && has_v3_stride_bug(&fake.scenario.driver_version);
-        let stride = if buggy {
-            32
-        } else {
-            std::mem::size_of::<nvmlProcessInfo_t>()
+        let buggy = layout == Entry::V3 && has_v3_stride_bug(&fake.scenario.driver_version);
+        let size = match layout {
+            Entry::V1 => std::mem::size_of::<nvmlProcessInfo_v1_t>(),
+            Entry::V2 | Entry::V3 => std::mem::size_of::<nvmlProcessInfo_t>(),
         };
-        let room = capacity as usize * std::mem::size_of::<nvmlProcessInfo_t>();
+        let stride = if buggy { 32 } else { size };
+        let room = capacity as usize * size;
         let base = infos.cast::<u8>();
         for (i, p) in wanted.iter().enumerate() {
             if (i + 1) * stride > room {
@@ -460,6 +495,16 @@ unsafe fn process_list(
                 computeInstanceId: u32::MAX,
             };
             // SAFETY: `(i + 1) * stride <= room`, the caller's buffer size in bytes.
+            if layout == Entry::V1 {
+                let entry = nvmlProcessInfo_v1_t {
+                    pid: entry.pid,
+                    usedGpuMemory: entry.usedGpuMemory,
+                };
+                unsafe {
+                    std::ptr::write_unaligned(base.add(i * stride).cast(), entry);
+                }
+                continue;
+            }
             unsafe {
                 std::ptr::write_unaligned(base.add(i * stride).cast::<nvmlProcessInfo_t>(), entry);
                 if buggy {
@@ -479,7 +524,7 @@ pub unsafe extern "C" fn nvmlDeviceGetComputeRunningProcesses_v3(
     count: *mut c_uint,
     infos: *mut nvmlProcessInfo_t,
 ) -> nvmlReturn_t {
-    unsafe { process_list(device, count, infos, List::Compute, true) }
+    unsafe { process_list(device, count, infos, List::Compute, Entry::V3) }
 }
 
 #[no_mangle]
@@ -488,7 +533,7 @@ pub unsafe extern "C" fn nvmlDeviceGetComputeRunningProcesses_v2(
     count: *mut c_uint,
     infos: *mut nvmlProcessInfo_t,
 ) -> nvmlReturn_t {
-    unsafe { process_list(device, count, infos, List::Compute, false) }
+    unsafe { process_list(device, count, infos, List::Compute, Entry::V2) }
 }
 
 #[no_mangle]
@@ -497,7 +542,7 @@ pub unsafe extern "C" fn nvmlDeviceGetGraphicsRunningProcesses_v3(
     count: *mut c_uint,
     infos: *mut nvmlProcessInfo_t,
 ) -> nvmlReturn_t {
-    unsafe { process_list(device, count, infos, List::Graphics, true) }
+    unsafe { process_list(device, count, infos, List::Graphics, Entry::V3) }
 }
 
 #[no_mangle]
@@ -506,7 +551,25 @@ pub unsafe extern "C" fn nvmlDeviceGetGraphicsRunningProcesses_v2(
     count: *mut c_uint,
     infos: *mut nvmlProcessInfo_t,
 ) -> nvmlReturn_t {
-    unsafe { process_list(device, count, infos, List::Graphics, false) }
+    unsafe { process_list(device, count, infos, List::Graphics, Entry::V2) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetComputeRunningProcesses(
+    device: nvmlDevice_t,
+    count: *mut c_uint,
+    infos: *mut nvmlProcessInfo_t,
+) -> nvmlReturn_t {
+    unsafe { process_list(device, count, infos, List::Compute, Entry::V1) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetGraphicsRunningProcesses(
+    device: nvmlDevice_t,
+    count: *mut c_uint,
+    infos: *mut nvmlProcessInfo_t,
+) -> nvmlReturn_t {
+    unsafe { process_list(device, count, infos, List::Graphics, Entry::V1) }
 }
 
 /// Per-process utilisation samples, stamped now (CPU µs): NOT_FOUND when no process has
@@ -560,6 +623,33 @@ pub unsafe extern "C" fn nvmlDeviceGetProcessUtilization(
     })
 }
 
+/// Calls that other monitors require at start (nvtop resolves every one of them and gives up
+/// when one is missing) but that no scenario describes: they answer as a GPU without the
+/// counter does, NOT_SUPPORTED, after the usual device checks. They let the benchmarks run
+/// the peers on the same fake GPUs as gpumon.
+macro_rules! not_supported {
+    ($($name:ident($($arg:ident: $ty:ty),*);)*) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(device: nvmlDevice_t, $($arg: $ty),*) -> nvmlReturn_t {
+            $(let _ = $arg;)*
+            with_device(device, None, |_, _| nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED)
+        }
+    )*};
+}
+
+not_supported! {
+    nvmlDeviceGetMaxPcieLinkGeneration(out: *mut c_uint);
+    nvmlDeviceGetMaxPcieLinkWidth(out: *mut c_uint);
+    nvmlDeviceGetCurrPcieLinkGeneration(out: *mut c_uint);
+    nvmlDeviceGetCurrPcieLinkWidth(out: *mut c_uint);
+    nvmlDeviceGetPcieThroughput(counter: nvmlPcieUtilCounter_t, out: *mut c_uint);
+    nvmlDeviceGetTemperatureThreshold(kind: nvmlTemperatureThresholds_t, out: *mut c_uint);
+    nvmlDeviceGetClockInfo(kind: nvmlClockType_t, out: *mut c_uint);
+    nvmlDeviceGetMaxClockInfo(kind: nvmlClockType_t, out: *mut c_uint);
+    nvmlDeviceGetEncoderUtilization(out: *mut c_uint, period_us: *mut c_uint);
+    nvmlDeviceGetDecoderUtilization(out: *mut c_uint, period_us: *mut c_uint);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -570,5 +660,40 @@ mod tests {
         assert!(has_v3_stride_bug("535.86.05"));
         assert!(!has_v3_stride_bug("535.104.05"));
         assert!(!has_v3_stride_bug("550.54.15"));
+    }
+
+    /// The one test that initialises the library (its state is global).
+    #[test]
+    fn unversioned_lists_and_unsupported_calls_answer_as_a_driver_does() {
+        let path = std::env::temp_dir().join(format!("fake-nvml-{}.json", std::process::id()));
+        std::fs::write(
+            &path,
+            r#"{"version":1,"devices":[{"name":"G","memory_total_mib":1024,
+               "processes":[{"pid":41,"memory_mib":2},{"pid":42,"memory_mib":3}]}]}"#,
+        )
+        .expect("write scenario");
+        // SAFETY: no other test in this crate reads the environment.
+        unsafe { std::env::set_var("FAKE_NVML_SCENARIO", &path) };
+        assert_eq!(nvmlInit_v2(), nvmlReturn_enum_NVML_SUCCESS);
+        let dev = 1 as nvmlDevice_t;
+        // The unversioned call writes 16-byte v1 entries.
+        let mut list = [nvmlProcessInfo_v1_t {
+            pid: 0,
+            usedGpuMemory: 0,
+        }; 4];
+        let mut n: c_uint = 4;
+        let rc =
+            unsafe { nvmlDeviceGetComputeRunningProcesses(dev, &mut n, list.as_mut_ptr().cast()) };
+        assert_eq!((rc, n), (nvmlReturn_enum_NVML_SUCCESS, 2));
+        assert_eq!((list[0].pid, list[0].usedGpuMemory), (41, 2 << 20));
+        assert_eq!((list[1].pid, list[1].usedGpuMemory), (42, 3 << 20));
+        assert_eq!(list[2].pid, 0, "wrote past the entries it reported");
+        let mut out: c_uint = 0;
+        let clock = unsafe { nvmlDeviceGetClockInfo(dev, 0, &mut out) };
+        assert_eq!(clock, nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED);
+        let bad = unsafe { nvmlDeviceGetClockInfo(9 as nvmlDevice_t, 0, &mut out) };
+        assert_eq!(bad, nvmlReturn_enum_NVML_ERROR_INVALID_ARGUMENT);
+        assert_eq!(nvmlShutdown(), nvmlReturn_enum_NVML_SUCCESS);
+        let _ = std::fs::remove_file(path);
     }
 }
