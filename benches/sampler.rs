@@ -65,6 +65,7 @@ fn main() {
         Filter {
             gpus: vec![],
             processes: true,
+            host: true,
         },
     );
     for _ in 0..20 {

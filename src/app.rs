@@ -50,12 +50,13 @@ pub fn open_within_timeout(common: &Common) -> Result<Opened, OpenError> {
 }
 
 /// A sampler over `source` with the deadline the flags give.
-pub fn new_sampler(common: &Common, source: Opened, processes: bool) -> Sampler {
+pub fn new_sampler(common: &Common, source: Opened, processes: bool, host: bool) -> Sampler {
     let sampler = Sampler::new(
         source,
         Filter {
             gpus: common.gpu.clone(),
             processes,
+            host,
         },
     )
     .with_timeout(common.timeout)
@@ -108,9 +109,13 @@ fn print_man() -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn sampler(common: &Common, processes: bool) -> anyhow::Result<Result<Sampler, ExitCode>> {
+fn sampler(
+    common: &Common,
+    processes: bool,
+    host: bool,
+) -> anyhow::Result<Result<Sampler, ExitCode>> {
     match open_within_timeout(common) {
-        Ok(source) => Ok(Ok(new_sampler(common, source, processes))),
+        Ok(source) => Ok(Ok(new_sampler(common, source, processes, host))),
         Err(e) => {
             eprintln!("gpumon: {e}");
             Ok(Err(ExitCode::from(EXIT_USAGE)))
@@ -125,12 +130,12 @@ const DASHBOARD_OPEN_WAIT: Duration = Duration::from_millis(300);
 fn run_dashboard(common: &Common) -> anyhow::Result<ExitCode> {
     let opening = start_opening(common);
     let start = match opening.wait_a_little(DASHBOARD_OPEN_WAIT) {
-        Ok(Some(source)) => Start::Ready(Box::new(new_sampler(common, source, true))),
+        Ok(Some(source)) => Start::Ready(Box::new(new_sampler(common, source, true, true))),
         Ok(None) => {
             let common = common.clone();
             Start::Opening(
                 opening,
-                Box::new(move |source| new_sampler(&common, source, true)),
+                Box::new(move |source| new_sampler(&common, source, true, true)),
             )
         }
         Err(e) => {
@@ -148,7 +153,7 @@ fn run_dashboard(common: &Common) -> anyhow::Result<ExitCode> {
 }
 
 fn run_once(common: &Common, args: &OnceArgs) -> anyhow::Result<ExitCode> {
-    let mut sampler = match sampler(common, !args.no_processes)? {
+    let mut sampler = match sampler(common, !args.no_processes, !args.no_processes)? {
         Ok(s) => s,
         Err(code) => return Ok(code),
     };
@@ -201,7 +206,9 @@ fn run_log(common: &Common, args: &LogArgs) -> anyhow::Result<ExitCode> {
         None => true,
     };
     let mut writer = LogWriter::new(out, format, columns, header);
-    let sampler = match sampler(common, true)? {
+    // Per GPU, the process lists give processes.count and memory.unattributed; the host
+    // facts and probe reports only feed per-process records.
+    let sampler = match sampler(common, true, args.processes)? {
         Ok(s) => s,
         Err(code) => return Ok(code),
     };

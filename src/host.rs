@@ -158,32 +158,58 @@ impl HostLookup {
     /// Everything about pids seen for the first time, from the few /proc files the views
     /// print: `stat` (name, CPU time, RSS, start), the owner of `/proc/PID` (the user, as `ps`
     /// shows it), `cmdline` and `cgroup`. No per-pid task listing, no environment, no other
-    /// files.
+    /// files. Many new pids at once (the first sample of a busy node) are read by a few
+    /// threads: the cost is the kernel's, per file, and the cores are idle.
     fn first_sight(&mut self, pids: &[u32]) {
         let now = Instant::now();
         let wall_s = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs_f64());
         let boot = *self.boot_time.get_or_insert_with(boot_time);
-        for &pid in pids {
-            let Some(stat) = read_stat(pid, &mut self.buf) else {
+        let threads = std::thread::available_parallelism()
+            .map_or(1, usize::from)
+            .min(MAX_READ_THREADS)
+            .min(pids.len() / PIDS_PER_THREAD)
+            .max(1);
+        let read: Vec<Option<Raw>> = if threads == 1 {
+            pids.iter()
+                .map(|&pid| Raw::read(pid, &mut self.buf))
+                .collect()
+        } else {
+            let chunk = pids.len().div_ceil(threads);
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = pids
+                    .chunks(chunk)
+                    .map(|part| {
+                        scope.spawn(move || {
+                            let mut buf = Vec::with_capacity(4096);
+                            part.iter()
+                                .map(|&pid| Raw::read(pid, &mut buf))
+                                .collect::<Vec<_>>()
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .zip(pids.chunks(chunk))
+                    // A reader that panicked (it cannot: nothing in it unwraps) leaves its
+                    // pids unread, retried at the next refresh.
+                    .flat_map(|(h, part)| h.join().unwrap_or_else(|_| vec![None; part.len()]))
+                    .collect()
+            })
+        };
+        for (&pid, raw) in pids.iter().zip(read) {
+            let Some(raw) = raw else {
                 // Not visible here (another PID namespace, or gone): N/A, retried at refresh.
                 self.facts.insert(pid, Facts::default());
                 self.missing.insert(pid);
                 continue;
             };
             self.missing.remove(&pid);
-            let name = comm(&self.buf);
-            let uid = std::fs::metadata(format!("/proc/{pid}"))
-                .ok()
-                .map(|m| std::os::unix::fs::MetadataExt::uid(&m));
-            let user = uid.and_then(|uid| user_name(&mut self.users, &mut self.user_names, uid));
-            let command = read_into(&format!("/proc/{pid}/cmdline"), &mut self.buf)
-                .then(|| command_line(&self.buf))
-                .flatten();
-            let container = read_into(&format!("/proc/{pid}/cgroup"), &mut self.buf)
-                .then(|| container_of(&String::from_utf8_lossy(&self.buf)))
-                .flatten();
+            let stat = raw.stat;
+            let user = raw
+                .uid
+                .and_then(|uid| user_name(&mut self.users, &mut self.user_names, uid));
             let ticks = self.clock_ticks as f64;
             let start_s = boot.map(|b| b as f64 + stat.start_ticks as f64 / ticks);
             // First sight: CPU % averaged over the process's life, as `ps` shows it.
@@ -201,13 +227,13 @@ impl HostLookup {
             self.facts.insert(
                 pid,
                 Facts {
-                    name,
+                    name: raw.name,
                     user,
-                    command,
+                    command: raw.command,
                     cpu_percent,
                     host_memory_bytes: Some(stat.rss_pages.saturating_mul(self.page_size)),
                     start_time: start_s.map(|s| s as u64),
-                    container,
+                    container: raw.container,
                 },
             );
         }
@@ -243,6 +269,50 @@ impl HostLookup {
             }
             f.host_memory_bytes = Some(rss_pages.saturating_mul(self.page_size));
         }
+    }
+}
+
+/// Up to this many threads read the /proc files of new pids.
+const MAX_READ_THREADS: usize = 4;
+/// ...and each has at least this many pids: below that, a thread costs more than it saves.
+const PIDS_PER_THREAD: usize = 48;
+
+/// What /proc says of a pid at first sight, before names are looked up.
+#[derive(Debug, Clone)]
+struct Raw {
+    stat: Stat,
+    name: Option<String>,
+    uid: Option<u32>,
+    command: Option<String>,
+    container: Option<String>,
+}
+
+impl Raw {
+    /// `None` when the pid is not visible here (another PID namespace, or gone).
+    fn read(pid: u32, buf: &mut Vec<u8>) -> Option<Raw> {
+        let file = read_file(&format!("/proc/{pid}/stat"), buf)?;
+        let stat = parse_stat(buf)?;
+        let name = comm(buf);
+        // The owner of /proc/PID/stat is the owner of /proc/PID (the process's effective
+        // uid, as `ps` shows it), from the open file: no second path lookup.
+        let uid = file
+            .metadata()
+            .ok()
+            .map(|m| std::os::unix::fs::MetadataExt::uid(&m));
+        drop(file);
+        let command = read_into(&format!("/proc/{pid}/cmdline"), buf)
+            .then(|| command_line(buf))
+            .flatten();
+        let container = read_into(&format!("/proc/{pid}/cgroup"), buf)
+            .then(|| container_of(&String::from_utf8_lossy(buf)))
+            .flatten();
+        Some(Raw {
+            stat,
+            name,
+            uid,
+            command,
+            container,
+        })
     }
 }
 
@@ -300,31 +370,44 @@ fn command_line(raw: &[u8]) -> Option<String> {
     (!args.is_empty()).then(|| args.join(" "))
 }
 
-/// Reads a whole file into `buf` (reused); false when it cannot be read. Plain `read`s into
-/// the buffer's room: `read_to_end` would first `statx` the file to size it, one more system
-/// call per file for /proc files that report size 0 anyway.
+/// Reads a whole /proc file into `buf` (reused); false when it cannot be read. Plain `read`s
+/// into the buffer's room: `read_to_end` would first `statx` the file to size it, one more
+/// system call per file for /proc files that report size 0 anyway. procfs answers a file
+/// that fits in one read (`stat`, `cgroup`, `cmdline` all generate their whole text per
+/// read), so a read that leaves room in the buffer has reached the end: no second read
+/// just to be told so.
 fn read_into(path: &str, buf: &mut Vec<u8>) -> bool {
+    read_file(path, buf).is_some()
+}
+
+/// [`read_into`], handing back the open file (to `fstat` it without another path lookup).
+fn read_file(path: &str, buf: &mut Vec<u8>) -> Option<std::fs::File> {
     buf.clear();
     let Ok(mut f) = std::fs::File::open(path) else {
-        return false;
+        return None;
     };
     let mut len = 0;
     loop {
         if buf.len() < len + 1024 {
             buf.resize(len + 4096, 0);
         }
+        let room = buf.len() - len;
         match f.read(&mut buf[len..]) {
             Ok(0) => break,
+            Ok(n) if n < room => {
+                len += n;
+                break;
+            }
             Ok(n) => len += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(_) => {
                 buf.clear();
-                return false;
+                return None;
             }
         }
     }
     buf.truncate(len);
-    true
+    Some(f)
 }
 
 /// Boot time in Unix seconds (`btime` in /proc/stat), read once per run.
@@ -610,6 +693,26 @@ mod tests {
         h.refreshed = None;
         h.enrich(&mut devs, None);
         assert!(devs[0].processes[0].cpu_percent.is_some());
+    }
+
+    #[test]
+    fn many_new_pids_are_read_by_several_threads_each_fact_to_its_pid() {
+        let (mut h, _, me) = lookup_of_self();
+        // Pids far above any pid_max: never a process. Ours sits in the last chunk, so a
+        // mix-up of chunk order would give its facts to another pid.
+        let mut pids: Vec<u32> = (0..4 * PIDS_PER_THREAD as u32)
+            .map(|i| 2_000_000_000 + i)
+            .collect();
+        let at = pids.len() - 3;
+        pids[at] = me;
+        h.first_sight(&pids);
+        let mine = h.facts.get(&me).expect("own facts");
+        assert!(mine.command.is_some() && mine.start_time.is_some());
+        assert!(!h.missing.contains(&me));
+        for pid in pids.iter().filter(|p| **p != me) {
+            assert!(h.missing.contains(pid), "{pid}");
+            assert!(h.facts.get(pid).is_some_and(|f| f.command.is_none()));
+        }
     }
 
     #[test]

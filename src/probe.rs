@@ -270,7 +270,7 @@ pub fn merge(devices: &mut [Device], reports: &[Report]) {
                 continue;
             };
             let published = SystemTime::UNIX_EPOCH + Duration::from_secs_f64(r.time.max(0.0));
-            p.allocator = Some(AllocatorStats {
+            p.allocator = Some(Box::new(AllocatorStats {
                 framework: r.framework.clone().unwrap_or_else(|| "pytorch".into()),
                 framework_version: r.torch_version.clone().filter(|v| !v.is_empty()),
                 allocated_bytes: e.allocated,
@@ -286,7 +286,7 @@ pub fn merge(devices: &mut [Device], reports: &[Report]) {
                     .unwrap_or_default()
                     .as_millis() as u64,
                 run_id: (!r.run_id.is_empty()).then(|| r.run_id.clone()),
-            });
+            }));
         }
     }
 }

@@ -271,7 +271,7 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let sampler = match open_within_timeout(common) {
-        Ok(source) => Some(new_sampler(common, source, true).with_probe_dir(runtime.clone())),
+        Ok(source) => Some(new_sampler(common, source, true, true).with_probe_dir(runtime.clone())),
         Err(e) => {
             eprintln!("gpumon: running without GPU sampling: {e}");
             None

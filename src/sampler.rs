@@ -41,11 +41,16 @@ pub struct TickTimings {
     pub assembly: Duration,
 }
 
-/// Which devices a view wants (by index or UUID); empty means all.
+/// What a view wants read.
 #[derive(Debug, Clone, Default)]
 pub struct Filter {
+    /// Devices by index or UUID; empty means all.
     pub gpus: Vec<String>,
+    /// The process lists.
     pub processes: bool,
+    /// Host facts (user, command, CPU, container…) and probe reports for those processes: a
+    /// view that prints none of them (`log` per GPU) reads no `/proc` at all.
+    pub host: bool,
 }
 
 /// What the sampler knows of one device between ticks.
@@ -90,7 +95,7 @@ impl Sampler {
     /// deadline ([`deadline`] of a 1 s interval) until [`Sampler::set_interval`] or
     /// [`Sampler::with_timeout`] says otherwise.
     pub fn new(source: Opened, filter: Filter) -> Self {
-        let host = (source.host_lookup && filter.processes).then(HostLookup::new);
+        let host = (source.host_lookup && filter.processes && filter.host).then(HostLookup::new);
         let mut probe_dir = None;
         let mut probe_warning = None;
         if host.is_some() {
@@ -426,6 +431,7 @@ mod tests {
             Filter {
                 gpus: vec![],
                 processes: true,
+                host: true,
             },
         )
         .with_timeout(Some(timeout))
@@ -547,6 +553,58 @@ mod tests {
         );
         assert!(!d.fresh());
         drop(release);
+    }
+
+    /// A GPU whose one process is this test process, so /proc has real facts about it.
+    struct Me;
+    impl DeviceReader for Me {
+        fn read(&mut self) -> Device {
+            Device {
+                processes: vec![crate::model::Process::from_nvml(
+                    std::process::id(),
+                    crate::model::ProcessKind::Compute,
+                    Some(1 << 20),
+                )],
+                ..Device::default()
+            }
+        }
+    }
+
+    #[test]
+    fn host_facts_are_read_only_for_views_that_print_them() {
+        let tick = |host| {
+            let mut sampler = Sampler::new(
+                Opened {
+                    kind: "nvml",
+                    driver_version: None,
+                    cuda_version: None,
+                    readers: vec![Box::new(Me)],
+                    error: None,
+                    host_lookup: true,
+                },
+                Filter {
+                    gpus: vec![],
+                    processes: true,
+                    host,
+                },
+            );
+            sampler.tick().devices[0].processes[0].clone()
+        };
+        let with = tick(true);
+        assert!(with.name.is_some() && with.start_time.is_some(), "{with:?}");
+        assert!(with.host_memory_bytes.is_some_and(|b| b > 0), "{with:?}");
+        // `log` per GPU: the process is counted, /proc is not read.
+        let without = tick(false);
+        assert_eq!(without.gpu_memory_bytes, Some(1 << 20));
+        assert_eq!(
+            (
+                without.name,
+                without.user,
+                without.start_time,
+                without.host_memory_bytes
+            ),
+            (None, None, None, None)
+        );
     }
 
     #[test]

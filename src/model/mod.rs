@@ -132,8 +132,9 @@ pub struct Process {
     /// The same for memory bandwidth (frame-buffer reads and writes).
     pub mem_bw_percent: Option<u32>,
     /// The framework allocator's own figures, when the in-process probe reports them
-    /// (`gpumon run`); `None` means NVML's per-process total is all that is known.
-    pub allocator: Option<AllocatorStats>,
+    /// (`gpumon run`); `None` means NVML's per-process total is all that is known. Boxed:
+    /// most processes have none, and every sample moves and clones each process.
+    pub allocator: Option<Box<AllocatorStats>>,
 }
 
 /// What a framework's caching allocator says about one process on one GPU.

@@ -436,7 +436,7 @@ mod tests {
         let mut p = Process::from_nvml(4242, ProcessKind::Compute, Some(10 * GIB));
         p.user = Some("alice".into());
         p.command = Some("python train.py".into());
-        p.allocator = Some(AllocatorStats {
+        p.allocator = Some(Box::new(AllocatorStats {
             framework: "pytorch".into(),
             framework_version: None,
             allocated_bytes: Some(6 * GIB),
@@ -449,7 +449,7 @@ mod tests {
             num_ooms: None,
             age_ms: 10,
             run_id: None,
-        });
+        }));
         let healthy = Device {
             index: 0,
             uuid: Some("GPU-aaaa".into()),

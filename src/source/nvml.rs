@@ -313,7 +313,7 @@ impl NvmlDevice {
             }
         })
         .unwrap_or_default();
-        let mut merged: BTreeMap<u32, Process> = BTreeMap::new();
+        let mut merged: Vec<Process> = Vec::with_capacity(compute.len() + graphics.len());
         let mut garbled = 0usize;
         let lists = [
             (compute, ProcessKind::Compute),
@@ -330,22 +330,26 @@ impl NvmlDevice {
                     UsedGpuMemory::Used(b) => Some(b),
                     UsedGpuMemory::Unavailable => None,
                 };
-                merged
-                    .entry(p.pid)
-                    .and_modify(|e| {
-                        e.kind = e.kind.merge(kind);
-                        e.gpu_memory_bytes = match (e.gpu_memory_bytes, mem) {
-                            (Some(a), Some(b)) => Some(a.max(b)),
-                            (a, b) => a.or(b),
-                        };
-                    })
-                    .or_insert_with(|| Process::from_nvml(p.pid, kind, mem));
+                merged.push(Process::from_nvml(p.pid, kind, mem));
             }
         }
+        // A process in both lists is one row: both kinds, the larger figure.
+        merged.sort_unstable_by_key(|p| p.pid);
+        merged.dedup_by(|dup, kept| {
+            if dup.pid != kept.pid {
+                return false;
+            }
+            kept.kind = kept.kind.merge(dup.kind);
+            kept.gpu_memory_bytes = match (kept.gpu_memory_bytes, dup.gpu_memory_bytes) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            };
+            true
+        });
         let warning = (garbled > 0).then(|| {
             format!("dropped {garbled} malformed process entries from the driver (pid 0)")
         });
-        Ok((merged.into_values().collect(), warning))
+        Ok((merged, warning))
     }
 }
 

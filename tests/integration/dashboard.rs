@@ -275,7 +275,7 @@ fn snapshot_oom_panel_at_80x24_shows_the_first_finding() {
 fn snapshot_selected_process_with_the_allocator_split() {
     let (terminal, _) = screen(120, 20, 3, |_| {
         let mut d = device(0, 2, 40000, false);
-        d.processes[0].allocator = Some(gpumon::model::AllocatorStats {
+        d.processes[0].allocator = Some(Box::new(gpumon::model::AllocatorStats {
             framework: "pytorch".into(),
             framework_version: Some("2.5.1".into()),
             allocated_bytes: Some(14 << 30),
@@ -288,7 +288,7 @@ fn snapshot_selected_process_with_the_allocator_split() {
             num_ooms: Some(0),
             age_ms: 0,
             run_id: None,
-        });
+        }));
         vec![d]
     });
     let text = terminal.backend().to_string();
@@ -325,7 +325,7 @@ fn training(t: u64) -> Vec<Device> {
         Some("k8s pod 0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0 (containerd 3f4e5d6c7b8a)".into());
     let step = (t % 4) << 30;
     p.gpu_memory_bytes = Some((20 << 30) + step);
-    p.allocator = Some(gpumon::model::AllocatorStats {
+    p.allocator = Some(Box::new(gpumon::model::AllocatorStats {
         framework: "pytorch".into(),
         framework_version: Some("2.5.1".into()),
         allocated_bytes: Some((14 << 30) + step),
@@ -338,7 +338,7 @@ fn training(t: u64) -> Vec<Device> {
         num_ooms: Some(0),
         age_ms: 0,
         run_id: None,
-    });
+    }));
     vec![d]
 }
 
@@ -758,6 +758,7 @@ fn the_demo_first_screen_shows_the_allocator_split() {
         Filter {
             gpus: vec![],
             processes: true,
+            host: true,
         },
     );
     let sample = Arc::new(sampler.tick());
