@@ -217,9 +217,10 @@ pub struct LogArgs {
     /// memory.reserved, memory.unattributed, utilization.gpu, utilization.memory,
     /// temperature.gpu, power.draw, power.limit, fan.speed, processes.count, error.
     /// With --processes: timestamp, gpu_index, gpu_uuid, gpu_bus_id, pid, type, process_name,
-    /// user, used_memory, cpu_percent, host_memory, start_time, command, process.allocated,
-    /// process.reserved, process.cached, process.non_framework, process.allocated_peak,
-    /// process.reserved_peak (the process.* fields need `gpumon run`)
+    /// user, used_memory, cpu_percent, host_memory, start_time, command, container,
+    /// sm_percent, mem_bw_percent, process.allocated, process.reserved, process.cached,
+    /// process.non_framework, process.allocated_peak, process.reserved_peak (the process.*
+    /// fields need `gpumon run`)
     #[arg(long, value_name = "LIST")]
     pub fields: Option<String>,
 
@@ -277,6 +278,25 @@ mod tests {
         assert!(parse_interval("soon").is_err());
         assert_eq!(parse_timeout("3s"), Ok(Duration::from_secs(3)));
         assert!(parse_timeout("2h").is_err());
+    }
+
+    #[test]
+    fn log_help_names_every_field() {
+        let mut cmd = Cli::command();
+        let help = cmd
+            .find_subcommand_mut("log")
+            .expect("log")
+            .render_long_help()
+            .to_string();
+        let words: Vec<&str> = help
+            .split_whitespace()
+            .map(|w| w.trim_end_matches([',', '.', ')']))
+            .collect();
+        for processes in [false, true] {
+            for name in crate::output::log::field_names(processes) {
+                assert!(words.contains(&name), "--fields help lacks {name}");
+            }
+        }
     }
 
     #[test]
