@@ -21,6 +21,9 @@ pub enum PartKind {
     Allocated,
     /// Reserved by the framework's caching allocator but unallocated.
     Cached,
+    /// Held by the framework's allocator, allocated and cached together, where a message gives
+    /// only their sum (PyTorch MPS: "MPS allocated" counts every heap, free buffers included).
+    Reserved,
     /// This process's memory outside the framework: CUDA context, cuBLAS/cuDNN, NCCL.
     NonFramework,
     /// This process as a whole, when the framework split is unknown (NVML's per-process total).
@@ -44,6 +47,7 @@ impl PartKind {
             PartKind::Process { pid } => format!("pid {pid}"),
             PartKind::Allocated => "allocated".into(),
             PartKind::Cached => "cached (reserved, unallocated)".into(),
+            PartKind::Reserved => "reserved (allocated + cached)".into(),
             PartKind::NonFramework => "outside framework (context, libraries)".into(),
             PartKind::ThisProcess => "this process".into(),
             PartKind::OtherApps => "other apps".into(),
@@ -61,6 +65,7 @@ impl PartKind {
             PartKind::Process { pid } => format!("pid {pid}"),
             PartKind::Allocated => "alloc".into(),
             PartKind::Cached => "cached".into(),
+            PartKind::Reserved => "reserved".into(),
             PartKind::NonFramework => "non-framework".into(),
             PartKind::ThisProcess => "this process".into(),
             PartKind::OtherApps => "other apps".into(),
@@ -79,7 +84,7 @@ impl PartKind {
             PartKind::Free => 0,
             PartKind::DriverReserved => 1,
             PartKind::Allocated => 2,
-            PartKind::Cached => 3,
+            PartKind::Cached | PartKind::Reserved => 3,
             PartKind::NonFramework | PartKind::ThisProcess => 4,
             PartKind::Process { .. } => 5,
             PartKind::OtherApps | PartKind::Unattributed | PartKind::Used => 6,

@@ -12,6 +12,9 @@ pub enum Cause {
     RequestExceedsTotal,
     ProcessCap,
     OtherProcesses,
+    /// The device is full and the message gives only the device-wide figure (PaddlePaddle):
+    /// whose the memory is, it cannot say.
+    DeviceInUse,
     Fragmentation,
     FrameworkAllocations,
     OutsideFramework,
@@ -178,6 +181,32 @@ pub fn diagnose(oom: &Oom) -> Vec<Finding> {
         });
     }
 
+    // 2b. Only the device-wide use is known (PaddlePaddle): other processes first, as Paddle's
+    // own message asks, then this job.
+    if let Some(used) = f.device_used_bytes {
+        let gpu = oom
+            .device_index
+            .map_or_else(|| "the GPU".to_owned(), |i| format!("GPU {i}"));
+        out.push(Finding {
+            cause: Cause::DeviceInUse,
+            title: format!(
+                "{} is in use on {gpu} by all its processes together{}",
+                fmt_bytes(used),
+                f.free_bytes
+                    .map(|fr| format!(", {} available", fmt_bytes(fr)))
+                    .unwrap_or_default()
+            ),
+            detail: format!(
+                "{}'s \"memory has been allocated\" is the device's total minus what is available: other processes are in it, and the message cannot say how much is this job's.",
+                oom.framework.name()
+            ),
+            remedies: vec![
+                r(format!("Look for other processes on {gpu}: `gpumon once` lists each with its memory. Stop them, or start this job on another GPU (CUDA_VISIBLE_DEVICES=N).")),
+                r("If this job is alone on the GPU, make it smaller: a lower batch size, or shorter inputs."),
+            ],
+        });
+    }
+
     // 3. Fragmentation: the cache alone could hold the request.
     if let (Some(cached), Some(n)) = (f.reserved_unallocated_bytes, need) {
         if cached >= n && n > 0 && oom.framework.caching_allocator() {
@@ -208,15 +237,40 @@ pub fn diagnose(oom: &Oom) -> Vec<Finding> {
         }
     }
 
-    // 4. The framework's own allocations fill the card.
-    let heavy = match (f.allocated_bytes, f.total_bytes) {
+    // 4. The framework's own allocations fill the card. MPS and CuPy print only what their
+    // allocator holds (allocated and cached together); both released their cache and retried
+    // before raising, so that is mostly live.
+    let (held, live) = match f.allocated_bytes {
+        Some(a) => (Some(a), true),
+        None if matches!(oom.framework, Framework::Mps | Framework::Cupy) => {
+            (f.reserved_bytes, false)
+        }
+        None => (None, true),
+    };
+    let heavy = match (held, f.total_bytes) {
         (Some(a), Some(t)) if t > 0 => a as f64 / t as f64 >= 0.5,
         (Some(_), None) => true,
         _ => false,
     };
     if heavy && !out.iter().any(|x| x.cause == Cause::RequestExceedsTotal) {
-        if let Some(a) = f.allocated_bytes {
-            out.push(framework_allocations(oom, a, shortfall));
+        if let Some(a) = held {
+            out.push(framework_allocations(oom, a, live, shortfall));
+        }
+    }
+
+    // 4b. MPS: this process's memory outside the allocator counts against the same limit.
+    if oom.framework == Framework::Mps {
+        if let Some(o) = f.non_framework_bytes {
+            let big =
+                f.total_bytes.is_some_and(|t| o > t / 10) || need.is_some_and(|n| o >= n && n > 0);
+            if big {
+                out.push(Finding {
+                    cause: Cause::OutsideFramework,
+                    title: format!("{} of this process is outside PyTorch's MPS allocator", fmt_bytes(o)),
+                    detail: "\"other allocations\" is what this process's Metal device holds beyond the allocator's heaps (MPSGraph, the Metal driver); it counts against the same limit. It is not other apps.".into(),
+                    remedies: vec![r("Closing other apps frees none of it: it belongs to this process. Shrink the job as below, or see the limit.")],
+                });
+            }
         }
     }
 
@@ -261,7 +315,7 @@ pub fn diagnose(oom: &Oom) -> Vec<Finding> {
     out
 }
 
-fn framework_allocations(oom: &Oom, allocated: u64, shortfall: Option<u64>) -> Finding {
+fn framework_allocations(oom: &Oom, allocated: u64, live: bool, shortfall: Option<u64>) -> Finding {
     let half = allocated / 2;
     let short = shortfall
         .map(|s| format!(" The request is {} short.", fmt_bytes(s)))
@@ -295,7 +349,11 @@ fn framework_allocations(oom: &Oom, allocated: u64, shortfall: Option<u64>) -> F
     remedies.sort_by_key(|r| std::cmp::Reverse(r.saves_bytes.unwrap_or(0)));
     Finding {
         cause: Cause::FrameworkAllocations,
-        title: format!("{} holds {} in live allocations", oom.framework.name(), fmt_bytes(allocated)),
+        title: if live {
+            format!("{} holds {} in live allocations", oom.framework.name(), fmt_bytes(allocated))
+        } else {
+            format!("{}'s allocator holds {} (allocated and cached together)", oom.framework.name(), fmt_bytes(allocated))
+        },
         detail: format!("Most of the memory belongs to this job's own tensors.{short} Savings below are estimates that assume activations dominate, as they do in training."),
         remedies,
     }
@@ -322,8 +380,8 @@ fn framework_settings(oom: &Oom) -> Option<Finding> {
         ),
         Framework::Mps => (
             "The MPS high-watermark limit",
-            "PyTorch caps MPS allocations at a fraction of the unified memory (PYTORCH_MPS_HIGH_WATERMARK_RATIO).",
-            vec![r("Raising the ratio (or 0.0 for no limit) may let it fit, but can make the whole system swap or fail, as the message warns.")],
+            "\"max allowed\" is PyTorch's limit, PYTORCH_MPS_HIGH_WATERMARK_RATIO (default 1.7) × the GPU's recommended working set, not the Mac's memory. The allocator already released its cached buffers and retried before it raised, so torch.mps.empty_cache() will not help.",
+            vec![r("Raising the ratio (at most 2.0), torch.mps.set_per_process_memory_fraction(…), or 0.0 for no limit may let it fit — but, as the message warns, it may cause system failure: macOS swaps or kills processes. Prefer making the job smaller.")],
         ),
         Framework::Vllm => (
             "vLLM's memory budget",
@@ -370,9 +428,9 @@ fn framework_settings(oom: &Oom) -> Option<Finding> {
         ),
         Framework::Cupy => (
             "CuPy's memory pool",
-            "CuPy keeps freed blocks in its pool.",
+            "CuPy keeps freed blocks in its pool, but before raising it already released the unused ones and retried: free_all_blocks() will not cure this error.",
             vec![
-                r("cupy.get_default_memory_pool().free_all_blocks() between phases; set_limit(size=…) to cap it."),
+                r("When another library shares the GPU (PyTorch, cuDNN workspaces), cupy.get_default_memory_pool().set_limit(size=…) caps CuPy's pool so both fit."),
             ],
         ),
         _ => return None,

@@ -89,6 +89,9 @@ pub struct Facts {
     pub allowed_bytes: Option<u64>,
     pub other_processes: Vec<OtherProcess>,
     pub other_processes_bytes: Option<u64>,
+    /// Everything in use on the device, by every process together, where the message gives
+    /// only that (PaddlePaddle's "memory has been allocated").
+    pub device_used_bytes: Option<u64>,
     /// Used memory that no figure explains (1.x: other processes and this process's context).
     pub unaccounted_bytes: Option<u64>,
     /// Elements of the tensor when its byte size is unknown (TensorFlow without a dtype).
@@ -165,9 +168,13 @@ impl Facts {
             }
         }
         if self.free_bytes.is_none() && self.total_is_limit {
-            if let (Some(t), Some(a)) = (self.total_bytes, self.allocated_bytes) {
+            let mine = self
+                .process_bytes
+                .or(self.reserved_bytes)
+                .or(self.allocated_bytes);
+            if let (Some(t), Some(mine)) = (self.total_bytes, mine) {
                 let other = self.other_processes_bytes.unwrap_or(0);
-                self.free_bytes = Some(t.saturating_sub(a + other));
+                self.free_bytes = Some(t.saturating_sub(mine + other));
                 self.mark("free_bytes");
             }
         }
@@ -211,14 +218,33 @@ impl Facts {
             bytes,
             derived: derived(name),
         };
-        let mut parts = vec![
-            part(PartKind::Allocated, self.allocated_bytes, "allocated_bytes"),
-            part(
-                PartKind::Cached,
-                self.reserved_unallocated_bytes,
-                "reserved_unallocated_bytes",
-            ),
-        ];
+        let split_known =
+            self.allocated_bytes.is_some() || self.reserved_unallocated_bytes.is_some();
+        let mut parts = if let Some(used) = self.device_used_bytes.filter(|_| !split_known) {
+            // Only the device-wide figure: whose it is, the message does not say.
+            vec![part(PartKind::Used, Some(used), "device_used_bytes")]
+        } else if self.reserved_bytes.is_some() && !split_known {
+            vec![part(
+                PartKind::Reserved,
+                self.reserved_bytes,
+                "reserved_bytes",
+            )]
+        } else if self.process_bytes.is_some() && !split_known {
+            vec![part(
+                PartKind::ThisProcess,
+                self.process_bytes,
+                "process_bytes",
+            )]
+        } else {
+            vec![
+                part(PartKind::Allocated, self.allocated_bytes, "allocated_bytes"),
+                part(
+                    PartKind::Cached,
+                    self.reserved_unallocated_bytes,
+                    "reserved_unallocated_bytes",
+                ),
+            ]
+        };
         if self.non_framework_bytes.is_some() {
             parts.push(part(
                 PartKind::NonFramework,

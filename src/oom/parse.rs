@@ -85,10 +85,18 @@ re!(
     hint_re,
     r"(PYTORCH_(?:CUDA_|HIP_)?ALLOC_CONF=expandable_segments:True|max_split_size_mb|PYTORCH_MPS_HIGH_WATERMARK_RATIO=0\.0|empty_cache)"
 );
+// PyTorch `aten/src/ATen/mps/MPSAllocator.mm`, `alloc_buffer_block`: "MPS allocated" is
+// `m_total_allocated_memory`, every heap the allocator holds (cached free buffers included:
+// the reserved figure); "other allocations" is `current_allocated_size()` (the Metal device's
+// `currentAllocatedSize`, this process only) minus that, so memory this process holds outside
+// the allocator (MPSGraph, the driver), not other apps; "max allowed" is
+// `m_max_total_allowed_size`, the high-watermark limit (ratio × recommendedMaxWorkingSetSize),
+// printed only while the ratio is above 0. Before raising, the allocator released its cached
+// buffers and retried.
 re!(
     mps_re,
     format!(
-        r"MPS backend out of memory \(MPS allocated: {SIZE}, other allocations: {SIZE}, max allowed: {SIZE}\)\. Tried to allocate {SIZE} on (private|shared) pool"
+        r"MPS backend out of memory \(MPS allocated: {SIZE}, other allocations: {SIZE}(?:, max allowed: {SIZE})?\)\. Tried to allocate {SIZE} on (private|shared) pool"
     )
 );
 re!(
@@ -136,6 +144,10 @@ re!(
         r"\(?{SIZE} KV cache is needed, which is larger than the available KV cache memory \({SIZE}\)"
     )
 );
+// CuPy `cupy/cuda/memory.pyx`: both forms raise `OutOfMemoryError(size, total)` with
+// `total = size + pool.total_bytes()`, after `free_all_blocks()` and a retry: the request plus
+// what the memory pool holds (in use, and cached blocks it could not release). Up to v6 the
+// text is "(total N bytes)", later "(allocated so far: N bytes)". Neither is the device's size.
 re!(
     cupy_re,
     r"[Oo]ut of memory allocating ([\d,]+) bytes \(allocated so far: ([\d,]+) bytes\)"
@@ -144,6 +156,11 @@ re!(
     cupy_old_re,
     r"out of memory to allocate (\d+) bytes \(total (\d+) bytes\)"
 );
+// PaddlePaddle `memory/allocation/cuda_allocator.cc` (and system_allocator.cc): "X memory has
+// been allocated" is `total - avail` from `RecordedGpuMemGetInfo`, the device-wide query, so it
+// is everything in use on the GPU by every process, not Paddle's own allocations; the device
+// total is X + available. With `FLAGS_gpu_memory_limit_mb` set, total is that limit and avail
+// what this process may still take: X is then this process's own use.
 re!(
     paddle_re,
     format!(
@@ -154,6 +171,7 @@ re!(
     trt_re,
     r"(?i)(DefaultAllocator::allocate|defaultAllocator\.cpp::.*allocate|rtSafe/safeRuntime\.cpp|Cuda Error in allocate: 2)"
 );
+re!(paddle_limit_re, r"`FLAGS_gpu_memory_limit_mb` is (\d+)");
 re!(trt_size_re, r"Requested size was (\d+) bytes");
 re!(
     raw_cuda_re,
@@ -319,14 +337,21 @@ pub fn parse_text(t: &str) -> Option<Oom> {
         ));
     }
     if let Some(c) = mps_re().captures(t) {
-        let f = Facts {
-            allocated_bytes: sz(&c, 1),
-            other_processes_bytes: sz(&c, 2),
-            total_bytes: sz(&c, 3),
-            total_is_limit: true,
+        let reserved = sz(&c, 1);
+        let outside = sz(&c, 2);
+        let limit = sz(&c, 3);
+        let mut f = Facts {
+            reserved_bytes: reserved,
+            non_framework_bytes: outside,
+            total_bytes: limit,
+            total_is_limit: limit.is_some(),
             requested_bytes: sz(&c, 4),
             ..Facts::default()
         };
+        if let (Some(r), Some(o)) = (reserved, outside) {
+            f.process_bytes = Some(r + o);
+            f.derived.push("process_bytes");
+        }
         return Some(oom(Framework::Mps, "mps", None, f));
     }
     if let Some(c) = tf_tensor_re().captures(t) {
@@ -424,12 +449,32 @@ pub fn parse_text(t: &str) -> Option<Oom> {
         ));
     }
     if let Some(c) = paddle_re().captures(t) {
-        let f = Facts {
+        let used = sz(&c, 3);
+        let free = sz(&c, 4);
+        let limit = paddle_limit_re()
+            .captures(t)
+            .and_then(|l| num(&l, 1))
+            .map(|mb| mb << 20);
+        let mut f = Facts {
             requested_bytes: sz(&c, 2),
-            allocated_bytes: sz(&c, 3),
-            free_bytes: sz(&c, 4),
+            free_bytes: free,
             ..Facts::default()
         };
+        match limit {
+            // Under FLAGS_gpu_memory_limit_mb the figures are this process's, against the cap.
+            Some(cap) => {
+                f.total_bytes = Some(cap);
+                f.total_is_limit = true;
+                f.process_bytes = used;
+            }
+            None => {
+                f.device_used_bytes = used;
+                if let (Some(u), Some(fr)) = (used, free) {
+                    f.total_bytes = Some(u + fr);
+                    f.derived.push("total_bytes");
+                }
+            }
+        }
         return Some(oom(
             Framework::Paddle,
             "paddle",
@@ -437,21 +482,18 @@ pub fn parse_text(t: &str) -> Option<Oom> {
             f,
         ));
     }
-    if let Some(c) = cupy_re().captures(t) {
-        let f = Facts {
-            requested_bytes: num(&c, 1),
-            allocated_bytes: num(&c, 2),
-            ..Facts::default()
-        };
-        return Some(oom(Framework::Cupy, "cupy", None, f));
-    }
-    if let Some(c) = cupy_old_re().captures(t) {
-        let f = Facts {
-            requested_bytes: num(&c, 1),
-            allocated_bytes: num(&c, 2),
-            ..Facts::default()
-        };
-        return Some(oom(Framework::Cupy, "cupy-old", None, f));
+    for (re, format) in [(cupy_re(), "cupy"), (cupy_old_re(), "cupy-old")] {
+        if let Some(c) = re.captures(t) {
+            let requested = num(&c, 1);
+            let f = Facts {
+                requested_bytes: requested,
+                // The printed total includes the request itself.
+                reserved_bytes: num(&c, 2)
+                    .map(|total| total.saturating_sub(requested.unwrap_or(0))),
+                ..Facts::default()
+            };
+            return Some(oom(Framework::Cupy, format, None, f));
+        }
     }
     if trt_re().is_match(t) && t.to_ascii_lowercase().contains("out of memory") {
         let f = Facts {

@@ -58,7 +58,7 @@ const BAR_WIDTH: usize = 60;
 fn glyph(kind: &PartKind) -> (char, &'static str) {
     match kind {
         PartKind::Allocated => ('█', "31"),
-        PartKind::Cached => ('▓', "33"),
+        PartKind::Cached | PartKind::Reserved => ('▓', "33"),
         PartKind::NonFramework | PartKind::ThisProcess => ('▒', "35"),
         PartKind::Process { .. }
         | PartKind::OtherApps
@@ -347,9 +347,15 @@ fn figures(out: &mut String, oom: &Oom, paint: Paint, w: Option<usize>) {
             "total capacity"
         },
         f.total_bytes,
-        false,
+        d("total_bytes"),
     );
     row(out, "free", f.free_bytes, d("free_bytes"));
+    row(
+        out,
+        "in use on the device (all processes)",
+        f.device_used_bytes,
+        false,
+    );
     row(out, "allowed (per-process cap)", f.allowed_bytes, false);
     row(out, "allocated by the framework", f.allocated_bytes, false);
     row(
@@ -383,7 +389,12 @@ fn figures(out: &mut String, oom: &Oom, paint: Paint, w: Option<usize>) {
             f.process_bytes,
             true,
         ),
-        None => row(out, "this process in total", f.process_bytes, false),
+        None => row(
+            out,
+            "this process in total",
+            f.process_bytes,
+            d("process_bytes"),
+        ),
     }
     for p in &f.other_processes {
         row(

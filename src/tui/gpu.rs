@@ -248,7 +248,7 @@ fn draw_segments(buf: &mut Buffer, area: Rect, total: u64, segments: &[Segment],
 fn part_look(kind: &PartKind, process: Style) -> (&'static str, Style) {
     match kind {
         PartKind::Process { .. } | PartKind::ThisProcess | PartKind::Allocated => ("█", process),
-        PartKind::Cached => ("▓", process),
+        PartKind::Cached | PartKind::Reserved => ("▓", process),
         PartKind::NonFramework => ("▒", process),
         PartKind::OtherApps | PartKind::Unattributed | PartKind::Used => {
             ("▓", theme::unattributed())

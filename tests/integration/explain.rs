@@ -118,6 +118,56 @@ fn corpus_covers_every_family() {
     }
 }
 
+/// Advice that is wrong for a family is worse than none: checked on every corpus message.
+#[test]
+fn remedies_are_right_for_each_family() {
+    for (name, text, _) in corpus() {
+        let j = serde_json::to_value(render::to_json(&analyze(&text))).expect("json");
+        let findings = j["findings"].as_array().cloned().unwrap_or_default();
+        let all = j["findings"].to_string();
+        match j["framework"].as_str() {
+            Some("mps") => {
+                // Unified memory, one GPU: no device to switch to, and "other allocations"
+                // are this process's own.
+                assert!(!all.contains("CUDA_VISIBLE_DEVICES"), "{name}: {all}");
+                assert!(
+                    findings.iter().all(|f| f["cause"] != "other_processes"),
+                    "{name}: {all}"
+                );
+                for f in &findings {
+                    for r in f["remedies"].as_array().into_iter().flatten() {
+                        let t = r["text"].as_str().unwrap_or("");
+                        if t.contains("WATERMARK_RATIO") || t.contains("memory_fraction") {
+                            assert!(t.contains("system failure"), "{name}: {t}");
+                        }
+                    }
+                }
+            }
+            Some("paddle") if j["breakdown"]["device_used_bytes"].is_u64() => {
+                // The device-wide figure: the other processes come first, never "Paddle's
+                // own tensors fill the card".
+                assert_eq!(findings[0]["cause"], "device_in_use", "{name}");
+                assert!(
+                    findings[0]["remedies"][0]["text"]
+                        .as_str()
+                        .is_some_and(|t| t.contains("other processes")),
+                    "{name}: {all}"
+                );
+                assert!(
+                    findings
+                        .iter()
+                        .all(|f| f["cause"] != "framework_allocations"),
+                    "{name}: {all}"
+                );
+            }
+            Some("cupy") => {
+                assert!(!all.contains("live allocations"), "{name}: {all}");
+            }
+            _ => {}
+        }
+    }
+}
+
 const FRAGMENTED: &str = "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 572.00 MiB. GPU 0 has a total capacity of 23.65 GiB of which 321.06 MiB is free. Process 1234 has 1.20 GiB memory in use. Process 5678 has 400.00 MiB memory in use. Including non-PyTorch memory, this process has 21.70 GiB memory in use. Of the allocated memory 19.90 GiB is allocated by PyTorch, and 1.17 GiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.";
 
 #[test]
