@@ -129,6 +129,12 @@ pub fn diagnose(oom: &Oom) -> Vec<Finding> {
         }
     }
 
+    // 0. vLLM's start-up guard: it wants utilization × total and that much is not free.
+    if oom.format == "vllm-startup" {
+        out.push(vllm_startup(oom));
+        return out;
+    }
+
     // 2. Other processes hold the memory that is missing.
     if let Some(others) = f.other_processes_bytes.filter(|b| *b > 0) {
         let fits_without = need
@@ -313,6 +319,56 @@ pub fn diagnose(oom: &Oom) -> Vec<Finding> {
         });
     }
     out
+}
+
+/// vLLM refused to start: `gpu_memory_utilization × total` is more than is free.
+fn vllm_startup(oom: &Oom) -> Finding {
+    let f = &oom.facts;
+    let gpu = oom
+        .device_index
+        .map_or_else(|| "the GPU".to_owned(), |i| format!("GPU {i}"));
+    let util = f.gpu_memory_utilization;
+    let held = f.other_processes_bytes;
+    // In vLLM's own unit and precision: the gap is often a few hundredths of a GiB.
+    let gib = |b: u64| format!("{:.2} GiB", b as f64 / (1u64 << 30) as f64);
+    let title = match (held, f.requested_bytes, f.free_bytes) {
+        (Some(h), Some(want), Some(free)) => format!(
+            "{} of {gpu} is already in use: vLLM wants {} ({} of {}) and only {} is free",
+            gib(h),
+            gib(want),
+            util.map_or_else(|| "its share".to_owned(), |u| format!("{u}")),
+            f.total_bytes.map_or_else(|| "the total".to_owned(), gib),
+            gib(free)
+        ),
+        _ => "vLLM wants more of the GPU than is free".to_owned(),
+    };
+    // The largest share that fits what is free now, rounded down to the hundredth.
+    let fits = f
+        .free_bytes
+        .zip(f.total_bytes)
+        .filter(|(_, t)| *t > 0)
+        .map(|(fr, t)| ((fr as f64 / t as f64) * 100.0).floor() / 100.0 - 0.01)
+        .filter(|u| *u > 0.0);
+    let mut remedies = Vec::new();
+    if let Some(u) = fits {
+        remedies.push(r(format!(
+            "Lower gpu_memory_utilization to {u:.2} or less (--gpu-memory-utilization {u:.2}): vLLM then reserves what is free. The KV cache gets what is left after the weights, so a low value may leave it too small for max_model_len."
+        )));
+    } else {
+        remedies.push(r("Lower gpu_memory_utilization (--gpu-memory-utilization) to what is free: the fraction is of the whole GPU, not of its free memory."));
+    }
+    remedies.push(r(format!(
+        "Free {gpu}: stop the processes holding it, often a previous vLLM engine still alive (VLLM::EngineCore); `gpumon once` lists them with their memory."
+    )));
+    remedies.push(r(
+        "Or run on a GPU with enough free memory: CUDA_VISIBLE_DEVICES=N.",
+    ));
+    Finding {
+        cause: Cause::OtherProcesses,
+        title,
+        detail: "vLLM reserves gpu_memory_utilization × the GPU's total for weights, activations and the KV cache, and checks at start-up that this much is free. At that point this process holds only its CUDA context, so what is in use belongs to others.".into(),
+        remedies,
+    }
 }
 
 fn framework_allocations(oom: &Oom, allocated: u64, live: bool, shortfall: Option<u64>) -> Finding {

@@ -37,6 +37,8 @@ pub enum Framework {
     Cupy,
     Paddle,
     Tensorrt,
+    /// The ROCm (HIP) runtime or a library on it, without framework figures.
+    Rocm,
 }
 
 impl Framework {
@@ -55,6 +57,7 @@ impl Framework {
             Framework::Cupy => "CuPy",
             Framework::Paddle => "PaddlePaddle",
             Framework::Tensorrt => "TensorRT",
+            Framework::Rocm => "ROCm",
         }
     }
 
@@ -92,6 +95,8 @@ pub struct Facts {
     /// Everything in use on the device, by every process together, where the message gives
     /// only that (PaddlePaddle's "memory has been allocated").
     pub device_used_bytes: Option<u64>,
+    /// The fraction of the device vLLM was told to take (`gpu_memory_utilization`).
+    pub gpu_memory_utilization: Option<f64>,
     /// Used memory that no figure explains (1.x: other processes and this process's context).
     pub unaccounted_bytes: Option<u64>,
     /// Elements of the tensor when its byte size is unknown (TensorFlow without a dtype).

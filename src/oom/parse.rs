@@ -113,9 +113,13 @@ re!(
     tf_stat_re,
     r"^(Limit|InUse|MaxInUse|NumAllocs|MaxAllocSize):\s+(\d+)\s*$"
 );
+// TensorFlow/XLA stream executor, `cuda_driver.cc` and `rocm/rocm_driver.cc`: the size as
+// `HumanReadableNumBytes` and the exact byte count.
 re!(
     stream_exec_re,
-    format!(r"failed to allocate {SIZE} \((\d+) bytes\) from device: CUDA_ERROR_OUT_OF_MEMORY")
+    format!(
+        r"failed to allocate {SIZE} \((\d+) bytes\) from device: (CUDA_ERROR_OUT_OF_MEMORY|HIP_ERROR_OutOfMemory)"
+    )
 );
 re!(
     jax_bytes_re,
@@ -148,6 +152,15 @@ re!(
 // `total = size + pool.total_bytes()`, after `free_all_blocks()` and a retry: the request plus
 // what the memory pool holds (in use, and cached blocks it could not release). Up to v6 the
 // text is "(total N bytes)", later "(allocated so far: N bytes)". Neither is the device's size.
+// vLLM `v1/worker` (gpu_worker.py `init_device`, later utils.py `request_memory`): at start-up
+// the engine wants `gpu_memory_utilization × total` of the device and refuses when less than
+// that is free. Older builds print "Free memory on device (X/Y GiB)", newer ones name the
+// device: "Free memory on device cuda:N (X/Y GiB)". X is free, Y the total; what is used is
+// held by other processes (or a previous engine still alive), this one has only its context.
+re!(
+    vllm_startup_re,
+    r"Free memory on device(?: (?:cuda|xpu|hip|rocm):(\d+))? \(([\d.]+)/([\d.]+) GiB\) on startup is less than desired GPU memory utilization \(([\d.]+), ([\d.]+) GiB\)"
+);
 re!(
     cupy_re,
     r"[Oo]ut of memory allocating ([\d,]+) bytes \(allocated so far: ([\d,]+) bytes\)"
@@ -395,6 +408,32 @@ pub fn parse_text(t: &str) -> Option<Oom> {
         };
         return Some(oom(Framework::Vllm, "vllm-kv-cache", None, f));
     }
+    if let Some(c) = vllm_startup_re().captures(t) {
+        let gib = |i: usize| {
+            c.get(i)
+                .and_then(|m| m.as_str().parse::<f64>().ok())
+                .map(|v| (v * (1u64 << 30) as f64).round() as u64)
+        };
+        let (free, total) = (gib(2), gib(3));
+        let mut f = Facts {
+            free_bytes: free,
+            total_bytes: total,
+            requested_bytes: gib(5),
+            gpu_memory_utilization: c.get(4).and_then(|m| m.as_str().parse().ok()),
+            ..Facts::default()
+        };
+        if let (Some(t), Some(fr)) = (total, free) {
+            // At start-up the engine holds only its CUDA context: the rest is others'.
+            f.other_processes_bytes = Some(t.saturating_sub(fr));
+            f.derived.push("other_processes_bytes");
+        }
+        return Some(oom(
+            Framework::Vllm,
+            "vllm-startup",
+            num(&c, 1).map(|d| d as u32),
+            f,
+        ));
+    }
     if t.contains("No available memory for the cache blocks") {
         return Some(oom(
             Framework::Vllm,
@@ -515,7 +554,12 @@ pub fn parse_text(t: &str) -> Option<Oom> {
             requested_bytes: num(&c, 2).or(sz(&c, 1)),
             ..Facts::default()
         };
-        return Some(oom(Framework::Cuda, "cuda-driver", None, f));
+        let (framework, format) = if c.get(3).is_some_and(|m| m.as_str().starts_with("HIP")) {
+            (Framework::Rocm, "rocm-driver")
+        } else {
+            (Framework::Cuda, "cuda-driver")
+        };
+        return Some(oom(framework, format, None, f));
     }
     if let Some(m) = raw_cuda_re().find(t) {
         let format = match m.as_str() {
@@ -637,6 +681,28 @@ mod tests {
     fn garbage_is_not_an_oom() {
         assert!(parse_text("out of memory: sort of, but no numbers and no known format").is_none());
         assert!(parse_text("").is_none());
+    }
+
+    #[test]
+    fn a_terminal_wrap_in_the_middle_of_a_word_still_parses() {
+        // ROCm's stream-executor line cut at the terminal's edge inside "OutOfMemory", as
+        // the scanner sees it (the wrapped trigger word included).
+        let found = |t: &str| super::super::analyze(t).main().cloned().expect("an OOM");
+        let o = found(
+            "E tensorflow/compiler/xla/stream_executor/rocm/rocm_driver.cc:606] failed to alloc\n\
+             ate 127.99TiB (140729850295296 bytes) from device: HIP_ERROR_OutOf\nMemory",
+        );
+        assert_eq!((o.framework, o.format), (Framework::Rocm, "rocm-driver"));
+        assert_eq!(o.facts.requested_bytes, Some(140_729_850_295_296));
+        // vLLM's guard cut inside a number.
+        let o = found(
+            "ValueError: Free memory on device cuda:3 (12.1\n8/23.56 GiB) on startup is less than desired GPU memory utilization (0.92, 21.67 GiB).",
+        );
+        assert_eq!((o.format, o.device_index), ("vllm-startup", Some(3)));
+        assert_eq!(
+            o.facts.free_bytes,
+            Some((12.18 * GIB as f64).round() as u64)
+        );
     }
 
     #[test]

@@ -77,6 +77,7 @@ fn trigger_re() -> &'static Regex {
             r"|ran out of memory trying|alloc_failed|failed to allocate|cudaerrormemoryallocation",
             r"|error=2 :|runtime error \(2\)|outofmemoryerror|no available memory for the cache blocks",
             r"|kv cache is needed|cannot allocate|tried to allocate|reserved by pytorch but unallocated",
+            r"|less than desired gpu memory utilization|hip_error_outof",
         ))
         .expect("trigger regex")
     })

@@ -113,6 +113,7 @@ fn corpus_covers_every_family() {
         "cupy",
         "paddle",
         "tensorrt",
+        "rocm",
     ] {
         assert!(frameworks.contains(f), "no corpus message for {f}");
     }
@@ -159,6 +160,18 @@ fn remedies_are_right_for_each_family() {
                         .all(|f| f["cause"] != "framework_allocations"),
                     "{name}: {all}"
                 );
+            }
+            Some("vllm") if j["format"] == "vllm-startup" => {
+                // Too little is free: raising the share can only make it worse.
+                assert!(
+                    !all.contains("Raise gpu_memory_utilization"),
+                    "{name}: {all}"
+                );
+                assert!(
+                    all.contains("Lower gpu_memory_utilization"),
+                    "{name}: {all}"
+                );
+                assert_eq!(findings[0]["cause"], "other_processes", "{name}");
             }
             Some("cupy") => {
                 assert!(!all.contains("live allocations"), "{name}: {all}");
