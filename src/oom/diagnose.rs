@@ -297,11 +297,6 @@ pub fn diagnose(oom: &Oom) -> Vec<Finding> {
         }
     }
 
-    // 6. Framework settings.
-    if let Some(settings) = framework_settings(oom) {
-        out.push(settings);
-    }
-
     // 7. No numbers at all.
     if need.is_none() && f.total_bytes.is_none() && f.allocated_bytes.is_none() {
         out.push(Finding {
@@ -309,15 +304,31 @@ pub fn diagnose(oom: &Oom) -> Vec<Finding> {
             title: "The message carries no memory figures".into(),
             detail: match oom.format {
                 "cublas" | "cudnn" => "cuBLAS/cuDNN could not allocate its handle or workspace: the GPU was already full when the library initialised, usually with this program's own cached memory or another process.".into(),
+                "ggml-metal" => "Metal ran out of memory executing a command buffer: llama.cpp's model, KV cache and compute buffers did not fit in what macOS lets the GPU use (its recommended working set, about two thirds to three quarters of the Mac's memory).".into(),
+                "ggml-cuda" => "llama.cpp's CUDA backend (2023 builds) could not allocate; the message gives no size.".into(),
                 _ => "The allocation failed in the CUDA runtime; which allocation and how much was free are not in the text.".into(),
             },
-            remedies: vec![
-                r("Get numbers: run the job under `gpumon log --processes --interval 200ms` (or keep `gpumon` open) and look at the last samples before the crash."),
-                r("In PyTorch, print torch.cuda.memory_summary() in an except torch.OutOfMemoryError handler."),
-                r("Check for other processes on the same GPU: `gpumon once`."),
-            ],
+            remedies: if oom.format == "ggml-metal" {
+                vec![r("Add up the buffer sizes llama.cpp printed before the error (model, KV cache, compute) and compare them with recommendedMaxWorkingSetSize in its start-up log: that is how much less it needs.")]
+            } else if oom.framework == Framework::Ggml {
+                vec![
+                    r("Read the buffer sizes llama.cpp printed before the error (model, KV cache, compute): together they are what the GPU had to hold."),
+                    r("Check for other processes on the same GPU: `gpumon once`."),
+                ]
+            } else {
+                vec![
+                    r("Get numbers: run the job under `gpumon log --processes --interval 200ms` (or keep `gpumon` open) and look at the last samples before the crash."),
+                    r("In PyTorch, print torch.cuda.memory_summary() in an except torch.OutOfMemoryError handler."),
+                    r("Check for other processes on the same GPU: `gpumon once`."),
+                ]
+            },
         });
     }
+    // 6. Framework settings.
+    if let Some(settings) = framework_settings(oom) {
+        out.push(settings);
+    }
+
     out
 }
 
@@ -459,7 +470,11 @@ fn framework_settings(oom: &Oom) -> Option<Finding> {
         ),
         Framework::Ggml => (
             "llama.cpp memory settings",
-            "Weights, KV cache and compute buffers all go to the GPU.",
+            if oom.format == "ggml-vulkan" {
+                "Weights, KV cache and compute buffers all go to the GPU. Vulkan drivers also cap a single allocation (maxMemoryAllocationSize, often 2–4 GiB): a large -c, -b or -ub can make one compute buffer exceed it while memory is still free."
+            } else {
+                "Weights, KV cache and compute buffers all go to the GPU."
+            },
             vec![
                 r("Offload fewer layers: lower -ngl/--n-gpu-layers."),
                 r("A smaller context (-c) or a quantized KV cache (--cache-type-k q8_0 --cache-type-v q8_0); a smaller -ub/--ubatch-size shrinks compute buffers."),

@@ -142,6 +142,28 @@ re!(
     ggml_buf_re,
     r"failed to allocate (CUDA(\d+)|\w+) buffer of size (\d+)"
 );
+// ggml's Vulkan backend (`ggml-vulkan.cpp`): "Device memory allocation of size N failed."
+// then the vk exception; N is exact. Its Metal backend reports the command buffer's error:
+// "Insufficient Memory (00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)", no size. The
+// 2023 CUDA backend: "CUDA error 2 at ggml-cuda.cu:LINE: out of memory" and "current device: N".
+re!(
+    ggml_vulkan_re,
+    r"ggml_vulkan: Device memory allocation of size (\d+) failed"
+);
+re!(
+    ggml_metal_re,
+    r"kIOGPUCommandBufferCallbackErrorOutOfMemory"
+);
+re!(
+    ggml_cuda_old_re,
+    r"CUDA error 2 at \S*ggml[\w.\-]*\.cu:\d+: out of memory"
+);
+// Where a message names its device outside its own pattern: ggml's "current device: N", ONNX
+// Runtime's CudaCall "GPU=N", TensorFlow's allocator name GPU_N_bfc, a torch device string.
+re!(
+    device_hint_re,
+    r"current device: (\d+)|\bGPU=(\d+)|\bGPU_(\d+)_bfc|\b(?:cuda|hip|xpu):(\d+)\b"
+);
 re!(
     vllm_kv_re,
     format!(
@@ -186,6 +208,19 @@ re!(
 );
 re!(paddle_limit_re, r"`FLAGS_gpu_memory_limit_mb` is (\d+)");
 re!(trt_size_re, r"Requested size was (\d+) bytes");
+// TensorRT's builder when a tactic's scratch memory cannot be had, and its virtual-memory
+// buffers: "Requested amount of [GPU ]memory (N bytes) could not be allocated",
+// "allocating N-byte buffer", "[virtualMemoryBuffer.cpp::resizePhysical::L] Error Code 2:
+// OutOfMemory".
+re!(
+    trt_amount_re,
+    r"Requested amount of (?:GPU )?memory \((\d+) bytes\) could not be allocated"
+);
+re!(trt_buffer_re, r"allocating (\d+)-byte buffer");
+re!(
+    trt_vm_re,
+    r"(?i)virtualMemoryBuffer\.cpp::resizePhysical::\d+\] Error Code 2: (?:OutOfMemory|out of memory)"
+);
 re!(
     raw_cuda_re,
     r"(CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|CUDA error: out of memory|error=2 : out of memory|cuda runtime error \(2\) : out of memory|CUDA failure 2: out of memory|CUDA driver error: out of memory)"
@@ -257,6 +292,13 @@ pub fn parse_block(lines: &[String]) -> Option<Oom> {
         .unwrap_or_default();
     // A terminal wrap can split a word; try the block joined without spaces as well.
     let mut found = parse_text(&spaced).or_else(|| parse_text(&lines.concat()))?;
+    if found.device_index.is_none() {
+        found.device_index = device_hint_re().captures(&spaced).and_then(|c| {
+            (1..=4)
+                .find_map(|i| num(&c, i))
+                .and_then(|d| u32::try_from(d).ok())
+        });
+    }
     if let Some(h) = hint_re().find(&spaced) {
         found.hint = Some(h.as_str().to_owned());
     }
@@ -487,6 +529,19 @@ pub fn parse_text(t: &str) -> Option<Oom> {
             f,
         ));
     }
+    if let Some(c) = ggml_vulkan_re().captures(t) {
+        let f = Facts {
+            requested_bytes: num(&c, 1),
+            ..Facts::default()
+        };
+        return Some(oom(Framework::Ggml, "ggml-vulkan", None, f));
+    }
+    if ggml_metal_re().is_match(t) {
+        return Some(oom(Framework::Ggml, "ggml-metal", None, Facts::default()));
+    }
+    if ggml_cuda_old_re().is_match(t) {
+        return Some(oom(Framework::Ggml, "ggml-cuda", None, Facts::default()));
+    }
     if let Some(c) = paddle_re().captures(t) {
         let used = sz(&c, 3);
         let free = sz(&c, 4);
@@ -534,9 +589,18 @@ pub fn parse_text(t: &str) -> Option<Oom> {
             return Some(oom(Framework::Cupy, format, None, f));
         }
     }
-    if trt_re().is_match(t) && t.to_ascii_lowercase().contains("out of memory") {
+    let trt_amount = trt_amount_re().captures(t).and_then(|c| num(&c, 1));
+    if (trt_re().is_match(t) && t.to_ascii_lowercase().contains("out of memory"))
+        || trt_vm_re().is_match(t)
+        || trt_amount.is_some()
+    {
+        // The fatal resize first; a skipped tactic's request last.
         let f = Facts {
-            requested_bytes: trt_size_re().captures(t).and_then(|c| num(&c, 1)),
+            requested_bytes: trt_size_re()
+                .captures(t)
+                .and_then(|c| num(&c, 1))
+                .or(trt_amount)
+                .or_else(|| trt_buffer_re().captures(t).and_then(|c| num(&c, 1))),
             ..Facts::default()
         };
         return Some(oom(Framework::Tensorrt, "tensorrt", None, f));

@@ -78,6 +78,8 @@ fn trigger_re() -> &'static Regex {
             r"|error=2 :|runtime error \(2\)|outofmemoryerror|no available memory for the cache blocks",
             r"|kv cache is needed|cannot allocate|tried to allocate|reserved by pytorch but unallocated",
             r"|less than desired gpu memory utilization|hip_error_outof",
+            r"|errorout(?:of)?devicememory|device memory allocation of size|kiogpucommandbuffercallbackerroroutofmemory",
+            r"|error code 2: outofmemory|could not be allocated",
         ))
         .expect("trigger regex")
     })
@@ -225,8 +227,11 @@ impl Scanner {
             return false;
         };
         // The same figure-less error printed twice (THCudaCheck's warning, then the raise) is
-        // one event; a repeat with figures (a retry) is another.
-        !(new.format == old.format && new.facts == super::Facts::default())
+        // one event; a repeat with figures (a retry) is another. TensorRT logs one failure as
+        // several errors (the allocator, the skipped tactic, the buffer resize).
+        let one_failure =
+            new.framework == Framework::Tensorrt && old.framework == Framework::Tensorrt;
+        !(one_failure || (new.format == old.format && new.facts == super::Facts::default()))
     }
 
     fn flush(&mut self) {
