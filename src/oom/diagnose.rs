@@ -129,6 +129,23 @@ pub fn diagnose(oom: &Oom) -> Vec<Finding> {
         }
     }
 
+    // 0a. Intel XPU (first-generation Xe): no single block over 4 GiB.
+    if oom.format == "xpu-4gb-limit" {
+        out.push(Finding {
+            cause: Cause::RequestExceedsTotal,
+            title: format!(
+                "One allocation of {} is larger than the 4 GiB this XPU can allocate in one block",
+                need.map_or_else(|| "over 4 GiB".to_owned(), fmt_bytes)
+            ),
+            detail: "Intel's runtime on first-generation Xe GPUs (Arc A-series) refuses any single buffer over 4 GiB, however much memory is free. No allocator setting changes that.".into(),
+            remedies: vec![
+                r("Make the largest tensor smaller than 4 GiB: a smaller batch or resolution, or process it in tiles (for example a tiled VAE decode)."),
+                r("Split the operation across steps or devices so that no single buffer exceeds 4 GiB."),
+            ],
+        });
+        return out;
+    }
+
     // 0. vLLM's start-up guard: it wants utilization × total and that much is not free.
     if oom.format == "vllm-startup" {
         out.push(vllm_startup(oom));

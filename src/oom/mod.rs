@@ -126,6 +126,9 @@ pub struct Oom {
     pub hint: Option<String>,
     /// The line that triggered detection (normalised).
     pub line: String,
+    /// Parts of the full message that the paste lacks (a cut head, a title cut short), so
+    /// their figures are unknown.
+    pub missing: Vec<&'static str>,
 }
 
 impl Facts {

@@ -55,6 +55,18 @@ re!(
     )
 );
 re!(torch_allowed_re, format!(r"{SIZE} allowed;"));
+// PyTorch's cudaMallocAsync backend (`c10/cuda/CUDAMallocAsyncAllocator.cpp`, chosen with
+// PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync, ComfyUI's --cuda-malloc): "Currently
+// allocated" is `pytorch_used_bytes`, its live allocations; "Device limit" and "Free" come
+// from cudaMemGetInfo; the "PyTorch limit" is the per-process memory fraction (2^64 bytes,
+// printed 17179869184.00 GiB, when unset). CUDA's pool may keep freed memory, so the rest of
+// the device is this pool, this process's context, and other processes together.
+re!(
+    torch_async_re,
+    format!(
+        r"Allocation on device (\d+) would exceed allowed memory\. \(out of memory\)\s*Currently allocated\s*:\s*{SIZE}\s*Requested\s*:\s*{SIZE}\s*Device limit\s*:\s*{SIZE}\s*Free \(according to CUDA\)\s*:\s*{SIZE}(?:\s*PyTorch limit \(set by user-supplied memory fraction\)\s*:\s*(\d+(?:\.\d+)?\s?[KMGT]i?B))?"
+    )
+);
 re!(
     torch_process_re,
     format!(r"Process (\d+) has {SIZE} memory in use")
@@ -72,7 +84,7 @@ re!(
 re!(
     torch15_re,
     format!(
-        r"(?i)(?:\b(CUDA|HIP|XPU) out of memory\. )?Tried to allocate {SIZE} \((?:GPU|Device) ?(\d+); {SIZE} total capacity; {SIZE} already allocated;(?: {SIZE} free;)?(?: {SIZE} allowed;)? {SIZE} reserved in total by PyTorch\)?"
+        r"(?i)(?:\b(CUDA|HIP|XPU) out of memory\. )?Tried to allocate {SIZE} \((?:GPU|Device)\s*(\d+); {SIZE} total capacity; {SIZE} already allocated;(?: {SIZE} free;)?(?: {SIZE} allowed;)? {SIZE} reserved in total by PyTorch\)?"
     )
 );
 re!(
@@ -96,7 +108,7 @@ re!(
 re!(
     mps_re,
     format!(
-        r"MPS backend out of memory \(MPS allocated: {SIZE}, other allocations: {SIZE}(?:, max allowed: {SIZE})?\)\. Tried to allocate {SIZE} on (private|shared) pool"
+        r"MPS backend out of memory \(MPS allocated: {SIZE}, other allocations: {SIZE}(?:, max allowed: {SIZE})?\)(?:\. Tried to allocate {SIZE} on (private|shared) pool)?"
     )
 );
 re!(
@@ -260,6 +272,16 @@ pub fn tf_stat(line: &str) -> Option<(&str, u64)> {
     Some((c.get(1)?.as_str(), parse_int(c.get(2)?.as_str())?))
 }
 
+/// The format of an OOM known only from TensorFlow's (or XLA's) allocator Stats block.
+pub const TF_STATS_ONLY: &str = "tensorflow-bfc-stats";
+
+/// An OOM that a Stats block stands for, before (or without) its "ran out of memory" line.
+pub fn tf_stats_only() -> Oom {
+    let mut o = oom(Framework::Tensorflow, TF_STATS_ONLY, None, Facts::default());
+    o.missing = vec!["the \"ran out of memory\" line: which allocation failed, and how large"];
+    o
+}
+
 pub fn apply_tf_stat(f: &mut Facts, key: &str, value: u64) {
     match key {
         "Limit" => {
@@ -279,7 +301,27 @@ fn oom(framework: Framework, format: &'static str, device: Option<u32>, facts: F
         facts,
         hint: None,
         line: String::new(),
+        missing: Vec::new(),
     }
+}
+
+/// What a recognised message would say in full but this paste does not.
+fn missing_parts(o: &Oom) -> Vec<&'static str> {
+    let f = &o.facts;
+    let mut out = Vec::new();
+    match o.format {
+        "pytorch-2.x-tail" => {
+            out.push("the head of the message: the request, the GPU and its total capacity")
+        }
+        "mps" if f.requested_bytes.is_none() => {
+            out.push("the request (\"Tried to allocate … on … pool\")")
+        }
+        "tensorflow-oom" if f.requested_bytes.is_none() && f.elements.is_some() => {
+            out.push("the tensor's dtype (\"and type …\"), so its size in bytes")
+        }
+        _ => {}
+    }
+    out
 }
 
 /// Parses one block of normalised lines; `None` when it is not an OOM after all.
@@ -303,6 +345,7 @@ pub fn parse_block(lines: &[String]) -> Option<Oom> {
         found.hint = Some(h.as_str().to_owned());
     }
     found.line = super::render::cut_at_word(&trigger, 300);
+    found.missing = missing_parts(&found);
     Some(found)
 }
 
@@ -342,6 +385,28 @@ pub fn parse_text(t: &str) -> Option<Oom> {
             f,
         ));
     }
+    if let Some(c) = torch_async_re().captures(t) {
+        let total = sz(&c, 4);
+        let mut f = Facts {
+            allocated_bytes: sz(&c, 2),
+            requested_bytes: sz(&c, 3),
+            total_bytes: total,
+            free_bytes: sz(&c, 5),
+            // Unset, the limit is 2^64 bytes: no cap.
+            allowed_bytes: sz(&c, 6).filter(|l| total.is_none_or(|t| *l < t)),
+            ..Facts::default()
+        };
+        if let (Some(t), Some(a), Some(fr)) = (total, f.allocated_bytes, f.free_bytes) {
+            f.unaccounted_bytes = Some(t.saturating_sub(a + fr));
+            f.derived.push("unaccounted_bytes");
+        }
+        return Some(oom(
+            Framework::Pytorch,
+            "pytorch-cudamallocasync",
+            num(&c, 1).map(|d| d as u32),
+            f,
+        ));
+    }
     if let Some(s) = torch_split_re().captures(t) {
         // The head was cut off: only the allocator split (and perhaps the process) survived.
         let mut f = Facts {
@@ -365,6 +430,16 @@ pub fn parse_text(t: &str) -> Option<Oom> {
             reserved_bytes: sz(&c, 8),
             ..Facts::default()
         };
+        // Intel's XPU runtime on first-generation Xe (Arc A-series): one block may not exceed
+        // 4 GiB, whatever is free (intel-extension-for-pytorch#325).
+        if t.contains("can NOT allocate memory block with size larger than 4GB") {
+            return Some(oom(
+                Framework::Xpu,
+                "xpu-4gb-limit",
+                num(&c, 3).map(|d| d as u32),
+                f,
+            ));
+        }
         let dev = c.get(1).map_or("CUDA", |m| m.as_str());
         return Some(oom(
             torch_framework(dev),

@@ -28,6 +28,8 @@ pub struct ExplainJson<'a> {
     pub findings: Vec<Finding>,
     pub hint: Option<&'a str>,
     pub line: Option<&'a str>,
+    /// Parts of the full message the paste lacks (their figures are unknown).
+    pub missing: &'a [&'static str],
 }
 
 pub fn to_json(a: &Analysis) -> ExplainJson<'_> {
@@ -44,14 +46,17 @@ pub fn to_json(a: &Analysis) -> ExplainJson<'_> {
         findings: main.map(diagnose).unwrap_or_default(),
         hint: main.and_then(|o| o.hint.as_deref()),
         line: main.map(|o| o.line.as_str()),
+        missing: main.map_or(&[][..], |o| o.missing.as_slice()),
     }
 }
 
 /// What `explain` looked for, for the "nothing found" message.
-pub const LOOKED_FOR: &str = "PyTorch (CUDA, ROCm/HIP, XPU, MPS; 1.0 to 2.x formats), \
-TensorFlow (OOM when allocating, BFC allocator), JAX/XLA (RESOURCE_EXHAUSTED), raw CUDA \
+pub const LOOKED_FOR: &str = "PyTorch (CUDA, ROCm/HIP, XPU, MPS; 1.0 to 2.x formats and the \
+cudaMallocAsync backend), TensorFlow (OOM when allocating, BFC allocator and its Stats), \
+JAX/XLA (RESOURCE_EXHAUSTED), CUDA and ROCm stream executors, raw CUDA \
 (cudaErrorMemoryAllocation, CUBLAS/CUDNN_STATUS_ALLOC_FAILED, THCudaCheck), ONNX Runtime, \
-llama.cpp/ggml, vLLM, CuPy, PaddlePaddle and TensorRT out-of-memory messages";
+llama.cpp/ggml (CUDA, Vulkan, Metal), vLLM (KV cache and the start-up guard), CuPy, \
+PaddlePaddle and TensorRT out-of-memory messages";
 
 const BAR_WIDTH: usize = 60;
 
@@ -332,6 +337,15 @@ pub fn render_oom_with(out: &mut String, oom: &Oom, count: usize, paint: Paint, 
 
 /// The table of figures the message gives and implies.
 fn figures(out: &mut String, oom: &Oom, paint: Paint, w: Option<usize>) {
+    if !oom.missing.is_empty() {
+        para(
+            out,
+            w,
+            "  ",
+            "    ",
+            &format!("Not in the paste: {}.", oom.missing.join("; ")),
+        );
+    }
     let f = &oom.facts;
     let d = |name: &str| f.derived.contains(&name);
     let lw = label_width(w);

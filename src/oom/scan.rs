@@ -66,7 +66,17 @@ pub fn normalise(line: &str) -> String {
     };
     let clean = prefix_re().replace(&clean, "");
     let clean = clean.trim().trim_end_matches(['│', '|']).trim_end();
-    clean.replace('\t', " ")
+    // Text that went through a chat or a web page: tabs, no-break and thin spaces become
+    // spaces, typographic quotes plain ones, so the messages' own patterns still match.
+    clean
+        .chars()
+        .map(|c| match c {
+            '\t' | '\u{a0}' | '\u{2007}' | '\u{2009}' | '\u{202f}' => ' ',
+            '\u{2018}' | '\u{2019}' => '\'',
+            '\u{201c}' | '\u{201d}' => '"',
+            c => c,
+        })
+        .collect()
 }
 
 fn trigger_re() -> &'static Regex {
@@ -170,15 +180,23 @@ impl Scanner {
         if line.is_empty() {
             return;
         }
-        // TensorFlow prints its allocator stats long after the OOM line.
+        // TensorFlow prints its allocator stats long after the OOM line; a paste may also hold
+        // the Stats block alone (or before the OOM line): it then stands for the OOM until one
+        // arrives.
         if let Some((key, value)) = tf_stat(&line) {
             if self.pending > 0 {
                 self.flush();
             }
+            let last_is_tf = self
+                .analysis
+                .ooms
+                .last()
+                .is_some_and(|o| o.framework == Framework::Tensorflow);
+            if !last_is_tf {
+                self.analysis.ooms.push(super::parse::tf_stats_only());
+            }
             if let Some(oom) = self.analysis.ooms.last_mut() {
-                if oom.framework == Framework::Tensorflow {
-                    super::parse::apply_tf_stat(&mut oom.facts, key, value);
-                }
+                super::parse::apply_tf_stat(&mut oom.facts, key, value);
             }
             return;
         }
@@ -240,13 +258,31 @@ impl Scanner {
             return;
         }
         let block = std::mem::take(&mut self.block);
-        if let Some(oom) = parse_block(&block) {
+        if let Some(mut oom) = parse_block(&block) {
+            // A Stats block printed before its OOM line: one event, the stats' figures kept.
+            if oom.framework == Framework::Tensorflow {
+                if let Some(stats) = self
+                    .analysis
+                    .ooms
+                    .pop_if(|o| o.format == super::parse::TF_STATS_ONLY)
+                {
+                    oom.facts.total_bytes = oom.facts.total_bytes.or(stats.facts.total_bytes);
+                    oom.facts.total_is_limit |= stats.facts.total_is_limit;
+                    oom.facts.allocated_bytes =
+                        oom.facts.allocated_bytes.or(stats.facts.allocated_bytes);
+                }
+            }
             self.analysis.ooms.push(oom);
         }
     }
 
     pub fn finish(mut self) -> super::Analysis {
         self.flush();
+        // A lone "Limit:" or "InUse:" line is not an allocator's Stats block.
+        self.analysis.ooms.retain(|o| {
+            o.format != super::parse::TF_STATS_ONLY
+                || (o.facts.total_bytes.is_some() && o.facts.allocated_bytes.is_some())
+        });
         for oom in &mut self.analysis.ooms {
             oom.facts.derive();
         }
@@ -286,6 +322,19 @@ mod tests {
             ),
             "ValueError: x"
         );
+    }
+
+    #[test]
+    fn pasted_through_a_chat() {
+        assert_eq!(
+            normalise("Tried\u{a0}to allocate 2.00\u{202f}GiB \u{201c}x\u{201d} it\u{2019}s\tok"),
+            "Tried to allocate 2.00 GiB \"x\" it's ok"
+        );
+        let a = super::super::analyze(
+            "torch.OutOfMemoryError: CUDA out of memory.\u{a0}Tried to allocate 20.00\u{a0}MiB. GPU\u{a0}0 has a total capacity of 7.79 GiB of which 3.06 MiB is free.",
+        );
+        let o = a.main().expect("found through no-break spaces");
+        assert_eq!(o.facts.requested_bytes, Some(20 << 20));
     }
 
     #[test]

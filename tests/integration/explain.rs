@@ -36,7 +36,7 @@ fn corpus() -> Vec<(String, String, Value)> {
 fn every_corpus_message_parses_as_expected() {
     let corpus = corpus();
     assert!(
-        corpus.len() >= 60,
+        corpus.len() >= 150,
         "the corpus has {} messages",
         corpus.len()
     );
@@ -57,7 +57,7 @@ fn every_corpus_message_parses_as_expected() {
         };
         for (key, want) in expect {
             let have = match key.as_str() {
-                "framework" | "format" | "device_index" | "count" => got[key].clone(),
+                "framework" | "format" | "device_index" | "count" | "missing" => got[key].clone(),
                 "first_cause" => got["findings"][0]["cause"].clone(),
                 "hint" => {
                     let hint = got["hint"].as_str().unwrap_or("");
