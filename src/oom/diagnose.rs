@@ -69,6 +69,51 @@ pub fn diagnose(oom: &Oom) -> Vec<Finding> {
     let need = f.requested_bytes;
     let shortfall = need.zip(f.free_bytes).map(|(n, fr)| n.saturating_sub(fr));
 
+    // 0b. XLA's TPU compiler: the whole program does not fit in a core's HBM.
+    if oom.format == "xla-tpu-hbm" {
+        let over = need.zip(f.total_bytes).map(|(n, t)| n.saturating_sub(t));
+        out.push(Finding {
+            cause: Cause::RequestExceedsTotal,
+            title: format!(
+                "The compiled program needs {} of HBM{}, more than the {} a TPU core has",
+                need.map_or_else(|| "more".to_owned(), fmt_bytes),
+                over.map(|o| format!(" ({} too much)", fmt_bytes(o))).unwrap_or_default(),
+                f.total_bytes.map_or_else(|| "HBM".to_owned(), fmt_bytes)
+            ),
+            detail: "XLA sized the program at compile time: parameters, optimizer state and activations of one step, per TPU core. Nothing ran; no setting at run time frees this memory.".into(),
+            remedies: vec![
+                est("Halve the per-core batch (and accumulate gradients over 2 steps to keep the effective batch).", over),
+                r("Shard parameters and optimizer state across more cores (FSDP-style sharding with jax.sharding / pjit, or a larger TPU slice)."),
+                r("Rematerialise activations: jax.checkpoint (jax.remat) on the repeated blocks, tf.recompute_grad in TensorFlow."),
+                r("Compute in bfloat16 and use shorter sequences or smaller images."),
+            ],
+        });
+        return out;
+    }
+
+    // 0a. Intel XPU (first-generation Xe): no single block over 4 GiB.
+    if oom.format == "xpu-4gb-limit" {
+        out.push(Finding {
+            cause: Cause::RequestExceedsTotal,
+            title: format!(
+                "One allocation of {} is larger than the 4 GiB this XPU can allocate in one block",
+                need.map_or_else(|| "over 4 GiB".to_owned(), fmt_bytes)
+            ),
+            detail: "Intel's runtime on first-generation Xe GPUs (Arc A-series) refuses any single buffer over 4 GiB, however much memory is free. No allocator setting changes that.".into(),
+            remedies: vec![
+                r("Make the largest tensor smaller than 4 GiB: a smaller batch or resolution, or process it in tiles (for example a tiled VAE decode)."),
+                r("Split the operation across steps or devices so that no single buffer exceeds 4 GiB."),
+            ],
+        });
+        return out;
+    }
+
+    // 0. vLLM's start-up guard: it wants utilization × total and that much is not free.
+    if oom.format == "vllm-startup" {
+        out.push(vllm_startup(oom));
+        return out;
+    }
+
     // 1. The request alone exceeds the whole card (or the allocator's limit).
     if let (Some(n), Some(t)) = (need, f.total_bytes) {
         if n > t {
@@ -127,29 +172,6 @@ pub fn diagnose(oom: &Oom) -> Vec<Finding> {
                 ],
             });
         }
-    }
-
-    // 0a. Intel XPU (first-generation Xe): no single block over 4 GiB.
-    if oom.format == "xpu-4gb-limit" {
-        out.push(Finding {
-            cause: Cause::RequestExceedsTotal,
-            title: format!(
-                "One allocation of {} is larger than the 4 GiB this XPU can allocate in one block",
-                need.map_or_else(|| "over 4 GiB".to_owned(), fmt_bytes)
-            ),
-            detail: "Intel's runtime on first-generation Xe GPUs (Arc A-series) refuses any single buffer over 4 GiB, however much memory is free. No allocator setting changes that.".into(),
-            remedies: vec![
-                r("Make the largest tensor smaller than 4 GiB: a smaller batch or resolution, or process it in tiles (for example a tiled VAE decode)."),
-                r("Split the operation across steps or devices so that no single buffer exceeds 4 GiB."),
-            ],
-        });
-        return out;
-    }
-
-    // 0. vLLM's start-up guard: it wants utilization × total and that much is not free.
-    if oom.format == "vllm-startup" {
-        out.push(vllm_startup(oom));
-        return out;
     }
 
     // 2. Other processes hold the memory that is missing.
@@ -306,6 +328,8 @@ pub fn diagnose(oom: &Oom) -> Vec<Finding> {
                 title: format!("{} is in use outside {}'s allocator", fmt_bytes(u), oom.framework.name()),
                 detail: if counted {
                     "Used by something the message does not list: other containers or the driver.".into()
+                } else if oom.format == "pytorch-cudamallocasync" {
+                    "This message does not say whose: CUDA's memory pool (cudaMallocAsync keeps freed memory for reuse), this process's CUDA context and libraries (typically 0.3–1 GiB), or other processes.".into()
                 } else {
                     "This message format does not say whose: this process's CUDA context and libraries (typically 0.3–1 GiB), or other processes.".into()
                 },

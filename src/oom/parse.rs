@@ -142,6 +142,14 @@ re!(
     format!(r"Failed to allocate request for {SIZE} \((\d+)B\) on device ordinal (\d+)")
 );
 re!(jax_total_re, format!(r"total allocation:\s+{SIZE}"));
+// XLA's TPU compiler (JAX, TensorFlow on TPU): the compiled program's HBM requirement ("Used"),
+// the HBM a core offers ("of"), and the difference, sizes as "21.95G" / "385.25M".
+re!(
+    xla_hbm_re,
+    format!(
+        r"Ran out of memory in memory space hbm\. Used {SIZE} of {SIZE} hbm\.\s*Exceeded hbm capacity by {SIZE}"
+    )
+);
 re!(
     ort_re,
     r"BFCArena::AllocateRawInternal.*?Failed to allocate memory for requested buffer of size (\d+)"
@@ -558,6 +566,20 @@ pub fn parse_text(t: &str) -> Option<Oom> {
             None,
             Facts::default(),
         ));
+    }
+    if let Some(c) = xla_hbm_re().captures(t) {
+        let f = Facts {
+            requested_bytes: sz(&c, 1),
+            total_bytes: sz(&c, 2),
+            ..Facts::default()
+        };
+        // TensorFlow's TPU runtime says "Compilation failure:"; JAX's is the default.
+        let framework = if t.contains("Compilation failure") || t.contains("tensorflow") {
+            Framework::Tensorflow
+        } else {
+            Framework::Jax
+        };
+        return Some(oom(framework, "xla-tpu-hbm", None, f));
     }
     if let Some(c) = jax_request_re().captures(t) {
         let f = Facts {

@@ -173,6 +173,14 @@ fn remedies_are_right_for_each_family() {
                 );
                 assert_eq!(findings[0]["cause"], "other_processes", "{name}");
             }
+            _ if j["format"] == "xla-tpu-hbm" => {
+                // A compiled TPU program: GPU and PyTorch advice does not apply.
+                assert_eq!(findings.len(), 1, "{name}: {all}");
+                assert!(
+                    !all.contains("DeepSpeed") && !all.contains("torch."),
+                    "{name}: {all}"
+                );
+            }
             Some("cupy") => {
                 assert!(!all.contains("live allocations"), "{name}: {all}");
             }
