@@ -4,15 +4,14 @@
 //! looked up once, when it first appears, from `stat`, `cmdline`, `cgroup` and the owner of
 //! `/proc/PID` (sysinfo's lookup read six files and listed the tasks of each pid: 1,934
 //! `openat` for 320 pids against 971 now); after that, at most once per [`HOST_REFRESH`],
-//! only `/proc/PID/stat` is read for CPU time and RSS. sysinfo stays for the user list and the
-//! host name. A pid that is not visible here (another PID namespace, or already exited) keeps
-//! its host fields `None`.
+//! only `/proc/PID/stat` is read for CPU time and RSS. User names come from the C library's
+//! `getpwuid_r`, as `ps` gets them, so directory users (LDAP, SSSD, NIS: the norm on shared
+//! clusters) have names too; a list read from /etc/passwd would show them as numbers. A pid that
+//! is not visible here (another PID namespace, or already exited) keeps its host fields `None`.
 
 use std::collections::{HashMap, HashSet};
 use std::io::Read;
 use std::time::{Duration, Instant, SystemTime};
-
-use sysinfo::{System, Users};
 
 use crate::model::{Device, Process};
 
@@ -53,7 +52,7 @@ struct CpuMark {
 }
 
 pub struct HostLookup {
-    users: Option<Users>,
+    /// uid → user name, looked up once per uid.
     user_names: HashMap<u32, Option<String>>,
     /// Unix seconds at boot, for start times (`None` inside: not read yet).
     boot_time: Option<Option<u64>>,
@@ -87,7 +86,6 @@ impl HostLookup {
             )
         };
         HostLookup {
-            users: None,
             user_names: HashMap::new(),
             boot_time: None,
             facts: HashMap::new(),
@@ -207,9 +205,7 @@ impl HostLookup {
             };
             self.missing.remove(&pid);
             let stat = raw.stat;
-            let user = raw
-                .uid
-                .and_then(|uid| user_name(&mut self.users, &mut self.user_names, uid));
+            let user = raw.uid.and_then(|uid| user_name(&mut self.user_names, uid));
             let ticks = self.clock_ticks as f64;
             let start_s = boot.map(|b| b as f64 + stat.start_ticks as f64 / ticks);
             // First sight: CPU % averaged over the process's life, as `ps` shows it.
@@ -418,29 +414,42 @@ fn boot_time() -> Option<u64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
-fn user_name(
-    users: &mut Option<Users>,
-    cache: &mut HashMap<u32, Option<String>>,
-    uid: u32,
-) -> Option<String> {
-    if let Some(name) = cache.get(&uid) {
-        return name.clone();
-    }
-    // The user list is read lazily, and again only when an unknown uid shows up.
-    let list = match users {
-        Some(list) => {
-            list.refresh();
-            list
+fn user_name(cache: &mut HashMap<u32, Option<String>>, uid: u32) -> Option<String> {
+    cache
+        .entry(uid)
+        .or_insert_with(|| Some(passwd_name(uid).unwrap_or_else(|| uid.to_string())))
+        .clone()
+}
+
+/// The account name of `uid` through the C library (NSS: files, LDAP, SSSD…), `None` when it
+/// has none.
+fn passwd_name(uid: u32) -> Option<String> {
+    let mut buf = vec![0u8; 1024];
+    loop {
+        // SAFETY: passwd is plain data; getpwuid_r writes it and its strings into `buf`, whose
+        // length we pass, and sets `found` to `pwd` on success or null when there is no entry.
+        let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+        let mut found: *mut libc::passwd = std::ptr::null_mut();
+        let rc = unsafe {
+            libc::getpwuid_r(
+                uid,
+                &mut pwd,
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                &mut found,
+            )
+        };
+        if rc == libc::ERANGE && buf.len() < 1 << 20 {
+            buf.resize(buf.len() * 2, 0);
+            continue;
         }
-        None => users.insert(Users::new_with_refreshed_list().ok()?),
-    };
-    let name = list
-        .iter()
-        .find(|u| **u.id() == uid)
-        .map(|u| u.name().to_owned())
-        .or_else(|| Some(uid.to_string()));
-    cache.insert(uid, name.clone());
-    name
+        if rc != 0 || found.is_null() || pwd.pw_name.is_null() {
+            return None;
+        }
+        // SAFETY: on success pw_name points to a NUL-terminated string inside `buf`.
+        let name = unsafe { std::ffi::CStr::from_ptr(pwd.pw_name) };
+        return Some(name.to_string_lossy().into_owned());
+    }
 }
 
 /// True inside a container with its own PID namespace: /proc/self/status lists more than one
@@ -585,7 +594,16 @@ visible (run with --pid=host to see them)";
 /// This machine's host name, for headers and records.
 pub fn hostname() -> Option<String> {
     static NAME: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
-    NAME.get_or_init(|| System::host_name().ok()).clone()
+    NAME.get_or_init(|| {
+        let mut buf = [0u8; 256];
+        // SAFETY: gethostname writes at most `buf.len()` bytes into `buf`.
+        let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+        (rc == 0).then_some(())?;
+        let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+        let name = String::from_utf8_lossy(&buf[..end]).trim().to_owned();
+        (!name.is_empty()).then_some(name)
+    })
+    .clone()
 }
 
 #[cfg(test)]
@@ -713,6 +731,19 @@ mod tests {
             assert!(h.missing.contains(pid), "{pid}");
             assert!(h.facts.get(pid).is_some_and(|f| f.command.is_none()));
         }
+    }
+
+    #[test]
+    fn users_and_host_name_come_from_the_c_library() {
+        assert_eq!(passwd_name(0).as_deref(), Some("root"));
+        assert_eq!(passwd_name(3_999_999_999), None);
+        let mut cache = HashMap::new();
+        assert_eq!(
+            user_name(&mut cache, 3_999_999_999).as_deref(),
+            Some("3999999999")
+        );
+        let kernel = std::fs::read_to_string("/proc/sys/kernel/hostname").expect("hostname");
+        assert_eq!(hostname().as_deref(), Some(kernel.trim()));
     }
 
     #[test]
