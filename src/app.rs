@@ -10,7 +10,7 @@ use anyhow::Context;
 use clap::CommandFactory;
 use tokio::sync::watch;
 
-use crate::cli::{Cli, Command, Common, ExplainArgs, LogArgs, OnceArgs};
+use crate::cli::{Cli, Command, Common, EstimateArgs, ExplainArgs, LogArgs, OnceArgs};
 use crate::output::log::{Columns, Format, LogWriter};
 use crate::output::{is_broken_pipe, once, Paint};
 use crate::sampler::{self, Filter, Sampler};
@@ -75,6 +75,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Explain(args)) => run_explain(&args),
         Some(Command::Run(args)) => crate::run::run(&cli.common, &args),
         Some(Command::Serve(args)) => crate::serve::run(&cli.common, &args),
+        Some(Command::Estimate(args)) => run_estimate(&cli.common, &args),
         Some(Command::Completions { shell }) => print_completions(shell),
         Some(Command::Man) => print_man(),
         None if io::stdout().is_terminal() && io::stdin().is_terminal() => {
@@ -86,6 +87,90 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Err(e) if is_broken_pipe(&e) => Ok(ExitCode::SUCCESS),
         other => other,
     }
+}
+
+/// `gpumon estimate`: the model, the run, each GPU's live free memory, the plan.
+fn run_estimate(common: &Common, args: &EstimateArgs) -> anyhow::Result<ExitCode> {
+    use crate::estimate::{config, model};
+    let (mut shape, on_disk) = match &args.model {
+        Some(path) => match config::load(path) {
+            Ok(found) => found,
+            Err(e) => {
+                eprintln!("gpumon: {e}");
+                return Ok(ExitCode::from(EXIT_USAGE));
+            }
+        },
+        None => (
+            model::Shape {
+                family: "custom".into(),
+                ..model::Shape::default()
+            },
+            None,
+        ),
+    };
+    // Flags override or complete what the config says.
+    if let Some(p) = args.params {
+        shape.params = p;
+    }
+    shape.layers = args.layers.or(shape.layers);
+    shape.hidden = args.hidden.or(shape.hidden);
+    shape.heads = args.heads.or(shape.heads);
+    shape.kv_heads = args.kv_heads.or(shape.kv_heads).or(shape.heads);
+    shape.vocab = args.vocab.or(shape.vocab);
+    shape.intermediate = args.intermediate.or(shape.intermediate);
+    shape.gated_mlp |= args.gated_mlp;
+    if shape.params == 0 {
+        eprintln!(
+            "gpumon: {}: no parameter count (no config gpumon understands and no safetensors); give --params",
+            args.model.as_deref().map_or_else(String::new, |p| p.display().to_string())
+        );
+        return Ok(ExitCode::from(EXIT_USAGE));
+    }
+    let run = model::Run {
+        batch: args.batch,
+        seq_len: args.seq_len,
+        dtype: args.dtype,
+        mixed_precision: args.mixed_precision && !args.inference,
+        optimizer: if args.inference {
+            model::Optimizer::None
+        } else {
+            args.optimizer
+        },
+        checkpointing: args.checkpointing,
+        attention: args.attention,
+        grad_accum: args.grad_accum,
+        inference: args.inference,
+        lora_rank: args.lora_rank.filter(|_| !args.inference),
+    };
+    // The GPUs as they are now: free memory from one sample, no process lists.
+    let gpus = match open_within_timeout(common) {
+        Ok(source) => {
+            let mut sampler = new_sampler(common, source, false, false);
+            let sample = sampler.tick();
+            drop(sampler);
+            Ok(sample
+                .devices
+                .into_iter()
+                .map(|d| crate::estimate::GpuFree {
+                    index: d.index,
+                    uuid: d.uuid,
+                    name: d.name,
+                    free_bytes: d.memory.free_bytes,
+                })
+                .collect())
+        }
+        Err(e) => Err(e.to_string()),
+    };
+    let report = crate::estimate::report(shape, on_disk, run, gpus);
+    let mut out = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &report)?;
+        out.write_all(b"\n")?;
+    } else {
+        out.write_all(crate::estimate::render(&report).as_bytes())?;
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The shell's completion script, generated from the command-line definitions.

@@ -117,6 +117,20 @@ pub enum Command {
         gpumon serve --listen 127.0.0.1:9400 --interval 2s\n  \
         gpumon serve --web.config.file /etc/gpumon/web.yml --process-labels user")]
     Serve(ServeArgs),
+    /// Estimate a training or inference run's GPU memory, and whether it fits the GPUs here
+    ///
+    /// The model comes from --model (a Hugging Face config.json, or a model directory: its
+    /// *.safetensors headers give the exact parameter count) or from --params with optional
+    /// shape flags. Parts: weights, gradients, optimizer states (with fp32 master weights under
+    /// mixed precision, as in the ZeRO paper), activations per layer (Korthikanti et al. 2022,
+    /// adapted for grouped-query attention and gated MLPs), the KV cache for --inference, and a
+    /// stated allowance for the CUDA context plus a fragmentation margin. Each GPU's live free
+    /// memory is read (NVML, --demo or --scenario); when the run does not fit, what each
+    /// standard remedy saves and the fewest that make it fit.
+    #[command(after_help = "Examples:
+  gpumon estimate --model ./Llama-2-7b-hf --batch 4         --seq-len 2048 --mixed-precision --optimizer adamw
+          gpumon estimate --params 7B --layers 32 --hidden 4096 --heads 32 --inference         --seq-len 4096 --dtype fp16")]
+    Estimate(EstimateArgs),
     /// Print a shell completion script: gpumon completions bash > /etc/bash_completion.d/gpumon
     Completions {
         /// bash, zsh, fish, elvish or powershell
@@ -125,6 +139,73 @@ pub enum Command {
     },
     /// Print the man page (roff): gpumon man > /usr/local/share/man/man1/gpumon.1
     Man,
+}
+
+#[derive(Debug, Args)]
+pub struct EstimateArgs {
+    /// A Hugging Face config.json, or a model directory (config.json and *.safetensors,
+    /// sharded through model.safetensors.index.json)
+    #[arg(long, value_name = "PATH", conflicts_with = "params")]
+    pub model: Option<PathBuf>,
+    /// The parameter count: 7B, 350M, 6738415616
+    #[arg(long, value_name = "N", value_parser = crate::estimate::parse_params,
+          required_unless_present = "model")]
+    pub params: Option<u64>,
+    /// Transformer layers (for activations and the KV cache)
+    #[arg(long, value_name = "N")]
+    pub layers: Option<u64>,
+    /// Hidden size
+    #[arg(long, value_name = "N")]
+    pub hidden: Option<u64>,
+    /// Attention heads
+    #[arg(long, value_name = "N")]
+    pub heads: Option<u64>,
+    /// Key/value heads (grouped-query attention; default: --heads)
+    #[arg(long, value_name = "N")]
+    pub kv_heads: Option<u64>,
+    /// Vocabulary size (for the output logits)
+    #[arg(long, value_name = "N")]
+    pub vocab: Option<u64>,
+    /// MLP width; a gated (SwiGLU) MLP with --gated-mlp
+    #[arg(long, value_name = "N")]
+    pub intermediate: Option<u64>,
+    /// The MLP has gate, up and down matrices (Llama, Mistral, Qwen2)
+    #[arg(long)]
+    pub gated_mlp: bool,
+    /// Sequences per step (per GPU)
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub batch: u64,
+    /// Tokens per sequence
+    #[arg(long, value_name = "N", default_value_t = 2048, value_parser = clap::value_parser!(u64).range(1..))]
+    pub seq_len: u64,
+    /// The weights' type (the compute type under --mixed-precision is bf16)
+    #[arg(long, value_enum, default_value = "bf16")]
+    pub dtype: crate::estimate::model::Dtype,
+    /// bf16 compute with fp32 master weights (training)
+    #[arg(long)]
+    pub mixed_precision: bool,
+    /// The optimizer (training)
+    #[arg(long, value_enum, default_value = "adamw")]
+    pub optimizer: crate::estimate::model::Optimizer,
+    /// Activation recomputation (training)
+    #[arg(long, value_enum, default_value = "none")]
+    pub checkpointing: crate::estimate::model::Checkpointing,
+    /// Attention kernels: sdpa (fused, as PyTorch 2 and transformers use by default: the s×s
+    /// scores are never stored) or eager (scores, softmax and dropout stored per layer)
+    #[arg(long, value_enum, default_value = "sdpa")]
+    pub attention: crate::estimate::model::Attention,
+    /// Gradient accumulation steps (the effective batch is batch × N)
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub grad_accum: u64,
+    /// Estimate inference: weights and the KV cache, no gradients or optimizer states
+    #[arg(long)]
+    pub inference: bool,
+    /// Train LoRA adapters of this rank on the attention's query and value projections only
+    #[arg(long, value_name = "R", value_parser = clap::value_parser!(u64).range(1..))]
+    pub lora_rank: Option<u64>,
+    /// Print the report as JSON (schema version 1)
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -7,6 +7,7 @@
 
 pub mod app;
 pub mod cli;
+pub mod estimate;
 pub mod host;
 pub mod model;
 pub mod oom;

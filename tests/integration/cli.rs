@@ -2,7 +2,7 @@
 
 use std::process::Command;
 
-use crate::common::gpumon;
+use crate::common::{gpumon, gpumon_fake, scenario, stdout_json};
 
 #[test]
 fn completions_for_every_shell_know_the_commands_and_flags() {
@@ -67,4 +67,95 @@ fn the_man_page_is_roff_with_every_command() {
     for command in ["gpumon\\-serve", "gpumon\\-explain", "gpumon\\-completions"] {
         assert!(page.contains(command), "missing {command}");
     }
+}
+
+/// `estimate` reads each GPU's free memory through NVML (here the fake library) and says
+/// where the run fits.
+#[test]
+fn estimate_checks_the_fit_on_the_gpus_read_through_nvml() {
+    let s = scenario(
+        r#"{"version":1,"devices":[
+            {"name":"Small GPU","memory_total_mib":8192,"memory_reserved_mib":0,
+             "processes":[{"pid":4242,"memory_mib":6144}]},
+            {"name":"Big GPU","memory_total_mib":81920,"memory_reserved_mib":0,"processes":[]}]}"#,
+    );
+    let config = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/configs/llama-2-7b.json"
+    );
+    // Llama-2-7B inference in fp16, 4096 tokens: ~20 GiB; only the big GPU holds it.
+    let j = stdout_json(gpumon_fake(&s, 0.0).args([
+        "estimate",
+        "--model",
+        config,
+        "--inference",
+        "--seq-len",
+        "4096",
+        "--dtype",
+        "fp16",
+        "--json",
+    ]));
+    assert_eq!(j["schema_version"], 1);
+    assert_eq!(j["inputs"]["model"]["params"], 6_738_415_616u64);
+    assert_eq!(j["parts"]["kv_cache_bytes"], 2u64 << 30);
+    assert!(j["parts"]["gradients_bytes"].is_null());
+    let gpus = j["gpus"].as_array().expect("gpus");
+    assert_eq!(gpus.len(), 2);
+    assert_eq!(gpus[0]["free_bytes"], 2u64 << 30);
+    assert_eq!(gpus[0]["fits"], false);
+    assert_eq!(gpus[1]["name"], "Big GPU");
+    assert_eq!(gpus[1]["fits"], true);
+    assert!(j["fits_with"].is_null());
+
+    // Full fine-tuning of the same model does not fit 80 GiB: a plan that does.
+    let out = gpumon_fake(&s, 0.0)
+        .args([
+            "estimate",
+            "--model",
+            config,
+            "--batch",
+            "8",
+            "--seq-len",
+            "4096",
+            "--mixed-precision",
+        ])
+        .output()
+        .expect("run");
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("[1] Big GPU") && text.contains("does not fit"),
+        "{text}"
+    );
+    assert!(text.contains("The fewest changes that fit GPU 1"), "{text}");
+
+    // Without a driver, the estimate still prints and says so.
+    let out = gpumon()
+        .env("GPUMON_NVML_LIB", "/nonexistent/libnvidia-ml.so.1")
+        .args([
+            "estimate", "--params", "7B", "--layers", "32", "--hidden", "4096", "--heads", "32",
+        ])
+        .output()
+        .expect("run");
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("No GPU was read") && text.contains("peak (must fit)"),
+        "{text}"
+    );
+
+    // A config it cannot derive parameters from is a usage error naming --params.
+    let dir = tempfile::tempdir().expect("tmp");
+    let odd = dir.path().join("config.json");
+    std::fs::write(
+        &odd,
+        r#"{"model_type":"mamba","architectures":["MambaForCausalLM"]}"#,
+    )
+    .expect("write");
+    let out = gpumon()
+        .args(["estimate", "--model", odd.to_str().expect("utf-8")])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--params"));
 }

@@ -1,0 +1,549 @@
+//! `gpumon estimate`: will a training or inference run fit on the GPUs here, and what would
+//! make it fit. The memory model is in [`model`]; the model's shape comes from a
+//! `config.json` and safetensors headers ([`config`]) or from flags.
+
+pub mod config;
+pub mod model;
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::units::fmt_bytes;
+use model::{Checkpointing, Dtype, Optimizer, Parts, Run, Shape};
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// "7B", "350M", "1.5b", "6738415616" → a parameter count.
+pub fn parse_params(s: &str) -> Result<u64, String> {
+    let t = s.trim().replace(['_', ','], "");
+    let (num, mult) = match t.chars().last().map(|c| c.to_ascii_uppercase()) {
+        Some('K') => (&t[..t.len() - 1], 1e3),
+        Some('M') => (&t[..t.len() - 1], 1e6),
+        Some('B') | Some('G') => (&t[..t.len() - 1], 1e9),
+        Some('T') => (&t[..t.len() - 1], 1e12),
+        _ => (t.as_str(), 1.0),
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a parameter count (7B, 350M, 6738415616)"))?;
+    let n = v * mult;
+    if !(n.is_finite() && (1.0..1e15).contains(&n)) {
+        return Err(format!("'{s}' is not a plausible parameter count"));
+    }
+    Ok(n.round() as u64)
+}
+
+/// One GPU's free memory, as read now.
+#[derive(Debug, Clone)]
+pub struct GpuFree {
+    pub index: u32,
+    pub uuid: Option<String>,
+    pub name: Option<String>,
+    pub free_bytes: Option<u64>,
+}
+
+/// One GPU as read now, and whether the run fits it.
+#[derive(Debug, Clone, Serialize)]
+pub struct GpuFit {
+    pub index: u32,
+    pub uuid: Option<String>,
+    pub name: Option<String>,
+    pub free_bytes: Option<u64>,
+    pub fits: Option<bool>,
+}
+
+/// One remedy and what it saves on its own.
+#[derive(Debug, Clone, Serialize)]
+pub struct Remedy {
+    pub remedy: String,
+    pub saves_bytes: u64,
+}
+
+/// The fewest remedies that make the run fit the GPU with the most free memory.
+#[derive(Debug, Clone, Serialize)]
+pub struct Combination {
+    pub remedies: Vec<String>,
+    pub total_bytes: u64,
+    pub gpu_index: u32,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub schema_version: u32,
+    pub inputs: Inputs,
+    pub parts: Parts,
+    /// What stays on the GPU between steps (without activations).
+    pub resident_bytes: u64,
+    pub total_bytes: u64,
+    pub gpus: Vec<GpuFit>,
+    /// Why no GPU could be read, when none was.
+    pub gpus_error: Option<String>,
+    pub plan: Vec<Remedy>,
+    pub fits_with: Option<Combination>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Inputs {
+    pub model: Shape,
+    /// The weights' bytes on disk, from the safetensors headers.
+    pub weights_on_disk_bytes: Option<u64>,
+    pub run: Run,
+    pub trainable_params: u64,
+}
+
+/// A change to the run that saves memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Change {
+    /// Halve the micro-batch `n` times, multiplying gradient accumulation to match.
+    Batch(u32),
+    MixedPrecision,
+    Checkpoint(Checkpointing),
+    EightBitAdam,
+    Lora,
+    HalfSequence,
+    Int8,
+    Int4,
+}
+
+impl Change {
+    fn apply(self, run: &Run) -> Run {
+        let mut r = run.clone();
+        match self {
+            Change::Batch(n) => {
+                let batch = (run.batch >> n).max(1);
+                r.grad_accum = run.grad_accum * (run.batch / batch).max(1);
+                r.batch = batch;
+            }
+            Change::MixedPrecision => {
+                r.mixed_precision = true;
+                r.dtype = Dtype::Bf16;
+            }
+            Change::Checkpoint(c) => r.checkpointing = c,
+            Change::EightBitAdam => r.optimizer = Optimizer::Adamw8bit,
+            Change::Lora => r.lora_rank = Some(16),
+            Change::HalfSequence => r.seq_len = (run.seq_len / 2).max(1),
+            Change::Int8 => r.dtype = Dtype::Int8,
+            Change::Int4 => r.dtype = Dtype::Int4,
+        }
+        r
+    }
+
+    fn describe(self, run: &Run) -> String {
+        match self {
+            Change::Batch(n) => {
+                let batch = (run.batch >> n).max(1);
+                let accum = run.grad_accum * (run.batch / batch).max(1);
+                if run.inference {
+                    format!("batch {batch} instead of {}", run.batch)
+                } else {
+                    format!("batch {batch} with gradient accumulation ×{accum} (the same effective batch)")
+                }
+            }
+            Change::MixedPrecision => "bf16 mixed precision (fp32 master weights kept)".into(),
+            Change::Checkpoint(Checkpointing::Selective) => {
+                "selective activation recomputation (attention scores), or fused attention".into()
+            }
+            Change::Checkpoint(_) => {
+                "full activation checkpointing (about 30% more compute)".into()
+            }
+            Change::EightBitAdam => "8-bit AdamW (bitsandbytes)".into(),
+            Change::Lora => "LoRA, rank 16, instead of full fine-tuning".into(),
+            Change::HalfSequence => format!(
+                "sequences of {} tokens instead of {}",
+                (run.seq_len / 2).max(1),
+                run.seq_len
+            ),
+            Change::Int8 => "8-bit weights".into(),
+            Change::Int4 => "4-bit weights".into(),
+        }
+    }
+
+    /// Changes the task itself (what is learned or served), not only how: tried last.
+    fn changes_the_task(self) -> bool {
+        matches!(self, Change::HalfSequence | Change::Int4 | Change::Lora)
+    }
+}
+
+/// The remedies that apply to `run`, one level each (batch halvings are listed as levels).
+fn options(run: &Run) -> Vec<Vec<Change>> {
+    let mut out = Vec::new();
+    let halvings = (64 - run.batch.max(1).leading_zeros() - 1).min(6);
+    if halvings > 0 {
+        out.push((1..=halvings).map(Change::Batch).collect());
+    }
+    if run.inference {
+        match run.dtype {
+            Dtype::Fp32 | Dtype::Bf16 | Dtype::Fp16 => out.push(vec![Change::Int8, Change::Int4]),
+            Dtype::Int8 => out.push(vec![Change::Int4]),
+            Dtype::Int4 => {}
+        }
+    } else {
+        if !run.mixed_precision && run.dtype == Dtype::Fp32 {
+            out.push(vec![Change::MixedPrecision]);
+        }
+        match run.checkpointing {
+            Checkpointing::None => out.push(vec![
+                Change::Checkpoint(Checkpointing::Selective),
+                Change::Checkpoint(Checkpointing::Full),
+            ]),
+            Checkpointing::Selective => out.push(vec![Change::Checkpoint(Checkpointing::Full)]),
+            Checkpointing::Full => {}
+        }
+        if matches!(run.optimizer, Optimizer::Adam | Optimizer::Adamw) {
+            out.push(vec![Change::EightBitAdam]);
+        }
+        if run.lora_rank.is_none() {
+            out.push(vec![Change::Lora]);
+        }
+    }
+    if run.seq_len > 1 {
+        out.push(vec![Change::HalfSequence]);
+    }
+    out
+}
+
+/// Each remedy alone, with its saving; then the fewest that fit `free` (task-changing ones
+/// only when nothing else does), the smallest total among equals.
+fn plan(shape: &Shape, run: &Run, free: Option<(u32, u64)>) -> (Vec<Remedy>, Option<Combination>) {
+    let base = model::estimate(shape, run).total_bytes;
+    let groups = options(run);
+    let mut alone: Vec<Remedy> = groups
+        .iter()
+        .flat_map(|g| g.iter().copied())
+        .map(|c| Remedy {
+            remedy: c.describe(run),
+            saves_bytes: base.saturating_sub(model::estimate(shape, &c.apply(run)).total_bytes),
+        })
+        .filter(|r| r.saves_bytes > 0)
+        .collect();
+    alone.sort_by_key(|r| std::cmp::Reverse(r.saves_bytes));
+    let Some((gpu, free)) = free else {
+        return (alone, None);
+    };
+    if base <= free {
+        return (alone, None);
+    }
+    // Every choice of one level (or none) per group: at most 7 × 3 × 2⁴ combinations.
+    let mut best: Option<(usize, usize, u64, Vec<Change>)> = None;
+    let mut pick = vec![0usize; groups.len()];
+    loop {
+        let chosen: Vec<Change> = pick
+            .iter()
+            .zip(&groups)
+            .filter(|(p, _)| **p > 0)
+            .map(|(p, g)| g[*p - 1])
+            .collect();
+        let r = chosen.iter().fold(run.clone(), |r, c| c.apply(&r));
+        let total = model::estimate(shape, &r).total_bytes;
+        if total <= free {
+            let task = chosen.iter().filter(|c| c.changes_the_task()).count();
+            let key = (task, chosen.len(), total);
+            if best.as_ref().is_none_or(|b| key < (b.0, b.1, b.2)) {
+                best = Some((task, chosen.len(), total, chosen));
+            }
+        }
+        // Next combination (odometer).
+        let mut i = 0;
+        loop {
+            if i == pick.len() {
+                let fits = best.map(|(_, _, total, chosen)| Combination {
+                    remedies: chosen.iter().map(|c| c.describe(run)).collect(),
+                    total_bytes: total,
+                    gpu_index: gpu,
+                });
+                return (alone, fits);
+            }
+            pick[i] += 1;
+            if pick[i] <= groups[i].len() {
+                break;
+            }
+            pick[i] = 0;
+            i += 1;
+        }
+    }
+}
+
+/// The whole report: the estimate, each GPU's fit, the plan.
+pub fn report(
+    shape: Shape,
+    weights_on_disk: Option<u64>,
+    run: Run,
+    gpus: Result<Vec<GpuFree>, String>,
+) -> Report {
+    let parts = model::estimate(&shape, &run);
+    let resident = parts.total_bytes - parts.activations_bytes.unwrap_or(0);
+    let (gpus, gpus_error) = match gpus {
+        Ok(list) => (
+            list.into_iter()
+                .map(|g| GpuFit {
+                    fits: g.free_bytes.map(|f| parts.total_bytes <= f),
+                    index: g.index,
+                    uuid: g.uuid,
+                    name: g.name,
+                    free_bytes: g.free_bytes,
+                })
+                .collect(),
+            None,
+        ),
+        Err(e) => (Vec::new(), Some(e)),
+    };
+    let best_gpu = gpus
+        .iter()
+        .filter_map(|g| Some((g.index, g.free_bytes?)))
+        .max_by_key(|(_, f)| *f);
+    let (plan, fits_with) = plan(&shape, &run, best_gpu);
+    Report {
+        schema_version: SCHEMA_VERSION,
+        inputs: Inputs {
+            trainable_params: model::trainable_params(&shape, &run),
+            model: shape,
+            weights_on_disk_bytes: weights_on_disk,
+            run,
+        },
+        parts,
+        resident_bytes: resident,
+        total_bytes: parts.total_bytes,
+        gpus,
+        gpus_error,
+        plan,
+        fits_with,
+    }
+}
+
+fn count(n: u64) -> String {
+    match n {
+        n if n >= 1_000_000_000 => format!("{:.2} B", n as f64 / 1e9),
+        n if n >= 1_000_000 => format!("{:.1} M", n as f64 / 1e6),
+        n => n.to_string(),
+    }
+}
+
+/// The report as text.
+pub fn render(r: &Report) -> String {
+    let mut out = String::new();
+    let run = &r.inputs.run;
+    let m = &r.inputs.model;
+    let what = if run.inference {
+        "inference".to_owned()
+    } else {
+        format!(
+            "training with {}{}{}",
+            serde_json::to_value(run.optimizer)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default(),
+            if run.mixed_precision {
+                ", bf16 mixed precision"
+            } else {
+                ""
+            },
+            match run.lora_rank {
+                Some(rank) => format!(
+                    ", LoRA rank {rank} ({} trainable)",
+                    count(r.inputs.trainable_params)
+                ),
+                None => String::new(),
+            }
+        )
+    };
+    let name = |v: serde_json::Value| v.as_str().map(str::to_owned).unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "{} parameters ({}), {what}: batch {} × {} tokens{}, {} weights, {} attention, checkpointing {}",
+        count(m.params),
+        m.family,
+        run.batch,
+        run.seq_len,
+        if run.grad_accum > 1 { format!(" × {} accumulated", run.grad_accum) } else { String::new() },
+        name(serde_json::json!(run.dtype)),
+        name(serde_json::json!(run.attention)),
+        name(serde_json::json!(run.checkpointing)),
+    );
+    out.push('\n');
+    let row = |out: &mut String, label: &str, v: Option<u64>| {
+        let _ = writeln!(
+            out,
+            "  {label:<34}{:>12}",
+            v.map_or_else(|| "—".to_owned(), fmt_bytes)
+        );
+    };
+    let p = &r.parts;
+    row(&mut out, "weights", Some(p.weights_bytes));
+    row(&mut out, "gradients", p.gradients_bytes);
+    row(&mut out, "optimizer states", p.optimizer_bytes);
+    row(&mut out, "activations", p.activations_bytes);
+    row(&mut out, "KV cache", p.kv_cache_bytes);
+    row(
+        &mut out,
+        "context allowance + fragmentation",
+        Some(p.overhead_bytes),
+    );
+    row(&mut out, "between steps", Some(r.resident_bytes));
+    row(&mut out, "peak (must fit)", Some(r.total_bytes));
+    out.push('\n');
+    if let Some(e) = &r.gpus_error {
+        let first = e.lines().next().unwrap_or("");
+        let _ = writeln!(
+            out,
+            "No GPU was read, so the estimate stands alone: {first}"
+        );
+    }
+    for g in &r.gpus {
+        let verdict = match (g.fits, g.free_bytes) {
+            (Some(true), Some(f)) => format!("fits ({} to spare)", fmt_bytes(f - r.total_bytes)),
+            (Some(false), Some(f)) => {
+                format!("does not fit ({} short)", fmt_bytes(r.total_bytes - f))
+            }
+            _ => "free memory unknown".into(),
+        };
+        let _ = writeln!(
+            out,
+            "  [{}] {:<28} free {:>10}   {verdict}",
+            g.index,
+            g.name.as_deref().unwrap_or("GPU"),
+            g.free_bytes.map_or_else(|| "N/A".to_owned(), fmt_bytes)
+        );
+    }
+    if !r.plan.is_empty() && r.gpus.iter().all(|g| g.fits != Some(true)) {
+        out.push_str("\nWhat each change saves on its own:\n");
+        for rem in &r.plan {
+            let _ = writeln!(
+                out,
+                "  - {} (saves {})",
+                rem.remedy,
+                fmt_bytes(rem.saves_bytes)
+            );
+        }
+        match &r.fits_with {
+            Some(c) => {
+                let _ = writeln!(
+                    out,
+                    "\nThe fewest changes that fit GPU {} ({} peak):",
+                    c.gpu_index,
+                    fmt_bytes(c.total_bytes)
+                );
+                for rem in &c.remedies {
+                    let _ = writeln!(out, "  - {rem}");
+                }
+            }
+            None if !r.gpus.is_empty() => out.push_str(
+                "\nNo combination of these fits any GPU here: shard the model across GPUs \
+                 (FSDP, DeepSpeed ZeRO-3, tensor parallelism) or use a larger GPU.\n",
+            ),
+            None => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameter_counts_as_people_write_them() {
+        assert_eq!(parse_params("7B"), Ok(7_000_000_000));
+        assert_eq!(parse_params("1.5b"), Ok(1_500_000_000));
+        assert_eq!(parse_params("350M"), Ok(350_000_000));
+        assert_eq!(parse_params("6738415616"), Ok(6_738_415_616));
+        assert_eq!(parse_params("6_738_415_616"), Ok(6_738_415_616));
+        assert!(parse_params("lots").is_err());
+        assert!(parse_params("-3B").is_err());
+        assert!(parse_params("1e30").is_err());
+    }
+
+    fn gpu(index: u32, name: Option<&str>, free: u64) -> GpuFree {
+        GpuFree {
+            index,
+            uuid: None,
+            name: name.map(str::to_owned),
+            free_bytes: Some(free),
+        }
+    }
+
+    fn llama7b() -> Shape {
+        Shape {
+            family: "llama".into(),
+            params: 6_738_415_616,
+            layers: Some(32),
+            hidden: Some(4096),
+            heads: Some(32),
+            kv_heads: Some(32),
+            vocab: Some(32000),
+            intermediate: Some(11008),
+            gated_mlp: true,
+        }
+    }
+
+    fn training() -> Run {
+        Run {
+            batch: 8,
+            seq_len: 4096,
+            dtype: Dtype::Bf16,
+            mixed_precision: true,
+            optimizer: Optimizer::Adamw,
+            checkpointing: Checkpointing::None,
+            attention: model::Attention::Sdpa,
+            grad_accum: 1,
+            inference: false,
+            lora_rank: None,
+        }
+    }
+
+    #[test]
+    fn a_run_that_fits_gets_no_plan_and_one_that_does_not_gets_the_fewest_changes() {
+        let gib = 1u64 << 30;
+        let fits = report(
+            llama7b(),
+            None,
+            Run {
+                inference: true,
+                optimizer: Optimizer::None,
+                batch: 1,
+                ..training()
+            },
+            Ok(vec![gpu(0, Some("H100"), 79 * gib)]),
+        );
+        assert_eq!(fits.gpus[0].fits, Some(true));
+        assert!(fits.fits_with.is_none());
+        assert!(!render(&fits).contains("fewest changes"));
+
+        let r = report(
+            llama7b(),
+            None,
+            training(),
+            Ok(vec![gpu(0, None, 20 * gib), gpu(1, None, 79 * gib)]),
+        );
+        assert_eq!(
+            r.gpus.iter().map(|g| g.fits).collect::<Vec<_>>(),
+            [Some(false), Some(false)]
+        );
+        let c = r.fits_with.as_ref().expect("some combination fits 79 GiB");
+        assert_eq!(c.gpu_index, 1);
+        assert!(c.total_bytes <= 79 * gib);
+        // The combination really fits when applied, and no single change alone would.
+        assert!(c.remedies.len() >= 2, "{:?}", c.remedies);
+        assert!(r
+            .plan
+            .iter()
+            .all(|p| r.total_bytes - p.saves_bytes > 79 * gib));
+        // Savings are listed largest first.
+        assert!(r
+            .plan
+            .windows(2)
+            .all(|w| w[0].saves_bytes >= w[1].saves_bytes));
+        assert!(render(&r).contains("The fewest changes that fit GPU 1"));
+    }
+
+    #[test]
+    fn without_a_gpu_the_estimate_still_stands() {
+        let r = report(llama7b(), None, training(), Err("no NVIDIA driver".into()));
+        assert!(r.gpus.is_empty() && r.fits_with.is_none());
+        assert!(render(&r).contains("No GPU was read, so the estimate stands alone"));
+        let j = serde_json::to_value(&r).expect("json");
+        assert_eq!(j["schema_version"], 1);
+        assert!(j["parts"]["kv_cache_bytes"].is_null());
+        assert!(j["parts"]["gradients_bytes"].as_u64().is_some());
+    }
+}

@@ -1,0 +1,478 @@
+//! The model of a run's GPU memory: pure arithmetic on a model's shape and the run's settings.
+//!
+//! Sources, as cited in the README:
+//! - model states after ZeRO (Rajbhandari et al., 2020, §3.1): mixed-precision Adam keeps
+//!   2 + 2 + 12 bytes per parameter (fp16 weights, fp16 gradients, fp32 master weights,
+//!   momentum and variance);
+//! - activations per transformer layer after Korthikanti et al. (2022, §4, eq. 1–2):
+//!   s·b·h·(34 + 5·a·s/h) bytes with 16-bit activations and no recomputation, s·b·h·34 with
+//!   selective recomputation, 2·s·b·h (the layer's input) with full recomputation; adapted
+//!   here for grouped-query attention (K and V shrink by kv_heads/heads) and gated MLPs
+//!   (three matrices of width `intermediate` instead of two of width 4h);
+//! - the KV cache: 2 × layers × kv_heads × head_dim × seq × batch × bytes.
+
+use serde::Serialize;
+
+/// What is known of the model.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Shape {
+    /// The architecture, as understood ("llama", "gpt2"…), or "custom" from flags.
+    pub family: String,
+    pub params: u64,
+    pub layers: Option<u64>,
+    pub hidden: Option<u64>,
+    pub heads: Option<u64>,
+    pub kv_heads: Option<u64>,
+    pub vocab: Option<u64>,
+    pub intermediate: Option<u64>,
+    /// SwiGLU-style MLP: gate, up and down matrices.
+    pub gated_mlp: bool,
+}
+
+impl Shape {
+    fn head_dim(&self) -> Option<u64> {
+        Some(self.hidden? / self.heads?.max(1))
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Dtype {
+    Fp32,
+    Bf16,
+    Fp16,
+    Int8,
+    Int4,
+}
+
+impl Dtype {
+    /// Bytes per parameter (int4 packs two per byte).
+    pub fn bytes(self) -> f64 {
+        match self {
+            Dtype::Fp32 => 4.0,
+            Dtype::Bf16 | Dtype::Fp16 => 2.0,
+            Dtype::Int8 => 1.0,
+            Dtype::Int4 => 0.5,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Optimizer {
+    Sgd,
+    SgdMomentum,
+    Adam,
+    Adamw,
+    #[value(name = "adamw-8bit")]
+    #[serde(rename = "adamw-8bit")]
+    Adamw8bit,
+    Adafactor,
+    None,
+}
+
+impl Optimizer {
+    /// Optimizer state bytes per trainable parameter, beside any fp32 master copy.
+    fn state_bytes(self) -> f64 {
+        match self {
+            Optimizer::Sgd | Optimizer::None => 0.0,
+            Optimizer::SgdMomentum => 4.0,
+            Optimizer::Adam | Optimizer::Adamw => 8.0,
+            // bitsandbytes: both moments in 8 bits.
+            Optimizer::Adamw8bit => 2.0,
+            // Factored second moment, no momentum: rows + columns per matrix, about nothing
+            // per parameter for large matrices.
+            Optimizer::Adafactor => 0.0,
+        }
+    }
+}
+
+/// How attention is computed: fused kernels (PyTorch's scaled_dot_product_attention,
+/// FlashAttention) never store the s×s scores; eager attention stores scores, softmax and its
+/// dropout mask (Korthikanti's 5·a·s²·b).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Attention {
+    Sdpa,
+    Eager,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Checkpointing {
+    None,
+    Selective,
+    Full,
+}
+
+/// The run being estimated.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Run {
+    pub batch: u64,
+    pub seq_len: u64,
+    pub dtype: Dtype,
+    /// Training with 16-bit compute and fp32 master weights.
+    pub mixed_precision: bool,
+    pub optimizer: Optimizer,
+    pub checkpointing: Checkpointing,
+    pub attention: Attention,
+    pub grad_accum: u64,
+    pub inference: bool,
+    pub lora_rank: Option<u64>,
+}
+
+/// CUDA context, cuBLAS/cuDNN workspaces and the NCCL buffers of one process: a stated
+/// allowance, not a measurement.
+pub const CONTEXT_ALLOWANCE: u64 = 1 << 30;
+/// The caching allocator's fragmentation, as a share of what it manages.
+pub const FRAGMENTATION_MARGIN: f64 = 0.10;
+
+/// The parts of the estimate, in bytes; `None` where the part does not apply.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Parts {
+    pub weights_bytes: u64,
+    pub gradients_bytes: Option<u64>,
+    pub optimizer_bytes: Option<u64>,
+    pub activations_bytes: Option<u64>,
+    pub kv_cache_bytes: Option<u64>,
+    /// The CUDA context allowance plus the fragmentation margin.
+    pub overhead_bytes: u64,
+    pub total_bytes: u64,
+}
+
+/// Parameters the run trains: all of them, or the LoRA adapters on the attention's query
+/// and value projections (the PEFT default) when a rank is given.
+pub fn trainable_params(shape: &Shape, run: &Run) -> u64 {
+    match run.lora_rank {
+        Some(r) => match (shape.layers, shape.hidden) {
+            (Some(l), Some(h)) => {
+                let kv_dim = shape
+                    .head_dim()
+                    .zip(shape.kv_heads)
+                    .map_or(h, |(d, kv)| d * kv);
+                // q: h → h, v: h → kv_dim; each adapter is r × (in + out).
+                l * r * ((h + h) + (h + kv_dim))
+            }
+            // Without the shape, adapters are a fraction of a percent: count 0.5%.
+            _ => shape.params / 200,
+        },
+        None => shape.params,
+    }
+}
+
+/// Activation bytes stored per transformer layer for one micro-batch (16-bit activations).
+pub fn activations_per_layer(shape: &Shape, run: &Run) -> Option<u64> {
+    let (h, a) = (shape.hidden? as f64, shape.heads? as f64);
+    let (s, b) = (run.seq_len as f64, run.batch as f64);
+    let sbh = s * b * h;
+    let ratio = shape.kv_heads.map_or(1.0, |kv| kv as f64 / a);
+    // Attention: input 2, Q 2, K and V 2·ratio each, output projection's input 2, dropout
+    // mask 1 (×sbh) = 11·sbh for multi-head attention; scores, softmax and its dropout:
+    // 5·a·s²·b.
+    let attention = sbh * (7.0 + 4.0 * ratio);
+    let scores = 5.0 * a * s * s * b;
+    let mlp = match (shape.gated_mlp, shape.intermediate) {
+        // Input 2·sbh; gate, up and their product 2·s·b·i each.
+        (true, Some(i)) => 2.0 * sbh + 6.0 * s * b * i as f64,
+        // Input 2, activation input 8, second matrix's input 8, dropout mask 1 (4h wide).
+        (_, Some(i)) => sbh * (3.0 + 16.0 * i as f64 / (4.0 * h)),
+        (_, None) => 19.0 * sbh,
+    };
+    let norms = 4.0 * sbh;
+    let stored_scores = match run.attention {
+        Attention::Eager => scores,
+        Attention::Sdpa => 0.0,
+    };
+    let bytes = match run.checkpointing {
+        Checkpointing::None => attention + stored_scores + mlp + norms,
+        Checkpointing::Selective => attention + mlp + norms,
+        Checkpointing::Full => 2.0 * sbh,
+    };
+    // The formula is for 16-bit activations; fp32 training stores twice as much.
+    let width = if run.dtype == Dtype::Fp32 && !run.mixed_precision {
+        2.0
+    } else {
+        1.0
+    };
+    Some((bytes * width) as u64)
+}
+
+/// The KV cache for inference.
+pub fn kv_cache(shape: &Shape, run: &Run) -> Option<u64> {
+    let kv = shape.kv_heads.or(shape.heads)?;
+    // Quantized weights keep a 16-bit cache.
+    let bytes = run.dtype.bytes().max(2.0);
+    Some(
+        (2.0 * shape.layers? as f64
+            * kv as f64
+            * shape.head_dim()? as f64
+            * run.seq_len as f64
+            * run.batch as f64
+            * bytes) as u64,
+    )
+}
+
+/// The estimate for one run.
+pub fn estimate(shape: &Shape, run: &Run) -> Parts {
+    let params = shape.params as f64;
+    let training = !run.inference;
+    // Mixed precision keeps 16-bit weights; otherwise weights are in the run's dtype.
+    let weight_dtype = if run.mixed_precision && training && run.lora_rank.is_none() {
+        Dtype::Bf16
+    } else {
+        run.dtype
+    };
+    let weights = (params * weight_dtype.bytes()) as u64;
+    let mut p = Parts {
+        weights_bytes: weights,
+        ..Parts::default()
+    };
+    if training {
+        let trainable = trainable_params(shape, run) as f64;
+        // Gradients match the trainable weights' width (16-bit under mixed precision, 4 bytes
+        // for adapters and fp32 runs).
+        let grad_bytes = if run.mixed_precision && run.lora_rank.is_none() {
+            2.0
+        } else if run.lora_rank.is_some() {
+            4.0
+        } else {
+            run.dtype.bytes().max(2.0)
+        };
+        p.gradients_bytes = Some((trainable * grad_bytes) as u64);
+        // The fp32 master copy under mixed precision (ZeRO's 4 of its 12 bytes).
+        let master = if run.mixed_precision && run.lora_rank.is_none() {
+            4.0
+        } else {
+            0.0
+        };
+        p.optimizer_bytes = Some((trainable * (master + run.optimizer.state_bytes())) as u64);
+        let layers = shape.layers.unwrap_or(0);
+        p.activations_bytes = activations_per_layer(shape, run).map(|per| {
+            let mut all = per * layers;
+            if run.checkpointing == Checkpointing::Full {
+                // The layer being recomputed holds its full activations during backward.
+                let full = Run {
+                    checkpointing: Checkpointing::None,
+                    ..run.clone()
+                };
+                all += activations_per_layer(shape, &full).unwrap_or(0);
+            }
+            // The output logits, kept in fp32 for the loss: 4·s·b·vocab.
+            all + 4 * run.seq_len * run.batch * shape.vocab.unwrap_or(0)
+        });
+    } else {
+        p.kv_cache_bytes = kv_cache(shape, run);
+        // One layer's activations at a time while the prompt is processed.
+        let prefill = Run {
+            checkpointing: Checkpointing::None,
+            ..run.clone()
+        };
+        p.activations_bytes = activations_per_layer(shape, &prefill);
+    }
+    let managed = p.weights_bytes
+        + p.gradients_bytes.unwrap_or(0)
+        + p.optimizer_bytes.unwrap_or(0)
+        + p.activations_bytes.unwrap_or(0)
+        + p.kv_cache_bytes.unwrap_or(0);
+    p.overhead_bytes = CONTEXT_ALLOWANCE + (managed as f64 * FRAGMENTATION_MARGIN) as u64;
+    p.total_bytes = managed + p.overhead_bytes;
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run() -> Run {
+        Run {
+            batch: 1,
+            seq_len: 2048,
+            dtype: Dtype::Bf16,
+            mixed_precision: true,
+            optimizer: Optimizer::Adam,
+            checkpointing: Checkpointing::None,
+            attention: Attention::Eager,
+            grad_accum: 1,
+            inference: false,
+            lora_rank: None,
+        }
+    }
+
+    #[test]
+    fn zero_papers_mixed_precision_adam_is_16_bytes_per_parameter() {
+        // ZeRO (Rajbhandari et al. 2020), §3.1: "a model with 7.5B parameters … requires
+        // 120 GB of memory" for fp16 weights and gradients and fp32 Adam states (2+2+12 bytes).
+        let shape = Shape {
+            params: 7_500_000_000,
+            ..Shape::default()
+        };
+        let p = estimate(&shape, &run());
+        let states =
+            p.weights_bytes + p.gradients_bytes.expect("known") + p.optimizer_bytes.expect("known");
+        assert_eq!(states, 120_000_000_000);
+        // Plain fp32 Adam: weights, gradients, two moments.
+        let fp32 = Run {
+            dtype: Dtype::Fp32,
+            mixed_precision: false,
+            ..run()
+        };
+        let p = estimate(&shape, &fp32);
+        assert_eq!(
+            p.weights_bytes + p.gradients_bytes.expect("known") + p.optimizer_bytes.expect("known"),
+            16 * 7_500_000_000
+        );
+    }
+
+    /// GPT-3 175B's shape, as in Korthikanti et al. (2022), Table 3: h = 12288, a = 96,
+    /// s = 2048; per layer and sequence, eq. 1–2.
+    fn gpt3() -> Shape {
+        Shape {
+            params: 175_000_000_000,
+            layers: Some(96),
+            hidden: Some(12288),
+            heads: Some(96),
+            kv_heads: Some(96),
+            intermediate: Some(4 * 12288),
+            ..Shape::default()
+        }
+    }
+
+    #[test]
+    fn activations_follow_korthikanti() {
+        let (s, b, h, a) = (2048u64, 1u64, 12288u64, 96u64);
+        let sbh = s * b * h;
+        let none = activations_per_layer(&gpt3(), &run()).expect("known");
+        assert_eq!(none, sbh * 34 + 5 * a * s * s * b);
+        let selective = Run {
+            checkpointing: Checkpointing::Selective,
+            ..run()
+        };
+        assert_eq!(
+            activations_per_layer(&gpt3(), &selective).expect("known"),
+            sbh * 34
+        );
+        let full = Run {
+            checkpointing: Checkpointing::Full,
+            ..run()
+        };
+        assert_eq!(
+            activations_per_layer(&gpt3(), &full).expect("known"),
+            2 * sbh
+        );
+        // Fused attention stores no scores: the selective figure without recomputing.
+        let sdpa = Run {
+            attention: Attention::Sdpa,
+            ..run()
+        };
+        assert_eq!(
+            activations_per_layer(&gpt3(), &sdpa).expect("known"),
+            sbh * 34
+        );
+    }
+
+    #[test]
+    fn grouped_query_attention_and_gated_mlps_shrink_and_grow_what_they_should() {
+        let mha = Shape {
+            params: 1,
+            layers: Some(32),
+            hidden: Some(4096),
+            heads: Some(32),
+            kv_heads: Some(32),
+            intermediate: Some(14336),
+            gated_mlp: true,
+            ..Shape::default()
+        };
+        let gqa = Shape {
+            kv_heads: Some(8),
+            ..mha.clone()
+        };
+        let r = Run {
+            attention: Attention::Sdpa,
+            ..run()
+        };
+        let sbh = 2048 * 4096;
+        // K and V shrink to a quarter: 4·sbh × (1 − 8/32).
+        assert_eq!(
+            activations_per_layer(&mha, &r).expect("known")
+                - activations_per_layer(&gqa, &r).expect("known"),
+            3 * sbh
+        );
+        // Gated MLP: input 2·sbh plus gate, up and product (2·s·b·i each).
+        let expected = sbh * (7 + 4) + 2 * sbh + 6 * 2048 * 14336 + 4 * sbh;
+        assert_eq!(activations_per_layer(&mha, &r).expect("known"), expected);
+    }
+
+    #[test]
+    fn kv_cache_of_llama_2_7b() {
+        // 2 × 32 layers × 32 heads × 128 × 2 bytes = 0.5 MiB per token: 2 GiB at 4096.
+        let shape = Shape {
+            params: 6_738_415_616,
+            layers: Some(32),
+            hidden: Some(4096),
+            heads: Some(32),
+            kv_heads: Some(32),
+            ..Shape::default()
+        };
+        let r = Run {
+            inference: true,
+            seq_len: 4096,
+            dtype: Dtype::Fp16,
+            ..run()
+        };
+        assert_eq!(kv_cache(&shape, &r), Some(2 << 30));
+        // 4-bit weights keep a 16-bit cache; Mistral's 8 KV heads cut it to a quarter.
+        let int4 = Run {
+            dtype: Dtype::Int4,
+            ..r.clone()
+        };
+        assert_eq!(kv_cache(&shape, &int4), Some(2 << 30));
+        let gqa = Shape {
+            kv_heads: Some(8),
+            ..shape
+        };
+        assert_eq!(kv_cache(&gqa, &r), Some(512 << 20));
+    }
+
+    #[test]
+    fn lora_trains_the_adapters_only() {
+        // PEFT's LoRA r=16 on q_proj and v_proj of Llama-2-7B prints
+        // "trainable params: 8,388,608".
+        let shape = Shape {
+            params: 6_738_415_616,
+            layers: Some(32),
+            hidden: Some(4096),
+            heads: Some(32),
+            kv_heads: Some(32),
+            ..Shape::default()
+        };
+        let r = Run {
+            lora_rank: Some(16),
+            ..run()
+        };
+        assert_eq!(trainable_params(&shape, &r), 8_388_608);
+        let p = estimate(&shape, &r);
+        // Frozen base weights in bf16; fp32 adapter gradients and Adam moments.
+        assert_eq!(p.weights_bytes, 2 * 6_738_415_616);
+        assert_eq!(p.gradients_bytes, Some(4 * 8_388_608));
+        assert_eq!(p.optimizer_bytes, Some(8 * 8_388_608));
+    }
+
+    #[test]
+    fn inference_has_no_gradients_and_the_total_adds_up() {
+        let r = Run {
+            inference: true,
+            optimizer: Optimizer::None,
+            ..run()
+        };
+        let p = estimate(&gpt3(), &r);
+        assert_eq!((p.gradients_bytes, p.optimizer_bytes), (None, None));
+        let managed = p.weights_bytes
+            + p.activations_bytes.expect("known")
+            + p.kv_cache_bytes.expect("known");
+        assert_eq!(p.total_bytes, managed + p.overhead_bytes);
+        assert_eq!(
+            p.overhead_bytes,
+            CONTEXT_ALLOWANCE + (managed as f64 * FRAGMENTATION_MARGIN) as u64
+        );
+    }
+}
