@@ -91,56 +91,12 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 
 /// `gpumon estimate`: the model, the run, each GPU's live free memory, the plan.
 fn run_estimate(common: &Common, args: &EstimateArgs) -> anyhow::Result<ExitCode> {
-    use crate::estimate::{config, model};
-    let (mut shape, on_disk) = match &args.model {
-        Some(path) => match config::load(path) {
-            Ok(found) => found,
-            Err(e) => {
-                eprintln!("gpumon: {e}");
-                return Ok(ExitCode::from(EXIT_USAGE));
-            }
-        },
-        None => (
-            model::Shape {
-                family: "custom".into(),
-                ..model::Shape::default()
-            },
-            None,
-        ),
-    };
-    // Flags override or complete what the config says.
-    if let Some(p) = args.params {
-        shape.params = p;
-    }
-    shape.layers = args.layers.or(shape.layers);
-    shape.hidden = args.hidden.or(shape.hidden);
-    shape.heads = args.heads.or(shape.heads);
-    shape.kv_heads = args.kv_heads.or(shape.kv_heads).or(shape.heads);
-    shape.vocab = args.vocab.or(shape.vocab);
-    shape.intermediate = args.intermediate.or(shape.intermediate);
-    shape.gated_mlp |= args.gated_mlp;
-    if shape.params == 0 {
-        eprintln!(
-            "gpumon: {}: no parameter count (no config gpumon understands and no safetensors); give --params",
-            args.model.as_deref().map_or_else(String::new, |p| p.display().to_string())
-        );
-        return Ok(ExitCode::from(EXIT_USAGE));
-    }
-    let run = model::Run {
-        batch: args.batch,
-        seq_len: args.seq_len,
-        dtype: args.dtype,
-        mixed_precision: args.mixed_precision && !args.inference,
-        optimizer: if args.inference {
-            model::Optimizer::None
-        } else {
-            args.optimizer
-        },
-        checkpointing: args.checkpointing,
-        attention: args.attention,
-        grad_accum: args.grad_accum,
-        inference: args.inference,
-        lora_rank: args.lora_rank.filter(|_| !args.inference),
+    let (shape, on_disk, run) = match crate::estimate::inputs(args) {
+        Ok(found) => found,
+        Err(e) => {
+            eprintln!("gpumon: {e}");
+            return Ok(ExitCode::from(EXIT_USAGE));
+        }
     };
     // The GPUs as they are now: free memory from one sample, no process lists.
     let gpus = match open_within_timeout(common) {

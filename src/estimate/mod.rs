@@ -34,6 +34,77 @@ pub fn parse_params(s: &str) -> Result<u64, String> {
     Ok(n.round() as u64)
 }
 
+/// The model and the run the flags describe: a config or model directory completed (or
+/// overridden) by the shape flags.
+pub fn inputs(args: &crate::cli::EstimateArgs) -> Result<(Shape, Option<u64>, Run), String> {
+    let (mut shape, on_disk) = match &args.model {
+        Some(path) => config::load(path).map_err(|e| e.to_string())?,
+        None => (
+            Shape {
+                family: "custom".into(),
+                ..Shape::default()
+            },
+            None,
+        ),
+    };
+    if let Some(p) = args.params {
+        shape.params = p;
+    }
+    shape.layers = args.layers.or(shape.layers);
+    shape.hidden = args.hidden.or(shape.hidden);
+    shape.heads = args.heads.or(shape.heads);
+    shape.kv_heads = args.kv_heads.or(shape.kv_heads).or(shape.heads);
+    shape.vocab = args.vocab.or(shape.vocab);
+    shape.intermediate = args.intermediate.or(shape.intermediate);
+    shape.gated_mlp |= args.gated_mlp;
+    if shape.params == 0 {
+        return Err(format!(
+            "{}: no parameter count (no config gpumon understands and no safetensors); give --params",
+            args.model
+                .as_deref()
+                .map_or_else(|| "the model".to_owned(), |p| p.display().to_string())
+        ));
+    }
+    let run = Run {
+        batch: args.batch,
+        seq_len: args.seq_len,
+        dtype: args.dtype,
+        mixed_precision: args.mixed_precision && !args.inference,
+        optimizer: if args.inference {
+            Optimizer::None
+        } else {
+            args.optimizer
+        },
+        checkpointing: args.checkpointing,
+        attention: args.attention,
+        grad_accum: args.grad_accum,
+        inference: args.inference,
+        lora_rank: args.lora_rank.filter(|_| !args.inference),
+    };
+    Ok((shape, on_disk, run))
+}
+
+/// The flags typed into the dashboard's estimate panel (`e`), split at whitespace.
+pub fn inputs_from_line(line: &str) -> Result<(Shape, Option<u64>, Run), String> {
+    use clap::Parser;
+    #[derive(Parser)]
+    #[command(name = "estimate", no_binary_name = true)]
+    struct Line {
+        #[command(flatten)]
+        args: crate::cli::EstimateArgs,
+    }
+    let parsed = Line::try_parse_from(line.split_whitespace()).map_err(|e| {
+        // clap's first line says what is wrong; the rest is usage.
+        e.to_string()
+            .lines()
+            .next()
+            .unwrap_or("invalid flags")
+            .trim_start_matches("error: ")
+            .to_owned()
+    })?;
+    inputs(&parsed.args)
+}
+
 /// One GPU's free memory, as read now.
 #[derive(Debug, Clone)]
 pub struct GpuFree {

@@ -29,7 +29,19 @@ pub enum Mode {
     Oom,
     Signal,
     Details,
+    /// The estimate panel (`e`): flags typed in, the fit against the selected GPU.
+    Estimate,
 }
+
+/// What the estimate panel's flags parse to: the model and the run, or why not.
+pub type EstimateInputs = Result<
+    (
+        crate::estimate::model::Shape,
+        Option<u64>,
+        crate::estimate::model::Run,
+    ),
+    String,
+>;
 
 /// The details view (Enter): a process, and its last figures for when it has left the GPU.
 #[derive(Debug, Clone)]
@@ -160,6 +172,10 @@ pub struct App {
     pub opening_for: Option<Duration>,
     pub signal: Option<SignalDialog>,
     pub details: Option<Details>,
+    /// The estimate panel's flags, what they parse to, and the GPU it was opened on.
+    pub estimate_text: String,
+    pub estimate: Option<EstimateInputs>,
+    pub estimate_gpu: Option<u32>,
     /// Palette slots of the largest processes (as many as there are colours), kept while a
     /// process stays among them, so that a colour keeps naming the same process.
     colours: HashMap<u32, usize>,
@@ -193,6 +209,9 @@ impl App {
             opening_for: None,
             signal: None,
             details: None,
+            estimate_text: String::new(),
+            estimate: None,
+            estimate_gpu: None,
             colours: HashMap::new(),
             order: Vec::new(),
         }
@@ -501,6 +520,11 @@ impl App {
         }
     }
 
+    fn parse_estimate(&mut self) {
+        self.estimate = (!self.estimate_text.trim().is_empty())
+            .then(|| crate::estimate::inputs_from_line(&self.estimate_text));
+    }
+
     fn set_oom_text(&mut self, text: String) {
         let mut text = text;
         if text.len() > MAX_PASTE {
@@ -522,6 +546,17 @@ impl App {
                 let mut t = std::mem::take(&mut self.oom_text);
                 t.push_str(&text.replace("\r\n", "\n").replace('\r', "\n"));
                 self.set_oom_text(t);
+                Action::Redraw
+            }
+            Mode::Estimate => {
+                self.estimate_text
+                    .push_str(&text.replace(['\r', '\n'], " "));
+                let mut end = self.estimate_text.len().min(1024);
+                while !self.estimate_text.is_char_boundary(end) {
+                    end -= 1;
+                }
+                self.estimate_text.truncate(end);
+                self.parse_estimate();
                 Action::Redraw
             }
             Mode::Filter => {
@@ -599,6 +634,22 @@ impl App {
                 Action::Redraw
             }
             Mode::Signal => self.on_signal_key(key),
+            Mode::Estimate => {
+                match key.code {
+                    KeyCode::Esc => self.mode = Mode::Normal,
+                    KeyCode::Char('u') if ctrl => self.estimate_text.clear(),
+                    KeyCode::Backspace => {
+                        self.estimate_text.pop();
+                    }
+                    KeyCode::Char(c) if !ctrl && self.estimate_text.len() < 1024 => {
+                        self.estimate_text.push(c)
+                    }
+                    KeyCode::Enter => {}
+                    _ => return Action::None,
+                }
+                self.parse_estimate();
+                Action::Redraw
+            }
             Mode::Details => match key.code {
                 KeyCode::Esc | KeyCode::Enter | KeyCode::Backspace => {
                     self.details = None;
@@ -695,6 +746,21 @@ impl App {
             }
             KeyCode::Char('o') => {
                 self.mode = Mode::Oom;
+                Action::Redraw
+            }
+            KeyCode::Char('e') => {
+                // The selected process's GPU, else the first.
+                self.estimate_gpu = self
+                    .selected_row()
+                    .map(|r| r.gpu)
+                    .or_else(|| self.sample.as_ref()?.devices.first().map(|d| d.index));
+                if self.estimate_text.is_empty() {
+                    self.estimate_text = "--params 7B --layers 32 --hidden 4096 --heads 32 \
+                        --batch 1 --seq-len 4096 --inference"
+                        .to_owned();
+                }
+                self.parse_estimate();
+                self.mode = Mode::Estimate;
                 Action::Redraw
             }
             KeyCode::Char('s') | KeyCode::Char('>') | KeyCode::Char('.') => self.step_sort(1),

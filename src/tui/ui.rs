@@ -77,6 +77,7 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
     match app.mode {
         Mode::Help => draw_help(frame, area),
         Mode::Oom => draw_oom(frame, area, app, &sample),
+        Mode::Estimate => draw_estimate(frame, area, app, &sample),
         Mode::Signal => {
             if app.details.is_some() {
                 super::details::draw(frame, body, app);
@@ -171,6 +172,7 @@ fn draw_footer(buf: &mut Buffer, area: Rect, app: &App) {
                     ("o", "OOM panel"),
                     ("space", "pause"),
                     ("+/-", "interval"),
+                    ("e", "estimate"),
                 ]
             };
             for (k, what) in keys {
@@ -633,6 +635,10 @@ fn draw_help(frame: &mut Frame, area: Rect) {
             "o, or paste",
             "OOM panel: paste an out-of-memory error to explain it; ↑↓ scroll",
         ),
+        (
+            "e",
+            "estimate a run against the selected GPU (gpumon estimate's flags)",
+        ),
     ];
     let mut lines: Vec<Line> = keys
         .iter()
@@ -744,6 +750,65 @@ fn draw_oom(frame: &mut Frame, area: Rect, app: &App, sample: &Sample) {
                     .borders(Borders::ALL)
                     .title(" report (↑↓ PgUp PgDn scroll) "),
             ),
+        report,
+    );
+}
+
+/// The estimate panel (`e`): the flags as typed, and the report against the GPU it was
+/// opened on, with that GPU's free memory as it is now.
+fn draw_estimate(frame: &mut Frame, area: Rect, app: &App, sample: &Sample) {
+    let rect = if area.width < 100 || area.height < 30 {
+        Rect::new(
+            area.x,
+            area.y + 1,
+            area.width,
+            area.height.saturating_sub(2),
+        )
+    } else {
+        popup(area, 90, 90)
+    };
+    frame.render_widget(Clear, rect);
+    let gpu = app.estimate_gpu;
+    let title = match gpu {
+        Some(i) => format!(" Estimate against GPU {i} — type gpumon estimate's flags · Ctrl-U clears · Esc closes "),
+        None => " Estimate — type gpumon estimate's flags · Ctrl-U clears · Esc closes ".to_owned(),
+    };
+    let block = Block::default().borders(Borders::ALL).title(title);
+    let inner = block.inner(rect);
+    frame.render_widget(block, rect);
+    let [input, report] =
+        Layout::vertical([Constraint::Length(4), Constraint::Min(0)]).areas(inner);
+    frame.render_widget(
+        Paragraph::new(app.estimate_text.as_str())
+            .wrap(Wrap { trim: false })
+            .block(Block::default().borders(Borders::ALL).title(
+                " flags: --model PATH or --params 7B, --batch, --seq-len, --inference, --mixed-precision… ",
+            )),
+        input,
+    );
+    let text = match &app.estimate {
+        None => "Type the run's flags above, as for `gpumon estimate`.".to_owned(),
+        Some(Err(e)) => e.clone(),
+        Some(Ok((shape, on_disk, run))) => {
+            let gpus = sample
+                .devices
+                .iter()
+                .filter(|d| gpu.is_none_or(|g| d.index == g))
+                .map(|d| crate::estimate::GpuFree {
+                    index: d.index,
+                    uuid: d.uuid.clone(),
+                    name: d.name.clone(),
+                    free_bytes: d.memory.free_bytes,
+                })
+                .collect();
+            let r = crate::estimate::report(shape.clone(), *on_disk, run.clone(), Ok(gpus));
+            crate::estimate::render(&r)
+        }
+    };
+    frame.render_widget(
+        Paragraph::new(Text::raw(text))
+            .wrap(Wrap { trim: false })
+            .block(Block::default().borders(Borders::ALL).title(" report ")),
         report,
     );
 }

@@ -879,3 +879,58 @@ fn end_to_end_sigterm_through_the_signal_dialog() {
     let _ = other.kill();
     let _ = other.wait();
 }
+
+/// `e` opens the estimate panel against the GPU of the selected process; typed flags update
+/// the report, which reads that GPU's free memory from the live sample.
+#[test]
+fn snapshot_estimate_panel_against_the_selected_gpu() {
+    let (mut terminal, mut app) = screen(120, 40, 5, two_gpus);
+    app.on_key(KeyEvent::new(KeyCode::Char('e'), KeyModifiers::NONE));
+    assert_eq!(app.mode, gpumon::tui::app::Mode::Estimate);
+    // Replace the example flags with Llama-2-7B's config, inference at 4096 tokens.
+    app.on_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
+    let config = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/configs/llama-2-7b.json"
+    );
+    app.on_paste(&format!(
+        "--model {config} --inference --seq-len 4096 --dtype fp16"
+    ));
+    terminal
+        .draw(|f| gpumon::tui::ui::draw(f, &mut app))
+        .expect("draw");
+    let text = terminal.backend().to_string();
+    // The selected row is a process on GPU 1.
+    assert!(text.contains("Estimate against GPU 1"), "{text}");
+    assert!(
+        text.contains("6.74 B parameters (llama), inference"),
+        "{text}"
+    );
+    assert!(
+        text.contains("KV cache") && text.contains("2.0 GiB"),
+        "{text}"
+    );
+    // Only that GPU is judged, with its live free memory.
+    assert_eq!(text.matches("  free ").count(), 1, "{text}");
+    assert!(
+        text.contains("[1] NVIDIA H100 80GB HBM3        free   59.6 GiB   fits"),
+        "{text}"
+    );
+    // A typo says what is wrong instead of a report.
+    app.on_paste(" --batchh 2");
+    terminal
+        .draw(|f| gpumon::tui::ui::draw(f, &mut app))
+        .expect("draw");
+    let text = terminal.backend().to_string();
+    assert!(text.contains("unexpected argument '--batchh'"), "{text}");
+    app.on_key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
+    assert_eq!(app.mode, gpumon::tui::app::Mode::Normal);
+    for _ in 0..9 {
+        app.on_key(KeyEvent::new(KeyCode::Backspace, KeyModifiers::NONE));
+    }
+    app.on_key(KeyEvent::new(KeyCode::Char('e'), KeyModifiers::NONE));
+    terminal
+        .draw(|f| gpumon::tui::ui::draw(f, &mut app))
+        .expect("draw");
+    insta::assert_snapshot!("estimate_panel", terminal.backend());
+}
