@@ -305,6 +305,18 @@ pub fn for_each_line(mut reader: impl std::io::Read, mut f: impl FnMut(&str)) ->
 
 fn run_explain(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
     use crate::oom::{render, scan::Scanner};
+    let sizing = match args
+        .estimate
+        .as_deref()
+        .map(crate::estimate::inputs_from_line)
+    {
+        None => None,
+        Some(Ok((shape, _, run))) => Some(crate::oom::diagnose::Sizing { shape, run }),
+        Some(Err(e)) => {
+            eprintln!("gpumon: --estimate: {e}");
+            return Ok(ExitCode::from(EXIT_USAGE));
+        }
+    };
     let mut scanner = Scanner::new();
     let read = match args.file.as_deref() {
         Some(p) if p != std::path::Path::new("-") => match std::fs::File::open(p) {
@@ -323,12 +335,13 @@ fn run_explain(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
     let analysis = scanner.finish();
     let mut out = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
     if args.json {
-        serde_json::to_writer_pretty(&mut out, &render::to_json(&analysis))?;
+        serde_json::to_writer_pretty(&mut out, &render::to_json_with(&analysis, sizing.as_ref()))?;
         out.write_all(b"\n")?;
     } else {
         // Wrapped to the terminal (or COLUMNS, or 100), with hanging indents.
         let layout = render::Layout {
             width: Some(render::terminal_width()),
+            sizing,
             ..render::Layout::default()
         };
         if analysis.main().is_some() {

@@ -266,6 +266,12 @@ pub struct ExplainArgs {
     /// Print the analysis as JSON (schema in the README)
     #[arg(long)]
     pub json: bool,
+
+    /// Describe the run with gpumon estimate's flags (one quoted string, e.g.
+    /// "--model ./Llama-2-7b-hf --batch 8 --seq-len 4096 --mixed-precision"), so the remedies'
+    /// savings come from the estimate's model instead of rules of thumb
+    #[arg(long, value_name = "FLAGS", allow_hyphen_values = true)]
+    pub estimate: Option<String>,
 }
 
 #[derive(Debug, Args, Default)]

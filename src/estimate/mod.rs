@@ -105,6 +105,37 @@ pub fn inputs_from_line(line: &str) -> Result<(Shape, Option<u64>, Run), String>
     inputs(&parsed.args)
 }
 
+/// The standard remedies `explain` ranks, sized by this model when the user describes the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lever {
+    HalveBatch,
+    FullCheckpointing,
+    MixedPrecision,
+    EightBitAdam,
+}
+
+/// What `lever` saves on the run's peak; `None` where it does not apply (already in
+/// effect, a batch of one, not Adam).
+pub fn lever_saving(shape: &Shape, run: &Run, lever: Lever) -> Option<u64> {
+    let change = match lever {
+        Lever::HalveBatch if run.batch > 1 => Change::Batch(1),
+        Lever::FullCheckpointing if run.checkpointing != Checkpointing::Full && !run.inference => {
+            Change::Checkpoint(Checkpointing::Full)
+        }
+        Lever::MixedPrecision
+            if !run.mixed_precision && run.dtype == Dtype::Fp32 && !run.inference =>
+        {
+            Change::MixedPrecision
+        }
+        Lever::EightBitAdam if matches!(run.optimizer, Optimizer::Adam | Optimizer::Adamw) => {
+            Change::EightBitAdam
+        }
+        _ => return None,
+    };
+    let base = model::estimate(shape, run).total_bytes;
+    Some(base.saturating_sub(model::estimate(shape, &change.apply(run)).total_bytes))
+}
+
 /// One GPU's free memory, as read now.
 #[derive(Debug, Clone)]
 pub struct GpuFree {

@@ -20,6 +20,10 @@ pub enum Cause {
     OutsideFramework,
     FrameworkSettings,
     NoNumbers,
+    /// Only the size of the failed request is known.
+    RequestOnly,
+    /// The message's figures do not account for the failure.
+    Unexplained,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -62,8 +66,21 @@ fn alloc_conf(oom: &Oom) -> &'static str {
     }
 }
 
+/// The run the user described to `explain` (`--estimate`), to size the remedies with
+/// `gpumon estimate`'s model instead of rules of thumb.
+#[derive(Debug, Clone)]
+pub struct Sizing {
+    pub shape: crate::estimate::model::Shape,
+    pub run: crate::estimate::model::Run,
+}
+
 /// Ranked findings for one OOM: the most likely cause first.
 pub fn diagnose(oom: &Oom) -> Vec<Finding> {
+    diagnose_with(oom, None)
+}
+
+/// [`diagnose`], with the remedies' savings from the described run's model when there is one.
+pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
     let f = &oom.facts;
     let mut out = Vec::new();
     let need = f.requested_bytes;
@@ -299,7 +316,63 @@ pub fn diagnose(oom: &Oom) -> Vec<Finding> {
     };
     if heavy && !out.iter().any(|x| x.cause == Cause::RequestExceedsTotal) {
         if let Some(a) = held {
-            out.push(framework_allocations(oom, a, live, shortfall));
+            out.push(framework_allocations(oom, a, live, shortfall, sizing));
+        }
+    }
+
+    // 4a. Nothing above applies, yet the request is more than is free (and than the cache could
+    // add): one large allocation in a card that is not full. The job's tensors are the lever.
+    if out.is_empty() {
+        if let (Some(n), Some(fr)) = (need, f.free_bytes) {
+            if n > fr {
+                let cached = f.reserved_unallocated_bytes.unwrap_or(0);
+                let mut finding = framework_allocations(
+                    oom,
+                    f.allocated_bytes.or(f.reserved_bytes).unwrap_or(n),
+                    true,
+                    shortfall,
+                    sizing,
+                );
+                finding.title = format!(
+                    "One allocation of {} is more than the {} free{}",
+                    fmt_bytes(n),
+                    fmt_bytes(fr),
+                    if cached > 0 {
+                        format!(
+                            " plus the {} cache the allocator released before raising",
+                            fmt_bytes(cached)
+                        )
+                    } else {
+                        String::new()
+                    }
+                );
+                finding.detail = format!(
+                    "No other process and no fragmentation explain it: this one tensor is too large for what the GPU has left. Make it smaller, or split the operation that creates it (the traceback's last frame).{}",
+                    if sizing.is_some() {
+                        " Savings below come from gpumon estimate's model of the run you described (--estimate)."
+                    } else {
+                        ""
+                    }
+                );
+                out.push(finding);
+            }
+        }
+    }
+
+    // 4c. Intel XPU: one allocation over 4 GiB can fail with memory free.
+    if oom.framework == Framework::Xpu && out.is_empty() {
+        if let Some(n) = need.filter(|n| *n > 4 << 30) {
+            out.push(Finding {
+                cause: Cause::RequestExceedsTotal,
+                title: format!(
+                    "One allocation of {} is over the 4 GiB an Intel GPU may allocate in one block",
+                    fmt_bytes(n)
+                ),
+                detail: "Intel's runtime limits a single buffer (Level Zero's maxMemAllocSize; 4 GiB on first-generation Arc), so this request can fail while memory is free.".into(),
+                remedies: vec![
+                    r("Make the largest tensor smaller than 4 GiB: a smaller batch or resolution, or process it in tiles or chunks."),
+                ],
+            });
         }
     }
 
@@ -365,6 +438,48 @@ pub fn diagnose(oom: &Oom) -> Vec<Finding> {
             },
         });
     }
+    // 7b. Only the request is known (stream executors): say so, and where to look.
+    if out.is_empty()
+        && need.is_some()
+        && f.total_bytes.is_none()
+        && f.free_bytes.is_none()
+        && f.allocated_bytes.is_none()
+        && f.reserved_bytes.is_none()
+    {
+        out.push(Finding {
+            cause: Cause::RequestOnly,
+            title: format!(
+                "{} could not be allocated; the message gives no other figure",
+                need.map(fmt_bytes).unwrap_or_default()
+            ),
+            detail: "A runtime's allocator line carries only the request. At start-up it is often TensorFlow or JAX reserving most of the GPU while another process already holds part of it; later it is the job's own growth.".into(),
+            remedies: vec![
+                r("See what holds the GPU now: `gpumon once` lists every process and its memory."),
+                r("TensorFlow: TF_FORCE_GPU_ALLOW_GROWTH=true; JAX: XLA_PYTHON_CLIENT_PREALLOCATE=false or a lower XLA_PYTHON_CLIENT_MEM_FRACTION, so they do not reserve the whole card."),
+                r("Get numbers: run the job under `gpumon log --processes --interval 200ms` and read the last samples before the failure."),
+            ],
+        });
+    }
+
+    // 7c. Figures that do not add up to a failure: say so rather than guess.
+    if out.is_empty() && need.is_some() {
+        out.push(Finding {
+            cause: Cause::Unexplained,
+            title: format!(
+                "The message's figures do not explain the failure: {} requested{}",
+                need.map(fmt_bytes).unwrap_or_default(),
+                f.free_bytes
+                    .map(|fr| format!(", {} free", fmt_bytes(fr)))
+                    .unwrap_or_default()
+            ),
+            detail: "Neither the framework's own allocations nor other processes in the message account for it. The limit is elsewhere: the driver or the platform (WSL2 and some integrated GPUs cap single allocations), or memory the message does not count.".into(),
+            remedies: vec![
+                r("See what holds the GPU now: `gpumon once` lists every process and its memory."),
+                r("Try a smaller request (batch, resolution, chunking) to find the size that works; a sharp limit points at a per-allocation cap."),
+            ],
+        });
+    }
+
     // 6. Framework settings.
     if let Some(settings) = framework_settings(oom) {
         out.push(settings);
@@ -423,7 +538,14 @@ fn vllm_startup(oom: &Oom) -> Finding {
     }
 }
 
-fn framework_allocations(oom: &Oom, allocated: u64, live: bool, shortfall: Option<u64>) -> Finding {
+fn framework_allocations(
+    oom: &Oom,
+    allocated: u64,
+    live: bool,
+    shortfall: Option<u64>,
+    sizing: Option<&Sizing>,
+) -> Finding {
+    use crate::estimate::Lever;
     let half = allocated / 2;
     let short = shortfall
         .map(|s| format!(" The request is {} short.", fmt_bytes(s)))
@@ -453,16 +575,51 @@ fn framework_allocations(oom: &Oom, allocated: u64, live: bool, shortfall: Optio
         _ => vec![est("Process smaller batches or inputs.", Some(half))],
     };
     let mut remedies = remedies;
+    // With the run described, each standard remedy is sized by the estimate's model.
+    if let Some(z) = sizing {
+        for rem in &mut remedies {
+            let t = rem.text.to_ascii_lowercase();
+            let lever = if t.contains("halve the batch") {
+                Some(Lever::HalveBatch)
+            } else if t.contains("checkpoint")
+                || t.contains("rematerialise")
+                || t.contains("recompute")
+            {
+                Some(Lever::FullCheckpointing)
+            } else if t.contains("mixed precision") || t.contains("bfloat16") {
+                Some(Lever::MixedPrecision)
+            } else if t.contains("optimizer") {
+                Some(Lever::EightBitAdam)
+            } else {
+                None
+            };
+            if let Some(l) = lever {
+                rem.saves_bytes = crate::estimate::lever_saving(&z.shape, &z.run, l);
+            }
+        }
+    }
     // Ranked by expected saving; unestimated ones keep their order after.
     remedies.sort_by_key(|r| std::cmp::Reverse(r.saves_bytes.unwrap_or(0)));
     Finding {
         cause: Cause::FrameworkAllocations,
         title: if live {
-            format!("{} holds {} in live allocations", oom.framework.name(), fmt_bytes(allocated))
+            format!(
+                "{} holds {} in live allocations",
+                oom.framework.name(),
+                fmt_bytes(allocated)
+            )
         } else {
-            format!("{}'s allocator holds {} (allocated and cached together)", oom.framework.name(), fmt_bytes(allocated))
+            format!(
+                "{}'s allocator holds {} (allocated and cached together)",
+                oom.framework.name(),
+                fmt_bytes(allocated)
+            )
         },
-        detail: format!("Most of the memory belongs to this job's own tensors.{short} Savings below are estimates that assume activations dominate, as they do in training."),
+        detail: if sizing.is_some() {
+            format!("Most of the memory belongs to this job's own tensors.{short} Savings below come from gpumon estimate's model of the run you described (--estimate).")
+        } else {
+            format!("Most of the memory belongs to this job's own tensors.{short} Savings below are estimates that assume activations dominate, as they do in training.")
+        },
         remedies,
     }
 }

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::diagnose::{diagnose, Finding};
+use super::diagnose::Finding;
 use super::{Analysis, Oom};
 use crate::model::breakdown::{Breakdown, PartKind};
 use crate::output::Paint;
@@ -33,6 +33,14 @@ pub struct ExplainJson<'a> {
 }
 
 pub fn to_json(a: &Analysis) -> ExplainJson<'_> {
+    to_json_with(a, None)
+}
+
+/// [`to_json`], with remedies sized by the described run's model.
+pub fn to_json_with<'a>(
+    a: &'a Analysis,
+    sizing: Option<&super::diagnose::Sizing>,
+) -> ExplainJson<'a> {
     let main = a.main();
     ExplainJson {
         schema_version: SCHEMA_VERSION,
@@ -43,7 +51,9 @@ pub fn to_json(a: &Analysis) -> ExplainJson<'_> {
         device_index: main.and_then(|o| o.device_index),
         breakdown: main.map(|o| &o.facts),
         parts: main.and_then(|o| o.facts.breakdown()),
-        findings: main.map(diagnose).unwrap_or_default(),
+        findings: main
+            .map(|o| super::diagnose::diagnose_with(o, sizing))
+            .unwrap_or_default(),
         hint: main.and_then(|o| o.hint.as_deref()),
         line: main.map(|o| o.line.as_str()),
         missing: main.map_or(&[][..], |o| o.missing.as_slice()),
@@ -174,6 +184,8 @@ pub struct Layout {
     pub live: Option<(String, Breakdown)>,
     /// Findings before the table of figures, so the first is in view on a small screen.
     pub findings_first: bool,
+    /// The run the user described, to size the remedies with the estimate's model.
+    pub sizing: Option<super::diagnose::Sizing>,
 }
 
 /// Columns a report is wrapped to: `COLUMNS` when set, else the terminal's width when
@@ -325,13 +337,14 @@ pub fn render_oom_with(out: &mut String, oom: &Oom, count: usize, paint: Paint, 
         para(out, w, "  ", "  ", &legend.join("  "));
         out.push('\n');
     }
+    let sizing = layout.sizing.as_ref();
     if layout.findings_first {
-        findings(out, oom, paint, w);
+        findings(out, oom, paint, w, sizing);
         figures(out, oom, paint, w);
     } else {
         figures(out, oom, paint, w);
         out.push('\n');
-        findings(out, oom, paint, w);
+        findings(out, oom, paint, w, sizing);
     }
 }
 
@@ -458,8 +471,17 @@ fn figures(out: &mut String, oom: &Oom, paint: Paint, w: Option<usize>) {
 }
 
 /// The findings, ranked, each with its remedies.
-fn findings(out: &mut String, oom: &Oom, paint: Paint, w: Option<usize>) {
-    for (i, finding) in diagnose(oom).iter().enumerate() {
+fn findings(
+    out: &mut String,
+    oom: &Oom,
+    paint: Paint,
+    w: Option<usize>,
+    sizing: Option<&super::diagnose::Sizing>,
+) {
+    for (i, finding) in super::diagnose::diagnose_with(oom, sizing)
+        .iter()
+        .enumerate()
+    {
         let number = format!("{}. ", i + 1);
         let mut title = String::new();
         para(&mut title, w, &number, "   ", &finding.title);

@@ -730,6 +730,7 @@ fn draw_oom(frame: &mut Frame, area: Rect, app: &App, sample: &Sample) {
                 no_quote: true,
                 live,
                 findings_first: true,
+                sizing: None,
             };
             let mut out = String::new();
             render_oom_with(&mut out, oom, analysis.ooms.len(), Paint(false), &layout);

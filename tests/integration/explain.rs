@@ -119,6 +119,79 @@ fn corpus_covers_every_family() {
     }
 }
 
+/// Every recognised message gets at least one finding: what the figures show, or that they
+/// do not explain it.
+#[test]
+fn every_corpus_message_gets_a_finding() {
+    for (name, text, _) in corpus() {
+        let j = serde_json::to_value(render::to_json(&analyze(&text))).expect("json");
+        assert!(
+            j["findings"].as_array().is_some_and(|f| !f.is_empty()),
+            "{name}: no finding"
+        );
+    }
+}
+
+/// `--estimate` sizes the standard remedies with the estimate's model of the described run.
+#[test]
+fn explain_sizes_remedies_with_the_described_run() {
+    let config = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/configs/llama-2-7b.json"
+    );
+    let flags = format!("--model {config} --batch 8 --seq-len 4096 --mixed-precision");
+    let message = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/oom/pytorch15-vdsr.txt");
+    let out = gpumon()
+        .args(["explain", "--json", "--estimate", &flags, message])
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let finding = j["findings"]
+        .as_array()
+        .and_then(|f| f.iter().find(|x| x["cause"] == "framework_allocations"))
+        .expect("the framework's allocations");
+    assert!(finding["detail"]
+        .as_str()
+        .is_some_and(|d| d.contains("--estimate")));
+    // The same figures `gpumon estimate` computes for the changes.
+    let (shape, _, run) = gpumon::estimate::inputs_from_line(&flags).expect("flags");
+    let saves = |lever| gpumon::estimate::lever_saving(&shape, &run, lever);
+    let remedies = finding["remedies"].as_array().expect("remedies");
+    let by = |word: &str| {
+        remedies
+            .iter()
+            .find(|r| r["text"].as_str().is_some_and(|t| t.contains(word)))
+            .map(|r| r["saves_bytes"].as_u64())
+            .expect(word)
+    };
+    assert_eq!(
+        by("Halve the batch"),
+        saves(gpumon::estimate::Lever::HalveBatch)
+    );
+    assert_eq!(
+        by("Activation checkpointing"),
+        saves(gpumon::estimate::Lever::FullCheckpointing)
+    );
+    assert_eq!(
+        by("lighter optimizer"),
+        saves(gpumon::estimate::Lever::EightBitAdam)
+    );
+    // Already in mixed precision: no saving claimed.
+    assert_eq!(by("Mixed precision"), None);
+    // Bad flags are a usage error.
+    let out = gpumon()
+        .args(["explain", "--estimate", "--batchh 2", message])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--batchh"));
+}
+
 /// Advice that is wrong for a family is worse than none: checked on every corpus message.
 #[test]
 fn remedies_are_right_for_each_family() {
