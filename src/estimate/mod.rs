@@ -374,7 +374,10 @@ pub fn report(
     gpus: Result<Vec<GpuFree>, String>,
 ) -> Report {
     let parts = model::estimate(&shape, &run);
-    let resident = parts.total_bytes - parts.activations_bytes.unwrap_or(0);
+    // Without the activations (and their share of the fragmentation margin).
+    let states = parts.total_bytes - parts.overhead_bytes - parts.activations_bytes.unwrap_or(0);
+    let resident =
+        states + model::CONTEXT_ALLOWANCE + (states as f64 * model::FRAGMENTATION_MARGIN) as u64;
     let (gpus, gpus_error) = match gpus {
         Ok(list) => (
             list.into_iter()
