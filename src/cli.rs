@@ -152,31 +152,31 @@ pub struct EstimateArgs {
           required_unless_present = "model")]
     pub params: Option<u64>,
     /// Transformer layers (for activations and the KV cache)
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub layers: Option<u64>,
     /// Hidden size
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
     pub hidden: Option<u64>,
     /// Attention heads
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=65_536))]
     pub heads: Option<u64>,
     /// Key/value heads (grouped-query attention; default: --heads)
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=65_536))]
     pub kv_heads: Option<u64>,
     /// Vocabulary size (for the output logits)
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1 << 24))]
     pub vocab: Option<u64>,
     /// MLP width; a gated (SwiGLU) MLP with --gated-mlp
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1 << 22))]
     pub intermediate: Option<u64>,
     /// The MLP has gate, up and down matrices (Llama, Mistral, Qwen2)
     #[arg(long)]
     pub gated_mlp: bool,
     /// Sequences per step (per GPU)
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
     pub batch: u64,
     /// Tokens per sequence
-    #[arg(long, value_name = "N", default_value_t = 2048, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = 2048, value_parser = clap::value_parser!(u64).range(1..=1 << 24))]
     pub seq_len: u64,
     /// The weights' type (the compute type under --mixed-precision is bf16)
     #[arg(long, value_enum, default_value = "bf16")]
@@ -195,13 +195,13 @@ pub struct EstimateArgs {
     #[arg(long, value_enum, default_value = "sdpa")]
     pub attention: crate::estimate::model::Attention,
     /// Gradient accumulation steps (the effective batch is batch × N)
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
     pub grad_accum: u64,
     /// Estimate inference: weights and the KV cache, no gradients or optimizer states
     #[arg(long)]
     pub inference: bool,
     /// Train LoRA adapters of this rank on the attention's query and value projections only
-    #[arg(long, value_name = "R", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "R", value_parser = clap::value_parser!(u64).range(1..=65_536))]
     pub lora_rank: Option<u64>,
     /// Print the report as JSON (schema version 1)
     #[arg(long)]

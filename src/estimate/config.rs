@@ -31,8 +31,16 @@ pub enum ConfigError {
     Safetensors { path: String, why: String },
 }
 
+/// A size field, within what any real model has (so the products below cannot overflow:
+/// every count stays under 2^62).
 fn u(v: &Value, key: &str) -> Option<u64> {
-    v.get(key)?.as_u64()
+    let max: u64 = match key {
+        "n_layer" | "num_hidden_layers" => 100_000,
+        "n_head" | "num_attention_heads" | "num_key_value_heads" => 65_536,
+        "n_inner" | "intermediate_size" => 1 << 22,
+        _ => 1 << 24,
+    };
+    v.get(key)?.as_u64().filter(|n| (1..=max).contains(n))
 }
 
 /// The shape a config describes, with its parameter count derived from the architecture.
@@ -343,6 +351,14 @@ mod tests {
         )
         .expect_err("unknown");
         assert!(e.to_string().contains("MambaForCausalLM") && e.to_string().contains("--params"));
+        // Sizes no model has are refused, not multiplied into an overflow.
+        let e = shape_from_config(
+            r#"{"model_type":"llama","hidden_size":18446744073709551615,"num_hidden_layers":32,
+                "num_attention_heads":32,"vocab_size":32000,"intermediate_size":11008}"#,
+            "c.json",
+        )
+        .expect_err("absurd");
+        assert!(e.to_string().contains("hidden_size"), "{e}");
         let e = shape_from_config(r#"{"model_type": "llama"}"#, "c.json").expect_err("fields");
         assert!(e.to_string().contains("hidden_size"), "{e}");
         assert!(shape_from_config("not json", "c.json").is_err());

@@ -214,7 +214,7 @@ impl Change {
         match self {
             Change::Batch(n) => {
                 let batch = (run.batch >> n).max(1);
-                r.grad_accum = run.grad_accum * (run.batch / batch).max(1);
+                r.grad_accum = run.grad_accum.saturating_mul((run.batch / batch).max(1));
                 r.batch = batch;
             }
             Change::MixedPrecision => {
@@ -235,7 +235,7 @@ impl Change {
         match self {
             Change::Batch(n) => {
                 let batch = (run.batch >> n).max(1);
-                let accum = run.grad_accum * (run.batch / batch).max(1);
+                let accum = run.grad_accum.saturating_mul((run.batch / batch).max(1));
                 if run.inference {
                     format!("batch {batch} instead of {}", run.batch)
                 } else {
@@ -375,9 +375,13 @@ pub fn report(
 ) -> Report {
     let parts = model::estimate(&shape, &run);
     // Without the activations (and their share of the fragmentation margin).
-    let states = parts.total_bytes - parts.overhead_bytes - parts.activations_bytes.unwrap_or(0);
-    let resident =
-        states + model::CONTEXT_ALLOWANCE + (states as f64 * model::FRAGMENTATION_MARGIN) as u64;
+    let states = parts
+        .total_bytes
+        .saturating_sub(parts.overhead_bytes)
+        .saturating_sub(parts.activations_bytes.unwrap_or(0));
+    let resident = states
+        .saturating_add(model::CONTEXT_ALLOWANCE)
+        .saturating_add((states as f64 * model::FRAGMENTATION_MARGIN) as u64);
     let (gpus, gpus_error) = match gpus {
         Ok(list) => (
             list.into_iter()
@@ -639,6 +643,41 @@ mod tests {
             .windows(2)
             .all(|w| w[0].saves_bytes >= w[1].saves_bytes));
         assert!(render(&r).contains("The fewest changes that fit GPU 1"));
+    }
+
+    proptest::proptest! {
+        /// Any shape and run the flags accept gives a report, never an overflow or a panic.
+        #[test]
+        fn any_accepted_input_gives_a_report(
+            params in 1u64..1_000_000_000_000_000,
+            layers in 1u64..=100_000,
+            hidden in 1u64..=1 << 20,
+            heads in 1u64..=65_536,
+            kv in 1u64..=65_536,
+            vocab in 1u64..=1 << 24,
+            inter in 1u64..=1 << 22,
+            batch in 1u64..=1 << 20,
+            seq in 1u64..=1 << 24,
+            lora in proptest::option::of(1u64..=65_536),
+            inference: bool,
+            gated: bool,
+        ) {
+            let shape = Shape {
+                family: "custom".into(),
+                params,
+                layers: Some(layers),
+                hidden: Some(hidden),
+                heads: Some(heads),
+                kv_heads: Some(kv),
+                vocab: Some(vocab),
+                intermediate: Some(inter),
+                gated_mlp: gated,
+            };
+            let run = Run { batch, seq_len: seq, inference, lora_rank: lora, ..training() };
+            let r = report(shape, None, run, Ok(vec![gpu(0, None, 80 << 30)]));
+            proptest::prop_assert!(r.total_bytes >= r.parts.weights_bytes);
+            let _ = render(&r);
+        }
     }
 
     #[test]

@@ -151,7 +151,8 @@ pub fn trainable_params(shape: &Shape, run: &Run) -> u64 {
                     .zip(shape.kv_heads)
                     .map_or(h, |(d, kv)| d * kv);
                 // q: h → h, v: h → kv_dim; each adapter is r × (in + out).
-                l * r * ((h + h) + (h + kv_dim))
+                l.saturating_mul(r)
+                    .saturating_mul((h + h).saturating_add(h.saturating_add(kv_dim)))
             }
             // Without the shape, adapters are a fraction of a percent: count 0.5%.
             _ => shape.params / 200,
@@ -248,17 +249,21 @@ pub fn estimate(shape: &Shape, run: &Run) -> Parts {
         p.optimizer_bytes = Some((trainable * (master + run.optimizer.state_bytes())) as u64);
         let layers = shape.layers.unwrap_or(0);
         p.activations_bytes = activations_per_layer(shape, run).map(|per| {
-            let mut all = per * layers;
+            let mut all = per.saturating_mul(layers);
             if run.checkpointing == Checkpointing::Full {
                 // The layer being recomputed holds its full activations during backward.
                 let full = Run {
                     checkpointing: Checkpointing::None,
                     ..run.clone()
                 };
-                all += activations_per_layer(shape, &full).unwrap_or(0);
+                all = all.saturating_add(activations_per_layer(shape, &full).unwrap_or(0));
             }
             // The output logits, kept in fp32 for the loss: 4·s·b·vocab.
-            all + 4 * run.seq_len * run.batch * shape.vocab.unwrap_or(0)
+            all.saturating_add(
+                4u64.saturating_mul(run.seq_len)
+                    .saturating_mul(run.batch)
+                    .saturating_mul(shape.vocab.unwrap_or(0)),
+            )
         });
     } else {
         p.kv_cache_bytes = kv_cache(shape, run);
@@ -269,13 +274,18 @@ pub fn estimate(shape: &Shape, run: &Run) -> Parts {
         };
         p.activations_bytes = activations_per_layer(shape, &prefill);
     }
-    let managed = p.weights_bytes
-        + p.gradients_bytes.unwrap_or(0)
-        + p.optimizer_bytes.unwrap_or(0)
-        + p.activations_bytes.unwrap_or(0)
-        + p.kv_cache_bytes.unwrap_or(0);
-    p.overhead_bytes = CONTEXT_ALLOWANCE + (managed as f64 * FRAGMENTATION_MARGIN) as u64;
-    p.total_bytes = managed + p.overhead_bytes;
+    // Saturating: absurd inputs give an absurd figure, never an overflow.
+    let managed = [
+        p.gradients_bytes,
+        p.optimizer_bytes,
+        p.activations_bytes,
+        p.kv_cache_bytes,
+    ]
+    .iter()
+    .fold(p.weights_bytes, |acc, x| acc.saturating_add(x.unwrap_or(0)));
+    p.overhead_bytes =
+        CONTEXT_ALLOWANCE.saturating_add((managed as f64 * FRAGMENTATION_MARGIN) as u64);
+    p.total_bytes = managed.saturating_add(p.overhead_bytes);
     p
 }
 
