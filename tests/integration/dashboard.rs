@@ -925,10 +925,11 @@ fn snapshot_estimate_panel_against_the_selected_gpu() {
     assert!(text.contains("unexpected argument '--batchh'"), "{text}");
     app.on_key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
     assert_eq!(app.mode, gpumon::tui::app::Mode::Normal);
-    for _ in 0..9 {
-        app.on_key(KeyEvent::new(KeyCode::Backspace, KeyModifiers::NONE));
-    }
+    // Reopened, the flags are kept; the snapshot uses flags without a machine's paths.
     app.on_key(KeyEvent::new(KeyCode::Char('e'), KeyModifiers::NONE));
+    assert!(app.estimate_text.ends_with("--batchh 2"));
+    app.on_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
+    app.on_paste("--params 7B --layers 32 --hidden 4096 --heads 32 --vocab 32000 --batch 2 --seq-len 4096 --mixed-precision");
     terminal
         .draw(|f| gpumon::tui::ui::draw(f, &mut app))
         .expect("draw");
