@@ -60,6 +60,16 @@ pub fn shape_from_config(text: &str, path: &str) -> Result<Shape, ConfigError> {
             field: key,
         })
     };
+    // The five sizes GPT-NeoX, the Llama family and BERT share, under the same names.
+    let sizes = || -> Result<(u64, u64, u64, u64, u64), ConfigError> {
+        Ok((
+            need("hidden_size")?,
+            need("num_hidden_layers")?,
+            need("num_attention_heads")?,
+            need("vocab_size")?,
+            need("intermediate_size")?,
+        ))
+    };
     let tied = |default: bool| {
         v.get("tie_word_embeddings")
             .and_then(Value::as_bool)
@@ -92,13 +102,7 @@ pub fn shape_from_config(text: &str, path: &str) -> Result<Shape, ConfigError> {
             })
         }
         "gpt_neox" => {
-            let (h, l, a, vocab, i) = (
-                need("hidden_size")?,
-                need("num_hidden_layers")?,
-                need("num_attention_heads")?,
-                need("vocab_size")?,
-                need("intermediate_size")?,
-            );
+            let (h, l, a, vocab, i) = sizes()?;
             // Two LayerNorms, fused QKV (h→3h), dense (h→h), MLP h→i→h, all with biases.
             let block = 4 * h + (h * 3 * h + 3 * h) + (h * h + h) + (h * i + i) + (i * h + h);
             let heads_out = if tied(false) { 0 } else { vocab * h };
@@ -115,13 +119,7 @@ pub fn shape_from_config(text: &str, path: &str) -> Result<Shape, ConfigError> {
             })
         }
         "llama" | "mistral" | "qwen2" => {
-            let (h, l, a, vocab, i) = (
-                need("hidden_size")?,
-                need("num_hidden_layers")?,
-                need("num_attention_heads")?,
-                need("vocab_size")?,
-                need("intermediate_size")?,
-            );
+            let (h, l, a, vocab, i) = sizes()?;
             let kv = u(&v, "num_key_value_heads").unwrap_or(a);
             let head_dim = u(&v, "head_dim").unwrap_or(h / a.max(1));
             let q_out = a * head_dim;
@@ -146,13 +144,7 @@ pub fn shape_from_config(text: &str, path: &str) -> Result<Shape, ConfigError> {
             })
         }
         "bert" => {
-            let (h, l, a, vocab, i) = (
-                need("hidden_size")?,
-                need("num_hidden_layers")?,
-                need("num_attention_heads")?,
-                need("vocab_size")?,
-                need("intermediate_size")?,
-            );
+            let (h, l, a, vocab, i) = sizes()?;
             let pos = u(&v, "max_position_embeddings").unwrap_or(512);
             let types = u(&v, "type_vocab_size").unwrap_or(2);
             // Word, position and type embeddings and their LayerNorm; per layer q, k, v, o

@@ -666,9 +666,10 @@ fn draw_help(frame: &mut Frame, area: Rect) {
     );
 }
 
-fn draw_oom(frame: &mut Frame, area: Rect, app: &App, sample: &Sample) {
-    // A small terminal gives the panel all of the body; a large one shows the GPUs around it.
-    let rect = if area.width < 100 || area.height < 30 {
+/// Where a panel goes: all of the body on a small terminal; on a large one, a popup with the
+/// GPUs around it.
+fn panel_rect(area: Rect, percent_x: u16) -> Rect {
+    if area.width < 100 || area.height < 30 {
         Rect::new(
             area.x,
             area.y + 1,
@@ -676,8 +677,12 @@ fn draw_oom(frame: &mut Frame, area: Rect, app: &App, sample: &Sample) {
             area.height.saturating_sub(2),
         )
     } else {
-        popup(area, 94, 90)
-    };
+        popup(area, percent_x, 90)
+    }
+}
+
+fn draw_oom(frame: &mut Frame, area: Rect, app: &App, sample: &Sample) {
+    let rect = panel_rect(area, 94);
     frame.render_widget(Clear, rect);
     let block = Block::default()
         .borders(Borders::ALL)
@@ -758,16 +763,7 @@ fn draw_oom(frame: &mut Frame, area: Rect, app: &App, sample: &Sample) {
 /// The estimate panel (`e`): the flags as typed, and the report against the GPU it was
 /// opened on, with that GPU's free memory as it is now.
 fn draw_estimate(frame: &mut Frame, area: Rect, app: &App, sample: &Sample) {
-    let rect = if area.width < 100 || area.height < 30 {
-        Rect::new(
-            area.x,
-            area.y + 1,
-            area.width,
-            area.height.saturating_sub(2),
-        )
-    } else {
-        popup(area, 90, 90)
-    };
+    let rect = panel_rect(area, 90);
     frame.render_widget(Clear, rect);
     let gpu = app.estimate_gpu;
     let title = match gpu {
