@@ -159,3 +159,67 @@ fn estimate_checks_the_fit_on_the_gpus_read_through_nvml() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--params"));
 }
+
+/// build.rs links the functions gpumon runs (assets/hot-text/hot-text.ld) in a `.text.hot`
+/// section before the rest of the code, when the linker takes the script: the dashboard's
+/// drawing and the NVML calls land there, a command the views never run does not.
+#[test]
+fn the_code_gpumon_runs_is_linked_together() {
+    use object::{Object, ObjectSection, ObjectSymbol};
+    if env!("GPUMON_HOT_TEXT") != "1" {
+        eprintln!("the linker took no script here (see build.rs): nothing to check");
+        return;
+    }
+    let bytes = std::fs::read(env!("CARGO_BIN_EXE_gpumon")).expect("read binary");
+    let elf = object::File::parse(&*bytes).expect("an ELF file");
+    let hot = elf
+        .section_by_name(".text.hot")
+        .expect("a .text.hot section");
+    let text = elf.section_by_name(".text").expect("a .text section");
+    assert!(hot.size() > 0, ".text.hot is empty");
+    assert!(
+        hot.address() < text.address(),
+        ".text.hot is not before .text"
+    );
+    let in_hot = |part: &str| {
+        let found: Vec<_> = elf
+            .symbols()
+            .filter(|s| s.name().is_ok_and(|n| n.contains(part)))
+            .collect();
+        assert!(!found.is_empty(), "no symbol named like {part}");
+        found
+            .iter()
+            .any(|s| (hot.address()..hot.address() + hot.size()).contains(&s.address()))
+    };
+    // The dashboard's frame, its sampler, and an NVML device read (functions with one
+    // instance each: generic ones keep their build's hash in the script, and this is the
+    // debug build).
+    for part in [
+        "6gpumon3tui2ui4draw",
+        "7Sampler4tick",
+        "NvmlDevice$u20$as$u20$gpumon..source..DeviceReader$GT$4read",
+    ] {
+        assert!(in_hot(part), "{part} is not in .text.hot");
+    }
+    // What only `estimate` runs stays out.
+    assert!(
+        !in_hot("8estimate5model"),
+        "estimate's model is in .text.hot: the patterns match too much"
+    );
+}
+
+/// Where the C library runs DT_RELR binaries, build.rs packs the relative relocations: the
+/// loader's table shrinks to a few KB (it was 230 KB, all of it resident).
+#[test]
+fn relative_relocations_are_packed_where_the_loader_takes_them() {
+    use object::{Object, ObjectSection};
+    if env!("GPUMON_RELR") != "1" {
+        eprintln!("no DT_RELR here (see build.rs): nothing to check");
+        return;
+    }
+    let bytes = std::fs::read(env!("CARGO_BIN_EXE_gpumon")).expect("read binary");
+    let elf = object::File::parse(&*bytes).expect("an ELF file");
+    assert!(elf.section_by_name(".relr.dyn").is_some(), "no .relr.dyn");
+    let rela = elf.section_by_name(".rela.dyn").map_or(0, |s| s.size());
+    assert!(rela < 64 << 10, ".rela.dyn is still {rela} bytes");
+}
