@@ -31,6 +31,11 @@ pub fn deadline(interval: Duration, timeout: Option<Duration>) -> Duration {
     timeout.unwrap_or_else(|| MIN_DEADLINE.max(interval.saturating_mul(2)))
 }
 
+/// The pids whose host facts a view shows and needs fresh every second (sorted); the others
+/// are refreshed every [`crate::host::BACKGROUND_REFRESH`]. `None`: every pid, every second
+/// (the dashboard sorted by CPU or host memory, where off-screen rows decide the order).
+pub type Focus = Arc<Option<Vec<u32>>>;
+
 /// Where one tick's time went.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TickTimings {
@@ -81,7 +86,7 @@ pub struct Sampler {
     filter: Filter,
     /// The pids a view shows (the dashboard's visible rows): their host facts stay fresh,
     /// the others are refreshed less often.
-    focus: Option<watch::Receiver<Arc<Vec<u32>>>>,
+    focus: Option<watch::Receiver<Focus>>,
     /// Where in-process probes publish (`gpumon run`), when it is safe to read.
     probe_dir: Option<PathBuf>,
     probe_cache: probe::ReportCache,
@@ -182,7 +187,7 @@ impl Sampler {
     }
 
     /// Limits the per-tick host refresh to the pids `focus` names (sorted).
-    pub fn with_focus(mut self, focus: watch::Receiver<Arc<Vec<u32>>>) -> Self {
+    pub fn with_focus(mut self, focus: watch::Receiver<Focus>) -> Self {
         self.focus = Some(focus);
         self
     }
@@ -243,7 +248,9 @@ impl Sampler {
         let t2 = Instant::now();
         if let Some(host) = self.host.as_mut() {
             let focus = self.focus.as_ref().map(|f| Arc::clone(&f.borrow()));
-            host.enrich(&mut sample.devices, focus.as_deref().map(Vec::as_slice));
+            // No receiver, or a view that needs every pid fresh: all of them.
+            let pids = focus.as_deref().and_then(Option::as_deref);
+            host.enrich(&mut sample.devices, pids);
         }
         let t3 = Instant::now();
         if let Some(dir) = &self.probe_dir {

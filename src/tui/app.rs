@@ -398,8 +398,18 @@ impl App {
         self.order = order;
     }
 
-    /// The pids of the table rows on screen (sorted), for the sampler's host refresh.
-    pub fn visible_pids(&self) -> Vec<u32> {
+    /// The pids whose host facts must be fresh every second: the rows on screen, or every pid
+    /// (`None`) when the table is sorted by a host fact that changes (CPU, host memory), since
+    /// rows off screen then decide the order.
+    pub fn host_focus(&self) -> Option<Vec<u32>> {
+        match self.sort {
+            SortKey::Cpu | SortKey::HostMem => None,
+            _ => Some(self.visible_pids()),
+        }
+    }
+
+    /// The pids of the table rows on screen (sorted).
+    fn visible_pids(&self) -> Vec<u32> {
         let height = self.table_rows.height as usize;
         let mut pids: Vec<u32> = (self.table_first..self.table_first + height.max(1))
             .filter_map(|i| self.row(i))
@@ -1174,6 +1184,25 @@ mod tests {
         app.on_key(key(KeyCode::Char('<')));
         app.on_key(key(KeyCode::Char('<')));
         assert_eq!(app.sort, SortKey::Type);
+    }
+
+    #[test]
+    fn host_facts_stay_fresh_for_rows_on_screen_or_all_when_they_decide_the_order() {
+        let mut app = app_with(&[(0, 10, 300, "a"), (0, 11, 200, "b"), (1, 12, 100, "c")]);
+        app.table_rows = Rect::new(0, 5, 80, 2);
+        // By GPU memory, two rows fit: the two largest.
+        assert_eq!(app.host_focus(), Some(vec![10, 11]));
+        for _ in 0..3 {
+            app.on_key(key(KeyCode::Char('>')));
+        }
+        assert_eq!(app.sort, SortKey::Cpu);
+        assert_eq!(app.host_focus(), None, "every pid's CPU decides the order");
+        app.on_key(key(KeyCode::Char('>')));
+        assert_eq!(app.sort, SortKey::HostMem);
+        assert_eq!(app.host_focus(), None);
+        app.on_key(key(KeyCode::Char('>')));
+        assert_eq!(app.sort, SortKey::Time);
+        assert_eq!(app.host_focus().map(|p| p.len()), Some(2));
     }
 
     #[test]

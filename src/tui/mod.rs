@@ -134,7 +134,7 @@ where
     B::Error: Send + Sync + 'static,
 {
     let (interval_tx, interval_rx) = watch::channel(interval);
-    let (focus_tx, focus_rx) = watch::channel(Arc::new(Vec::new()));
+    let (focus_tx, focus_rx) = watch::channel(Arc::new(Some(Vec::new())));
     let mut samples = None;
     let mut task = None;
     let mut opening = None;
@@ -243,10 +243,10 @@ where
             Action::Redraw => {}
         }
         terminal.draw(|f| ui::draw(f, &mut app))?;
-        // Tell the sampler which processes are on screen, so their host facts stay fresh.
-        let visible = app.visible_pids();
-        if **focus_tx.borrow() != visible {
-            let _ = focus_tx.send(Arc::new(visible));
+        // Tell the sampler which processes need fresh host facts.
+        let focus = app.host_focus();
+        if **focus_tx.borrow() != focus {
+            let _ = focus_tx.send(Arc::new(focus));
         }
     };
     drop(samples);
