@@ -11,12 +11,63 @@ use super::Sample;
 /// Hard cap per device, whatever the window and interval (10 ms × 8192 ≈ 82 s, 1 s ≈ 2.3 h).
 pub const MAX_POINTS: usize = 8192;
 
+/// A byte count that may be unknown, in 8 bytes instead of `Option<u64>`'s 16: a dashboard
+/// left running keeps hundreds of points per series, and the saving is its largest heap item.
+/// `u64::MAX` (16 EiB, no GPU's size) stands for unknown.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct MaybeBytes(u64);
+
+impl MaybeBytes {
+    fn new(v: Option<u64>) -> Self {
+        MaybeBytes(v.map_or(u64::MAX, |v| v.min(u64::MAX - 1)))
+    }
+
+    fn get(self) -> Option<u64> {
+        (self.0 != u64::MAX).then_some(self.0)
+    }
+}
+
+impl std::fmt::Debug for MaybeBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.get().fmt(f)
+    }
+}
+
+/// One device reading: 24 bytes.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Point {
     /// Unix milliseconds (integers keep the per-frame bucketing cheap).
     pub ms: u64,
-    pub used: Option<u64>,
-    pub util: Option<u32>,
+    used: MaybeBytes,
+    /// Percent; NVML's 0–100 fits in a byte (anything larger is kept as 255).
+    util: Option<u8>,
+}
+
+impl Point {
+    pub fn new(ms: u64, used: Option<u64>, util: Option<u32>) -> Self {
+        Point {
+            ms,
+            used: MaybeBytes::new(used),
+            util: util.map(|u| u8::try_from(u).unwrap_or(u8::MAX)),
+        }
+    }
+
+    pub fn used(&self) -> Option<u64> {
+        self.used.get()
+    }
+
+    pub fn util(&self) -> Option<u32> {
+        self.util.map(u32::from)
+    }
+}
+
+/// Appends to a series, growing it by a quarter rather than doubling: a series fills to its
+/// window and stays there, so doubling would leave up to half its capacity unused for good.
+fn push_series<T>(q: &mut VecDeque<T>, v: T) {
+    if q.len() == q.capacity() {
+        q.reserve_exact((q.len() / 4).max(16));
+    }
+    q.push_back(v);
 }
 
 #[derive(Debug, Clone, Default)]
@@ -48,14 +99,14 @@ impl DeviceHistory {
     }
 
     fn push(&mut self, p: Point) {
-        if let Some(v) = p.used {
+        if let Some(v) = p.used() {
             // Earlier values no larger than this one can never be the peak again.
             while self.peaks.back().is_some_and(|&(_, b)| b <= v) {
                 self.peaks.pop_back();
             }
             self.peaks.push_back((p.ms, v));
         }
-        self.points.push_back(p);
+        push_series(&mut self.points, p);
     }
 
     fn pop_front(&mut self) {
@@ -130,15 +181,38 @@ pub fn columns<'a, P: 'a, T: Copy + Ord>(
 /// Cap per tracked process (a 10 ms interval fills it in 20 s; 1 s in 34 min).
 pub const MAX_PROCESS_POINTS: usize = 2048;
 
-/// One reading of a tracked process.
+/// One reading of a tracked process: 32 bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProcessPoint {
     pub ms: u64,
+    gpu: MaybeBytes,
+    allocated: MaybeBytes,
+    reserved: MaybeBytes,
+}
+
+impl ProcessPoint {
+    pub fn new(ms: u64, gpu: Option<u64>, allocated: Option<u64>, reserved: Option<u64>) -> Self {
+        ProcessPoint {
+            ms,
+            gpu: MaybeBytes::new(gpu),
+            allocated: MaybeBytes::new(allocated),
+            reserved: MaybeBytes::new(reserved),
+        }
+    }
+
     /// NVML's per-process total; `None` where the GPU failed or NVML could not tell.
-    pub gpu: Option<u64>,
+    pub fn gpu(&self) -> Option<u64> {
+        self.gpu.get()
+    }
+
     /// The allocator's figures, when the probe reports them.
-    pub allocated: Option<u64>,
-    pub reserved: Option<u64>,
+    pub fn allocated(&self) -> Option<u64> {
+        self.allocated.get()
+    }
+
+    pub fn reserved(&self) -> Option<u64> {
+        self.reserved.get()
+    }
 }
 
 /// The memory of one process on one GPU over time, kept only while the dashboard tracks it
@@ -218,21 +292,17 @@ impl History {
             let failed = d.error.is_some();
             if failed {
                 // A lost or stalled device: a gap, never its last values drawn again.
-                h.push(Point {
-                    ms,
-                    used: None,
-                    util: None,
-                });
+                h.push(Point::new(ms, None, None));
             } else {
                 // Each reading once, at the time it was taken: a device that answers late
                 // is shown with its previous reading, which is already here.
                 let taken = d.data_time(sample.timestamp).map_or(ms, unix_ms);
                 if h.points.back().is_none_or(|p| p.ms < taken) {
-                    h.push(Point {
-                        ms: taken,
-                        used: d.memory.used_bytes,
-                        util: d.utilization.gpu_percent,
-                    });
+                    h.push(Point::new(
+                        taken,
+                        d.memory.used_bytes,
+                        d.utilization.gpu_percent,
+                    ));
                 }
             }
             let oldest = ms.saturating_sub(self.window.as_millis() as u64);
@@ -259,34 +329,24 @@ impl History {
             };
             let h = self.processes.entry((gpu, pid)).or_default();
             let point = if d.error.is_some() {
-                ProcessPoint {
-                    ms: now,
-                    gpu: None,
-                    allocated: None,
-                    reserved: None,
-                }
+                ProcessPoint::new(now, None, None, None)
             } else {
                 let taken = d.data_time(sample.timestamp).map_or(now, unix_ms);
                 if h.points.back().is_some_and(|p| p.ms >= taken) {
                     continue;
                 }
                 match d.processes.iter().find(|p| p.pid == pid) {
-                    Some(p) => ProcessPoint {
-                        ms: taken,
-                        gpu: p.gpu_memory_bytes,
-                        allocated: p.allocator.as_ref().and_then(|a| a.allocated_bytes),
-                        reserved: p.allocator.as_ref().and_then(|a| a.reserved_bytes),
-                    },
+                    Some(p) => ProcessPoint::new(
+                        taken,
+                        p.gpu_memory_bytes,
+                        p.allocator.as_ref().and_then(|a| a.allocated_bytes),
+                        p.allocator.as_ref().and_then(|a| a.reserved_bytes),
+                    ),
                     // Gone from the GPU: it holds nothing there any more.
-                    None => ProcessPoint {
-                        ms: taken,
-                        gpu: Some(0),
-                        allocated: None,
-                        reserved: None,
-                    },
+                    None => ProcessPoint::new(taken, Some(0), None, None),
                 }
             };
-            h.points.push_back(point);
+            push_series(&mut h.points, point);
             while h.points.len() > MAX_PROCESS_POINTS
                 || h.points.front().is_some_and(|p| p.ms < oldest)
             {
@@ -325,6 +385,39 @@ mod tests {
     }
 
     #[test]
+    fn points_are_compact_and_keep_unknown_apart_from_zero() {
+        assert_eq!(std::mem::size_of::<Point>(), 24);
+        assert_eq!(std::mem::size_of::<ProcessPoint>(), 32);
+        let p = Point::new(5, Some(0), None);
+        assert_eq!((p.used(), p.util()), (Some(0), None));
+        let p = Point::new(5, None, Some(0));
+        assert_eq!((p.used(), p.util()), (None, Some(0)));
+        let p = Point::new(5, Some(u64::MAX), Some(100_000));
+        assert_eq!((p.used(), p.util()), (Some(u64::MAX - 1), Some(255)));
+        let q = ProcessPoint::new(1, Some(80 << 30), None, Some(3));
+        assert_eq!(
+            (q.gpu(), q.allocated(), q.reserved()),
+            (Some(80 << 30), None, Some(3))
+        );
+    }
+
+    #[test]
+    fn a_full_window_holds_little_more_than_its_points() {
+        let mut h = History::new(Duration::from_secs(600));
+        for t in 0..2000 {
+            h.record(&sample(t, Some(t), false));
+        }
+        let d = h.device(0).expect("recorded");
+        assert_eq!(d.points.len(), 601);
+        // Doubling would have left 1,024 slots.
+        assert!(
+            d.points.capacity() <= 601 * 5 / 4 + 16,
+            "{}",
+            d.points.capacity()
+        );
+    }
+
+    #[test]
     fn window_prunes_and_gaps_stay_gaps() {
         let mut h = History::new(Duration::from_secs(10));
         for t in 0..30 {
@@ -334,14 +427,14 @@ mod tests {
         assert_eq!(d.points.len(), 11, "only the last 10 s are kept");
         assert_eq!(d.points.front().map(|p| p.ms), Some(19_000));
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(29);
-        let cols = d.columns(now, Duration::from_secs(10), 10, |p| p.used);
+        let cols = d.columns(now, Duration::from_secs(10), 10, |p| p.used());
         assert_eq!(cols[6], Column::Gap, "the lost sample at t=25 is a gap");
         assert_eq!(cols[9], Column::Value(290));
         // Before the first sample: empty, not a failure.
-        let cols = d.columns(now, Duration::from_secs(40), 40, |p| p.used);
+        let cols = d.columns(now, Duration::from_secs(40), 40, |p| p.used());
         assert_eq!(cols[0], Column::Empty);
         // Sparse samples hold their value across empty columns.
-        let cols = d.columns(now, Duration::from_secs(10), 40, |p| p.used);
+        let cols = d.columns(now, Duration::from_secs(10), 40, |p| p.used());
         assert_eq!(cols[38], cols[37]);
         assert_eq!(d.peak_used().map(|p| p.value), Some(290));
     }
@@ -385,7 +478,7 @@ mod tests {
         let d = h.device(0).expect("device");
         assert_eq!(d.points.len(), 2);
         assert_eq!(
-            d.points.back().map(|p| (p.ms, p.used)),
+            d.points.back().map(|p| (p.ms, p.used())),
             Some((12_000, None))
         );
         assert_eq!(
@@ -410,10 +503,10 @@ mod tests {
         h.track(&s2, &[(0, 7), (0, 8)]);
         let p7 = h.process(0, 7).expect("tracked");
         assert_eq!(
-            p7.points.iter().map(|p| p.gpu).collect::<Vec<_>>(),
+            p7.points.iter().map(|p| p.gpu()).collect::<Vec<_>>(),
             vec![Some(100), Some(0)]
         );
-        assert_eq!(p7.max(|p| p.gpu), Some(100));
+        assert_eq!(p7.max(|p| p.gpu()), Some(100));
         h.track(&s2, &[(0, 8)]);
         assert!(h.process(0, 7).is_none(), "forgotten when no longer wanted");
     }

@@ -185,7 +185,7 @@ fn draw_chart(frame: &mut Frame, area: Rect, app: &App, d: &Details, now: System
     let hist = app.history.process(d.gpu, d.pid);
     let since = hist.and_then(|h| h.since());
     let max = hist
-        .and_then(|h| h.max(|p| p.gpu.max(p.reserved)))
+        .and_then(|h| h.max(|p| p.gpu().max(p.reserved())))
         .or(d.last.gpu_memory_bytes)
         .unwrap_or(0);
     let (top, unit, unit_name) = axis_top(max);
@@ -234,10 +234,10 @@ fn draw_chart(frame: &mut Frame, area: Rect, app: &App, d: &Details, now: System
         })
     };
     // NVML's total in the process's colour; the allocator's lines when it reports them.
-    let mut lines = vec![(series(|p| p.gpu), colour)];
+    let mut lines = vec![(series(|p| p.gpu()), colour)];
     if split {
-        lines.push((series(|p| p.reserved), theme::warning()));
-        lines.push((series(|p| p.allocated), Style::new()));
+        lines.push((series(|p| p.reserved()), theme::warning()));
+        lines.push((series(|p| p.allocated()), Style::new()));
     }
     let datasets: Vec<Dataset> = lines
         .iter()

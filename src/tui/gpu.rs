@@ -547,7 +547,7 @@ pub fn draw_history(
         .max(1);
     let points = (mem.width as usize).saturating_sub(8) * 2;
     let cols = hist.map_or_else(Vec::new, |h| {
-        h.columns(now, window, points.max(1), |p| p.used)
+        h.columns(now, window, points.max(1), |p| p.used())
     });
     let mem_series = segments(&cols, window, GIB as f64);
     let total_gib = total as f64 / GIB as f64;
@@ -598,7 +598,7 @@ pub fn draw_history(
     if util.width >= 12 {
         let points = (util.width as usize).saturating_sub(5) * 2;
         let cols = hist.map_or_else(Vec::new, |h| {
-            h.columns(now, window, points.max(1), |p| p.util.map(u64::from))
+            h.columns(now, window, points.max(1), |p| p.util().map(u64::from))
         });
         let util_series = segments(&cols, window, 1.0);
         let datasets: Vec<Dataset> = util_series
