@@ -335,6 +335,18 @@ mod tests {
 
     /// GPT-3 175B's shape, as in Korthikanti et al. (2022), Table 3: h = 12288, a = 96,
     /// s = 2048; per layer and sequence, eq. 1–2.
+    /// The attention shape of Llama-2-7B (multi-head: 32 KV heads).
+    fn llama_2_7b() -> Shape {
+        Shape {
+            params: 6_738_415_616,
+            layers: Some(32),
+            hidden: Some(4096),
+            heads: Some(32),
+            kv_heads: Some(32),
+            ..Shape::default()
+        }
+    }
+
     fn gpt3() -> Shape {
         Shape {
             params: 175_000_000_000,
@@ -415,14 +427,7 @@ mod tests {
     #[test]
     fn kv_cache_of_llama_2_7b() {
         // 2 × 32 layers × 32 heads × 128 × 2 bytes = 0.5 MiB per token: 2 GiB at 4096.
-        let shape = Shape {
-            params: 6_738_415_616,
-            layers: Some(32),
-            hidden: Some(4096),
-            heads: Some(32),
-            kv_heads: Some(32),
-            ..Shape::default()
-        };
+        let shape = llama_2_7b();
         let r = Run {
             inference: true,
             seq_len: 4096,
@@ -447,14 +452,7 @@ mod tests {
     fn lora_trains_the_adapters_only() {
         // PEFT's LoRA r=16 on q_proj and v_proj of Llama-2-7B prints
         // "trainable params: 8,388,608".
-        let shape = Shape {
-            params: 6_738_415_616,
-            layers: Some(32),
-            hidden: Some(4096),
-            heads: Some(32),
-            kv_heads: Some(32),
-            ..Shape::default()
-        };
+        let shape = llama_2_7b();
         let r = Run {
             lora_rank: Some(16),
             ..run()
