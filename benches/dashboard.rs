@@ -9,7 +9,7 @@ mod common;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{fake_lib, scenario, scenario_with_faults, Sleepers, GPUS, PROCS};
+use common::{fake_lib, scenario, scenario_with_faults, user_binary, Sleepers, GPUS, PROCS};
 
 fn tmux(socket: &str, args: &[&str]) -> String {
     let out = Command::new("tmux")
@@ -43,7 +43,8 @@ fn main() {
     let sleepers = Sleepers::spawn(GPUS * PROCS);
     let path = scenario(&sleepers.pids());
     let socket = format!("gpumon-bench-{}", std::process::id());
-    let bin = env!("CARGO_BIN_EXE_gpumon");
+    let bin = user_binary();
+    let bin = bin.as_str();
     let cmd = format!(
         "GPUMON_NVML_LIB={} FAKE_NVML_SCENARIO={} {bin} --interval 1s",
         lib.display(),

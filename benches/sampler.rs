@@ -122,12 +122,12 @@ fn main() {
     drop(sampler);
 
     // 2. `gpumon once --json`: wall time and peak RSS of the whole process.
-    let bin = env!("CARGO_BIN_EXE_gpumon");
+    let bin = common::user_binary();
     let mut walls = vec![];
     let mut rss_kib = 0;
     for _ in 0..30 {
         let t = Instant::now();
-        let child = Command::new(bin)
+        let child = Command::new(&bin)
             .args(["once", "--json"])
             .env("GPUMON_NVML_LIB", &lib)
             .stdout(Stdio::null())
@@ -148,7 +148,7 @@ fn main() {
     // 3. `gpumon log` at 100 Hz: CPU time over wall time.
     let before = cpu(&child_rusage());
     let t = Instant::now();
-    let status = Command::new(bin)
+    let status = Command::new(&bin)
         .args([
             "log",
             "--interval",

@@ -82,7 +82,7 @@ fn main() {
     let lib = fake_lib();
     let sleepers = Sleepers::spawn(GPUS * PROCS);
     let path = scenario(&sleepers.pids());
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gpumon"))
+    let mut child = Command::new(common::user_binary())
         .args(["serve", "--listen", "127.0.0.1:0", "--interval", "1s"])
         .env("GPUMON_NVML_LIB", &lib)
         .env("FAKE_NVML_SCENARIO", &path)
