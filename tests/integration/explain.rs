@@ -6,7 +6,7 @@ use gpumon::oom::{analyze, render};
 use proptest::prelude::*;
 use serde_json::Value;
 
-use crate::common::gpumon;
+use crate::common::{gpumon, stdout_json};
 
 fn corpus() -> Vec<(String, String, Value)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/oom");
@@ -141,16 +141,7 @@ fn explain_sizes_remedies_with_the_described_run() {
     );
     let flags = format!("--model {config} --batch 8 --seq-len 4096 --mixed-precision");
     let message = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/oom/pytorch15-vdsr.txt");
-    let out = gpumon()
-        .args(["explain", "--json", "--estimate", &flags, message])
-        .output()
-        .expect("run");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let j: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let j = stdout_json(gpumon().args(["explain", "--json", "--estimate", &flags, message]));
     let finding = j["findings"]
         .as_array()
         .and_then(|f| f.iter().find(|x| x["cause"] == "framework_allocations"))
