@@ -14,7 +14,7 @@ pub fn text_width(default: usize, min: usize) -> usize {
         .or_else(|| {
             io::stdout()
                 .is_terminal()
-                .then(|| ratatui::crossterm::terminal::size().ok())
+                .then(|| ratatui_crossterm::crossterm::terminal::size().ok())
                 .flatten()
                 .map(|(w, _)| w as usize)
         })

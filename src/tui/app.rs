@@ -5,10 +5,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ratatui::crossterm::event::{
+use ratatui::layout::Rect;
+use ratatui_crossterm::crossterm::event::{
     KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
 };
-use ratatui::layout::Rect;
 
 use super::signal::{Target, SIGNALS};
 use super::theme;

@@ -19,16 +19,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ratatui::backend::{Backend, CrosstermBackend};
-use ratatui::crossterm::event::{
+use ratatui::backend::Backend;
+use ratatui::Terminal;
+use ratatui_crossterm::crossterm::event::{
     self, DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
     Event,
 };
-use ratatui::crossterm::terminal::{
+use ratatui_crossterm::crossterm::terminal::{
     disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
 };
-use ratatui::crossterm::{cursor, execute};
-use ratatui::Terminal;
+use ratatui_crossterm::crossterm::{cursor, execute};
+use ratatui_crossterm::CrosstermBackend;
 use tokio::sync::{mpsc, watch};
 
 use crate::model::Sample;
@@ -274,4 +275,15 @@ pub fn render_once<B: Backend>(
 ) -> Result<(), B::Error> {
     app.on_sample(sample);
     terminal.draw(|f| ui::draw(f, app)).map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    /// The two screen buffers hold a cell per character: 200x50 is 20,000 cells. Without
+    /// ratatui's underline colours (which gpumon never draws) a cell is 40 bytes, not 48; a
+    /// dependency that turns the feature back on (ratatui's "crossterm" feature does) fails here.
+    #[test]
+    fn screen_cells_carry_no_underline_colour() {
+        assert_eq!(std::mem::size_of::<ratatui::buffer::Cell>(), 40);
+    }
 }

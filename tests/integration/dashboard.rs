@@ -8,8 +8,8 @@ use gpumon::model::{Device, Memory, Process, ProcessKind, Sample, Utilization};
 use gpumon::tui::app::App;
 use gpumon::tui::{render_once, theme};
 use ratatui::backend::TestBackend;
-use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
+use ratatui_crossterm::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use regex::Regex;
 
 use crate::common::{fake_lib, scenario, MIB};
