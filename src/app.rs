@@ -171,7 +171,10 @@ const DASHBOARD_OPEN_WAIT: Duration = Duration::from_millis(300);
 fn run_dashboard(common: &Common) -> anyhow::Result<ExitCode> {
     let opening = start_opening(common);
     let start = match opening.wait_a_little(DASHBOARD_OPEN_WAIT) {
-        Ok(Some(source)) => Start::Ready(Box::new(new_sampler(common, source, true, true))),
+        Ok(Some(source)) => {
+            crate::resident::release_start_up_pages();
+            Start::Ready(Box::new(new_sampler(common, source, true, true)))
+        }
         Ok(None) => {
             let common = common.clone();
             Start::Opening(
@@ -253,6 +256,7 @@ fn run_log(common: &Common, args: &LogArgs) -> anyhow::Result<ExitCode> {
         Ok(s) => s,
         Err(code) => return Ok(code),
     };
+    crate::resident::release_start_up_pages();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .enable_io()

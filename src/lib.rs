@@ -14,6 +14,7 @@ pub mod oom;
 pub mod output;
 pub mod probe;
 pub mod readers;
+pub mod resident;
 pub mod run;
 pub mod sampler;
 pub mod scenario;

@@ -124,30 +124,38 @@ def run(binary, fake, work):
         outs.append(os.path.join(work, f"{name}.callgrind"))
         return [f"--callgrind-out-file={outs[-1]}"]
 
-    def dashboard(name, keys):
+    def dashboard(name, keys, split=False):
         sock = os.path.join(work, f"{name}.tmux")
         cmd = " ".join(grind + out(name) + [binary, "--interval", "1s"])
+        final = outs[-1]
         env_args = [f"{k}={env[k]}" for k in ("GPUMON_NVML_LIB", "FAKE_NVML_SCENARIO")]
         subprocess.run(["tmux", "-S", sock, "new-session", "-d", "-x", "200", "-y", "50",
                         "env " + " ".join(env_args) + " " + cmd + " 2>/dev/null"], check=True)
         time.sleep(DASHBOARD_SECONDS / 2)
+        if split:
+            # What ran so far (start-up and the first frames) goes to NAME.callgrind.1; the
+            # final file then holds only what the dashboard runs from here on.
+            subprocess.run(["callgrind_control", "--dump"], check=True,
+                           stdout=subprocess.DEVNULL)
+            outs.append(outs[-1] + ".1")
         for k in keys:
             subprocess.run(["tmux", "-S", sock, "send-keys", k], check=False)
             time.sleep(1)
         time.sleep(DASHBOARD_SECONDS / 2)
         subprocess.run(["tmux", "-S", sock, "send-keys", "q"], check=False)
         for _ in range(60):
-            if os.path.exists(outs[-1]) and os.path.getsize(outs[-1]) > 0:
+            if os.path.exists(final) and os.path.getsize(final) > 0:
                 break
             time.sleep(0.5)
         time.sleep(2)
         subprocess.run(["tmux", "-S", sock, "kill-server"], check=False,
                        stderr=subprocess.DEVNULL)
 
-    # The dashboard left alone first: what it runs every second (and at start) leads the
-    # section; then what keys bring up (sorting, scrolling, details, help); then the
-    # headless commands.
-    dashboard("dashboard", [])
+    # The dashboard left alone first: what it runs every second leads the section, then what
+    # it ran only at start (released after start-up: see src/resident.rs, so those pages stay
+    # out once they are apart); then what keys bring up (sorting, scrolling, details, help);
+    # then the headless commands.
+    dashboard("dashboard", [], split=True)
     dashboard("dashboard-keys", ["s", "s", "Down", "Down", "Enter", "Escape", "?", "Escape",
                                  "Right", "Left", "]", "[", "End", "g"])
 
@@ -159,7 +167,7 @@ def run(binary, fake, work):
 
 
 def main():
-    for tool in ("valgrind", "tmux", "nm"):
+    for tool in ("valgrind", "callgrind_control", "tmux", "nm"):
         if not shutil.which(tool):
             sys.exit(f"generate.py: needs {tool}")
     subprocess.run(["cargo", "build", "--release", "--workspace"], cwd=ROOT, check=True,

@@ -150,6 +150,7 @@ pub fn run(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCode> {
     // user, command, CPU; the optional labels) every 30 s instead of every second.
     let (_focus_tx, focus) = watch::channel(Arc::new(Some(Vec::new())));
     let sampler = new_sampler(common, source, true, true).with_focus(focus);
+    crate::resident::release_start_up_pages();
     let options = Options {
         dcgm: !args.no_dcgm_names,
         process_labels,

@@ -162,7 +162,8 @@ fn estimate_checks_the_fit_on_the_gpus_read_through_nvml() {
 
 /// build.rs links the functions gpumon runs (assets/hot-text/hot-text.ld) in a `.text.hot`
 /// section before the rest of the code, when the linker takes the script: the dashboard's
-/// drawing and the NVML calls land there, a command the views never run does not.
+/// drawing and the NVML calls land there, a command the views never run does not, and what
+/// runs only at start lies after what runs every second.
 #[test]
 fn the_code_gpumon_runs_is_linked_together() {
     use object::{Object, ObjectSection, ObjectSymbol};
@@ -205,6 +206,23 @@ fn the_code_gpumon_runs_is_linked_together() {
     assert!(
         !in_hot("8estimate5model"),
         "estimate's model is in .text.hot: the patterns match too much"
+    );
+    // What the dashboard runs every second comes first, what it runs only at start (parsing
+    // the command line) after it: the start-up pages are given back once the GPUs are open
+    // (src/resident.rs) and stay out only if no per-second code shares them.
+    let start_up =
+        "gpumon..cli..Command$u20$as$u20$clap_builder..derive..Subcommand$GT$19augment_subcommands";
+    assert!(in_hot(start_up), "{start_up} is not in .text.hot");
+    let address = |part: &str| {
+        elf.symbols()
+            .filter(|s| s.name().is_ok_and(|n| n.contains(part)))
+            .map(|s| s.address())
+            .min()
+            .unwrap_or_else(|| panic!("no symbol named like {part}"))
+    };
+    assert!(
+        address("6gpumon3tui2ui4draw") < address(start_up),
+        "start-up code is not after the per-second code in .text.hot"
     );
 }
 
