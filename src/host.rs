@@ -10,6 +10,7 @@
 //! is not visible here (another PID namespace, or already exited) keeps its host fields `None`.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::model::{Device, Process};
@@ -176,38 +177,11 @@ impl HostLookup {
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs_f64());
         let boot = *self.boot_time.get_or_insert_with(boot_time);
-        let threads = std::thread::available_parallelism()
-            .map_or(1, usize::from)
+        let threads = cores()
             .min(MAX_READ_THREADS)
             .min(pids.len() / PIDS_PER_THREAD)
             .max(1);
-        let read: Vec<Option<Raw>> = if threads == 1 {
-            pids.iter()
-                .map(|&pid| Raw::read(pid, &mut self.buf))
-                .collect()
-        } else {
-            let chunk = pids.len().div_ceil(threads);
-            std::thread::scope(|scope| {
-                let handles: Vec<_> = pids
-                    .chunks(chunk)
-                    .map(|part| {
-                        scope.spawn(move || {
-                            let mut buf = Vec::with_capacity(4096);
-                            part.iter()
-                                .map(|&pid| Raw::read(pid, &mut buf))
-                                .collect::<Vec<_>>()
-                        })
-                    })
-                    .collect();
-                handles
-                    .into_iter()
-                    .zip(pids.chunks(chunk))
-                    // A reader that panicked (it cannot: nothing in it unwraps) leaves its
-                    // pids unread, retried at the next refresh.
-                    .flat_map(|(h, part)| h.join().unwrap_or_else(|_| vec![None; part.len()]))
-                    .collect()
-            })
-        };
+        let read = read_raw(pids, threads, &mut self.buf);
         for (&pid, raw) in pids.iter().zip(read) {
             let Some(raw) = raw else {
                 // Not visible here (another PID namespace, or gone): N/A, retried at refresh.
@@ -296,6 +270,48 @@ impl HostLookup {
     }
 }
 
+/// What /proc says of each of `pids`, in order: on this thread, or by `threads` threads
+/// while this one waits (one of them on this thread would share its core with the new
+/// thread, which the scheduler tends to start there: measured, the sample took longer). Each
+/// takes the next unread pid until none is left, so a thread the scheduler holds back leaves
+/// its share to the others instead of delaying the whole sample.
+fn read_raw(pids: &[u32], threads: usize, buf: &mut Vec<u8>) -> Vec<Option<Raw>> {
+    if threads <= 1 {
+        return pids.iter().map(|&pid| Raw::read(pid, buf)).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let drain = || {
+        let mut buf = Vec::with_capacity(4096);
+        let mut read = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(&pid) = pids.get(i) else {
+                return read;
+            };
+            read.push((i, Raw::read(pid, &mut buf)));
+        }
+    };
+    let mut all = vec![None; pids.len()];
+    std::thread::scope(|scope| {
+        let readers: Vec<_> = (0..threads).map(|_| scope.spawn(drain)).collect();
+        for r in readers {
+            // A reader that panicked (it cannot: nothing in it unwraps) leaves its pids
+            // unread, retried at the next refresh.
+            for (i, raw) in r.join().unwrap_or_default() {
+                all[i] = raw;
+            }
+        }
+    });
+    all
+}
+
+/// The container that holds `pid`, from its `cgroup` file.
+fn read_container(pid: u32, buf: &mut Vec<u8>) -> Option<String> {
+    read_into(&format!("/proc/{pid}/cgroup"), buf)
+        .then(|| container_of(&String::from_utf8_lossy(buf)))
+        .flatten()
+}
+
 /// At most this many `stat` files are held open. A process starts with a table of 64 file
 /// descriptors, and growing it in a threaded process waits for an RCU grace period
 /// (milliseconds); the dashboard's rows on screen fit in this many on most terminals.
@@ -332,9 +348,7 @@ impl Raw {
         let command = read_into(&format!("/proc/{pid}/cmdline"), buf)
             .then(|| command_line(buf))
             .flatten();
-        let container = read_into(&format!("/proc/{pid}/cgroup"), buf)
-            .then(|| container_of(&String::from_utf8_lossy(buf)))
-            .flatten();
+        let container = read_container(pid, buf);
         Some(Raw {
             stat,
             name,
@@ -446,12 +460,30 @@ fn fill(f: &std::fs::File, buf: &mut Vec<u8>) -> bool {
     true
 }
 
-/// Boot time in Unix seconds (`btime` in /proc/stat), read once per run.
+/// The cores this process may use, asked once: the standard library reads the cgroup's CPU
+/// quota files for it, several /proc and /sys files each time.
+fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from))
+}
+
+/// Boot time in Unix seconds: the real-time clock less the time since boot (what the kernel
+/// prints as `btime` in /proc/stat, whose per-CPU and per-interrupt lines cost milliseconds
+/// to generate on a large machine). The boot clock counts suspended time, as the start
+/// times in `/proc/PID/stat` do.
 fn boot_time() -> Option<u64> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    stat.lines()
-        .find_map(|l| l.strip_prefix("btime "))
-        .and_then(|v| v.trim().parse().ok())
+    let clock = |id| {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime writes one timespec, which `ts` is.
+        let rc = unsafe { libc::clock_gettime(id, &mut ts) };
+        (rc == 0).then_some(ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9)
+    };
+    let real = clock(libc::CLOCK_REALTIME)?;
+    let since_boot = clock(libc::CLOCK_BOOTTIME)?;
+    Some((real - since_boot).round().max(0.0) as u64)
 }
 
 fn user_name(cache: &mut HashMap<u32, Option<String>>, uid: u32) -> Option<String> {
@@ -811,21 +843,61 @@ mod tests {
     #[test]
     fn many_new_pids_are_read_by_several_threads_each_fact_to_its_pid() {
         let (mut h, _, me) = lookup_of_self();
-        // Pids far above any pid_max: never a process. Ours sits in the last chunk, so a
-        // mix-up of chunk order would give its facts to another pid.
+        // Pids far above any pid_max (never a process), with ours and three children told
+        // apart by their command lines spread among them: a fact given to the wrong pid shows.
+        let mut children: Vec<std::process::Child> = (0..3)
+            .map(|i| {
+                std::process::Command::new("sleep")
+                    .arg(format!("{}", 60 + i))
+                    .spawn()
+                    .expect("sleep")
+            })
+            .collect();
         let mut pids: Vec<u32> = (0..4 * PIDS_PER_THREAD as u32)
             .map(|i| 2_000_000_000 + i)
             .collect();
-        let at = pids.len() - 3;
-        pids[at] = me;
+        let n = pids.len();
+        let placed = [
+            (n - 3, me),
+            (0, children[0].id()),
+            (n / 2, children[1].id()),
+            (n - 1, children[2].id()),
+        ];
+        for (at, pid) in placed {
+            pids[at] = pid;
+        }
         h.first_sight(&pids);
         let mine = h.facts.get(&me).expect("own facts");
         assert!(mine.command.is_some() && mine.start_time.is_some());
-        assert!(!h.missing.contains(&me));
-        for pid in pids.iter().filter(|p| **p != me) {
+        for (i, child) in children.iter().enumerate() {
+            let facts = h.facts.get(&child.id()).expect("child's facts");
+            assert_eq!(
+                facts.command.as_deref(),
+                Some(format!("sleep {}", 60 + i).as_str())
+            );
+            assert_eq!(facts.name.as_deref(), Some("sleep"));
+        }
+        for pid in pids.iter().filter(|p| !placed.iter().any(|(_, q)| q == *p)) {
             assert!(h.missing.contains(pid), "{pid}");
             assert!(h.facts.get(pid).is_some_and(|f| f.command.is_none()));
         }
+        assert!(placed.iter().all(|(_, p)| !h.missing.contains(p)));
+        for c in &mut children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    #[test]
+    fn boot_time_from_the_clocks_is_the_kernels_btime() {
+        let stat = std::fs::read_to_string("/proc/stat").expect("/proc/stat");
+        let btime: u64 = stat
+            .lines()
+            .find_map(|l| l.strip_prefix("btime "))
+            .and_then(|v| v.trim().parse().ok())
+            .expect("btime");
+        let ours = boot_time().expect("clocks");
+        assert!(ours.abs_diff(btime) <= 1, "{ours} vs btime {btime}");
     }
 
     #[test]
