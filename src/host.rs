@@ -305,13 +305,6 @@ fn read_raw(pids: &[u32], threads: usize, buf: &mut Vec<u8>) -> Vec<Option<Raw>>
     all
 }
 
-/// The container that holds `pid`, from its `cgroup` file.
-fn read_container(pid: u32, buf: &mut Vec<u8>) -> Option<String> {
-    read_into(&format!("/proc/{pid}/cgroup"), buf)
-        .then(|| container_of(&String::from_utf8_lossy(buf)))
-        .flatten()
-}
-
 /// At most this many `stat` files are held open. A process starts with a table of 64 file
 /// descriptors, and growing it in a threaded process waits for an RCU grace period
 /// (milliseconds); the dashboard's rows on screen fit in this many on most terminals.
@@ -348,7 +341,9 @@ impl Raw {
         let command = read_into(&format!("/proc/{pid}/cmdline"), buf)
             .then(|| command_line(buf))
             .flatten();
-        let container = read_container(pid, buf);
+        let container = read_into(&format!("/proc/{pid}/cgroup"), buf)
+            .then(|| container_of(&String::from_utf8_lossy(buf)))
+            .flatten();
         Some(Raw {
             stat,
             name,
