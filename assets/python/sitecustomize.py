@@ -44,6 +44,11 @@ def _gpumon_start_probe():
     pid = os.getpid()
     path = os.path.join(directory, "%d.json" % pid)
     tmp = os.path.join(directory, ".%d.json.tmp" % pid)
+    # The report is written and removed under one lock, and never written again once removed:
+    # the publishing thread keeps running while the interpreter runs its exit handlers, and a
+    # publish that ended after the clean-up would leave the report behind.
+    files = threading.Lock()
+    removed = []
 
     def visible_devices():
         # CUDA_VISIBLE_DEVICES maps torch ordinals to physical GPUs (indices or UUIDs).
@@ -118,12 +123,15 @@ def _gpumon_start_probe():
             "devices": devices,
         }
         data = json.dumps(report, separators=(",", ":")).encode()
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            os.write(fd, data)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
+        with files:
+            if removed:
+                return
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            try:
+                os.write(fd, data)
+            finally:
+                os.close(fd)
+            os.replace(tmp, path)
 
     def loop():
         visible = visible_devices()
@@ -143,11 +151,13 @@ def _gpumon_start_probe():
                     return  # keep out of the program's way for good
 
     def cleanup():
-        for name in (path, tmp):
-            try:
-                os.unlink(name)
-            except OSError:
-                pass
+        with files:
+            removed.append(True)
+            for name in (path, tmp):
+                try:
+                    os.unlink(name)
+                except OSError:
+                    pass
 
     import atexit
 
