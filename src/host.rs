@@ -221,8 +221,8 @@ impl HostLookup {
         }
     }
 
-    /// CPU % since the last read and RSS, from `/proc/PID/stat` alone.
-    /// Reads `pid`'s CPU time and RSS; `keep`: hold its `stat` file open for the next read.
+    /// CPU % since the last read and RSS, from `/proc/PID/stat` alone; `keep`: hold the file
+    /// open for the next read.
     fn refresh_stat(&mut self, pid: u32, keep: bool) {
         let stat = if let Some(f) = self.stat_files.get(&pid) {
             fill(f, &mut self.buf)

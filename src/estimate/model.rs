@@ -333,8 +333,6 @@ mod tests {
         );
     }
 
-    /// GPT-3 175B's shape, as in Korthikanti et al. (2022), Table 3: h = 12288, a = 96,
-    /// s = 2048; per layer and sequence, eq. 1–2.
     /// The attention shape of Llama-2-7B (multi-head: 32 KV heads).
     fn llama_2_7b() -> Shape {
         Shape {
@@ -347,6 +345,8 @@ mod tests {
         }
     }
 
+    /// GPT-3 175B's shape, as in Korthikanti et al. (2022), Table 3: h = 12288, a = 96,
+    /// s = 2048; per layer and sequence, eq. 1–2.
     fn gpt3() -> Shape {
         Shape {
             params: 175_000_000_000,
