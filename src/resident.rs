@@ -3,7 +3,7 @@
 //! Start-up runs code the rest of a long run never touches again: the dynamic loader's symbol
 //! lookups in every library, the command-line parser, the driver library's initialisation.
 //! Those pages stay mapped, and counted in the resident set, for as long as the process lives
-//! unless memory runs short. [`release_clean_file_pages`] unmaps them at once, as the kernel's
+//! unless memory runs short. [`release_start_up_pages`] unmaps them at once, as the kernel's
 //! own reclaim would under pressure: only mappings of files that hold no private (copied on
 //! write) page, so the next access reads exactly the same bytes back from the page cache.
 //! The long-running views (dashboard, `log`, `serve`) call it once, after the source has
@@ -17,9 +17,7 @@
 //! Only call it while no other thread loads or unloads a library: a mapping unmapped and
 //! replaced between the read of `smaps` and the `madvise` would lose its pages.
 
-use std::io::Read;
-
-/// What [`release_clean_file_pages`] did.
+/// What [`release_start_up_pages`] did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Released {
     /// Mappings given back.
@@ -111,12 +109,9 @@ fn parse_smaps(text: &str) -> Vec<Mapping> {
 /// Nothing changes for the program: the next access maps the same page again from the page
 /// cache. Errors (no /proc, a mapping that changed meanwhile) leave the pages where they are.
 pub fn release_start_up_pages() -> Released {
-    let mut text = String::new();
-    let read =
-        std::fs::File::open("/proc/self/smaps").and_then(|mut f| f.read_to_string(&mut text));
-    if read.is_err() {
+    let Ok(text) = std::fs::read_to_string("/proc/self/smaps") else {
         return Released::default();
-    }
+    };
     let mut released = Released::default();
     for m in parse_smaps(&text).iter().filter(|m| m.releasable()) {
         // SAFETY: the range is a whole mapping of this process, read-only and private, with no
