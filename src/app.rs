@@ -10,7 +10,7 @@ use anyhow::Context;
 use clap::CommandFactory;
 use tokio::sync::watch;
 
-use crate::cli::{Cli, Command, Common, EstimateArgs, ExplainArgs, LogArgs, OnceArgs};
+use crate::cli::{Cli, Command, Common, Deferred, EstimateArgs, ExplainArgs, LogArgs, OnceArgs};
 use crate::output::log::{Columns, Format, LogWriter};
 use crate::output::{is_broken_pipe, once, Paint};
 use crate::sampler::{self, Filter, Sampler};
@@ -70,12 +70,12 @@ pub fn new_sampler(common: &Common, source: Opened, processes: bool, host: bool)
 /// Runs gpumon; errors that reach here are printed by `main`.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let result = match cli.command {
-        Some(Command::Once(args)) => run_once(&cli.common, &args),
-        Some(Command::Log(args)) => run_log(&cli.common, &args),
-        Some(Command::Explain(args)) => run_explain(&args),
-        Some(Command::Run(args)) => crate::run::run(&cli.common, &args),
-        Some(Command::Serve(args)) => crate::serve::run(&cli.common, &args),
-        Some(Command::Estimate(args)) => run_estimate(&cli.common, &args),
+        Some(Command::Once(Deferred(args))) => run_once(&cli.common, &args),
+        Some(Command::Log(Deferred(args))) => run_log(&cli.common, &args),
+        Some(Command::Explain(Deferred(args))) => run_explain(&args),
+        Some(Command::Run(Deferred(args))) => crate::run::run(&cli.common, &args),
+        Some(Command::Serve(Deferred(args))) => crate::serve::run(&cli.common, &args),
+        Some(Command::Estimate(Deferred(args))) => run_estimate(&cli.common, &args),
         Some(Command::Completions { shell }) => print_completions(shell),
         Some(Command::Man) => print_man(),
         None if io::stdout().is_terminal() && io::stdin().is_terminal() => {

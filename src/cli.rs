@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{ArgMatches, Args, FromArgMatches, Parser, Subcommand};
 
 use crate::output::log::Format;
 use crate::sampler::MIN_INTERVAL;
@@ -71,6 +71,39 @@ pub struct Common {
     pub gpu: Vec<String>,
 }
 
+/// A subcommand's arguments, built only when that subcommand is parsed (or its help, the
+/// completions or the man page are made): `gpumon once` does not build the other commands'
+/// flags and help, which was most of the argument parsing's time.
+#[derive(Debug)]
+pub struct Deferred<T>(pub T);
+
+impl<T: Args> Args for Deferred<T> {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        cmd.defer(T::augment_args)
+    }
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        cmd.defer(T::augment_args_for_update)
+    }
+    fn group_id() -> Option<clap::Id> {
+        T::group_id()
+    }
+}
+
+impl<T: FromArgMatches> FromArgMatches for Deferred<T> {
+    fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
+        T::from_arg_matches(matches).map(Deferred)
+    }
+    fn from_arg_matches_mut(matches: &mut ArgMatches) -> Result<Self, clap::Error> {
+        T::from_arg_matches_mut(matches).map(Deferred)
+    }
+    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
+        self.0.update_from_arg_matches(matches)
+    }
+    fn update_from_arg_matches_mut(&mut self, matches: &mut ArgMatches) -> Result<(), clap::Error> {
+        self.0.update_from_arg_matches_mut(matches)
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Print one snapshot of every GPU and its processes, then exit
@@ -78,9 +111,9 @@ pub enum Command {
     /// The text view fits the terminal's width (COLUMNS when set, 80 columns when the output
     /// is not a terminal): fields and columns drop as it narrows, and commands are cut with
     /// "…". A header line names the process columns.
-    Once(OnceArgs),
+    Once(Deferred<OnceArgs>),
     /// Write one record per GPU (or per process) every interval, for scripts and clusters
-    Log(LogArgs),
+    Log(Deferred<LogArgs>),
     /// Explain a pasted out-of-memory error: where the memory went and what to do.
     ///
     /// Reads a traceback or a whole log (from FILE, or standard input when FILE is absent or
@@ -88,7 +121,7 @@ pub enum Command {
     /// JAX, raw CUDA, ONNX Runtime, llama.cpp, vLLM, CuPy, PaddlePaddle, TensorRT), and
     /// explains the last one. Exit status: 0 when an OOM was found, 1 when none was, 2 on a
     /// usage or I/O error.
-    Explain(ExplainArgs),
+    Explain(Deferred<ExplainArgs>),
     /// Run a command with the in-process probe, then summarise its GPU memory (and any OOM).
     ///
     /// CMD starts with gpumon's probe loaded into every Python process it starts (through
@@ -103,7 +136,7 @@ pub enum Command {
         after_help = "Examples:\n  gpumon run -- python train.py --batch-size 64\n  \
         gpumon run --log mem.csv -- torchrun --nproc-per-node 8 train.py"
     )]
-    Run(RunArgs),
+    Run(Deferred<RunArgs>),
     /// Serve Prometheus metrics for this node's GPUs (a drop-in for dcgm-exporter).
     ///
     /// Samples every --interval and serves the latest sample: /metrics (Prometheus text, or
@@ -116,7 +149,7 @@ pub enum Command {
     #[command(after_help = "Examples:\n  gpumon serve\n  \
         gpumon serve --listen 127.0.0.1:9400 --interval 2s\n  \
         gpumon serve --web.config.file /etc/gpumon/web.yml --process-labels user")]
-    Serve(ServeArgs),
+    Serve(Deferred<ServeArgs>),
     /// Estimate a training or inference run's GPU memory, and whether it fits the GPUs here
     ///
     /// The model comes from --model (a Hugging Face config.json, or a model directory: its
@@ -130,7 +163,7 @@ pub enum Command {
     #[command(after_help = "Examples:
   gpumon estimate --model ./Llama-2-7b-hf --batch 4         --seq-len 2048 --mixed-precision --optimizer adamw
           gpumon estimate --params 7B --layers 32 --hidden 4096 --heads 32 --inference         --seq-len 4096 --dtype fp16")]
-    Estimate(EstimateArgs),
+    Estimate(Deferred<EstimateArgs>),
     /// Print a shell completion script: gpumon completions bash > /etc/bash_completion.d/gpumon
     Completions {
         /// bash, zsh, fish, elvish or powershell
@@ -389,5 +422,28 @@ mod tests {
     #[test]
     fn cli_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn subcommand_flags_are_built_only_for_the_subcommand_parsed() {
+        let cmd = Cli::command();
+        let estimate = cmd.find_subcommand("estimate").expect("estimate");
+        assert!(
+            estimate.get_arguments().all(|a| a.get_id() != "model"),
+            "estimate's flags were built before estimate was parsed"
+        );
+        let mut built = Cli::command();
+        built.build();
+        let estimate = built.find_subcommand("estimate").expect("estimate");
+        assert!(estimate.get_arguments().any(|a| a.get_id() == "model"));
+        let parsed = Cli::try_parse_from(["gpumon", "estimate", "--params", "7B", "--gpu", "0"])
+            .expect("estimate parses");
+        match parsed.command {
+            Some(Command::Estimate(Deferred(args))) => assert!(args.params.is_some()),
+            other => panic!("parsed as {other:?}"),
+        }
+        assert_eq!(parsed.common.gpu, ["0"]);
+        let bad = Cli::try_parse_from(["gpumon", "once", "--model", "x"]).expect_err("not once's");
+        assert_eq!(bad.kind(), clap::error::ErrorKind::UnknownArgument);
     }
 }
