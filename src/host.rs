@@ -182,6 +182,8 @@ impl HostLookup {
             .min(pids.len() / PIDS_PER_THREAD)
             .max(1);
         let read = read_raw(pids, threads, &mut self.buf);
+        self.facts.reserve(pids.len());
+        self.marks.reserve(pids.len());
         for (&pid, raw) in pids.iter().zip(read) {
             let Some(raw) = raw else {
                 // Not visible here (another PID namespace, or gone): N/A, retried at refresh.
@@ -455,11 +457,32 @@ fn fill(f: &std::fs::File, buf: &mut Vec<u8>) -> bool {
     true
 }
 
-/// The cores this process may use, asked once: the standard library reads the cgroup's CPU
-/// quota files for it, several /proc and /sys files each time.
+/// The cores this process may run on (its CPU affinity, as `nproc` counts them), asked once.
+/// Not `available_parallelism`, which also looks for a cgroup CPU quota through
+/// /proc/self/mountinfo and the cgroup's files (0.1 ms before the first sample, on a 2-core
+/// VM): a quota caps CPU time per period, and one sample's reads (10 ms of CPU for 320 new
+/// pids) take a sliver of any period whichever number of threads does them.
 fn cores() -> usize {
     static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from))
+    *CORES.get_or_init(|| {
+        // SAFETY: cpu_set_t is plain data; sched_getaffinity fills the set it is given, of
+        // the size it is told.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        let rc =
+            unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+        let n = if rc == 0 {
+            // SAFETY: `set` was filled by sched_getaffinity.
+            usize::try_from(unsafe { libc::CPU_COUNT(&set) }).unwrap_or(0)
+        } else {
+            0
+        };
+        if n > 0 {
+            n
+        } else {
+            // More than 1,024 CPUs, or no answer: the standard library's count.
+            std::thread::available_parallelism().map_or(1, usize::from)
+        }
+    })
 }
 
 /// Boot time in Unix seconds: the real-time clock less the time since boot (what the kernel
@@ -881,6 +904,27 @@ mod tests {
             let _ = c.kill();
             let _ = c.wait();
         }
+    }
+
+    #[test]
+    fn cores_are_the_cpus_this_process_may_run_on() {
+        // The kernel's own list, e.g. "0-3,8,10-11".
+        let status = std::fs::read_to_string("/proc/self/status").expect("status");
+        let list = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            .expect("Cpus_allowed_list")
+            .trim();
+        let allowed: usize = list
+            .split(',')
+            .map(|r| match r.split_once('-') {
+                Some((a, b)) => {
+                    b.parse::<usize>().expect("cpu") - a.parse::<usize>().expect("cpu") + 1
+                }
+                None => 1,
+            })
+            .sum();
+        assert_eq!(cores(), allowed, "Cpus_allowed_list: {list}");
     }
 
     #[test]
