@@ -290,17 +290,27 @@ impl Readers {
     }
 }
 
-impl Drop for Readers {
-    /// Ends the idle workers and waits for them; a worker blocked in a driver call is left
-    /// behind, never joined: the process may exit while it is blocked.
-    fn drop(&mut self) {
+impl Readers {
+    /// Tells the workers to end, without waiting for them; nothing is read after this. For a
+    /// process about to exit: its idle workers end while it writes its output, instead of
+    /// being killed by the exit (a thread still alive then makes the exit 0.14 ms longer).
+    pub fn dismiss(&mut self) {
         for s in &self.shared.slots {
             s.wanted.store(0, SeqCst);
         }
         self.shared.stop.store(true, SeqCst);
-        for w in &mut self.workers {
+        for w in &self.workers {
             w.thread.unpark();
         }
+        self.broken = Some("the device readers were stopped".into());
+    }
+}
+
+impl Drop for Readers {
+    /// Ends the idle workers and waits for them; a worker blocked in a driver call is left
+    /// behind, never joined: the process may exit while it is blocked.
+    fn drop(&mut self) {
+        self.dismiss();
         for w in &mut self.workers {
             if !w.busy.load(SeqCst) {
                 if let Some(j) = w.join.take() {
@@ -367,5 +377,35 @@ mod tests {
             2,
             "one blocked on device 1, one for the others"
         );
+    }
+
+    #[test]
+    fn dismissed_workers_end_without_being_joined_and_nothing_more_is_read() {
+        let (_release, rx) = mpsc::channel();
+        let mut r = Readers::start(vec![Box::new(Quick(0)), Box::new(Stuck(Mutex::new(rx)))]);
+        // Device 1 blocks one worker; the relay starts another, which reads device 0 again.
+        r.read(&[0, 1], Instant::now() + Duration::from_millis(100));
+        r.read(&[0], Instant::now() + Duration::from_secs(5));
+        r.take(|_| {});
+        assert!(r.threads() >= 2);
+        r.dismiss();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let finished = |r: &Readers| {
+            r.workers
+                .iter()
+                .map(|w| w.join.as_ref().is_some_and(|j| j.is_finished()))
+                .collect::<Vec<_>>()
+        };
+        while finished(&r).iter().filter(|f| !**f).count() > 1 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let done = finished(&r);
+        assert_eq!(
+            done.iter().filter(|f| !**f).count(),
+            1,
+            "every idle worker ended on its own, the one blocked on device 1 did not: {done:?}"
+        );
+        assert!(!r.ask(&[0], Waiter::Thread(std::thread::current())));
+        assert!(r.broken().is_some());
     }
 }

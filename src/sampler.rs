@@ -179,6 +179,12 @@ impl Sampler {
         self.devices.iter().any(|d| d.outstanding.is_some())
     }
 
+    /// Ends the device reader threads without waiting for them (see [`Readers::dismiss`]):
+    /// the sampler reads nothing more.
+    pub fn dismiss_readers(&mut self) {
+        self.readers.dismiss();
+    }
+
     /// Reads probe reports from `dir` instead of the default runtime directory.
     pub fn with_probe_dir(mut self, dir: PathBuf) -> Self {
         self.probe_dir = Some(dir);
