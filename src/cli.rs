@@ -1,4 +1,8 @@
 //! Command-line interface: every flag and its help text.
+//!
+//! The doc comments on flags are clap's `--help` text, written for a terminal: `[::]:PORT` and
+//! `<tmp>/gpumon-<uid>` are meant literally, not as rustdoc links or HTML.
+#![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
 
 use std::path::PathBuf;
 use std::time::Duration;
