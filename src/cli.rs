@@ -77,7 +77,7 @@ pub struct Common {
 
 /// A subcommand's arguments, built only when that subcommand is parsed (or its help, the
 /// completions or the man page are made): `gpumon once` does not build the other commands'
-/// flags and help, which was most of the argument parsing's time.
+/// flags and help, a third of what parsing its command line took.
 #[derive(Debug)]
 pub struct Deferred<T>(pub T);
 
