@@ -718,12 +718,20 @@ mod tests {
             Some(true)
         );
         assert!(boot_time().is_some_and(|b| b > 1_000_000_000));
-        // Files longer than one read, and missing ones.
+        // Files longer than one read, and missing ones. Compared with files that do not change
+        // between two reads (/proc/self/status does: its context-switch counts grow).
         let mut buf = Vec::new();
         assert!(read_into("/proc/self/maps", &mut buf));
-        let whole = std::fs::read("/proc/self/status").expect("status");
-        assert!(read_into("/proc/self/status", &mut buf));
-        assert_eq!(buf.len(), whole.len());
+        let environ = std::fs::read("/proc/self/environ").expect("environ");
+        assert!(read_into("/proc/self/environ", &mut buf));
+        assert_eq!(buf, environ);
+        let path = std::env::temp_dir().join(format!("gpumon-read-into-{}", std::process::id()));
+        let long: Vec<u8> = (0..20_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &long).expect("temp file");
+        let read = read_into(path.to_str().expect("utf-8 path"), &mut buf);
+        let _ = std::fs::remove_file(&path);
+        assert!(read);
+        assert_eq!(buf, long);
         assert!(!read_into("/proc/0/nonexistent", &mut buf));
         assert!(buf.is_empty());
     }
@@ -871,6 +879,20 @@ mod tests {
                     .expect("sleep")
             })
             .collect();
+        // `spawn` can return before the kernel has set out the new program's arguments: until
+        // then the child's cmdline reads empty (or still the test's own).
+        for (i, c) in children.iter().enumerate() {
+            let want = format!("sleep\0{}\0", 60 + i).into_bytes();
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while std::fs::read(format!("/proc/{}/cmdline", c.id()))
+                .ok()
+                .as_ref()
+                != Some(&want)
+                && Instant::now() < deadline
+            {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
         let mut pids: Vec<u32> = (0..4 * PIDS_PER_THREAD as u32)
             .map(|i| 2_000_000_000 + i)
             .collect();
@@ -891,7 +913,8 @@ mod tests {
             let facts = h.facts.get(&child.id()).expect("child's facts");
             assert_eq!(
                 facts.command.as_deref(),
-                Some(format!("sleep {}", 60 + i).as_str())
+                Some(format!("sleep {}", 60 + i).as_str()),
+                "{facts:?}"
             );
             assert_eq!(facts.name.as_deref(), Some("sleep"));
         }
