@@ -207,11 +207,11 @@ fn the_code_gpumon_runs_is_linked_together() {
         !in_hot("8estimate5model"),
         "estimate's model is in .text.hot: the patterns match too much"
     );
-    // What the dashboard runs every second comes first, what it runs only at start (parsing
-    // the command line) after it: the start-up pages are given back once the GPUs are open
-    // (src/resident.rs) and stay out only if no per-second code shares them.
-    let start_up =
-        "gpumon..cli..Command$u20$as$u20$clap_builder..derive..Subcommand$GT$19augment_subcommands";
+    // What the dashboard runs every second comes first, what it runs only at start (building
+    // the command line's parser: clap's `Command::_build_self`, too large to be inlined) after
+    // it: the start-up pages are given back once the GPUs are open (src/resident.rs) and stay
+    // out only if no per-second code shares them.
+    let start_up = "clap_builder7builder7command7Command11_build_self";
     assert!(in_hot(start_up), "{start_up} is not in .text.hot");
     let address = |part: &str| {
         elf.symbols()
