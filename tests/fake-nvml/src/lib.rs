@@ -397,6 +397,21 @@ pub unsafe extern "C" fn nvmlDeviceGetEnforcedPowerLimit(
     })
 }
 
+/// The limit set by management software; the scenario's limit is the one enforced, as on a
+/// GPU no other constraint holds below it (nvitop reads this one, gpumon the enforced one).
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetPowerManagementLimit(
+    device: nvmlDevice_t,
+    out: *mut c_uint,
+) -> nvmlReturn_t {
+    with_device(device, Some(Field::PowerLimit), |_, d| {
+        match d.power_limit_mw {
+            Some(mw) => out!(out, mw),
+            None => nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED,
+        }
+    })
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn nvmlDeviceGetFanSpeed_v2(
     device: nvmlDevice_t,
@@ -623,10 +638,11 @@ pub unsafe extern "C" fn nvmlDeviceGetProcessUtilization(
     })
 }
 
-/// Calls that other monitors require at start (nvtop resolves every one of them and gives up
-/// when one is missing) but that no scenario describes: they answer as a GPU without the
-/// counter does, NOT_SUPPORTED, after the usual device checks. They let the benchmarks run
-/// the peers on the same fake GPUs as gpumon.
+/// Calls that other monitors make (nvtop resolves every one of its calls at start and gives up
+/// when one is missing; nvitop prints a traceback for each one missing and goes on) but that no
+/// scenario describes: they answer as a GPU without the counter does, NOT_SUPPORTED, after the
+/// usual device checks. They let the benchmarks run the peers on the same fake GPUs as gpumon,
+/// on their normal path.
 macro_rules! not_supported {
     ($($name:ident($($arg:ident: $ty:ty),*);)*) => {$(
         #[no_mangle]
@@ -648,6 +664,16 @@ not_supported! {
     nvmlDeviceGetMaxClockInfo(kind: nvmlClockType_t, out: *mut c_uint);
     nvmlDeviceGetEncoderUtilization(out: *mut c_uint, period_us: *mut c_uint);
     nvmlDeviceGetDecoderUtilization(out: *mut c_uint, period_us: *mut c_uint);
+    nvmlDeviceGetDisplayActive(out: *mut nvmlEnableState_t);
+    nvmlDeviceGetDriverModel(current: *mut nvmlDriverModel_t, pending: *mut nvmlDriverModel_t);
+    nvmlDeviceGetPersistenceMode(out: *mut nvmlEnableState_t);
+    nvmlDeviceGetPerformanceState(out: *mut nvmlPstates_t);
+    nvmlDeviceGetComputeMode(out: *mut nvmlComputeMode_t);
+    nvmlDeviceGetTotalEccErrors(
+        kind: nvmlMemoryErrorType_t,
+        counter: nvmlEccCounterType_t,
+        out: *mut c_ulonglong
+    );
 }
 
 #[cfg(test)]
@@ -668,7 +694,7 @@ mod tests {
         let path = std::env::temp_dir().join(format!("fake-nvml-{}.json", std::process::id()));
         std::fs::write(
             &path,
-            r#"{"version":1,"devices":[{"name":"G","memory_total_mib":1024,
+            r#"{"version":1,"devices":[{"name":"G","memory_total_mib":1024,"power_limit_w":300,
                "processes":[{"pid":41,"memory_mib":2},{"pid":42,"memory_mib":3}]}]}"#,
         )
         .expect("write scenario");
@@ -691,6 +717,15 @@ mod tests {
         let mut out: c_uint = 0;
         let clock = unsafe { nvmlDeviceGetClockInfo(dev, 0, &mut out) };
         assert_eq!(clock, nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED);
+        let mut ecc: c_ulonglong = 0;
+        let ecc_rc = unsafe { nvmlDeviceGetTotalEccErrors(dev, 0, 0, &mut ecc) };
+        assert_eq!(ecc_rc, nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED);
+        // nvitop's limit is the scenario's, as the enforced one gpumon reads.
+        let mut managed: c_uint = 0;
+        let rc = unsafe { nvmlDeviceGetPowerManagementLimit(dev, &mut managed) };
+        assert_eq!((rc, managed), (nvmlReturn_enum_NVML_SUCCESS, 300_000));
+        let rc = unsafe { nvmlDeviceGetEnforcedPowerLimit(dev, &mut out) };
+        assert_eq!((rc, out), (nvmlReturn_enum_NVML_SUCCESS, 300_000));
         let bad = unsafe { nvmlDeviceGetClockInfo(9 as nvmlDevice_t, 0, &mut out) };
         assert_eq!(bad, nvmlReturn_enum_NVML_ERROR_INVALID_ARGUMENT);
         assert_eq!(nvmlShutdown(), nvmlReturn_enum_NVML_SUCCESS);
