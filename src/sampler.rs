@@ -376,20 +376,42 @@ async fn run(
     mut interval: watch::Receiver<Duration>,
     tx: tmpsc::Sender<Arc<Sample>>,
 ) {
+    // Each tick is due one period after the previous one was due, not one period after it
+    // started: waking up costs the timer's rounding up to its next millisecond and the
+    // scheduler's delay, which would otherwise add to every period (at 10 ms the samples came
+    // 11.2 ms apart, 89 a second where 100 were asked for).
+    let mut due = tokio::time::Instant::now();
     loop {
-        let started = tokio::time::Instant::now();
         let period = (*interval.borrow_and_update()).max(MIN_INTERVAL);
         sampler.set_interval(period);
         let sample = sampler.tick_async().await;
         if tx.send(Arc::new(sample)).await.is_err() {
             return;
         }
+        due = next_due(due, period, tokio::time::Instant::now());
         tokio::select! {
-            _ = tokio::time::sleep_until(started + period) => {}
-            changed = interval.changed() => if changed.is_err() { return },
+            _ = tokio::time::sleep_until(due) => {}
+            changed = interval.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+                // A new interval: sample at once and count its periods from now.
+                due = tokio::time::Instant::now();
+            }
             _ = tx.closed() => return,
         }
     }
+}
+
+/// When the tick after one due at `due` is due: a period later, or `now` when that is already
+/// past (a tick that overran its period, on a stalled GPU or a busy machine, is followed by
+/// one at once, not by a burst of the ticks it missed).
+fn next_due(
+    due: tokio::time::Instant,
+    period: Duration,
+    now: tokio::time::Instant,
+) -> tokio::time::Instant {
+    (due + period).max(now)
 }
 
 #[cfg(test)]
@@ -637,5 +659,21 @@ mod tests {
         assert_eq!(fmt_wait(Duration::from_millis(12_400)), "12 s");
         assert_eq!(fmt_wait(Duration::from_millis(503)), "503 ms");
         assert_eq!(fmt_wait(Duration::from_secs(125)), "2 min 5 s");
+    }
+
+    #[test]
+    fn ticks_are_due_a_period_after_the_last_was_due_not_after_it_ended() {
+        let t0 = tokio::time::Instant::now();
+        let ms = Duration::from_millis;
+        // The tick due at t0 woke 1.2 ms late and took 0.3 ms: the next is still due at 10 ms.
+        assert_eq!(next_due(t0, ms(10), t0 + ms(2)), t0 + ms(10));
+        // Late wake-ups do not add up over many ticks.
+        let mut due = t0;
+        for k in 1..=100 {
+            due = next_due(due, ms(10), due + Duration::from_micros(1500));
+            assert_eq!(due, t0 + ms(10 * k));
+        }
+        // A tick that overran its period (a GPU that answered after 25 ms): the next at once.
+        assert_eq!(next_due(t0, ms(10), t0 + ms(25)), t0 + ms(25));
     }
 }

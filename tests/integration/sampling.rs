@@ -358,6 +358,56 @@ fn log_count_emits_count_times_devices_records_with_increasing_timestamps() {
     assert_eq!(records[0]["memory.total"], 81559 * MIB);
 }
 
+/// Milliseconds since midnight of an RFC 3339 UTC timestamp ("…T15:43:56.492Z").
+fn ms_of_day(stamp: &str) -> i64 {
+    let time = stamp
+        .split('T')
+        .nth(1)
+        .expect("a time")
+        .trim_end_matches('Z');
+    let mut hms = time.split(':');
+    let mut part = || hms.next().expect("h:m:s").parse::<f64>().expect("a number");
+    let (h, m, s) = (part(), part(), part());
+    ((h * 3600.0 + m * 60.0 + s) * 1000.0).round() as i64
+}
+
+#[test]
+fn log_keeps_its_interval_without_drifting() {
+    // Each sample is due one interval after the previous one was due: the timer's rounding
+    // and the tick's own time must not add to every period (they made 20 ms into 21.2).
+    let s = scenario(TWO_GPUS);
+    let out = gpumon_fake(&s, 0.0)
+        .args([
+            "log",
+            "--count",
+            "41",
+            "--interval",
+            "20ms",
+            "--format",
+            "jsonl",
+            "--fields",
+            "timestamp,index",
+        ])
+        .output()
+        .expect("run");
+    assert!(out.status.success());
+    let stamps: Vec<i64> = jsonl(&out.stdout)
+        .iter()
+        .filter(|r| r["index"] == 0)
+        .map(|r| ms_of_day(r["timestamp"].as_str().expect("timestamp")))
+        .collect();
+    assert_eq!(stamps.len(), 41);
+    // Differences of whole milliseconds; across midnight, a day later.
+    let mut gaps: Vec<i64> = stamps
+        .windows(2)
+        .map(|w| (w[1] - w[0]).rem_euclid(86_400_000))
+        .collect();
+    gaps.sort_unstable();
+    // The median is the cadence, whatever a busy machine does to a few wake-ups (a late one
+    // is followed by a shorter gap, as the next is due on time).
+    assert_eq!(gaps[gaps.len() / 2], 20, "gaps in ms: {gaps:?}");
+}
+
 #[test]
 fn log_csv_uses_nvidia_smi_field_names() {
     let s = scenario(TWO_GPUS);
