@@ -374,4 +374,147 @@ mod tests {
         assert!(Columns::parse(None, false).is_ok());
         assert!(Columns::parse(None, true).is_ok());
     }
+
+    const GIB: u64 = 1 << 30;
+
+    /// A healthy GPU with two processes (one with awkward text and the probe's figures), a
+    /// stalled GPU, a lost one, and one with odd figures and no process list.
+    fn sample() -> Sample {
+        use crate::model::{AllocatorStats, Memory, ProcessKind, Utilization};
+        let mut p = Process::from_nvml(4242, ProcessKind::Both, Some(10 * GIB));
+        p.name = Some("python".into());
+        p.user = Some("alice".into());
+        p.command = Some("python train.py --tag \"a,b\"\n--lr=3e-4 µ".into());
+        p.cpu_percent = Some(97.25);
+        p.host_memory_bytes = Some(3 * GIB + 12_345);
+        p.start_time = Some(1_794_999_000);
+        p.container = Some("k8s:team/trainer-0".into());
+        p.sm_percent = Some(88);
+        p.mem_bw_percent = Some(0);
+        p.allocator = Some(Box::new(AllocatorStats {
+            framework: "pytorch".into(),
+            framework_version: None,
+            allocated_bytes: Some(6 * GIB),
+            allocated_peak_bytes: Some(7 * GIB),
+            reserved_bytes: Some(8 * GIB),
+            reserved_peak_bytes: Some(9 * GIB),
+            active_bytes: None,
+            inactive_split_bytes: None,
+            num_alloc_retries: None,
+            num_ooms: None,
+            age_ms: 10,
+            run_id: None,
+        }));
+        let bare = Process::from_nvml(77, ProcessKind::Graphics, None);
+        let healthy = Device {
+            index: 0,
+            uuid: Some("GPU-aaaa".into()),
+            name: Some("NVIDIA H100 80GB HBM3".into()),
+            pci_bus_id: Some("00000000:01:00.0".into()),
+            memory: Memory {
+                total_bytes: Some(80 * GIB),
+                used_bytes: Some(12 * GIB + 1),
+                free_bytes: Some(67 * GIB),
+                reserved_bytes: Some(GIB / 2),
+            },
+            utilization: Utilization {
+                gpu_percent: Some(93),
+                memory_percent: Some(40),
+            },
+            temperature_c: Some(61),
+            power_draw_w: Some(412.5),
+            power_limit_w: Some(700.0),
+            fan_percent: None,
+            processes: vec![p, bare],
+            data_age_ms: Some(1),
+            ..Device::default()
+        };
+        let stalled = Device {
+            index: 1,
+            uuid: Some("GPU-bbbb".into()),
+            name: Some("NVIDIA H100 80GB HBM3".into()),
+            memory: Memory {
+                used_bytes: Some(5 * GIB),
+                ..Memory::default()
+            },
+            power_draw_w: Some(f64::NAN),
+            processes: vec![Process::from_nvml(5, ProcessKind::Compute, Some(GIB))],
+            stalled: true,
+            error: Some("not responding for 12 s".into()),
+            data_age_ms: Some(12_000),
+            ..Device::default()
+        };
+        let lost = Device {
+            name: Some("NVIDIA H100 80GB HBM3".into()),
+            ..Device::failed(2, "GPU is lost".into())
+        };
+        let mut odd = Device {
+            index: 3,
+            power_draw_w: Some(f64::INFINITY),
+            power_limit_w: Some(1e21),
+            ..Device::default()
+        };
+        odd.processes_error = Some("cannot list processes: no permission".into());
+        Sample {
+            timestamp: std::time::SystemTime::UNIX_EPOCH
+                + std::time::Duration::from_millis(1_795_000_000_123),
+            hostname: Some("node-7".into()),
+            source: "nvml",
+            driver_version: Some("550.54.15".into()),
+            cuda_version: None,
+            devices: vec![healthy, stalled, lost, odd],
+            error: None,
+        }
+    }
+
+    /// Two samples through one writer.
+    fn written(format: Format, columns: Columns) -> String {
+        let mut out = Vec::new();
+        let mut w = LogWriter::new(&mut out, format, columns, true);
+        w.write(&sample()).expect("write");
+        w.write(&sample()).expect("write");
+        drop(w);
+        String::from_utf8(out).expect("utf-8")
+    }
+
+    fn every(processes: bool) -> Columns {
+        Columns::parse(Some(&field_names(processes).join(",")), processes).expect("fields")
+    }
+
+    #[test]
+    fn every_field_in_every_format() {
+        for format in [Format::Csv, Format::Jsonl, Format::Table] {
+            for processes in [false, true] {
+                let name = format!(
+                    "{}_{}",
+                    format!("{format:?}").to_lowercase(),
+                    if processes { "processes" } else { "devices" }
+                );
+                insta::assert_snapshot!(name, written(format, every(processes)));
+            }
+        }
+    }
+
+    #[test]
+    fn the_default_fields_and_a_chosen_order() {
+        let defaults = Columns::parse(None, false).expect("defaults");
+        insta::assert_snapshot!(written(Format::Csv, defaults), @r#"
+        timestamp,index,name,memory.total,memory.used,memory.free,memory.reserved,utilization.gpu,utilization.memory,temperature.gpu,power.draw,processes.count,error
+        2026-11-18T11:06:40.123Z,0,NVIDIA H100 80GB HBM3,85899345920,12884901889,71940702208,536870912,93,40,61,412.5,2,
+        2026-11-18T11:06:40.123Z,1,NVIDIA H100 80GB HBM3,,,,,,,,,,not responding for 12 s
+        2026-11-18T11:06:40.123Z,2,NVIDIA H100 80GB HBM3,,,,,,,,,0,GPU is lost
+        2026-11-18T11:06:40.123Z,3,,,,,,,,,,,
+        2026-11-18T11:06:40.123Z,0,NVIDIA H100 80GB HBM3,85899345920,12884901889,71940702208,536870912,93,40,61,412.5,2,
+        2026-11-18T11:06:40.123Z,1,NVIDIA H100 80GB HBM3,,,,,,,,,,not responding for 12 s
+        2026-11-18T11:06:40.123Z,2,NVIDIA H100 80GB HBM3,,,,,,,,,0,GPU is lost
+        2026-11-18T11:06:40.123Z,3,,,,,,,,,,,
+        "#);
+        let chosen = Columns::parse(Some("pid,command,gpu_index"), true).expect("fields");
+        insta::assert_snapshot!(written(Format::Jsonl, chosen), @r#"
+        {"command":"python train.py --tag \"a,b\"\n--lr=3e-4 µ","gpu_index":0,"pid":4242}
+        {"command":null,"gpu_index":0,"pid":77}
+        {"command":"python train.py --tag \"a,b\"\n--lr=3e-4 µ","gpu_index":0,"pid":4242}
+        {"command":null,"gpu_index":0,"pid":77}
+        "#);
+    }
 }
