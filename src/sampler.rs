@@ -406,7 +406,7 @@ async fn run(
 /// When the tick after one due at `due` is due: a period later, or `now` when that is already
 /// past (a tick that overran its period, on a stalled GPU or a busy machine, is followed by
 /// one at once, not by a burst of the ticks it missed).
-fn next_due(
+pub(crate) fn next_due(
     due: tokio::time::Instant,
     period: Duration,
     now: tokio::time::Instant,

@@ -202,6 +202,8 @@ async fn publish(
     tx: watch::Sender<Option<Arc<Exposition>>>,
 ) {
     sampler.set_interval(interval);
+    // Due one interval after the previous sample was due, as the other views sample.
+    let mut due = tokio::time::Instant::now();
     loop {
         let started = tokio::time::Instant::now();
         let sample = sampler.tick_async().await;
@@ -216,7 +218,8 @@ async fn publish(
         if tx.send(Some(Arc::new(exposition))).is_err() {
             return;
         }
-        tokio::time::sleep_until(started + interval).await;
+        due = crate::sampler::next_due(due, interval, tokio::time::Instant::now());
+        tokio::time::sleep_until(due).await;
     }
 }
 

@@ -359,7 +359,7 @@ fn log_count_emits_count_times_devices_records_with_increasing_timestamps() {
 }
 
 /// Milliseconds since midnight of an RFC 3339 UTC timestamp ("…T15:43:56.492Z").
-fn ms_of_day(stamp: &str) -> i64 {
+pub fn ms_of_day(stamp: &str) -> i64 {
     let time = stamp
         .split('T')
         .nth(1)

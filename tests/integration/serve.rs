@@ -267,6 +267,69 @@ fn the_sample_endpoint_is_the_once_json_schema_and_health_is_reported() {
     assert_eq!(code, 405);
 }
 
+/// GET `path` on a kept-alive connection: the body.
+fn get_kept_alive(conn: &mut std::io::BufReader<TcpStream>, path: &str) -> String {
+    use std::io::BufRead;
+    write!(
+        conn.get_mut(),
+        "GET {path} HTTP/1.1\r\nHost: gpumon\r\n\r\n"
+    )
+    .expect("request");
+    let mut length = 0usize;
+    loop {
+        let mut line = String::new();
+        conn.read_line(&mut line).expect("a header line");
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':') {
+            if name.eq_ignore_ascii_case("content-length") {
+                length = value.trim().parse().expect("a length");
+            }
+        }
+    }
+    let mut body = vec![0u8; length];
+    conn.read_exact(&mut body).expect("the body");
+    String::from_utf8(body).expect("UTF-8")
+}
+
+#[test]
+fn serve_samples_on_its_interval_without_drifting() {
+    // As `log` does (sampling::log_keeps_its_interval_without_drifting): each sample is due
+    // one interval after the previous one was due. Before, each period was 20 ms plus the
+    // timer's rounding and the wake-up: 21 ms.
+    let s = scenario(TWO_GPUS);
+    let (_gpumon, addr) = serve(&s, "0", &["--interval", "20ms"]);
+    let url = format!("http://{addr}/api/v1/sample");
+    wait_for(&url, "a sample", |b| b.starts_with('{'));
+    let mut conn = std::io::BufReader::new(TcpStream::connect(&addr).expect("connect"));
+    let mut stamps: Vec<i64> = Vec::new();
+    let start = Instant::now();
+    while stamps.len() < 41 && start.elapsed() < Duration::from_secs(30) {
+        let v: Value = serde_json::from_str(&get_kept_alive(&mut conn, "/api/v1/sample"))
+            .expect("the sample as JSON");
+        let ms = crate::sampling::ms_of_day(v["timestamp"].as_str().expect("a timestamp"));
+        if stamps.last() != Some(&ms) {
+            stamps.push(ms);
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert_eq!(stamps.len(), 41, "samples seen in 30 s");
+    // A poll can miss samples (a debug build on a busy machine answers slowly): each gap is a
+    // whole number of periods, and the span over the periods it holds is the cadence.
+    let gaps: Vec<i64> = stamps
+        .windows(2)
+        .map(|w| (w[1] - w[0]).rem_euclid(86_400_000))
+        .collect();
+    let periods: i64 = gaps.iter().map(|g| (g + 10) / 20).sum();
+    let cadence = gaps.iter().sum::<i64>() as f64 / periods as f64;
+    assert!(
+        (19.5..=20.5).contains(&cadence),
+        "{cadence:.2} ms a sample; gaps in ms: {gaps:?}"
+    );
+}
+
 #[test]
 fn series_of_exited_processes_disappear() {
     let s = scenario(
