@@ -236,17 +236,16 @@ fn run_log(common: &Common, args: &LogArgs) -> anyhow::Result<ExitCode> {
         } else {
             Format::Csv
         });
+    // Unbuffered here: the log writer gathers each tick's records and writes them at once.
     let out: Box<dyn Write + Send> = match &args.output {
-        Some(path) => Box::new(io::BufWriter::with_capacity(
-            1 << 16,
+        Some(path) => Box::new(
             OpenOptions::new()
                 .create(true)
                 .append(true)
                 .open(path)
                 .with_context(|| format!("cannot open {} for appending", path.display()))?,
-        )),
-        // Buffered: the writer flushes once per sample, so a sample is one write.
-        None => Box::new(io::BufWriter::with_capacity(1 << 16, io::stdout())),
+        ),
+        None => Box::new(io::stdout()),
     };
     let header = match &args.output {
         Some(path) => std::fs::metadata(path)

@@ -3,10 +3,12 @@
 //! Field names follow `nvidia-smi --query-gpu` / `--query-compute-apps` where one exists.
 //! CSV and JSON lines carry raw numbers (bytes, watts, percent); the table is for people and
 //! prints sizes in binary units.
+//!
+//! Each field reads its value straight from the sample (a [`Cell`] borrowing the model's
+//! strings); a tick's records are written into one buffer and go out in one `write`.
 
+use std::convert::Infallible;
 use std::io::Write;
-
-use serde_json::{Map, Value};
 
 use crate::model::breakdown::{Breakdown, PartKind};
 use crate::model::{Device, Process, Sample};
@@ -27,95 +29,132 @@ enum Kind {
     Number,
 }
 
-type DeviceGetter = fn(&Sample, &Device) -> Value;
-type ProcessGetter = fn(&Sample, &Device, &Process) -> Value;
+/// One field of one record, borrowed from the sample.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Cell<'a> {
+    /// Unknown: empty in CSV, `null` in JSON, N/A in the table.
+    Null,
+    Text(&'a str),
+    Int(u64),
+    /// Always finite (JSON has no NaN or infinity): see [`Cell::float`].
+    Float(f64),
+}
 
-fn ts(s: &Sample) -> Value {
-    Value::String(humantime::format_rfc3339_millis(s.timestamp).to_string())
+impl<'a> Cell<'a> {
+    fn int<T: Into<u64>>(v: Option<T>) -> Self {
+        v.map_or(Cell::Null, |v| Cell::Int(v.into()))
+    }
+    fn float(v: Option<f64>) -> Self {
+        match v {
+            Some(f) if f.is_finite() => Cell::Float(f),
+            _ => Cell::Null,
+        }
+    }
+    fn text(v: &'a Option<String>) -> Self {
+        v.as_deref().map_or(Cell::Null, Cell::Text)
+    }
 }
-fn opt<T: Into<Value>>(v: Option<T>) -> Value {
-    v.map_or(Value::Null, Into::into)
-}
-fn text(v: &Option<String>) -> Value {
-    opt(v.clone())
-}
+
+/// A device field: the sample's timestamp (formatted once per tick) and the device.
+type DeviceGetter = for<'a> fn(&'a str, &'a Device) -> Cell<'a>;
+type ProcessGetter = for<'a> fn(&'a str, &'a Device, &'a Process) -> Cell<'a>;
+
 /// A part of the process's breakdown (the one place that does this arithmetic).
-fn part(d: &Device, p: &Process, kind: PartKind) -> Value {
-    opt(Breakdown::process(&d.memory, p.memory()).and_then(|b| b.get(kind)))
+fn part(d: &Device, p: &Process, kind: PartKind) -> Cell<'static> {
+    Cell::int(Breakdown::process(&d.memory, p.memory()).and_then(|b| b.get(kind)))
 }
 
 const DEVICE_FIELDS: &[(&str, Kind, DeviceGetter)] = &[
-    ("timestamp", Kind::Text, |s, _| ts(s)),
-    ("index", Kind::Number, |_, d| d.index.into()),
-    ("uuid", Kind::Text, |_, d| text(&d.uuid)),
-    ("name", Kind::Text, |_, d| text(&d.name)),
-    ("pci.bus_id", Kind::Text, |_, d| text(&d.pci_bus_id)),
+    ("timestamp", Kind::Text, |t, _| Cell::Text(t)),
+    ("index", Kind::Number, |_, d| Cell::Int(d.index.into())),
+    ("uuid", Kind::Text, |_, d| Cell::text(&d.uuid)),
+    ("name", Kind::Text, |_, d| Cell::text(&d.name)),
+    ("pci.bus_id", Kind::Text, |_, d| Cell::text(&d.pci_bus_id)),
     ("memory.total", Kind::Bytes, |_, d| {
-        opt(d.memory.total_bytes)
+        Cell::int(d.memory.total_bytes)
     }),
-    ("memory.used", Kind::Bytes, |_, d| opt(d.memory.used_bytes)),
-    ("memory.free", Kind::Bytes, |_, d| opt(d.memory.free_bytes)),
+    ("memory.used", Kind::Bytes, |_, d| {
+        Cell::int(d.memory.used_bytes)
+    }),
+    ("memory.free", Kind::Bytes, |_, d| {
+        Cell::int(d.memory.free_bytes)
+    }),
     ("memory.reserved", Kind::Bytes, |_, d| {
-        opt(d.memory.reserved_bytes)
+        Cell::int(d.memory.reserved_bytes)
     }),
     ("memory.unattributed", Kind::Bytes, |_, d| {
-        opt(crate::output::once::device_breakdown(d).and_then(|b| b.get(PartKind::Unattributed)))
+        Cell::int(
+            crate::output::once::device_breakdown(d).and_then(|b| b.get(PartKind::Unattributed)),
+        )
     }),
     ("utilization.gpu", Kind::Number, |_, d| {
-        opt(d.utilization.gpu_percent)
+        Cell::int(d.utilization.gpu_percent)
     }),
     ("utilization.memory", Kind::Number, |_, d| {
-        opt(d.utilization.memory_percent)
+        Cell::int(d.utilization.memory_percent)
     }),
-    ("temperature.gpu", Kind::Number, |_, d| opt(d.temperature_c)),
-    ("power.draw", Kind::Number, |_, d| opt(d.power_draw_w)),
-    ("power.limit", Kind::Number, |_, d| opt(d.power_limit_w)),
-    ("fan.speed", Kind::Number, |_, d| opt(d.fan_percent)),
+    ("temperature.gpu", Kind::Number, |_, d| {
+        Cell::int(d.temperature_c)
+    }),
+    ("power.draw", Kind::Number, |_, d| {
+        Cell::float(d.power_draw_w)
+    }),
+    ("power.limit", Kind::Number, |_, d| {
+        Cell::float(d.power_limit_w)
+    }),
+    ("fan.speed", Kind::Number, |_, d| Cell::int(d.fan_percent)),
     ("processes.count", Kind::Number, |_, d| {
         if d.processes_error.is_some() && d.processes.is_empty() {
-            Value::Null
+            Cell::Null
         } else {
-            (d.processes.len() as u64).into()
+            Cell::Int(d.processes.len() as u64)
         }
     }),
-    ("error", Kind::Text, |_, d| text(&d.error)),
+    ("error", Kind::Text, |_, d| Cell::text(&d.error)),
 ];
 
-/// The device fields that stay filled for a stalled device: who it is, and why it is empty.
+/// The device fields that stay filled for a stalled or failed device: who it is, and why it
+/// is empty.
 const IDENTITY_FIELDS: &[&str] = &["timestamp", "index", "uuid", "name", "pci.bus_id", "error"];
 
 const PROCESS_FIELDS: &[(&str, Kind, ProcessGetter)] = &[
-    ("timestamp", Kind::Text, |s, _, _| ts(s)),
-    ("gpu_index", Kind::Number, |_, d, _| d.index.into()),
-    ("gpu_uuid", Kind::Text, |_, d, _| text(&d.uuid)),
-    ("gpu_bus_id", Kind::Text, |_, d, _| text(&d.pci_bus_id)),
-    ("pid", Kind::Number, |_, _, p| p.pid.into()),
-    ("type", Kind::Text, |_, _, p| p.kind.letter().into()),
-    ("process_name", Kind::Text, |_, _, p| text(&p.name)),
-    ("user", Kind::Text, |_, _, p| text(&p.user)),
-    (
-        "used_memory",
-        Kind::Bytes,
-        |_, _, p| opt(p.gpu_memory_bytes),
-    ),
+    ("timestamp", Kind::Text, |t, _, _| Cell::Text(t)),
+    ("gpu_index", Kind::Number, |_, d, _| {
+        Cell::Int(d.index.into())
+    }),
+    ("gpu_uuid", Kind::Text, |_, d, _| Cell::text(&d.uuid)),
+    ("gpu_bus_id", Kind::Text, |_, d, _| {
+        Cell::text(&d.pci_bus_id)
+    }),
+    ("pid", Kind::Number, |_, _, p| Cell::Int(p.pid.into())),
+    ("type", Kind::Text, |_, _, p| Cell::Text(p.kind.letter())),
+    ("process_name", Kind::Text, |_, _, p| Cell::text(&p.name)),
+    ("user", Kind::Text, |_, _, p| Cell::text(&p.user)),
+    ("used_memory", Kind::Bytes, |_, _, p| {
+        Cell::int(p.gpu_memory_bytes)
+    }),
     ("cpu_percent", Kind::Number, |_, _, p| {
-        opt(p.cpu_percent.map(|c| (c as f64 * 10.0).round() / 10.0))
+        Cell::float(p.cpu_percent.map(|c| (c as f64 * 10.0).round() / 10.0))
     }),
     ("host_memory", Kind::Bytes, |_, _, p| {
-        opt(p.host_memory_bytes)
+        Cell::int(p.host_memory_bytes)
     }),
-    ("start_time", Kind::Number, |_, _, p| opt(p.start_time)),
-    ("command", Kind::Text, |_, _, p| text(&p.command)),
-    ("container", Kind::Text, |_, _, p| text(&p.container)),
-    ("sm_percent", Kind::Number, |_, _, p| opt(p.sm_percent)),
+    ("start_time", Kind::Number, |_, _, p| {
+        Cell::int(p.start_time)
+    }),
+    ("command", Kind::Text, |_, _, p| Cell::text(&p.command)),
+    ("container", Kind::Text, |_, _, p| Cell::text(&p.container)),
+    ("sm_percent", Kind::Number, |_, _, p| {
+        Cell::int(p.sm_percent)
+    }),
     ("mem_bw_percent", Kind::Number, |_, _, p| {
-        opt(p.mem_bw_percent)
+        Cell::int(p.mem_bw_percent)
     }),
     ("process.allocated", Kind::Bytes, |_, _, p| {
-        opt(p.allocator.as_ref().and_then(|a| a.allocated_bytes))
+        Cell::int(p.allocator.as_ref().and_then(|a| a.allocated_bytes))
     }),
     ("process.reserved", Kind::Bytes, |_, _, p| {
-        opt(p.allocator.as_ref().and_then(|a| a.reserved_bytes))
+        Cell::int(p.allocator.as_ref().and_then(|a| a.reserved_bytes))
     }),
     ("process.cached", Kind::Bytes, |_, d, p| {
         part(d, p, PartKind::Cached)
@@ -124,10 +163,10 @@ const PROCESS_FIELDS: &[(&str, Kind, ProcessGetter)] = &[
         part(d, p, PartKind::NonFramework)
     }),
     ("process.allocated_peak", Kind::Bytes, |_, _, p| {
-        opt(p.allocator.as_ref().and_then(|a| a.allocated_peak_bytes))
+        Cell::int(p.allocator.as_ref().and_then(|a| a.allocated_peak_bytes))
     }),
     ("process.reserved_peak", Kind::Bytes, |_, _, p| {
-        opt(p.allocator.as_ref().and_then(|a| a.reserved_peak_bytes))
+        Cell::int(p.allocator.as_ref().and_then(|a| a.reserved_peak_bytes))
     }),
 ];
 
@@ -196,68 +235,77 @@ impl Columns {
             .collect()
     }
 
-    /// The records of one sample: one per device, or one per process. A stalled device's
-    /// readings are its last good ones, not this sample's: its record carries the error and
-    /// leaves them empty, and its processes get no records.
-    pub fn records(&self, sample: &Sample) -> Vec<Vec<Value>> {
-        let mut rows = Vec::new();
+    /// Calls `row` with the cells of each record of one sample: one per device, or one per
+    /// process. A stalled device's readings are its last good ones, not this sample's, and a
+    /// failed one has none: their records carry the error and leave the readings empty (never
+    /// a count of 0 processes for a GPU that could not be asked), and their processes get no
+    /// records.
+    fn each_record<E>(
+        &self,
+        sample: &Sample,
+        mut row: impl FnMut(&mut dyn Iterator<Item = Cell>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let stamp = humantime::format_rfc3339_millis(sample.timestamp).to_string();
+        let stamp = stamp.as_str();
         for d in &sample.devices {
             if self.processes {
-                if d.stalled {
+                if !d.fresh() {
                     continue;
                 }
                 for p in &d.processes {
-                    rows.push(
-                        self.picks
-                            .iter()
-                            .map(|&i| (PROCESS_FIELDS[i].2)(sample, d, p))
-                            .collect(),
-                    );
+                    row(&mut self
+                        .picks
+                        .iter()
+                        .map(|&i| (PROCESS_FIELDS[i].2)(stamp, d, p)))?;
                 }
             } else {
-                rows.push(
-                    self.picks
-                        .iter()
-                        .map(|&i| {
-                            let (name, _, get) = DEVICE_FIELDS[i];
-                            if d.stalled && !IDENTITY_FIELDS.contains(&name) {
-                                Value::Null
-                            } else {
-                                get(sample, d)
-                            }
-                        })
-                        .collect(),
-                );
+                row(&mut self.picks.iter().map(|&i| {
+                    let (name, _, get) = DEVICE_FIELDS[i];
+                    if d.fresh() || IDENTITY_FIELDS.contains(&name) {
+                        get(stamp, d)
+                    } else {
+                        Cell::Null
+                    }
+                }))?;
             }
         }
-        rows
+        Ok(())
     }
 }
 
 /// Writes records in one format; the header goes out once.
 pub struct LogWriter<W: Write> {
-    out: W,
-    format: Format,
+    sink: Sink<W>,
     columns: Columns,
     header_pending: bool,
-    widths: Vec<usize>,
+    /// JSON lines and the table: the records of one tick, kept between ticks.
+    buf: Vec<u8>,
+    /// JSON lines: each column's `"name":`.
+    keys: Vec<Vec<u8>>,
+    table: Table,
 }
 
-fn plain(v: &Value) -> String {
-    match v {
-        Value::Null => String::new(),
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
+enum Sink<W: Write> {
+    /// The csv crate quotes into its own buffer, as large as a tick's records usually are.
+    Csv(Box<csv::Writer<W>>),
+    Jsonl(W),
+    Table(W),
+}
+
+/// The table's columns: kind and width.
+struct Table {
+    kinds: Vec<Kind>,
+    widths: Vec<usize>,
 }
 
 impl<W: Write> LogWriter<W> {
     /// `header`: false when appending to a file that already has one.
     pub fn new(out: W, format: Format, columns: Columns, header: bool) -> Self {
-        let widths = columns
-            .names()
+        let names = columns.names();
+        let kinds = columns.kinds();
+        let widths = names
             .iter()
-            .zip(columns.kinds())
+            .zip(&kinds)
             .map(|(n, k)| {
                 n.len().max(match k {
                     Kind::Bytes => 10,
@@ -266,94 +314,202 @@ impl<W: Write> LogWriter<W> {
                 })
             })
             .collect();
+        let keys = names
+            .iter()
+            .map(|n| {
+                let mut key = Vec::new();
+                json_string(&mut key, n);
+                key.push(b':');
+                key
+            })
+            .collect();
+        let sink = match format {
+            Format::Csv => Sink::Csv(Box::new(
+                csv::WriterBuilder::new()
+                    .buffer_capacity(1 << 16)
+                    .from_writer(out),
+            )),
+            Format::Jsonl => Sink::Jsonl(out),
+            Format::Table => Sink::Table(out),
+        };
         LogWriter {
-            out,
-            format,
+            sink,
             columns,
             header_pending: header,
-            widths,
+            buf: Vec::new(),
+            keys,
+            table: Table { kinds, widths },
         }
     }
 
-    /// Writes one tick's records and flushes, so a crash loses nothing already logged.
+    /// Writes one tick's records and flushes: one `write` (unless they pass 64 KiB), and a
+    /// crash loses nothing already logged.
     pub fn write(&mut self, sample: &Sample) -> anyhow::Result<()> {
-        let rows = self.columns.records(sample);
-        let names = self.columns.names();
-        match self.format {
-            Format::Csv => {
-                let mut w = csv::WriterBuilder::new().from_writer(&mut self.out);
-                if std::mem::take(&mut self.header_pending) {
-                    w.write_record(&names)?;
-                }
-                for row in &rows {
-                    w.write_record(row.iter().map(plain))?;
-                }
-                w.flush()?;
+        let out = match &mut self.sink {
+            Sink::Csv(w) => {
+                write_csv(w, &self.columns, &mut self.header_pending, sample)?;
+                return Ok(());
             }
-            Format::Jsonl => {
-                for row in rows {
-                    let map: Map<String, Value> =
-                        names.iter().map(|n| n.to_string()).zip(row).collect();
-                    serde_json::to_writer(&mut self.out, &map)?;
-                    self.out.write_all(b"\n")?;
-                }
+            Sink::Jsonl(out) => {
+                write_jsonl(&mut self.buf, &self.keys, &self.columns, sample);
+                out
             }
-            Format::Table => {
-                let kinds = self.columns.kinds();
-                let rows: Vec<Vec<String>> = rows
-                    .iter()
-                    .map(|row| {
-                        row.iter()
-                            .zip(&kinds)
-                            .map(|(v, k)| match (v, k) {
-                                (Value::Null, _) => "N/A".to_owned(),
-                                (Value::Number(n), Kind::Bytes) => {
-                                    n.as_u64().map_or_else(|| n.to_string(), fmt_bytes)
-                                }
-                                (v, _) => plain(v),
-                            })
-                            .collect()
-                    })
-                    .collect();
-                if std::mem::take(&mut self.header_pending) {
-                    // Columns are sized once, from the header and the first sample.
-                    for row in &rows {
-                        for (w, cell) in self.widths.iter_mut().zip(row) {
-                            *w = (*w).max(cell.chars().count());
-                        }
-                    }
-                    let line = self.line(names.iter().map(|n| n.to_string()).collect());
-                    writeln!(self.out, "{line}")?;
-                }
-                for row in rows {
-                    let line = self.line(row);
-                    writeln!(self.out, "{line}")?;
-                }
+            Sink::Table(out) => {
+                let header = std::mem::take(&mut self.header_pending);
+                self.table
+                    .write(&mut self.buf, &self.columns, header, sample);
+                out
             }
-        }
-        self.out.flush()?;
+        };
+        let written = out.write_all(&self.buf).and_then(|()| out.flush());
+        self.buf.clear();
+        written?;
         Ok(())
     }
+}
 
-    fn line(&self, cells: Vec<String>) -> String {
-        let last = cells.len().saturating_sub(1);
-        let kinds = self.columns.kinds();
-        cells
-            .into_iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let w = self.widths[i];
-                if i == last {
-                    c
-                } else if kinds[i] == Kind::Text {
-                    format!("{c:<w$}")
-                } else {
-                    format!("{c:>w$}")
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("  ")
+#[cfg(test)]
+impl<W: Write> LogWriter<W> {
+    fn get_ref(&self) -> &W {
+        match &self.sink {
+            Sink::Csv(w) => w.get_ref(),
+            Sink::Jsonl(out) | Sink::Table(out) => out,
+        }
     }
+}
+
+fn write_csv<W: Write>(
+    w: &mut csv::Writer<W>,
+    columns: &Columns,
+    header_pending: &mut bool,
+    sample: &Sample,
+) -> csv::Result<()> {
+    if std::mem::take(header_pending) {
+        w.write_record(columns.names())?;
+    }
+    let mut float = Vec::new();
+    columns.each_record(sample, |cells| {
+        for cell in cells {
+            match cell {
+                Cell::Null => w.write_field("")?,
+                Cell::Text(s) => w.write_field(s)?,
+                Cell::Int(n) => w.write_field(itoa::Buffer::new().format(n))?,
+                Cell::Float(f) => {
+                    float.clear();
+                    json_float(&mut float, f);
+                    w.write_field(&float)?
+                }
+            }
+        }
+        w.write_record(None::<&[u8]>)
+    })?;
+    w.flush()?;
+    Ok(())
+}
+
+fn write_jsonl(buf: &mut Vec<u8>, keys: &[Vec<u8>], columns: &Columns, sample: &Sample) {
+    let done: Result<(), Infallible> = columns.each_record(sample, |cells| {
+        buf.push(b'{');
+        for (i, (cell, key)) in cells.zip(keys).enumerate() {
+            if i > 0 {
+                buf.push(b',');
+            }
+            buf.extend_from_slice(key);
+            match cell {
+                Cell::Null => buf.extend_from_slice(b"null"),
+                Cell::Text(s) => json_string(buf, s),
+                Cell::Int(n) => buf.extend_from_slice(itoa::Buffer::new().format(n).as_bytes()),
+                Cell::Float(f) => json_float(buf, f),
+            }
+        }
+        buf.extend_from_slice(b"}\n");
+        Ok(())
+    });
+    let Ok(()) = done;
+}
+
+impl Table {
+    fn write(&mut self, buf: &mut Vec<u8>, columns: &Columns, header: bool, sample: &Sample) {
+        let kinds = &self.kinds;
+        let mut rows: Vec<Vec<String>> = Vec::new();
+        let done: Result<(), Infallible> = columns.each_record(sample, |cells| {
+            rows.push(
+                cells
+                    .zip(kinds)
+                    .map(|(cell, kind)| match (cell, kind) {
+                        (Cell::Null, _) => "N/A".to_owned(),
+                        (Cell::Text(s), _) => printable(s),
+                        (Cell::Int(n), Kind::Bytes) => fmt_bytes(n),
+                        (Cell::Int(n), _) => itoa::Buffer::new().format(n).to_owned(),
+                        (Cell::Float(f), _) => {
+                            let mut s = Vec::new();
+                            json_float(&mut s, f);
+                            String::from_utf8_lossy(&s).into_owned()
+                        }
+                    })
+                    .collect(),
+            );
+            Ok(())
+        });
+        let Ok(()) = done;
+        if header {
+            // Columns are sized once, from the header and the first sample.
+            for row in &rows {
+                for (w, cell) in self.widths.iter_mut().zip(row) {
+                    *w = (*w).max(cell.chars().count());
+                }
+            }
+            let names: Vec<String> = columns.names().into_iter().map(str::to_owned).collect();
+            self.line(buf, &names);
+        }
+        for row in &rows {
+            self.line(buf, row);
+        }
+    }
+
+    /// One line: text left-aligned, numbers right-aligned, the last column as it is.
+    fn line(&self, buf: &mut Vec<u8>, cells: &[String]) {
+        let last = cells.len().saturating_sub(1);
+        for (i, c) in cells.iter().enumerate() {
+            let w = self.widths[i];
+            // Writing into a Vec cannot fail.
+            let _ = if i == last {
+                write!(buf, "{c}")
+            } else if self.kinds[i] == Kind::Text {
+                write!(buf, "{c:<w$}  ")
+            } else {
+                write!(buf, "{c:>w$}  ")
+            };
+        }
+        buf.push(b'\n');
+    }
+}
+
+/// `s` as a JSON string, escaped as serde_json escapes it.
+fn json_string(buf: &mut Vec<u8>, s: &str) {
+    // Writing a &str into a Vec cannot fail.
+    let _ = serde_json::to_writer(buf, s);
+}
+
+/// A finite `f` as serde_json writes it (`412.5`, `700.0`, `1e+21`), the same digits as
+/// `once --json` and the exporter print.
+fn json_float(buf: &mut Vec<u8>, f: f64) {
+    // Writing a finite f64 into a Vec cannot fail.
+    let _ = serde_json::to_writer(buf, &f);
+}
+
+/// Text for the table: a control character (a newline in a command line) would break the
+/// row, so it is shown escaped, as `\n`.
+fn printable(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -495,6 +651,74 @@ mod tests {
         }
     }
 
+    /// Counts the calls a writer gets.
+    #[derive(Default)]
+    struct Calls {
+        writes: usize,
+        flushes: usize,
+        bytes: usize,
+    }
+
+    impl Write for &mut Calls {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.writes += 1;
+            self.bytes += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            self.flushes += 1;
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_tick_is_one_write_and_one_flush() {
+        for format in [Format::Csv, Format::Jsonl, Format::Table] {
+            for processes in [false, true] {
+                let mut calls = Calls::default();
+                let mut w = LogWriter::new(&mut calls, format, every(processes), true);
+                for tick in 1..=3 {
+                    w.write(&sample()).expect("write");
+                    let c = w.get_ref();
+                    assert_eq!(
+                        (c.writes, c.flushes),
+                        (tick, tick),
+                        "{format:?}, processes {processes}, tick {tick}"
+                    );
+                }
+                drop(w);
+                assert!(calls.bytes > 0);
+            }
+        }
+    }
+
+    #[test]
+    fn a_write_error_is_returned_and_the_next_tick_starts_clean() {
+        struct Broken(bool);
+        impl Write for Broken {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                if std::mem::take(&mut self.0) {
+                    Err(std::io::ErrorKind::BrokenPipe.into())
+                } else {
+                    Ok(buf.len())
+                }
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        for format in [Format::Jsonl, Format::Table] {
+            let mut w = LogWriter::new(Broken(true), format, every(false), true);
+            let e = w.write(&sample()).expect_err("broken pipe");
+            assert!(e.to_string().contains("roken pipe"), "{e}");
+            w.write(&sample()).expect("the next tick");
+            assert!(
+                w.buf.is_empty(),
+                "{format:?}: nothing of the failed tick is kept"
+            );
+        }
+    }
+
     #[test]
     fn the_default_fields_and_a_chosen_order() {
         let defaults = Columns::parse(None, false).expect("defaults");
@@ -502,19 +726,19 @@ mod tests {
         timestamp,index,name,memory.total,memory.used,memory.free,memory.reserved,utilization.gpu,utilization.memory,temperature.gpu,power.draw,processes.count,error
         2026-11-18T11:06:40.123Z,0,NVIDIA H100 80GB HBM3,85899345920,12884901889,71940702208,536870912,93,40,61,412.5,2,
         2026-11-18T11:06:40.123Z,1,NVIDIA H100 80GB HBM3,,,,,,,,,,not responding for 12 s
-        2026-11-18T11:06:40.123Z,2,NVIDIA H100 80GB HBM3,,,,,,,,,0,GPU is lost
+        2026-11-18T11:06:40.123Z,2,NVIDIA H100 80GB HBM3,,,,,,,,,,GPU is lost
         2026-11-18T11:06:40.123Z,3,,,,,,,,,,,
         2026-11-18T11:06:40.123Z,0,NVIDIA H100 80GB HBM3,85899345920,12884901889,71940702208,536870912,93,40,61,412.5,2,
         2026-11-18T11:06:40.123Z,1,NVIDIA H100 80GB HBM3,,,,,,,,,,not responding for 12 s
-        2026-11-18T11:06:40.123Z,2,NVIDIA H100 80GB HBM3,,,,,,,,,0,GPU is lost
+        2026-11-18T11:06:40.123Z,2,NVIDIA H100 80GB HBM3,,,,,,,,,,GPU is lost
         2026-11-18T11:06:40.123Z,3,,,,,,,,,,,
         "#);
         let chosen = Columns::parse(Some("pid,command,gpu_index"), true).expect("fields");
         insta::assert_snapshot!(written(Format::Jsonl, chosen), @r#"
-        {"command":"python train.py --tag \"a,b\"\n--lr=3e-4 µ","gpu_index":0,"pid":4242}
-        {"command":null,"gpu_index":0,"pid":77}
-        {"command":"python train.py --tag \"a,b\"\n--lr=3e-4 µ","gpu_index":0,"pid":4242}
-        {"command":null,"gpu_index":0,"pid":77}
+        {"pid":4242,"command":"python train.py --tag \"a,b\"\n--lr=3e-4 µ","gpu_index":0}
+        {"pid":77,"command":null,"gpu_index":0}
+        {"pid":4242,"command":"python train.py --tag \"a,b\"\n--lr=3e-4 µ","gpu_index":0}
+        {"pid":77,"command":null,"gpu_index":0}
         "#);
     }
 }
