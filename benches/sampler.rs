@@ -66,6 +66,7 @@ fn main() {
             gpus: vec![],
             processes: true,
             host: true,
+            process_utilization: true,
         },
     );
     for _ in 0..20 {

@@ -50,13 +50,22 @@ pub fn open_within_timeout(common: &Common) -> Result<Opened, OpenError> {
 }
 
 /// A sampler over `source` with the deadline the flags give.
-pub fn new_sampler(common: &Common, source: Opened, processes: bool, host: bool) -> Sampler {
+/// A sampler for a view that shows `processes`, their `host` facts and their
+/// `process_utilization` (SM and memory-bandwidth shares); it reads nothing more.
+pub fn new_sampler(
+    common: &Common,
+    source: Opened,
+    processes: bool,
+    host: bool,
+    process_utilization: bool,
+) -> Sampler {
     let sampler = Sampler::new(
         source,
         Filter {
             gpus: common.gpu.clone(),
             processes,
             host,
+            process_utilization,
         },
     )
     .with_timeout(common.timeout)
@@ -101,7 +110,7 @@ fn run_estimate(common: &Common, args: &EstimateArgs) -> anyhow::Result<ExitCode
     // The GPUs as they are now: free memory from one sample, no process lists.
     let gpus = match open_within_timeout(common) {
         Ok(source) => {
-            let mut sampler = new_sampler(common, source, false, false);
+            let mut sampler = new_sampler(common, source, false, false, false);
             let sample = sampler.tick();
             drop(sampler);
             Ok(sample
@@ -154,9 +163,16 @@ fn sampler(
     common: &Common,
     processes: bool,
     host: bool,
+    utilization: bool,
 ) -> anyhow::Result<Result<Sampler, ExitCode>> {
     match open_within_timeout(common) {
-        Ok(source) => Ok(Ok(new_sampler(common, source, processes, host))),
+        Ok(source) => Ok(Ok(new_sampler(
+            common,
+            source,
+            processes,
+            host,
+            utilization,
+        ))),
         Err(e) => {
             eprintln!("gpumon: {e}");
             Ok(Err(ExitCode::from(EXIT_USAGE)))
@@ -173,13 +189,13 @@ fn run_dashboard(common: &Common) -> anyhow::Result<ExitCode> {
     let start = match opening.wait_a_little(DASHBOARD_OPEN_WAIT) {
         Ok(Some(source)) => {
             crate::resident::release_start_up_pages();
-            Start::Ready(Box::new(new_sampler(common, source, true, true)))
+            Start::Ready(Box::new(new_sampler(common, source, true, true, true)))
         }
         Ok(None) => {
             let common = common.clone();
             Start::Opening(
                 opening,
-                Box::new(move |source| new_sampler(&common, source, true, true)),
+                Box::new(move |source| new_sampler(&common, source, true, true, true)),
             )
         }
         Err(e) => {
@@ -197,7 +213,8 @@ fn run_dashboard(common: &Common) -> anyhow::Result<ExitCode> {
 }
 
 fn run_once(common: &Common, args: &OnceArgs) -> anyhow::Result<ExitCode> {
-    let mut sampler = match sampler(common, !args.no_processes, !args.no_processes)? {
+    let processes = !args.no_processes;
+    let mut sampler = match sampler(common, processes, processes, processes)? {
         Ok(s) => s,
         Err(code) => return Ok(code),
     };
@@ -253,10 +270,12 @@ fn run_log(common: &Common, args: &LogArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or(true),
         None => true,
     };
+    let utilization = columns.read_process_utilization();
     let mut writer = LogWriter::new(out, format, columns, header);
     // Per GPU, the process lists give processes.count and memory.unattributed; the host
-    // facts and probe reports only feed per-process records.
-    let sampler = match sampler(common, true, args.processes)? {
+    // facts and probe reports only feed per-process records, the per-process utilisation
+    // only its two fields.
+    let sampler = match sampler(common, true, args.processes, utilization)? {
         Ok(s) => s,
         Err(code) => return Ok(code),
     };

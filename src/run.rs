@@ -254,10 +254,13 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(EXIT_USAGE));
         }
     };
+    // Per-process utilisation only for a log that has its columns.
+    let mut utilization = false;
     let mut log = match &args.log {
         Some(path) => {
             let columns = Columns::parse(args.log_fields.as_deref().or(Some(RUN_LOG_FIELDS)), true)
                 .map_err(anyhow::Error::msg)?;
+            utilization = columns.read_process_utilization();
             let header = fs::metadata(path).map(|m| m.len() == 0).unwrap_or(true);
             let file = OpenOptions::new()
                 .create(true)
@@ -271,7 +274,9 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let sampler = match open_within_timeout(common) {
-        Ok(source) => Some(new_sampler(common, source, true, true).with_probe_dir(runtime.clone())),
+        Ok(source) => Some(
+            new_sampler(common, source, true, true, utilization).with_probe_dir(runtime.clone()),
+        ),
         Err(e) => {
             eprintln!("gpumon: running without GPU sampling: {e}");
             None

@@ -18,7 +18,7 @@ use crate::host::HostLookup;
 use crate::model::{Device, Sample};
 use crate::probe;
 use crate::readers::{Readers, Reading, Waiter};
-use crate::source::Opened;
+use crate::source::{Opened, Wants};
 
 /// The fastest interval gpumon accepts.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
@@ -56,6 +56,8 @@ pub struct Filter {
     /// Host facts (user, command, CPU, container…) and probe reports for those processes: a
     /// view that prints none of them (`log` per GPU) reads no `/proc` at all.
     pub host: bool,
+    /// Per-process SM and memory-bandwidth utilisation, for a view that shows them.
+    pub process_utilization: bool,
 }
 
 /// What the sampler knows of one device between ticks.
@@ -99,7 +101,7 @@ impl Sampler {
     /// Starts one reader thread per device of `source`. Ticks wait for readings up to the
     /// deadline ([`deadline`] of a 1 s interval) until [`Sampler::set_interval`] or
     /// [`Sampler::with_timeout`] says otherwise.
-    pub fn new(source: Opened, filter: Filter) -> Self {
+    pub fn new(mut source: Opened, filter: Filter) -> Self {
         let host = (source.host_lookup && filter.processes && filter.host).then(HostLookup::new);
         let mut probe_dir = None;
         let mut probe_warning = None;
@@ -119,6 +121,13 @@ impl Sampler {
                 last: None,
             })
             .collect();
+        let wants = Wants {
+            processes: filter.processes,
+            process_utilization: filter.processes && filter.process_utilization,
+        };
+        for reader in &mut source.readers {
+            reader.want(wants);
+        }
         let readers = Readers::start(source.readers);
         Sampler {
             kind: source.kind,
@@ -467,6 +476,7 @@ mod tests {
                 gpus: vec![],
                 processes: true,
                 host: true,
+                process_utilization: true,
             },
         )
         .with_timeout(Some(timeout))
@@ -621,6 +631,7 @@ mod tests {
                     gpus: vec![],
                     processes: true,
                     host,
+                    process_utilization: false,
                 },
             );
             sampler.tick().devices[0].processes[0].clone()

@@ -217,6 +217,15 @@ impl Columns {
         Ok(Columns { processes, picks })
     }
 
+    /// Whether a column shows per-process utilisation (`sm_percent`, `mem_bw_percent`).
+    pub fn read_process_utilization(&self) -> bool {
+        self.processes
+            && self
+                .names()
+                .iter()
+                .any(|n| matches!(*n, "sm_percent" | "mem_bw_percent"))
+    }
+
     pub fn names(&self) -> Vec<&'static str> {
         let all = field_names(self.processes);
         self.picks.iter().map(|&i| all[i]).collect()

@@ -149,7 +149,8 @@ pub fn run(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCode> {
     // No view shows processes here: an empty focus refreshes their host facts (the JSON's
     // user, command, CPU; the optional labels) every 30 s instead of every second.
     let (_focus_tx, focus) = watch::channel(Arc::new(Some(Vec::new())));
-    let sampler = new_sampler(common, source, true, true).with_focus(focus);
+    // /api/v1/sample is the `once --json` schema, per-process utilisation included.
+    let sampler = new_sampler(common, source, true, true, true).with_focus(focus);
     crate::resident::release_start_up_pages();
     let options = Options {
         dcgm: !args.no_dcgm_names,

@@ -16,6 +16,20 @@ use crate::model::Device;
 /// does; failures become part of the [`Device`], never a panic.
 pub trait DeviceReader: Send + 'static {
     fn read(&mut self) -> Device;
+
+    /// Says what the view needs beyond the device's own figures, before the first read: a
+    /// driver call not made is time saved on every tick (on a real GPU each is an ioctl).
+    fn want(&mut self, _wants: Wants) {}
+}
+
+/// What a view needs read from each device beyond its own figures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wants {
+    /// The process lists (for rows, or only for a count and the unattributed memory).
+    pub processes: bool,
+    /// Per-process SM and memory-bandwidth utilisation (a count call and a fill call per
+    /// device).
+    pub process_utilization: bool,
 }
 
 /// What opening a source found: facts about the system and one reader per device.

@@ -10,16 +10,16 @@
 //!   `nvmlShutdown` waits for the last reader, so it never runs under an outstanding call.
 
 use std::collections::BTreeMap;
-use std::ffi::OsStr;
+use std::ffi::{c_uint, OsStr};
 use std::sync::Arc;
 
 use nvml_wrapper::enum_wrappers::device::TemperatureSensor;
 use nvml_wrapper::enums::device::UsedGpuMemory;
 use nvml_wrapper::error::NvmlError;
-use nvml_wrapper::struct_wrappers::device::ProcessInfo;
 use nvml_wrapper::{Device as NvDevice, Nvml};
+use nvml_wrapper_sys::bindings::{nvmlProcessInfo_t, nvmlReturn_enum_NVML_ERROR_INSUFFICIENT_SIZE};
 
-use super::{DeviceReader, OpenError, Opened};
+use super::{DeviceReader, OpenError, Opened, Wants};
 use crate::model::{Device, Memory, Process, ProcessKind, Utilization};
 
 /// The driver's library name; the unversioned `.so` only exists with development packages.
@@ -73,6 +73,8 @@ pub struct NvmlDevice {
     /// The driver has given per-process utilisation samples for this GPU (see
     /// [`super::apply_utilization`]).
     util_seen: bool,
+    wants: Wants,
+    lists: ListBuffers,
 }
 
 /// "12.4" from NVML's 12040.
@@ -136,6 +138,12 @@ impl NvmlSource {
                             v3_broken,
                             identity: None,
                             util_seen: false,
+                            // Everything, until the sampler says what its view shows.
+                            wants: Wants {
+                                processes: true,
+                                process_utilization: true,
+                            },
+                            lists: ListBuffers::default(),
                         }) as Box<dyn DeviceReader>
                     })
                     .collect(),
@@ -164,6 +172,10 @@ impl DeviceReader for NvmlDevice {
             Some(nvml) => self.read_device(nvml),
             None => Device::failed(self.index, "NVML is shut down".into()),
         }
+    }
+
+    fn want(&mut self, wants: Wants) {
+        self.wants = wants;
     }
 }
 
@@ -249,9 +261,13 @@ impl NvmlDevice {
                 ..Device::failed(index, "GPU is lost".into())
             };
         }
-        match self.processes(&dev) {
+        if !self.wants.processes {
+            out.field_errors = errors;
+            return out;
+        }
+        match self.processes(nvml, &dev) {
             Ok((mut procs, warning)) => {
-                if !procs.is_empty() {
+                if !procs.is_empty() && self.wants.process_utilization {
                     self.utilization(&dev, &mut procs, &mut errors);
                 }
                 out.processes = procs;
@@ -296,23 +312,16 @@ impl NvmlDevice {
     }
 
     /// Compute and graphics lists merged by pid.
-    fn processes(&self, dev: &NvDevice) -> Result<(Vec<Process>, Option<String>), NvmlError> {
-        let compute = retry(|| {
-            if self.v3_broken {
-                dev.running_compute_processes_v2()
-            } else {
-                dev.running_compute_processes()
-            }
-        })?;
+    fn processes(
+        &mut self,
+        nvml: &Nvml,
+        dev: &NvDevice,
+    ) -> Result<(Vec<Process>, Option<String>), NvmlError> {
+        let v2 = self.v3_broken;
+        let ListBuffers { compute, graphics } = &mut self.lists;
+        let compute = read_list(nvml, dev, List::Compute, v2, compute)?;
         // Graphics lists are unsupported on many datacenter GPUs: not an error for the row.
-        let graphics = retry(|| {
-            if self.v3_broken {
-                dev.running_graphics_processes_v2()
-            } else {
-                dev.running_graphics_processes()
-            }
-        })
-        .unwrap_or_default();
+        let graphics = read_list(nvml, dev, List::Graphics, v2, graphics).unwrap_or_default();
         let mut merged: Vec<Process> = Vec::with_capacity(compute.len() + graphics.len());
         let mut garbled = 0usize;
         let lists = [
@@ -326,7 +335,7 @@ impl NvmlDevice {
                     garbled += 1;
                     continue;
                 }
-                let mem = match p.used_gpu_memory {
+                let mem = match UsedGpuMemory::from(p.usedGpuMemory) {
                     UsedGpuMemory::Used(b) => Some(b),
                     UsedGpuMemory::Unavailable => None,
                 };
@@ -353,18 +362,84 @@ impl NvmlDevice {
     }
 }
 
-/// Re-reads a count-then-fill list when it grew in between (INSUFFICIENT_SIZE).
-fn retry(
-    mut read: impl FnMut() -> Result<Vec<ProcessInfo>, NvmlError>,
-) -> Result<Vec<ProcessInfo>, NvmlError> {
-    let mut last = NvmlError::InsufficientSize(None);
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum List {
+    Compute,
+    Graphics,
+}
+
+/// Each process list's entries, kept between reads of one device.
+#[derive(Default)]
+struct ListBuffers {
+    compute: Vec<nvmlProcessInfo_t>,
+    graphics: Vec<nvmlProcessInfo_t>,
+}
+
+/// Entries allowed over the last answer, for processes that start before the next read.
+const LIST_HEADROOM: usize = 5;
+
+const NO_ENTRY: nvmlProcessInfo_t = nvmlProcessInfo_t {
+    pid: 0,
+    usedGpuMemory: 0,
+    gpuInstanceId: 0,
+    computeInstanceId: 0,
+};
+
+/// One process list, into `buf`: a single call while the list fits the room the last answer
+/// left (nvml-wrapper asks for the count and then fills, two calls on every read), and a
+/// larger buffer and another call when it has grown (INSUFFICIENT_SIZE carries the count).
+/// `_v2` on the drivers whose `_v3` writes 32-byte entries.
+fn read_list<'b>(
+    nvml: &Nvml,
+    dev: &NvDevice,
+    list: List,
+    v2: bool,
+    buf: &'b mut Vec<nvmlProcessInfo_t>,
+) -> Result<&'b [nvmlProcessInfo_t], NvmlError> {
+    let lib = nvml.lib();
+    let (sym, name) = match (list, v2) {
+        (List::Compute, false) => (
+            lib.nvmlDeviceGetComputeRunningProcesses_v3.as_ref(),
+            "nvmlDeviceGetComputeRunningProcesses_v3",
+        ),
+        (List::Compute, true) => (
+            lib.nvmlDeviceGetComputeRunningProcesses_v2.as_ref(),
+            "nvmlDeviceGetComputeRunningProcesses_v2",
+        ),
+        (List::Graphics, false) => (
+            lib.nvmlDeviceGetGraphicsRunningProcesses_v3.as_ref(),
+            "nvmlDeviceGetGraphicsRunningProcesses_v3",
+        ),
+        (List::Graphics, true) => (
+            lib.nvmlDeviceGetGraphicsRunningProcesses_v2.as_ref(),
+            "nvmlDeviceGetGraphicsRunningProcesses_v2",
+        ),
+    };
+    let Ok(sym) = sym else {
+        return Err(NvmlError::FailedToLoadSymbol(name.into()));
+    };
+    let mut needed = None;
     for _ in 0..LIST_RETRIES {
-        match read() {
-            Err(NvmlError::InsufficientSize(n)) => last = NvmlError::InsufficientSize(n),
-            other => return other,
+        let mut count = buf.len() as c_uint;
+        let entries = if buf.is_empty() {
+            std::ptr::null_mut()
+        } else {
+            buf.as_mut_ptr()
+        };
+        // SAFETY: `entries` is null with a count of 0, or `count` initialised entries of the
+        // 24-byte layout `_v2` and (on drivers without the stride bug) `_v3` write; the
+        // handle is valid for `nvml`'s lifetime.
+        let rc = unsafe { sym(dev.handle(), &mut count, entries) };
+        if rc == nvmlReturn_enum_NVML_ERROR_INSUFFICIENT_SIZE {
+            needed = Some(count);
+            buf.resize(count as usize + LIST_HEADROOM, NO_ENTRY);
+            continue;
         }
+        nvml_wrapper::error::nvml_try(rc)?;
+        let n = (count as usize).min(buf.len());
+        return Ok(&buf[..n]);
     }
-    Err(last)
+    Err(NvmlError::InsufficientSize(needed.map(|n| n as usize)))
 }
 
 fn field<T>(

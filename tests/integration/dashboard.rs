@@ -759,6 +759,7 @@ fn the_demo_first_screen_shows_the_allocator_split() {
             gpus: vec![],
             processes: true,
             host: true,
+            process_utilization: true,
         },
     );
     let sample = Arc::new(sampler.tick());

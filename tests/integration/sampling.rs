@@ -442,6 +442,96 @@ fn log_rejects_unknown_fields() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("'memory.bogus'"));
 }
 
+/// The process-list and per-process utilisation calls a run of gpumon made, as the fake
+/// library logs them: `NAME DEVICE count|fill`.
+fn driver_calls(s: &std::path::Path, args: &[&str]) -> Vec<String> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("calls");
+    gpumon_fake(s, 0.0)
+        .env("FAKE_NVML_CALL_LOG", &log)
+        .args(args)
+        .assert()
+        .success();
+    std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn calls_to<'a>(calls: &'a [String], name: &str) -> Vec<&'a str> {
+    calls
+        .iter()
+        .filter(|c| c.split(' ').next() == Some(name))
+        .map(String::as_str)
+        .collect()
+}
+
+const COMPUTE: &str = "nvmlDeviceGetComputeRunningProcesses_v3";
+const GRAPHICS: &str = "nvmlDeviceGetGraphicsRunningProcesses_v3";
+const UTILIZATION: &str = "nvmlDeviceGetProcessUtilization";
+
+#[test]
+fn each_view_asks_the_driver_only_for_what_it_shows() {
+    let s = scenario(TWO_GPUS);
+    // No processes shown: no process lists, no per-process utilisation.
+    let calls = driver_calls(&s, &["once", "--no-processes"]);
+    assert!(calls.is_empty(), "{calls:?}");
+    // The process lists for processes.count, but no %SM, which log per GPU never prints.
+    let calls = driver_calls(&s, &["log", "--count", "3", "--interval", "20ms"]);
+    assert!(!calls_to(&calls, COMPUTE).is_empty(), "{calls:?}");
+    assert!(calls_to(&calls, UTILIZATION).is_empty(), "{calls:?}");
+    let calls = driver_calls(
+        &s,
+        &["log", "--processes", "--count", "3", "--interval", "20ms"],
+    );
+    assert!(calls_to(&calls, UTILIZATION).is_empty(), "{calls:?}");
+    // Views that show them.
+    for args in [
+        &["once", "--json"][..],
+        &[
+            "log",
+            "--processes",
+            "--count",
+            "1",
+            "--fields",
+            "pid,sm_percent",
+        ],
+    ] {
+        let calls = driver_calls(&s, args);
+        assert!(
+            !calls_to(&calls, UTILIZATION).is_empty(),
+            "{args:?}: {calls:?}"
+        );
+    }
+}
+
+#[test]
+fn process_lists_are_read_in_one_call_once_their_size_is_known() {
+    // nvml-wrapper asks for the count and then fills, two calls a list on every read; the
+    // buffer kept from the last answer makes it one.
+    let s = scenario(TWO_GPUS);
+    let calls = driver_calls(&s, &["log", "--count", "10", "--interval", "10ms"]);
+    for device in ["0", "1"] {
+        let compute: Vec<&str> = calls_to(&calls, COMPUTE)
+            .into_iter()
+            .filter(|c| c.split(' ').nth(1) == Some(device))
+            .collect();
+        // The first read finds the size (a count call), each read after it is one fill.
+        assert!(compute.len() >= 11, "GPU {device}: {compute:?}");
+        let counts = compute.iter().filter(|c| c.ends_with(" count")).count();
+        assert_eq!(counts, 1, "GPU {device}: {compute:?}");
+    }
+    // GPU 1 has no graphics process: one call a read, which answers 0.
+    let graphics = calls_to(&calls, GRAPHICS);
+    assert!(
+        graphics
+            .iter()
+            .all(|c| !c.ends_with(" fill") || c.contains(" 0 ")),
+        "{graphics:?}"
+    );
+}
+
 #[test]
 fn log_output_appends_and_writes_the_header_once() {
     let dir = tempfile::tempdir().expect("tempdir");

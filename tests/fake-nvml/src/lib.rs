@@ -10,6 +10,9 @@
 //!   DRIVER_NOT_LOADED, like a machine with no driver).
 //! - `FAKE_NVML_TIME`: scenario time in seconds at init (default 0).
 //! - `FAKE_NVML_SPEED`: scenario seconds per wall second (default 1; 0 freezes time).
+//! - `FAKE_NVML_CALL_LOG`: a file to which each process-list and per-process utilisation call
+//!   appends a line, `NAME DEVICE count|fill` (a count call passes no array), so tests can
+//!   check which queries gpumon makes and how often.
 //!
 //! Faults come from the scenario (see `assets/scenarios/README.md`); `hang` blocks the calling
 //! thread for real, outside the library's lock, so only the calls on the hung device wait.
@@ -37,6 +40,8 @@ struct Fake {
     reads_files: bool,
     /// Each device's state, with the wall-clock millisecond and scenario time it is for.
     cached: Vec<Option<(i64, f64, DeviceState)>>,
+    /// `FAKE_NVML_CALL_LOG`, opened for appending.
+    call_log: Option<std::fs::File>,
 }
 
 static FAKE: Mutex<Option<Fake>> = Mutex::new(None);
@@ -178,6 +183,13 @@ pub extern "C" fn nvmlInit_v2() -> nvmlReturn_t {
         t0,
         speed: env_f64("FAKE_NVML_SPEED", 1.0),
         cached: Vec::new(),
+        call_log: std::env::var_os("FAKE_NVML_CALL_LOG").and_then(|path| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .ok()
+        }),
     });
     nvmlReturn_enum_NVML_SUCCESS
 }
@@ -456,6 +468,19 @@ enum Entry {
     V3,
 }
 
+/// Appends `NAME DEVICE count|fill` to the call log, when there is one. One `write` per
+/// line, so lines from several reader threads never mix.
+fn note_call(name: &str, device: nvmlDevice_t, fill: bool) {
+    use std::io::Write;
+    with_fake(|fake| {
+        if let Some(mut file) = fake.call_log.as_ref() {
+            let what = if fill { "fill" } else { "count" };
+            let line = format!("{name} {} {what}\n", device_index(device));
+            let _ = file.write_all(line.as_bytes());
+        }
+    });
+}
+
 unsafe fn process_list(
     device: nvmlDevice_t,
     count: *mut c_uint,
@@ -463,6 +488,15 @@ unsafe fn process_list(
     list: List,
     layout: Entry,
 ) -> nvmlReturn_t {
+    let name = match (list, layout) {
+        (List::Compute, Entry::V1) => "nvmlDeviceGetComputeRunningProcesses",
+        (List::Compute, Entry::V2) => "nvmlDeviceGetComputeRunningProcesses_v2",
+        (List::Compute, Entry::V3) => "nvmlDeviceGetComputeRunningProcesses_v3",
+        (List::Graphics, Entry::V1) => "nvmlDeviceGetGraphicsRunningProcesses",
+        (List::Graphics, Entry::V2) => "nvmlDeviceGetGraphicsRunningProcesses_v2",
+        (List::Graphics, Entry::V3) => "nvmlDeviceGetGraphicsRunningProcesses_v3",
+    };
+    note_call(name, device, !infos.is_null());
     if count.is_null() {
         return nvmlReturn_enum_NVML_ERROR_INVALID_ARGUMENT;
     }
@@ -596,6 +630,11 @@ pub unsafe extern "C" fn nvmlDeviceGetProcessUtilization(
     count: *mut c_uint,
     last_seen: c_ulonglong,
 ) -> nvmlReturn_t {
+    note_call(
+        "nvmlDeviceGetProcessUtilization",
+        device,
+        !samples.is_null(),
+    );
     if count.is_null() {
         return nvmlReturn_enum_NVML_ERROR_INVALID_ARGUMENT;
     }
