@@ -396,17 +396,21 @@ fn write_csv<W: Write>(
     if std::mem::take(header_pending) {
         w.write_record(columns.names())?;
     }
-    let mut float = Vec::new();
+    let mut number = Vec::new();
     columns.each_record(sample, |cells| {
         for cell in cells {
             match cell {
                 Cell::Null => w.write_field("")?,
                 Cell::Text(s) => w.write_field(s)?,
-                Cell::Int(n) => w.write_field(itoa::Buffer::new().format(n))?,
+                Cell::Int(n) => {
+                    number.clear();
+                    json_number(&mut number, n);
+                    w.write_field(&number)?
+                }
                 Cell::Float(f) => {
-                    float.clear();
-                    json_float(&mut float, f);
-                    w.write_field(&float)?
+                    number.clear();
+                    json_number(&mut number, f);
+                    w.write_field(&number)?
                 }
             }
         }
@@ -427,8 +431,8 @@ fn write_jsonl(buf: &mut Vec<u8>, keys: &[Vec<u8>], columns: &Columns, sample: &
             match cell {
                 Cell::Null => buf.extend_from_slice(b"null"),
                 Cell::Text(s) => json_string(buf, s),
-                Cell::Int(n) => buf.extend_from_slice(itoa::Buffer::new().format(n).as_bytes()),
-                Cell::Float(f) => json_float(buf, f),
+                Cell::Int(n) => json_number(buf, n),
+                Cell::Float(f) => json_number(buf, f),
             }
         }
         buf.extend_from_slice(b"}\n");
@@ -449,10 +453,10 @@ impl Table {
                         (Cell::Null, _) => "N/A".to_owned(),
                         (Cell::Text(s), _) => printable(s),
                         (Cell::Int(n), Kind::Bytes) => fmt_bytes(n),
-                        (Cell::Int(n), _) => itoa::Buffer::new().format(n).to_owned(),
+                        (Cell::Int(n), _) => n.to_string(),
                         (Cell::Float(f), _) => {
                             let mut s = Vec::new();
-                            json_float(&mut s, f);
+                            json_number(&mut s, f);
                             String::from_utf8_lossy(&s).into_owned()
                         }
                     })
@@ -500,11 +504,11 @@ fn json_string(buf: &mut Vec<u8>, s: &str) {
     let _ = serde_json::to_writer(buf, s);
 }
 
-/// A finite `f` as serde_json writes it (`412.5`, `700.0`, `1e+21`), the same digits as
-/// `once --json` and the exporter print.
-fn json_float(buf: &mut Vec<u8>, f: f64) {
-    // Writing a finite f64 into a Vec cannot fail.
-    let _ = serde_json::to_writer(buf, &f);
+/// A number as serde_json writes it (`412.5`, `700.0`, `1e+21` for a finite float), the same
+/// digits as `once --json` prints.
+fn json_number<T: serde::Serialize>(buf: &mut Vec<u8>, n: T) {
+    // Writing an integer or a finite float into a Vec cannot fail.
+    let _ = serde_json::to_writer(buf, &n);
 }
 
 /// Text for the table: a control character (a newline in a command line) would break the
