@@ -14,8 +14,11 @@ pattern. Names are made independent of the build: the crate hashes of v0 symbols
 (`Cs<hash>_`) and their back-references (`B<n>_`), and the hash suffix of legacy symbols
 (`17h<16 hex>E`), become `*`, so a new compiler or dependency version still matches (a
 pattern can then match a few more functions than ran, never fewer). Legacy names that several
-instances of one generic share keep their hash (a wildcard would take every instance); after
-a compiler update those few fall back to the ordinary text until the file is regenerated. Each pattern takes the
+instances of one generic share keep their hash (a wildcard would take every instance). That
+hash changes with the compiler and with gpumon's own metadata hash, which cargo derives from its
+dependencies: adding one (even a crate already in the tree, such as itoa) left 180 of 818
+patterns matching nothing and the dashboard 0.6-1 MiB larger. Those fall back to the ordinary
+text until the file is regenerated, so regenerate after changing the dependencies. Each pattern takes the
 function's plain and `.text.unlikely.` section (LLVM puts code run once there).
 
 Usage (needs valgrind and tmux; builds both workspace members, without the script, in
