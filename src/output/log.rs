@@ -4,7 +4,7 @@
 //! CSV and JSON lines carry raw numbers (bytes, watts, percent); the table is for people and
 //! prints sizes in binary units.
 //!
-//! Each field reads its value straight from the sample (a [`Cell`] borrowing the model's
+//! Each field reads its value straight from the sample (a `Cell` borrowing the model's
 //! strings); a tick's records are written into one buffer and go out in one `write`.
 
 use std::convert::Infallible;
