@@ -133,9 +133,13 @@ re!(
         r"failed to allocate {SIZE} \((\d+) bytes\) from device: (CUDA_ERROR_OUT_OF_MEMORY|HIP_ERROR_OutOfMemory)"
     )
 );
+// JAX: "… allocate 7406166528 bytes." (jaxlib up to 0.4), "… allocate 160.02GiB with allocator
+// GPU_0_bfc on device 0." (JAX 0.11, seen on an H100).
 re!(
     jax_bytes_re,
-    r"(?i:RESOURCE_EXHAUSTED|Resource exhausted): Out of memory (?:while trying to allocate|allocating) (\d+) bytes"
+    format!(
+        r"(?i:RESOURCE_EXHAUSTED|Resource exhausted): Out of memory (?:while trying to allocate|allocating) {SIZE}(?: with allocator \S+ on device (\d+))?"
+    )
 );
 re!(
     jax_request_re,
@@ -595,14 +599,14 @@ pub fn parse_text(t: &str) -> Option<Oom> {
     }
     if let Some(c) = jax_bytes_re().captures(t) {
         let mut f = Facts {
-            requested_bytes: num(&c, 1),
+            requested_bytes: sz(&c, 1),
             ..Facts::default()
         };
         if let Some(tot) = jax_total_re().captures(t) {
             // BufferAssignment: what the compiled program needs in all.
             f.process_bytes = sz(&tot, 1);
         }
-        return Some(oom(Framework::Jax, "jax", None, f));
+        return Some(oom(Framework::Jax, "jax", num(&c, 2).map(|d| d as u32), f));
     }
     if let Some(c) = ort_re().captures(t) {
         let f = Facts {
@@ -785,6 +789,7 @@ mod tests {
             ("OOM when allocating tensor with shape[16,112,112,147] and type half on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc", Framework::Tensorflow, "tensorflow-oom"),
             ("Allocator (GPU_0_bfc) ran out of memory trying to allocate 1.17GiB (rounded to 1258291200).", Framework::Tensorflow, "tensorflow-bfc"),
             ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 7406166528 bytes.", Framework::Jax, "jax"),
+            ("jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 160.02GiB with allocator GPU_0_bfc on device 0. [tf-allocator-allocation-error='']", Framework::Jax, "jax"),
             ("XlaRuntimeError: RESOURCE_EXHAUSTED: Failed to allocate request for 2.99GiB (3206250496B) on device ordinal 0", Framework::Jax, "jax-request"),
             ("RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`", Framework::Cuda, "cublas"),
             ("Could not create cudnn handle: CUDNN_STATUS_ALLOC_FAILED", Framework::Cuda, "cudnn"),
