@@ -49,9 +49,9 @@ pub fn open_within_timeout(common: &Common) -> Result<Opened, OpenError> {
     start_opening(common).wait(common.timeout.unwrap_or(INIT_TIMEOUT))
 }
 
-/// A sampler over `source` with the deadline the flags give.
-/// A sampler for a view that shows `processes`, their `host` facts and their
-/// `process_utilization` (SM and memory-bandwidth shares); it reads nothing more.
+/// A sampler over `source` with the deadline the flags give, for a view that shows
+/// `processes`, their `host` facts and their `process_utilization` (SM and memory-bandwidth
+/// shares); it reads nothing more.
 pub fn new_sampler(
     common: &Common,
     source: Opened,

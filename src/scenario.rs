@@ -315,6 +315,9 @@ pub enum FaultKind {
     ProcessMemoryUnavailable,
     /// The process list grows between the count call and the fill call, every other fill.
     ProcessListRace,
+    /// The process lists answer INSUFFICIENT_SIZE with a count of 4,294,967,295: a driver
+    /// answering garbage.
+    ProcessListGarbage,
     /// `nvmlDeviceGetMemoryInfo_v2` answers FUNCTION_NOT_FOUND, as on drivers before R510.
     MemoryV2Missing,
     /// Every call on the device (or only on `field`) blocks for `block_s` seconds before it
@@ -376,6 +379,7 @@ pub struct DeviceState {
     /// Fields that answer an error instead of a value.
     pub denied: Vec<(Field, FaultKind)>,
     pub list_race: bool,
+    pub list_garbage: bool,
     pub memory_v2_missing: bool,
     /// Hang faults in force: which calls (`None`: all) block, and for how long.
     pub hangs: Vec<(Option<Field>, f64)>,
@@ -597,6 +601,9 @@ impl Scenario {
             processes,
             denied,
             list_race: faults.iter().any(|f| f.kind == FaultKind::ProcessListRace),
+            list_garbage: faults
+                .iter()
+                .any(|f| f.kind == FaultKind::ProcessListGarbage),
             memory_v2_missing: faults.iter().any(|f| f.kind == FaultKind::MemoryV2Missing),
             hangs: faults
                 .iter()

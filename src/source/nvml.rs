@@ -377,6 +377,8 @@ struct ListBuffers {
 
 /// Entries allowed over the last answer, for processes that start before the next read.
 const LIST_HEADROOM: usize = 5;
+/// More processes on one GPU than any driver allows (MPS: 48 or 60 clients).
+const MAX_LIST: usize = 1 << 16;
 
 const NO_ENTRY: nvmlProcessInfo_t = nvmlProcessInfo_t {
     pid: 0,
@@ -432,6 +434,10 @@ fn read_list<'b>(
         let rc = unsafe { sym(dev.handle(), &mut count, entries) };
         if rc == nvmlReturn_enum_NVML_ERROR_INSUFFICIENT_SIZE {
             needed = Some(count);
+            if count as usize > MAX_LIST {
+                // A count no GPU has: a driver answering garbage. Never allocate on its word.
+                break;
+            }
             buf.resize(count as usize + LIST_HEADROOM, NO_ENTRY);
             continue;
         }

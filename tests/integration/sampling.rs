@@ -265,6 +265,22 @@ fn process_list_growing_between_count_and_fill_is_retried() {
 }
 
 #[test]
+fn a_garbage_process_count_is_an_error_not_an_allocation() {
+    // 4 billion entries would be 96 GiB: the list is refused, the rest of the device read.
+    let s = scenario(
+        r#"{"version":1,"devices":[{"name":"G","memory_total_mib":1024,
+            "processes":[{"pid":4200001,"memory_mib":1}]}],
+            "faults":[{"kind":"process_list_garbage"}]}"#,
+    );
+    let v = stdout_json(gpumon_fake(&s, 0.0).args(["once", "--json"]));
+    let d = device(&v, 0);
+    assert_eq!(d["memory"]["total_bytes"], 1024 * MIB);
+    assert_eq!(d["processes"].as_array().map(Vec::len), Some(0));
+    let why = d["processes_error"].as_str().unwrap_or_default();
+    assert!(why.starts_with("cannot list processes"), "{why}");
+}
+
+#[test]
 fn drivers_with_the_v3_stride_bug_still_give_right_pids() {
     let procs: Vec<String> = (0..5)
         .map(|i| format!(r#"{{"pid":{},"memory_mib":{}}}"#, 4300001 + i, 10 * (i + 1)))

@@ -518,6 +518,10 @@ unsafe fn process_list(
         }
         // A process list that grows between the count and the fill: every other fill finds
         // more processes than the headroom the caller allowed.
+        if d.list_garbage {
+            unsafe { *count = c_uint::MAX };
+            return nvmlReturn_enum_NVML_ERROR_INSUFFICIENT_SIZE;
+        }
         let raced = d.list_race
             && !infos.is_null()
             && FILL_CALLS.fetch_add(1, Ordering::Relaxed).is_multiple_of(2);
