@@ -53,6 +53,18 @@ impl<'a> Cell<'a> {
     fn text(v: &'a Option<String>) -> Self {
         v.as_deref().map_or(Cell::Null, Cell::Text)
     }
+
+    /// The cell as a JSON value, as serde_json writes it (`412.5`, `700.0`, `1e+21` for a
+    /// float), the same digits as `once --json` prints.
+    fn write_json(self, buf: &mut Vec<u8>) {
+        // Writing into a Vec cannot fail.
+        let _ = match self {
+            Cell::Null => serde_json::to_writer(buf, &()),
+            Cell::Text(s) => serde_json::to_writer(buf, s),
+            Cell::Int(n) => serde_json::to_writer(buf, &n),
+            Cell::Float(f) => serde_json::to_writer(buf, &f),
+        };
+    }
 }
 
 /// A device field: the sample's timestamp (formatted once per tick) and the device.
@@ -327,7 +339,7 @@ impl<W: Write> LogWriter<W> {
             .iter()
             .map(|n| {
                 let mut key = Vec::new();
-                json_string(&mut key, n);
+                Cell::Text(n).write_json(&mut key);
                 key.push(b':');
                 key
             })
@@ -402,14 +414,9 @@ fn write_csv<W: Write>(
             match cell {
                 Cell::Null => w.write_field("")?,
                 Cell::Text(s) => w.write_field(s)?,
-                Cell::Int(n) => {
+                Cell::Int(_) | Cell::Float(_) => {
                     number.clear();
-                    json_number(&mut number, n);
-                    w.write_field(&number)?
-                }
-                Cell::Float(f) => {
-                    number.clear();
-                    json_number(&mut number, f);
+                    cell.write_json(&mut number);
                     w.write_field(&number)?
                 }
             }
@@ -428,12 +435,7 @@ fn write_jsonl(buf: &mut Vec<u8>, keys: &[Vec<u8>], columns: &Columns, sample: &
                 buf.push(b',');
             }
             buf.extend_from_slice(key);
-            match cell {
-                Cell::Null => buf.extend_from_slice(b"null"),
-                Cell::Text(s) => json_string(buf, s),
-                Cell::Int(n) => json_number(buf, n),
-                Cell::Float(f) => json_number(buf, f),
-            }
+            cell.write_json(buf);
         }
         buf.extend_from_slice(b"}\n");
         Ok(())
@@ -454,9 +456,9 @@ impl Table {
                         (Cell::Text(s), _) => printable(s),
                         (Cell::Int(n), Kind::Bytes) => fmt_bytes(n),
                         (Cell::Int(n), _) => n.to_string(),
-                        (Cell::Float(f), _) => {
+                        (cell @ Cell::Float(_), _) => {
                             let mut s = Vec::new();
-                            json_number(&mut s, f);
+                            cell.write_json(&mut s);
                             String::from_utf8_lossy(&s).into_owned()
                         }
                     })
@@ -496,19 +498,6 @@ impl Table {
         }
         buf.push(b'\n');
     }
-}
-
-/// `s` as a JSON string, escaped as serde_json escapes it.
-fn json_string(buf: &mut Vec<u8>, s: &str) {
-    // Writing a &str into a Vec cannot fail.
-    let _ = serde_json::to_writer(buf, s);
-}
-
-/// A number as serde_json writes it (`412.5`, `700.0`, `1e+21` for a finite float), the same
-/// digits as `once --json` prints.
-fn json_number<T: serde::Serialize>(buf: &mut Vec<u8>, n: T) {
-    // Writing an integer or a finite float into a Vec cannot fail.
-    let _ = serde_json::to_writer(buf, &n);
 }
 
 /// Text for the table: a control character (a newline in a command line) would break the
