@@ -1,15 +1,21 @@
 //! Dashboard efficiency: the release binary in a 200×50 tmux pane on the fake library with
-//! 8 GPUs × 40 live processes at a 1 s interval. Reports CPU share over 60 s of steady state
-//! (after a warm-up) and peak RSS, from /proc; then, with every call on GPU 3 blocking for
-//! 10 minutes, how long `q` takes to end the process. Needs tmux.
-//! `cargo bench --bench dashboard` (GPUMON_BENCH_SECS sets the steady-state seconds).
+//! 8 GPUs × 40 live processes at a 1 s interval, beside nvtop on the same fake GPUs (and
+//! another gpumon build with GPUMON_BENCH_COMPARE=PATH), all at once. Reports each one's CPU
+//! share of steady state (after a warm-up) and its memory: anonymous (private) memory from
+//! `/proc/PID/smaps_rollup` beside the resident set, after 60 s and, with GPUMON_BENCH_SECS
+//! longer, at its end (660: the 10-minute history full). Then, with every call on GPU 3
+//! blocking for 10 minutes, how long `q` takes to end the process. Needs tmux.
+//! `cargo bench --bench dashboard`.
 
 mod common;
 
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{fake_lib, scenario, scenario_with_faults, user_binary, Sleepers, GPUS, PROCS};
+use common::{
+    fake_lib, memory, scenario, scenario_with_faults, soname_dir, user_binary, Sleepers, GPUS,
+    PROCS,
+};
 
 fn tmux(socket: &str, args: &[&str]) -> String {
     let out = Command::new("tmux")
@@ -29,13 +35,12 @@ fn cpu_ticks(pid: &str) -> u64 {
     f[11].parse::<u64>().unwrap_or(0) + f[12].parse::<u64>().unwrap_or(0)
 }
 
-fn status_kib(pid: &str, key: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .expect("status")
-        .lines()
-        .find(|l| l.starts_with(key))
-        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        .unwrap_or(0)
+/// A dashboard measured in its own 200×50 tmux session.
+struct Contestant {
+    label: String,
+    session: String,
+    pid: u32,
+    cpu0: u64,
 }
 
 fn main() {
@@ -45,51 +50,111 @@ fn main() {
     let socket = format!("gpumon-bench-{}", std::process::id());
     let bin = user_binary();
     let bin = bin.as_str();
-    let cmd = format!(
-        "GPUMON_NVML_LIB={} FAKE_NVML_SCENARIO={} {bin} --interval 1s",
+    let sonames = soname_dir(&lib);
+    let env = format!(
+        "GPUMON_NVML_LIB={} FAKE_NVML_SCENARIO={}",
         lib.display(),
         path.display()
     );
-    tmux(
-        &socket,
-        &[
-            "new-session",
-            "-d",
-            "-s",
-            "b",
-            "-x",
-            "200",
-            "-y",
-            "50",
-            &cmd,
-        ],
-    );
-    let pid = wait_pid(bin, "--interval 1s");
+    // This build; another gpumon to compare with (GPUMON_BENCH_COMPARE=PATH); nvtop when it is
+    // installed (GPUMON_BENCH_PEERS=0 leaves it out). All run at once, on the same fake GPUs,
+    // so the machine's speed of the moment is the same for each.
+    let mut commands = vec![(
+        "gpumon".to_owned(),
+        format!("exec env {env} {bin} --interval 1s"),
+    )];
+    if let Ok(other) = std::env::var("GPUMON_BENCH_COMPARE") {
+        commands.push((
+            format!("gpumon ({other})"),
+            format!("exec env {env} {other} --interval 1s"),
+        ));
+    }
+    let peers = std::env::var("GPUMON_BENCH_PEERS").map_or(true, |v| v != "0");
+    if peers && Command::new("nvtop").arg("--version").output().is_ok() {
+        commands.push((
+            "nvtop".to_owned(),
+            format!(
+                "exec env LD_LIBRARY_PATH={} {env} nvtop -d 10",
+                sonames.path().display()
+            ),
+        ));
+    }
+    let mut contestants: Vec<Contestant> = commands
+        .into_iter()
+        .enumerate()
+        .map(|(i, (label, cmd))| {
+            let session = format!("d{i}");
+            tmux(
+                &socket,
+                &[
+                    "new-session",
+                    "-d",
+                    "-s",
+                    &session,
+                    "-x",
+                    "200",
+                    "-y",
+                    "50",
+                    &cmd,
+                ],
+            );
+            let pid = tmux(&socket, &["display", "-p", "-t", &session, "#{pane_pid}"])
+                .trim()
+                .parse()
+                .expect("pane pid");
+            Contestant {
+                label,
+                session,
+                pid,
+                cpu0: 0,
+            }
+        })
+        .collect();
     std::thread::sleep(Duration::from_secs(5));
-    let screen = tmux(&socket, &["capture-pane", "-p", "-t", "b"]);
-    assert!(
-        screen.contains("[7] Bench GPU"),
-        "dashboard not drawn:\n{screen}"
-    );
+    for c in &contestants {
+        let screen = tmux(&socket, &["capture-pane", "-p", "-t", &c.session]);
+        if c.label.starts_with("gpumon") {
+            assert!(
+                screen.contains("[7] Bench GPU"),
+                "{}: dashboard not drawn:\n{screen}",
+                c.label
+            );
+        }
+    }
     let secs = std::env::var("GPUMON_BENCH_SECS")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(60u64);
-    let t0 = cpu_ticks(&pid);
+    for c in &mut contestants {
+        c.cpu0 = cpu_ticks(&c.pid.to_string());
+    }
     let w0 = Instant::now();
-    std::thread::sleep(Duration::from_secs(secs));
-    let ticks = cpu_ticks(&pid) - t0;
-    let wall = w0.elapsed().as_secs_f64();
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    let cpu = ticks as f64 / hz;
-    println!(
-        "dashboard, {GPUS} GPUs x {PROCS} processes, 200x50, 1 s interval: {cpu:.2} s CPU over {wall:.0} s = {:.3}% of one core; peak RSS {:.1} MiB (now {:.1} MiB)",
-        cpu * 100.0 / wall,
-        status_kib(&pid, "VmHWM:") as f64 / 1024.0,
-        status_kib(&pid, "VmRSS:") as f64 / 1024.0,
-    );
-    tmux(&socket, &["send-keys", "-t", "b", "q"]);
+    let report = |contestants: &[Contestant], at: &str| {
+        let wall = w0.elapsed().as_secs_f64();
+        for c in contestants {
+            let cpu = (cpu_ticks(&c.pid.to_string()) - c.cpu0) as f64 / hz;
+            let mem = memory(c.pid).unwrap_or_default();
+            println!(
+                "{:<10} {GPUS} GPUs x {PROCS} processes, 200x50, 1 s, {at}: {:.3}% of one core; {mem}",
+                c.label,
+                cpu * 100.0 / wall,
+            );
+        }
+    };
+    // A report after the first minute, and at the end of a longer run (11 minutes: the
+    // 10-minute history full).
+    let first = secs.min(60);
+    std::thread::sleep(Duration::from_secs(first));
+    report(&contestants, &format!("{first} s"));
+    if secs > first {
+        std::thread::sleep(Duration::from_secs(secs - first));
+        report(&contestants, &format!("{secs} s"));
+    }
+    for c in &contestants {
+        tmux(&socket, &["send-keys", "-t", &c.session, "q"]);
+    }
     std::thread::sleep(Duration::from_millis(300));
     tmux(&socket, &["kill-server"]);
 

@@ -7,7 +7,7 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{fake_lib, scenario, Sleepers, GPUS, PROCS};
@@ -30,17 +30,6 @@ fn rusage(who: i32) -> libc::rusage {
 
 fn child_rusage() -> libc::rusage {
     rusage(libc::RUSAGE_CHILDREN)
-}
-
-/// Waits for `child` and returns its exit status and its own resource usage.
-fn wait4(child: Child) -> (i32, libc::rusage) {
-    // SAFETY: wait4 on our own child pid, filling structs we own.
-    unsafe {
-        let mut status = 0;
-        let mut r: libc::rusage = std::mem::zeroed();
-        libc::wait4(child.id() as i32, &mut status, 0, &mut r);
-        (status, r)
-    }
 }
 
 fn cpu(r: &libc::rusage) -> Duration {
@@ -122,29 +111,38 @@ fn main() {
     );
     drop(sampler);
 
-    // 2. `gpumon once --json`: wall time and peak RSS of the whole process.
+    // 2. `gpumon once --json`: wall time, peak anonymous (private) memory and peak RSS of the
+    // whole process; alternating with GPUMON_BENCH_COMPARE=PATH when given, run for run.
     let bin = common::user_binary();
-    let mut walls = vec![];
-    let mut rss_kib = 0;
-    for _ in 0..30 {
-        let t = Instant::now();
-        let child = Command::new(&bin)
-            .args(["once", "--json"])
-            .env("GPUMON_NVML_LIB", &lib)
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("run once");
-        let (status, usage) = wait4(child);
-        walls.push(t.elapsed());
-        assert_eq!(status, 0);
-        rss_kib = rss_kib.max(usage.ru_maxrss);
+    let mut builds = vec![("gpumon".to_owned(), bin.clone())];
+    if let Ok(other) = std::env::var("GPUMON_BENCH_COMPARE") {
+        builds.push((format!("gpumon ({other})"), other));
     }
-    println!(
-        "gpumon once --json: median {:.1?}, p95 {:.1?}; peak RSS {:.1} MiB",
-        percentile(&mut walls, 0.5),
-        percentile(&mut walls, 0.95),
-        rss_kib as f64 / 1024.0
-    );
+    let mut results: Vec<(Vec<Duration>, common::Mem)> =
+        vec![(vec![], common::Mem::default()); builds.len()];
+    for _ in 0..30 {
+        for ((_, bin), (walls, peak)) in builds.iter().zip(results.iter_mut()) {
+            let (status, mem, wall) = common::run_polled(
+                Command::new(bin)
+                    .args(["once", "--json"])
+                    .env("GPUMON_NVML_LIB", &lib)
+                    .stdout(Stdio::null()),
+            );
+            assert!(status.success());
+            walls.push(wall);
+            peak.anon = peak.anon.max(mem.anon);
+            peak.rss = peak.rss.max(mem.rss);
+        }
+    }
+    for ((label, _), (mut walls, peak)) in builds.iter().zip(results) {
+        println!(
+            "{label} once --json: median {:.1?}, p95 {:.1?}; peak anonymous {:.2} MiB, peak RSS {:.2} MiB (polled)",
+            percentile(&mut walls, 0.5),
+            percentile(&mut walls, 0.95),
+            peak.anon as f64 / 1024.0,
+            peak.rss as f64 / 1024.0
+        );
+    }
 
     // 3. `gpumon log` at 100 Hz: CPU time over wall time.
     let before = cpu(&child_rusage());

@@ -1,5 +1,5 @@
 //! `gpumon serve` on the fake library with 8 GPUs × 40 live processes (release build):
-//! (1) exporter CPU and peak RSS over GPUMON_BENCH_SECS (default 60) of sampling every 1 s with
+//! (1) exporter CPU, anonymous (private) memory and RSS over GPUMON_BENCH_SECS (default 60) of sampling every 1 s with
 //! a scrape every 15 s, as Prometheus's default would; (2) scrape latency p50/p99 under 50
 //! concurrent scrapers (2,000 scrapes, a new connection each). `cargo bench --bench serve`.
 //!
@@ -64,18 +64,11 @@ fn percentiles(mut all: Vec<Duration>) -> String {
     )
 }
 
-fn proc_stat(pid: u32) -> (u64, u64) {
+fn cpu_ticks(pid: u32) -> u64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
     let after = &stat[stat.rfind(')').expect("comm") + 2..];
     let f: Vec<&str> = after.split_whitespace().collect();
-    let ticks = f[11].parse::<u64>().unwrap_or(0) + f[12].parse::<u64>().unwrap_or(0);
-    let hwm = std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .expect("status")
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        .unwrap_or(0);
-    (ticks, hwm)
+    f[11].parse::<u64>().unwrap_or(0) + f[12].parse::<u64>().unwrap_or(0)
 }
 
 fn main() {
@@ -108,21 +101,21 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(60);
-    let (t0, _) = proc_stat(child.id());
+    let t0 = cpu_ticks(child.id());
     let w0 = Instant::now();
     while w0.elapsed() < Duration::from_secs(secs) {
         scrape(&addr);
         std::thread::sleep(Duration::from_secs(15).min(Duration::from_secs(secs)));
     }
-    let (t1, hwm) = proc_stat(child.id());
+    let t1 = cpu_ticks(child.id());
+    let mem = common::memory(child.id()).unwrap_or_default();
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
     let cpu = (t1 - t0) as f64 / hz;
     let wall = w0.elapsed().as_secs_f64();
     println!(
-        "serve, {GPUS} GPUs x {PROCS} processes, 1 s sampling, a scrape every 15 s: {cpu:.2} s CPU over {wall:.0} s = {:.3}% of one core; peak RSS {:.1} MiB; /metrics is {:.0} KiB",
+        "serve, {GPUS} GPUs x {PROCS} processes, 1 s sampling, a scrape every 15 s: {cpu:.2} s CPU over {wall:.0} s = {:.3}% of one core; {mem}; /metrics is {:.0} KiB",
         cpu * 100.0 / wall,
-        hwm as f64 / 1024.0,
         size as f64 / 1024.0
     );
 
@@ -156,10 +149,9 @@ fn main() {
             if keep_alive { "kept-alive" } else { "new" }
         );
     }
-    let (_, hwm) = proc_stat(child.id());
     println!(
-        "peak RSS after the scrapers: {:.1} MiB",
-        hwm as f64 / 1024.0
+        "after the scrapers: {}",
+        common::memory(child.id()).unwrap_or_default()
     );
     let _ = child.kill();
     let _ = child.wait();
