@@ -1,8 +1,5 @@
-//! Two link options that cut what the binary keeps resident, each used only where a probe
-//! program links (and, for the second, runs) with it:
-//! - the functions gpumon runs, together (assets/hot-text/hot-text.ld), on Linux: the kernel
-//!   maps code in blocks of 64–256 KiB, so code that runs, spread over the whole text, keeps
-//!   nearly all of it resident. `GPUMON_NO_HOT_TEXT=1` links without it.
+//! A link option that cuts what the binary keeps resident, used only where a probe program
+//! links and runs with it:
 //! - packed relative relocations (`-z pack-relative-relocs`, DT_RELR): the loader's table of
 //!   9,000 pointer fix-ups shrinks from 230 KB to 3 KB. It needs glibc 2.36 or later where the
 //!   binary runs, so the probe must run here; a binary built with it and copied to an older
@@ -10,15 +7,11 @@
 //!   `GPUMON_NO_RELR=1`.
 
 use std::env;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
-const SCRIPT: &str = "assets/hot-text/hot-text.ld";
-
 fn main() {
-    println!("cargo:rerun-if-changed={SCRIPT}");
     println!("cargo:rerun-if-changed=build.rs");
-    println!("cargo:rerun-if-env-changed=GPUMON_NO_HOT_TEXT");
     println!("cargo:rerun-if-env-changed=GPUMON_NO_RELR");
     let linux = env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux");
     let native = env::var("HOST").ok() == env::var("TARGET").ok();
@@ -30,25 +23,6 @@ fn main() {
     println!(
         "cargo:rustc-env=GPUMON_RELR={}",
         if relr { "1" } else { "0" }
-    );
-    let applied = env::var_os("GPUMON_NO_HOT_TEXT").is_none() && linux && {
-        let script = Path::new(&env::var("CARGO_MANIFEST_DIR").unwrap_or_default()).join(SCRIPT);
-        let arg = format!("-Wl,-T,{}", script.display());
-        let accepted = script.is_file() && probe(&arg, false);
-        if accepted {
-            println!("cargo:rustc-link-arg-bin=gpumon={arg}");
-        } else {
-            println!(
-                "cargo:warning=the linker does not take {SCRIPT}; gpumon is linked without \
-                     it (more resident memory, same behaviour)"
-            );
-        }
-        accepted
-    };
-    // Tells the tests what the binary they run should have.
-    println!(
-        "cargo:rustc-env=GPUMON_HOT_TEXT={}",
-        if applied { "1" } else { "0" }
     );
 }
 

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use gpumon::app::for_each_line;
+use gpumon::oom::scan::for_each_line;
 use gpumon::oom::scan::Scanner;
 
 fn main() {

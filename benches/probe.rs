@@ -15,7 +15,7 @@ fn main() {
     }
 
     let dir = tempfile::tempdir().expect("tempdir");
-    gpumon::probe::ensure_dir(dir.path()).expect("dir");
+    gpumon::collect::probe::ensure_dir(dir.path()).expect("dir");
     // 64 live pids: ours and 63 children.
     let mut kids: Vec<std::process::Child> = (0..63)
         .map(|_| {
@@ -44,7 +44,7 @@ fn main() {
     let mut times: Vec<Duration> = (0..200)
         .map(|_| {
             let t = Instant::now();
-            let r = gpumon::probe::read_reports(dir.path());
+            let r = gpumon::collect::probe::read_reports(dir.path());
             let e = t.elapsed();
             assert_eq!(r.len(), 64);
             e

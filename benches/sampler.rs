@@ -11,8 +11,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{fake_lib, scenario, Sleepers, GPUS, PROCS};
-use gpumon::sampler::{Filter, Sampler};
-use gpumon::source::nvml::NvmlSource;
+use gpumon::collect::sampler::{Filter, Sampler};
+use gpumon::collect::source::nvml::NvmlSource;
 
 fn percentile(v: &mut [Duration], p: f64) -> Duration {
     v.sort_unstable();
@@ -99,13 +99,13 @@ fn main() {
     // The once-a-second /proc refresh of all 320 pids, which the ticks above reuse.
     let mut refresh = vec![];
     for _ in 0..4 {
-        std::thread::sleep(gpumon::host::HOST_REFRESH + Duration::from_millis(20));
+        std::thread::sleep(gpumon::collect::host::HOST_REFRESH + Duration::from_millis(20));
         sampler.tick();
         refresh.push(sampler.last.host);
     }
     println!(
         "  host refresh (once per {:?}, all {} pids): median {:.1?}",
-        gpumon::host::HOST_REFRESH,
+        gpumon::collect::host::HOST_REFRESH,
         GPUS * PROCS,
         percentile(&mut refresh, 0.5)
     );

@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use clap::{ArgMatches, Args, FromArgMatches, Parser, Subcommand};
 
-use crate::output::log::Format;
-use crate::sampler::MIN_INTERVAL;
+use crate::collect::sampler::MIN_INTERVAL;
+use crate::estimate::model::{Attention, Checkpointing, Choice, Dtype, Optimizer, Run, Shape};
+use crate::view::log::Format;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -216,21 +217,21 @@ pub struct EstimateArgs {
     #[arg(long, value_name = "N", default_value_t = 2048, value_parser = clap::value_parser!(u64).range(1..=1 << 24))]
     pub seq_len: u64,
     /// The weights' type (the compute type under --mixed-precision is bf16)
-    #[arg(long, value_enum, default_value = "bf16")]
-    pub dtype: crate::estimate::model::Dtype,
+    #[arg(long, default_value = "bf16", value_parser = choice::<Dtype>())]
+    pub dtype: Dtype,
     /// bf16 compute with fp32 master weights (training)
     #[arg(long)]
     pub mixed_precision: bool,
     /// The optimizer (training)
-    #[arg(long, value_enum, default_value = "adamw")]
-    pub optimizer: crate::estimate::model::Optimizer,
+    #[arg(long, default_value = "adamw", value_parser = choice::<Optimizer>())]
+    pub optimizer: Optimizer,
     /// Activation recomputation (training)
-    #[arg(long, value_enum, default_value = "none")]
-    pub checkpointing: crate::estimate::model::Checkpointing,
+    #[arg(long, default_value = "none", value_parser = choice::<Checkpointing>())]
+    pub checkpointing: Checkpointing,
     /// Attention kernels: sdpa (fused, as PyTorch 2 and transformers use by default: the s×s
     /// scores are never stored) or eager (scores, softmax and dropout stored per layer)
-    #[arg(long, value_enum, default_value = "sdpa")]
-    pub attention: crate::estimate::model::Attention,
+    #[arg(long, default_value = "sdpa", value_parser = choice::<Attention>())]
+    pub attention: Attention,
     /// Gradient accumulation steps (the effective batch is batch × N)
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
     pub grad_accum: u64,
@@ -249,7 +250,7 @@ pub struct EstimateArgs {
 pub struct ServeArgs {
     /// Address to listen on: ADDR:PORT, [::]:PORT, or :PORT (dcgm-exporter's port by default)
     #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:9400",
-          value_parser = crate::serve::parse_listen)]
+          value_parser = parse_listen)]
     pub listen: std::net::SocketAddr,
 
     /// Leave out the dcgm-exporter compatible DCGM_FI_* metrics (the gpumon_* ones remain)
@@ -353,6 +354,75 @@ pub struct LogArgs {
     pub processes: bool,
 }
 
+/// A parser for a [`Choice`]: its names are the possible values `--help` lists.
+fn choice<T: Choice + Clone>() -> impl clap::builder::TypedValueParser<Value = T> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(T::ALL.iter().map(|(name, _)| *name))
+        .try_map(|s| T::parse(&s).ok_or_else(|| format!("'{s}' is not one of the choices")))
+}
+
+impl Common {
+    /// What collection needs of the global flags.
+    pub fn collect(&self) -> crate::collect::Config {
+        crate::collect::Config {
+            demo: self.demo,
+            scenario: self.scenario.clone(),
+            nvml_lib: self.nvml_lib.clone(),
+            gpus: self.gpu.clone(),
+            timeout: self.timeout,
+            interval: self.interval,
+        }
+    }
+}
+
+impl EstimateArgs {
+    /// The flags as the estimate's model takes them.
+    pub fn flags(&self) -> crate::estimate::Flags {
+        crate::estimate::Flags {
+            model: self.model.clone(),
+            params: self.params,
+            layers: self.layers,
+            hidden: self.hidden,
+            heads: self.heads,
+            kv_heads: self.kv_heads,
+            vocab: self.vocab,
+            intermediate: self.intermediate,
+            gated_mlp: self.gated_mlp,
+            batch: self.batch,
+            seq_len: self.seq_len,
+            dtype: self.dtype,
+            mixed_precision: self.mixed_precision,
+            optimizer: self.optimizer,
+            checkpointing: self.checkpointing,
+            attention: self.attention,
+            grad_accum: self.grad_accum,
+            inference: self.inference,
+            lora_rank: self.lora_rank,
+        }
+    }
+}
+
+/// `gpumon estimate`'s flags in one line (`explain --estimate`, the dashboard's estimate
+/// panel), split at whitespace: the model and the run they describe.
+pub fn estimate_line(line: &str) -> Result<(Shape, Option<u64>, Run), String> {
+    #[derive(Parser)]
+    #[command(name = "estimate", no_binary_name = true)]
+    struct Line {
+        #[command(flatten)]
+        args: EstimateArgs,
+    }
+    let parsed = Line::try_parse_from(line.split_whitespace()).map_err(|e| {
+        // clap's first line says what is wrong; the rest is usage.
+        e.to_string()
+            .lines()
+            .next()
+            .unwrap_or("invalid flags")
+            .trim_start_matches("error: ")
+            .to_owned()
+    })?;
+    crate::estimate::inputs(&parsed.args.flags())
+}
+
 /// Parses a history window: at least 10 s, at most 24 h.
 pub fn parse_history(s: &str) -> Result<Duration, String> {
     let d = humantime::parse_duration(s.trim())
@@ -386,10 +456,36 @@ pub fn parse_interval(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// Parses `--listen`: `ADDR:PORT`, `[::]:PORT`, or `:PORT` for every IPv4 address.
+pub fn parse_listen(s: &str) -> Result<std::net::SocketAddr, String> {
+    let s = s.trim();
+    let full = if s.starts_with(':') {
+        format!("0.0.0.0{s}")
+    } else {
+        s.to_owned()
+    };
+    full.parse()
+        .map_err(|_| format!("'{s}' is not an address like 0.0.0.0:9400, [::]:9400 or :9400"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use clap::CommandFactory;
+
+    #[test]
+    fn listen_addresses() {
+        assert_eq!(
+            parse_listen(":9400"),
+            Ok(std::net::SocketAddr::from(([0, 0, 0, 0], 9400)))
+        );
+        assert_eq!(
+            parse_listen("127.0.0.1:9"),
+            Ok(std::net::SocketAddr::from(([127, 0, 0, 1], 9)))
+        );
+        assert!(parse_listen("[::]:9400").is_ok());
+        assert!(parse_listen("localhost").is_err());
+    }
 
     #[test]
     fn intervals() {
@@ -417,7 +513,7 @@ mod tests {
             .map(|w| w.trim_end_matches([',', '.', ')']))
             .collect();
         for processes in [false, true] {
-            for name in crate::output::log::field_names(processes) {
+            for name in crate::view::log::field_names(processes) {
                 assert!(words.contains(&name), "--fields help lacks {name}");
             }
         }

@@ -1,24 +1,27 @@
 //! gpumon: shows where GPU memory goes and explains why a job ran out of it.
 //!
-//! Data path: `source` (NVML | simulated) → `readers` (a blocking worker per device) →
-//! `sampler` (assembles on time, marks stalled devices) → `model::Sample` →
-//! `model::breakdown` → `model::history` → `output` (once, log) | `tui` (dashboard);
-//! pasted text → `oom` (explain, the dashboard's OOM panel).
+//! The data path, one folder a stage:
+//! - `collect`: source (NVML | simulated) → readers (a blocking worker per device) → sampler
+//!   (assembles on time, marks stalled devices) → host facts and probe reports per process;
+//! - `model`: the immutable `Sample`, its memory `breakdown` and `history`;
+//! - the analyses, pure: `oom` (pasted errors) and `estimate` (will a run fit);
+//! - the views: `view` (the `once` report and JSON, the `log` writer) and `tui` (the
+//!   dashboard);
+//! - `cmd`: the commands, each a leaf; `app` dispatches to them and only `main` calls it.
+//!
+//! `units` and `text` are pure helpers every layer uses; `runtime` holds what the commands
+//! share (exit codes, signals, broken pipes).
 
 pub mod app;
 pub mod cli;
+pub mod cmd;
+pub mod collect;
 pub mod estimate;
-pub mod host;
 pub mod model;
 pub mod oom;
-pub mod output;
-pub mod probe;
-pub mod readers;
 pub mod resident;
-pub mod run;
-pub mod sampler;
-pub mod scenario;
-pub mod serve;
-pub mod source;
+pub mod runtime;
+pub mod text;
 pub mod tui;
 pub mod units;
+pub mod view;

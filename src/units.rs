@@ -1,4 +1,5 @@
-//! Byte quantities: binary units (GiB = 2^30) for display, kept as `u64` bytes everywhere else.
+//! Quantities for display: bytes in binary units (GiB = 2^30, kept as `u64` bytes everywhere
+//! else) and ages.
 
 use bytesize::ByteSize;
 
@@ -22,6 +23,16 @@ pub fn fmt_bytes(bytes: u64) -> String {
 /// [`fmt_bytes`] for a value that may be unknown.
 pub fn fmt_opt_bytes(bytes: Option<u64>) -> String {
     bytes.map_or_else(|| "N/A".to_owned(), fmt_bytes)
+}
+
+/// "3d04h", "2h05m", "4m07s", "12s".
+pub fn fmt_age(s: u64) -> String {
+    match s {
+        0..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m{:02}s", s / 60, s % 60),
+        3600..=86399 => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
+        _ => format!("{}d{:02}h", s / 86400, (s % 86400) / 3600),
+    }
 }
 
 #[cfg(test)]

@@ -26,8 +26,8 @@ pub fn fake_lib() -> PathBuf {
 ///
 /// Not `CARGO_BIN_EXE_gpumon`: for benches cargo builds the binary with the dev-dependencies'
 /// features merged into its dependencies' (regex-syntax's Unicode tables, more of
-/// regex-automata, rustix's `fs`), a different and larger program whose code no longer matches
-/// `assets/hot-text/hot-text.ld`: it measured 7.4 MiB where the binary users get measures 6.4.
+/// regex-automata, rustix's `fs`), a different and larger program: it measured 7.4 MiB of
+/// resident memory where the binary users get measured 6.4.
 /// A separate target directory keeps the two builds from replacing each other.
 pub fn user_binary() -> String {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench-user");

@@ -34,9 +34,34 @@ pub fn parse_params(s: &str) -> Result<u64, String> {
     Ok(n.round() as u64)
 }
 
+/// What `gpumon estimate`'s flags say, as plain values (the command line's definitions are
+/// in `cli`, which fills this in).
+#[derive(Debug, Clone)]
+pub struct Flags {
+    pub model: Option<std::path::PathBuf>,
+    pub params: Option<u64>,
+    pub layers: Option<u64>,
+    pub hidden: Option<u64>,
+    pub heads: Option<u64>,
+    pub kv_heads: Option<u64>,
+    pub vocab: Option<u64>,
+    pub intermediate: Option<u64>,
+    pub gated_mlp: bool,
+    pub batch: u64,
+    pub seq_len: u64,
+    pub dtype: Dtype,
+    pub mixed_precision: bool,
+    pub optimizer: Optimizer,
+    pub checkpointing: Checkpointing,
+    pub attention: model::Attention,
+    pub grad_accum: u64,
+    pub inference: bool,
+    pub lora_rank: Option<u64>,
+}
+
 /// The model and the run the flags describe: a config or model directory completed (or
 /// overridden) by the shape flags.
-pub fn inputs(args: &crate::cli::EstimateArgs) -> Result<(Shape, Option<u64>, Run), String> {
+pub fn inputs(args: &Flags) -> Result<(Shape, Option<u64>, Run), String> {
     let (mut shape, on_disk) = match &args.model {
         Some(path) => config::load(path).map_err(|e| e.to_string())?,
         None => (
@@ -82,27 +107,6 @@ pub fn inputs(args: &crate::cli::EstimateArgs) -> Result<(Shape, Option<u64>, Ru
         lora_rank: args.lora_rank.filter(|_| !args.inference),
     };
     Ok((shape, on_disk, run))
-}
-
-/// The flags typed into the dashboard's estimate panel (`e`), split at whitespace.
-pub fn inputs_from_line(line: &str) -> Result<(Shape, Option<u64>, Run), String> {
-    use clap::Parser;
-    #[derive(Parser)]
-    #[command(name = "estimate", no_binary_name = true)]
-    struct Line {
-        #[command(flatten)]
-        args: crate::cli::EstimateArgs,
-    }
-    let parsed = Line::try_parse_from(line.split_whitespace()).map_err(|e| {
-        // clap's first line says what is wrong; the rest is usage.
-        e.to_string()
-            .lines()
-            .next()
-            .unwrap_or("invalid flags")
-            .trim_start_matches("error: ")
-            .to_owned()
-    })?;
-    inputs(&parsed.args)
 }
 
 /// The standard remedies `explain` ranks, sized by this model when the user describes the run.

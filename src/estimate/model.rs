@@ -35,7 +35,7 @@ impl Shape {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Dtype {
     Fp32,
@@ -57,14 +57,13 @@ impl Dtype {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Optimizer {
     Sgd,
     SgdMomentum,
     Adam,
     Adamw,
-    #[value(name = "adamw-8bit")]
     #[serde(rename = "adamw-8bit")]
     Adamw8bit,
     Adafactor,
@@ -90,19 +89,74 @@ impl Optimizer {
 /// How attention is computed: fused kernels (PyTorch's scaled_dot_product_attention,
 /// FlashAttention) never store the s×s scores; eager attention stores scores, softmax and its
 /// dropout mask (Korthikanti's 5·a·s²·b).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Attention {
     Sdpa,
     Eager,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Checkpointing {
     None,
     Selective,
     Full,
+}
+
+/// A choice named on the command line and in JSON: each variant with its name. The command
+/// line's parsers are built from [`Choice::ALL`] in `cli`, so this model needs no CLI crate.
+pub trait Choice: Copy + PartialEq + Send + Sync + 'static {
+    const ALL: &'static [(&'static str, Self)];
+
+    fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(_, v)| *v == self)
+            .map_or("", |(n, _)| n)
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        Self::ALL
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(s.trim()))
+            .map(|(_, v)| *v)
+    }
+}
+
+impl Choice for Dtype {
+    const ALL: &'static [(&'static str, Self)] = &[
+        ("fp32", Dtype::Fp32),
+        ("bf16", Dtype::Bf16),
+        ("fp16", Dtype::Fp16),
+        ("int8", Dtype::Int8),
+        ("int4", Dtype::Int4),
+    ];
+}
+
+impl Choice for Optimizer {
+    const ALL: &'static [(&'static str, Self)] = &[
+        ("sgd", Optimizer::Sgd),
+        ("sgd-momentum", Optimizer::SgdMomentum),
+        ("adam", Optimizer::Adam),
+        ("adamw", Optimizer::Adamw),
+        ("adamw-8bit", Optimizer::Adamw8bit),
+        ("adafactor", Optimizer::Adafactor),
+        ("none", Optimizer::None),
+    ];
+}
+
+impl Choice for Attention {
+    const ALL: &'static [(&'static str, Self)] =
+        &[("sdpa", Attention::Sdpa), ("eager", Attention::Eager)];
+}
+
+impl Choice for Checkpointing {
+    const ALL: &'static [(&'static str, Self)] = &[
+        ("none", Checkpointing::None),
+        ("selective", Checkpointing::Selective),
+        ("full", Checkpointing::Full),
+    ];
 }
 
 /// The run being estimated.

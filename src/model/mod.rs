@@ -203,6 +203,20 @@ impl Process {
 }
 
 impl Device {
+    /// The device's own split (`None` for a failed device or an unknown total). A stalled
+    /// device's split is that of its last good readings, like the rest of its fields.
+    pub fn breakdown(&self) -> Option<breakdown::Breakdown> {
+        if self.error.is_some() && !self.stalled {
+            return None;
+        }
+        let procs: Vec<(u32, Option<u64>)> = self
+            .processes
+            .iter()
+            .map(|p| (p.pid, p.gpu_memory_bytes))
+            .collect();
+        breakdown::Breakdown::device(&self.memory, &procs)
+    }
+
     /// The device's identity without its readings (for matching).
     pub fn clone_identity(&self) -> Device {
         Device {

@@ -356,7 +356,7 @@ pub fn parse_block(lines: &[String]) -> Option<Oom> {
     if let Some(h) = hint_re().find(&spaced) {
         found.hint = Some(h.as_str().to_owned());
     }
-    found.line = super::render::cut_at_word(&trigger, 300);
+    found.line = crate::text::cut_at_word(&trigger, 300);
     found.missing = missing_parts(&found);
     Some(found)
 }

@@ -7,7 +7,7 @@ use serde::Serialize;
 use super::diagnose::Finding;
 use super::{Analysis, Oom};
 use crate::model::breakdown::{Breakdown, PartKind};
-use crate::output::Paint;
+use crate::text::Paint;
 use crate::units::fmt_bytes;
 
 /// JSON schema version of `gpumon explain --json`.
@@ -186,29 +186,6 @@ pub struct Layout {
     pub findings_first: bool,
     /// The run the user described, to size the remedies with the estimate's model.
     pub sizing: Option<super::diagnose::Sizing>,
-}
-
-/// Columns a report is wrapped to: `COLUMNS` when set, else the terminal's width when
-/// stdout is one, else 100.
-pub fn terminal_width() -> usize {
-    crate::output::text_width(100, 20)
-}
-
-/// `text` cut to at most `max` characters at a word boundary, with an ellipsis when cut.
-pub fn cut_at_word(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_owned();
-    }
-    let head: String = text.chars().take(max.saturating_sub(1)).collect();
-    let cut = match head.rfind(char::is_whitespace) {
-        // Keep the cut near the limit: a word longer than a fifth of it is split instead.
-        Some(i) if i >= head.len() * 4 / 5 => &head[..i],
-        _ => head.as_str(),
-    };
-    format!(
-        "{}…",
-        cut.trim_end_matches(|c: char| c.is_whitespace() || c == ',')
-    )
 }
 
 /// Writes `text` wrapped to the layout's width: the first line after `first`, the others
@@ -508,19 +485,6 @@ fn findings(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn long_quotes_are_cut_at_a_word_with_an_ellipsis() {
-        assert_eq!(cut_at_word("short", 300), "short");
-        let text = "CUDA out of memory. Tried to allocate 572.00 MiB. GPU 0 has a total capacity";
-        let cut = cut_at_word(text, 40);
-        assert_eq!(cut, "CUDA out of memory. Tried to allocate…");
-        assert!(cut.chars().count() <= 40);
-        // One huge word: cut inside it rather than dropping everything.
-        let word = "x".repeat(100);
-        assert_eq!(cut_at_word(&word, 10).chars().count(), 10);
-        assert!(cut_at_word(&"é".repeat(50), 10).ends_with('…'));
-    }
 
     #[test]
     fn wrapped_paragraphs_keep_their_hanging_indent() {

@@ -290,6 +290,27 @@ impl Scanner {
     }
 }
 
+/// Calls `f` with each line of `reader`, reading in fixed chunks: a line longer than
+/// [`MAX_LINE`] bytes is cut there, so memory stays bounded
+/// whatever the input.
+pub fn for_each_line(
+    mut reader: impl std::io::Read,
+    mut f: impl FnMut(&str),
+) -> std::io::Result<()> {
+    let mut chunk = vec![0u8; 64 * 1024];
+    let mut split = LineSplitter::default();
+    loop {
+        match reader.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => split.feed(&chunk[..n], &mut f),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    split.finish(f);
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

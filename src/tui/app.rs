@@ -5,10 +5,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ratatui::layout::Rect;
-use ratatui_crossterm::crossterm::event::{
+use crossterm::event::{
     KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
 };
+use ratatui::layout::Rect;
 
 use super::signal::{Target, SIGNALS};
 use super::theme;
@@ -532,7 +532,7 @@ impl App {
 
     fn parse_estimate(&mut self) {
         self.estimate = (!self.estimate_text.trim().is_empty())
-            .then(|| crate::estimate::inputs_from_line(&self.estimate_text));
+            .then(|| crate::cli::estimate_line(&self.estimate_text));
     }
 
     fn set_oom_text(&mut self, text: String) {

@@ -18,7 +18,7 @@ use super::app::{App, Details};
 use super::gpu::{clock, segments, time_axis};
 use super::theme;
 use crate::model::Process;
-use crate::output::once::fmt_age;
+use crate::units::fmt_age;
 use crate::units::{fmt_bytes, fmt_opt_bytes, GIB, MIB};
 
 /// Lines of facts above the chart (the command wraps into as many as it needs, up to this).

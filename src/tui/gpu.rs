@@ -22,7 +22,7 @@ use super::theme;
 use crate::model::breakdown::{Breakdown, PartKind};
 use crate::model::history::Column;
 use crate::model::Device;
-use crate::output::once::{device_breakdown, fmt_age};
+use crate::units::fmt_age;
 use crate::units::{fmt_bytes, GIB};
 
 /// Rows a history chart needs to be worth drawing (header, plot, time axis).
@@ -298,7 +298,7 @@ pub fn has_split(d: &Device) -> bool {
 /// The device's memory gauge: coloured processes (in shades when split), the others together,
 /// then used-but-unattributed, driver reserved and free.
 pub fn draw_gauge(buf: &mut Buffer, area: Rect, d: &Device, app: &App, selected: Option<u32>) {
-    let Some(b) = device_breakdown(d) else {
+    let Some(b) = d.breakdown() else {
         let why = d.error.as_deref().unwrap_or("memory N/A");
         buf.set_stringn(
             area.x,

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use ratatui_crossterm::crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 /// Keys closer together than this belong to one burst.
 pub const BURST_GAP: Duration = Duration::from_millis(3);

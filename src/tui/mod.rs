@@ -19,22 +19,22 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ratatui::backend::Backend;
-use ratatui::Terminal;
-use ratatui_crossterm::crossterm::event::{
+use crossterm::event::{
     self, DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
     Event,
 };
-use ratatui_crossterm::crossterm::terminal::{
+use crossterm::terminal::{
     disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
 };
-use ratatui_crossterm::crossterm::{cursor, execute};
+use crossterm::{cursor, execute};
+use ratatui::backend::Backend;
+use ratatui::Terminal;
 use ratatui_crossterm::CrosstermBackend;
 use tokio::sync::{mpsc, watch};
 
+use crate::collect::sampler::{self, Sampler};
+use crate::collect::source::{OpenError, Opened, Opening};
 use crate::model::Sample;
-use crate::sampler::{self, Sampler};
-use crate::source::{OpenError, Opened, Opening};
 use app::{Action, App};
 
 static ACTIVE: AtomicBool = AtomicBool::new(false);
@@ -183,7 +183,7 @@ where
             }
         }
     });
-    let stop = crate::app::shutdown_signal();
+    let stop = crate::runtime::shutdown_signal();
     tokio::pin!(stop);
     #[cfg(unix)]
     let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;

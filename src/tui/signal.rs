@@ -9,7 +9,7 @@
 
 use std::io;
 
-use crate::host::{in_child_pid_namespace, read_stat};
+use crate::collect::host::{in_child_pid_namespace, read_stat};
 
 /// The signals the dialog offers, SIGTERM first (preselected).
 pub const SIGNALS: [(&str, i32); 4] = [

@@ -16,8 +16,8 @@ use super::theme;
 use crate::model::breakdown::{Breakdown, PartKind};
 use crate::model::{Device, Sample};
 use crate::oom::render::{render_oom_with, LOOKED_FOR};
-use crate::output::once::fmt_age;
-use crate::output::Paint;
+use crate::text::Paint;
+use crate::units::fmt_age;
 use crate::units::{fmt_bytes, fmt_opt_bytes};
 
 /// Smallest terminal the dashboard draws into.
@@ -124,9 +124,12 @@ fn draw_header(buf: &mut Buffer, area: Rect, app: &App) {
             spans.push(sep());
             spans.push(Span::styled(e.clone(), theme::error()));
         }
-        if crate::host::pids_hidden(s) {
+        if crate::collect::host::pids_hidden(s) {
             spans.push(sep());
-            spans.push(Span::styled(crate::host::PIDS_HIDDEN, theme::warning()));
+            spans.push(Span::styled(
+                crate::collect::host::PIDS_HIDDEN,
+                theme::warning(),
+            ));
         }
     }
     spans.push(Span::styled(" │ ", theme::dim()));

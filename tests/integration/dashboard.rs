@@ -4,12 +4,12 @@ use std::process::Command as StdCommand;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use gpumon::model::{Device, Memory, Process, ProcessKind, Sample, Utilization};
 use gpumon::tui::app::App;
 use gpumon::tui::{render_once, theme};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
-use ratatui_crossterm::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use regex::Regex;
 
 use crate::common::{fake_lib, scenario, MIB};
@@ -750,8 +750,8 @@ fn every_width_from_40_to_220_keeps_each_field_whole() {
 
 #[test]
 fn the_demo_first_screen_shows_the_allocator_split() {
-    use gpumon::sampler::{Filter, Sampler};
-    use gpumon::source::simulated::Simulated;
+    use gpumon::collect::sampler::{Filter, Sampler};
+    use gpumon::collect::source::simulated::Simulated;
     let opened = Simulated::demo().expect("demo").open();
     let mut sampler = Sampler::new(
         opened,

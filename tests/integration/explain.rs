@@ -150,7 +150,7 @@ fn explain_sizes_remedies_with_the_described_run() {
         .as_str()
         .is_some_and(|d| d.contains("--estimate")));
     // The same figures `gpumon estimate` computes for the changes.
-    let (shape, _, run) = gpumon::estimate::inputs_from_line(&flags).expect("flags");
+    let (shape, _, run) = gpumon::cli::estimate_line(&flags).expect("flags");
     let saves = |lever| gpumon::estimate::lever_saving(&shape, &run, lever);
     let remedies = finding["remedies"].as_array().expect("remedies");
     let by = |word: &str| {
@@ -325,7 +325,7 @@ MaxInUse:               1917554688\n";
 
 #[test]
 fn report_text_snapshot() {
-    let text = render::render(&analyze(FRAGMENTED), gpumon::output::Paint(false));
+    let text = render::render(&analyze(FRAGMENTED), gpumon::text::Paint(false));
     insta::assert_snapshot!(text);
 }
 
@@ -417,7 +417,7 @@ proptest! {
         s.push_str(&junk);
         s.push_str("Tried to allocate 99999999999999999999 GiB (GPU 0; 1e999 GiB total capacity;");
         let a = analyze(&s);
-        let _ = render::render(&a, gpumon::output::Paint(false));
+        let _ = render::render(&a, gpumon::text::Paint(false));
     }
 }
 

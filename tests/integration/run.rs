@@ -394,7 +394,7 @@ fn unsafe_runtime_directories_are_refused_and_bad_reports_ignored() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("writable by group or others"));
 
     let dir = env.path("reports");
-    gpumon::probe::ensure_dir(&dir).expect("private dir");
+    gpumon::collect::probe::ensure_dir(&dir).expect("private dir");
     let me = std::process::id();
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -418,7 +418,7 @@ fn unsafe_runtime_directories_are_refused_and_bad_reports_ignored() {
     fs::write(dir.join("1.json"), "{not json").expect("write");
     let big = format!("{}{}", good(me, now), " ".repeat(70 * 1024));
     fs::write(dir.join("2.json"), big).expect("write");
-    let reports = gpumon::probe::read_reports(&dir);
+    let reports = gpumon::collect::probe::read_reports(&dir);
     let pids: Vec<u32> = reports.iter().map(|r| r.pid).collect();
     assert_eq!(pids, vec![me]);
     assert!(
@@ -430,7 +430,7 @@ fn unsafe_runtime_directories_are_refused_and_bad_reports_ignored() {
     if unsafe { libc::geteuid() } == 0 {
         let theirs = dir.join(format!("{me}.json"));
         std::os::unix::fs::chown(&theirs, Some(12345), None).expect("chown");
-        assert!(gpumon::probe::read_reports(&dir).is_empty());
+        assert!(gpumon::collect::probe::read_reports(&dir).is_empty());
     }
 }
 

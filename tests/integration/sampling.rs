@@ -830,7 +830,7 @@ fn log_processes_names_the_container_from_the_real_cgroup_file() {
     );
     let records = jsonl(&out.stdout);
     let cgroup = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
-    let want = gpumon::host::container_of(&cgroup);
+    let want = gpumon::collect::host::container_of(&cgroup);
     assert_eq!(records[0]["pid"], me);
     assert_eq!(
         records[0]["container"].as_str(),

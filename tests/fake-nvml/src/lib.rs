@@ -19,7 +19,7 @@
 #![allow(non_snake_case, non_upper_case_globals, clippy::missing_safety_doc)]
 
 #[allow(dead_code)]
-#[path = "../../../src/scenario.rs"]
+#[path = "../../../src/collect/source/scenario.rs"]
 mod scenario;
 
 use nvml_wrapper_sys::bindings::*;

@@ -24,7 +24,6 @@ use prometheus_client::registry::Registry;
 
 use crate::model::breakdown::{Breakdown, PartKind};
 use crate::model::{Device, Process, Sample};
-use crate::output::once::device_breakdown;
 
 type Labels = Vec<(&'static str, String)>;
 type Int = Family<Labels, Gauge>;
@@ -306,7 +305,7 @@ impl Gpumon {
         set_int(
             &self.unattributed,
             &labels,
-            device_breakdown(d).and_then(|b| b.get(PartKind::Unattributed)),
+            d.breakdown().and_then(|b| b.get(PartKind::Unattributed)),
         );
         let ratio = |p: Option<u32>| p.map(|p| f64::from(p) / 100.0);
         set_float(&self.util, &labels, ratio(d.utilization.gpu_percent));

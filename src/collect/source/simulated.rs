@@ -4,11 +4,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use super::{DeviceReader, OpenError, Opened};
+use crate::collect::source::scenario::{DeviceState, FaultKind, Field, ProcKind, Scenario};
 use crate::model::{AllocatorStats, Device, Memory, Process, ProcessKind, Utilization};
-use crate::scenario::{DeviceState, FaultKind, Field, ProcKind, Scenario};
 
 /// The built-in scenario behind `--demo`: a training run on two GPUs.
-pub const DEMO: &str = include_str!("../../assets/scenarios/demo.json");
+pub const DEMO: &str = include_str!("../../../assets/scenarios/demo.json");
 
 /// A scenario and its clock, shared by the devices' readers.
 struct Clock {
@@ -74,7 +74,7 @@ impl Simulated {
             std::thread::sleep(Duration::from_secs_f64(s));
         }
         let driver_version = Some(self.scenario.driver_version.clone());
-        let cuda_version = Some(crate::source::nvml::cuda_version_string(
+        let cuda_version = Some(crate::collect::source::nvml::cuda_version_string(
             self.scenario.cuda_driver_version,
         ));
         let n = self.scenario.devices.len() as u32;

@@ -18,7 +18,7 @@ use serde::Deserialize;
 use crate::model::{AllocatorStats, Device};
 
 /// The probe script, shipped inside the binary.
-pub const SITECUSTOMIZE: &str = include_str!("../assets/python/sitecustomize.py");
+pub const SITECUSTOMIZE: &str = include_str!("../../assets/python/sitecustomize.py");
 /// Largest report accepted.
 pub const MAX_REPORT: u64 = 64 * 1024;
 /// Reports older than this (and older than 5 probe intervals) are not shown.

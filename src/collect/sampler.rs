@@ -1,7 +1,7 @@
 //! The sampler: one reader thread per device, assembled on time into immutable [`Sample`]s.
 //!
 //! NVML calls can block for seconds or for good on a GPU that is falling off the bus, so the
-//! devices are read by blocking workers ([`crate::readers`]) with at most one read outstanding
+//! devices are read by blocking workers ([`crate::collect::readers`]) with at most one read outstanding
 //! per device: a hung call never piles up more calls, and never holds up the other GPUs.
 //! [`Sampler::tick`] asks for a reading of every device that has none outstanding, waits for
 //! those answers no longer than its budget, and assembles the sample from what arrived. A device whose read has been outstanding past the deadline is reported as
@@ -14,11 +14,11 @@ use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::{mpsc as tmpsc, watch};
 
-use crate::host::HostLookup;
+use crate::collect::host::HostLookup;
+use crate::collect::probe;
+use crate::collect::readers::{Readers, Reading, Waiter};
+use crate::collect::source::{Opened, Wants};
 use crate::model::{Device, Sample};
-use crate::probe;
-use crate::readers::{Readers, Reading, Waiter};
-use crate::source::{Opened, Wants};
 
 /// The fastest interval gpumon accepts.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
@@ -32,7 +32,7 @@ pub fn deadline(interval: Duration, timeout: Option<Duration>) -> Duration {
 }
 
 /// The pids whose host facts a view shows and needs fresh every second (sorted); the others
-/// are refreshed every [`crate::host::BACKGROUND_REFRESH`]. `None`: every pid, every second
+/// are refreshed every [`crate::collect::host::BACKGROUND_REFRESH`]. `None`: every pid, every second
 /// (the dashboard sorted by CPU or host memory, where off-screen rows decide the order).
 pub type Focus = Arc<Option<Vec<u32>>>;
 
@@ -133,7 +133,7 @@ impl Sampler {
             kind: source.kind,
             driver_version: source.driver_version,
             cuda_version: source.cuda_version,
-            hostname: crate::host::hostname(),
+            hostname: crate::collect::host::hostname(),
             error: source.error,
             readers,
             devices,
@@ -426,7 +426,7 @@ pub(crate) fn next_due(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::DeviceReader;
+    use crate::collect::source::DeviceReader;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::mpsc;
     use std::sync::Mutex;

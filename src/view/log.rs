@@ -95,9 +95,7 @@ const DEVICE_FIELDS: &[(&str, Kind, DeviceGetter)] = &[
         Cell::int(d.memory.reserved_bytes)
     }),
     ("memory.unattributed", Kind::Bytes, |_, d| {
-        Cell::int(
-            crate::output::once::device_breakdown(d).and_then(|b| b.get(PartKind::Unattributed)),
-        )
+        Cell::int(d.breakdown().and_then(|b| b.get(PartKind::Unattributed)))
     }),
     ("utilization.gpu", Kind::Number, |_, d| {
         Cell::int(d.utilization.gpu_percent)

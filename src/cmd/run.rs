@@ -22,19 +22,20 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::watch;
 
-use crate::app::{new_sampler, open_within_timeout, EXIT_USAGE};
 use crate::cli::{Common, RunArgs};
+use crate::collect::probe;
+use crate::collect::sampler;
+use crate::collect::{new_sampler, open_within_timeout, Needs};
 use crate::model::breakdown::{Breakdown, PartKind};
 use crate::model::{Device, Process, Sample};
 use crate::oom::render::render_oom_with;
 use crate::oom::scan::{LineSplitter, Scanner};
 use crate::oom::Analysis;
-use crate::output::log::{Columns, LogWriter};
-use crate::output::once::fmt_age;
-use crate::output::Paint;
-use crate::probe;
-use crate::sampler;
+use crate::runtime::EXIT_USAGE;
+use crate::text::Paint;
+use crate::units::fmt_age;
 use crate::units::fmt_bytes;
+use crate::view::log::{Columns, LogWriter};
 
 /// Samples kept for the summary's "how it grew" lines.
 const KEEP: usize = 64;
@@ -66,7 +67,7 @@ fn descends_from(pid: u32, root: u32) -> bool {
     let mut buf = Vec::with_capacity(512);
     let mut cur = pid;
     for _ in 0..32 {
-        let Some(stat) = crate::host::read_stat(cur, &mut buf) else {
+        let Some(stat) = crate::collect::host::read_stat(cur, &mut buf) else {
             return false;
         };
         if stat.ppid == root {
@@ -273,9 +274,18 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
-    let sampler = match open_within_timeout(common) {
+    let sampler = match open_within_timeout(&common.collect()) {
         Ok(source) => Some(
-            new_sampler(common, source, true, true, utilization).with_probe_dir(runtime.clone()),
+            new_sampler(
+                &common.collect(),
+                source,
+                Needs {
+                    processes: true,
+                    host: true,
+                    process_utilization: utilization,
+                },
+            )
+            .with_probe_dir(runtime.clone()),
         ),
         Err(e) => {
             eprintln!("gpumon: running without GPU sampling: {e}");
@@ -510,7 +520,7 @@ fn summary(
     };
     let _ = writeln!(out, "\n{}", paint.bold("Out of memory in the output:"));
     let layout = crate::oom::render::Layout {
-        width: Some(crate::oom::render::terminal_width()),
+        width: Some(crate::runtime::terminal_width()),
         ..Default::default()
     };
     render_oom_with(&mut out, oom, relayed.analysis.ooms.len(), paint, &layout);

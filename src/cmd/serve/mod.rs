@@ -12,7 +12,7 @@ pub mod metrics;
 pub mod webconfig;
 
 use std::convert::Infallible;
-use std::net::{SocketAddr, TcpListener as StdListener};
+use std::net::TcpListener as StdListener;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -28,9 +28,10 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{watch, Semaphore};
 
-use crate::app::{new_sampler, open_within_timeout, shutdown_signal, EXIT_USAGE};
 use crate::cli::{Common, ServeArgs};
-use crate::sampler::{Sampler, MIN_INTERVAL};
+use crate::collect::sampler::{Sampler, MIN_INTERVAL};
+use crate::collect::{new_sampler, open_within_timeout, Needs};
+use crate::runtime::{shutdown_signal, EXIT_USAGE};
 use metrics::{Options, ProcessLabels};
 use webconfig::{BasicAuth, Verdict, WebConfig};
 
@@ -81,7 +82,7 @@ impl Exposition {
     fn json(&self) -> &Bytes {
         self.json.get_or_init(|| {
             Bytes::from(
-                serde_json::to_vec(&crate::output::once::to_json(&self.sample)).unwrap_or_default(),
+                serde_json::to_vec(&crate::view::once::to_json(&self.sample)).unwrap_or_default(),
             )
         })
     }
@@ -97,18 +98,6 @@ struct State {
     bcrypt: Semaphore,
     /// A sample older than this means the sampler itself is stuck (/healthz fails).
     stale_after: Duration,
-}
-
-/// Parses `--listen`: `ADDR:PORT`, `[::]:PORT`, or `:PORT` for every IPv4 address.
-pub fn parse_listen(s: &str) -> Result<SocketAddr, String> {
-    let s = s.trim();
-    let full = if s.starts_with(':') {
-        format!("0.0.0.0{s}")
-    } else {
-        s.to_owned()
-    };
-    full.parse()
-        .map_err(|_| format!("'{s}' is not an address like 0.0.0.0:9400, [::]:9400 or :9400"))
 }
 
 pub fn run(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCode> {
@@ -139,7 +128,7 @@ pub fn run(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCode> {
         }
     };
     listener.set_nonblocking(true)?;
-    let source = match open_within_timeout(common) {
+    let source = match open_within_timeout(&common.collect()) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("gpumon: {e}");
@@ -150,7 +139,7 @@ pub fn run(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCode> {
     // user, command, CPU; the optional labels) every 30 s instead of every second.
     let (_focus_tx, focus) = watch::channel(Arc::new(Some(Vec::new())));
     // /api/v1/sample is the `once --json` schema, per-process utilisation included.
-    let sampler = new_sampler(common, source, true, true, true).with_focus(focus);
+    let sampler = new_sampler(&common.collect(), source, Needs::ALL).with_focus(focus);
     crate::resident::release_start_up_pages();
     let options = Options {
         dcgm: !args.no_dcgm_names,
@@ -219,7 +208,7 @@ async fn publish(
         if tx.send(Some(Arc::new(exposition))).is_err() {
             return;
         }
-        due = crate::sampler::next_due(due, interval, tokio::time::Instant::now());
+        due = crate::collect::sampler::next_due(due, interval, tokio::time::Instant::now());
         tokio::time::sleep_until(due).await;
     }
 }
@@ -434,24 +423,5 @@ async fn route(state: &State, req: &Request<Incoming>, started: Instant) -> Resp
             "text/plain; charset=utf-8",
             "not found: try /metrics, /api/v1/sample or /healthz\n",
         ),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn listen_addresses() {
-        assert_eq!(
-            parse_listen(":9400"),
-            Ok(SocketAddr::from(([0, 0, 0, 0], 9400)))
-        );
-        assert_eq!(
-            parse_listen("127.0.0.1:9"),
-            Ok(SocketAddr::from(([127, 0, 0, 1], 9)))
-        );
-        assert!(parse_listen("[::]:9400").is_ok());
-        assert!(parse_listen("localhost").is_err());
     }
 }

@@ -6,10 +6,10 @@ use std::time::SystemTime;
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 
-use super::Paint;
 use crate::model::breakdown::{Breakdown, PartKind};
 use crate::model::{Device, Sample};
-use crate::units::{fmt_bytes, fmt_opt_bytes};
+use crate::text::Paint;
+use crate::units::{fmt_age, fmt_bytes, fmt_opt_bytes};
 
 const BAR: usize = 12;
 
@@ -53,7 +53,7 @@ impl Serialize for DevicesJson<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_seq(self.0.iter().map(|d| DeviceJson {
             device: d,
-            breakdown: device_breakdown(d),
+            breakdown: d.breakdown(),
         }))
     }
 }
@@ -77,25 +77,6 @@ impl Serialize for SampleJson<'_> {
     }
 }
 
-/// The device's own split (`None` for a failed device or an unknown total). A stalled
-/// device's split is that of its last good readings, like the rest of its fields.
-pub fn device_breakdown(d: &Device) -> Option<Breakdown> {
-    if d.error.is_some() && !d.stalled {
-        return None;
-    }
-    let procs: Vec<(u32, Option<u64>)> = d
-        .processes
-        .iter()
-        .map(|p| (p.pid, p.gpu_memory_bytes))
-        .collect();
-    Breakdown::device(&d.memory, &procs)
-}
-
-/// Columns the text view fits by default: `COLUMNS`, else the terminal's width, else 80.
-pub fn default_width() -> usize {
-    super::text_width(80, 40)
-}
-
 /// Text cut to `width` characters, with an ellipsis when cut.
 fn fit(text: &str, width: usize) -> String {
     if text.chars().count() <= width {
@@ -105,11 +86,6 @@ fn fit(text: &str, width: usize) -> String {
         t.push('…');
         t
     }
-}
-
-/// The text report at [`default_width`]: see [`render_width`].
-pub fn render(sample: &Sample, paint: Paint) -> String {
-    render_width(sample, paint, default_width())
 }
 
 /// The text report, one block per GPU, no line wider than `width`: fields and columns drop
@@ -135,11 +111,11 @@ pub fn render_width(sample: &Sample, paint: Paint, width: usize) -> String {
     if let Some(e) = &sample.error {
         let _ = writeln!(out, "{}", paint.red(&format!("error: {e}")));
     }
-    if crate::host::pids_hidden(sample) {
+    if crate::collect::host::pids_hidden(sample) {
         let _ = writeln!(
             out,
             "{}",
-            paint.yellow(&fit(crate::host::PIDS_HIDDEN, width))
+            paint.yellow(&fit(crate::collect::host::PIDS_HIDDEN, width))
         );
     }
     if sample.devices.is_empty() && sample.error.is_none() {
@@ -232,7 +208,8 @@ fn device(out: &mut String, d: &Device, name_width: usize, paint: Paint, width: 
     });
     // Used memory no listed process accounts for (another container, the driver): say so when
     // it is more than 1% of the card, so it is not mistaken for one of the rows below.
-    let unattributed = device_breakdown(d)
+    let unattributed = d
+        .breakdown()
         .and_then(|b| {
             let u = b.get(PartKind::Unattributed)?;
             (u > 0 && u >= b.total / 100).then_some(u)
@@ -430,16 +407,6 @@ fn processes(out: &mut String, d: &Device, paint: Paint, cols: &Columns, now: Sy
     }
 }
 
-/// "3d04h", "2h05m", "4m07s", "12s".
-pub fn fmt_age(s: u64) -> String {
-    match s {
-        0..=59 => format!("{s}s"),
-        60..=3599 => format!("{}m{:02}s", s / 60, s % 60),
-        3600..=86399 => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
-        _ => format!("{}d{:02}h", s / 86400, (s % 86400) / 3600),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -478,7 +445,7 @@ mod tests {
             .iter_mut()
             .zip(&sample.devices)
         {
-            json["breakdown"] = serde_json::to_value(device_breakdown(d)).expect("breakdown");
+            json["breakdown"] = serde_json::to_value(d.breakdown()).expect("breakdown");
         }
         let got = serde_json::to_value(to_json(&sample)).expect("direct");
         assert_eq!(got, want);

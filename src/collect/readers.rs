@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::{JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
+use crate::collect::source::DeviceReader;
 use crate::model::Device;
-use crate::source::DeviceReader;
 
 /// A reading of one device and when it arrived.
 #[derive(Debug)]

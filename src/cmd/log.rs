@@ -1,0 +1,88 @@
+//! `gpumon log`: one record per GPU (or per process) every interval, to stdout or a file.
+
+use std::fs::OpenOptions;
+use std::io::{self, IsTerminal, Write};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use tokio::sync::watch;
+
+use crate::cli::{Common, LogArgs};
+use crate::collect::{open_sampler, sampler, Needs};
+use crate::runtime::{shutdown_signal, usage_error};
+use crate::view::log::{Columns, Format, LogWriter};
+
+pub fn run(common: &Common, args: &LogArgs) -> anyhow::Result<ExitCode> {
+    let columns = match Columns::parse(args.fields.as_deref(), args.processes) {
+        Ok(c) => c,
+        Err(e) => return Ok(usage_error(e)),
+    };
+    let format = args
+        .format
+        .unwrap_or(if io::stdout().is_terminal() && args.output.is_none() {
+            Format::Table
+        } else {
+            Format::Csv
+        });
+    // Unbuffered here: the log writer gathers each tick's records and writes them at once.
+    let out: Box<dyn Write + Send> = match &args.output {
+        Some(path) => Box::new(
+            OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .with_context(|| format!("cannot open {} for appending", path.display()))?,
+        ),
+        None => Box::new(io::stdout()),
+    };
+    let header = match &args.output {
+        Some(path) => std::fs::metadata(path)
+            .map(|m| m.len() == 0)
+            .unwrap_or(true),
+        None => true,
+    };
+    // Per GPU, the process lists give processes.count and memory.unattributed; the host
+    // facts and probe reports only feed per-process records, the per-process utilisation
+    // only its two fields.
+    let needs = Needs {
+        processes: true,
+        host: args.processes,
+        process_utilization: columns.read_process_utilization(),
+    };
+    let mut writer = LogWriter::new(out, format, columns, header);
+    let sampler = match open_sampler(&common.collect(), needs) {
+        Ok(s) => s,
+        Err(e) => return Ok(usage_error(e)),
+    };
+    crate::resident::release_start_up_pages();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .enable_io()
+        .build()?;
+    let result = runtime.block_on(async move {
+        let (_interval_tx, interval_rx) = watch::channel(common.interval);
+        let (mut samples, task) = sampler::spawn(sampler, interval_rx);
+        let mut written = 0u64;
+        let stop = shutdown_signal();
+        tokio::pin!(stop);
+        loop {
+            tokio::select! {
+                sample = samples.recv() => {
+                    let Some(sample) = sample else { break };
+                    writer.write(&sample)?;
+                    written += 1;
+                    if args.count.is_some_and(|n| written >= n) {
+                        break;
+                    }
+                }
+                _ = &mut stop => break,
+            }
+        }
+        drop(samples);
+        task.abort();
+        Ok(ExitCode::SUCCESS)
+    });
+    // A tick may still be waiting on a hung GPU: never wait for it on the way out.
+    runtime.shutdown_background();
+    result
+}

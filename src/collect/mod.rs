@@ -1,0 +1,117 @@
+//! Collection: everything between the driver and a [`Sample`](crate::model::Sample).
+//!
+//! `source` (NVML or simulated GPUs) → `readers` (a blocking worker per device, at most one
+//! call outstanding on each) → `sampler` (assembles on time, marks stalled devices) → `host`
+//! (user, command, CPU and container of each GPU process, from /proc) and `probe` (allocator
+//! figures published from inside `gpumon run`'s jobs). What every view needs to get there
+//! (opening the source within a deadline, a sampler that reads no more than the view shows)
+//! is here, below the commands.
+
+pub mod host;
+pub mod probe;
+pub mod readers;
+pub mod sampler;
+pub mod source;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use sampler::{Filter, Sampler};
+use source::nvml::NvmlSource;
+use source::simulated::Simulated;
+use source::{OpenError, Opened, Opening};
+
+/// How long once, log and run wait for NVML to initialise without a timeout: a driver
+/// without persistence mode can take seconds to start, which is slow, not broken.
+pub const INIT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Where readings come from and how they are taken: the global flags, as collection needs
+/// them.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The built-in demo scenario.
+    pub demo: bool,
+    /// A scenario file.
+    pub scenario: Option<PathBuf>,
+    /// The NVML library to load instead of the driver's.
+    pub nvml_lib: Option<String>,
+    /// Only these GPUs, by index or UUID; empty means all.
+    pub gpus: Vec<String>,
+    /// How long a device may take to answer (and NVML to initialise).
+    pub timeout: Option<Duration>,
+    pub interval: Duration,
+}
+
+/// Opens the source `config` names. This can block for as long as the driver does: see
+/// [`start_opening`].
+pub fn open_source(config: &Config) -> Result<Opened, OpenError> {
+    if config.demo {
+        return Ok(Simulated::demo()?.open());
+    }
+    if let Some(path) = &config.scenario {
+        return Ok(Simulated::from_file(&path.to_string_lossy())?.open());
+    }
+    NvmlSource::open(config.nvml_lib.as_deref())
+}
+
+/// Opens the source on a thread of its own, so a view can wait for it with a deadline.
+pub fn start_opening(config: &Config) -> Opening {
+    let config = config.clone();
+    Opening::start(move || open_source(&config))
+}
+
+/// Opens the source, waiting no longer than the timeout (or [`INIT_TIMEOUT`]).
+pub fn open_within_timeout(config: &Config) -> Result<Opened, OpenError> {
+    start_opening(config).wait(config.timeout.unwrap_or(INIT_TIMEOUT))
+}
+
+/// What a view shows of each GPU's processes, so that the sampler reads nothing more.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Needs {
+    /// The process lists (rows, or only a count and the unattributed memory).
+    pub processes: bool,
+    /// Their host facts (user, command, CPU…) and probe reports.
+    pub host: bool,
+    /// Per-process SM and memory-bandwidth shares.
+    pub process_utilization: bool,
+}
+
+impl Needs {
+    /// Everything: the dashboard, `once`, `serve`.
+    pub const ALL: Needs = Needs {
+        processes: true,
+        host: true,
+        process_utilization: true,
+    };
+    /// The devices' own figures only.
+    pub const DEVICES: Needs = Needs {
+        processes: false,
+        host: false,
+        process_utilization: false,
+    };
+}
+
+/// A sampler over `source` with the deadline and GPUs `config` gives, reading what `needs`
+/// says. A warning about probe reports is printed once, here.
+pub fn new_sampler(config: &Config, source: Opened, needs: Needs) -> Sampler {
+    let sampler = Sampler::new(
+        source,
+        Filter {
+            gpus: config.gpus.clone(),
+            processes: needs.processes,
+            host: needs.host,
+            process_utilization: needs.process_utilization,
+        },
+    )
+    .with_timeout(config.timeout)
+    .with_interval(config.interval);
+    if let Some(w) = &sampler.probe_warning {
+        eprintln!("gpumon: {w}");
+    }
+    sampler
+}
+
+/// [`open_within_timeout`], then [`new_sampler`].
+pub fn open_sampler(config: &Config, needs: Needs) -> Result<Sampler, OpenError> {
+    Ok(new_sampler(config, open_within_timeout(config)?, needs))
+}

@@ -1,0 +1,6 @@
+//! Views of a [`crate::model::Sample`] as text: the `once` report and its JSON, and the `log`
+//! writer (CSV, JSON lines, a table). Functions of a sample and the bytes they write; the
+//! commands choose where the bytes go.
+
+pub mod log;
+pub mod once;
