@@ -1,6 +1,6 @@
 //! Dashboard efficiency: the release binary in a 200×50 tmux pane on the fake library with
 //! 8 GPUs × 40 live processes at a 1 s interval, beside nvtop on the same fake GPUs (and
-//! another gpumon build with GPUMON_BENCH_COMPARE=PATH), all at once. Reports each one's CPU
+//! other gpumon builds with GPUMON_BENCH_COMPARE=PATH[,PATH…]), all at once. Reports each one's CPU
 //! share of steady state (after a warm-up) and its memory: anonymous (private) memory from
 //! `/proc/PID/smaps_rollup` beside the resident set, after 60 s and, with GPUMON_BENCH_SECS
 //! longer, at its end (660: the 10-minute history full). Then, with every call on GPU 3
@@ -56,18 +56,20 @@ fn main() {
         lib.display(),
         path.display()
     );
-    // This build; another gpumon to compare with (GPUMON_BENCH_COMPARE=PATH); nvtop when it is
+    // This build; other gpumon builds to compare with (GPUMON_BENCH_COMPARE=PATH,…); nvtop when it is
     // installed (GPUMON_BENCH_PEERS=0 leaves it out). All run at once, on the same fake GPUs,
     // so the machine's speed of the moment is the same for each.
     let mut commands = vec![(
         "gpumon".to_owned(),
         format!("exec env {env} {bin} --interval 1s"),
     )];
-    if let Ok(other) = std::env::var("GPUMON_BENCH_COMPARE") {
-        commands.push((
-            format!("gpumon ({other})"),
-            format!("exec env {env} {other} --interval 1s"),
-        ));
+    if let Ok(others) = std::env::var("GPUMON_BENCH_COMPARE") {
+        for other in others.split(',').filter(|o| !o.is_empty()) {
+            commands.push((
+                other.to_owned(),
+                format!("exec env {env} {other} --interval 1s"),
+            ));
+        }
     }
     let peers = std::env::var("GPUMON_BENCH_PEERS").map_or(true, |v| v != "0");
     if peers && Command::new("nvtop").arg("--version").output().is_ok() {
@@ -137,7 +139,7 @@ fn main() {
             let cpu = (cpu_ticks(&c.pid.to_string()) - c.cpu0) as f64 / hz;
             let mem = memory(c.pid).unwrap_or_default();
             println!(
-                "{:<10} {GPUS} GPUs x {PROCS} processes, 200x50, 1 s, {at}: {:.3}% of one core; {mem}",
+                "{:<34} {GPUS} GPUs x {PROCS} processes, 200x50, 1 s, {at}: {:.3}% of one core; {mem}",
                 c.label,
                 cpu * 100.0 / wall,
             );

@@ -112,11 +112,13 @@ fn main() {
     drop(sampler);
 
     // 2. `gpumon once --json`: wall time, peak anonymous (private) memory and peak RSS of the
-    // whole process; alternating with GPUMON_BENCH_COMPARE=PATH when given, run for run.
+    // whole process; alternating with GPUMON_BENCH_COMPARE=PATH,… when given, run for run.
     let bin = common::user_binary();
     let mut builds = vec![("gpumon".to_owned(), bin.clone())];
-    if let Ok(other) = std::env::var("GPUMON_BENCH_COMPARE") {
-        builds.push((format!("gpumon ({other})"), other));
+    if let Ok(others) = std::env::var("GPUMON_BENCH_COMPARE") {
+        for other in others.split(',').filter(|o| !o.is_empty()) {
+            builds.push((other.to_owned(), other.to_owned()));
+        }
     }
     let mut results: Vec<(Vec<Duration>, common::Mem)> =
         vec![(vec![], common::Mem::default()); builds.len()];

@@ -19,7 +19,6 @@ pub mod collect;
 pub mod estimate;
 pub mod model;
 pub mod oom;
-pub mod resident;
 pub mod runtime;
 pub mod text;
 pub mod tui;

@@ -17,7 +17,6 @@ pub fn run(common: &Common) -> anyhow::Result<ExitCode> {
     let opening = start_opening(&config);
     let start = match opening.wait_a_little(OPEN_WAIT) {
         Ok(Some(source)) => {
-            crate::resident::release_start_up_pages();
             Start::Ready(Box::new(new_sampler(&config, source, Needs::ALL)))
         }
         Ok(None) => Start::Opening(

@@ -54,7 +54,6 @@ pub fn run(common: &Common, args: &LogArgs) -> anyhow::Result<ExitCode> {
         Ok(s) => s,
         Err(e) => return Ok(usage_error(e)),
     };
-    crate::resident::release_start_up_pages();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .enable_io()

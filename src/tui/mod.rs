@@ -224,7 +224,6 @@ where
                     Some(Ok(source)) => {
                         let Some((_, make)) = opening.take() else { continue };
                         app.opening_for = None;
-                        crate::resident::release_start_up_pages();
                         let sampler = make(source).with_focus(focus_rx.clone());
                         let (rx, t) = sampler::spawn(sampler, interval_rx.clone());
                         samples = Some(rx);

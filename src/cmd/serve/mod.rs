@@ -140,7 +140,6 @@ pub fn run(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let (_focus_tx, focus) = watch::channel(Arc::new(Some(Vec::new())));
     // /api/v1/sample is the `once --json` schema, per-process utilisation included.
     let sampler = new_sampler(&common.collect(), source, Needs::ALL).with_focus(focus);
-    crate::resident::release_start_up_pages();
     let options = Options {
         dcgm: !args.no_dcgm_names,
         process_labels,
