@@ -54,6 +54,7 @@ fn sample(t: u64, gpus: u32) -> Arc<Sample> {
         cuda_version: None,
         devices,
         error: None,
+        host: None,
     })
 }
 

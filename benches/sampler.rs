@@ -56,6 +56,7 @@ fn main() {
             processes: true,
             host: true,
             process_utilization: true,
+            system: false,
         },
     );
     for _ in 0..20 {

@@ -16,12 +16,26 @@ pub fn run(common: &Common) -> anyhow::Result<ExitCode> {
     let config = common.collect();
     let opening = start_opening(&config);
     let start = match opening.wait_a_little(OPEN_WAIT) {
-        Ok(Some(source)) => {
-            Start::Ready(Box::new(new_sampler(&config, source, Needs::ALL)))
-        }
+        Ok(Some(source)) => Start::Ready(Box::new(new_sampler(
+            &config,
+            source,
+            Needs {
+                system: true,
+                ..Needs::ALL
+            },
+        ))),
         Ok(None) => Start::Opening(
             opening,
-            Box::new(move |source| new_sampler(&config, source, Needs::ALL)),
+            Box::new(move |source| {
+                new_sampler(
+                    &config,
+                    source,
+                    Needs {
+                        system: true,
+                        ..Needs::ALL
+                    },
+                )
+            }),
         ),
         Err(e) => return Ok(usage_error(e)),
     };

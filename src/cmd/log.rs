@@ -48,6 +48,7 @@ pub fn run(common: &Common, args: &LogArgs) -> anyhow::Result<ExitCode> {
         processes: true,
         host: args.processes,
         process_utilization: columns.read_process_utilization(),
+        system: false,
     };
     let mut writer = LogWriter::new(out, format, columns, header);
     let sampler = match open_sampler(&common.collect(), needs) {

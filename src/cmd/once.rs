@@ -15,6 +15,7 @@ pub fn run(common: &Common, args: &OnceArgs) -> anyhow::Result<ExitCode> {
         processes,
         host: processes,
         process_utilization: processes,
+        system: true,
     };
     let mut sampler = match open_sampler(&common.collect(), needs) {
         Ok(s) => s,

@@ -283,6 +283,7 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
                     processes: true,
                     host: true,
                     process_utilization: utilization,
+                    system: false,
                 },
             )
             .with_probe_dir(runtime.clone()),

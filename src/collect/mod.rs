@@ -12,6 +12,7 @@ pub mod probe;
 pub mod readers;
 pub mod sampler;
 pub mod source;
+pub mod system;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -74,20 +75,25 @@ pub struct Needs {
     pub host: bool,
     /// Per-process SM and memory-bandwidth shares.
     pub process_utilization: bool,
+    /// The host's CPU, memory, swap, load and uptime.
+    pub system: bool,
 }
 
 impl Needs {
-    /// Everything: the dashboard, `once`, `serve`.
+    /// Everything about the GPUs and their processes (`serve`); the dashboard and `once` add
+    /// the host's own figures.
     pub const ALL: Needs = Needs {
         processes: true,
         host: true,
         process_utilization: true,
+        system: false,
     };
     /// The devices' own figures only.
     pub const DEVICES: Needs = Needs {
         processes: false,
         host: false,
         process_utilization: false,
+        system: false,
     };
 }
 
@@ -101,6 +107,7 @@ pub fn new_sampler(config: &Config, source: Opened, needs: Needs) -> Sampler {
             processes: needs.processes,
             host: needs.host,
             process_utilization: needs.process_utilization,
+            system: needs.system,
         },
     )
     .with_timeout(config.timeout)

@@ -18,6 +18,7 @@ use crate::collect::host::HostLookup;
 use crate::collect::probe;
 use crate::collect::readers::{Readers, Reading, Waiter};
 use crate::collect::source::{Opened, Wants};
+use crate::collect::system::SystemStats;
 use crate::model::{Device, Sample};
 
 /// The fastest interval gpumon accepts.
@@ -58,6 +59,8 @@ pub struct Filter {
     pub host: bool,
     /// Per-process SM and memory-bandwidth utilisation, for a view that shows them.
     pub process_utilization: bool,
+    /// The host's CPU, memory, swap, load and uptime ([`Sample::host`]).
+    pub system: bool,
 }
 
 /// What the sampler knows of one device between ticks.
@@ -85,6 +88,7 @@ pub struct Sampler {
     /// How long a tick waits for the readings it asked for.
     budget: Duration,
     host: Option<HostLookup>,
+    system: Option<SystemStats>,
     filter: Filter,
     /// The pids a view shows (the dashboard's visible rows): their host facts stay fresh,
     /// the others are refreshed less often.
@@ -142,6 +146,7 @@ impl Sampler {
             interval: None,
             budget: deadline(Duration::from_secs(1), None),
             host,
+            system: filter.system.then(SystemStats::new),
             filter,
             focus: None,
             probe_dir,
@@ -259,6 +264,7 @@ impl Sampler {
             cuda_version: self.cuda_version.clone(),
             devices,
             error: self.error.clone(),
+            host: self.system.as_mut().map(SystemStats::read),
         };
         let t2 = Instant::now();
         if let Some(host) = self.host.as_mut() {
@@ -477,6 +483,7 @@ mod tests {
                 processes: true,
                 host: true,
                 process_utilization: true,
+                system: false,
             },
         )
         .with_timeout(Some(timeout))
@@ -632,6 +639,7 @@ mod tests {
                     processes: true,
                     host,
                     process_utilization: false,
+                    system: false,
                 },
             );
             sampler.tick().devices[0].processes[0].clone()

@@ -381,6 +381,7 @@ mod tests {
                 ..Device::default()
             }],
             error: None,
+            host: None,
         }
     }
 

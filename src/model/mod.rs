@@ -23,6 +23,29 @@ pub struct Sample {
     pub devices: Vec<Device>,
     /// A failure that prevented reading any device (for example the device count).
     pub error: Option<String>,
+    /// The host's CPU, memory, swap, load and uptime, for views that show them (`None`: not
+    /// read).
+    pub host: Option<HostStats>,
+}
+
+/// The host beside its GPUs: host memory decides host OOM kills, pinned and offloaded memory
+/// (ZeRO and FSDP CPU offload) live there, and a starved CPU starves the GPUs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct HostStats {
+    /// Share of all CPUs busy since the previous reading, 0–100; `None` on a first reading,
+    /// which has no interval to measure over (`once`).
+    pub cpu_percent: Option<f32>,
+    /// CPUs the kernel counts (online).
+    pub cpu_count: Option<u32>,
+    pub memory_total_bytes: Option<u64>,
+    /// Total less available: what programs hold, not counting reclaimable cache.
+    pub memory_used_bytes: Option<u64>,
+    pub memory_available_bytes: Option<u64>,
+    pub swap_total_bytes: Option<u64>,
+    pub swap_used_bytes: Option<u64>,
+    /// Runnable and waiting tasks averaged over 1, 5 and 15 minutes.
+    pub load_average: Option<[f64; 3]>,
+    pub uptime_s: Option<u64>,
 }
 
 fn rfc3339<S: Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {

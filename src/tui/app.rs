@@ -905,6 +905,7 @@ mod tests {
             cuda_version: None,
             devices,
             error: None,
+            host: None,
         }));
         app
     }

@@ -36,13 +36,19 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
         frame.render_widget(Paragraph::new(msg).wrap(Wrap { trim: true }), area);
         return;
     }
-    let [header, body, footer] = Layout::vertical([
+    // The host's own line under the header, once a sample carries it.
+    let host = app.sample.as_ref().and_then(|s| s.host);
+    let [header, host_area, body, footer] = Layout::vertical([
         Constraint::Length(1),
+        Constraint::Length(u16::from(host.is_some())),
         Constraint::Min(0),
         Constraint::Length(1),
     ])
     .areas(area);
     draw_header(frame.buffer_mut(), header, app);
+    if let Some(h) = &host {
+        draw_host(frame.buffer_mut(), host_area, h);
+    }
     draw_footer(frame.buffer_mut(), footer, app);
 
     let Some(sample) = app.sample.clone() else {
@@ -137,6 +143,32 @@ fn draw_header(buf: &mut Buffer, area: Rect, app: &App) {
     if app.paused {
         spans.push(Span::raw(" "));
         spans.push(Span::styled(" PAUSED ", theme::paused()));
+    }
+    Line::from(spans).render_into(area, buf);
+}
+
+/// CPU, memory, swap, load and uptime, the lowest-ranked dropped on a narrow screen.
+fn draw_host(buf: &mut Buffer, area: Rect, h: &crate::model::HostStats) {
+    let label = "host ";
+    let width = usize::from(area.width).saturating_sub(label.len());
+    let Some(line) = crate::view::once::host_line(h, width, " │ ") else {
+        return;
+    };
+    let mut spans = vec![Span::styled(label, theme::dim())];
+    for (i, part) in line.split(" │ ").enumerate() {
+        if i > 0 {
+            spans.push(Span::styled(" │ ", theme::dim()));
+        }
+        // Memory in the colour of its share, as the GPUs' are.
+        let style = match (
+            part.starts_with("mem "),
+            h.memory_used_bytes,
+            h.memory_total_bytes,
+        ) {
+            (true, Some(u), Some(t)) if t > 0 => theme::level(u as f64 / t as f64),
+            _ => Style::default(),
+        };
+        spans.push(Span::styled(part.to_owned(), style));
     }
     Line::from(spans).render_into(area, buf);
 }

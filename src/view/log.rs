@@ -620,6 +620,7 @@ mod tests {
             cuda_version: None,
             devices: vec![healthy, stalled, lost, odd],
             error: None,
+            host: None,
         }
     }
 

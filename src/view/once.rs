@@ -7,7 +7,7 @@ use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 
 use crate::model::breakdown::{Breakdown, PartKind};
-use crate::model::{Device, Sample};
+use crate::model::{Device, HostStats, Sample};
 use crate::text::Paint;
 use crate::units::{fmt_age, fmt_bytes, fmt_opt_bytes};
 
@@ -62,7 +62,7 @@ impl Serialize for SampleJson<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let x = self.0;
         // The fields of `Sample`, in its order, with `devices` carrying their breakdowns.
-        let mut m = s.serialize_struct("Sample", 7)?;
+        let mut m = s.serialize_struct("Sample", 8)?;
         m.serialize_field(
             "timestamp",
             &humantime::format_rfc3339_millis(x.timestamp).to_string(),
@@ -73,7 +73,55 @@ impl Serialize for SampleJson<'_> {
         m.serialize_field("cuda_version", &x.cuda_version)?;
         m.serialize_field("devices", &DevicesJson(&x.devices))?;
         m.serialize_field("error", &x.error)?;
+        m.serialize_field("host", &x.host)?;
         m.end()
+    }
+}
+
+/// The host's figures as short fields, in the order they are shown, each with its rank for
+/// narrow screens (0 kept longest): memory first (host OOM kills), then CPU, load, swap and
+/// uptime.
+pub fn host_fields(h: &HostStats) -> Vec<(u8, String)> {
+    let cpu = match (h.cpu_percent, h.cpu_count) {
+        (Some(p), Some(n)) => format!("CPU {p:.0}% of {n}"),
+        (Some(p), None) => format!("CPU {p:.0}%"),
+        (None, Some(n)) => format!("{n} CPUs"),
+        (None, None) => "CPU N/A".to_owned(),
+    };
+    let mem = match (h.memory_used_bytes, h.memory_total_bytes) {
+        (Some(u), Some(t)) => format!("mem {} of {}", fmt_bytes(u), fmt_bytes(t)),
+        _ => "mem N/A".to_owned(),
+    };
+    let swap = match (h.swap_used_bytes, h.swap_total_bytes) {
+        (_, Some(0)) => "no swap".to_owned(),
+        (Some(u), Some(t)) => format!("swap {} of {}", fmt_bytes(u), fmt_bytes(t)),
+        _ => "swap N/A".to_owned(),
+    };
+    let load = h.load_average.map_or_else(
+        || "load N/A".to_owned(),
+        |[a, b, c]| format!("load {a:.2} {b:.2} {c:.2}"),
+    );
+    let up = h
+        .uptime_s
+        .map_or_else(|| "up N/A".to_owned(), |s| format!("up {}", fmt_age(s)));
+    vec![(1, cpu), (0, mem), (3, swap), (2, load), (4, up)]
+}
+
+/// [`host_fields`] joined by `sep`, the lowest-ranked dropped until the line fits `width`;
+/// `None` when not even one fits.
+pub fn host_line(h: &HostStats, width: usize, sep: &str) -> Option<String> {
+    let mut fields = host_fields(h);
+    loop {
+        let line = fields
+            .iter()
+            .map(|(_, f)| f.as_str())
+            .collect::<Vec<_>>()
+            .join(sep);
+        if line.chars().count() <= width {
+            return (!fields.is_empty()).then_some(line);
+        }
+        let worst = fields.iter().enumerate().max_by_key(|(_, (r, _))| *r)?.0;
+        fields.remove(worst);
     }
 }
 
@@ -108,6 +156,13 @@ pub fn render_width(sample: &Sample, paint: Paint, width: usize) -> String {
         },
     );
     let _ = writeln!(out, "{}", paint.bold(&fit(&head, width)));
+    if let Some(line) = sample
+        .host
+        .as_ref()
+        .and_then(|h| host_line(h, width.saturating_sub(6), "  "))
+    {
+        let _ = writeln!(out, "host  {line}");
+    }
     if let Some(e) = &sample.error {
         let _ = writeln!(out, "{}", paint.red(&format!("error: {e}")));
     }
@@ -436,6 +491,7 @@ mod tests {
             cuda_version: Some("12.4".into()),
             devices: vec![d, lost],
             error: None,
+            host: None,
         };
         // What the model serialises to, with each device's breakdown added.
         let mut want = serde_json::to_value(&sample).expect("model");
@@ -459,7 +515,53 @@ mod tests {
         ];
         let at: Vec<usize> = keys.iter().map(|k| text.find(k).expect("key")).collect();
         assert!(at.windows(2).all(|w| w[0] < w[1]), "{text}");
-        assert!(text.ends_with("],\"error\":null}"), "{text}");
+        assert!(text.ends_with("],\"error\":null,\"host\":null}"), "{text}");
+    }
+
+    #[test]
+    fn the_host_line_drops_its_lowest_ranked_fields_first_and_says_n_a_for_unknowns() {
+        let gib = 1u64 << 30;
+        let h = HostStats {
+            cpu_percent: Some(37.5),
+            cpu_count: Some(96),
+            memory_total_bytes: Some(1024 * gib),
+            memory_used_bytes: Some(412 * gib),
+            memory_available_bytes: Some(612 * gib),
+            swap_total_bytes: Some(8 * gib),
+            swap_used_bytes: Some(0),
+            load_average: Some([35.2, 33.9, 30.1]),
+            uptime_s: Some(12 * 86400 + 4 * 3600),
+        };
+        assert_eq!(
+            host_line(&h, 200, "  ").as_deref(),
+            Some(
+                "CPU 38% of 96  mem 412.0 GiB of 1.0 TiB  swap 0 B of 8.0 GiB  \
+                 load 35.20 33.90 30.10  up 12d04h"
+            )
+        );
+        // Uptime, then swap, then load go first; memory stays longest.
+        assert_eq!(
+            host_line(&h, 66, "  ").as_deref(),
+            Some("CPU 38% of 96  mem 412.0 GiB of 1.0 TiB  load 35.20 33.90 30.10")
+        );
+        assert_eq!(
+            host_line(&h, 30, "  ").as_deref(),
+            Some("mem 412.0 GiB of 1.0 TiB")
+        );
+        assert_eq!(host_line(&h, 5, "  "), None);
+        // A first reading (once) has no CPU share; no swap is said so.
+        let first = HostStats {
+            cpu_percent: None,
+            swap_total_bytes: Some(0),
+            ..h
+        };
+        let line = host_line(&first, 200, "  ").expect("fits");
+        assert!(line.starts_with("96 CPUs  mem 412.0 GiB"), "{line}");
+        assert!(line.contains("no swap"), "{line}");
+        assert_eq!(
+            host_line(&HostStats::default(), 200, " | ").as_deref(),
+            Some("CPU N/A | mem N/A | swap N/A | load N/A | up N/A")
+        );
     }
 
     #[test]

@@ -160,3 +160,34 @@ fn estimate_checks_the_fit_on_the_gpus_read_through_nvml() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--params"));
 }
 
+/// `once` reports the host beside the GPUs (sysinfo's reading, equal to the kernel's), in
+/// text and JSON; one reading has no interval, so CPU use is null, never 0.
+#[test]
+fn once_reports_the_host_as_the_kernel_counts_it() {
+    let json = stdout_json(gpumon().args(["--demo", "once", "--json"]));
+    let host = &json["host"];
+    let meminfo = std::fs::read_to_string("/proc/meminfo").expect("meminfo");
+    let total_kib: u64 = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .expect("MemTotal");
+    assert_eq!(host["memory_total_bytes"], total_kib * 1024, "{host}");
+    assert!(host["memory_used_bytes"].as_u64().is_some_and(|u| u > 0));
+    assert!(host["cpu_percent"].is_null(), "{host}");
+    assert!(host["load_average"]
+        .as_array()
+        .is_some_and(|l| l.len() == 3));
+    assert!(host["uptime_s"].as_u64().is_some_and(|u| u > 0));
+    let text = gpumon()
+        .args(["--demo", "once"])
+        .env("COLUMNS", "120")
+        .output()
+        .expect("run");
+    let text = String::from_utf8_lossy(&text.stdout);
+    let line = text.lines().nth(1).unwrap_or_default();
+    assert!(
+        line.starts_with("host  ") && line.contains(" CPUs  mem "),
+        "{text}"
+    );
+}

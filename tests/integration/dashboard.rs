@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use gpumon::model::{Device, Memory, Process, ProcessKind, Sample, Utilization};
+use gpumon::model::{Device, HostStats, Memory, Process, ProcessKind, Sample, Utilization};
 use gpumon::tui::app::App;
 use gpumon::tui::{render_once, theme};
 use ratatui::backend::TestBackend;
@@ -85,8 +85,22 @@ fn sample(t: u64, devices: Vec<Device>) -> Arc<Sample> {
         cuda_version: Some("12.4".into()),
         devices,
         error: None,
+        host: Some(HOST),
     })
 }
+
+/// The host line's figures in every screen, as a live dashboard always has them.
+const HOST: HostStats = HostStats {
+    cpu_percent: Some(37.5),
+    cpu_count: Some(96),
+    memory_total_bytes: Some(1024 * 1024 * MIB),
+    memory_used_bytes: Some(412 * 1024 * MIB),
+    memory_available_bytes: Some(612 * 1024 * MIB),
+    swap_total_bytes: Some(8 * 1024 * MIB),
+    swap_used_bytes: Some(0),
+    load_average: Some([35.2, 33.9, 30.1]),
+    uptime_s: Some(12 * 86400 + 4 * 3600),
+};
 
 /// A dashboard after `steps` one-second samples of `make(t)`.
 fn screen(
@@ -301,7 +315,8 @@ fn snapshot_selected_process_with_the_allocator_split() {
         "{text}"
     );
     // The GPU's gauge shows the split in shades of the process's colour, and says so.
-    let gauge = text.lines().nth(2).unwrap_or_default();
+    // Row 3: under the header, the host line and the GPU's title.
+    let gauge = text.lines().nth(3).unwrap_or_default();
     let (a, c, n) = (gauge.find('█'), gauge.find('▓'), gauge.find('▒'));
     assert!(
         a < c && c < n && a.is_some(),
@@ -425,8 +440,9 @@ fn the_largest_processes_have_a_colour_of_their_own_the_same_in_gauge_and_table(
     let pid_style = app
         .process_style(40000)
         .expect("the only process has a colour");
-    // Row 2 is GPU 0's gauge; the first cells are the only process.
-    assert_eq!(buf[(0, 2)].fg, pid_style.fg.expect("fg"));
+    // Row 3 is GPU 0's gauge (under the header, the host line and its title); the first
+    // cells are the only process.
+    assert_eq!(buf[(0, 3)].fg, pid_style.fg.expect("fg"));
     // Find the pid in the table and compare its colour.
     let row = (0..buf.area.height)
         .find(|&y| {
@@ -760,6 +776,7 @@ fn the_demo_first_screen_shows_the_allocator_split() {
             processes: true,
             host: true,
             process_utilization: true,
+            system: false,
         },
     );
     let sample = Arc::new(sampler.tick());

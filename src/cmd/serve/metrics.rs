@@ -490,6 +490,7 @@ mod tests {
             cuda_version: None,
             devices: vec![healthy, stalled],
             error: None,
+            host: None,
         }
     }
 
