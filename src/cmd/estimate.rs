@@ -34,7 +34,7 @@ pub fn run(common: &Common, args: &EstimateArgs) -> anyhow::Result<ExitCode> {
     let report = report(shape, on_disk, run, gpus);
     let mut out = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
     if args.json {
-        serde_json::to_writer_pretty(&mut out, &report)?;
+        crate::text::write_json_pretty(&mut out, &report)?;
         out.write_all(b"\n")?;
     } else {
         out.write_all(render(&report).as_bytes())?;

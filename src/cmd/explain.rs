@@ -36,7 +36,10 @@ pub fn run(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
     let analysis = scanner.finish();
     let mut out = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
     if args.json {
-        serde_json::to_writer_pretty(&mut out, &render::to_json_with(&analysis, sizing.as_ref()))?;
+        crate::text::write_json_pretty(
+            &mut out,
+            &render::to_json_with(&analysis, sizing.as_ref()),
+        )?;
         out.write_all(b"\n")?;
     } else {
         // Wrapped to the terminal (or COLUMNS, or 100), with hanging indents.

@@ -32,7 +32,7 @@ pub fn run(common: &Common, args: &OnceArgs) -> anyhow::Result<ExitCode> {
     // One write per 64 KiB, not one per line.
     let mut out = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
     if args.json {
-        serde_json::to_writer_pretty(&mut out, &once::to_json(&sample))?;
+        crate::text::write_json_pretty(&mut out, &once::to_json(&sample))?;
         out.write_all(b"\n")?;
     } else {
         let text = once::render_width(&sample, Paint::for_stdout(), text_width(80, 40));

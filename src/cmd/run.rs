@@ -100,6 +100,11 @@ struct Trace {
 
 impl Trace {
     fn record(&mut self, sample: Arc<Sample>) {
+        // Other users' commands reach the summary: the one escaping rule, once per sample.
+        let sample = match sample.escaped() {
+            std::borrow::Cow::Borrowed(_) => sample,
+            std::borrow::Cow::Owned(s) => Arc::new(s),
+        };
         for d in &sample.devices {
             let mine: Vec<&Process> = d.processes.iter().filter(|p| self.job.owns(p)).collect();
             if mine.is_empty() {
@@ -476,15 +481,11 @@ fn summary(
     paint: Paint,
 ) -> String {
     let mut out = String::new();
-    let cmd: Vec<String> = command
-        .iter()
-        .map(|c| c.to_string_lossy().into_owned())
-        .collect();
     let _ = writeln!(
         out,
         "\n{} `{}` {} after {}",
         paint.bold("gpumon run:"),
-        cmd.join(" "),
+        crate::text::shell_words(command),
         describe_status(status),
         fmt_age(elapsed.as_secs())
     );

@@ -48,6 +48,99 @@ pub struct HostStats {
     pub uptime_s: Option<u64>,
 }
 
+impl Sample {
+    /// Every text in the sample that a process or the driver chose (commands, users, names,
+    /// GPU names, errors that quote the driver), each visited mutably.
+    fn texts_mut(&mut self, f: &mut impl FnMut(&mut String)) {
+        let each = |o: &mut Option<String>, f: &mut dyn FnMut(&mut String)| {
+            if let Some(s) = o.as_mut() {
+                f(s);
+            }
+        };
+        for o in [
+            &mut self.hostname,
+            &mut self.driver_version,
+            &mut self.cuda_version,
+            &mut self.error,
+        ] {
+            each(o, f);
+        }
+        for d in &mut self.devices {
+            for o in [
+                &mut d.uuid,
+                &mut d.name,
+                &mut d.pci_bus_id,
+                &mut d.processes_error,
+                &mut d.error,
+            ] {
+                each(o, f);
+            }
+            d.field_errors.values_mut().for_each(&mut *f);
+            for p in &mut d.processes {
+                for o in [&mut p.name, &mut p.user, &mut p.command, &mut p.container] {
+                    each(o, f);
+                }
+                if let Some(a) = p.allocator.as_mut() {
+                    f(&mut a.framework);
+                    each(&mut a.framework_version, f);
+                    each(&mut a.run_id, f);
+                }
+            }
+        }
+    }
+
+    /// The same texts as [`Sample::texts_mut`], read-only.
+    fn texts(&self) -> impl Iterator<Item = &str> {
+        let top = [
+            &self.hostname,
+            &self.driver_version,
+            &self.cuda_version,
+            &self.error,
+        ]
+        .into_iter()
+        .flatten();
+        let devices = self.devices.iter().flat_map(|d| {
+            [
+                &d.uuid,
+                &d.name,
+                &d.pci_bus_id,
+                &d.processes_error,
+                &d.error,
+            ]
+            .into_iter()
+            .flatten()
+            .chain(d.field_errors.values())
+            .chain(d.processes.iter().flat_map(|p| {
+                [&p.name, &p.user, &p.command, &p.container]
+                    .into_iter()
+                    .flatten()
+                    .chain(p.allocator.iter().flat_map(|a| {
+                        std::iter::once(&a.framework)
+                            .chain(a.framework_version.iter())
+                            .chain(a.run_id.iter())
+                    }))
+            }))
+        });
+        top.chain(devices).map(String::as_str)
+    }
+
+    /// The sample as text views print it: every text a process or the driver chose passed
+    /// through the one escaping rule ([`crate::text::escape`]). Borrowed, at the cost of a
+    /// scan, when nothing needs escaping.
+    pub fn escaped(&self) -> std::borrow::Cow<'_, Sample> {
+        if !self.texts().any(|s| s.chars().any(crate::text::is_unsafe)) {
+            return std::borrow::Cow::Borrowed(self);
+        }
+        let mut out = self.clone();
+        out.texts_mut(&mut |s: &mut String| {
+            if let std::borrow::Cow::Owned(e) = crate::text::escape(s) {
+                *s = e;
+            }
+        });
+        std::borrow::Cow::Owned(out)
+    }
+}
+
 fn rfc3339<S: Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
     s.collect_str(&humantime::format_rfc3339_millis(*t))
 }
@@ -302,6 +395,68 @@ mod tests {
             ..Memory::default()
         };
         assert_eq!(m.used_fraction(), Some(0.5));
+    }
+
+    /// Every text field, hostile: after `escaped`, plain serde_json (which writes C1 and bidi
+    /// characters raw) shows none of them anywhere, so no field was forgotten; a clean sample
+    /// is borrowed, not copied.
+    #[test]
+    fn escaped_leaves_nothing_unsafe_in_any_text_field() {
+        let bad = || Some("x\u{9b}2J\u{202e}\u{1b}]0;t\u{7}".to_owned());
+        let mut p = Process::from_nvml(7, ProcessKind::Compute, Some(1));
+        (p.name, p.user, p.command, p.container) = (bad(), bad(), bad(), bad());
+        p.allocator = Some(Box::new(AllocatorStats {
+            framework: "py\u{9b}torch".into(),
+            framework_version: bad(),
+            allocated_bytes: None,
+            allocated_peak_bytes: None,
+            reserved_bytes: None,
+            reserved_peak_bytes: None,
+            active_bytes: None,
+            inactive_split_bytes: None,
+            num_alloc_retries: None,
+            num_ooms: None,
+            age_ms: 0,
+            run_id: bad(),
+        }));
+        let mut d = Device {
+            uuid: bad(),
+            name: bad(),
+            pci_bus_id: bad(),
+            processes_error: bad(),
+            error: bad(),
+            processes: vec![p],
+            ..Device::default()
+        };
+        d.field_errors.insert("fan", "n\u{9b}o".into());
+        let sample = Sample {
+            timestamp: SystemTime::UNIX_EPOCH,
+            hostname: bad(),
+            source: "nvml",
+            driver_version: bad(),
+            cuda_version: bad(),
+            devices: vec![d],
+            error: bad(),
+            host: None,
+        };
+        let raw = serde_json::to_string(&sample).expect("json");
+        assert!(raw.contains('\u{9b}'), "the test's text is hostile");
+        let escaped = sample.escaped();
+        assert!(matches!(escaped, std::borrow::Cow::Owned(_)));
+        let text = serde_json::to_string(&*escaped).expect("json");
+        assert!(!text.chars().any(crate::text::is_unsafe), "{text}");
+        let clean = Sample {
+            devices: vec![Device::default()],
+            hostname: Some("node".into()),
+            ..sample.clone()
+        };
+        let clean = Sample {
+            driver_version: None,
+            cuda_version: None,
+            error: None,
+            ..clean
+        };
+        assert!(matches!(clean.escaped(), std::borrow::Cow::Borrowed(_)));
     }
 
     #[test]

@@ -258,7 +258,8 @@ pub fn render_oom_with(out: &mut String, oom: &Oom, count: usize, paint: Paint, 
     }
     if !oom.line.is_empty() && !layout.no_quote {
         let mut quoted = String::new();
-        para(&mut quoted, w, "  ", "  ", &oom.line);
+        // A pasted line is text nobody vetted: the one escaping rule.
+        para(&mut quoted, w, "  ", "  ", &crate::text::escape(&oom.line));
         out.push_str(&paint.dim(quoted.trim_end()));
         out.push('\n');
     }

@@ -222,6 +222,12 @@ impl App {
         if self.paused {
             return Action::None;
         }
+        // What the screen shows of commands, users and GPU names goes through the one
+        // escaping rule, once per sample (a no-op when nothing needs it).
+        let sample = match sample.escaped() {
+            std::borrow::Cow::Borrowed(_) => sample,
+            std::borrow::Cow::Owned(s) => Arc::new(s),
+        };
         self.history.record(&sample);
         self.sample = Some(sample);
         self.assign_colours();

@@ -60,7 +60,7 @@ impl<'a> Cell<'a> {
         // Writing into a Vec cannot fail.
         let _ = match self {
             Cell::Null => serde_json::to_writer(buf, &()),
-            Cell::Text(s) => serde_json::to_writer(buf, s),
+            Cell::Text(s) => crate::text::write_json(buf, s),
             Cell::Int(n) => serde_json::to_writer(buf, &n),
             Cell::Float(f) => serde_json::to_writer(buf, &f),
         };
@@ -411,7 +411,8 @@ fn write_csv<W: Write>(
         for cell in cells {
             match cell {
                 Cell::Null => w.write_field("")?,
-                Cell::Text(s) => w.write_field(s)?,
+                // The one escaping rule: a command line may carry a terminal escape.
+                Cell::Text(s) => w.write_field(crate::text::escape(s).as_bytes())?,
                 Cell::Int(_) | Cell::Float(_) => {
                     number.clear();
                     cell.write_json(&mut number);
@@ -451,7 +452,7 @@ impl Table {
                     .zip(kinds)
                     .map(|(cell, kind)| match (cell, kind) {
                         (Cell::Null, _) => "N/A".to_owned(),
-                        (Cell::Text(s), _) => printable(s),
+                        (Cell::Text(s), _) => crate::text::escape(s).into_owned(),
                         (Cell::Int(n), Kind::Bytes) => fmt_bytes(n),
                         (Cell::Int(n), _) => n.to_string(),
                         (cell @ Cell::Float(_), _) => {
@@ -496,20 +497,6 @@ impl Table {
         }
         buf.push(b'\n');
     }
-}
-
-/// Text for the table: a control character (a newline in a command line) would break the
-/// row, so it is shown escaped, as `\n`.
-fn printable(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 #[cfg(test)]

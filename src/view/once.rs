@@ -140,6 +140,8 @@ fn fit(text: &str, width: usize) -> String {
 /// as the dashboard's do (power, the reservation note, temperature; host memory and type),
 /// and commands are cut with an ellipsis.
 pub fn render_width(sample: &Sample, paint: Paint, width: usize) -> String {
+    // Commands, users and GPU names through the one escaping rule.
+    let sample = &*sample.escaped();
     let width = width.max(40);
     let mut out = String::new();
     let time = humantime::format_rfc3339_seconds(sample.timestamp).to_string();

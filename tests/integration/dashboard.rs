@@ -953,3 +953,40 @@ fn snapshot_estimate_panel_against_the_selected_gpu() {
         .expect("draw");
     insta::assert_snapshot!("estimate_panel", terminal.backend());
 }
+
+/// The one escaping rule on screen: a command line and a GPU name that carry terminal
+/// escapes show them escaped in the table, the details view and the signal dialog, and no
+/// cell holds a control or reordering character.
+#[test]
+fn escape_sequences_in_commands_and_gpu_names_show_escaped_everywhere_on_screen() {
+    let hostile = |_| {
+        let mut d = device(0, 1, 20000, false);
+        d.name = Some("GPU\u{1b}[2J\u{9b}31m".into());
+        d.processes[0].command = Some("\u{1b}]0;pwned\u{7}\u{9b}2J\u{202e}evil\nx".into());
+        d.processes[0].user = Some("e\u{1b}[31mvil".into());
+        vec![d]
+    };
+    let (mut terminal, mut app) = screen(160, 40, 2, hostile);
+    let clean = |terminal: &Terminal<TestBackend>| {
+        let buf = terminal.backend().buffer();
+        buf.content()
+            .iter()
+            .all(|c| !c.symbol().chars().any(gpumon::text::is_unsafe))
+    };
+    let text = terminal.backend().to_string();
+    assert!(text.contains("\\u{1b}]0;pwned"), "{text}");
+    assert!(text.contains("GPU\\u{1b}[2J\\u{9b}31m"), "{text}");
+    assert!(clean(&terminal), "{text}");
+    app.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
+    terminal
+        .draw(|f| gpumon::tui::ui::draw(f, &mut app))
+        .expect("draw");
+    let text = terminal.backend().to_string();
+    assert!(text.contains("\\u{202e}evil"), "details: {text}");
+    assert!(clean(&terminal), "details: {text}");
+    app.on_key(KeyEvent::new(KeyCode::Char('k'), KeyModifiers::NONE));
+    terminal
+        .draw(|f| gpumon::tui::ui::draw(f, &mut app))
+        .expect("draw");
+    assert!(clean(&terminal), "signal dialog: {}", terminal.backend());
+}

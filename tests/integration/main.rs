@@ -4,6 +4,7 @@ mod cli;
 mod common;
 mod dashboard;
 mod explain;
+mod hostile;
 mod run;
 mod sampling;
 mod serve;

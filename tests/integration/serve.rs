@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::common::{fake_lib, scenario, serve_address, MIB};
 
 /// A child process killed when the test ends, however it ends.
-struct Running(Child);
+pub struct Running(pub Child);
 
 impl Drop for Running {
     fn drop(&mut self) {
@@ -24,7 +24,7 @@ impl Drop for Running {
 }
 
 /// `gpumon serve` on a free port of 127.0.0.1, on the fake library; returns it and its address.
-fn serve(scenario: &Path, speed: &str, args: &[&str]) -> (Running, String) {
+pub fn serve(scenario: &Path, speed: &str, args: &[&str]) -> (Running, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_gpumon"))
         .args(["serve", "--listen", "127.0.0.1:0"])
         .args(args)
@@ -40,7 +40,7 @@ fn serve(scenario: &Path, speed: &str, args: &[&str]) -> (Running, String) {
 }
 
 /// curl's exit status, HTTP status and body.
-fn curl(args: &[&str]) -> (i32, u16, String) {
+pub fn curl(args: &[&str]) -> (i32, u16, String) {
     let out = Command::new("curl")
         .args(["-sS", "--max-time", "10", "-w", "\n%{http_code}"])
         .args(args)
@@ -55,13 +55,13 @@ fn curl(args: &[&str]) -> (i32, u16, String) {
     )
 }
 
-fn get(url: &str) -> (u16, String) {
+pub fn get(url: &str) -> (u16, String) {
     let (_, code, body) = curl(&[url]);
     (code, body)
 }
 
 /// Polls `url` until `cond` holds on its body (the first sample takes a moment).
-fn wait_for(url: &str, what: &str, cond: impl Fn(&str) -> bool) -> String {
+pub fn wait_for(url: &str, what: &str, cond: impl Fn(&str) -> bool) -> String {
     let start = Instant::now();
     loop {
         let (code, body) = get(url);

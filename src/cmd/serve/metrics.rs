@@ -67,6 +67,38 @@ pub struct Options {
 const MAX_COMMAND: usize = 128;
 const MIB: u64 = 1 << 20;
 
+/// A label value from text a process or the driver chose: the one escaping rule
+/// ([`crate::text::escape`]), so that `curl /metrics` on a terminal prints no escape
+/// sequence.
+fn label(s: Option<&str>) -> String {
+    s.map_or_else(String::new, |s| crate::text::escape(s).into_owned())
+}
+
+/// A command line cut to [`MAX_COMMAND`] characters: a label, or the JSON of a process, is no
+/// place for a whole command line.
+pub fn cut_command(command: Option<&str>) -> Option<String> {
+    command.map(|c| c.chars().take(MAX_COMMAND).collect())
+}
+
+/// The sample as `/api/v1/sample` serves it: each process's user and command only when
+/// `--process-labels` asks for them (command lines carry secrets, `--hf-token …`, and the
+/// endpoint is as open as `/metrics`), the command cut as its label is. The JSON writer
+/// escapes what is unsafe.
+pub fn redact(sample: &Sample, labels: ProcessLabels) -> Sample {
+    let mut s = sample.clone();
+    for p in s.devices.iter_mut().flat_map(|d| d.processes.iter_mut()) {
+        if !labels.user {
+            p.user = None;
+        }
+        p.command = if labels.command {
+            cut_command(p.command.as_deref())
+        } else {
+            None
+        };
+    }
+    s
+}
+
 fn int(registry: &mut Registry, name: &str, help: &str) -> Int {
     let f = Int::default();
     registry.register(name, help, f.clone());
@@ -132,11 +164,11 @@ impl Dcgm {
     fn record(&self, d: &Device, hostname: &str) {
         let labels: Labels = vec![
             ("gpu", d.index.to_string()),
-            ("UUID", d.uuid.clone().unwrap_or_default()),
-            ("pci_bus_id", d.pci_bus_id.clone().unwrap_or_default()),
+            ("UUID", label(d.uuid.as_deref())),
+            ("pci_bus_id", label(d.pci_bus_id.as_deref())),
             ("device", format!("nvidia{}", d.index)),
-            ("modelName", d.name.clone().unwrap_or_default()),
-            ("Hostname", hostname.to_owned()),
+            ("modelName", label(d.name.as_deref())),
+            ("Hostname", label(Some(hostname))),
         ];
         // dcgm-exporter writes whole MiB.
         let mib = |b: Option<u64>| b.map(|b| b / MIB);
@@ -280,11 +312,11 @@ impl Gpumon {
     fn record(&self, d: &Device, opts: &Options) {
         let labels: Labels = vec![
             ("gpu", d.index.to_string()),
-            ("UUID", d.uuid.clone().unwrap_or_default()),
+            ("UUID", label(d.uuid.as_deref())),
         ];
         let mut info = labels.clone();
-        info.push(("name", d.name.clone().unwrap_or_default()));
-        info.push(("pci_bus_id", d.pci_bus_id.clone().unwrap_or_default()));
+        info.push(("name", label(d.name.as_deref())));
+        info.push(("pci_bus_id", label(d.pci_bus_id.as_deref())));
         set_int(&self.info, &info, Some(1));
         set_int(&self.up, &labels, Some(u64::from(d.fresh())));
         set_int(&self.stalled, &labels, Some(u64::from(d.stalled)));
@@ -326,11 +358,11 @@ impl Gpumon {
         let mut labels = device.clone();
         labels.push(("pid", p.pid.to_string()));
         if opts.process_labels.user {
-            labels.push(("user", p.user.clone().unwrap_or_default()));
+            labels.push(("user", label(p.user.as_deref())));
         }
         if opts.process_labels.command {
-            let command = p.command.as_deref().or(p.name.as_deref()).unwrap_or("");
-            labels.push(("command", command.chars().take(MAX_COMMAND).collect()));
+            let command = p.command.as_deref().or(p.name.as_deref());
+            labels.push(("command", label(cut_command(command).as_deref())));
         }
         set_int(&self.proc_memory, &labels, p.gpu_memory_bytes);
         let Some(a) = &p.allocator else { return };
@@ -362,7 +394,7 @@ pub fn encode(sample: &Sample, sampled_in: Duration, opts: &Options) -> String {
         "gpumon_sample_error",
         "1 when no GPU could be listed at all (the driver failed), with the reason as a label",
     );
-    let hostname = sample.hostname.clone().unwrap_or_default();
+    let hostname = label(sample.hostname.as_deref());
     for d in &sample.devices {
         if let Some(dcgm) = &dcgm {
             if d.fresh() {
@@ -376,10 +408,7 @@ pub fn encode(sample: &Sample, sampled_in: Duration, opts: &Options) -> String {
         &vec![
             ("version", env!("CARGO_PKG_VERSION").to_owned()),
             ("source", sample.source.to_owned()),
-            (
-                "driver_version",
-                sample.driver_version.clone().unwrap_or_default(),
-            ),
+            ("driver_version", label(sample.driver_version.as_deref())),
         ],
         Some(1),
     );

@@ -81,8 +81,9 @@ impl Exposition {
 
     fn json(&self) -> &Bytes {
         self.json.get_or_init(|| {
+            let sample = metrics::redact(&self.sample, self.options.process_labels);
             Bytes::from(
-                serde_json::to_vec(&crate::view::once::to_json(&self.sample)).unwrap_or_default(),
+                crate::text::to_json_vec(&crate::view::once::to_json(&sample)).unwrap_or_default(),
             )
         })
     }
