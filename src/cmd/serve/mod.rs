@@ -2,12 +2,18 @@
 //!
 //! The sampler runs on its interval; the latest sample is encoded once, on its first scrape
 //! ([`metrics`]), and every scrape after that is served from the same bytes. A scrape never
-//! touches NVML, so a stalled or lost GPU is reported, never waited for. Requests are served by hyper (HTTP/1.1) on the same single-threaded tokio
-//! runtime, with TLS and basic auth from an exporter-toolkit web configuration ([`webconfig`]).
-//! Hostile clients are bounded: headers over 16 KiB are refused, a client has 10 s to send
-//! them (and to finish a TLS handshake), at most [`MAX_CONNECTIONS`] are open at once, and
-//! bcrypt runs off the runtime, one check at a time.
+//! touches NVML, so a stalled or lost GPU is reported, never waited for. Requests are served
+//! by hyper (HTTP/1.1) on the same single-threaded tokio runtime, with TLS and basic auth from
+//! an exporter-toolkit web configuration ([`webconfig`]).
+//!
+//! Hostile clients are bounded: headers over 16 KiB are refused; a client has 10 s to send
+//! them and to finish a TLS handshake (2 s once half the slots are taken); at most
+//! [`MAX_CONNECTIONS`] are open, and a newcomer beyond them takes the place of the one that
+//! has done least, or waits in the listen backlog while all are being answered ([`conns`]);
+//! bcrypt runs off the runtime, on as many cores as there are, one check per client address
+//! at a time, and costs the same for unknown users.
 
+pub mod conns;
 pub mod metrics;
 pub mod webconfig;
 
@@ -35,10 +41,19 @@ use crate::runtime::{shutdown_signal, EXIT_USAGE};
 use metrics::{Options, ProcessLabels};
 use webconfig::{BasicAuth, Verdict, WebConfig};
 
-/// Connections open at once; more are closed at once (Prometheus needs one per target).
+/// Connections open at once. A newcomer beyond them takes the place of the connection that
+/// has done least ([`conns`]), or waits in the listen backlog while all are being served.
 pub const MAX_CONNECTIONS: usize = 256;
+/// Connections the kernel queues for us while every slot is being served.
+const BACKLOG: i32 = 1024;
 /// How long a client has to send a request's headers, or to finish a TLS handshake.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The same, for connections opened while more than half the slots are taken: a slow client
+/// under load is one too many.
+const CLIENT_TIMEOUT_LOADED: Duration = Duration::from_secs(2);
+/// Password checks queued at most; beyond, a check is refused at once (503) instead of
+/// waiting behind a flood.
+const MAX_AUTH_QUEUE: usize = 64;
 /// Largest request head (headers included) read; a larger one is answered 431.
 const MAX_HEAD: usize = 16 * 1024;
 /// No connection lives longer than this, keep-alive or not.
@@ -95,8 +110,13 @@ struct State {
     headers: Vec<(hyper::header::HeaderName, HeaderValue)>,
     /// The previous scrape's duration, in nanoseconds (0: none yet).
     last_scrape_ns: AtomicU64,
-    /// bcrypt is slow on purpose: one check at a time, off the runtime.
+    /// bcrypt is slow on purpose: as many checks at once as there are cores, off the runtime.
     bcrypt: Semaphore,
+    /// Checks waiting or running.
+    auth_queue: std::sync::atomic::AtomicUsize,
+    /// Clients with a check waiting or running: one each, so that a flood from one address
+    /// never queues ahead of everyone else.
+    auth_pending: std::sync::Mutex<std::collections::HashSet<std::net::IpAddr>>,
     /// A sample older than this means the sampler itself is stuck (/healthz fails).
     stale_after: Duration,
 }
@@ -129,6 +149,12 @@ pub fn run(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCode> {
         }
     };
     listener.set_nonblocking(true)?;
+    // A deeper queue than std's 128: while every slot is being served, newcomers wait there.
+    // SAFETY: listen(2) on our own listening socket only changes its queue length.
+    unsafe {
+        use std::os::fd::AsRawFd;
+        libc::listen(listener.as_raw_fd(), BACKLOG);
+    }
     let source = match open_within_timeout(&common.collect()) {
         Ok(s) => s,
         Err(e) => {
@@ -168,7 +194,11 @@ pub fn run(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCode> {
             auth: web.auth.clone(),
             headers: web.headers.clone(),
             last_scrape_ns: AtomicU64::new(0),
-            bcrypt: Semaphore::new(1),
+            bcrypt: Semaphore::new(
+                std::thread::available_parallelism().map_or(1, |n| n.get().min(4)),
+            ),
+            auth_queue: std::sync::atomic::AtomicUsize::new(0),
+            auth_pending: std::sync::Mutex::default(),
             stale_after: (interval * 3).max(Duration::from_secs(5)),
         });
         let serving = accept(listener, state, web.tls.clone());
@@ -218,10 +248,12 @@ async fn accept(
     state: Arc<State>,
     tls: Option<Arc<rustls::ServerConfig>>,
 ) -> anyhow::Result<()> {
-    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let registry = conns::Registry::new(MAX_CONNECTIONS);
     let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
     loop {
-        let (stream, _) = match listener.accept().await {
+        // Accept only when a newcomer can be taken; until then it waits in the backlog.
+        registry.room().await;
+        let (stream, peer) = match listener.accept().await {
             Ok(c) => c,
             // Out of file descriptors and the like: pause instead of spinning.
             Err(_) => {
@@ -229,43 +261,72 @@ async fn accept(
                 continue;
             }
         };
-        let Ok(permit) = Arc::clone(&slots).try_acquire_owned() else {
-            // Too many connections: this one is closed, the others keep being served.
+        let deadline = if registry.load() > 0.5 {
+            CLIENT_TIMEOUT_LOADED
+        } else {
+            CLIENT_TIMEOUT
+        };
+        let Some(conn) = registry.admit() else {
+            // Every slot turned busy since `room`: rare; this one is closed.
             continue;
         };
         let _ = stream.set_nodelay(true);
         let state = Arc::clone(&state);
         let acceptor = acceptor.clone();
         tokio::spawn(async move {
-            let _permit = permit;
+            let client = Client {
+                conn,
+                ip: peer.ip(),
+            };
             match acceptor {
                 Some(acceptor) => {
-                    if let Ok(Ok(tls)) =
-                        tokio::time::timeout(CLIENT_TIMEOUT, acceptor.accept(stream)).await
-                    {
-                        serve_connection(tls, state).await;
+                    let handshake = tokio::time::timeout(deadline, acceptor.accept(stream));
+                    let tls = tokio::select! {
+                        tls = handshake => tls,
+                        _ = client.conn.closed() => return,
+                    };
+                    if let Ok(Ok(tls)) = tls {
+                        serve_connection(tls, state, client, deadline).await;
                     }
                 }
-                None => serve_connection(stream, state).await,
+                None => serve_connection(stream, state, client, deadline).await,
             }
         });
     }
 }
 
-async fn serve_connection<S>(stream: S, state: Arc<State>)
+/// Who a connection belongs to.
+#[derive(Clone)]
+struct Client {
+    conn: Arc<conns::Conn>,
+    ip: std::net::IpAddr,
+}
+
+async fn serve_connection<S>(stream: S, state: Arc<State>, client: Client, deadline: Duration)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    let conn = Arc::clone(&client.conn);
     let service = hyper::service::service_fn(move |req| {
         let state = Arc::clone(&state);
-        async move { Ok::<_, Infallible>(handle(&state, req).await) }
+        let client = client.clone();
+        async move {
+            client.conn.busy();
+            let response = handle(&state, &client, req).await;
+            client.conn.answered();
+            Ok::<_, Infallible>(response)
+        }
     });
-    let conn = hyper::server::conn::http1::Builder::new()
+    let served = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
-        .header_read_timeout(CLIENT_TIMEOUT)
+        .header_read_timeout(deadline)
         .max_buf_size(MAX_HEAD)
         .serve_connection(TokioIo::new(stream), service);
-    let _ = tokio::time::timeout(MAX_CONNECTION_LIFE, conn).await;
+    tokio::select! {
+        _ = tokio::time::timeout(MAX_CONNECTION_LIFE, served) => {}
+        // Shed for a newcomer (it had done least): dropping the connection closes it.
+        _ = conn.closed() => {}
+    }
 }
 
 fn respond(
@@ -281,10 +342,22 @@ fn respond(
     r
 }
 
-/// Whether the request's basic-auth credentials are allowed (always, without users).
-async fn authorised(state: &State, req: &Request<Incoming>) -> bool {
+/// What the credentials are worth.
+enum Auth {
+    Allowed,
+    Denied,
+    /// This client already has a check running, or too many are queued: try again shortly.
+    Busy,
+}
+
+/// Whether the request's basic-auth credentials are allowed (always, without users). A known
+/// and an unknown user cost the same bcrypt check ([`webconfig::BasicAuth::verify`]); each
+/// client address has at most one check waiting or running, and at most
+/// [`MAX_AUTH_QUEUE`] wait at all, so a flood of wrong passwords from one place never holds
+/// up another client's first login.
+async fn authorised(state: &State, client: &Client, req: &Request<Incoming>) -> Auth {
     let Some(auth) = &state.auth else {
-        return true;
+        return Auth::Allowed;
     };
     let Some((user, password)) = req
         .headers()
@@ -302,26 +375,51 @@ async fn authorised(state: &State, req: &Request<Incoming>) -> bool {
             Some((u.to_owned(), p.to_owned()))
         })
     else {
-        return false;
+        return Auth::Denied;
     };
     match auth.check(&user, &password) {
-        Verdict::Allowed => true,
-        Verdict::Denied => false,
-        Verdict::Unknown => {
-            let Ok(_one_at_a_time) = state.bcrypt.acquire().await else {
-                return false;
-            };
-            let auth = auth.clone();
-            tokio::task::spawn_blocking(move || auth.verify(&user, &password))
-                .await
-                .unwrap_or(false)
+        Verdict::Allowed => return Auth::Allowed,
+        Verdict::Denied => return Auth::Denied,
+        Verdict::Unknown => {}
+    }
+    let first = state
+        .auth_pending
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(client.ip);
+    if !first {
+        return Auth::Busy;
+    }
+    // Leaves the queue and the pending set however this future ends.
+    struct Queued<'a>(&'a State, std::net::IpAddr);
+    impl Drop for Queued<'_> {
+        fn drop(&mut self) {
+            self.0.auth_queue.fetch_sub(1, Ordering::SeqCst);
+            self.0
+                .auth_pending
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&self.1);
         }
+    }
+    let queued = state.auth_queue.fetch_add(1, Ordering::SeqCst);
+    let _queued = Queued(state, client.ip);
+    if queued >= MAX_AUTH_QUEUE {
+        return Auth::Busy;
+    }
+    let Ok(_permit) = state.bcrypt.acquire().await else {
+        return Auth::Denied;
+    };
+    let auth = auth.clone();
+    match tokio::task::spawn_blocking(move || auth.verify(&user, &password)).await {
+        Ok(true) => Auth::Allowed,
+        _ => Auth::Denied,
     }
 }
 
-async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> {
+async fn handle(state: &State, client: &Client, req: Request<Incoming>) -> Response<Full<Bytes>> {
     let started = Instant::now();
-    let mut response = route(state, &req, started).await;
+    let mut response = route(state, client, &req, started).await;
     for (name, value) in &state.headers {
         response.headers_mut().insert(name.clone(), value.clone());
     }
@@ -331,7 +429,12 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> 
     response
 }
 
-async fn route(state: &State, req: &Request<Incoming>, started: Instant) -> Response<Full<Bytes>> {
+async fn route(
+    state: &State,
+    client: &Client,
+    req: &Request<Incoming>,
+    started: Instant,
+) -> Response<Full<Bytes>> {
     if req.method() != Method::GET && req.method() != Method::HEAD {
         let mut r = respond(
             StatusCode::METHOD_NOT_ALLOWED,
@@ -342,17 +445,30 @@ async fn route(state: &State, req: &Request<Incoming>, started: Instant) -> Resp
             .insert(hyper::header::ALLOW, HeaderValue::from_static("GET, HEAD"));
         return r;
     }
-    if !authorised(state, req).await {
-        let mut r = respond(
-            StatusCode::UNAUTHORIZED,
-            "text/plain; charset=utf-8",
-            "unauthorised\n",
-        );
-        r.headers_mut().insert(
-            WWW_AUTHENTICATE,
-            HeaderValue::from_static("Basic realm=\"gpumon\""),
-        );
-        return r;
+    match authorised(state, client, req).await {
+        Auth::Allowed => {}
+        Auth::Busy => {
+            let mut r = respond(
+                StatusCode::TOO_MANY_REQUESTS,
+                "text/plain; charset=utf-8",
+                "a password check of yours is already running; try again\n",
+            );
+            r.headers_mut()
+                .insert(hyper::header::RETRY_AFTER, HeaderValue::from_static("1"));
+            return r;
+        }
+        Auth::Denied => {
+            let mut r = respond(
+                StatusCode::UNAUTHORIZED,
+                "text/plain; charset=utf-8",
+                "unauthorised\n",
+            );
+            r.headers_mut().insert(
+                WWW_AUTHENTICATE,
+                HeaderValue::from_static("Basic realm=\"gpumon\""),
+            );
+            return r;
+        }
     }
     let latest = state.latest.borrow().clone();
     match req.uri().path() {

@@ -17,7 +17,7 @@
 //! start with its name, never silently ignored: an operator who asked for mTLS must not get
 //! plain TLS.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -85,45 +85,64 @@ pub struct WebConfig {
 #[derive(Clone)]
 pub struct BasicAuth {
     users: Arc<BTreeMap<String, String>>,
-    verified: Arc<Mutex<HashMap<(String, String), bool>>>,
+    /// The costliest user's hash: an unknown user's password is checked against it, so that
+    /// an unknown user takes as long as a known one (exporter-toolkit does the same).
+    decoy: Arc<String>,
+    /// Credentials found right: only a correct password gets here, so a flood cannot push
+    /// them out.
+    allowed: Arc<Mutex<HashSet<(String, String)>>>,
+    /// Credentials found wrong, forgotten all at once when full.
+    denied: Arc<Mutex<HashSet<(String, String)>>>,
 }
 
-/// Most verdicts remembered (so that guessing passwords cannot grow memory without bound).
+/// Most wrong credentials remembered (so that guessing passwords cannot grow memory without
+/// bound).
 const MAX_VERDICTS: usize = 1024;
+
+/// The costliest bcrypt hash taken: a check at cost 14 takes about a second on a server core,
+/// and each step doubles it (cost 31 would take days per check).
+pub const MAX_BCRYPT_COST: u32 = 14;
 
 #[derive(Debug, PartialEq, Eq)]
 pub enum Verdict {
     Allowed,
     Denied,
-    /// Known user, credentials not seen before: needs bcrypt (off the async thread).
+    /// Credentials not seen before: needs bcrypt (off the async thread).
     Unknown,
 }
 
 impl BasicAuth {
-    /// The cached verdict for an `Authorization` header value.
+    /// The remembered verdict for these credentials. The same for a known and an unknown
+    /// user: an unknown one is never denied faster.
     pub fn check(&self, user: &str, password: &str) -> Verdict {
-        if !self.users.contains_key(user) {
-            return Verdict::Denied;
-        }
-        let verified = self.verified.lock().unwrap_or_else(|e| e.into_inner());
-        match verified.get(&(user.to_owned(), password.to_owned())) {
-            Some(true) => Verdict::Allowed,
-            Some(false) => Verdict::Denied,
-            None => Verdict::Unknown,
+        let key = (user.to_owned(), password.to_owned());
+        let lock = |m: &Mutex<HashSet<(String, String)>>| {
+            m.lock().unwrap_or_else(|e| e.into_inner()).contains(&key)
+        };
+        if lock(&self.allowed) {
+            Verdict::Allowed
+        } else if lock(&self.denied) {
+            Verdict::Denied
+        } else {
+            Verdict::Unknown
         }
     }
 
-    /// Runs bcrypt for credentials not seen before and remembers the verdict. Blocking.
+    /// Runs bcrypt for credentials not seen before and remembers the verdict. Blocking. An
+    /// unknown user's password is checked against the decoy hash, at the same cost.
     pub fn verify(&self, user: &str, password: &str) -> bool {
-        let Some(hash) = self.users.get(user) else {
-            return false;
+        let (hash, known) = match self.users.get(user) {
+            Some(h) => (h.as_str(), true),
+            None => (self.decoy.as_str(), false),
         };
-        let ok = bcrypt::verify(password, hash).unwrap_or(false);
-        let mut verified = self.verified.lock().unwrap_or_else(|e| e.into_inner());
-        if verified.len() >= MAX_VERDICTS {
-            verified.clear();
+        let ok = bcrypt::verify(password, hash).unwrap_or(false) && known;
+        let key = (user.to_owned(), password.to_owned());
+        let set = if ok { &self.allowed } else { &self.denied };
+        let mut set = set.lock().unwrap_or_else(|e| e.into_inner());
+        if set.len() >= MAX_VERDICTS {
+            set.clear();
         }
-        verified.insert((user.to_owned(), password.to_owned()), ok);
+        set.insert(key);
         ok
     }
 }
@@ -163,17 +182,34 @@ impl WebConfig {
                 if user.contains(':') {
                     return Err(refuse(path, format!("user name '{user}' contains ':'")));
                 }
-                if hash.parse::<bcrypt::HashParts>().is_err() {
+                let Ok(parts) = hash.parse::<bcrypt::HashParts>() else {
                     return Err(refuse(
                         path,
                         format!("the password of '{user}' is not a bcrypt hash ($2y$…)"),
                     ));
+                };
+                if parts.get_cost() > MAX_BCRYPT_COST {
+                    return Err(refuse(
+                        path,
+                        format!(
+                            "the password hash of '{user}' has bcrypt cost {}: at most \
+                             {MAX_BCRYPT_COST} (a check at 14 takes about a second, each step \
+                             doubles it, and every first scrape waits for one)",
+                            parts.get_cost()
+                        ),
+                    ));
                 }
             }
-            if !users.is_empty() {
+            let decoy = users
+                .values()
+                .max_by_key(|h| h.parse::<bcrypt::HashParts>().map_or(0, |p| p.get_cost()))
+                .cloned();
+            if let Some(decoy) = decoy {
                 config.auth = Some(BasicAuth {
                     users: Arc::new(users),
-                    verified: Arc::default(),
+                    decoy: Arc::new(decoy),
+                    allowed: Arc::default(),
+                    denied: Arc::default(),
                 });
             }
         }
@@ -280,6 +316,10 @@ mod tests {
             ("tls_server_config:\n  cert_file: a\n  key_file: b\n  client_auth_type: RequireAndVerifyClientCert\n", "not supported"),
             ("tls_server_config:\n  cert_file: missing.crt\n  key_file: missing.key\n", "missing.crt"),
             ("basic_auth_users:\n  alice: plaintext\n", "not a bcrypt hash"),
+            (
+                "basic_auth_users:\n  alice: $2y$31$CwTycUXWue0Thq9StjUM0uJ8DPLKXt1FYlwYpQW1G5GNsI7KIqjRm\n",
+                "bcrypt cost 31",
+            ),
             ("basic_auth: {}\n", "unknown field `basic_auth`"),
             ("{{{", ""),
         ];
@@ -304,7 +344,11 @@ mod tests {
             &format!("basic_auth_users:\n  prom: '{hash}'\n"),
         );
         let auth = WebConfig::load(&p).expect("valid").auth.expect("auth");
-        assert_eq!(auth.check("nobody", "x"), Verdict::Denied);
+        // An unknown user is checked as a known one is, and never allowed, even with a
+        // known user's password.
+        assert_eq!(auth.check("nobody", "s3cret"), Verdict::Unknown);
+        assert!(!auth.verify("nobody", "s3cret"));
+        assert_eq!(auth.check("nobody", "s3cret"), Verdict::Denied);
         assert_eq!(auth.check("prom", "s3cret"), Verdict::Unknown);
         assert!(auth.verify("prom", "s3cret"));
         assert_eq!(auth.check("prom", "s3cret"), Verdict::Allowed);
