@@ -86,6 +86,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// that the devices after a hung one are read well within an interval.
 const RELAY_MIN: Duration = Duration::from_millis(2);
 const RELAY_MAX: Duration = Duration::from_millis(50);
+/// The shortest wait of a periodic sample for its readings.
+pub const GRACE_MIN: Duration = Duration::from_millis(100);
 
 impl Shared {
     /// One reading for ask `ask` has arrived: the last one wakes the waiter.
@@ -242,6 +244,12 @@ impl Readers {
     /// healthy round takes.
     pub fn relay_delay(&self) -> Duration {
         (self.typical * 4).clamp(RELAY_MIN, RELAY_MAX)
+    }
+
+    /// How long a periodic sample waits for the devices' readings: ten healthy rounds, at
+    /// least [`GRACE_MIN`]. A device slower than that is reported late in this sample.
+    pub fn grace(&self) -> Duration {
+        (self.typical * 10).max(GRACE_MIN)
     }
 
     /// The round is taking long: the worker may be blocked on a hung device, so let another

@@ -314,7 +314,18 @@ impl Sampler {
             Some(_) if d.last.is_none() => {
                 device.error = Some("waiting for the driver's first answer".into());
             }
-            _ => {}
+            // Asked and not answered in time for this sample: the readings are the last good
+            // ones. Late, not fresh (stalled once the deadline has passed).
+            Some(since) => {
+                let waited = now.saturating_duration_since(since);
+                device.late = true;
+                device.error = Some(format!(
+                    "no answer for {} (last data {} old)",
+                    fmt_wait(waited),
+                    fmt_wait(Duration::from_millis(device.data_age_ms.unwrap_or(0)))
+                ));
+            }
+            None => {}
         }
         device
     }
@@ -332,7 +343,10 @@ impl Sampler {
     /// so no thread blocks and the runtime keeps handling input while devices are read.
     pub async fn tick_async(&mut self) -> Sample {
         let t0 = Instant::now();
-        let until = tokio::time::Instant::from_std(t0 + self.budget);
+        // Sampling on an interval, a device that has not answered after ten healthy rounds
+        // (at least 100 ms) is reported late rather than holding up the others' sample: its
+        // reading, if it comes, goes into the next one.
+        let until = tokio::time::Instant::from_std(t0 + self.readers.grace().min(self.budget));
         let notify = Arc::clone(&self.notify);
         let idle = self.idle();
         if self.readers.ask(&idle, Waiter::Notify(Arc::clone(&notify))) {
@@ -449,8 +463,8 @@ mod tests {
         }
     }
 
-    /// Blocks each read until the test lets it go (never, if it does not), counting the
-    /// calls it receives.
+    /// Blocks its first read until the test lets it go (never, if it does not), then answers
+    /// at once, as a GPU that recovers does; counts the calls it receives.
     struct Hung {
         index: u32,
         release: Arc<Mutex<mpsc::Receiver<()>>>,
@@ -458,8 +472,9 @@ mod tests {
     }
     impl DeviceReader for Hung {
         fn read(&mut self) -> Device {
-            self.calls.fetch_add(1, Ordering::SeqCst);
-            let _ = self.release.lock().map(|rx| rx.recv());
+            if self.calls.fetch_add(1, Ordering::SeqCst) == 0 {
+                let _ = self.release.lock().map(|rx| rx.recv());
+            }
             Device {
                 index: self.index,
                 name: Some("recovered".into()),

@@ -290,7 +290,10 @@ impl History {
             let h = &mut self.devices[i];
             let ms = unix_ms(sample.timestamp);
             let failed = d.error.is_some();
-            if failed {
+            if d.late {
+                // No reading this tick: the one in flight is recorded, at the time it was
+                // taken, when it comes.
+            } else if failed {
                 // A lost or stalled device: a gap, never its last values drawn again.
                 h.push(Point::new(ms, None, None));
             } else {

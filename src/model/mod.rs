@@ -163,12 +163,17 @@ pub struct Device {
     /// Fields that could not be read, with the reason ("not supported", "no permission", …).
     pub field_errors: BTreeMap<&'static str, String>,
     /// The whole device failed (for example "GPU is lost"); the other fields are then `None`.
-    /// For a stalled device it says for how long it has not answered.
+    /// For a stalled or late device it says for how long it has not answered.
     pub error: Option<String>,
     /// The device has not answered within its deadline (a hung driver call): a state of its
     /// own, distinct from lost (`GPU_IS_LOST`) and from a field error. The readings, if any,
     /// are the last good ones, `data_age_ms` old: never fresh.
     pub stalled: bool,
+    /// The device has not answered in time for this sample, and is not past its deadline yet
+    /// (the first moments of a hang, or a driver slower than the interval): the readings, if
+    /// any, are the last good ones, `data_age_ms` old. Never fresh; not stalled. The sampler
+    /// alone decides it, so no view can show a late reading as fresh.
+    pub late: bool,
     /// How old the readings are at the sample's timestamp; `None` when there are none (a
     /// device that never answered).
     pub data_age_ms: Option<u64>,
@@ -319,10 +324,10 @@ impl Process {
 }
 
 impl Device {
-    /// The device's own split (`None` for a failed device or an unknown total). A stalled
-    /// device's split is that of its last good readings, like the rest of its fields.
+    /// The device's own split (`None` for a failed device or an unknown total). A stalled or
+    /// late device's split is that of its last good readings, like the rest of its fields.
     pub fn breakdown(&self) -> Option<breakdown::Breakdown> {
-        if self.error.is_some() && !self.stalled {
+        if !self.has_readings() {
             return None;
         }
         let procs: Vec<(u32, Option<u64>)> = self
@@ -355,7 +360,19 @@ impl Device {
 
     /// Whether the readings are from this sample (not a failed, stalled or late device).
     pub fn fresh(&self) -> bool {
-        self.error.is_none() && !self.stalled
+        self.error.is_none() && !self.stalled && !self.late
+    }
+
+    /// Whether the readings are the last good ones of a device that has not answered
+    /// (stalled or late): shown greyed, with their age, never as fresh.
+    pub fn stale(&self) -> bool {
+        self.stalled || self.late
+    }
+
+    /// Whether the device has readings to show: fresh ones, or a stale device's last ones
+    /// (a lost or failed device has none).
+    pub fn has_readings(&self) -> bool {
+        self.error.is_none() || self.stale()
     }
 
     /// When the readings were taken, given the sample's timestamp.

@@ -345,7 +345,7 @@ impl App {
                 Some(Row {
                     gpu: dev.index,
                     process: dev.processes.get(p)?,
-                    stale: dev.stalled,
+                    stale: dev.stale(),
                 })
             })
             .collect()
@@ -369,7 +369,7 @@ impl App {
                         &Row {
                             gpu: d.index,
                             process: &d.processes[pi],
-                            stale: d.stalled,
+                            stale: d.stale(),
                         },
                         &needle,
                     )
@@ -434,7 +434,7 @@ impl App {
         Some(Row {
             gpu: dev.index,
             process: dev.processes.get(p)?,
-            stale: dev.stalled,
+            stale: dev.stale(),
         })
     }
 

@@ -57,7 +57,7 @@ pub fn memory_figures(d: &Device) -> Span<'static> {
                 fmt_bytes(t),
                 share * 100.0
             ),
-            if d.stalled {
+            if d.stale() {
                 theme::stale()
             } else {
                 theme::level(share)
@@ -184,7 +184,7 @@ pub fn title_line(d: &Device, now: SystemTime, width: u16) -> Line<'static> {
     };
     if let Some(e) = device_error(d, now) {
         left.push(field(e, theme::error(), 7));
-        let right = d.stalled.then(|| figures(4));
+        let right = d.stale().then(|| figures(4));
         return fit(left, right, width as usize).line(width as usize);
     }
     let temp_style = d
@@ -356,7 +356,7 @@ pub fn draw_gauge(buf: &mut Buffer, area: Rect, d: &Device, app: &App, selected:
         style: theme::other_processes(),
     });
     segments.extend(rest);
-    draw_segments(buf, area, b.total, &segments, d.stalled);
+    draw_segments(buf, area, b.total, &segments, d.stale());
 }
 
 /// A compact one-line GPU: index, memory figures, then util, temperature, name and a bar as
@@ -532,7 +532,7 @@ pub fn draw_history(
         (false, _) => "util",
     };
     buf.set_stringn(util.x, area.y, legend, util.width as usize, theme::dim());
-    let style = if d.stalled {
+    let style = if d.stale() {
         theme::stale()
     } else {
         theme::history()
@@ -607,7 +607,7 @@ pub fn draw_history(
                 Dataset::default()
                     .marker(Marker::Braille)
                     .graph_type(GraphType::Line)
-                    .style(if d.stalled {
+                    .style(if d.stale() {
                         theme::stale()
                     } else {
                         theme::level(0.0)

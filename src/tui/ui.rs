@@ -380,7 +380,7 @@ fn draw_selection(buf: &mut Buffer, area: Rect, app: &App, sample: &Sample) {
     };
     let bar_w = (area.width / 6).min(20);
     if area.right() > x + bar_w + 2 {
-        gpu::draw_breakdown(buf, Rect::new(x, area.y, bar_w, 1), &b, colour, d.stalled);
+        gpu::draw_breakdown(buf, Rect::new(x, area.y, bar_w, 1), &b, colour, d.stale());
         let mut text = String::new();
         for part in &b.parts {
             let Some(bytes) = part.bytes.filter(|b| *b > 0) else {

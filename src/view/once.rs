@@ -416,7 +416,7 @@ impl Columns {
 }
 
 fn processes(out: &mut String, d: &Device, paint: Paint, cols: &Columns, now: SystemTime) {
-    if d.error.is_some() && !d.stalled {
+    if !d.has_readings() {
         return;
     }
     if let Some(e) = &d.processes_error {

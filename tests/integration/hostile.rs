@@ -393,3 +393,153 @@ fn base64_encode(s: &str) -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.encode(s)
 }
+
+/// Finding 9: at a hang's onset no record repeats the hung GPU's last readings as fresh:
+/// from its first late record on, every one carries an error and no readings (late, then
+/// stalled), while the healthy GPU keeps its cadence with fresh readings.
+#[test]
+fn a_hang_onset_never_shows_stale_readings_as_fresh() {
+    let s = scenario(
+        r#"{"version":1,"devices":[
+          {"name":"A","memory_total_mib":1024,"utilization_gpu":{"points":[[0,0],[100,100]]}},
+          {"name":"B","memory_total_mib":200000,
+           "processes":[{"pid":4700002,"memory_mib":{"points":[[0,0],[100,100000]]}}]}],
+          "faults":[{"kind":"hang","device":1,"block_s":30,"at_s":2}]}"#,
+    );
+    let out = crate::common::gpumon()
+        .env("GPUMON_NVML_LIB", crate::common::fake_lib())
+        .env("FAKE_NVML_SCENARIO", &s)
+        .args([
+            "log",
+            "--interval",
+            "250ms",
+            "--count",
+            "40",
+            "--format",
+            "jsonl",
+            "--fields",
+            "timestamp,index,memory.used,utilization.gpu,error",
+        ])
+        .output()
+        .expect("run");
+    assert!(out.status.success());
+    let records: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json line"))
+        .collect();
+    let of = |gpu: u64| -> Vec<&serde_json::Value> {
+        records.iter().filter(|r| r["index"] == gpu).collect()
+    };
+    let b = of(1);
+    let first_bad = b
+        .iter()
+        .position(|r| !r["error"].is_null())
+        .expect("GPU 1 hung");
+    assert!(first_bad >= 4, "it answered before the hang: {b:?}");
+    // Its memory grows 250 MiB an interval: a record that repeats the one before it without
+    // an error is a stale reading shown as fresh.
+    let fresh: Vec<u64> = b.iter().filter_map(|r| r["memory.used"].as_u64()).collect();
+    assert!(
+        fresh.windows(2).all(|w| w[0] < w[1]),
+        "a reading repeated as fresh: {fresh:?}"
+    );
+    for r in &b[first_bad..] {
+        assert!(
+            !r["error"].is_null(),
+            "a hung GPU's record without an error: {r}"
+        );
+        assert!(
+            r["memory.used"].is_null(),
+            "stale readings shown as fresh: {r}"
+        );
+    }
+    assert!(
+        b[first_bad]["error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("no answer for")),
+        "late first: {}",
+        b[first_bad]
+    );
+    // The healthy GPU: every record fresh, one per interval.
+    let a = of(0);
+    assert_eq!(a.len(), 40);
+    assert!(
+        a.iter()
+            .all(|r| r["error"].is_null() && r["memory.used"].is_number()),
+        "{a:?}"
+    );
+    let utils: Vec<u64> = a
+        .iter()
+        .filter_map(|r| r["utilization.gpu"].as_u64())
+        .collect();
+    assert!(
+        utils.windows(2).all(|w| w[0] <= w[1]) && utils.last() > utils.first(),
+        "{utils:?}"
+    );
+}
+
+/// Finding 9, in `serve`: through a hang's onset the healthy GPU's sample keeps coming every
+/// interval (it froze for about 2 s), and the hung GPU is never exported up with its last
+/// readings: late (up 0, no readings) and then stalled.
+#[test]
+fn serve_keeps_the_healthy_gpu_fresh_and_never_shows_the_hung_one_up() {
+    let s = scenario(
+        r#"{"version":1,"devices":[
+          {"name":"A","memory_total_mib":1024},
+          {"name":"B","memory_total_mib":1024}],
+          "faults":[{"kind":"hang","device":1,"block_s":30,"at_s":1.5}]}"#,
+    );
+    let (_serve, addr) = crate::serve::serve(&s, "1", &["--interval", "250ms"]);
+    crate::serve::wait_for(&format!("http://{addr}/api/v1/sample"), "a sample", |b| {
+        b.contains("\"devices\"")
+    });
+    let started = std::time::Instant::now();
+    let mut last_new = std::time::Instant::now();
+    let (mut last_stamp, mut longest) = (String::new(), Duration::ZERO);
+    let mut saw_late = false;
+    while started.elapsed() < Duration::from_secs(4) {
+        let (code, body) = crate::serve::get(&format!("http://{addr}/api/v1/sample"));
+        assert_eq!(code, 200);
+        let v: serde_json::Value = serde_json::from_str(&body).expect("json");
+        let a = &v["devices"][0];
+        assert!(
+            a["error"].is_null() && a["late"] != true && a["stalled"] != true,
+            "{a}"
+        );
+        assert!(a["data_age_ms"].as_u64().is_some_and(|ms| ms < 500), "{a}");
+        let b = &v["devices"][1];
+        if !b["error"].is_null() {
+            saw_late |= b["late"] == true;
+        } else {
+            assert!(b["late"] != true && b["stalled"] != true, "{b}");
+            // Shown without an error, its data must be this sample's, not seconds old.
+            assert!(
+                b["data_age_ms"].as_u64().is_some_and(|ms| ms < 500),
+                "stale as fresh: {b}"
+            );
+        }
+        let stamp = v["timestamp"].as_str().expect("timestamp").to_owned();
+        if stamp != last_stamp {
+            longest = longest.max(last_new.elapsed());
+            last_new = std::time::Instant::now();
+            last_stamp = stamp;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        saw_late,
+        "the hang began while polling, so GPU 1 was late first"
+    );
+    assert!(
+        longest < Duration::from_millis(1500),
+        "no new sample for {longest:?} at a 250 ms interval"
+    );
+    let metrics = crate::serve::get(&format!("http://{addr}/metrics")).1;
+    assert!(metrics.contains("gpumon_gpu_up{gpu=\"1\""), "{metrics}");
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("gpumon_gpu_up{gpu=\"1\"") && l.ends_with(" 0")),
+        "{metrics}"
+    );
+}

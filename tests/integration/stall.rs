@@ -163,10 +163,15 @@ fn a_hung_gpu_is_stalled_keeps_its_last_values_and_recovers_by_itself() {
     let state = |r: &Value| match r["error"].as_str() {
         None => 'o',
         Some(e) if e.starts_with("not responding") => 's',
+        Some(e) if e.starts_with("no answer for") => 'l',
         Some(_) => '?',
     };
     let states: String = gpu1.iter().map(state).collect();
-    // Healthy, then stalled, then healthy again, with nothing else in between.
+    // Healthy; late, then stalled once the deadline has passed; healthy again, with nothing
+    // else in between.
+    let first_bad = states
+        .find(['l', 's'])
+        .unwrap_or_else(|| panic!("never late: {states}"));
     let first_stall = states
         .find('s')
         .unwrap_or_else(|| panic!("never stalled: {states}"));
@@ -175,7 +180,13 @@ fn a_hung_gpu_is_stalled_keeps_its_last_values_and_recovers_by_itself() {
         .map(|i| i + first_stall)
         .unwrap_or_else(|| panic!("never recovered: {states}"));
     assert!(
-        first_stall > 0 && states[..first_stall].chars().all(|c| c == 'o'),
+        first_bad > 0 && states[..first_bad].chars().all(|c| c == 'o'),
+        "{states}"
+    );
+    assert!(
+        states[first_bad..recovered]
+            .chars()
+            .all(|c| c == 'l' || c == 's'),
         "{states}"
     );
     assert!(states[recovered..].chars().all(|c| c == 'o'), "{states}");
