@@ -212,10 +212,14 @@ impl Sampler {
         self
     }
 
+    /// Keeps a reading that has arrived, its impossible values taken out
+    /// ([`Device::check_readings`]): every view sees the same checked figures.
     fn store(devices: &mut [DeviceState], r: Reading) {
         if let Some(d) = devices.get_mut(r.slot) {
+            let mut device = r.device;
+            device.check_readings();
             d.outstanding = None;
-            d.last = Some((r.device, r.at));
+            d.last = Some((device, r.at));
         }
     }
 

@@ -323,7 +323,110 @@ impl Process {
     }
 }
 
+/// Bounds no real GPU crosses: a reading beyond them is a driver answering garbage.
+pub mod bounds {
+    /// 16 TiB of memory on one device.
+    pub const MAX_MEMORY: u64 = 1 << 44;
+    /// GPUs shut down near 100 °C.
+    pub const MAX_TEMPERATURE_C: u32 = 150;
+    /// The largest board draws a few kW.
+    pub const MAX_POWER_W: f64 = 10_000.0;
+    /// NVML says fan speed "may exceed 100%"; not twice that.
+    pub const MAX_FAN_PERCENT: u32 = 200;
+    /// Used + free + reserved may exceed the total by this much (rounding in the driver).
+    pub const MEMORY_SLACK: u64 = 1 << 20;
+}
+
 impl Device {
+    /// Checks the readings a driver answered against what is possible: an impossible value
+    /// becomes `None` with a field error saying what was reported, so that no view prints
+    /// "util 4294967295%" or computes with a used figure above the total. Zero is impossible
+    /// for a powered GPU's temperature and power draw, and for a total: an unreadable sensor
+    /// that answered success. The sampler applies it to every reading.
+    pub fn check_readings(&mut self) {
+        use bounds::*;
+        let errors = &mut self.field_errors;
+        let mut bad = |field: &'static str, why: String| {
+            errors.entry(field).or_insert(why);
+        };
+        let m = &mut self.memory;
+        if let Some(t) = m.total_bytes.filter(|t| *t == 0 || *t > MAX_MEMORY) {
+            bad(
+                "memory",
+                format!("the driver reported a total of {t} bytes"),
+            );
+            *m = Memory::default();
+        }
+        if let Some(total) = m.total_bytes {
+            for (name, v) in [
+                ("used", &mut m.used_bytes),
+                ("free", &mut m.free_bytes),
+                ("reserved", &mut m.reserved_bytes),
+            ] {
+                if let Some(x) = v.filter(|x| *x > total) {
+                    bad(
+                        "memory",
+                        format!("the driver reported {name} {x} bytes of {total}"),
+                    );
+                    *v = None;
+                }
+            }
+            let parts = [m.used_bytes, m.free_bytes, m.reserved_bytes.or(Some(0))];
+            let sum = parts
+                .iter()
+                .try_fold(0u64, |acc, p| p.and_then(|p| acc.checked_add(p)));
+            if sum.is_some_and(|s| s > total.saturating_add(MEMORY_SLACK)) {
+                bad(
+                    "memory",
+                    format!(
+                        "the driver reported used + free + reserved of {} bytes, above the \
+                         total of {total}",
+                        sum.unwrap_or(u64::MAX)
+                    ),
+                );
+                m.used_bytes = None;
+                m.free_bytes = None;
+            }
+        }
+        let u = &mut self.utilization;
+        for v in [&mut u.gpu_percent, &mut u.memory_percent] {
+            if let Some(x) = v.filter(|x| *x > 100) {
+                bad("utilization", format!("the driver reported {x}%"));
+                *v = None;
+            }
+        }
+        if let Some(t) = self
+            .temperature_c
+            .filter(|t| *t == 0 || *t > MAX_TEMPERATURE_C)
+        {
+            bad("temperature", format!("the driver reported {t} °C"));
+            self.temperature_c = None;
+        }
+        for (name, v) in [
+            ("power", &mut self.power_draw_w),
+            ("power_limit", &mut self.power_limit_w),
+        ] {
+            if let Some(w) = v.filter(|w| !w.is_finite() || *w <= 0.0 || *w > MAX_POWER_W) {
+                bad(name, format!("the driver reported {w} W"));
+                *v = None;
+            }
+        }
+        if let Some(f) = self.fan_percent.filter(|f| *f > MAX_FAN_PERCENT) {
+            bad("fan", format!("the driver reported {f}%"));
+            self.fan_percent = None;
+        }
+        let limit = self.memory.total_bytes.unwrap_or(MAX_MEMORY);
+        for p in &mut self.processes {
+            if let Some(b) = p.gpu_memory_bytes.filter(|b| *b > limit) {
+                bad(
+                    "process_memory",
+                    format!("the driver reported {b} bytes for pid {}", p.pid),
+                );
+                p.gpu_memory_bytes = None;
+            }
+        }
+    }
+
     /// The device's own split (`None` for a failed device or an unknown total). A stalled or
     /// late device's split is that of its last good readings, like the rest of its fields.
     pub fn breakdown(&self) -> Option<breakdown::Breakdown> {
@@ -474,6 +577,87 @@ mod tests {
             ..clean
         };
         assert!(matches!(clean.escaped(), std::borrow::Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn impossible_readings_become_unknown_with_what_was_reported() {
+        let gib = 1u64 << 30;
+        let good = Device {
+            memory: Memory {
+                total_bytes: Some(80 * gib),
+                used_bytes: Some(30 * gib),
+                free_bytes: Some(49 * gib),
+                reserved_bytes: Some(gib),
+            },
+            utilization: Utilization {
+                gpu_percent: Some(100),
+                memory_percent: Some(0),
+            },
+            temperature_c: Some(85),
+            power_draw_w: Some(700.0),
+            power_limit_w: Some(700.0),
+            fan_percent: Some(110),
+            processes: vec![Process::from_nvml(1, ProcessKind::Compute, Some(30 * gib))],
+            ..Device::default()
+        };
+        let mut d = good.clone();
+        d.check_readings();
+        assert_eq!(
+            serde_json::to_value(&d).expect("json"),
+            serde_json::to_value(&good).expect("json"),
+            "possible values pass unchanged"
+        );
+
+        let mut d = good.clone();
+        d.memory.used_bytes = Some(u64::MAX - 3);
+        d.memory.free_bytes = Some(u64::MAX - 9);
+        d.utilization.gpu_percent = Some(u32::MAX);
+        d.temperature_c = Some(0);
+        d.power_draw_w = Some(0.0);
+        d.power_limit_w = Some(f64::NAN);
+        d.fan_percent = Some(u32::MAX);
+        d.processes[0].gpu_memory_bytes = Some(81 * gib);
+        d.check_readings();
+        assert_eq!(d.memory.total_bytes, Some(80 * gib));
+        assert_eq!((d.memory.used_bytes, d.memory.free_bytes), (None, None));
+        assert_eq!(d.memory.reserved_bytes, Some(gib));
+        assert_eq!(d.utilization.gpu_percent, None);
+        assert_eq!(d.utilization.memory_percent, Some(0), "0% is a reading");
+        assert_eq!(
+            (
+                d.temperature_c,
+                d.power_draw_w,
+                d.power_limit_w,
+                d.fan_percent
+            ),
+            (None, None, None, None)
+        );
+        assert_eq!(d.processes[0].gpu_memory_bytes, None);
+        assert!(d.field_errors["utilization"].contains("4294967295%"));
+        assert!(d.field_errors["temperature"].contains("0 °C"));
+        assert!(d.field_errors["process_memory"].contains("pid 1"));
+
+        // Each below the total, but together above it: used and free cannot both be right.
+        let mut d = good.clone();
+        d.memory.free_bytes = Some(70 * gib);
+        d.check_readings();
+        assert_eq!((d.memory.used_bytes, d.memory.free_bytes), (None, None));
+        assert!(d.field_errors["memory"].contains("above the total"));
+        // v1 (no reserved): used + free must fit the total.
+        let mut d = good.clone();
+        d.memory.reserved_bytes = None;
+        d.check_readings();
+        assert_eq!(d.memory.used_bytes, Some(30 * gib));
+        // A total of 0 or of exabytes: nothing of the memory can be believed.
+        let mut d = good.clone();
+        d.memory.total_bytes = Some(0);
+        d.check_readings();
+        assert_eq!(d.memory, Memory::default());
+        assert_eq!(
+            d.processes[0].gpu_memory_bytes,
+            Some(30 * gib),
+            "no total to compare"
+        );
     }
 
     #[test]

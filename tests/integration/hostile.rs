@@ -543,3 +543,85 @@ fn serve_keeps_the_healthy_gpu_fresh_and_never_shows_the_hung_one_up() {
         "{metrics}"
     );
 }
+
+/// Finding 10: a driver answering impossible values (used above total, so that free wraps
+/// around; 4,294,967,295% utilisation and fan; 0 °C and 0 W from sensors that did not read)
+/// shows them as unknown with the reported figure in `field_errors`, in every view: no
+/// wrapped number, no 0 standing in for N/A.
+#[test]
+fn impossible_driver_values_become_unknown_everywhere() {
+    let s = scenario(
+        r#"{"version":1,"devices":[{"name":"G","memory_total_mib":16384,"power_limit_w":300,
+            "fan_percent":40,"processes":[{"pid":4800001,"memory_mib":64}]},
+            {"name":"Fine","memory_total_mib":1024}],
+          "faults":[
+            {"kind":"garbage","device":0,"field":"memory","value":20000000000},
+            {"kind":"garbage","device":0,"field":"utilization"},
+            {"kind":"garbage","device":0,"field":"temperature"},
+            {"kind":"garbage","device":0,"field":"power"},
+            {"kind":"garbage","device":0,"field":"fan"},
+            {"kind":"garbage","device":0,"field":"processes"}]}"#,
+    );
+    let v = stdout_json(gpumon_fake(&s, 0.0).args(["once", "--json"]));
+    let d = &v["devices"][0];
+    for path in [
+        "/memory/used_bytes",
+        "/memory/free_bytes",
+        "/utilization/gpu_percent",
+        "/utilization/memory_percent",
+        "/temperature_c",
+        "/power_draw_w",
+        "/fan_percent",
+        "/processes/0/gpu_memory_bytes",
+    ] {
+        assert!(d.pointer(path).is_some_and(|x| x.is_null()), "{path}: {d}");
+    }
+    assert_eq!(
+        d["memory"]["total_bytes"],
+        16384u64 << 20,
+        "what is possible stays"
+    );
+    assert_eq!(d["power_limit_w"], 300.0);
+    let errors = d["field_errors"].to_string();
+    for said in [
+        "20000000000",
+        "4294967295%",
+        "0 °C",
+        "0 W",
+        "18446744073709551614",
+    ] {
+        assert!(errors.contains(said), "{said} not in {errors}");
+    }
+    let fine = v["devices"][1]["field_errors"].to_string();
+    assert!(
+        !fine.contains("reported"),
+        "a healthy GPU's readings pass: {fine}"
+    );
+    let wrapped = |out: &str| {
+        ["4294967295", "18446744", "1.8e19", "1.8446744"]
+            .iter()
+            .find(|w| out.contains(*w))
+            .map(|w| format!("{w} in {out}"))
+    };
+    let zero = regex::Regex::new(r"(^|[^0-9.])0 ?(°C|W)\b").expect("regex");
+    for args in [
+        vec!["once"],
+        vec!["log", "--count", "1", "--format", "csv"],
+        vec!["log", "--count", "1", "--format", "table"],
+        vec!["log", "--count", "1", "--processes", "--format", "jsonl"],
+    ] {
+        let out = gpumon_fake(&s, 0.0)
+            .env("COLUMNS", "200")
+            .args(&args)
+            .output()
+            .expect("run");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(wrapped(&text), None, "{args:?}");
+        assert!(!zero.is_match(&text), "{args:?}: {text}");
+    }
+    let (_serve, addr) = crate::serve::serve(&s, "0", &[]);
+    let metrics = crate::serve::wait_for(&format!("http://{addr}/metrics"), "a sample", |b| {
+        b.contains("gpumon_gpu_up")
+    });
+    assert_eq!(wrapped(&metrics), None);
+}

@@ -63,7 +63,7 @@ pub struct DeviceSpec {
     pub utilization_memory: Curve,
     #[serde(default = "default_temp")]
     pub temperature_c: Curve,
-    #[serde(default)]
+    #[serde(default = "default_power")]
     pub power_draw_w: Curve,
     #[serde(default)]
     pub power_limit_w: Option<f64>,
@@ -75,6 +75,11 @@ pub struct DeviceSpec {
 
 fn default_temp() -> Curve {
     Curve::Const(40.0)
+}
+
+/// An idle board: no powered GPU draws 0 W, and gpumon takes a 0 for an unread sensor.
+fn default_power() -> Curve {
+    Curve::Const(60.0)
 }
 
 /// How NVML lists a process.
@@ -326,6 +331,9 @@ pub enum FaultKind {
     /// `nvmlInit` blocks for `block_s` seconds (a driver without persistence mode, or a wedged
     /// one). Only `at_s = 0` windows matter: initialisation happens at scenario time 0.
     InitHang,
+    /// `field` answers SUCCESS with an impossible value (`value`, or a default garbage), as a
+    /// failing driver or sensor can.
+    Garbage,
 }
 
 /// A fault event, active over `[at_s, until_s)`.
@@ -342,6 +350,9 @@ pub struct Fault {
     /// How long each call blocks, for `hang` and `init_hang`.
     #[serde(default)]
     pub block_s: Option<f64>,
+    /// The value a `garbage` field answers.
+    #[serde(default)]
+    pub value: Option<u64>,
     #[serde(default)]
     pub at_s: f64,
     #[serde(default)]
@@ -386,6 +397,34 @@ pub struct DeviceState {
 }
 
 impl DeviceState {
+    /// What a driver answering garbage for `field` reports: `value`, or an impossible default.
+    fn garbage(&mut self, field: Option<Field>, value: Option<u64>) {
+        let word = |default: u32| value.map_or(default, |v| u32::try_from(v).unwrap_or(u32::MAX));
+        match field {
+            Some(Field::Memory) => {
+                self.used = value.unwrap_or(u64::MAX);
+                self.free = self
+                    .total
+                    .wrapping_sub(self.used)
+                    .wrapping_sub(self.reserved);
+            }
+            Some(Field::Utilization) => {
+                self.utilization_gpu = word(u32::MAX);
+                self.utilization_memory = word(u32::MAX);
+            }
+            Some(Field::Temperature) => self.temperature_c = word(0),
+            Some(Field::Power) => self.power_draw_mw = word(0),
+            Some(Field::PowerLimit) => self.power_limit_mw = Some(word(u32::MAX)),
+            Some(Field::Fan) => self.fan_percent = Some(word(u32::MAX)),
+            Some(Field::Processes) => {
+                for p in &mut self.processes {
+                    p.memory = Some(value.unwrap_or(u64::MAX - 1));
+                }
+            }
+            _ => {}
+        }
+    }
+
     /// How long a call on `field` (`None`: a call that reads no field, like getting the
     /// handle) blocks before answering, if a hang fault is in force.
     pub fn hang(&self, field: Option<Field>) -> Option<f64> {
@@ -576,7 +615,7 @@ impl Scenario {
             .filter_map(|f| f.field.map(|field| (field, f.kind)))
             .collect();
 
-        DeviceState {
+        let mut state = DeviceState {
             index,
             name: spec.name.clone(),
             uuid: spec.uuid.clone().unwrap_or_else(|| default_uuid(index)),
@@ -610,7 +649,11 @@ impl Scenario {
                 .filter(|f| f.kind == FaultKind::Hang)
                 .filter_map(|f| Some((f.field, f.block_s.filter(|s| *s > 0.0)?)))
                 .collect(),
+        };
+        for f in faults.iter().filter(|f| f.kind == FaultKind::Garbage) {
+            state.garbage(f.field, f.value);
         }
+        state
     }
 
     /// How long `nvmlInit` blocks at scenario time `t`, if an `init_hang` fault says so.
