@@ -102,6 +102,9 @@ pub struct Report {
     #[serde(default)]
     pub run_id: String,
     pub time: f64,
+    /// `time` checked: a moment that exists, not in the future ([`published`]).
+    #[serde(skip, default = "epoch")]
+    pub published: SystemTime,
     #[serde(default)]
     pub interval: Option<f64>,
     #[serde(default)]
@@ -136,6 +139,25 @@ pub struct ReportDevice {
     pub num_alloc_retries: Option<u64>,
     #[serde(default)]
     pub num_ooms: Option<u64>,
+}
+
+fn epoch() -> SystemTime {
+    SystemTime::UNIX_EPOCH
+}
+
+/// How far in the future a report's time may be (another clock, a little ahead).
+const CLOCK_SKEW: Duration = Duration::from_secs(5);
+
+/// When a report says it was published, if that is a moment at all: seconds since the epoch,
+/// finite, not negative, representable, and not more than [`CLOCK_SKEW`] ahead of `now`. A
+/// report whose time is 1e19, NaN or next year is not believed (it would otherwise never
+/// age, or overflow the clock's arithmetic).
+pub fn published(time: f64, now: SystemTime) -> Option<SystemTime> {
+    if !time.is_finite() || time < 0.0 {
+        return None;
+    }
+    let at = SystemTime::UNIX_EPOCH.checked_add(Duration::try_from_secs_f64(time).ok()?)?;
+    (at <= now.checked_add(CLOCK_SKEW)?).then_some(at)
 }
 
 /// Whether process `pid` exists (EPERM means it does, but is someone else's).
@@ -188,17 +210,24 @@ pub fn read_reports(dir: &Path) -> Vec<Report> {
         {
             continue;
         }
-        let Ok(report) = serde_json::from_str::<Report>(&buf) else {
+        let Ok(mut report) = serde_json::from_str::<Report>(&buf) else {
             continue;
         };
         if report.version != 1 || report.pid != pid {
             continue;
         }
-        let published = SystemTime::UNIX_EPOCH + Duration::from_secs_f64(report.time.max(0.0));
-        let age = now.duration_since(published).unwrap_or_default();
-        let limit = STALE_AFTER.max(Duration::from_secs_f64(
-            report.interval.unwrap_or(1.0).clamp(0.0, 3600.0) * 5.0,
-        ));
+        let Some(at) = published(report.time, now) else {
+            continue;
+        };
+        report.published = at;
+        let age = now.duration_since(at).unwrap_or_default();
+        // Five of the probe's intervals (at most an hour each), at least STALE_AFTER.
+        let interval = report
+            .interval
+            .filter(|i| i.is_finite())
+            .unwrap_or(1.0)
+            .clamp(0.0, 3600.0);
+        let limit = STALE_AFTER.max(Duration::from_secs_f64(interval * 5.0));
         if age > limit {
             continue;
         }
@@ -269,7 +298,7 @@ pub fn merge(devices: &mut [Device], reports: &[Report]) {
             let Some(e) = r.devices.iter().find(|e| same_gpu(e, &snapshot)) else {
                 continue;
             };
-            let published = SystemTime::UNIX_EPOCH + Duration::from_secs_f64(r.time.max(0.0));
+            let published = r.published;
             p.allocator = Some(Box::new(AllocatorStats {
                 framework: r.framework.clone().unwrap_or_else(|| "pytorch".into()),
                 framework_version: r.torch_version.clone().filter(|v| !v.is_empty()),
@@ -309,6 +338,31 @@ mod tests {
             "allocated": 1, "reserved": 2
         }))
         .expect("entry")
+    }
+
+    #[test]
+    fn a_report_time_that_is_no_moment_is_not_believed() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let secs = |t: f64| published(t, now);
+        assert_eq!(
+            secs(1_799_999_999.5),
+            Some(now - Duration::from_millis(500))
+        );
+        assert_eq!(
+            secs(1_800_000_003.0),
+            Some(now + Duration::from_secs(3)),
+            "clock skew"
+        );
+        for bad in [
+            1e19,
+            f64::NAN,
+            f64::INFINITY,
+            -1.0,
+            1_800_000_060.0,
+            f64::MAX,
+        ] {
+            assert_eq!(secs(bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -625,3 +625,70 @@ fn impossible_driver_values_become_unknown_everywhere() {
     });
     assert_eq!(wrapped(&metrics), None);
 }
+
+/// Finding 14: a probe report whose time is 1e19 (or in the future) panicked `once` and the
+/// dashboard ("overflow when adding duration to instant") and killed `serve`'s sampler. It is
+/// not believed now: the process keeps its NVML figures, the views go on.
+#[test]
+fn probe_reports_with_impossible_times_are_ignored_not_fatal() {
+    let runtime = tempfile::tempdir().expect("runtime dir");
+    let dir = runtime.path().join("gpumon");
+    gpumon::collect::probe::ensure_dir(&dir).expect("probe dir");
+    let child = StdCommand::new("sleep").arg("60").spawn().expect("spawn");
+    let pid = child.id();
+    let _child = Killed(child);
+    let s = scenario(&format!(
+        r#"{{"version":1,"devices":[{{"name":"G","memory_total_mib":1024,
+            "processes":[{{"pid":{pid},"memory_mib":64}}]}}]}}"#
+    ));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs_f64();
+    for time in [
+        "1e19".to_owned(),
+        "1.7976931348623157e308".to_owned(),
+        format!("{}", now + 86400.0),
+    ] {
+        std::fs::write(
+            dir.join(format!("{pid}.json")),
+            format!(
+                r#"{{"version":1,"pid":{pid},"time":{time},"interval":1e300,
+                    "devices":[{{"index":0,"allocated":1,"reserved":2}}]}}"#
+            ),
+        )
+        .expect("write report");
+        let out = gpumon_fake(&s, 0.0)
+            .env("XDG_RUNTIME_DIR", runtime.path())
+            .args(["once", "--json"])
+            .output()
+            .expect("run");
+        assert!(
+            out.status.success(),
+            "time {time}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        let p = &v["devices"][0]["processes"][0];
+        assert_eq!(p["pid"], pid);
+        assert!(p["allocator"].is_null(), "time {time}: {p}");
+    }
+    // A believable report is taken, so the ones above were refused for their time alone.
+    std::fs::write(
+        dir.join(format!("{pid}.json")),
+        format!(
+            r#"{{"version":1,"pid":{pid},"time":{now},"interval":1,
+                "devices":[{{"index":0,"allocated":1,"reserved":2}}]}}"#
+        ),
+    )
+    .expect("write report");
+    let v = stdout_json(
+        gpumon_fake(&s, 0.0)
+            .env("XDG_RUNTIME_DIR", runtime.path())
+            .args(["once", "--json"]),
+    );
+    assert_eq!(
+        v["devices"][0]["processes"][0]["allocator"]["allocated_bytes"],
+        1
+    );
+}

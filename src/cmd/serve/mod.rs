@@ -202,9 +202,20 @@ pub fn run(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCode> {
             stale_after: (interval * 3).max(Duration::from_secs(5)),
         });
         let serving = accept(listener, state, web.tls.clone());
+        tokio::pin!(sampling);
         tokio::select! {
             r = serving => r?,
             _ = shutdown_signal() => {}
+            // The sampler never ends on its own: if it does (a bug that panicked), serving
+            // the last sample on as current would be a lie; exit and let the supervisor
+            // (systemd, the DaemonSet) restart gpumon.
+            ended = &mut sampling => {
+                let why = match ended {
+                    Err(e) if e.is_panic() => "it panicked",
+                    _ => "it ended",
+                };
+                anyhow::bail!("the sampler stopped ({why}): no current figures to serve");
+            }
         }
         sampling.abort();
         anyhow::Ok(ExitCode::SUCCESS)
