@@ -17,6 +17,7 @@ pub mod cli;
 pub mod cmd;
 pub mod collect;
 pub mod estimate;
+pub mod files;
 pub mod model;
 pub mod oom;
 pub mod runtime;

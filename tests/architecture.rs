@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-const PURE: &[&str] = &["units", "text", "model", "oom", "estimate"];
+const PURE: &[&str] = &["units", "text", "files", "model", "oom", "estimate"];
 /// Crates a pure module must not use: the terminal UI, the async runtime, the driver, HTTP, the
 /// command line.
 const IMPURE_CRATES: &[&str] = &[

@@ -29,7 +29,22 @@ pub enum ConfigError {
     Field { path: String, field: &'static str },
     #[error("{path}: a bad safetensors header: {why}")]
     Safetensors { path: String, why: String },
+    #[error(transparent)]
+    File(#[from] crate::files::FileError),
+    #[error(
+        "{index}: shard '{name}' is not a file name in the model's directory (a path, or \
+         one that leaves the directory): refusing to open it"
+    )]
+    Shard { index: String, name: String },
 }
+
+/// The largest `config.json` read: real ones are a few KiB.
+pub const MAX_CONFIG: u64 = 4 << 20;
+/// The largest `model.safetensors.index.json` read: one line per tensor, a few hundred KiB
+/// for the largest models.
+pub const MAX_INDEX: u64 = 64 << 20;
+/// The safetensors format's own limit on a header.
+pub const MAX_HEADER: u64 = 100_000_000;
 
 /// A size field, within what any real model has (so the products below cannot overflow:
 /// every count stays under 2^62).
@@ -193,8 +208,8 @@ pub fn safetensors_header_counts(bytes: &[u8], path: &str) -> Result<(u64, u64),
         .and_then(|b| b.try_into().ok())
         .ok_or_else(|| bad("shorter than its 8-byte length"))?;
     let len = u64::from_le_bytes(len_bytes);
-    if len > 100 << 20 {
-        return Err(bad("a header over 100 MiB"));
+    if len > MAX_HEADER {
+        return Err(bad("a header over 100 MB"));
     }
     let json = bytes
         .get(8..8 + len as usize)
@@ -229,21 +244,48 @@ pub fn safetensors_header_counts(bytes: &[u8], path: &str) -> Result<(u64, u64),
     Ok((elements, total))
 }
 
-/// Reads the first bytes of a safetensors file: its length prefix and header only.
+/// Reads the first bytes of a safetensors file: its length prefix and header only, after
+/// checking the length it claims against the file's size (a 112-byte file claiming 2^63 bytes
+/// of header is refused before anything is allocated).
 fn read_header(path: &Path) -> Result<Vec<u8>, ConfigError> {
     use std::io::Read;
+    let shown = path.display().to_string();
     let err = |source| ConfigError::Read {
-        path: path.display().to_string(),
+        path: shown.clone(),
         source,
     };
-    let mut f = std::fs::File::open(path).map_err(err)?;
+    let (mut f, size) = crate::files::open_regular(path, "a safetensors file")?;
     let mut len = [0u8; 8];
     f.read_exact(&mut len).map_err(err)?;
-    let n = u64::from_le_bytes(len).min(100 << 20) as usize;
+    let n = u64::from_le_bytes(len);
+    if n > MAX_HEADER || n > size.saturating_sub(8) {
+        return Err(ConfigError::Safetensors {
+            path: shown,
+            why: format!(
+                "it says its header is {n} bytes, but the file is {size} bytes{}",
+                if n > MAX_HEADER {
+                    " and the format allows 100 MB"
+                } else {
+                    ""
+                }
+            ),
+        });
+    }
     let mut out = len.to_vec();
-    out.resize(8 + n, 0);
+    out.resize(8 + n as usize, 0);
     f.read_exact(&mut out[8..]).map_err(err)?;
     Ok(out)
+}
+
+/// Whether a shard name from an index is a plain file name in the model's directory: no
+/// path, no `..`, nothing absolute (a downloaded index is not to be trusted with paths).
+fn plain_file_name(name: &str) -> bool {
+    let p = Path::new(name);
+    !name.is_empty()
+        && !name.contains(['/', '\\', '\0'])
+        && p.file_name().is_some_and(|f| f == name)
+        && name != ".."
+        && name != "."
 }
 
 /// The model at `path`: a `config.json`, or a directory with one, whose `*.safetensors`
@@ -255,10 +297,7 @@ pub fn load(path: &Path) -> Result<(Shape, Option<u64>), ConfigError> {
         (path.to_path_buf(), None)
     };
     let shown = config.display().to_string();
-    let text = std::fs::read_to_string(&config).map_err(|source| ConfigError::Read {
-        path: shown.clone(),
-        source,
-    })?;
+    let text = crate::files::read_text(&config, MAX_CONFIG, "a config.json")?;
     let mut shape = match shape_from_config(&text, &shown) {
         Ok(s) => s,
         // A directory with weights still gives the count: the shape flags do the rest.
@@ -272,7 +311,8 @@ pub fn load(path: &Path) -> Result<(Shape, Option<u64>), ConfigError> {
     if let Some(dir) = dir {
         let mut files: Vec<std::path::PathBuf> = Vec::new();
         let index = dir.join("model.safetensors.index.json");
-        if let Ok(text) = std::fs::read_to_string(&index) {
+        if index.exists() {
+            let text = crate::files::read_text(&index, MAX_INDEX, "a safetensors index")?;
             let v: Value = serde_json::from_str(&text).map_err(|source| ConfigError::Json {
                 path: index.display().to_string(),
                 source,
@@ -284,6 +324,12 @@ pub fn load(path: &Path) -> Result<(Shape, Option<u64>), ConfigError> {
                 .unwrap_or_default();
             names.sort_unstable();
             names.dedup();
+            if let Some(name) = names.iter().find(|n| !plain_file_name(n)) {
+                return Err(ConfigError::Shard {
+                    index: index.display().to_string(),
+                    name: crate::text::escape(name).into_owned(),
+                });
+            }
             files = names.into_iter().map(|n| dir.join(n)).collect();
         } else if let Ok(entries) = std::fs::read_dir(dir) {
             files = entries

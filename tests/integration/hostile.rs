@@ -692,3 +692,148 @@ fn probe_reports_with_impossible_times_are_ignored_not_fatal() {
         1
     );
 }
+
+/// `path`: a FIFO with no writer (opening it for reading would wait forever).
+fn fifo(path: &std::path::Path) {
+    let c = std::ffi::CString::new(path.to_str().expect("utf-8")).expect("path");
+    // SAFETY: mkfifo with a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+/// Runs `gpumon args` and returns its exit code and stderr, failing if it takes longer than
+/// 20 s (a blocked read) .
+fn refused(args: &[&str]) -> (Option<i32>, String) {
+    let out = crate::common::gpumon()
+        .args(args)
+        .timeout(Duration::from_secs(20))
+        .output()
+        .expect("run");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Findings 11 and 20: the files `serve` reads are regular files within a size, refused with
+/// the file and the reason (a device, a FIFO, a 10 MB file), never read without end, and the
+/// message does not echo the file.
+#[test]
+fn serve_reads_its_configuration_files_bounded() {
+    let dir = tempfile::tempdir().expect("dir");
+    let pipe = dir.path().join("web.fifo");
+    fifo(&pipe);
+    let big = dir.path().join("big.yml");
+    std::fs::write(
+        &big,
+        format!("basic_auth_users: {}\n", "x".repeat(10 << 20)),
+    )
+    .expect("write");
+    let bad = dir.path().join("bad.yml");
+    std::fs::write(
+        &bad,
+        format!("tls_server_config: [{}\n", "\"y\", ".repeat(2000)),
+    )
+    .expect("write");
+    for (file, said) in [
+        ("/dev/zero", "is a device"),
+        (pipe.to_str().expect("utf-8"), "is a FIFO"),
+        (
+            big.to_str().expect("utf-8"),
+            "more than a web configuration can be (at most 1.0 MiB)",
+        ),
+        (bad.to_str().expect("utf-8"), ""),
+    ] {
+        let (code, err) = refused(&[
+            "--demo",
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--web.config.file",
+            file,
+        ]);
+        assert_eq!(code, Some(2), "{file}: {err}");
+        assert!(err.contains(file) && err.contains(said), "{file}: {err}");
+        assert!(
+            err.len() < 1000,
+            "the message echoes the file: {} bytes",
+            err.len()
+        );
+    }
+    let cert = dir.path().join("tls.yml");
+    std::fs::write(
+        &cert,
+        "tls_server_config:\n  cert_file: /dev/zero\n  key_file: /dev/zero\n",
+    )
+    .expect("write");
+    let (code, err) = refused(&[
+        "--demo",
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--web.config.file",
+        cert.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("cert_file /dev/zero: is a device"), "{err}");
+}
+
+/// Findings 11 and 16: `estimate --model` reads a config, an index and headers bounded: a
+/// device, a FIFO, a 3 GiB weights file given as the config, shard names that leave the
+/// directory, and a 112-byte safetensors file that claims 2^63 bytes of header are each
+/// refused at once, naming the file and the reason.
+#[test]
+fn estimate_reads_model_files_bounded() {
+    let dir = tempfile::tempdir().expect("dir");
+    let pipe = dir.path().join("config.fifo");
+    fifo(&pipe);
+    let weights = dir.path().join("model.bin");
+    let f = std::fs::File::create(&weights).expect("create");
+    f.set_len(3 << 30).expect("a sparse 3 GiB file");
+    for (model, said) in [
+        ("/dev/zero", "is a device"),
+        (pipe.to_str().expect("utf-8"), "is a FIFO"),
+        (
+            weights.to_str().expect("utf-8"),
+            "is 3.0 GiB, more than a config.json can be (at most 4.0 MiB)",
+        ),
+    ] {
+        let (code, err) = refused(&["estimate", "--model", model]);
+        assert_eq!(code, Some(2), "{model}: {err}");
+        assert!(err.contains(model) && err.contains(said), "{model}: {err}");
+    }
+    let config = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/configs/gpt2.json"),
+    )
+    .expect("fixture");
+    for shard in [
+        "../../../../etc/shadow",
+        "/etc/passwd",
+        "sub/model.safetensors",
+        "..",
+    ] {
+        let m = tempfile::tempdir().expect("dir");
+        std::fs::write(m.path().join("config.json"), &config).expect("write");
+        std::fs::write(
+            m.path().join("model.safetensors.index.json"),
+            format!(r#"{{"weight_map":{{"w":"{shard}"}}}}"#),
+        )
+        .expect("write");
+        let (code, err) = refused(&["estimate", "--model", m.path().to_str().expect("utf-8")]);
+        assert_eq!(code, Some(2), "{shard}: {err}");
+        assert!(
+            err.contains("is not a file name in the model's directory"),
+            "{shard}: {err}"
+        );
+    }
+    let m = tempfile::tempdir().expect("dir");
+    std::fs::write(m.path().join("config.json"), &config).expect("write");
+    let mut lying = (1u64 << 63).to_le_bytes().to_vec();
+    lying.extend_from_slice(&[b' '; 104]);
+    std::fs::write(m.path().join("model.safetensors"), &lying).expect("write");
+    let (code, err) = refused(&["estimate", "--model", m.path().to_str().expect("utf-8")]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("it says its header is 9223372036854775808 bytes, but the file is 112 bytes"),
+        "{err}"
+    );
+}

@@ -147,6 +147,9 @@ impl BasicAuth {
     }
 }
 
+/// The largest web configuration, certificate chain or key file read.
+const MAX_FILE: u64 = 1 << 20;
+
 /// Why a web configuration is refused.
 #[derive(Debug, thiserror::Error)]
 #[error("{path}: {reason}")]
@@ -166,11 +169,14 @@ impl WebConfig {
     /// Reads and checks `path`: every file it names is loaded now, so a bad configuration
     /// stops gpumon at start, not at the first scrape.
     pub fn load(path: &Path) -> Result<WebConfig, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|e| refuse(path, e.to_string()))?;
+        let text = crate::files::read_text(path, MAX_FILE, "a web configuration")
+            .map_err(|e| refuse(path, e.reason))?;
         let file: File = if text.trim().is_empty() {
             File::default()
         } else {
-            serde_yaml_ng::from_str(&text).map_err(|e| refuse(path, e.to_string()))?
+            // The parser's message, cut: it may quote the offending text.
+            serde_yaml_ng::from_str(&text)
+                .map_err(|e| refuse(path, crate::files::cut_message(&e.to_string(), 300)))?
         };
         let dir = path.parent().unwrap_or(Path::new("."));
         let mut config = WebConfig::default();
@@ -259,8 +265,13 @@ fn tls_config(path: &Path, dir: &Path, tls: TlsFile) -> Result<rustls::ServerCon
     };
     let cert = dir.join(cert);
     let key = dir.join(key);
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&cert)
-        .and_then(|it| it.collect())
+    let read = |file: &Path, key: &str| {
+        crate::files::read_bounded(file, MAX_FILE, "a PEM file")
+            .map_err(|e| refuse(path, format!("{key} {e}")))
+    };
+    let cert_pem = read(&cert, "cert_file")?;
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&cert_pem)
+        .collect::<Result<_, _>>()
         .map_err(|e| refuse(path, format!("cert_file {}: {e}", cert.display())))?;
     if certs.is_empty() {
         return Err(refuse(
@@ -268,7 +279,8 @@ fn tls_config(path: &Path, dir: &Path, tls: TlsFile) -> Result<rustls::ServerCon
             format!("cert_file {}: no certificate in it", cert.display()),
         ));
     }
-    let key = PrivateKeyDer::from_pem_file(&key)
+    let key_pem = read(&key, "key_file")?;
+    let key = PrivateKeyDer::from_pem_slice(&key_pem)
         .map_err(|e| refuse(path, format!("key_file {}: {e}", key.display())))?;
     let min = tls.min_version.as_deref().unwrap_or("TLS12");
     let max = tls.max_version.as_deref().unwrap_or("TLS13");
