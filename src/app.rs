@@ -19,9 +19,14 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Estimate(Deferred(args))) => cmd::estimate::run(common, &args),
         Some(Command::Completions { shell }) => cmd::docs::completions(shell),
         Some(Command::Man) => cmd::docs::man(),
-        None if io::stdout().is_terminal() && io::stdin().is_terminal() => {
+        None if io::stdout().is_terminal()
+            && io::stdin().is_terminal()
+            && !crate::text::dumb_terminal() =>
+        {
             cmd::dashboard::run(common)
         }
+        // Not a terminal, or one that cannot position the cursor (TERM=dumb: Emacs's shell,
+        // some CI consoles): the plain report.
         None => cmd::once::run(common, &OnceArgs::default()),
     };
     match result {

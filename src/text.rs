@@ -163,6 +163,12 @@ pub fn to_json_vec<T: ?Sized + serde::Serialize>(value: &T) -> serde_json::Resul
     Ok(out)
 }
 
+/// Whether the terminal says it understands no escape sequence (`TERM=dumb`): plain text
+/// only, no colour, no full-screen dashboard.
+pub fn dumb_terminal() -> bool {
+    std::env::var_os("TERM").is_some_and(|t| t == "dumb")
+}
+
 /// ANSI colour, only on a terminal and never with `NO_COLOR` set (no-color.org).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Paint(pub bool);
@@ -170,7 +176,7 @@ pub struct Paint(pub bool);
 impl Paint {
     pub fn for_stdout() -> Paint {
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-        Paint(!no_color && io::stdout().is_terminal())
+        Paint(!no_color && !dumb_terminal() && io::stdout().is_terminal())
     }
 
     pub fn wrap(self, code: &str, text: &str) -> String {

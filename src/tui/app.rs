@@ -19,7 +19,12 @@ use crate::oom::{analyze, Analysis};
 /// Intervals that `+` and `-` step through.
 pub const INTERVALS_MS: [u64; 9] = [10, 50, 100, 250, 500, 1000, 2000, 5000, 10000];
 /// Largest OOM text the panel keeps (a paste of a whole log is cut to its tail).
-pub const MAX_PASTE: usize = 1 << 20;
+pub use super::keys::MAX_PASTE;
+/// What the estimate panel shows, greyed, while it is empty.
+pub const ESTIMATE_HINT: &str =
+    "e.g. --params 7B --layers 32 --hidden 4096 --heads 32 --batch 4 --seq-len 4096 --inference";
+/// The longest line of flags the estimate panel keeps.
+pub const MAX_FLAGS: usize = 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -126,6 +131,8 @@ pub enum Action {
     Redraw,
     Quit,
     SetInterval(Duration),
+    /// Ctrl-Z: give the terminal back and stop, as job control expects.
+    Suspend,
 }
 
 /// One row of the process table.
@@ -175,6 +182,10 @@ pub struct App {
     /// The estimate panel's flags, what they parse to, and the GPU it was opened on.
     pub estimate_text: String,
     pub estimate: Option<EstimateInputs>,
+    /// The estimate of the flags shown is being worked out (they read files).
+    pub estimate_reading: bool,
+    /// Flags waiting to be worked out off the UI thread.
+    estimate_request: Option<String>,
     pub estimate_gpu: Option<u32>,
     /// Palette slots of the largest processes (as many as there are colours), kept while a
     /// process stays among them, so that a colour keeps naming the same process.
@@ -211,6 +222,8 @@ impl App {
             details: None,
             estimate_text: String::new(),
             estimate: None,
+            estimate_reading: false,
+            estimate_request: None,
             estimate_gpu: None,
             colours: HashMap::new(),
             order: Vec::new(),
@@ -536,9 +549,43 @@ impl App {
         }
     }
 
+    /// Parses the panel's flags. Flags that read files (`--model`) are read off the UI
+    /// thread: the panel asks ([`App::take_estimate_request`]) and shows "reading…" until
+    /// the event loop hands the result back ([`App::on_estimate`]); a file on a stalled
+    /// mount never freezes the dashboard.
     fn parse_estimate(&mut self) {
-        self.estimate = (!self.estimate_text.trim().is_empty())
-            .then(|| crate::cli::estimate_line(&self.estimate_text));
+        let flags = self.estimate_text.trim();
+        if flags.is_empty() {
+            self.estimate = None;
+            self.estimate_reading = false;
+            self.estimate_request = None;
+        } else if flags
+            .split_whitespace()
+            .any(|w| w == "--model" || w.starts_with("--model="))
+        {
+            self.estimate_reading = true;
+            self.estimate_request = Some(self.estimate_text.clone());
+        } else {
+            self.estimate = Some(crate::cli::estimate_line(&self.estimate_text));
+            self.estimate_reading = false;
+            self.estimate_request = None;
+        }
+    }
+
+    /// Flags whose estimate reads files, for the event loop to work out off the UI thread.
+    pub fn take_estimate_request(&mut self) -> Option<String> {
+        self.estimate_request.take()
+    }
+
+    /// The estimate of `flags`, worked out off the UI thread; dropped if the flags have
+    /// changed since (a newer request is on its way).
+    pub fn on_estimate(&mut self, flags: &str, result: EstimateInputs) -> Action {
+        if flags != self.estimate_text {
+            return Action::None;
+        }
+        self.estimate = Some(result);
+        self.estimate_reading = false;
+        Action::Redraw
     }
 
     fn set_oom_text(&mut self, text: String) {
@@ -565,13 +612,14 @@ impl App {
                 Action::Redraw
             }
             Mode::Estimate => {
-                self.estimate_text
-                    .push_str(&text.replace(['\r', '\n'], " "));
-                let mut end = self.estimate_text.len().min(1024);
-                while !self.estimate_text.is_char_boundary(end) {
-                    end -= 1;
+                // Flags fit a line: at most MAX_FLAGS bytes are kept, never a copy of more.
+                for c in text.chars() {
+                    if self.estimate_text.len() + c.len_utf8() > MAX_FLAGS {
+                        break;
+                    }
+                    self.estimate_text
+                        .push(if c == '\r' || c == '\n' { ' ' } else { c });
                 }
-                self.estimate_text.truncate(end);
                 self.parse_estimate();
                 Action::Redraw
             }
@@ -596,6 +644,13 @@ impl App {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         if ctrl && key.code == KeyCode::Char('c') {
             return Action::Quit;
+        }
+        if ctrl && key.code == KeyCode::Char('z') {
+            return Action::Suspend;
+        }
+        // Alt and a key is no shortcut here (Alt-q is not q) and types nothing.
+        if key.modifiers.contains(KeyModifiers::ALT) {
+            return Action::None;
         }
         match self.mode {
             Mode::Help => {
@@ -653,11 +708,12 @@ impl App {
             Mode::Estimate => {
                 match key.code {
                     KeyCode::Esc => self.mode = Mode::Normal,
-                    KeyCode::Char('u') if ctrl => self.estimate_text.clear(),
+                    // A new string: the memory of whatever was there goes with it.
+                    KeyCode::Char('u') if ctrl => self.estimate_text = String::new(),
                     KeyCode::Backspace => {
                         self.estimate_text.pop();
                     }
-                    KeyCode::Char(c) if !ctrl && self.estimate_text.len() < 1024 => {
+                    KeyCode::Char(c) if !ctrl && self.estimate_text.len() < MAX_FLAGS => {
                         self.estimate_text.push(c)
                     }
                     KeyCode::Enter => {}
@@ -770,11 +826,8 @@ impl App {
                     .selected_row()
                     .map(|r| r.gpu)
                     .or_else(|| self.sample.as_ref()?.devices.first().map(|d| d.index));
-                if self.estimate_text.is_empty() {
-                    self.estimate_text = "--params 7B --layers 32 --hidden 4096 --heads 32 \
-                        --batch 1 --seq-len 4096 --inference"
-                        .to_owned();
-                }
+                // It opens empty: an example shows greyed until the first key (see
+                // ESTIMATE_HINT), so what is typed is never appended to a pre-fill.
                 self.parse_estimate();
                 self.mode = Mode::Estimate;
                 Action::Redraw

@@ -10,18 +10,18 @@ pub mod app;
 pub mod details;
 pub mod gpu;
 pub mod input;
+pub mod keys;
 pub mod signal;
 pub mod theme;
 pub mod ui;
 
-use std::io::{self, Write};
+use std::io::{self, IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use crossterm::event::{
-    self, DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
-    Event,
+    DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture, Event,
 };
 use crossterm::terminal::{
     disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
@@ -55,6 +55,45 @@ pub fn restore() {
     }
 }
 
+/// Gives the terminal back (as on exit) and stops this process until it is continued: what
+/// Ctrl-Z does to a program that does not take the terminal over.
+fn suspend() {
+    restore();
+    // SAFETY: raise only sends a signal to this process; SIGSTOP cannot be caught, so the
+    // process stops here and returns once continued.
+    unsafe {
+        libc::raise(libc::SIGSTOP);
+    }
+}
+
+/// Takes the terminal again after a stop (raw mode, the alternate screen, paste and mouse
+/// reports) and has the next frame paint every cell. Not `Terminal::clear`: it asks the
+/// terminal where its cursor is, and the answer would come through crossterm's input reader,
+/// which the dashboard does not run (`read_terminal` reads the keys).
+fn resume<B: Backend>(terminal: &mut Terminal<B>) -> anyhow::Result<()>
+where
+    B::Error: Send + Sync + 'static,
+{
+    if !ACTIVE.swap(true, Ordering::SeqCst) {
+        enable_raw_mode()?;
+        execute!(
+            io::stdout(),
+            EnterAlternateScreen,
+            EnableBracketedPaste,
+            EnableMouseCapture,
+            cursor::Hide
+        )?;
+    }
+    execute!(
+        io::stdout(),
+        crossterm::terminal::Clear(crossterm::terminal::ClearType::All)
+    )?;
+    // An empty frame: the screen is blank and ratatui knows it, so the next frame is drawn
+    // whole rather than as a difference.
+    terminal.draw(|_| {})?;
+    Ok(())
+}
+
 struct Guard;
 
 impl Drop for Guard {
@@ -84,6 +123,102 @@ fn setup() -> io::Result<Terminal<CrosstermBackend<io::Stdout>>> {
 enum Input {
     Event(Event),
     Closed,
+}
+
+/// The terminal the dashboard reads keys from: standard input when it is one, else
+/// `/dev/tty` (as crossterm picks it for raw mode).
+fn tty_fd() -> Option<std::os::fd::OwnedFd> {
+    use std::os::fd::{AsFd, OwnedFd};
+    if io::stdin().is_terminal() {
+        return io::stdin().as_fd().try_clone_to_owned().ok();
+    }
+    std::fs::File::open("/dev/tty").ok().map(OwnedFd::from)
+}
+
+/// Reads the terminal's bytes and decodes them ([`keys::Decoder`]); a run of text keys
+/// faster than typing is a paste without brackets and goes in as one paste
+/// ([`input::coalesce`]). Ends when the terminal closes or nobody listens.
+fn read_terminal(tx: mpsc::Sender<Input>) {
+    use std::os::fd::AsRawFd;
+    let Some(tty) = tty_fd() else {
+        let _ = tx.blocking_send(Input::Closed);
+        return;
+    };
+    let fd = tty.as_raw_fd();
+    let mut decoder = keys::Decoder::default();
+    let mut buf = vec![0u8; 64 * 1024];
+    // Waits up to `limit` for bytes; decodes what came (or what timed out) into `out`.
+    // `false`: the terminal is gone.
+    let mut step = |limit: Option<Duration>, out: &mut Vec<Event>| -> Option<bool> {
+        let now = std::time::Instant::now();
+        let wait = match (decoder.deadline(), limit) {
+            (Some(d), Some(l)) => Some(d.saturating_duration_since(now).min(l)),
+            (Some(d), None) => Some(d.saturating_duration_since(now)),
+            (None, l) => l,
+        };
+        let ms = wait.map_or(-1, |w| i32::try_from(w.as_millis()).unwrap_or(i32::MAX));
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd for the duration of the call.
+        let ready = unsafe { libc::poll(&mut pfd, 1, ms) };
+        if ready < 0 {
+            return (io::Error::last_os_error().kind() == io::ErrorKind::Interrupted)
+                .then_some(false);
+        }
+        if ready == 0 {
+            decoder.timeout(std::time::Instant::now(), out);
+            return Some(false);
+        }
+        // SAFETY: reads at most `buf.len()` bytes into `buf`.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        if n == 0 {
+            return None;
+        }
+        if n < 0 {
+            let kind = io::Error::last_os_error().kind();
+            return matches!(kind, io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock)
+                .then_some(false);
+        }
+        decoder.feed(&buf[..n as usize], std::time::Instant::now(), out);
+        Some(true)
+    };
+    let send = |ev: Event| tx.blocking_send(Input::Event(ev)).is_ok();
+    loop {
+        let mut events = Vec::new();
+        if step(None, &mut events).is_none() {
+            let _ = tx.blocking_send(Input::Closed);
+            return;
+        }
+        // Text keys that keep coming within BURST_GAP of each other form one run.
+        let mut after = Vec::new();
+        if !events.is_empty() && events.iter().all(|e| input::typed(e).is_some()) {
+            loop {
+                let mut more = Vec::new();
+                match step(Some(input::BURST_GAP), &mut more) {
+                    None => break,
+                    Some(false) if more.is_empty() => break,
+                    Some(_) => {}
+                }
+                match more.iter().position(|e| input::typed(e).is_none()) {
+                    None => events.extend(more),
+                    Some(i) => {
+                        after = more.split_off(i);
+                        events.extend(more);
+                        break;
+                    }
+                }
+            }
+            events = input::coalesce(events);
+        }
+        for ev in events.into_iter().chain(after) {
+            if !send(ev) {
+                return;
+            }
+        }
+    }
 }
 
 /// How the dashboard starts: with its sampler, or while the driver is still initialising
@@ -148,45 +283,36 @@ where
         }
         Start::Opening(o, make) => opening = Some((o, make)),
     }
+    // Estimates whose flags read files, worked out off this thread, one at a time: the
+    // flags of the one running, and the newest ones asked meanwhile.
+    let (estimate_tx, mut estimates) = mpsc::channel::<(String, app::EstimateInputs)>(1);
+    let mut estimating = false;
+    let mut next_estimate: Option<String> = None;
+    let run_estimate = |flags: String, tx: mpsc::Sender<(String, app::EstimateInputs)>| {
+        std::thread::spawn(move || {
+            let result = crate::cli::estimate_line(&flags);
+            let _ = tx.blocking_send((flags, result));
+        });
+    };
     let (input_tx, mut inputs) = mpsc::channel::<Input>(64);
-    // crossterm's reader blocks; it lives on its own thread and ends with the process. A run
-    // of text keys faster than typing is a paste without brackets: it goes in as one paste.
-    std::thread::spawn(move || {
-        let send = |msg: Input| input_tx.blocking_send(msg).is_ok();
-        loop {
-            let Ok(ev) = event::read() else {
-                let _ = send(Input::Closed);
-                return;
-            };
-            if input::typed(&ev).is_none() {
-                if !send(Input::Event(ev)) {
-                    return;
-                }
-                continue;
-            }
-            let mut run = vec![ev];
-            let mut after = None;
-            while event::poll(input::BURST_GAP).unwrap_or(false) {
-                match event::read() {
-                    Ok(next) if input::typed(&next).is_some() => run.push(next),
-                    Ok(next) => {
-                        after = Some(next);
-                        break;
-                    }
-                    Err(_) => break,
-                }
-            }
-            for ev in input::coalesce(run).into_iter().chain(after) {
-                if !send(Input::Event(ev)) {
-                    return;
-                }
-            }
-        }
-    });
+    // The terminal is read on a thread of its own that ends with the process (see
+    // `read_terminal`).
+    std::thread::spawn(move || read_terminal(input_tx));
     let stop = crate::runtime::shutdown_signal();
     tokio::pin!(stop);
-    #[cfg(unix)]
-    let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut hangup = signal(SignalKind::hangup())?;
+    // Signals whose default action ends the process without restoring the terminal: quit as
+    // `q` does instead.
+    let mut quit_signals = [
+        signal(SignalKind::quit())?,
+        signal(SignalKind::user_defined1())?,
+        signal(SignalKind::user_defined2())?,
+        signal(SignalKind::alarm())?,
+    ];
+    let mut resized = signal(SignalKind::window_change())?;
+    let mut stop_signal = signal(SignalKind::from_raw(libc::SIGTSTP))?;
+    let mut continued = signal(SignalKind::from_raw(libc::SIGCONT))?;
     // While the driver initialises: look for it, and count the wait on screen.
     let mut poll = tokio::time::interval(Duration::from_millis(100));
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -197,10 +323,16 @@ where
     let debug_panic = std::env::var_os("GPUMON_DEBUG_PANIC").is_some();
     terminal.draw(|f| ui::draw(f, &mut app))?;
     let outcome = loop {
-        #[cfg(unix)]
         let hup = hangup.recv();
-        #[cfg(not(unix))]
-        let hup = std::future::pending::<Option<()>>();
+        let [q1, q2, q3, q4] = &mut quit_signals;
+        let quit = async {
+            tokio::select! {
+                _ = q1.recv() => {}
+                _ = q2.recv() => {}
+                _ = q3.recv() => {}
+                _ = q4.recv() => {}
+            }
+        };
         let action = tokio::select! {
             sample = next_sample(&mut samples) => match sample {
                 Some(_) if debug_panic => panic!("GPUMON_DEBUG_PANIC is set"),
@@ -234,6 +366,23 @@ where
             }
             _ = &mut stop => Action::Quit,
             _ = hup => Action::Quit,
+            _ = quit => Action::Quit,
+            _ = resized.recv() => Action::Redraw,
+            Some((flags, result)) = estimates.recv() => {
+                estimating = false;
+                if let Some(flags) = next_estimate.take() {
+                    estimating = true;
+                    run_estimate(flags, estimate_tx.clone());
+                }
+                app.on_estimate(&flags, result)
+            }
+            _ = stop_signal.recv() => Action::Suspend,
+            // Continued after a stop we did not arrange (SIGSTOP from outside): the terminal
+            // may have been changed meanwhile; take it again and repaint all of it.
+            _ = continued.recv() => {
+                resume(terminal)?;
+                Action::Redraw
+            }
         };
         match action {
             Action::None => continue,
@@ -242,6 +391,19 @@ where
                 let _ = interval_tx.send(d);
             }
             Action::Redraw => {}
+            Action::Suspend => {
+                suspend();
+                // Here again after `fg`: the terminal is ours again, to be repainted whole.
+                resume(terminal)?;
+            }
+        }
+        if let Some(flags) = app.take_estimate_request() {
+            if estimating {
+                next_estimate = Some(flags);
+            } else {
+                estimating = true;
+                run_estimate(flags, estimate_tx.clone());
+            }
         }
         terminal.draw(|f| ui::draw(f, &mut app))?;
         // Tell the sampler which processes need fresh host facts.

@@ -810,8 +810,13 @@ fn draw_estimate(frame: &mut Frame, area: Rect, app: &App, sample: &Sample) {
     frame.render_widget(block, rect);
     let [input, report] =
         Layout::vertical([Constraint::Length(4), Constraint::Min(0)]).areas(inner);
+    let typed = if app.estimate_text.is_empty() {
+        Text::styled(super::app::ESTIMATE_HINT, theme::dim())
+    } else {
+        Text::raw(app.estimate_text.as_str())
+    };
     frame.render_widget(
-        Paragraph::new(app.estimate_text.as_str())
+        Paragraph::new(typed)
             .wrap(Wrap { trim: false })
             .block(Block::default().borders(Borders::ALL).title(
                 " flags: --model PATH or --params 7B, --batch, --seq-len, --inference, --mixed-precision… ",
@@ -819,6 +824,7 @@ fn draw_estimate(frame: &mut Frame, area: Rect, app: &App, sample: &Sample) {
         input,
     );
     let text = match &app.estimate {
+        _ if app.estimate_reading => "reading the model's files…".to_owned(),
         None => "Type the run's flags above, as for `gpumon estimate`.".to_owned(),
         Some(Err(e)) => e.clone(),
         Some(Ok((shape, on_disk, run))) => {

@@ -905,8 +905,13 @@ fn snapshot_estimate_panel_against_the_selected_gpu() {
     let (mut terminal, mut app) = screen(120, 40, 5, two_gpus);
     app.on_key(KeyEvent::new(KeyCode::Char('e'), KeyModifiers::NONE));
     assert_eq!(app.mode, gpumon::tui::app::Mode::Estimate);
-    // Replace the example flags with Llama-2-7B's config, inference at 4096 tokens.
-    app.on_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
+    // It opens empty, with an example greyed where the flags go.
+    assert_eq!(app.estimate_text, "");
+    terminal
+        .draw(|f| gpumon::tui::ui::draw(f, &mut app))
+        .expect("draw");
+    assert!(terminal.backend().to_string().contains("e.g. --params 7B"));
+    // Llama-2-7B's config, inference at 4096 tokens: its files are read off the UI thread.
     let config = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/fixtures/configs/llama-2-7b.json"
@@ -914,6 +919,28 @@ fn snapshot_estimate_panel_against_the_selected_gpu() {
     app.on_paste(&format!(
         "--model {config} --inference --seq-len 4096 --dtype fp16"
     ));
+    assert_eq!(
+        app.estimate_text,
+        format!("--model {config} --inference --seq-len 4096 --dtype fp16"),
+        "nothing before what was pasted"
+    );
+    terminal
+        .draw(|f| gpumon::tui::ui::draw(f, &mut app))
+        .expect("draw");
+    assert!(terminal
+        .backend()
+        .to_string()
+        .contains("reading the model's files…"));
+    // What the event loop does: work the request out elsewhere and hand it back.
+    let flags = app
+        .take_estimate_request()
+        .expect("a request for the files");
+    assert!(app.take_estimate_request().is_none());
+    let result = gpumon::cli::estimate_line(&flags);
+    // A result for other flags (typed on since) is dropped.
+    let _ = app.on_estimate("--params 1B", gpumon::cli::estimate_line("--params 1B"));
+    assert!(app.estimate_reading);
+    let _ = app.on_estimate(&flags, result);
     terminal
         .draw(|f| gpumon::tui::ui::draw(f, &mut app))
         .expect("draw");
@@ -936,6 +963,9 @@ fn snapshot_estimate_panel_against_the_selected_gpu() {
     );
     // A typo says what is wrong instead of a report.
     app.on_paste(" --batchh 2");
+    let flags = app.take_estimate_request().expect("a request");
+    let result = gpumon::cli::estimate_line(&flags);
+    let _ = app.on_estimate(&flags, result);
     terminal
         .draw(|f| gpumon::tui::ui::draw(f, &mut app))
         .expect("draw");
@@ -989,4 +1019,196 @@ fn escape_sequences_in_commands_and_gpu_names_show_escaped_everywhere_on_screen(
         .draw(|f| gpumon::tui::ui::draw(f, &mut app))
         .expect("draw");
     assert!(clean(&terminal), "signal dialog: {}", terminal.backend());
+}
+
+/// The newest gpumon started as `bin args…`.
+fn gpumon_pid(pattern: &str) -> String {
+    let start = Instant::now();
+    loop {
+        let out = StdCommand::new("pgrep")
+            .args(["-n", "-f", pattern])
+            .output()
+            .expect("pgrep");
+        let pid = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        if !pid.is_empty() {
+            return pid;
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "no {pattern}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Finding 15: a bracketed paste whose end marker never comes no longer swallows every later
+/// key: half a second after its last byte it ends, and `q` quits.
+#[test]
+fn end_to_end_an_unterminated_paste_does_not_swallow_the_keys() {
+    let s = scenario(E2E_SCENARIO);
+    let tmux = Tmux::new(120, 40, &e2e_env(&s));
+    let bin = env!("CARGO_BIN_EXE_gpumon");
+    tmux.type_line(&format!("{bin} --interval 200ms; echo EXIT=$?"));
+    tmux.wait_for("the dashboard", |s| s.contains("[0] Fake H100"));
+    // The start marker, some text, and no end marker.
+    tmux.run(&[
+        "send-keys",
+        "-t",
+        "e2e",
+        "-l",
+        "\x1b[200~RuntimeError: CUDA out of mem",
+    ]);
+    tmux.wait_for("the paste to end by itself", |s| s.contains("OOM analyzer"));
+    tmux.run(&["send-keys", "-t", "e2e", "Escape"]);
+    tmux.wait_for("the panel to close", |s| !s.contains("OOM analyzer"));
+    tmux.run(&["send-keys", "-t", "e2e", "q"]);
+    tmux.assert_restored("EXIT=0");
+}
+
+/// Finding 15: SIGTSTP (and Ctrl-Z, a key in raw mode) gives the terminal back and stops the
+/// job; `fg` takes it again and repaints the whole screen.
+#[test]
+fn end_to_end_stopping_and_continuing_restores_then_repaints() {
+    let s = scenario(E2E_SCENARIO);
+    let tmux = Tmux::new(120, 40, &e2e_env(&s));
+    let bin = env!("CARGO_BIN_EXE_gpumon");
+    tmux.type_line("set -m");
+    // Alone on its line: `; echo` would run as soon as the job stops.
+    tmux.type_line(&format!("{bin} --interval 300ms"));
+    tmux.wait_for("the dashboard", |s| s.contains("[0] Fake H100"));
+    let pid = gpumon_pid(&format!("^{bin} --interval 300ms"));
+    for stop in ["signal", "key"] {
+        match stop {
+            "signal" => {
+                StdCommand::new("kill")
+                    .args(["-TSTP", &pid])
+                    .status()
+                    .expect("kill");
+            }
+            _ => {
+                tmux.run(&["send-keys", "-t", "e2e", "C-z"]);
+            }
+        }
+        tmux.wait_for("the job to stop", |s| s.contains("Stopped"));
+        assert!(!tmux.alternate_on(), "{stop}: the alternate screen is left");
+        tmux.run(&["send-keys", "-t", "e2e", "clear", "Enter"]);
+        tmux.type_line("stty -a | tr ' ' '\\n' | grep -xE -- '-?(icanon|echo)' | tr '\\n' ' '; echo STTY-$((40+2))");
+        let screen = tmux.wait_for("stty", |s| s.contains("STTY-42"));
+        assert!(
+            screen.contains("icanon echo STTY-42"),
+            "{stop}: still raw:\n{screen}"
+        );
+        tmux.type_line("fg");
+        tmux.wait_for("the dashboard again", |s| {
+            s.contains("[0] Fake H100") && !s.contains("STTY-42")
+        });
+        assert!(tmux.alternate_on(), "{stop}: back on the alternate screen");
+        // Repainted whole, the host line and the table included: a frame drawn as a
+        // difference would never send them again (they did not change).
+        tmux.wait_for("the whole screen", |s| {
+            s.contains("host ") && s.contains("4500001")
+        });
+    }
+    tmux.run(&["send-keys", "-t", "e2e", "q"]);
+    tmux.wait_for("the shell", |s| !s.contains("[0] Fake H100"));
+    tmux.type_line("echo EXIT=$((1000+$?))");
+    tmux.assert_restored("EXIT=1000");
+}
+
+/// Finding 20: SIGQUIT, SIGUSR1, SIGUSR2 and SIGALRM end the dashboard with the terminal
+/// restored (they ended it raw); Alt-q does not quit.
+#[test]
+fn end_to_end_other_signals_restore_and_alt_q_does_not_quit() {
+    let s = scenario(E2E_SCENARIO);
+    let tmux = Tmux::new(100, 30, &e2e_env(&s));
+    let bin = env!("CARGO_BIN_EXE_gpumon");
+    for (i, sig) in ["QUIT", "USR1", "USR2", "ALRM"].iter().enumerate() {
+        tmux.run(&["send-keys", "-t", "e2e", "clear", "Enter"]);
+        let interval = format!("{}ms", 300 + i);
+        tmux.type_line(&format!(
+            "{bin} --interval {interval}; echo EXIT=$((1000+$?))"
+        ));
+        tmux.wait_for("the dashboard", |s| s.contains("[0] Fake H100"));
+        if i == 0 {
+            tmux.run(&["send-keys", "-t", "e2e", "M-q"]);
+            std::thread::sleep(Duration::from_millis(500));
+            assert!(tmux.alternate_on(), "Alt-q quit the dashboard");
+        }
+        let pid = gpumon_pid(&format!("^{bin} --interval {interval}"));
+        StdCommand::new("kill")
+            .args([&format!("-{sig}"), &pid])
+            .status()
+            .expect("kill");
+        tmux.assert_restored("EXIT=1000");
+    }
+}
+
+/// Finding 15: TERM=dumb gets plain output: the once report, no full-screen dashboard, no
+/// colour.
+#[test]
+fn end_to_end_a_dumb_terminal_gets_the_plain_report() {
+    let s = scenario(E2E_SCENARIO);
+    let tmux = Tmux::new(120, 40, &e2e_env(&s));
+    let bin = env!("CARGO_BIN_EXE_gpumon");
+    tmux.type_line(&format!(
+        "TERM=dumb {bin} | cat -v; echo EXIT=$((1000+${{PIPESTATUS[0]}}))"
+    ));
+    let screen = tmux.wait_for("the report", |s| s.contains("EXIT=1000"));
+    assert!(screen.contains("[0] Fake H100"), "{screen}");
+    assert!(
+        !screen.contains("^["),
+        "colour codes on a dumb terminal:\n{screen}"
+    );
+    tmux.run(&["send-keys", "-t", "e2e", "clear", "Enter"]);
+    // On the terminal itself (not a pipe): still the report, and the shell is back at once.
+    tmux.type_line(&format!("TERM=dumb {bin}; echo EXIT=$((1000+$?))"));
+    tmux.wait_for("the report", |s| {
+        s.contains("EXIT=1000") && s.contains("[0] Fake H100")
+    });
+    assert!(!tmux.alternate_on());
+}
+
+/// Findings 11 and 17: the estimate panel given `--model /dev/zero` or a FIFO says what it is
+/// at once and the dashboard stays live (it froze, and ignored SIGTERM, reading /dev/zero on
+/// the UI thread); its flags keep no large paste's memory.
+#[test]
+fn end_to_end_the_estimate_panel_never_freezes_on_a_bad_model_path() {
+    let dir = tempfile::tempdir().expect("dir");
+    let pipe = dir.path().join("model.fifo");
+    let c = std::ffi::CString::new(pipe.to_str().expect("utf-8")).expect("path");
+    // SAFETY: mkfifo with a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let s = scenario(E2E_SCENARIO);
+    let tmux = Tmux::new(140, 40, &e2e_env(&s));
+    let bin = env!("CARGO_BIN_EXE_gpumon");
+    tmux.type_line(&format!("{bin} --interval 200ms; echo EXIT=$?"));
+    tmux.wait_for("the dashboard", |s| s.contains("[0] Fake H100"));
+    tmux.run(&["send-keys", "-t", "e2e", "e"]);
+    tmux.wait_for("the estimate panel", |s| s.contains("e.g. --params 7B"));
+    tmux.run(&["send-keys", "-t", "e2e", "-l", "--", "--model /dev/zero"]);
+    tmux.wait_for("the device to be named", |s| {
+        s.contains("/dev/zero: is a device")
+    });
+    tmux.run(&["send-keys", "-t", "e2e", "C-u"]);
+    tmux.run(&[
+        "send-keys",
+        "-t",
+        "e2e",
+        "-l",
+        "--",
+        &format!("--model {}", pipe.display()),
+    ]);
+    tmux.wait_for("the FIFO to be named", |s| s.contains("is a FIFO"));
+    tmux.run(&["send-keys", "-t", "e2e", "Escape"]);
+    tmux.wait_for("the panel to close", |s| !s.contains("Estimate against"));
+    tmux.run(&["send-keys", "-t", "e2e", "q"]);
+    tmux.assert_restored("EXIT=0");
+}
+
+#[test]
+fn the_estimate_panel_keeps_no_large_paste() {
+    let (_, mut app) = screen(120, 40, 2, two_gpus);
+    app.on_key(KeyEvent::new(KeyCode::Char('e'), KeyModifiers::NONE));
+    app.on_paste(&"--params 7B ".repeat(400_000));
+    assert!(app.estimate_text.len() <= gpumon::tui::app::MAX_FLAGS);
+    assert!(app.estimate_text.capacity() <= 4 * gpumon::tui::app::MAX_FLAGS);
+    app.on_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
+    assert_eq!(app.estimate_text.capacity(), 0, "cleared, memory and all");
 }
