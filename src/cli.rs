@@ -51,7 +51,8 @@ pub struct Common {
     #[arg(long, global = true, value_name = "FILE")]
     pub scenario: Option<PathBuf>,
 
-    /// NVML library to load instead of the driver's libnvidia-ml.so.1
+    /// NVML library to load instead of the driver's libnvidia-ml.so.1 (an empty value means
+    /// the driver's)
     #[arg(long, global = true, value_name = "PATH", env = "GPUMON_NVML_LIB")]
     pub nvml_lib: Option<String>,
 
@@ -72,7 +73,8 @@ pub struct Common {
     pub timeout: Option<Duration>,
 
     /// Only these GPUs, by index or UUID (comma-separated): --gpu 0,2
-    #[arg(long, global = true, value_name = "LIST", value_delimiter = ',')]
+    #[arg(long, global = true, value_name = "LIST", value_delimiter = ',',
+          value_parser = parse_gpu)]
     pub gpu: Vec<String>,
 }
 
@@ -329,8 +331,8 @@ pub struct LogArgs {
     #[arg(long, value_enum)]
     pub format: Option<Format>,
 
-    /// Stop after this many samples
-    #[arg(long, value_name = "N")]
+    /// Stop after this many samples (at least 1)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub count: Option<u64>,
 
     /// Append to FILE instead of standard output (header written once, flushed every sample)
@@ -367,7 +369,8 @@ impl Common {
         crate::collect::Config {
             demo: self.demo,
             scenario: self.scenario.clone(),
-            nvml_lib: self.nvml_lib.clone(),
+            // Empty is unset (dlopen("") would load gpumon itself).
+            nvml_lib: self.nvml_lib.clone().filter(|l| !l.trim().is_empty()),
             gpus: self.gpu.clone(),
             timeout: self.timeout,
             interval: self.interval,
@@ -421,6 +424,15 @@ pub fn estimate_line(line: &str) -> Result<(Shape, Option<u64>, Run), String> {
             .to_owned()
     })?;
     crate::estimate::inputs(&parsed.args.flags())
+}
+
+/// A `--gpu` selector: an index or a UUID (or its start); empty names no GPU.
+fn parse_gpu(s: &str) -> Result<String, String> {
+    let s = s.trim();
+    if s.is_empty() {
+        return Err("an empty GPU selector names no GPU: give an index or a UUID".into());
+    }
+    Ok(s.to_owned())
 }
 
 /// Parses a history window: at least 10 s, at most 24 h.

@@ -1,16 +1,15 @@
 //! `gpumon log`: one record per GPU (or per process) every interval, to stdout or a file.
 
-use std::fs::OpenOptions;
 use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
 
-use anyhow::Context;
 use tokio::sync::watch;
 
 use crate::cli::{Common, LogArgs};
 use crate::collect::{open_sampler, sampler, Needs};
 use crate::runtime::{shutdown_signal, usage_error};
 use crate::view::log::{Columns, Format, LogWriter};
+use crate::view::logfile::{Expect, LogFile};
 
 pub fn run(common: &Common, args: &LogArgs) -> anyhow::Result<ExitCode> {
     let columns = match Columns::parse(args.fields.as_deref(), args.processes) {
@@ -25,21 +24,21 @@ pub fn run(common: &Common, args: &LogArgs) -> anyhow::Result<ExitCode> {
             Format::Csv
         });
     // Unbuffered here: the log writer gathers each tick's records and writes them at once.
-    let out: Box<dyn Write + Send> = match &args.output {
-        Some(path) => Box::new(
-            OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .with_context(|| format!("cannot open {} for appending", path.display()))?,
-        ),
-        None => Box::new(io::stdout()),
-    };
-    let header = match &args.output {
-        Some(path) => std::fs::metadata(path)
-            .map(|m| m.len() == 0)
-            .unwrap_or(true),
-        None => true,
+    // A file is kept as a daemon keeps its log (view::logfile): reopened when rotated or on
+    // SIGHUP, never appended to under another header or onto a record cut short.
+    let mut reopen = None;
+    let (out, header): (Box<dyn Write + Send>, bool) = match &args.output {
+        Some(path) => {
+            let expect = Expect::new(format, &columns.names());
+            let (file, flag) = match LogFile::open(path, expect) {
+                Ok(f) => f,
+                Err(e) => return Ok(usage_error(e)),
+            };
+            reopen = Some(flag);
+            let header = file.needs_header();
+            (Box::new(file), header)
+        }
+        None => (Box::new(io::stdout()), true),
     };
     // Per GPU, the process lists give processes.count and memory.unattributed; the host
     // facts and probe reports only feed per-process records, the per-process utilisation
@@ -65,6 +64,7 @@ pub fn run(common: &Common, args: &LogArgs) -> anyhow::Result<ExitCode> {
         let mut written = 0u64;
         let stop = shutdown_signal();
         tokio::pin!(stop);
+        let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
         loop {
             tokio::select! {
                 sample = samples.recv() => {
@@ -76,6 +76,12 @@ pub fn run(common: &Common, args: &LogArgs) -> anyhow::Result<ExitCode> {
                     }
                 }
                 _ = &mut stop => break,
+                // logrotate's postrotate: reopen the file. Writing to standard output, a
+                // hangup ends the log as the end of the terminal does.
+                _ = hangup.recv() => match &reopen {
+                    Some(flag) => flag.store(true, std::sync::atomic::Ordering::SeqCst),
+                    None => break,
+                },
             }
         }
         drop(samples);

@@ -36,6 +36,7 @@ use crate::text::Paint;
 use crate::units::fmt_age;
 use crate::units::fmt_bytes;
 use crate::view::log::{Columns, LogWriter};
+use crate::view::logfile::{Expect, LogFile};
 
 /// Samples kept for the summary's "how it grew" lines.
 const KEEP: usize = 64;
@@ -267,14 +268,10 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
             let columns = Columns::parse(args.log_fields.as_deref().or(Some(RUN_LOG_FIELDS)), true)
                 .map_err(anyhow::Error::msg)?;
             utilization = columns.read_process_utilization();
-            let header = fs::metadata(path).map(|m| m.len() == 0).unwrap_or(true);
-            let file = OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .map_err(|e| {
-                    anyhow::anyhow!("cannot open {} for appending: {e}", path.display())
-                })?;
+            // Kept as `log --output` keeps its file (view::logfile).
+            let expect = Expect::new(args.log_format, &columns.names());
+            let (file, _) = LogFile::open(path, expect).map_err(anyhow::Error::new)?;
+            let header = file.needs_header();
             Some(LogWriter::new(file, args.log_format, columns, header))
         }
         None => None,

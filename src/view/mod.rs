@@ -3,4 +3,5 @@
 //! commands choose where the bytes go.
 
 pub mod log;
+pub mod logfile;
 pub mod once;

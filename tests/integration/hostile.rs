@@ -837,3 +837,154 @@ fn estimate_reads_model_files_bounded() {
         "{err}"
     );
 }
+
+/// Finding 7: `log --output` follows logrotate: a renamed or deleted file is replaced by a new
+/// one with its header, and SIGHUP reopens the file instead of killing `log` (rc 129).
+#[test]
+fn log_files_survive_rotation_and_sighup() {
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("gpu.csv");
+    let s = scenario(r#"{"version":1,"devices":[{"name":"G","memory_total_mib":1024}]}"#);
+    let child = StdCommand::new(env!("CARGO_BIN_EXE_gpumon"))
+        .env("GPUMON_NVML_LIB", crate::common::fake_lib())
+        .env("FAKE_NVML_SCENARIO", &s)
+        .args([
+            "log",
+            "--interval",
+            "100ms",
+            "--format",
+            "csv",
+            "--fields",
+            "timestamp,index,name",
+        ])
+        .arg("--output")
+        .arg(&file)
+        .spawn()
+        .expect("start log");
+    let mut child = Killed(child);
+    let read = |p: &std::path::Path| std::fs::read_to_string(p).unwrap_or_default();
+    let wait_rows = |p: &std::path::Path, n: usize| {
+        let start = std::time::Instant::now();
+        while read(p).lines().count() < n + 1 {
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "{}: {}",
+                p.display(),
+                read(p)
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    wait_rows(&file, 3);
+    std::fs::rename(&file, dir.path().join("gpu.csv.1")).expect("rotate");
+    wait_rows(&file, 2);
+    assert!(
+        read(&file).starts_with("timestamp,index,name\n"),
+        "{}",
+        read(&file)
+    );
+    std::fs::remove_file(&file).expect("delete");
+    wait_rows(&file, 2);
+    assert!(read(&file).starts_with("timestamp,index,name\n"));
+    // logrotate's create + postrotate kill -HUP.
+    std::fs::rename(&file, dir.path().join("gpu.csv.2")).expect("rotate");
+    std::fs::write(&file, "").expect("create");
+    let pid = child.0.id().to_string();
+    StdCommand::new("kill")
+        .args(["-HUP", &pid])
+        .status()
+        .expect("kill");
+    wait_rows(&file, 2);
+    assert!(read(&file).starts_with("timestamp,index,name\n"));
+    assert!(
+        child.0.try_wait().expect("wait").is_none(),
+        "SIGHUP killed log"
+    );
+    StdCommand::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    let status = child.0.wait().expect("wait");
+    assert!(status.success(), "{status:?}");
+    // No record lost or cut anywhere: every line of every file is a whole row.
+    for name in ["gpu.csv", "gpu.csv.1", "gpu.csv.2"] {
+        let text = read(&dir.path().join(name));
+        assert!(text.ends_with('\n'), "{name}: {text:?}");
+        assert!(
+            text.lines().skip(1).all(|l| l.split(',').count() == 3),
+            "{name}: {text}"
+        );
+    }
+}
+
+/// Finding 8: a file that ends in a record cut short (a full disk) is cut back to its last
+/// whole record before appending; a second run with other fields or another format is
+/// refused, naming the file and both; a write that fails names the file (ENOSPC).
+#[test]
+fn log_files_never_mix_columns_or_append_onto_a_cut_record() {
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("gpu.csv");
+    std::fs::write(
+        &file,
+        "timestamp,index,name\n2026-01-01T00:00:00.000Z,0,G\n2026-01-01T00:00:01.0",
+    )
+    .expect("write");
+    let s = scenario(r#"{"version":1,"devices":[{"name":"G","memory_total_mib":1024}]}"#);
+    let log = |args: &[&str], out: &std::path::Path| {
+        gpumon_fake(&s, 0.0)
+            .args(["log", "--count", "1"])
+            .args(args)
+            .arg("--output")
+            .arg(out)
+            .output()
+            .expect("run")
+    };
+    let out = log(
+        &["--format", "csv", "--fields", "timestamp,index,name"],
+        &file,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cut short"));
+    let text = std::fs::read_to_string(&file).expect("read");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert_eq!(lines[1], "2026-01-01T00:00:00.000Z,0,G");
+    assert!(
+        lines[2].ends_with(",0,G") && lines[2].len() == lines[1].len(),
+        "{text}"
+    );
+    for (args, what) in [
+        (
+            vec!["--format", "csv", "--fields", "timestamp,index"],
+            "CSV header 'timestamp,index'",
+        ),
+        (
+            vec!["--format", "jsonl", "--fields", "timestamp,index,name"],
+            "JSON lines",
+        ),
+    ] {
+        let out = log(&args, &file);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("gpu.csv holds another log") && err.contains(what),
+            "{err}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(&file).expect("read"),
+        text,
+        "left as it was"
+    );
+    let out = log(&["--format", "csv"], std::path::Path::new("/dev/full"));
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cannot write to /dev/full: No space left on device"),
+        "{err}"
+    );
+}
