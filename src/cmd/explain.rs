@@ -19,18 +19,31 @@ pub fn run(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let mut scanner = Scanner::new();
-    let read = match args.file.as_deref() {
-        Some(p) if p != std::path::Path::new("-") => match std::fs::File::open(p) {
-            Ok(file) => for_each_line(file, |l| scanner.push_line(l)),
-            Err(e) => {
-                eprintln!("gpumon: cannot read {}: {e}", p.display());
+    // A file, or a pipe (`<(tail -f train.log)`): read as a stream, in bounded memory.
+    let (read, input) = match args.file.as_deref() {
+        Some(p) if p != std::path::Path::new("-") => {
+            if p.is_dir() {
+                eprintln!("gpumon: {} is a directory: give a log file", p.display());
                 return Ok(ExitCode::from(EXIT_USAGE));
             }
-        },
-        _ => for_each_line(io::stdin().lock(), |l| scanner.push_line(l)),
+            match std::fs::File::open(p) {
+                Ok(file) => (
+                    for_each_line(file, |l| scanner.push_line(l)),
+                    p.display().to_string(),
+                ),
+                Err(e) => {
+                    eprintln!("gpumon: cannot read {}: {e}", p.display());
+                    return Ok(ExitCode::from(EXIT_USAGE));
+                }
+            }
+        }
+        _ => (
+            for_each_line(io::stdin().lock(), |l| scanner.push_line(l)),
+            "standard input".to_owned(),
+        ),
     };
     if let Err(e) = read {
-        eprintln!("gpumon: cannot read the input: {e}");
+        eprintln!("gpumon: cannot read {input}: {e}");
         return Ok(ExitCode::from(EXIT_USAGE));
     }
     let analysis = scanner.finish();

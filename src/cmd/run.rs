@@ -158,19 +158,64 @@ struct Relayed {
     oom_at: Option<SystemTime>,
 }
 
-/// Copies CMD's stderr to ours unchanged, feeding complete lines to the OOM scanner.
-fn relay(mut from: impl Read) -> Relayed {
-    let mut scanner = Scanner::new();
-    let mut split = LineSplitter::default();
+/// What the relay has read of CMD's stderr so far, shared with `run`: when CMD exits, `run`
+/// takes it without waiting for the pipe's end, which a backgrounded grandchild may hold
+/// open for as long as it lives.
+#[derive(Default)]
+struct Reading {
+    scanner: Scanner,
+    split: LineSplitter,
+    oom_at: Option<SystemTime>,
+}
+
+impl Reading {
+    fn feed(&mut self, bytes: &[u8]) {
+        let Reading {
+            scanner,
+            split,
+            oom_at,
+        } = self;
+        split.feed(bytes, |line| {
+            if crate::oom::scan::is_trigger(line) {
+                *oom_at = Some(SystemTime::now());
+            }
+            scanner.push_line(line);
+        });
+    }
+
+    /// What was found, the last line included even without its newline.
+    fn finish(self) -> Relayed {
+        let Reading {
+            mut scanner,
+            mut split,
+            mut oom_at,
+        } = self;
+        split.finish(|line| {
+            if crate::oom::scan::is_trigger(line) {
+                oom_at = Some(SystemTime::now());
+            }
+            scanner.push_line(line);
+        });
+        Relayed {
+            analysis: scanner.finish(),
+            oom_at,
+        }
+    }
+}
+
+/// How long `run` waits, once CMD has exited, for its stderr to be read to the end: what CMD
+/// wrote is in the pipe already; only a process CMD left behind keeps the pipe open longer.
+const DRAIN: Duration = Duration::from_millis(200);
+
+/// Copies CMD's stderr to ours unchanged, feeding what it reads to `reading`; tells `done`
+/// at the end of the pipe.
+fn relay(
+    mut from: impl Read,
+    reading: Arc<std::sync::Mutex<Option<Reading>>>,
+    done: std::sync::mpsc::Sender<()>,
+) {
     let mut to = io::stderr();
     let mut chunk = vec![0u8; 16 * 1024];
-    let mut oom_at = None;
-    let mut feed = |line: &str| {
-        if crate::oom::scan::is_trigger(line) {
-            oom_at = Some(SystemTime::now());
-        }
-        scanner.push_line(line);
-    };
     loop {
         let n = match from.read(&mut chunk) {
             Ok(0) => break,
@@ -181,13 +226,11 @@ fn relay(mut from: impl Read) -> Relayed {
         // The user sees the bytes first; a closed stderr of ours must not stop the job.
         let _ = to.write_all(&chunk[..n]);
         let _ = to.flush();
-        split.feed(&chunk[..n], &mut feed);
+        if let Some(r) = reading.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+            r.feed(&chunk[..n]);
+        }
     }
-    split.finish(&mut feed);
-    Relayed {
-        analysis: scanner.finish(),
-        oom_at,
-    }
+    let _ = done.send(());
 }
 
 /// The directory holding our sitecustomize.py, removed when dropped.
@@ -327,10 +370,12 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let child_pid = child.id();
-    let relay = child
-        .stderr
-        .take()
-        .map(|e| std::thread::spawn(move || relay(e)));
+    let reading = Arc::new(std::sync::Mutex::new(Some(Reading::default())));
+    let (relayed_tx, relay_done) = std::sync::mpsc::channel();
+    if let Some(e) = child.stderr.take() {
+        let reading = Arc::clone(&reading);
+        std::thread::spawn(move || relay(e, reading, relayed_tx));
+    }
     let mut trace = Trace {
         job: Job {
             run_id,
@@ -389,10 +434,21 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
     // A tick may still be waiting on a hung GPU: never wait for it on the way out.
     runtime_rt.shutdown_background();
     let status = status?;
-    let relayed = relay.and_then(|h| h.join().ok()).unwrap_or(Relayed {
-        analysis: Analysis::default(),
-        oom_at: None,
-    });
+    // CMD has exited: what it wrote is read within DRAIN; a process it left behind that
+    // still holds the pipe does not keep `run` waiting (what it writes later is relayed until
+    // gpumon exits, and not read for an OOM).
+    let _ = relay_done.recv_timeout(DRAIN);
+    let relayed = reading
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take()
+        .map_or(
+            Relayed {
+                analysis: Analysis::default(),
+                oom_at: None,
+            },
+            Reading::finish,
+        );
     drop(site);
     if !args.quiet {
         let text = summary(
@@ -522,7 +578,13 @@ fn summary(
         width: Some(crate::runtime::terminal_width()),
         ..Default::default()
     };
-    render_oom_with(&mut out, oom, relayed.analysis.ooms.len(), paint, &layout);
+    render_oom_with(
+        &mut out,
+        oom,
+        relayed.analysis.total as usize,
+        paint,
+        &layout,
+    );
     // The live numbers sampled just before the error went by.
     let before: Vec<&Arc<Sample>> = trace
         .samples

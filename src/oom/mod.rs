@@ -281,11 +281,17 @@ impl Facts {
 /// Everything found in one text.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Analysis {
-    /// Every OOM found, in order; the last is the main one.
+    /// The OOMs found, in order, the last [`MAX_KEPT`] of them; the last is the main one.
     pub ooms: Vec<Oom>,
+    /// How many OOMs were found in all (`yes OOM | gpumon explain` finds millions, and keeps
+    /// 64).
+    pub total: u64,
     /// Lines read.
     pub lines: u64,
 }
+
+/// The most OOMs an analysis keeps: memory stays bounded whatever the input.
+pub const MAX_KEPT: usize = 64;
 
 impl Analysis {
     pub fn main(&self) -> Option<&Oom> {

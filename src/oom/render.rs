@@ -45,7 +45,7 @@ pub fn to_json_with<'a>(
     ExplainJson {
         schema_version: SCHEMA_VERSION,
         found: main.is_some(),
-        count: a.ooms.len(),
+        count: a.total as usize,
         framework: main.map(|o| o.framework),
         format: main.map(|o| o.format),
         device_index: main.and_then(|o| o.device_index),
@@ -227,7 +227,7 @@ pub fn render_with(a: &Analysis, paint: Paint, layout: &Layout) -> String {
         return out;
     };
     let mut out = String::new();
-    render_oom_with(&mut out, oom, a.ooms.len(), paint, layout);
+    render_oom_with(&mut out, oom, a.total as usize, paint, layout);
     out
 }
 

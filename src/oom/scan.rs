@@ -41,9 +41,28 @@ fn prefix_re() -> &'static Regex {
     })
 }
 
+/// Terminal escapes a log may carry: CSI (colours, cursor), OSC (titles, OSC 8 hyperlinks)
+/// ended by BEL or by ST (`ESC \\`), DCS/SOS/PM/APC strings, two-byte escapes, their 8-bit
+/// C1 forms, and stray control characters.
 fn ansi_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| Regex::new(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07").expect("ansi"))
+    RE.get_or_init(|| {
+        Regex::new(concat!(
+            r"\x1b\[[0-?]*[ -/]*[@-~]",
+            r"|\x{9b}[0-?]*[ -/]*[@-~]",
+            r"|(?:\x1b\]|\x{9d})[^\x07\x1b\x{9c}]*(?:\x07|\x1b\\|\x{9c})?",
+            r"|(?:\x1b[P^_X]|[\x{90}\x{98}\x{9e}\x{9f}])[^\x1b\x{9c}]*(?:\x1b\\|\x{9c})?",
+            r"|\x1b[ -/]*[0-~]",
+            r"|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\x{80}-\x{9f}]",
+        ))
+        .expect("ansi")
+    })
+}
+
+/// Whether a line holds escape sequences or control characters to strip.
+fn has_escapes(line: &str) -> bool {
+    line.bytes().any(|b| b == 0x1b || b == 0x07)
+        || line.contains(|c: char| ('\u{80}'..='\u{9f}').contains(&c))
 }
 
 /// `line` cut to [`MAX_LINE`] bytes on a character boundary.
@@ -59,7 +78,7 @@ fn cut(line: &str) -> &str {
 pub fn normalise(line: &str) -> String {
     let line = cut(line);
     let line = line.trim_end_matches(['\r', '\n']);
-    let clean = if line.contains('\x1b') {
+    let clean = if has_escapes(line) {
         ansi_re().replace_all(line, "")
     } else {
         line.into()
@@ -102,26 +121,43 @@ pub fn is_trigger(line: &str) -> bool {
 }
 
 /// Cuts a byte stream into lines of at most [`MAX_LINE`] bytes, whatever the chunks it
-/// arrives in, so memory stays bounded for inputs of any size or shape.
+/// arrives in, so memory stays bounded for inputs of any size or shape. A line ends at a
+/// newline, a CR alone (progress bars, old logs) or a CRLF. A longer line (a JSON log record
+/// with an escaped traceback, minified output) goes out in pieces, cut at an escaped `\n`
+/// or else at a space near the limit: what is at its end is read too.
 #[derive(Debug, Default)]
 pub struct LineSplitter {
     line: Vec<u8>,
+    /// The last byte seen was a CR: a LF right after it ends nothing more.
+    after_cr: bool,
 }
 
 impl LineSplitter {
-    /// Calls `f` with each line completed by `chunk` (without its newline).
+    /// Calls `f` with each line completed by `chunk` (without its line break).
     pub fn feed(&mut self, chunk: &[u8], mut f: impl FnMut(&str)) {
         let mut rest = chunk;
-        while let Some(i) = rest.iter().position(|b| *b == b'\n') {
-            self.take(&rest[..i]);
+        if self.after_cr && rest.first() == Some(&b'\n') {
+            rest = &rest[1..];
+        }
+        self.after_cr = false;
+        while let Some(i) = rest.iter().position(|b| *b == b'\n' || *b == b'\r') {
+            self.take(&rest[..i], &mut f);
             f(&String::from_utf8_lossy(&self.line));
             self.line.clear();
+            let cr = rest[i] == b'\r';
             rest = &rest[i + 1..];
+            if cr {
+                match rest.first() {
+                    Some(b'\n') => rest = &rest[1..],
+                    None => self.after_cr = true,
+                    Some(_) => {}
+                }
+            }
         }
-        self.take(rest);
+        self.take(rest, &mut f);
     }
 
-    /// Calls `f` with the last line, if the stream did not end with a newline.
+    /// Calls `f` with the last line, if the stream did not end with a line break.
     pub fn finish(&mut self, mut f: impl FnMut(&str)) {
         if !self.line.is_empty() {
             f(&String::from_utf8_lossy(&self.line));
@@ -129,9 +165,84 @@ impl LineSplitter {
         }
     }
 
-    fn take(&mut self, bytes: &[u8]) {
-        let room = MAX_LINE.saturating_sub(self.line.len());
-        self.line.extend_from_slice(&bytes[..bytes.len().min(room)]);
+    /// Adds `bytes` to the line, sending out a piece each time it reaches [`MAX_LINE`].
+    fn take(&mut self, mut bytes: &[u8], f: &mut impl FnMut(&str)) {
+        while self.line.len() + bytes.len() > MAX_LINE {
+            let room = MAX_LINE - self.line.len();
+            self.line.extend_from_slice(&bytes[..room]);
+            bytes = &bytes[room..];
+            // Cut in the last quarter: at an escaped newline (dropped), else after a space.
+            let from = MAX_LINE * 3 / 4;
+            let tail = &self.line[from..];
+            let (cut, skip) = match tail.windows(2).rposition(|w| w == b"\\n") {
+                Some(i) => (from + i, 2),
+                None => match tail.iter().rposition(|b| *b == b' ') {
+                    Some(i) => (from + i + 1, 0),
+                    None => (MAX_LINE, 0),
+                },
+            };
+            // Never in the middle of a character.
+            let mut cut = cut;
+            while cut < self.line.len() && (self.line[cut] & 0xc0) == 0x80 {
+                cut += 1;
+            }
+            f(&String::from_utf8_lossy(&self.line[..cut]));
+            let keep = (cut + skip).min(self.line.len());
+            self.line.drain(..keep);
+        }
+        self.line.extend_from_slice(bytes);
+    }
+}
+
+/// Text from UTF-16LE (what PowerShell 5's `>` writes), turned into UTF-8 chunk by chunk.
+#[derive(Debug, Default)]
+struct Utf16Le {
+    odd: Option<u8>,
+    high: Option<u16>,
+}
+
+impl Utf16Le {
+    /// Whether the input's first bytes are UTF-16LE: a byte order mark, or ASCII text with a
+    /// zero after every byte.
+    fn detect(head: &[u8]) -> bool {
+        if head.starts_with(&[0xff, 0xfe]) {
+            return true;
+        }
+        let pairs: Vec<&[u8]> = head.chunks_exact(2).take(64).collect();
+        pairs.len() >= 4
+            && pairs.iter().filter(|p| p[1] == 0 && p[0] != 0).count() * 4 >= pairs.len() * 3
+    }
+
+    fn decode(&mut self, bytes: &[u8], out: &mut Vec<u8>) {
+        let mut units = Vec::with_capacity(bytes.len() / 2 + 1);
+        let mut rest = bytes;
+        if let Some(b) = self.odd.take() {
+            if let Some((&next, r)) = rest.split_first() {
+                units.push(u16::from_le_bytes([b, next]));
+                rest = r;
+            } else {
+                self.odd = Some(b);
+            }
+        }
+        let mut pairs = rest.chunks_exact(2);
+        units.extend(pairs.by_ref().map(|p| u16::from_le_bytes([p[0], p[1]])));
+        if let [b] = pairs.remainder() {
+            self.odd = Some(*b);
+        }
+        if let Some(h) = self.high.take() {
+            units.insert(0, h);
+        }
+        // A high surrogate at the end waits for its pair.
+        if units.last().is_some_and(|u| (0xd800..0xdc00).contains(u)) {
+            self.high = units.pop();
+        }
+        for c in char::decode_utf16(units) {
+            let c = c.unwrap_or(char::REPLACEMENT_CHARACTER);
+            if c != '\u{feff}' {
+                let mut buf = [0u8; 4];
+                out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+            }
+        }
     }
 }
 
@@ -166,6 +277,15 @@ impl Scanner {
     pub fn push_line(&mut self, raw: &str) {
         self.analysis.lines += 1;
         let raw = cut(raw);
+        // A colour or a hyperlink inside the message ("out of\x1b[1m memory") hides it from
+        // the trigger: test the line without its escapes.
+        let stripped;
+        let raw = if has_escapes(raw) {
+            stripped = ansi_re().replace_all(raw, "");
+            &*stripped
+        } else {
+            raw
+        };
         let trigger = is_trigger(raw);
         let stat = raw.contains("Limit:") || raw.contains("InUse:");
         if !trigger && !stat && self.pending == 0 {
@@ -193,7 +313,7 @@ impl Scanner {
                 .last()
                 .is_some_and(|o| o.framework == Framework::Tensorflow);
             if !last_is_tf {
-                self.analysis.ooms.push(super::parse::tf_stats_only());
+                self.keep(super::parse::tf_stats_only());
             }
             if let Some(oom) = self.analysis.ooms.last_mut() {
                 super::parse::apply_tf_stat(&mut oom.facts, key, value);
@@ -266,23 +386,35 @@ impl Scanner {
                     .ooms
                     .pop_if(|o| o.format == super::parse::TF_STATS_ONLY)
                 {
+                    self.analysis.total -= 1;
                     oom.facts.total_bytes = oom.facts.total_bytes.or(stats.facts.total_bytes);
                     oom.facts.total_is_limit |= stats.facts.total_is_limit;
                     oom.facts.allocated_bytes =
                         oom.facts.allocated_bytes.or(stats.facts.allocated_bytes);
                 }
             }
-            self.analysis.ooms.push(oom);
+            self.keep(oom);
         }
+    }
+
+    /// Keeps an OOM found: the last [`super::MAX_KEPT`], and the count of all.
+    fn keep(&mut self, oom: super::Oom) {
+        self.analysis.total += 1;
+        if self.analysis.ooms.len() >= super::MAX_KEPT {
+            self.analysis.ooms.remove(0);
+        }
+        self.analysis.ooms.push(oom);
     }
 
     pub fn finish(mut self) -> super::Analysis {
         self.flush();
         // A lone "Limit:" or "InUse:" line is not an allocator's Stats block.
+        let before = self.analysis.ooms.len();
         self.analysis.ooms.retain(|o| {
             o.format != super::parse::TF_STATS_ONLY
                 || (o.facts.total_bytes.is_some() && o.facts.allocated_bytes.is_some())
         });
+        self.analysis.total -= (before - self.analysis.ooms.len()) as u64;
         for oom in &mut self.analysis.ooms {
             oom.facts.derive();
         }
@@ -291,20 +423,48 @@ impl Scanner {
 }
 
 /// Calls `f` with each line of `reader`, reading in fixed chunks: a line longer than
-/// [`MAX_LINE`] bytes is cut there, so memory stays bounded
-/// whatever the input.
+/// [`MAX_LINE`] bytes goes out in pieces ([`LineSplitter`]), so memory stays bounded whatever
+/// the input. UTF-16LE input (PowerShell's) is read as text.
 pub fn for_each_line(
     mut reader: impl std::io::Read,
     mut f: impl FnMut(&str),
 ) -> std::io::Result<()> {
     let mut chunk = vec![0u8; 64 * 1024];
     let mut split = LineSplitter::default();
+    let mut utf16: Option<Utf16Le> = None;
+    // The first bytes, gathered until there are enough to tell UTF-16 (or the input ends).
+    let mut head: Option<Vec<u8>> = Some(Vec::new());
+    let mut text = Vec::new();
+    let mut feed = |bytes: &[u8], utf16: &mut Option<Utf16Le>, f: &mut dyn FnMut(&str)| match utf16
+    {
+        Some(u) => {
+            text.clear();
+            u.decode(bytes, &mut text);
+            split.feed(&text, f);
+        }
+        None => split.feed(bytes, f),
+    };
     loop {
-        match reader.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => split.feed(&chunk[..n], &mut f),
+        let n = match reader.read(&mut chunk) {
+            Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
+        };
+        if let Some(h) = head.as_mut() {
+            h.extend_from_slice(&chunk[..n]);
+            if h.len() < 64 && n > 0 {
+                continue;
+            }
+            if Utf16Le::detect(h) {
+                utf16 = Some(Utf16Le::default());
+            }
+            let h = head.take().unwrap_or_default();
+            feed(&h, &mut utf16, &mut f);
+        } else if n > 0 {
+            feed(&chunk[..n], &mut utf16, &mut f);
+        }
+        if n == 0 {
+            break;
         }
     }
     split.finish(f);
@@ -365,17 +525,111 @@ mod tests {
     }
 
     #[test]
-    fn lines_split_across_chunks_and_are_capped() {
+    fn lines_split_across_chunks_and_long_ones_go_out_in_pieces() {
         let mut split = LineSplitter::default();
         let mut got = Vec::new();
         split.feed(b"ab", |l| got.push(l.to_owned()));
         split.feed(b"c\nde\n", |l| got.push(l.to_owned()));
-        split.feed(&vec![b'x'; MAX_LINE + 10], |l| got.push(l.to_owned()));
+        split.feed(&vec![b'x'; MAX_LINE + 10], |l| {
+            got.push(l.len().to_string())
+        });
         split.finish(|l| got.push(l.len().to_string()));
-        assert_eq!(
-            got,
-            vec!["abc".to_owned(), "de".to_owned(), MAX_LINE.to_string()]
-        );
+        assert_eq!(got, ["abc", "de", &MAX_LINE.to_string(), "10"]);
+        // CR alone ends a line, CRLF is one break even across chunks.
+        let mut got = Vec::new();
+        split.feed(b"10%\r50%\r100%\r", |l| got.push(l.to_owned()));
+        split.feed(b"\nnext\r\nlast", |l| got.push(l.to_owned()));
+        split.finish(|l| got.push(l.to_owned()));
+        assert_eq!(got, ["10%", "50%", "100%", "next", "last"]);
+    }
+
+    /// Finding 13: an OOM at the end of a JSON log record longer than 16 KiB, with its
+    /// traceback's newlines escaped, is found; memory stays bounded.
+    #[test]
+    fn an_oom_at_the_end_of_a_very_long_line_is_found() {
+        let mut record =
+            String::from("{\"level\":\"error\",\"msg\":\"Traceback (most recent call last):");
+        for i in 0..2000 {
+            record.push_str(&format!(
+                "\\n  File \\\"/app/train.py\\\", line {i}, in step"
+            ));
+        }
+        record.push_str("\\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB of which 1.19 GiB is free.\"}\n");
+        assert!(record.len() > 4 * MAX_LINE);
+        let mut s = Scanner::new();
+        for_each_line(record.as_bytes(), |l| s.push_line(l)).expect("read");
+        let a = s.finish();
+        let o = a.main().expect("the OOM at the end");
+        assert_eq!(o.facts.requested_bytes, Some(2 << 30));
+    }
+
+    /// Finding 18: an OOM line carrying an OSC ended by ST (OSC 8 hyperlinks), an OSC and a
+    /// CSI inside the message, or a C1 CSI, is read as the message.
+    #[test]
+    fn escapes_inside_a_message_do_not_hide_it() {
+        for line in [
+            "\x1b]8;;file:///app/train.py\x1b\\train.py\x1b]8;;\x1b\\: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB",
+            "torch.OutOfMemoryError: CUDA out of\x1b[1;31m memory\x1b[0m. Tried to \x1b]0;t\x07allocate 20.00 MiB",
+            "torch.OutOfMemoryError: CUDA \u{9b}1mout of memory\u{9b}0m. Tried to allocate 20.00 MiB",
+        ] {
+            let line = format!(
+                "{line}. GPU 0 has a total capacity of 79.10 GiB of which 1.19 GiB is free. \
+                 Of the allocated memory 75.50 GiB is allocated by PyTorch, and 1.50 GiB is \
+                 reserved by PyTorch but unallocated."
+            );
+            let a = super::super::analyze(&line);
+            let o = a.main().unwrap_or_else(|| panic!("missed {line:?}"));
+            assert_eq!(o.facts.requested_bytes, Some(20 << 20), "{line:?}");
+        }
+    }
+
+    /// Finding 18: a UTF-16LE log (PowerShell 5's `>`), with its byte order mark or without,
+    /// split at odd bytes, reads as text.
+    #[test]
+    fn utf16le_logs_are_read_as_text() {
+        let text = "step 3\r\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.10 GiB of which 1.19 GiB is free. 日本\r\n";
+        for bom in [true, false] {
+            let mut bytes: Vec<u8> = if bom { vec![0xff, 0xfe] } else { vec![] };
+            bytes.extend(text.encode_utf16().flat_map(u16::to_le_bytes));
+            // Read in 7-byte chunks: every unit is split somewhere.
+            struct Chunks<'a>(&'a [u8]);
+            impl std::io::Read for Chunks<'_> {
+                fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                    let n = self.0.len().min(7).min(buf.len());
+                    buf[..n].copy_from_slice(&self.0[..n]);
+                    self.0 = &self.0[n..];
+                    Ok(n)
+                }
+            }
+            let mut lines = Vec::new();
+            for_each_line(Chunks(&bytes), |l| lines.push(l.to_owned())).expect("read");
+            assert_eq!(lines[0], "step 3", "bom {bom}");
+            assert!(lines[1].ends_with("free. 日本"), "{lines:?}");
+            let mut s = Scanner::new();
+            for l in &lines {
+                s.push_line(l);
+            }
+            assert_eq!(
+                s.finish().main().and_then(|o| o.facts.requested_bytes),
+                Some(20 << 20)
+            );
+        }
+    }
+
+    /// Finding 12: memory stays bounded however many OOMs the input repeats: the last 64
+    /// are kept, the count is of all.
+    #[test]
+    fn a_flood_of_ooms_is_counted_not_kept() {
+        let mut s = Scanner::new();
+        let line = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. \
+                    GPU 0 has a total capacity of 79.10 GiB of which 1.19 GiB is free.";
+        for _ in 0..200 {
+            s.push_line(line);
+            s.push_line("");
+        }
+        let a = s.finish();
+        assert_eq!(a.total, 200);
+        assert_eq!(a.ooms.len(), super::super::MAX_KEPT);
     }
 
     #[test]

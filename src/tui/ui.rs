@@ -773,7 +773,13 @@ fn draw_oom(frame: &mut Frame, area: Rect, app: &App, sample: &Sample) {
                 sizing: None,
             };
             let mut out = String::new();
-            render_oom_with(&mut out, oom, analysis.ooms.len(), Paint(false), &layout);
+            render_oom_with(
+                &mut out,
+                oom,
+                analysis.total as usize,
+                Paint(false),
+                &layout,
+            );
             if let Some(d) = live_device {
                 out.push_str(&live_line(d));
             }

@@ -988,3 +988,90 @@ fn log_files_never_mix_columns_or_append_onto_a_cut_record() {
         "{err}"
     );
 }
+
+/// Finding 6: `run` returns when its child exits, not when the last holder of the child's
+/// stderr (a daemonised helper, a backgrounded sleep) lets go of it; the child's own output
+/// and exit status still come through.
+#[test]
+fn run_returns_when_its_child_exits_not_its_pipes_last_holder() {
+    let dir = tempfile::tempdir().expect("dir");
+    // Files, not pipes: the backgrounded sleep inherits the child's stdout (gpumon's), and a
+    // pipe held by it would keep this test, not gpumon, waiting.
+    let (out_path, err_path) = (dir.path().join("out"), dir.path().join("err"));
+    let started = std::time::Instant::now();
+    let mut child = StdCommand::new(env!("CARGO_BIN_EXE_gpumon"))
+        .env("XDG_RUNTIME_DIR", dir.path())
+        .env_remove("GPUMON_NVML_LIB")
+        .args([
+            "--demo",
+            "run",
+            "--",
+            "sh",
+            "-c",
+            "sleep 30 & echo from-the-child >&2; exit 4",
+        ])
+        .stdout(std::fs::File::create(&out_path).expect("out"))
+        .stderr(std::fs::File::create(&err_path).expect("err"))
+        .spawn()
+        .expect("run");
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if started.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("gpumon run waited for the grandchild");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(4), "{status:?}");
+    let err = std::fs::read_to_string(&err_path).expect("err");
+    assert!(err.contains("from-the-child"), "{err}");
+    assert!(err.contains("gpumon run:"), "the summary: {err}");
+}
+
+/// Findings 12, 13, 18 and 20 through the binary: `explain` names a directory given as its
+/// file; reads a UTF-16LE log, CR-only line breaks and an OOM at the end of a 70 KB JSON
+/// record; and counts a flood of repeated OOMs without keeping them.
+#[test]
+fn explain_reads_awkward_inputs() {
+    let dir = tempfile::tempdir().expect("dir");
+    let out = crate::common::gpumon()
+        .args(["explain"])
+        .arg(dir.path())
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("{} is a directory", dir.path().display())),
+        "{err}"
+    );
+
+    let oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB of which 1.19 GiB is free. Of the allocated memory 75.50 GiB is allocated by PyTorch, and 1.50 GiB is reserved by PyTorch but unallocated.";
+    let explain = |bytes: Vec<u8>| {
+        let f = dir.path().join("input.log");
+        std::fs::write(&f, bytes).expect("write");
+        stdout_json(crate::common::gpumon().args(["explain", "--json"]).arg(&f))
+    };
+    let utf16: Vec<u8> = [0xff, 0xfe]
+        .into_iter()
+        .chain(
+            format!("epoch 1\r\n{oom}\r\n")
+                .encode_utf16()
+                .flat_map(u16::to_le_bytes),
+        )
+        .collect();
+    let v = explain(utf16);
+    assert_eq!(v["breakdown"]["requested_bytes"], 2u64 << 30, "{v}");
+    let mut record = String::from("progress 10%\rprogress 90%\r{\"msg\":\"Traceback:");
+    for i in 0..2000 {
+        record.push_str(&format!("\\n  File \\\"train.py\\\", line {i}"));
+    }
+    record.push_str(&format!("\\n{oom}\"}}\r"));
+    let v = explain(record.into_bytes());
+    assert_eq!(v["breakdown"]["requested_bytes"], 2u64 << 30, "{v}");
+    let flood = format!("{oom}\n\n").repeat(500);
+    let v = explain(flood.into_bytes());
+    assert_eq!(v["count"], 500);
+}
