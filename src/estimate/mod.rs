@@ -106,7 +106,59 @@ pub fn inputs(args: &Flags) -> Result<(Shape, Option<u64>, Run), String> {
         inference: args.inference,
         lora_rank: args.lora_rank.filter(|_| !args.inference),
     };
+    check(&shape, &run)?;
     Ok((shape, on_disk, run))
+}
+
+/// The largest figure an estimate states: beyond it the model's arithmetic saturates (a run
+/// at the flags' caps), and a report would set "between steps 1.0 GiB" beside exabytes of
+/// weights.
+pub const MAX_PLAUSIBLE: u64 = 1 << 60;
+
+/// A shape that can exist and a run whose figures can be stated: the errors name the flags
+/// or the config's fields at fault.
+fn check(shape: &Shape, run: &Run) -> Result<(), String> {
+    if let (Some(heads), Some(kv)) = (shape.heads, shape.kv_heads) {
+        if kv > heads || heads % kv != 0 {
+            return Err(format!(
+                "{kv} key/value heads for {heads} attention heads: grouped-query attention \
+                 shares each key/value head among a whole number of query heads \
+                 (--kv-heads, num_key_value_heads, at most --heads and dividing it)"
+            ));
+        }
+    }
+    if let (Some(hidden), Some(heads)) = (shape.hidden, shape.heads) {
+        if hidden % heads != 0 {
+            return Err(format!(
+                "a hidden size of {hidden} is not divisible by {heads} heads: each head \
+                 takes an equal share (--hidden, --heads)"
+            ));
+        }
+    }
+    let p = model::estimate(shape, run);
+    let too_big = [
+        Some(p.weights_bytes),
+        p.gradients_bytes,
+        p.optimizer_bytes,
+        p.activations_bytes,
+        p.kv_cache_bytes,
+        Some(p.total_bytes),
+    ]
+    .into_iter()
+    .flatten()
+    .any(|b| b >= MAX_PLAUSIBLE);
+    if too_big {
+        return Err(format!(
+            "this run would need more than {} (weights {}, activations {}): more than any \
+             machine holds, so no figure would mean anything; check --params, --batch, \
+             --seq-len and the shape",
+            fmt_bytes(MAX_PLAUSIBLE),
+            fmt_bytes(p.weights_bytes),
+            p.activations_bytes
+                .map_or_else(|| "—".to_owned(), fmt_bytes)
+        ));
+    }
+    Ok(())
 }
 
 /// The standard remedies `explain` ranks, sized by this model when the user describes the run.
@@ -553,6 +605,68 @@ pub fn render(r: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn flags(line: &str) -> Result<(Shape, Option<u64>, Run), String> {
+        // The same parser the command line and the dashboard use, without clap here.
+        let mut f = Flags {
+            model: None,
+            params: Some(7_000_000_000),
+            layers: Some(32),
+            hidden: Some(4096),
+            heads: Some(32),
+            kv_heads: None,
+            vocab: Some(32000),
+            intermediate: None,
+            gated_mlp: false,
+            batch: 1,
+            seq_len: 2048,
+            dtype: Dtype::Bf16,
+            mixed_precision: false,
+            optimizer: Optimizer::Adamw,
+            checkpointing: Checkpointing::None,
+            attention: model::Attention::Sdpa,
+            grad_accum: 1,
+            inference: false,
+            lora_rank: None,
+        };
+        for part in line.split_whitespace() {
+            let (k, v) = part.split_once('=').unwrap_or((part, ""));
+            let n = v.parse::<u64>().ok();
+            match k {
+                "kv" => f.kv_heads = n,
+                "hidden" => f.hidden = n,
+                "heads" => f.heads = n,
+                "batch" => f.batch = n.unwrap_or(1),
+                "seq" => f.seq_len = n.unwrap_or(1),
+                "layers" => f.layers = n,
+                "params" => f.params = n,
+                _ => {}
+            }
+        }
+        inputs(&f)
+    }
+
+    /// Finding 19: shapes that cannot exist and runs whose figures saturate are refused with
+    /// the flags at fault, instead of a report beside exabytes.
+    #[test]
+    fn impossible_shapes_and_saturated_runs_are_refused() {
+        assert!(flags("").is_ok());
+        assert!(flags("kv=8").is_ok(), "grouped-query attention");
+        let e = flags("kv=64").expect_err("more KV heads than heads");
+        assert!(
+            e.contains("64 key/value heads for 32 attention heads"),
+            "{e}"
+        );
+        assert!(
+            flags("kv=5").is_err(),
+            "32 heads do not share 5 KV heads evenly"
+        );
+        let e = flags("hidden=4097").expect_err("not divisible");
+        assert!(e.contains("4097 is not divisible by 32 heads"), "{e}");
+        let e = flags("params=999999999999999 layers=100000 hidden=1048576 heads=65536 batch=1048576 seq=16777216")
+            .expect_err("saturated");
+        assert!(e.contains("more than 1.0 EiB"), "{e}");
+    }
 
     #[test]
     fn parameter_counts_as_people_write_them() {

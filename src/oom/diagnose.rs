@@ -24,6 +24,8 @@ pub enum Cause {
     RequestOnly,
     /// The message's figures do not account for the failure.
     Unexplained,
+    /// A figure in the message cannot be true (it is left out of the analysis).
+    ImplausibleFigures,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -483,6 +485,29 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
     // 6. Framework settings.
     if let Some(settings) = framework_settings(oom) {
         out.push(settings);
+    }
+
+    // Figures that cannot be true: said after the causes (a note on the message, not a
+    // cause of the failure).
+    if !f.implausible.is_empty() {
+        out.push(Finding {
+            cause: Cause::ImplausibleFigures,
+            title: format!(
+                "{} in the message cannot be true; left out",
+                if f.implausible.len() == 1 {
+                    "A figure"
+                } else {
+                    "Figures"
+                }
+            ),
+            detail: f
+                .implausible
+                .iter()
+                .map(|i| i.why.clone())
+                .collect::<Vec<_>>()
+                .join(". "),
+            remedies: Vec::new(),
+        });
     }
 
     out

@@ -106,6 +106,20 @@ pub struct Facts {
     /// and prints no "this process" clause.
     pub likely_self_pid: Option<u32>,
     pub derived: Vec<&'static str>,
+    /// Figures the message states that cannot be true, each taken out (its field is
+    /// `None`) with what it likely means: never believed, never summed.
+    pub implausible: Vec<Implausible>,
+}
+
+/// A figure the message states that cannot be true.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Implausible {
+    /// The field it would have filled (`allocated_bytes`, …).
+    pub field: &'static str,
+    /// What the message says, in bytes.
+    pub said_bytes: u64,
+    /// Why it cannot be, and what it likely means.
+    pub why: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -139,7 +153,56 @@ impl Facts {
     }
 
     /// Fills in the values the message implies.
+    /// Takes out the figures that cannot be true ([`Facts::implausible`]) before anything is
+    /// derived from them: memory held on a device above its total capacity.
+    fn drop_implausible(&mut self) {
+        // A device's capacity; an allocator's limit (MPS's "max allowed") can be exceeded.
+        let Some(total) = self.total_bytes.filter(|t| *t > 0 && !self.total_is_limit) else {
+            return;
+        };
+        let unit = |b: u64| crate::units::fmt_bytes(b);
+        let fields: [(&'static str, &mut Option<u64>); 5] = [
+            ("allocated_bytes", &mut self.allocated_bytes),
+            ("reserved_bytes", &mut self.reserved_bytes),
+            ("process_bytes", &mut self.process_bytes),
+            ("device_used_bytes", &mut self.device_used_bytes),
+            ("free_bytes", &mut self.free_bytes),
+        ];
+        // A rounding slack: messages print two decimals.
+        let slack = total / 100 + (1 << 20);
+        for (field, value) in fields {
+            let Some(v) = value.filter(|v| *v > total.saturating_add(slack)) else {
+                continue;
+            };
+            let what = field.trim_end_matches("_bytes").replace('_', " ");
+            let why = if v <= total.saturating_mul(8) {
+                format!(
+                    "{what} {} on a device of {}: more than the device holds. On Windows the \
+                     driver's system-memory fallback (NVIDIA Control Panel, CUDA - Sysmem \
+                     Fallback Policy) lets allocations spill into host RAM, slowly, once the \
+                     card is full; the card itself is full either way",
+                    unit(v),
+                    unit(total)
+                )
+            } else {
+                format!(
+                    "{what} {} on a device of {}: no device holds that; the figure is \
+                     misprinted or the message was edited, so it is left out",
+                    unit(v),
+                    unit(total)
+                )
+            };
+            self.implausible.push(Implausible {
+                field,
+                said_bytes: v,
+                why,
+            });
+            *value = None;
+        }
+    }
+
     pub fn derive(&mut self) {
+        self.drop_implausible();
         self.find_self_among_others();
         if self.reserved_unallocated_bytes.is_none() {
             if let (Some(r), Some(a)) = (self.reserved_bytes, self.allocated_bytes) {
@@ -149,7 +212,7 @@ impl Facts {
         }
         if self.reserved_bytes.is_none() {
             if let (Some(a), Some(c)) = (self.allocated_bytes, self.reserved_unallocated_bytes) {
-                self.reserved_bytes = Some(a + c);
+                self.reserved_bytes = Some(a.saturating_add(c));
                 self.mark("reserved_bytes");
             }
         }
@@ -170,7 +233,8 @@ impl Facts {
                 let mine = self.process_bytes.or(self.reserved_bytes);
                 if let Some(mine) = mine {
                     let others = self.other_processes_bytes.unwrap_or(0);
-                    self.unaccounted_bytes = Some(t.saturating_sub(mine + others + f));
+                    self.unaccounted_bytes =
+                        Some(t.saturating_sub(mine.saturating_add(others).saturating_add(f)));
                     self.mark("unaccounted_bytes");
                 }
             }
@@ -182,7 +246,7 @@ impl Facts {
                 .or(self.allocated_bytes);
             if let (Some(t), Some(mine)) = (self.total_bytes, mine) {
                 let other = self.other_processes_bytes.unwrap_or(0);
-                self.free_bytes = Some(t.saturating_sub(mine + other));
+                self.free_bytes = Some(t.saturating_sub(mine.saturating_add(other)));
                 self.mark("free_bytes");
             }
         }
@@ -306,4 +370,36 @@ pub fn analyze(text: &str) -> Analysis {
         s.push_line(line);
     }
     s.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Finding 19: "99999.96 GiB already allocated" on a 15.9 GiB GPU is not believed (it was
+    /// reported as 97.7 TiB held); a little over the card is Windows' system-memory fallback;
+    /// an allocator's limit (MPS) may be exceeded.
+    #[test]
+    fn figures_above_the_device_are_flagged_and_left_out() {
+        let a = analyze("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 15.90 GiB total capacity; 99999.96 GiB already allocated; 0 bytes free; 14.50 GiB reserved in total by PyTorch)");
+        let f = &a.main().expect("found").facts;
+        assert_eq!(f.allocated_bytes, None);
+        assert!(f.reserved_bytes.is_some());
+        assert_eq!(f.implausible.len(), 1);
+        assert!(
+            f.implausible[0].why.contains("misprinted"),
+            "{:?}",
+            f.implausible
+        );
+        let a = analyze("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 27.12 GiB. GPU 0 has a total capacty of 11.99 GiB of which 0 bytes is free. Of the allocated memory 16.16 GiB is allocated by PyTorch, and 144.59 MiB is reserved by PyTorch but unallocated.");
+        let f = &a.main().expect("found").facts;
+        assert_eq!(f.allocated_bytes, None);
+        assert!(
+            f.implausible[0].why.contains("Sysmem Fallback"),
+            "{:?}",
+            f.implausible
+        );
+        let a = analyze("RuntimeError: MPS backend out of memory (MPS allocated: 7.08 GB, other allocations: 3.36 MB, max allowed: 7.16 GB). Tried to allocate 96.00 MB on private pool.");
+        assert!(a.main().expect("found").facts.implausible.is_empty());
+    }
 }
