@@ -1,5 +1,9 @@
 //! OOM analyzer benchmark: a 10 MB training log with one OOM at the end, scanned the way
-//! `gpumon explain` reads it (streaming, line by line). Run with `cargo bench --bench oom`.
+//! `gpumon explain` reads it (streaming, line by line); then the release `gpumon explain` on
+//! 100 MB of repeated OOM messages, its peak private memory and RSS at 10, 50 and 100 MB (flat
+//! is the target). Run with `cargo bench --bench oom`.
+
+mod common;
 
 use std::time::{Duration, Instant};
 
@@ -41,4 +45,27 @@ fn main() {
         times[0],
         times[times.len() - 1]
     );
+
+    // The release binary on 10, 50 and 100 MB of nothing but OOMs.
+    let bin = common::user_binary();
+    let oom = "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 572.00 MiB. GPU 0 has a total capacity of 23.65 GiB of which 321.06 MiB is free. Including non-PyTorch memory, this process has 23.30 GiB memory in use. Of the allocated memory 21.90 GiB is allocated by PyTorch, and 1.17 GiB is reserved by PyTorch but unallocated.\n";
+    for mb in [10usize, 50, 100] {
+        let mut f = tempfile::NamedTempFile::new().expect("temp");
+        let n = (mb << 20) / oom.len();
+        for _ in 0..n {
+            std::io::Write::write_all(&mut f, oom.as_bytes()).expect("write");
+        }
+        let (status, peak, wall) = common::run_polled(
+            std::process::Command::new(&bin)
+                .args(["explain", "--json"])
+                .arg(f.path())
+                .stdout(std::process::Stdio::null()),
+        );
+        assert!(status.success());
+        println!(
+            "explain on {mb} MB of repeated OOMs ({n} messages): {wall:.1?}; peak anonymous {:.2} MiB, peak RSS {:.2} MiB",
+            peak.anon as f64 / 1024.0,
+            peak.rss as f64 / 1024.0
+        );
+    }
 }

@@ -1,7 +1,8 @@
 //! `gpumon serve` on the fake library with 8 GPUs × 40 live processes (release build):
 //! (1) exporter CPU, anonymous (private) memory and RSS over GPUMON_BENCH_SECS (default 60) of sampling every 1 s with
 //! a scrape every 15 s, as Prometheus's default would; (2) scrape latency p50/p99 under 50
-//! concurrent scrapers (2,000 scrapes, a new connection each). `cargo bench --bench serve`.
+//! concurrent scrapers (2,000 scrapes, a new connection each); (3) scrapes under 300 slow
+//! (slowloris) connections, answered and their latency. `cargo bench --bench serve`.
 //!
 //! The scrapers speak the few lines of HTTP/1.1 a GET needs over a plain socket: test
 //! equipment, so that the client's own cost stays out of the figures.
@@ -152,6 +153,62 @@ fn main() {
     println!(
         "after the scrapers: {}",
         common::memory(child.id()).unwrap_or_default()
+    );
+
+    // 3. Slowloris: 300 connections that each send one header byte a second (reconnecting
+    //    when shed), while Prometheus scrapes on a kept-alive connection every 100 ms and a
+    //    second scraper opens a connection per scrape.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let attack = {
+        let (stop, addr) = (std::sync::Arc::clone(&stop), addr.clone());
+        std::thread::spawn(move || {
+            const REQUEST: &[u8] =
+                b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaa";
+            let connect = || TcpStream::connect(&addr).ok();
+            let mut conns: Vec<(Option<TcpStream>, usize)> =
+                (0..300).map(|_| (connect(), 0)).collect();
+            let mut shed = 0usize;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                for (conn, sent) in &mut conns {
+                    let ok = conn.as_mut().is_some_and(|c| {
+                        c.write_all(&REQUEST[*sent % REQUEST.len()..][..1]).is_ok()
+                    });
+                    if ok {
+                        *sent += 1;
+                    } else {
+                        *conn = connect();
+                        *sent = 0;
+                        shed += 1;
+                    }
+                }
+                std::thread::sleep(Duration::from_secs(1));
+            }
+            shed
+        })
+    };
+    std::thread::sleep(Duration::from_secs(2));
+    let mut kept = BufReader::new(TcpStream::connect(&addr).expect("connect"));
+    let (mut lat_kept, mut lat_new, mut failed) = (vec![], vec![], 0usize);
+    let until = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < until {
+        lat_kept.push(scrape_on(&mut kept));
+        match std::panic::catch_unwind(|| scrape(&addr)) {
+            Ok((t, _)) => lat_new.push(t),
+            Err(_) => failed += 1,
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let shed = attack.join().expect("attacker");
+    println!(
+        "300 slow connections (one header byte a second; {shed} shed and reopened): {} of {} \
+         kept-alive scrapes answered, {}; {} of {} new-connection scrapes answered, {}",
+        lat_kept.len(),
+        lat_kept.len(),
+        percentiles(lat_kept.clone()),
+        lat_new.len(),
+        lat_new.len() + failed,
+        percentiles(lat_new.clone())
     );
     let _ = child.kill();
     let _ = child.wait();

@@ -37,45 +37,89 @@ use crate::view::log::Format;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// Where the dashboard reads from; given before a command (`gpumon --demo once`), the
+    /// command's own flags take precedence.
     #[command(flatten)]
-    pub common: Common,
+    pub source: SourceArgs,
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
+    /// How much history the dashboard keeps and charts: 10m, 1h, 90s…
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_history)]
+    pub history: Duration,
 }
 
-#[derive(Debug, Clone, Args)]
-pub struct Common {
+/// Where readings come from: the flags of every command that reads GPUs (and of the
+/// dashboard). Not global: `explain`, `man` and `completions` read none, and their help does
+/// not list them.
+#[derive(Debug, Clone, Default, Args)]
+pub struct SourceArgs {
     /// Show simulated GPUs (a training run on two GPUs) instead of reading NVML
-    #[arg(long, global = true, conflicts_with = "scenario")]
+    #[arg(long, conflicts_with = "scenario")]
     pub demo: bool,
 
     /// Show simulated GPUs from a scenario file (see assets/scenarios/README.md)
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(long, value_name = "FILE")]
     pub scenario: Option<PathBuf>,
 
     /// NVML library to load instead of the driver's libnvidia-ml.so.1 (an empty value means
     /// the driver's)
-    #[arg(long, global = true, value_name = "PATH", env = "GPUMON_NVML_LIB")]
+    #[arg(long, value_name = "PATH", env = "GPUMON_NVML_LIB")]
     pub nvml_lib: Option<String>,
 
-    /// Time between samples: 1s, 500ms, 2m… (at least 10ms)
-    #[arg(long, global = true, value_name = "DURATION", default_value = "1s",
-          value_parser = parse_interval)]
-    pub interval: Duration,
-
-    /// How much history the dashboard keeps and charts: 10m, 1h, 90s…
-    #[arg(long, global = true, value_name = "DURATION", default_value = "10m",
-          value_parser = parse_history)]
-    pub history: Duration,
-
     /// How long a GPU may take to answer before it is shown as stalled (not responding);
-    /// also how long once, log and run wait for the driver to initialise [default: the larger
-    /// of 2s and twice the interval; 10s for initialisation]
-    #[arg(long, global = true, value_name = "DURATION", value_parser = parse_timeout)]
+    /// also how long gpumon waits for the driver to initialise [default: the larger of 2s and
+    /// twice the interval; 10s for initialisation]
+    #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
     pub timeout: Option<Duration>,
 
     /// Only these GPUs, by index or UUID (comma-separated): --gpu 0,2
-    #[arg(long, global = true, value_name = "LIST", value_delimiter = ',',
-          value_parser = parse_gpu)]
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_gpu)]
     pub gpu: Vec<String>,
+}
+
+/// How often to sample: the flag of the commands that sample on an interval.
+#[derive(Debug, Clone, Default, Args)]
+pub struct SamplingArgs {
+    /// Time between samples: 1s, 500ms, 2m… (at least 10ms) [default: 1s]
+    #[arg(long, value_name = "DURATION", value_parser = parse_interval)]
+    pub interval: Option<Duration>,
+}
+
+/// The flags a command runs with: its own, over those given before it.
+#[derive(Debug, Clone)]
+pub struct Common {
+    pub demo: bool,
+    pub scenario: Option<PathBuf>,
+    pub nvml_lib: Option<String>,
+    pub interval: Duration,
+    pub history: Duration,
+    pub timeout: Option<Duration>,
+    pub gpu: Vec<String>,
+}
+
+impl Cli {
+    /// The flags for the command parsed: its own `source` and `sampling` flags (when it has
+    /// them) over those given before it.
+    pub fn common(&self, source: Option<&SourceArgs>, sampling: Option<&SamplingArgs>) -> Common {
+        let top = &self.source;
+        let own = source.cloned().unwrap_or_default();
+        Common {
+            demo: top.demo || own.demo,
+            scenario: own.scenario.or_else(|| top.scenario.clone()),
+            nvml_lib: own.nvml_lib.or_else(|| top.nvml_lib.clone()),
+            interval: sampling
+                .and_then(|s| s.interval)
+                .or(self.sampling.interval)
+                .unwrap_or(Duration::from_secs(1)),
+            history: self.history,
+            timeout: own.timeout.or(top.timeout),
+            gpu: if own.gpu.is_empty() {
+                top.gpu.clone()
+            } else {
+                own.gpu
+            },
+        }
+    }
 }
 
 /// A subcommand's arguments, built only when that subcommand is parsed (or its help, the
@@ -167,20 +211,42 @@ pub enum Command {
     /// stated allowance for the CUDA context plus a fragmentation margin. Each GPU's live free
     /// memory is read (NVML, --demo or --scenario); when the run does not fit, what each
     /// standard remedy saves and the fewest that make it fit.
-    #[command(after_help = "Examples:
-  gpumon estimate --model ./Llama-2-7b-hf --batch 4         --seq-len 2048 --mixed-precision --optimizer adamw
-          gpumon estimate --params 7B --layers 32 --hidden 4096 --heads 32 --inference         --seq-len 4096 --dtype fp16")]
-    Estimate(Deferred<EstimateArgs>),
+    #[command(after_help = "Examples:\n  \
+        gpumon estimate --model ./Llama-2-7b-hf --batch 4 --seq-len 2048 --mixed-precision\n  \
+        gpumon estimate --params 7B --layers 32 --hidden 4096 --heads 32 --inference \\\n      \
+        --seq-len 4096 --dtype fp16")]
+    Estimate(Deferred<EstimateCmd>),
     /// Print a shell completion script: gpumon completions bash > /etc/bash_completion.d/gpumon
     Completions {
         /// bash, zsh, fish, elvish or powershell
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print the man page (roff): gpumon man > /usr/local/share/man/man1/gpumon.1
-    Man,
+    /// Print a man page (roff): gpumon(1), or a command's (gpumon man once); --dir writes
+    /// them all: gpumon man --dir /usr/local/share/man/man1
+    Man(ManArgs),
 }
 
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// The command whose page to print (gpumon-once(1) for `once`…); none: gpumon(1)
+    #[arg(value_name = "COMMAND")]
+    pub command: Option<String>,
+    /// Write every page (gpumon.1, gpumon-once.1, gpumon-log.1…) into DIR
+    #[arg(long, value_name = "DIR", conflicts_with = "command")]
+    pub dir: Option<PathBuf>,
+}
+
+/// `gpumon estimate`: the run's flags, and where the GPUs it is judged against are read.
+#[derive(Debug, Args)]
+pub struct EstimateCmd {
+    #[command(flatten)]
+    pub source: SourceArgs,
+    #[command(flatten)]
+    pub run: EstimateArgs,
+}
+
+/// The run `estimate` sizes (also what `explain --estimate` and the dashboard's panel parse).
 #[derive(Debug, Args)]
 pub struct EstimateArgs {
     /// A Hugging Face config.json, or a model directory (config.json and *.safetensors,
@@ -250,6 +316,11 @@ pub struct EstimateArgs {
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
+    #[command(flatten)]
+    pub source: SourceArgs,
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
+
     /// Address to listen on: ADDR:PORT, [::]:PORT, or :PORT (dcgm-exporter's port by default)
     #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:9400",
           value_parser = parse_listen)]
@@ -272,6 +343,11 @@ pub struct ServeArgs {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
+    #[command(flatten)]
+    pub source: SourceArgs,
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
+
     /// Record the run's processes every interval to FILE (appends; same formats as `log`)
     #[arg(long, value_name = "FILE")]
     pub log: Option<PathBuf>,
@@ -316,6 +392,9 @@ pub struct ExplainArgs {
 
 #[derive(Debug, Args, Default)]
 pub struct OnceArgs {
+    #[command(flatten)]
+    pub source: SourceArgs,
+
     /// Print the whole sample as JSON (bytes as integers, unknown values as null)
     #[arg(long)]
     pub json: bool,
@@ -327,6 +406,11 @@ pub struct OnceArgs {
 
 #[derive(Debug, Args)]
 pub struct LogArgs {
+    #[command(flatten)]
+    pub source: SourceArgs,
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
+
     /// Output format [default: table on a terminal, csv otherwise]
     #[arg(long, value_enum)]
     pub format: Option<Format>,
@@ -550,12 +634,71 @@ mod tests {
         assert!(estimate.get_arguments().any(|a| a.get_id() == "model"));
         let parsed = Cli::try_parse_from(["gpumon", "estimate", "--params", "7B", "--gpu", "0"])
             .expect("estimate parses");
-        match parsed.command {
-            Some(Command::Estimate(Deferred(args))) => assert!(args.params.is_some()),
+        match &parsed.command {
+            Some(Command::Estimate(Deferred(args))) => {
+                assert!(args.run.params.is_some());
+                assert_eq!(parsed.common(Some(&args.source), None).gpu, ["0"]);
+            }
             other => panic!("parsed as {other:?}"),
         }
-        assert_eq!(parsed.common.gpu, ["0"]);
         let bad = Cli::try_parse_from(["gpumon", "once", "--model", "x"]).expect_err("not once's");
         assert_eq!(bad.kind(), clap::error::ErrorKind::UnknownArgument);
+    }
+
+    /// Each command's help lists the flags it uses: explain, man and completions read no
+    /// GPU, once and estimate sample nothing on an interval, and --history is the
+    /// dashboard's. Flags given before a command still apply, the command's own first.
+    #[test]
+    fn each_command_takes_and_lists_only_its_own_flags() {
+        let mut cmd = Cli::command();
+        cmd.build();
+        let flags = |name: &str| -> Vec<String> {
+            cmd.find_subcommand(name)
+                .expect("command")
+                .get_arguments()
+                .filter_map(|a| a.get_long().map(str::to_owned))
+                .collect()
+        };
+        for name in ["explain", "man", "completions"] {
+            let f = flags(name);
+            for g in ["demo", "interval", "history", "timeout", "gpu", "nvml-lib"] {
+                assert!(!f.iter().any(|x| x == g), "{name} lists --{g}");
+            }
+        }
+        for name in ["once", "estimate"] {
+            let f = flags(name);
+            assert!(
+                f.iter().any(|x| x == "demo") && !f.iter().any(|x| x == "interval"),
+                "{name}: {f:?}"
+            );
+        }
+        for name in ["log", "run", "serve"] {
+            let f = flags(name);
+            assert!(
+                f.iter().any(|x| x == "interval") && !f.iter().any(|x| x == "history"),
+                "{name}: {f:?}"
+            );
+        }
+        assert!(Cli::try_parse_from(["gpumon", "explain", "--demo"]).is_err());
+        let before =
+            Cli::try_parse_from(["gpumon", "--demo", "--gpu", "1", "log", "--interval", "2s"])
+                .expect("flags before the command");
+        let Some(Command::Log(Deferred(args))) = &before.command else {
+            panic!("log")
+        };
+        let c = before.common(Some(&args.source), Some(&args.sampling));
+        assert!(c.demo);
+        assert_eq!(c.gpu, ["1"]);
+        assert_eq!(c.interval, Duration::from_secs(2));
+        let own =
+            Cli::try_parse_from(["gpumon", "--gpu", "1", "once", "--gpu", "0"]).expect("both");
+        let Some(Command::Once(Deferred(args))) = &own.command else {
+            panic!("once")
+        };
+        assert_eq!(
+            own.common(Some(&args.source), None).gpu,
+            ["0"],
+            "the command's own wins"
+        );
     }
 }

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use crate::cli::Common;
-use crate::collect::{new_sampler, start_opening, Needs};
+use crate::collect::{check_gpus, new_sampler, start_opening, Needs};
 use crate::runtime::usage_error;
 use crate::tui::Start;
 
@@ -12,30 +12,27 @@ use crate::tui::Start;
 /// fails at once and is better said on the plain terminal.
 const OPEN_WAIT: Duration = Duration::from_millis(300);
 
+/// Everything about the GPUs and their processes, and the host line.
+const NEEDS: Needs = Needs {
+    system: true,
+    ..Needs::ALL
+};
+
 pub fn run(common: &Common) -> anyhow::Result<ExitCode> {
     let config = common.collect();
     let opening = start_opening(&config);
     let start = match opening.wait_a_little(OPEN_WAIT) {
-        Ok(Some(source)) => Start::Ready(Box::new(new_sampler(
-            &config,
-            source,
-            Needs {
-                system: true,
-                ..Needs::ALL
-            },
-        ))),
+        Ok(Some(source)) => {
+            let mut sampler = new_sampler(&config, source, NEEDS);
+            // Said on the plain terminal, before the screen opens.
+            if let Err(e) = check_gpus(&config, &mut sampler) {
+                return Ok(usage_error(e));
+            }
+            Start::Ready(Box::new(sampler))
+        }
         Ok(None) => Start::Opening(
             opening,
-            Box::new(move |source| {
-                new_sampler(
-                    &config,
-                    source,
-                    Needs {
-                        system: true,
-                        ..Needs::ALL
-                    },
-                )
-            }),
+            Box::new(move |source| new_sampler(&config, source, NEEDS)),
         ),
         Err(e) => return Ok(usage_error(e)),
     };

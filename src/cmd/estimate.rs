@@ -16,6 +16,12 @@ pub fn run(common: &Common, args: &EstimateArgs) -> anyhow::Result<ExitCode> {
     // The GPUs as they are now: free memory from one sample, no process lists.
     let gpus = match open_sampler(&common.collect(), Needs::DEVICES) {
         Ok(mut sampler) => {
+            if let Some(e) = {
+                sampler.tick();
+                sampler.unmatched_gpus()
+            } {
+                return Ok(usage_error(e));
+            }
             let sample = sampler.tick();
             drop(sampler);
             Ok(sample

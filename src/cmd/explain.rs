@@ -1,6 +1,6 @@
 //! `gpumon explain`: an out-of-memory error read from a file or standard input, explained.
 
-use std::io::{self, Write};
+use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
 
 use crate::cli::ExplainArgs;
@@ -37,10 +37,19 @@ pub fn run(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
                 }
             }
         }
-        _ => (
-            for_each_line(io::stdin().lock(), |l| scanner.push_line(l)),
-            "standard input".to_owned(),
-        ),
+        _ => {
+            // Typed or pasted at a terminal, nothing says when the input is over: say how.
+            if io::stdin().is_terminal() {
+                eprintln!(
+                    "gpumon explain: paste the error or the log, then press Ctrl-D on an \
+                     empty line (Ctrl-C cancels)"
+                );
+            }
+            (
+                for_each_line(io::stdin().lock(), |l| scanner.push_line(l)),
+                "standard input".to_owned(),
+            )
+        }
     };
     if let Err(e) = read {
         eprintln!("gpumon: cannot read {input}: {e}");

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use tokio::sync::watch;
 
 use crate::cli::{Common, LogArgs};
-use crate::collect::{open_sampler, sampler, Needs};
+use crate::collect::{check_gpus, open_sampler, sampler, Needs};
 use crate::runtime::{shutdown_signal, usage_error};
 use crate::view::log::{Columns, Format, LogWriter};
 use crate::view::logfile::{Expect, LogFile};
@@ -50,10 +50,13 @@ pub fn run(common: &Common, args: &LogArgs) -> anyhow::Result<ExitCode> {
         system: false,
     };
     let mut writer = LogWriter::new(out, format, columns, header);
-    let sampler = match open_sampler(&common.collect(), needs) {
+    let mut sampler = match open_sampler(&common.collect(), needs) {
         Ok(s) => s,
         Err(e) => return Ok(usage_error(e)),
     };
+    if let Err(e) = check_gpus(&common.collect(), &mut sampler) {
+        return Ok(usage_error(e));
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .enable_io()

@@ -23,6 +23,9 @@ pub fn run(common: &Common, args: &OnceArgs) -> anyhow::Result<ExitCode> {
     };
     // One reading per device, within the deadline: a hung GPU is reported as stalled.
     let sample = sampler.tick();
+    if let Some(e) = sampler.unmatched_gpus() {
+        return Ok(usage_error(e));
+    }
     // The process ends once the sample is written. Its idle device reader ends meanwhile
     // (left to the exit, it would make the exit longer); joining it and shutting the library
     // down (0.3-0.5 ms of a 10 ms run) would change nothing the kernel does not do at exit

@@ -338,6 +338,13 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
             None
         }
     };
+    let mut sampler = sampler;
+    if let Some(s) = sampler.as_mut() {
+        if let Err(e) = crate::collect::check_gpus(&common.collect(), s) {
+            eprintln!("gpumon: {e}");
+            return Ok(ExitCode::from(EXIT_USAGE));
+        }
+    }
     let started = Instant::now();
     let run_id = format!(
         "{}-{}",

@@ -118,6 +118,16 @@ pub fn new_sampler(config: &Config, source: Opened, needs: Needs) -> Sampler {
     sampler
 }
 
+/// With `--gpu` given, one tick to learn the GPUs' identities, and the selectors that name
+/// none of them as an error ([`Sampler::unmatched_gpus`]); without, nothing to check.
+pub fn check_gpus(config: &Config, sampler: &mut Sampler) -> Result<(), String> {
+    if config.gpus.is_empty() {
+        return Ok(());
+    }
+    sampler.tick();
+    sampler.unmatched_gpus().map_or(Ok(()), Err)
+}
+
 /// [`open_within_timeout`], then [`new_sampler`].
 pub fn open_sampler(config: &Config, needs: Needs) -> Result<Sampler, OpenError> {
     Ok(new_sampler(config, open_within_timeout(config)?, needs))

@@ -187,6 +187,61 @@ impl Sampler {
         self.deadline_for(self.interval.unwrap_or(Duration::from_secs(1)))
     }
 
+    /// The `--gpu` selectors that name no GPU here, with the GPUs there are, as an error to
+    /// show: `once --gpu 5` on a two-GPU host printed "no GPUs found" and exited 0, where
+    /// `nvidia-smi -i 5` is an error. Meaningful after a tick (UUIDs come with readings); a
+    /// UUID is judged only once every device has answered.
+    pub fn unmatched_gpus(&self) -> Option<String> {
+        if self.filter.gpus.is_empty() {
+            return None;
+        }
+        let known: Vec<Device> = self
+            .devices
+            .iter()
+            .map(|d| match &d.last {
+                Some((dev, _)) => dev.clone_identity(),
+                None => Device {
+                    index: d.index,
+                    ..Device::default()
+                },
+            })
+            .collect();
+        let all_named = known.iter().all(|d| d.uuid.is_some());
+        let unmatched: Vec<&str> = self
+            .filter
+            .gpus
+            .iter()
+            .map(String::as_str)
+            .filter(|sel| !known.iter().any(|d| d.matches(sel)))
+            .filter(|sel| sel.trim().parse::<u32>().is_ok() || all_named)
+            .collect();
+        if unmatched.is_empty() {
+            return None;
+        }
+        let here = if known.is_empty() {
+            "this host has no GPU".to_owned()
+        } else {
+            let list: Vec<String> = known
+                .iter()
+                .map(|d| {
+                    let mut s = d.index.to_string();
+                    if let Some(n) = &d.name {
+                        s.push_str(&format!(" {}", crate::text::escape(n)));
+                    }
+                    if let Some(u) = &d.uuid {
+                        s.push_str(&format!(" ({})", crate::text::escape(u)));
+                    }
+                    s
+                })
+                .collect();
+            format!("the GPUs here are {}", list.join(", "))
+        };
+        Some(format!(
+            "--gpu {} names no GPU: {here}",
+            unmatched.join(",")
+        ))
+    }
+
     /// Whether a device read is still outstanding (a call that has not returned).
     #[cfg(test)]
     pub fn busy(&self) -> bool {

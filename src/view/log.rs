@@ -213,6 +213,22 @@ impl Columns {
         let mut picks = Vec::new();
         for name in spec.split(',').map(str::trim).filter(|n| !n.is_empty()) {
             let Some(i) = names.iter().position(|n| n.eq_ignore_ascii_case(name)) else {
+                // A field of the other kind of record: say which flag makes it.
+                let other = field_names(!processes);
+                if other.iter().any(|n| n.eq_ignore_ascii_case(name)) {
+                    return Err(if processes {
+                        format!(
+                            "'{name}' is a per-GPU field; with --processes each record is a \
+                             process (known fields: {})",
+                            names.join(", ")
+                        )
+                    } else {
+                        format!(
+                            "'{name}' is a per-process field: add --processes (one record per \
+                             GPU process)"
+                        )
+                    });
+                }
                 return Err(format!(
                     "unknown field '{name}'{}; known fields: {}",
                     if processes { " for --processes" } else { "" },

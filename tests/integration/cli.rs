@@ -69,6 +69,119 @@ fn the_man_page_is_roff_with_every_command() {
     }
 }
 
+/// Issue 30: every page the top-level page points to exists: `gpumon man COMMAND` prints it,
+/// `--dir` writes them all, and man renders each without a warning.
+#[test]
+fn every_command_has_its_man_page() {
+    let commands = [
+        "once",
+        "log",
+        "explain",
+        "run",
+        "serve",
+        "estimate",
+        "completions",
+        "man",
+    ];
+    for c in commands {
+        let out = gpumon().args(["man", c]).output().expect("run");
+        assert!(out.status.success(), "{c}");
+        let page = String::from_utf8_lossy(&out.stdout);
+        assert!(page.contains(&format!(".TH gpumon-{c} 1")), "{c}: {page}");
+        assert!(
+            page.contains(".SH SYNOPSIS") && page.contains(".SH OPTIONS"),
+            "{c}"
+        );
+    }
+    let once =
+        String::from_utf8_lossy(&gpumon().args(["man", "once"]).output().expect("run").stdout)
+            .into_owned();
+    assert!(
+        once.contains("\\-\\-json") && once.contains("\\-\\-demo"),
+        "once's own flags"
+    );
+    let explain = String::from_utf8_lossy(
+        &gpumon()
+            .args(["man", "explain"])
+            .output()
+            .expect("run")
+            .stdout,
+    )
+    .into_owned();
+    assert!(
+        !explain.contains("\\-\\-history"),
+        "explain lists no dashboard flag"
+    );
+    let bad = gpumon().args(["man", "nope"]).output().expect("run");
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("once"));
+    let dir = tempfile::tempdir().expect("dir");
+    let out = gpumon()
+        .args(["man", "--dir"])
+        .arg(dir.path())
+        .output()
+        .expect("run");
+    assert!(out.status.success());
+    let mut written: Vec<String> = std::fs::read_dir(dir.path())
+        .expect("dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    written.sort();
+    let mut want: Vec<String> = commands.iter().map(|c| format!("gpumon-{c}.1")).collect();
+    want.push("gpumon.1".into());
+    want.sort();
+    assert_eq!(written, want);
+    // man itself renders each page without a warning (when man is installed).
+    if Command::new("man").arg("--version").output().is_ok() {
+        for page in &want {
+            let out = Command::new("man")
+                .args(["--warnings", "-l", "-Tutf8"])
+                .arg(dir.path().join(page))
+                .env("MANWIDTH", "100")
+                .output()
+                .expect("man");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                out.status.success() && err.trim().is_empty(),
+                "{page}: {err}"
+            );
+        }
+    }
+}
+
+/// Issue 30: errors instead of silence: a --gpu that names no GPU exits 2 with the GPUs
+/// there are (`once` printed "no GPUs found" and exited 0); a per-process field without
+/// --processes says so.
+#[test]
+fn a_gpu_that_does_not_exist_and_a_field_of_the_other_kind_are_errors() {
+    for args in [
+        vec!["--demo", "once", "--gpu", "5"],
+        vec!["--demo", "log", "--gpu", "5", "--count", "1"],
+        vec!["--demo", "estimate", "--params", "7B", "--gpu", "5"],
+        vec!["once", "--demo", "--gpu", "GPU-nope"],
+    ] {
+        let out = gpumon().args(&args).output().expect("run");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("names no GPU: the GPUs here are 0 NVIDIA H100"),
+            "{args:?}: {err}"
+        );
+    }
+    let out = gpumon()
+        .args(["--demo", "once", "--gpu", "1"])
+        .output()
+        .expect("run");
+    assert!(out.status.success(), "an index that exists");
+    let out = gpumon()
+        .args(["--demo", "log", "--fields", "pid", "--count", "1"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("'pid' is a per-process field: add --processes"));
+}
+
 /// `estimate` reads each GPU's free memory through NVML (here the fake library) and says
 /// where the run fits.
 #[test]

@@ -1212,3 +1212,20 @@ fn the_estimate_panel_keeps_no_large_paste() {
     app.on_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
     assert_eq!(app.estimate_text.capacity(), 0, "cleared, memory and all");
 }
+
+/// Issue 30: `gpumon explain` on a terminal says how to end the input (it waited in
+/// silence), then explains what was pasted.
+#[test]
+fn end_to_end_explain_on_a_terminal_says_how_to_end_the_input() {
+    let s = scenario(E2E_SCENARIO);
+    let tmux = Tmux::new(120, 30, &e2e_env(&s));
+    let bin = env!("CARGO_BIN_EXE_gpumon");
+    tmux.type_line(&format!("{bin} explain; echo EXIT=$?"));
+    tmux.wait_for("the prompt", |s| {
+        s.contains("paste the error or the log, then press Ctrl-D")
+    });
+    tmux.type_line("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB of which 1.19 GiB is free.");
+    tmux.run(&["send-keys", "-t", "e2e", "C-d"]);
+    let screen = tmux.wait_for("the report", |s| s.contains("EXIT=0"));
+    assert!(screen.contains("request 2.0 GiB (does not fit)"), "{screen}");
+}

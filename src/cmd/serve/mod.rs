@@ -166,7 +166,11 @@ pub fn run(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCode> {
     // user, command, CPU; the optional labels) every 30 s instead of every second.
     let (_focus_tx, focus) = watch::channel(Arc::new(Some(Vec::new())));
     // /api/v1/sample is the `once --json` schema, per-process utilisation included.
-    let sampler = new_sampler(&common.collect(), source, Needs::ALL).with_focus(focus);
+    let mut sampler = new_sampler(&common.collect(), source, Needs::ALL).with_focus(focus);
+    if let Err(e) = crate::collect::check_gpus(&common.collect(), &mut sampler) {
+        eprintln!("gpumon: {e}");
+        return Ok(ExitCode::from(EXIT_USAGE));
+    }
     let options = Options {
         dcgm: !args.no_dcgm_names,
         process_labels,
