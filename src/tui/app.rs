@@ -182,6 +182,8 @@ pub struct App {
     /// The estimate panel's flags, what they parse to, and the GPU it was opened on.
     pub estimate_text: String,
     pub estimate: Option<EstimateInputs>,
+    /// Lines the help is scrolled by (the view clamps it).
+    pub help_scroll: u16,
     /// The estimate of the flags shown is being worked out (they read files).
     pub estimate_reading: bool,
     /// Flags waiting to be worked out off the UI thread.
@@ -224,6 +226,7 @@ impl App {
             estimate: None,
             estimate_reading: false,
             estimate_request: None,
+            help_scroll: 0,
             estimate_gpu: None,
             colours: HashMap::new(),
             order: Vec::new(),
@@ -654,9 +657,19 @@ impl App {
         }
         match self.mode {
             Mode::Help => {
-                self.mode = Mode::Normal;
-                if matches!(key.code, KeyCode::Char('q') | KeyCode::F(10)) {
-                    return Action::Quit;
+                // The arrows and pages scroll it (it does not fit a small terminal); any
+                // other key closes it, and q quits.
+                match key.code {
+                    KeyCode::Down | KeyCode::Char('j') => {
+                        self.help_scroll = self.help_scroll.saturating_add(1)
+                    }
+                    KeyCode::Up | KeyCode::Char('k') => {
+                        self.help_scroll = self.help_scroll.saturating_sub(1)
+                    }
+                    KeyCode::PageDown => self.help_scroll = self.help_scroll.saturating_add(10),
+                    KeyCode::PageUp => self.help_scroll = self.help_scroll.saturating_sub(10),
+                    KeyCode::Char('q') | KeyCode::F(10) => return Action::Quit,
+                    _ => self.mode = Mode::Normal,
                 }
                 Action::Redraw
             }
@@ -799,11 +812,19 @@ impl App {
     fn on_normal_key(&mut self, key: KeyEvent) -> Action {
         match key.code {
             KeyCode::Char('q') | KeyCode::F(10) => Action::Quit,
-            // Esc closes what is open (handled above) and clears the selection; it never
-            // quits, so a stray Esc cannot end the session.
+            // Esc closes what is open (handled above), clears an active filter, else the
+            // selection; it never quits, so a stray Esc cannot end the session.
+            KeyCode::Esc if !self.filter.is_empty() => {
+                self.filter = String::new();
+                self.selected = 0;
+                self.reorder();
+                self.remember_selection();
+                Action::Redraw
+            }
             KeyCode::Esc => self.go_to_top(),
             KeyCode::Char('?') | KeyCode::F(1) => {
                 self.mode = Mode::Help;
+                self.help_scroll = 0;
                 Action::Redraw
             }
             KeyCode::Char(' ') => {

@@ -81,7 +81,7 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
     draw_table(frame.buffer_mut(), table, app);
 
     match app.mode {
-        Mode::Help => draw_help(frame, area),
+        Mode::Help => draw_help(frame, area, app),
         Mode::Oom => draw_oom(frame, area, app, &sample),
         Mode::Estimate => draw_estimate(frame, area, app, &sample),
         Mode::Signal => {
@@ -192,8 +192,9 @@ fn draw_footer(buf: &mut Buffer, area: Rect, app: &App) {
             Span::styled("▏  Enter keep · Esc clear", theme::dim()),
         ]),
         _ => {
-            let mut spans = Vec::new();
-            // Most used first: a narrow terminal cuts the end.
+            // Most used first; on a narrow terminal whole hints drop from the end, never a
+            // word cut at the edge. An active filter and how to clear it come right after
+            // quit and help.
             let keys: &[(&str, &str)] = if app.mode == Mode::Details {
                 &[("Esc", "back"), ("k", "signal"), ("q", "quit")]
             } else {
@@ -210,17 +211,31 @@ fn draw_footer(buf: &mut Buffer, area: Rect, app: &App) {
                     ("e", "estimate"),
                 ]
             };
-            for (k, what) in keys {
-                spans.push(Span::styled(*k, theme::header()));
-                spans.push(Span::styled(format!(" {what}  "), theme::dim()));
-            }
+            let mut hints: Vec<Vec<Span>> = keys
+                .iter()
+                .map(|(k, what)| {
+                    vec![
+                        Span::styled(*k, theme::header()),
+                        Span::styled(format!(" {what}  "), theme::dim()),
+                    ]
+                })
+                .collect();
             if !app.filter.is_empty() {
-                spans.push(Span::styled(
-                    format!("filter: {}", app.filter),
-                    theme::warning(),
-                ));
+                let at = 2.min(hints.len());
+                hints.insert(
+                    at,
+                    vec![
+                        Span::styled(format!("filter: {}", app.filter), theme::warning()),
+                        Span::styled(" (Esc clears)  ", theme::dim()),
+                    ],
+                );
             }
-            Line::from(spans)
+            let width = usize::from(area.width);
+            let cells = |h: &[Span]| h.iter().map(Span::width).sum::<usize>();
+            while hints.len() > 1 && hints.iter().map(|h| cells(h)).sum::<usize>() > width {
+                hints.pop();
+            }
+            Line::from(hints.into_iter().flatten().collect::<Vec<_>>())
         }
     };
     line.render_into(area, buf);
@@ -363,10 +378,11 @@ fn draw_selection(buf: &mut Buffer, area: Rect, app: &App, sample: &Sample) {
     let Some(d) = sample.devices.iter().find(|d| d.index == row.gpu) else {
         return;
     };
-    // The source first, so a narrow terminal cuts the least important figures.
+    // The source first, then the process's parts: whole fields, the least important
+    // dropped first when the line is narrow (never a word cut at the edge).
     let source = match &p.allocator {
-        Some(a) if a.framework == "pytorch" => "PyTorch allocator".to_owned(),
-        Some(a) => format!("{} allocator", a.framework),
+        Some(a) if a.framework == "pytorch" => "PyTorch".to_owned(),
+        Some(a) => a.framework.clone(),
         None => "NVML".to_owned(),
     };
     let head = format!("▶ pid {} GPU {} {source} ", p.pid, row.gpu);
@@ -378,34 +394,53 @@ fn draw_selection(buf: &mut Buffer, area: Rect, app: &App, sample: &Sample) {
     let Some(b) = Breakdown::process(&d.memory, p.memory()) else {
         return;
     };
-    let bar_w = (area.width / 6).min(20);
-    if area.right() > x + bar_w + 2 {
-        gpu::draw_breakdown(buf, Rect::new(x, area.y, bar_w, 1), &b, colour, d.stale());
-        let mut text = String::new();
-        for part in &b.parts {
-            let Some(bytes) = part.bytes.filter(|b| *b > 0) else {
-                continue;
-            };
-            // The driver's reservation is on the GPU's own gauge already.
-            if matches!(part.kind, PartKind::Unaccounted | PartKind::DriverReserved) {
-                continue;
-            }
-            text.push_str(&format!(
-                " {} {} ·",
-                part.kind.short_label(),
-                fmt_bytes(bytes)
-            ));
-        }
-        text.pop();
-        let tx = x + bar_w + 1;
-        buf.set_stringn(
-            tx,
-            area.y,
-            text,
-            area.right().saturating_sub(tx) as usize,
-            Style::new(),
-        );
+    let bar_w = (area.width / 10).clamp(6, 20);
+    if area.right() <= x + bar_w + 2 {
+        return;
     }
+    gpu::draw_breakdown(buf, Rect::new(x, area.y, bar_w, 1), &b, colour, d.stale());
+    // What matters most for this process: its own allocation, then free, then its cache,
+    // then the other processes, then its memory outside the framework.
+    let rank = |k: &PartKind| match k {
+        PartKind::Allocated | PartKind::ThisProcess | PartKind::Reserved => 0,
+        PartKind::Free => 1,
+        PartKind::Cached => 2,
+        PartKind::OtherApps => 3,
+        _ => 4,
+    };
+    let mut fields: Vec<(u8, String)> = b
+        .parts
+        .iter()
+        // The driver's reservation is on the GPU's own gauge already.
+        .filter(|part| !matches!(part.kind, PartKind::Unaccounted | PartKind::DriverReserved))
+        .filter_map(|part| {
+            let bytes = part.bytes.filter(|b| *b > 0)?;
+            Some((
+                rank(&part.kind),
+                format!("{} {}", part.kind.short_label(), fmt_bytes(bytes)),
+            ))
+        })
+        .collect();
+    let tx = x + bar_w + 1;
+    let room = usize::from(area.right().saturating_sub(tx));
+    let joined = |f: &[(u8, String)]| {
+        f.iter()
+            .map(|(_, t)| format!(" {t}"))
+            .collect::<Vec<_>>()
+            .join(" ·")
+    };
+    while !fields.is_empty() && joined(&fields).chars().count() > room {
+        let Some(worst) = fields
+            .iter()
+            .enumerate()
+            .max_by_key(|(i, (r, _))| (*r, *i))
+            .map(|(i, _)| i)
+        else {
+            break;
+        };
+        fields.remove(worst);
+    }
+    buf.set_stringn(tx, area.y, joined(&fields), room, Style::new());
 }
 
 /// Which columns fit at a width. CONTAINER shows only when some process runs in one.
@@ -642,61 +677,91 @@ fn draw_signal(frame: &mut Frame, area: Rect, app: &App) {
     frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
 }
 
-fn draw_help(frame: &mut Frame, area: Rect) {
-    let rect = popup(area, 70, 80);
-    let keys = [
-        ("q, F10, Ctrl-C", "quit"),
-        ("Esc", "close a panel; clear the selection (never quits)"),
-        ("?, F1", "this help"),
-        ("space", "pause / resume the view"),
-        ("+ / -", "slower / faster sampling"),
-        (
-            "↑↓, j, mouse",
-            "select a process (the view then follows it)",
-        ),
-        ("PgUp/PgDn, G", "page, last"),
-        ("Home, g", "back to the top of the sort"),
-        ("Enter", "details of the selected process: command, charts"),
-        ("k, F9", "send a signal to the selected process"),
-        (
-            "s, < >, 1-9, click",
-            "sort by a column (1-9: the n-th on screen; again reverses)",
-        ),
-        ("S, r", "reverse the sort"),
-        ("← →", "scroll the COMMAND column"),
-        ("/", "filter processes (pid, user, command, gpuN)"),
-        ("[ ]", "scroll GPUs when they do not all fit"),
-        (
-            "o, or paste",
-            "OOM panel: paste an out-of-memory error to explain it; ↑↓ scroll",
-        ),
-        (
-            "e",
-            "estimate a run against the selected GPU (gpumon estimate's flags)",
-        ),
-    ];
-    let mut lines: Vec<Line> = keys
-        .iter()
-        .map(|(k, what)| {
-            Line::from(vec![
-                Span::styled(format!("{k:>16}  "), theme::header()),
-                Span::raw(*what),
-            ])
-        })
-        .collect();
+/// Every key of the dashboard, as the help shows them (and the README's keys table, which a
+/// test compares with this list).
+pub const KEYS: &[(&str, &str)] = &[
+    ("q, F10, Ctrl-C", "quit"),
+    (
+        "Esc",
+        "close a panel; clear the filter, else the selection (never quits)",
+    ),
+    ("?, F1", "this help (↑↓ PgUp PgDn scroll it)"),
+    ("space", "pause / resume the view"),
+    ("+ / -", "slower / faster sampling"),
+    (
+        "↑↓, j, mouse",
+        "select a process (the view then follows it)",
+    ),
+    ("PgUp/PgDn, G", "page, last"),
+    ("Home, g", "back to the top of the sort"),
+    ("Enter", "details of the selected process: command, charts"),
+    ("k, F9", "send a signal to the selected process"),
+    (
+        "s, < >, 1-9, click",
+        "sort by a column (1-9: the n-th on screen; again reverses)",
+    ),
+    ("S, r", "reverse the sort"),
+    ("← →", "scroll the COMMAND column"),
+    (
+        "/",
+        "filter processes (pid, user, command, gpuN); Enter keeps it, Esc clears it",
+    ),
+    ("[ ]", "scroll GPUs when they do not all fit"),
+    (
+        "o, or paste",
+        "OOM panel: paste an out-of-memory error to explain it; ↑↓ scroll",
+    ),
+    (
+        "e",
+        "estimate a run against the selected GPU (gpumon estimate's flags)",
+    ),
+    ("Ctrl-Z", "suspend (the shell's fg brings it back)"),
+];
+
+fn draw_help(frame: &mut Frame, area: Rect, app: &App) {
+    let rect = panel_rect(area, 70);
+    let inner_width = usize::from(rect.width.saturating_sub(2));
+    let inner_height = rect.height.saturating_sub(2);
+    // Keys right-aligned in their column, descriptions wrapped under their own column.
+    const KEY_COLUMN: usize = 18;
+    let text_width = inner_width.saturating_sub(KEY_COLUMN + 2).max(10);
+    let mut lines: Vec<Line> = Vec::new();
+    for (k, what) in KEYS {
+        for (i, part) in textwrap::wrap(what, text_width).into_iter().enumerate() {
+            let key = if i == 0 { *k } else { "" };
+            lines.push(Line::from(vec![
+                Span::styled(format!("{key:>KEY_COLUMN$}  "), theme::header()),
+                Span::raw(part.into_owned()),
+            ]));
+        }
+    }
     lines.push(Line::raw(""));
-    lines.push(Line::styled(
-        "Gauge: █ a process (same colour in the table) ▓ used, not attributed ▒ driver reserved ░ free",
-        theme::dim(),
-    ));
-    lines.push(Line::styled("Press any key to close.", theme::dim()));
+    for part in textwrap::wrap(
+        "Gauge: █ a process (same colour in the table) ▓ used, not attributed ▒ driver \
+         reserved ░ free",
+        inner_width.max(10),
+    ) {
+        lines.push(Line::styled(part.into_owned(), theme::dim()));
+    }
+    lines.push(Line::styled("Press any other key to close.", theme::dim()));
+    let total = u16::try_from(lines.len()).unwrap_or(u16::MAX);
+    let max_scroll = total.saturating_sub(inner_height);
+    let scroll = app.help_scroll.min(max_scroll);
+    let title = if max_scroll > 0 {
+        format!(
+            " gpumon help — ↑↓ PgUp PgDn scroll ({}–{} of {} lines) ",
+            scroll + 1,
+            (scroll + inner_height).min(total),
+            total
+        )
+    } else {
+        " gpumon help ".to_owned()
+    };
     frame.render_widget(Clear, rect);
     frame.render_widget(
-        Paragraph::new(lines).wrap(Wrap { trim: false }).block(
-            Block::default()
-                .borders(Borders::ALL)
-                .title(" gpumon help "),
-        ),
+        Paragraph::new(lines)
+            .scroll((scroll, 0))
+            .block(Block::default().borders(Borders::ALL).title(title)),
         rect,
     );
 }
