@@ -122,7 +122,11 @@ fn setup() -> io::Result<Terminal<CrosstermBackend<io::Stdout>>> {
 
 enum Input {
     Event(Event),
-    Closed,
+    /// No terminal to read keys from (none could be opened): samples keep being shown.
+    NoTerminal,
+    /// The terminal went away (end of file or an error reading it: a closed pseudo-terminal
+    /// that sent no SIGHUP): there is no one left to show anything to, so the dashboard quits.
+    HungUp,
 }
 
 /// The terminal the dashboard reads keys from: standard input when it is one, else
@@ -141,7 +145,7 @@ fn tty_fd() -> Option<std::os::fd::OwnedFd> {
 fn read_terminal(tx: mpsc::Sender<Input>) {
     use std::os::fd::AsRawFd;
     let Some(tty) = tty_fd() else {
-        let _ = tx.blocking_send(Input::Closed);
+        let _ = tx.blocking_send(Input::NoTerminal);
         return;
     };
     let fd = tty.as_raw_fd();
@@ -189,7 +193,7 @@ fn read_terminal(tx: mpsc::Sender<Input>) {
     loop {
         let mut events = Vec::new();
         if step(None, &mut events).is_none() {
-            let _ = tx.blocking_send(Input::Closed);
+            let _ = tx.blocking_send(Input::HungUp);
             return;
         }
         // Text keys that keep coming within BURST_GAP of each other form one run.
@@ -322,6 +326,7 @@ where
     // Test hook: proves the panic hook restores the terminal (tests/integration/dashboard.rs).
     let debug_panic = std::env::var_os("GPUMON_DEBUG_PANIC").is_some();
     terminal.draw(|f| ui::draw(f, &mut app))?;
+    let mut reading = true;
     let outcome = loop {
         let hup = hangup.recv();
         let [q1, q2, q3, q4] = &mut quit_signals;
@@ -339,10 +344,15 @@ where
                 Some(s) => app.on_sample(s),
                 None => Action::Quit,
             },
-            input = inputs.recv() => match input {
+            input = inputs.recv(), if reading => match input {
                 Some(Input::Event(ev)) => on_event(&mut app, ev),
-                // No terminal input any more (stdin closed): keep showing samples.
-                Some(Input::Closed) | None => Action::None,
+                Some(Input::HungUp) => Action::Quit,
+                // No terminal to read: keep showing samples, and stop asking (a closed
+                // channel answers at once, every time).
+                Some(Input::NoTerminal) | None => {
+                    reading = false;
+                    Action::None
+                }
             },
             _ = poll.tick(), if opening.is_some() => {
                 let Some((o, _)) = &opening else { continue };

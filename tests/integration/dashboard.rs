@@ -1397,3 +1397,97 @@ fn snapshot_esc_clears_the_filter_and_the_footer_keeps_whole_hints() {
         insta::assert_snapshot!(format!("footer_{w}x{h}"), footer);
     }
 }
+
+/// A pseudo-terminal (100×30) that is not gpumon's controlling terminal, so closing its other
+/// end sends no SIGHUP: the end gpumon gets, and the end the test keeps.
+fn pseudo_terminal() -> (std::fs::File, std::fs::File) {
+    use std::ffi::CStr;
+    use std::os::fd::{FromRawFd, OwnedFd};
+    use std::os::unix::fs::OpenOptionsExt;
+    // SAFETY: plain libc calls on a descriptor this test owns; ptsname's string is copied at once.
+    let (master, name) = unsafe {
+        let fd = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY);
+        assert!(fd >= 0, "posix_openpt: {}", std::io::Error::last_os_error());
+        // Not inherited: gpumon holding this end open would keep the terminal alive.
+        assert_eq!(libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC), 0);
+        assert_eq!(libc::grantpt(fd), 0);
+        assert_eq!(libc::unlockpt(fd), 0);
+        let name = CStr::from_ptr(libc::ptsname(fd))
+            .to_str()
+            .expect("name")
+            .to_owned();
+        let size = libc::winsize {
+            ws_row: 30,
+            ws_col: 100,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        libc::ioctl(fd, libc::TIOCSWINSZ, &size);
+        (std::fs::File::from(OwnedFd::from_raw_fd(fd)), name)
+    };
+    let slave = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NOCTTY | libc::O_CLOEXEC)
+        .open(&name)
+        .expect("open the terminal's other end");
+    (slave, master)
+}
+
+/// The terminal gpumon reads its keys from goes away (its other end closed, with no SIGHUP),
+/// while the one it draws on stays: the dashboard quits, instead of polling a closed input for
+/// ever (a busy loop at 100% of a core, drawing on).
+#[test]
+fn end_to_end_a_keyboard_that_goes_away_ends_the_dashboard() {
+    use std::io::Read;
+    let (keys, keys_master) = pseudo_terminal();
+    let (screen, screen_master) = pseudo_terminal();
+    let mut child = StdCommand::new(env!("CARGO_BIN_EXE_gpumon"))
+        .args(["--demo", "--interval", "100ms"])
+        .env("TERM", "xterm-256color")
+        .stdin(keys)
+        .stdout(screen)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start gpumon");
+    // Read what the dashboard draws, so that its writes never block.
+    let mut reader = screen_master;
+    let (tx, drawn) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 65536];
+        while let Ok(n) = reader.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            if seen.len() < 1 << 20 {
+                seen.extend_from_slice(&buf[..n]);
+                if String::from_utf8_lossy(&seen).contains("NVIDIA H100") {
+                    let _ = tx.send(());
+                }
+            }
+        }
+    });
+    drawn
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the dashboard drew a frame");
+    drop(keys_master);
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break Some(status);
+        }
+        if start.elapsed() > Duration::from_secs(10) {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    if status.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    assert!(
+        status.is_some(),
+        "gpumon kept running 10 s after the terminal it reads went away"
+    );
+}
