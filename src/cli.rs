@@ -48,9 +48,10 @@ pub struct Cli {
     pub history: Duration,
 }
 
-/// Where readings come from: the flags of every command that reads GPUs (and of the
-/// dashboard). Not global: `explain`, `man` and `completions` read none, and their help does
-/// not list them.
+// Where readings come from: the flags of every command that reads GPUs (and of the
+// dashboard). Not global: `explain`, `man` and `completions` read none, and their help does
+// not list them. (Plain comments on the flattened structs here: clap takes a doc comment on
+// one for the about text of every command that flattens it.)
 #[derive(Debug, Clone, Default, Args)]
 pub struct SourceArgs {
     /// Show simulated GPUs (a training run on two GPUs) instead of reading NVML
@@ -77,7 +78,7 @@ pub struct SourceArgs {
     pub gpu: Vec<String>,
 }
 
-/// How often to sample: the flag of the commands that sample on an interval.
+// How often to sample: the flag of the commands that sample on an interval.
 #[derive(Debug, Clone, Default, Args)]
 pub struct SamplingArgs {
     /// Time between samples: 1s, 500ms, 2m… (at least 10ms) [default: 1s]
@@ -188,7 +189,8 @@ pub enum Command {
         gpumon run --log mem.csv -- torchrun --nproc-per-node 8 train.py"
     )]
     Run(Deferred<RunArgs>),
-    /// Serve Prometheus metrics for this node's GPUs (a drop-in for dcgm-exporter).
+    /// Serve Prometheus metrics for this node's GPUs (dcgm-exporter's memory, utilisation,
+    /// temperature and power fields under its names, and gpumon's own)
     ///
     /// Samples every --interval and serves the latest sample: /metrics (Prometheus text, or
     /// OpenMetrics when the scraper asks), /api/v1/sample (the `once --json` schema) and
@@ -237,7 +239,7 @@ pub struct ManArgs {
     pub dir: Option<PathBuf>,
 }
 
-/// `gpumon estimate`: the run's flags, and where the GPUs it is judged against are read.
+// `gpumon estimate`: the run's flags, and where the GPUs it is judged against are read.
 #[derive(Debug, Args)]
 pub struct EstimateCmd {
     #[command(flatten)]
@@ -246,7 +248,7 @@ pub struct EstimateCmd {
     pub run: EstimateArgs,
 }
 
-/// The run `estimate` sizes (also what `explain --estimate` and the dashboard's panel parse).
+// The run `estimate` sizes (also what `explain --estimate` and the dashboard's panel parse).
 #[derive(Debug, Args)]
 pub struct EstimateArgs {
     /// A Hugging Face config.json, or a model directory (config.json and *.safetensors,
@@ -379,7 +381,7 @@ pub struct ExplainArgs {
     #[arg(value_name = "FILE")]
     pub file: Option<PathBuf>,
 
-    /// Print the analysis as JSON (schema in the README)
+    /// Print the analysis as JSON (schema: docs/schema/explain.schema.json)
     #[arg(long)]
     pub json: bool,
 
@@ -395,7 +397,8 @@ pub struct OnceArgs {
     #[command(flatten)]
     pub source: SourceArgs,
 
-    /// Print the whole sample as JSON (bytes as integers, unknown values as null)
+    /// Print the whole sample as JSON (bytes as integers, unknown values as null; schema:
+    /// docs/schema/once.schema.json)
     #[arg(long)]
     pub json: bool,
 

@@ -304,3 +304,37 @@ fn once_reports_the_host_as_the_kernel_counts_it() {
         "{text}"
     );
 }
+
+/// Each command's help starts with its own summary, the one `gpumon --help` lists for it (a
+/// doc comment on a flattened group of flags once replaced it with the group's).
+#[test]
+fn each_commands_help_starts_with_its_own_summary() {
+    let top = gpumon().arg("--help").output().expect("run");
+    let top = String::from_utf8_lossy(&top.stdout).into_owned();
+    let listed: Vec<(&str, &str)> = top
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        // An entry is indented by two spaces; a wrapped summary's next lines, by more.
+        .filter(|l| !l.starts_with("   "))
+        .filter_map(|l| {
+            let l = l.trim_start();
+            let (name, summary) = l.split_once(' ')?;
+            Some((name, summary.trim()))
+        })
+        .filter(|(name, _)| *name != "help")
+        .collect();
+    assert!(listed.len() >= 8, "{top}");
+    for (name, summary) in listed {
+        let out = gpumon().args([name, "-h"]).output().expect("run");
+        let help = String::from_utf8_lossy(&out.stdout);
+        let first = help.lines().next().unwrap_or_default();
+        // The listing wraps long summaries; their first words must open the command's help.
+        let start: String = summary.chars().take(30).collect();
+        assert!(
+            first.starts_with(&start),
+            "gpumon {name} -h starts with {first:?}, not its summary {summary:?}"
+        );
+    }
+}
