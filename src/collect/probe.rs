@@ -146,7 +146,7 @@ fn epoch() -> SystemTime {
 }
 
 /// How far in the future a report's time may be (another clock, a little ahead).
-const CLOCK_SKEW: Duration = Duration::from_secs(5);
+pub const CLOCK_SKEW: Duration = Duration::from_secs(5);
 
 /// When a report says it was published, if that is a moment at all: seconds since the epoch,
 /// finite, not negative, representable, and not more than [`CLOCK_SKEW`] ahead of `now`. A

@@ -29,7 +29,13 @@ fn na<T: std::fmt::Display>(v: Option<T>, unit: &str) -> String {
     v.map_or_else(|| "N/A".to_owned(), |v| format!("{v}{unit}"))
 }
 
-/// The sample as `once --json` prints it: the model, plus each device's breakdown (processes,
+/// The version of `once --json`'s schema (`docs/schema/once.schema.json`), also served at
+/// `/api/v1/sample`. Fields are only added within a version; a rename or a removal would be a
+/// new version.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The sample as `once --json` prints it: its schema version, the model, plus each device's
+/// breakdown (processes,
 /// used-but-unattributed, driver reserved, free; the parts add up to the total). Serialised
 /// straight from the model, with no intermediate JSON tree.
 pub fn to_json(sample: &Sample) -> SampleJson<'_> {
@@ -62,7 +68,8 @@ impl Serialize for SampleJson<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let x = self.0;
         // The fields of `Sample`, in its order, with `devices` carrying their breakdowns.
-        let mut m = s.serialize_struct("Sample", 8)?;
+        let mut m = s.serialize_struct("Sample", 9)?;
+        m.serialize_field("schema_version", &SCHEMA_VERSION)?;
         m.serialize_field(
             "timestamp",
             &humantime::format_rfc3339_millis(x.timestamp).to_string(),
@@ -496,8 +503,8 @@ mod tests {
             host: None,
         };
         // What the model serialises to, with each device's breakdown added.
-        let mut want = serde_json::to_value(&sample).expect("model");
-        for (json, d) in want["devices"]
+        let mut sample_json = serde_json::to_value(&sample).expect("model");
+        for (json, d) in sample_json["devices"]
             .as_array_mut()
             .expect("devices")
             .iter_mut()
@@ -505,11 +512,18 @@ mod tests {
         {
             json["breakdown"] = serde_json::to_value(d.breakdown()).expect("breakdown");
         }
+        let mut want = serde_json::json!({"schema_version": SCHEMA_VERSION})
+            .as_object()
+            .cloned()
+            .expect("object");
+        want.extend(serde_json::from_value::<serde_json::Map<_, _>>(sample_json).expect("object"));
+        let want = serde_json::Value::Object(want);
         let got = serde_json::to_value(to_json(&sample)).expect("direct");
         assert_eq!(got, want);
         // Same key order as the model (the text is what users diff).
         let text = serde_json::to_string(&to_json(&sample)).expect("text");
         let keys = [
+            "\"schema_version\"",
             "\"timestamp\"",
             "\"hostname\"",
             "\"devices\"",

@@ -3,6 +3,7 @@
 mod cli;
 mod common;
 mod dashboard;
+mod docs;
 mod explain;
 mod hostile;
 mod run;

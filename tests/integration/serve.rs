@@ -256,6 +256,8 @@ fn the_sample_endpoint_is_the_once_json_schema_and_health_is_reported() {
         b.starts_with('{')
     });
     let v: Value = serde_json::from_str(&body).expect("JSON");
+    let schema = crate::docs::once_validator();
+    crate::docs::assert_valid(&schema, &v, "/api/v1/sample");
     assert_eq!(v["devices"][0]["memory"]["used_bytes"], 32700 * MIB);
     assert_eq!(v["devices"][0]["processes"][0]["pid"], 4700001);
     assert_eq!(v["devices"][1]["stalled"], false);

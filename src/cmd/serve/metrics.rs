@@ -64,7 +64,7 @@ pub struct Options {
 }
 
 /// Longest `command` label value: a label is no place for a whole command line.
-const MAX_COMMAND: usize = 128;
+pub const MAX_COMMAND: usize = 128;
 const MIB: u64 = 1 << 20;
 
 /// A label value from text a process or the driver chose: the one escaping rule

@@ -120,12 +120,32 @@ impl DeviceReader for SimulatedDevice {
             t = self.clock.now();
             d = self.clock.scenario.device_at(self.index, t);
         }
-        device(&d, t, &mut self.util_seen)
+        device(&d, t, SystemTime::now(), &mut self.util_seen)
     }
 }
 
-/// What NVML would answer for a device in state `d` at scenario time `t`.
-fn device(d: &DeviceState, t: f64, util_seen: &mut bool) -> Device {
+impl Simulated {
+    /// The devices as they are at scenario time `t`, with `wall` as the wall-clock time of
+    /// that moment (for the processes' start times): a given moment of a scenario, the same
+    /// on every run (the README's capture is drawn from these). `util_seen` carries whether
+    /// utilisation samples were seen from one call to the next, as a reader does.
+    pub fn devices_at(&self, t: f64, wall: SystemTime, util_seen: &mut Vec<bool>) -> Vec<Device> {
+        let t = self.scenario.time(t);
+        util_seen.resize(self.scenario.devices.len(), false);
+        util_seen
+            .iter_mut()
+            .enumerate()
+            .map(|(index, seen)| {
+                let d = self.scenario.device_at(index as u32, t);
+                device(&d, t, wall, seen)
+            })
+            .collect()
+    }
+}
+
+/// What NVML would answer for a device in state `d` at scenario time `t`, `wall` being the
+/// wall-clock time then.
+fn device(d: &DeviceState, t: f64, wall: SystemTime, util_seen: &mut bool) -> Device {
     if d.lost {
         return Device::failed(d.index, "GPU is lost".into());
     }
@@ -177,8 +197,7 @@ fn device(d: &DeviceState, t: f64, util_seen: &mut bool) -> Device {
     }
     let wall_start = |start_s: f64| {
         let since = (t - start_s).max(0.0) as u64;
-        SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
+        wall.duration_since(SystemTime::UNIX_EPOCH)
             .ok()
             .map(|now| now.as_secs().saturating_sub(since))
     };
