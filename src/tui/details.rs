@@ -27,10 +27,15 @@ const MAX_COMMAND_LINES: usize = 6;
 pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     let Some(d) = &app.details else { return };
     frame.render_widget(Clear, area);
-    let block = Block::default().borders(Borders::ALL).title(format!(
-        " pid {} on GPU {} · k signal · Esc closes ",
-        d.pid, d.gpu
-    ));
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(super::ui::panel_title(
+            area.width,
+            &format!("pid {} on GPU {}", d.pid, d.gpu),
+            " · ",
+            " · ",
+            &[(1, "k signal"), (0, "Esc closes")],
+        ));
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let now = app

@@ -630,9 +630,13 @@ fn draw_signal(frame: &mut Frame, area: Rect, app: &App) {
     let Some(d) = &app.signal else { return };
     let rect = popup(area, 60, 50);
     frame.render_widget(Clear, rect);
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .title(" Send a signal · ↑↓ choose · Enter send · Esc cancel ");
+    let block = Block::default().borders(Borders::ALL).title(panel_title(
+        rect.width,
+        "Send a signal",
+        " · ",
+        " · ",
+        &[(2, "↑↓ choose"), (1, "Enter send"), (0, "Esc cancel")],
+    ));
     let inner = block.inner(rect);
     frame.render_widget(block, rect);
     let mut lines = vec![
@@ -748,11 +752,18 @@ fn draw_help(frame: &mut Frame, area: Rect, app: &App) {
     let max_scroll = total.saturating_sub(inner_height);
     let scroll = app.help_scroll.min(max_scroll);
     let title = if max_scroll > 0 {
-        format!(
-            " gpumon help — ↑↓ PgUp PgDn scroll ({}–{} of {} lines) ",
+        let at = format!(
+            "{}–{} of {} lines",
             scroll + 1,
             (scroll + inner_height).min(total),
             total
+        );
+        panel_title(
+            rect.width,
+            "gpumon help",
+            " — ",
+            " · ",
+            &[(0, "↑↓ PgUp PgDn scroll"), (1, &at)],
         )
     } else {
         " gpumon help ".to_owned()
@@ -764,6 +775,47 @@ fn draw_help(frame: &mut Frame, area: Rect, app: &App) {
             .block(Block::default().borders(Borders::ALL).title(title)),
         rect,
     );
+}
+
+/// A panel's title for a block `width` cells wide: `head`, then as many of `hints` as fit,
+/// whole, the lowest rank first, shown in their order (" head — a · b "). A title is never
+/// cut inside a word; only a head wider than the block is shortened, with "…".
+pub fn panel_title(width: u16, head: &str, lead: &str, sep: &str, hints: &[(u8, &str)]) -> String {
+    let room = usize::from(width.saturating_sub(2));
+    let render = |kept: &[usize]| {
+        let mut kept = kept.to_vec();
+        kept.sort_unstable();
+        let mut s = format!(" {head}");
+        for (n, &i) in kept.iter().enumerate() {
+            s.push_str(if n == 0 { lead } else { sep });
+            s.push_str(hints[i].1);
+        }
+        s.push(' ');
+        s
+    };
+    let cells = |s: &str| Line::from(s).width();
+    let mut order: Vec<usize> = (0..hints.len()).collect();
+    order.sort_by_key(|&i| hints[i].0);
+    let mut kept = Vec::new();
+    for i in order {
+        kept.push(i);
+        if cells(&render(&kept)) > room {
+            kept.pop();
+        }
+    }
+    let title = render(&kept);
+    if cells(&title) <= room {
+        return title;
+    }
+    let mut short = String::from(" ");
+    for c in head.chars() {
+        if cells(&short) + 3 > room {
+            break;
+        }
+        short.push(c);
+    }
+    short.push_str("… ");
+    short
 }
 
 /// Where a panel goes: all of the body on a small terminal; on a large one, a popup with the
@@ -784,9 +836,17 @@ fn panel_rect(area: Rect, percent_x: u16) -> Rect {
 fn draw_oom(frame: &mut Frame, area: Rect, app: &App, sample: &Sample) {
     let rect = panel_rect(area, 94);
     frame.render_widget(Clear, rect);
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .title(" OOM analyzer — paste an error · Ctrl-U clears · Esc closes ");
+    let block = Block::default().borders(Borders::ALL).title(panel_title(
+        rect.width,
+        "OOM analyzer",
+        " — ",
+        " · ",
+        &[
+            (1, "paste an error"),
+            (2, "Ctrl-U clears"),
+            (0, "Esc closes"),
+        ],
+    ));
     let inner = block.inner(rect);
     frame.render_widget(block, rect);
     let found = app.oom.as_ref().and_then(|a| a.main().map(|m| (a, m)));
@@ -872,10 +932,21 @@ fn draw_estimate(frame: &mut Frame, area: Rect, app: &App, sample: &Sample) {
     let rect = panel_rect(area, 90);
     frame.render_widget(Clear, rect);
     let gpu = app.estimate_gpu;
-    let title = match gpu {
-        Some(i) => format!(" Estimate against GPU {i} — type gpumon estimate's flags · Ctrl-U clears · Esc closes "),
-        None => " Estimate — type gpumon estimate's flags · Ctrl-U clears · Esc closes ".to_owned(),
+    let head = match gpu {
+        Some(i) => format!("Estimate against GPU {i}"),
+        None => "Estimate".to_owned(),
     };
+    let title = panel_title(
+        rect.width,
+        &head,
+        " — ",
+        " · ",
+        &[
+            (2, "type gpumon estimate's flags"),
+            (1, "Ctrl-U clears"),
+            (0, "Esc closes"),
+        ],
+    );
     let block = Block::default().borders(Borders::ALL).title(title);
     let inner = block.inner(rect);
     frame.render_widget(block, rect);
@@ -887,11 +958,21 @@ fn draw_estimate(frame: &mut Frame, area: Rect, app: &App, sample: &Sample) {
         Text::raw(app.estimate_text.as_str())
     };
     frame.render_widget(
-        Paragraph::new(typed)
-            .wrap(Wrap { trim: false })
-            .block(Block::default().borders(Borders::ALL).title(
-                " flags: --model PATH or --params 7B, --batch, --seq-len, --inference, --mixed-precision… ",
+        Paragraph::new(typed).wrap(Wrap { trim: false }).block(
+            Block::default().borders(Borders::ALL).title(panel_title(
+                input.width,
+                "flags:",
+                " ",
+                ", ",
+                &[
+                    (0, "--model PATH or --params 7B"),
+                    (1, "--batch"),
+                    (2, "--seq-len"),
+                    (3, "--inference"),
+                    (4, "--mixed-precision…"),
+                ],
             )),
+        ),
         input,
     );
     let text = match &app.estimate {
@@ -967,4 +1048,34 @@ fn live_line(d: &Device) -> String {
         d.processes.len(),
         if d.processes.len() == 1 { "" } else { "es" }
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::panel_title;
+
+    const HINTS: &[(u8, &str)] = &[(2, "type flags"), (1, "Ctrl-U clears"), (0, "Esc closes")];
+
+    #[test]
+    fn a_panel_title_keeps_whole_hints_the_most_important_first() {
+        let all = panel_title(80, "Estimate", " — ", " · ", HINTS);
+        assert_eq!(all, " Estimate — type flags · Ctrl-U clears · Esc closes ");
+        // One cell short of all: the least important hint goes, the others keep their order.
+        let w = u16::try_from(all.chars().count() + 1).expect("width");
+        assert_eq!(
+            panel_title(w, "Estimate", " — ", " · ", HINTS),
+            " Estimate — Ctrl-U clears · Esc closes "
+        );
+        assert_eq!(
+            panel_title(30, "Estimate", " — ", " · ", HINTS),
+            " Estimate — Esc closes "
+        );
+        assert_eq!(
+            panel_title(14, "Estimate", " — ", " · ", HINTS),
+            " Estimate "
+        );
+        // Only a head wider than the block is shortened.
+        assert_eq!(panel_title(8, "Estimate", " — ", " · ", HINTS), " Est… ");
+        assert_eq!(panel_title(0, "Estimate", " — ", " · ", HINTS), " … ");
+    }
 }

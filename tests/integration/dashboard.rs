@@ -1294,7 +1294,7 @@ fn snapshot_help_scrolls_where_it_does_not_fit() {
         .draw(|f| gpumon::tui::ui::draw(f, &mut app))
         .expect("draw");
     let top = terminal.backend().to_string();
-    assert!(top.contains("↑↓ PgUp PgDn scroll (1–"), "{top}");
+    assert!(top.contains("↑↓ PgUp PgDn scroll · 1–"), "{top}");
     assert!(
         !top.contains("Ctrl-Z"),
         "the last key is below the fold at first"
@@ -1490,4 +1490,21 @@ fn end_to_end_a_keyboard_that_goes_away_ends_the_dashboard() {
         status.is_some(),
         "gpumon kept running 10 s after the terminal it reads went away"
     );
+}
+
+/// The estimate panel opens empty, its example greyed (not pre-filled flags that typing would
+/// append to), at 80×24 and 120×40; the first key typed starts the flags.
+#[test]
+fn snapshot_the_estimate_panel_opens_empty_with_an_example() {
+    for (w, h) in [(80, 24), (120, 40)] {
+        let (mut terminal, mut app) = screen(w, h, 3, two_gpus);
+        app.on_key(KeyEvent::new(KeyCode::Char('e'), KeyModifiers::NONE));
+        terminal
+            .draw(|f| gpumon::tui::ui::draw(f, &mut app))
+            .expect("draw");
+        assert_eq!(app.estimate_text, "");
+        insta::assert_snapshot!(format!("estimate_panel_empty_{w}x{h}"), terminal.backend());
+        app.on_key(KeyEvent::new(KeyCode::Char('-'), KeyModifiers::NONE));
+        assert_eq!(app.estimate_text, "-", "the first key starts the flags");
+    }
 }
