@@ -1,6 +1,7 @@
 //! `gpumon serve` on the fake library with 8 GPUs × 40 live processes (release build):
-//! (1) exporter CPU, anonymous (private) memory and RSS over GPUMON_BENCH_SECS (default 60) of sampling every 1 s with
-//! a scrape every 15 s, as Prometheus's default would; (2) scrape latency p50/p99 under 50
+//! (1) exporter CPU, anonymous (private) memory and RSS over GPUMON_BENCH_SECS (default 60)
+//! of sampling every 1 s with a scrape every 15 s, as Prometheus's default would, beside other
+//! gpumon builds serving the same GPUs when GPUMON_BENCH_COMPARE=PATH,… names them; (2) scrape latency p50/p99 under 50
 //! concurrent scrapers (2,000 scrapes, a new connection each); (3) scrapes under 300 slow
 //! (slowloris) connections, answered and their latency. `cargo bench --bench serve`.
 //!
@@ -72,14 +73,16 @@ fn cpu_ticks(pid: u32) -> u64 {
     f[11].parse::<u64>().unwrap_or(0) + f[12].parse::<u64>().unwrap_or(0)
 }
 
-fn main() {
-    let lib = fake_lib();
-    let sleepers = Sleepers::spawn(GPUS * PROCS);
-    let path = scenario(&sleepers.pids());
-    let mut child = Command::new(common::user_binary())
+/// `gpumon serve` from `binary` on a free port of 127.0.0.1: the child and its address.
+fn start(
+    binary: &std::path::Path,
+    lib: &std::path::Path,
+    scenario: &std::path::Path,
+) -> (std::process::Child, String) {
+    let mut child = Command::new(binary)
         .args(["serve", "--listen", "127.0.0.1:0", "--interval", "1s"])
-        .env("GPUMON_NVML_LIB", &lib)
-        .env("FAKE_NVML_SCENARIO", &path)
+        .env("GPUMON_NVML_LIB", lib)
+        .env("FAKE_NVML_SCENARIO", scenario)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -94,7 +97,33 @@ fn main() {
         .and_then(|r| r.split_whitespace().next())
         .expect("address")
         .to_owned();
+    (child, addr)
+}
+
+fn main() {
+    let lib = fake_lib();
+    let sleepers = Sleepers::spawn(GPUS * PROCS);
+    let path = scenario(&sleepers.pids());
+    // This build, and other gpumon builds to compare with in the same run
+    // (GPUMON_BENCH_COMPARE=PATH,…): all serve the same GPUs side by side during part 1.
+    let mut binaries = vec![std::path::PathBuf::from(common::user_binary())];
+    if let Ok(others) = std::env::var("GPUMON_BENCH_COMPARE") {
+        binaries.extend(
+            others
+                .split(',')
+                .filter(|p| !p.is_empty())
+                .map(std::path::PathBuf::from),
+        );
+    }
+    let mut servers: Vec<(String, std::process::Child, String)> = binaries
+        .iter()
+        .map(|b| {
+            let (child, addr) = start(b, &lib, &path);
+            (b.display().to_string(), child, addr)
+        })
+        .collect();
     std::thread::sleep(Duration::from_secs(3));
+    let addr = servers[0].2.clone();
     let (_, size) = scrape(&addr);
 
     // 1. Steady state: sampling every second, a scrape every 15 s.
@@ -102,23 +131,32 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(60);
-    let t0 = cpu_ticks(child.id());
+    let t0: Vec<u64> = servers.iter().map(|(_, c, _)| cpu_ticks(c.id())).collect();
     let w0 = Instant::now();
     while w0.elapsed() < Duration::from_secs(secs) {
-        scrape(&addr);
+        for (_, _, a) in &servers {
+            scrape(a);
+        }
         std::thread::sleep(Duration::from_secs(15).min(Duration::from_secs(secs)));
     }
-    let t1 = cpu_ticks(child.id());
-    let mem = common::memory(child.id()).unwrap_or_default();
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    let cpu = (t1 - t0) as f64 / hz;
     let wall = w0.elapsed().as_secs_f64();
-    println!(
-        "serve, {GPUS} GPUs x {PROCS} processes, 1 s sampling, a scrape every 15 s: {cpu:.2} s CPU over {wall:.0} s = {:.3}% of one core; {mem}; /metrics is {:.0} KiB",
-        cpu * 100.0 / wall,
-        size as f64 / 1024.0
-    );
+    for (i, (label, c, _)) in servers.iter().enumerate() {
+        let mem = common::memory(c.id()).unwrap_or_default();
+        let cpu = (cpu_ticks(c.id()) - t0[i]) as f64 / hz;
+        let label = if i == 0 { "serve" } else { label.as_str() };
+        println!(
+            "{label}, {GPUS} GPUs x {PROCS} processes, 1 s sampling, a scrape every 15 s: {cpu:.2} s CPU over {wall:.0} s = {:.3}% of one core; {mem}; /metrics is {:.0} KiB",
+            cpu * 100.0 / wall,
+            size as f64 / 1024.0
+        );
+    }
+    for (_, c, _) in servers.iter_mut().skip(1) {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    let mut child = servers.swap_remove(0).1;
 
     // 2. Latency under 50 concurrent scrapers: kept-alive connections (as Prometheus
     //    scrapes), then a new connection for every scrape.
