@@ -76,6 +76,11 @@ pub struct SourceArgs {
     /// Only these GPUs, by index or UUID (comma-separated): --gpu 0,2
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_gpu)]
     pub gpu: Vec<String>,
+
+    /// The kubelet's pod-resources socket, asked for the names of the pods that hold GPUs
+    /// (only when it exists) [default: /var/lib/kubelet/pod-resources/kubelet.sock]
+    #[arg(long, value_name = "PATH")]
+    pub kubelet_socket: Option<PathBuf>,
 }
 
 // How often to sample: the flag of the commands that sample on an interval.
@@ -96,6 +101,7 @@ pub struct Common {
     pub history: Duration,
     pub timeout: Option<Duration>,
     pub gpu: Vec<String>,
+    pub kubelet_socket: Option<PathBuf>,
 }
 
 impl Cli {
@@ -119,6 +125,7 @@ impl Cli {
             } else {
                 own.gpu
             },
+            kubelet_socket: own.kubelet_socket.or_else(|| top.kubelet_socket.clone()),
         }
     }
 }
@@ -332,8 +339,9 @@ pub struct ServeArgs {
     #[arg(long)]
     pub no_dcgm_names: bool,
 
-    /// Extra labels on per-process series: user, command (comma-separated; none by default,
-    /// for privacy and cardinality)
+    /// Extra labels on per-process series: user, command, pod (dcgm-exporter's pod, namespace
+    /// and container, for processes in a pod), job (slurm_job); comma-separated, none by
+    /// default, for privacy and cardinality
     #[arg(long, value_name = "LIST")]
     pub process_labels: Option<String>,
 
@@ -432,7 +440,8 @@ pub struct LogArgs {
     /// temperature.gpu, power.draw, power.limit, fan.speed, processes.count, error.
     /// With --processes: timestamp, gpu_index, gpu_uuid, gpu_bus_id, pid, type, process_name,
     /// user, used_memory, cpu_percent, host_memory, start_time, command, container,
-    /// sm_percent, mem_bw_percent, process.allocated, process.reserved, process.cached,
+    /// owner.kind, owner.name, owner.namespace, owner.container, owner.job, sm_percent,
+    /// mem_bw_percent, process.allocated, process.reserved, process.cached,
     /// process.non_framework, process.allocated_peak, process.reserved_peak (the process.*
     /// fields need `gpumon run`)
     #[arg(long, value_name = "LIST")]
@@ -461,6 +470,10 @@ impl Common {
             gpus: self.gpu.clone(),
             timeout: self.timeout,
             interval: self.interval,
+            kubelet_socket: self
+                .kubelet_socket
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(crate::collect::kubelet::DEFAULT_SOCKET)),
         }
     }
 }

@@ -21,6 +21,9 @@ pub fn run(common: &Common, args: &OnceArgs) -> anyhow::Result<ExitCode> {
         Ok(s) => s,
         Err(e) => return Ok(usage_error(e)),
     };
+    // On a Kubernetes node, the pods' names (the kubelet answers in milliseconds; one that
+    // does not within its deadline leaves the pods' UIDs).
+    sampler.wait_for_kubelet(crate::collect::kubelet::TIMEOUT);
     // One reading per device, within the deadline: a hung GPU is reported as stalled.
     let sample = sampler.tick();
     if let Some(e) = sampler.unmatched_gpus() {

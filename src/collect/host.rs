@@ -32,6 +32,7 @@ struct Facts {
     host_memory_bytes: Option<u64>,
     start_time: Option<u64>,
     container: Option<String>,
+    owner: Option<std::sync::Arc<crate::model::owner::Owner>>,
 }
 
 impl Facts {
@@ -43,6 +44,7 @@ impl Facts {
         p.host_memory_bytes = self.host_memory_bytes;
         p.start_time = self.start_time;
         p.container.clone_from(&self.container);
+        p.owner.clone_from(&self.owner);
     }
 }
 
@@ -217,7 +219,8 @@ impl HostLookup {
                     cpu_percent,
                     host_memory_bytes: Some(stat.rss_pages.saturating_mul(self.page_size)),
                     start_time: start_s.map(|s| s as u64),
-                    container: raw.container,
+                    container: raw.owner.as_ref().map(|o| o.container_label()),
+                    owner: raw.owner.map(std::sync::Arc::new),
                 },
             );
         }
@@ -324,7 +327,7 @@ struct Raw {
     name: Option<String>,
     uid: Option<u32>,
     command: Option<String>,
-    container: Option<String>,
+    owner: Option<crate::model::owner::Owner>,
 }
 
 impl Raw {
@@ -343,15 +346,15 @@ impl Raw {
         let command = read_into(&format!("/proc/{pid}/cmdline"), buf)
             .then(|| command_line(buf))
             .flatten();
-        let container = read_into(&format!("/proc/{pid}/cgroup"), buf)
-            .then(|| container_of(&String::from_utf8_lossy(buf)))
+        let owner = read_into(&format!("/proc/{pid}/cgroup"), buf)
+            .then(|| super::owner::owner_of(&String::from_utf8_lossy(buf)))
             .flatten();
         Some(Raw {
             stat,
             name,
             uid,
             command,
-            container,
+            owner,
         })
     }
 }
@@ -559,113 +562,10 @@ pub fn in_child_pid_namespace() -> bool {
     })
 }
 
-/// The container, pod, or batch job that holds a process, from its `/proc/PID/cgroup`;
-/// `None` for a host process (a login session, a user service, the root cgroup).
-///
-/// Recognised: Docker (`/docker/ID`, `docker-ID.scope`), Kubernetes (`kubepods` with the pod
-/// UID, and the runtime's container id: containerd, CRI-O, Docker), Podman (`libpod-ID`),
-/// LXC, Slurm job steps, and other systemd services and scopes outside the user slices.
+/// The container, pod, or batch job that holds a process, from its `/proc/PID/cgroup`, in
+/// the one-string form of `container`; see [`super::owner::owner_of`].
 pub fn container_of(cgroup: &str) -> Option<String> {
-    // cgroup v2's single line ("0::/path"), else the v1 hierarchy most likely to be set
-    // (pids, memory, or systemd's own).
-    let mut best: Option<&str> = None;
-    for line in cgroup.lines() {
-        let mut parts = line.splitn(3, ':');
-        let (Some(id), Some(controllers), Some(path)) = (parts.next(), parts.next(), parts.next())
-        else {
-            continue;
-        };
-        // cgroup v2's line; on a hybrid host it is "/" and the v1 lines say more.
-        if id == "0" && controllers.is_empty() {
-            if path.trim() != "/" {
-                best = Some(path);
-                break;
-            }
-            continue;
-        }
-        let useful = controllers
-            .split(',')
-            .any(|c| matches!(c, "pids" | "memory" | "name=systemd" | "cpu"));
-        if useful && best.is_none_or(|b| b == "/") {
-            best = Some(path);
-        }
-    }
-    describe_cgroup(best?.trim())
-}
-
-fn short_id(s: &str) -> Option<&str> {
-    let id = s.trim_end_matches(".scope");
-    (id.len() >= 12 && id.chars().all(|c| c.is_ascii_hexdigit())).then(|| &id[..12])
-}
-
-fn describe_cgroup(path: &str) -> Option<String> {
-    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
-    // The container runtime's id: the last component that is one.
-    let runtime = parts.iter().rev().find_map(|p| {
-        for (prefix, name) in [
-            ("cri-containerd-", "containerd"),
-            ("crio-", "cri-o"),
-            ("docker-", "docker"),
-            ("libpod-", "podman"),
-        ] {
-            if let Some(id) = p.strip_prefix(prefix).and_then(short_id) {
-                return Some((name, id));
-            }
-        }
-        short_id(p).map(|id| ("container", id))
-    });
-    // Kubernetes: "pod<uid>" (cgroupfs) or "kubepods-<qos>-pod<uid_with_underscores>.slice".
-    if parts.iter().any(|p| p.starts_with("kubepods")) {
-        let uid = parts.iter().find_map(|p| {
-            let p = p.trim_end_matches(".slice");
-            let at = p.rfind("pod")?;
-            let uid = &p[at + 3..];
-            (uid.len() >= 32).then(|| uid.replace('_', "-"))
-        });
-        return Some(match (uid, runtime) {
-            (Some(uid), Some((rt, id))) => format!("k8s pod {uid} ({rt} {id})"),
-            (Some(uid), None) => format!("k8s pod {uid}"),
-            (None, Some((rt, id))) => format!("k8s {rt} {id}"),
-            (None, None) => "k8s pod".into(),
-        });
-    }
-    if let Some((rt, id)) = runtime {
-        let rt = if rt == "container" && parts.first() == Some(&"docker") {
-            "docker"
-        } else {
-            rt
-        };
-        return Some(format!("{rt} {id}"));
-    }
-    if let Some(job) = parts.iter().find_map(|p| {
-        p.strip_prefix("job_")
-            .filter(|j| j.chars().all(|c| c.is_ascii_digit()))
-    }) {
-        return Some(format!("slurm job {job}"));
-    }
-    if let Some(name) = parts.iter().find_map(|p| {
-        p.strip_prefix("lxc.payload.")
-            .or_else(|| p.strip_prefix("lxc/"))
-    }) {
-        return Some(format!("lxc {name}"));
-    }
-    if parts.first() == Some(&"lxc") {
-        return parts.get(1).map(|n| format!("lxc {n}"));
-    }
-    // Login sessions and per-user services are the host; a system service or a transient
-    // scope (systemd-run) is named by its unit.
-    if parts
-        .iter()
-        .any(|p| p.starts_with("user.slice") || p.starts_with("user-"))
-    {
-        return None;
-    }
-    parts
-        .iter()
-        .rev()
-        .find(|p| p.ends_with(".service") || p.ends_with(".scope"))
-        .filter(|u| !matches!(**u, "init.scope"))
-        .map(|u| (*u).to_owned())
+    super::owner::owner_of(cgroup).map(|o| o.container_label())
 }
 
 /// Whether the views should say that GPU processes are hidden: gpumon runs in a child PID

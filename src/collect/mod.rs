@@ -8,6 +8,8 @@
 //! is here, below the commands.
 
 pub mod host;
+pub mod kubelet;
+pub mod owner;
 pub mod probe;
 pub mod readers;
 pub mod sampler;
@@ -41,6 +43,8 @@ pub struct Config {
     /// How long a device may take to answer (and NVML to initialise).
     pub timeout: Option<Duration>,
     pub interval: Duration,
+    /// The kubelet's pod-resources socket, asked for pod names where it exists.
+    pub kubelet_socket: PathBuf,
 }
 
 /// Opens the source `config` names. This can block for as long as the driver does: see
@@ -111,7 +115,8 @@ pub fn new_sampler(config: &Config, source: Opened, needs: Needs) -> Sampler {
         },
     )
     .with_timeout(config.timeout)
-    .with_interval(config.interval);
+    .with_interval(config.interval)
+    .with_kubelet(&config.kubelet_socket);
     if let Some(w) = &sampler.probe_warning {
         eprintln!("gpumon: {w}");
     }

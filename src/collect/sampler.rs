@@ -98,6 +98,8 @@ pub struct Sampler {
     probe_cache: probe::ReportCache,
     /// Why probe reports are not read, to show once.
     pub probe_warning: Option<String>,
+    /// Names pods from the kubelet, on a Kubernetes node.
+    kubelet: Option<super::kubelet::Watcher>,
     pub last: TickTimings,
 }
 
@@ -152,7 +154,25 @@ impl Sampler {
             probe_dir,
             probe_cache: probe::ReportCache::default(),
             probe_warning,
+            kubelet: None,
             last: TickTimings::default(),
+        }
+    }
+
+    /// Asks the kubelet at `socket` for pod names, when this sampler looks processes up on the
+    /// host (the driver's GPUs, not simulated ones) and the socket exists.
+    pub fn with_kubelet(mut self, socket: &std::path::Path) -> Self {
+        if self.host.is_some() && self.kind == "nvml" {
+            self.kubelet = super::kubelet::Watcher::start(socket.to_path_buf());
+        }
+        self
+    }
+
+    /// Waits up to `limit` for the kubelet's first answer, when there is a kubelet to ask (a
+    /// view that samples once).
+    pub fn wait_for_kubelet(&self, limit: Duration) {
+        if let Some(k) = &self.kubelet {
+            k.wait_first(limit);
         }
     }
 
@@ -331,6 +351,9 @@ impl Sampler {
             // No receiver, or a view that needs every pid fresh: all of them.
             let pids = focus.as_deref().and_then(Option::as_deref);
             host.enrich(&mut sample.devices, pids);
+            if let Some(pods) = self.kubelet.as_ref().and_then(|k| k.pods()) {
+                super::kubelet::name_pods(&mut sample.devices, &pods);
+            }
         }
         let t3 = Instant::now();
         if let Some(dir) = &self.probe_dir {

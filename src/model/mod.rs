@@ -5,6 +5,7 @@
 
 pub mod breakdown;
 pub mod history;
+pub mod owner;
 
 use serde::{Serialize, Serializer};
 use std::collections::BTreeMap;
@@ -243,9 +244,13 @@ pub struct Process {
     pub host_memory_bytes: Option<u64>,
     /// Unix seconds.
     pub start_time: Option<u64>,
-    /// The container, pod or batch job holding the process, from its cgroup; `None` for a
-    /// host process or where it cannot be read.
+    /// The container, pod or batch job holding the process, from its cgroup, in one string
+    /// (`docker 3f4e5d6c7b8a`, `k8s pod UID (containerd ID)`, `slurm job 81234`); `None` for a
+    /// host process or where it cannot be read. [`Process::owner`] has its parts.
     pub container: Option<String>,
+    /// Who owns the process above itself: its pod (named by the kubelet where it can be), Slurm
+    /// job and step, container or service. Shared: every process of a pod has the same one.
+    pub owner: Option<std::sync::Arc<owner::Owner>>,
     /// Share of the last second's samples in which this process's kernels ran on the SMs
     /// (NVML's per-process utilisation). `None`: unsupported, or no sample yet; 0 when the
     /// driver is sampling and this process had no activity.
@@ -300,6 +305,7 @@ impl Process {
             host_memory_bytes: None,
             start_time: None,
             container: None,
+            owner: None,
             sm_percent: None,
             mem_bw_percent: None,
             allocator: None,
@@ -313,6 +319,15 @@ impl Process {
             total: self.gpu_memory_bytes,
             allocated: self.allocator.as_ref().and_then(|a| a.allocated_bytes),
             reserved: self.allocator.as_ref().and_then(|a| a.reserved_bytes),
+        }
+    }
+
+    /// Who owns the process, as the tables show it: its owner's label (`ml/trainer-0/pytorch`,
+    /// `slurm 81234.0`), else its container string; `None` for a host process.
+    pub fn owner_label(&self) -> Option<String> {
+        match &self.owner {
+            Some(o) => Some(o.label()),
+            None => self.container.clone(),
         }
     }
 

@@ -77,7 +77,8 @@ pub struct SignalDialog {
 pub enum SortKey {
     Pid,
     User,
-    Container,
+    /// The process's pod, job, container or service.
+    Owner,
     Gpu,
     Type,
     GpuMem,
@@ -94,7 +95,7 @@ impl SortKey {
     pub const ALL: [SortKey; 12] = [
         SortKey::Pid,
         SortKey::User,
-        SortKey::Container,
+        SortKey::Owner,
         SortKey::Gpu,
         SortKey::Type,
         SortKey::GpuMem,
@@ -110,7 +111,7 @@ impl SortKey {
         match self {
             SortKey::Pid => "PID",
             SortKey::User => "USER",
-            SortKey::Container => "CONTAINER",
+            SortKey::Owner => "OWNER",
             SortKey::Gpu => "GPU",
             SortKey::Type => "TYPE",
             SortKey::GpuMem => "GPU MEM",
@@ -399,7 +400,7 @@ impl App {
             let ord = match key {
                 SortKey::Pid => pa.pid.cmp(&pb.pid),
                 SortKey::User => pa.user.cmp(&pb.user),
-                SortKey::Container => pa.container.cmp(&pb.container),
+                SortKey::Owner => pa.owner_label().cmp(&pb.owner_label()),
                 SortKey::Gpu => ga.cmp(&gb),
                 SortKey::Type => pa.kind.letter().cmp(pb.kind.letter()),
                 SortKey::Sm => pa.sm_percent.cmp(&pb.sm_percent),
@@ -517,7 +518,7 @@ impl App {
             // Numbers and times read best largest first; names alphabetically.
             self.descending = !matches!(
                 key,
-                SortKey::User | SortKey::Command | SortKey::Type | SortKey::Container
+                SortKey::User | SortKey::Command | SortKey::Type | SortKey::Owner
             );
         }
         self.follow_selection();
@@ -947,6 +948,7 @@ fn matches_filter(r: &Row, needle: &str) -> bool {
         p.user.clone().unwrap_or_default(),
         p.name.clone().unwrap_or_default(),
         p.command.clone().unwrap_or_default(),
+        p.owner_label().unwrap_or_default(),
         p.container.clone().unwrap_or_default(),
         format!("gpu{}", r.gpu),
     ];
@@ -1211,7 +1213,7 @@ mod tests {
         let titles: Vec<SortKey> = app.table_columns.iter().map(|c| c.0).collect();
         let all_but_container: Vec<SortKey> = SortKey::ALL
             .into_iter()
-            .filter(|k| *k != SortKey::Container)
+            .filter(|k| *k != SortKey::Owner)
             .collect();
         assert_eq!(
             titles, all_but_container,

@@ -92,8 +92,8 @@ fn facts(d: &Details, now: SystemTime) -> Vec<Line<'static>> {
             crate::model::ProcessKind::Graphics => "graphics",
             crate::model::ProcessKind::Both => "compute + graphics",
         }),
-        label(" · container"),
-        Span::raw(p.container.clone().unwrap_or_else(|| {
+        label(" · owner"),
+        Span::raw(p.owner_label().unwrap_or_else(|| {
             if p.start_time.is_some() {
                 "none (host)".into()
             } else {

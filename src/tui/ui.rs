@@ -443,12 +443,13 @@ fn draw_selection(buf: &mut Buffer, area: Rect, app: &App, sample: &Sample) {
     buf.set_stringn(tx, area.y, joined(&fields), room, Style::new());
 }
 
-/// Which columns fit at a width. CONTAINER shows only when some process runs in one.
+/// Which columns fit at a width. OWNER shows only when some process has one (a pod, a job, a
+/// container, a service).
 fn columns(width: u16, containers: bool) -> Vec<(SortKey, u16)> {
     let min = |k: SortKey| -> u16 {
         match k {
-            SortKey::Container if !containers => u16::MAX,
-            SortKey::Container => 120,
+            SortKey::Owner if !containers => u16::MAX,
+            SortKey::Owner => 120,
             SortKey::User | SortKey::Cpu => 60,
             SortKey::Sm => 70,
             SortKey::Time => 80,
@@ -464,7 +465,7 @@ fn columns(width: u16, containers: bool) -> Vec<(SortKey, u16)> {
             SortKey::Gpu => 4,
             SortKey::Type | SortKey::Sm => 5,
             SortKey::MemBw => 8,
-            SortKey::Container => 16,
+            SortKey::Owner => 20,
             SortKey::Cpu => 6,
             SortKey::Time => 7,
             SortKey::Command => 0,
@@ -484,7 +485,7 @@ fn cell(key: SortKey, row: &super::app::Row, now: SystemTime) -> String {
         SortKey::Pid => p.pid.to_string(),
         SortKey::User => p.user.clone().unwrap_or_else(na),
         // Blank for a host process.
-        SortKey::Container => p.container.clone().unwrap_or_default(),
+        SortKey::Owner => p.owner_label().unwrap_or_default(),
         SortKey::Gpu => row.gpu.to_string(),
         SortKey::Type => p.kind.letter().to_owned(),
         SortKey::Sm => p.sm_percent.map_or_else(na, |v| v.to_string()),
@@ -506,9 +507,11 @@ fn draw_table(buf: &mut Buffer, area: Rect, app: &mut App) {
         return;
     }
     let containers = app.sample.as_ref().is_some_and(|s| {
-        s.devices
-            .iter()
-            .any(|d| d.processes.iter().any(|p| p.container.is_some()))
+        s.devices.iter().any(|d| {
+            d.processes
+                .iter()
+                .any(|p| p.owner.is_some() || p.container.is_some())
+        })
     });
     let cols = columns(area.width, containers);
     let right_aligned = |k: SortKey| {

@@ -54,6 +54,10 @@ impl<'a> Cell<'a> {
         v.as_deref().map_or(Cell::Null, Cell::Text)
     }
 
+    fn opt(v: Option<&'a str>) -> Self {
+        v.map_or(Cell::Null, Cell::Text)
+    }
+
     /// The cell as a JSON value, as serde_json writes it (`412.5`, `700.0`, `1e+21` for a
     /// float), the same digits as `once --json` prints.
     fn write_json(self, buf: &mut Vec<u8>) {
@@ -154,6 +158,21 @@ const PROCESS_FIELDS: &[(&str, Kind, ProcessGetter)] = &[
     }),
     ("command", Kind::Text, |_, _, p| Cell::text(&p.command)),
     ("container", Kind::Text, |_, _, p| Cell::text(&p.container)),
+    ("owner.kind", Kind::Text, |_, _, p| {
+        Cell::opt(p.owner.as_deref().map(|o| o.kind.name()))
+    }),
+    ("owner.name", Kind::Text, |_, _, p| {
+        Cell::opt(p.owner.as_deref().map(|o| o.name.as_str()))
+    }),
+    ("owner.namespace", Kind::Text, |_, _, p| {
+        Cell::opt(p.owner.as_deref().and_then(|o| o.namespace.as_deref()))
+    }),
+    ("owner.container", Kind::Text, |_, _, p| {
+        Cell::opt(p.owner.as_deref().and_then(|o| o.container.as_deref()))
+    }),
+    ("owner.job", Kind::Text, |_, _, p| {
+        Cell::opt(p.owner.as_deref().and_then(|o| o.job.as_deref()))
+    }),
     ("sm_percent", Kind::Number, |_, _, p| {
         Cell::int(p.sm_percent)
     }),
@@ -547,7 +566,15 @@ mod tests {
         p.cpu_percent = Some(97.25);
         p.host_memory_bytes = Some(3 * GIB + 12_345);
         p.start_time = Some(1_794_999_000);
-        p.container = Some("k8s:team/trainer-0".into());
+        p.container = Some("k8s pod 0f1e2d3c (containerd 3f4e5d6c7b8a)".into());
+        let mut owner = crate::model::owner::Owner::new(
+            crate::model::owner::OwnerKind::Kubernetes,
+            "trainer-0",
+        );
+        owner.namespace = Some("team".into());
+        owner.container = Some("pytorch".into());
+        owner.pod_uid = Some("0f1e2d3c".into());
+        p.owner = Some(std::sync::Arc::new(owner));
         p.sm_percent = Some(88);
         p.mem_bw_percent = Some(0);
         p.allocator = Some(Box::new(AllocatorStats {

@@ -191,10 +191,11 @@ pub fn render_width(sample: &Sample, paint: Paint, width: usize) -> String {
         .filter_map(|d| d.name.as_ref().map(|n| n.chars().count()))
         .max()
         .unwrap_or(3);
-    let containers = sample
-        .devices
-        .iter()
-        .any(|d| d.processes.iter().any(|p| p.container.is_some()));
+    let containers = sample.devices.iter().any(|d| {
+        d.processes
+            .iter()
+            .any(|p| p.owner.is_some() || p.container.is_some())
+    });
     let columns = Columns::at(width, containers);
     let any_processes = sample.devices.iter().any(|d| !d.processes.is_empty());
     for d in &sample.devices {
@@ -384,7 +385,7 @@ impl Columns {
         let [gpu, user, container, pid, kind, mem, sm, cpu, host, time] = cells;
         let mut s = format!("{gpu:>3} {user:<10}");
         if self.container {
-            let _ = write!(s, " {:<16}", fit(container, 16));
+            let _ = write!(s, " {:<20}", fit(container, 20));
         }
         let _ = write!(s, " {pid:>8}");
         if self.kind {
@@ -407,16 +408,7 @@ impl Columns {
 
     fn header(&self) -> String {
         let head = self.row([
-            "GPU",
-            "USER",
-            "CONTAINER",
-            "PID",
-            "TYPE",
-            "GPU MEM",
-            "%SM",
-            "%CPU",
-            "HOST MEM",
-            "TIME",
+            "GPU", "USER", "OWNER", "PID", "TYPE", "GPU MEM", "%SM", "%CPU", "HOST MEM", "TIME",
         ]);
         fit(&format!("{head}COMMAND"), self.width)
     }
@@ -440,10 +432,11 @@ fn processes(out: &mut String, d: &Device, paint: Paint, cols: &Columns, now: Sy
             .as_deref()
             .or(p.name.as_deref())
             .unwrap_or("(not visible from here)");
+        let owner = p.owner_label().unwrap_or_default();
         let row = cols.row([
             &d.index.to_string(),
             &user,
-            p.container.as_deref().unwrap_or(""),
+            &owner,
             &p.pid.to_string(),
             p.kind.letter(),
             &fmt_opt_bytes(p.gpu_memory_bytes),

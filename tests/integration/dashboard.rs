@@ -379,16 +379,33 @@ fn snapshot_the_details_view() {
 }
 
 #[test]
-fn the_container_column_shows_when_a_process_has_one_and_room_allows() {
+fn the_owner_column_shows_when_a_process_has_one_and_room_allows() {
     let (terminal, _) = screen(140, 30, 2, training);
     let text = terminal.backend().to_string();
-    assert!(text.contains("CONTAINER"), "{text}");
+    assert!(text.contains("OWNER"), "{text}");
     assert!(text.contains("k8s pod 0f1e2d3c"), "{text}");
     let (terminal, _) = screen(100, 30, 2, training);
-    assert!(!terminal.backend().to_string().contains("CONTAINER"));
-    // No process in a container: no column, even when wide.
+    assert!(!terminal.backend().to_string().contains("OWNER"));
+    // No process with an owner: no column, even when wide.
     let (terminal, _) = screen(200, 30, 2, two_gpus);
-    assert!(!terminal.backend().to_string().contains("CONTAINER"));
+    assert!(!terminal.backend().to_string().contains("OWNER"));
+    // A pod the kubelet named, and a Slurm job step: named as people say them.
+    let owned = |_| {
+        use gpumon::model::owner::{Owner, OwnerKind};
+        let mut d = device(0, 2, 20000, false);
+        let mut pod = Owner::new(OwnerKind::Kubernetes, "trainer-0");
+        pod.namespace = Some("ml".into());
+        pod.container = Some("pytorch".into());
+        d.processes[0].owner = Some(Arc::new(pod));
+        let mut job = Owner::new(OwnerKind::Slurm, "81234");
+        job.job = Some("81234.0".into());
+        d.processes[1].owner = Some(Arc::new(job));
+        vec![d]
+    };
+    let (terminal, _) = screen(140, 30, 2, owned);
+    let text = terminal.backend().to_string();
+    assert!(text.contains("ml/trainer-0/pytorch"), "{text}");
+    assert!(text.contains("slurm 81234.0"), "{text}");
 }
 
 #[test]

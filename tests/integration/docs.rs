@@ -885,6 +885,31 @@ fn the_schemas_name_every_value_the_code_can_print() {
         ProcessKind::Graphics,
         ProcessKind::Both,
     ];
+    use gpumon::model::owner::OwnerKind;
+    let owner_kinds = [
+        OwnerKind::Kubernetes,
+        OwnerKind::Slurm,
+        OwnerKind::Docker,
+        OwnerKind::Podman,
+        OwnerKind::Containerd,
+        OwnerKind::CriO,
+        OwnerKind::Lxc,
+        OwnerKind::Container,
+        OwnerKind::Systemd,
+    ];
+    for k in owner_kinds {
+        match k {
+            OwnerKind::Kubernetes
+            | OwnerKind::Slurm
+            | OwnerKind::Docker
+            | OwnerKind::Podman
+            | OwnerKind::Containerd
+            | OwnerKind::CriO
+            | OwnerKind::Lxc
+            | OwnerKind::Container
+            | OwnerKind::Systemd => {}
+        }
+    }
 
     let (once, _) = schema("once.schema.json");
     let (explain, _) = schema("explain.schema.json");
@@ -897,6 +922,7 @@ fn the_schemas_name_every_value_the_code_can_print() {
         once["$defs"]["process"]["properties"]["kind"]["enum"],
         serde_json::to_value(names(&process_kinds)).expect("json")
     );
+    assert_eq!(enum_of(&once, "owner_kind"), names(&owner_kinds));
     assert_eq!(enum_of(&explain, "framework"), names(&frameworks));
     assert_eq!(enum_of(&explain, "cause"), names(&causes));
 

@@ -6,6 +6,7 @@ mod dashboard;
 mod docs;
 mod explain;
 mod hostile;
+mod owners;
 mod run;
 mod sampling;
 mod serve;

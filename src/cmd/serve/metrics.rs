@@ -23,6 +23,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use crate::model::breakdown::{Breakdown, PartKind};
+use crate::model::owner::OwnerKind;
 use crate::model::{Device, Process, Sample};
 
 type Labels = Vec<(&'static str, String)>;
@@ -35,19 +36,25 @@ type Float = Family<Labels, Gauge<f64, AtomicU64>>;
 pub struct ProcessLabels {
     pub user: bool,
     pub command: bool,
+    /// dcgm-exporter's `pod`, `namespace` and `container`, for processes in a pod.
+    pub pod: bool,
+    /// `slurm_job` (`81234.0`), for processes in a Slurm job.
+    pub job: bool,
 }
 
 impl ProcessLabels {
-    /// Parses `--process-labels user,command`.
+    /// Parses `--process-labels user,command,pod,job`.
     pub fn parse(list: &str) -> Result<ProcessLabels, String> {
         let mut out = ProcessLabels::default();
         for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             match item {
                 "user" => out.user = true,
                 "command" => out.command = true,
+                "pod" => out.pod = true,
+                "job" => out.job = true,
                 other => {
                     return Err(format!(
-                        "unknown process label '{other}' (choose from: user, command)"
+                        "unknown process label '{other}' (choose from: user, command, pod, job)"
                     ))
                 }
             }
@@ -363,6 +370,20 @@ impl Gpumon {
         if opts.process_labels.command {
             let command = p.command.as_deref().or(p.name.as_deref());
             labels.push(("command", label(cut_command(command).as_deref())));
+        }
+        let owner = p.owner.as_deref();
+        if opts.process_labels.pod {
+            if let Some(o) = owner.filter(|o| o.kind == OwnerKind::Kubernetes) {
+                // Kubernetes bounds these (253 characters), and so does the kubelet module.
+                labels.push(("pod", label(Some(&o.name))));
+                labels.push(("namespace", label(o.namespace.as_deref())));
+                labels.push(("container", label(o.container.as_deref())));
+            }
+        }
+        if opts.process_labels.job {
+            if let Some(o) = owner.filter(|o| o.kind == OwnerKind::Slurm) {
+                labels.push(("slurm_job", label(o.job.as_deref().or(Some(&o.name)))));
+            }
         }
         set_int(&self.proc_memory, &labels, p.gpu_memory_bytes);
         let Some(a) = &p.allocator else { return };

@@ -124,6 +124,10 @@ pub struct ProcessSpec {
     /// The container, pod or job holding the process, as gpumon would name it.
     #[serde(default)]
     pub container: Option<String>,
+    /// The process's `/proc/PID/cgroup`, from which the simulated source derives its owner
+    /// (and its container, when `container` is not given).
+    #[serde(default)]
+    pub cgroup: Option<String>,
     /// Per-process utilisation samples (`nvmlDeviceGetProcessUtilization`): % of time its
     /// kernels ran, and % of memory bandwidth. Without them the process has no samples.
     #[serde(default)]
@@ -456,6 +460,7 @@ pub struct ProcessState {
     pub cpu_percent: Option<f64>,
     pub host_memory: Option<u64>,
     pub container: Option<String>,
+    pub cgroup: Option<String>,
     /// Utilisation sample, if the process has one.
     pub sm_percent: Option<u32>,
     pub mem_bw_percent: Option<u32>,
@@ -596,6 +601,7 @@ impl Scenario {
                     .as_ref()
                     .map(|c| mib_to_bytes(c.at(local))),
                 container: p.container.clone(),
+                cgroup: p.cgroup.clone(),
                 sm_percent: p
                     .sm_percent
                     .as_ref()

@@ -218,7 +218,17 @@ fn device(d: &DeviceState, t: f64, wall: SystemTime, util_seen: &mut bool) -> De
             cpu_percent: p.cpu_percent.map(|c| c as f32),
             host_memory_bytes: p.host_memory,
             start_time: wall_start(p.start_s),
-            container: p.container.clone(),
+            container: p.container.clone().or_else(|| {
+                p.cgroup
+                    .as_deref()
+                    .and_then(crate::collect::owner::owner_of)
+                    .map(|o| o.container_label())
+            }),
+            owner: p
+                .cgroup
+                .as_deref()
+                .and_then(crate::collect::owner::owner_of)
+                .map(std::sync::Arc::new),
             sm_percent: None,
             mem_bw_percent: None,
             allocator: p.allocator.as_ref().map(|a| {
