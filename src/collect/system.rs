@@ -9,8 +9,8 @@ use crate::model::HostStats;
 
 pub struct SystemStats {
     sys: System,
-    /// CPU use needs two readings: false until the first has been taken.
-    primed: bool,
+    /// Readings taken so far (CPU use needs two CPU readings, and the first reading takes none).
+    readings: u64,
 }
 
 impl Default for SystemStats {
@@ -23,22 +23,33 @@ impl SystemStats {
     pub fn new() -> Self {
         SystemStats {
             sys: System::new_with_specifics(RefreshKind::nothing()),
-            primed: false,
+            readings: 0,
         }
     }
 
-    /// The host now; CPU use over the time since the previous reading (`None` on the first).
+    /// The host now; CPU use over the time since the previous reading (`None` on the first
+    /// two). The first reading takes no CPU figures at all: sysinfo's first CPU reading also
+    /// reads `/proc/cpuinfo`, which the kernel makes slowly on large machines, and a view that
+    /// reads once (`once`) could show no CPU use from it anyway; the count comes from
+    /// `sysconf` then.
     pub fn read(&mut self) -> HostStats {
         self.sys
             .refresh_memory_specifics(MemoryRefreshKind::nothing().with_ram().with_swap());
-        self.sys
-            .refresh_cpu_specifics(CpuRefreshKind::nothing().with_cpu_usage());
-        let cpus = self.sys.cpus().len();
-        let cpu_percent = (self.primed && cpus > 0)
-            .then(|| self.sys.global_cpu_usage())
-            .filter(|p| p.is_finite())
-            .map(|p| p.clamp(0.0, 100.0));
-        self.primed = true;
+        let (cpus, cpu_percent) = if self.readings == 0 {
+            // SAFETY: sysconf has no preconditions.
+            let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+            (usize::try_from(online).unwrap_or(0), None)
+        } else {
+            self.sys
+                .refresh_cpu_specifics(CpuRefreshKind::nothing().with_cpu_usage());
+            let cpus = self.sys.cpus().len();
+            let percent = (self.readings >= 2 && cpus > 0)
+                .then(|| self.sys.global_cpu_usage())
+                .filter(|p| p.is_finite())
+                .map(|p| p.clamp(0.0, 100.0));
+            (cpus, percent)
+        };
+        self.readings += 1;
         let total = self.sys.total_memory();
         let available = self.sys.available_memory();
         let load = System::load_average();
@@ -66,9 +77,9 @@ mod tests {
     use super::*;
 
     /// Against the kernel's own files, read here: totals equal, CPU use unknown at first and
-    /// known from the second reading.
+    /// known from the third (the first takes no CPU figures).
     #[test]
-    fn readings_match_proc_and_cpu_use_needs_two() {
+    fn readings_match_proc_and_cpu_use_needs_two_cpu_readings() {
         let mut stats = SystemStats::new();
         let first = stats.read();
         assert_eq!(first.cpu_percent, None, "one reading has no interval");
@@ -95,14 +106,24 @@ mod tests {
             .is_some_and(|u| (u as f64 - uptime).abs() < 5.0));
         assert!(first.load_average.is_some());
         assert!(first.cpu_count.is_some_and(|n| n >= 1));
-        std::thread::sleep(sysinfo::MINIMUM_CPU_UPDATE_INTERVAL);
-        let second = stats.read();
         assert!(
-            second
+            stats.sys.cpus().is_empty(),
+            "the first reading leaves sysinfo's CPU list (and /proc/cpuinfo) alone"
+        );
+        let second = stats.read();
+        assert_eq!(
+            second.cpu_percent, None,
+            "the first CPU reading has no interval"
+        );
+        assert_eq!(second.cpu_count, first.cpu_count);
+        std::thread::sleep(sysinfo::MINIMUM_CPU_UPDATE_INTERVAL);
+        let third = stats.read();
+        assert!(
+            third
                 .cpu_percent
                 .is_some_and(|p| (0.0..=100.0).contains(&p)),
             "{:?}",
-            second.cpu_percent
+            third.cpu_percent
         );
     }
 }
