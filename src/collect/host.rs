@@ -33,6 +33,7 @@ struct Facts {
     start_time: Option<u64>,
     container: Option<String>,
     owner: Option<std::sync::Arc<crate::model::owner::Owner>>,
+    state: Option<char>,
 }
 
 impl Facts {
@@ -45,6 +46,7 @@ impl Facts {
         p.start_time = self.start_time;
         p.container.clone_from(&self.container);
         p.owner.clone_from(&self.owner);
+        p.state = self.state;
     }
 }
 
@@ -108,6 +110,17 @@ impl HostLookup {
             page_size: u64::try_from(page).ok().filter(|p| *p > 0).unwrap_or(4096),
             buf: Vec::with_capacity(1024),
         }
+    }
+
+    /// Whether `pid` could not be found here at its last lookup (another PID namespace's, or
+    /// gone), or every pid is another namespace's ([`in_child_pid_namespace`]).
+    pub fn unresolved(&self, pid: u32) -> bool {
+        self.foreign_pids || self.missing.contains(&pid)
+    }
+
+    /// Whether NVML's pids name nothing here (gpumon in a container's PID namespace).
+    pub fn foreign_pids(&self) -> bool {
+        self.foreign_pids
     }
 
     /// Fills the host fields of every process in `devices`. With a `focus` (the pids a view
@@ -221,6 +234,7 @@ impl HostLookup {
                     start_time: start_s.map(|s| s as u64),
                     container: raw.owner.as_ref().map(|o| o.container_label()),
                     owner: raw.owner.map(std::sync::Arc::new),
+                    state: Some(stat.state),
                 },
             );
         }
@@ -246,6 +260,7 @@ impl HostLookup {
         let Some(Stat {
             cpu_ticks,
             rss_pages,
+            state,
             ..
         }) = stat
         else {
@@ -254,6 +269,7 @@ impl HostLookup {
             if let Some(f) = self.facts.get_mut(&pid) {
                 f.cpu_percent = None;
                 f.host_memory_bytes = None;
+                f.state = None;
             }
             self.marks.remove(&pid);
             return;
@@ -271,6 +287,7 @@ impl HostLookup {
                 f.cpu_percent = percent;
             }
             f.host_memory_bytes = Some(rss_pages.saturating_mul(self.page_size));
+            f.state = Some(state);
         }
     }
 }
@@ -362,6 +379,8 @@ impl Raw {
 /// The fields gpumon reads from `/proc/PID/stat`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stat {
+    /// `R`, `S`, `D`, `Z` (zombie), …
+    pub state: char,
     pub ppid: u32,
     /// utime + stime, in clock ticks.
     pub cpu_ticks: u64,
@@ -380,6 +399,7 @@ pub fn parse_stat(stat: &[u8]) -> Option<Stat> {
     let utime: u64 = f.get(11)?.parse().ok()?;
     let stime: u64 = f.get(12)?.parse().ok()?;
     Some(Stat {
+        state: f.first()?.chars().next()?,
         ppid: f.get(1)?.parse().ok()?,
         cpu_ticks: utime + stime,
         rss_pages: f.get(21)?.parse().ok()?,
@@ -404,7 +424,7 @@ fn comm(stat: &[u8]) -> Option<String> {
 
 /// `cmdline`'s NUL-separated arguments joined by spaces; `None` when empty (kernel threads,
 /// zombies).
-fn command_line(raw: &[u8]) -> Option<String> {
+pub(super) fn command_line(raw: &[u8]) -> Option<String> {
     let args: Vec<std::borrow::Cow<str>> = raw
         .split(|b| *b == 0)
         .filter(|a| !a.is_empty())
@@ -419,12 +439,12 @@ fn command_line(raw: &[u8]) -> Option<String> {
 /// that fits in one read (`stat`, `cgroup`, `cmdline` all generate their whole text per
 /// read), so a read that leaves room in the buffer has reached the end: no second read
 /// just to be told so.
-fn read_into(path: &str, buf: &mut Vec<u8>) -> bool {
+pub(super) fn read_into(path: &str, buf: &mut Vec<u8>) -> bool {
     read_file(path, buf).is_some()
 }
 
 /// [`read_into`], handing back the open file (to `fstat` it without another path lookup).
-fn read_file(path: &str, buf: &mut Vec<u8>) -> Option<std::fs::File> {
+pub(super) fn read_file(path: &str, buf: &mut Vec<u8>) -> Option<std::fs::File> {
     buf.clear();
     let f = std::fs::File::open(path).ok()?;
     fill(&f, buf).then_some(f)
@@ -492,7 +512,7 @@ fn cores() -> usize {
 /// prints as `btime` in /proc/stat, whose per-CPU and per-interrupt lines cost milliseconds
 /// to generate on a large machine). The boot clock counts suspended time, as the start
 /// times in `/proc/PID/stat` do.
-fn boot_time() -> Option<u64> {
+pub(super) fn boot_time() -> Option<u64> {
     let clock = |id| {
         let mut ts = libc::timespec {
             tv_sec: 0,
@@ -507,7 +527,7 @@ fn boot_time() -> Option<u64> {
     Some((real - since_boot).round().max(0.0) as u64)
 }
 
-fn user_name(cache: &mut HashMap<u32, Option<String>>, uid: u32) -> Option<String> {
+pub(super) fn user_name(cache: &mut HashMap<u32, Option<String>>, uid: u32) -> Option<String> {
     cache
         .entry(uid)
         .or_insert_with(|| Some(passwd_name(uid).unwrap_or_else(|| uid.to_string())))
@@ -545,21 +565,41 @@ fn passwd_name(uid: u32) -> Option<String> {
     }
 }
 
-/// True inside a container with its own PID namespace: /proc/self/status lists more than one
-/// NSpid. NVML reports host pids, which do not name our processes there. Read once per run
-/// (a process does not change PID namespace).
+/// True when NVML's pids (the host's, the initial PID namespace's) do not name processes in
+/// this /proc: gpumon runs in a PID namespace of its own (a container) and /proc shows that
+/// namespace. Seen from the inode of `/proc/self/ns/pid` (the kernel numbers the initial
+/// namespace `0xEFFFFFFC`) and the `NSpid` line of `/proc/self/status`, which lists one pid
+/// per level from /proc's namespace down to ours: one pid in a namespace not the initial one
+/// means /proc is that namespace's. Read once per run.
 pub fn in_child_pid_namespace() -> bool {
     static CHILD_NS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *CHILD_NS.get_or_init(|| {
-        std::fs::read_to_string("/proc/self/status")
+        let levels = std::fs::read_to_string("/proc/self/status")
             .ok()
             .and_then(|s| {
                 s.lines()
                     .find(|l| l.starts_with("NSpid:"))
-                    .map(|l| l.split_whitespace().count() > 2)
-            })
-            .unwrap_or(false)
+                    .map(|l| l.split_whitespace().count() - 1)
+            });
+        let ns = std::fs::read_link("/proc/self/ns/pid").ok();
+        foreign_pids(ns.as_deref().and_then(|p| p.to_str()), levels)
     })
+}
+
+/// [`in_child_pid_namespace`]'s rule, from the `/proc/self/ns/pid` link and the number of
+/// pids on the `NSpid` line.
+fn foreign_pids(ns_link: Option<&str>, nspid_levels: Option<usize>) -> bool {
+    const INITIAL: &str = "pid:[4026531836]";
+    match (ns_link, nspid_levels) {
+        (Some(INITIAL), _) => false,
+        // /proc is this namespace's own, and it is not the host's.
+        (Some(_), Some(1)) => true,
+        // /proc is an ancestor namespace's: the host's, where containers nest one deep.
+        (Some(_), Some(_)) => false,
+        // The link unreadable: several levels say that a namespace is nested.
+        (None, Some(n)) => n > 1,
+        (_, None) => false,
+    }
 }
 
 /// The container, pod, or batch job that holds a process, from its `/proc/PID/cgroup`, in
@@ -671,11 +711,23 @@ mod tests {
     }
 
     #[test]
+    fn nvml_pids_are_foreign_where_proc_is_a_child_namespaces() {
+        assert!(!foreign_pids(Some("pid:[4026531836]"), Some(1)));
+        // A container with its own /proc (docker, unshare --mount-proc).
+        assert!(foreign_pids(Some("pid:[4026532178]"), Some(1)));
+        // unshare -p -f without a /proc of its own: /proc is still the host's.
+        assert!(!foreign_pids(Some("pid:[4026532178]"), Some(2)));
+        assert!(foreign_pids(None, Some(2)));
+        assert!(!foreign_pids(None, None));
+    }
+
+    #[test]
     fn stat_lines_with_odd_process_names() {
         let line = b"4242 (py (train) 1) S 1 4242 4242 0 -1 4194304 1000 0 0 0 150 50 0 0 20 0 8 0 123456 9000000 2048 18446744073709551615";
         assert_eq!(
             parse_stat(line),
             Some(Stat {
+                state: 'S',
                 ppid: 1,
                 cpu_ticks: 200,
                 rss_pages: 2048,

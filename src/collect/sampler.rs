@@ -88,6 +88,8 @@ pub struct Sampler {
     /// How long a tick waits for the readings it asked for.
     budget: Duration,
     host: Option<HostLookup>,
+    /// Who holds memory the process list does not explain (with the host lookup).
+    holders: Option<super::holders::Watch>,
     system: Option<SystemStats>,
     filter: Filter,
     /// The pids a view shows (the dashboard's visible rows): their host facts stay fresh,
@@ -147,6 +149,7 @@ impl Sampler {
             timeout: None,
             interval: None,
             budget: deadline(Duration::from_secs(1), None),
+            holders: host.is_some().then(super::holders::Watch::default),
             host,
             system: filter.system.then(SystemStats::new),
             filter,
@@ -315,7 +318,7 @@ impl Sampler {
     }
 
     /// Collects what arrived and assembles the sample: the end of a tick begun at `t0`.
-    fn finish(&mut self, t0: Instant) -> Sample {
+    fn finish(&mut self, t0: Instant, wait: bool) -> Sample {
         let devices = &mut self.devices;
         self.readers.take(|r| Self::store(devices, r));
         let t1 = Instant::now();
@@ -353,6 +356,9 @@ impl Sampler {
             host.enrich(&mut sample.devices, pids);
             if let Some(pods) = self.kubelet.as_ref().and_then(|k| k.pods()) {
                 super::kubelet::name_pods(&mut sample.devices, &pods);
+            }
+            if let Some(w) = self.holders.as_mut() {
+                w.update(&mut sample.devices, &|pid| host.unresolved(pid), wait);
             }
         }
         let t3 = Instant::now();
@@ -418,7 +424,7 @@ impl Sampler {
         let t0 = Instant::now();
         let idle = self.idle();
         self.readers.read(&idle, t0 + self.budget);
-        self.finish(t0)
+        self.finish(t0, true)
     }
 
     /// [`Sampler::tick`] for an async loop: the wait is a tokio timer and a notification,
@@ -453,7 +459,7 @@ impl Sampler {
                 }
             }
         }
-        self.finish(t0)
+        self.finish(t0, false)
     }
 }
 

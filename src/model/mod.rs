@@ -87,6 +87,10 @@ impl Sample {
                     each(&mut a.run_id, f);
                 }
             }
+            for h in &mut d.holders {
+                each(&mut h.user, f);
+                each(&mut h.command, f);
+            }
         }
     }
 
@@ -121,6 +125,11 @@ impl Sample {
                             .chain(a.run_id.iter())
                     }))
             }))
+            .chain(
+                d.holders
+                    .iter()
+                    .flat_map(|h| [&h.user, &h.command].into_iter().flatten()),
+            )
         });
         top.chain(devices).map(String::as_str)
     }
@@ -158,7 +167,14 @@ pub struct Device {
     pub power_draw_w: Option<f64>,
     pub power_limit_w: Option<f64>,
     pub fan_percent: Option<u32>,
+    /// The minor number of the GPU's device node (`/dev/nvidia<minor>`), from NVML: how the
+    /// processes that hold this GPU open are found ([`Device::holders`]).
+    pub minor_number: Option<u32>,
     pub processes: Vec<Process>,
+    /// Who holds memory that the process list does not explain: zombies, live processes NVML
+    /// does not list (orphaned workers), pids of another PID namespace, and processes gpumon
+    /// may not inspect. Empty when nothing is unexplained, or nobody looked.
+    pub holders: Vec<Holder>,
     /// Why the process list is missing or incomplete (no permission, malformed driver data).
     pub processes_error: Option<String>,
     /// Fields that could not be read, with the reason ("not supported", "no permission", …).
@@ -178,6 +194,104 @@ pub struct Device {
     /// How old the readings are at the sample's timestamp; `None` when there are none (a
     /// device that never answered).
     pub data_age_ms: Option<u64>,
+}
+
+/// Why a process is named as holding a GPU's memory outside the process list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HolderReason {
+    /// Defunct, or its parent is: its parent must reap it (`parent_pid`).
+    Zombie,
+    /// A live process that holds the GPU's device node and the unified-memory node, but that
+    /// NVML does not list: typically a worker that outlived the job that started it.
+    NotListed,
+    /// A pid NVML lists that does not exist in this PID namespace: another container's.
+    OtherNamespace,
+    /// Processes of other users whose open files gpumon may not read (root can name them).
+    Unreadable,
+}
+
+impl HolderReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HolderReason::Zombie => "zombie",
+            HolderReason::NotListed => "not_listed",
+            HolderReason::OtherNamespace => "other_namespace",
+            HolderReason::Unreadable => "unreadable",
+        }
+    }
+}
+
+/// A process (or, for [`HolderReason::Unreadable`], several) that holds a GPU's memory outside
+/// what NVML attributes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Holder {
+    /// `None` for the unreadable processes, counted in `count`.
+    pub pid: Option<u32>,
+    pub user: Option<String>,
+    pub command: Option<String>,
+    /// The kernel's one-letter state (`S` sleeping, `R` running, `Z` zombie, `D` waiting on
+    /// the disk or a driver…).
+    pub state: Option<String>,
+    pub parent_pid: Option<u32>,
+    pub reason: HolderReason,
+    /// What it holds, where NVML says so (a listed pid); `None` when unknown: the device node
+    /// says that a process holds the GPU, not how much.
+    pub bytes: Option<u64>,
+    /// How many processes this entry stands for (more than 1 only for `unreadable`).
+    pub count: u32,
+    /// Seconds since it started.
+    pub age_s: Option<u64>,
+}
+
+impl Holder {
+    /// One line that says who and what to do: "pid 4242 (python train.py, alice), not listed
+    /// by NVML, parent 1, up 2 h".
+    pub fn describe(&self) -> String {
+        let who = match (self.pid, &self.command, &self.user) {
+            (Some(pid), Some(c), Some(u)) => format!("pid {pid} ({c}, {u})"),
+            (Some(pid), Some(c), None) => format!("pid {pid} ({c})"),
+            (Some(pid), None, Some(u)) => format!("pid {pid} ({u})"),
+            (Some(pid), None, None) => format!("pid {pid}"),
+            (None, ..) => format!(
+                "{} process{}",
+                self.count,
+                if self.count == 1 { "" } else { "es" }
+            ),
+        };
+        let parent = self.parent_pid.map(|p| format!("parent {p}"));
+        let age = self
+            .age_s
+            .map(|s| format!("up {}", crate::units::fmt_age(s)));
+        let what = match self.reason {
+            HolderReason::Zombie => match (self.state.as_deref(), self.parent_pid) {
+                (Some("Z"), Some(p)) => format!("defunct: its parent {p} must reap it"),
+                (_, Some(p)) => format!("its parent {p} is defunct: kill it, or reap {p}"),
+                _ => "defunct".to_owned(),
+            },
+            HolderReason::NotListed => {
+                let extra: Vec<String> = parent.into_iter().chain(age).collect();
+                if extra.is_empty() {
+                    "holds the GPU but NVML does not list it".to_owned()
+                } else {
+                    format!(
+                        "holds the GPU but NVML does not list it ({})",
+                        extra.join(", ")
+                    )
+                }
+            }
+            HolderReason::OtherNamespace => {
+                "not in this PID namespace: another container's process".to_owned()
+            }
+            HolderReason::Unreadable => {
+                "of other users, could not be inspected (root can name them)".to_owned()
+            }
+        };
+        match self.bytes {
+            Some(b) => format!("{who}, {}: {what}", crate::units::fmt_bytes(b)),
+            None => format!("{who}: {what}"),
+        }
+    }
 }
 
 /// NVML memory v2 semantics: `total = used + free + reserved`, `used` excludes `reserved`.
@@ -261,6 +375,9 @@ pub struct Process {
     /// (`gpumon run`); `None` means NVML's per-process total is all that is known. Boxed:
     /// most processes have none, and every sample moves and clones each process.
     pub allocator: Option<Box<AllocatorStats>>,
+    /// The kernel's one-letter state from /proc (`Z`: a zombie); `None` where not read.
+    #[serde(skip)]
+    pub state: Option<char>,
 }
 
 /// What a framework's caching allocator says about one process on one GPU.
@@ -309,6 +426,7 @@ impl Process {
             sm_percent: None,
             mem_bw_percent: None,
             allocator: None,
+            state: None,
         }
     }
 
@@ -454,6 +572,19 @@ impl Device {
             .map(|p| (p.pid, p.gpu_memory_bytes))
             .collect();
         breakdown::Breakdown::device(&self.memory, &procs)
+    }
+
+    /// Memory in use beyond what the listed processes hold (other namespaces' processes,
+    /// unlisted holders, the driver); `None` when a part is unknown.
+    pub fn unattributed_bytes(&self) -> Option<u64> {
+        if !self.has_readings() {
+            return None;
+        }
+        let listed = self
+            .processes
+            .iter()
+            .try_fold(0u64, |acc, p| Some(acc.saturating_add(p.gpu_memory_bytes?)))?;
+        Some(self.memory.used_bytes?.saturating_sub(listed))
     }
 
     /// The device's identity without its readings (for matching).

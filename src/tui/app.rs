@@ -56,6 +56,8 @@ pub struct Details {
     pub last: Process,
     /// No longer listed on the GPU.
     pub gone: bool,
+    /// Why it holds memory outside NVML's list, when it does.
+    pub holder: Option<String>,
 }
 
 /// The signal dialog (`k`, F9): a process, the signal chosen, and what happened.
@@ -143,6 +145,9 @@ pub struct Row<'a> {
     pub process: &'a Process,
     /// The GPU has stalled: the row is its last good reading, not a fresh one.
     pub stale: bool,
+    /// The process holds memory outside NVML's list (a zombie, an unlisted worker, another
+    /// namespace's pid): why.
+    pub holder: Option<crate::model::HolderReason>,
 }
 
 pub struct App {
@@ -196,6 +201,9 @@ pub struct App {
     /// Table order as (device position, process position) into `sample`, recomputed only when
     /// the sample, the sort or the filter changes (drawing reads it several times a frame).
     order: Vec<(usize, usize)>,
+    /// Per device position, the holders that NVML does not list, as table rows after the
+    /// listed processes (a process position past the list indexes here).
+    holder_rows: Vec<Vec<Process>>,
 }
 
 impl App {
@@ -231,6 +239,7 @@ impl App {
             estimate_gpu: None,
             colours: HashMap::new(),
             order: Vec::new(),
+            holder_rows: Vec::new(),
         }
     }
 
@@ -246,6 +255,7 @@ impl App {
             std::borrow::Cow::Owned(s) => Arc::new(s),
         };
         self.history.record(&sample);
+        self.holder_rows = holder_rows(&sample);
         self.sample = Some(sample);
         self.assign_colours();
         self.follow_selection();
@@ -277,16 +287,33 @@ impl App {
         self.history.track(&s, &wanted);
     }
 
+    /// What the GPU's holders say of `pid`, if it is one.
+    fn holder_text(&self, gpu: u32, pid: u32) -> Option<String> {
+        let s = self.sample.as_ref()?;
+        let d = s.devices.iter().find(|d| d.index == gpu)?;
+        Some(d.holders.iter().find(|h| h.pid == Some(pid))?.describe())
+    }
+
     fn update_details(&mut self) {
+        let holder = self
+            .details
+            .as_ref()
+            .and_then(|d| self.holder_text(d.gpu, d.pid));
         let (Some(d), Some(s)) = (self.details.as_mut(), self.sample.as_ref()) else {
             return;
         };
+        d.holder = holder;
         match s
             .devices
             .iter()
-            .find(|dev| dev.index == d.gpu)
-            .and_then(|dev| dev.processes.iter().find(|p| p.pid == d.pid))
-        {
+            .enumerate()
+            .find(|(_, dev)| dev.index == d.gpu)
+            .and_then(|(di, dev)| {
+                dev.processes
+                    .iter()
+                    .chain(self.holder_rows.get(di).into_iter().flatten())
+                    .find(|p| p.pid == d.pid)
+            }) {
             Some(p) => {
                 d.last = p.clone();
                 d.gone = false;
@@ -300,11 +327,13 @@ impl App {
         let Some(row) = self.selected_row() else {
             return Action::None;
         };
+        let holder = self.holder_text(row.gpu, row.process.pid);
         self.details = Some(Details {
             gpu: row.gpu,
             pid: row.process.pid,
             last: row.process.clone(),
             gone: false,
+            holder,
         });
         self.mode = Mode::Details;
         self.track_processes();
@@ -357,14 +386,7 @@ impl App {
         };
         self.order
             .iter()
-            .filter_map(|&(d, p)| {
-                let dev = s.devices.get(d)?;
-                Some(Row {
-                    gpu: dev.index,
-                    process: dev.processes.get(p)?,
-                    stale: dev.stale(),
-                })
-            })
+            .filter_map(|&(d, p)| self.row_at(s, d, p))
             .collect()
     }
 
@@ -374,29 +396,24 @@ impl App {
             return;
         };
         let needle = self.filter.to_lowercase();
-        let mut order: Vec<(usize, usize)> = s
+        let extra = |di: usize| self.holder_rows.get(di).map_or(0, Vec::len);
+        let mut keyed: Vec<((usize, usize), u32, &Process)> = s
             .devices
             .iter()
             .enumerate()
-            .flat_map(|(di, d)| (0..d.processes.len()).map(move |pi| (di, pi)))
-            .filter(|&(di, pi)| {
-                let d = &s.devices[di];
-                needle.is_empty()
-                    || matches_filter(
-                        &Row {
-                            gpu: d.index,
-                            process: &d.processes[pi],
-                            stale: d.stale(),
-                        },
-                        &needle,
-                    )
+            .flat_map(|(di, d)| (0..d.processes.len() + extra(di)).map(move |pi| (di, pi)))
+            .filter_map(|(di, pi)| {
+                let r = self.row_at(s, di, pi)?;
+                (needle.is_empty() || matches_filter(&r, &needle)).then_some((
+                    (di, pi),
+                    r.gpu,
+                    r.process,
+                ))
             })
             .collect();
         let key = self.sort;
         let descending = self.descending;
-        let row = |(di, pi): (usize, usize)| (s.devices[di].index, &s.devices[di].processes[pi]);
-        order.sort_by(|&a, &b| {
-            let ((ga, pa), (gb, pb)) = (row(a), row(b));
+        keyed.sort_by(|&(_, ga, pa), &(_, gb, pb)| {
             let ord = match key {
                 SortKey::Pid => pa.pid.cmp(&pb.pid),
                 SortKey::User => pa.user.cmp(&pb.user),
@@ -418,6 +435,7 @@ impl App {
             let ord = if descending { ord.reverse() } else { ord };
             ord.then(ga.cmp(&gb)).then(pa.pid.cmp(&pb.pid))
         });
+        let order = keyed.into_iter().map(|(at, ..)| at).collect();
         self.order = order;
     }
 
@@ -447,11 +465,29 @@ impl App {
     pub fn row(&self, i: usize) -> Option<Row<'_>> {
         let s = self.sample.as_ref()?;
         let &(d, p) = self.order.get(i)?;
+        self.row_at(s, d, p)
+    }
+
+    /// The row of process position `p` on device position `d`: a listed process, or past
+    /// the list one of the holders NVML does not list.
+    fn row_at<'a>(&'a self, s: &'a Sample, d: usize, p: usize) -> Option<Row<'a>> {
         let dev = s.devices.get(d)?;
+        let process = match dev.processes.get(p) {
+            Some(p) => p,
+            None => self
+                .holder_rows
+                .get(d)?
+                .get(p.checked_sub(dev.processes.len())?)?,
+        };
         Some(Row {
             gpu: dev.index,
-            process: dev.processes.get(p)?,
+            process,
             stale: dev.stale(),
+            holder: dev
+                .holders
+                .iter()
+                .find(|h| h.pid == Some(process.pid))
+                .map(|h| h.reason),
         })
     }
 
@@ -939,6 +975,36 @@ impl App {
             _ => Action::None,
         }
     }
+}
+
+/// The holders of each device that NVML does not list, as processes the table can show: their
+/// user, command and age, and no GPU figures (the device node says who, not how much).
+fn holder_rows(s: &Sample) -> Vec<Vec<Process>> {
+    let now = s
+        .timestamp
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    s.devices
+        .iter()
+        .map(|d| {
+            d.holders
+                .iter()
+                .filter_map(|h| {
+                    let pid = h.pid?;
+                    if d.processes.iter().any(|p| p.pid == pid) {
+                        return None;
+                    }
+                    let mut p =
+                        Process::from_nvml(pid, crate::model::ProcessKind::Compute, h.bytes);
+                    p.user.clone_from(&h.user);
+                    p.command.clone_from(&h.command);
+                    p.start_time = h.age_s.map(|a| now.saturating_sub(a));
+                    p.state = h.state.as_deref().and_then(|s| s.chars().next());
+                    Some(p)
+                })
+                .collect()
+        })
+        .collect()
 }
 
 fn matches_filter(r: &Row, needle: &str) -> bool {

@@ -108,6 +108,12 @@ fn facts(d: &Details, now: SystemTime) -> Vec<Line<'static>> {
         ));
     }
     lines.push(Line::from(who));
+    if let Some(h) = &d.holder {
+        lines.push(Line::from(vec![
+            label("holds memory outside NVML's list:"),
+            Span::styled(h.clone(), theme::warning()),
+        ]));
+    }
     let started = p.start_time.map_or_else(na, |t| {
         let at = SystemTime::UNIX_EPOCH + Duration::from_secs(t);
         let ago = p.age_s(now).map(fmt_age).unwrap_or_default();

@@ -306,7 +306,13 @@ fn draw_gpus(frame: &mut Frame, area: Rect, app: &mut App, sample: &Sample, layo
             buf.set_line(area.x, y, &line, area.width);
             let gauge = Rect::new(area.x, y + 1, area.width, 1);
             gpu::draw_gauge(buf, gauge, d, app, selected(d));
-            let chart = Rect::new(area.x, y + 2, area.width, layout.chart);
+            // Who holds the memory the process list does not explain, under the gauge.
+            let holders = u16::from(!d.holders.is_empty() && layout.chart > MIN_CHART);
+            if holders == 1 {
+                let line = gpu::holders_line(d, area.width);
+                buf.set_line(area.x, y + 2, &line, area.width);
+            }
+            let chart = Rect::new(area.x, y + 2 + holders, area.width, layout.chart - holders);
             gpu::draw_history(buf, chart, d, app, now, false);
         }
         return;
@@ -494,11 +500,27 @@ fn cell(key: SortKey, row: &super::app::Row, now: SystemTime) -> String {
         SortKey::Cpu => p.cpu_percent.map_or_else(na, |c| format!("{c:.0}")),
         SortKey::HostMem => fmt_opt_bytes(p.host_memory_bytes),
         SortKey::Time => p.age_s(now).map_or_else(na, fmt_age),
-        SortKey::Command => p
-            .command
-            .clone()
-            .or_else(|| p.name.clone())
-            .unwrap_or_else(|| "(not visible from here)".into()),
+        SortKey::Command => {
+            let command = p
+                .command
+                .clone()
+                .or_else(|| p.name.clone())
+                .unwrap_or_else(|| "(not visible from here)".into());
+            match row.holder {
+                Some(r) => format!("[{}] {command}", holder_tag(r)),
+                None => command,
+            }
+        }
+    }
+}
+
+/// How a holder row's command starts: why it holds memory outside NVML's list.
+pub fn holder_tag(r: crate::model::HolderReason) -> &'static str {
+    match r {
+        crate::model::HolderReason::Zombie => "zombie",
+        crate::model::HolderReason::NotListed => "not listed",
+        crate::model::HolderReason::OtherNamespace => "other namespace",
+        crate::model::HolderReason::Unreadable => "unreadable",
     }
 }
 

@@ -208,7 +208,36 @@ pub fn render_width(sample: &Sample, paint: Paint, width: usize) -> String {
             processes(&mut out, d, paint, &columns, sample.timestamp);
         }
     }
+    holders(&mut out, sample, paint, width);
     out
+}
+
+/// Who holds the memory that the process list does not explain, GPU by GPU.
+fn holders(out: &mut String, sample: &Sample, paint: Paint, width: usize) {
+    if sample.devices.iter().all(|d| d.holders.is_empty()) {
+        return;
+    }
+    out.push('\n');
+    let _ = writeln!(out, "{}", paint.bold("Holders outside the process list"));
+    for d in sample.devices.iter().filter(|d| !d.holders.is_empty()) {
+        let head = match d.unattributed_bytes().filter(|u| *u > 0) {
+            Some(u) => format!("[{}] {} used, not attributed", d.index, fmt_bytes(u)),
+            None => format!("[{}]", d.index),
+        };
+        let _ = writeln!(out, "{}", paint.cyan(&fit(&head, width)));
+        for h in &d.holders {
+            let opts = textwrap::Options::new(width.max(20))
+                .initial_indent("  ")
+                .subsequent_indent("      ");
+            for line in textwrap::wrap(&h.describe(), opts) {
+                let painted = match h.reason {
+                    crate::model::HolderReason::Zombie => paint.red(&line),
+                    _ => paint.yellow(&line),
+                };
+                let _ = writeln!(out, "{painted}");
+            }
+        }
+    }
 }
 
 /// One piece of a GPU's line: its text without colour (for the width), and painted.

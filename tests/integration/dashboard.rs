@@ -1525,3 +1525,86 @@ fn snapshot_the_estimate_panel_opens_empty_with_an_example() {
         assert_eq!(app.estimate_text, "-", "the first key starts the flags");
     }
 }
+
+/// GPU 0 uses 20,000 MiB more than its one listed process: two workers that outlived their
+/// job hold it, and three processes could not be inspected.
+fn orphaned_workers(_: u64) -> Vec<Device> {
+    use gpumon::model::{Holder, HolderReason};
+    let mut d = device(0, 1, 40000, false);
+    d.processes[0].gpu_memory_bytes = Some(20000 * MIB);
+    let worker = |pid: u32| Holder {
+        pid: Some(pid),
+        user: Some("alice".into()),
+        command: Some("/usr/bin/python3 -c from multiprocessing.spawn import spawn_main".into()),
+        state: Some("S".into()),
+        parent_pid: Some(1),
+        reason: HolderReason::NotListed,
+        bytes: None,
+        count: 1,
+        age_s: Some(7200),
+    };
+    d.holders = vec![
+        // Pids above any machine's pid_max (4194304), so no real process answers the dialog.
+        worker(4_194_311),
+        worker(4_194_312),
+        Holder {
+            pid: None,
+            user: None,
+            command: None,
+            state: None,
+            parent_pid: None,
+            reason: HolderReason::Unreadable,
+            bytes: None,
+            count: 3,
+            age_s: None,
+        },
+    ];
+    vec![d, device(1, 1, 20000, false)]
+}
+
+/// The holders of unattributed memory: a line under the GPU's gauge, rows in the table that
+/// say why, and the details view and signal dialog on a holder row.
+#[test]
+fn snapshot_holders_under_the_gauge_and_in_the_table() {
+    let (mut terminal, mut app) = screen(120, 30, 3, orphaned_workers);
+    let text = terminal.backend().to_string();
+    let gauge_row = text
+        .lines()
+        .position(|l| l.contains("unattributed 19.5 GiB held by:"))
+        .unwrap_or_else(|| panic!("no holders line: {text}"));
+    assert_eq!(gauge_row, 4, "under GPU 0's gauge:\n{text}");
+    assert!(
+        text.contains("pids 4194311, 4194312 not listed (python3, alice)"),
+        "{text}"
+    );
+    assert!(text.contains("3 unreadable (root can name them)"), "{text}");
+    assert!(text.contains("[not listed] /usr/bin/python3"), "{text}");
+    insta::assert_snapshot!("holders_120x30", terminal.backend());
+
+    // The holder rows sort after the listed process by memory (theirs is unknown); select
+    // the first and open its details, then the signal dialog.
+    let row = (0..app.row_count())
+        .find(|&i| app.row(i).is_some_and(|r| r.holder.is_some()))
+        .expect("a holder row");
+    for _ in 0..row {
+        app.on_key(KeyEvent::new(KeyCode::Down, KeyModifiers::NONE));
+    }
+    app.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
+    terminal
+        .draw(|f| gpumon::tui::ui::draw(f, &mut app))
+        .expect("draw");
+    let text = terminal.backend().to_string();
+    assert!(text.contains("holds memory outside NVML's list"), "{text}");
+    assert!(
+        text.contains("holds the GPU but NVML does not list it"),
+        "{text}"
+    );
+    app.on_key(KeyEvent::new(KeyCode::Char('k'), KeyModifiers::NONE));
+    terminal
+        .draw(|f| gpumon::tui::ui::draw(f, &mut app))
+        .expect("draw");
+    let text = terminal.backend().to_string();
+    assert!(text.contains("SIGTERM"), "{text}");
+    assert!(text.contains("4194311"), "{text}");
+    insta::assert_snapshot!("holders_signal_120x30", terminal.backend());
+}

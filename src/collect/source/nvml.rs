@@ -34,6 +34,7 @@ struct Identity {
     name: Option<String>,
     uuid: Option<String>,
     pci_bus_id: Option<String>,
+    minor_number: Option<u32>,
 }
 
 /// The library handle, shared by the per-device readers. The last reader to let go shuts
@@ -191,6 +192,7 @@ impl NvmlDevice {
                     name: known.name,
                     uuid: known.uuid,
                     pci_bus_id: known.pci_bus_id,
+                    minor_number: known.minor_number,
                     ..Device::failed(index, describe(&e))
                 };
             }
@@ -202,6 +204,8 @@ impl NvmlDevice {
                     name: dev.name().ok(),
                     uuid: dev.uuid().ok(),
                     pci_bus_id: dev.pci_info().ok().map(|p| p.bus_id),
+                    // Linux only; NOT_SUPPORTED elsewhere: then no holders can be found.
+                    minor_number: dev.minor_number().ok(),
                 };
                 // Only cache a complete identity, so a transient failure is retried.
                 if id.name.is_some() && id.uuid.is_some() {
@@ -216,6 +220,7 @@ impl NvmlDevice {
             uuid: identity.uuid,
             name: identity.name,
             pci_bus_id: identity.pci_bus_id,
+            minor_number: identity.minor_number,
             ..Device::default()
         };
 

@@ -50,6 +50,9 @@ pub struct DeviceSpec {
     pub uuid: Option<String>,
     #[serde(default)]
     pub pci_bus_id: Option<String>,
+    /// The minor number of its device node (`/dev/nvidia<minor>`); the index when absent.
+    #[serde(default)]
+    pub minor_number: Option<u32>,
     pub memory_total_mib: u64,
     /// NVML v2 `reserved`: driver and firmware memory, outside `used`.
     #[serde(default)]
@@ -376,6 +379,7 @@ impl Fault {
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeviceState {
     pub index: u32,
+    pub minor_number: u32,
     pub name: String,
     pub uuid: String,
     pub pci_bus_id: String,
@@ -623,6 +627,7 @@ impl Scenario {
 
         let mut state = DeviceState {
             index,
+            minor_number: spec.minor_number.unwrap_or(index),
             name: spec.name.clone(),
             uuid: spec.uuid.clone().unwrap_or_else(|| default_uuid(index)),
             pci_bus_id: spec

@@ -168,6 +168,7 @@ fn device(d: &DeviceState, t: f64, wall: SystemTime, util_seen: &mut bool) -> De
         power_draw_w: Some(d.power_draw_mw as f64 / 1000.0),
         power_limit_w: d.power_limit_mw.map(|mw| mw as f64 / 1000.0),
         fan_percent: d.fan_percent,
+        minor_number: Some(d.minor_number),
         ..Device::default()
     };
     // Apply field faults the way the NVML source reports them.
@@ -247,6 +248,7 @@ fn device(d: &DeviceState, t: f64, wall: SystemTime, util_seen: &mut bool) -> De
                     run_id: None,
                 })
             }),
+            state: None,
         })
         .collect();
     match denied(d.fault(Field::ProcessUtilization)) {

@@ -276,6 +276,14 @@ pub unsafe extern "C" fn nvmlDeviceGetName(
 }
 
 #[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetMinorNumber(
+    device: nvmlDevice_t,
+    out: *mut c_uint,
+) -> nvmlReturn_t {
+    with_device(device, None, |_, d| out!(out, d.minor_number))
+}
+
+#[no_mangle]
 pub unsafe extern "C" fn nvmlDeviceGetUUID(
     device: nvmlDevice_t,
     out: *mut c_char,
