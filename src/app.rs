@@ -16,7 +16,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Log(Deferred(args))) => {
             cmd::log::run(&cli.common(Some(&args.source), Some(&args.sampling)), args)
         }
-        Some(Command::Explain(Deferred(args))) => cmd::explain::run(args),
+        Some(Command::Explain(Deferred(args))) => {
+            cmd::explain::run(&cli.common(Some(&args.source), None), args)
+        }
         Some(Command::Run(Deferred(args))) => {
             cmd::run::run(&cli.common(Some(&args.source), Some(&args.sampling)), args)
         }

@@ -398,6 +398,15 @@ pub struct ExplainArgs {
     /// savings come from the estimate's model instead of rules of thumb
     #[arg(long, value_name = "FLAGS", allow_hyphen_values = true)]
     pub estimate: Option<String>,
+
+    /// Do not look at this host's GPUs. By default, when the error names processes or a GPU
+    /// found here, explain reads that GPU now and names who holds the memory the error
+    /// cannot attribute (workers that outlived their job, zombies, other containers)
+    #[arg(long)]
+    pub offline: bool,
+
+    #[command(flatten)]
+    pub source: SourceArgs,
 }
 
 #[derive(Debug, Args, Default)]
@@ -661,9 +670,9 @@ mod tests {
         assert_eq!(bad.kind(), clap::error::ErrorKind::UnknownArgument);
     }
 
-    /// Each command's help lists the flags it uses: explain, man and completions read no
-    /// GPU, once and estimate sample nothing on an interval, and --history is the
-    /// dashboard's. Flags given before a command still apply, the command's own first.
+    /// Each command's help lists the flags it uses: man and completions read no GPU; once,
+    /// estimate and explain (which reads this host's GPUs for the holders of memory an error
+    /// cannot attribute) sample nothing on an interval, and --history is the dashboard's. Flags given before a command still apply, the command's own first.
     #[test]
     fn each_command_takes_and_lists_only_its_own_flags() {
         let mut cmd = Cli::command();
@@ -675,13 +684,13 @@ mod tests {
                 .filter_map(|a| a.get_long().map(str::to_owned))
                 .collect()
         };
-        for name in ["explain", "man", "completions"] {
+        for name in ["man", "completions"] {
             let f = flags(name);
             for g in ["demo", "interval", "history", "timeout", "gpu", "nvml-lib"] {
                 assert!(!f.iter().any(|x| x == g), "{name} lists --{g}");
             }
         }
-        for name in ["once", "estimate"] {
+        for name in ["once", "estimate", "explain"] {
             let f = flags(name);
             assert!(
                 f.iter().any(|x| x == "demo") && !f.iter().any(|x| x == "interval"),
@@ -695,7 +704,7 @@ mod tests {
                 "{name}: {f:?}"
             );
         }
-        assert!(Cli::try_parse_from(["gpumon", "explain", "--demo"]).is_err());
+        assert!(Cli::try_parse_from(["gpumon", "man", "--demo"]).is_err());
         let before =
             Cli::try_parse_from(["gpumon", "--demo", "--gpu", "1", "log", "--interval", "2s"])
                 .expect("flags before the command");

@@ -3,13 +3,13 @@
 use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
 
-use crate::cli::ExplainArgs;
+use crate::cli::{Common, ExplainArgs};
 use crate::oom::scan::{for_each_line, Scanner};
 use crate::oom::{diagnose::Sizing, render};
 use crate::runtime::{terminal_width, EXIT_USAGE};
 use crate::text::Paint;
 
-pub fn run(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
+pub fn run(common: &Common, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
     let sizing = match args.estimate.as_deref().map(crate::cli::estimate_line) {
         None => None,
         Some(Ok((shape, _, run))) => Some(Sizing { shape, run }),
@@ -56,12 +56,17 @@ pub fn run(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(EXIT_USAGE));
     }
     let analysis = scanner.finish();
+    let here = match analysis.main() {
+        Some(oom) if !args.offline => holders_here(common, oom),
+        _ => None,
+    };
     let mut out = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
     if args.json {
-        crate::text::write_json_pretty(
-            &mut out,
-            &render::to_json_with(&analysis, sizing.as_ref()),
-        )?;
+        let mut json = serde_json::to_value(render::to_json_with(&analysis, sizing.as_ref()))?;
+        if let Some(map) = json.as_object_mut() {
+            map.insert("here".into(), serde_json::to_value(&here)?);
+        }
+        crate::text::write_json_pretty(&mut out, &json)?;
         out.write_all(b"\n")?;
     } else {
         // Wrapped to the terminal (or COLUMNS, or 100), with hanging indents.
@@ -71,7 +76,11 @@ pub fn run(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
             ..render::Layout::default()
         };
         if analysis.main().is_some() {
-            out.write_all(render::render_with(&analysis, Paint::for_stdout(), &layout).as_bytes())?;
+            let paint = Paint::for_stdout();
+            out.write_all(render::render_with(&analysis, paint, &layout).as_bytes())?;
+            if let Some(h) = &here {
+                out.write_all(render_here(h, paint, terminal_width()).as_bytes())?;
+            }
         } else {
             eprint!(
                 "gpumon: {}",
@@ -85,4 +94,114 @@ pub fn run(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// What this host's GPU says now of the memory an OOM could not attribute.
+#[derive(Debug, serde::Serialize)]
+struct Here {
+    /// NVML's index of the GPU read.
+    gpu: u32,
+    /// How the GPU was recognised: `pid` (a process the error names is on it) or `index`
+    /// (the error's GPU number and total capacity match it).
+    matched_by: &'static str,
+    #[serde(serialize_with = "rfc3339")]
+    read_at: std::time::SystemTime,
+    unattributed_bytes: Option<u64>,
+    holders: Vec<crate::model::Holder>,
+}
+
+fn rfc3339<S: serde::Serializer>(t: &std::time::SystemTime, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(&humantime::format_rfc3339_seconds(*t))
+}
+
+/// Reads this host's GPUs (within a short deadline: explain never waits on a sick driver)
+/// and, when one of them is the GPU of `oom`, who holds its unattributed memory now. `None`
+/// where there is no driver, no such GPU, or nobody to name.
+fn holders_here(common: &Common, oom: &crate::oom::Oom) -> Option<Here> {
+    let pids: Vec<u32> = oom.facts.other_processes.iter().map(|p| p.pid).collect();
+    if pids.is_empty() && oom.device_index.is_none() {
+        return None;
+    }
+    let mut config = common.collect();
+    config.timeout = Some(config.timeout.unwrap_or(HERE_TIMEOUT).min(HERE_TIMEOUT));
+    let needs = crate::collect::Needs {
+        processes: true,
+        host: true,
+        process_utilization: false,
+        system: false,
+    };
+    let mut sampler = crate::collect::open_sampler(&config, needs).ok()?;
+    let sample = sampler.tick();
+    sampler.dismiss_readers();
+    std::mem::forget(sampler);
+    let sample = sample.escaped();
+    let by_pid = sample
+        .devices
+        .iter()
+        .find(|d| d.processes.iter().any(|p| pids.contains(&p.pid)));
+    let (d, matched_by) = match by_pid {
+        Some(d) => (d, "pid"),
+        None => {
+            let index = oom.device_index?;
+            let d = sample.devices.iter().find(|d| d.index == index)?;
+            (
+                same_capacity(d, oom.facts.total_bytes?).then_some(d)?,
+                "index",
+            )
+        }
+    };
+    (!d.holders.is_empty()).then(|| Here {
+        gpu: d.index,
+        matched_by,
+        read_at: sample.timestamp,
+        unattributed_bytes: d.unattributed_bytes(),
+        holders: d.holders.clone(),
+    })
+}
+
+/// How long explain waits for this host's driver.
+const HERE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Whether a message's total capacity is this GPU's: frameworks print what CUDA reports,
+/// NVML's total less the driver's reservation, to two decimals.
+fn same_capacity(d: &crate::model::Device, said: u64) -> bool {
+    let Some(total) = d.memory.total_bytes else {
+        return false;
+    };
+    let low = total
+        .saturating_sub(d.memory.reserved_bytes.unwrap_or(0))
+        .saturating_sub(total / 100);
+    (low..=total + total / 100).contains(&said)
+}
+
+fn render_here(h: &Here, paint: Paint, width: usize) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let at = humantime::format_rfc3339_seconds(h.read_at).to_string();
+    let unattributed = match h.unattributed_bytes.filter(|u| *u > 0) {
+        Some(u) => format!(
+            "; {} is used by no process NVML lists",
+            crate::units::fmt_bytes(u)
+        ),
+        None => String::new(),
+    };
+    let head = format!(
+        "\nOn this host now (GPU {}, read at {}, after the error){unattributed}. Who holds \
+         memory there that NVML cannot name:",
+        h.gpu,
+        at.replace('T', " ").trim_end_matches('Z'),
+    );
+    let opts = textwrap::Options::new(width.max(20));
+    for line in textwrap::wrap(&head, opts) {
+        let _ = writeln!(out, "{}", paint.bold(&line));
+    }
+    for holder in &h.holders {
+        let opts = textwrap::Options::new(width.max(20))
+            .initial_indent("  - ")
+            .subsequent_indent("    ");
+        for line in textwrap::wrap(&holder.describe(), opts) {
+            let _ = writeln!(out, "{}", paint.yellow(&line));
+        }
+    }
+    out
 }

@@ -561,6 +561,11 @@ fn schema(name: &str) -> (Value, jsonschema::Validator) {
     (value, validator)
 }
 
+/// A schema and its validator, for the tests of other outputs.
+pub fn schema_pub(name: &str) -> (Value, jsonschema::Validator) {
+    schema(name)
+}
+
 /// `once --json`'s schema, for the tests of other outputs that carry the same sample.
 pub fn once_validator() -> jsonschema::Validator {
     schema("once.schema.json").1

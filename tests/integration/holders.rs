@@ -345,3 +345,58 @@ fn processes_gpumon_may_not_inspect_are_counted() {
     assert!(unreadable[0]["count"].as_u64().expect("test") >= 1);
     assert_eq!(unreadable[0]["pid"], Value::Null);
 }
+
+/// `explain` on the host where the OOM happened: the error names a process that NVML lists
+/// on GPU 0, so explain reads GPU 0 now and names the workers that hold the memory the error
+/// cannot attribute; `--offline` does not look.
+#[test]
+fn explain_names_the_holders_on_the_same_host() {
+    let dir = device_dir();
+    let pids = orphans(
+        dir.path(),
+        "exec 3<nvidia0 4<nvidia-uvm; sleep 300 >/dev/null & echo $!",
+    );
+    let _reap = Reap(pids.clone());
+    let mut listed = Command::new("sleep").arg("300").spawn().expect("sleep");
+    let scn = unattributed_scenario(listed.id());
+    let oom = format!(
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a \
+         total capacity of 80.00 GiB of which 72.00 GiB is free. Process {} has 1000.00 MiB \
+         memory in use. Including non-PyTorch memory, this process has 6.00 GiB memory in \
+         use. Of the allocated memory 5.00 GiB is allocated by PyTorch, and 512.00 MiB is \
+         reserved by PyTorch but unallocated.",
+        listed.id()
+    );
+    let explain = |extra: &[&str]| {
+        let mut cmd = gpumon_fake(&scn, 10.0);
+        cmd.env("GPUMON_DEVICE_DIR", dir.path())
+            .arg("explain")
+            .args(extra)
+            .write_stdin(oom.clone());
+        cmd
+    };
+    let json = stdout_json(&mut explain(&["--json"]));
+    let text = explain(&[]).output().expect("explain");
+    let offline = stdout_json(&mut explain(&["--json", "--offline"]));
+    let _ = listed.kill();
+    let _ = listed.wait();
+    let here = &json["here"];
+    assert_eq!(here["gpu"], 0, "{json:#}");
+    assert_eq!(here["matched_by"], "pid");
+    let named: Vec<u64> = here["holders"]
+        .as_array()
+        .expect("holders")
+        .iter()
+        .filter_map(|h| h["pid"].as_u64())
+        .collect();
+    assert_eq!(named, vec![u64::from(pids[0])], "{json:#}");
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("On this host now (GPU 0"), "{text}");
+    assert!(
+        text.contains(&format!("pid {} (sleep 300", pids[0])),
+        "{text}"
+    );
+    assert_eq!(offline["here"], Value::Null);
+    let (_, validator) = crate::docs::schema_pub("explain.schema.json");
+    assert_valid(&validator, &json, "explain --json with holders here");
+}
