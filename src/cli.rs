@@ -32,7 +32,12 @@ use crate::view::log::Format;
         python train.py 2>&1 | tail -50 | gpumon explain\n  \
         gpumon run -- python train.py      allocator split live, OOM caught with its numbers\n  \
         gpumon serve                       Prometheus metrics on :9400 (dcgm-exporter names too)\n  \
-        gpumon completions bash            shell completions (also zsh, fish, elvish, powershell)"
+        gpumon completions bash            shell completions (also zsh, fish, elvish, powershell)\n\n\
+        Environment:\n  \
+        GPUMON_NVML_LIB     the NVML library to load (as --nvml-lib)\n  \
+        GPUMON_DEVICE_DIR   where the NVIDIA device nodes are (default /dev), to find the\n                      \
+        processes that hold a GPU's memory without NVML listing them\n  \
+        NO_COLOR            plain text, no colours"
 )]
 pub struct Cli {
     #[command(subcommand)]

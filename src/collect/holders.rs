@@ -136,69 +136,56 @@ pub fn scan(proc_dir: &Path, nodes: &Nodes, skip: u32, budget: Duration) -> Scan
         out.elapsed = t0.elapsed();
         return out;
     };
-    let mut buf = Vec::with_capacity(1024);
+    let pids: Vec<u32> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|p| *p != skip)
+        .collect();
+    // The kernel's work, per open file: a few threads on a large host, each taking the next
+    // pid until none is left or the budget is spent.
+    let threads = super::host::cores().clamp(1, 4).min(pids.len() / 256 + 1);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let work = || {
+        let mut mine = Looked::default();
+        let mut buf = Vec::with_capacity(1024);
+        loop {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(&pid) = pids.get(i) else { break };
+            if i % 64 == 63 && t0.elapsed() > budget {
+                mine.stopped = true;
+                break;
+            }
+            mine.processes += 1;
+            match open_files(proc_dir, pid, nodes) {
+                Ok(Some(held)) => mine.held.push(held),
+                Ok(None) => {}
+                Err(Unreadable) => {
+                    if !kernel_thread(proc_dir, pid, &mut buf) {
+                        mine.unreadable += 1;
+                    }
+                }
+            }
+        }
+        mine
+    };
+    let looked: Vec<Looked> = if threads <= 1 {
+        vec![work()]
+    } else {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..threads).map(|_| scope.spawn(work)).collect();
+            // A thread that panicked (nothing in it unwraps) leaves its pids unlooked at.
+            handles.into_iter().filter_map(|h| h.join().ok()).collect()
+        })
+    };
     let mut held: Vec<(u32, Vec<u32>, bool)> = Vec::new();
-    for (n, entry) in entries.enumerate() {
-        if n % 64 == 63 && t0.elapsed() > budget {
-            out.complete = false;
-            break;
-        }
-        let Ok(entry) = entry else { continue };
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if pid == skip {
-            continue;
-        }
-        out.processes += 1;
-        let fd_dir = entry.path().join("fd");
-        let fds = match std::fs::read_dir(&fd_dir) {
-            Ok(fds) => fds,
-            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-                if !kernel_thread(proc_dir, pid, &mut buf) {
-                    out.unreadable += 1;
-                }
-                continue;
-            }
-            // Gone, or a zombie's empty table.
-            Err(_) => continue,
-        };
-        let mut minors = Vec::new();
-        let mut uvm = false;
-        for fd in fds.flatten() {
-            let path = fd.path();
-            // Only files named like a device node are looked at further: one `readlink` per
-            // open file, one `stat` per candidate.
-            let Ok(target) = std::fs::read_link(&path) else {
-                continue;
-            };
-            let named = target
-                .file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("nvidia"));
-            if !named {
-                continue;
-            }
-            let Ok(meta) = std::fs::metadata(&path) else {
-                continue;
-            };
-            let id = NodeId::of(&meta);
-            if nodes.uvm == Some(id) {
-                uvm = true;
-            } else if let Some((m, _)) = nodes.gpus.iter().find(|(_, g)| *g == id) {
-                if !minors.contains(m) {
-                    minors.push(*m);
-                }
-            }
-        }
-        if !minors.is_empty() {
-            held.push((pid, minors, uvm));
-        }
+    for l in looked {
+        out.processes += l.processes;
+        out.unreadable += l.unreadable;
+        out.complete &= !l.stopped;
+        held.extend(l.held);
     }
+    held.sort_unstable_by_key(|(pid, ..)| *pid);
+    let mut buf = Vec::with_capacity(1024);
     let boot = super::host::boot_time();
     // SAFETY: sysconf has no preconditions.
     let ticks = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) })
@@ -239,6 +226,111 @@ pub fn scan(proc_dir: &Path, nodes: &Nodes, skip: u32, budget: Duration) -> Scan
     }
     out.elapsed = t0.elapsed();
     out
+}
+
+/// What one scanning thread found.
+#[derive(Default)]
+struct Looked {
+    held: Vec<(u32, Vec<u32>, bool)>,
+    processes: usize,
+    unreadable: u32,
+    stopped: bool,
+}
+
+/// The process's descriptor table may not be read (another user's, without root).
+struct Unreadable;
+
+/// The GPU nodes (minors) and whether the unified-memory node is among `pid`'s open files;
+/// `None` when it holds no GPU node, or has gone. One `open` of its `fd` directory, one
+/// `readlinkat` per open file (which touches no file system: a file on a hung network mount
+/// cannot hold the scan up), and one `fstatat` per file whose name starts with `nvidia`.
+fn open_files(
+    proc_dir: &Path,
+    pid: u32,
+    nodes: &Nodes,
+) -> Result<Option<(u32, Vec<u32>, bool)>, Unreadable> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = proc_dir.join(format!("{pid}/fd"));
+    let Ok(cpath) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return Ok(None);
+    };
+    // SAFETY: a NUL-terminated path; the descriptor is owned by the DIR below or closed here.
+    let fd = unsafe {
+        libc::open(
+            cpath.as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        let e = std::io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::EACCES) | Some(libc::EPERM) => Err(Unreadable),
+            // Gone (ENOENT), or a zombie's, or odd: nothing held.
+            _ => Ok(None),
+        };
+    }
+    // SAFETY: `fd` is an open directory; on success the DIR owns it, on failure we close it.
+    let dir = unsafe { libc::fdopendir(fd) };
+    if dir.is_null() {
+        // SAFETY: `fd` is ours and still open.
+        unsafe { libc::close(fd) };
+        return Ok(None);
+    }
+    let mut minors = Vec::new();
+    let mut uvm = false;
+    let mut link = [0u8; 256];
+    loop {
+        // SAFETY: `dir` is a valid DIR until closedir below; readdir returns null at the end
+        // or on an error (the process exited mid-listing).
+        let entry = unsafe { libc::readdir(dir) };
+        if entry.is_null() {
+            break;
+        }
+        // SAFETY: d_name is a NUL-terminated name inside the entry readdir returned, valid
+        // until the next readdir call on `dir`.
+        let name = unsafe { std::ffi::CStr::from_ptr((*entry).d_name.as_ptr()) };
+        if name.to_bytes().first() == Some(&b'.') {
+            continue;
+        }
+        // SAFETY: `dir` is valid; readlinkat writes at most `link.len()` bytes and returns
+        // how many.
+        let n = unsafe {
+            libc::readlinkat(
+                libc::dirfd(dir),
+                name.as_ptr(),
+                link.as_mut_ptr().cast(),
+                link.len(),
+            )
+        };
+        let Ok(n) = usize::try_from(n) else { continue };
+        let target = &link[..n.min(link.len())];
+        let base = target.rsplit(|b| *b == b'/').next().unwrap_or(target);
+        if !base.starts_with(b"nvidia") {
+            continue;
+        }
+        // SAFETY: stat is plain data that fstatat fills on success.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: as above; `st` is a valid out-pointer.
+        let rc = unsafe { libc::fstatat(libc::dirfd(dir), name.as_ptr(), &mut st, 0) };
+        if rc != 0 {
+            continue;
+        }
+        let id = if st.st_mode & libc::S_IFMT == libc::S_IFCHR {
+            NodeId::Char(st.st_rdev)
+        } else {
+            NodeId::File(st.st_dev, st.st_ino)
+        };
+        if nodes.uvm == Some(id) {
+            uvm = true;
+        } else if let Some((m, _)) = nodes.gpus.iter().find(|(_, g)| *g == id) {
+            if !minors.contains(m) {
+                minors.push(*m);
+            }
+        }
+    }
+    // SAFETY: `dir` came from fdopendir and is closed once.
+    unsafe { libc::closedir(dir) };
+    Ok((!minors.is_empty()).then_some((pid, minors, uvm)))
 }
 
 /// Kernel threads (pid 2 and its children) hold no files of a user's.

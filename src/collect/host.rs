@@ -485,7 +485,7 @@ fn fill(f: &std::fs::File, buf: &mut Vec<u8>) -> bool {
 /// /proc/self/mountinfo and the cgroup's files (0.1 ms before the first sample, on a 2-core
 /// VM): a quota caps CPU time per period, and one sample's reads (10 ms of CPU for 320 new
 /// pids) take a sliver of any period whichever number of threads does them.
-fn cores() -> usize {
+pub(super) fn cores() -> usize {
     static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *CORES.get_or_init(|| {
         // SAFETY: cpu_set_t is plain data; sched_getaffinity fills the set it is given, of
