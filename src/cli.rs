@@ -51,6 +51,10 @@ pub struct Cli {
     /// How much history the dashboard keeps and charts: 10m, 1h, 90s…
     #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_history)]
     pub history: Duration,
+    /// How long a process must do nothing on its GPU (0% SM) before its memory counts as an
+    /// idle hold in the per-user view (Tab): 10m, 1h…
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_idle_after)]
+    pub idle_after: Duration,
 }
 
 // Where readings come from: the flags of every command that reads GPUs (and of the
@@ -104,6 +108,8 @@ pub struct Common {
     pub nvml_lib: Option<String>,
     pub interval: Duration,
     pub history: Duration,
+    /// How long a process must do nothing on its GPU for its memory to be an idle hold.
+    pub idle_after: Duration,
     pub timeout: Option<Duration>,
     pub gpu: Vec<String>,
     pub kubelet_socket: Option<PathBuf>,
@@ -124,6 +130,7 @@ impl Cli {
                 .or(self.sampling.interval)
                 .unwrap_or(Duration::from_secs(1)),
             history: self.history,
+            idle_after: self.idle_after,
             timeout: own.timeout.or(top.timeout),
             gpu: if own.gpu.is_empty() {
                 top.gpu.clone()
@@ -340,6 +347,11 @@ pub struct ServeArgs {
           value_parser = parse_listen)]
     pub listen: std::net::SocketAddr,
 
+    /// How long a process must do nothing on its GPU (0% SM) before its memory counts in
+    /// gpumon_idle_held_bytes [default: 10m]
+    #[arg(long, value_name = "DURATION", value_parser = parse_idle_after)]
+    pub idle_after: Option<Duration>,
+
     /// Leave out the dcgm-exporter compatible DCGM_FI_* metrics (the gpumon_* ones remain)
     #[arg(long)]
     pub no_dcgm_names: bool,
@@ -427,6 +439,27 @@ pub struct OnceArgs {
     /// Leave out the process lists
     #[arg(long)]
     pub no_processes: bool,
+
+    /// One row per user, or per owner (pod, Slurm job, container, service), instead of the
+    /// GPUs: GPUs used, memory held, %SM (schema: docs/schema/by.schema.json)
+    #[arg(long, value_name = "WHO", conflicts_with = "no_processes")]
+    pub by: Option<By>,
+}
+
+/// `once --by`: what a row of the rollup stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum By {
+    User,
+    Owner,
+}
+
+impl By {
+    pub fn group(self) -> crate::model::rollup::GroupBy {
+        match self {
+            By::User => crate::model::rollup::GroupBy::User,
+            By::Owner => crate::model::rollup::GroupBy::Owner,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -550,6 +583,16 @@ fn parse_gpu(s: &str) -> Result<String, String> {
 }
 
 /// Parses a history window: at least 10 s, at most 24 h.
+/// Parses `--idle-after`: a duration from 10 s to a week.
+pub fn parse_idle_after(s: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(s.trim())
+        .map_err(|e| format!("'{s}' is not a duration like 10m or 1h: {e}"))?;
+    if d < Duration::from_secs(10) || d > Duration::from_secs(7 * 86400) {
+        return Err(format!("'{s}' must be between 10s and 7d"));
+    }
+    Ok(d)
+}
+
 pub fn parse_history(s: &str) -> Result<Duration, String> {
     let d = humantime::parse_duration(s.trim())
         .map_err(|e| format!("'{s}' is not a duration like 10m or 1h: {e}"))?;

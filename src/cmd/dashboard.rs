@@ -36,7 +36,7 @@ pub fn run(common: &Common) -> anyhow::Result<ExitCode> {
         ),
         Err(e) => return Ok(usage_error(e)),
     };
-    match crate::tui::run(start, common.interval, common.history)? {
+    match crate::tui::run(start, common.interval, common.history, common.idle_after)? {
         Some(e) => Ok(usage_error(e)),
         None => Ok(ExitCode::SUCCESS),
     }

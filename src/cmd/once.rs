@@ -37,7 +37,30 @@ pub fn run(common: &Common, args: &OnceArgs) -> anyhow::Result<ExitCode> {
     std::mem::forget(sampler);
     // One write per 64 KiB, not one per line.
     let mut out = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
-    if args.json {
+    if let Some(by) = args.by {
+        let by = by.group();
+        let mut usage = crate::model::rollup::Usage::new(common.idle_after, common.history);
+        usage.record(&sample);
+        let sample = sample.escaped();
+        let rows = usage.rollup(&sample, by);
+        if args.json {
+            let json = crate::view::by::ByJson {
+                schema_version: crate::view::by::SCHEMA_VERSION,
+                timestamp: sample.timestamp,
+                hostname: sample.hostname.as_deref(),
+                by,
+                idle_after_s: common.idle_after.as_secs(),
+                rows: &rows,
+            };
+            crate::text::write_json_pretty(&mut out, &json)?;
+            out.write_all(b"\n")?;
+        } else {
+            let width = text_width(80, 40);
+            let text =
+                crate::view::by::render(&rows, by, common.idle_after, Paint::for_stdout(), width);
+            out.write_all(text.as_bytes())?;
+        }
+    } else if args.json {
         crate::text::write_json_pretty(&mut out, &once::to_json(&sample))?;
         out.write_all(b"\n")?;
     } else {

@@ -6,6 +6,7 @@
 pub mod breakdown;
 pub mod history;
 pub mod owner;
+pub mod rollup;
 
 use serde::{Serialize, Serializer};
 use std::collections::BTreeMap;

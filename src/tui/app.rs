@@ -36,6 +36,8 @@ pub enum Mode {
     Details,
     /// The estimate panel (`e`): flags typed in, the fit against the selected GPU.
     Estimate,
+    /// The per-user (or per-owner) view (Tab), in place of the process table.
+    Users,
 }
 
 /// What the estimate panel's flags parse to: the model and the run, or why not.
@@ -204,7 +206,24 @@ pub struct App {
     /// Per device position, the holders that NVML does not list, as table rows after the
     /// listed processes (a process position past the list indexes here).
     holder_rows: Vec<Vec<Process>>,
+    /// GPU-hours, mean %SM and idle holds per user and owner, over every sample seen.
+    pub usage: crate::model::rollup::Usage,
+    /// The per-user view's state.
+    pub users: UsersView,
 }
+
+/// The per-user view (Tab): what a row is, its sort and its selection.
+#[derive(Debug, Clone)]
+pub struct UsersView {
+    pub by: crate::model::rollup::GroupBy,
+    /// The column sorted by (0 the name … 6 idle holds), and the direction.
+    pub sort: usize,
+    pub descending: bool,
+    pub selected: usize,
+}
+
+/// The per-user view's columns, as the sort keys name them.
+pub const USER_COLUMNS: usize = 7;
 
 impl App {
     pub fn new(interval: Duration, history: Duration) -> Self {
@@ -240,6 +259,13 @@ impl App {
             colours: HashMap::new(),
             order: Vec::new(),
             holder_rows: Vec::new(),
+            usage: crate::model::rollup::Usage::new(Duration::from_secs(600), history),
+            users: UsersView {
+                by: crate::model::rollup::GroupBy::User,
+                sort: 3,
+                descending: true,
+                selected: 0,
+            },
         }
     }
 
@@ -255,6 +281,7 @@ impl App {
             std::borrow::Cow::Owned(s) => Arc::new(s),
         };
         self.history.record(&sample);
+        self.usage.record(&sample);
         self.holder_rows = holder_rows(&sample);
         self.sample = Some(sample);
         self.assign_colours();
@@ -782,8 +809,92 @@ impl App {
                 KeyCode::Char('k') | KeyCode::F(9) => self.open_signal(),
                 _ => Action::None,
             },
+            Mode::Users => self.on_users_key(key),
             Mode::Normal => self.on_normal_key(key),
         }
+    }
+
+    /// The per-user view's rows, sorted as it shows them.
+    pub fn user_rows(&self) -> Vec<crate::model::rollup::Row> {
+        let Some(s) = &self.sample else {
+            return Vec::new();
+        };
+        let mut rows = self.usage.rollup(s, self.users.by);
+        let col = self.users.sort;
+        rows.sort_by(|a, b| {
+            let f = |x: Option<f64>| x.unwrap_or(f64::NEG_INFINITY);
+            let ord = match col {
+                0 => a.key.cmp(&b.key),
+                1 => a.gpus.len().cmp(&b.gpus.len()),
+                2 => a.processes.cmp(&b.processes),
+                3 => a.memory_bytes.cmp(&b.memory_bytes),
+                4 => f(a.mean_sm_percent).total_cmp(&f(b.mean_sm_percent)),
+                5 => f(a.gpu_hours).total_cmp(&f(b.gpu_hours)),
+                _ => a.idle_bytes.cmp(&b.idle_bytes),
+            };
+            let ord = if self.users.descending {
+                ord.reverse()
+            } else {
+                ord
+            };
+            ord.then_with(|| a.key.cmp(&b.key))
+        });
+        rows
+    }
+
+    fn on_users_key(&mut self, key: KeyEvent) -> Action {
+        let len = self.user_rows().len();
+        let v = &mut self.users;
+        match key.code {
+            KeyCode::Char('q') | KeyCode::F(10) => return Action::Quit,
+            KeyCode::Tab | KeyCode::BackTab | KeyCode::Esc => self.mode = Mode::Normal,
+            KeyCode::Char('b') | KeyCode::Char('u') => {
+                v.by = v.by.other();
+                v.selected = 0;
+            }
+            KeyCode::Char('s') | KeyCode::Char('>') | KeyCode::Char('.') => {
+                v.sort = (v.sort + 1) % USER_COLUMNS;
+                // Names read best A to Z, figures largest first.
+                v.descending = v.sort != 0;
+            }
+            KeyCode::Char('<') | KeyCode::Char(',') => {
+                v.sort = (v.sort + USER_COLUMNS - 1) % USER_COLUMNS;
+                v.descending = v.sort != 0;
+            }
+            KeyCode::Char(c @ '1'..='7') => {
+                let col = c as usize - '1' as usize;
+                if v.sort == col {
+                    v.descending = !v.descending;
+                } else {
+                    v.sort = col;
+                    v.descending = col != 0;
+                }
+            }
+            KeyCode::Char('S') | KeyCode::Char('r') => v.descending = !v.descending,
+            KeyCode::Down | KeyCode::Char('j') => {
+                v.selected = (v.selected + 1).min(len.saturating_sub(1));
+            }
+            KeyCode::Up | KeyCode::Char('k') => v.selected = v.selected.saturating_sub(1),
+            KeyCode::Home | KeyCode::Char('g') => v.selected = 0,
+            KeyCode::Enter => {
+                // The process table, filtered to this row's user or owner.
+                let Some(row) = self.user_rows().into_iter().nth(self.users.selected) else {
+                    return Action::None;
+                };
+                self.filter = row.key;
+                self.selected = 0;
+                self.mode = Mode::Normal;
+                self.reorder();
+                self.remember_selection();
+            }
+            KeyCode::Char('?') | KeyCode::F(1) => {
+                self.mode = Mode::Help;
+                self.help_scroll = 0;
+            }
+            KeyCode::Char(' ') => self.paused = !self.paused,
+            _ => return Action::None,
+        }
+        Action::Redraw
     }
 
     /// Where a closed dialog returns: the details view it was opened from, or the table.
@@ -876,6 +987,12 @@ impl App {
             }
             KeyCode::Char('o') => {
                 self.mode = Mode::Oom;
+                Action::Redraw
+            }
+            KeyCode::Tab | KeyCode::BackTab => {
+                self.mode = Mode::Users;
+                let len = self.user_rows().len();
+                self.users.selected = self.users.selected.min(len.saturating_sub(1));
                 Action::Redraw
             }
             KeyCode::Char('e') => {

@@ -240,6 +240,7 @@ pub fn run(
     start: Start,
     interval: Duration,
     history: Duration,
+    idle_after: Duration,
 ) -> anyhow::Result<Option<OpenError>> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
@@ -247,7 +248,13 @@ pub fn run(
         .build()?;
     let mut terminal = setup()?;
     let guard = Guard;
-    let result = runtime.block_on(event_loop(&mut terminal, start, interval, history));
+    let result = runtime.block_on(event_loop(
+        &mut terminal,
+        start,
+        interval,
+        history,
+        idle_after,
+    ));
     // Quit promptly even while a tick waits on a hung GPU or NVML is still initialising:
     // blocked threads are left behind, never joined (the process exits around them).
     runtime.shutdown_background();
@@ -269,6 +276,7 @@ async fn event_loop<B: Backend>(
     start: Start,
     interval: Duration,
     history: Duration,
+    idle_after: Duration,
 ) -> anyhow::Result<Option<OpenError>>
 where
     B::Error: Send + Sync + 'static,
@@ -322,6 +330,7 @@ where
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
 
     let mut app = App::new(interval, history);
+    app.usage = crate::model::rollup::Usage::new(idle_after, history);
     app.opening_for = opening.as_ref().map(|(o, _)| o.elapsed());
     // Test hook: proves the panic hook restores the terminal (tests/integration/dashboard.rs).
     let debug_panic = std::env::var_os("GPUMON_DEBUG_PANIC").is_some();

@@ -77,8 +77,12 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
     ])
     .areas(body);
     draw_gpus(frame, gpus, app, &sample, &layout);
-    draw_selection(frame.buffer_mut(), selection, app, &sample);
-    draw_table(frame.buffer_mut(), table, app);
+    if app.mode == Mode::Users {
+        draw_users(frame.buffer_mut(), selection, table, app);
+    } else {
+        draw_selection(frame.buffer_mut(), selection, app, &sample);
+        draw_table(frame.buffer_mut(), table, app);
+    }
 
     match app.mode {
         Mode::Help => draw_help(frame, area, app),
@@ -197,6 +201,15 @@ fn draw_footer(buf: &mut Buffer, area: Rect, app: &App) {
             // quit and help.
             let keys: &[(&str, &str)] = if app.mode == Mode::Details {
                 &[("Esc", "back"), ("k", "signal"), ("q", "quit")]
+            } else if app.mode == Mode::Users {
+                &[
+                    ("q", "quit"),
+                    ("Tab", "processes"),
+                    ("b", "by user/owner"),
+                    ("Enter", "filter processes"),
+                    ("s", "sort"),
+                    ("?", "help"),
+                ]
             } else {
                 &[
                     ("q", "quit"),
@@ -209,6 +222,7 @@ fn draw_footer(buf: &mut Buffer, area: Rect, app: &App) {
                     ("space", "pause"),
                     ("+/-", "interval"),
                     ("e", "estimate"),
+                    ("Tab", "per user"),
                 ]
             };
             let mut hints: Vec<Vec<Span>> = keys
@@ -514,6 +528,108 @@ fn cell(key: SortKey, row: &super::app::Row, now: SystemTime) -> String {
     }
 }
 
+/// The per-user (or per-owner) view in place of the process table: a title line, the heads
+/// (the sorted one marked), and a row per user, the selected one highlighted.
+fn draw_users(buf: &mut Buffer, title: Rect, area: Rect, app: &App) {
+    use crate::model::rollup::GroupBy;
+    let v = &app.users;
+    let rows = app.user_rows();
+    let idle = humantime::format_duration(app.usage.idle_after()).to_string();
+    let head = format!(
+        "per {} · %SM averaged over {} · idle holds: memory of processes at 0% SM for {idle} or more",
+        v.by.as_str(),
+        humantime::format_duration(app.history.window),
+    );
+    buf.set_stringn(title.x, title.y, head, title.width as usize, theme::dim());
+    if area.height == 0 {
+        return;
+    }
+    let name = match v.by {
+        GroupBy::User => "USER",
+        GroupBy::Owner => "OWNER",
+    };
+    let heads = [
+        name,
+        "GPUS",
+        "PROCS",
+        "GPU MEM",
+        "MEAN %SM",
+        "GPU-HOURS",
+        "IDLE HOLDS",
+    ];
+    let cells: Vec<[String; 7]> = rows.iter().map(crate::view::by::cells).collect();
+    let mut w: Vec<usize> = heads.iter().map(|h| h.chars().count() + 1).collect();
+    for r in &cells {
+        for (i, c) in r.iter().enumerate() {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    let rest: usize = w[1..].iter().map(|x| x + 2).sum();
+    w[0] = w[0].min(usize::from(area.width).saturating_sub(rest).max(8));
+    let line = |cells: &[String]| {
+        let mut l = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            let c: String = if c.chars().count() > w[i] {
+                let cut: String = c.chars().take(w[i].saturating_sub(1)).collect();
+                format!("{cut}…")
+            } else {
+                c.clone()
+            };
+            if i == 0 {
+                l.push_str(&format!("{c:<width$}", width = w[0]));
+            } else {
+                l.push_str(&format!("  {c:>width$}", width = w[i]));
+            }
+        }
+        l
+    };
+    let marked: Vec<String> = heads
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            if i == v.sort {
+                format!("{h}{}", if v.descending { "▼" } else { "▲" })
+            } else {
+                (*h).to_owned()
+            }
+        })
+        .collect();
+    buf.set_stringn(
+        area.x,
+        area.y,
+        line(&marked),
+        area.width as usize,
+        theme::header(),
+    );
+    if cells.is_empty() {
+        if area.height > 1 {
+            buf.set_stringn(
+                area.x,
+                area.y + 1,
+                "no GPU processes",
+                area.width as usize,
+                theme::dim(),
+            );
+        }
+        return;
+    }
+    let visible = usize::from(area.height - 1);
+    let first = v.selected.saturating_sub(visible.saturating_sub(1));
+    for (i, r) in cells.iter().enumerate().skip(first).take(visible) {
+        let y = area.y + 1 + (i - first) as u16;
+        let style = if i == v.selected {
+            theme::selected()
+        } else if rows[i].idle_bytes.is_some_and(|b| b > 0) {
+            theme::warning()
+        } else {
+            Style::new()
+        };
+        let text = line(r);
+        let padded = format!("{text:<width$}", width = area.width as usize);
+        buf.set_stringn(area.x, y, padded, area.width as usize, style);
+    }
+}
+
 /// How a holder row's command starts: why it holds memory outside NVML's list.
 pub fn holder_tag(r: crate::model::HolderReason) -> &'static str {
     match r {
@@ -743,6 +859,10 @@ pub const KEYS: &[(&str, &str)] = &[
     (
         "e",
         "estimate a run against the selected GPU (gpumon estimate's flags)",
+    ),
+    (
+        "Tab",
+        "per-user view: GPUs, memory, mean %SM, GPU-hours and idle holds per user; b per owner (pod, job, container), s sort, Enter filters the processes to that row",
     ),
     ("Ctrl-Z", "suspend (the shell's fg brings it back)"),
 ];

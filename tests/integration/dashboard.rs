@@ -1610,3 +1610,77 @@ fn snapshot_holders_under_the_gauge_and_in_the_table() {
     assert!(text.contains("4194311"), "{text}");
     insta::assert_snapshot!("holders_signal_120x30", terminal.backend());
 }
+
+/// Alice trains on both GPUs; bob's notebook holds 20 GiB on GPU 0 at 0% SM.
+fn lab(_: u64) -> Vec<Device> {
+    let mut d0 = device(0, 2, 60000, false);
+    d0.processes[0].user = Some("alice".into());
+    d0.processes[0].gpu_memory_bytes = Some(40000 * MIB);
+    let bob = &mut d0.processes[1];
+    bob.user = Some("bob".into());
+    bob.command = Some("python -m ipykernel_launcher -f kernel-51377.json".into());
+    bob.gpu_memory_bytes = Some(20480 * MIB);
+    bob.sm_percent = Some(0);
+    let mut d1 = device(1, 1, 40000, false);
+    d1.processes[0].user = Some("alice".into());
+    vec![d0, d1]
+}
+
+/// The per-user view (Tab): a row per user with GPUs, memory, mean %SM, GPU-hours and idle
+/// holds (bob's 20 GiB after more than --idle-after at 0% SM), its sort, the switch to
+/// owners, and Enter filtering the process table to that user.
+#[test]
+fn snapshot_the_per_user_view_its_sort_and_idle_holds() {
+    let mut terminal = Terminal::new(TestBackend::new(120, 30)).expect("terminal");
+    let mut app = App::new(Duration::from_secs(1), Duration::from_secs(600));
+    app.usage =
+        gpumon::model::rollup::Usage::new(Duration::from_secs(300), Duration::from_secs(600));
+    for t in 0..=20 {
+        render_once(&mut terminal, &mut app, sample(t * 20, lab(t))).expect("draw");
+    }
+    let key = |app: &mut App, c: KeyCode| app.on_key(KeyEvent::new(c, KeyModifiers::NONE));
+    key(&mut app, KeyCode::Tab);
+    terminal
+        .draw(|f| gpumon::tui::ui::draw(f, &mut app))
+        .expect("draw");
+    let text = terminal.backend().to_string();
+    let row = |name: &str| {
+        text.lines()
+            .map(|l| l.trim_matches('"'))
+            .find(|l| l.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no {name} row:\n{text}"))
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    // alice: GPUs 0,1, 2 processes, 78.1 GiB, %SM 85, 2 GPUs × 400 s, nothing idle.
+    assert_eq!(
+        row("alice"),
+        ["alice", "0,1", "2", "78.1", "GiB", "85", "0.22", "0", "B"],
+        "{text}"
+    );
+    assert_eq!(
+        row("bob"),
+        ["bob", "0", "1", "20.0", "GiB", "0", "0.11", "20.0", "GiB"],
+        "{text}"
+    );
+    assert!(text.contains("GPU MEM▼"), "{text}");
+    insta::assert_snapshot!("per_user_120x30", terminal.backend());
+
+    // Sorted by idle holds (the 7th column), bob comes first; Enter filters to him.
+    key(&mut app, KeyCode::Char('7'));
+    assert_eq!(app.user_rows()[0].key, "bob");
+    key(&mut app, KeyCode::Char('7'));
+    assert_eq!(app.user_rows()[0].key, "alice", "again reverses");
+    key(&mut app, KeyCode::Char('b'));
+    assert_eq!(app.user_rows()[0].key, "host", "per owner: host processes");
+    key(&mut app, KeyCode::Char('b'));
+    key(&mut app, KeyCode::Char('7'));
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.mode, gpumon::tui::app::Mode::Normal);
+    assert_eq!(app.filter, "bob");
+    let users: Vec<String> = (0..app.row_count())
+        .filter_map(|i| app.row(i)?.process.user.clone())
+        .collect();
+    assert_eq!(users, ["bob"]);
+}

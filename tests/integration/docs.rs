@@ -1071,6 +1071,13 @@ fn the_json_reference_is_the_schemas() {
     let (once, v) = schema("once.schema.json");
     let (explain, _) = schema("explain.schema.json");
     let (estimate, _) = schema("estimate.schema.json");
+    let (by, by_v) = schema("by.schema.json");
+    for who in ["user", "owner"] {
+        let out = stdout_json(gpumon().args(["--demo", "once", "--by", who, "--json"]));
+        assert_valid(&by_v, &out, &format!("once --by {who} --json"));
+        assert_eq!(out["by"], who);
+        assert!(!out["rows"].as_array().expect("rows").is_empty());
+    }
     let sample = pretty_demo_sample();
     // The sample in the reference is real and matches the schema.
     let body = sample
@@ -1084,6 +1091,7 @@ fn the_json_reference_is_the_schemas() {
             ("once-fields", reference(&once), Compare::Exact),
             ("explain-fields", reference(&explain), Compare::Exact),
             ("estimate-fields", reference(&estimate), Compare::Exact),
+            ("by-fields", reference(&by), Compare::Exact),
         ],
     );
 }

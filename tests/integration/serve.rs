@@ -564,3 +564,72 @@ pub fn exported(body: &str) -> std::collections::BTreeSet<&str> {
         .filter_map(|l| l.split_whitespace().next())
         .collect()
 }
+
+/// Idle holds and memory per user: a real process holds 20 GiB at 0% SM beside a busy one;
+/// after --idle-after, `gpumon_idle_held_bytes` says so for its GPU, and with
+/// `--process-labels user` `gpumon_user_memory_bytes` sums each user's memory.
+#[test]
+fn idle_holds_and_memory_per_user_are_exported() {
+    let mut idle = Command::new("sleep").arg("300").spawn().expect("sleep");
+    let mut busy = Command::new("sleep").arg("300").spawn().expect("sleep");
+    let s = scenario(&format!(
+        r#"{{"version":1,"devices":[
+            {{"name":"G0","memory_total_mib":81920,
+              "processes":[{{"pid":{},"memory_mib":20480,"sm_percent":0}},
+                           {{"pid":{},"memory_mib":1024,"sm_percent":60}}]}},
+            {{"name":"G1","memory_total_mib":81920}}]}}"#,
+        idle.id(),
+        busy.id()
+    ));
+    let (_gpumon, addr) = serve(
+        &s,
+        "1",
+        &[
+            "--interval",
+            "1s",
+            "--idle-after",
+            "10s",
+            "--process-labels",
+            "user",
+        ],
+    );
+    let url = format!("http://{addr}/metrics");
+    let first = wait_for(&url, "a sample", |b| b.contains("gpumon_gpu_up"));
+    assert!(
+        !first.contains("gpumon_idle_held_bytes{"),
+        "unknown before 10 s: {first}"
+    );
+    let started = Instant::now();
+    let body = wait_for(&url, "the idle hold", |b| {
+        b.contains("gpumon_idle_held_bytes{gpu=\"0\"")
+    });
+    let _ = idle.kill();
+    let _ = busy.kill();
+    let _ = idle.wait();
+    let _ = busy.wait();
+    assert!(
+        started.elapsed() >= Duration::from_secs(5),
+        "not before idle-after"
+    );
+    let line = |prefix: &str| {
+        body.lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no {prefix}: {body}"))
+            .rsplit(' ')
+            .next()
+            .expect("value")
+            .parse::<u64>()
+            .expect("integer")
+    };
+    assert_eq!(line("gpumon_idle_held_bytes{gpu=\"0\""), 20480 * MIB);
+    assert_eq!(line("gpumon_idle_held_bytes{gpu=\"1\""), 0);
+    let me = std::env::var("USER").unwrap_or_else(|_| "root".into());
+    let user_line = body
+        .lines()
+        .find(|l| l.starts_with("gpumon_user_memory_bytes{"))
+        .unwrap_or_else(|| panic!("no per-user memory: {body}"));
+    assert!(
+        user_line.ends_with(&format!(" {}", 21504 * MIB)),
+        "{user_line} ({me})"
+    );
+}

@@ -399,12 +399,58 @@ impl Gpumon {
     }
 }
 
+/// What serve counts over time, beside one sample: memory held by idle processes per GPU,
+/// and memory per user.
+#[derive(Debug, Clone, Default)]
+pub struct Usage {
+    /// Per GPU index: memory of processes at 0% SM for `--idle-after` (`None` until serve has
+    /// watched that long).
+    pub idle_held: Vec<(u32, Option<u64>)>,
+    /// Per user: the GPU memory their processes hold.
+    pub user_memory: Vec<(String, u64)>,
+}
+
 /// The exposition of `sample` (without the OpenMetrics `# EOF`): every GPU, its processes,
 /// and gpumon's own facts. `sampled_in` is how long the sample took.
 pub fn encode(sample: &Sample, sampled_in: Duration, opts: &Options) -> String {
+    encode_with(sample, sampled_in, opts, &Usage::default())
+}
+
+/// [`encode`] with what serve counts over time.
+pub fn encode_with(sample: &Sample, sampled_in: Duration, opts: &Options, usage: &Usage) -> String {
     let mut r = Registry::default();
     let dcgm = opts.dcgm.then(|| Dcgm::register(&mut r));
     let g = Gpumon::register(&mut r);
+    let idle = int(
+        &mut r,
+        "gpumon_idle_held_bytes",
+        "GPU memory held by processes that did nothing on the GPU (0% SM) for at least \
+         --idle-after; absent until serve has watched that long",
+    );
+    for (index, held) in &usage.idle_held {
+        if let Some(d) = sample
+            .devices
+            .iter()
+            .find(|d| d.index == *index && d.fresh())
+        {
+            let labels: Labels = vec![
+                ("gpu", d.index.to_string()),
+                ("UUID", label(d.uuid.as_deref())),
+            ];
+            set_int(&idle, &labels, *held);
+        }
+    }
+    if opts.process_labels.user {
+        let users = int(
+            &mut r,
+            "gpumon_user_memory_bytes",
+            "GPU memory held by each user's processes, on every GPU together (with \
+             --process-labels user)",
+        );
+        for (user, bytes) in &usage.user_memory {
+            set_int(&users, &vec![("user", label(Some(user)))], Some(*bytes));
+        }
+    }
     let build = int(
         &mut r,
         "gpumon_build_info",

@@ -67,6 +67,7 @@ const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
 struct Exposition {
     sample: crate::model::Sample,
     sampled_in: Duration,
+    usage: metrics::Usage,
     options: Options,
     /// When it was published.
     at: Instant,
@@ -82,7 +83,8 @@ const EOF: &str = "# EOF\n";
 impl Exposition {
     fn openmetrics(&self, last_scrape: Option<Duration>) -> &Bytes {
         self.openmetrics.get_or_init(|| {
-            let mut text = metrics::encode(&self.sample, self.sampled_in, &self.options);
+            let mut text =
+                metrics::encode_with(&self.sample, self.sampled_in, &self.options, &self.usage);
             text.push_str(&metrics::encode_scrape(last_scrape));
             text.push_str(EOF);
             Bytes::from(text)
@@ -192,7 +194,8 @@ pub fn run(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let result = runtime.block_on(async move {
         let listener = tokio::net::TcpListener::from_std(listener)?;
         let (tx, latest) = watch::channel(None);
-        let sampling = tokio::spawn(publish(sampler, interval, options, tx));
+        let idle_after = args.idle_after.unwrap_or(common.idle_after);
+        let sampling = tokio::spawn(publish(sampler, interval, idle_after, options, tx));
         let state = Arc::new(State {
             latest,
             auth: web.auth.clone(),
@@ -233,18 +236,35 @@ pub fn run(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCode> {
 async fn publish(
     mut sampler: Sampler,
     interval: Duration,
+    idle_after: Duration,
     options: Options,
     tx: watch::Sender<Option<Arc<Exposition>>>,
 ) {
     sampler.set_interval(interval);
+    // Idle holds need a process's history; %SM's mean is not exported, so a short window.
+    let mut tracker = crate::model::rollup::Usage::new(idle_after, interval);
     // Due one interval after the previous sample was due, as the other views sample.
     let mut due = tokio::time::Instant::now();
     loop {
         let started = tokio::time::Instant::now();
         let sample = sampler.tick_async().await;
+        tracker.record(&sample);
+        let usage = metrics::Usage {
+            idle_held: tracker.idle_held(&sample),
+            user_memory: if options.process_labels.user {
+                tracker
+                    .rollup(&sample, crate::model::rollup::GroupBy::User)
+                    .into_iter()
+                    .map(|r| (r.key, r.memory_bytes))
+                    .collect()
+            } else {
+                Vec::new()
+            },
+        };
         let exposition = Exposition {
             sample,
             sampled_in: started.elapsed(),
+            usage,
             options,
             at: Instant::now(),
             openmetrics: OnceLock::new(),

@@ -1,0 +1,180 @@
+//! `once --by user|owner`: the per-user (or per-owner) rollup as a table, and its JSON.
+
+use std::fmt::Write as _;
+use std::time::{Duration, SystemTime};
+
+use serde::{Serialize, Serializer};
+
+use crate::model::rollup::{GroupBy, Row};
+use crate::text::Paint;
+use crate::units::{fmt_bytes, fmt_opt_bytes};
+
+/// `once --by --json`'s schema version (docs/schema/by.schema.json).
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The rollup as JSON.
+#[derive(Debug, Serialize)]
+pub struct ByJson<'a> {
+    pub schema_version: u32,
+    #[serde(serialize_with = "rfc3339")]
+    pub timestamp: SystemTime,
+    pub hostname: Option<&'a str>,
+    pub by: GroupBy,
+    /// Seconds of 0% SM after which a process's memory is an idle hold.
+    pub idle_after_s: u64,
+    pub rows: &'a [Row],
+}
+
+fn rfc3339<S: Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(&humantime::format_rfc3339_millis(*t))
+}
+
+/// The column heads, in order; the first names what a row is.
+fn heads(by: GroupBy) -> [&'static str; 7] {
+    [
+        match by {
+            GroupBy::User => "USER",
+            GroupBy::Owner => "OWNER",
+        },
+        "GPUS",
+        "PROCS",
+        "GPU MEM",
+        "MEAN %SM",
+        "GPU-HOURS",
+        "IDLE HOLDS",
+    ]
+}
+
+/// The cells of a row, as the table and the dashboard's view print them.
+pub fn cells(r: &Row) -> [String; 7] {
+    let gpus: Vec<String> = r.gpus.iter().map(u32::to_string).collect();
+    [
+        r.key.clone(),
+        gpus.join(","),
+        r.processes.to_string(),
+        fmt_bytes(r.memory_bytes),
+        r.mean_sm_percent
+            .map_or_else(|| "N/A".into(), |v| format!("{v:.0}")),
+        r.gpu_hours
+            .map_or_else(|| "N/A".into(), |h| format!("{h:.2}")),
+        fmt_opt_bytes(r.idle_bytes),
+    ]
+}
+
+/// The rollup as a table at most `width` wide (the key column is cut first), with a note on
+/// what one sample cannot know.
+pub fn render(
+    rows: &[Row],
+    by: GroupBy,
+    idle_after: Duration,
+    paint: Paint,
+    width: usize,
+) -> String {
+    let mut out = String::new();
+    let heads = heads(by);
+    let body: Vec<[String; 7]> = rows.iter().map(cells).collect();
+    let mut w: Vec<usize> = heads.iter().map(|h| h.chars().count()).collect();
+    for r in &body {
+        for (i, c) in r.iter().enumerate() {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    let rest: usize = w[1..].iter().map(|x| x + 2).sum();
+    w[0] = w[0].min(width.saturating_sub(rest).max(8));
+    let line = |cells: [&str; 7]| {
+        let mut l = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            let c: String = if c.chars().count() > w[i] {
+                let cut: String = c.chars().take(w[i].saturating_sub(1)).collect();
+                format!("{cut}…")
+            } else {
+                (*c).to_owned()
+            };
+            if i == 0 {
+                let _ = write!(l, "{c:<width$}", width = w[0]);
+            } else {
+                let _ = write!(l, "  {c:>width$}", width = w[i]);
+            }
+        }
+        l.trim_end().to_owned()
+    };
+    let _ = writeln!(out, "{}", paint.dim(&line(heads)));
+    if body.is_empty() {
+        let _ = writeln!(out, "no GPU processes");
+    }
+    for r in &body {
+        let _ = writeln!(out, "{}", line(r.each_ref().map(String::as_str)));
+    }
+    if rows
+        .iter()
+        .any(|r| r.gpu_hours.is_none() || r.idle_bytes.is_none())
+    {
+        let note = format!(
+            "GPU-hours and idle holds (memory of processes at 0% SM for {} or more) need time: \
+             the dashboard (Tab) and serve count them while they run.",
+            humantime::format_duration(idle_after)
+        );
+        let opts = textwrap::Options::new(width.max(20));
+        for l in textwrap::wrap(&note, opts) {
+            let _ = writeln!(out, "{}", paint.dim(&l));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(key: &str, idle: Option<u64>) -> Row {
+        Row {
+            key: key.into(),
+            gpus: vec![0, 3],
+            processes: 2,
+            memory_bytes: 20 << 30,
+            mean_sm_percent: Some(12.4),
+            gpu_hours: Some(1.5),
+            idle_bytes: idle,
+        }
+    }
+
+    #[test]
+    fn a_table_that_fits_and_says_what_one_sample_cannot_know() {
+        let rows = [
+            row("alice", Some(0)),
+            row("a-very-long-user-name-from-ldap", None),
+        ];
+        let t = render(
+            &rows,
+            GroupBy::User,
+            Duration::from_secs(600),
+            Paint(false),
+            70,
+        );
+        let lines: Vec<&str> = t.lines().collect();
+        let mut at = 0;
+        for h in heads(GroupBy::User) {
+            let i = lines[0][at..].find(h).map(|i| i + at);
+            assert!(i.is_some(), "{h} in order: {}", lines[0]);
+            at = i.unwrap_or(0) + h.len();
+        }
+        assert!(lines.iter().all(|l| l.chars().count() <= 70), "{t}");
+        assert!(lines[1].starts_with("alice "), "{t}");
+        assert!(lines[1].ends_with("0 B"), "{t}");
+        assert!(lines[2].contains('…') && lines[2].ends_with("N/A"), "{t}");
+        assert!(
+            t.replace('\n', " ")
+                .contains("idle holds (memory of processes at 0% SM for 10m"),
+            "{t}"
+        );
+        let t = render(
+            &rows[..1],
+            GroupBy::Owner,
+            Duration::from_secs(600),
+            Paint(false),
+            100,
+        );
+        assert!(t.starts_with("OWNER"), "{t}");
+        assert!(!t.contains("need time"), "{t}");
+    }
+}
