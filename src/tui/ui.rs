@@ -1028,10 +1028,18 @@ fn draw_oom(frame: &mut Frame, area: Rect, app: &App, sample: &Sample) {
     let width = report.width.saturating_sub(2) as usize;
     let text = match found {
         Some((analysis, oom)) => {
-            // The GPU the message names (or the only one) as it is now, beside the message.
-            let live_device = oom
-                .device_index
-                .and_then(|i| sample.devices.iter().find(|d| d.index == i))
+            // The GPU the message is about as it is now, beside the message: the one a
+            // process it names is on, else the one its number names, else the only one.
+            let by_pid = sample.devices.iter().find(|d| {
+                d.processes
+                    .iter()
+                    .any(|p| oom.facts.other_processes.iter().any(|o| o.pid == p.pid))
+            });
+            let live_device = by_pid
+                .or_else(|| {
+                    oom.device_index
+                        .and_then(|i| sample.devices.iter().find(|d| d.index == i))
+                })
                 .or_else(|| (sample.devices.len() == 1).then(|| &sample.devices[0]));
             let live = live_device
                 .and_then(|d| live_breakdown(d).map(|b| (format!("GPU {} now", d.index), b)));
@@ -1184,7 +1192,7 @@ fn live_line(d: &Device) -> String {
         return format!("Live GPU {}: {e}\n", d.index);
     }
     let m = &d.memory;
-    format!(
+    let mut out = format!(
         "Live GPU {} now: {} used of {}, {} free, {} process{}\n",
         d.index,
         fmt_opt_bytes(m.used_bytes),
@@ -1192,7 +1200,15 @@ fn live_line(d: &Device) -> String {
         fmt_opt_bytes(m.free_bytes),
         d.processes.len(),
         if d.processes.len() == 1 { "" } else { "es" }
-    )
+    );
+    // Who holds what the process list does not explain: what the error could not attribute.
+    if !d.holders.is_empty() {
+        out.push_str("Held outside NVML's process list now:\n");
+        for h in &d.holders {
+            out.push_str(&format!("  - {}\n", h.describe()));
+        }
+    }
+    out
 }
 
 #[cfg(test)]

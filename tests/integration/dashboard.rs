@@ -1609,6 +1609,26 @@ fn snapshot_holders_under_the_gauge_and_in_the_table() {
     assert!(text.contains("SIGTERM"), "{text}");
     assert!(text.contains("4194311"), "{text}");
     insta::assert_snapshot!("holders_signal_120x30", terminal.backend());
+
+    // The OOM panel, pasted an error that names the listed process on GPU 0: beside the
+    // report, who holds what the error cannot attribute.
+    app.on_key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
+    app.on_key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
+    app.on_paste("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.11 GiB of which 40.00 GiB is free. Process 40000 has 19.53 GiB memory in use. Of the allocated memory 17.00 GiB is allocated by PyTorch, and 1.00 GiB is reserved by PyTorch but unallocated.");
+    let mut tall = Terminal::new(TestBackend::new(160, 60)).expect("terminal");
+    tall.draw(|f| gpumon::tui::ui::draw(f, &mut app))
+        .expect("draw");
+    let text: String = tall
+        .backend()
+        .to_string()
+        .lines()
+        .map(|l| l.trim_matches('"').trim_end().to_owned() + " ")
+        .collect();
+    assert!(
+        text.contains("Held outside NVML's process list now"),
+        "{text}"
+    );
+    assert!(text.contains("pid 4194311"), "{text}");
 }
 
 /// Alice trains on both GPUs; bob's notebook holds 20 GiB on GPU 0 at 0% SM.
