@@ -16,6 +16,10 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Log(Deferred(args))) => {
             cmd::log::run(&cli.common(Some(&args.source), Some(&args.sampling)), args)
         }
+        Some(Command::Record(Deferred(args))) => {
+            cmd::record::run(&cli.common(Some(&args.source), Some(&args.sampling)), args)
+        }
+        Some(Command::Replay(Deferred(args))) => cmd::replay::run(&cli.common(None, None), args),
         Some(Command::Explain(Deferred(args))) => {
             cmd::explain::run(&cli.common(Some(&args.source), None), args)
         }

@@ -55,6 +55,10 @@ pub struct Cli {
     /// idle hold in the per-user view (Tab): 10m, 1h…
     #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_idle_after)]
     pub idle_after: Duration,
+    /// Also record every sample the dashboard takes to FILE (as `gpumon record` does, within
+    /// its default bounds: 1 GiB, 7 days)
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
 }
 
 // Where readings come from: the flags of every command that reads GPUs (and of the
@@ -110,6 +114,8 @@ pub struct Common {
     pub history: Duration,
     /// How long a process must do nothing on its GPU for its memory to be an idle hold.
     pub idle_after: Duration,
+    /// The dashboard's `--record FILE`.
+    pub record: Option<PathBuf>,
     pub timeout: Option<Duration>,
     pub gpu: Vec<String>,
     pub kubelet_socket: Option<PathBuf>,
@@ -131,6 +137,7 @@ impl Cli {
                 .unwrap_or(Duration::from_secs(1)),
             history: self.history,
             idle_after: self.idle_after,
+            record: self.record.clone(),
             timeout: own.timeout.or(top.timeout),
             gpu: if own.gpu.is_empty() {
                 top.gpu.clone()
@@ -185,6 +192,26 @@ pub enum Command {
     Once(Deferred<OnceArgs>),
     /// Write one record per GPU (or per process) every interval, for scripts and clusters
     Log(Deferred<LogArgs>),
+    /// Record every sample to a compact, append-only file, for replay and post-mortems
+    ///
+    /// Each sample (GPUs, processes with their owners, allocator splits, stalled and lost
+    /// GPUs, holders of unattributed memory) is appended to FILE as zstd-compressed JSON lines,
+    /// written through per sample: a crash loses at most the sample being written. `zstdcat
+    /// FILE` prints them. The size is bounded: FILE is rotated (FILE.<unix time>) and the
+    /// oldest rotated files are removed past --keep or --max-size.
+    #[command(
+        after_help = "Examples:\n  gpumon record -o /var/lib/gpumon/node.rec.zst\n  \
+        gpumon replay /var/lib/gpumon/node.rec.zst --at 03:10\n  \
+        gpumon once --replay node.rec.zst --at 2026-11-23T03:12:00Z --json\n  \
+        zstdcat node.rec.zst | jq -c '.devices[0].memory'"
+    )]
+    Record(Deferred<RecordArgs>),
+    /// Open the dashboard on a recording, with a time cursor
+    ///
+    /// Everything the live dashboard shows (gauges, charts, processes, details, the per-user
+    /// view), at the recording's time: ←/→ step a sample, [ and ] jump a minute, g goes to a
+    /// typed time, space plays and pauses, + and - set the speed.
+    Replay(Deferred<ReplayArgs>),
     /// Explain a pasted out-of-memory error: where the memory went and what to do.
     ///
     /// Reads a traceback or a whole log (from FILE, or standard input when FILE is absent or
@@ -352,6 +379,11 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_idle_after)]
     pub idle_after: Option<Duration>,
 
+    /// Also record every sample to FILE (as `gpumon record` does, within its default bounds:
+    /// 1 GiB, 7 days)
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+
     /// Leave out the dcgm-exporter compatible DCGM_FI_* metrics (the gpumon_* ones remain)
     #[arg(long)]
     pub no_dcgm_names: bool,
@@ -426,6 +458,38 @@ pub struct ExplainArgs {
     pub source: SourceArgs,
 }
 
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    #[command(flatten)]
+    pub source: SourceArgs,
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
+
+    /// The recording to write (continued when it exists)
+    #[arg(long, short, value_name = "FILE", default_value = "gpumon.rec.zst")]
+    pub output: PathBuf,
+
+    /// The most the recording may take on disk, rotated files included: 1GiB, 200MiB…
+    #[arg(long, value_name = "SIZE", default_value = "1GiB", value_parser = parse_max_size)]
+    pub max_size: u64,
+
+    /// Rotated files older than this are removed: 7d, 24h…
+    #[arg(long, value_name = "DURATION", default_value = "7d", value_parser = parse_keep)]
+    pub keep: Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// The recording to replay (its rotated files are read too)
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+
+    /// Where to start: a time (RFC 3339, `2026-11-23 03:12`, or `03:12` on the recording's
+    /// last day, UTC), `-10m` before its end or `+5m` after its start; the start by default
+    #[arg(long, value_name = "TIME")]
+    pub at: Option<String>,
+}
+
 #[derive(Debug, Args, Default)]
 pub struct OnceArgs {
     #[command(flatten)]
@@ -444,6 +508,16 @@ pub struct OnceArgs {
     /// GPUs: GPUs used, memory held, %SM (schema: docs/schema/by.schema.json)
     #[arg(long, value_name = "WHO", conflicts_with = "no_processes")]
     pub by: Option<By>,
+
+    /// Print a sample from this recording instead of the GPUs now (see --at)
+    #[arg(long, value_name = "FILE")]
+    pub replay: Option<PathBuf>,
+
+    /// With --replay: the sample at this time (RFC 3339, `2026-11-23 03:12`, `03:12` on the
+    /// recording's last day, UTC; `-10m` before its end, `+5m` after its start); its last
+    /// sample by default
+    #[arg(long, value_name = "TIME", requires = "replay")]
+    pub at: Option<String>,
 }
 
 /// `once --by`: what a row of the rollup stands for.
@@ -497,6 +571,11 @@ pub struct LogArgs {
     /// One record per GPU process instead of per GPU
     #[arg(long)]
     pub processes: bool,
+
+    /// Write the records of a recording instead of sampling (as fast as they can be written;
+    /// --count stops early)
+    #[arg(long, value_name = "FILE")]
+    pub replay: Option<PathBuf>,
 }
 
 /// A parser for a [`Choice`]: its names are the possible values `--help` lists.
@@ -583,6 +662,26 @@ fn parse_gpu(s: &str) -> Result<String, String> {
 }
 
 /// Parses a history window: at least 10 s, at most 24 h.
+/// Parses `record --max-size`: 1GiB, 200MiB, 5G… (at least 1 MiB).
+pub fn parse_max_size(s: &str) -> Result<u64, String> {
+    let bytes = crate::oom::parse::parse_size(s)
+        .ok_or_else(|| format!("'{s}' is not a size like 1GiB or 200MiB"))?;
+    if bytes < 1 << 20 {
+        return Err(format!("'{s}' is less than the 1MiB minimum"));
+    }
+    Ok(bytes)
+}
+
+/// Parses `record --keep`: from a minute to a year.
+pub fn parse_keep(s: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(s.trim())
+        .map_err(|e| format!("'{s}' is not a duration like 7d or 24h: {e}"))?;
+    if d < Duration::from_secs(60) || d > Duration::from_secs(366 * 86400) {
+        return Err(format!("'{s}' must be between 1m and 1y"));
+    }
+    Ok(d)
+}
+
 /// Parses `--idle-after`: a duration from 10 s to a week.
 pub fn parse_idle_after(s: &str) -> Result<Duration, String> {
     let d = humantime::parse_duration(s.trim())

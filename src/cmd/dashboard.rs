@@ -19,6 +19,19 @@ const NEEDS: Needs = Needs {
 };
 
 pub fn run(common: &Common) -> anyhow::Result<ExitCode> {
+    // The recording is opened first: a path that cannot be written is said before anything.
+    let record = match &common.record {
+        Some(path) => match crate::collect::recording::Writer::open(path, Default::default()) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                return Ok(usage_error(format!(
+                    "--record: cannot record to {}: {e}",
+                    path.display()
+                )))
+            }
+        },
+        None => None,
+    };
     let config = common.collect();
     let opening = start_opening(&config);
     let start = match opening.wait_a_little(OPEN_WAIT) {
@@ -36,7 +49,13 @@ pub fn run(common: &Common) -> anyhow::Result<ExitCode> {
         ),
         Err(e) => return Ok(usage_error(e)),
     };
-    match crate::tui::run(start, common.interval, common.history, common.idle_after)? {
+    match crate::tui::run(
+        start,
+        common.interval,
+        common.history,
+        common.idle_after,
+        record,
+    )? {
         Some(e) => Ok(usage_error(e)),
         None => Ok(ExitCode::SUCCESS),
     }

@@ -50,6 +50,9 @@ pub fn run(common: &Common, args: &LogArgs) -> anyhow::Result<ExitCode> {
         system: false,
     };
     let mut writer = LogWriter::new(out, format, columns, header);
+    if let Some(path) = &args.replay {
+        return replay(common, args, path, &mut writer);
+    }
     let mut sampler = match open_sampler(&common.collect(), needs) {
         Ok(s) => s,
         Err(e) => return Ok(usage_error(e)),
@@ -94,4 +97,38 @@ pub fn run(common: &Common, args: &LogArgs) -> anyhow::Result<ExitCode> {
     // A tick may still be waiting on a hung GPU: never wait for it on the way out.
     runtime.shutdown_background();
     result
+}
+
+/// `log --replay FILE`: the records of a recording's samples, as fast as they can be written.
+fn replay(
+    common: &Common,
+    args: &LogArgs,
+    path: &std::path::Path,
+    writer: &mut LogWriter<Box<dyn io::Write + Send>>,
+) -> anyhow::Result<ExitCode> {
+    let reader = match crate::collect::recording::Reader::open(path) {
+        Ok(r) => r,
+        Err(e) => return Ok(usage_error(e)),
+    };
+    let gpus = &common.gpu;
+    let mut written = 0u64;
+    for item in reader.samples() {
+        let mut sample = match item {
+            Ok(s) => s,
+            // The readable part is written; what is damaged is said once, at its place.
+            Err(e) => {
+                eprintln!("gpumon: {e}");
+                continue;
+            }
+        };
+        if !gpus.is_empty() {
+            sample.devices.retain(|d| gpus.iter().any(|g| d.matches(g)));
+        }
+        writer.write(&sample)?;
+        written += 1;
+        if args.count.is_some_and(|n| written >= n) {
+            break;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -8,5 +8,7 @@ pub mod estimate;
 pub mod explain;
 pub mod log;
 pub mod once;
+pub mod record;
+pub mod replay;
 pub mod run;
 pub mod serve;

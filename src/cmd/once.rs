@@ -10,6 +10,31 @@ use crate::text::Paint;
 use crate::view::once;
 
 pub fn run(common: &Common, args: &OnceArgs) -> anyhow::Result<ExitCode> {
+    if let Some(path) = &args.replay {
+        let reader = match crate::collect::recording::Reader::open(path) {
+            Ok(r) => r,
+            Err(e) => return Ok(usage_error(e)),
+        };
+        let Some((first, last)) = reader.span() else {
+            return Ok(usage_error(format!("{} holds no sample", path.display())));
+        };
+        let at = match args.at.as_deref() {
+            Some(t) => match crate::collect::recording::resolve_at(t, first, last) {
+                Ok(at) => at,
+                Err(e) => return Ok(usage_error(format!("--at: {e}"))),
+            },
+            None => last,
+        };
+        let Some(mut sample) = reader.at(at) else {
+            return Ok(usage_error(format!("{} holds no sample", path.display())));
+        };
+        if args.no_processes {
+            for d in &mut sample.devices {
+                d.processes.clear();
+            }
+        }
+        return print(common, args, sample);
+    }
     let processes = !args.no_processes;
     let needs = Needs {
         processes,
@@ -35,6 +60,15 @@ pub fn run(common: &Common, args: &OnceArgs) -> anyhow::Result<ExitCode> {
     // anyway, and a reader stuck in the driver is never joined.
     sampler.dismiss_readers();
     std::mem::forget(sampler);
+    print(common, args, sample)
+}
+
+/// Prints `sample` as the flags ask: the report, its JSON, or the rollup by user or owner.
+fn print(
+    common: &Common,
+    args: &OnceArgs,
+    sample: crate::model::Sample,
+) -> anyhow::Result<ExitCode> {
     // One write per 64 KiB, not one per line.
     let mut out = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
     if let Some(by) = args.by {

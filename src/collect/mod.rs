@@ -13,6 +13,7 @@ pub mod kubelet;
 pub mod owner;
 pub mod probe;
 pub mod readers;
+pub mod recording;
 pub mod sampler;
 pub mod source;
 pub mod system;

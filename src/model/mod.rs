@@ -8,18 +8,23 @@ pub mod history;
 pub mod owner;
 pub mod rollup;
 
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::time::SystemTime;
 
+/// Where a sample came from. An alias, not `&'static str` written out: serde would read the
+/// field as borrowed from its input, and samples are read back from recordings.
+pub type SourceName = &'static str;
+
 /// One reading of every device. Cheap to share (`Arc<Sample>`) and never mutated once published.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Sample {
-    #[serde(serialize_with = "rfc3339")]
+    #[serde(serialize_with = "rfc3339", deserialize_with = "from_rfc3339")]
     pub timestamp: SystemTime,
     pub hostname: Option<String>,
-    /// "nvml" or "simulated".
-    pub source: &'static str,
+    /// "nvml", "simulated" or "recording".
+    #[serde(deserialize_with = "source_name")]
+    pub source: SourceName,
     pub driver_version: Option<String>,
     pub cuda_version: Option<String>,
     pub devices: Vec<Device>,
@@ -32,7 +37,7 @@ pub struct Sample {
 
 /// The host beside its GPUs: host memory decides host OOM kills, pinned and offloaded memory
 /// (ZeRO and FSDP CPU offload) live there, and a starved CPU starves the GPUs.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct HostStats {
     /// Share of all CPUs busy since the previous reading, 0–100; `None` on a first reading,
     /// which has no interval to measure over (`once`).
@@ -156,7 +161,54 @@ fn rfc3339<S: Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
     s.collect_str(&humantime::format_rfc3339_millis(*t))
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+fn from_rfc3339<'de, D: Deserializer<'de>>(d: D) -> Result<SystemTime, D::Error> {
+    let text = String::deserialize(d)?;
+    humantime::parse_rfc3339_weak(text.trim_end_matches('Z'))
+        .or_else(|_| humantime::parse_rfc3339(&text))
+        .map_err(serde::de::Error::custom)
+}
+
+/// A sample's source, read back (a recording of NVML samples stays "nvml").
+fn source_name<'de, D: Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+    let text = String::deserialize(d)?;
+    Ok(match text.as_str() {
+        "nvml" => "nvml",
+        "simulated" => "simulated",
+        _ => "recording",
+    })
+}
+
+/// The names of the fields a device reports errors for, read back as the code names them.
+pub const FIELD_NAMES: &[&str] = &[
+    "memory",
+    "utilization",
+    "temperature",
+    "power",
+    "power_limit",
+    "fan",
+    "processes",
+    "process_utilization",
+    "process_memory",
+];
+
+fn field_names<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<BTreeMap<&'static str, String>, D::Error> {
+    let raw = BTreeMap::<String, String>::deserialize(d)?;
+    Ok(raw
+        .into_iter()
+        .map(|(k, v)| {
+            let name = FIELD_NAMES
+                .iter()
+                .find(|n| **n == k)
+                .copied()
+                .unwrap_or("other");
+            (name, v)
+        })
+        .collect())
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Device {
     pub index: u32,
     pub uuid: Option<String>,
@@ -179,6 +231,7 @@ pub struct Device {
     /// Why the process list is missing or incomplete (no permission, malformed driver data).
     pub processes_error: Option<String>,
     /// Fields that could not be read, with the reason ("not supported", "no permission", …).
+    #[serde(deserialize_with = "field_names")]
     pub field_errors: BTreeMap<&'static str, String>,
     /// The whole device failed (for example "GPU is lost"); the other fields are then `None`.
     /// For a stalled or late device it says for how long it has not answered.
@@ -198,7 +251,7 @@ pub struct Device {
 }
 
 /// Why a process is named as holding a GPU's memory outside the process list.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum HolderReason {
     /// Defunct, or its parent is: its parent must reap it (`parent_pid`).
@@ -225,7 +278,7 @@ impl HolderReason {
 
 /// A process (or, for [`HolderReason::Unreadable`], several) that holds a GPU's memory outside
 /// what NVML attributes.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Holder {
     /// `None` for the unreadable processes, counted in `count`.
     pub pid: Option<u32>,
@@ -296,7 +349,7 @@ impl Holder {
 }
 
 /// NVML memory v2 semantics: `total = used + free + reserved`, `used` excludes `reserved`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Memory {
     pub total_bytes: Option<u64>,
     pub used_bytes: Option<u64>,
@@ -313,14 +366,14 @@ impl Memory {
     }
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Utilization {
     pub gpu_percent: Option<u32>,
     pub memory_percent: Option<u32>,
 }
 
 /// How NVML lists a process: in the compute list, the graphics list, or both.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ProcessKind {
     Compute,
@@ -346,7 +399,7 @@ impl ProcessKind {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Process {
     /// Host pid, as NVML reports it (it may not exist in this PID namespace).
     pub pid: u32,
@@ -382,7 +435,7 @@ pub struct Process {
 }
 
 /// What a framework's caching allocator says about one process on one GPU.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AllocatorStats {
     /// "pytorch".
     pub framework: String,

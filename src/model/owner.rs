@@ -4,10 +4,10 @@
 //! cgroup (the pod's UID, the job and step, a container's id, a unit) and, for pods, named by
 //! the kubelet (name, namespace, container). Unknown parts are `None`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What kind of thing owns a process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum OwnerKind {
     /// A Kubernetes pod.
@@ -45,7 +45,7 @@ impl OwnerKind {
 
 /// A process's owner. `name` is what names it best: the pod's name (its UID until the kubelet
 /// names it), the Slurm job's id, a container's short id, an LXC container's or a unit's name.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Owner {
     pub kind: OwnerKind,
     pub name: String,

@@ -38,6 +38,8 @@ pub enum Mode {
     Estimate,
     /// The per-user (or per-owner) view (Tab), in place of the process table.
     Users,
+    /// Replay: a time typed to go to (`g`).
+    Goto,
 }
 
 /// What the estimate panel's flags parse to: the model and the run, or why not.
@@ -138,6 +140,23 @@ pub enum Action {
     SetInterval(Duration),
     /// Ctrl-Z: give the terminal back and stop, as job control expects.
     Suspend,
+    /// Replay: move the time cursor.
+    Replay(super::replay::Command),
+}
+
+/// What the dashboard shows of a replay: where the cursor is and how it moves.
+#[derive(Debug, Clone)]
+pub struct ReplayView {
+    /// The recording's name, for the header.
+    pub file: String,
+    pub playing: bool,
+    pub speed: f64,
+    /// The recording's first and last sample.
+    pub span: (std::time::SystemTime, std::time::SystemTime),
+    /// The time being typed after `g`.
+    pub goto: String,
+    /// Why the last typed time was not taken.
+    pub goto_error: Option<String>,
 }
 
 /// One row of the process table.
@@ -210,6 +229,10 @@ pub struct App {
     pub usage: crate::model::rollup::Usage,
     /// The per-user view's state.
     pub users: UsersView,
+    /// Set when the dashboard plays a recording.
+    pub replay: Option<ReplayView>,
+    /// Something the header must say (a recording that stopped).
+    pub notice: Option<String>,
 }
 
 /// The per-user view (Tab): what a row is, its sort and its selection.
@@ -266,6 +289,8 @@ impl App {
                 descending: true,
                 selected: 0,
             },
+            replay: None,
+            notice: None,
         }
     }
 
@@ -288,6 +313,32 @@ impl App {
         self.follow_selection();
         self.update_details();
         self.track_processes();
+        Action::Redraw
+    }
+
+    /// A replay's frame: the samples at the cursor (after a jump, the window before it too,
+    /// which become the history), and how the cursor moves.
+    pub fn on_replay_frame(&mut self, frame: super::replay::Frame) -> Action {
+        if let Some(r) = self.replay.as_mut() {
+            r.playing = frame.playing;
+            r.speed = frame.speed;
+            r.span = frame.span;
+        }
+        let Some((last, before)) = frame.samples.split_last() else {
+            return Action::Redraw;
+        };
+        if frame.reset {
+            self.history = History::new(self.history.window);
+            self.usage =
+                crate::model::rollup::Usage::new(self.usage.idle_after(), self.history.window);
+            for s in before {
+                self.history.record(s);
+                self.usage.record(s);
+            }
+        }
+        let paused = std::mem::replace(&mut self.paused, false);
+        self.on_sample(Arc::clone(last));
+        self.paused = paused;
         Action::Redraw
     }
 
@@ -810,6 +861,7 @@ impl App {
                 _ => Action::None,
             },
             Mode::Users => self.on_users_key(key),
+            Mode::Goto => self.on_goto_key(key),
             Mode::Normal => self.on_normal_key(key),
         }
     }
@@ -957,7 +1009,63 @@ impl App {
         Action::Redraw
     }
 
+    /// Typing the time to go to in a replay (`g`): Enter goes, Esc cancels.
+    fn on_goto_key(&mut self, key: KeyEvent) -> Action {
+        let Some(r) = self.replay.as_mut() else {
+            self.mode = Mode::Normal;
+            return Action::Redraw;
+        };
+        match key.code {
+            KeyCode::Esc => {
+                r.goto.clear();
+                r.goto_error = None;
+                self.mode = Mode::Normal;
+            }
+            KeyCode::Backspace => {
+                r.goto.pop();
+            }
+            KeyCode::Enter => {
+                match crate::collect::recording::resolve_at(&r.goto, r.span.0, r.span.1) {
+                    Ok(t) => {
+                        r.goto.clear();
+                        r.goto_error = None;
+                        self.mode = Mode::Normal;
+                        return Action::Replay(super::replay::Command::Goto(t));
+                    }
+                    Err(e) => r.goto_error = Some(e),
+                }
+            }
+            KeyCode::Char(c) if r.goto.len() < 64 => r.goto.push(c),
+            _ => return Action::None,
+        }
+        Action::Redraw
+    }
+
+    /// The keys that move a replay's cursor, in place of their live meaning (scrolling the
+    /// command, the GPUs, the top, pausing, the interval).
+    fn replay_key(&mut self, key: KeyEvent) -> Option<Action> {
+        use super::replay::Command;
+        self.replay.as_ref()?;
+        Some(match key.code {
+            KeyCode::Right => Action::Replay(Command::Step(1)),
+            KeyCode::Left => Action::Replay(Command::Step(-1)),
+            KeyCode::Char(']') => Action::Replay(Command::Jump(60)),
+            KeyCode::Char('[') => Action::Replay(Command::Jump(-60)),
+            KeyCode::Char(' ') => Action::Replay(Command::TogglePlay),
+            KeyCode::Char('+') | KeyCode::Char('=') => Action::Replay(Command::Speed(true)),
+            KeyCode::Char('-') | KeyCode::Char('_') => Action::Replay(Command::Speed(false)),
+            KeyCode::Char('g') => {
+                self.mode = Mode::Goto;
+                Action::Redraw
+            }
+            _ => return None,
+        })
+    }
+
     fn on_normal_key(&mut self, key: KeyEvent) -> Action {
+        if let Some(action) = self.replay_key(key) {
+            return action;
+        }
         match key.code {
             KeyCode::Char('q') | KeyCode::F(10) => Action::Quit,
             // Esc closes what is open (handled above), clears an active filter, else the

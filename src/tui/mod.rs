@@ -11,6 +11,7 @@ pub mod details;
 pub mod gpu;
 pub mod input;
 pub mod keys;
+pub mod replay;
 pub mod signal;
 pub mod theme;
 pub mod ui;
@@ -229,6 +230,12 @@ fn read_terminal(tx: mpsc::Sender<Input>) {
 /// (NVML's init can block for seconds, or for good on a wedged driver).
 pub enum Start {
     Ready(Box<Sampler>),
+    /// A recording, from a time: the dashboard replays it.
+    Replay(
+        Box<crate::collect::recording::Reader>,
+        std::time::SystemTime,
+        String,
+    ),
     /// The source is opening; the function makes the sampler once it is open.
     Opening(Opening, Box<dyn FnOnce(Opened) -> Sampler + Send>),
 }
@@ -241,6 +248,7 @@ pub fn run(
     interval: Duration,
     history: Duration,
     idle_after: Duration,
+    record: Option<crate::collect::recording::Writer>,
 ) -> anyhow::Result<Option<OpenError>> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
@@ -254,6 +262,7 @@ pub fn run(
         interval,
         history,
         idle_after,
+        record,
     ));
     // Quit promptly even while a tick waits on a hung GPU or NVML is still initialising:
     // blocked threads are left behind, never joined (the process exits around them).
@@ -264,6 +273,13 @@ pub fn run(
 }
 
 /// Samples from the sampler, once it runs.
+async fn next_frame(frames: &mut Option<mpsc::Receiver<replay::Frame>>) -> Option<replay::Frame> {
+    match frames {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
 async fn next_sample(samples: &mut Option<mpsc::Receiver<Arc<Sample>>>) -> Option<Arc<Sample>> {
     match samples {
         Some(rx) => rx.recv().await,
@@ -277,6 +293,7 @@ async fn event_loop<B: Backend>(
     interval: Duration,
     history: Duration,
     idle_after: Duration,
+    mut record: Option<crate::collect::recording::Writer>,
 ) -> anyhow::Result<Option<OpenError>>
 where
     B::Error: Send + Sync + 'static,
@@ -286,7 +303,14 @@ where
     let mut samples = None;
     let mut task = None;
     let mut opening = None;
+    let mut replay = None;
+    let mut replaying = None;
     match start {
+        Start::Replay(reader, at, file) => {
+            let (cmd_tx, rx) = replay::spawn(*reader, at, history);
+            replay = Some(rx);
+            replaying = Some((cmd_tx, file));
+        }
         Start::Ready(sampler) => {
             let (rx, t) =
                 sampler::spawn((*sampler).with_focus(focus_rx.clone()), interval_rx.clone());
@@ -331,6 +355,20 @@ where
 
     let mut app = App::new(interval, history);
     app.usage = crate::model::rollup::Usage::new(idle_after, history);
+    if let Some((_, file)) = &replaying {
+        app.replay = Some(app::ReplayView {
+            file: file.clone(),
+            playing: false,
+            speed: 1.0,
+            span: (
+                std::time::SystemTime::UNIX_EPOCH,
+                std::time::SystemTime::UNIX_EPOCH,
+            ),
+            goto: String::new(),
+            goto_error: None,
+        });
+    }
+
     app.opening_for = opening.as_ref().map(|(o, _)| o.elapsed());
     // Test hook: proves the panic hook restores the terminal (tests/integration/dashboard.rs).
     let debug_panic = std::env::var_os("GPUMON_DEBUG_PANIC").is_some();
@@ -350,8 +388,25 @@ where
         let action = tokio::select! {
             sample = next_sample(&mut samples) => match sample {
                 Some(_) if debug_panic => panic!("GPUMON_DEBUG_PANIC is set"),
-                Some(s) => app.on_sample(s),
+                Some(s) => {
+                    if let Some(w) = record.as_mut() {
+                        if let Err(e) = w.append(&s) {
+                            // Said in the header; the dashboard goes on without it.
+                            app.notice = Some(format!("recording stopped: {e}"));
+                            record = None;
+                        }
+                    }
+                    app.on_sample(s)
+                }
                 None => Action::Quit,
+            },
+            frame = next_frame(&mut replay) => match frame {
+                Some(f) => app.on_replay_frame(f),
+                // The player has ended (the recording could not be read on).
+                None => {
+                    replay = None;
+                    Action::None
+                }
             },
             input = inputs.recv(), if reading => match input {
                 Some(Input::Event(ev)) => on_event(&mut app, ev),
@@ -410,6 +465,12 @@ where
                 let _ = interval_tx.send(d);
             }
             Action::Redraw => {}
+            Action::Replay(c) => {
+                if let Some((tx, _)) = &replaying {
+                    let _ = tx.send(c);
+                }
+                continue;
+            }
             Action::Suspend => {
                 suspend();
                 // Here again after `fg`: the terminal is ours again, to be repainted whole.

@@ -99,6 +99,15 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
     }
 }
 
+/// "4", "0.5", "0.25": a replay's speed.
+fn fmt_speed(x: f64) -> String {
+    if x.fract() == 0.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x}")
+    }
+}
+
 fn fmt_interval(d: std::time::Duration) -> String {
     if d.as_millis() < 1000 {
         format!("{}ms", d.as_millis())
@@ -143,7 +152,24 @@ fn draw_header(buf: &mut Buffer, area: Rect, app: &App) {
         }
     }
     spans.push(Span::styled(" │ ", theme::dim()));
-    spans.push(Span::raw(format!("every {}", fmt_interval(app.interval))));
+    if let Some(r) = &app.replay {
+        spans.push(Span::styled(" REPLAY ", theme::paused()));
+        spans.push(Span::raw(if r.playing {
+            format!(" ▶ {}× ", fmt_speed(r.speed))
+        } else {
+            " ❚❚ ".to_owned()
+        }));
+        spans.push(Span::styled(
+            format!("{} {}–{}", r.file, clock(r.span.0), clock(r.span.1)),
+            theme::dim(),
+        ));
+    } else {
+        spans.push(Span::raw(format!("every {}", fmt_interval(app.interval))));
+    }
+    if let Some(n) = &app.notice {
+        spans.push(Span::styled(" │ ", theme::dim()));
+        spans.push(Span::styled(n.clone(), theme::error()));
+    }
     if app.paused {
         spans.push(Span::raw(" "));
         spans.push(Span::styled(" PAUSED ", theme::paused()));
@@ -195,12 +221,39 @@ fn draw_footer(buf: &mut Buffer, area: Rect, app: &App) {
             Span::raw(app.filter.clone()),
             Span::styled("▏  Enter keep · Esc clear", theme::dim()),
         ]),
+        Mode::Goto => {
+            let r = app.replay.as_ref();
+            let mut spans = vec![
+                Span::styled("go to: ", theme::header()),
+                Span::raw(r.map(|r| r.goto.clone()).unwrap_or_default()),
+                Span::styled(
+                    "▏  03:12, 2026-11-23 03:12, -10m, +5m (UTC) · Enter go · Esc cancel",
+                    theme::dim(),
+                ),
+            ];
+            if let Some(e) = r.and_then(|r| r.goto_error.as_ref()) {
+                spans.push(Span::styled(format!("  {e}"), theme::error()));
+            }
+            Line::from(spans)
+        }
         _ => {
             // Most used first; on a narrow terminal whole hints drop from the end, never a
             // word cut at the edge. An active filter and how to clear it come right after
             // quit and help.
             let keys: &[(&str, &str)] = if app.mode == Mode::Details {
                 &[("Esc", "back"), ("k", "signal"), ("q", "quit")]
+            } else if app.replay.is_some() && app.mode == Mode::Normal {
+                &[
+                    ("q", "quit"),
+                    ("← →", "step"),
+                    ("space", "play/pause"),
+                    ("[ ]", "±1 min"),
+                    ("g", "go to"),
+                    ("+/-", "speed"),
+                    ("Tab", "per user"),
+                    ("?", "help"),
+                    ("Enter", "details"),
+                ]
             } else if app.mode == Mode::Users {
                 &[
                     ("q", "quit"),

@@ -76,6 +76,8 @@ fn every_command_has_its_man_page() {
     let commands = [
         "once",
         "log",
+        "record",
+        "replay",
         "explain",
         "run",
         "serve",

@@ -1704,3 +1704,66 @@ fn snapshot_the_per_user_view_its_sort_and_idle_holds() {
         .collect();
     assert_eq!(users, ["bob"]);
 }
+
+/// The GPU line of GPU `i` on a tmux screen: its used memory as shown ("3.2 GiB").
+fn shown_used(screen: &str, i: u32) -> Option<String> {
+    let line = line_with(screen, &format!("[{i}] "))?;
+    let re = Regex::new(r"([0-9.]+ [KMGT]?i?B) / [0-9.]+ [KMGT]i?B").expect("regex");
+    Some(re.captures(line)?[1].to_owned())
+}
+
+/// `gpumon replay` in tmux on a real recording: the header says REPLAY and the time, the
+/// figures are the recorded ones at the cursor (the first sample, then the last after `]`),
+/// ← steps back, space plays, and q exits with the terminal restored.
+#[test]
+fn end_to_end_replay_moves_its_cursor_and_shows_the_recorded_figures() {
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("night.rec.zst");
+    let scn = scenario(crate::recording::CLIMB);
+    let mut rec = crate::recording::start_record(&scn, &file, "300ms");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while crate::recording::replayed_count(&file) < 24 {
+        assert!(Instant::now() < deadline, "nothing recorded");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // SAFETY: kill has no memory preconditions.
+    unsafe { libc::kill(rec.id() as i32, libc::SIGTERM) };
+    let _ = rec.wait();
+    let used_at = |at: Option<&str>| {
+        let mut cmd = crate::common::gpumon();
+        cmd.args(["once", "--json", "--replay"]).arg(&file);
+        if let Some(at) = at {
+            cmd.args(["--at", at]);
+        }
+        let s = crate::common::stdout_json(&mut cmd);
+        gpumon::units::fmt_bytes(
+            s["devices"][0]["memory"]["used_bytes"]
+                .as_u64()
+                .expect("used"),
+        )
+    };
+    let (first, last) = (used_at(Some("+0s")), used_at(None));
+    assert_ne!(first, last, "the recording climbs");
+
+    let tmux = Tmux::new(120, 30, &[("PS1", "$ ".into())]);
+    let bin = env!("CARGO_BIN_EXE_gpumon");
+    tmux.type_line(&format!(
+        "{bin} replay {}; echo DONE-$((1+1))",
+        file.display()
+    ));
+    let s = tmux.wait_for("the replay", |s| s.contains("REPLAY") && s.contains("[0] "));
+    assert!(s.contains("night.rec.zst"), "{s}");
+    assert_eq!(shown_used(&s, 0).as_deref(), Some(first.as_str()), "{s}");
+    // A minute on: past the end, so the last sample.
+    tmux.run(&["send-keys", "-t", "e2e", "]"]);
+    let s = tmux.wait_for("the last sample", |s| {
+        shown_used(s, 0).as_deref() == Some(last.as_str())
+    });
+    // GPU 1 was lost by then, as recorded.
+    assert!(s.contains("GPU is lost"), "{s}");
+    tmux.run(&["send-keys", "-t", "e2e", "Left"]);
+    tmux.run(&["send-keys", "-t", "e2e", "[", "Space"]);
+    tmux.wait_for("playing", |s| s.contains("▶ 1×"));
+    tmux.run(&["send-keys", "-t", "e2e", "q"]);
+    tmux.assert_restored("DONE-2");
+}

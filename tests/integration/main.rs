@@ -8,6 +8,7 @@ mod explain;
 mod holders;
 mod hostile;
 mod owners;
+mod recording;
 mod run;
 mod sampling;
 mod serve;

@@ -187,6 +187,18 @@ pub fn run(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCode> {
             ""
         },
     );
+    let record = match &args.record {
+        Some(path) => match crate::collect::recording::Writer::open(path, Default::default()) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                return Ok(crate::runtime::usage_error(format!(
+                    "--record: cannot record to {}: {e}",
+                    path.display()
+                )))
+            }
+        },
+        None => None,
+    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -195,7 +207,7 @@ pub fn run(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCode> {
         let listener = tokio::net::TcpListener::from_std(listener)?;
         let (tx, latest) = watch::channel(None);
         let idle_after = args.idle_after.unwrap_or(common.idle_after);
-        let sampling = tokio::spawn(publish(sampler, interval, idle_after, options, tx));
+        let sampling = tokio::spawn(publish(sampler, interval, idle_after, options, record, tx));
         let state = Arc::new(State {
             latest,
             auth: web.auth.clone(),
@@ -238,6 +250,7 @@ async fn publish(
     interval: Duration,
     idle_after: Duration,
     options: Options,
+    mut record: Option<crate::collect::recording::Writer>,
     tx: watch::Sender<Option<Arc<Exposition>>>,
 ) {
     sampler.set_interval(interval);
@@ -249,6 +262,12 @@ async fn publish(
         let started = tokio::time::Instant::now();
         let sample = sampler.tick_async().await;
         tracker.record(&sample);
+        if let Some(w) = record.as_mut() {
+            if let Err(e) = w.append(&sample) {
+                eprintln!("gpumon: recording stopped: {e}");
+                record = None;
+            }
+        }
         let usage = metrics::Usage {
             idle_held: tracker.idle_held(&sample),
             user_memory: if options.process_labels.user {

@@ -1,0 +1,43 @@
+//! `gpumon replay FILE`: the dashboard on a recording, with a time cursor.
+
+use std::process::ExitCode;
+
+use crate::cli::{Common, ReplayArgs};
+use crate::collect::recording::{resolve_at, Reader};
+use crate::runtime::usage_error;
+use crate::tui::Start;
+
+pub fn run(common: &Common, args: &ReplayArgs) -> anyhow::Result<ExitCode> {
+    let reader = match Reader::open(&args.file) {
+        Ok(r) => r,
+        Err(e) => return Ok(usage_error(e)),
+    };
+    let Some((first, last)) = reader.span() else {
+        return Ok(usage_error(format!(
+            "{} holds no sample",
+            args.file.display()
+        )));
+    };
+    let at = match args.at.as_deref() {
+        Some(t) => match resolve_at(t, first, last) {
+            Ok(at) => at,
+            Err(e) => return Ok(usage_error(format!("--at: {e}"))),
+        },
+        None => first,
+    };
+    let name = args.file.file_name().map_or_else(
+        || args.file.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let start = Start::Replay(Box::new(reader), at, name);
+    match crate::tui::run(
+        start,
+        common.interval,
+        common.history,
+        common.idle_after,
+        None,
+    )? {
+        Some(e) => Ok(usage_error(e)),
+        None => Ok(ExitCode::SUCCESS),
+    }
+}

@@ -1,0 +1,1077 @@
+//! Recordings: every sample, kept in a compact append-only file that replay, `once --replay`
+//! and `log --replay` read back.
+//!
+//! ## The format (version 1)
+//!
+//! A recording is a sequence of frames as zstd defines them (RFC 8878), so `zstdcat FILE`
+//! prints its samples as JSON lines and skips the rest:
+//!
+//! 1. A **header**: a skippable frame (magic `0x184D2A50`) whose payload is one JSON object,
+//!    `{"format": "gpumon-recording", "version": 1, "hostname": …, "started": …}`.
+//! 2. **Segments**, each a zstd frame of JSON lines, one [`Sample`] a line (the model's own
+//!    serialisation: `once --json` without its derived `breakdown`). The frame is flushed
+//!    after every line, so a crash or SIGKILL loses at most the sample being written, and a
+//!    segment ends (its frame is closed) after [`SEGMENT_SAMPLES`] samples.
+//! 3. After each segment, a **trailer**: a skippable frame (magic `0x184D2A51`) of 32 bytes,
+//!    little-endian: the first and last sample's time (ms since the epoch, i64), the segment's
+//!    compressed length (u64), its sample count (u32) and a CRC-32 of the 28 bytes before it.
+//!    Trailers chain backwards from the end of the file, so a reader finds any time by reading
+//!    one 40-byte trailer per segment, not the segments.
+//!
+//! A file that ends without a trailer (the recorder was killed) ends in an open segment: the
+//! reader finds the last trailer and decodes what follows it, up to the last whole line.
+//! Bounded size: the recorder rotates `FILE` to `FILE.<unix seconds of its first sample>` and
+//! removes the oldest rotated files past `--keep` or `--max-size`; a reader of `FILE` reads the
+//! rotated files before it, in time order.
+
+use std::fs::File;
+use std::io::{self, BufRead, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use crate::model::Sample;
+
+/// The header's magic: the first of zstd's skippable-frame magics.
+const HEADER_MAGIC: u32 = 0x184D_2A50;
+/// A segment trailer's magic.
+const TRAILER_MAGIC: u32 = 0x184D_2A51;
+const TRAILER_PAYLOAD: usize = 32;
+const TRAILER_LEN: u64 = 8 + TRAILER_PAYLOAD as u64;
+/// The format's version; a newer file is refused with a clear message.
+pub const VERSION: u32 = 1;
+/// Samples in a segment: a minute at 1 s.
+pub const SEGMENT_SAMPLES: u32 = 60;
+/// The longest line a reader accepts (a sample of thousands of processes is far shorter).
+const MAX_LINE: usize = 64 << 20;
+/// The compression level: zstd's default, fast enough for a sample a second on one core.
+const LEVEL: i32 = 3;
+
+/// Why a recording cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("cannot read {path}: {source}")]
+    Io { path: String, source: io::Error },
+    #[error("{path} is not a gpumon recording ({why})")]
+    Foreign { path: String, why: String },
+    #[error(
+        "{path} is a gpumon recording of format version {version}, newer than this gpumon reads \
+         ({VERSION}): update gpumon"
+    )]
+    Future { path: String, version: u32 },
+    #[error("{path} holds no sample")]
+    Empty { path: String },
+}
+
+/// The header's fields.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Header {
+    pub format: String,
+    pub version: u32,
+    pub hostname: Option<String>,
+    /// RFC 3339.
+    pub started: String,
+    pub gpumon_version: String,
+}
+
+/// What a writer keeps to: rotation and pruning.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// All files of the recording together (the current one and the rotated ones).
+    pub max_size: u64,
+    /// Rotated files older than this are removed.
+    pub keep: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_size: 1 << 30,
+            keep: Duration::from_secs(7 * 86400),
+        }
+    }
+}
+
+/// Appends samples to a recording.
+pub struct Writer {
+    path: PathBuf,
+    limits: Limits,
+    file: Option<File>,
+    /// The open segment's compressor, writing into the file.
+    segment: Option<zstd::stream::write::Encoder<'static, CountingFile>>,
+    first_ms: i64,
+    last_ms: i64,
+    count: u32,
+    /// Where the open segment began.
+    segment_start: u64,
+    /// The current file's first sample (Unix seconds), for its rotated name.
+    file_started: Option<u64>,
+    /// Rotate the current file once it is this large.
+    rotate_at: u64,
+    line: Vec<u8>,
+}
+
+/// A file that counts what is written to it (the segment's compressed length).
+pub struct CountingFile {
+    file: File,
+    written: u64,
+}
+
+impl Write for CountingFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.written += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
+}
+
+fn ms(t: SystemTime) -> i64 {
+    match t.duration_since(SystemTime::UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_millis()).unwrap_or(i64::MAX),
+        Err(e) => -i64::try_from(e.duration().as_millis()).unwrap_or(i64::MAX),
+    }
+}
+
+fn from_ms(ms: i64) -> SystemTime {
+    if ms >= 0 {
+        SystemTime::UNIX_EPOCH + Duration::from_millis(ms as u64)
+    } else {
+        SystemTime::UNIX_EPOCH - Duration::from_millis(ms.unsigned_abs())
+    }
+}
+
+fn skippable(magic: u32, payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(8 + payload.len());
+    out.extend_from_slice(&magic.to_le_bytes());
+    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    out.extend_from_slice(payload);
+    out
+}
+
+/// A segment's trailer: what a reader needs to find samples by time without decoding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Trailer {
+    first_ms: i64,
+    last_ms: i64,
+    len: u64,
+    count: u32,
+}
+
+impl Trailer {
+    fn encode(&self) -> Vec<u8> {
+        let mut p = Vec::with_capacity(TRAILER_PAYLOAD);
+        p.extend_from_slice(&self.first_ms.to_le_bytes());
+        p.extend_from_slice(&self.last_ms.to_le_bytes());
+        p.extend_from_slice(&self.len.to_le_bytes());
+        p.extend_from_slice(&self.count.to_le_bytes());
+        let crc = crc32(&p);
+        p.extend_from_slice(&crc.to_le_bytes());
+        skippable(TRAILER_MAGIC, &p)
+    }
+
+    fn decode(b: &[u8]) -> Option<Trailer> {
+        if b.len() != TRAILER_LEN as usize {
+            return None;
+        }
+        let u32_at = |i: usize| Some(u32::from_le_bytes(b.get(i..i + 4)?.try_into().ok()?));
+        let u64_at = |i: usize| Some(u64::from_le_bytes(b.get(i..i + 8)?.try_into().ok()?));
+        if u32_at(0)? != TRAILER_MAGIC || u32_at(4)? as usize != TRAILER_PAYLOAD {
+            return None;
+        }
+        let p = &b[8..];
+        if crc32(&p[..28]) != u32_at(8 + 28)? {
+            return None;
+        }
+        Some(Trailer {
+            first_ms: u64_at(8)? as i64,
+            last_ms: u64_at(16)? as i64,
+            len: u64_at(24)?,
+            count: u32_at(32)?,
+        })
+    }
+}
+
+/// CRC-32 (IEEE), for the trailers: a torn or foreign trailer is never believed.
+fn crc32(data: &[u8]) -> u32 {
+    let mut crc = 0xFFFF_FFFFu32;
+    for &b in data {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+impl Writer {
+    /// Appends to the recording at `path` (a file that exists is continued: a new segment
+    /// after its last whole one; one that is not a recording is refused).
+    pub fn open(path: &Path, limits: Limits) -> io::Result<Writer> {
+        let mut w = Writer {
+            path: path.to_path_buf(),
+            limits,
+            file: None,
+            segment: None,
+            first_ms: 0,
+            last_ms: 0,
+            count: 0,
+            segment_start: 0,
+            file_started: None,
+            rotate_at: (limits.max_size / 8).max(1 << 20),
+            line: Vec::with_capacity(64 << 10),
+        };
+        w.open_file()?;
+        Ok(w)
+    }
+
+    fn open_file(&mut self) -> io::Result<()> {
+        let exists = self.path.metadata().is_ok_and(|m| m.len() > 0);
+        // The samples of an open segment a killed recorder left, to close it properly.
+        let mut reclose = Vec::new();
+        if exists {
+            // Continue a recording after its last whole segment.
+            let mut f = File::open(&self.path)?;
+            read_header(&mut f, &self.path.display().to_string())
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+            let segs = segments(&mut f)?;
+            if let Some(open) = segs.last().filter(|s| s.open) {
+                // Its whole lines, written again as a closed segment where it was, so that
+                // the trailers chain across it and zstdcat reads on past it.
+                reclose = decode_segment(&self.path, *open).flatten().collect();
+                let f = std::fs::OpenOptions::new().write(true).open(&self.path)?;
+                f.set_len(open.start)?;
+            }
+            self.file_started = segs
+                .iter()
+                .find(|s| !s.open)
+                .map(|s| (s.first_ms.max(0) / 1000) as u64)
+                .or_else(|| {
+                    reclose
+                        .first()
+                        .map(|s| (ms(s.timestamp).max(0) / 1000) as u64)
+                });
+        }
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)?;
+        if !exists {
+            let header = Header {
+                format: "gpumon-recording".into(),
+                version: VERSION,
+                hostname: crate::collect::host::hostname(),
+                started: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+                gpumon_version: env!("CARGO_PKG_VERSION").into(),
+            };
+            let json = serde_json::to_vec(&header).map_err(io::Error::other)?;
+            file.write_all(&skippable(HEADER_MAGIC, &json))?;
+            file.flush()?;
+        }
+        self.file = Some(file);
+        if !reclose.is_empty() {
+            for s in &reclose {
+                self.append(s)?;
+            }
+            self.close_segment()?;
+        }
+        Ok(())
+    }
+
+    /// Appends one sample, written through to the file before this returns.
+    pub fn append(&mut self, sample: &Sample) -> io::Result<()> {
+        self.line.clear();
+        serde_json::to_writer(&mut self.line, sample).map_err(io::Error::other)?;
+        self.line.push(b'\n');
+        let t = ms(sample.timestamp);
+        if self.segment.is_none() {
+            let Some(file) = self.file.as_ref() else {
+                return Err(io::Error::other("the recording is closed"));
+            };
+            let file = file.try_clone()?;
+            let start = file.metadata()?.len();
+            self.segment_start = start;
+            let mut enc =
+                zstd::stream::write::Encoder::new(CountingFile { file, written: 0 }, LEVEL)?;
+            enc.include_checksum(false)?;
+            self.segment = Some(enc);
+            self.first_ms = t;
+            self.count = 0;
+            if self.file_started.is_none() {
+                self.file_started = Some((t.max(0) / 1000) as u64);
+            }
+        }
+        let Some(enc) = self.segment.as_mut() else {
+            return Ok(());
+        };
+        enc.write_all(&self.line)?;
+        // A block the decoder can read now: a crash loses no more than this sample.
+        enc.flush()?;
+        self.last_ms = t;
+        self.count += 1;
+        if self.count >= SEGMENT_SAMPLES {
+            self.close_segment()?;
+            self.maybe_rotate()?;
+        }
+        Ok(())
+    }
+
+    /// Ends the open segment with its trailer.
+    pub fn close_segment(&mut self) -> io::Result<()> {
+        let Some(enc) = self.segment.take() else {
+            return Ok(());
+        };
+        let mut counting = enc.finish()?;
+        let trailer = Trailer {
+            first_ms: self.first_ms,
+            last_ms: self.last_ms,
+            len: counting.written,
+            count: self.count,
+        };
+        counting.file.write_all(&trailer.encode())?;
+        counting.file.flush()?;
+        Ok(())
+    }
+
+    /// Rotates the current file once it is past its share of `max_size`, and prunes.
+    fn maybe_rotate(&mut self) -> io::Result<()> {
+        let size = self.path.metadata().map(|m| m.len()).unwrap_or(0);
+        if size < self.rotate_at {
+            return Ok(());
+        }
+        let started = self.file_started.unwrap_or(0);
+        let rotated = PathBuf::from(format!("{}.{started}", self.path.display()));
+        self.file = None;
+        std::fs::rename(&self.path, &rotated)?;
+        self.file_started = None;
+        self.open_file()?;
+        self.prune();
+        Ok(())
+    }
+
+    /// Removes rotated files past `keep`, then the oldest until all fit `max_size`.
+    pub fn prune(&self) {
+        let mut rotated = rotated_files(&self.path);
+        let now = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let keep = self.limits.keep.as_secs();
+        rotated.retain(|(started, p)| {
+            if now.saturating_sub(*started) > keep {
+                let _ = std::fs::remove_file(p);
+                false
+            } else {
+                true
+            }
+        });
+        let current = self.path.metadata().map(|m| m.len()).unwrap_or(0);
+        let mut total: u64 = current
+            + rotated
+                .iter()
+                .map(|(_, p)| p.metadata().map(|m| m.len()).unwrap_or(0))
+                .sum::<u64>();
+        for (_, p) in &rotated {
+            if total <= self.limits.max_size {
+                break;
+            }
+            let len = p.metadata().map(|m| m.len()).unwrap_or(0);
+            if std::fs::remove_file(p).is_ok() {
+                total = total.saturating_sub(len);
+            }
+        }
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        let _ = self.close_segment();
+    }
+}
+
+/// The rotated files of the recording `path`, oldest first, with the start each is named by.
+fn rotated_files(path: &Path) -> Vec<(u64, PathBuf)> {
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        return Vec::new();
+    };
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let prefix = format!("{name}.");
+    let mut out: Vec<(u64, PathBuf)> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let n = e.file_name().into_string().ok()?;
+            let started = n.strip_prefix(&prefix)?.parse::<u64>().ok()?;
+            Some((started, e.path()))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn read_header(f: &mut File, path: &str) -> Result<Header, ReadError> {
+    let foreign = |why: &str| ReadError::Foreign {
+        path: path.to_owned(),
+        why: why.to_owned(),
+    };
+    let io = |e: io::Error| ReadError::Io {
+        path: path.to_owned(),
+        source: e,
+    };
+    f.seek(SeekFrom::Start(0)).map_err(io)?;
+    let mut head = [0u8; 8];
+    if let Err(e) = f.read_exact(&mut head) {
+        return Err(if e.kind() == io::ErrorKind::UnexpectedEof {
+            ReadError::Empty {
+                path: path.to_owned(),
+            }
+        } else {
+            io(e)
+        });
+    }
+    let magic = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
+    let len = u32::from_le_bytes([head[4], head[5], head[6], head[7]]) as usize;
+    if magic != HEADER_MAGIC || len > 64 << 10 {
+        return Err(foreign("no recording header"));
+    }
+    let mut json = vec![0u8; len];
+    f.read_exact(&mut json)
+        .map_err(|_| foreign("its header is cut short"))?;
+    let header: Header =
+        serde_json::from_slice(&json).map_err(|e| foreign(&format!("a bad header: {e}")))?;
+    if header.format != "gpumon-recording" {
+        return Err(foreign(&format!("format {:?}", header.format)));
+    }
+    if header.version > VERSION {
+        return Err(ReadError::Future {
+            path: path.to_owned(),
+            version: header.version,
+        });
+    }
+    Ok(header)
+}
+
+/// A segment as its trailer describes it, with where its data begins.
+#[derive(Debug, Clone, Copy)]
+struct Segment {
+    first_ms: i64,
+    last_ms: i64,
+    start: u64,
+    len: u64,
+    /// The open segment at the end of a file whose recorder was killed: no trailer, its times
+    /// unknown until it is decoded.
+    open: bool,
+}
+
+/// The segments of a file, in order: the closed ones from their trailers (read backwards from
+/// the end), and an open one after the last trailer, if any.
+fn segments(f: &mut File) -> io::Result<Vec<Segment>> {
+    let size = f.metadata()?.len();
+    let data_start = {
+        f.seek(SeekFrom::Start(4))?;
+        let mut len = [0u8; 4];
+        f.read_exact(&mut len)?;
+        8 + u64::from(u32::from_le_bytes(len))
+    };
+    // The end of the last whole segment: the file's end if it ends in a trailer, else the
+    // last trailer found looking backwards (within the size an open segment can reach).
+    let mut end = size;
+    let mut open_from = None;
+    if read_trailer(f, end, data_start)?.is_none() {
+        end = find_last_trailer(f, data_start, size)?;
+        open_from = Some(end);
+    }
+    let mut closed = Vec::new();
+    let mut at = end;
+    while at > data_start {
+        let Some(t) = read_trailer(f, at, data_start)? else {
+            // A broken chain: what is before is unreachable by the index; read it as one
+            // open stretch.
+            break;
+        };
+        let start = at - TRAILER_LEN - t.len;
+        closed.push(Segment {
+            first_ms: t.first_ms,
+            last_ms: t.last_ms,
+            start,
+            len: t.len,
+            open: false,
+        });
+        at = start;
+    }
+    closed.reverse();
+    if let Some(from) = open_from {
+        if size > from {
+            closed.push(Segment {
+                first_ms: i64::MIN,
+                last_ms: i64::MAX,
+                start: from,
+                len: size - from,
+                open: true,
+            });
+        }
+    }
+    Ok(closed)
+}
+
+/// The trailer that ends at `end`, if one does (and its segment fits after `data_start`).
+fn read_trailer(f: &mut File, end: u64, data_start: u64) -> io::Result<Option<Trailer>> {
+    if end < data_start + TRAILER_LEN {
+        return Ok(None);
+    }
+    let mut b = [0u8; TRAILER_LEN as usize];
+    f.seek(SeekFrom::Start(end - TRAILER_LEN))?;
+    f.read_exact(&mut b)?;
+    Ok(Trailer::decode(&b).filter(|t| t.len <= end - TRAILER_LEN - data_start))
+}
+
+/// The end of the last trailer before `size` (or `data_start` when there is none): a killed
+/// recorder leaves an open segment after it.
+fn find_last_trailer(f: &mut File, data_start: u64, size: u64) -> io::Result<u64> {
+    const CHUNK: u64 = 1 << 16;
+    let magic = TRAILER_MAGIC.to_le_bytes();
+    let mut hi = size;
+    while hi > data_start {
+        let lo = hi.saturating_sub(CHUNK).max(data_start);
+        // Overlap by a trailer's length, so one across the boundary is seen.
+        let read_to = (hi + TRAILER_LEN).min(size);
+        let mut buf = vec![0u8; (read_to - lo) as usize];
+        f.seek(SeekFrom::Start(lo))?;
+        f.read_exact(&mut buf)?;
+        for i in (0..buf.len().saturating_sub(3)).rev() {
+            if buf[i..i + 4] == magic {
+                let end = lo + i as u64 + TRAILER_LEN;
+                if end <= size && read_trailer(f, end, data_start)?.is_some() {
+                    return Ok(end);
+                }
+            }
+        }
+        hi = lo;
+    }
+    Ok(data_start)
+}
+
+/// A recording opened for reading: its files (rotated ones first) and their segments.
+pub struct Reader {
+    pub header: Header,
+    files: Vec<(PathBuf, Vec<Segment>)>,
+}
+
+/// One sample read back, or why a line could not be.
+pub type Item = Result<Sample, String>;
+
+impl Reader {
+    /// Opens the recording `path` and the files rotated from it.
+    pub fn open(path: &Path) -> Result<Reader, ReadError> {
+        let mut paths: Vec<PathBuf> = rotated_files(path).into_iter().map(|(_, p)| p).collect();
+        paths.push(path.to_path_buf());
+        let mut files = Vec::new();
+        let mut header = None;
+        for p in paths {
+            let shown = p.display().to_string();
+            let mut f = match File::open(&p) {
+                Ok(f) => f,
+                // A rotated file pruned meanwhile.
+                Err(e) if e.kind() == io::ErrorKind::NotFound && p != path => continue,
+                Err(e) => {
+                    return Err(ReadError::Io {
+                        path: shown,
+                        source: e,
+                    })
+                }
+            };
+            let h = read_header(&mut f, &shown)?;
+            let segs = segments(&mut f).map_err(|e| ReadError::Io {
+                path: shown.clone(),
+                source: e,
+            })?;
+            header = Some(h);
+            files.push((p, segs));
+        }
+        let header = header.ok_or_else(|| ReadError::Empty {
+            path: path.display().to_string(),
+        })?;
+        if files.iter().all(|(_, s)| s.is_empty()) {
+            return Err(ReadError::Empty {
+                path: path.display().to_string(),
+            });
+        }
+        Ok(Reader { header, files })
+    }
+
+    /// Every sample, in order. A damaged line or segment ends its segment (what came before
+    /// it is kept) and is reported once as an `Err` item.
+    pub fn samples(&self) -> impl Iterator<Item = Item> + '_ {
+        self.files
+            .iter()
+            .flat_map(|(p, segs)| segs.iter().map(move |s| (p, *s)))
+            .flat_map(|(p, s)| decode_segment(p, s))
+    }
+
+    /// The samples from the segment holding `from` on (`from` itself, or the first after it,
+    /// comes first once the earlier ones of its segment are passed over).
+    pub fn samples_from(&self, from: SystemTime) -> impl Iterator<Item = Item> + '_ {
+        let t = ms(from);
+        self.files
+            .iter()
+            .flat_map(|(p, segs)| segs.iter().map(move |s| (p, *s)))
+            .filter(move |(_, s)| s.open || s.last_ms >= t)
+            .flat_map(|(p, s)| decode_segment(p, s))
+            .filter(move |i| i.as_ref().map_or(true, |s| ms(s.timestamp) >= t))
+    }
+
+    /// The last sample at or before `at` (the sample a clock at `at` shows), or the first one
+    /// when `at` is before the recording.
+    pub fn at(&self, at: SystemTime) -> Option<Sample> {
+        let t = ms(at);
+        // The segments that may hold it: the last one starting at or before `t`, and an open
+        // one (times unknown).
+        let mut best: Option<Sample> = None;
+        let all: Vec<(&PathBuf, Segment)> = self
+            .files
+            .iter()
+            .flat_map(|(p, segs)| segs.iter().map(move |s| (p, *s)))
+            .collect();
+        let idx = all
+            .iter()
+            .rposition(|(_, s)| !s.open && s.first_ms <= t)
+            .unwrap_or(0);
+        for (p, s) in all.iter().skip(idx) {
+            if !s.open && s.first_ms > t && best.is_some() {
+                break;
+            }
+            for item in decode_segment(p, *s).flatten() {
+                if ms(item.timestamp) <= t || best.is_none() {
+                    best = Some(item);
+                } else {
+                    return best;
+                }
+            }
+        }
+        best
+    }
+
+    /// The first and last sample's times, from the trailers (an open segment is decoded).
+    pub fn span(&self) -> Option<(SystemTime, SystemTime)> {
+        let all: Vec<(&PathBuf, Segment)> = self
+            .files
+            .iter()
+            .flat_map(|(p, segs)| segs.iter().map(move |s| (p, *s)))
+            .collect();
+        let first = match all.first()? {
+            (p, s) if s.open => decode_segment(p, *s).flatten().next()?.timestamp,
+            (_, s) => from_ms(s.first_ms),
+        };
+        let last = match all.last()? {
+            (p, s) if s.open => decode_segment(p, *s).flatten().last()?.timestamp,
+            (_, s) => from_ms(s.last_ms),
+        };
+        Some((first, last))
+    }
+}
+
+/// The time `text` names in a recording spanning `first`..=`last`: RFC 3339 (`2026-11-23T03:12:00Z`,
+/// `2026-11-23 03:12`, UTC without a zone), a time of day (`03:12`, `03:12:30`, UTC) on the
+/// recording's last day (the day before when that is after its end), `-10m` before its end,
+/// or `+5m` after its start.
+pub fn resolve_at(text: &str, first: SystemTime, last: SystemTime) -> Result<SystemTime, String> {
+    let t = text.trim();
+    let bad = || {
+        format!(
+            "'{text}' is not a time: give 2026-11-23T03:12:00Z, 2026-11-23 03:12, 03:12 (UTC), \
+             -10m (before the end) or +5m (after the start)"
+        )
+    };
+    if let Some(d) = t.strip_prefix('-') {
+        let d = humantime::parse_duration(d.trim()).map_err(|_| bad())?;
+        return Ok(last.checked_sub(d).unwrap_or(first).max(first));
+    }
+    if let Some(d) = t.strip_prefix('+') {
+        let d = humantime::parse_duration(d.trim()).map_err(|_| bad())?;
+        return Ok((first + d).min(last));
+    }
+    // A time of day: on the last day of the recording.
+    let parts: Vec<&str> = t.split(':').collect();
+    if (2..=3).contains(&parts.len())
+        && parts
+            .iter()
+            .all(|p| p.chars().all(|c| c.is_ascii_digit()) && !p.is_empty() && p.len() <= 2)
+    {
+        let n = |i: usize| {
+            parts
+                .get(i)
+                .map_or(Ok(0), |p| p.parse::<u64>())
+                .map_err(|_| bad())
+        };
+        let (h, m, sec) = (n(0)?, n(1)?, n(2)?);
+        if h > 23 || m > 59 || sec > 59 {
+            return Err(bad());
+        }
+        let last_s = last
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_err(|_| bad())?
+            .as_secs();
+        let day = last_s - last_s % 86400;
+        let mut at = day + h * 3600 + m * 60 + sec;
+        if at > last_s + 1 {
+            at = at.saturating_sub(86400);
+        }
+        return Ok(SystemTime::UNIX_EPOCH + Duration::from_secs(at));
+    }
+    let with_seconds = if t.len() == 16 {
+        format!("{t}:00")
+    } else {
+        t.to_owned()
+    };
+    humantime::parse_rfc3339_weak(with_seconds.trim_end_matches('Z'))
+        .or_else(|_| humantime::parse_rfc3339(t))
+        .map_err(|_| bad())
+}
+
+/// The samples of one segment, decoded as a stream: a segment cut short (a killed recorder)
+/// yields its whole lines and stops.
+fn decode_segment(path: &Path, s: Segment) -> Box<dyn Iterator<Item = Item>> {
+    let shown = path.display().to_string();
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) => return Box::new(std::iter::once(Err(format!("cannot read {shown}: {e}")))),
+    };
+    let mut file = file;
+    if let Err(e) = file.seek(SeekFrom::Start(s.start)) {
+        return Box::new(std::iter::once(Err(format!("cannot read {shown}: {e}"))));
+    }
+    let limited = file.take(s.len);
+    let decoder = match zstd::stream::read::Decoder::new(limited) {
+        Ok(d) => d.single_frame(),
+        Err(e) => return Box::new(std::iter::once(Err(format!("cannot read {shown}: {e}")))),
+    };
+    let mut reader = io::BufReader::with_capacity(64 << 10, decoder);
+    let mut done = false;
+    let open = s.open;
+    Box::new(std::iter::from_fn(move || {
+        if done {
+            return None;
+        }
+        let mut line = Vec::new();
+        match (&mut reader)
+            .take(MAX_LINE as u64 + 1)
+            .read_until(b'\n', &mut line)
+        {
+            Ok(0) => None,
+            Ok(_) if line.last() != Some(&b'\n') => {
+                done = true;
+                // The last sample of a killed recorder, cut mid-line: not a sample.
+                if open || line.len() > MAX_LINE {
+                    None
+                } else {
+                    Some(Err(format!("{shown}: a sample is cut short")))
+                }
+            }
+            Ok(_) => match serde_json::from_slice::<Sample>(&line) {
+                Ok(sample) => Some(Ok(sample)),
+                Err(e) => {
+                    done = true;
+                    Some(Err(format!("{shown}: a damaged sample ({e})")))
+                }
+            },
+            Err(e) => {
+                done = true;
+                // An open segment ends where the recorder was stopped: not damage.
+                (!open).then(|| Err(format!("{shown}: a damaged segment ({e})")))
+            }
+        }
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Device, Memory, Process, ProcessKind};
+    use proptest::prelude::*;
+
+    fn sample(t_ms: u64, used: Option<u64>, stalled: bool, pids: &[u32]) -> Sample {
+        Sample {
+            timestamp: SystemTime::UNIX_EPOCH + Duration::from_millis(1_795_000_000_000 + t_ms),
+            hostname: Some("node-7".into()),
+            source: "nvml",
+            driver_version: Some("550.54.15".into()),
+            cuda_version: None,
+            devices: vec![Device {
+                index: 0,
+                name: Some("H100".into()),
+                memory: Memory {
+                    total_bytes: Some(80 << 30),
+                    used_bytes: used,
+                    free_bytes: used.map(|u| (80 << 30) - u),
+                    reserved_bytes: None,
+                },
+                stalled,
+                error: stalled.then(|| "not responding for 3 s".into()),
+                data_age_ms: stalled.then_some(3000),
+                processes: pids
+                    .iter()
+                    .map(|&p| {
+                        let mut pr = Process::from_nvml(p, ProcessKind::Compute, Some(1 << 30));
+                        pr.command = Some(format!("python train.py --rank {p}"));
+                        pr
+                    })
+                    .collect(),
+                ..Device::default()
+            }],
+            error: None,
+            host: None,
+        }
+    }
+
+    fn json(s: &Sample) -> serde_json::Value {
+        serde_json::to_value(s).expect("json")
+    }
+
+    fn read_all(path: &Path) -> Vec<Sample> {
+        Reader::open(path)
+            .expect("open")
+            .samples()
+            .collect::<Result<Vec<_>, _>>()
+            .expect("samples")
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        /// What is read back is what was recorded: gaps in time, stalled devices, unknown
+        /// values, processes that come and go, across segments.
+        #[test]
+        fn round_trip(steps in proptest::collection::vec(
+            (1u64..5_000, proptest::option::of(0u64..(80 << 30)), any::<bool>(),
+             proptest::collection::vec(1u32..4_000_000, 0..5)), 1..150)) {
+            let dir = tempfile::tempdir().expect("dir");
+            let path = dir.path().join("rec");
+            let mut t = 0;
+            let mut written = Vec::new();
+            {
+                let mut w = Writer::open(&path, Limits::default()).expect("writer");
+                for (dt, used, stalled, pids) in &steps {
+                    t += dt;
+                    let s = sample(t, *used, *stalled, pids);
+                    w.append(&s).expect("append");
+                    written.push(json(&s));
+                }
+            }
+            let read: Vec<serde_json::Value> = read_all(&path).iter().map(json).collect();
+            prop_assert_eq!(read, written);
+        }
+    }
+
+    #[test]
+    fn a_killed_recorder_leaves_every_sample_it_wrote_readable() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("rec");
+        let mut w = Writer::open(&path, Limits::default()).expect("writer");
+        for i in 0..75 {
+            w.append(&sample(i * 1000, Some(i << 20), false, &[1, 2]))
+                .expect("append");
+        }
+        // As SIGKILL leaves it: no segment closed, nothing flushed beyond each append.
+        std::mem::forget(w);
+        let read = read_all(&path);
+        assert_eq!(read.len(), 75);
+        let r = Reader::open(&path).expect("open");
+        let (first, last) = r.span().expect("span");
+        assert_eq!(
+            last.duration_since(first).expect("order"),
+            Duration::from_secs(74)
+        );
+        // Cut mid-sample: the samples before the cut remain.
+        let len = path.metadata().expect("meta").len();
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .expect("open");
+        f.set_len(len - 7).expect("truncate");
+        let read = Reader::open(&path)
+            .expect("open")
+            .samples()
+            .flatten()
+            .count();
+        assert!((73..=74).contains(&read), "{read}");
+        // And a recorder started again continues the file.
+        let mut w = Writer::open(&path, Limits::default()).expect("reopen");
+        w.append(&sample(100_000, Some(1), false, &[]))
+            .expect("append");
+        drop(w);
+        let all: Vec<Sample> = Reader::open(&path)
+            .expect("open")
+            .samples()
+            .flatten()
+            .collect();
+        assert_eq!(all.len(), read + 1);
+    }
+
+    #[test]
+    fn the_sample_at_a_time_is_the_last_one_at_or_before_it() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("rec");
+        let mut w = Writer::open(&path, Limits::default()).expect("writer");
+        for i in 0..200u64 {
+            w.append(&sample(i * 1000, Some(i << 20), false, &[]))
+                .expect("append");
+        }
+        drop(w);
+        let r = Reader::open(&path).expect("open");
+        let at = |ms: u64| {
+            r.at(SystemTime::UNIX_EPOCH + Duration::from_millis(1_795_000_000_000 + ms))
+                .and_then(|s| s.devices[0].memory.used_bytes)
+        };
+        assert_eq!(at(0), Some(0));
+        assert_eq!(at(61_500), Some(61 << 20));
+        assert_eq!(at(120_000), Some(120 << 20));
+        assert_eq!(at(10_000_000), Some(199 << 20), "after the end: the last");
+        let before = r
+            .at(SystemTime::UNIX_EPOCH)
+            .and_then(|s| s.devices[0].memory.used_bytes);
+        assert_eq!(before, Some(0), "before the start: the first");
+        let from: Vec<u64> = r
+            .samples_from(
+                SystemTime::UNIX_EPOCH + Duration::from_millis(1_795_000_000_000 + 150_000),
+            )
+            .flatten()
+            .filter_map(|s| s.devices[0].memory.used_bytes)
+            .collect();
+        assert_eq!(from.first(), Some(&(150 << 20)));
+        assert_eq!(from.len(), 50);
+    }
+
+    #[test]
+    fn times_are_read_as_people_type_them() {
+        let day = 1_795_000_000 - 1_795_000_000 % 86400;
+        let first = SystemTime::UNIX_EPOCH + Duration::from_secs(day + 3600);
+        let last = SystemTime::UNIX_EPOCH + Duration::from_secs(day + 5 * 3600);
+        let at = |t: &str| {
+            resolve_at(t, first, last).map(|s| {
+                s.duration_since(SystemTime::UNIX_EPOCH)
+                    .expect("after")
+                    .as_secs() as i64
+                    - day as i64
+            })
+        };
+        assert_eq!(at("03:12"), Ok(3 * 3600 + 12 * 60));
+        assert_eq!(at("03:12:30"), Ok(3 * 3600 + 12 * 60 + 30));
+        // After the end of the last day: the day before.
+        assert_eq!(at("23:00"), Ok(23 * 3600 - 86400));
+        assert_eq!(at("-10m"), Ok(5 * 3600 - 600));
+        assert_eq!(at("+5m"), Ok(3600 + 300));
+        assert_eq!(at("-9h"), Ok(3600), "not before the start");
+        let iso = humantime::format_rfc3339_seconds(
+            SystemTime::UNIX_EPOCH + Duration::from_secs(day + 7200),
+        )
+        .to_string();
+        assert_eq!(at(&iso), Ok(7200));
+        assert_eq!(
+            at(&iso.replace('T', " ").trim_end_matches('Z')[..16]),
+            Ok(7200)
+        );
+        for bad in ["", "yesterday", "25:00", "-x", "03:7x"] {
+            assert!(at(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn rotation_keeps_the_bound() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("rec");
+        let limits = Limits {
+            max_size: 3 << 20,
+            keep: Duration::from_secs(365 * 86400),
+        };
+        let mut w = Writer::open(&path, limits).expect("writer");
+        // Incompressible commands, so the bytes add up fast.
+        let mut x: u64 = 1;
+        for i in 0..3_000u64 {
+            let mut s = sample(i * 1000, Some(i), false, &[1]);
+            let noise: String = (0..2000)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    char::from(b'a' + (x % 26) as u8)
+                })
+                .collect();
+            s.devices[0].processes[0].command = Some(noise);
+            w.append(&s).expect("append");
+        }
+        drop(w);
+        let total: u64 = std::fs::read_dir(dir.path())
+            .expect("dir")
+            .flatten()
+            .map(|e| e.metadata().map(|m| m.len()).unwrap_or(0))
+            .sum();
+        assert!(total <= (3 << 20) + (1 << 20), "{total} bytes");
+        assert!(rotated_files(&path).len() >= 2);
+        // What is left reads back, newest last, in order.
+        let read = read_all(&path);
+        assert!(!read.is_empty());
+        assert!(read.windows(2).all(|w| w[0].timestamp < w[1].timestamp));
+        assert_eq!(
+            read.last().and_then(|s| s.devices[0].memory.used_bytes),
+            Some(2999)
+        );
+    }
+
+    #[test]
+    fn bad_files_give_a_clear_error_or_their_readable_part() {
+        let dir = tempfile::tempdir().expect("dir");
+        let p = |n: &str| dir.path().join(n);
+        std::fs::write(p("empty"), b"").expect("write");
+        assert!(matches!(
+            Reader::open(&p("empty")),
+            Err(ReadError::Empty { .. })
+        ));
+        std::fs::write(p("foreign"), b"{\"hello\": 1}\n").expect("write");
+        let e = Reader::open(&p("foreign")).err().expect("an error");
+        assert!(e.to_string().contains("is not a gpumon recording"), "{e}");
+        let future = skippable(
+            HEADER_MAGIC,
+            br#"{"format":"gpumon-recording","version":9,"hostname":null,"started":"x","gpumon_version":"9"}"#,
+        );
+        std::fs::write(p("future"), future).expect("write");
+        let e = Reader::open(&p("future")).err().expect("an error");
+        assert!(e.to_string().contains("format version 9"), "{e}");
+        assert!(Reader::open(&p("missing")).is_err());
+        // Garbage in the middle of a segment: the samples before it, and an error item.
+        let path = p("rec");
+        let mut w = Writer::open(&path, Limits::default()).expect("writer");
+        for i in 0..150 {
+            w.append(&sample(i * 1000, Some(i), false, &[1]))
+                .expect("append");
+        }
+        drop(w);
+        let mut bytes = std::fs::read(&path).expect("read");
+        let mid = bytes.len() / 2;
+        for b in &mut bytes[mid..mid + 64] {
+            *b ^= 0x5A;
+        }
+        std::fs::write(&path, &bytes).expect("write");
+        let r = Reader::open(&path).expect("a header and trailers");
+        let items: Vec<Item> = r.samples().collect();
+        let ok = items.iter().filter(|i| i.is_ok()).count();
+        assert!((60..150).contains(&ok), "{ok}");
+        // Random bytes after a header: no panic.
+        let mut junk = skippable(
+            HEADER_MAGIC,
+            br#"{"format":"gpumon-recording","version":1,"hostname":null,"started":"x","gpumon_version":"1"}"#,
+        );
+        junk.extend((0..10_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8));
+        std::fs::write(p("junk"), junk).expect("write");
+        if let Ok(r) = Reader::open(&p("junk")) {
+            let _ = r.samples().count();
+            let _ = r.at(SystemTime::now());
+        }
+    }
+}
