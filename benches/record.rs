@@ -1,6 +1,7 @@
-//! Recordings: bytes a day and CPU per sample for 8 GPUs × 40 processes at 1 s with churn
-//! (memory, %SM, CPU and host memory moving every sample, a tenth of the processes replaced
-//! every ten minutes), and the time to open a 7-day recording and seek to a random time in it.
+//! Recordings: bytes a day and CPU per sample for 8 GPUs × 40 processes at 1 s with realistic
+//! churn (%SM, memory bandwidth and CPU moving every sample, GPU memory growing in chunks and
+//! host memory by pages now and then, a tenth of the processes replaced every ten minutes),
+//! and the time to open a 7-day recording and seek to a random time in it.
 //! `cargo bench --bench record` (GPUMON_BENCH_HOURS: hours of 8 × 40 to write, default 1).
 
 use std::sync::Arc;
@@ -96,15 +97,22 @@ fn main() {
     for t in 0..n {
         for d in &mut devices {
             for p in &mut d.processes {
-                if rng.below(5) == 0 {
-                    let m = p.gpu_memory_bytes.unwrap_or(0) as i64 + rng.below(100 * MIB) as i64
-                        - (50 * MIB) as i64;
+                // Realistic churn: a caching allocator grows in chunks, now and then; %SM and
+                // memory bandwidth move a few points around the job's level every second; CPU
+                // hovers around a core; host memory moves by pages, now and then.
+                if rng.below(20) == 0 {
+                    let m = p.gpu_memory_bytes.unwrap_or(0) as i64
+                        + (rng.below(9) as i64 - 4) * 32 * MIB as i64;
                     p.gpu_memory_bytes = Some(m.clamp(GIB as i64, 12 * GIB as i64) as u64);
                 }
-                p.sm_percent = Some(rng.below(101) as u32);
-                p.mem_bw_percent = Some(rng.below(60) as u32);
-                p.cpu_percent = Some(rng.below(2000) as f32 / 10.0);
-                p.host_memory_bytes = Some(2 * GIB + rng.below(GIB));
+                let level = 60 + (p.pid % 30);
+                p.sm_percent = Some(level + rng.below(7) as u32 - 3);
+                p.mem_bw_percent = Some(level / 2 + rng.below(5) as u32 - 2);
+                // As the sampler computes it: CPU ticks over the wall time between reads.
+                p.cpu_percent = Some((9500 + rng.below(1000) as u32) as f32 / 97.3);
+                if rng.below(10) == 0 {
+                    p.host_memory_bytes = Some(2 * GIB + rng.below(4096) * 4096);
+                }
             }
             if t % 600 == 599 {
                 for i in 0..4 {
@@ -122,11 +130,12 @@ fn main() {
             d.memory.used_bytes = Some(used);
             d.memory.free_bytes = Some(81559 * MIB - 529 * MIB - used);
             d.utilization = Utilization {
-                gpu_percent: Some(rng.below(101) as u32),
-                memory_percent: Some(rng.below(60) as u32),
+                gpu_percent: Some(85 + rng.below(10) as u32),
+                memory_percent: Some(40 + rng.below(10) as u32),
             };
-            d.temperature_c = Some(55 + rng.below(20) as u32);
-            d.power_draw_w = Some(300.0 + rng.below(400) as f64);
+            d.temperature_c = Some(60 + ((t / 120) % 8) as u32);
+            // NVML's milliwatts.
+            d.power_draw_w = Some((500_000 + rng.below(60_000)) as f64 / 1000.0);
         }
         let sample = Sample {
             timestamp: start + Duration::from_secs(t),

@@ -427,6 +427,16 @@ pub struct RunArgs {
     #[arg(long, short)]
     pub quiet: bool,
 
+    /// Record the run's samples to FILE (by default a file of its own under
+    /// $XDG_STATE_HOME/gpumon/runs, kept 7 days, at most 256 MiB each), named in the summary
+    /// for `gpumon replay`
+    #[arg(long, value_name = "FILE", conflicts_with = "no_record")]
+    pub record: Option<PathBuf>,
+
+    /// Do not record the run
+    #[arg(long)]
+    pub no_record: bool,
+
     /// The command and its arguments, after `--`
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<std::ffi::OsString>,

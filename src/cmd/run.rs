@@ -38,8 +38,10 @@ use crate::units::fmt_bytes;
 use crate::view::log::{Columns, LogWriter};
 use crate::view::logfile::{Expect, LogFile};
 
-/// Samples kept for the summary's "how it grew" lines.
-const KEEP: usize = 64;
+/// Samples kept for the summary's "how it grew" lines and the last minute's timeline: the
+/// last 90 s of them, at most this many.
+const KEEP: usize = 4096;
+const KEEP_FOR: Duration = Duration::from_secs(90);
 /// Samples shown in the growth line.
 const GROWTH: usize = 10;
 
@@ -135,7 +137,14 @@ impl Trace {
                 peak.reserved = peak.reserved.max(a.reserved_peak_bytes.unwrap_or(0));
             }
         }
-        if self.samples.len() == KEEP {
+        let newest = sample.timestamp;
+        while self.samples.len() >= KEEP
+            || self.samples.front().is_some_and(|s| {
+                newest
+                    .duration_since(s.timestamp)
+                    .is_ok_and(|age| age > KEEP_FOR)
+            })
+        {
             self.samples.pop_front();
         }
         self.samples.push_back(sample);
@@ -319,6 +328,29 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
+    // The run's recording, for `gpumon replay` and the post-mortem of a night's OOM.
+    let (mut recorder, recording) = if args.no_record {
+        (None, None)
+    } else {
+        let path = args.record.clone().unwrap_or_else(default_recording);
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            let _ = std::fs::create_dir_all(dir);
+            if args.record.is_none() {
+                prune_runs(dir);
+            }
+        }
+        let limits = crate::collect::recording::Limits {
+            max_size: RUN_RECORDING_MAX,
+            keep: RUNS_KEPT,
+        };
+        match crate::collect::recording::Writer::open(&path, limits) {
+            Ok(w) => (Some(w), Some(path)),
+            Err(e) => {
+                eprintln!("gpumon: not recording the run ({}: {e})", path.display());
+                (None, None)
+            }
+        }
+    };
     let sampler = match open_within_timeout(&common.collect()) {
         Ok(source) => Some(
             new_sampler(
@@ -427,6 +459,12 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
                     if let Some(w) = log.as_mut() {
                         let _ = w.write(&trace.only_job(&sample));
                     }
+                    if let Some(r) = recorder.as_mut() {
+                        if let Err(e) = r.append(&sample) {
+                            eprintln!("gpumon: recording stopped: {e}");
+                            recorder = None;
+                        }
+                    }
                     trace.record(sample);
                 }
                 _ = int.recv() => if !from_terminal() { forward(libc::SIGINT) },
@@ -457,8 +495,14 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
             Reading::finish,
         );
     drop(site);
+    // The recording ends whole (its last segment closed) before the summary names it.
+    let recording = recording.filter(|_| {
+        recorder
+            .take()
+            .is_some_and(|mut r| r.close_segment().is_ok())
+    });
     if !args.quiet {
-        let text = summary(
+        let mut text = summary(
             &args.command,
             status,
             started.elapsed(),
@@ -466,9 +510,63 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
             &relayed,
             Paint(io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none()),
         );
+        if let Some(path) = &recording {
+            let _ = writeln!(
+                text,
+                "  the run's recording: {} (gpumon replay {})",
+                path.display(),
+                crate::text::shell_words(&[path.as_os_str().to_owned()])
+            );
+        }
         let _ = io::stderr().write_all(text.as_bytes());
     }
     Ok(ExitCode::from(exit_code(status)))
+}
+
+/// A run's own recording: at most this much.
+const RUN_RECORDING_MAX: u64 = 256 << 20;
+/// Runs' recordings older than this are removed when the next run starts.
+const RUNS_KEPT: Duration = Duration::from_secs(7 * 86400);
+
+/// `$XDG_STATE_HOME/gpumon/runs/run-<date>-<pid>.rec.zst` (`~/.local/state` without it).
+fn default_recording() -> PathBuf {
+    let base = std::env::var_os("XDG_STATE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|h| PathBuf::from(h).join(".local/state"))
+        })
+        .unwrap_or_else(std::env::temp_dir);
+    let stamp = humantime::format_rfc3339_seconds(SystemTime::now())
+        .to_string()
+        .replace(':', "");
+    base.join("gpumon/runs")
+        .join(format!("run-{stamp}-{}.rec.zst", std::process::id()))
+}
+
+/// Removes runs' recordings older than [`RUNS_KEPT`] from `dir`.
+fn prune_runs(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if !name.starts_with("run-") || !name.contains(".rec.zst") {
+            continue;
+        }
+        let old = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > RUNS_KEPT);
+        if old {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
 }
 
 /// Process fields `--log` writes by default.
@@ -670,6 +768,52 @@ fn summary(
             series.len(),
             parts.join("; ")
         );
+    }
+    // The last minute on that GPU: the job's course, and what the others did.
+    let until = relayed.oom_at.unwrap_or(last.timestamp);
+    let minute: Vec<&Sample> = before.iter().map(|s| s.as_ref()).collect();
+    let events =
+        crate::model::timeline::neighbours(&minute, d.index, &|q| trace.job.owns(q), until);
+    let job_course: Vec<u64> = minute
+        .iter()
+        .filter(|s| {
+            until
+                .duration_since(s.timestamp)
+                .is_ok_and(|a| a <= crate::model::timeline::WINDOW)
+        })
+        .filter_map(|s| {
+            let dev = s.devices.iter().find(|x| x.index == d.index)?;
+            let q = dev.processes.iter().find(|q| q.pid == p.pid)?;
+            q.allocator
+                .as_ref()
+                .and_then(|a| a.reserved_bytes)
+                .or(q.gpu_memory_bytes)
+        })
+        .collect();
+    let course = crate::model::timeline::course(&job_course, 6);
+    if course.is_some() || !events.is_empty() {
+        let _ = writeln!(
+            out,
+            "{}",
+            paint.bold(&format!("The last minute on GPU {}:", d.index))
+        );
+        if let Some(c) = course {
+            let what = if p.allocator.is_some() {
+                "reserved"
+            } else {
+                "memory"
+            };
+            let _ = writeln!(out, "  this job's {what}: {c}");
+        }
+        if events.is_empty() {
+            let _ = writeln!(
+                out,
+                "  no other process grew, and no memory appeared without an owner"
+            );
+        }
+        for e in &events {
+            let _ = writeln!(out, "  {}", e.text);
+        }
     }
     out
 }

@@ -283,10 +283,25 @@ impl Writer {
         Ok(())
     }
 
-    /// Appends one sample, written through to the file before this returns.
+    /// Appends one sample, written through to the file before this returns. A process's CPU
+    /// share is kept to the unit (the views print no more; its float noise would be most of a
+    /// compressed sample).
     pub fn append(&mut self, sample: &Sample) -> io::Result<()> {
         self.line.clear();
-        serde_json::to_writer(&mut self.line, sample).map_err(io::Error::other)?;
+        let noisy = sample
+            .devices
+            .iter()
+            .flat_map(|d| &d.processes)
+            .any(|p| p.cpu_percent.is_some_and(|c| c.fract() != 0.0));
+        if noisy {
+            let mut s = sample.clone();
+            for p in s.devices.iter_mut().flat_map(|d| d.processes.iter_mut()) {
+                p.cpu_percent = p.cpu_percent.map(f32::round);
+            }
+            serde_json::to_writer(&mut self.line, &s).map_err(io::Error::other)?;
+        } else {
+            serde_json::to_writer(&mut self.line, sample).map_err(io::Error::other)?;
+        }
         self.line.push(b'\n');
         let t = ms(sample.timestamp);
         if self.segment.is_none() {

@@ -7,6 +7,7 @@ pub mod breakdown;
 pub mod history;
 pub mod owner;
 pub mod rollup;
+pub mod timeline;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;

@@ -45,6 +45,7 @@ impl Env {
     fn apply(&self, cmd: &mut StdCommand) {
         let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/python");
         cmd.env("XDG_RUNTIME_DIR", self.dir.path())
+            .env("XDG_STATE_HOME", self.dir.path().join("state"))
             .env("GPUMON_NVML_LIB", fake_lib())
             .env("FAKE_NVML_SCENARIO", self.path("scenario.json"))
             .env("FAKE_NVML_SPEED", "0")
@@ -501,4 +502,67 @@ fn serve_exports_the_allocator_split_of_a_gpumon_run_job_and_all_the_dashboard_n
     // The process without a probe has NVML's figure and no allocator series.
     assert!(body.contains("pid=\"4700001\"} 536870912\n"));
     assert!(!body.contains("gpumon_allocator_allocated_bytes{gpu=\"0\",UUID=\"GPU-aaaaaaaa-0000-0000-0000-000000000000\",pid=\"4700001\"}"));
+}
+
+/// The post-mortem: another process on the same GPU grows in the seconds before the job's OOM
+/// (the fake NVML's clock running); the summary names it with its growth, shows the job's own
+/// course over the last minute, and names the run's recording, which replays.
+#[test]
+fn the_post_mortem_names_a_neighbour_that_grew_before_the_oom() {
+    let env = Env::new();
+    // The neighbour: a real process, so that its user and command are read as a GPU
+    // process's are.
+    let mut neighbour = StdCommand::new("sleep").arg("300").spawn().expect("sleep");
+    let scenario = format!(
+        r#"{{"version":1,"devices":[{{"name":"Fake V100","uuid":"{UUID}","memory_total_mib":16384,
+           "memory_reserved_mib":256,"processes":[
+             {{"pid_file":"{}","memory_mib":{{"points":[[0,2000],[2,12000]]}}}},
+             {{"pid":{},"memory_mib":{{"points":[[0,512],[0.4,512],[1.4,2560]]}}}}]}}]}}"#,
+        env.path("pid").display(),
+        neighbour.id()
+    );
+    fs::write(env.path("scenario.json"), scenario).expect("scenario");
+    let record = env.path("run.rec.zst");
+    let mut cmd = env.train(&["--record", record.to_str().expect("utf-8")], &["oom"]);
+    cmd.env("FAKE_NVML_SPEED", "1");
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run");
+    let (code, _, stderr) = finish(child);
+    let _ = neighbour.kill();
+    let _ = neighbour.wait();
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("The last minute on GPU 0:"), "{stderr}");
+    let re = regex::Regex::new(&format!(
+        r"pid {} \([^,]+, sleep 300\) grew from 512\.0 MiB to [0-9.]+ (GiB|MiB) in the \d+ s before the error",
+        neighbour.id()
+    ))
+    .expect("regex");
+    assert!(re.is_match(&stderr), "{stderr}");
+    assert!(stderr.contains("this job's reserved: "), "{stderr}");
+    assert!(
+        stderr.contains(&format!("the run's recording: {}", record.display())),
+        "{stderr}"
+    );
+    // The recording replays: the neighbour is in it.
+    let out = StdCommand::new(env!("CARGO_BIN_EXE_gpumon"))
+        .args(["once", "--json", "--replay"])
+        .arg(&record)
+        .output()
+        .expect("once --replay");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let pids: Vec<u64> = v["devices"][0]["processes"]
+        .as_array()
+        .expect("processes")
+        .iter()
+        .filter_map(|p| p["pid"].as_u64())
+        .collect();
+    assert!(pids.contains(&u64::from(neighbour.id())), "{v}");
 }

@@ -1,0 +1,247 @@
+//! What happened on a GPU in the minute before an out-of-memory error: how the job's own
+//! memory moved, which other processes grew (or appeared), and memory that appeared without
+//! an owner. Read from samples (a run's own, or a recording's); pure.
+
+use std::time::{Duration, SystemTime};
+
+use super::{Process, Sample};
+use crate::units::fmt_bytes;
+
+/// How far back the timeline looks.
+pub const WINDOW: Duration = Duration::from_secs(60);
+/// A change smaller than this is not worth a line.
+const MIN_CHANGE: u64 = 64 << 20;
+
+/// One line of the timeline, with the bytes it is about (for ordering).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    pub text: String,
+    pub bytes: u64,
+}
+
+/// The timeline of GPU `gpu` in the `WINDOW` before `until`, from `samples` (in time order):
+/// each other process's growth or appearance, largest first, then the growth of memory no
+/// process accounts for (with who holds it, where gpumon found out). `mine` tells the job's
+/// processes from the others'.
+pub fn neighbours(
+    samples: &[&Sample],
+    gpu: u32,
+    mine: &dyn Fn(&Process) -> bool,
+    until: SystemTime,
+) -> Vec<Event> {
+    let from = until.checked_sub(WINDOW).unwrap_or(SystemTime::UNIX_EPOCH);
+    let window: Vec<(&Sample, &super::Device)> = samples
+        .iter()
+        .filter(|s| s.timestamp >= from && s.timestamp <= until)
+        .filter_map(|s| Some((*s, s.devices.iter().find(|d| d.index == gpu && d.fresh())?)))
+        .collect();
+    let (Some((_, first_d)), Some((_, last_d))) = (window.first(), window.last()) else {
+        return Vec::new();
+    };
+    let secs_before = |t: SystemTime| until.duration_since(t).unwrap_or_default().as_secs_f64();
+    let mut events = Vec::new();
+    for p in last_d.processes.iter().filter(|p| !mine(p)) {
+        let Some(now) = p.gpu_memory_bytes else {
+            continue;
+        };
+        let series: Vec<(SystemTime, u64)> = window
+            .iter()
+            .filter_map(|(s, d)| {
+                let q = d.processes.iter().find(|q| q.pid == p.pid)?;
+                Some((s.timestamp, q.gpu_memory_bytes?))
+            })
+            .collect();
+        let who = who(p);
+        let was_there = first_d.processes.iter().any(|q| q.pid == p.pid);
+        if !was_there {
+            let Some(&(t, _)) = series.first() else {
+                continue;
+            };
+            if now >= MIN_CHANGE {
+                events.push(Event {
+                    text: format!(
+                        "pid {} ({who}) appeared {:.0} s before the error and holds {}",
+                        p.pid,
+                        secs_before(t),
+                        fmt_bytes(now)
+                    ),
+                    bytes: now,
+                });
+            }
+            continue;
+        }
+        // From its lowest point in the window (the last time it was there) to now.
+        let Some(&(_, low)) = series.iter().min_by_key(|(_, b)| *b) else {
+            continue;
+        };
+        let Some(&(t_low, _)) = series.iter().rev().find(|(_, b)| *b == low) else {
+            continue;
+        };
+        if now.saturating_sub(low) >= MIN_CHANGE {
+            events.push(Event {
+                text: format!(
+                    "pid {} ({who}) grew from {} to {} in the {:.0} s before the error",
+                    p.pid,
+                    fmt_bytes(low),
+                    fmt_bytes(now),
+                    secs_before(t_low).max(1.0)
+                ),
+                bytes: now - low,
+            });
+        }
+    }
+    events.sort_by_key(|e| std::cmp::Reverse(e.bytes));
+    let unowned: Vec<(SystemTime, u64)> = window
+        .iter()
+        .filter_map(|(s, d)| Some((s.timestamp, d.unattributed_bytes()?)))
+        .collect();
+    let low = unowned.iter().map(|(_, b)| *b).min();
+    let t_low = low.and_then(|l| unowned.iter().rev().find(|(_, b)| *b == l).map(|(t, _)| *t));
+    if let (Some(a), Some(t_low), Some(b)) = (low, t_low, last_d.unattributed_bytes()) {
+        if b.saturating_sub(a) >= MIN_CHANGE {
+            let mut text = format!(
+                "memory used by no listed process grew from {} to {} in the {:.0} s before the \
+                 error",
+                fmt_bytes(a),
+                fmt_bytes(b),
+                secs_before(t_low).max(1.0)
+            );
+            let named: Vec<String> = last_d.holders.iter().map(|h| h.describe()).collect();
+            if !named.is_empty() {
+                text.push_str(&format!("; held by: {}", named.join("; ")));
+            }
+            events.push(Event { text, bytes: b - a });
+        }
+    }
+    events
+}
+
+/// "bob, python serve.py": a process as a line names it.
+fn who(p: &Process) -> String {
+    let user = p.user.as_deref().unwrap_or("user N/A");
+    match p.command.as_deref().or(p.name.as_deref()) {
+        Some(c) => {
+            let c: String = c.chars().take(60).collect();
+            format!("{user}, {c}")
+        }
+        None => user.to_owned(),
+    }
+}
+
+/// A figure's course over `points` (time, bytes), as a few values from first to last:
+/// "2.0 → 4.0 → 8.0 → 10.0 GiB".
+pub fn course(points: &[u64], at_most: usize) -> Option<String> {
+    if points.len() < 2 || at_most < 2 {
+        return None;
+    }
+    let n = points.len();
+    let mut picked: Vec<u64> = (0..at_most.min(n))
+        .map(|i| points[i * (n - 1) / (at_most.min(n) - 1)])
+        .collect();
+    picked.dedup();
+    Some(
+        picked
+            .iter()
+            .map(|b| fmt_bytes(*b))
+            .collect::<Vec<_>>()
+            .join(" → "),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Device, Memory, ProcessKind};
+
+    const MIB: u64 = 1 << 20;
+    const GIB: u64 = 1 << 30;
+
+    fn sample(t: u64, procs: &[(u32, u64)], used_extra: u64) -> Sample {
+        let listed: u64 = procs.iter().map(|(_, b)| b).sum();
+        Sample {
+            timestamp: SystemTime::UNIX_EPOCH + Duration::from_secs(1000 + t),
+            hostname: None,
+            source: "nvml",
+            driver_version: None,
+            cuda_version: None,
+            devices: vec![Device {
+                index: 0,
+                memory: Memory {
+                    total_bytes: Some(80 * GIB),
+                    used_bytes: Some(listed + used_extra),
+                    free_bytes: Some(80 * GIB - listed - used_extra),
+                    reserved_bytes: Some(0),
+                },
+                processes: procs
+                    .iter()
+                    .map(|&(pid, b)| {
+                        let mut p = Process::from_nvml(pid, ProcessKind::Compute, Some(b));
+                        p.user = Some(if pid == 1 { "alice" } else { "bob" }.into());
+                        p.command = Some(format!("python job{pid}.py"));
+                        p
+                    })
+                    .collect(),
+                ..Device::default()
+            }],
+            error: None,
+            host: None,
+        }
+    }
+
+    #[test]
+    fn a_neighbour_that_grew_before_the_error_is_named_with_its_growth() {
+        // pid 1 is the job; pid 42 grows from 2 GiB at t=40 to 12 GiB at t=60; pid 7 appears
+        // at t=50; memory without an owner grows 5 GiB.
+        let samples: Vec<Sample> = (0..=60)
+            .step_by(5)
+            .map(|t| {
+                let bob = if t <= 40 {
+                    2 * GIB
+                } else {
+                    2 * GIB + (t - 40) * GIB / 2
+                };
+                let mut procs = vec![(1, 20 * GIB), (42, bob)];
+                if t >= 50 {
+                    procs.push((7, 3 * GIB));
+                }
+                sample(t, &procs, if t >= 55 { 5 * GIB } else { 0 })
+            })
+            .collect();
+        let refs: Vec<&Sample> = samples.iter().collect();
+        let until = SystemTime::UNIX_EPOCH + Duration::from_secs(1061);
+        let ev = neighbours(&refs, 0, &|p| p.pid == 1, until);
+        let texts: Vec<&str> = ev.iter().map(|e| e.text.as_str()).collect();
+        assert_eq!(
+            texts[0],
+            "pid 42 (bob, python job42.py) grew from 2.0 GiB to 12.0 GiB in the 21 s before the error"
+        );
+        assert!(texts.contains(&"memory used by no listed process grew from 0 B to 5.0 GiB in the 11 s before the error"), "{texts:?}");
+        assert!(
+            texts.contains(
+                &"pid 7 (bob, python job7.py) appeared 11 s before the error and holds 3.0 GiB"
+            ),
+            "{texts:?}"
+        );
+        assert!(
+            !texts.iter().any(|t| t.contains("pid 1 ")),
+            "the job is not a neighbour"
+        );
+        // Small changes are not worth a line.
+        let flat: Vec<Sample> = (0..5)
+            .map(|t| sample(t, &[(1, GIB), (42, GIB + t * MIB)], 0))
+            .collect();
+        let refs: Vec<&Sample> = flat.iter().collect();
+        assert!(neighbours(&refs, 0, &|p| p.pid == 1, until).is_empty());
+    }
+
+    #[test]
+    fn a_course_shows_a_few_points_first_to_last() {
+        let pts: Vec<u64> = (1..=10).map(|i| i * GIB).collect();
+        assert_eq!(
+            course(&pts, 4).as_deref(),
+            Some("1.0 GiB → 4.0 GiB → 7.0 GiB → 10.0 GiB")
+        );
+        assert_eq!(course(&[GIB], 4), None);
+        assert_eq!(course(&[GIB, GIB], 4).as_deref(), Some("1.0 GiB"));
+    }
+}
