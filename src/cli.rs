@@ -464,6 +464,17 @@ pub struct ExplainArgs {
     #[arg(long)]
     pub offline: bool,
 
+    /// A recording of the host where the error happened (`gpumon record`, or a run's): adds
+    /// what the other processes on that GPU did in the minute before the error, read at the
+    /// last time stamp in the input (UTC unless it says otherwise) or at --at
+    #[arg(long, value_name = "FILE")]
+    pub recording: Option<PathBuf>,
+
+    /// With --recording: the time of the error (2026-11-23T03:12:05Z, 2026-11-23 03:12, 03:12,
+    /// -10m before the recording's end)
+    #[arg(long, value_name = "TIME", requires = "recording")]
+    pub at: Option<String>,
+
     #[command(flatten)]
     pub source: SourceArgs,
 }

@@ -19,6 +19,8 @@ pub fn run(common: &Common, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let mut scanner = Scanner::new();
+    // The last time stamp in the input: where a log's error is, for --recording.
+    let mut stamp = LastStamp::default();
     // A file, or a pipe (`<(tail -f train.log)`): read as a stream, in bounded memory.
     let (read, input) = match args.file.as_deref() {
         Some(p) if p != std::path::Path::new("-") => {
@@ -28,7 +30,10 @@ pub fn run(common: &Common, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
             }
             match std::fs::File::open(p) {
                 Ok(file) => (
-                    for_each_line(file, |l| scanner.push_line(l)),
+                    for_each_line(file, |l| {
+                        stamp.see(l);
+                        scanner.push_line(l)
+                    }),
                     p.display().to_string(),
                 ),
                 Err(e) => {
@@ -46,7 +51,10 @@ pub fn run(common: &Common, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
                 );
             }
             (
-                for_each_line(io::stdin().lock(), |l| scanner.push_line(l)),
+                for_each_line(io::stdin().lock(), |l| {
+                    stamp.see(l);
+                    scanner.push_line(l)
+                }),
                 "standard input".to_owned(),
             )
         }
@@ -60,11 +68,24 @@ pub fn run(common: &Common, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
         Some(oom) if !args.offline => holders_here(common, oom),
         _ => None,
     };
+    let before = match (&args.recording, analysis.main()) {
+        (Some(path), Some(oom)) => {
+            match before_in_recording(path, args.at.as_deref(), stamp.last, oom) {
+                Ok(b) => Some(b),
+                Err(e) => {
+                    eprintln!("gpumon: --recording: {e}");
+                    return Ok(ExitCode::from(EXIT_USAGE));
+                }
+            }
+        }
+        _ => None,
+    };
     let mut out = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
     if args.json {
         let mut json = serde_json::to_value(render::to_json_with(&analysis, sizing.as_ref()))?;
         if let Some(map) = json.as_object_mut() {
             map.insert("here".into(), serde_json::to_value(&here)?);
+            map.insert("recording".into(), serde_json::to_value(&before)?);
         }
         crate::text::write_json_pretty(&mut out, &json)?;
         out.write_all(b"\n")?;
@@ -80,6 +101,9 @@ pub fn run(common: &Common, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
             out.write_all(render::render_with(&analysis, paint, &layout).as_bytes())?;
             if let Some(h) = &here {
                 out.write_all(render_here(h, paint, terminal_width()).as_bytes())?;
+            }
+            if let Some(b) = &before {
+                out.write_all(render_before(b, paint, terminal_width()).as_bytes())?;
             }
         } else {
             eprint!(
@@ -201,6 +225,165 @@ fn render_here(h: &Here, paint: Paint, width: usize) -> String {
             .subsequent_indent("    ");
         for line in textwrap::wrap(&holder.describe(), opts) {
             let _ = writeln!(out, "{}", paint.yellow(&line));
+        }
+    }
+    out
+}
+
+/// The last time stamp seen in the input, as logs write them: `2026-11-23 03:12:05`,
+/// `2026-11-23T03:12:05.123Z`, with or without a zone (UTC then).
+#[derive(Default)]
+struct LastStamp {
+    last: Option<std::time::SystemTime>,
+}
+
+impl LastStamp {
+    fn see(&mut self, line: &str) {
+        static RE: std::sync::OnceLock<Option<regex::Regex>> = std::sync::OnceLock::new();
+        let Some(re) = RE
+            .get_or_init(|| {
+                regex::Regex::new(
+                    r"(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(?:[.,](\d{1,9}))?(Z|[+-]\d{2}:?\d{2})?",
+                )
+                .ok()
+            })
+            .as_ref()
+        else {
+            return;
+        };
+        // Only the head of a line is a log's stamp; a long line is not searched through.
+        let head: String = line.chars().take(200).collect();
+        let Some(c) = re.captures_iter(&head).last() else {
+            return;
+        };
+        let text = format!("{}T{}Z", &c[1], &c[2]);
+        let Ok(mut t) = humantime::parse_rfc3339(&text) else {
+            return;
+        };
+        if let Some(zone) = c.get(4).map(|z| z.as_str()).filter(|z| *z != "Z") {
+            let digits: String = zone.chars().filter(char::is_ascii_digit).collect();
+            let (h, m) = (
+                digits
+                    .get(..2)
+                    .and_then(|h| h.parse::<u64>().ok())
+                    .unwrap_or(0),
+                digits
+                    .get(2..)
+                    .and_then(|m| m.parse::<u64>().ok())
+                    .unwrap_or(0),
+            );
+            let off = std::time::Duration::from_secs(h * 3600 + m * 60);
+            t = if zone.starts_with('+') {
+                t.checked_sub(off).unwrap_or(t)
+            } else {
+                t + off
+            };
+        }
+        self.last = Some(t);
+    }
+}
+
+/// What a recording says of the minute before an error.
+#[derive(Debug, serde::Serialize)]
+struct Before {
+    file: String,
+    #[serde(serialize_with = "rfc3339")]
+    at: std::time::SystemTime,
+    /// How the time was chosen: `at` (given) or `log` (the input's last time stamp).
+    at_from: &'static str,
+    gpu: u32,
+    events: Vec<String>,
+}
+
+fn before_in_recording(
+    path: &std::path::Path,
+    at: Option<&str>,
+    stamp: Option<std::time::SystemTime>,
+    oom: &crate::oom::Oom,
+) -> Result<Before, String> {
+    use crate::collect::recording::{resolve_at, Reader};
+    let reader = Reader::open(path).map_err(|e| e.to_string())?;
+    let (first, last) = reader
+        .span()
+        .ok_or_else(|| format!("{} holds no sample", path.display()))?;
+    let (at, at_from) = match (at, stamp) {
+        (Some(t), _) => (resolve_at(t, first, last)?, "at"),
+        (None, Some(t)) => (t, "log"),
+        (None, None) => {
+            return Err("the input has no time stamp to find the error by: give --at TIME".into())
+        }
+    };
+    if at < first || at > last + std::time::Duration::from_secs(60) {
+        return Err(format!(
+            "{} runs from {} to {}, not at {}",
+            path.display(),
+            humantime::format_rfc3339_seconds(first),
+            humantime::format_rfc3339_seconds(last),
+            humantime::format_rfc3339_seconds(at)
+        ));
+    }
+    let from = at
+        .checked_sub(crate::model::timeline::WINDOW)
+        .unwrap_or(first);
+    let samples: Vec<crate::model::Sample> = reader
+        .samples_from(from)
+        .flatten()
+        .take_while(|s| s.timestamp <= at)
+        .map(|s| s.escaped().into_owned())
+        .collect();
+    let named: Vec<u32> = oom.facts.other_processes.iter().map(|p| p.pid).collect();
+    let last_sample = samples
+        .last()
+        .ok_or("no sample in the minute before the error")?;
+    // The GPU: the one a process the error names is on, else the error's number.
+    let gpu = last_sample
+        .devices
+        .iter()
+        .find(|d| d.processes.iter().any(|p| named.contains(&p.pid)))
+        .map(|d| d.index)
+        .or(oom.device_index)
+        .unwrap_or(0);
+    let mine = oom.facts.likely_self_pid;
+    let refs: Vec<&crate::model::Sample> = samples.iter().collect();
+    let events = crate::model::timeline::neighbours(&refs, gpu, &|p| Some(p.pid) == mine, at)
+        .into_iter()
+        .map(|e| e.text)
+        .collect();
+    Ok(Before {
+        file: path.display().to_string(),
+        at,
+        at_from,
+        gpu,
+        events,
+    })
+}
+
+fn render_before(b: &Before, paint: Paint, width: usize) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let at = humantime::format_rfc3339_seconds(b.at).to_string();
+    let head = format!(
+        "\nIn the recording ({}), the minute before {} on GPU {}:",
+        b.file,
+        at.replace('T', " ").trim_end_matches('Z'),
+        b.gpu
+    );
+    let opts = textwrap::Options::new(width.max(20));
+    for line in textwrap::wrap(&head, opts) {
+        let _ = writeln!(out, "{}", paint.bold(&line));
+    }
+    if b.events.is_empty() {
+        let _ = writeln!(
+            out,
+            "  no process grew by 64 MiB or more, and no memory appeared without an owner"
+        );
+    }
+    for e in &b.events {
+        let opts = textwrap::Options::new(width.max(20))
+            .initial_indent("  - ")
+            .subsequent_indent("    ");
+        for line in textwrap::wrap(e, opts) {
+            let _ = writeln!(out, "{line}");
         }
     }
     out

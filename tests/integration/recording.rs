@@ -175,3 +175,78 @@ fn bad_recordings_are_refused_clearly() {
         .expect("run");
     assert_eq!(missing.status.code(), Some(2));
 }
+
+/// `explain --recording`: a pasted OOM put against a recording of its host, at the time in
+/// its log line or at --at: the minute before it, with the memory that appeared without an
+/// owner (the scenario's climb).
+#[test]
+fn explain_puts_an_error_against_the_recording_of_its_host() {
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("night.rec.zst");
+    let scn = scenario(CLIMB);
+    let mut rec = start_record(&scn, &file, "200ms");
+    wait_for_samples(&file, 30);
+    // SAFETY: kill has no memory preconditions.
+    unsafe { libc::kill(rec.id() as i32, libc::SIGTERM) };
+    let _ = rec.wait();
+    let rows = replayed(&file);
+    let last = rows.last().expect("rows")["timestamp"]
+        .as_str()
+        .expect("time")
+        .to_owned();
+    let message = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 \
+        has a total capacity of 80.00 GiB of which 1.00 GiB is free. Including non-PyTorch \
+        memory, this process has 2.00 GiB memory in use. Of the allocated memory 1.50 GiB is \
+        allocated by PyTorch, and 100.00 MiB is reserved by PyTorch but unallocated.";
+    // The time from the log line's stamp.
+    let logged = format!("{} ERROR train.py: {message}\n", last.replace('T', " "));
+    let out = gpumon()
+        .args(["explain", "--offline", "--json", "--recording"])
+        .arg(&file)
+        .write_stdin(logged)
+        .output()
+        .expect("explain");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let r = &v["recording"];
+    assert_eq!(r["at_from"], "log", "{v:#}");
+    assert_eq!(r["gpu"], 0);
+    let events: Vec<&str> = r["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        events
+            .iter()
+            .any(|e| e.starts_with("memory used by no listed process grew from")),
+        "{events:?}"
+    );
+    let (_, validator) = crate::docs::schema_pub("explain.schema.json");
+    crate::docs::assert_valid(&validator, &v, "explain --recording --json");
+    // At a time given, as text; a time outside the recording is a clear error.
+    let text = gpumon()
+        .args(["explain", "--offline", "--recording"])
+        .arg(&file)
+        .args(["--at", &last])
+        .write_stdin(message)
+        .output()
+        .expect("explain");
+    let t = String::from_utf8_lossy(&text.stdout);
+    assert!(t.contains("In the recording ("), "{t}");
+    assert!(t.contains("memory used by no listed process grew"), "{t}");
+    let outside = gpumon()
+        .args(["explain", "--offline", "--recording"])
+        .arg(&file)
+        .args(["--at", "1999-01-01T00:00:00Z"])
+        .write_stdin(message)
+        .output()
+        .expect("explain");
+    assert_eq!(outside.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&outside.stderr).contains("runs from"));
+}
