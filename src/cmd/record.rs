@@ -31,8 +31,12 @@ pub fn run(common: &Common, args: &RecordArgs) -> anyhow::Result<ExitCode> {
             )))
         }
     };
+    // No view shows a row: every process's CPU and host memory are refreshed every 30 s
+    // (BACKGROUND_REFRESH), not every second (3 ms a second for 320 processes, most of what
+    // recording costs); GPU figures are every sample's.
+    let (_focus_tx, focus_rx) = watch::channel(std::sync::Arc::new(Some(Vec::new())));
     let mut sampler = match open_sampler(&common.collect(), NEEDS) {
-        Ok(s) => s,
+        Ok(s) => s.with_focus(focus_rx),
         Err(e) => return Ok(usage_error(e)),
     };
     if let Err(e) = check_gpus(&common.collect(), &mut sampler) {
