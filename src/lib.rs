@@ -1,9 +1,11 @@
 //! gpumon: shows where GPU memory goes and explains why a job ran out of it.
 //!
 //! The data path, one folder a stage:
-//! - `collect`: source (NVML | simulated) → readers (a blocking worker per device) → sampler
-//!   (assembles on time, marks stalled devices) → host facts and probe reports per process;
-//! - `model`: the immutable `Sample`, its memory `breakdown` and `history`;
+//! - `collect`: source (NVML | simulated | a recording) → readers (a blocking worker per
+//!   device) → sampler (assembles on time, marks stalled devices) → host facts, owners,
+//!   holders of unattributed memory and probe reports per process; recordings;
+//! - `model`: the immutable `Sample`, its memory `breakdown`, `history`, the per-user
+//!   `rollup` and the `timeline` before an OOM;
 //! - the analyses, pure: `oom` (pasted errors) and `estimate` (will a run fit);
 //! - the views: `view` (the `once` report and JSON, the `log` writer) and `tui` (the
 //!   dashboard);

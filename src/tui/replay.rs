@@ -38,8 +38,8 @@ pub struct Frame {
     pub span: (SystemTime, SystemTime),
 }
 
-/// Samples decoded beyond the cursor, so that stepping forward reads no file.
-const AHEAD: usize = 300;
+/// Samples decoded beyond the cursor, so that stepping forward reads no file (two segments).
+const AHEAD: usize = 120;
 const MAX_SPEED: f64 = 256.0;
 const MIN_SPEED: f64 = 0.25;
 
@@ -129,7 +129,7 @@ impl Player {
         let keep_from = self
             .buf
             .iter()
-            .position(|s| s.timestamp + self.window + self.window >= cursor)
+            .position(|s| s.timestamp + self.window >= cursor)
             .unwrap_or(0);
         if keep_from > 0 {
             self.buf.drain(..keep_from);
