@@ -584,7 +584,6 @@ fn cell(key: SortKey, row: &super::app::Row, now: SystemTime) -> String {
 /// The per-user (or per-owner) view in place of the process table: a title line, the heads
 /// (the sorted one marked), and a row per user, the selected one highlighted.
 fn draw_users(buf: &mut Buffer, title: Rect, area: Rect, app: &App) {
-    use crate::model::rollup::GroupBy;
     let v = &app.users;
     let rows = app.user_rows();
     let idle = humantime::format_duration(app.usage.idle_after()).to_string();
@@ -597,19 +596,7 @@ fn draw_users(buf: &mut Buffer, title: Rect, area: Rect, app: &App) {
     if area.height == 0 {
         return;
     }
-    let name = match v.by {
-        GroupBy::User => "USER",
-        GroupBy::Owner => "OWNER",
-    };
-    let heads = [
-        name,
-        "GPUS",
-        "PROCS",
-        "GPU MEM",
-        "MEAN %SM",
-        "GPU-HOURS",
-        "IDLE HOLDS",
-    ];
+    let heads = crate::view::by::heads(v.by);
     let cells: Vec<[String; 7]> = rows.iter().map(crate::view::by::cells).collect();
     let mut w: Vec<usize> = heads.iter().map(|h| h.chars().count() + 1).collect();
     for r in &cells {

@@ -29,8 +29,9 @@ fn rfc3339<S: Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
     s.collect_str(&humantime::format_rfc3339_millis(*t))
 }
 
-/// The column heads, in order; the first names what a row is.
-fn heads(by: GroupBy) -> [&'static str; 7] {
+/// The column heads, in order; the first names what a row is (the dashboard's view has the
+/// same).
+pub fn heads(by: GroupBy) -> [&'static str; 7] {
     [
         match by {
             GroupBy::User => "USER",

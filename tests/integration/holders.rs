@@ -206,9 +206,20 @@ fn a_zombie_names_the_parent_that_must_reap_it() {
     assert_eq!(h["bytes"].as_u64(), Some(2048 * MIB));
 }
 
-fn root() -> bool {
+/// Whether this test can run here: as root, with `tool` installed. CI has both, so there a
+/// missing one fails instead of skipping.
+fn root_with(tool: &str) -> bool {
     // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
+    let root = unsafe { libc::geteuid() == 0 };
+    if root && Path::new("/usr/bin").join(tool).exists() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI runs as root with {tool}"
+    );
+    eprintln!("skipped: needs root and {tool}");
+    false
 }
 
 /// gpumon in a PID namespace of its own (a container without --pid=host): NVML lists host
@@ -217,12 +228,7 @@ fn root() -> bool {
 /// process to gpumon on the host.
 #[test]
 fn pids_of_another_pid_namespace() {
-    if !root() || !Path::new("/usr/bin/unshare").exists() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI runs as root with unshare"
-        );
-        eprintln!("skipped: needs root and unshare");
+    if !root_with("unshare") {
         return;
     }
     let mut host = Command::new("sleep").arg("300").spawn().expect("sleep");
@@ -292,12 +298,7 @@ fn pids_of_another_pid_namespace() {
 /// is counted among the unreadable processes, with the advice that root can name them.
 #[test]
 fn processes_gpumon_may_not_inspect_are_counted() {
-    if !root() || !Path::new("/usr/bin/setpriv").exists() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI runs as root with setpriv"
-        );
-        eprintln!("skipped: needs root and setpriv");
+    if !root_with("setpriv") {
         return;
     }
     let dir = device_dir();
