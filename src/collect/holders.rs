@@ -340,11 +340,6 @@ fn kernel_thread(proc_dir: &Path, pid: u32, buf: &mut Vec<u8>) -> bool {
             && super::host::parse_stat(buf).is_some_and(|s| s.ppid == 2)
 }
 
-/// Memory in use on `d` beyond what its listed processes hold; `None` when a part is unknown.
-pub fn unattributed(d: &Device) -> Option<u64> {
-    d.unattributed_bytes()
-}
-
 /// What the process list and the last scan say of each device's holders.
 ///
 /// `unresolved(pid)`: the listed pid does not exist here. `scan`: the last scan's findings,
@@ -384,7 +379,7 @@ pub fn assemble(
                     user: p.user.clone(),
                     command: p.command.clone().or_else(|| p.name.clone()),
                     state: Some("Z".into()),
-                    parent_pid: super::host::read_stat(p.pid, &mut Vec::new()).map(|s| s.ppid),
+                    parent_pid: p.parent_pid,
                     reason: HolderReason::Zombie,
                     bytes: p.gpu_memory_bytes,
                     count: 1,
@@ -392,7 +387,7 @@ pub fn assemble(
                 });
             }
         }
-        let unexplained = unattributed(d).is_some_and(|u| u >= THRESHOLD);
+        let unexplained = d.unattributed_bytes().is_some_and(|u| u >= THRESHOLD);
         if let (true, Some(scan), Some(minor)) = (unexplained, scan, d.minor_number) {
             for f in &scan.found {
                 if !f.uvm || !f.minors.contains(&minor) || listed.contains(&f.pid) {
@@ -486,7 +481,7 @@ impl Watch {
         let now_unattributed: Vec<(u32, u64)> = devices
             .iter()
             .filter(|d| d.minor_number.is_some())
-            .filter_map(|d| Some((d.index, unattributed(d)?)))
+            .filter_map(|d| Some((d.index, d.unattributed_bytes()?)))
             .filter(|(_, u)| *u >= THRESHOLD)
             .collect();
         if !now_unattributed.is_empty() && self.pending.is_none() && self.due(&now_unattributed) {
@@ -582,13 +577,13 @@ mod tests {
     #[test]
     fn unattributed_memory_is_used_less_the_listed_processes() {
         assert_eq!(
-            unattributed(&device(10 * GIB, &[(1, 4 * GIB)])),
+            device(10 * GIB, &[(1, 4 * GIB)]).unattributed_bytes(),
             Some(6 * GIB)
         );
         let mut d = device(10 * GIB, &[(1, 4 * GIB)]);
         d.processes[0].gpu_memory_bytes = None;
-        assert_eq!(unattributed(&d), None, "a part unknown");
-        assert_eq!(unattributed(&device(GIB, &[(1, 2 * GIB)])), Some(0));
+        assert_eq!(d.unattributed_bytes(), None, "a part unknown");
+        assert_eq!(device(GIB, &[(1, 2 * GIB)]).unattributed_bytes(), Some(0));
     }
 
     #[test]

@@ -34,6 +34,7 @@ struct Facts {
     container: Option<String>,
     owner: Option<std::sync::Arc<crate::model::owner::Owner>>,
     state: Option<char>,
+    parent_pid: Option<u32>,
 }
 
 impl Facts {
@@ -47,6 +48,7 @@ impl Facts {
         p.container.clone_from(&self.container);
         p.owner.clone_from(&self.owner);
         p.state = self.state;
+        p.parent_pid = self.parent_pid;
     }
 }
 
@@ -235,6 +237,7 @@ impl HostLookup {
                     container: raw.owner.as_ref().map(|o| o.container_label()),
                     owner: raw.owner.map(std::sync::Arc::new),
                     state: Some(stat.state),
+                    parent_pid: Some(stat.ppid),
                 },
             );
         }
@@ -261,6 +264,7 @@ impl HostLookup {
             cpu_ticks,
             rss_pages,
             state,
+            ppid,
             ..
         }) = stat
         else {
@@ -270,6 +274,7 @@ impl HostLookup {
                 f.cpu_percent = None;
                 f.host_memory_bytes = None;
                 f.state = None;
+                f.parent_pid = None;
             }
             self.marks.remove(&pid);
             return;
@@ -288,6 +293,7 @@ impl HostLookup {
             }
             f.host_memory_bytes = Some(rss_pages.saturating_mul(self.page_size));
             f.state = Some(state);
+            f.parent_pid = Some(ppid);
         }
     }
 }

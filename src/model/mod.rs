@@ -158,7 +158,8 @@ impl Sample {
     }
 }
 
-fn rfc3339<S: Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
+/// A time as the JSON outputs write it: RFC 3339 in UTC with milliseconds.
+pub fn rfc3339<S: Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
     s.collect_str(&humantime::format_rfc3339_millis(*t))
 }
 
@@ -433,6 +434,9 @@ pub struct Process {
     /// The kernel's one-letter state from /proc (`Z`: a zombie); `None` where not read.
     #[serde(skip)]
     pub state: Option<char>,
+    /// Its parent (the one to reap it, when it is a zombie); `None` where not read.
+    #[serde(skip)]
+    pub parent_pid: Option<u32>,
 }
 
 /// What a framework's caching allocator says about one process on one GPU.
@@ -482,6 +486,7 @@ impl Process {
             mem_bw_percent: None,
             allocator: None,
             state: None,
+            parent_pid: None,
         }
     }
 

@@ -249,6 +249,7 @@ fn device(d: &DeviceState, t: f64, wall: SystemTime, util_seen: &mut bool) -> De
                 })
             }),
             state: None,
+            parent_pid: None,
         })
         .collect();
     match denied(d.fault(Field::ProcessUtilization)) {
