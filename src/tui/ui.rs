@@ -598,31 +598,9 @@ fn draw_users(buf: &mut Buffer, title: Rect, area: Rect, app: &App) {
     }
     let heads = crate::view::by::heads(v.by);
     let cells: Vec<[String; 7]> = rows.iter().map(crate::view::by::cells).collect();
-    let mut w: Vec<usize> = heads.iter().map(|h| h.chars().count() + 1).collect();
-    for r in &cells {
-        for (i, c) in r.iter().enumerate() {
-            w[i] = w[i].max(c.chars().count());
-        }
-    }
-    let rest: usize = w[1..].iter().map(|x| x + 2).sum();
-    w[0] = w[0].min(usize::from(area.width).saturating_sub(rest).max(8));
-    let line = |cells: &[String]| {
-        let mut l = String::new();
-        for (i, c) in cells.iter().enumerate() {
-            let c: String = if c.chars().count() > w[i] {
-                let cut: String = c.chars().take(w[i].saturating_sub(1)).collect();
-                format!("{cut}…")
-            } else {
-                c.clone()
-            };
-            if i == 0 {
-                l.push_str(&format!("{c:<width$}", width = w[0]));
-            } else {
-                l.push_str(&format!("  {c:>width$}", width = w[i]));
-            }
-        }
-        l
-    };
+    // One more column for the sort mark.
+    let w = crate::view::by::widths(&heads, 1, &cells, usize::from(area.width));
+    let line = |cells: &[String]| crate::view::by::row(cells, &w);
     let marked: Vec<String> = heads
         .iter()
         .enumerate()

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 use std::time::{Duration, SystemTime};
 
-use serde::{Serialize, Serializer};
+use serde::Serialize;
 
 use crate::model::rollup::{GroupBy, Row};
 use crate::text::Paint;
@@ -16,17 +16,13 @@ pub const SCHEMA_VERSION: u32 = 1;
 #[derive(Debug, Serialize)]
 pub struct ByJson<'a> {
     pub schema_version: u32,
-    #[serde(serialize_with = "rfc3339")]
+    #[serde(serialize_with = "crate::model::rfc3339")]
     pub timestamp: SystemTime,
     pub hostname: Option<&'a str>,
     pub by: GroupBy,
     /// Seconds of 0% SM after which a process's memory is an idle hold.
     pub idle_after_s: u64,
     pub rows: &'a [Row],
-}
-
-fn rfc3339<S: Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
-    s.collect_str(&humantime::format_rfc3339_millis(*t))
 }
 
 /// The column heads, in order; the first names what a row is (the dashboard's view has the
@@ -62,6 +58,46 @@ pub fn cells(r: &Row) -> [String; 7] {
     ]
 }
 
+/// The columns' widths for `heads` (each `head_extra` wider: room for a sort mark) and
+/// `body`, at most `width` in all: the first column (the name) gives way first, to 8.
+pub fn widths(
+    heads: &[&str; 7],
+    head_extra: usize,
+    body: &[[String; 7]],
+    width: usize,
+) -> [usize; 7] {
+    let mut w = heads.map(|h| h.chars().count() + head_extra);
+    for r in body {
+        for (i, c) in r.iter().enumerate() {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    let rest: usize = w[1..].iter().map(|x| x + 2).sum();
+    w[0] = w[0].min(width.saturating_sub(rest).max(8));
+    w
+}
+
+/// One line of the table at widths `w`: the name left-aligned, the figures right-aligned two
+/// apart; a cell longer than its column is cut with "…".
+pub fn row<S: AsRef<str>>(cells: &[S], w: &[usize; 7]) -> String {
+    let mut l = String::new();
+    for (i, c) in cells.iter().enumerate().take(7) {
+        let c = c.as_ref();
+        let c: String = if c.chars().count() > w[i] {
+            let cut: String = c.chars().take(w[i].saturating_sub(1)).collect();
+            format!("{cut}…")
+        } else {
+            c.to_owned()
+        };
+        if i == 0 {
+            let _ = write!(l, "{c:<width$}", width = w[0]);
+        } else {
+            let _ = write!(l, "  {c:>width$}", width = w[i]);
+        }
+    }
+    l
+}
+
 /// The rollup as a table at most `width` wide (the key column is cut first), with a note on
 /// what one sample cannot know.
 pub fn render(
@@ -74,31 +110,8 @@ pub fn render(
     let mut out = String::new();
     let heads = heads(by);
     let body: Vec<[String; 7]> = rows.iter().map(cells).collect();
-    let mut w: Vec<usize> = heads.iter().map(|h| h.chars().count()).collect();
-    for r in &body {
-        for (i, c) in r.iter().enumerate() {
-            w[i] = w[i].max(c.chars().count());
-        }
-    }
-    let rest: usize = w[1..].iter().map(|x| x + 2).sum();
-    w[0] = w[0].min(width.saturating_sub(rest).max(8));
-    let line = |cells: [&str; 7]| {
-        let mut l = String::new();
-        for (i, c) in cells.iter().enumerate() {
-            let c: String = if c.chars().count() > w[i] {
-                let cut: String = c.chars().take(w[i].saturating_sub(1)).collect();
-                format!("{cut}…")
-            } else {
-                (*c).to_owned()
-            };
-            if i == 0 {
-                let _ = write!(l, "{c:<width$}", width = w[0]);
-            } else {
-                let _ = write!(l, "  {c:>width$}", width = w[i]);
-            }
-        }
-        l.trim_end().to_owned()
-    };
+    let w = widths(&heads, 0, &body, width);
+    let line = |cells: [&str; 7]| row(&cells, &w).trim_end().to_owned();
     let _ = writeln!(out, "{}", paint.dim(&line(heads)));
     if body.is_empty() {
         let _ = writeln!(out, "no GPU processes");

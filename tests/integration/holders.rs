@@ -81,6 +81,14 @@ fn unattributed_scenario(listed: u32) -> tempfile::TempPath {
     ))
 }
 
+/// One GPU whose one listed process is `pid`, holding `mib`.
+fn one_process(pid: u32, mib: u64) -> tempfile::TempPath {
+    scenario(&format!(
+        r#"{{"version":1,"devices":[{{"name":"G0","memory_total_mib":81920,
+            "processes":[{{"pid":{pid},"memory_mib":{mib}}}]}}]}}"#
+    ))
+}
+
 fn holders(sample: &Value, gpu: usize) -> Vec<Value> {
     sample["devices"][gpu]["holders"]
         .as_array()
@@ -192,10 +200,7 @@ fn a_zombie_names_the_parent_that_must_reap_it() {
         assert!(Instant::now() < deadline, "{zombie} never became a zombie");
         std::thread::sleep(Duration::from_millis(10));
     }
-    let scn = scenario(&format!(
-        r#"{{"version":1,"devices":[{{"name":"G0","memory_total_mib":81920,
-            "processes":[{{"pid":{zombie},"memory_mib":2048}}]}}]}}"#
-    ));
+    let scn = one_process(zombie, 2048);
     let sample = stdout_json(gpumon_fake(&scn, 10.0).args(["once", "--json"]));
     let _ = parent.kill();
     let _ = parent.wait();
@@ -232,11 +237,7 @@ fn pids_of_another_pid_namespace() {
         return;
     }
     let mut host = Command::new("sleep").arg("300").spawn().expect("sleep");
-    let scn = scenario(&format!(
-        r#"{{"version":1,"devices":[{{"name":"G0","memory_total_mib":81920,
-            "processes":[{{"pid":{},"memory_mib":3072}}]}}]}}"#,
-        host.id()
-    ));
+    let scn = one_process(host.id(), 3072);
     let cmd = gpumon_fake(&scn, 10.0);
     let inside = cmd.get_program().to_owned();
     let envs: Vec<(String, String)> = cmd
@@ -281,10 +282,7 @@ fn pids_of_another_pid_namespace() {
         assert!(Instant::now() < deadline, "unshare started no child");
         std::thread::sleep(Duration::from_millis(10));
     };
-    let scn = scenario(&format!(
-        r#"{{"version":1,"devices":[{{"name":"G0","memory_total_mib":81920,
-            "processes":[{{"pid":{child},"memory_mib":3072}}]}}]}}"#
-    ));
+    let scn = one_process(child, 3072);
     let sample = stdout_json(gpumon_fake(&scn, 10.0).args(["once", "--json"]));
     // SAFETY: kill has no memory preconditions.
     unsafe { libc::kill(child as i32, libc::SIGKILL) };
