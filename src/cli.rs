@@ -232,7 +232,8 @@ pub enum Command {
     /// with the numbers sampled just before it.
     #[command(
         after_help = "Examples:\n  gpumon run -- python train.py --batch-size 64\n  \
-        gpumon run --log mem.csv -- torchrun --nproc-per-node 8 train.py"
+        gpumon run --log mem.csv -- torchrun --nproc-per-node 8 train.py\n  \
+        gpumon run --snapshot -- python train.py"
     )]
     Run(Deferred<RunArgs>),
     /// Serve Prometheus metrics for this node's GPUs (dcgm-exporter's memory, utilisation,
@@ -437,6 +438,17 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_record: bool,
 
+    /// Turn on PyTorch's memory history (Python stacks of allocations, the last 100,000
+    /// events) when the job initialises CUDA, and at an out-of-memory error save a memory
+    /// snapshot (pytorch.org/memory_viz opens it) and summarise it: live memory by allocation
+    /// site, the cache's free pieces against the request, fragmentation or genuinely too much
+    #[arg(long)]
+    pub snapshot: bool,
+
+    /// Where --snapshot saves its files [default: $XDG_STATE_HOME/gpumon/runs, kept 7 days]
+    #[arg(long, value_name = "DIR", requires = "snapshot")]
+    pub snapshot_dir: Option<PathBuf>,
+
     /// The command and its arguments, after `--`
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<std::ffi::OsString>,
@@ -474,6 +486,13 @@ pub struct ExplainArgs {
     /// -10m before the recording's end)
     #[arg(long, value_name = "TIME", requires = "recording")]
     pub at: Option<String>,
+
+    /// Summarise a PyTorch memory snapshot instead (a pickle from `gpumon run --snapshot`,
+    /// torch.cuda.memory._dump_snapshot or an OOM observer): live memory by allocation site,
+    /// the cache's free pieces against the failed request, fragmentation or genuinely too much.
+    /// With --json: docs/schema/snapshot.schema.json
+    #[arg(long, value_name = "PICKLE", conflicts_with_all = ["file", "estimate", "recording"])]
+    pub snapshot: Option<PathBuf>,
 
     #[command(flatten)]
     pub source: SourceArgs,

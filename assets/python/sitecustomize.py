@@ -6,6 +6,10 @@ caching allocator's figures per device to one small JSON file, replaced atomical
 private runtime directory. It never initialises CUDA, never synchronises a stream, never
 allocates on the GPU, and never raises into user code. Standard library only (torch is used
 only if the program imported it). Any sitecustomize the environment already had still runs.
+
+With GPUMON_SNAPSHOT (`gpumon run --snapshot`) it also queues, on torch's own lazy CUDA
+initialisation, the start of PyTorch's memory history and an out-of-memory observer that dumps a
+memory snapshot beside the run's recording.
 """
 
 
@@ -133,11 +137,98 @@ def _gpumon_start_probe():
                 os.close(fd)
             os.replace(tmp, path)
 
+    # `gpumon run --snapshot`: PyTorch's memory history from CUDA's initialisation on, and at
+    # each out-of-memory error a snapshot (`torch.cuda.memory._snapshot()`, pickled as
+    # `_dump_snapshot` does: pytorch.org/memory_viz opens it) at GPUMON_SNAPSHOT.<pid>.
+    snapshot_prefix = os.environ.get("GPUMON_SNAPSHOT")
+    # The history is a ring of this many alloc/free events (PyTorch's docs use 100000); only
+    # Python frames, and stacks for allocations only, which is the cheap end of its options.
+    history_entries = 100000
+
+    def start_history(torch):
+        # Runs inside torch.cuda's lazy initialisation (queued with _lazy_call), after the
+        # program itself initialised CUDA; it must never raise there.
+        try:
+            memory = torch.cuda.memory
+            try:
+                memory._record_memory_history(
+                    enabled="all", context="alloc", stacks="python", max_entries=history_entries
+                )
+                mode = "all,alloc,python"
+            except TypeError:
+                # PyTorch 2.0: the boolean form.
+                memory._record_memory_history(
+                    True, trace_alloc_max_entries=history_entries, trace_alloc_record_context=True
+                )
+                mode = "legacy"
+        except Exception:
+            mode = None
+
+        def on_oom(device, alloc, device_limit, device_free):
+            # Called by the allocator just before it raises OutOfMemoryError, after it freed its
+            # empty segments and retried.
+            try:
+                import pickle
+
+                started = time.monotonic()
+                snapshot = torch.cuda.memory._snapshot()
+                base = "%s.%d.snapshot" % (snapshot_prefix, pid)
+                with open(base + ".pickle.tmp", "wb") as f:
+                    pickle.dump(snapshot, f)
+                    size = f.tell()
+                os.replace(base + ".pickle.tmp", base + ".pickle")
+                meta = {
+                    "device": int(device),
+                    "request": int(alloc),
+                    "device_free": int(device_free),
+                    "device_limit": int(device_limit),
+                    "time": time.time(),
+                    "seconds": time.monotonic() - started,
+                    "bytes": size,
+                    "history": mode,
+                    "torch_version": str(getattr(torch, "__version__", "")),
+                }
+                with open(base + ".json.tmp", "w") as f:
+                    json.dump(meta, f)
+                os.replace(base + ".json.tmp", base + ".json")
+            except Exception:
+                pass
+
+        try:
+            torch._C._cuda_attach_out_of_memory_observer(on_oom)
+        except Exception:
+            pass
+
+    def arm_snapshot(torch):
+        # True once armed, or once it is clear this torch cannot be: never initialise CUDA
+        # (`_record_memory_history` would), queue the start on torch's own lazy initialisation.
+        if torch is None or getattr(getattr(torch, "__spec__", None), "_initializing", False):
+            return False
+        lazy_call = getattr(getattr(torch, "cuda", None), "_lazy_call", None)
+        if lazy_call is not None:
+            lazy_call(lambda: start_history(torch))
+        return True
+
     def loop():
         visible = visible_devices()
         failures = 0
+        armed = not snapshot_prefix
+        due = time.monotonic() + interval
         while True:
-            time.sleep(interval)
+            if not armed:
+                try:
+                    armed = arm_snapshot(sys.modules.get("torch"))
+                except Exception:
+                    armed = True
+            # Until torch is imported and armed, look for it every 50 ms, so that the history
+            # starts with the program's first allocation.
+            wait = due - time.monotonic()
+            time.sleep(max(0.0, wait if armed else min(wait, 0.05)))
+            if time.monotonic() < due:
+                continue
+            due += interval
+            if due < time.monotonic():
+                due = time.monotonic() + interval
             try:
                 torch = sys.modules.get("torch")
                 # Only after the program initialised CUDA itself: never cause that.

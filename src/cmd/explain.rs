@@ -10,6 +10,9 @@ use crate::runtime::{terminal_width, EXIT_USAGE};
 use crate::text::Paint;
 
 pub fn run(common: &Common, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
+    if let Some(path) = &args.snapshot {
+        return snapshot(path, args.json);
+    }
     let sizing = match args.estimate.as_deref().map(crate::cli::estimate_line) {
         None => None,
         Some(Ok((shape, _, run))) => Some(Sizing { shape, run }),
@@ -387,4 +390,44 @@ fn render_before(b: &Before, paint: Paint, width: usize) -> String {
         }
     }
     out
+}
+
+/// `explain --snapshot`: a PyTorch memory snapshot summarised. The OOM's arguments come from the
+/// sidecar `gpumon run --snapshot` writes (`….snapshot.json`) when there is one, else from the
+/// snapshot's own trace.
+fn snapshot(path: &std::path::Path, json: bool) -> anyhow::Result<ExitCode> {
+    use crate::oom::snapshot;
+    let context: Option<snapshot::OomContext> = std::fs::read(path.with_extension("json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok());
+    let summary = match std::fs::File::open(path)
+        .map_err(snapshot::Error::from)
+        .and_then(|f| snapshot::read(io::BufReader::new(f), context))
+    {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("gpumon: {}: {e}", path.display());
+            return Ok(ExitCode::from(EXIT_USAGE));
+        }
+    };
+    let mut out = io::stdout().lock();
+    let written = if json {
+        serde_json::to_writer_pretty(&mut out, &snapshot::Json::new(&summary))
+            .map_err(io::Error::from)
+            .and_then(|()| writeln!(out))
+    } else {
+        let paint = Paint::for_stdout();
+        let width = io::stdout().is_terminal().then(terminal_width);
+        write!(
+            out,
+            "{}\n{}",
+            paint.bold(&format!("PyTorch memory snapshot {}:", path.display())),
+            snapshot::render(&summary, "  ", width)
+        )
+    };
+    match written {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
+        Err(e) => Err(e.into()),
+        Ok(()) => Ok(ExitCode::SUCCESS),
+    }
 }

@@ -328,11 +328,15 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
+    let stem = run_stem();
     // The run's recording, for `gpumon replay` and the post-mortem of a night's OOM.
     let (mut recorder, recording) = if args.no_record {
         (None, None)
     } else {
-        let path = args.record.clone().unwrap_or_else(default_recording);
+        let path = args
+            .record
+            .clone()
+            .unwrap_or_else(|| runs_dir().join(format!("{stem}.rec.zst")));
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             let _ = std::fs::create_dir_all(dir);
             if args.record.is_none() {
@@ -350,6 +354,20 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
                 (None, None)
             }
         }
+    };
+    // --snapshot: the probe saves `<dir>/<stem>.<pid>.snapshot.{pickle,json}` at an OOM.
+    let snapshots = if args.snapshot {
+        let dir = args.snapshot_dir.clone().unwrap_or_else(runs_dir);
+        if let Err(e) = std::fs::create_dir_all(&dir) {
+            eprintln!("gpumon: cannot create {}: {e}", dir.display());
+            return Ok(ExitCode::from(EXIT_USAGE));
+        }
+        if args.snapshot_dir.is_none() {
+            prune_runs(&dir);
+        }
+        Some(dir)
+    } else {
+        None
     };
     let sampler = match open_within_timeout(&common.collect()) {
         Ok(source) => Some(
@@ -394,6 +412,11 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
             common.interval.as_secs_f64().to_string(),
         )
         .env("GPUMON_RUN_ID", &run_id)
+        .envs(
+            snapshots
+                .as_ref()
+                .map(|dir| ("GPUMON_SNAPSHOT", dir.join(&stem))),
+        )
         .stderr(Stdio::piped())
         .spawn()
     {
@@ -502,14 +525,18 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
             .is_some_and(|mut r| r.close_segment().is_ok())
     });
     if !args.quiet {
+        let paint = Paint(io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none());
         let mut text = summary(
             &args.command,
             status,
             started.elapsed(),
             &trace,
             &relayed,
-            Paint(io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none()),
+            paint,
         );
+        if let Some(dir) = &snapshots {
+            snapshot_summaries(&mut text, dir, &stem, paint);
+        }
         if let Some(path) = &recording {
             let _ = writeln!(
                 text,
@@ -528,8 +555,8 @@ const RUN_RECORDING_MAX: u64 = 256 << 20;
 /// Runs' recordings older than this are removed when the next run starts.
 const RUNS_KEPT: Duration = Duration::from_secs(7 * 86400);
 
-/// `$XDG_STATE_HOME/gpumon/runs/run-<date>-<pid>.rec.zst` (`~/.local/state` without it).
-fn default_recording() -> PathBuf {
+/// `$XDG_STATE_HOME/gpumon/runs` (`~/.local/state` without it).
+fn runs_dir() -> PathBuf {
     let base = std::env::var_os("XDG_STATE_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
@@ -539,14 +566,18 @@ fn default_recording() -> PathBuf {
                 .map(|h| PathBuf::from(h).join(".local/state"))
         })
         .unwrap_or_else(std::env::temp_dir);
+    base.join("gpumon/runs")
+}
+
+/// `run-<date>-<pid>`: what this run's files in [`runs_dir`] start with.
+fn run_stem() -> String {
     let stamp = humantime::format_rfc3339_seconds(SystemTime::now())
         .to_string()
         .replace(':', "");
-    base.join("gpumon/runs")
-        .join(format!("run-{stamp}-{}.rec.zst", std::process::id()))
+    format!("run-{stamp}-{}", std::process::id())
 }
 
-/// Removes runs' recordings older than [`RUNS_KEPT`] from `dir`.
+/// Removes runs' recordings and snapshots older than [`RUNS_KEPT`] from `dir`.
 fn prune_runs(dir: &Path) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -554,7 +585,10 @@ fn prune_runs(dir: &Path) {
     for e in entries.flatten() {
         let name = e.file_name();
         let name = name.to_string_lossy();
-        if !name.starts_with("run-") || !name.contains(".rec.zst") {
+        let ours = [".rec.zst", ".snapshot.pickle", ".snapshot.json"]
+            .iter()
+            .any(|x| name.contains(x));
+        if !name.starts_with("run-") || !ours {
             continue;
         }
         let old = e
@@ -565,6 +599,87 @@ fn prune_runs(dir: &Path) {
             .is_some_and(|age| age > RUNS_KEPT);
         if old {
             let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
+/// What the probe saved beside a snapshot: the OOM observer's arguments and the dump's cost.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+struct SnapshotMeta {
+    #[serde(flatten)]
+    oom: crate::oom::snapshot::OomContext,
+    seconds: Option<f64>,
+    bytes: Option<u64>,
+    history: Option<String>,
+}
+
+/// The snapshots this run's processes saved, each summarised.
+fn snapshot_summaries(out: &mut String, dir: &Path, stem: &str, paint: Paint) {
+    use crate::oom::snapshot;
+    let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name();
+            let pid = name
+                .to_str()?
+                .strip_prefix(stem)?
+                .strip_prefix('.')?
+                .strip_suffix(".snapshot.pickle")?
+                .parse()
+                .ok()?;
+            Some((pid, e.path()))
+        })
+        .collect();
+    found.sort();
+    if found.is_empty() {
+        let _ = writeln!(
+            out,
+            "  no memory snapshot was saved: no process of the run hit an out-of-memory error in \
+             PyTorch's allocator (or its PyTorch is older than 2.0)"
+        );
+        return;
+    }
+    for (pid, path) in found {
+        let saved: Option<SnapshotMeta> = std::fs::read(path.with_extension("json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
+        let history_off = saved.as_ref().is_some_and(|m| m.history.is_none());
+        let meta = saved.unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "{}",
+            paint.bold(&format!("Memory snapshot at the OOM (pid {pid}):"))
+        );
+        let _ = writeln!(
+            out,
+            "  {} (open it in pytorch.org/memory_viz){}",
+            path.display(),
+            match (meta.seconds, meta.bytes) {
+                (Some(s), Some(b)) => format!("; taken in {s:.2} s, {}", fmt_bytes(b)),
+                _ => String::new(),
+            }
+        );
+        if history_off {
+            let _ = writeln!(
+                out,
+                "  (PyTorch's memory history could not be turned on: no allocation stacks)"
+            );
+        }
+        let read = std::fs::File::open(&path)
+            .map_err(snapshot::Error::from)
+            .and_then(|f| snapshot::read(io::BufReader::new(f), Some(meta.oom)));
+        match read {
+            Ok(s) => out.push_str(&snapshot::render(
+                &s,
+                "  ",
+                Some(crate::runtime::terminal_width()),
+            )),
+            Err(e) => {
+                let _ = writeln!(out, "  {e}");
+            }
         }
     }
 }
@@ -784,10 +899,13 @@ fn summary(
         .filter_map(|s| {
             let dev = s.devices.iter().find(|x| x.index == d.index)?;
             let q = dev.processes.iter().find(|q| q.pid == p.pid)?;
-            q.allocator
-                .as_ref()
-                .and_then(|a| a.reserved_bytes)
-                .or(q.gpu_memory_bytes)
+            // One measure for the whole curve: the allocator's reserved when the focus sample
+            // has it (samples before the probe reported are left out), else NVML's figure.
+            if p.allocator.is_some() {
+                q.allocator.as_ref().and_then(|a| a.reserved_bytes)
+            } else {
+                q.gpu_memory_bytes
+            }
         })
         .collect();
     let course = crate::model::timeline::course(&job_course, 6);

@@ -7,8 +7,10 @@
 
 pub mod diagnose;
 pub mod parse;
+pub mod pickle;
 pub mod render;
 pub mod scan;
+pub mod snapshot;
 
 use serde::Serialize;
 

@@ -672,6 +672,36 @@ fn the_schema_rejects_what_gpumon_never_prints() {
 }
 
 #[test]
+fn explain_snapshot_json_is_what_its_schema_says() {
+    let (_, v) = schema("snapshot.schema.json");
+    for name in ["fragmented", "too-much"] {
+        let path = root().join(format!("tests/fixtures/snapshots/{name}.pickle"));
+        let out = gpumon()
+            .args(["explain", "--json", "--snapshot"])
+            .arg(&path)
+            .output()
+            .expect("run");
+        assert!(out.status.success(), "{name}");
+        let j: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        assert_valid(&v, &j, name);
+    }
+    // The schema can fail: a verdict of an unknown kind, a negative size.
+    for (field, bad) in [
+        ("verdict", serde_json::json!({"kind": "maybe"})),
+        ("reserved", serde_json::json!(-1)),
+    ] {
+        let out = gpumon()
+            .args(["explain", "--json", "--snapshot"])
+            .arg(root().join("tests/fixtures/snapshots/fragmented.pickle"))
+            .output()
+            .expect("run");
+        let mut j: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        j[field] = bad;
+        assert!(!v.is_valid(&j), "the schema accepts a bad {field}");
+    }
+}
+
+#[test]
 fn explain_json_is_what_its_schema_says() {
     let (_, v) = schema("explain.schema.json");
     let corpus = root().join("assets/oom");

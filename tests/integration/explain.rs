@@ -449,3 +449,82 @@ fn explain_wraps_to_columns_with_hanging_indents() {
     // The quoted message is cut at a word, with an ellipsis.
     assert!(text.contains('…'), "{text}");
 }
+
+/// `explain --snapshot` on pickles Python writes: every protocol, the verdicts, bad files.
+#[test]
+fn memory_snapshots_are_summarised_from_any_pickle_protocol_and_bad_ones_refused() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/snapshots");
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The committed fixture rewritten by Python itself at each protocol (0 is text).
+    for protocol in 0..=5 {
+        let out = dir.path().join(format!("p{protocol}.pickle"));
+        let status = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import pickle,sys; s=pickle.load(open(sys.argv[1],'rb')); \
+                 pickle.dump(s, open(sys.argv[2],'wb'), protocol=int(sys.argv[3]))",
+            ])
+            .arg(fixtures.join("fragmented.pickle"))
+            .arg(&out)
+            .arg(protocol.to_string())
+            .status()
+            .expect("python3");
+        if !status.success() && protocol == 5 {
+            continue; // Python older than 3.8
+        }
+        let j = stdout_json(gpumon().args(["explain", "--json", "--snapshot"]).arg(&out));
+        assert_eq!(j["verdict"]["kind"], "fragmentation", "protocol {protocol}");
+        assert_eq!(j["request"], 1280 << 20, "protocol {protocol}");
+        assert_eq!(j["free_pieces"], 43, "protocol {protocol}");
+        assert_eq!(
+            j["sites"][0]["location"], ".../alice/nanogpt/train.py:198 in <module>",
+            "protocol {protocol}"
+        );
+    }
+    let text = gpumon()
+        .args(["explain", "--snapshot"])
+        .arg(fixtures.join("too-much.pickle"))
+        .output()
+        .expect("run");
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("Verdict: genuinely too much"), "{text}");
+    assert!(text.contains("3.2 GiB short of the request"), "{text}");
+    assert!(!text.contains("expandable_segments:True"), "{text}");
+
+    // Bad files: a clear error and the usage exit code, never a panic.
+    let whole = std::fs::read(fixtures.join("fragmented.pickle")).expect("fixture");
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("empty", vec![]),
+        ("truncated", whole[..whole.len() / 2].to_vec()),
+        ("json", br#"{"segments": []}"#.to_vec()),
+        (
+            "a class",
+            b"\x80\x04\x95\x00\x00\x00\x00\x00\x00\x00\x00\x8c\x02os\x8c\x06system\x93.".to_vec(),
+        ),
+        ("a list", b"\x80\x04]\x94.".to_vec()),
+        (
+            "random",
+            (0..4096u32)
+                .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+                .collect(),
+        ),
+    ];
+    for (what, bytes) in cases {
+        let path = dir.path().join("bad.pickle");
+        std::fs::write(&path, &bytes).expect("write");
+        let out = gpumon()
+            .args(["explain", "--snapshot"])
+            .arg(&path)
+            .output()
+            .expect("run");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{what}: {stderr}");
+        assert!(stderr.contains("gpumon: "), "{what}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{what}: {stderr}");
+    }
+    let missing = gpumon()
+        .args(["explain", "--snapshot", "/nonexistent/x.pickle"])
+        .output()
+        .expect("run");
+    assert_eq!(missing.status.code(), Some(2));
+}

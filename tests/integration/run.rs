@@ -566,3 +566,101 @@ fn the_post_mortem_names_a_neighbour_that_grew_before_the_oom() {
         .collect();
     assert!(pids.contains(&u64::from(neighbour.id())), "{v}");
 }
+
+#[test]
+fn a_snapshot_at_the_oom_is_saved_and_summarised() {
+    let env = Env::new();
+    let snapshots = env.path("snapshots");
+    let log = env.path("torch.log");
+    let mut cmd = env.train(
+        &[
+            "--snapshot",
+            "--snapshot-dir",
+            snapshots.to_str().expect("utf-8"),
+        ],
+        &["snapshot"],
+    );
+    cmd.env("FAKE_TORCH_LOG", &log);
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run");
+    let (code, _, stderr) = finish(child);
+    assert_eq!(code, 1, "{stderr}");
+    // The history started when the program brought CUDA up, never before (the real
+    // `_record_memory_history` would initialise CUDA itself), with the cheap options.
+    let calls = fs::read_to_string(&log).expect("torch log");
+    assert!(
+        calls.contains("queued\ninitialized\nhistory all alloc python 100000\nobserver"),
+        "{calls}"
+    );
+    assert!(!calls.contains("EARLY"), "{calls}");
+    // The pickle is one Python reads back as PyTorch's layout (what memory_viz opens).
+    let pickles: Vec<PathBuf> = fs::read_dir(&snapshots)
+        .expect("snapshot dir")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().ends_with(".snapshot.pickle"))
+        .collect();
+    assert_eq!(pickles.len(), 1, "{pickles:?}");
+    let check = StdCommand::new("python3")
+        .args([
+            "-c",
+            "import pickle,sys; s=pickle.load(open(sys.argv[1],'rb')); \
+             print(len(s['segments']), s['device_traces'][0][-1]['action'])",
+        ])
+        .arg(&pickles[0])
+        .output()
+        .expect("python3");
+    assert_eq!(String::from_utf8_lossy(&check.stdout).trim(), "10 oom");
+    // The summary: the split, the verdict with its remedy, and the sites by size (wrapped to
+    // the terminal: compared with the white space folded).
+    let stderr = stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        stderr.contains("Memory snapshot at the OOM (pid "),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(
+            "reserved 10.0 GiB on device 0 = allocated 7.5 GiB + free in the cache 2.5 GiB \
+             (10 pieces, the largest 256.0 MiB)"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("the failed request: 2.0 GiB; free on the device: 512.0 MiB"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("Verdict: fragmentation"), "{stderr}");
+    assert!(
+        stderr.contains("Remedy: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"),
+        "{stderr}"
+    );
+    let first = stderr
+        .find("python/train.py:97 in forward")
+        .expect("the largest site");
+    let second = stderr
+        .find("python/train.py:98 in step")
+        .expect("the next site");
+    assert!(first < second, "{stderr}");
+    assert!(stderr.contains("6.0 GiB 8 blocks"), "{stderr}");
+    // The job's own curve is one measure (the allocator's reserved), not NVML's figure first.
+    assert!(
+        !stderr.contains("this job's reserved: 13.4 GiB"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn without_an_oom_the_summary_says_no_snapshot_was_saved() {
+    let env = Env::new();
+    fs::write(env.path("done"), "").expect("done");
+    let out = env
+        .train(&["--snapshot"], &["train", "0"])
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("no memory snapshot was saved"), "{stderr}");
+}
