@@ -1,6 +1,7 @@
 //! Dashboard efficiency: the release binary in a 200×50 tmux pane on the fake library with
 //! 8 GPUs × 40 live processes at a 1 s interval, beside nvtop on the same fake GPUs (and
-//! other gpumon builds with GPUMON_BENCH_COMPARE=PATH[,PATH…]), all at once. Reports each one's CPU
+//! the same build with `--record`, `gpumon record` alone, and other gpumon builds with GPUMON_BENCH_COMPARE=PATH[,PATH…]),
+//! all at once. Reports each one's CPU
 //! share of steady state (after a warm-up) and its memory: anonymous (private) memory from
 //! `/proc/PID/smaps_rollup` beside the resident set, after 60 s and, with GPUMON_BENCH_SECS
 //! longer, at its end (660: the 10-minute history full). Then, with every call on GPU 3
@@ -63,6 +64,25 @@ fn main() {
         "gpumon".to_owned(),
         format!("exec env {env} {bin} --interval 1s"),
     )];
+    // The same build recording every sample (`--record`), unless GPUMON_BENCH_RECORD=0.
+    let recording = tempfile::tempdir().expect("dir");
+    if std::env::var("GPUMON_BENCH_RECORD").map_or(true, |v| v != "0") {
+        commands.push((
+            "gpumon --record".to_owned(),
+            format!(
+                "exec env {env} {bin} --interval 1s --record {}",
+                recording.path().join("bench.rec.zst").display()
+            ),
+        ));
+        // And `gpumon record` alone (headless, in a pane like the others).
+        commands.push((
+            "record (headless)".to_owned(),
+            format!(
+                "exec env {env} {bin} record --interval 1s -o {}",
+                recording.path().join("record.rec.zst").display()
+            ),
+        ));
+    }
     if let Ok(others) = std::env::var("GPUMON_BENCH_COMPARE") {
         for other in others.split(',').filter(|o| !o.is_empty()) {
             commands.push((

@@ -1,8 +1,11 @@
 //! Recordings: bytes a day and CPU per sample for 8 GPUs × 40 processes at 1 s with realistic
 //! churn (%SM, memory bandwidth and CPU moving every sample, GPU memory growing in chunks and
-//! host memory by pages now and then, a tenth of the processes replaced every ten minutes),
+//! host memory by pages now and then, read every 30 s as `record` reads them, a tenth of the
+//! processes replaced every ten minutes),
 //! and the time to open a 7-day recording and seek to a random time in it.
-//! `cargo bench --bench record` (GPUMON_BENCH_HOURS: hours of 8 × 40 to write, default 1).
+//! `cargo bench --bench record` (GPUMON_BENCH_HOURS: hours of 8 × 40 to write, default 1;
+//! GPUMON_BENCH_HOST_EVERY: seconds between CPU and host-memory reads, default 30;
+//! GPUMON_BENCH_KEEP: where to copy the 8 × 40 recording).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -53,6 +56,11 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1);
+    let host_every: u64 = std::env::var("GPUMON_BENCH_HOST_EVERY")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|v| *v > 0)
+        .unwrap_or(30);
     let dir = tempfile::tempdir().expect("dir");
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     let mut job = Owner::new(OwnerKind::Slurm, "81234");
@@ -108,10 +116,14 @@ fn main() {
                 let level = 60 + (p.pid % 30);
                 p.sm_percent = Some(level + rng.below(7) as u32 - 3);
                 p.mem_bw_percent = Some(level / 2 + rng.below(5) as u32 - 2);
-                // As the sampler computes it: CPU ticks over the wall time between reads.
-                p.cpu_percent = Some((9500 + rng.below(1000) as u32) as f32 / 97.3);
-                if rng.below(10) == 0 {
-                    p.host_memory_bytes = Some(2 * GIB + rng.below(4096) * 4096);
+                // As the sampler computes it: CPU ticks over the wall time between reads. `record`
+                // reads processes' CPU and host memory every 30 s (GPU figures every sample);
+                // GPUMON_BENCH_HOST_EVERY=1 moves them every sample, as the dashboard does.
+                if t % host_every == 0 {
+                    p.cpu_percent = Some((9500 + rng.below(1000) as u32) as f32 / 97.3);
+                    if rng.below(10) == 0 {
+                        p.host_memory_bytes = Some(2 * GIB + rng.below(4096) * 4096);
+                    }
                 }
             }
             if t % 600 == 599 {
@@ -153,6 +165,9 @@ fn main() {
         cpu += t0.elapsed();
     }
     drop(w);
+    if let Ok(keep) = std::env::var("GPUMON_BENCH_KEEP") {
+        std::fs::copy(&path, keep).expect("keep");
+    }
     let size = path.metadata().expect("meta").len();
     let per_day = size as f64 / n as f64 * 86400.0;
     println!(
