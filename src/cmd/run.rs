@@ -28,7 +28,7 @@ use crate::collect::sampler;
 use crate::collect::{new_sampler, open_within_timeout, Needs};
 use crate::model::breakdown::{Breakdown, PartKind};
 use crate::model::{Device, Process, Sample};
-use crate::oom::render::render_oom_with;
+use crate::oom::render::render_oom_repeated;
 use crate::oom::scan::{LineSplitter, Scanner};
 use crate::oom::Analysis;
 use crate::runtime::EXIT_USAGE;
@@ -798,10 +798,11 @@ fn summary(
         width: Some(crate::runtime::terminal_width()),
         ..Default::default()
     };
-    render_oom_with(
+    render_oom_repeated(
         &mut out,
         oom,
         relayed.analysis.total as usize,
+        relayed.analysis.repeats(),
         paint,
         &layout,
     );

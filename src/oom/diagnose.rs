@@ -26,6 +26,11 @@ pub enum Cause {
     Unexplained,
     /// A figure in the message cannot be true (it is left out of the analysis).
     ImplausibleFigures,
+    /// Not the GPU's memory: a kernel asked for more on-chip shared memory per block than the
+    /// GPU has (Triton's "out of resource: shared memory").
+    SharedMemory,
+    /// Not the GPU's memory: the host's RAM (a CPU buffer) could not be allocated.
+    HostMemory,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -83,6 +88,11 @@ pub fn diagnose(oom: &Oom) -> Vec<Finding> {
 
 /// [`diagnose`], with the remedies' savings from the described run's model when there is one.
 pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
+    match oom.memory {
+        super::MemoryKind::SharedMemory => return vec![shared_memory(oom)],
+        super::MemoryKind::Host => return vec![host_memory(oom)],
+        super::MemoryKind::Device => {}
+    }
     let f = &oom.facts;
     let mut out = Vec::new();
     let need = f.requested_bytes;
@@ -735,4 +745,97 @@ fn framework_settings(oom: &Oom) -> Option<Finding> {
         detail: detail.into(),
         remedies,
     })
+}
+
+/// The GPU generations behind Triton's "Hardware limit" (the opt-in shared memory per block,
+/// cudaDevAttrMaxSharedMemoryPerBlockOptin, from NVIDIA's compute-capability tables).
+fn smem_generation(limit: u64) -> Option<&'static str> {
+    Some(match limit {
+        49_152 => "48 KiB: Pascal and older (compute capability 6.x), or a kernel not opted in",
+        65_536 => "64 KiB: Turing (T4, RTX 20, compute capability 7.5)",
+        98_304 => "96 KiB: Volta (V100, compute capability 7.0)",
+        101_376 => {
+            "99 KiB: Ampere and Ada consumer and workstation GPUs (RTX 30/40, A10, \
+                    L4, L40; compute capability 8.6/8.9)"
+        }
+        166_912 => "163 KiB: A100 and A30 (compute capability 8.0)",
+        232_448 => "227 KiB: Hopper and Blackwell data-centre GPUs (H100, H200, B200)",
+        _ => return None,
+    })
+}
+
+fn shared_memory(oom: &Oom) -> Finding {
+    let f = &oom.facts;
+    let need = f.requested_bytes;
+    let limit = oom.memory_limit_bytes;
+    let mut detail =
+        format!(
+        "This is not the GPU's memory. A Triton kernel was compiled to use {} of shared memory \
+         per thread block, on the chip, and this GPU allows {} per block{}. Free GPU memory, a \
+         smaller batch or another process's memory make no difference.",
+        need.map_or_else(|| "more".into(), |b| format!("{} ({b} bytes)", fmt_bytes(b))),
+        limit.map_or_else(|| "less".into(), |b| format!("{} ({b} bytes)", fmt_bytes(b))),
+        limit
+            .and_then(smem_generation)
+            .map(|g| format!(" ({g})"))
+            .unwrap_or_default(),
+    );
+    if let (Some(n), Some(l)) = (need, limit) {
+        if n > l {
+            detail.push_str(&format!(" It is {} over.", fmt_bytes(n - l)));
+        }
+    }
+    Finding {
+        cause: Cause::SharedMemory,
+        title: "A kernel needs more on-chip shared memory than this GPU has per block".into(),
+        detail,
+        remedies: vec![
+            r(
+                "Lower the kernel's num_stages (each pipeline stage keeps its own copy of the \
+               tiles in shared memory) or its BLOCK_M / BLOCK_N / BLOCK_K tile sizes, in its \
+               triton.Config or autotune list.",
+            ),
+            r(
+                "A library kernel (vLLM, FlashAttention's Triton path, mamba, lmdeploy, \
+               Inductor): use its settings or a release with configs for this GPU generation, \
+               or its non-Triton backend.",
+            ),
+            r(
+                "Or run on a GPU with more shared memory per block (227 KiB on H100, 163 KiB on \
+               A100, 99 KiB on RTX 30/40).",
+            ),
+        ],
+    }
+}
+
+fn host_memory(oom: &Oom) -> Finding {
+    let need = oom.facts.requested_bytes;
+    let detail = format!(
+        "This is not the GPU's memory: llama.cpp's CPU backend could not allocate {} of host \
+         RAM (an aligned malloc failed). The weights kept on the CPU, its KV cache and its \
+         compute buffers live there; the size grows with the context (-c) and the batch.",
+        need.map_or_else(
+            || "a buffer".into(),
+            |b| format!("a buffer of {}", fmt_bytes(b))
+        ),
+    );
+    Finding {
+        cause: Cause::HostMemory,
+        title: "The host's RAM ran out (a CPU buffer), not the GPU's memory".into(),
+        detail,
+        remedies: vec![
+            r(
+                "See what the host has free (free -h) and what else holds it; a container's \
+               memory limit or ulimit -v counts too.",
+            ),
+            r(
+                "A smaller context (-c / --ctx-size) or batch (-b, -ub): the CPU KV cache and \
+               compute buffers scale with them.",
+            ),
+            r(
+                "Offload more layers to the GPU (-ngl) so fewer weights stay in host memory, or \
+               use a smaller quantisation of the model.",
+            ),
+        ],
+    }
 }

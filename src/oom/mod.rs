@@ -41,6 +41,23 @@ pub enum Framework {
     Tensorrt,
     /// The ROCm (HIP) runtime or a library on it, without framework figures.
     Rocm,
+    /// Triton's kernels (and the libraries built on them: vLLM, FlashAttention's Triton
+    /// kernels, mamba, torch.compile's Inductor).
+    Triton,
+}
+
+/// Which memory ran out. Not every "out of memory" is the GPU's: a kernel's on-chip shared
+/// memory and the host's RAM fail with messages that look alike.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryKind {
+    /// The GPU's memory (what every breakdown here is about).
+    #[default]
+    Device,
+    /// Shared memory per thread block, on the chip: fixed by the GPU's generation.
+    SharedMemory,
+    /// The host's RAM (a CPU buffer).
+    Host,
 }
 
 impl Framework {
@@ -60,6 +77,7 @@ impl Framework {
             Framework::Paddle => "PaddlePaddle",
             Framework::Tensorrt => "TensorRT",
             Framework::Rocm => "ROCm",
+            Framework::Triton => "Triton",
         }
     }
 
@@ -145,9 +163,35 @@ pub struct Oom {
     /// Parts of the full message that the paste lacks (a cut head, a title cut short), so
     /// their figures are unknown.
     pub missing: Vec<&'static str>,
+    /// Which memory ran out: the GPU's, or a kind that only looks like it.
+    pub memory: MemoryKind,
+    /// For memory that is not the GPU's: its limit, as the message gives it (Triton's
+    /// "Hardware limit", shared memory per block).
+    pub memory_limit_bytes: Option<u64>,
 }
 
 impl Facts {
+    /// How many of the message's figures are known (derived ones included): how much a
+    /// repetition of one failure says.
+    pub fn known(&self) -> usize {
+        [
+            self.requested_bytes,
+            self.total_bytes,
+            self.free_bytes,
+            self.allocated_bytes,
+            self.reserved_bytes,
+            self.process_bytes,
+            self.non_framework_bytes,
+            self.allowed_bytes,
+            self.other_processes_bytes,
+            self.device_used_bytes,
+        ]
+        .iter()
+        .filter(|x| x.is_some())
+        .count()
+            + usize::from(!self.other_processes.is_empty())
+    }
+
     fn mark(&mut self, name: &'static str) {
         if !self.derived.contains(&name) {
             self.derived.push(name);
@@ -360,8 +404,44 @@ pub struct Analysis {
 pub const MAX_KEPT: usize = 64;
 
 impl Analysis {
+    /// The failure explained: of the last failure's repetitions at the end of the input
+    /// ([`Analysis::repeats`]), the one whose message says the most (frameworks log one
+    /// failure several times: a warning, the error, a traceback's last line, and the last is
+    /// often the barest); the latest of equals.
     pub fn main(&self) -> Option<&Oom> {
-        self.ooms.last()
+        let group = self.last_group();
+        group
+            .iter()
+            .enumerate()
+            .max_by_key(|(i, o)| (o.facts.known(), *i))
+            .map(|(_, o)| o)
+    }
+
+    /// How many times the explained failure appears at the end of the input: the run of OOMs
+    /// that name the same framework, device and request as the last one (a figure a message
+    /// does not print does not tell them apart).
+    pub fn repeats(&self) -> usize {
+        self.last_group().len()
+    }
+
+    fn last_group(&self) -> &[Oom] {
+        let Some(last) = self.ooms.last() else {
+            return &[];
+        };
+        let same = |o: &Oom| {
+            let agree = |a: Option<u64>, b: Option<u64>| a.is_none() || b.is_none() || a == b;
+            o.framework == last.framework
+                && (o.device_index.is_none()
+                    || last.device_index.is_none()
+                    || o.device_index == last.device_index)
+                && agree(o.facts.requested_bytes, last.facts.requested_bytes)
+        };
+        let start = self
+            .ooms
+            .iter()
+            .rposition(|o| !same(o))
+            .map_or(0, |i| i + 1);
+        &self.ooms[start..]
     }
 }
 
@@ -377,6 +457,41 @@ pub fn analyze(text: &str) -> Analysis {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One failure logged twice (the full message, then a bare repetition further down a
+    /// log) is explained from the full one and counted as one failure twice; a different
+    /// request after it is a failure of its own.
+    #[test]
+    fn repetitions_are_grouped_and_the_fullest_explained() {
+        let full = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 \
+            has a total capacity of 79.10 GiB of which 1.19 GiB is free. Including non-PyTorch \
+            memory, this process has 77.90 GiB memory in use. Of the allocated memory 70.00 GiB \
+            is allocated by PyTorch, and 6.50 GiB is reserved by PyTorch but unallocated.";
+        let bare = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 \
+            has a total capacity of 79.10 GiB of which 1.19 GiB is free.";
+        let filler = "step 12 loss 1.234\n".repeat(40);
+        let a = analyze(&format!("{full}\n{filler}{bare}\n"));
+        assert_eq!(a.total, 2);
+        assert_eq!(a.repeats(), 2);
+        let main = a.main().expect("an OOM");
+        assert_eq!(main.facts.allocated_bytes, Some(70 << 30));
+        let text = render::render(&a, crate::text::Paint(false));
+        assert!(text.contains("One failure, logged 2 times"), "{text}");
+
+        let other = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 MiB. \
+            GPU 0 has a total capacity of 79.10 GiB of which 1.19 GiB is free.";
+        let b = analyze(&format!("{full}\n{filler}{other}\n"));
+        assert_eq!((b.total, b.repeats()), (2, 1));
+        assert_eq!(
+            b.main().and_then(|o| o.facts.requested_bytes),
+            Some(512 << 20)
+        );
+        let text = render::render(&b, crate::text::Paint(false));
+        assert!(
+            text.contains("2 OOM errors in the input; this is the last one."),
+            "{text}"
+        );
+    }
 
     /// Finding 19: "99999.96 GiB already allocated" on a 15.9 GiB GPU is not believed (it was
     /// reported as 97.7 TiB held); a little over the card is Windows' system-memory fallback;

@@ -162,6 +162,19 @@ re!(
     ggml_re,
     format!(r"allocating {SIZE} on device (\d+): cudaMalloc failed: out of memory")
 );
+// Triton (`triton/compiler/compiler.py`, `_init_handles`): `OutOfResources(self.metadata.shared,
+// max_shared, "shared memory")` prints "out of resource: shared memory, Required: N, Hardware
+// limit: M" (bytes of shared memory per block; "Hardware limitation" in some versions).
+re!(
+    triton_smem_re,
+    r"out of resource: shared memory, Required: (\d+), Hardware limit(?:ation)?: (\d+)"
+);
+// ggml's CPU backend (`ggml-backend.c`, `ggml_backend_cpu_buffer_type_alloc_buffer`): an
+// aligned malloc of host memory failed; ggml-alloc then says "failed to allocate CPU buffer".
+re!(
+    ggml_cpu_re,
+    r"(?:ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size (\d+)|failed to allocate CPU buffer of size (\d+)|unable to allocate CPU buffer)"
+);
 re!(
     ggml_buf_re,
     r"failed to allocate (CUDA(\d+)|\w+) buffer of size (\d+)"
@@ -314,6 +327,8 @@ fn oom(framework: Framework, format: &'static str, device: Option<u32>, facts: F
         hint: None,
         line: String::new(),
         missing: Vec::new(),
+        memory: super::MemoryKind::Device,
+        memory_limit_bytes: None,
     }
 }
 
@@ -629,6 +644,25 @@ pub fn parse_text(t: &str) -> Option<Oom> {
             num(&c, 2).map(|d| d as u32),
             f,
         ));
+    }
+    if let Some(c) = ggml_cpu_re().captures(t) {
+        let f = Facts {
+            requested_bytes: num(&c, 1).or_else(|| num(&c, 2)),
+            ..Facts::default()
+        };
+        let mut o = oom(Framework::Ggml, "ggml-cpu-buffer", None, f);
+        o.memory = super::MemoryKind::Host;
+        return Some(o);
+    }
+    if let Some(c) = triton_smem_re().captures(t) {
+        let f = Facts {
+            requested_bytes: num(&c, 1),
+            ..Facts::default()
+        };
+        let mut o = oom(Framework::Triton, "triton-shared-memory", None, f);
+        o.memory = super::MemoryKind::SharedMemory;
+        o.memory_limit_bytes = num(&c, 2);
+        return Some(o);
     }
     if let Some(c) = ggml_vulkan_re().captures(t) {
         let f = Facts {

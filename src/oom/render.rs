@@ -18,6 +18,8 @@ pub struct ExplainJson<'a> {
     pub schema_version: u32,
     pub found: bool,
     pub count: usize,
+    /// How many times the explained failure appears at the end of the input (1 when once).
+    pub repeats: usize,
     pub framework: Option<super::Framework>,
     pub format: Option<&'static str>,
     pub device_index: Option<u32>,
@@ -28,6 +30,10 @@ pub struct ExplainJson<'a> {
     pub findings: Vec<Finding>,
     pub hint: Option<&'a str>,
     pub line: Option<&'a str>,
+    /// Which memory ran out: "device" (the GPU's), "shared_memory" or "host".
+    pub memory: Option<super::MemoryKind>,
+    /// For memory that is not the GPU's, its limit as the message gives it.
+    pub memory_limit_bytes: Option<u64>,
     /// Parts of the full message the paste lacks (their figures are unknown).
     pub missing: &'a [&'static str],
 }
@@ -46,6 +52,7 @@ pub fn to_json_with<'a>(
         schema_version: SCHEMA_VERSION,
         found: main.is_some(),
         count: a.total as usize,
+        repeats: a.repeats(),
         framework: main.map(|o| o.framework),
         format: main.map(|o| o.format),
         device_index: main.and_then(|o| o.device_index),
@@ -56,6 +63,8 @@ pub fn to_json_with<'a>(
             .unwrap_or_default(),
         hint: main.and_then(|o| o.hint.as_deref()),
         line: main.map(|o| o.line.as_str()),
+        memory: main.map(|o| o.memory),
+        memory_limit_bytes: main.and_then(|o| o.memory_limit_bytes),
         missing: main.map_or(&[][..], |o| o.missing.as_slice()),
     }
 }
@@ -227,7 +236,7 @@ pub fn render_with(a: &Analysis, paint: Paint, layout: &Layout) -> String {
         return out;
     };
     let mut out = String::new();
-    render_oom_with(&mut out, oom, a.total as usize, paint, layout);
+    render_oom_repeated(&mut out, oom, a.total as usize, a.repeats(), paint, layout);
     out
 }
 
@@ -236,25 +245,63 @@ pub fn render_oom(out: &mut String, oom: &Oom, count: usize, paint: Paint) {
 }
 
 pub fn render_oom_with(out: &mut String, oom: &Oom, count: usize, paint: Paint, layout: &Layout) {
+    render_oom_repeated(out, oom, count, 1, paint, layout);
+}
+
+/// [`render_oom_with`] for an OOM that is the last failure's most telling of `repeats`
+/// repetitions ([`Analysis::repeats`]).
+pub fn render_oom_repeated(
+    out: &mut String,
+    oom: &Oom,
+    count: usize,
+    repeats: usize,
+    paint: Paint,
+    layout: &Layout,
+) {
     let f = &oom.facts;
     let w = layout.width;
     let device = oom
         .device_index
         .map(|d| format!(" on GPU {d}"))
         .unwrap_or_default();
-    let _ = writeln!(
-        out,
-        "{}",
-        paint.bold(&format!("{} out of memory{device}", oom.framework.name()))
-    );
-    if count > 1 {
-        let _ = writeln!(
-            out,
-            "{}",
-            paint.dim(&format!(
-                "{count} OOM errors in the input; this is the last one."
-            ))
-        );
+    let title = match oom.memory {
+        super::MemoryKind::Device => format!("{} out of memory{device}", oom.framework.name()),
+        super::MemoryKind::SharedMemory => {
+            format!("{}: out of on-chip shared memory", oom.framework.name())
+        }
+        super::MemoryKind::Host => format!("{}: out of host memory", oom.framework.name()),
+    };
+    let _ = writeln!(out, "{}", paint.bold(&title));
+    match (count, repeats) {
+        (0 | 1, _) => {}
+        (c, r) if r >= c => {
+            let _ = writeln!(
+                out,
+                "{}",
+                paint.dim(&format!(
+                    "One failure, logged {c} times; explained from the message that says the most."
+                ))
+            );
+        }
+        (c, r) if r > 1 => {
+            let _ = writeln!(
+                out,
+                "{}",
+                paint.dim(&format!(
+                    "{c} OOM errors in the input; the last failure, logged {r} times, is \
+                     explained from the message that says the most."
+                ))
+            );
+        }
+        (c, _) => {
+            let _ = writeln!(
+                out,
+                "{}",
+                paint.dim(&format!(
+                    "{c} OOM errors in the input; this is the last one."
+                ))
+            );
+        }
     }
     if !oom.line.is_empty() && !layout.no_quote {
         let mut quoted = String::new();
@@ -262,6 +309,23 @@ pub fn render_oom_with(out: &mut String, oom: &Oom, count: usize, paint: Paint, 
         para(&mut quoted, w, "  ", "  ", &crate::text::escape(&oom.line));
         out.push_str(&paint.dim(quoted.trim_end()));
         out.push('\n');
+    }
+    match oom.memory {
+        super::MemoryKind::Device => {}
+        super::MemoryKind::SharedMemory => {
+            let _ = writeln!(
+                out,
+                "{}",
+                paint.bold("Not GPU memory: a kernel's on-chip shared memory per block.")
+            );
+        }
+        super::MemoryKind::Host => {
+            let _ = writeln!(
+                out,
+                "{}",
+                paint.bold("Not GPU memory: the host's RAM (a CPU buffer).")
+            );
+        }
     }
     out.push('\n');
     // Room for the bars: the label, the borders and a margin.

@@ -108,7 +108,7 @@ fn trigger_re() -> &'static Regex {
             r"|kv cache is needed|cannot allocate|tried to allocate|reserved by pytorch but unallocated",
             r"|less than desired gpu memory utilization|hip_error_outof",
             r"|errorout(?:of)?devicememory|device memory allocation of size|kiogpucommandbuffercallbackerroroutofmemory",
-            r"|error code 2: outofmemory|could not be allocated",
+            r"|error code 2: outofmemory|could not be allocated|out of resource: shared memory",
         ))
         .expect("trigger regex")
     })
@@ -367,8 +367,11 @@ impl Scanner {
         // The same figure-less error printed twice (THCudaCheck's warning, then the raise) is
         // one event; a repeat with figures (a retry) is another. TensorRT logs one failure as
         // several errors (the allocator, the skipped tactic, the buffer resize).
-        let one_failure =
-            new.framework == Framework::Tensorrt && old.framework == Framework::Tensorrt;
+        // ggml's CPU backend likewise: the buffer type's failed malloc, then ggml-alloc's
+        // "failed to allocate CPU buffer" for the same buffer.
+        let one_failure = (new.framework == Framework::Tensorrt
+            && old.framework == Framework::Tensorrt)
+            || (new.format == "ggml-cpu-buffer" && old.format == "ggml-cpu-buffer");
         !(one_failure || (new.format == old.format && new.facts == super::Facts::default()))
     }
 

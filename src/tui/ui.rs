@@ -15,7 +15,7 @@ use super::gpu::{self, clock, MIN_CHART};
 use super::theme;
 use crate::model::breakdown::{Breakdown, PartKind};
 use crate::model::{Device, Sample};
-use crate::oom::render::{render_oom_with, LOOKED_FOR};
+use crate::oom::render::{render_oom_repeated, LOOKED_FOR};
 use crate::text::Paint;
 use crate::units::fmt_age;
 use crate::units::{fmt_bytes, fmt_opt_bytes};
@@ -1069,10 +1069,11 @@ fn draw_oom(frame: &mut Frame, area: Rect, app: &App, sample: &Sample) {
                 sizing: None,
             };
             let mut out = String::new();
-            render_oom_with(
+            render_oom_repeated(
                 &mut out,
                 oom,
                 analysis.total as usize,
+                analysis.repeats(),
                 Paint(false),
                 &layout,
             );

@@ -866,6 +866,7 @@ fn the_schemas_name_every_value_the_code_can_print() {
         Framework::Paddle,
         Framework::Tensorrt,
         Framework::Rocm,
+        Framework::Triton,
     ];
     for f in frameworks {
         match f {
@@ -882,7 +883,8 @@ fn the_schemas_name_every_value_the_code_can_print() {
             | Framework::Cupy
             | Framework::Paddle
             | Framework::Tensorrt
-            | Framework::Rocm => {}
+            | Framework::Rocm
+            | Framework::Triton => {}
         }
     }
     let causes = [
@@ -898,6 +900,8 @@ fn the_schemas_name_every_value_the_code_can_print() {
         Cause::RequestOnly,
         Cause::Unexplained,
         Cause::ImplausibleFigures,
+        Cause::SharedMemory,
+        Cause::HostMemory,
     ];
     for c in causes {
         match c {
@@ -912,7 +916,9 @@ fn the_schemas_name_every_value_the_code_can_print() {
             | Cause::NoNumbers
             | Cause::RequestOnly
             | Cause::Unexplained
-            | Cause::ImplausibleFigures => {}
+            | Cause::ImplausibleFigures
+            | Cause::SharedMemory
+            | Cause::HostMemory => {}
         }
     }
     let process_kinds = [

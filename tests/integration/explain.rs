@@ -57,7 +57,8 @@ fn every_corpus_message_parses_as_expected() {
         };
         for (key, want) in expect {
             let have = match key.as_str() {
-                "framework" | "format" | "device_index" | "count" | "missing" => got[key].clone(),
+                "framework" | "format" | "device_index" | "count" | "repeats" | "missing"
+                | "memory" | "memory_limit_bytes" => got[key].clone(),
                 // The fields flagged as impossible, by name.
                 "implausible" => got["breakdown"]["implausible"]
                     .as_array()
@@ -119,6 +120,7 @@ fn corpus_covers_every_family() {
         "paddle",
         "tensorrt",
         "rocm",
+        "triton",
     ] {
         assert!(frameworks.contains(f), "no corpus message for {f}");
     }
