@@ -465,11 +465,19 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
                 need.map(fmt_bytes).unwrap_or_default()
             ),
             detail: "A runtime's allocator line carries only the request. At start-up it is often TensorFlow or JAX reserving most of the GPU while another process already holds part of it; later it is the job's own growth.".into(),
-            remedies: vec![
-                r("See what holds the GPU now: `gpumon once` lists every process and its memory."),
-                r("TensorFlow: TF_FORCE_GPU_ALLOW_GROWTH=true; JAX: XLA_PYTHON_CLIENT_PREALLOCATE=false or a lower XLA_PYTHON_CLIENT_MEM_FRACTION, so they do not reserve the whole card."),
-                r("Get numbers: run the job under `gpumon log --processes --interval 200ms` and read the last samples before the failure."),
-            ],
+            remedies: {
+                let mut v = vec![r("See what holds the GPU now: `gpumon once` lists every process and its memory.")];
+                match oom.framework {
+                    Framework::Jax => v.extend(jax_lower_peak()),
+                    Framework::Tensorflow => v.push(r("If another process needs the GPU: TF_FORCE_GPU_ALLOW_GROWTH=true, so TensorFlow does not map the whole card at start-up.")),
+                    _ => {
+                        v.push(r("TensorFlow sharing the GPU: TF_FORCE_GPU_ALLOW_GROWTH=true, so it does not map the whole card at start-up."));
+                        v.push(r("JAX sharing the GPU: XLA_PYTHON_CLIENT_PREALLOCATE=false, or a lower XLA_PYTHON_CLIENT_MEM_FRACTION."));
+                    }
+                }
+                v.push(r("Get numbers: run the job under `gpumon log --processes --interval 200ms` and read the last samples before the failure."));
+                v
+            },
         });
     }
 
@@ -520,7 +528,38 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
         });
     }
 
+    rank_by_memory(&mut out, oom);
     out
+}
+
+/// Among the causes whose size is known, moves the small ones (less than a tenth of the memory
+/// the largest accounts for) after the others, so that 143 MiB of fragmentation never outranks
+/// the 10.8 GiB of the model's tensors that fill the card, while 7 GiB of fragmentation beside
+/// 70 GiB of tensors keeps its place before them. Findings without a size keep their places.
+fn rank_by_memory(out: &mut [Finding], oom: &Oom) {
+    let f = &oom.facts;
+    let size = |c: Cause| match c {
+        Cause::Fragmentation => f.reserved_unallocated_bytes,
+        Cause::FrameworkAllocations => f.allocated_bytes.or(f.reserved_bytes),
+        Cause::OtherProcesses => f.other_processes_bytes,
+        Cause::OutsideFramework => f.unaccounted_bytes.or(f.non_framework_bytes),
+        _ => None,
+    };
+    let slots: Vec<usize> = (0..out.len())
+        .filter(|i| size(out[*i].cause).is_some())
+        .collect();
+    let largest = slots
+        .iter()
+        .filter_map(|i| size(out[*i].cause))
+        .max()
+        .unwrap_or(0);
+    let small = |x: &Finding| size(x.cause).is_some_and(|b| b < largest / 10);
+    let mut sized: Vec<Finding> = slots.iter().map(|i| out[*i].clone()).collect();
+    // Stable: the usual order within each group.
+    sized.sort_by_key(small);
+    for (slot, finding) in slots.into_iter().zip(sized) {
+        out[slot] = finding;
+    }
 }
 
 /// vLLM refused to start: `gpu_memory_utilization × total` is more than is free.
@@ -590,6 +629,7 @@ fn framework_allocations(
             est("Halve the batch and accumulate gradients over 2 steps (optax.MultiSteps) to keep the effective batch size.", Some(half)),
             r("Rematerialise activations with jax.checkpoint (jax.remat) on the repeated blocks."),
             r("Compute in bfloat16 (params in float32, activations in bfloat16)."),
+            r("Donate buffers a step replaces: jax.jit(step, donate_argnums=…) lets XLA write the new parameters and optimizer state over the old ones instead of holding both."),
             r("Shard across devices with jax.sharding (pjit/shard_map) when more GPUs are available."),
         ],
         Framework::Tensorflow => vec![
@@ -659,14 +699,36 @@ fn framework_allocations(
     }
 }
 
+/// JAX's ways to lower a step's peak, for findings that cannot size them.
+fn jax_lower_peak() -> Vec<Remedy> {
+    vec![
+        r("A smaller batch (accumulate gradients with optax.MultiSteps to keep the effective batch)."),
+        r("jax.checkpoint (jax.remat) on the repeated blocks recomputes activations instead of keeping them."),
+        r("bfloat16 activations (params in float32); and donate what a step replaces: jax.jit(step, donate_argnums=…)."),
+    ]
+}
+
 fn framework_settings(oom: &Oom) -> Option<Finding> {
+    let f = &oom.facts;
+    // TensorFlow filling its own allocator's limit (the Stats block's InUse plus the request
+    // over Limit): memory growth and a memory cap change how the card is shared, not what the
+    // job may use, so they are not offered.
+    if oom.framework == Framework::Tensorflow && f.total_is_limit {
+        if let (Some(in_use), Some(limit), Some(need)) =
+            (f.allocated_bytes, f.total_bytes, f.requested_bytes)
+        {
+            if in_use.saturating_add(need) > limit {
+                return None;
+            }
+        }
+    }
     let (title, detail, remedies): (&str, &str, Vec<Remedy>) = match oom.framework {
         Framework::Jax => (
             "JAX preallocates GPU memory",
             "By default XLA reserves 75% of the GPU at start-up, so other processes (and a second JAX process) see little free memory.",
             vec![
-                r("XLA_PYTHON_CLIENT_PREALLOCATE=false allocates on demand (more fragmentation, but shares the GPU)."),
-                r("XLA_PYTHON_CLIENT_MEM_FRACTION=.90 lets JAX use more of the card (default .75)."),
+                r("XLA_PYTHON_CLIENT_MEM_FRACTION=.90 lets JAX use more of the card (default .75) when nothing else needs it."),
+                r("XLA_PYTHON_CLIENT_PREALLOCATE=false allocates on demand (more fragmentation, but shares the GPU with other processes)."),
                 r("XLA_PYTHON_CLIENT_ALLOCATOR=platform frees memory when unused (slow; for debugging)."),
             ],
         ),

@@ -262,18 +262,29 @@ fn remedies_are_right_for_each_family() {
 
 const FRAGMENTED: &str = "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 572.00 MiB. GPU 0 has a total capacity of 23.65 GiB of which 321.06 MiB is free. Process 1234 has 1.20 GiB memory in use. Process 5678 has 400.00 MiB memory in use. Including non-PyTorch memory, this process has 21.70 GiB memory in use. Of the allocated memory 19.90 GiB is allocated by PyTorch, and 1.17 GiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.";
 
+/// Causes in order of the memory they account for: the job's 19.9 GiB before the other
+/// processes' 1.6 GiB before the cache's 1.17 GiB of pieces.
 #[test]
-fn findings_name_the_numbers_and_rank_other_processes_first() {
+fn findings_name_the_numbers_and_rank_by_the_memory_they_explain() {
     let a = analyze(FRAGMENTED);
     let j = serde_json::to_value(render::to_json(&a)).expect("json");
-    assert_eq!(j["findings"][0]["cause"], "other_processes");
-    let title = j["findings"][0]["title"].as_str().unwrap_or("");
+    let causes: Vec<&str> = j["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter_map(|f| f["cause"].as_str())
+        .collect();
+    assert_eq!(
+        &causes[..3],
+        ["framework_allocations", "other_processes", "fragmentation"],
+        "{causes:?}"
+    );
+    let title = j["findings"][1]["title"].as_str().unwrap_or("");
     assert!(
         title.contains("1.6 GiB") && title.contains("pid 1234"),
         "{title}"
     );
-    assert_eq!(j["findings"][1]["cause"], "fragmentation");
-    let remedies = j["findings"][1]["remedies"].to_string();
+    let remedies = j["findings"][2]["remedies"].to_string();
     assert!(remedies.contains("expandable_segments:True"));
     assert!(remedies.contains("empty_cache() will not fix"));
     // The breakdown parts add up to the total exactly.
@@ -328,6 +339,39 @@ MaxInUse:               1917554688\n";
     assert!(f.total_is_limit);
     assert_eq!(f.allocated_bytes, Some(1903846144));
     assert_eq!(f.free_bytes, Some(2118451200 - 1903846144));
+    // The job fills its own allocator's limit (InUse plus the request is over Limit): memory
+    // growth would not help, so it is not offered; the job's own tensors are the finding.
+    let j = serde_json::to_value(render::to_json(&a)).expect("json");
+    let all = j["findings"].to_string();
+    assert!(!all.contains("memory_growth"), "{all}");
+    assert!(!all.contains("ALLOW_GROWTH"), "{all}");
+    assert_eq!(j["findings"][0]["cause"], "framework_allocations", "{all}");
+    // A BFC allocator that is far from its limit still hears of it (another process may need
+    // the memory TensorFlow mapped).
+    let roomy = text.replace(
+        "InUse:                  1903846144",
+        "InUse:                  603846144",
+    );
+    let j = serde_json::to_value(render::to_json(&analyze(&roomy))).expect("json");
+    assert!(j["findings"].to_string().contains("set_memory_growth"));
+}
+
+/// JAX with only its request: its own ways to lower the peak, and no TensorFlow variable.
+#[test]
+fn jax_request_only_gets_jax_remedies() {
+    let text = "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 7406166528 bytes.";
+    let j = serde_json::to_value(render::to_json(&analyze(text))).expect("json");
+    assert_eq!(j["framework"], "jax");
+    let all = j["findings"].to_string();
+    for want in [
+        "jax.checkpoint",
+        "donate_argnums",
+        "bfloat16",
+        "smaller batch",
+    ] {
+        assert!(all.contains(want), "{want}: {all}");
+    }
+    assert!(!all.contains("TF_FORCE_GPU_ALLOW_GROWTH"), "{all}");
 }
 
 #[test]
