@@ -31,6 +31,8 @@ pub enum Cause {
     SharedMemory,
     /// Not the GPU's memory: the host's RAM (a CPU buffer) could not be allocated.
     HostMemory,
+    /// A GPU allocation failed in wording gpumon does not know: what the line says, no more.
+    Unrecognised,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -88,6 +90,9 @@ pub fn diagnose(oom: &Oom) -> Vec<Finding> {
 
 /// [`diagnose`], with the remedies' savings from the described run's model when there is one.
 pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
+    if oom.framework == Framework::Unknown {
+        return vec![unrecognised(oom)];
+    }
     match oom.memory {
         super::MemoryKind::SharedMemory => return vec![shared_memory(oom)],
         super::MemoryKind::Host => return vec![host_memory(oom)],
@@ -898,6 +903,52 @@ fn host_memory(oom: &Oom) -> Finding {
                 "Offload more layers to the GPU (-ngl) so fewer weights stay in host memory, or \
                use a smaller quantisation of the model.",
             ),
+        ],
+    }
+}
+
+fn unrecognised(oom: &Oom) -> Finding {
+    let f = &oom.facts;
+    let mut read = Vec::new();
+    if let Some(n) = f.requested_bytes {
+        read.push(format!("a request of {}", fmt_bytes(n)));
+    }
+    if let Some(fr) = f.free_bytes {
+        read.push(format!("{} free", fmt_bytes(fr)));
+    }
+    if let Some(t) = f.total_bytes {
+        read.push(format!("{} in total", fmt_bytes(t)));
+    }
+    let mut detail = if read.is_empty() {
+        "The line quoted above reports a failed GPU allocation in words no rule of gpumon's \
+         knows, and gives no figure it can read unambiguously."
+            .to_owned()
+    } else {
+        format!(
+            "The line quoted above reports a failed GPU allocation in words no rule of gpumon's \
+             knows; it reads {}.",
+            read.join(", ")
+        )
+    };
+    if let (Some(n), Some(fr)) = (f.requested_bytes, f.free_bytes) {
+        if n > fr {
+            detail.push_str(&format!(
+                " The request is {} more than was free.",
+                fmt_bytes(n - fr)
+            ));
+        }
+    }
+    detail.push_str(
+        " What the program's own figures mean (allocated, cached, reserved) is not assumed.",
+    );
+    Finding {
+        cause: Cause::Unrecognised,
+        title: "A GPU allocation failed, in a message gpumon does not know".into(),
+        detail,
+        remedies: vec![
+            r("See what holds the GPU now: `gpumon once` lists every process and its memory."),
+            r("Get numbers: run the job under `gpumon log --processes --interval 200ms` (or `gpumon run`) and read the last samples before the failure."),
+            r("Lower what the program asks for at once (batch, resolution, buffer or pool sizes), or run it on a GPU with more free memory (CUDA_VISIBLE_DEVICES=N)."),
         ],
     }
 }

@@ -44,6 +44,9 @@ pub enum Framework {
     /// Triton's kernels (and the libraries built on them: vLLM, FlashAttention's Triton
     /// kernels, mamba, torch.compile's Inductor).
     Triton,
+    /// A GPU allocation failure in wording no rule knows ([`parse::fallback`]): the figures
+    /// that are unambiguous, and no framework's meaning assumed.
+    Unknown,
 }
 
 /// Which memory ran out. Not every "out of memory" is the GPU's: a kernel's on-chip shared
@@ -78,6 +81,7 @@ impl Framework {
             Framework::Tensorrt => "TensorRT",
             Framework::Rocm => "ROCm",
             Framework::Triton => "Triton",
+            Framework::Unknown => "An unrecognised program",
         }
     }
 

@@ -359,8 +359,11 @@ pub fn parse_block(lines: &[String]) -> Option<Oom> {
         .find(|l| super::scan::is_trigger(l))
         .cloned()
         .unwrap_or_default();
-    // A terminal wrap can split a word; try the block joined without spaces as well.
-    let mut found = parse_text(&spaced).or_else(|| parse_text(&lines.concat()))?;
+    // A terminal wrap can split a word; try the block joined without spaces as well; then the
+    // honest fallback on the trigger line.
+    let mut found = parse_text(&spaced)
+        .or_else(|| parse_text(&lines.concat()))
+        .or_else(|| fallback(&trigger, &spaced))?;
     if found.device_index.is_none() {
         found.device_index = device_hint_re().captures(&spaced).and_then(|c| {
             (1..=4)
@@ -911,4 +914,80 @@ mod tests {
         assert_eq!(tf_dtype_size("half"), Some(2));
         assert_eq!(tf_dtype_size("mystery"), None);
     }
+}
+
+re!(
+    fallback_fail_re,
+    r"(?i)out of (?:gpu |device |video )?memory|failed to allocate|cannot allocate|could not allocate|unable to allocate"
+);
+re!(
+    fallback_gpu_re,
+    r"(?i)\b(?:gpu|gpus|cuda|cudamalloc|cumemalloc|cumemcreate|vram|hip|rocm|nccl|cudnn|cublas|vulkan|opencl|metal|device memory|video memory)\b"
+);
+// The host's OOM killer and host-memory wordings: not the GPU's.
+re!(
+    fallback_host_re,
+    r"(?i)killed process|oom-killer|oom_reaper|out of memory: kill|host memory|cpu memory|system memory|\bram\b|swap"
+);
+re!(
+    fallback_request_re,
+    format!(r"(?i)(?:allocat\w*|request\w*|need\w*)\D{{0,24}}?{SIZE}")
+);
+re!(
+    fallback_free_re,
+    format!(
+        r"(?i){SIZE}\s*(?:is\s+|are\s+)?(?:free|available)\b|\b(?:free|available)(?: memory)?\s*[:=]?\s*{SIZE}"
+    )
+);
+re!(
+    fallback_total_re,
+    format!(
+        r"(?i){SIZE}\s*total|\btotal(?: capacity| memory)?\s*[:=]?\s*{SIZE}|\b(?:free|available) of {SIZE}"
+    )
+);
+re!(
+    fallback_device_re,
+    r"(?i)\b(?:gpu|device|cuda:)\s*#?(\d{1,3})\b"
+);
+
+/// The one value a pattern's size captures take in `line`; `None` when it has none or several
+/// different ones (an ambiguous figure is not read).
+fn only_size(re: &Regex, line: &str) -> Option<u64> {
+    let mut found: Option<u64> = None;
+    for c in re.captures_iter(line) {
+        let v = (1..c.len()).find_map(|i| sz(&c, i))?;
+        match found {
+            Some(prev) if prev != v => return None,
+            _ => found = Some(v),
+        }
+    }
+    found
+}
+
+/// A line that clearly reports a GPU allocation failure in wording no rule knows: found, with
+/// framework "unknown", the request, free and total memory and the device only where the line
+/// gives each once, and the line itself quoted. A framework's meaning is never guessed.
+pub fn fallback(trigger: &str, block: &str) -> Option<Oom> {
+    if trigger.is_empty()
+        || trigger.starts_with("raise ")
+        || !fallback_fail_re().is_match(trigger)
+        || fallback_host_re().is_match(trigger)
+        || !(fallback_gpu_re().is_match(trigger) || fallback_gpu_re().is_match(block))
+    {
+        return None;
+    }
+    let f = Facts {
+        requested_bytes: only_size(fallback_request_re(), trigger),
+        free_bytes: only_size(fallback_free_re(), trigger),
+        total_bytes: only_size(fallback_total_re(), trigger),
+        ..Facts::default()
+    };
+    let mut devices = fallback_device_re()
+        .captures_iter(trigger)
+        .filter_map(|c| num(&c, 1));
+    let device = devices.next();
+    let device = device
+        .filter(|d| devices.all(|o| o == *d))
+        .map(|d| d as u32);
+    Some(oom(Framework::Unknown, "unrecognised", device, f))
 }

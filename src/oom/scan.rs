@@ -109,6 +109,7 @@ fn trigger_re() -> &'static Regex {
             r"|less than desired gpu memory utilization|hip_error_outof",
             r"|errorout(?:of)?devicememory|device memory allocation of size|kiogpucommandbuffercallbackerroroutofmemory",
             r"|error code 2: outofmemory|could not be allocated|out of resource: shared memory",
+            r"|out of (?:gpu|device|video) memory|could not allocate|unable to allocate",
         ))
         .expect("trigger regex")
     })

@@ -867,6 +867,7 @@ fn the_schemas_name_every_value_the_code_can_print() {
         Framework::Tensorrt,
         Framework::Rocm,
         Framework::Triton,
+        Framework::Unknown,
     ];
     for f in frameworks {
         match f {
@@ -884,7 +885,8 @@ fn the_schemas_name_every_value_the_code_can_print() {
             | Framework::Paddle
             | Framework::Tensorrt
             | Framework::Rocm
-            | Framework::Triton => {}
+            | Framework::Triton
+            | Framework::Unknown => {}
         }
     }
     let causes = [
@@ -902,6 +904,7 @@ fn the_schemas_name_every_value_the_code_can_print() {
         Cause::ImplausibleFigures,
         Cause::SharedMemory,
         Cause::HostMemory,
+        Cause::Unrecognised,
     ];
     for c in causes {
         match c {
@@ -918,7 +921,8 @@ fn the_schemas_name_every_value_the_code_can_print() {
             | Cause::Unexplained
             | Cause::ImplausibleFigures
             | Cause::SharedMemory
-            | Cause::HostMemory => {}
+            | Cause::HostMemory
+            | Cause::Unrecognised => {}
         }
     }
     let process_kinds = [

@@ -121,6 +121,7 @@ fn corpus_covers_every_family() {
         "tensorrt",
         "rocm",
         "triton",
+        "unknown",
     ] {
         assert!(frameworks.contains(f), "no corpus message for {f}");
     }
@@ -573,4 +574,63 @@ fn memory_snapshots_are_summarised_from_any_pickle_protocol_and_bad_ones_refused
         .output()
         .expect("run");
     assert_eq!(missing.status.code(), Some(2));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+    /// The honest fallback: any wording around a GPU allocation failure with a known size
+    /// never panics, and a request it reads is the exact size written.
+    #[test]
+    fn the_fallback_reads_a_known_size_exactly_or_not_at_all(
+        prefix in prop::sample::select(vec!["", "[rank0]:", "2026-11-23 03:12:05 ERROR", "worker-3 |", "E1123 03:12:05.123 alloc.cc:42]"]),
+        suffix in prop::sample::select(vec!["", "(retrying)", "; aborting", "at step 1200", "Error code 2"]),
+        noise in "[0-9:;,()\\[\\] ]{0,24}",
+        verb in prop::sample::select(vec!["failed to allocate", "could not allocate", "unable to allocate", "cannot allocate"]),
+        place in prop::sample::select(vec!["on GPU 3", "in CUDA device memory", "of VRAM", "on the gpu"]),
+        mib in 1u64..4_000_000,
+        unit in prop::sample::select(vec!["MiB", "MB", "GiB", "bytes"]),
+    ) {
+        let (text, bytes) = match unit {
+            "GiB" => (format!("{}.50 GiB", mib / 1024), (mib / 1024) * (1 << 30) + (1 << 29)),
+            "bytes" => (format!("{} bytes", mib), mib),
+            u => (format!("{mib} {u}"), mib << 20),
+        };
+        let line = format!("{prefix}{noise} mylib: {verb} {text} {place} {suffix}{noise}");
+        let a = analyze(&line);
+        let j = serde_json::to_value(render::to_json(&a)).expect("json");
+        prop_assert_eq!(&j["found"], &Value::Bool(true), "{}", line);
+        if let Some(got) = j["breakdown"]["requested_bytes"].as_u64() {
+            prop_assert_eq!(got, bytes, "{}", line);
+        }
+        let _ = render::render(&a, gpumon::text::Paint(false));
+    }
+}
+
+/// What the fallback does not take: the host's OOM killer, host memory, a line without a GPU
+/// anywhere near it, and a figure given twice with different values.
+#[test]
+fn the_fallback_refuses_what_is_not_a_gpu_allocation_failure() {
+    for text in [
+        "Out of memory: Killed process 4242 (python) total-vm:123kB on the GPU node",
+        "kernel: oom-killer invoked; CUDA job lost",
+        "error: failed to allocate 2 GiB of host memory for the GPU staging buffer",
+        "error: out of memory",
+        "failed to allocate buffer for the log file",
+    ] {
+        let a = analyze(text);
+        assert!(a.main().is_none(), "{text}");
+    }
+    let a = analyze("GPU error: failed to allocate 2.00 GiB, then failed to allocate 3.00 GiB");
+    let oom = a.main().expect("a GPU allocation failure");
+    assert_eq!(
+        oom.facts.requested_bytes, None,
+        "two different requests: none is read"
+    );
+    let a =
+        analyze("CUDA: cannot allocate 512.00 MiB on device 0 (300.00 MiB free, 16.00 GiB total)");
+    let f = &a.main().expect("found").facts;
+    assert_eq!(f.requested_bytes, Some(512 << 20));
+    assert_eq!(f.free_bytes, Some(300 << 20));
+    assert_eq!(f.total_bytes, Some(16 << 30));
+    assert_eq!(a.main().map(|o| o.device_index), Some(Some(0)));
 }
