@@ -437,7 +437,15 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
                 "cublas" | "cudnn" => "cuBLAS/cuDNN could not allocate its handle or workspace: the GPU was already full when the library initialised, usually with this program's own cached memory or another process.".into(),
                 "ggml-metal" => "Metal ran out of memory executing a command buffer: llama.cpp's model, KV cache and compute buffers did not fit in what macOS lets the GPU use (its recommended working set, about two thirds to three quarters of the Mac's memory).".into(),
                 "ggml-cuda" => "llama.cpp's CUDA backend (2023 builds) could not allocate; the message gives no size.".into(),
-                _ => "The allocation failed in the CUDA runtime; which allocation and how much was free are not in the text.".into(),
+                _ if !f.implausible.is_empty() => "The only figure in the message cannot be true (below); which allocation failed and how much was free are not in the text.".into(),
+                _ => format!(
+                    "The allocation failed in {}; which allocation and how much was free are not in the text.",
+                    match oom.framework {
+                        Framework::Cuda => "the CUDA runtime",
+                        Framework::Rocm | Framework::Hip => "the ROCm (HIP) runtime",
+                        other => other.name(),
+                    }
+                ),
             },
             remedies: if oom.format == "ggml-metal" {
                 vec![r("Add up the buffer sizes llama.cpp printed before the error (model, KV cache, compute) and compare them with recommendedMaxWorkingSetSize in its start-up log: that is how much less it needs.")]
@@ -447,11 +455,12 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
                     r("Check for other processes on the same GPU: `gpumon once`."),
                 ]
             } else {
-                vec![
-                    r("Get numbers: run the job under `gpumon log --processes --interval 200ms` (or keep `gpumon` open) and look at the last samples before the crash."),
-                    r("In PyTorch, print torch.cuda.memory_summary() in an except torch.OutOfMemoryError handler."),
-                    r("Check for other processes on the same GPU: `gpumon once`."),
-                ]
+                let mut v = vec![r("Get numbers: run the job under `gpumon log --processes --interval 200ms` (or keep `gpumon` open) and look at the last samples before the crash.")];
+                if matches!(oom.framework, Framework::Pytorch | Framework::Hip | Framework::Xpu | Framework::Cuda) {
+                    v.push(r("In PyTorch, print torch.cuda.memory_summary() in an except torch.OutOfMemoryError handler."));
+                }
+                v.push(r("Check for other processes on the same GPU: `gpumon once`."));
+                v
             },
         });
     }

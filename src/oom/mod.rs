@@ -206,11 +206,43 @@ impl Facts {
     /// Takes out the figures that cannot be true ([`Facts::implausible`]) before anything is
     /// derived from them: memory held on a device above its total capacity.
     fn drop_implausible(&mut self) {
+        let unit = |b: u64| crate::units::fmt_bytes(b);
+        // A request no GPU could hold (the largest hold under 300 GiB): a size computed from a
+        // bad shape, not a tensor anyone meant.
+        if let Some(n) = self.requested_bytes.filter(|n| *n >= IMPLAUSIBLE_REQUEST) {
+            self.implausible.push(Implausible {
+                field: "requested_bytes",
+                said_bytes: n,
+                why: format!(
+                    "a request of {}: no GPU holds that. A size like this comes from a shape \
+                     computed wrongly (a negative or uninitialised dimension, an overflow) or from \
+                     a device size misreported to the framework; look at the shapes in the \
+                     operation the traceback ends in",
+                    unit(n)
+                ),
+            });
+            self.requested_bytes = None;
+        }
+        // "This process has 0 bytes" beside gigabytes the framework holds: the driver could not
+        // attribute memory to processes (Windows' WDDM, WSL, some containers), so the figure is
+        // unknown, not zero.
+        if self.process_bytes == Some(0) && self.allocated_bytes.is_some_and(|a| a >= 1 << 30) {
+            self.implausible.push(Implausible {
+                field: "process_bytes",
+                said_bytes: 0,
+                why: format!(
+                    "this process 0 B while the framework holds {}: the driver does not \
+                     attribute memory to processes here (Windows WDDM, WSL, some containers), \
+                     so the process's figure is unknown, not zero",
+                    unit(self.allocated_bytes.unwrap_or(0))
+                ),
+            });
+            self.process_bytes = None;
+        }
         // A device's capacity; an allocator's limit (MPS's "max allowed") can be exceeded.
         let Some(total) = self.total_bytes.filter(|t| *t > 0 && !self.total_is_limit) else {
             return;
         };
-        let unit = |b: u64| crate::units::fmt_bytes(b);
         let fields: [(&'static str, &mut Option<u64>); 5] = [
             ("allocated_bytes", &mut self.allocated_bytes),
             ("reserved_bytes", &mut self.reserved_bytes),
@@ -404,6 +436,10 @@ pub struct Analysis {
     pub lines: u64,
 }
 
+/// A single request this large is not believed: 1 TiB, more than three times the largest GPU
+/// memory there is (288 GiB).
+pub const IMPLAUSIBLE_REQUEST: u64 = 1 << 40;
+
 /// The most OOMs an analysis keeps: memory stays bounded whatever the input.
 pub const MAX_KEPT: usize = 64;
 
@@ -461,6 +497,43 @@ pub fn analyze(text: &str) -> Analysis {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A request no GPU holds, and "this process has 0 bytes" beside gigabytes allocated, are
+    /// flagged and left out, with what they likely mean.
+    #[test]
+    fn absurd_requests_and_a_zero_process_figure_are_flagged() {
+        let a = analyze(
+            "E rocm_driver.cc:606] failed to allocate 83.98TiB (92332837830656 bytes) from \
+             device: HIP_ERROR_OutOfMemory",
+        );
+        let f = &a.main().expect("found").facts;
+        assert_eq!(f.requested_bytes, None);
+        assert_eq!(f.implausible[0].field, "requested_bytes");
+        assert_eq!(f.implausible[0].said_bytes, 92332837830656);
+        assert!(f.implausible[0].why.contains("no GPU holds that"));
+
+        let a = analyze(
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a \
+             total capacity of 8.00 GiB of which 0 bytes is free. Including non-PyTorch memory, \
+             this process has 0 bytes memory in use. Of the allocated memory 6.50 GiB is \
+             allocated by PyTorch, and 500.00 MiB is reserved by PyTorch but unallocated.",
+        );
+        let f = &a.main().expect("found").facts;
+        assert_eq!(f.process_bytes, None);
+        assert!(f
+            .implausible
+            .iter()
+            .any(|i| i.field == "process_bytes" && i.why.contains("unknown, not zero")));
+        // A request of hundreds of GiB on a large GPU is believed.
+        let a = analyze(
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 300.00 GiB. GPU 0 has \
+             a total capacity of 79.10 GiB of which 1.19 GiB is free.",
+        );
+        assert_eq!(
+            a.main().and_then(|o| o.facts.requested_bytes),
+            Some(300 << 30)
+        );
+    }
 
     /// One failure logged twice (the full message, then a bare repetition further down a
     /// log) is explained from the full one and counted as one failure twice; a different

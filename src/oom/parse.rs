@@ -896,7 +896,9 @@ mod tests {
              ate 127.99TiB (140729850295296 bytes) from device: HIP_ERROR_OutOf\nMemory",
         );
         assert_eq!((o.framework, o.format), (Framework::Rocm, "rocm-driver"));
-        assert_eq!(o.facts.requested_bytes, Some(140_729_850_295_296));
+        // Read exactly, then flagged: no GPU holds 128 TiB.
+        assert_eq!(o.facts.requested_bytes, None);
+        assert_eq!(o.facts.implausible[0].said_bytes, 140_729_850_295_296);
         // vLLM's guard cut inside a number.
         let o = found(
             "ValueError: Free memory on device cuda:3 (12.1\n8/23.56 GiB) on startup is less than desired GPU memory utilization (0.92, 21.67 GiB).",
