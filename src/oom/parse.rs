@@ -51,7 +51,7 @@ macro_rules! re {
 re!(
     torch2_re,
     format!(
-        r"(?i)\b(CUDA|HIP|XPU) out of memory\. Tried to allocate {SIZE}\. (?:GPU|Device) (\d+) has a total capaci?ty of {SIZE}(?: of which {SIZE} is free)?"
+        r"(?i)\b(CUDA|HIP|XPU) out of memory\. Tried to allocate {SIZE}\. (?:GPU|Device) ?(\d+) ?has a total capaci?ty of {SIZE}(?: of which {SIZE} is free)?"
     )
 );
 re!(torch_allowed_re, format!(r"{SIZE} allowed;"));

@@ -35,6 +35,8 @@ fn prefix_re() -> &'static Regex {
             r"|\s*(?:ERROR|WARNING|WARN|INFO|DEBUG|CRITICAL)\s+\d\d-\d\d \d\d:\d\d:\d\d(?:\s+\[[^\]]+\]|\s+[\w.]+:\d+\])?\s*", // vLLM
             r"|\s*(?:ERROR|WARNING|INFO|DEBUG|CRITICAL)(?::[\w.]+)*:\s*", // Python logging
             r"|\s*\[(?:ERROR|E|W|TRT|TensorRT)\]\s*",
+            r"|\s*[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.\-]+ [\w.\-/@]+(?:\[\d+\])?:\s*", // journalctl
+            r"|\s*[a-z][a-z0-9.\-]*\d[a-z0-9.\-]*:\s", // pdsh/clush: a host name with a digit
             r")+"
         ))
         .expect("prefix regex")
@@ -87,15 +89,21 @@ pub fn normalise(line: &str) -> String {
     let clean = clean.trim().trim_end_matches(['│', '|']).trim_end();
     // Text that went through a chat or a web page: tabs, no-break and thin spaces become
     // spaces, typographic quotes plain ones, so the messages' own patterns still match.
-    clean
-        .chars()
-        .map(|c| match c {
+    // Runs of spaces (text pasted from a spreadsheet or aligned columns) become one.
+    let mut out = String::with_capacity(clean.len());
+    for c in clean.chars() {
+        let c = match c {
             '\t' | '\u{a0}' | '\u{2007}' | '\u{2009}' | '\u{202f}' => ' ',
             '\u{2018}' | '\u{2019}' => '\'',
             '\u{201c}' | '\u{201d}' => '"',
             c => c,
-        })
-        .collect()
+        };
+        if c == ' ' && out.ends_with(' ') {
+            continue;
+        }
+        out.push(c);
+    }
+    out
 }
 
 fn trigger_re() -> &'static Regex {

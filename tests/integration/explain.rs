@@ -634,3 +634,41 @@ fn the_fallback_refuses_what_is_not_a_gpu_allocation_failure() {
     assert_eq!(f.total_bytes, Some(16 << 30));
     assert_eq!(a.main().map(|o| o.device_index), Some(Some(0)));
 }
+
+/// Line prefixes of pdsh and journalctl on every wrapped line, runs of spaces inside the
+/// sentences, a number glued to the next word: read as the clean message.
+#[test]
+fn pdsh_journal_spaced_and_glued_messages_read_as_clean_ones() {
+    let clean = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 7.79 GiB of which 3.06 MiB is free. Including non-PyTorch memory, this process has 7.78 GiB memory in use. Of the allocated memory 7.50 GiB is allocated by PyTorch, and 100.00 MiB is reserved by PyTorch but unallocated.";
+    // Hard-wrapped at spaces, about 60 columns a line, each line with the tool's prefix.
+    let wrap = |prefix: &str| {
+        let mut lines: Vec<String> = vec![String::new()];
+        for word in clean.split(' ') {
+            let last = lines.last_mut().expect("a line");
+            if !last.is_empty() && last.len() + word.len() > 60 {
+                lines.push(String::new());
+            }
+            let last = lines.last_mut().expect("a line");
+            if !last.is_empty() {
+                last.push(' ');
+            }
+            last.push_str(word);
+        }
+        lines
+            .iter()
+            .map(|l| format!("{prefix}{l}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let want = serde_json::to_value(render::to_json(&analyze(clean))).expect("json");
+    for (what, text) in [
+        ("pdsh", wrap("gpu-node-07: ")),
+        ("journalctl", wrap("Nov 23 03:12:05 node01 python[4242]: ")),
+        ("spaces", clean.replace(' ', "   ")),
+        ("glued", clean.replace("GPU 0 has", "GPU 0has")),
+    ] {
+        let got = serde_json::to_value(render::to_json(&analyze(&text))).expect("json");
+        assert_eq!(got["format"], "pytorch-2.x", "{what}");
+        assert_eq!(got["breakdown"], want["breakdown"], "{what}");
+    }
+}
