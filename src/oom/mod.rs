@@ -464,13 +464,36 @@ impl Analysis {
         self.last_group().len()
     }
 
+    /// Gives the last failure's repetitions the device one of them names (a JAX error line
+    /// does not say it; the allocator's line before it, `GPU_1_bfc`, does).
+    pub(crate) fn fill_group_device(&mut self) {
+        let n = self.last_group().len();
+        let start = self.ooms.len() - n;
+        let mut named = self.ooms[start..].iter().filter_map(|o| o.device_index);
+        let Some(d) = named.next() else {
+            return;
+        };
+        if named.any(|o| o != d) {
+            return;
+        }
+        for o in &mut self.ooms[start..] {
+            o.device_index.get_or_insert(d);
+        }
+    }
+
     fn last_group(&self) -> &[Oom] {
         let Some(last) = self.ooms.last() else {
             return &[];
         };
         let same = |o: &Oom| {
             let agree = |a: Option<u64>, b: Option<u64>| a.is_none() || b.is_none() || a == b;
-            o.framework == last.framework
+            // XLA's BFC allocator line (shared with TensorFlow, so read as TensorFlow's) before
+            // JAX's own error for the same request is one failure.
+            let xla = |f: Framework| matches!(f, Framework::Tensorflow | Framework::Jax);
+            let same_request = o.facts.requested_bytes.is_some()
+                && o.facts.requested_bytes == last.facts.requested_bytes;
+            (o.framework == last.framework
+                || (same_request && xla(o.framework) && xla(last.framework)))
                 && (o.device_index.is_none()
                     || last.device_index.is_none()
                     || o.device_index == last.device_index)

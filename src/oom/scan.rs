@@ -430,6 +430,7 @@ impl Scanner {
         for oom in &mut self.analysis.ooms {
             oom.facts.derive();
         }
+        self.analysis.fill_group_device();
         self.analysis
     }
 }

@@ -672,3 +672,29 @@ fn pdsh_journal_spaced_and_glued_messages_read_as_clean_ones() {
         assert_eq!(got["breakdown"], want["breakdown"], "{what}");
     }
 }
+
+/// Whole logs (`tail -50 train.log | gpumon explain`): TensorFlow's BFC line, its Stats block
+/// and the traceback's ResourceExhaustedError are one failure explained with the Stats' figures;
+/// JAX's error takes the device from XLA's `GPU_1_bfc` line before it.
+#[test]
+fn whole_logs_keep_the_stats_and_the_device_of_their_failure() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/logs");
+    let tf = std::fs::read_to_string(dir.join("tensorflow-traceback.log")).expect("log");
+    let j = serde_json::to_value(render::to_json(&analyze(&tf))).expect("json");
+    assert_eq!(
+        (j["count"].as_u64(), j["repeats"].as_u64()),
+        (Some(3), Some(3))
+    );
+    assert_eq!(j["device_index"], 0);
+    assert_eq!(j["breakdown"]["total_bytes"], 2118451200u64);
+    assert_eq!(j["breakdown"]["allocated_bytes"], 1903846144u64);
+    assert_eq!(j["findings"][0]["cause"], "framework_allocations");
+    assert!(!j["findings"].to_string().contains("memory_growth"));
+
+    let jax = std::fs::read_to_string(dir.join("jax-bfc-traceback.log")).expect("log");
+    let j = serde_json::to_value(render::to_json(&analyze(&jax))).expect("json");
+    assert_eq!(j["framework"], "jax");
+    assert_eq!(j["device_index"], 1);
+    assert_eq!(j["repeats"], 3);
+    assert_eq!(j["breakdown"]["requested_bytes"], 7406166528u64);
+}
