@@ -437,6 +437,10 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
                 "cublas" | "cudnn" => "cuBLAS/cuDNN could not allocate its handle or workspace: the GPU was already full when the library initialised, usually with this program's own cached memory or another process.".into(),
                 "ggml-metal" => "Metal ran out of memory executing a command buffer: llama.cpp's model, KV cache and compute buffers did not fit in what macOS lets the GPU use (its recommended working set, about two thirds to three quarters of the Mac's memory).".into(),
                 "ggml-cuda" => "llama.cpp's CUDA backend (2023 builds) could not allocate; the message gives no size.".into(),
+                "rmm-pool" => "RMM's pool reached the maximum size it was given (maximum_pool_size, dask-cuda's --rmm-pool-size): the pool's limit, not necessarily the GPU's, was hit.".into(),
+                "rmm" => "RAPIDS Memory Manager's device memory resource could not allocate: the GPU (or RMM's pool on it) was full. The message gives no size.".into(),
+                "numba-context" => "Numba could not create a CUDA context (cuInit or cuCtxCreate): there was no room for one on the GPU (a context takes a few hundred MiB), usually because other processes fill it, or the GPU is in exclusive-process mode and taken.".into(),
+                "numba" => "Numba's cuMemAlloc failed after Numba had already flushed its pending deallocations and retried (driver.py, _attempt_allocation): the memory is held by live device arrays, another library in this process (CuPy, PyTorch, RMM) or other processes.".into(),
                 _ if !f.implausible.is_empty() => "The only figure in the message cannot be true (below); which allocation failed and how much was free are not in the text.".into(),
                 _ => format!(
                     "The allocation failed in {}; which allocation and how much was free are not in the text.",
@@ -447,7 +451,31 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
                     }
                 ),
             },
-            remedies: if oom.format == "ggml-metal" {
+            remedies: if oom.framework == Framework::Rmm {
+                vec![
+                    r("See what holds the GPU: `gpumon once` lists every process and its memory (dask-cuda workers each hold their own pool)."),
+                    r("Smaller pieces of work: more, smaller partitions (dask's npartitions, chunked reads), so each worker holds less at once."),
+                    r("Let RMM spill: dask-cuda's --device-memory-limit (or jit-unspill) moves data to host memory before the GPU fills; rmm.reinitialize(managed_memory=True) uses unified memory that pages to the host (slower)."),
+                    r(if oom.format == "rmm-pool" {
+                        "Raise the pool's maximum (rmm.reinitialize(pool_allocator=True, maximum_pool_size=…), dask-cuda's --rmm-pool-size) if the GPU has room beyond it, leaving room for other libraries' memory."
+                    } else {
+                        "With a pool (rmm.reinitialize(pool_allocator=True)), leave room for memory allocated outside RMM (CUDA contexts, cuBLAS/cuDNN workspaces, other libraries): a pool sized to the whole GPU starves them."
+                    }),
+                ]
+            } else if oom.framework == Framework::Numba {
+                if oom.format == "numba-context" {
+                    vec![
+                        r("Free the GPU or pick another: `gpumon once` lists the processes on each; CUDA_VISIBLE_DEVICES=N."),
+                        r("Check the compute mode: in exclusive-process mode a second process cannot create a context (nvidia-smi -q | grep 'Compute Mode')."),
+                    ]
+                } else {
+                    vec![
+                        r("del device arrays (cuda.to_device, device_array) that are no longer needed: Numba queues their frees and flushes the queue before its retry."),
+                        r("Sharing the GPU with CuPy or cuDF in one process: route them all through RMM (NUMBA_CUDA_MEMORY_MANAGER=rmm.allocators.numba; cupy.cuda.set_allocator(rmm.allocators.cupy.rmm_cupy_allocator)) so there is one pool, not several."),
+                        r("Smaller arrays or batches per kernel launch; `gpumon once` to see other processes on the GPU."),
+                    ]
+                }
+            } else if oom.format == "ggml-metal" {
                 vec![r("Add up the buffer sizes llama.cpp printed before the error (model, KV cache, compute) and compare them with recommendedMaxWorkingSetSize in its start-up log: that is how much less it needs.")]
             } else if oom.framework == Framework::Ggml {
                 vec![

@@ -44,6 +44,10 @@ pub enum Framework {
     /// Triton's kernels (and the libraries built on them: vLLM, FlashAttention's Triton
     /// kernels, mamba, torch.compile's Inductor).
     Triton,
+    /// RAPIDS Memory Manager (cuDF, cuML, dask-cuda, RMM as another library's allocator).
+    Rmm,
+    /// Numba's CUDA driver wrapper (numba.cuda, and the libraries on it).
+    Numba,
     /// A GPU allocation failure in wording no rule knows ([`parse::fallback`]): the figures
     /// that are unambiguous, and no framework's meaning assumed.
     Unknown,
@@ -81,6 +85,8 @@ impl Framework {
             Framework::Tensorrt => "TensorRT",
             Framework::Rocm => "ROCm",
             Framework::Triton => "Triton",
+            Framework::Rmm => "RAPIDS (RMM)",
+            Framework::Numba => "Numba (CUDA)",
             Framework::Unknown => "An unrecognised program",
         }
     }

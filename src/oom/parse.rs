@@ -175,6 +175,20 @@ re!(
     ggml_cpu_re,
     r"(?:ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size (\d+)|failed to allocate CPU buffer of size (\d+)|unable to allocate CPU buffer)"
 );
+// RMM (`rmm/detail/error.hpp`): `rmm::out_of_memory`/`rmm::bad_alloc` derive from
+// std::bad_alloc, so Python shows "MemoryError: std::bad_alloc: out_of_memory: CUDA error at:
+// …/rmm/mr/device/cuda_memory_resource.hpp…" (or "RMM failure at: …"); a pool at its maximum
+// says "Maximum pool size exceeded".
+re!(
+    rmm_re,
+    r"(?i)std::bad_alloc:.*?(?:rmm/|RMM failure|RMM_ERROR)|RMM_ERROR_OUT_OF_MEMORY|rmm::out_of_memory"
+);
+// Numba's driver wrapper (`numba/cuda/cudadrv/driver.py`): "CudaAPIError: [2] Call to
+// cuMemAlloc results in CUDA_ERROR_OUT_OF_MEMORY"; cuInit's means no room for a context.
+re!(
+    numba_re,
+    r"Call to (\w+) results in CUDA_ERROR_OUT_OF_MEMORY"
+);
 re!(
     ggml_buf_re,
     r"failed to allocate (CUDA(\d+)|\w+) buffer of size (\d+)"
@@ -380,6 +394,23 @@ pub fn parse_block(lines: &[String]) -> Option<Oom> {
 }
 
 pub fn parse_text(t: &str) -> Option<Oom> {
+    if rmm_re().is_match(t) {
+        let format = if t.contains("Maximum pool size exceeded") {
+            "rmm-pool"
+        } else {
+            "rmm"
+        };
+        return Some(oom(Framework::Rmm, format, None, Facts::default()));
+    }
+    if let Some(c) = numba_re().captures(t) {
+        let call = c.get(1).map_or("", |m| m.as_str());
+        let format = if call == "cuInit" || call.starts_with("cuCtxCreate") {
+            "numba-context"
+        } else {
+            "numba"
+        };
+        return Some(oom(Framework::Numba, format, None, Facts::default()));
+    }
     if let Some(c) = torch2_re().captures(t) {
         let mut f = Facts {
             requested_bytes: sz(&c, 2),

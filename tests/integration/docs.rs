@@ -868,6 +868,8 @@ fn the_schemas_name_every_value_the_code_can_print() {
         Framework::Rocm,
         Framework::Triton,
         Framework::Unknown,
+        Framework::Rmm,
+        Framework::Numba,
     ];
     for f in frameworks {
         match f {
@@ -886,7 +888,9 @@ fn the_schemas_name_every_value_the_code_can_print() {
             | Framework::Tensorrt
             | Framework::Rocm
             | Framework::Triton
-            | Framework::Unknown => {}
+            | Framework::Unknown
+            | Framework::Rmm
+            | Framework::Numba => {}
         }
     }
     let causes = [

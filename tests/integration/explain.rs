@@ -122,6 +122,8 @@ fn corpus_covers_every_family() {
         "rocm",
         "triton",
         "unknown",
+        "rmm",
+        "numba",
     ] {
         assert!(frameworks.contains(f), "no corpus message for {f}");
     }
@@ -697,4 +699,32 @@ fn whole_logs_keep_the_stats_and_the_device_of_their_failure() {
     assert_eq!(j["device_index"], 1);
     assert_eq!(j["repeats"], 3);
     assert_eq!(j["breakdown"]["requested_bytes"], 7406166528u64);
+}
+
+/// RAPIDS and Numba get their own stacks' remedies: RMM's pool and spilling, Numba's context
+/// and its one-pool advice; never PyTorch's.
+#[test]
+fn rapids_and_numba_remedies_fit_their_stack() {
+    let pool = "MemoryError: std::bad_alloc: out_of_memory: RMM failure at:/opt/conda/include/rmm/mr/device/pool_memory_resource.hpp:196: Maximum pool size exceeded";
+    let j = serde_json::to_value(render::to_json(&analyze(pool))).expect("json");
+    assert_eq!(
+        (j["framework"].as_str(), j["format"].as_str()),
+        (Some("rmm"), Some("rmm-pool"))
+    );
+    let all = j["findings"].to_string();
+    assert!(
+        all.contains("maximum_pool_size") && all.contains("--device-memory-limit"),
+        "{all}"
+    );
+    assert!(!all.contains("torch"), "{all}");
+    for (text, want) in [
+        ("numba.cuda.cudadrv.driver.CudaAPIError: [2] Call to cuMemAlloc results in CUDA_ERROR_OUT_OF_MEMORY", "rmm.allocators.numba"),
+        ("numba.cuda.cudadrv.error.CudaSupportError: Error at driver init: Call to cuInit results in CUDA_ERROR_OUT_OF_MEMORY (2)", "exclusive-process"),
+    ] {
+        let j = serde_json::to_value(render::to_json(&analyze(text))).expect("json");
+        assert_eq!(j["framework"], "numba");
+        let all = j["findings"].to_string();
+        assert!(all.contains(want), "{want}: {all}");
+        assert!(!all.contains("memory_summary"), "{all}");
+    }
 }
