@@ -33,6 +33,8 @@ pub enum Cause {
     HostMemory,
     /// A GPU allocation failed in wording gpumon does not know: what the line says, no more.
     Unrecognised,
+    /// Not the GPU's memory: page-locked (pinned) host memory could not be allocated.
+    PinnedHostMemory,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -96,6 +98,7 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
     match oom.memory {
         super::MemoryKind::SharedMemory => return vec![shared_memory(oom)],
         super::MemoryKind::Host => return vec![host_memory(oom)],
+        super::MemoryKind::PinnedHost => return vec![pinned_host_memory(oom)],
         super::MemoryKind::Device => {}
     }
     let f = &oom.facts;
@@ -571,6 +574,16 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
     }
 
     rank_by_memory(&mut out, oom);
+    // A request no GPU could hold is the story: said first.
+    if f.implausible.iter().any(|i| i.field == "requested_bytes") {
+        if let Some(i) = out
+            .iter()
+            .position(|x| x.cause == Cause::ImplausibleFigures)
+        {
+            let note = out.remove(i);
+            out.insert(0, note);
+        }
+    }
     out
 }
 
@@ -987,5 +1000,32 @@ fn unrecognised(oom: &Oom) -> Finding {
             r("Get numbers: run the job under `gpumon log --processes --interval 200ms` (or `gpumon run`) and read the last samples before the failure."),
             r("Lower what the program asks for at once (batch, resolution, buffer or pool sizes), or run it on a GPU with more free memory (CUDA_VISIBLE_DEVICES=N)."),
         ],
+    }
+}
+
+fn pinned_host_memory(oom: &Oom) -> Finding {
+    let need = oom.facts.requested_bytes;
+    let mut remedies = vec![
+        r("Pin less at once: smaller staging buffers or batches; in PyTorch, DataLoader(pin_memory=False) or fewer workers and a smaller prefetch_factor."),
+        r("Give the host room: free RAM (free -h), and raise the locked-memory limit (ulimit -l, a container's memory limit) where it is the cap."),
+    ];
+    if oom.framework == Framework::Tensorflow {
+        remedies.insert(
+            0,
+            r("TensorFlow: TF_GPU_HOST_MEM_LIMIT_IN_MB caps its pinned host allocator; a size this large usually comes from a dataset or prefetch buffer staged through it."),
+        );
+    }
+    remedies.push(r("On Windows (WDDM) pinned host memory is also mapped into the GPU and charged against it: free GPU memory helps there too."));
+    Finding {
+        cause: Cause::PinnedHostMemory,
+        title: "Pinned (page-locked) host memory ran out, not the GPU's memory".into(),
+        detail: format!(
+            "This is not the GPU's memory: CUDA could not page-lock {} of host RAM for fast copies \
+             (CUDA_ERROR_OUT_OF_MEMORY is also what the driver returns for host allocations). The \
+             operating system must keep pinned pages resident, so the host's free RAM and its \
+             locked-memory limit bound it.",
+            need.map_or_else(|| "a buffer".into(), |b| format!("a buffer of {}", fmt_bytes(b)))
+        ),
+        remedies,
     }
 }

@@ -65,6 +65,8 @@ pub enum MemoryKind {
     SharedMemory,
     /// The host's RAM (a CPU buffer).
     Host,
+    /// Page-locked (pinned) host memory, which CUDA maps for fast copies.
+    PinnedHost,
 }
 
 impl Framework {

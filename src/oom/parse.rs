@@ -189,6 +189,20 @@ re!(
     numba_re,
     r"Call to (\w+) results in CUDA_ERROR_OUT_OF_MEMORY"
 );
+// Pinned (page-locked) host memory: TensorFlow's host allocator ("could not allocate pinned
+// host memory of size: N", "failed to alloc N bytes on host: CUDA_ERROR_OUT_OF_MEMORY"), the
+// driver's cuMemAllocHost and the runtime's cudaHostAlloc/cudaMallocHost.
+re!(
+    pinned_re,
+    r"(?i)could not allocate pinned host memory of size:? (\d+)|failed to alloc (\d+) bytes on host: CUDA_ERROR_OUT_OF_MEMORY|(?:cuMemAllocHost|cuMemHostAlloc|cudaHostAlloc|cudaMallocHost)\w*\W{1,4}(?:CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|out of memory)"
+);
+// XLA's cudaMallocAsync allocator (`gpu_cudamallocasync_allocator.cc`): the device in its
+// name, the request in bytes, and CUDA's free/total on the next line.
+re!(
+    xla_async_re,
+    r"gpu_async_(\d+) cuMemAllocAsync failed to allocate (\d+) bytes: .*?CUDA_ERROR_OUT_OF_MEMORY"
+);
+re!(xla_free_total_re, r"Free memory/Total memory: (\d+)/(\d+)");
 re!(
     ggml_buf_re,
     r"failed to allocate (CUDA(\d+)|\w+) buffer of size (\d+)"
@@ -394,6 +408,37 @@ pub fn parse_block(lines: &[String]) -> Option<Oom> {
 }
 
 pub fn parse_text(t: &str) -> Option<Oom> {
+    if let Some(c) = pinned_re().captures(t) {
+        let f = Facts {
+            requested_bytes: num(&c, 1).or_else(|| num(&c, 2)),
+            ..Facts::default()
+        };
+        let framework = if t.contains("tensorflow") || t.contains("device_host_allocator") {
+            Framework::Tensorflow
+        } else {
+            Framework::Cuda
+        };
+        let mut o = oom(framework, "pinned-host", None, f);
+        o.memory = super::MemoryKind::PinnedHost;
+        return Some(o);
+    }
+    if let Some(c) = xla_async_re().captures(t) {
+        let (free, total) = xla_free_total_re()
+            .captures(t)
+            .map_or((None, None), |m| (num(&m, 1), num(&m, 2)));
+        let f = Facts {
+            requested_bytes: num(&c, 2),
+            free_bytes: free,
+            total_bytes: total,
+            ..Facts::default()
+        };
+        return Some(oom(
+            Framework::Jax,
+            "xla-cudamallocasync",
+            num(&c, 1).map(|d| d as u32),
+            f,
+        ));
+    }
     if rmm_re().is_match(t) {
         let format = if t.contains("Maximum pool size exceeded") {
             "rmm-pool"

@@ -270,6 +270,9 @@ pub fn render_oom_repeated(
             format!("{}: out of on-chip shared memory", oom.framework.name())
         }
         super::MemoryKind::Host => format!("{}: out of host memory", oom.framework.name()),
+        super::MemoryKind::PinnedHost => {
+            format!("{}: out of pinned host memory", oom.framework.name())
+        }
     };
     let _ = writeln!(out, "{}", paint.bold(&title));
     match (count, repeats) {
@@ -324,6 +327,13 @@ pub fn render_oom_repeated(
                 out,
                 "{}",
                 paint.bold("Not GPU memory: the host's RAM (a CPU buffer).")
+            );
+        }
+        super::MemoryKind::PinnedHost => {
+            let _ = writeln!(
+                out,
+                "{}",
+                paint.bold("Not GPU memory: page-locked (pinned) host RAM.")
             );
         }
     }

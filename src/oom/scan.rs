@@ -118,7 +118,7 @@ fn trigger_re() -> &'static Regex {
             r"|errorout(?:of)?devicememory|device memory allocation of size|kiogpucommandbuffercallbackerroroutofmemory",
             r"|error code 2: outofmemory|could not be allocated|out of resource: shared memory",
             r"|out of (?:gpu|device|video) memory|could not allocate|unable to allocate",
-            r"|cuda_error_out_of_memory|out_of_memory|rmm_error",
+            r"|cuda_error_out_of_memory|out_of_memory|rmm_error|pinned host memory",
         ))
         .expect("trigger regex")
     })

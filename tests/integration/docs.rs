@@ -909,6 +909,7 @@ fn the_schemas_name_every_value_the_code_can_print() {
         Cause::SharedMemory,
         Cause::HostMemory,
         Cause::Unrecognised,
+        Cause::PinnedHostMemory,
     ];
     for c in causes {
         match c {
@@ -926,7 +927,8 @@ fn the_schemas_name_every_value_the_code_can_print() {
             | Cause::ImplausibleFigures
             | Cause::SharedMemory
             | Cause::HostMemory
-            | Cause::Unrecognised => {}
+            | Cause::Unrecognised
+            | Cause::PinnedHostMemory => {}
         }
     }
     let process_kinds = [
