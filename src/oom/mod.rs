@@ -48,6 +48,8 @@ pub enum Framework {
     Rmm,
     /// Numba's CUDA driver wrapper (numba.cuda, and the libraries on it).
     Numba,
+    /// Apache MXNet's GPU storage managers.
+    Mxnet,
     /// A GPU allocation failure in wording no rule knows ([`parse::fallback`]): the figures
     /// that are unambiguous, and no framework's meaning assumed.
     Unknown,
@@ -89,6 +91,7 @@ impl Framework {
             Framework::Triton => "Triton",
             Framework::Rmm => "RAPIDS (RMM)",
             Framework::Numba => "Numba (CUDA)",
+            Framework::Mxnet => "MXNet",
             Framework::Unknown => "An unrecognised program",
         }
     }

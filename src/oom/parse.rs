@@ -203,6 +203,12 @@ re!(
     r"gpu_async_(\d+) cuMemAllocAsync failed to allocate (\d+) bytes: .*?CUDA_ERROR_OUT_OF_MEMORY"
 );
 re!(xla_free_total_re, r"Free memory/Total memory: (\d+)/(\d+)");
+// MXNet's GPU storage (`src/storage/pooled_storage_manager.h`, `gpu_device_storage.h`): the
+// pool released what it caches and retried before "cudaMalloc retry failed".
+re!(
+    mxnet_re,
+    r"(?:pooled_storage_manager\.h|gpu_device_storage\.h|storage_manager)\S*:\d*:?\s*(?:cudaMalloc(?: retry)? failed: out of memory|Memory allocation failed)"
+);
 re!(
     ggml_buf_re,
     r"failed to allocate (CUDA(\d+)|\w+) buffer of size (\d+)"
@@ -438,6 +444,9 @@ pub fn parse_text(t: &str) -> Option<Oom> {
             num(&c, 1).map(|d| d as u32),
             f,
         ));
+    }
+    if mxnet_re().is_match(t) {
+        return Some(oom(Framework::Mxnet, "mxnet", None, Facts::default()));
     }
     if rmm_re().is_match(t) {
         let format = if t.contains("Maximum pool size exceeded") {

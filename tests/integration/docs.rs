@@ -870,6 +870,7 @@ fn the_schemas_name_every_value_the_code_can_print() {
         Framework::Unknown,
         Framework::Rmm,
         Framework::Numba,
+        Framework::Mxnet,
     ];
     for f in frameworks {
         match f {
@@ -890,7 +891,8 @@ fn the_schemas_name_every_value_the_code_can_print() {
             | Framework::Triton
             | Framework::Unknown
             | Framework::Rmm
-            | Framework::Numba => {}
+            | Framework::Numba
+            | Framework::Mxnet => {}
         }
     }
     let causes = [

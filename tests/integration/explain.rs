@@ -124,6 +124,7 @@ fn corpus_covers_every_family() {
         "unknown",
         "rmm",
         "numba",
+        "mxnet",
     ] {
         assert!(frameworks.contains(f), "no corpus message for {f}");
     }
