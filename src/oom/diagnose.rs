@@ -95,6 +95,9 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
     if oom.framework == Framework::Unknown {
         return vec![unrecognised(oom)];
     }
+    if let Some((max_len, tokens)) = oom.kv_tokens {
+        return vec![vllm_tokens(oom, max_len, tokens)];
+    }
     match oom.memory {
         super::MemoryKind::SharedMemory => return vec![shared_memory(oom)],
         super::MemoryKind::Host => return vec![host_memory(oom)],
@@ -1034,5 +1037,31 @@ fn pinned_host_memory(oom: &Oom) -> Finding {
             need.map_or_else(|| "a buffer".into(), |b| format!("a buffer of {}", fmt_bytes(b)))
         ),
         remedies,
+    }
+}
+
+/// vLLM's start-up check: one sequence of max_model_len must fit in the KV cache.
+fn vllm_tokens(oom: &Oom, max_len: u64, tokens: u64) -> Finding {
+    let util = oom
+        .facts
+        .gpu_memory_utilization
+        .map(|u| format!(" (gpu_memory_utilization {u})"))
+        .unwrap_or_default();
+    Finding {
+        cause: Cause::FrameworkSettings,
+        title: format!(
+            "vLLM's KV cache holds {tokens} tokens, fewer than one sequence of max_model_len {max_len}"
+        ),
+        detail: format!(
+            "vLLM gives the KV cache what is left of its memory budget{util} after the weights \
+             and the activations of a profiling run, and refuses to start when a single sequence \
+             of max_model_len would not fit. No memory ran out yet: the budget is too small for \
+             the length asked."
+        ),
+        remedies: vec![
+            r(format!("--max-model-len {tokens} (or less): the longest sequence this cache can hold.")),
+            r("Raise --gpu-memory-utilization (default 0.9) if no other process needs the GPU: the budget is that fraction of the whole GPU."),
+            r("--kv-cache-dtype fp8 stores about twice the tokens; --tensor-parallel-size N splits the weights and the cache across GPUs; --enforce-eager frees the CUDA-graph memory."),
+        ],
     }
 }

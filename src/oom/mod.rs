@@ -183,6 +183,9 @@ pub struct Oom {
     /// For memory that is not the GPU's: its limit, as the message gives it (Triton's
     /// "Hardware limit", shared memory per block).
     pub memory_limit_bytes: Option<u64>,
+    /// vLLM's token check: the model's max sequence length and the tokens its KV cache holds.
+    #[serde(skip)]
+    pub kv_tokens: Option<(u64, u64)>,
 }
 
 impl Facts {

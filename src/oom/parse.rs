@@ -235,6 +235,13 @@ re!(
     device_hint_re,
     r"current device: (\d+)|\bGPU=(\d+)|\bGPU_(\d+)_bfc|\b(?:cuda|hip|xpu):(\d+)\b"
 );
+// vLLM before v1 (`worker/worker.py`, `raise_if_cache_size_invalid`): the KV cache the memory
+// budget leaves holds fewer tokens than one sequence of max_model_len.
+re!(
+    vllm_tokens_re,
+    r"max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in KV cache \((\d+)\)"
+);
+re!(vllm_util_re, r"gpu_memory_utilization=(\d*\.\d+)");
 re!(
     vllm_kv_re,
     format!(
@@ -363,6 +370,7 @@ fn oom(framework: Framework, format: &'static str, device: Option<u32>, facts: F
         missing: Vec::new(),
         memory: super::MemoryKind::Device,
         memory_limit_bytes: None,
+        kv_tokens: None,
     }
 }
 
@@ -631,6 +639,17 @@ pub fn parse_text(t: &str) -> Option<Oom> {
             .get(1)
             .and_then(|m| m.as_str().rsplit('_').next()?.parse().ok());
         return Some(oom(Framework::Tensorflow, "tensorflow-bfc", device, f));
+    }
+    if let Some(c) = vllm_tokens_re().captures(t) {
+        let f = Facts {
+            gpu_memory_utilization: vllm_util_re()
+                .captures(t)
+                .and_then(|u| u.get(1)?.as_str().parse().ok()),
+            ..Facts::default()
+        };
+        let mut o = oom(Framework::Vllm, "vllm-kv-tokens", None, f);
+        o.kv_tokens = num(&c, 1).zip(num(&c, 2));
+        return Some(o);
     }
     if let Some(c) = vllm_kv_re().captures(t) {
         let f = Facts {

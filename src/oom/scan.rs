@@ -119,6 +119,7 @@ fn trigger_re() -> &'static Regex {
             r"|error code 2: outofmemory|could not be allocated|out of resource: shared memory",
             r"|out of (?:gpu|device|video) memory|could not allocate|unable to allocate",
             r"|cuda_error_out_of_memory|out_of_memory|rmm_error|pinned host memory",
+            r"|maximum number of tokens that can be stored in kv cache",
         ))
         .expect("trigger regex")
     })
