@@ -443,6 +443,8 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
                 "cublas" | "cudnn" => "cuBLAS/cuDNN could not allocate its handle or workspace: the GPU was already full when the library initialised, usually with this program's own cached memory or another process.".into(),
                 "ggml-metal" => "Metal ran out of memory executing a command buffer: llama.cpp's model, KV cache and compute buffers did not fit in what macOS lets the GPU use (its recommended working set, about two thirds to three quarters of the Mac's memory).".into(),
                 "ggml-cuda" => "llama.cpp's CUDA backend (2023 builds) could not allocate; the message gives no size.".into(),
+                "trtllm" => "A TensorRT-LLM runtime buffer (its activations, the KV cache or a decoding buffer, sized by the engine's max_batch_size, max_num_tokens and max_seq_len) did not fit. The message gives no size.".into(),
+                "trtllm-ipc" => "TensorRT-LLM could not allocate its inter-GPU (IPC) communication buffers, which tensor parallelism needs on every GPU: the GPUs were already full.".into(),
                 "mxnet" => "MXNet's GPU memory pool could not get memory from cudaMalloc; it had already released its cached blocks and retried. The message gives no size.".into(),
                 "rmm-pool" => "RMM's pool reached the maximum size it was given (maximum_pool_size, dask-cuda's --rmm-pool-size): the pool's limit, not necessarily the GPU's, was hit.".into(),
                 "rmm" => "RAPIDS Memory Manager's device memory resource could not allocate: the GPU (or RMM's pool on it) was full. The message gives no size.".into(),
@@ -458,7 +460,13 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
                     }
                 ),
             },
-            remedies: if oom.framework == Framework::Mxnet {
+            remedies: if oom.framework == Framework::TensorrtLlm {
+                vec![
+                    r("Leave more room beside the KV cache: a lower kv_cache_free_gpu_mem_fraction (KvCacheConfig(free_gpu_memory_fraction=…), Triton's kv_cache_free_gpu_mem_fraction; default 0.9 of the memory free after the engine loads)."),
+                    r("Rebuild the engine for less: smaller max_batch_size, max_num_tokens or max_seq_len size its runtime buffers."),
+                    r("See what else holds the GPUs (`gpumon once`): other engines or a previous server still running."),
+                ]
+            } else if oom.framework == Framework::Mxnet {
                 vec![
                     r("A smaller batch (or shorter sequences); `gpumon once` to see other processes on the GPU."),
                     r("MXNET_BACKWARD_DO_MIRROR=1 recomputes some activations in the backward pass instead of keeping them (30–50% less device memory at about 95% of the speed, by MXNet's own figures)."),

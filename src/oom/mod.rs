@@ -50,6 +50,9 @@ pub enum Framework {
     Numba,
     /// Apache MXNet's GPU storage managers.
     Mxnet,
+    /// TensorRT-LLM's runtime (its CUDA checks, `[TensorRT-LLM][ERROR]`).
+    #[serde(rename = "tensorrt_llm")]
+    TensorrtLlm,
     /// A GPU allocation failure in wording no rule knows ([`parse::fallback`]): the figures
     /// that are unambiguous, and no framework's meaning assumed.
     Unknown,
@@ -92,6 +95,7 @@ impl Framework {
             Framework::Rmm => "RAPIDS (RMM)",
             Framework::Numba => "Numba (CUDA)",
             Framework::Mxnet => "MXNet",
+            Framework::TensorrtLlm => "TensorRT-LLM",
             Framework::Unknown => "An unrecognised program",
         }
     }

@@ -209,6 +209,12 @@ re!(
     mxnet_re,
     r"(?:pooled_storage_manager\.h|gpu_device_storage\.h|storage_manager)\S*:\d*:?\s*(?:cudaMalloc(?: retry)? failed: out of memory|Memory allocation failed)"
 );
+// TensorRT-LLM's CUDA check (`tensorrt_llm/common/cudaUtils.h`): "[TensorRT-LLM][ERROR] CUDA
+// runtime error in <call>: out of memory (<file>:<line>)"; the file says which buffer.
+re!(
+    trtllm_re,
+    r"\[TensorRT-LLM\]\[ERROR\].*?CUDA runtime error in .*?: out of memory \(\S*?(\w+)\.(?:cpp|h|cu):\d+\)"
+);
 re!(
     ggml_buf_re,
     r"failed to allocate (CUDA(\d+)|\w+) buffer of size (\d+)"
@@ -452,6 +458,14 @@ pub fn parse_text(t: &str) -> Option<Oom> {
             num(&c, 1).map(|d| d as u32),
             f,
         ));
+    }
+    if let Some(c) = trtllm_re().captures(t) {
+        let format = if c.get(1).is_some_and(|m| m.as_str() == "ipcUtils") {
+            "trtllm-ipc"
+        } else {
+            "trtllm"
+        };
+        return Some(oom(Framework::TensorrtLlm, format, None, Facts::default()));
     }
     if mxnet_re().is_match(t) {
         return Some(oom(Framework::Mxnet, "mxnet", None, Facts::default()));

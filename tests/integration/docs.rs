@@ -871,6 +871,7 @@ fn the_schemas_name_every_value_the_code_can_print() {
         Framework::Rmm,
         Framework::Numba,
         Framework::Mxnet,
+        Framework::TensorrtLlm,
     ];
     for f in frameworks {
         match f {
@@ -892,7 +893,8 @@ fn the_schemas_name_every_value_the_code_can_print() {
             | Framework::Unknown
             | Framework::Rmm
             | Framework::Numba
-            | Framework::Mxnet => {}
+            | Framework::Mxnet
+            | Framework::TensorrtLlm => {}
         }
     }
     let causes = [

@@ -125,6 +125,7 @@ fn corpus_covers_every_family() {
         "rmm",
         "numba",
         "mxnet",
+        "tensorrt_llm",
     ] {
         assert!(frameworks.contains(f), "no corpus message for {f}");
     }
