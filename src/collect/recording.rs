@@ -10,7 +10,7 @@
 //!    `{"format": "gpumon-recording", "version": 1, "hostname": …, "started": …}`.
 //! 2. **Segments**, each a zstd frame of JSON lines, one [`Sample`] a line (the model's own
 //!    serialisation: `once --json` without its derived `breakdown`, each device's processes
-//!    as columns, [`columns`]; version 1 had them as rows). The frame is flushed
+//!    as columns (`mod columns` below); version 1 had them as rows). The frame is flushed
 //!    after every line, so a crash or SIGKILL loses at most the sample being written, and a
 //!    segment ends (its frame is closed) after [`SEGMENT_SAMPLES`] samples.
 //! 3. After each segment, a **trailer**: a skippable frame (magic `0x184D2A51`) of 32 bytes,
@@ -39,7 +39,7 @@ const TRAILER_MAGIC: u32 = 0x184D_2A51;
 const TRAILER_PAYLOAD: usize = 32;
 const TRAILER_LEN: u64 = 8 + TRAILER_PAYLOAD as u64;
 /// The format's version; a newer file is refused with a clear message. Version 2 writes each
-/// device's processes as columns ([`columns`]); version 1 wrote them as rows.
+/// device's processes as columns (`mod columns`); version 1 wrote them as rows.
 pub const VERSION: u32 = 2;
 /// Samples in a segment: a minute at 1 s.
 pub const SEGMENT_SAMPLES: u32 = 60;
