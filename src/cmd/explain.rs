@@ -397,13 +397,7 @@ fn render_before(b: &Before, paint: Paint, width: usize) -> String {
 /// snapshot's own trace.
 fn snapshot(path: &std::path::Path, json: bool) -> anyhow::Result<ExitCode> {
     use crate::oom::snapshot;
-    let context: Option<snapshot::OomContext> = std::fs::read(path.with_extension("json"))
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok());
-    let summary = match std::fs::File::open(path)
-        .map_err(snapshot::Error::from)
-        .and_then(|f| snapshot::read(io::BufReader::new(f), context))
-    {
+    let summary = match snapshot::read_file(path, snapshot::Sidecar::beside(path).as_ref()) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("gpumon: {}: {e}", path.display());

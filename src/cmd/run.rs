@@ -603,17 +603,6 @@ fn prune_runs(dir: &Path) {
     }
 }
 
-/// What the probe saved beside a snapshot: the OOM observer's arguments and the dump's cost.
-#[derive(Debug, Default, serde::Deserialize)]
-#[serde(default)]
-struct SnapshotMeta {
-    #[serde(flatten)]
-    oom: crate::oom::snapshot::OomContext,
-    seconds: Option<f64>,
-    bytes: Option<u64>,
-    history: Option<String>,
-}
-
 /// The snapshots this run's processes saved, each summarised.
 fn snapshot_summaries(out: &mut String, dir: &Path, stem: &str, paint: Paint) {
     use crate::oom::snapshot;
@@ -643,11 +632,8 @@ fn snapshot_summaries(out: &mut String, dir: &Path, stem: &str, paint: Paint) {
         return;
     }
     for (pid, path) in found {
-        let saved: Option<SnapshotMeta> = std::fs::read(path.with_extension("json"))
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok());
-        let history_off = saved.as_ref().is_some_and(|m| m.history.is_none());
-        let meta = saved.unwrap_or_default();
+        let sidecar = snapshot::Sidecar::beside(&path);
+        let history_off = sidecar.as_ref().is_some_and(|m| m.history.is_none());
         let _ = writeln!(
             out,
             "{}",
@@ -657,8 +643,8 @@ fn snapshot_summaries(out: &mut String, dir: &Path, stem: &str, paint: Paint) {
             out,
             "  {} (open it in pytorch.org/memory_viz){}",
             path.display(),
-            match (meta.seconds, meta.bytes) {
-                (Some(s), Some(b)) => format!("; taken in {s:.2} s, {}", fmt_bytes(b)),
+            match sidecar.as_ref().map(|m| (m.seconds, m.bytes)) {
+                Some((Some(s), Some(b))) => format!("; taken in {s:.2} s, {}", fmt_bytes(b)),
                 _ => String::new(),
             }
         );
@@ -668,10 +654,7 @@ fn snapshot_summaries(out: &mut String, dir: &Path, stem: &str, paint: Paint) {
                 "  (PyTorch's memory history could not be turned on: no allocation stacks)"
             );
         }
-        let read = std::fs::File::open(&path)
-            .map_err(snapshot::Error::from)
-            .and_then(|f| snapshot::read(io::BufReader::new(f), Some(meta.oom)));
-        match read {
+        match snapshot::read_file(&path, sidecar.as_ref()) {
             Ok(s) => out.push_str(&snapshot::render(
                 &s,
                 "  ",

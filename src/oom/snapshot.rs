@@ -178,6 +178,35 @@ pub struct OomContext {
     pub device_free: Option<u64>,
 }
 
+/// What `gpumon run --snapshot`'s probe saves beside a snapshot (`….snapshot.json`): the OOM
+/// observer's arguments, and what the dump cost.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Sidecar {
+    #[serde(flatten)]
+    pub oom: OomContext,
+    /// Seconds the dump took.
+    pub seconds: Option<f64>,
+    /// The pickle's size.
+    pub bytes: Option<u64>,
+    /// How history was recorded; `None` when it could not be turned on.
+    pub history: Option<String>,
+}
+
+impl Sidecar {
+    /// The sidecar beside the snapshot at `pickle`, when there is a readable one.
+    pub fn beside(pickle: &std::path::Path) -> Option<Sidecar> {
+        let bytes = std::fs::read(pickle.with_extension("json")).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+}
+
+/// Reads and summarises the snapshot file at `path`, with the OOM's context from its sidecar.
+pub fn read_file(path: &std::path::Path, sidecar: Option<&Sidecar>) -> Result<Summary, Error> {
+    let file = std::fs::File::open(path)?;
+    read(std::io::BufReader::new(file), sidecar.map(|s| s.oom))
+}
+
 /// One allocation site's live memory.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Site {
