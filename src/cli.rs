@@ -599,7 +599,15 @@ pub struct LogArgs {
     /// timestamp, index, uuid, name, pci.bus_id, memory.total, memory.used, memory.free,
     /// memory.reserved, memory.unattributed, utilization.gpu, utilization.memory,
     /// temperature.gpu, power.draw, power.limit, fan.speed, processes.count, error.
-    /// With --processes: timestamp, gpu_index, gpu_uuid, gpu_bus_id, pid, type, process_name,
+    /// MIG (a GPU with MIG on is followed by a record per MIG device): mig.profile,
+    /// mig.gpu_instance_id, mig.compute_instance_id, mig.count. Health: xid.last, xid.count
+    /// (Xid errors since the log began), ecc.errors.corrected.volatile.total,
+    /// ecc.errors.uncorrected.volatile.total, ecc.errors.corrected.aggregate.total,
+    /// ecc.errors.uncorrected.aggregate.total, remapped_rows.correctable,
+    /// remapped_rows.uncorrectable, remapped_rows.pending, remapped_rows.failure,
+    /// clocks_event_reasons.active (NVML's bit mask).
+    /// With --processes: timestamp, gpu_index, gpu_instance_id, compute_instance_id, gpu_uuid,
+    /// gpu_bus_id, pid, type, process_name,
     /// user, used_memory, cpu_percent, host_memory, start_time, command, container,
     /// owner.kind, owner.name, owner.namespace, owner.container, owner.job, sm_percent,
     /// mem_bw_percent, process.allocated, process.reserved, process.cached,

@@ -798,8 +798,8 @@ mod columns {
 
     use crate::model::owner::Owner;
     use crate::model::{
-        AllocatorStats, Device, Holder, HostStats, Memory, Process, ProcessKind, Sample,
-        Utilization,
+        health::Health, AllocatorStats, Device, Holder, HostStats, Memory, MigDevice, Process,
+        ProcessKind, Sample, Utilization,
     };
 
     #[derive(Serialize)]
@@ -836,6 +836,8 @@ mod columns {
         stalled: bool,
         late: bool,
         data_age_ms: Option<u64>,
+        mig: &'a [MigDevice],
+        health: &'a Health,
     }
 
     /// The columns that rarely change first, those that move every sample last: the
@@ -851,12 +853,21 @@ mod columns {
         start_time: Vec<Option<u64>>,
         container: Vec<&'a Option<String>>,
         owner: Vec<&'a Option<Arc<Owner>>>,
+        /// Left out where MIG is off (every value `None`).
+        #[serde(skip_serializing_if = "all_none")]
+        gpu_instance_id: Vec<Option<u32>>,
+        #[serde(skip_serializing_if = "all_none")]
+        compute_instance_id: Vec<Option<u32>>,
         gpu_memory_bytes: Vec<Option<u64>>,
         host_memory_bytes: Vec<Option<u64>>,
         cpu_percent: Vec<Option<f32>>,
         mem_bw_percent: Vec<Option<u32>>,
         sm_percent: Vec<Option<u32>>,
         allocator: Vec<&'a Option<Box<AllocatorStats>>>,
+    }
+
+    fn all_none(v: &[Option<u32>]) -> bool {
+        v.iter().all(Option::is_none)
     }
 
     impl<'a> SampleColumns<'a> {
@@ -906,6 +917,8 @@ mod columns {
                 stalled,
                 late,
                 data_age_ms,
+                mig,
+                health,
             } = d;
             DeviceColumns {
                 index: *index,
@@ -927,6 +940,8 @@ mod columns {
                 stalled: *stalled,
                 late: *late,
                 data_age_ms: *data_age_ms,
+                mig,
+                health,
             }
         }
     }
@@ -950,10 +965,14 @@ mod columns {
                     sm_percent,
                     mem_bw_percent,
                     allocator,
+                    gpu_instance_id,
+                    compute_instance_id,
                     // Not serialised.
                     state: _,
                     parent_pid: _,
                 } = p;
+                c.gpu_instance_id.push(*gpu_instance_id);
+                c.compute_instance_id.push(*compute_instance_id);
                 c.pid.push(*pid);
                 c.kind.push(*kind);
                 c.gpu_memory_bytes.push(*gpu_memory_bytes);

@@ -17,7 +17,7 @@ use tokio::sync::{mpsc as tmpsc, watch};
 use crate::collect::host::HostLookup;
 use crate::collect::probe;
 use crate::collect::readers::{Readers, Reading, Waiter};
-use crate::collect::source::{Opened, Wants};
+use crate::collect::source::{HealthEvent, Opened, Wants};
 use crate::collect::system::SystemStats;
 use crate::model::{Device, Sample};
 
@@ -103,6 +103,21 @@ pub struct Sampler {
     /// Names pods from the kubelet, on a Kubernetes node.
     kubelet: Option<super::kubelet::Watcher>,
     pub last: TickTimings,
+    /// The source's event watcher, until [`Sampler::watch_events`] starts it.
+    events: Option<Box<dyn crate::collect::source::EventWatcher>>,
+    /// Its reports, once started, and the flag that stops it when the sampler goes.
+    watching: Option<(std::sync::mpsc::Receiver<HealthEvent>, StopOnDrop)>,
+    /// Xid counts and watch state, per device index.
+    xids: Vec<crate::model::health::Health>,
+}
+
+/// Sets its flag when dropped: the event watcher's thread then ends within a wait.
+struct StopOnDrop(Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 impl Sampler {
@@ -122,6 +137,7 @@ impl Sampler {
                 Err(e) => probe_warning = Some(format!("ignoring probe reports: {e}")),
             }
         }
+        let count = source.readers.len();
         let devices = (0..source.readers.len() as u32)
             .map(|index| DeviceState {
                 index,
@@ -159,6 +175,67 @@ impl Sampler {
             probe_warning,
             kubelet: None,
             last: TickTimings::default(),
+            xids: vec![crate::model::health::Health::default(); count],
+            events: source.events,
+            watching: None,
+        }
+    }
+
+    /// Starts watching Xid errors on a thread of its own, for views that sample over time
+    /// (an Xid that happened before the watch began is not reported: NVML records events for
+    /// registered sets only). Idempotent; a source without events does nothing.
+    pub fn watch_events(&mut self) {
+        let Some(watcher) = self.events.take() else {
+            return;
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let started = std::thread::Builder::new()
+            .name("gpumon-events".into())
+            .spawn(move || watcher.run(tx, flag));
+        match started {
+            Ok(_) => self.watching = Some((rx, StopOnDrop(stop))),
+            Err(e) => {
+                for h in &mut self.xids {
+                    h.events_error = Some(format!("cannot start the event thread: {e}"));
+                }
+            }
+        }
+    }
+
+    /// Takes the watcher's reports into the per-device Xid state.
+    fn take_events(&mut self) {
+        let Some((rx, _)) = &self.watching else {
+            return;
+        };
+        while let Ok(event) = rx.try_recv() {
+            match event {
+                HealthEvent::Xid {
+                    index,
+                    xid,
+                    gpu_instance_id,
+                    at,
+                } => {
+                    if let Some(h) = self.xids.get_mut(index as usize) {
+                        h.add_xid(xid, at, gpu_instance_id);
+                    }
+                }
+                HealthEvent::Watched { index } => {
+                    if let Some(h) = self.xids.get_mut(index as usize) {
+                        h.events_error = None;
+                        h.xids_watched = true;
+                    }
+                }
+                HealthEvent::Unwatched { index, why } => {
+                    for (i, h) in self.xids.iter_mut().enumerate() {
+                        if index.is_none_or(|x| x as usize == i) {
+                            h.events_error = Some(why.clone());
+                            h.xids_watched = false;
+                        }
+                    }
+                }
+            }
         }
     }
 
@@ -324,11 +401,19 @@ impl Sampler {
         let t1 = Instant::now();
         let timestamp = SystemTime::now();
         let deadline = self.deadline();
+        self.take_events();
         let mut devices: Vec<Device> = self
             .devices
             .iter()
             .map(|d| self.assemble(d, t1, deadline))
             .collect();
+        for d in &mut devices {
+            if let Some(h) = self.xids.get(d.index as usize) {
+                d.health.xids.clone_from(&h.xids);
+                d.health.xids_watched = h.xids_watched;
+                d.health.events_error.clone_from(&h.events_error);
+            }
+        }
         if !self.filter.gpus.is_empty() {
             let gpus = &self.filter.gpus;
             devices.retain(|d| gpus.iter().any(|g| d.matches(g)));
@@ -484,6 +569,8 @@ pub fn spawn(
     interval: watch::Receiver<Duration>,
 ) -> (tmpsc::Receiver<Arc<Sample>>, tokio::task::JoinHandle<()>) {
     let (tx, rx) = tmpsc::channel(4);
+    let mut sampler = sampler;
+    sampler.watch_events();
     let handle = tokio::spawn(run(sampler, interval, tx));
     (rx, handle)
 }
@@ -580,6 +667,7 @@ mod tests {
                 readers,
                 error: None,
                 host_lookup: false,
+                events: None,
             },
             Filter {
                 gpus: vec![],
@@ -736,6 +824,7 @@ mod tests {
                     readers: vec![Box::new(Me)],
                     error: None,
                     host_lookup: true,
+                    events: None,
                 },
                 Filter {
                     gpus: vec![],

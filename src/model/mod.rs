@@ -4,6 +4,7 @@
 //! fail stays in the sample with its error, so that one lost GPU never hides the others.
 
 pub mod breakdown;
+pub mod health;
 pub mod history;
 pub mod owner;
 pub mod rollup;
@@ -163,7 +164,7 @@ pub fn rfc3339<S: Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
     s.collect_str(&humantime::format_rfc3339_millis(*t))
 }
 
-fn from_rfc3339<'de, D: Deserializer<'de>>(d: D) -> Result<SystemTime, D::Error> {
+pub(crate) fn from_rfc3339<'de, D: Deserializer<'de>>(d: D) -> Result<SystemTime, D::Error> {
     let text = String::deserialize(d)?;
     humantime::parse_rfc3339_weak(text.trim_end_matches('Z'))
         .or_else(|_| humantime::parse_rfc3339(&text))
@@ -250,6 +251,87 @@ pub struct Device {
     /// How old the readings are at the sample's timestamp; `None` when there are none (a
     /// device that never answered).
     pub data_age_ms: Option<u64>,
+    /// With MIG on, its MIG devices (empty when MIG is off or unsupported). The processes
+    /// stay in [`Device::processes`], each with its instance ids; [`MigDevice::processes`]
+    /// picks an instance's.
+    #[serde(default)]
+    pub mig: Vec<MigDevice>,
+    /// Xid errors, ECC, remapped rows and throttling.
+    #[serde(default)]
+    pub health: health::Health,
+}
+
+/// One MIG (Multi-Instance GPU) device: a slice of its parent GPU with memory of its own.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MigDevice {
+    /// Its slot on the parent (`nvmlDeviceGetMigDeviceHandleByIndex`).
+    pub index: u32,
+    /// `MIG-…`: what `CUDA_VISIBLE_DEVICES` takes to run on it.
+    pub uuid: Option<String>,
+    pub name: Option<String>,
+    /// The profile, e.g. `3g.40gb` (from its name).
+    pub profile: Option<String>,
+    pub gpu_instance_id: Option<u32>,
+    pub compute_instance_id: Option<u32>,
+    pub memory: Memory,
+    /// Real drivers answer NOT_SUPPORTED on MIG devices: then `None`, with the reason in
+    /// `field_errors`.
+    pub utilization: Utilization,
+    #[serde(deserialize_with = "field_names", default)]
+    pub field_errors: BTreeMap<&'static str, String>,
+}
+
+impl MigDevice {
+    /// Its processes, among its parent's (matched by GPU instance, and by compute instance
+    /// where both are known).
+    pub fn processes<'a>(&self, parent: &'a Device) -> impl Iterator<Item = &'a Process> + 'a {
+        let (gi, ci) = (self.gpu_instance_id, self.compute_instance_id);
+        parent.processes.iter().filter(move |p| {
+            gi.is_some()
+                && p.gpu_instance_id == gi
+                && (ci.is_none() || p.compute_instance_id.is_none() || p.compute_instance_id == ci)
+        })
+    }
+
+    /// Where this instance's memory went: its processes, used but not attributed, free.
+    pub fn breakdown(&self, parent: &Device) -> Option<breakdown::Breakdown> {
+        let procs: Vec<(u32, Option<u64>)> = self
+            .processes(parent)
+            .map(|p| (p.pid, p.gpu_memory_bytes))
+            .collect();
+        breakdown::Breakdown::device(&self.memory, &procs)
+    }
+
+    /// The instance as a device of its own, for views that list devices (`log`): its identity,
+    /// memory and processes, its parent's index, bus and state, and itself as its one
+    /// `mig` entry ([`Device::as_mig`] tells such a device from a whole GPU).
+    pub fn as_device(&self, parent: &Device) -> Device {
+        Device {
+            index: parent.index,
+            uuid: self.uuid.clone(),
+            name: self.name.clone(),
+            pci_bus_id: parent.pci_bus_id.clone(),
+            memory: self.memory,
+            utilization: self.utilization,
+            minor_number: parent.minor_number,
+            processes: self.processes(parent).cloned().collect(),
+            processes_error: parent.processes_error.clone(),
+            field_errors: self.field_errors.clone(),
+            error: parent.error.clone(),
+            stalled: parent.stalled,
+            late: parent.late,
+            data_age_ms: parent.data_age_ms,
+            mig: vec![self.clone()],
+            ..Device::default()
+        }
+    }
+
+    /// "3g.40gb" from "NVIDIA H100 80GB HBM3 MIG 3g.40gb".
+    pub fn profile_from_name(name: &str) -> Option<String> {
+        let (_, profile) = name.rsplit_once("MIG ")?;
+        let profile = profile.trim();
+        (!profile.is_empty()).then(|| profile.to_owned())
+    }
 }
 
 /// Why a process is named as holding a GPU's memory outside the process list.
@@ -437,6 +519,12 @@ pub struct Process {
     /// Its parent (the one to reap it, when it is a zombie); `None` where not read.
     #[serde(skip)]
     pub parent_pid: Option<u32>,
+    /// The MIG GPU instance it runs in (`None` with MIG off).
+    #[serde(default)]
+    pub gpu_instance_id: Option<u32>,
+    /// The MIG compute instance it runs in.
+    #[serde(default)]
+    pub compute_instance_id: Option<u32>,
 }
 
 /// What a framework's caching allocator says about one process on one GPU.
@@ -487,6 +575,8 @@ impl Process {
             allocator: None,
             state: None,
             parent_pid: None,
+            gpu_instance_id: None,
+            compute_instance_id: None,
         }
     }
 
@@ -645,6 +735,14 @@ impl Device {
             .iter()
             .try_fold(0u64, |acc, p| Some(acc.saturating_add(p.gpu_memory_bytes?)))?;
         Some(self.memory.used_bytes?.saturating_sub(listed))
+    }
+
+    /// The MIG instance this device stands for, when it is one ([`MigDevice::as_device`]).
+    pub fn as_mig(&self) -> Option<&MigDevice> {
+        match self.mig.as_slice() {
+            [m] if m.uuid.is_some() && m.uuid == self.uuid => Some(m),
+            _ => None,
+        }
     }
 
     /// The device's identity without its readings (for matching).

@@ -352,6 +352,125 @@ pub fn holders_line(d: &Device, width: u16) -> Line<'static> {
     Line::from(Span::styled(text, style))
 }
 
+/// The line that says why a GPU may be sick, when something says so: the last Xid with its
+/// age, meaning and the catalogue's action; a remapping pending or failed; uncorrected ECC
+/// errors; the slowdowns in force. `None` for a healthy GPU.
+pub fn health_line(d: &Device, now: SystemTime, width: u16) -> Option<Line<'static>> {
+    let notes = d.health.notes(now);
+    if notes.is_empty() {
+        return None;
+    }
+    let stale = d.stale();
+    let mut used = 0usize;
+    let mut spans = Vec::new();
+    for (i, n) in notes.into_iter().enumerate() {
+        let text = format!("{}{}", if i == 0 { " " } else { " · " }, n.text);
+        let w = text.chars().count();
+        if used + w > usize::from(width) && i > 0 {
+            break;
+        }
+        used += w;
+        let style = match (stale, n.critical) {
+            (true, _) => theme::stale(),
+            (false, true) => theme::error(),
+            (false, false) => theme::warning(),
+        };
+        spans.push(Span::styled(text, style));
+    }
+    Some(Line::from(spans))
+}
+
+/// The parent's gauge with MIG on: each MIG instance side by side, as wide as its share of
+/// the GPU, with its own breakdown; memory in no instance (driver reserved, unpartitioned)
+/// after them.
+pub fn draw_mig_gauge(buf: &mut Buffer, area: Rect, d: &Device, app: &App, selected: Option<u32>) {
+    let Some(total) = d.memory.total_bytes.filter(|t| *t > 0) else {
+        draw_gauge(buf, area, d, app, selected);
+        return;
+    };
+    let w = f64::from(area.width);
+    let mut cum = 0u64;
+    for m in &d.mig {
+        let start = ((cum as f64 / total as f64) * w).round() as u16;
+        cum = cum.saturating_add(m.memory.total_bytes.unwrap_or(0));
+        let end = (((cum as f64 / total as f64) * w).round() as u16).min(area.width);
+        if end <= start {
+            continue;
+        }
+        let inst = m.as_device(d);
+        draw_gauge(
+            buf,
+            Rect::new(area.x + start, area.y, end - start, 1),
+            &inst,
+            app,
+            selected,
+        );
+        // A boundary between instances.
+        if start > 0 {
+            if let Some(cell) = buf.cell_mut((area.x + start, area.y)) {
+                cell.set_symbol("▕");
+            }
+        }
+    }
+    let start = ((cum as f64 / total as f64) * w).round() as u16;
+    let style = if d.stale() {
+        theme::stale()
+    } else {
+        theme::reserved()
+    };
+    for x in start..area.width {
+        if let Some(cell) = buf.cell_mut((area.x + x, area.y)) {
+            cell.set_symbol("▒").set_style(style);
+        }
+    }
+}
+
+/// One MIG instance under its parent: "└ MIG 3g.40gb GI 1 · 14.8 GiB / 39.5 GiB (38%)" and
+/// its breakdown gauge in the rest of the line.
+pub fn draw_mig_line(
+    buf: &mut Buffer,
+    area: Rect,
+    d: &Device,
+    m: &crate::model::MigDevice,
+    last: bool,
+    app: &App,
+    selected: Option<u32>,
+) {
+    let inst = m.as_device(d);
+    let label = format!(
+        " {} MIG {} GI {}{} ",
+        if last { "└" } else { "├" },
+        m.profile.as_deref().unwrap_or("?"),
+        m.gpu_instance_id.map_or("?".into(), |g| g.to_string()),
+        m.utilization
+            .gpu_percent
+            .map_or(String::new(), |u| format!(" util {u}%")),
+    );
+    let figures = format!("{} ", memory_figures(&inst).content);
+    let width = usize::from(area.width);
+    let used = label.chars().count() + figures.chars().count();
+    buf.set_stringn(area.x, area.y, &label, width, theme::header());
+    let room = width.saturating_sub(used);
+    let fx = area.x + label.chars().count().min(width) as u16;
+    buf.set_stringn(
+        fx,
+        area.y,
+        &figures,
+        width.saturating_sub(label.chars().count()),
+        Style::new(),
+    );
+    if room >= 8 {
+        let gx = fx + figures.chars().count() as u16;
+        draw_gauge(
+            buf,
+            Rect::new(gx, area.y, room as u16, 1),
+            &inst,
+            app,
+            selected,
+        );
+    }
+}
+
 pub fn draw_breakdown(buf: &mut Buffer, area: Rect, b: &Breakdown, style: Style, stale: bool) {
     let segments: Vec<Segment> = b
         .parts

@@ -372,15 +372,40 @@ fn draw_gpus(frame: &mut Frame, area: Rect, app: &mut App, sample: &Sample, layo
             let line = gpu::title_line(d, now, area.width);
             buf.set_line(area.x, y, &line, area.width);
             let gauge = Rect::new(area.x, y + 1, area.width, 1);
-            gpu::draw_gauge(buf, gauge, d, app, selected(d));
-            // Who holds the memory the process list does not explain, under the gauge.
-            let holders = u16::from(!d.holders.is_empty() && layout.chart > MIN_CHART);
-            if holders == 1 {
-                let line = gpu::holders_line(d, area.width);
-                buf.set_line(area.x, y + 2, &line, area.width);
+            if d.mig.is_empty() {
+                gpu::draw_gauge(buf, gauge, d, app, selected(d));
+            } else {
+                gpu::draw_mig_gauge(buf, gauge, d, app, selected(d));
             }
-            let chart = Rect::new(area.x, y + 2 + holders, area.width, layout.chart - holders);
-            gpu::draw_history(buf, chart, d, app, now, false);
+            // Under the gauge, taken from the chart: why the GPU may be sick, its MIG
+            // instances, who holds the memory the process list does not explain.
+            let mut row = y + 2;
+            let mut room = layout.chart;
+            if let Some(line) = gpu::health_line(d, now, area.width).filter(|_| room > 0) {
+                buf.set_line(area.x, row, &line, area.width);
+                row += 1;
+                room -= 1;
+            }
+            for (i, m) in d.mig.iter().enumerate() {
+                if room == 0 {
+                    break;
+                }
+                let last = i + 1 == d.mig.len();
+                let line = Rect::new(area.x, row, area.width, 1);
+                gpu::draw_mig_line(buf, line, d, m, last, app, selected(d));
+                row += 1;
+                room -= 1;
+            }
+            if !d.holders.is_empty() && room > MIN_CHART {
+                let line = gpu::holders_line(d, area.width);
+                buf.set_line(area.x, row, &line, area.width);
+                row += 1;
+                room -= 1;
+            }
+            if room >= MIN_CHART {
+                let chart = Rect::new(area.x, row, area.width, room);
+                gpu::draw_history(buf, chart, d, app, now, false);
+            }
         }
         return;
     }

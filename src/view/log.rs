@@ -125,6 +125,69 @@ const DEVICE_FIELDS: &[(&str, Kind, DeviceGetter)] = &[
         }
     }),
     ("error", Kind::Text, |_, d| Cell::text(&d.error)),
+    // MIG: a GPU with MIG on has a record of its own for each MIG device after its own.
+    ("mig.profile", Kind::Text, |_, d| {
+        Cell::opt(d.as_mig().and_then(|m| m.profile.as_deref()))
+    }),
+    ("mig.gpu_instance_id", Kind::Number, |_, d| {
+        Cell::int(d.as_mig().and_then(|m| m.gpu_instance_id))
+    }),
+    ("mig.compute_instance_id", Kind::Number, |_, d| {
+        Cell::int(d.as_mig().and_then(|m| m.compute_instance_id))
+    }),
+    ("mig.count", Kind::Number, |_, d| {
+        if d.as_mig().is_some() {
+            Cell::Null
+        } else {
+            Cell::Int(d.mig.len() as u64)
+        }
+    }),
+    // Health: Xid errors since gpumon started, ECC, row remapping, throttling.
+    ("xid.last", Kind::Number, |_, d| {
+        Cell::int(d.health.last_xid().map(|x| x.xid))
+    }),
+    ("xid.count", Kind::Number, |_, d| {
+        if !d.health.xids_watched || d.as_mig().is_some() {
+            Cell::Null
+        } else {
+            Cell::Int(d.health.xids.iter().map(|x| x.count).sum())
+        }
+    }),
+    (
+        "ecc.errors.corrected.volatile.total",
+        Kind::Number,
+        |_, d| Cell::int(d.health.ecc.and_then(|e| e.volatile_corrected)),
+    ),
+    (
+        "ecc.errors.uncorrected.volatile.total",
+        Kind::Number,
+        |_, d| Cell::int(d.health.ecc.and_then(|e| e.volatile_uncorrected)),
+    ),
+    (
+        "ecc.errors.corrected.aggregate.total",
+        Kind::Number,
+        |_, d| Cell::int(d.health.ecc.and_then(|e| e.aggregate_corrected)),
+    ),
+    (
+        "ecc.errors.uncorrected.aggregate.total",
+        Kind::Number,
+        |_, d| Cell::int(d.health.ecc.and_then(|e| e.aggregate_uncorrected)),
+    ),
+    ("remapped_rows.correctable", Kind::Number, |_, d| {
+        Cell::int(d.health.remapped_rows.map(|r| r.corrected))
+    }),
+    ("remapped_rows.uncorrectable", Kind::Number, |_, d| {
+        Cell::int(d.health.remapped_rows.map(|r| r.uncorrected))
+    }),
+    ("remapped_rows.pending", Kind::Number, |_, d| {
+        Cell::int(d.health.remapped_rows.map(|r| u64::from(r.pending)))
+    }),
+    ("remapped_rows.failure", Kind::Number, |_, d| {
+        Cell::int(d.health.remapped_rows.map(|r| u64::from(r.failed)))
+    }),
+    ("clocks_event_reasons.active", Kind::Number, |_, d| {
+        Cell::int(d.health.clock_event_reasons)
+    }),
 ];
 
 /// The device fields that stay filled for a stalled or failed device: who it is, and why it
@@ -137,6 +200,12 @@ const PROCESS_FIELDS: &[(&str, Kind, ProcessGetter)] = &[
         Cell::Int(d.index.into())
     }),
     ("gpu_uuid", Kind::Text, |_, d, _| Cell::text(&d.uuid)),
+    ("gpu_instance_id", Kind::Number, |_, _, p| {
+        Cell::int(p.gpu_instance_id)
+    }),
+    ("compute_instance_id", Kind::Number, |_, _, p| {
+        Cell::int(p.compute_instance_id)
+    }),
     ("gpu_bus_id", Kind::Text, |_, d, _| {
         Cell::text(&d.pci_bus_id)
     }),
@@ -313,14 +382,20 @@ impl Columns {
                         .map(|&i| (PROCESS_FIELDS[i].2)(stamp, d, p)))?;
                 }
             } else {
-                row(&mut self.picks.iter().map(|&i| {
-                    let (name, _, get) = DEVICE_FIELDS[i];
-                    if d.fresh() || IDENTITY_FIELDS.contains(&name) {
-                        get(stamp, d)
-                    } else {
-                        Cell::Null
-                    }
-                }))?;
+                let instances = d.mig.iter().map(|m| m.as_device(d));
+                for d in std::iter::once(std::borrow::Cow::Borrowed(d))
+                    .chain(instances.map(std::borrow::Cow::Owned))
+                {
+                    let d = d.as_ref();
+                    row(&mut self.picks.iter().map(|&i| {
+                        let (name, _, get) = DEVICE_FIELDS[i];
+                        if d.fresh() || IDENTITY_FIELDS.contains(&name) {
+                            get(stamp, d)
+                        } else {
+                            Cell::Null
+                        }
+                    }))?;
+                }
             }
         }
         Ok(())

@@ -386,6 +386,59 @@ fn device(out: &mut String, d: &Device, name_width: usize, paint: Paint, width: 
         }
     }
     out.push('\n');
+    for n in d.health.notes(std::time::SystemTime::now()) {
+        let text = format!("    {}", n.text);
+        let text = fit(&text, width);
+        let _ = writeln!(
+            out,
+            "{}",
+            if n.critical {
+                paint.red(&text)
+            } else {
+                paint.yellow(&text)
+            }
+        );
+    }
+    for (i, m) in d.mig.iter().enumerate() {
+        mig_line(out, d, m, i + 1 == d.mig.len(), paint, width);
+    }
+}
+
+/// A MIG device under its GPU: "  └ MIG 3g.40gb GI 1 | ▕bar▏ 14.8 GiB / 39.5 GiB".
+fn mig_line(
+    out: &mut String,
+    d: &Device,
+    m: &crate::model::MigDevice,
+    last: bool,
+    paint: Paint,
+    width: usize,
+) {
+    let head = format!(
+        "  {} MIG {} GI {}",
+        if last { "└" } else { "├" },
+        m.profile.as_deref().unwrap_or("?"),
+        m.gpu_instance_id.map_or("?".into(), |g| g.to_string())
+    );
+    let mem = &m.memory;
+    let figures = match (mem.used_bytes, mem.total_bytes, mem.used_fraction()) {
+        (Some(used), Some(total), Some(share)) => {
+            let figures = format!("{:>9} / {:>9}", fmt_bytes(used), fmt_bytes(total));
+            let room = width.saturating_sub(head.chars().count() + figures.len() + 4);
+            let b = bar(share, room.min(BAR));
+            format!("{} {figures}", paint.level(share, &b))
+        }
+        _ => "memory N/A".to_owned(),
+    };
+    let unattributed = m
+        .breakdown(d)
+        .and_then(|b| b.get(PartKind::Unattributed))
+        .filter(|u| *u > 0)
+        .map(|u| {
+            let t = format!(" [{} not attributed]", fmt_bytes(u));
+            paint.yellow(&t)
+        })
+        .unwrap_or_default();
+    let _ = writeln!(out, "{} | {figures}{unattributed}", paint.cyan(&head));
 }
 
 /// The process columns that fit a width, as the dashboard drops them.

@@ -1767,3 +1767,109 @@ fn end_to_end_replay_moves_its_cursor_and_shows_the_recorded_figures() {
     tmux.run(&["send-keys", "-t", "e2e", "q"]);
     tmux.assert_restored("DONE-2");
 }
+
+/// A GPU with MIG on: two instances with their processes (tagged with their GPU instance), a
+/// recent Xid and a pending row remapping.
+fn mig_gpu(t: u64) -> Vec<Device> {
+    use gpumon::model::health::{Health, RemappedRows};
+    use gpumon::model::MigDevice;
+    let mut d = device(0, 3, 30000, false);
+    d.utilization = Utilization::default();
+    d.field_errors.insert("utilization", "not supported".into());
+    for (i, p) in d.processes.iter_mut().enumerate() {
+        p.gpu_instance_id = Some(if i < 2 { 1 } else { 5 });
+        p.compute_instance_id = Some(0);
+        p.sm_percent = None;
+        p.mem_bw_percent = None;
+    }
+    let instance = |index, gi, profile: &str, total_mib: u64, used_mib: u64| MigDevice {
+        index,
+        uuid: Some(format!("MIG-0000000{index}")),
+        name: Some(format!("NVIDIA H100 80GB HBM3 MIG {profile}")),
+        profile: Some(profile.into()),
+        gpu_instance_id: Some(gi),
+        compute_instance_id: Some(0),
+        memory: Memory {
+            total_bytes: Some(total_mib * MIB),
+            used_bytes: Some(used_mib * MIB),
+            free_bytes: Some((total_mib - used_mib) * MIB),
+            reserved_bytes: Some(0),
+        },
+        utilization: Utilization::default(),
+        field_errors: [("utilization", "not supported".to_owned())].into(),
+    };
+    // 10000 MiB per process: two in GI 1 (with 512 MiB nobody lists), one in GI 5.
+    d.mig = vec![
+        instance(0, 1, "3g.40gb", 40448, 20512),
+        instance(1, 5, "3g.40gb", 40448, 10000),
+    ];
+    d.memory.used_bytes = Some(30512 * MIB);
+    d.health = Health {
+        xids_watched: true,
+        remapped_rows: Some(RemappedRows {
+            corrected: 0,
+            uncorrected: 1,
+            pending: true,
+            failed: false,
+        }),
+        clock_event_reasons: Some(0x4),
+        ..Health::default()
+    };
+    if t >= 3 {
+        d.health.add_xid(94, at(t * 20 - 30), Some(1));
+    }
+    vec![d, device(1, 1, 20000, false)]
+}
+
+#[test]
+fn snapshot_mig_instances_under_their_parent_and_the_health_line() {
+    let (terminal, _) = screen(160, 40, 6, mig_gpu);
+    let text = format!("{:?}", terminal.backend());
+    assert!(text.contains("MIG 3g.40gb GI 1"), "{text}");
+    assert!(text.contains("Xid 94 (MIG GI 1) 30s ago"), "{text}");
+    assert!(text.contains("row remapping pending"), "{text}");
+    insta::assert_snapshot!(terminal.backend());
+}
+
+const XID_SCENARIO: &str = r#"{"version":1,
+ "devices":[{"name":"Fake H100","memory_total_mib":81559,"processes":[{"pid":4500001,"memory_mib":1000}]},
+            {"name":"Fake H100","memory_total_mib":81559,
+             "mig":[{"profile":"3g.40gb","memory_total_mib":40448,"processes":[{"pid":4500002,"memory_mib":2000}]}]}],
+ "faults":[{"kind":"xid","device":1,"xid":79,"at_s":3}]}"#;
+
+/// An Xid scripted 3 s after NVML starts reaches the screen within a second of it: the event
+/// thread waits on the driver, and the next sample (200 ms here) shows it.
+#[test]
+fn end_to_end_an_xid_reaches_the_dashboard_within_a_second() {
+    let s = scenario(XID_SCENARIO);
+    let mut env = e2e_env(&s);
+    env.retain(|(k, _)| *k != "FAKE_NVML_SPEED");
+    let tmux = Tmux::new(140, 40, &env);
+    let bin = env!("CARGO_BIN_EXE_gpumon");
+    let launched = Instant::now();
+    tmux.type_line(&format!("{bin} --interval 200ms; echo EXIT=$?"));
+    let screen = tmux.wait_for("the dashboard", |s| s.contains("[1] Fake H100"));
+    // NVML started after the command was typed and before this screen: the Xid is due 3 s
+    // after some moment in between.
+    let shown = Instant::now();
+    assert!(screen.contains("MIG 3g.40gb"), "{screen}");
+    assert!(!screen.contains("Xid 79"), "{screen}");
+    let screen = tmux.wait_for("the Xid", |s| s.contains("Xid 79"));
+    let seen = Instant::now();
+    assert!(
+        screen.contains("fallen off the bus") && screen.contains("reboot the node"),
+        "{screen}"
+    );
+    let latest = shown.duration_since(launched) + Duration::from_secs(3);
+    let after_launch = seen.duration_since(launched);
+    eprintln!(
+        "Xid on screen {:.2} s after launch (due 3 s after NVML started)",
+        after_launch.as_secs_f64()
+    );
+    assert!(
+        after_launch <= latest + Duration::from_millis(1500),
+        "the Xid took {after_launch:?} from launch; it was due by {latest:?}"
+    );
+    tmux.run(&["send-keys", "-t", "e2e", "q"]);
+    tmux.assert_restored("EXIT=0");
+}

@@ -5,6 +5,7 @@ mod common;
 mod dashboard;
 mod docs;
 mod explain;
+mod health;
 mod holders;
 mod hostile;
 mod owners;

@@ -11,8 +11,10 @@
 //! A GPU that is stalled or lost exports no readings, only its state (`gpumon_gpu_up`,
 //! `gpumon_gpu_stalled`, and the age of its data): a scrape never shows stale values as fresh.
 //! Series of exited processes disappear with the next sample, since each exposition is built
-//! from one sample alone. Every metric is a gauge, so the OpenMetrics body is also valid
-//! Prometheus text (0.0.4) without its `# EOF` line.
+//! from one sample alone. Every metric is a gauge but the Xid and ECC counters
+//! (`gpumon_xid_errors_total`, `gpumon_ecc_errors_total`); the Prometheus text (0.0.4) is the
+//! OpenMetrics body without its `# EOF` line, with the counters' HELP and TYPE lines named
+//! as their samples are ([`prometheus_text`]).
 
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
@@ -29,6 +31,7 @@ use crate::model::{Device, Process, Sample};
 type Labels = Vec<(&'static str, String)>;
 type Int = Family<Labels, Gauge>;
 type Float = Family<Labels, Gauge<f64, AtomicU64>>;
+type Count = Family<Labels, prometheus_client::metrics::counter::Counter>;
 
 /// Which per-process labels to add beyond `gpu`, `UUID` and `pid` (privacy and cardinality:
 /// none by default).
@@ -112,6 +115,13 @@ fn int(registry: &mut Registry, name: &str, help: &str) -> Int {
     f
 }
 
+/// A counter family; the name is given without `_total`, which the encoder adds.
+fn count(registry: &mut Registry, name: &str, help: &str) -> Count {
+    let f = Count::default();
+    registry.register(name, help, f.clone());
+    f
+}
+
 fn float(registry: &mut Registry, name: &str, help: &str) -> Float {
     let f = Float::default();
     registry.register(name, help, f.clone());
@@ -148,6 +158,16 @@ struct Dcgm {
     mem_copy_util: Int,
     gpu_temp: Int,
     power: Float,
+    xid: Int,
+    ecc_sbe_vol: Int,
+    ecc_dbe_vol: Int,
+    ecc_sbe_agg: Int,
+    ecc_dbe_agg: Int,
+    remap_corr: Int,
+    remap_unc: Int,
+    remap_pending: Int,
+    remap_failure: Int,
+    throttle: Int,
 }
 
 impl Dcgm {
@@ -165,6 +185,56 @@ impl Dcgm {
             mem_copy_util: int(r, "DCGM_FI_DEV_MEM_COPY_UTIL", "Memory utilization (in %)"),
             gpu_temp: int(r, "DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C)"),
             power: float(r, "DCGM_FI_DEV_POWER_USAGE", "Power draw (in W)"),
+            xid: int(
+                r,
+                "DCGM_FI_DEV_XID_ERRORS",
+                "Value of the last XID error encountered",
+            ),
+            ecc_sbe_vol: int(
+                r,
+                "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
+                "Total number of single-bit volatile ECC errors",
+            ),
+            ecc_dbe_vol: int(
+                r,
+                "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+                "Total number of double-bit volatile ECC errors",
+            ),
+            ecc_sbe_agg: int(
+                r,
+                "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL",
+                "Total number of single-bit persistent ECC errors",
+            ),
+            ecc_dbe_agg: int(
+                r,
+                "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL",
+                "Total number of double-bit persistent ECC errors",
+            ),
+            remap_corr: int(
+                r,
+                "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
+                "Number of remapped rows for correctable errors",
+            ),
+            remap_unc: int(
+                r,
+                "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
+                "Number of remapped rows for uncorrectable errors",
+            ),
+            remap_pending: int(
+                r,
+                "DCGM_FI_DEV_ROW_REMAP_PENDING",
+                "Whether remapping of rows is pending (1) or not (0)",
+            ),
+            remap_failure: int(
+                r,
+                "DCGM_FI_DEV_ROW_REMAP_FAILURE",
+                "Whether remapping of rows has failed",
+            ),
+            throttle: int(
+                r,
+                "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
+                "Current clock throttle reasons (bitmask of DCGM_CLOCKS_THROTTLE_REASON_*)",
+            ),
         }
     }
 
@@ -194,6 +264,42 @@ impl Dcgm {
         );
         set_int(&self.gpu_temp, &labels, d.temperature_c.map(u64::from));
         set_float(&self.power, &labels, d.power_draw_w);
+        let h = &d.health;
+        // The last Xid's number, 0 while none has come: a gauge, as dcgm-exporter has it
+        // (gpumon_xid_errors_total is the counter).
+        if h.xids_watched {
+            set_int(
+                &self.xid,
+                &labels,
+                Some(h.last_xid().map_or(0, |x| u64::from(x.xid))),
+            );
+        }
+        if let Some(e) = h.ecc {
+            set_int(&self.ecc_sbe_vol, &labels, e.volatile_corrected);
+            set_int(&self.ecc_dbe_vol, &labels, e.volatile_uncorrected);
+            set_int(&self.ecc_sbe_agg, &labels, e.aggregate_corrected);
+            set_int(&self.ecc_dbe_agg, &labels, e.aggregate_uncorrected);
+        }
+        if let Some(r) = h.remapped_rows {
+            set_int(&self.remap_corr, &labels, Some(r.corrected.into()));
+            set_int(&self.remap_unc, &labels, Some(r.uncorrected.into()));
+            set_int(&self.remap_pending, &labels, Some(r.pending.into()));
+            set_int(&self.remap_failure, &labels, Some(r.failed.into()));
+        }
+        set_int(&self.throttle, &labels, h.clock_event_reasons);
+        // MIG devices: the parent's labels plus dcgm-exporter's GPU_I_PROFILE and GPU_I_ID.
+        for m in &d.mig {
+            let mut l = labels.clone();
+            l.push(("GPU_I_PROFILE", label(m.profile.as_deref())));
+            l.push((
+                "GPU_I_ID",
+                m.gpu_instance_id
+                    .map_or_else(String::new, |g| g.to_string()),
+            ));
+            set_int(&self.fb_used, &l, mib(m.memory.used_bytes));
+            set_int(&self.fb_free, &l, mib(m.memory.free_bytes));
+            set_int(&self.gpu_util, &l, m.utilization.gpu_percent.map(u64::from));
+        }
     }
 }
 
@@ -221,6 +327,13 @@ struct Gpumon {
     non_framework: Int,
     allocated_peak: Int,
     reserved_peak: Int,
+    xids: Count,
+    xid_watched: Int,
+    ecc: Count,
+    remapped: Int,
+    remap_pending: Int,
+    remap_failed: Int,
+    clock_reason: Int,
 }
 
 impl Gpumon {
@@ -313,6 +426,41 @@ impl Gpumon {
                 "gpumon_allocator_reserved_peak_bytes",
                 "Peak of reserved memory (under gpumon run)",
             ),
+            xids: count(
+                r,
+                "gpumon_xid_errors",
+                "Xid errors (NVML's event API) since gpumon started, by Xid number",
+            ),
+            xid_watched: int(
+                r,
+                "gpumon_xid_watched",
+                "1 when Xid errors are watched on the GPU, 0 when the driver cannot (the reason as a label)",
+            ),
+            ecc: count(
+                r,
+                "gpumon_ecc_errors",
+                "ECC errors: volatile since the driver loaded, aggregate over the GPU's life",
+            ),
+            remapped: int(
+                r,
+                "gpumon_remapped_rows",
+                "Memory rows remapped for correctable or uncorrectable errors",
+            ),
+            remap_pending: int(
+                r,
+                "gpumon_remapped_rows_pending",
+                "1 when a row remapping waits for the next GPU reset",
+            ),
+            remap_failed: int(
+                r,
+                "gpumon_remapped_rows_failed",
+                "1 when a row remapping failed: the GPU needs service",
+            ),
+            clock_reason: int(
+                r,
+                "gpumon_clock_event_reason",
+                "1 for each clock event (throttle) reason in force, 0 for the others",
+            ),
         }
     }
 
@@ -359,11 +507,86 @@ impl Gpumon {
         for p in &d.processes {
             self.record_process(d, p, &labels, opts);
         }
+        self.record_health(d, &labels);
+        // MIG devices on the same memory series, with dcgm-exporter's GPU_I_ID and
+        // GPU_I_PROFILE (`{GPU_I_ID=""}` selects whole GPUs).
+        for m in &d.mig {
+            let mut l = labels.clone();
+            l.push((
+                "GPU_I_ID",
+                m.gpu_instance_id
+                    .map_or_else(String::new, |g| g.to_string()),
+            ));
+            l.push(("GPU_I_PROFILE", label(m.profile.as_deref())));
+            set_int(&self.total, &l, m.memory.total_bytes);
+            set_int(&self.used, &l, m.memory.used_bytes);
+            set_int(&self.free, &l, m.memory.free_bytes);
+            set_int(
+                &self.unattributed,
+                &l,
+                m.breakdown(d).and_then(|b| b.get(PartKind::Unattributed)),
+            );
+            set_float(&self.util, &l, ratio(m.utilization.gpu_percent));
+            set_int(&self.processes, &l, Some(m.processes(d).count() as u64));
+        }
+    }
+
+    fn record_health(&self, d: &Device, labels: &Labels) {
+        let h = &d.health;
+        let with = |k: &'static str, v: String| {
+            let mut l = labels.clone();
+            l.push((k, v));
+            l
+        };
+        if h.xids_watched {
+            set_int(&self.xid_watched, labels, Some(1));
+            for x in &h.xids {
+                self.xids
+                    .get_or_create(&with("xid", x.xid.to_string()))
+                    .inc_by(x.count);
+            }
+        } else if let Some(why) = &h.events_error {
+            set_int(&self.xid_watched, &with("reason", why.clone()), Some(0));
+        }
+        if let Some(e) = h.ecc {
+            let counts = [
+                ("corrected", "volatile", e.volatile_corrected),
+                ("uncorrected", "volatile", e.volatile_uncorrected),
+                ("corrected", "aggregate", e.aggregate_corrected),
+                ("uncorrected", "aggregate", e.aggregate_uncorrected),
+            ];
+            for (kind, scope, n) in counts {
+                let Some(n) = n else { continue };
+                let mut l = with("type", kind.to_owned());
+                l.push(("counter", scope.to_owned()));
+                self.ecc.get_or_create(&l).inc_by(n);
+            }
+        }
+        if let Some(r) = h.remapped_rows {
+            let corrected = with("type", "corrected".to_owned());
+            set_int(&self.remapped, &corrected, Some(r.corrected.into()));
+            let uncorrected = with("type", "uncorrected".to_owned());
+            set_int(&self.remapped, &uncorrected, Some(r.uncorrected.into()));
+            set_int(&self.remap_pending, labels, Some(r.pending.into()));
+            set_int(&self.remap_failed, labels, Some(r.failed.into()));
+        }
+        if let Some(mask) = h.clock_event_reasons {
+            for (bit, name) in crate::model::health::CLOCK_REASONS {
+                set_int(
+                    &self.clock_reason,
+                    &with("reason", (*name).to_owned()),
+                    Some(u64::from(mask & bit != 0)),
+                );
+            }
+        }
     }
 
     fn record_process(&self, d: &Device, p: &Process, device: &Labels, opts: &Options) {
         let mut labels = device.clone();
         labels.push(("pid", p.pid.to_string()));
+        if let Some(gi) = p.gpu_instance_id {
+            labels.push(("GPU_I_ID", gi.to_string()));
+        }
         if opts.process_labels.user {
             labels.push(("user", label(p.user.as_deref())));
         }
@@ -501,6 +724,30 @@ pub fn encode_with(sample: &Sample, sampled_in: Duration, opts: &Options, usage:
     let mut out = String::with_capacity(64 * 1024);
     // Writing into a String cannot fail.
     let _ = encode_registry(&mut out, &r);
+    out
+}
+
+/// The Prometheus text format (0.0.4) of an OpenMetrics body: a counter's HELP and TYPE
+/// lines name it with its `_total`, as its samples do (OpenMetrics names the family without).
+pub fn prometheus_text(openmetrics: &str) -> String {
+    let counters: Vec<&str> = openmetrics
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE ")?.strip_suffix(" counter"))
+        .collect();
+    let mut out = String::with_capacity(openmetrics.len() + 64);
+    for line in openmetrics.split_inclusive('\n') {
+        let renamed = ["# HELP ", "# TYPE "].iter().find_map(|prefix| {
+            let rest = line.strip_prefix(prefix)?;
+            let name = counters
+                .iter()
+                .find(|c| rest.strip_prefix(**c).is_some_and(|r| r.starts_with(' ')))?;
+            Some(format!("{prefix}{name}_total{}", &rest[name.len()..]))
+        });
+        match renamed {
+            Some(l) => out.push_str(&l),
+            None => out.push_str(line),
+        }
+    }
     out
 }
 

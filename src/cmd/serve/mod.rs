@@ -72,7 +72,7 @@ struct Exposition {
     /// When it was published.
     at: Instant,
     /// OpenMetrics, ending in `# EOF`; the Prometheus text format is the same bytes without
-    /// that line (every metric is a gauge).
+    /// that line, and with the counters' `_total` in their HELP and TYPE lines.
     openmetrics: OnceLock<Bytes>,
     /// `once --json` of the sample.
     json: OnceLock<Bytes>,
@@ -93,7 +93,11 @@ impl Exposition {
 
     fn text(&self, last_scrape: Option<Duration>) -> Bytes {
         let om = self.openmetrics(last_scrape);
-        om.slice(..om.len() - EOF.len())
+        let body = om.slice(..om.len() - EOF.len());
+        match std::str::from_utf8(&body) {
+            Ok(text) if text.contains(" counter\n") => Bytes::from(metrics::prometheus_text(text)),
+            _ => body,
+        }
     }
 
     fn json(&self) -> &Bytes {
@@ -254,6 +258,7 @@ async fn publish(
     tx: watch::Sender<Option<Arc<Exposition>>>,
 ) {
     sampler.set_interval(interval);
+    sampler.watch_events();
     // Idle holds need a process's history; %SM's mean is not exported, so a short window.
     let mut tracker = crate::model::rollup::Usage::new(idle_after, interval);
     // Due one interval after the previous sample was due, as the other views sample.

@@ -33,6 +33,34 @@ pub struct Wants {
     pub process_utilization: bool,
 }
 
+/// A health event from the driver, as the event watcher reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HealthEvent {
+    /// An Xid critical error on the device at `index` (its position in the source).
+    Xid {
+        index: u32,
+        xid: u32,
+        gpu_instance_id: Option<u32>,
+        at: std::time::SystemTime,
+    },
+    /// Xid errors are watched on this device.
+    Watched { index: u32 },
+    /// Xid errors cannot be watched on this device (`None`: on any device), and why.
+    Unwatched { index: Option<u32>, why: String },
+}
+
+/// Watches for health events (Xid errors) on a thread of its own: the driver's wait can block
+/// as long as the driver does, so it never runs on a reader's or the sampler's thread.
+pub trait EventWatcher: Send + 'static {
+    /// Registers for events and reports them on `tx` until `stop` is set (checked at least
+    /// once a second) or `tx` is closed.
+    fn run(
+        self: Box<Self>,
+        tx: mpsc::Sender<HealthEvent>,
+        stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    );
+}
+
 /// What opening a source found: facts about the system and one reader per device.
 pub struct Opened {
     /// "nvml" or "simulated".
@@ -46,6 +74,8 @@ pub struct Opened {
     /// Whether the pids are real host pids worth looking up in /proc (false for simulated
     /// GPUs, whose processes carry their own host facts).
     pub host_lookup: bool,
+    /// Watches Xid errors, for views that sample over time ([`crate::collect::sampler::Sampler::watch_events`]).
+    pub events: Option<Box<dyn EventWatcher>>,
 }
 
 /// Why no source could be opened.
@@ -183,6 +213,37 @@ pub fn apply_utilization(
     }
 }
 
+/// Each pid's mean over several samples (NVML buffers one every ~1/6 s), stamped with its
+/// latest sample's time.
+pub fn mean_by_pid(samples: &[UtilSample]) -> Vec<UtilSample> {
+    let mut out: Vec<(UtilSample, u32)> = Vec::new();
+    for s in samples {
+        match out.iter_mut().find(|(o, _)| o.pid == s.pid) {
+            Some((o, n)) => {
+                o.sm += s.sm.min(100);
+                o.mem += s.mem.min(100);
+                o.timestamp = o.timestamp.max(s.timestamp);
+                *n += 1;
+            }
+            None => out.push((
+                UtilSample {
+                    sm: s.sm.min(100),
+                    mem: s.mem.min(100),
+                    ..*s
+                },
+                1,
+            )),
+        }
+    }
+    out.into_iter()
+        .map(|(s, n)| UtilSample {
+            sm: (s.sm + n / 2) / n,
+            mem: (s.mem + n / 2) / n,
+            ..s
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,6 +292,7 @@ mod tests {
             readers: Vec::new(),
             error: None,
             host_lookup: false,
+            events: None,
         })
     }
 

@@ -10,6 +10,9 @@ use serde::Deserialize;
 
 /// The scenario format version this build understands.
 pub const FORMAT_VERSION: u32 = 1;
+/// The most MIG devices one GPU has (A100, H100: 7), as `nvmlDeviceGetMaxMigDeviceCount`
+/// answers.
+pub const MAX_MIG: u32 = 7;
 const MIB: f64 = 1048576.0;
 
 /// A whole scenario file.
@@ -74,6 +77,112 @@ pub struct DeviceSpec {
     pub fan_percent: Option<Curve>,
     #[serde(default)]
     pub processes: Vec<ProcessSpec>,
+    /// MIG instances: present means MIG mode is on (`[]`: on, with no instance created yet);
+    /// absent, the GPU has no MIG (NVML answers NOT_SUPPORTED).
+    #[serde(default)]
+    pub mig: Option<Vec<MigSpec>>,
+    /// ECC error counts; absent: NOT_SUPPORTED (a GPU without ECC, or with it off).
+    #[serde(default)]
+    pub ecc: Option<EccSpec>,
+    /// Row remapping (A100 and later); absent: NOT_SUPPORTED.
+    #[serde(default)]
+    pub remapped_rows: Option<RemapSpec>,
+    /// Clock event (throttle) reasons in force, by time window; none in force: 0.
+    #[serde(default)]
+    pub clock_event_reasons: Vec<ReasonWindow>,
+}
+
+/// One MIG device: a GPU instance with its compute instance.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MigSpec {
+    /// The profile, e.g. `3g.40gb`; the device's name is the parent's plus ` MIG <profile>`.
+    pub profile: String,
+    /// Default: its position + 1.
+    #[serde(default)]
+    pub gpu_instance_id: Option<u32>,
+    #[serde(default)]
+    pub compute_instance_id: u32,
+    #[serde(default)]
+    pub uuid: Option<String>,
+    pub memory_total_mib: u64,
+    #[serde(default)]
+    pub unattributed_mib: Curve,
+    #[serde(default)]
+    pub utilization_gpu: Option<Curve>,
+    #[serde(default)]
+    pub processes: Vec<ProcessSpec>,
+}
+
+/// ECC error counts over time (`nvmlDeviceGetTotalEccErrors`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EccSpec {
+    #[serde(default)]
+    pub volatile_corrected: Curve,
+    #[serde(default)]
+    pub volatile_uncorrected: Curve,
+    #[serde(default)]
+    pub aggregate_corrected: Curve,
+    #[serde(default)]
+    pub aggregate_uncorrected: Curve,
+}
+
+/// Remapped rows over time (`nvmlDeviceGetRemappedRows`); `pending` and `failed` are true
+/// where their curve is at least 1.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RemapSpec {
+    #[serde(default)]
+    pub corrected: Curve,
+    #[serde(default)]
+    pub uncorrected: Curve,
+    #[serde(default)]
+    pub pending: Curve,
+    #[serde(default)]
+    pub failed: Curve,
+}
+
+/// Clock event reasons in force over `[at_s, until_s)`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReasonWindow {
+    pub reasons: Vec<ClockReason>,
+    #[serde(default)]
+    pub at_s: f64,
+    #[serde(default)]
+    pub until_s: Option<f64>,
+}
+
+/// NVML's clock event reasons (`nvmlClocksEventReason*`), by their bit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClockReason {
+    GpuIdle,
+    ApplicationsClocksSetting,
+    SwPowerCap,
+    HwSlowdown,
+    SyncBoost,
+    SwThermalSlowdown,
+    HwThermalSlowdown,
+    HwPowerBrakeSlowdown,
+    DisplayClockSetting,
+}
+
+impl ClockReason {
+    pub fn bit(self) -> u64 {
+        match self {
+            ClockReason::GpuIdle => 0x1,
+            ClockReason::ApplicationsClocksSetting => 0x2,
+            ClockReason::SwPowerCap => 0x4,
+            ClockReason::HwSlowdown => 0x8,
+            ClockReason::SyncBoost => 0x10,
+            ClockReason::SwThermalSlowdown => 0x20,
+            ClockReason::HwThermalSlowdown => 0x40,
+            ClockReason::HwPowerBrakeSlowdown => 0x80,
+            ClockReason::DisplayClockSetting => 0x100,
+        }
+    }
 }
 
 fn default_temp() -> Curve {
@@ -310,6 +419,13 @@ pub enum Field {
     Processes,
     /// Per-process utilisation samples.
     ProcessUtilization,
+    /// Event registration and waits (Xid events).
+    Events,
+    Ecc,
+    RemappedRows,
+    ClockReasons,
+    /// The MIG queries (mode, instances).
+    Mig,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -341,6 +457,9 @@ pub enum FaultKind {
     /// `field` answers SUCCESS with an impossible value (`value`, or a default garbage), as a
     /// failing driver or sensor can.
     Garbage,
+    /// An Xid critical error on `device` at `at_s` (with `gpu_instance_id` when it is tied to
+    /// a MIG instance), delivered through the event API to sets registered before it.
+    Xid,
 }
 
 /// A fault event, active over `[at_s, until_s)`.
@@ -360,6 +479,12 @@ pub struct Fault {
     /// The value a `garbage` field answers.
     #[serde(default)]
     pub value: Option<u64>,
+    /// The Xid number of an `xid` fault.
+    #[serde(default)]
+    pub xid: Option<u32>,
+    /// The MIG GPU instance an `xid` fault is tied to.
+    #[serde(default)]
+    pub gpu_instance_id: Option<u32>,
     #[serde(default)]
     pub at_s: f64,
     #[serde(default)]
@@ -402,6 +527,44 @@ pub struct DeviceState {
     pub memory_v2_missing: bool,
     /// Hang faults in force: which calls (`None`: all) block, and for how long.
     pub hangs: Vec<(Option<Field>, f64)>,
+    /// MIG mode on, with its devices; `None`: no MIG on this GPU.
+    pub mig: Option<Vec<MigState>>,
+    /// Volatile corrected, volatile uncorrected, aggregate corrected, aggregate uncorrected;
+    /// `None`: no ECC.
+    pub ecc: Option<[u64; 4]>,
+    /// Corrected rows, uncorrected rows, pending, failed; `None`: no row remapping.
+    pub remapped_rows: Option<(u32, u32, bool, bool)>,
+    /// The clock event reasons in force, as NVML's bit mask.
+    pub clock_reasons: u64,
+}
+
+/// One MIG device at a moment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MigState {
+    pub slot: u32,
+    pub gpu_instance_id: u32,
+    pub compute_instance_id: u32,
+    pub profile: String,
+    pub name: String,
+    pub uuid: String,
+    pub total: u64,
+    pub used: u64,
+    pub free: u64,
+    pub utilization_gpu: Option<u32>,
+    /// Its processes (also listed on the parent, with the instance ids).
+    pub processes: Vec<ProcessState>,
+}
+
+/// One delivery of an `xid` fault.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct XidOccurrence {
+    /// Scenario time (not wrapped by `loop_s`).
+    pub at: f64,
+    /// The fault's position in the file: with `at`, the order of deliveries.
+    pub seq: usize,
+    pub device: u32,
+    pub xid: u32,
+    pub gpu_instance_id: Option<u32>,
 }
 
 impl DeviceState {
@@ -470,6 +633,8 @@ pub struct ProcessState {
     pub mem_bw_percent: Option<u32>,
     pub start_s: f64,
     pub allocator: Option<AllocatorState>,
+    /// The MIG GPU and compute instance it runs in.
+    pub instance: Option<(u32, u32)>,
 }
 
 /// Why a scenario could not be used.
@@ -527,6 +692,46 @@ impl Scenario {
                 )));
             }
         }
+        for (i, d) in scenario.devices.iter().enumerate() {
+            let Some(mig) = &d.mig else { continue };
+            if !d.processes.is_empty() {
+                return Err(ScenarioError::Invalid(format!(
+                    "device {i} has MIG on: its processes belong in its MIG instances"
+                )));
+            }
+            let sum: u64 = mig.iter().map(|m| m.memory_total_mib).sum();
+            if sum + d.memory_reserved_mib > d.memory_total_mib {
+                return Err(ScenarioError::Invalid(format!(
+                    "device {i}: its MIG instances hold {sum} MiB, more than the GPU has"
+                )));
+            }
+            if mig.len() > MAX_MIG as usize {
+                return Err(ScenarioError::Invalid(format!(
+                    "device {i}: a GPU has at most {MAX_MIG} MIG devices"
+                )));
+            }
+            if mig.iter().any(|m| {
+                m.processes
+                    .iter()
+                    .any(|p| p.pid.is_none() == p.pid_file.is_none())
+            }) {
+                return Err(ScenarioError::Invalid(format!(
+                    "device {i}: each process needs exactly one of pid and pid_file"
+                )));
+            }
+        }
+        if let Some(f) = scenario.faults.iter().find(|f| {
+            f.kind == FaultKind::Xid
+                && (f.xid.is_none()
+                    || !f
+                        .device
+                        .is_some_and(|d| (d as usize) < scenario.devices.len()))
+        }) {
+            return Err(ScenarioError::Invalid(format!(
+                "an xid fault needs `xid` and the index of an existing `device` (at {} s)",
+                f.at_s
+            )));
+        }
         if let Some(f) = scenario.faults.iter().find(|f| {
             matches!(f.kind, FaultKind::Hang | FaultKind::InitHang)
                 && !f.block_s.is_some_and(|s| s.is_finite() && s > 0.0)
@@ -576,48 +781,94 @@ impl Scenario {
         let reserved = mib_to_bytes(spec.memory_reserved_mib as f64).min(total);
         let capacity = total - reserved;
 
-        let mut processes = Vec::new();
-        let mut used = mib_to_bytes(spec.unattributed_mib.at(t)).min(capacity);
-        for p in &spec.processes {
-            let Some(pid) = p.pid.or_else(|| {
-                let file = p.pid_file.as_ref()?;
-                std::fs::read_to_string(file).ok()?.trim().parse().ok()
-            }) else {
-                continue;
-            };
-            let alive = t >= p.start_s && p.end_s.is_none_or(|e| t < e) && !exited(pid);
-            if !alive {
-                continue;
+        let run = |specs: &[ProcessSpec], used: &mut u64, capacity: u64, instance| {
+            let mut out = Vec::new();
+            for p in specs {
+                let Some(pid) = p.pid.or_else(|| {
+                    let file = p.pid_file.as_ref()?;
+                    std::fs::read_to_string(file).ok()?.trim().parse().ok()
+                }) else {
+                    continue;
+                };
+                let alive = t >= p.start_s && p.end_s.is_none_or(|e| t < e) && !exited(pid);
+                if !alive {
+                    continue;
+                }
+                let local = t - p.start_s;
+                let bytes = mib_to_bytes(p.memory_mib.at(local)).min(capacity - *used);
+                *used += bytes;
+                out.push(ProcessState {
+                    pid,
+                    kind: p.kind,
+                    memory: (!mem_unavailable(pid)).then_some(bytes),
+                    name: p.name.clone(),
+                    user: p.user.clone(),
+                    command: p.command.clone(),
+                    cpu_percent: p.cpu_percent.as_ref().map(|c| c.at(local)),
+                    host_memory: p
+                        .host_memory_mib
+                        .as_ref()
+                        .map(|c| mib_to_bytes(c.at(local))),
+                    container: p.container.clone(),
+                    cgroup: p.cgroup.clone(),
+                    sm_percent: p
+                        .sm_percent
+                        .as_ref()
+                        .map(|c| clamp_u32(c.at(local)).min(100)),
+                    mem_bw_percent: p
+                        .mem_bw_percent
+                        .as_ref()
+                        .map(|c| clamp_u32(c.at(local)).min(100)),
+                    start_s: p.start_s,
+                    allocator: p.allocator.as_ref().map(|a| a.at(local, bytes)),
+                    instance,
+                });
             }
-            let local = t - p.start_s;
-            let bytes = mib_to_bytes(p.memory_mib.at(local)).min(capacity - used);
-            used += bytes;
-            processes.push(ProcessState {
-                pid,
-                kind: p.kind,
-                memory: (!mem_unavailable(pid)).then_some(bytes),
-                name: p.name.clone(),
-                user: p.user.clone(),
-                command: p.command.clone(),
-                cpu_percent: p.cpu_percent.as_ref().map(|c| c.at(local)),
-                host_memory: p
-                    .host_memory_mib
-                    .as_ref()
-                    .map(|c| mib_to_bytes(c.at(local))),
-                container: p.container.clone(),
-                cgroup: p.cgroup.clone(),
-                sm_percent: p
-                    .sm_percent
-                    .as_ref()
-                    .map(|c| clamp_u32(c.at(local)).min(100)),
-                mem_bw_percent: p
-                    .mem_bw_percent
-                    .as_ref()
-                    .map(|c| clamp_u32(c.at(local)).min(100)),
-                start_s: p.start_s,
-                allocator: p.allocator.as_ref().map(|a| a.at(local, bytes)),
-            });
+            out
+        };
+
+        let uuid = spec.uuid.clone().unwrap_or_else(|| default_uuid(index));
+        let mut used = 0;
+        let mut processes = Vec::new();
+        let mig = spec.mig.as_ref().map(|instances| {
+            instances
+                .iter()
+                .enumerate()
+                .map(|(slot, m)| {
+                    let gi = m.gpu_instance_id.unwrap_or(slot as u32 + 1);
+                    let ci = m.compute_instance_id;
+                    let total = mib_to_bytes(m.memory_total_mib as f64);
+                    let mut mig_used = mib_to_bytes(m.unattributed_mib.at(t)).min(total);
+                    let procs = run(&m.processes, &mut mig_used, total, Some((gi, ci)));
+                    used += mig_used;
+                    processes.extend(procs.iter().cloned());
+                    MigState {
+                        slot: slot as u32,
+                        gpu_instance_id: gi,
+                        compute_instance_id: ci,
+                        profile: m.profile.clone(),
+                        name: format!("{} MIG {}", spec.name, m.profile),
+                        uuid: m
+                            .uuid
+                            .clone()
+                            .unwrap_or_else(|| default_mig_uuid(index, slot as u32)),
+                        total,
+                        used: mig_used,
+                        free: total - mig_used,
+                        utilization_gpu: m
+                            .utilization_gpu
+                            .as_ref()
+                            .map(|c| clamp_u32(c.at(t)).min(100)),
+                        processes: procs,
+                    }
+                })
+                .collect::<Vec<_>>()
+        });
+        if mig.is_none() {
+            used = mib_to_bytes(spec.unattributed_mib.at(t)).min(capacity);
+            processes = run(&spec.processes, &mut used, capacity, None);
         }
+        let used = used.min(capacity);
 
         let denied = faults
             .iter()
@@ -629,7 +880,7 @@ impl Scenario {
             index,
             minor_number: spec.minor_number.unwrap_or(index),
             name: spec.name.clone(),
-            uuid: spec.uuid.clone().unwrap_or_else(|| default_uuid(index)),
+            uuid,
             pci_bus_id: spec
                 .pci_bus_id
                 .clone()
@@ -660,6 +911,30 @@ impl Scenario {
                 .filter(|f| f.kind == FaultKind::Hang)
                 .filter_map(|f| Some((f.field, f.block_s.filter(|s| *s > 0.0)?)))
                 .collect(),
+            mig,
+            ecc: spec.ecc.as_ref().map(|e| {
+                [
+                    &e.volatile_corrected,
+                    &e.volatile_uncorrected,
+                    &e.aggregate_corrected,
+                    &e.aggregate_uncorrected,
+                ]
+                .map(|c| c.at(t).round() as u64)
+            }),
+            remapped_rows: spec.remapped_rows.as_ref().map(|r| {
+                (
+                    clamp_u32(r.corrected.at(t)),
+                    clamp_u32(r.uncorrected.at(t)),
+                    r.pending.at(t) >= 1.0,
+                    r.failed.at(t) >= 1.0,
+                )
+            }),
+            clock_reasons: spec
+                .clock_event_reasons
+                .iter()
+                .filter(|w| t >= w.at_s && w.until_s.is_none_or(|u| t < u))
+                .flat_map(|w| w.reasons.iter().map(|r| r.bit()))
+                .fold(0, |a, b| a | b),
         };
         for f in faults.iter().filter(|f| f.kind == FaultKind::Garbage) {
             state.garbage(f.field, f.value);
@@ -675,6 +950,55 @@ impl Scenario {
             .filter_map(|f| f.block_s.filter(|s| *s > 0.0))
             .reduce(f64::max)
     }
+
+    /// The first Xid delivery after `after` (a time and a fault position, in delivery order)
+    /// on a device `registered` says is watched: scenario time here is not wrapped, and an
+    /// `xid` fault of a looping scenario recurs every `loop_s`.
+    pub fn next_xid(
+        &self,
+        registered: impl Fn(u32) -> bool,
+        after: (f64, usize),
+    ) -> Option<XidOccurrence> {
+        let period = self.loop_s.filter(|l| *l > 0.0);
+        self.faults
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.kind == FaultKind::Xid)
+            .filter_map(|(seq, f)| {
+                let device = f.device?;
+                if !registered(device) {
+                    return None;
+                }
+                let first = |k: f64| f.at_s + k * period.unwrap_or(0.0);
+                let at = match period {
+                    None => Some(f.at_s).filter(|&a| (a, seq) > after)?,
+                    Some(p) => {
+                        let k = ((after.0 - f.at_s) / p).floor().max(0.0);
+                        [k, k + 1.0, k + 2.0]
+                            .into_iter()
+                            .map(first)
+                            .find(|&a| (a, seq) > after)?
+                    }
+                };
+                Some(XidOccurrence {
+                    at,
+                    seq,
+                    device,
+                    xid: f.xid?,
+                    gpu_instance_id: f.gpu_instance_id,
+                })
+            })
+            .min_by(|a, b| {
+                (a.at, a.seq)
+                    .partial_cmp(&(b.at, b.seq))
+                    .unwrap_or(std::cmp::Ordering::Equal)
+            })
+    }
+}
+
+/// A stable, UUID-shaped identifier for a simulated MIG device that names none.
+pub fn default_mig_uuid(parent: u32, slot: u32) -> String {
+    format!("MIG-5ca1ab1e-{parent:04x}-4000-8000-{slot:012x}")
 }
 
 /// A stable, UUID-shaped identifier for a simulated GPU that names none.

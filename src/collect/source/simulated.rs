@@ -98,6 +98,73 @@ impl Simulated {
                 .collect(),
             error: None,
             host_lookup: false,
+            events: Some(Box::new(SimulatedEvents { clock, count: n })),
+        }
+    }
+}
+
+/// Delivers a scenario's `xid` faults as the event API would, from the moment it starts.
+struct SimulatedEvents {
+    clock: Arc<Clock>,
+    count: u32,
+}
+
+impl SimulatedEvents {
+    /// Scenario time now, not wrapped (Xid deliveries recur every `loop_s`).
+    fn now(&self) -> f64 {
+        self.clock.t0 + self.clock.started.elapsed().as_secs_f64()
+    }
+}
+
+impl super::EventWatcher for SimulatedEvents {
+    fn run(
+        self: Box<Self>,
+        tx: std::sync::mpsc::Sender<super::HealthEvent>,
+        stop: Arc<std::sync::atomic::AtomicBool>,
+    ) {
+        use super::HealthEvent;
+        use std::sync::atomic::Ordering;
+        let t = self.clock.now();
+        let mut watched = Vec::new();
+        for index in 0..self.count {
+            let d = self.clock.scenario.device_at(index, t);
+            let event = match denied(d.fault(Field::Events)) {
+                Some(why) => HealthEvent::Unwatched {
+                    index: Some(index),
+                    why,
+                },
+                None => {
+                    watched.push(index);
+                    HealthEvent::Watched { index }
+                }
+            };
+            if tx.send(event).is_err() {
+                return;
+            }
+        }
+        let mut cursor = (self.now(), usize::MAX);
+        while !stop.load(Ordering::Relaxed) {
+            let next = self
+                .clock
+                .scenario
+                .next_xid(|d| watched.contains(&d), cursor);
+            let now = self.now();
+            match next {
+                Some(x) if x.at <= now => {
+                    cursor = (x.at, x.seq);
+                    let event = HealthEvent::Xid {
+                        index: x.device,
+                        xid: x.xid,
+                        gpu_instance_id: x.gpu_instance_id,
+                        at: SystemTime::now(),
+                    };
+                    if tx.send(event).is_err() {
+                        return;
+                    }
+                }
+                Some(x) => std::thread::sleep(Duration::from_secs_f64((x.at - now).min(1.0))),
+                None => std::thread::sleep(Duration::from_secs(1)),
+            }
         }
     }
 }
@@ -140,6 +207,34 @@ impl Simulated {
                 device(&d, t, wall, seen)
             })
             .collect()
+    }
+}
+
+/// ECC, remapped rows and clock event reasons as NVML answers them (unsupported: `None`).
+/// Xid errors come from the event watcher ([`Simulated::open`]).
+fn health(d: &DeviceState) -> crate::model::health::Health {
+    use crate::model::health::{EccCounts, Health, RemappedRows};
+    let ok = |field| denied(d.fault(field)).is_none();
+    Health {
+        ecc: d
+            .ecc
+            .filter(|_| ok(Field::Ecc))
+            .map(|[vc, vu, ac, au]| EccCounts {
+                volatile_corrected: Some(vc),
+                volatile_uncorrected: Some(vu),
+                aggregate_corrected: Some(ac),
+                aggregate_uncorrected: Some(au),
+            }),
+        remapped_rows: d.remapped_rows.filter(|_| ok(Field::RemappedRows)).map(
+            |(corrected, uncorrected, pending, failed)| RemappedRows {
+                corrected,
+                uncorrected,
+                pending,
+                failed,
+            },
+        ),
+        clock_event_reasons: ok(Field::ClockReasons).then_some(d.clock_reasons),
+        ..Health::default()
     }
 }
 
@@ -191,6 +286,41 @@ fn device(d: &DeviceState, t: f64, wall: SystemTime, util_seen: &mut bool) -> De
             _ => dev.fan_percent = None,
         }
         dev.field_errors.insert(name, why);
+    }
+    dev.health = health(d);
+    if let Some(mig) = &d.mig {
+        // As real drivers answer with MIG on: no utilisation on the parent or its instances.
+        dev.utilization = Utilization::default();
+        dev.field_errors
+            .insert("utilization", "not supported".into());
+        dev.mig = mig
+            .iter()
+            .map(|m| {
+                let mut field_errors = std::collections::BTreeMap::new();
+                if m.utilization_gpu.is_none() {
+                    field_errors.insert("utilization", "not supported".to_owned());
+                }
+                crate::model::MigDevice {
+                    index: m.slot,
+                    uuid: Some(m.uuid.clone()),
+                    name: Some(m.name.clone()),
+                    profile: Some(m.profile.clone()),
+                    gpu_instance_id: Some(m.gpu_instance_id),
+                    compute_instance_id: Some(m.compute_instance_id),
+                    memory: Memory {
+                        total_bytes: Some(m.total),
+                        used_bytes: Some(m.used),
+                        free_bytes: Some(m.free),
+                        reserved_bytes: Some(0),
+                    },
+                    utilization: Utilization {
+                        gpu_percent: m.utilization_gpu,
+                        memory_percent: None,
+                    },
+                    field_errors,
+                }
+            })
+            .collect();
     }
     if let Some(why) = denied(d.fault(Field::Processes)) {
         dev.processes_error = Some(format!("cannot list processes: {why}"));
@@ -250,9 +380,12 @@ fn device(d: &DeviceState, t: f64, wall: SystemTime, util_seen: &mut bool) -> De
             }),
             state: None,
             parent_pid: None,
+            gpu_instance_id: p.instance.map(|(gi, _)| gi),
+            compute_instance_id: p.instance.map(|(_, ci)| ci),
         })
         .collect();
-    match denied(d.fault(Field::ProcessUtilization)) {
+    let unsupported_on_mig = d.mig.is_some().then(|| "not supported".to_owned());
+    match denied(d.fault(Field::ProcessUtilization)).or(unsupported_on_mig) {
         Some(why) => {
             dev.field_errors.insert("process_utilization", why);
         }

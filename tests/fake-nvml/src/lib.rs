@@ -23,7 +23,7 @@
 mod scenario;
 
 use nvml_wrapper_sys::bindings::*;
-use scenario::{DeviceState, FaultKind, Field, ProcKind, Scenario};
+use scenario::{DeviceState, FaultKind, Field, MigState, ProcKind, Scenario};
 use std::ffi::{c_char, c_int, c_uint, c_ulonglong};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -42,6 +42,22 @@ struct Fake {
     cached: Vec<Option<(i64, f64, DeviceState)>>,
     /// `FAKE_NVML_CALL_LOG`, opened for appending.
     call_log: Option<std::fs::File>,
+    /// Event sets by handle − 1; `None` once freed.
+    sets: Vec<Option<EventSet>>,
+}
+
+/// An event set: the devices registered on it, and the last delivery (scenario time, fault
+/// position) so each scripted Xid is delivered once.
+struct EventSet {
+    devices: Vec<u32>,
+    cursor: (f64, usize),
+}
+
+impl Fake {
+    /// Scenario time now, not wrapped by `loop_s` (events are delivered in this time).
+    fn unwrapped_now(&self) -> f64 {
+        self.t0 + self.start.elapsed().as_secs_f64() * self.speed
+    }
 }
 
 static FAKE: Mutex<Option<Fake>> = Mutex::new(None);
@@ -89,8 +105,31 @@ fn with_state<R>(
     Some(f(fake, fake.cached[index].as_ref().map(|(_, _, d)| d)))
 }
 
+/// A parent GPU's handle is its index + 1; a MIG device's carries its slot + 1 above that.
 fn device_index(device: nvmlDevice_t) -> usize {
-    (device as usize).wrapping_sub(1)
+    (device as usize & 0xffff).wrapping_sub(1)
+}
+
+/// The MIG slot a handle names, if it is a MIG device's.
+fn mig_slot(device: nvmlDevice_t) -> Option<usize> {
+    (device as usize >> 16).checked_sub(1)
+}
+
+fn mig_handle(parent: usize, slot: usize) -> nvmlDevice_t {
+    (((slot + 1) << 16) | (parent + 1)) as nvmlDevice_t
+}
+
+/// The MIG device a handle names, on the parent's state: `Err` with NVML's answer when the
+/// handle names a slot that has no device.
+fn mig_of(device: nvmlDevice_t, d: &DeviceState) -> Result<Option<&MigState>, nvmlReturn_t> {
+    let Some(slot) = mig_slot(device) else {
+        return Ok(None);
+    };
+    d.mig
+        .as_ref()
+        .and_then(|m| m.get(slot))
+        .map(Some)
+        .ok_or(nvmlReturn_enum_NVML_ERROR_INVALID_ARGUMENT)
 }
 
 /// Blocks the calling thread as a `hang` fault on the device says, without holding the lock:
@@ -115,6 +154,26 @@ fn with_device(
         };
         if d.lost {
             return nvmlReturn_enum_NVML_ERROR_GPU_IS_LOST;
+        }
+        if let Err(rc) = mig_of(device, d) {
+            return rc;
+        }
+        // A MIG device answers its name, UUID, memory and process lists (and the MIG
+        // queries); the rest of what a GPU reports is the parent's (NOT_SUPPORTED here).
+        let mig_answers = matches!(
+            field,
+            Some(
+                Field::Name
+                    | Field::Uuid
+                    | Field::Memory
+                    | Field::Processes
+                    | Field::Mig
+                    | Field::Utilization
+                    | Field::ProcessUtilization
+            ) | None
+        );
+        if mig_slot(device).is_some() && !mig_answers {
+            return nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED;
         }
         match field.and_then(|field| d.fault(field)) {
             Some(FaultKind::NotSupported) => nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED,
@@ -183,6 +242,7 @@ pub extern "C" fn nvmlInit_v2() -> nvmlReturn_t {
         t0,
         speed: env_f64("FAKE_NVML_SPEED", 1.0),
         cached: Vec::new(),
+        sets: Vec::new(),
         call_log: std::env::var_os("FAKE_NVML_CALL_LOG").and_then(|path| {
             std::fs::OpenOptions::new()
                 .create(true)
@@ -218,6 +278,8 @@ pub extern "C" fn nvmlErrorString(result: nvmlReturn_t) -> *const c_char {
         nvmlReturn_enum_NVML_ERROR_NO_PERMISSION => b"Insufficient Permissions\0",
         nvmlReturn_enum_NVML_ERROR_INSUFFICIENT_SIZE => b"Insufficient Size\0",
         nvmlReturn_enum_NVML_ERROR_GPU_IS_LOST => b"GPU is lost\0",
+        nvmlReturn_enum_NVML_ERROR_TIMEOUT => b"Timeout\0",
+        nvmlReturn_enum_NVML_ERROR_NOT_FOUND => b"Not Found\0",
         _ => b"Unknown Error\0",
     };
     s.as_ptr().cast()
@@ -271,7 +333,10 @@ pub unsafe extern "C" fn nvmlDeviceGetName(
     len: c_uint,
 ) -> nvmlReturn_t {
     with_device(device, Some(Field::Name), |_, d| unsafe {
-        write_str(&d.name, out, len)
+        match mig_of(device, d) {
+            Ok(Some(m)) => write_str(&m.name, out, len),
+            _ => write_str(&d.name, out, len),
+        }
     })
 }
 
@@ -290,7 +355,10 @@ pub unsafe extern "C" fn nvmlDeviceGetUUID(
     len: c_uint,
 ) -> nvmlReturn_t {
     with_device(device, Some(Field::Uuid), |_, d| unsafe {
-        write_str(&d.uuid, out, len)
+        match mig_of(device, d) {
+            Ok(Some(m)) => write_str(&m.uuid, out, len),
+            _ => write_str(&d.uuid, out, len),
+        }
     })
 }
 
@@ -336,6 +404,18 @@ pub unsafe extern "C" fn nvmlDeviceGetMemoryInfo_v2(
         if d.memory_v2_missing {
             return nvmlReturn_enum_NVML_ERROR_FUNCTION_NOT_FOUND;
         }
+        if let Ok(Some(m)) = mig_of(device, d) {
+            return out!(
+                out,
+                nvmlMemory_v2_t {
+                    version: EXPECTED,
+                    total: m.total,
+                    reserved: 0,
+                    free: m.free,
+                    used: m.used,
+                }
+            );
+        }
         out!(
             out,
             nvmlMemory_v2_t {
@@ -356,6 +436,16 @@ pub unsafe extern "C" fn nvmlDeviceGetMemoryInfo(
 ) -> nvmlReturn_t {
     // v1 semantics: `used` includes the driver reservation.
     with_device(device, Some(Field::Memory), |_, d| {
+        if let Ok(Some(m)) = mig_of(device, d) {
+            return out!(
+                out,
+                nvmlMemory_t {
+                    total: m.total,
+                    free: m.free,
+                    used: m.used,
+                }
+            );
+        }
         out!(
             out,
             nvmlMemory_t {
@@ -373,6 +463,18 @@ pub unsafe extern "C" fn nvmlDeviceGetUtilizationRates(
     out: *mut nvmlUtilization_t,
 ) -> nvmlReturn_t {
     with_device(device, Some(Field::Utilization), |_, d| {
+        // With MIG on, real drivers answer NOT_SUPPORTED on the parent and on each MIG
+        // device (a scenario may give an instance a figure, as a future driver might).
+        let mig = mig_of(device, d).ok().flatten();
+        if let Some(m) = mig {
+            return match m.utilization_gpu {
+                Some(gpu) => out!(out, nvmlUtilization_t { gpu, memory: 0 }),
+                None => nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED,
+            };
+        }
+        if d.mig.is_some() {
+            return nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED;
+        }
         out!(
             out,
             nvmlUtilization_t {
@@ -509,8 +611,9 @@ unsafe fn process_list(
         return nvmlReturn_enum_NVML_ERROR_INVALID_ARGUMENT;
     }
     with_device(device, Some(Field::Processes), |fake, d| {
-        let wanted: Vec<_> = d
-            .processes
+        let mig = mig_of(device, d).ok().flatten();
+        let listed = mig.map_or(&d.processes, |m| &m.processes);
+        let wanted: Vec<_> = listed
             .iter()
             .filter(|p| match list {
                 List::Compute => matches!(p.kind, ProcKind::Compute | ProcKind::Both),
@@ -552,8 +655,8 @@ unsafe fn process_list(
             let entry = nvmlProcessInfo_t {
                 pid: p.pid,
                 usedGpuMemory: p.memory.unwrap_or(VALUE_NOT_AVAILABLE) as c_ulonglong,
-                gpuInstanceId: u32::MAX,
-                computeInstanceId: u32::MAX,
+                gpuInstanceId: p.instance.map_or(u32::MAX, |(gi, _)| gi),
+                computeInstanceId: p.instance.map_or(u32::MAX, |(_, ci)| ci),
             };
             // SAFETY: `(i + 1) * stride <= room`, the caller's buffer size in bytes.
             if layout == Entry::V1 {
@@ -651,6 +754,10 @@ pub unsafe extern "C" fn nvmlDeviceGetProcessUtilization(
         return nvmlReturn_enum_NVML_ERROR_INVALID_ARGUMENT;
     }
     with_device(device, Some(Field::ProcessUtilization), |_, d| {
+        // Not on MIG, as real drivers answer.
+        if d.mig.is_some() {
+            return nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED;
+        }
         let now_us = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |t| t.as_micros() as u64);
@@ -689,6 +796,324 @@ pub unsafe extern "C" fn nvmlDeviceGetProcessUtilization(
     })
 }
 
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetMigMode(
+    device: nvmlDevice_t,
+    current: *mut c_uint,
+    pending: *mut c_uint,
+) -> nvmlReturn_t {
+    with_device(device, Some(Field::Mig), |_, d| {
+        if d.mig.is_none() || mig_slot(device).is_some() || pending.is_null() {
+            return nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED;
+        }
+        // SAFETY: non-null out-pointer from the caller.
+        unsafe { *pending = 1 };
+        out!(current, 1)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetMaxMigDeviceCount(
+    device: nvmlDevice_t,
+    count: *mut c_uint,
+) -> nvmlReturn_t {
+    with_device(device, Some(Field::Mig), |_, d| {
+        if d.mig.is_none() || mig_slot(device).is_some() {
+            return nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED;
+        }
+        out!(count, scenario::MAX_MIG)
+    })
+}
+
+/// An empty slot answers NOT_FOUND, as the driver does.
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetMigDeviceHandleByIndex(
+    device: nvmlDevice_t,
+    index: c_uint,
+    out: *mut nvmlDevice_t,
+) -> nvmlReturn_t {
+    with_device(device, Some(Field::Mig), |_, d| {
+        let Some(mig) = d.mig.as_ref().filter(|_| mig_slot(device).is_none()) else {
+            return nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED;
+        };
+        if index >= scenario::MAX_MIG {
+            return nvmlReturn_enum_NVML_ERROR_INVALID_ARGUMENT;
+        }
+        if index as usize >= mig.len() {
+            return nvmlReturn_enum_NVML_ERROR_NOT_FOUND;
+        }
+        out!(out, mig_handle(device_index(device), index as usize))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceIsMigDeviceHandle(
+    device: nvmlDevice_t,
+    out: *mut c_uint,
+) -> nvmlReturn_t {
+    with_device(device, None, |_, _| {
+        out!(out, c_uint::from(mig_slot(device).is_some()))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetGpuInstanceId(
+    device: nvmlDevice_t,
+    out: *mut c_uint,
+) -> nvmlReturn_t {
+    with_device(device, Some(Field::Mig), |_, d| match mig_of(device, d) {
+        Ok(Some(m)) => out!(out, m.gpu_instance_id),
+        _ => nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED,
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetComputeInstanceId(
+    device: nvmlDevice_t,
+    out: *mut c_uint,
+) -> nvmlReturn_t {
+    with_device(device, Some(Field::Mig), |_, d| match mig_of(device, d) {
+        Ok(Some(m)) => out!(out, m.compute_instance_id),
+        _ => nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED,
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetDeviceHandleFromMigDeviceHandle(
+    device: nvmlDevice_t,
+    out: *mut nvmlDevice_t,
+) -> nvmlReturn_t {
+    with_device(device, Some(Field::Mig), |_, _| {
+        if mig_slot(device).is_none() {
+            return nvmlReturn_enum_NVML_ERROR_INVALID_ARGUMENT;
+        }
+        out!(out, (device_index(device) + 1) as nvmlDevice_t)
+    })
+}
+
+/// Volatile or aggregate, corrected or uncorrected; NOT_SUPPORTED without `ecc`.
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetTotalEccErrors(
+    device: nvmlDevice_t,
+    kind: nvmlMemoryErrorType_t,
+    counter: nvmlEccCounterType_t,
+    out: *mut c_ulonglong,
+) -> nvmlReturn_t {
+    with_device(device, Some(Field::Ecc), |_, d| {
+        let Some(ecc) = d.ecc else {
+            return nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED;
+        };
+        if kind > 1 || counter > 1 {
+            return nvmlReturn_enum_NVML_ERROR_INVALID_ARGUMENT;
+        }
+        out!(out, ecc[(counter * 2 + kind) as usize])
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetRemappedRows(
+    device: nvmlDevice_t,
+    corrected: *mut c_uint,
+    uncorrected: *mut c_uint,
+    pending: *mut c_uint,
+    failed: *mut c_uint,
+) -> nvmlReturn_t {
+    with_device(device, Some(Field::RemappedRows), |_, d| {
+        let Some((c, u, p, f)) = d.remapped_rows else {
+            return nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED;
+        };
+        if corrected.is_null() || uncorrected.is_null() || pending.is_null() {
+            return nvmlReturn_enum_NVML_ERROR_INVALID_ARGUMENT;
+        }
+        // SAFETY: non-null out-pointers from the caller.
+        unsafe {
+            *corrected = c;
+            *uncorrected = u;
+            *pending = c_uint::from(p);
+        }
+        out!(failed, c_uint::from(f))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetCurrentClocksEventReasons(
+    device: nvmlDevice_t,
+    out: *mut c_ulonglong,
+) -> nvmlReturn_t {
+    with_device(device, Some(Field::ClockReasons), |_, d| {
+        out!(out, d.clock_reasons)
+    })
+}
+
+/// The older name of the same call (what nvtop and nvitop ask).
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetCurrentClocksThrottleReasons(
+    device: nvmlDevice_t,
+    out: *mut c_ulonglong,
+) -> nvmlReturn_t {
+    unsafe { nvmlDeviceGetCurrentClocksEventReasons(device, out) }
+}
+
+const SUPPORTED_EVENTS: c_ulonglong = (nvmlEventTypeSingleBitEccError
+    | nvmlEventTypeDoubleBitEccError
+    | nvmlEventTypePState
+    | nvmlEventTypeXidCriticalError
+    | nvmlEventTypeClock) as c_ulonglong;
+
+/// NOT_SUPPORTED where a `not_supported` fault on `events` names no device (a consumer GPU
+/// driver without the event API).
+#[no_mangle]
+pub unsafe extern "C" fn nvmlEventSetCreate(out: *mut nvmlEventSet_t) -> nvmlReturn_t {
+    let mut guard = FAKE.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(fake) = guard.as_mut() else {
+        return nvmlReturn_enum_NVML_ERROR_UNINITIALIZED;
+    };
+    let now = fake.unwrapped_now();
+    let unsupported = fake.scenario.faults.iter().any(|f| {
+        f.kind == FaultKind::NotSupported && f.field == Some(Field::Events) && f.device.is_none()
+    });
+    if unsupported {
+        return nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED;
+    }
+    fake.sets.push(Some(EventSet {
+        devices: Vec::new(),
+        cursor: (now, usize::MAX),
+    }));
+    let handle = fake.sets.len() as nvmlEventSet_t;
+    out!(out, handle)
+}
+
+fn set_index(set: nvmlEventSet_t) -> usize {
+    (set as usize).wrapping_sub(1)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlEventSetFree(set: nvmlEventSet_t) -> nvmlReturn_t {
+    let mut guard = FAKE.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(fake) = guard.as_mut() else {
+        return nvmlReturn_enum_NVML_ERROR_UNINITIALIZED;
+    };
+    match fake.sets.get_mut(set_index(set)) {
+        Some(slot @ Some(_)) => {
+            *slot = None;
+            nvmlReturn_enum_NVML_SUCCESS
+        }
+        _ => nvmlReturn_enum_NVML_ERROR_INVALID_ARGUMENT,
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetSupportedEventTypes(
+    device: nvmlDevice_t,
+    out: *mut c_ulonglong,
+) -> nvmlReturn_t {
+    with_device(device, Some(Field::Events), |_, _| {
+        out!(out, SUPPORTED_EVENTS)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceRegisterEvents(
+    device: nvmlDevice_t,
+    types: c_ulonglong,
+    set: nvmlEventSet_t,
+) -> nvmlReturn_t {
+    let rc = with_device(device, Some(Field::Events), |_, _| {
+        if types & !SUPPORTED_EVENTS != 0 {
+            return nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED;
+        }
+        nvmlReturn_enum_NVML_SUCCESS
+    });
+    if rc != nvmlReturn_enum_NVML_SUCCESS {
+        return rc;
+    }
+    let mut guard = FAKE.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(fake) = guard.as_mut() else {
+        return nvmlReturn_enum_NVML_ERROR_UNINITIALIZED;
+    };
+    match fake.sets.get_mut(set_index(set)) {
+        Some(Some(s)) => {
+            if types & nvmlEventTypeXidCriticalError as c_ulonglong != 0 {
+                s.devices.push(device_index(device) as u32);
+            }
+            nvmlReturn_enum_NVML_SUCCESS
+        }
+        _ => nvmlReturn_enum_NVML_ERROR_INVALID_ARGUMENT,
+    }
+}
+
+/// Delivers the next scripted Xid of the set's devices, waiting for it up to `timeout_ms`
+/// (TIMEOUT when none comes). A registered device that is lost answers GPU_IS_LOST at once,
+/// every time, as the driver does; a `hang` on `events` blocks the wait first.
+#[no_mangle]
+pub unsafe extern "C" fn nvmlEventSetWait_v2(
+    set: nvmlEventSet_t,
+    data: *mut nvmlEventData_t,
+    timeout_ms: c_uint,
+) -> nvmlReturn_t {
+    if data.is_null() {
+        return nvmlReturn_enum_NVML_ERROR_INVALID_ARGUMENT;
+    }
+    let Some(Some(devices)) = with_fake(|fake| {
+        fake.sets
+            .get(set_index(set))
+            .and_then(Option::as_ref)
+            .map(|s| s.devices.clone())
+    }) else {
+        return nvmlReturn_enum_NVML_ERROR_INVALID_ARGUMENT;
+    };
+    for &d in &devices {
+        let handle = (d as usize + 1) as nvmlDevice_t;
+        hang(handle, Some(Field::Events));
+        if with_state(handle, |_, s| s.is_some_and(|s| s.lost)) == Some(true) {
+            return nvmlReturn_enum_NVML_ERROR_GPU_IS_LOST;
+        }
+    }
+    let deadline = Instant::now() + std::time::Duration::from_millis(timeout_ms.into());
+    loop {
+        let next = {
+            let mut guard = FAKE.lock().unwrap_or_else(|e| e.into_inner());
+            let Some(fake) = guard.as_mut() else {
+                return nvmlReturn_enum_NVML_ERROR_UNINITIALIZED;
+            };
+            let now = fake.unwrapped_now();
+            let speed = fake.speed;
+            let Some(Some(s)) = fake.sets.get(set_index(set)) else {
+                return nvmlReturn_enum_NVML_ERROR_INVALID_ARGUMENT;
+            };
+            let next = fake.scenario.next_xid(|d| s.devices.contains(&d), s.cursor);
+            match next {
+                Some(x) if x.at <= now => {
+                    if let Some(Some(s)) = fake.sets.get_mut(set_index(set)) {
+                        s.cursor = (x.at, x.seq);
+                    }
+                    // SAFETY: non-null (checked above), caller-owned.
+                    unsafe {
+                        *data = nvmlEventData_t {
+                            device: (x.device as usize + 1) as nvmlDevice_t,
+                            eventType: nvmlEventTypeXidCriticalError as c_ulonglong,
+                            eventData: x.xid as c_ulonglong,
+                            gpuInstanceId: x.gpu_instance_id.unwrap_or(u32::MAX),
+                            computeInstanceId: x.gpu_instance_id.map_or(u32::MAX, |_| 0),
+                        };
+                    }
+                    return nvmlReturn_enum_NVML_SUCCESS;
+                }
+                Some(x) if speed > 0.0 => Some((x.at - now) / speed),
+                _ => None,
+            }
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return nvmlReturn_enum_NVML_ERROR_TIMEOUT;
+        }
+        let wait = next.map_or(left, |s| {
+            left.min(std::time::Duration::from_secs_f64(s.max(0.0) + 0.001))
+        });
+        std::thread::sleep(wait);
+    }
+}
+
 /// Calls that other monitors make (nvtop resolves every one of its calls at start and gives up
 /// when one is missing; nvitop prints a traceback for each one missing and goes on) but that no
 /// scenario describes: they answer as a GPU without the counter does, NOT_SUPPORTED, after the
@@ -720,11 +1145,6 @@ not_supported! {
     nvmlDeviceGetPersistenceMode(out: *mut nvmlEnableState_t);
     nvmlDeviceGetPerformanceState(out: *mut nvmlPstates_t);
     nvmlDeviceGetComputeMode(out: *mut nvmlComputeMode_t);
-    nvmlDeviceGetTotalEccErrors(
-        kind: nvmlMemoryErrorType_t,
-        counter: nvmlEccCounterType_t,
-        out: *mut c_ulonglong
-    );
 }
 
 #[cfg(test)]
