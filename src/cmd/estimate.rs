@@ -24,16 +24,7 @@ pub fn run(common: &Common, args: &EstimateArgs) -> anyhow::Result<ExitCode> {
             }
             let sample = sampler.tick();
             drop(sampler);
-            Ok(sample
-                .devices
-                .into_iter()
-                .map(|d| GpuFree {
-                    index: d.index,
-                    uuid: d.uuid,
-                    name: d.name,
-                    free_bytes: d.memory.free_bytes,
-                })
-                .collect())
+            Ok(GpuFree::candidates(&sample.devices))
         }
         Err(e) => Err(e.to_string()),
     };

@@ -199,16 +199,53 @@ pub struct GpuFree {
     pub uuid: Option<String>,
     pub name: Option<String>,
     pub free_bytes: Option<u64>,
+    /// A MIG instance's profile and GPU instance, when this is one.
+    pub mig: Option<(Option<String>, Option<u32>)>,
 }
 
-/// One GPU as read now, and whether the run fits it.
+impl GpuFree {
+    /// Where a job can run: each GPU, or with MIG on each of its MIG instances instead (CUDA
+    /// runs on an instance, named by its `MIG-` UUID, never on the GPU as a whole).
+    pub fn candidates(devices: &[crate::model::Device]) -> Vec<GpuFree> {
+        let mut out = Vec::new();
+        for d in devices {
+            if d.mig.is_empty() {
+                out.push(GpuFree {
+                    index: d.index,
+                    uuid: d.uuid.clone(),
+                    name: d.name.clone(),
+                    free_bytes: d.memory.free_bytes,
+                    mig: None,
+                });
+                continue;
+            }
+            for m in &d.mig {
+                out.push(GpuFree {
+                    index: d.index,
+                    uuid: m.uuid.clone(),
+                    name: m.name.clone(),
+                    free_bytes: m.memory.free_bytes,
+                    mig: Some((m.profile.clone(), m.gpu_instance_id)),
+                });
+            }
+        }
+        out
+    }
+}
+
+/// One GPU (or MIG instance) as read now, and whether the run fits it.
 #[derive(Debug, Clone, Serialize)]
 pub struct GpuFit {
+    /// The GPU's index (a MIG instance's parent's).
     pub index: u32,
+    /// A MIG instance's is `MIG-…`: what CUDA_VISIBLE_DEVICES takes.
     pub uuid: Option<String>,
     pub name: Option<String>,
     pub free_bytes: Option<u64>,
     pub fits: Option<bool>,
+    /// The MIG profile (`3g.40gb`), when this is a MIG instance.
+    pub mig_profile: Option<String>,
+    pub gpu_instance_id: Option<u32>,
 }
 
 /// One remedy and what it saves on its own.
@@ -441,12 +478,17 @@ pub fn report(
     let (gpus, gpus_error) = match gpus {
         Ok(list) => (
             list.into_iter()
-                .map(|g| GpuFit {
-                    fits: g.free_bytes.map(|f| parts.total_bytes <= f),
-                    index: g.index,
-                    uuid: g.uuid,
-                    name: g.name,
-                    free_bytes: g.free_bytes,
+                .map(|g| {
+                    let (mig_profile, gpu_instance_id) = g.mig.unwrap_or((None, None));
+                    GpuFit {
+                        fits: g.free_bytes.map(|f| parts.total_bytes <= f),
+                        index: g.index,
+                        uuid: g.uuid,
+                        name: g.name,
+                        free_bytes: g.free_bytes,
+                        mig_profile,
+                        gpu_instance_id,
+                    }
                 })
                 .collect(),
             None,
@@ -562,11 +604,16 @@ pub fn render(r: &Report) -> String {
             }
             _ => "free memory unknown".into(),
         };
+        let name = match (&g.mig_profile, g.gpu_instance_id) {
+            (Some(p), Some(gi)) => format!("MIG {p} (GI {gi})"),
+            (Some(p), None) => format!("MIG {p}"),
+            _ => g.name.clone().unwrap_or_else(|| "GPU".into()),
+        };
         let _ = writeln!(
             out,
             "  [{}] {:<28} free {:>10}   {verdict}",
             g.index,
-            g.name.as_deref().unwrap_or("GPU"),
+            name,
             g.free_bytes.map_or_else(|| "N/A".to_owned(), fmt_bytes)
         );
     }
@@ -686,7 +733,60 @@ mod tests {
             uuid: None,
             name: name.map(str::to_owned),
             free_bytes: Some(free),
+            mig: None,
         }
+    }
+
+    #[test]
+    fn with_mig_on_the_candidates_are_the_instances() {
+        use crate::model::{Device, Memory, MigDevice};
+        let inst = |index, gi, free| MigDevice {
+            index,
+            uuid: Some(format!("MIG-{gi}")),
+            profile: Some("3g.40gb".into()),
+            gpu_instance_id: Some(gi),
+            memory: Memory {
+                free_bytes: Some(free),
+                ..Memory::default()
+            },
+            ..MigDevice::default()
+        };
+        let whole = Device {
+            index: 0,
+            uuid: Some("GPU-a".into()),
+            memory: Memory {
+                free_bytes: Some(70 << 30),
+                ..Memory::default()
+            },
+            ..Device::default()
+        };
+        let split = Device {
+            index: 1,
+            uuid: Some("GPU-b".into()),
+            memory: Memory {
+                free_bytes: Some(60 << 30),
+                ..Memory::default()
+            },
+            mig: vec![inst(0, 1, 30 << 30), inst(1, 2, 10 << 30)],
+            ..Device::default()
+        };
+        let c = GpuFree::candidates(&[whole, split]);
+        let ids: Vec<(u32, Option<&str>, Option<u64>)> = c
+            .iter()
+            .map(|g| (g.index, g.uuid.as_deref(), g.free_bytes))
+            .collect();
+        assert_eq!(
+            ids,
+            vec![
+                (0, Some("GPU-a"), Some(70 << 30)),
+                (1, Some("MIG-1"), Some(30 << 30)),
+                (1, Some("MIG-2"), Some(10 << 30)),
+            ],
+            "the MIG GPU's 60 GiB free is no candidate: no job can have it whole"
+        );
+        let r = report(llama7b(), None, training(), Ok(c));
+        let text = render(&r);
+        assert!(text.contains("[1] MIG 3g.40gb (GI 1)"), "{text}");
     }
 
     fn llama7b() -> Shape {

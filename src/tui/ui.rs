@@ -1177,16 +1177,9 @@ fn draw_estimate(frame: &mut Frame, area: Rect, app: &App, sample: &Sample) {
         None => "Type the run's flags above, as for `gpumon estimate`.".to_owned(),
         Some(Err(e)) => e.clone(),
         Some(Ok((shape, on_disk, run))) => {
-            let gpus = sample
-                .devices
-                .iter()
+            let gpus = crate::estimate::GpuFree::candidates(&sample.devices)
+                .into_iter()
                 .filter(|d| gpu.is_none_or(|g| d.index == g))
-                .map(|d| crate::estimate::GpuFree {
-                    index: d.index,
-                    uuid: d.uuid.clone(),
-                    name: d.name.clone(),
-                    free_bytes: d.memory.free_bytes,
-                })
                 .collect();
             let r = crate::estimate::report(shape.clone(), *on_disk, run.clone(), Ok(gpus));
             crate::estimate::render(&r)

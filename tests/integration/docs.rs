@@ -214,13 +214,11 @@ const LOG_ARGS: &[&str] = &[
     "--demo",
     "log",
     "--count",
-    "2",
-    "--interval",
-    "1s",
+    "1",
     "--format",
     "table",
     "--fields",
-    "timestamp,index,memory.used,memory.total,utilization.gpu,power.draw,processes.count",
+    "timestamp,index,mig.profile,memory.used,memory.total,utilization.gpu,power.draw,processes.count",
 ];
 
 fn log_example() -> String {
@@ -299,7 +297,8 @@ fn metrics_table() -> String {
         .expect("start gpumon serve");
     let addr = crate::common::serve_address(&mut child);
     let body = crate::serve::wait_for(&format!("http://{addr}/metrics"), "metrics", |b| {
-        b.contains("gpumon_allocator_allocated_bytes{")
+        // The demo's Xid comes 2 s after it starts.
+        b.contains("gpumon_allocator_allocated_bytes{") && b.contains("gpumon_xid_errors_total{")
     });
     let _ = child.kill();
     let _ = child.wait();

@@ -584,9 +584,6 @@ impl Gpumon {
     fn record_process(&self, d: &Device, p: &Process, device: &Labels, opts: &Options) {
         let mut labels = device.clone();
         labels.push(("pid", p.pid.to_string()));
-        if let Some(gi) = p.gpu_instance_id {
-            labels.push(("GPU_I_ID", gi.to_string()));
-        }
         if opts.process_labels.user {
             labels.push(("user", label(p.user.as_deref())));
         }
@@ -607,6 +604,10 @@ impl Gpumon {
             if let Some(o) = owner.filter(|o| o.kind == OwnerKind::Slurm) {
                 labels.push(("slurm_job", label(o.job.as_deref().or(Some(&o.name)))));
             }
+        }
+        // Last, so every series lists its labels in one order.
+        if let Some(gi) = p.gpu_instance_id {
+            labels.push(("GPU_I_ID", gi.to_string()));
         }
         set_int(&self.proc_memory, &labels, p.gpu_memory_bytes);
         let Some(a) = &p.allocator else { return };
