@@ -846,6 +846,18 @@ mod tests {
     }
 
     #[test]
+    fn the_prometheus_text_names_counters_with_their_total() {
+        let om = "# HELP a_things Things.\n# TYPE a_things counter\na_things_total{x=\"1\"} 3\n\
+                  # HELP a_things_seen Seen.\n# TYPE a_things_seen gauge\na_things_seen 1\n";
+        assert_eq!(
+            prometheus_text(om),
+            "# HELP a_things_total Things.\n# TYPE a_things_total counter\na_things_total{x=\"1\"} 3\n\
+             # HELP a_things_seen Seen.\n# TYPE a_things_seen gauge\na_things_seen 1\n",
+            "a gauge whose name starts with a counter's stays as it is"
+        );
+    }
+
+    #[test]
     fn dcgm_names_units_and_labels() {
         let text = encode(&sample(), Duration::from_millis(3), &opts());
         assert!(text.contains(

@@ -284,6 +284,25 @@ mod tests {
         assert_eq!(procs[0].sm_percent, Some(0));
     }
 
+    #[test]
+    fn a_window_of_samples_becomes_each_pids_mean() {
+        let s = |pid, timestamp, sm, mem| UtilSample {
+            pid,
+            timestamp,
+            sm,
+            mem,
+        };
+        let got = mean_by_pid(&[
+            s(1, 10, 90, 40),
+            s(2, 11, 0, 0),
+            s(1, 20, 60, 200),
+            s(1, 15, 31, 0),
+        ]);
+        // pid 1: (90 + 60 + 31) / 3 = 60.3, memory (40 + 100 clamped + 0) / 3 = 46.7.
+        assert_eq!(got, vec![s(1, 20, 60, 47), s(2, 11, 0, 0)]);
+        assert!(mean_by_pid(&[]).is_empty());
+    }
+
     fn empty() -> Result<Opened, OpenError> {
         Ok(Opened {
             kind: "simulated",

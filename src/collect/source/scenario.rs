@@ -723,9 +723,8 @@ impl Scenario {
         if let Some(f) = scenario.faults.iter().find(|f| {
             f.kind == FaultKind::Xid
                 && (f.xid.is_none()
-                    || !f
-                        .device
-                        .is_some_and(|d| (d as usize) < scenario.devices.len()))
+                    || f.device
+                        .is_none_or(|d| (d as usize) >= scenario.devices.len()))
         }) {
             return Err(ScenarioError::Invalid(format!(
                 "an xid fault needs `xid` and the index of an existing `device` (at {} s)",
@@ -1144,6 +1143,111 @@ mod tests {
             "capped at reserved at its peak"
         );
         assert!(s.device_at(0, 10.0).processes[0].allocator.is_none());
+    }
+
+    #[test]
+    fn mig_instances_hold_their_processes_and_the_gpu_their_sum() {
+        let s = Scenario::from_json(
+            r#"{"version":1,"devices":[{"name":"A100","memory_total_mib":81920,"memory_reserved_mib":500,
+                "mig":[{"profile":"3g.40gb","memory_total_mib":40000,"unattributed_mib":100,
+                        "processes":[{"pid":7,"memory_mib":1000}]},
+                       {"profile":"1g.10gb","gpu_instance_id":13,"compute_instance_id":2,"memory_total_mib":10000,
+                        "processes":[{"pid":8,"memory_mib":20000}]}]}]}"#,
+        )
+        .expect("valid");
+        let d = s.device_at(0, 0.0);
+        let mig = d.mig.as_ref().expect("MIG on");
+        assert_eq!((mig[0].gpu_instance_id, mig[0].compute_instance_id), (1, 0));
+        assert_eq!(
+            (mig[1].gpu_instance_id, mig[1].compute_instance_id),
+            (13, 2)
+        );
+        assert_eq!(mig[0].name, "A100 MIG 3g.40gb");
+        assert_eq!(mig[0].used, 1100 * 1048576);
+        // A process cannot hold more than its instance.
+        assert_eq!(mig[1].used, 10000 * 1048576);
+        assert_eq!(mig[1].free, 0);
+        assert_eq!(d.used, (1100 + 10000) * 1048576);
+        assert_eq!(d.total, d.used + d.free + d.reserved);
+        let ids: Vec<_> = d.processes.iter().map(|p| (p.pid, p.instance)).collect();
+        assert_eq!(ids, vec![(7, Some((1, 0))), (8, Some((13, 2)))]);
+    }
+
+    #[test]
+    fn bad_mig_and_xid_specs_are_refused() {
+        for bad in [
+            // Processes on a MIG GPU itself.
+            r#"{"version":1,"devices":[{"name":"G","memory_total_mib":100,"processes":[{"pid":1,"memory_mib":1}],"mig":[]}]}"#,
+            // Instances larger than the GPU.
+            r#"{"version":1,"devices":[{"name":"G","memory_total_mib":100,"mig":[{"profile":"a","memory_total_mib":60},{"profile":"b","memory_total_mib":60}]}]}"#,
+            // An Xid without its number, or on no device.
+            r#"{"version":1,"devices":[{"name":"G","memory_total_mib":100}],"faults":[{"kind":"xid","device":0}]}"#,
+            r#"{"version":1,"devices":[{"name":"G","memory_total_mib":100}],"faults":[{"kind":"xid","xid":79}]}"#,
+            r#"{"version":1,"devices":[{"name":"G","memory_total_mib":100}],"faults":[{"kind":"xid","xid":79,"device":3}]}"#,
+        ] {
+            assert!(Scenario::from_json(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn xids_are_delivered_once_in_order_and_again_each_loop() {
+        let text = r#"{"version":1,"devices":[{"name":"G","memory_total_mib":100},{"name":"H","memory_total_mib":100}],
+            "faults":[{"kind":"xid","device":1,"xid":79,"at_s":5},
+                      {"kind":"xid","device":0,"xid":13,"at_s":5},
+                      {"kind":"xid","device":0,"xid":94,"at_s":2,"gpu_instance_id":1}]}"#;
+        let s = Scenario::from_json(text).expect("valid");
+        let all = |_| true;
+        let mut cursor = (0.0, usize::MAX);
+        let mut got = Vec::new();
+        while let Some(x) = s.next_xid(all, cursor) {
+            got.push((x.at, x.device, x.xid, x.gpu_instance_id));
+            cursor = (x.at, x.seq);
+        }
+        assert_eq!(
+            got,
+            vec![
+                (2.0, 0, 94, Some(1)),
+                (5.0, 1, 79, None),
+                (5.0, 0, 13, None)
+            ]
+        );
+        // Only the devices registered; nothing before the registration.
+        assert_eq!(
+            s.next_xid(|d| d == 1, (0.0, usize::MAX)).map(|x| x.xid),
+            Some(79)
+        );
+        assert_eq!(s.next_xid(all, (6.0, usize::MAX)), None);
+        // A looping scenario delivers each again every loop.
+        let mut looping = s.clone();
+        looping.loop_s = Some(10.0);
+        let next = looping
+            .next_xid(|d| d == 1, (6.0, usize::MAX))
+            .expect("next loop");
+        assert_eq!((next.at, next.xid), (15.0, 79));
+    }
+
+    #[test]
+    fn health_curves_and_reason_windows() {
+        let s = Scenario::from_json(
+            r#"{"version":1,"devices":[{"name":"G","memory_total_mib":100,
+                "ecc":{"aggregate_uncorrected":{"points":[[0,0],[10,4]]}},
+                "remapped_rows":{"pending":{"points":[[0,0],[5,0],[5.1,1]]}},
+                "clock_event_reasons":[{"reasons":["hw_slowdown"],"at_s":3,"until_s":6},
+                                       {"reasons":["sw_power_cap"],"at_s":4}]}]}"#,
+        )
+        .expect("valid");
+        let d = s.device_at(0, 4.5);
+        assert_eq!(d.ecc, Some([0, 0, 0, 2]));
+        assert_eq!(d.remapped_rows, Some((0, 0, false, false)));
+        assert_eq!(d.clock_reasons, 0x8 | 0x4);
+        let later = s.device_at(0, 7.0);
+        assert_eq!(later.remapped_rows, Some((0, 0, true, false)));
+        assert_eq!(later.clock_reasons, 0x4);
+        assert_eq!(
+            one_gpu("").device_at(0, 0.0).ecc,
+            None,
+            "no ECC: unsupported"
+        );
     }
 
     #[test]

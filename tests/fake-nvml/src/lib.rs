@@ -12,7 +12,9 @@
 //! - `FAKE_NVML_SPEED`: scenario seconds per wall second (default 1; 0 freezes time).
 //! - `FAKE_NVML_CALL_LOG`: a file to which each process-list and per-process utilisation call
 //!   appends a line, `NAME DEVICE count|fill` (a count call passes no array), so tests can
-//!   check which queries gpumon makes and how often.
+//!   check which queries gpumon makes and how often. With `FAKE_NVML_CALL_LOG_ALL=1`, every
+//!   call on a device also appends `call FIELD DEVICE` (`handle` for a call that reads no
+//!   field), to count the driver calls a view makes.
 //!
 //! Faults come from the scenario (see `assets/scenarios/README.md`); `hang` blocks the calling
 //! thread for real, outside the library's lock, so only the calls on the hung device wait.
@@ -42,6 +44,8 @@ struct Fake {
     cached: Vec<Option<(i64, f64, DeviceState)>>,
     /// `FAKE_NVML_CALL_LOG`, opened for appending.
     call_log: Option<std::fs::File>,
+    /// `FAKE_NVML_CALL_LOG_ALL=1`: every call on a device goes to the log too.
+    log_all: bool,
     /// Event sets by handle − 1; `None` once freed.
     sets: Vec<Option<EventSet>>,
 }
@@ -147,6 +151,14 @@ fn with_device(
     field: Option<Field>,
     f: impl FnOnce(&Fake, &DeviceState) -> nvmlReturn_t,
 ) -> nvmlReturn_t {
+    with_fake(|fake| {
+        if let (true, Some(mut file)) = (fake.log_all, fake.call_log.as_ref()) {
+            use std::io::Write;
+            let what = field.map_or_else(|| "handle".to_owned(), |f| format!("{f:?}"));
+            let line = format!("call {what} {}\n", device_index(device));
+            let _ = file.write_all(line.as_bytes());
+        }
+    });
     hang(device, field);
     with_state(device, |fake, d| {
         let Some(d) = d else {
@@ -243,6 +255,7 @@ pub extern "C" fn nvmlInit_v2() -> nvmlReturn_t {
         speed: env_f64("FAKE_NVML_SPEED", 1.0),
         cached: Vec::new(),
         sets: Vec::new(),
+        log_all: std::env::var_os("FAKE_NVML_CALL_LOG_ALL").is_some_and(|v| v == "1"),
         call_log: std::env::var_os("FAKE_NVML_CALL_LOG").and_then(|path| {
             std::fs::OpenOptions::new()
                 .create(true)
