@@ -192,6 +192,31 @@ impl Health {
     }
 }
 
+impl Health {
+    /// A word or two for a one-line view: "Xid 79", "remap failed", "remap pending",
+    /// "ECC", "throttled"; and whether the GPU needs an operator.
+    pub fn flag(&self) -> Option<(String, bool)> {
+        if let Some(x) = self.last_xid() {
+            let critical = xid_info(x.xid)
+                .is_some_and(|i| !matches!(i.action, XidAction::RestartApp | XidAction::None));
+            return Some((format!("Xid {}", x.xid), critical));
+        }
+        match self.remapped_rows {
+            Some(r) if r.failed => return Some(("remap failed".into(), true)),
+            Some(r) if r.pending => return Some(("remap pending".into(), false)),
+            _ => {}
+        }
+        if self
+            .ecc
+            .and_then(|e| e.volatile_uncorrected)
+            .is_some_and(|n| n > 0)
+        {
+            return Some(("ECC".into(), true));
+        }
+        (!self.slowdowns().is_empty()).then(|| ("throttled".to_owned(), false))
+    }
+}
+
 /// NVML's clock event reasons, by bit (`nvmlClocksEventReason*`).
 pub const CLOCK_REASONS: &[(u64, &str)] = &[
     (0x1, "gpu_idle"),

@@ -619,12 +619,23 @@ pub fn draw_compact(
         .utilization
         .gpu_percent
         .map_or("N/A".into(), |u| format!("{u}%"));
-    let fields = vec![
+    let mut fields = vec![
         header(head),
         plain(format!("{name:<18}"), 5),
         plain(format!("{temp:>5}"), 3),
         plain(format!("{util:>4}"), 4),
     ];
+    if let Some((flag, critical)) = d.health.flag() {
+        let style = if critical {
+            theme::error()
+        } else {
+            theme::warning()
+        };
+        fields.push(Field {
+            span: Span::styled(flag, style),
+            priority: 6,
+        });
+    }
     // Figures right-aligned in a fixed width, so that the bars of all rows line up.
     let figures = memory_figures(d);
     let figures = Span::styled(format!("{:>26}", figures.content), figures.style);
@@ -642,7 +653,12 @@ pub fn draw_compact(
     let free = width.saturating_sub(left_w + right_w + 3);
     if free >= 6 && right_w > 0 {
         let x = area.x + left_w as u16 + 1;
-        draw_gauge(buf, Rect::new(x, area.y, free as u16, 1), d, app, None);
+        let bar = Rect::new(x, area.y, free as u16, 1);
+        if d.mig.is_empty() {
+            draw_gauge(buf, bar, d, app, None);
+        } else {
+            draw_mig_gauge(buf, bar, d, app, None);
+        }
     }
 }
 

@@ -584,7 +584,11 @@ fn cell(key: SortKey, row: &super::app::Row, now: SystemTime) -> String {
         SortKey::User => p.user.clone().unwrap_or_else(na),
         // Blank for a host process.
         SortKey::Owner => p.owner_label().unwrap_or_default(),
-        SortKey::Gpu => row.gpu.to_string(),
+        // A process in a MIG instance: GPU:GI, when that fits the column.
+        SortKey::Gpu => match p.gpu_instance_id {
+            Some(gi) if format!("{}:{gi}", row.gpu).len() <= 4 => format!("{}:{gi}", row.gpu),
+            _ => row.gpu.to_string(),
+        },
         SortKey::Type => p.kind.letter().to_owned(),
         SortKey::Sm => p.sm_percent.map_or_else(na, |v| v.to_string()),
         SortKey::MemBw => p.mem_bw_percent.map_or_else(na, |v| v.to_string()),

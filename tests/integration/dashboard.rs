@@ -1873,3 +1873,34 @@ fn end_to_end_an_xid_reaches_the_dashboard_within_a_second() {
     tmux.run(&["send-keys", "-t", "e2e", "q"]);
     tmux.assert_restored("EXIT=0");
 }
+
+/// With many GPUs each gets one line: a sick one says so there, and a MIG GPU's bar shows
+/// its instances.
+#[test]
+fn compact_lines_flag_a_sick_gpu_and_split_a_mig_one() {
+    let (terminal, _) = screen(120, 24, 3, |t| {
+        let mut gpus: Vec<Device> = (0..16)
+            .map(|i| device(i, 2, 1000 * (i as u64 + 1), false))
+            .collect();
+        gpus[3].health.add_xid(79, at(t * 20), None);
+        let mut mig = mig_gpu(t).remove(0);
+        mig.index = 5;
+        gpus[5] = mig;
+        gpus
+    });
+    let text = format!("{:?}", terminal.backend());
+    let line = |i: u32| {
+        text.lines()
+            .find(|l| l.contains(&format!("\"[{i:>2}]")))
+            .unwrap_or_else(|| panic!("no line for GPU {i}:\n{text}"))
+            .to_owned()
+    };
+    assert!(line(3).contains("Xid 79"), "{}", line(3));
+    assert!(line(5).contains("remap pending"), "{}", line(5));
+    assert!(
+        line(5).contains('▕'),
+        "the instances side by side: {}",
+        line(5)
+    );
+    assert!(!line(4).contains("Xid"), "{}", line(4));
+}
