@@ -277,36 +277,49 @@ impl Watcher {
 /// holds their GPU; the container too, where exactly one of its containers does.
 pub fn name_pods(devices: &mut [Device], pods: &Pods) {
     for d in devices {
-        let Some(uuid) = d.uuid.as_deref() else {
-            continue;
-        };
-        let holders = pods.holding(uuid);
-        let mut named: Vec<(&str, &str)> = holders
-            .iter()
-            .map(|r| (r.namespace.as_str(), r.name.as_str()))
-            .collect();
-        named.sort_unstable();
-        named.dedup();
-        let [(namespace, name)] = named[..] else {
-            continue;
-        };
-        let containers: Vec<&str> = holders.iter().map(|r| r.container.as_str()).collect();
-        for p in &mut d.processes {
-            let Some(owner) = p.owner.as_deref() else {
+        // The GPU, and with MIG on each MIG device (the kubelet hands out MIG devices by
+        // their `MIG-` UUID): the pods holding it name the processes running there.
+        let mut targets: Vec<(String, Option<u32>)> = Vec::new();
+        if let Some(uuid) = &d.uuid {
+            targets.push((uuid.clone(), None));
+        }
+        for m in &d.mig {
+            if let (Some(uuid), Some(gi)) = (&m.uuid, m.gpu_instance_id) {
+                targets.push((uuid.clone(), Some(gi)));
+            }
+        }
+        for (uuid, gi) in targets {
+            let holders = pods.holding(&uuid);
+            let mut named: Vec<(&str, &str)> = holders
+                .iter()
+                .map(|r| (r.namespace.as_str(), r.name.as_str()))
+                .collect();
+            named.sort_unstable();
+            named.dedup();
+            let [(namespace, name)] = named[..] else {
                 continue;
             };
-            if owner.kind != OwnerKind::Kubernetes || !owner.unnamed_pod() {
-                continue;
+            let containers: Vec<&str> = holders.iter().map(|r| r.container.as_str()).collect();
+            for p in &mut d.processes {
+                if gi.is_some() && p.gpu_instance_id != gi {
+                    continue;
+                }
+                let Some(owner) = p.owner.as_deref() else {
+                    continue;
+                };
+                if owner.kind != OwnerKind::Kubernetes || !owner.unnamed_pod() {
+                    continue;
+                }
+                let mut named = Owner {
+                    name: name.to_owned(),
+                    namespace: Some(namespace.to_owned()),
+                    ..owner.clone()
+                };
+                if let [c] = containers[..] {
+                    named.container = Some(c.to_owned());
+                }
+                p.owner = Some(Arc::new(named));
             }
-            let mut named = Owner {
-                name: name.to_owned(),
-                namespace: Some(namespace.to_owned()),
-                ..owner.clone()
-            };
-            if let [c] = containers[..] {
-                named.container = Some(c.to_owned());
-            }
-            p.owner = Some(Arc::new(named));
         }
     }
 }
@@ -381,6 +394,52 @@ mod tests {
         );
         let shared = devices[1].processes[0].owner.as_deref().expect("owner");
         assert!(shared.unnamed_pod(), "two pods share the GPU: {shared:?}");
+    }
+
+    #[test]
+    fn the_pod_holding_a_mig_device_names_the_processes_in_that_instance() {
+        use crate::model::MigDevice;
+        let answer = ListPodResourcesResponse {
+            pod_resources: vec![
+                pod(
+                    "ml",
+                    "infer",
+                    &[("vllm", "nvidia.com/mig-3g.40gb", &["MIG-1"])],
+                ),
+                pod(
+                    "dev",
+                    "nb",
+                    &[("lab", "nvidia.com/mig-1g.10gb", &["MIG-2"])],
+                ),
+            ],
+        };
+        let pods = Pods::from_response(&answer);
+        let in_instance = |pid, uid: &str, gi| {
+            let mut p = k8s_process(pid, uid);
+            p.gpu_instance_id = Some(gi);
+            p
+        };
+        let mig = |uuid: &str, gi| MigDevice {
+            uuid: Some(uuid.into()),
+            gpu_instance_id: Some(gi),
+            ..MigDevice::default()
+        };
+        let mut devices = vec![Device {
+            uuid: Some("GPU-a".into()),
+            mig: vec![mig("MIG-1", 1), mig("MIG-2", 13)],
+            processes: vec![in_instance(1, "uid-1", 1), in_instance(2, "uid-2", 13)],
+            ..Device::default()
+        }];
+        name_pods(&mut devices, &pods);
+        let label = |i: usize| {
+            devices[0].processes[i]
+                .owner
+                .as_deref()
+                .map(Owner::label)
+                .unwrap_or_default()
+        };
+        assert_eq!(label(0), "ml/infer/vllm");
+        assert_eq!(label(1), "dev/nb/lab");
     }
 
     #[test]

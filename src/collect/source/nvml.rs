@@ -80,6 +80,8 @@ pub struct NvmlDevice {
     /// ECC counts and remapped rows, and when they were read: they change rarely, so they
     /// are read every [`SLOW_HEALTH_EVERY`].
     slow_health: Option<(std::time::Instant, crate::model::health::Health)>,
+    /// Whether MIG was on when last asked (`None`: the GPU has no MIG).
+    mig_mode: Option<(std::time::Instant, Option<bool>)>,
 }
 
 /// How often per-process utilisation is asked of the driver: on an H100 the call costs about
@@ -169,6 +171,7 @@ impl NvmlSource {
                             lists: ListBuffers::default(),
                             util: UtilCache::default(),
                             slow_health: None,
+                            mig_mode: None,
                         }) as Box<dyn DeviceReader>
                     })
                     .collect(),
@@ -287,10 +290,8 @@ impl NvmlDevice {
             .map(|mw| mw as f64 / 1000.0);
         out.fan_percent = field(dev.fan_speed(0), "fan", &mut errors);
         out.health = self.health(nvml, &dev);
-        if let Ok(mode) = dev.mig_mode() {
-            if mode.current == nvml_wrapper_sys::bindings::NVML_DEVICE_MIG_ENABLE {
-                out.mig = read_mig(nvml, &dev);
-            }
+        if self.mig_on(&dev) {
+            out.mig = read_mig(nvml, &dev);
         }
         if errors.values().any(|e| e == "GPU is lost") {
             return Device {
@@ -318,6 +319,24 @@ impl NvmlDevice {
         }
         out.field_errors = errors;
         out
+    }
+
+    /// Whether MIG is on, asked every [`SLOW_HEALTH_EVERY`] (turning it on or off takes a
+    /// GPU reset), and never again on a GPU that does not support it.
+    fn mig_on(&mut self, dev: &NvDevice) -> bool {
+        match self.mig_mode {
+            Some((_, None)) => return false,
+            Some((at, Some(on))) if at.elapsed() < SLOW_HEALTH_EVERY => return on,
+            _ => {}
+        }
+        let on = match dev.mig_mode() {
+            Ok(mode) => Some(mode.current == nvml_wrapper_sys::bindings::NVML_DEVICE_MIG_ENABLE),
+            Err(NvmlError::NotSupported | NvmlError::FailedToLoadSymbol(_)) => None,
+            // Another failure (a GPU going away): ask again next time.
+            Err(_) => Some(false),
+        };
+        self.mig_mode = Some((std::time::Instant::now(), on));
+        on.unwrap_or(false)
     }
 
     /// ECC counts and remapped rows (every [`SLOW_HEALTH_EVERY`]) and the clock event
