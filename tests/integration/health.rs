@@ -356,3 +356,35 @@ fn promtool_checks_and_tests_the_alerting_rules() {
         );
     }
 }
+
+/// Inside a container NVML may refuse a MIG GPU's own memory and process lists (no
+/// privilege): gpumon reads each MIG device instead, and the GPU's memory is their sum.
+#[test]
+fn an_unprivileged_caller_reads_each_mig_device() {
+    let s = scenario(&MIG.replace(
+        r#""faults":["#,
+        r#""faults":[{"kind":"no_permission","field":"mig_aggregates","device":0},"#,
+    ));
+    let json = stdout_json(gpumon_fake(&s, 0.0).args(["once", "--json"]));
+    let gpu = &json["devices"][0];
+    assert_eq!(gpu["memory"]["total_bytes"], (40448 + 20096) * MIB);
+    assert_eq!(gpu["memory"]["used_bytes"], (15200 + 3000) * MIB);
+    assert_eq!(gpu["memory"]["reserved_bytes"], serde_json::Value::Null);
+    assert_eq!(gpu["processes_error"], serde_json::Value::Null);
+    let procs: Vec<(u64, u64)> = gpu["processes"]
+        .as_array()
+        .expect("processes")
+        .iter()
+        .map(|p| {
+            (
+                p["pid"].as_u64().expect("pid"),
+                p["gpu_instance_id"].as_u64().expect("gi"),
+            )
+        })
+        .collect();
+    assert_eq!(procs, vec![(4800001, 1), (4800002, 1), (4800003, 5)]);
+    assert_eq!(
+        json["devices"][0]["mig"][0]["memory"]["used_bytes"],
+        15200 * MIB
+    );
+}

@@ -292,6 +292,25 @@ impl NvmlDevice {
         out.health = self.health(nvml, &dev);
         if self.mig_on(&dev) {
             out.mig = read_mig(nvml, &dev);
+            // An unprivileged caller (in a container) may not read a MIG GPU's aggregates:
+            // its memory is then its MIG devices' sum.
+            if errors.contains_key("memory") && !out.mig.is_empty() {
+                let sum = |f: fn(&Memory) -> Option<u64>| {
+                    out.mig
+                        .iter()
+                        .try_fold(0u64, |a, m| Some(a.saturating_add(f(&m.memory)?)))
+                };
+                let summed = Memory {
+                    total_bytes: sum(|m| m.total_bytes),
+                    used_bytes: sum(|m| m.used_bytes),
+                    free_bytes: sum(|m| m.free_bytes),
+                    reserved_bytes: None,
+                };
+                if summed.total_bytes.is_some() {
+                    out.memory = summed;
+                    errors.remove("memory");
+                }
+            }
         }
         if errors.values().any(|e| e == "GPU is lost") {
             return Device {
@@ -305,7 +324,12 @@ impl NvmlDevice {
             out.field_errors = errors;
             return out;
         }
-        match self.processes(nvml, &dev) {
+        let listed = match self.processes(nvml, &dev) {
+            // The same for the process lists: each MIG device's, with its instance ids.
+            Err(_) if !out.mig.is_empty() => self.mig_processes(nvml, &dev, &out.mig),
+            other => other,
+        };
+        match listed {
             Ok((mut procs, warning)) => {
                 if !procs.is_empty() && self.wants.process_utilization {
                     self.utilization(&dev, &mut procs, &mut errors);
@@ -319,6 +343,31 @@ impl NvmlDevice {
         }
         out.field_errors = errors;
         out
+    }
+
+    /// The processes of each MIG device, read on its own handle, for a caller that may not
+    /// read the GPU's lists; each carries its instance's ids.
+    fn mig_processes(
+        &mut self,
+        nvml: &Nvml,
+        dev: &NvDevice,
+        mig: &[MigDevice],
+    ) -> Result<(Vec<Process>, Option<String>), NvmlError> {
+        let mut all = Vec::new();
+        let mut warnings = Vec::new();
+        for m in mig {
+            let handle = dev.mig_device_by_index(m.index)?;
+            let (mut procs, warning) = self.processes(nvml, &handle)?;
+            for p in &mut procs {
+                p.gpu_instance_id = p.gpu_instance_id.or(m.gpu_instance_id);
+                p.compute_instance_id = p.compute_instance_id.or(m.compute_instance_id);
+            }
+            all.extend(procs);
+            warnings.extend(warning);
+        }
+        // Fresh buffers next time for the GPU's own lists.
+        self.lists = ListBuffers::default();
+        Ok((all, warnings.into_iter().next()))
     }
 
     /// Whether MIG is on, asked every [`SLOW_HEALTH_EVERY`] (turning it on or off takes a

@@ -426,6 +426,10 @@ pub enum Field {
     ClockReasons,
     /// The MIG queries (mode, instances).
     Mig,
+    /// A MIG GPU's own memory and process lists, the aggregates of its instances: a caller
+    /// without privilege (in a container) gets NO_PERMISSION there and must read each MIG
+    /// device.
+    MigAggregates,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

@@ -123,6 +123,18 @@ fn mig_handle(parent: usize, slot: usize) -> nvmlDevice_t {
     (((slot + 1) << 16) | (parent + 1)) as nvmlDevice_t
 }
 
+/// A MIG GPU's own memory or process list asked by a caller a `mig_aggregates` fault says
+/// is unprivileged.
+fn aggregates_denied(device: nvmlDevice_t, d: &DeviceState) -> Option<nvmlReturn_t> {
+    if mig_slot(device).is_some() || d.mig.is_none() {
+        return None;
+    }
+    match d.fault(Field::MigAggregates)? {
+        FaultKind::NoPermission => Some(nvmlReturn_enum_NVML_ERROR_NO_PERMISSION),
+        _ => Some(nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED),
+    }
+}
+
 /// The MIG device a handle names, on the parent's state: `Err` with NVML's answer when the
 /// handle names a slot that has no device.
 fn mig_of(device: nvmlDevice_t, d: &DeviceState) -> Result<Option<&MigState>, nvmlReturn_t> {
@@ -417,6 +429,9 @@ pub unsafe extern "C" fn nvmlDeviceGetMemoryInfo_v2(
         if d.memory_v2_missing {
             return nvmlReturn_enum_NVML_ERROR_FUNCTION_NOT_FOUND;
         }
+        if let Some(rc) = aggregates_denied(device, d) {
+            return rc;
+        }
         if let Ok(Some(m)) = mig_of(device, d) {
             return out!(
                 out,
@@ -449,6 +464,9 @@ pub unsafe extern "C" fn nvmlDeviceGetMemoryInfo(
 ) -> nvmlReturn_t {
     // v1 semantics: `used` includes the driver reservation.
     with_device(device, Some(Field::Memory), |_, d| {
+        if let Some(rc) = aggregates_denied(device, d) {
+            return rc;
+        }
         if let Ok(Some(m)) = mig_of(device, d) {
             return out!(
                 out,
@@ -624,6 +642,9 @@ unsafe fn process_list(
         return nvmlReturn_enum_NVML_ERROR_INVALID_ARGUMENT;
     }
     with_device(device, Some(Field::Processes), |fake, d| {
+        if let Some(rc) = aggregates_denied(device, d) {
+            return rc;
+        }
         let mig = mig_of(device, d).ok().flatten();
         let listed = mig.map_or(&d.processes, |m| &m.processes);
         let wanted: Vec<_> = listed
