@@ -95,6 +95,9 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
     if oom.framework == Framework::Unknown {
         return vec![unrecognised(oom)];
     }
+    if oom.framework == Framework::VllmRs {
+        return vec![vllm_rs(oom)];
+    }
     if let Some((max_len, tokens)) = oom.kv_tokens {
         return vec![vllm_tokens(oom, max_len, tokens)];
     }
@@ -1049,6 +1052,79 @@ fn pinned_host_memory(oom: &Oom) -> Finding {
 }
 
 /// vLLM's start-up check: one sequence of max_model_len must fit in the KV cache.
+/// vllm.rs (`src/utils/kvcache_allocator.rs`, `core/engine.rs`): its planner sizes the KV cache
+/// after the weights are loaded, as `kv_fraction` of the memory then free (0.5 by default, 0.7
+/// built with flash-attn, 0.95 when --max-model-len is given without --kv-fraction), and
+/// needs `max-num-seqs × max-model-len` tokens in it; at run time the engine refuses a prompt
+/// that needs more KV blocks than are free.
+fn vllm_rs(oom: &Oom) -> Finding {
+    let f = &oom.facts;
+    if let Some((needs, free)) = oom.kv_tokens {
+        return Finding {
+            cause: Cause::FrameworkSettings,
+            title: format!(
+                "The prompt needs {needs} KV-cache tokens and {free} are free: vllm.rs refused the request"
+            ),
+            detail: "vllm.rs gives a request the KV-cache blocks its prompt needs when it is admitted; when fewer are free, after it released the prefix-cache blocks it could, it refuses the request and keeps serving the others. No GPU allocation failed: the cache planned at start is shared by the running sequences (and the cached prefixes)."
+                .into(),
+            remedies: vec![
+                r("Send it again once running requests finish, or send fewer at once (--max-num-seqs caps the sequences in flight)."),
+                r("If the prompt is longer than the whole cache (the \"max usable kvcache tokens\" of the KVCache Allocation line at start), the cache must grow: a larger --kv-fraction, --fp8-kvcache (half the bytes per token), or more GPUs (--d 0,1)."),
+                r("With --prefix-cache, cached prefixes hold blocks too: a smaller --prefix-cache-max-tokens leaves more for new prompts."),
+            ],
+        };
+    }
+    let need = f.requested_bytes;
+    let budget = f.allowed_bytes;
+    let share = need
+        .zip(budget)
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, b)| b as f64 / n as f64);
+    let fraction = oom
+        .kv_fraction
+        .map(|k| format!(" (kv_fraction {:.0}%)", k * 100.0))
+        .unwrap_or_default();
+    let gpu = f
+        .total_bytes
+        .zip(f.device_used_bytes)
+        .map(|(t, used)| {
+            format!(
+                " The GPU had {} of {} in use when it planned: the weights, and any other process.",
+                fmt_bytes(used),
+                fmt_bytes(t)
+            )
+        })
+        .unwrap_or_default();
+    let mut remedies = vec![est(
+        match share {
+            Some(s) if s < 1.0 => format!(
+                "Lower --max-model-len or --max-num-seqs: the cache needs their product in tokens, and {:.0}% of it fits (a --max-model-len of at most {:.0}% of the one asked, for the same --max-num-seqs).",
+                s * 100.0,
+                (s * 100.0).floor()
+            ),
+            _ => "Lower --max-model-len or --max-num-seqs: the cache needs their product in tokens.".to_owned(),
+        },
+        need.zip(budget).map(|(n, b)| n.saturating_sub(b)),
+    )];
+    remedies.push(r("--fp8-kvcache stores the cache in 8 bits, half the bytes per token of bf16 (CUDA, Ampere or later; builds without flash-context)."));
+    if oom.kv_fraction.is_none_or(|k| k < 0.95) {
+        remedies.push(r("A larger --kv-fraction gives the cache more of the memory left after the weights (keep some for activations and CUDA graphs)."));
+    }
+    remedies.push(r("Free the GPU for it: quantise the weights in place (--isq q4k, q8_0…), spread the model over more GPUs (--d 0,1), or stop the other processes `gpumon` shows there."));
+    Finding {
+        cause: Cause::FrameworkSettings,
+        title: format!(
+            "vllm.rs's KV cache needs {}, more than the {} its budget leaves{fraction}",
+            need.map_or_else(|| "more".to_owned(), fmt_bytes),
+            budget.map_or_else(|| "memory".to_owned(), fmt_bytes),
+        ),
+        detail: format!(
+            "vllm.rs plans its KV cache after loading the weights: its budget is kv_fraction of the GPU memory free then (0.5 by default, 0.7 with flash-attn, 0.95 when --max-model-len is given without --kv-fraction), and max-num-seqs sequences of max-model-len tokens must fit in it. Nothing was allocated: the planner refused to start.{gpu}"
+        ),
+        remedies,
+    }
+}
+
 fn vllm_tokens(oom: &Oom, max_len: u64, tokens: u64) -> Finding {
     let util = oom
         .facts

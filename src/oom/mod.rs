@@ -53,6 +53,9 @@ pub enum Framework {
     /// TensorRT-LLM's runtime (its CUDA checks, `[TensorRT-LLM][ERROR]`).
     #[serde(rename = "tensorrt_llm")]
     TensorrtLlm,
+    /// vllm.rs, the Rust inference engine on candle (its KV-cache planner and scheduler).
+    #[serde(rename = "vllm_rs")]
+    VllmRs,
     /// A GPU allocation failure in wording no rule knows ([`parse::fallback`]): the figures
     /// that are unambiguous, and no framework's meaning assumed.
     Unknown,
@@ -96,6 +99,7 @@ impl Framework {
             Framework::Numba => "Numba (CUDA)",
             Framework::Mxnet => "MXNet",
             Framework::TensorrtLlm => "TensorRT-LLM",
+            Framework::VllmRs => "vllm.rs",
             Framework::Unknown => "An unrecognised program",
         }
     }
@@ -127,7 +131,9 @@ pub struct Facts {
     pub process_bytes: Option<u64>,
     /// This process's memory outside the framework: context, cuBLAS/cuDNN, NCCL.
     pub non_framework_bytes: Option<u64>,
-    /// PyTorch's per-process cap (`set_per_process_memory_fraction`).
+    /// A cap the framework sets on its own memory: PyTorch's per-process cap
+    /// (`set_per_process_memory_fraction`); vllm.rs's KV-cache budget (kv_fraction of the
+    /// memory free after the weights).
     pub allowed_bytes: Option<u64>,
     pub other_processes: Vec<OtherProcess>,
     pub other_processes_bytes: Option<u64>,
@@ -187,9 +193,14 @@ pub struct Oom {
     /// For memory that is not the GPU's: its limit, as the message gives it (Triton's
     /// "Hardware limit", shared memory per block).
     pub memory_limit_bytes: Option<u64>,
-    /// vLLM's token check: the model's max sequence length and the tokens its KV cache holds.
+    /// vLLM's token check: the model's max sequence length and the tokens its KV cache holds
+    /// (vllm.rs's refused request: the tokens its prompt needs and those free).
     #[serde(skip)]
     pub kv_tokens: Option<(u64, u64)>,
+    /// vllm.rs's kv_fraction: the share of the memory free after the weights that its KV
+    /// cache may take.
+    #[serde(skip)]
+    pub kv_fraction: Option<f64>,
 }
 
 impl Facts {

@@ -248,6 +248,24 @@ re!(
     r"max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in KV cache \((\d+)\)"
 );
 re!(vllm_util_re, r"gpu_memory_utilization=(\d*\.\d+)");
+// vllm.rs (`src/utils/kvcache_allocator.rs`, `KVCacheError::InsufficientGpuMemory`): the KV
+// cache that max-num-seqs × max-model-len needs against the budget (kv_fraction of the
+// memory free after the weights), in MB of 2^20 bytes; the GPU line before it gives the GPU's
+// total and free in GB of 2^30.
+re!(
+    vllmrs_kv_re,
+    r"Insufficient GPU memory for KVCache allocation\.\s*Available: (\d+(?:\.\d+)?) MB, Required: (\d+(?:\.\d+)?) MB"
+);
+re!(
+    vllmrs_gpu_re,
+    r"GPU (\d+): total (\d+(?:\.\d+)?) GB, free (\d+(?:\.\d+)?) GB, kv_fraction (\d+)%"
+);
+// vllm.rs's engine (`core/engine.rs`): a request whose prompt needs more KV-cache blocks than
+// are free, after it released what prefix-cache blocks it could, is refused.
+re!(
+    vllmrs_request_re,
+    r"Remaining (\d+) kvcache tokens, but your prompt requires (\d+) new tokens"
+);
 re!(
     vllm_kv_re,
     format!(
@@ -377,6 +395,7 @@ fn oom(framework: Framework, format: &'static str, device: Option<u32>, facts: F
         memory: super::MemoryKind::Device,
         memory_limit_bytes: None,
         kv_tokens: None,
+        kv_fraction: None,
     }
 }
 
@@ -653,6 +672,42 @@ pub fn parse_text(t: &str) -> Option<Oom> {
             .get(1)
             .and_then(|m| m.as_str().rsplit('_').next()?.parse().ok());
         return Some(oom(Framework::Tensorflow, "tensorflow-bfc", device, f));
+    }
+    if let Some(c) = vllmrs_kv_re().captures(t) {
+        let mb = |i: usize| {
+            c.get(i)
+                .and_then(|m| m.as_str().parse::<f64>().ok())
+                .map(|v| (v * (1u64 << 20) as f64).round() as u64)
+        };
+        let gpu = vllmrs_gpu_re().captures(t);
+        let gb = |i: usize| {
+            gpu.as_ref()?
+                .get(i)
+                .and_then(|m| m.as_str().parse::<f64>().ok())
+                .map(|v| (v * (1u64 << 30) as f64).round() as u64)
+        };
+        let f = Facts {
+            requested_bytes: mb(2),
+            // The budget is a cap vllm.rs sets itself; the GPU line has the free memory.
+            allowed_bytes: mb(1),
+            free_bytes: gb(3),
+            total_bytes: gb(2),
+            device_used_bytes: gb(2).zip(gb(3)).map(|(t, fr)| t.saturating_sub(fr)),
+            ..Facts::default()
+        };
+        let device = gpu.as_ref().and_then(|g| num(g, 1)).map(|d| d as u32);
+        let mut o = oom(Framework::VllmRs, "vllm-rs-kvcache", device, f);
+        o.kv_fraction = gpu
+            .as_ref()
+            .and_then(|g| g.get(4)?.as_str().parse::<f64>().ok())
+            .map(|p| p / 100.0);
+        return Some(o);
+    }
+    if let Some(c) = vllmrs_request_re().captures(t) {
+        let mut o = oom(Framework::VllmRs, "vllm-rs-request", None, Facts::default());
+        // (tokens the prompt needs, tokens free): the same pair as vLLM's check.
+        o.kv_tokens = num(&c, 2).zip(num(&c, 1));
+        return Some(o);
     }
     if let Some(c) = vllm_tokens_re().captures(t) {
         let f = Facts {

@@ -435,7 +435,12 @@ fn figures(out: &mut String, oom: &Oom, paint: Paint, w: Option<usize>) {
         f.device_used_bytes,
         false,
     );
-    row(out, "allowed (per-process cap)", f.allowed_bytes, false);
+    let cap = if oom.framework == super::Framework::VllmRs {
+        "allowed (KV-cache budget)"
+    } else {
+        "allowed (per-process cap)"
+    };
+    row(out, cap, f.allowed_bytes, false);
     row(out, "allocated by the framework", f.allocated_bytes, false);
     row(
         out,

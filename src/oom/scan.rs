@@ -120,6 +120,7 @@ fn trigger_re() -> &'static Regex {
             r"|out of (?:gpu|device|video) memory|could not allocate|unable to allocate",
             r"|cuda_error_out_of_memory|out_of_memory|rmm_error|pinned host memory",
             r"|maximum number of tokens that can be stored in kv cache",
+            r"|insufficient gpu memory for kvcache|kvcache tokens, but your prompt requires",
         ))
         .expect("trigger regex")
     })

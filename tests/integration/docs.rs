@@ -871,6 +871,7 @@ fn the_schemas_name_every_value_the_code_can_print() {
         Framework::Numba,
         Framework::Mxnet,
         Framework::TensorrtLlm,
+        Framework::VllmRs,
     ];
     for f in frameworks {
         match f {
@@ -893,7 +894,8 @@ fn the_schemas_name_every_value_the_code_can_print() {
             | Framework::Rmm
             | Framework::Numba
             | Framework::Mxnet
-            | Framework::TensorrtLlm => {}
+            | Framework::TensorrtLlm
+            | Framework::VllmRs => {}
         }
     }
     let causes = [

@@ -126,6 +126,7 @@ fn corpus_covers_every_family() {
         "numba",
         "mxnet",
         "tensorrt_llm",
+        "vllm_rs",
     ] {
         assert!(frameworks.contains(f), "no corpus message for {f}");
     }
@@ -729,4 +730,32 @@ fn rapids_and_numba_remedies_fit_their_stack() {
         assert!(all.contains(want), "{want}: {all}");
         assert!(!all.contains("memory_summary"), "{all}");
     }
+}
+
+/// vllm.rs's planner gets vllm.rs's flags, with the share of the asked cache that fits (never
+/// vLLM's --gpu-memory-utilization), and its refused request says that no allocation failed.
+#[test]
+fn vllm_rs_gets_its_own_flags_and_the_share_that_fits() {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("assets/oom/vllm-rs-kvcache-docker.txt"),
+    )
+    .expect("corpus file");
+    let j = serde_json::to_value(render::to_json(&analyze(&text))).expect("json");
+    let all = j["findings"].to_string();
+    // 29,353.63 MB of 131,072 MB: 22%.
+    assert!(all.contains("22% of it fits"), "{all}");
+    for flag in ["--max-num-seqs", "--fp8-kvcache", "--isq"] {
+        assert!(all.contains(flag), "{flag}: {all}");
+    }
+    assert!(
+        !all.contains("A larger --kv-fraction"),
+        "already at 95%: {all}"
+    );
+    assert!(!all.contains("gpu-memory-utilization"), "{all}");
+    let refused = "Stream generation failed: Remaining 36544 kvcache tokens, but your prompt requires 112000 new tokens, please request later!";
+    let j = serde_json::to_value(render::to_json(&analyze(refused))).expect("json");
+    assert_eq!(j["framework"], "vllm_rs");
+    let all = j["findings"].to_string();
+    assert!(all.contains("No GPU allocation failed"), "{all}");
 }
