@@ -633,3 +633,60 @@ fn idle_holds_and_memory_per_user_are_exported() {
         "{user_line} ({me})"
     );
 }
+
+/// The alerting rules in a real Prometheus: it loads `assets/prometheus/alerts.yml`, scrapes a
+/// `gpumon serve` whose GPU 1 reports an Xid 79 two seconds in, and fires GpuFellOffTheBus
+/// for that GPU; the counter reads back as 1.
+#[test]
+fn a_real_prometheus_counts_an_xid_and_fires_the_alert() {
+    let s = scenario(&TWO_GPUS.replace(
+        "]}]}",
+        r#"]}],"faults":[{"kind":"xid","device":1,"xid":79,"at_s":2}]}"#,
+    ));
+    let (_gpumon, addr) = serve(&s, "1", &[]);
+    let dir = tempfile::tempdir().expect("dir");
+    let rules =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/prometheus/alerts.yml");
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n\
+             rule_files:\n  - {}\n\
+             scrape_configs:\n  - job_name: gpumon\n    static_configs:\n      - targets: ['{addr}']\n",
+            rules.display()
+        ),
+    )
+    .expect("write config");
+    let prom = format!("127.0.0.1:{}", free_port());
+    let child = Command::new("prometheus")
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.path().join("data").display()
+        ))
+        .arg(format!("--web.listen-address={prom}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("prometheus is required for this test (apt-get install prometheus)");
+    let _prometheus = Running(child);
+    let start = Instant::now();
+    let firing = r#"ALERTS{alertname="GpuFellOffTheBus",alertstate="firing",gpu="1",xid="79"}"#;
+    while query(&prom, firing) != Some(1.0) {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the alert never fired; the counter reads {:?}",
+            query(&prom, "gpumon_xid_errors_total")
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    assert_eq!(
+        query(&prom, r#"gpumon_xid_errors_total{gpu="1",xid="79"}"#),
+        Some(1.0)
+    );
+    assert_eq!(
+        query(&prom, r#"count(ALERTS{alertstate="firing"})"#),
+        Some(1.0)
+    );
+}
