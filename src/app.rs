@@ -32,6 +32,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Estimate(Deferred(args))) => {
             cmd::estimate::run(&cli.common(Some(&args.source), None), &args.run)
         }
+        Some(Command::Pick(Deferred(args))) => {
+            cmd::pick::run(&cli.common(Some(&args.source), None), args)
+        }
         Some(Command::Completions { shell }) => cmd::docs::completions(*shell),
         Some(Command::Man(args)) => cmd::docs::man(args),
         None if io::stdout().is_terminal()

@@ -265,6 +265,19 @@ pub enum Command {
         gpumon estimate --params 7B --layers 32 --hidden 4096 --heads 32 --inference \\\n      \
         --seq-len 4096 --dtype fp16")]
     Estimate(Deferred<EstimateCmd>),
+    /// Choose GPUs for a job: the idle ones with the most free memory, MIG instances included
+    ///
+    /// Reads every GPU once and prints the environment that runs a job there,
+    /// `CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=2,5` (PCI bus order is NVML's, so
+    /// the indices mean what `nvidia-smi` and gpumon show), or a MIG instance's `MIG-` UUID.
+    /// A candidate must answer (never a stalled or lost GPU), have --need free (or what
+    /// --estimate's run needs), and with --idle run nothing; idle ones come first, then the
+    /// most free memory. A CUDA process uses one MIG instance at most, so --count 2 or more
+    /// takes whole GPUs. Exit status 1, with each GPU's reason, when too few fit.
+    #[command(after_help = "Examples:\n  export $(gpumon pick --need 20GiB)\n  \
+        env $(gpumon pick --count 2 --idle) torchrun --nproc-per-node 2 train.py\n  \
+        gpumon pick --estimate \"--model ./Llama-2-7b-hf --batch 4 --seq-len 2048\" --format json")]
+    Pick(Deferred<PickArgs>),
     /// Print a shell completion script: gpumon completions bash > /etc/bash_completion.d/gpumon
     Completions {
         /// bash, zsh, fish, elvish or powershell
@@ -558,6 +571,53 @@ pub struct OnceArgs {
     /// sample by default
     #[arg(long, value_name = "TIME", requires = "replay")]
     pub at: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct PickArgs {
+    #[command(flatten)]
+    pub source: SourceArgs,
+
+    /// How many GPUs
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    pub count: u16,
+
+    /// The free memory the job needs on each GPU: 20GiB, 24G, 512MiB (GiB = 2^30)
+    #[arg(long, value_name = "SIZE", value_parser = parse_need, conflicts_with = "estimate")]
+    pub need: Option<u64>,
+
+    /// The job described with `gpumon estimate`'s flags, in one string: its estimated peak
+    /// is the memory needed on each GPU
+    #[arg(long, value_name = "FLAGS", allow_hyphen_values = true)]
+    pub estimate: Option<String>,
+
+    /// Only GPUs (or MIG instances) that run nothing, or only processes at 0% SM
+    #[arg(long)]
+    pub idle: bool,
+
+    /// GPUs or MIG instances not to use, by index or UUID (comma-separated)
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub exclude: Vec<String>,
+
+    /// env: `CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=…`; list: the ids alone;
+    /// json: the choice, and why each other GPU was not chosen
+    #[arg(long, value_enum, default_value = "env")]
+    pub format: PickFormat,
+}
+
+/// `pick --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PickFormat {
+    Env,
+    List,
+    Json,
+}
+
+/// Parses `pick --need`: a size like 20GiB (at least 1 MiB).
+pub fn parse_need(s: &str) -> Result<u64, String> {
+    crate::oom::parse::parse_size(s)
+        .filter(|b| *b >= 1 << 20)
+        .ok_or_else(|| format!("'{s}' is not a size like 20GiB or 512MiB (at least 1MiB)"))
 }
 
 /// `once --by`: what a row of the rollup stands for.

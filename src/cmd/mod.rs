@@ -8,6 +8,7 @@ pub mod estimate;
 pub mod explain;
 pub mod log;
 pub mod once;
+pub mod pick;
 pub mod record;
 pub mod replay;
 pub mod run;

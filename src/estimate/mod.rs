@@ -4,6 +4,7 @@
 
 pub mod config;
 pub mod model;
+pub mod pick;
 
 use std::fmt::Write as _;
 

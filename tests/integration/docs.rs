@@ -268,7 +268,9 @@ fn the_readme_stays_a_guide() {
         first_example + 1
     );
     // Each command has its section.
-    for command in ["explain", "log", "once", "run", "serve", "estimate", "man"] {
+    for command in [
+        "explain", "log", "once", "run", "serve", "estimate", "pick", "man",
+    ] {
         assert!(
             text.contains(&format!("## `gpumon {command}")),
             "no section for gpumon {command}"

@@ -9,6 +9,7 @@ mod health;
 mod holders;
 mod hostile;
 mod owners;
+mod pick;
 mod recording;
 mod run;
 mod sampling;
