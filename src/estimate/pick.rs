@@ -316,10 +316,7 @@ mod tests {
         let e = choose(&devices, &idle_only).expect_err("two idle GPUs");
         let text = e.to_string();
         assert!(text.contains("GPU 0: busy (1 process)"), "{text}");
-        assert!(
-            text.contains("GPU 3: 1 processes, their %SM unknown"),
-            "{text}"
-        );
+        assert!(text.contains("GPU 3: 1 process, its %SM unknown"), "{text}");
     }
 
     #[test]
