@@ -82,6 +82,7 @@ fn every_command_has_its_man_page() {
         "run",
         "serve",
         "estimate",
+        "pick",
         "completions",
         "man",
     ];
