@@ -462,6 +462,41 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR", requires = "snapshot")]
     pub snapshot_dir: Option<PathBuf>,
 
+    /// Choose the GPUs as `gpumon pick` does (auto: one; auto:N: N) and run CMD on them
+    /// (CUDA_VISIBLE_DEVICES, in PCI bus order); with --need or --estimate they must have that
+    /// much free, without either they must run nothing
+    #[arg(long, value_name = "auto[:N]", value_parser = parse_auto_gpus)]
+    pub gpus: Option<u16>,
+
+    /// With --gpus: the free memory CMD needs on each GPU (20GiB, 24G; GiB = 2^30)
+    #[arg(long, value_name = "SIZE", value_parser = parse_need, requires = "gpus", conflicts_with = "estimate")]
+    pub need: Option<u64>,
+
+    /// With --gpus: CMD described with `gpumon estimate`'s flags, in one string; its estimated
+    /// peak is the memory needed on each GPU
+    #[arg(
+        long,
+        value_name = "FLAGS",
+        allow_hyphen_values = true,
+        requires = "gpus"
+    )]
+    pub estimate: Option<String>,
+
+    /// With --gpus: when no GPU has room, wait for it (at most TIMEOUT: 30m, 2h; none: as long
+    /// as it takes) in the host's first-come, first-served queue; without --wait, exit 1
+    #[arg(long, value_name = "TIMEOUT", num_args = 0..=1, default_missing_value = "forever", value_parser = parse_wait, requires = "gpus")]
+    pub wait: Option<Wait>,
+
+    /// With --gpus: how long a launched job holds the memory it asked for and has not taken
+    /// yet, so that the next waiter does not count it as free
+    #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = parse_grace, requires = "gpus")]
+    pub grace: Duration,
+
+    /// The queue's directory, shared by the host's users [default: $GPUMON_QUEUE_DIR, else
+    /// /tmp/gpumon-queue]
+    #[arg(long, value_name = "DIR")]
+    pub queue_dir: Option<PathBuf>,
+
     /// The command and its arguments, after `--`
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<std::ffi::OsString>,
@@ -611,6 +646,49 @@ pub enum PickFormat {
     Env,
     List,
     Json,
+}
+
+/// `run --wait`: how long to wait for room.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    Forever,
+    AtMost(Duration),
+}
+
+/// Parses `run --gpus`: `auto` (one GPU) or `auto:N`.
+pub fn parse_auto_gpus(s: &str) -> Result<u16, String> {
+    let s = s.trim();
+    let n = match s.strip_prefix("auto") {
+        Some("") => return Ok(1),
+        Some(rest) => rest.strip_prefix(':').and_then(|n| n.parse::<u16>().ok()),
+        None => None,
+    };
+    match n {
+        Some(n) if n >= 1 => Ok(n),
+        _ => Err(format!(
+            "'{s}' is not auto or auto:N (N a number of GPUs, at least 1)"
+        )),
+    }
+}
+
+/// Parses `run --wait`'s timeout: a duration, or `forever`.
+pub fn parse_wait(s: &str) -> Result<Wait, String> {
+    let s = s.trim();
+    if s == "forever" {
+        return Ok(Wait::Forever);
+    }
+    humantime::parse_duration(s)
+        .map(Wait::AtMost)
+        .map_err(|e| format!("'{s}' is not a timeout like 30m or 2h: {e}"))
+}
+
+/// Parses `run --grace`: a duration up to a day.
+pub fn parse_grace(s: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(s.trim()).map_err(|e| format!("'{s}': {e}"))?;
+    if d > Duration::from_secs(86400) {
+        return Err("at most a day (24h)".into());
+    }
+    Ok(d)
 }
 
 /// Parses `pick --need`: a size like 20GiB (at least 1 MiB).

@@ -12,4 +12,5 @@ pub mod pick;
 pub mod record;
 pub mod replay;
 pub mod run;
+pub mod run_gpus;
 pub mod serve;

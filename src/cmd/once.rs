@@ -95,11 +95,30 @@ fn print(
             out.write_all(text.as_bytes())?;
         }
     } else if args.json {
-        crate::text::write_json_pretty(&mut out, &once::to_json(&sample))?;
+        // The host's queue now: a recorded sample has none.
+        if sample.source == "recording" {
+            crate::text::write_json_pretty(&mut out, &once::to_json(&sample))?;
+        } else {
+            let queue = crate::collect::queue::read(&crate::collect::queue::dir(None));
+            crate::text::write_json_pretty(&mut out, &once::to_json_with_queue(&sample, &queue))?;
+        }
         out.write_all(b"\n")?;
     } else {
-        let text = once::render_width(&sample, Paint::for_stdout(), text_width(80, 40));
+        let width = text_width(80, 40);
+        let text = once::render_width(&sample, Paint::for_stdout(), width);
         out.write_all(text.as_bytes())?;
+        // Who waits for GPUs here (`gpumon run --gpus … --wait`), live samples only.
+        if sample.source != "recording" {
+            let queue = crate::collect::queue::read(&crate::collect::queue::dir(None));
+            for (i, part) in once::queue_parts(&queue, crate::collect::queue::now())
+                .iter()
+                .enumerate()
+            {
+                let head = if i == 0 { "queue " } else { "      " };
+                let line: String = format!("{head}{part}").chars().take(width).collect();
+                writeln!(out, "{line}")?;
+            }
+        }
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)

@@ -40,6 +40,12 @@ pub fn run(common: &Common, args: &PickArgs) -> anyhow::Result<ExitCode> {
         need_bytes: need,
         idle_only: args.idle,
         exclude: args.exclude.clone(),
+        // Memory that jobs just launched from `run --gpus`'s queue hold is not free.
+        held: crate::model::queue::held(
+            &crate::collect::queue::read(&crate::collect::queue::dir(None)),
+            crate::collect::queue::now(),
+            None,
+        ),
     };
     let mut out = io::BufWriter::new(io::stdout().lock());
     match choose(&sample.devices, &request) {

@@ -23,6 +23,7 @@ use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::watch;
 
 use crate::cli::{Common, RunArgs};
+use crate::cmd::run_gpus;
 use crate::collect::probe;
 use crate::collect::sampler;
 use crate::collect::{new_sampler, open_within_timeout, Needs};
@@ -377,7 +378,9 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
                 Needs {
                     processes: true,
                     host: true,
-                    process_utilization: utilization,
+                    // --gpus without a size wants an idle GPU: %SM tells.
+                    process_utilization: utilization
+                        || (args.gpus.is_some() && args.need.is_none() && args.estimate.is_none()),
                     system: false,
                 },
             )
@@ -395,6 +398,24 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(EXIT_USAGE));
         }
     }
+    let runtime_rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .enable_io()
+        .build()?;
+    // --gpus: the GPUs chosen, after waiting in the queue for room.
+    let mut launch = match (args.gpus, sampler.as_mut()) {
+        (None, _) => None,
+        (Some(_), None) => {
+            eprintln!("gpumon: --gpus needs the GPUs' readings");
+            return Ok(ExitCode::from(EXIT_USAGE));
+        }
+        (Some(count), Some(s)) => {
+            match run_gpus::choose_and_wait(args, count, s, &runtime_rt, common.interval)? {
+                run_gpus::Outcome::Launch(l) => Some(l),
+                run_gpus::Outcome::Exit(code) => return Ok(code),
+            }
+        }
+    };
     let started = Instant::now();
     let run_id = format!(
         "{}-{}",
@@ -412,6 +433,12 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
             common.interval.as_secs_f64().to_string(),
         )
         .env("GPUMON_RUN_ID", &run_id)
+        .envs(launch.as_ref().into_iter().flat_map(|l| {
+            [
+                ("CUDA_DEVICE_ORDER", "PCI_BUS_ID".to_owned()),
+                ("CUDA_VISIBLE_DEVICES", l.ids.clone()),
+            ]
+        }))
         .envs(
             snapshots
                 .as_ref()
@@ -448,10 +475,6 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
         peaks: BTreeMap::new(),
     };
 
-    let runtime_rt = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .enable_io()
-        .build()?;
     let status = runtime_rt.block_on(async {
         let (_interval_tx, interval_rx) = watch::channel(common.interval);
         let (mut samples, task) = match sampler {
@@ -487,6 +510,9 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
                             eprintln!("gpumon: recording stopped: {e}");
                             recorder = None;
                         }
+                    }
+                    if let Some(l) = launch.as_mut() {
+                        l.update(&sample, |p| trace.job.owns(p));
                     }
                     trace.record(sample);
                 }
@@ -534,6 +560,23 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
             &relayed,
             paint,
         );
+        if let Some(l) = &launch {
+            // After the first line: where it ran and how long it waited for room.
+            let at = text.find('\n').map_or(text.len(), |i| i + 1);
+            text.insert_str(
+                at,
+                &format!(
+                    "  ran on {} (CUDA_VISIBLE_DEVICES={}), chosen after {} in the queue\n",
+                    l.chosen
+                        .iter()
+                        .map(crate::estimate::pick::Candidate::label)
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    l.ids,
+                    run_gpus::took(l.waited)
+                ),
+            );
+        }
         if let Some(dir) = &snapshots {
             snapshot_summaries(&mut text, dir, &stem, paint);
         }

@@ -24,6 +24,9 @@ pub struct Request {
     pub idle_only: bool,
     /// GPUs (index or UUID) and MIG instances (`MIG-` UUID) not to use.
     pub exclude: Vec<String>,
+    /// Memory held for jobs just launched from the queue that have not taken it yet, by
+    /// `CUDA_VISIBLE_DEVICES` id (an index, or a MIG instance's UUID): not free for this one.
+    pub held: Vec<(String, u64)>,
 }
 
 /// One GPU or MIG instance, as the sample shows it.
@@ -37,6 +40,9 @@ pub struct Candidate {
     pub mig_profile: Option<String>,
     pub gpu_instance_id: Option<u32>,
     pub free_bytes: Option<u64>,
+    /// Of `free_bytes`, held for a job launched from the queue that has not taken it yet.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub held_bytes: u64,
     /// Processes running there.
     pub processes: usize,
     /// Runs nothing (or only processes at 0% SM); `None` where %SM is unknown.
@@ -130,6 +136,10 @@ impl std::fmt::Display for NoFit {
     }
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 fn idle(processes: &[&Process]) -> Option<bool> {
     if processes.is_empty() {
         return Some(true);
@@ -165,6 +175,7 @@ fn candidates(devices: &[Device]) -> Vec<(Candidate, Option<String>)> {
                     mig_profile: None,
                     gpu_instance_id: None,
                     free_bytes: d.memory.free_bytes,
+                    held_bytes: 0,
                     processes: procs.len(),
                     idle: idle(&procs),
                 },
@@ -182,6 +193,7 @@ fn candidates(devices: &[Device]) -> Vec<(Candidate, Option<String>)> {
                     mig_profile: m.profile.clone().or_else(|| Some("?".into())),
                     gpu_instance_id: m.gpu_instance_id,
                     free_bytes: m.memory.free_bytes,
+                    held_bytes: 0,
                     processes: procs.len(),
                     idle: idle(&procs),
                 },
@@ -197,7 +209,15 @@ pub fn choose(devices: &[Device], req: &Request) -> Result<Choice, NoFit> {
     let count = req.count.max(1);
     let mut usable = Vec::new();
     let mut rejected = Vec::new();
-    for (c, broken) in candidates(devices) {
+    for (mut c, broken) in candidates(devices) {
+        let id = c.cuda_id();
+        c.held_bytes = req
+            .held
+            .iter()
+            .filter(|(h, _)| *h == id)
+            .map(|(_, b)| *b)
+            .sum();
+        let held = c.held_bytes;
         let why = if let Some(e) = broken {
             Some(e)
         } else if req.exclude.iter().any(|x| c.matches(x)) {
@@ -209,8 +229,18 @@ pub fn choose(devices: &[Device], req: &Request) -> Result<Choice, NoFit> {
         } else {
             match (c.free_bytes, req.need_bytes) {
                 (None, _) => Some("free memory unknown".to_owned()),
-                (Some(f), Some(n)) if f < n => {
-                    Some(format!("{} free, {} short", fmt_bytes(f), fmt_bytes(n - f)))
+                (Some(f), Some(n)) if f.saturating_sub(held) < n => Some(if held > 0 {
+                    format!(
+                        "{} free, {} of it held for a job launched from the queue, {} short",
+                        fmt_bytes(f),
+                        fmt_bytes(held.min(f)),
+                        fmt_bytes(n - f.saturating_sub(held))
+                    )
+                } else {
+                    format!("{} free, {} short", fmt_bytes(f), fmt_bytes(n - f))
+                }),
+                _ if req.idle_only && held > 0 => {
+                    Some("held for a job launched from the queue".to_owned())
                 }
                 _ if req.idle_only && c.idle != Some(true) => Some(match c.idle {
                     Some(_) => format!(
@@ -233,7 +263,11 @@ pub fn choose(devices: &[Device], req: &Request) -> Result<Choice, NoFit> {
     usable.sort_by(|a, b| {
         (b.idle == Some(true))
             .cmp(&(a.idle == Some(true)))
-            .then(b.free_bytes.cmp(&a.free_bytes))
+            .then(
+                b.free_bytes
+                    .map(|f| f.saturating_sub(b.held_bytes))
+                    .cmp(&a.free_bytes.map(|f| f.saturating_sub(a.held_bytes))),
+            )
             .then(a.index.cmp(&b.index))
             .then(a.gpu_instance_id.cmp(&b.gpu_instance_id))
     });
@@ -373,6 +407,37 @@ mod tests {
             e.to_string()
                 .contains("a CUDA process uses one MIG instance"),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn memory_held_for_a_launched_job_is_not_free_for_the_next() {
+        let devices = vec![gpu(0, 50, &[]), gpu(1, 40, &[])];
+        let mut r = req(1, Some(30));
+        assert_eq!(
+            choose(&devices, &r).expect("fits").cuda_visible_devices(),
+            "0"
+        );
+        r.held = vec![("0".into(), 30 * GIB)];
+        let c = choose(&devices, &r).expect("GPU 1");
+        assert_eq!(c.cuda_visible_devices(), "1");
+        r.held.push(("1".into(), 15 * GIB));
+        let text = choose(&devices, &r).expect_err("both held").to_string();
+        assert!(
+            text.contains(
+                "GPU 0: 50.0 GiB free, 30.0 GiB of it held for a job launched from the queue, 10.0 GiB short"
+            ),
+            "{text}"
+        );
+        // Without a size, a held GPU is not idle.
+        let mut any = req(1, None);
+        any.idle_only = true;
+        any.held = vec![("0".into(), 50 * GIB)];
+        assert_eq!(
+            choose(&devices, &any)
+                .expect("GPU 1")
+                .cuda_visible_devices(),
+            "1"
         );
     }
 }

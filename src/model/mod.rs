@@ -7,6 +7,7 @@ pub mod breakdown;
 pub mod health;
 pub mod history;
 pub mod owner;
+pub mod queue;
 pub mod rollup;
 pub mod timeline;
 

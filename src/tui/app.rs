@@ -174,6 +174,8 @@ pub struct Row<'a> {
 pub struct App {
     /// The sample on screen (held while paused).
     pub sample: Option<Arc<Sample>>,
+    /// The host's queue of `gpumon run --gpus` jobs, read with each live sample.
+    pub queue: Vec<crate::model::queue::Entry>,
     pub history: History,
     pub paused: bool,
     pub interval: Duration,
@@ -252,6 +254,7 @@ impl App {
     pub fn new(interval: Duration, history: Duration) -> Self {
         App {
             sample: None,
+            queue: Vec::new(),
             history: History::new(history),
             paused: false,
             interval,
@@ -1489,6 +1492,58 @@ mod tests {
         let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(w, h))
             .expect("test terminal");
         t.draw(|f| super::super::ui::draw(f, app)).expect("draw");
+    }
+
+    #[test]
+    fn the_jobs_waiting_for_gpus_get_a_line_of_their_own() {
+        let text = |app: &mut App| {
+            let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(100, 24))
+                .expect("test terminal");
+            t.draw(|f| super::super::ui::draw(f, app)).expect("draw");
+            let buf = t.backend().buffer().clone();
+            (0..buf.area.height)
+                .map(|y| {
+                    (0..buf.area.width)
+                        .map(|x| buf[(x, y)].symbol().to_owned())
+                        .collect::<String>()
+                })
+                .collect::<Vec<_>>()
+        };
+        let mut app = app_with(&[(0, 10, 300, "b")]);
+        let before = text(&mut app);
+        assert!(!before.iter().any(|l| l.starts_with("queue ")));
+        let mut waiting = crate::model::queue::Entry {
+            version: crate::model::queue::VERSION,
+            pid: 1,
+            start_ticks: 1,
+            uid: 1000,
+            user: Some("ana".into()),
+            command: "python train.py".into(),
+            count: 1,
+            need_bytes: Some(20 << 30),
+            enqueued_at: -30.0,
+            state: crate::model::queue::State::Waiting,
+            launched_at: None,
+            grace_s: 120.0,
+            gpus: None,
+            holds: Vec::new(),
+        };
+        app.queue = vec![waiting.clone()];
+        waiting.user = Some("bob".into());
+        app.queue.push(waiting);
+        let after = text(&mut app);
+        let line = after
+            .iter()
+            .find(|l| l.starts_with("queue "))
+            .expect("a queue line");
+        assert!(
+            line.starts_with(
+                "queue 1. ana `python train.py` wants 1×20.0 GiB, waiting 30s │ 2. bob"
+            ),
+            "{line}"
+        );
+        // The line takes a row from the body, and the header stays on top.
+        assert_eq!(after[0], before[0]);
     }
 
     #[test]

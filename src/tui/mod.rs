@@ -298,6 +298,7 @@ async fn event_loop<B: Backend>(
 where
     B::Error: Send + Sync + 'static,
 {
+    let queue_dir = crate::collect::queue::dir(None);
     let (interval_tx, interval_rx) = watch::channel(interval);
     let (focus_tx, focus_rx) = watch::channel(Arc::new(Some(Vec::new())));
     let mut samples = None;
@@ -395,6 +396,9 @@ where
                             app.notice = Some(format!("recording stopped: {e}"));
                             record = None;
                         }
+                    }
+                    if !app.paused {
+                        app.queue = crate::collect::queue::read(&queue_dir);
                     }
                     app.on_sample(s)
                 }

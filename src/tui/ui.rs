@@ -38,9 +38,12 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
     }
     // The host's own line under the header, once a sample carries it.
     let host = app.sample.as_ref().and_then(|s| s.host);
-    let [header, host_area, body, footer] = Layout::vertical([
+    // The jobs waiting for GPUs (`gpumon run --gpus … --wait`), when there are any.
+    let queue = !app.queue.is_empty() && app.replay.is_none();
+    let [header, host_area, queue_area, body, footer] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(u16::from(host.is_some())),
+        Constraint::Length(u16::from(queue)),
         Constraint::Min(0),
         Constraint::Length(1),
     ])
@@ -48,6 +51,9 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
     draw_header(frame.buffer_mut(), header, app);
     if let Some(h) = &host {
         draw_host(frame.buffer_mut(), host_area, h);
+    }
+    if queue {
+        draw_queue(frame.buffer_mut(), queue_area, app);
     }
     draw_footer(frame.buffer_mut(), footer, app);
 
@@ -199,6 +205,33 @@ fn draw_host(buf: &mut Buffer, area: Rect, h: &crate::model::HostStats) {
             _ => Style::default(),
         };
         spans.push(Span::styled(part.to_owned(), style));
+    }
+    Line::from(spans).render_into(area, buf);
+}
+
+/// "queue 1. ana `python train.py` wants 1×20.0 GiB, waiting 3m12s │ …", cut at the edge.
+fn draw_queue(buf: &mut Buffer, area: Rect, app: &App) {
+    let now = app
+        .sample
+        .as_ref()
+        .and_then(|s| s.timestamp.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0.0, |d| d.as_secs_f64());
+    let mut spans = vec![Span::styled("queue ", theme::dim())];
+    for (i, part) in crate::view::once::queue_parts(&app.queue, now)
+        .into_iter()
+        .enumerate()
+    {
+        if i > 0 {
+            spans.push(Span::styled(" │ ", theme::dim()));
+        }
+        spans.push(Span::styled(
+            part,
+            if app.queue[i].state == crate::model::queue::State::Waiting {
+                theme::warning()
+            } else {
+                Style::default()
+            },
+        ));
     }
     Line::from(spans).render_into(area, buf);
 }

@@ -7,6 +7,7 @@ use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 
 use crate::model::breakdown::{Breakdown, PartKind};
+use crate::model::queue::Entry;
 use crate::model::{Device, HostStats, Sample};
 use crate::text::Paint;
 use crate::units::{fmt_age, fmt_bytes, fmt_opt_bytes};
@@ -39,11 +40,16 @@ pub const SCHEMA_VERSION: u32 = 1;
 /// used-but-unattributed, driver reserved, free; the parts add up to the total). Serialised
 /// straight from the model, with no intermediate JSON tree.
 pub fn to_json(sample: &Sample) -> SampleJson<'_> {
-    SampleJson(sample)
+    SampleJson(sample, None)
+}
+
+/// [`to_json`] with the host's queue of `gpumon run --gpus` jobs (`queue`).
+pub fn to_json_with_queue<'a>(sample: &'a Sample, queue: &'a [Entry]) -> SampleJson<'a> {
+    SampleJson(sample, Some(queue))
 }
 
 /// See [`to_json`].
-pub struct SampleJson<'a>(&'a Sample);
+pub struct SampleJson<'a>(&'a Sample, Option<&'a [Entry]>);
 
 /// A device with its breakdown, for [`SampleJson`].
 #[derive(Serialize)]
@@ -68,7 +74,7 @@ impl Serialize for SampleJson<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let x = self.0;
         // The fields of `Sample`, in its order, with `devices` carrying their breakdowns.
-        let mut m = s.serialize_struct("Sample", 9)?;
+        let mut m = s.serialize_struct("Sample", 10)?;
         m.serialize_field("schema_version", &SCHEMA_VERSION)?;
         m.serialize_field(
             "timestamp",
@@ -81,8 +87,56 @@ impl Serialize for SampleJson<'_> {
         m.serialize_field("devices", &DevicesJson(&x.devices))?;
         m.serialize_field("error", &x.error)?;
         m.serialize_field("host", &x.host)?;
+        if let Some(queue) = self.1 {
+            m.serialize_field("queue", queue)?;
+        }
         m.end()
     }
+}
+
+/// The host's queue of `gpumon run --gpus` jobs, one short part per job in the queue's order
+/// (`now`: Unix seconds): "1. ana `python train.py` wants 1×20.0 GiB, waiting 3m12s", "bob
+/// `python eval.py` on 1, holding 12.0 GiB for 40s". Text from other users is escaped.
+pub fn queue_parts(entries: &[Entry], now: f64) -> Vec<String> {
+    use crate::model::queue::State;
+    let mut n = 0;
+    entries
+        .iter()
+        .map(|e| {
+            let who = crate::text::escape(e.user.as_deref().unwrap_or("?")).into_owned();
+            let cmd: String = crate::text::escape(&e.command).chars().take(40).collect();
+            let since = |t: f64| fmt_age((now - t).max(0.0) as u64);
+            match e.state {
+                State::Waiting => {
+                    n += 1;
+                    let want = match e.need_bytes {
+                        Some(b) => format!("{}×{}", e.count, fmt_bytes(b)),
+                        None => format!(
+                            "{} idle GPU{}",
+                            e.count,
+                            if e.count == 1 { "" } else { "s" }
+                        ),
+                    };
+                    format!(
+                        "{n}. {who} `{cmd}` wants {want}, waiting {}",
+                        since(e.enqueued_at)
+                    )
+                }
+                State::Launched => {
+                    let held: u64 = e.holds.iter().map(|h| h.bytes).sum();
+                    let left = e
+                        .launched_at
+                        .map(|t| fmt_age((e.grace_s - (now - t)).max(0.0) as u64))
+                        .unwrap_or_default();
+                    format!(
+                        "{who} `{cmd}` on {}, holding {} for {left}",
+                        crate::text::escape(e.gpus.as_deref().unwrap_or("?")),
+                        fmt_bytes(held)
+                    )
+                }
+            }
+        })
+        .collect()
 }
 
 /// The host's figures as short fields, in the order they are shown, each with its rank for
@@ -549,6 +603,53 @@ fn processes(out: &mut String, d: &Device, paint: Paint, cols: &Columns, now: Sy
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A queue entry as `gpumon run --gpus` writes it (for this module's and the dashboard's
+    /// tests).
+    pub fn queued(user: &str, at: f64, need_gib: Option<u64>) -> Entry {
+        use crate::model::queue::{State, VERSION};
+        Entry {
+            version: VERSION,
+            pid: 1,
+            start_ticks: 1,
+            uid: 1000,
+            user: Some(user.into()),
+            command: "python train.py --lr 3e-4".into(),
+            count: 1,
+            need_bytes: need_gib.map(|g| g << 30),
+            enqueued_at: at,
+            state: State::Waiting,
+            launched_at: None,
+            grace_s: 120.0,
+            gpus: None,
+            holds: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_queue_in_its_order_with_what_each_job_wants_or_holds() {
+        use crate::model::queue::{Hold, State};
+        let mut launched = queued("carl", 900.0, Some(12));
+        launched.state = State::Launched;
+        launched.launched_at = Some(950.0);
+        launched.gpus = Some("1".into());
+        launched.holds = vec![Hold {
+            id: "1".into(),
+            index: 1,
+            bytes: 8 << 30,
+        }];
+        let mut two = queued("bob\x1b[2J", 990.0, None);
+        two.count = 2;
+        let parts = queue_parts(&[launched, queued("ana", 808.0, Some(20)), two], 1000.0);
+        assert_eq!(
+            parts,
+            [
+                "carl `python train.py --lr 3e-4` on 1, holding 8.0 GiB for 1m10s",
+                "1. ana `python train.py --lr 3e-4` wants 1×20.0 GiB, waiting 3m12s",
+                "2. bob\\u{1b}[2J `python train.py --lr 3e-4` wants 2 idle GPUs, waiting 10s",
+            ]
+        );
+    }
 
     #[test]
     fn json_straight_from_the_model_matches_the_model_plus_breakdowns() {

@@ -10,6 +10,7 @@ mod holders;
 mod hostile;
 mod owners;
 mod pick;
+mod queue;
 mod recording;
 mod run;
 mod sampling;

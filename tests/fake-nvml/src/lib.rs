@@ -10,6 +10,8 @@
 //!   DRIVER_NOT_LOADED, like a machine with no driver).
 //! - `FAKE_NVML_TIME`: scenario time in seconds at init (default 0).
 //! - `FAKE_NVML_SPEED`: scenario seconds per wall second (default 1; 0 freezes time).
+//! - `FAKE_NVML_EPOCH`: the Unix time (seconds) at which scenario time was 0; it replaces
+//!   `FAKE_NVML_TIME`, so that several processes share one scenario clock.
 //! - `FAKE_NVML_CALL_LOG`: a file to which each process-list and per-process utilisation call
 //!   appends a line, `NAME DEVICE count|fill` (a count call passes no array), so tests can
 //!   check which queries gpumon makes and how often. With `FAKE_NVML_CALL_LOG_ALL=1`, every
@@ -250,7 +252,19 @@ pub extern "C" fn nvmlInit_v2() -> nvmlReturn_t {
             return nvmlReturn_enum_NVML_ERROR_UNKNOWN;
         }
     };
-    let t0 = env_f64("FAKE_NVML_TIME", 0.0);
+    let speed = env_f64("FAKE_NVML_SPEED", 1.0);
+    let t0 = match std::env::var("FAKE_NVML_EPOCH")
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+    {
+        Some(epoch) => {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64());
+            ((now - epoch) * speed).max(0.0)
+        }
+        None => env_f64("FAKE_NVML_TIME", 0.0),
+    };
     if let Some(s) = scenario.init_hang(scenario.time(t0)) {
         std::thread::sleep(std::time::Duration::from_secs_f64(s));
     }
@@ -264,7 +278,7 @@ pub extern "C" fn nvmlInit_v2() -> nvmlReturn_t {
         scenario,
         start: Instant::now(),
         t0,
-        speed: env_f64("FAKE_NVML_SPEED", 1.0),
+        speed,
         cached: Vec::new(),
         sets: Vec::new(),
         log_all: std::env::var_os("FAKE_NVML_CALL_LOG_ALL").is_some_and(|v| v == "1"),
