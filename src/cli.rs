@@ -230,10 +230,15 @@ pub enum Command {
     /// exit status and signals pass through; its stderr is relayed unchanged and watched for an
     /// OOM. When CMD ends, gpumon prints per-GPU peaks and, after an OOM, the explain report
     /// with the numbers sampled just before it.
+    ///
+    /// With --gpus auto[:N], gpumon first chooses the GPUs as `pick` does and sets
+    /// CUDA_VISIBLE_DEVICES; --wait queues for room, first come, first served with the host's
+    /// other waiters, and a launched job holds what it asked for until it has taken it.
     #[command(
         after_help = "Examples:\n  gpumon run -- python train.py --batch-size 64\n  \
         gpumon run --log mem.csv -- torchrun --nproc-per-node 8 train.py\n  \
-        gpumon run --snapshot -- python train.py"
+        gpumon run --snapshot -- python train.py\n  \
+        gpumon run --gpus auto:2 --need 30GiB --wait 2h -- torchrun --nproc-per-node 2 train.py"
     )]
     Run(Deferred<RunArgs>),
     /// Serve Prometheus metrics for this node's GPUs (dcgm-exporter's memory, utilisation,

@@ -562,18 +562,23 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
         );
         if let Some(l) = &launch {
             // After the first line: where it ran and how long it waited for room.
-            let at = text.find('\n').map_or(text.len(), |i| i + 1);
+            let head = text.len() - text.trim_start_matches('\n').len();
+            let at = text[head..].find('\n').map_or(text.len(), |i| head + i + 1);
             text.insert_str(
                 at,
                 &format!(
-                    "  ran on {} (CUDA_VISIBLE_DEVICES={}), chosen after {} in the queue\n",
+                    "  ran on {} (CUDA_VISIBLE_DEVICES={}), {}\n",
                     l.chosen
                         .iter()
                         .map(crate::estimate::pick::Candidate::label)
                         .collect::<Vec<_>>()
                         .join(", "),
                     l.ids,
-                    run_gpus::took(l.waited)
+                    if l.waited < Duration::from_millis(100) {
+                        "chosen at once".to_owned()
+                    } else {
+                        format!("chosen after {} in the queue", run_gpus::took(l.waited))
+                    }
                 ),
             );
         }

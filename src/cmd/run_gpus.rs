@@ -84,7 +84,8 @@ fn describe(count: usize, need: Option<u64>) -> String {
     };
     match need {
         Some(n) => format!("{gpus} with {} free", fmt_bytes(n)),
-        None => format!("{gpus} that runs nothing"),
+        None if count == 1 => format!("{gpus} that runs nothing"),
+        None => format!("{gpus} that run nothing"),
     }
 }
 
@@ -220,19 +221,19 @@ pub fn choose_and_wait(
                             grace: args.grace,
                         })));
                     }
-                    Err(no_fit) => no_fit.to_string(),
+                    Err(no_fit) => no_fit.reasons(),
                 }
             }
         };
         let waited = started.elapsed();
         if deadline.is_some_and(|d| waited >= d) {
             let after = if waited >= Duration::from_secs(1) {
-                format!(" after waiting {}", took(waited))
+                format!(" (waited {})", took(waited))
             } else {
                 String::new()
             };
             eprintln!(
-                "gpumon: {}{after}: {}{}",
+                "gpumon: no room for {}{after}: {}{}",
                 describe(count, need),
                 crate::text::escape(&why),
                 if args.wait.is_none() {

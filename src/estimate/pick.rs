@@ -117,6 +117,22 @@ pub struct NoFit {
     pub need_bytes: Option<u64>,
 }
 
+impl NoFit {
+    /// Each candidate's reason, "GPU 0: busy (1 process); GPU 1: 10.0 GiB free, 10.0 GiB
+    /// short", and how many could be used when some could.
+    pub fn reasons(&self) -> String {
+        let mut parts: Vec<String> = self
+            .rejected
+            .iter()
+            .map(|r| format!("{}: {}", r.candidate.label(), r.why))
+            .collect();
+        if !self.usable.is_empty() {
+            parts.insert(0, format!("{} of {} usable", self.usable.len(), self.asked));
+        }
+        parts.join("; ")
+    }
+}
+
 impl std::fmt::Display for NoFit {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let gpus = if self.asked == 1 {
