@@ -477,15 +477,17 @@ pub struct RunArgs {
     #[arg(long, value_name = "SIZE", value_parser = parse_need, requires = "gpus", conflicts_with = "estimate")]
     pub need: Option<u64>,
 
-    /// With --gpus: CMD described with `gpumon estimate`'s flags, in one string; its estimated
-    /// peak is the memory needed on each GPU
-    #[arg(
-        long,
-        value_name = "FLAGS",
-        allow_hyphen_values = true,
-        requires = "gpus"
-    )]
+    /// CMD described with `gpumon estimate`'s flags, in one string: with --gpus, its estimated
+    /// peak is the memory needed on each GPU; with --batch, the summary sets the measured
+    /// figures beside the estimated ones
+    #[arg(long, value_name = "FLAGS", allow_hyphen_values = true)]
     pub estimate: Option<String>,
+
+    /// The batch size CMD runs with: the probe measures what its first steps hold and peak at,
+    /// and the summary gives the cost of a sample and the largest batch that fits this GPU
+    /// (PyTorch 2.0 or later; an extrapolation, linear in the batch)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub batch: Option<u32>,
 
     /// With --gpus: when no GPU has room, wait for it (at most TIMEOUT: 30m, 2h; none: as long
     /// as it takes) in the host's first-come, first-served queue; without --wait, exit 1

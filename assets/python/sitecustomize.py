@@ -113,8 +113,116 @@ def _gpumon_start_probe():
             entry["physical"] = visible[index]
         return entry
 
+    # `gpumon run --batch N`: over the first steps, what the allocator holds between steps
+    # (weights, optimizer states) and the peak of a step, for the largest batch that fits.
+    try:
+        batch = int(os.environ.get("GPUMON_BATCH", "0"))
+    except ValueError:
+        batch = 0
+    steps_wanted = 3
+    measured = {}  # device index -> the measure, once done
+    tracking = {"depth": 0, "forwards": 0, "opt_steps": 0, "held": {}, "training": None,
+                "handles": [], "done": batch <= 0}
+
+    def allocated_now(torch):
+        out = {}
+        raw_stats = getattr(torch._C, "_cuda_memoryStats", None)
+        for i in range(torch.cuda.device_count()):
+            if raw_stats is not None:
+                out[i] = int(raw_stats(i)["allocated_bytes"]["all"]["current"])
+            else:
+                out[i] = int(torch.cuda.memory_stats(i).get("allocated_bytes.all.current", 0))
+        return out
+
+    def finish_steps(torch):
+        tracking["done"] = True
+        for h in tracking["handles"]:
+            try:
+                h.remove()
+            except Exception:
+                pass
+        steps = tracking["opt_steps"] if tracking["training"] else tracking["forwards"]
+        for i, held in tracking["held"].items():
+            try:
+                entry = device_entry(torch, i, None)
+                peak = entry["allocated_peak"]
+                if peak is None or peak <= 0:
+                    continue
+                measured[i] = {"batch": batch, "steps": steps, "held": held, "peak": peak,
+                               "reserved_peak": entry["reserved_peak"],
+                               "training": bool(tracking["training"])}
+            except Exception:
+                pass
+
+    def on_forward_pre(torch):
+        def hook(module, args):
+            try:
+                if tracking["done"]:
+                    return None
+                if tracking["depth"] == 0 and torch.cuda.is_initialized():
+                    tracking["forwards"] += 1
+                    if tracking["training"] is None:
+                        tracking["training"] = bool(torch.is_grad_enabled())
+                    # Once the optimizer has stepped (its state exists), or always for
+                    # inference: the least allocated at the start of a top-level forward.
+                    if tracking["opt_steps"] >= 1 or not tracking["training"]:
+                        for i, a in allocated_now(torch).items():
+                            tracking["held"][i] = min(tracking["held"].get(i, a), a)
+                tracking["depth"] += 1
+            except Exception:
+                tracking["done"] = True
+            return None
+        return hook
+
+    def on_forward_post(torch):
+        def hook(module, args, output):
+            try:
+                if tracking["done"]:
+                    return None
+                tracking["depth"] = max(0, tracking["depth"] - 1)
+                if (tracking["depth"] == 0 and tracking["training"] is False
+                        and tracking["forwards"] >= steps_wanted):
+                    finish_steps(torch)
+            except Exception:
+                tracking["done"] = True
+            return None
+        return hook
+
+    def on_step(torch):
+        def hook(optimizer, args, kwargs):
+            try:
+                if tracking["done"]:
+                    return None
+                tracking["opt_steps"] += 1
+                tracking["depth"] = 0
+                if tracking["opt_steps"] > steps_wanted and tracking["held"]:
+                    finish_steps(torch)
+            except Exception:
+                tracking["done"] = True
+            return None
+        return hook
+
+    def arm_steps(torch):
+        # True once the hooks are in, or once they cannot be (then nothing is measured).
+        if torch is None or getattr(getattr(torch, "__spec__", None), "_initializing", False):
+            return False
+        try:
+            module = torch.nn.modules.module
+            optim = torch.optim.optimizer
+            tracking["handles"] = [
+                module.register_module_forward_pre_hook(on_forward_pre(torch)),
+                module.register_module_forward_hook(on_forward_post(torch)),
+                optim.register_optimizer_step_post_hook(on_step(torch)),
+            ]
+        except Exception:
+            tracking["done"] = True
+        return True
+
     def publish(torch, visible):
         devices = [device_entry(torch, i, visible) for i in range(torch.cuda.device_count())]
+        for entry in devices:
+            if entry["index"] in measured:
+                entry["steps"] = measured[entry["index"]]
         report = {
             "version": 1,
             "pid": pid,
@@ -213,6 +321,7 @@ def _gpumon_start_probe():
         visible = visible_devices()
         failures = 0
         armed = not snapshot_prefix
+        hooked = tracking["done"]
         due = time.monotonic() + interval
         while True:
             if not armed:
@@ -220,10 +329,16 @@ def _gpumon_start_probe():
                     armed = arm_snapshot(sys.modules.get("torch"))
                 except Exception:
                     armed = True
+            if not hooked:
+                try:
+                    hooked = arm_steps(sys.modules.get("torch"))
+                except Exception:
+                    hooked = True
+            armed_all = armed and hooked
             # Until torch is imported and armed, look for it every 50 ms, so that the history
             # starts with the program's first allocation.
             wait = due - time.monotonic()
-            time.sleep(max(0.0, wait if armed else min(wait, 0.05)))
+            time.sleep(max(0.0, wait if armed_all else min(wait, 0.05)))
             if time.monotonic() < due:
                 continue
             due += interval

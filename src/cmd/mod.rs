@@ -12,5 +12,4 @@ pub mod pick;
 pub mod record;
 pub mod replay;
 pub mod run;
-pub mod run_gpus;
 pub mod serve;

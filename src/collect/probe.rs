@@ -139,6 +139,39 @@ pub struct ReportDevice {
     pub num_alloc_retries: Option<u64>,
     #[serde(default)]
     pub num_ooms: Option<u64>,
+    /// `gpumon run --batch N`: the first steps, once measured.
+    #[serde(default)]
+    pub steps: Option<ReportSteps>,
+}
+
+/// What the probe measured over a job's first steps (see [`crate::model::StepMeasure`]).
+#[derive(Debug, Clone, Deserialize)]
+pub struct ReportSteps {
+    pub batch: u32,
+    pub steps: u32,
+    pub held: u64,
+    pub peak: u64,
+    #[serde(default)]
+    pub reserved_peak: Option<u64>,
+    #[serde(default)]
+    pub training: bool,
+}
+
+impl ReportSteps {
+    /// The measure, when it is possible: a batch, a step, and a peak no lower than what was
+    /// held (another program's report is not trusted).
+    fn measure(&self) -> Option<crate::model::StepMeasure> {
+        (self.batch >= 1 && self.steps >= 1 && self.peak >= self.held).then_some(
+            crate::model::StepMeasure {
+                batch: self.batch,
+                steps: self.steps,
+                held_bytes: self.held,
+                peak_bytes: self.peak,
+                reserved_peak_bytes: self.reserved_peak.filter(|r| *r >= self.peak),
+                training: self.training,
+            },
+        )
+    }
 }
 
 fn epoch() -> SystemTime {
@@ -315,6 +348,7 @@ pub fn merge(devices: &mut [Device], reports: &[Report]) {
                     .unwrap_or_default()
                     .as_millis() as u64,
                 run_id: (!r.run_id.is_empty()).then(|| r.run_id.clone()),
+                steps: e.steps.as_ref().and_then(ReportSteps::measure),
             }));
         }
     }

@@ -1147,6 +1147,7 @@ mod tests {
                                 num_ooms: None,
                                 age_ms: 5,
                                 run_id: None,
+                                steps: None,
                             }));
                         }
                         if p % 7 == 0 {

@@ -2,6 +2,7 @@
 //! make it fit. The memory model is in [`model`]; the model's shape comes from a
 //! `config.json` and safetensors headers ([`config`]) or from flags.
 
+pub mod batch;
 pub mod config;
 pub mod model;
 pub mod pick;

@@ -547,6 +547,29 @@ pub struct AllocatorStats {
     pub age_ms: u64,
     /// The `gpumon run` that started the process, if any.
     pub run_id: Option<String>,
+    /// `gpumon run --batch N`: what the first training (or inference) steps held and peaked at
+    /// on this GPU, once measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<StepMeasure>,
+}
+
+/// The allocator over a job's first steps (`gpumon run --batch N`), for the largest batch that
+/// fits: what was held between steps and the peak of a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepMeasure {
+    /// The batch size the job ran with (`--batch`).
+    pub batch: u32,
+    /// Steps measured (optimizer steps; forward passes for inference).
+    pub steps: u32,
+    /// Allocated at the start of a step once the optimizer holds its state, the least seen:
+    /// weights, optimizer states, whatever lives across steps.
+    pub held_bytes: u64,
+    /// The allocator's peak allocated over those steps.
+    pub peak_bytes: u64,
+    /// Its peak reserved (allocated plus cache): the fragmentation margin, measured.
+    pub reserved_peak_bytes: Option<u64>,
+    /// Whether the steps were training steps (optimizer) or forward passes without gradients.
+    pub training: bool,
 }
 
 impl AllocatorStats {
@@ -843,6 +866,7 @@ mod tests {
             num_ooms: None,
             age_ms: 0,
             run_id: bad(),
+            steps: None,
         }));
         let mut d = Device {
             uuid: bad(),

@@ -665,6 +665,7 @@ mod tests {
             num_ooms: None,
             age_ms: 10,
             run_id: None,
+            steps: None,
         }));
         let bare = Process::from_nvml(77, ProcessKind::Graphics, None);
         let healthy = Device {

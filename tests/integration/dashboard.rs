@@ -302,6 +302,7 @@ fn snapshot_selected_process_with_the_allocator_split() {
             num_ooms: Some(0),
             age_ms: 0,
             run_id: None,
+            steps: None,
         }));
         vec![d]
     });
@@ -351,6 +352,7 @@ fn training(t: u64) -> Vec<Device> {
         num_ooms: Some(0),
         age_ms: 0,
         run_id: None,
+        steps: None,
     }));
     vec![d]
 }
@@ -1264,6 +1266,7 @@ fn split_process(_t: u64) -> Vec<Device> {
         num_ooms: Some(0),
         age_ms: 0,
         run_id: None,
+        steps: None,
     }));
     vec![d]
 }

@@ -664,3 +664,79 @@ fn without_an_oom_the_summary_says_no_snapshot_was_saved() {
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("no memory snapshot was saved"), "{stderr}");
 }
+
+/// Issue 27: `run --batch 8` on the stand-in torch, whose allocator curve is known: 6 GiB held
+/// between steps (2 GiB weights, 4 GiB Adam), a 10 GiB peak, 11 GiB reserved at the peak. On
+/// the 16 GiB GPU (256 MiB driver reserved, 512 MiB another process, the job's own 2458 MiB
+/// outside PyTorch) that is 512 MiB a sample and a batch of 11 at most.
+#[test]
+fn the_largest_batch_is_measured_from_the_first_steps() {
+    let env = Env::new();
+    let child = env
+        .train(
+            &[
+                "--no-record",
+                "--batch",
+                "8",
+                "--estimate",
+                "--params 1B --layers 16 --hidden 2048 --heads 16 --batch 8 --seq-len 512",
+            ],
+            &["batch"],
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("gpumon run");
+    env.wait_for_pid();
+    // The job ends once another gpumon sees the measure in the probe's report.
+    let start = Instant::now();
+    loop {
+        let mut once = StdCommand::new(env!("CARGO_BIN_EXE_gpumon"));
+        env.apply(&mut once);
+        let out = once.args(["once", "--json"]).output().expect("once");
+        let j: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        let steps = j["devices"][0]["processes"].as_array().and_then(|ps| {
+            ps.iter()
+                .find_map(|p| p["allocator"]["steps"].as_object().cloned())
+        });
+        if let Some(steps) = steps {
+            assert_eq!(steps["batch"], 8);
+            assert_eq!(steps["held_bytes"], 6 * GIB);
+            assert_eq!(steps["peak_bytes"], 10 * GIB);
+            assert_eq!(steps["reserved_peak_bytes"], 11 * GIB);
+            assert_eq!(steps["training"], true);
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "no measure: {j}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(400));
+    fs::write(env.path("done"), "").expect("done");
+    let (code, _, stderr) = finish(child);
+    assert_eq!(code, 0, "{stderr}");
+    for want in [
+        "largest batch on GPU 0: about 11. Measured at batch 8 over 4 optimizer steps: 6.0 GiB \
+         held between steps, 10.0 GiB at a step's peak, 512.0 MiB a sample; 12.8 GiB for \
+         PyTorch on this GPU, less a 10% (measured: peak reserved over peak allocated) margin",
+        "An extrapolation from measured steps, linear in the batch",
+        "measured against `estimate`: held 6.0 GiB vs weights + optimizer",
+        "gpumon: batch 8 measured on GPU 0: 512.0 MiB a sample, largest batch that fits about 11",
+    ] {
+        assert!(stderr.contains(want), "{want}\n{stderr}");
+    }
+}
+
+/// Without the hooks' steps (a job that never trains), the summary says it measured nothing.
+#[test]
+fn a_batch_that_was_not_measured_is_said() {
+    let env = Env::new();
+    let child = env
+        .train(&["--no-record", "--batch", "4"], &["exit", "0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("gpumon run");
+    let (code, _, stderr) = finish(child);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("--batch 4: not measured"), "{stderr}");
+}

@@ -792,6 +792,7 @@ mod tests {
             num_ooms: None,
             age_ms: 10,
             run_id: None,
+            steps: None,
         }));
         let healthy = Device {
             index: 0,

@@ -376,6 +376,7 @@ fn device(d: &DeviceState, t: f64, wall: SystemTime, util_seen: &mut bool) -> De
                     num_ooms: None,
                     age_ms: 0,
                     run_id: None,
+                    steps: None,
                 })
             }),
             state: None,

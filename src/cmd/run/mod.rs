@@ -23,7 +23,8 @@ use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::watch;
 
 use crate::cli::{Common, RunArgs};
-use crate::cmd::run_gpus;
+mod gpus;
+
 use crate::collect::probe;
 use crate::collect::sampler;
 use crate::collect::{new_sampler, open_within_timeout, Needs};
@@ -94,6 +95,38 @@ struct GpuPeak {
     reserved: u64,
     pids: BTreeSet<u32>,
     framework: Option<String>,
+    /// `--batch`: the largest batch that fits, from the newest sample with the probe's measure.
+    batch: Option<crate::estimate::batch::BatchFit>,
+}
+
+/// The job's room on `d` for `--batch` (the MIG instance its processes run in, with MIG on),
+/// and the probe's measure, from one sample; `None` until the probe has measured.
+fn batch_fit(d: &Device, mine: &[&Process]) -> Option<crate::estimate::batch::BatchFit> {
+    use crate::estimate::batch::{largest_batch, Room};
+    let measure = mine
+        .iter()
+        .filter_map(|p| p.allocator.as_ref()?.steps)
+        .max_by_key(|m| m.peak_bytes)?;
+    let memory = match d
+        .mig
+        .iter()
+        .find(|m| m.processes(d).any(|p| mine.iter().any(|q| q.pid == p.pid)))
+    {
+        Some(m) => &m.memory,
+        None => &d.memory,
+    };
+    let job: u64 = mine.iter().filter_map(|p| p.gpu_memory_bytes).sum();
+    let job_reserved: u64 = mine
+        .iter()
+        .filter_map(|p| p.allocator.as_ref()?.reserved_bytes)
+        .sum();
+    let room = Room {
+        total_bytes: memory.total_bytes?,
+        driver_reserved_bytes: memory.reserved_bytes.unwrap_or(0),
+        others_bytes: memory.used_bytes?.saturating_sub(job),
+        job_outside_bytes: job.saturating_sub(job_reserved),
+    };
+    Some(largest_batch(&measure, room))
 }
 
 struct Trace {
@@ -126,6 +159,9 @@ impl Trace {
             peak.reserved = peak
                 .reserved
                 .max(sum(&|p| p.allocator.as_ref()?.reserved_bytes));
+            if let Some(fit) = batch_fit(d, &mine) {
+                peak.batch = Some(fit);
+            }
             for p in mine {
                 peak.pids.insert(p.pid);
                 let Some(a) = &p.allocator else { continue };
@@ -299,6 +335,23 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
         eprintln!("gpumon: run needs a command: gpumon run -- python train.py");
         return Ok(ExitCode::from(EXIT_USAGE));
     };
+    if args.estimate.is_some() && args.gpus.is_none() && args.batch.is_none() {
+        eprintln!(
+            "gpumon: run --estimate goes with --gpus (the memory to wait for) or --batch (measured against estimated)"
+        );
+        return Ok(ExitCode::from(EXIT_USAGE));
+    }
+    // --batch with --estimate: the estimate's parts, beside what the steps measure.
+    let estimated = match (&args.estimate, args.batch) {
+        (Some(flags), Some(_)) => match crate::cli::estimate_line(flags) {
+            Ok((shape, _, run)) => Some(crate::estimate::model::estimate(&shape, &run)),
+            Err(e) => {
+                eprintln!("gpumon: --estimate: {e}");
+                return Ok(ExitCode::from(EXIT_USAGE));
+            }
+        },
+        _ => None,
+    };
     let runtime = args.probe_dir.clone().unwrap_or_else(probe::default_dir);
     if let Err(e) = probe::ensure_dir(&runtime) {
         eprintln!("gpumon: {e}");
@@ -410,9 +463,9 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(EXIT_USAGE));
         }
         (Some(count), Some(s)) => {
-            match run_gpus::choose_and_wait(args, count, s, &runtime_rt, common.interval)? {
-                run_gpus::Outcome::Launch(l) => Some(l),
-                run_gpus::Outcome::Exit(code) => return Ok(code),
+            match gpus::choose_and_wait(args, count, s, &runtime_rt, common.interval)? {
+                gpus::Outcome::Launch(l) => Some(l),
+                gpus::Outcome::Exit(code) => return Ok(code),
             }
         }
     };
@@ -433,6 +486,7 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
             common.interval.as_secs_f64().to_string(),
         )
         .env("GPUMON_RUN_ID", &run_id)
+        .envs(args.batch.map(|n| ("GPUMON_BATCH", n.to_string())))
         .envs(launch.as_ref().into_iter().flat_map(|l| {
             [
                 ("CUDA_DEVICE_ORDER", "PCI_BUS_ID".to_owned()),
@@ -465,6 +519,7 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
         let reading = Arc::clone(&reading);
         std::thread::spawn(move || relay(e, reading, relayed_tx));
     }
+    let mut announced = false;
     let mut trace = Trace {
         job: Job {
             run_id,
@@ -515,6 +570,20 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
                         l.update(&sample, |p| trace.job.owns(p));
                     }
                     trace.record(sample);
+                    // --batch: said once as soon as it is measured, and again in the summary.
+                    if args.batch.is_some() && !announced {
+                        if let Some((gpu, f)) = trace.peaks.iter().find_map(|(g, p)| Some((g, p.batch?))) {
+                            announced = true;
+                            if !args.quiet {
+                                eprintln!(
+                                    "gpumon: batch {} measured on GPU {gpu}: {} a sample, largest batch that fits {} (an extrapolation from measured steps)",
+                                    f.measure.batch,
+                                    fmt_bytes(f.per_sample_bytes),
+                                    f.largest.map_or("unknown".to_owned(), |n| format!("about {n}"))
+                                );
+                            }
+                        }
+                    }
                 }
                 _ = int.recv() => if !from_terminal() { forward(libc::SIGINT) },
                 _ = quit.recv() => if !from_terminal() { forward(libc::SIGQUIT) },
@@ -560,6 +629,9 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
             &relayed,
             paint,
         );
+        if let Some(n) = args.batch {
+            batch_summary(&mut text, &trace, n, estimated.as_ref());
+        }
         if let Some(l) = &launch {
             // After the first line: where it ran and how long it waited for room.
             let head = text.len() - text.trim_start_matches('\n').len();
@@ -577,7 +649,7 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
                     if l.waited < Duration::from_millis(100) {
                         "chosen at once".to_owned()
                     } else {
-                        format!("chosen after {} in the queue", run_gpus::took(l.waited))
+                        format!("chosen after {} in the queue", gpus::took(l.waited))
                     }
                 ),
             );
@@ -774,6 +846,89 @@ fn split_line(d: &Device, p: &Process) -> String {
         })
         .collect();
     format!("pid {} on GPU {}: {}", p.pid, d.index, parts.join(", "))
+}
+
+/// `--batch`: the largest batch that fits each GPU the job used, from the measured steps, and
+/// with `--estimate` the measured figures beside the estimated ones.
+fn batch_summary(
+    out: &mut String,
+    trace: &Trace,
+    batch: u32,
+    estimated: Option<&crate::estimate::model::Parts>,
+) {
+    // Inserted before an OOM's report, if any: after the per-GPU lines.
+    let mut text = String::new();
+    let fits: Vec<(u32, crate::estimate::batch::BatchFit)> = trace
+        .peaks
+        .iter()
+        .filter_map(|(gpu, p)| Some((*gpu, p.batch?)))
+        .collect();
+    if fits.is_empty() {
+        let _ = writeln!(
+            text,
+            "  --batch {batch}: not measured (the probe measures once the job has run 4 optimizer \
+             steps, or 3 forward passes without gradients, with PyTorch 2.0 or later)"
+        );
+    }
+    for (gpu, f) in &fits {
+        let m = &f.measure;
+        let what = if m.training {
+            "optimizer steps"
+        } else {
+            "forward passes"
+        };
+        let margin = format!(
+            "{:.0}% {}",
+            f.margin * 100.0,
+            if f.margin_measured {
+                "(measured: peak reserved over peak allocated)"
+            } else {
+                "(not measured)"
+            }
+        );
+        let largest = match f.largest {
+            Some(n) => format!("about {n}"),
+            None => "no figure (a step's peak did not exceed what it holds between steps)".into(),
+        };
+        let _ = writeln!(
+            text,
+            "  largest batch on GPU {gpu}: {largest}. Measured at batch {} over {} {what}: {} held \
+             between steps, {} at a step's peak, {} a sample; {} for PyTorch on this GPU, less a \
+             {margin} margin for fragmentation. An extrapolation from measured steps, linear in \
+             the batch",
+            m.batch,
+            m.steps,
+            fmt_bytes(m.held_bytes),
+            fmt_bytes(m.peak_bytes),
+            fmt_bytes(f.per_sample_bytes),
+            fmt_bytes(f.room.for_allocator()),
+        );
+        if let Some(e) = estimated {
+            let kept = e.weights_bytes + e.optimizer_bytes.unwrap_or(0);
+            let step_est = e.activations_bytes.map_or("—".to_owned(), fmt_bytes);
+            let _ = writeln!(
+                text,
+                "    measured against `estimate`: held {} vs weights + optimizer {} (gradients {} \
+                 more while they live); a step adds {} vs activations {step_est}; peak {} vs {} \
+                 (the estimate's total less its {} allowance for context and fragmentation)",
+                fmt_bytes(m.held_bytes),
+                fmt_bytes(kept),
+                e.gradients_bytes.map_or("—".to_owned(), fmt_bytes),
+                fmt_bytes(m.peak_bytes.saturating_sub(m.held_bytes)),
+                fmt_bytes(m.peak_bytes),
+                fmt_bytes(e.total_bytes.saturating_sub(e.overhead_bytes)),
+                fmt_bytes(e.overhead_bytes),
+            );
+        }
+    }
+    // After the per-GPU lines, before any OOM report.
+    let at = out
+        .find("Out of memory in the output:")
+        .and_then(|i| out[..i].rfind("\n\n"));
+    match at {
+        Some(i) => out.insert_str(i + 1, &text),
+        None => out.push_str(&text),
+    }
 }
 
 fn summary(
