@@ -726,9 +726,12 @@ fn framework_allocations(
         _ => vec![est("Process smaller batches or inputs.", Some(half))],
     };
     let mut remedies = remedies;
-    // With the run described, each standard remedy is sized by the estimate's model.
+    // With the run described, each standard remedy is sized by the estimate's model, within
+    // what the job holds; one the run already uses (or that cannot apply to it: checkpointing
+    // in inference, halving a batch of 1, autocast on a bf16 run) is not offered.
     if let Some(z) = sizing {
-        for rem in &mut remedies {
+        let modelled = crate::estimate::model::estimate(&z.shape, &z.run).total_bytes;
+        remedies.retain_mut(|rem| {
             let t = rem.text.to_ascii_lowercase();
             let lever = if t.contains("halve the batch") {
                 Some(Lever::HalveBatch)
@@ -744,10 +747,15 @@ fn framework_allocations(
             } else {
                 None
             };
-            if let Some(l) = lever {
-                rem.saves_bytes = crate::estimate::lever_saving(&z.shape, &z.run, l);
+            let Some(l) = lever else { return true };
+            match crate::estimate::lever_saving(&z.shape, &z.run, l) {
+                Some(saves) => {
+                    rem.saves_bytes = Some(within_held(saves, modelled, allocated));
+                    true
+                }
+                None => false,
             }
-        }
+        });
     }
     // Ranked by expected saving; unestimated ones keep their order after.
     remedies.sort_by_key(|r| std::cmp::Reverse(r.saves_bytes.unwrap_or(0)));
@@ -773,6 +781,18 @@ fn framework_allocations(
         },
         remedies,
     }
+}
+
+/// A saving the estimate's model works out, as a share of what the job holds: where the model's
+/// total is more than the job holds (the described run is not quite this one), its share of the
+/// model's total applied to what is held; never more than is held.
+fn within_held(saves: u64, modelled: u64, held: u64) -> u64 {
+    let scaled = if modelled > held && modelled > 0 {
+        (saves as u128 * held as u128 / modelled as u128) as u64
+    } else {
+        saves
+    };
+    scaled.min(held)
 }
 
 /// JAX's ways to lower a step's peak, for findings that cannot size them.
