@@ -11,7 +11,10 @@ use crate::runtime::usage_error;
 pub fn run(common: &Common, args: &PickArgs) -> anyhow::Result<ExitCode> {
     let need = match (&args.estimate, args.need) {
         (Some(flags), _) => match crate::cli::estimate_line(flags) {
-            Ok((shape, _, run)) => Some(crate::estimate::model::estimate(&shape, &run).total_bytes),
+            Ok((shape, _, run)) => match crate::estimate::model::need(&shape, &run) {
+                Ok(n) => Some(n),
+                Err(e) => return Ok(usage_error(format!("--estimate: {e}"))),
+            },
             Err(e) => return Ok(usage_error(format!("--estimate: {e}"))),
         },
         (None, need) => need,

@@ -711,9 +711,12 @@ mod tests {
         let deadline = Instant::now() + Duration::from_secs(5);
         let s = loop {
             let s = scan(Path::new("/proc"), &nodes, std::process::id(), BUDGET * 20);
-            let both = [worker.id(), monitor.id()]
-                .iter()
-                .all(|p| s.found.iter().any(|f| f.pid == *p));
+            // Found, and past the shell's exec (the files open before `sleep` replaces it).
+            let both = [worker.id(), monitor.id()].iter().all(|p| {
+                s.found
+                    .iter()
+                    .any(|f| f.pid == *p && f.command.as_deref() == Some("sleep 30"))
+            });
             if both || Instant::now() > deadline {
                 break s;
             }

@@ -272,7 +272,11 @@ pub struct Report {
     pub parts: Parts,
     /// What stays on the GPU between steps (without activations).
     pub resident_bytes: u64,
+    /// The peak; with `peak_known` false, only the part that is known (a lower bound).
     pub total_bytes: u64,
+    /// Whether the peak is known: without the model's shape the activations (and KV cache)
+    /// are not, and no GPU is said to fit.
+    pub peak_known: bool,
     pub gpus: Vec<GpuFit>,
     /// Why no GPU could be read, when none was.
     pub gpus_error: Option<String>,
@@ -469,6 +473,7 @@ pub fn report(
     gpus: Result<Vec<GpuFree>, String>,
 ) -> Report {
     let parts = model::estimate(&shape, &run);
+    let peak_known = model::peak_known(&parts, &run);
     // Without the activations (and their share of the fragmentation margin).
     let states = parts
         .total_bytes
@@ -483,7 +488,15 @@ pub fn report(
                 .map(|g| {
                     let (mig_profile, gpu_instance_id) = g.mig.unwrap_or((None, None));
                     GpuFit {
-                        fits: g.free_bytes.map(|f| parts.total_bytes <= f),
+                        // An unknown peak: a GPU without room for the states does not
+                        // fit; one with room may or may not.
+                        fits: g.free_bytes.and_then(|f| {
+                            if peak_known {
+                                Some(parts.total_bytes <= f)
+                            } else {
+                                (resident > f).then_some(false)
+                            }
+                        }),
                         index: g.index,
                         uuid: g.uuid,
                         name: g.name,
@@ -502,6 +515,8 @@ pub fn report(
         .filter_map(|g| Some((g.index, g.free_bytes?)))
         .max_by_key(|(_, f)| *f);
     let (plan, fits_with) = plan(&shape, &run, best_gpu);
+    // What would fit is as unknown as the peak.
+    let fits_with = fits_with.filter(|_| peak_known);
     Report {
         schema_version: SCHEMA_VERSION,
         inputs: Inputs {
@@ -513,6 +528,7 @@ pub fn report(
         parts,
         resident_bytes: resident,
         total_bytes: parts.total_bytes,
+        peak_known,
         gpus,
         gpus_error,
         plan,
@@ -589,7 +605,22 @@ pub fn render(r: &Report) -> String {
         Some(p.overhead_bytes),
     );
     row(&mut out, "between steps", Some(r.resident_bytes));
-    row(&mut out, "peak (must fit)", Some(r.total_bytes));
+    if r.peak_known {
+        row(&mut out, "peak (must fit)", Some(r.total_bytes));
+    } else {
+        let _ = writeln!(out, "  {:<34}{:>12}", "peak (must fit)", "unknown");
+        let _ = writeln!(
+            out,
+            "\n  The peak is unknown: the activations{} need the model's shape (--layers,\n  \
+             --hidden and --heads, or --model). It is more than the {} between steps.",
+            if run.inference {
+                " and the KV cache"
+            } else {
+                ""
+            },
+            fmt_bytes(r.resident_bytes)
+        );
+    }
     out.push('\n');
     if let Some(e) = &r.gpus_error {
         let first = e.lines().next().unwrap_or("");
@@ -601,9 +632,14 @@ pub fn render(r: &Report) -> String {
     for g in &r.gpus {
         let verdict = match (g.fits, g.free_bytes) {
             (Some(true), Some(f)) => format!("fits ({} to spare)", fmt_bytes(f - r.total_bytes)),
+            (Some(false), Some(f)) if !r.peak_known => format!(
+                "does not fit (the states alone are {} short)",
+                fmt_bytes(r.resident_bytes.saturating_sub(f))
+            ),
             (Some(false), Some(f)) => {
                 format!("does not fit ({} short)", fmt_bytes(r.total_bytes - f))
             }
+            (None, Some(_)) => "room between steps; the peak is unknown".into(),
             _ => "free memory unknown".into(),
         };
         let name = match (&g.mig_profile, g.gpu_instance_id) {
@@ -641,6 +677,9 @@ pub fn render(r: &Report) -> String {
                     let _ = writeln!(out, "  - {rem}");
                 }
             }
+            None if !r.peak_known => out.push_str(
+                "\nWhich of these would fit is as unknown as the peak: give the model's shape.\n",
+            ),
             None if !r.gpus.is_empty() => out.push_str(
                 "\nNo combination of these fits any GPU here: shard the model across GPUs \
                  (FSDP, DeepSpeed ZeRO-3, tensor parallelism) or use a larger GPU.\n",
@@ -697,6 +736,51 @@ mod tests {
 
     /// Finding 19: shapes that cannot exist and runs whose figures saturate are refused with
     /// the flags at fault, instead of a report beside exabytes.
+    #[test]
+    fn without_the_shape_the_peak_is_unknown_and_no_gpu_is_said_to_fit() {
+        let shape = Shape {
+            family: "custom".into(),
+            params: 7_000_000_000,
+            ..Shape::default()
+        };
+        let (_, _, run) = flags("").expect("flags");
+        let free = |index, gib: u64| GpuFree {
+            index,
+            uuid: None,
+            name: None,
+            free_bytes: Some(gib << 30),
+            mig: None,
+        };
+        let r = report(
+            shape.clone(),
+            None,
+            run.clone(),
+            Ok(vec![free(0, 80), free(1, 20)]),
+        );
+        assert!(!r.peak_known);
+        // Room for the states: maybe; not even that: no.
+        assert_eq!(
+            r.gpus.iter().map(|g| g.fits).collect::<Vec<_>>(),
+            [None, Some(false)]
+        );
+        assert!(r.fits_with.is_none());
+        let text = render(&r);
+        assert!(
+            text.contains("peak (must fit)                        unknown"),
+            "{text}"
+        );
+        assert!(
+            text.contains("room between steps; the peak is unknown"),
+            "{text}"
+        );
+        assert!(!text.contains("No combination"), "{text}");
+        assert!(model::need(&shape, &run).is_err());
+        // With the shape, it is known.
+        let (shape, _, run) = flags("").expect("flags");
+        assert!(report(shape.clone(), None, run.clone(), Ok(vec![])).peak_known);
+        assert!(model::need(&shape, &run).is_ok());
+    }
+
     #[test]
     fn impossible_shapes_and_saturated_runs_are_refused() {
         assert!(flags("").is_ok());

@@ -71,12 +71,18 @@ pub enum Optimizer {
 }
 
 impl Optimizer {
-    /// Optimizer state bytes per trainable parameter, beside any fp32 master copy.
-    fn state_bytes(self) -> f64 {
+    /// Optimizer state bytes per trainable parameter, beside any fp32 master copy, for
+    /// parameters `width` bytes wide. torch.optim keeps its state like the parameter it
+    /// updates: Adam and AdamW allocate `exp_avg` and `exp_avg_sq` with
+    /// `torch.zeros_like(p, memory_format=torch.preserve_format)` (torch/optim/adam.py,
+    /// `_init_group`), SGD's `momentum_buffer` is a clone of the gradient (torch/optim/sgd.py).
+    /// So fp32 parameters (or mixed precision's fp32 master copy) hold 8 bytes of Adam state,
+    /// pure bf16 training 4.
+    fn state_bytes(self, width: f64) -> f64 {
         match self {
             Optimizer::Sgd | Optimizer::None => 0.0,
-            Optimizer::SgdMomentum => 4.0,
-            Optimizer::Adam | Optimizer::Adamw => 8.0,
+            Optimizer::SgdMomentum => width,
+            Optimizer::Adam | Optimizer::Adamw => 2.0 * width,
             // bitsandbytes: both moments in 8 bits.
             Optimizer::Adamw8bit => 2.0,
             // Factored second moment, no momentum: rows + columns per matrix, about nothing
@@ -267,6 +273,27 @@ pub fn kv_cache(shape: &Shape, run: &Run) -> Option<u64> {
     )
 }
 
+/// Whether `parts` hold everything the run's peak needs: training needs the activations,
+/// inference its activations and KV cache, and both need the model's shape (layers, hidden
+/// size, heads). Without them the states are known and the peak is not.
+pub fn peak_known(parts: &Parts, run: &Run) -> bool {
+    parts.activations_bytes.is_some() && (!run.inference || parts.kv_cache_bytes.is_some())
+}
+
+/// The memory a run needs on a GPU (`pick --estimate`, `run --estimate`): its peak, or why it
+/// cannot be known.
+pub fn need(shape: &Shape, run: &Run) -> Result<u64, String> {
+    let parts = estimate(shape, run);
+    if peak_known(&parts, run) {
+        Ok(parts.total_bytes)
+    } else {
+        Err(format!(
+            "the peak is unknown without the model's shape: give --layers, --hidden and --heads, or --model (the states alone need {})",
+            crate::units::fmt_bytes(parts.total_bytes)
+        ))
+    }
+}
+
 /// The estimate for one run.
 pub fn estimate(shape: &Shape, run: &Run) -> Parts {
     let params = shape.params as f64;
@@ -300,7 +327,15 @@ pub fn estimate(shape: &Shape, run: &Run) -> Parts {
         } else {
             0.0
         };
-        p.optimizer_bytes = Some((trainable * (master + run.optimizer.state_bytes())) as u64);
+        // The width of the parameters the optimizer updates: the fp32 master copy under mixed
+        // precision, fp32 LoRA adapters (PEFT casts them to fp32, `autocast_adapter_dtype`),
+        // else the run's dtype (never below 16 bits: quantized weights are not trained).
+        let width = if run.mixed_precision || run.lora_rank.is_some() {
+            4.0
+        } else {
+            run.dtype.bytes().max(2.0)
+        };
+        p.optimizer_bytes = Some((trainable * (master + run.optimizer.state_bytes(width))) as u64);
         let layers = shape.layers.unwrap_or(0);
         p.activations_bytes = activations_per_layer(shape, run).map(|per| {
             let mut all = per.saturating_mul(layers);
@@ -385,6 +420,34 @@ mod tests {
             p.weights_bytes + p.gradients_bytes.expect("known") + p.optimizer_bytes.expect("known"),
             16 * 7_500_000_000
         );
+    }
+
+    #[test]
+    fn adam_keeps_its_moments_in_the_parameters_dtype() {
+        // Pure bf16 training (no fp32 master copy): torch.optim.Adam's exp_avg and exp_avg_sq
+        // are zeros_like(p), 2 bytes each: weights 2 + gradients 2 + moments 4 = 8 bytes per
+        // parameter, half of mixed precision's 16.
+        let shape = Shape {
+            params: 1_000_000_000,
+            ..Shape::default()
+        };
+        let pure = Run {
+            mixed_precision: false,
+            dtype: Dtype::Bf16,
+            ..run()
+        };
+        let p = estimate(&shape, &pure);
+        assert_eq!(p.optimizer_bytes, Some(4_000_000_000));
+        assert_eq!(
+            p.weights_bytes + p.gradients_bytes.expect("known") + p.optimizer_bytes.expect("known"),
+            8_000_000_000
+        );
+        // SGD with momentum: one buffer like the gradient.
+        let sgd = Run {
+            optimizer: Optimizer::SgdMomentum,
+            ..pure
+        };
+        assert_eq!(estimate(&shape, &sgd).optimizer_bytes, Some(2_000_000_000));
     }
 
     /// The attention shape of Llama-2-7B (multi-head: 32 KV heads).

@@ -166,7 +166,9 @@ fn explain_sizes_remedies_with_the_described_run() {
     // the described run models far more than the 13.1 GiB this process held, and no remedy
     // may claim to save more than is held.
     let (shape, _, run) = gpumon::cli::estimate_line(&flags).expect("flags");
-    let held = j["breakdown"]["allocated_bytes"].as_u64().expect("allocated");
+    let held = j["breakdown"]["allocated_bytes"]
+        .as_u64()
+        .expect("allocated");
     let modelled = gpumon::estimate::model::estimate(&shape, &run).total_bytes;
     assert!(modelled > held);
     let saves = |lever| {
@@ -204,9 +206,8 @@ fn explain_sizes_remedies_with_the_described_run() {
         "{remedies:?}"
     );
     // Nor checkpointing to a run that checkpoints, nor halving a batch of 1.
-    let flags = format!(
-        "--model {config} --batch 1 --seq-len 4096 --mixed-precision --checkpointing full"
-    );
+    let flags =
+        format!("--model {config} --batch 1 --seq-len 4096 --mixed-precision --checkpointing full");
     let j = stdout_json(gpumon().args(["explain", "--json", "--estimate", &flags, message]));
     let texts: Vec<String> = j["findings"]
         .as_array()

@@ -37,7 +37,8 @@ pub enum Outcome {
 fn need(args: &RunArgs) -> Result<Option<u64>, String> {
     match (&args.estimate, args.need) {
         (Some(flags), _) => crate::cli::estimate_line(flags)
-            .map(|(shape, _, run)| Some(crate::estimate::model::estimate(&shape, &run).total_bytes))
+            .and_then(|(shape, _, run)| crate::estimate::model::need(&shape, &run))
+            .map(Some)
             .map_err(|e| format!("--estimate: {e}")),
         (None, n) => Ok(n),
     }
