@@ -10,7 +10,9 @@ use std::time::Duration;
 use clap::{ArgMatches, Args, FromArgMatches, Parser, Subcommand};
 
 use crate::collect::sampler::MIN_INTERVAL;
-use crate::estimate::model::{Attention, Checkpointing, Choice, Dtype, Optimizer, Run, Shape};
+use crate::estimate::model::{
+    Attention, Checkpointing, Choice, Dtype, Loss, Optimizer, Run, Shape,
+};
 use crate::view::log::Format;
 
 #[derive(Debug, Parser)]
@@ -376,6 +378,11 @@ pub struct EstimateArgs {
     /// Train LoRA adapters of this rank on the attention's query and value projections only
     #[arg(long, value_name = "R", value_parser = clap::value_parser!(u64).range(1..=65_536))]
     pub lora_rank: Option<u64>,
+    /// How the loss meets the logits (training): standard (the logits upcast to fp32 whole, as
+    /// transformers does), chunked (torchtune's CEWithChunkedOutputLoss) or fused (Liger's
+    /// fused linear cross-entropy, Cut Cross-Entropy)
+    #[arg(long, default_value = "standard", value_parser = choice::<Loss>())]
+    pub loss: Loss,
     /// Print the report as JSON (schema version 1)
     #[arg(long)]
     pub json: bool,
@@ -820,6 +827,7 @@ impl EstimateArgs {
             grad_accum: self.grad_accum,
             inference: self.inference,
             lora_rank: self.lora_rank,
+            loss: self.loss,
         }
     }
 }

@@ -59,6 +59,7 @@ pub struct Flags {
     pub grad_accum: u64,
     pub inference: bool,
     pub lora_rank: Option<u64>,
+    pub loss: model::Loss,
 }
 
 /// The model and the run the flags describe: a config or model directory completed (or
@@ -107,6 +108,7 @@ pub fn inputs(args: &Flags) -> Result<(Shape, Option<u64>, Run), String> {
         grad_accum: args.grad_accum,
         inference: args.inference,
         lora_rank: args.lora_rank.filter(|_| !args.inference),
+        loss: args.loss,
     };
     check(&shape, &run)?;
     Ok((shape, on_disk, run))
@@ -305,6 +307,7 @@ enum Change {
     HalfSequence,
     Int8,
     Int4,
+    Loss(model::Loss),
 }
 
 impl Change {
@@ -326,6 +329,7 @@ impl Change {
             Change::HalfSequence => r.seq_len = (run.seq_len / 2).max(1),
             Change::Int8 => r.dtype = Dtype::Int8,
             Change::Int4 => r.dtype = Dtype::Int4,
+            Change::Loss(l) => r.loss = l,
         }
         r
     }
@@ -357,6 +361,13 @@ impl Change {
             ),
             Change::Int8 => "8-bit weights".into(),
             Change::Int4 => "4-bit weights".into(),
+            Change::Loss(model::Loss::Chunked) => {
+                "a chunked cross-entropy (torchtune's CEWithChunkedOutputLoss)".into()
+            }
+            Change::Loss(_) => {
+                "a fused linear cross-entropy (Liger's, or Cut Cross-Entropy): no logits kept"
+                    .into()
+            }
         }
     }
 
@@ -396,6 +407,14 @@ fn options(run: &Run) -> Vec<Vec<Change>> {
         }
         if run.lora_rank.is_none() {
             out.push(vec![Change::Lora]);
+        }
+        match run.loss {
+            model::Loss::Standard => out.push(vec![
+                Change::Loss(model::Loss::Chunked),
+                Change::Loss(model::Loss::Fused),
+            ]),
+            model::Loss::Chunked => out.push(vec![Change::Loss(model::Loss::Fused)]),
+            model::Loss::Fused => {}
         }
     }
     if run.seq_len > 1 {
@@ -598,6 +617,9 @@ pub fn render(r: &Report) -> String {
     row(&mut out, "gradients", p.gradients_bytes);
     row(&mut out, "optimizer states", p.optimizer_bytes);
     row(&mut out, "activations", p.activations_bytes);
+    if !run.inference {
+        row(&mut out, "logits and loss", p.logits_bytes);
+    }
     row(&mut out, "KV cache", p.kv_cache_bytes);
     row(
         &mut out,
@@ -716,6 +738,7 @@ mod tests {
             grad_accum: 1,
             inference: false,
             lora_rank: None,
+            loss: model::Loss::Standard,
         };
         for part in line.split_whitespace() {
             let (k, v) = part.split_once('=').unwrap_or((part, ""));
@@ -901,6 +924,7 @@ mod tests {
             grad_accum: 1,
             inference: false,
             lora_rank: None,
+            loss: model::Loss::Standard,
         }
     }
 

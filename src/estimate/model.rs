@@ -102,6 +102,22 @@ pub enum Attention {
     Eager,
 }
 
+/// How the loss meets the logits (training a language model).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Loss {
+    /// The logits whole: 16-bit from the output layer, upcast to fp32 for the loss, whose
+    /// log-softmax keeps its fp32 output for backward (transformers' `ForCausalLMLoss`:
+    /// `logits = logits.float()`, then `cross_entropy`).
+    Standard,
+    /// torchtune's `CEWithChunkedOutputLoss`: the output layer's 16-bit logits in 8 chunks,
+    /// one upcast (and its log-softmax) at a time.
+    Chunked,
+    /// A fused linear cross-entropy (Liger's `LigerFusedLinearCrossEntropyLoss`, Apple's
+    /// Cut Cross-Entropy): the logits are never stored whole.
+    Fused,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Checkpointing {
@@ -157,6 +173,14 @@ impl Choice for Attention {
         &[("sdpa", Attention::Sdpa), ("eager", Attention::Eager)];
 }
 
+impl Choice for Loss {
+    const ALL: &'static [(&'static str, Self)] = &[
+        ("standard", Loss::Standard),
+        ("chunked", Loss::Chunked),
+        ("fused", Loss::Fused),
+    ];
+}
+
 impl Choice for Checkpointing {
     const ALL: &'static [(&'static str, Self)] = &[
         ("none", Checkpointing::None),
@@ -179,6 +203,7 @@ pub struct Run {
     pub grad_accum: u64,
     pub inference: bool,
     pub lora_rank: Option<u64>,
+    pub loss: Loss,
 }
 
 /// CUDA context, cuBLAS/cuDNN workspaces and the NCCL buffers of one process: a stated
@@ -194,6 +219,8 @@ pub struct Parts {
     pub gradients_bytes: Option<u64>,
     pub optimizer_bytes: Option<u64>,
     pub activations_bytes: Option<u64>,
+    /// Training: the logits and what the loss keeps of them (`None` without a vocabulary).
+    pub logits_bytes: Option<u64>,
     pub kv_cache_bytes: Option<u64>,
     /// The CUDA context allowance plus the fragmentation margin.
     pub overhead_bytes: u64,
@@ -256,6 +283,26 @@ pub fn activations_per_layer(shape: &Shape, run: &Run) -> Option<u64> {
         1.0
     };
     Some((bytes * width) as u64)
+}
+
+/// The logits and what the loss keeps of them while training, per micro-batch: s·b·vocab
+/// values in the output layer's 16 bits (2 bytes each), plus the loss's fp32 upcast (4) and
+/// its log-softmax's fp32 output kept for backward (4): 10 bytes a value for the standard
+/// loss; with torchtune's chunked loss (8 chunks) the 16-bit logits plus one chunk's 8,
+/// 3 bytes a value; none kept whole with a fused linear cross-entropy, which works on chunks
+/// of tokens and writes the gradient of the hidden states instead (counted as one fp32
+/// hidden state, 4·s·b·h).
+pub fn logits(shape: &Shape, run: &Run) -> Option<u64> {
+    if run.inference {
+        return None;
+    }
+    let values = (run.seq_len as f64) * (run.batch as f64) * shape.vocab? as f64;
+    let bytes = match run.loss {
+        Loss::Standard => 10.0 * values,
+        Loss::Chunked => 2.0 * values + 8.0 * values / 8.0,
+        Loss::Fused => 4.0 * run.seq_len as f64 * run.batch as f64 * shape.hidden? as f64,
+    };
+    Some(bytes as u64)
 }
 
 /// The KV cache for inference.
@@ -347,13 +394,9 @@ pub fn estimate(shape: &Shape, run: &Run) -> Parts {
                 };
                 all = all.saturating_add(activations_per_layer(shape, &full).unwrap_or(0));
             }
-            // The output logits, kept in fp32 for the loss: 4·s·b·vocab.
-            all.saturating_add(
-                4u64.saturating_mul(run.seq_len)
-                    .saturating_mul(run.batch)
-                    .saturating_mul(shape.vocab.unwrap_or(0)),
-            )
+            all
         });
+        p.logits_bytes = logits(shape, run);
     } else {
         p.kv_cache_bytes = kv_cache(shape, run);
         // One layer's activations at a time while the prompt is processed.
@@ -368,6 +411,7 @@ pub fn estimate(shape: &Shape, run: &Run) -> Parts {
         p.gradients_bytes,
         p.optimizer_bytes,
         p.activations_bytes,
+        p.logits_bytes,
         p.kv_cache_bytes,
     ]
     .iter()
@@ -394,6 +438,7 @@ mod tests {
             grad_accum: 1,
             inference: false,
             lora_rank: None,
+            loss: Loss::Standard,
         }
     }
 
@@ -448,6 +493,66 @@ mod tests {
             ..pure
         };
         assert_eq!(estimate(&shape, &sgd).optimizer_bytes, Some(2_000_000_000));
+    }
+
+    #[test]
+    fn the_logits_are_a_part_of_their_own_and_the_loss_decides_their_size() {
+        // Llama 3's vocabulary, 8,192 packed tokens: 1.05 G values.
+        let shape = Shape {
+            params: 8_030_261_248,
+            layers: Some(32),
+            hidden: Some(4096),
+            heads: Some(32),
+            kv_heads: Some(8),
+            vocab: Some(128_256),
+            intermediate: Some(14336),
+            gated_mlp: true,
+            ..Shape::default()
+        };
+        let r = Run {
+            seq_len: 8192,
+            attention: Attention::Sdpa,
+            checkpointing: Checkpointing::Full,
+            ..run()
+        };
+        let values = 8192 * 128_256u64;
+        // transformers: 16-bit logits, their fp32 upcast, the fp32 log-softmax: 10 bytes.
+        assert_eq!(logits(&shape, &r), Some(10 * values));
+        let p = estimate(&shape, &r);
+        assert_eq!(p.logits_bytes, Some(10 * values));
+        // Not counted twice: the activations are the layers' alone.
+        assert_eq!(
+            p.activations_bytes,
+            Some(
+                32 * activations_per_layer(&shape, &r).expect("known")
+                    + activations_per_layer(
+                        &shape,
+                        &Run {
+                            checkpointing: Checkpointing::None,
+                            ..r.clone()
+                        }
+                    )
+                    .expect("known")
+            )
+        );
+        // torchtune's chunked loss: the 16-bit logits and one chunk of 8 upcast: 3 bytes.
+        let chunked = Run {
+            loss: Loss::Chunked,
+            ..r.clone()
+        };
+        assert_eq!(logits(&shape, &chunked), Some(3 * values));
+        // A fused linear cross-entropy: the hidden states' fp32 gradient only.
+        let fused = Run {
+            loss: Loss::Fused,
+            ..r.clone()
+        };
+        assert_eq!(logits(&shape, &fused), Some(4 * 8192 * 4096));
+        // Inference keeps no logits for a loss.
+        let inference = Run {
+            inference: true,
+            ..r
+        };
+        assert_eq!(estimate(&shape, &inference).logits_bytes, None);
     }
 
     /// The attention shape of Llama-2-7B (multi-head: 32 KV heads).
