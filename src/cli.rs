@@ -11,7 +11,7 @@ use clap::{ArgMatches, Args, FromArgMatches, Parser, Subcommand};
 
 use crate::collect::sampler::MIN_INTERVAL;
 use crate::estimate::model::{
-    Attention, Checkpointing, Choice, Dtype, Loss, Optimizer, Run, Shape,
+    Attention, Checkpointing, Choice, Dtype, Loss, Optimizer, Quant, Run, Shape,
 };
 use crate::view::log::Format;
 
@@ -383,6 +383,13 @@ pub struct EstimateArgs {
     /// fused linear cross-entropy, Cut Cross-Entropy)
     #[arg(long, default_value = "standard", value_parser = choice::<Loss>())]
     pub loss: Loss,
+    /// How 4-bit weights are stored (with --dtype int4): nf4 (bitsandbytes, the default),
+    /// nf4-dq (with double quantization), gptq or awq
+    #[arg(long, value_parser = choice::<Quant>())]
+    pub quant: Option<Quant>,
+    /// GPTQ's and AWQ's group size
+    #[arg(long, value_name = "N", default_value_t = 128, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    pub group_size: u64,
     /// Print the report as JSON (schema version 1)
     #[arg(long)]
     pub json: bool,
@@ -828,6 +835,8 @@ impl EstimateArgs {
             inference: self.inference,
             lora_rank: self.lora_rank,
             loss: self.loss,
+            quant: self.quant,
+            group_size: self.group_size,
         }
     }
 }

@@ -114,6 +114,7 @@ pub fn shape_from_config(text: &str, path: &str) -> Result<Shape, ConfigError> {
                 vocab: Some(vocab),
                 intermediate: Some(inner),
                 gated_mlp: false,
+                tied_embeddings: Some(true),
             })
         }
         "gpt_neox" => {
@@ -121,7 +122,9 @@ pub fn shape_from_config(text: &str, path: &str) -> Result<Shape, ConfigError> {
             // Two LayerNorms, fused QKV (h→3h), dense (h→h), MLP h→i→h, all with biases.
             let block = 4 * h + (h * 3 * h + 3 * h) + (h * h + h) + (h * i + i) + (i * h + h);
             let heads_out = if tied(false) { 0 } else { vocab * h };
+            let tied_embeddings = Some(tied(false));
             Ok(Shape {
+                tied_embeddings,
                 family: "gpt_neox".into(),
                 params: vocab * h + heads_out + l * block + 2 * h,
                 layers: Some(l),
@@ -146,7 +149,9 @@ pub fn shape_from_config(text: &str, path: &str) -> Result<Shape, ConfigError> {
             // q, k, v, o; gate, up, down; two RMSNorms.
             let block = h * q_out + 2 * h * kv_out + q_out * h + bias + 3 * h * i + 2 * h;
             let head = if tied(false) { 0 } else { vocab * h };
+            let tied_embeddings = Some(tied(false));
             Ok(Shape {
+                tied_embeddings,
                 family: model_type.clone(),
                 params: vocab * h + head + l * block + h,
                 layers: Some(l),
@@ -176,6 +181,7 @@ pub fn shape_from_config(text: &str, path: &str) -> Result<Shape, ConfigError> {
                 vocab: Some(vocab),
                 intermediate: Some(i),
                 gated_mlp: false,
+                tied_embeddings: Some(true),
             })
         }
         _ => {

@@ -60,6 +60,8 @@ pub struct Flags {
     pub inference: bool,
     pub lora_rank: Option<u64>,
     pub loss: model::Loss,
+    pub quant: Option<model::Quant>,
+    pub group_size: u64,
 }
 
 /// The model and the run the flags describe: a config or model directory completed (or
@@ -109,7 +111,12 @@ pub fn inputs(args: &Flags) -> Result<(Shape, Option<u64>, Run), String> {
         inference: args.inference,
         lora_rank: args.lora_rank.filter(|_| !args.inference),
         loss: args.loss,
+        quant: args.quant.unwrap_or(model::Quant::Nf4),
+        group_size: args.group_size,
     };
+    if args.quant.is_some() && args.dtype != Dtype::Int4 {
+        return Err("--quant describes 4-bit weights: give --dtype int4".into());
+    }
     check(&shape, &run)?;
     Ok((shape, on_disk, run))
 }
@@ -739,6 +746,8 @@ mod tests {
             inference: false,
             lora_rank: None,
             loss: model::Loss::Standard,
+            quant: None,
+            group_size: 128,
         };
         for part in line.split_whitespace() {
             let (k, v) = part.split_once('=').unwrap_or((part, ""));
@@ -909,6 +918,7 @@ mod tests {
             vocab: Some(32000),
             intermediate: Some(11008),
             gated_mlp: true,
+            tied_embeddings: Some(false),
         }
     }
 
@@ -925,6 +935,8 @@ mod tests {
             inference: false,
             lora_rank: None,
             loss: model::Loss::Standard,
+            quant: model::Quant::Nf4,
+            group_size: 128,
         }
     }
 
@@ -1000,6 +1012,7 @@ mod tests {
                 vocab: Some(vocab),
                 intermediate: Some(inter),
                 gated_mlp: gated,
+                tied_embeddings: None,
             };
             let run = Run { batch, seq_len: seq, inference, lora_rank: lora, ..training() };
             let r = report(shape, None, run, Ok(vec![gpu(0, None, 80 << 30)]));

@@ -27,6 +27,23 @@ pub struct Shape {
     pub intermediate: Option<u64>,
     /// SwiGLU-style MLP: gate, up and down matrices.
     pub gated_mlp: bool,
+    /// Whether the output layer shares the input embedding's matrix; `None`: not known
+    /// (counted as two matrices).
+    #[serde(default)]
+    pub tied_embeddings: Option<bool>,
+}
+
+impl Shape {
+    /// Parameters of the input embedding and the output layer: vocab × hidden, twice unless
+    /// tied. Quantization libraries keep them in 16 bits.
+    pub fn embedding_params(&self) -> Option<u64> {
+        let one = self.vocab?.saturating_mul(self.hidden?);
+        Some(match self.tied_embeddings {
+            Some(true) => one,
+            _ => one.saturating_mul(2),
+        })
+        .map(|e| e.min(self.params))
+    }
 }
 
 impl Shape {
@@ -55,6 +72,46 @@ impl Dtype {
             Dtype::Int4 => 0.5,
         }
     }
+}
+
+/// How 4-bit weights are stored (`--dtype int4`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Quant {
+    /// bitsandbytes NF4 (or FP4): blocks of 64 weights, each with an fp32 absmax.
+    Nf4,
+    /// NF4 with double quantization (`bnb_4bit_use_double_quant`): the absmax in 8 bits per
+    /// block, with an fp32 constant per 256 blocks.
+    #[serde(rename = "nf4-dq")]
+    Nf4Dq,
+    /// GPTQ: per group of input channels, an fp16 scale and a packed 4-bit zero point.
+    Gptq,
+    /// AWQ: the same per-group scales and zero points.
+    Awq,
+}
+
+impl Quant {
+    /// Bytes per quantized weight, its constants included: NF4 stores 4 bits and an fp32
+    /// absmax per 64 (QLoRA, Dettmers et al. 2023, §3: 32/64 = 0.5 bits of constants per
+    /// parameter, 8/64 + 32/(64·256) = 0.127 bits with double quantization); GPTQ and AWQ an
+    /// fp16 scale and a 4-bit zero per `group` weights.
+    pub fn bytes(self, group: u64) -> f64 {
+        let g = group.max(1) as f64;
+        match self {
+            Quant::Nf4 => 0.5 + 4.0 / 64.0,
+            Quant::Nf4Dq => 0.5 + 1.0 / 64.0 + 4.0 / (64.0 * 256.0),
+            Quant::Gptq | Quant::Awq => 0.5 + (2.0 + 0.5) / g,
+        }
+    }
+}
+
+impl Choice for Quant {
+    const ALL: &'static [(&'static str, Self)] = &[
+        ("nf4", Quant::Nf4),
+        ("nf4-dq", Quant::Nf4Dq),
+        ("gptq", Quant::Gptq),
+        ("awq", Quant::Awq),
+    ];
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -204,6 +261,10 @@ pub struct Run {
     pub inference: bool,
     pub lora_rank: Option<u64>,
     pub loss: Loss,
+    /// How 4-bit weights are stored (with `dtype` int4).
+    pub quant: Quant,
+    /// GPTQ's and AWQ's group size.
+    pub group_size: u64,
 }
 
 /// CUDA context, cuBLAS/cuDNN workspaces and the NCCL buffers of one process: a stated
@@ -320,6 +381,30 @@ pub fn kv_cache(shape: &Shape, run: &Run) -> Option<u64> {
     )
 }
 
+/// The weights' bytes in `dtype`. Quantized weights (int8, int4) are stored as the libraries
+/// store them: the input embedding and the output layer stay in 16 bits (transformers keeps
+/// `lm_head` out of bitsandbytes' conversion, and an `nn.Embedding` is not a linear layer), the
+/// linear layers carry their quantization constants ([`Quant::bytes`]), and bitsandbytes'
+/// 4-bit matmul dequantizes one weight matrix at a time to 16 bits (the largest, an MLP
+/// matrix, counted once).
+pub fn weight_bytes(shape: &Shape, run: &Run, dtype: Dtype) -> u64 {
+    let params = shape.params as f64;
+    let quantized = match dtype {
+        Dtype::Int8 => 1.0,
+        Dtype::Int4 => run.quant.bytes(run.group_size),
+        _ => return (params * dtype.bytes()) as u64,
+    };
+    let kept = shape.embedding_params().unwrap_or(0) as f64;
+    let mut bytes = (params - kept) * quantized + kept * 2.0;
+    if dtype == Dtype::Int4 && matches!(run.quant, Quant::Nf4 | Quant::Nf4Dq) {
+        if let Some(h) = shape.hidden {
+            let i = shape.intermediate.unwrap_or(4 * h);
+            bytes += 2.0 * (h as f64) * (i as f64);
+        }
+    }
+    bytes as u64
+}
+
 /// Whether `parts` hold everything the run's peak needs: training needs the activations,
 /// inference its activations and KV cache, and both need the model's shape (layers, hidden
 /// size, heads). Without them the states are known and the peak is not.
@@ -343,7 +428,6 @@ pub fn need(shape: &Shape, run: &Run) -> Result<u64, String> {
 
 /// The estimate for one run.
 pub fn estimate(shape: &Shape, run: &Run) -> Parts {
-    let params = shape.params as f64;
     let training = !run.inference;
     // Mixed precision keeps 16-bit weights; otherwise weights are in the run's dtype.
     let weight_dtype = if run.mixed_precision && training && run.lora_rank.is_none() {
@@ -351,7 +435,7 @@ pub fn estimate(shape: &Shape, run: &Run) -> Parts {
     } else {
         run.dtype
     };
-    let weights = (params * weight_dtype.bytes()) as u64;
+    let weights = weight_bytes(shape, run, weight_dtype);
     let mut p = Parts {
         weights_bytes: weights,
         ..Parts::default()
@@ -439,6 +523,8 @@ mod tests {
             inference: false,
             lora_rank: None,
             loss: Loss::Standard,
+            quant: Quant::Nf4,
+            group_size: 128,
         }
     }
 
@@ -553,6 +639,81 @@ mod tests {
             ..r
         };
         assert_eq!(estimate(&shape, &inference).logits_bytes, None);
+    }
+
+    #[test]
+    fn four_bit_weights_as_the_libraries_store_them() {
+        // QLoRA (Dettmers et al. 2023), §3: NF4's fp32 absmax per 64 weights costs 0.5 bits a
+        // parameter; double quantization cuts it to 8/64 + 32/(64·256) = 0.127 bits.
+        assert!((Quant::Nf4.bytes(128) - 0.5 - 0.5 / 8.0).abs() < 1e-12);
+        assert!((Quant::Nf4Dq.bytes(128) - 0.5 - 0.127 / 8.0).abs() < 1e-4);
+        let shape = Shape {
+            vocab: Some(32000),
+            intermediate: Some(11008),
+            gated_mlp: true,
+            tied_embeddings: Some(false),
+            ..llama_2_7b()
+        };
+        let embeddings = 2 * 32000 * 4096;
+        assert_eq!(shape.embedding_params(), Some(embeddings));
+        // TheBloke/Llama-2-7B-GPTQ's "Provided files": the 4-bit, group-size-128 model is
+        // 3.90 GB on disk; its embedding and lm_head are fp16.
+        let gptq = Run {
+            dtype: Dtype::Int4,
+            quant: Quant::Gptq,
+            inference: true,
+            ..run()
+        };
+        let bytes = weight_bytes(&shape, &gptq, Dtype::Int4) as f64;
+        assert!((bytes / 3.90e9 - 1.0).abs() < 0.02, "{bytes}");
+        // bitsandbytes: the same 16-bit embeddings, the constants, and one MLP matrix
+        // dequantized at a time.
+        let nf4 = Run {
+            quant: Quant::Nf4Dq,
+            ..gptq.clone()
+        };
+        let linear = (6_738_415_616u64 - embeddings) as f64;
+        assert_eq!(
+            weight_bytes(&shape, &nf4, Dtype::Int4),
+            (linear * Quant::Nf4Dq.bytes(128) + embeddings as f64 * 2.0 + 2.0 * 4096.0 * 11008.0)
+                as u64
+        );
+        // The old count (half a byte for everything) was 13% low for this model.
+        assert!(bytes > 1.13 * 6_738_415_616.0 * 0.5);
+    }
+
+    #[test]
+    fn qlora_fits_a_65b_model_in_48_gb() {
+        // QLoRA's abstract: "finetune a 65B parameter model on a single 48GB GPU" (NF4 with
+        // double quantization, LoRA adapters, gradient checkpointing).
+        let llama_65b = Shape {
+            params: 65_285_660_672,
+            layers: Some(80),
+            hidden: Some(8192),
+            heads: Some(64),
+            kv_heads: Some(64),
+            vocab: Some(32000),
+            intermediate: Some(22016),
+            gated_mlp: true,
+            tied_embeddings: Some(false),
+            ..Shape::default()
+        };
+        let qlora = Run {
+            dtype: Dtype::Int4,
+            quant: Quant::Nf4Dq,
+            mixed_precision: false,
+            lora_rank: Some(64),
+            checkpointing: Checkpointing::Full,
+            attention: Attention::Sdpa,
+            seq_len: 512,
+            ..run()
+        };
+        let p = estimate(&llama_65b, &qlora);
+        assert!(p.total_bytes < 48_000_000_000, "{p:?}");
+        assert!(
+            p.weights_bytes > 32_600_000_000,
+            "at least half a byte a weight: {p:?}"
+        );
     }
 
     /// The attention shape of Llama-2-7B (multi-head: 32 KV heads).
