@@ -450,6 +450,7 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
                 "trtllm-ipc" => "TensorRT-LLM could not allocate its inter-GPU (IPC) communication buffers, which tensor parallelism needs on every GPU: the GPUs were already full.".into(),
                 "mxnet" => "MXNet's GPU memory pool could not get memory from cudaMalloc; it had already released its cached blocks and retried. The message gives no size.".into(),
                 "rmm-pool" => "RMM's pool reached the maximum size it was given (maximum_pool_size, dask-cuda's --rmm-pool-size): the pool's limit, not necessarily the GPU's, was hit.".into(),
+                "libcudf" => "A CUDA call inside libcudf (cuDF's C++ library) could not allocate: device memory outside RMM's pool (Thrust or CUB scratch, a library's own buffer) while the GPU was full, usually with cuDF's own data. The message gives no size.".into(),
                 "rmm" => "RAPIDS Memory Manager's device memory resource could not allocate: the GPU (or RMM's pool on it) was full. The message gives no size.".into(),
                 "numba-context" => "Numba could not create a CUDA context (cuInit or cuCtxCreate): there was no room for one on the GPU (a context takes a few hundred MiB), usually because other processes fill it, or the GPU is in exclusive-process mode and taken.".into(),
                 "numba" => "Numba's cuMemAlloc failed after Numba had already flushed its pending deallocations and retried (driver.py, _attempt_allocation): the memory is held by live device arrays, another library in this process (CuPy, PyTorch, RMM) or other processes.".into(),
@@ -476,16 +477,7 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
                     r("MXNET_GPU_MEM_POOL_TYPE=Round pools rounded sizes so blocks are reused more; MXNET_GPU_MEM_POOL_RESERVE (percent, default 5) is what the pool leaves to others."),
                 ]
             } else if oom.framework == Framework::Rmm {
-                vec![
-                    r("See what holds the GPU: `gpumon once` lists every process and its memory (dask-cuda workers each hold their own pool)."),
-                    r("Smaller pieces of work: more, smaller partitions (dask's npartitions, chunked reads), so each worker holds less at once."),
-                    r("Let RMM spill: dask-cuda's --device-memory-limit (or jit-unspill) moves data to host memory before the GPU fills; rmm.reinitialize(managed_memory=True) uses unified memory that pages to the host (slower)."),
-                    r(if oom.format == "rmm-pool" {
-                        "Raise the pool's maximum (rmm.reinitialize(pool_allocator=True, maximum_pool_size=…), dask-cuda's --rmm-pool-size) if the GPU has room beyond it, leaving room for other libraries' memory."
-                    } else {
-                        "With a pool (rmm.reinitialize(pool_allocator=True)), leave room for memory allocated outside RMM (CUDA contexts, cuBLAS/cuDNN workspaces, other libraries): a pool sized to the whole GPU starves them."
-                    }),
-                ]
+                rmm_remedies(oom)
             } else if oom.framework == Framework::Numba {
                 if oom.format == "numba-context" {
                     vec![
@@ -530,8 +522,14 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
                 "{} could not be allocated; the message gives no other figure",
                 need.map(fmt_bytes).unwrap_or_default()
             ),
-            detail: "A runtime's allocator line carries only the request. At start-up it is often TensorFlow or JAX reserving most of the GPU while another process already holds part of it; later it is the job's own growth.".into(),
-            remedies: {
+            detail: if oom.framework == Framework::Rmm {
+                "RMM's device memory resource could not allocate this much: the GPU (or RMM's pool on it) was full. The message gives no other figure.".into()
+            } else {
+                "A runtime's allocator line carries only the request. At start-up it is often TensorFlow or JAX reserving most of the GPU while another process already holds part of it; later it is the job's own growth.".into()
+            },
+            remedies: if oom.framework == Framework::Rmm {
+                rmm_remedies(oom)
+            } else {
                 let mut v = vec![r("See what holds the GPU now: `gpumon once` lists every process and its memory.")];
                 match oom.framework {
                     Framework::Jax => v.extend(jax_lower_peak()),
@@ -793,6 +791,20 @@ fn within_held(saves: u64, modelled: u64, held: u64) -> u64 {
         saves
     };
     scaled.min(held)
+}
+
+/// RAPIDS' ways out: who holds the GPU, smaller partitions, spilling, the pool's room.
+fn rmm_remedies(oom: &Oom) -> Vec<Remedy> {
+    vec![
+        r("See what holds the GPU: `gpumon once` lists every process and its memory (dask-cuda workers each hold their own pool)."),
+        r("Smaller pieces of work: more, smaller partitions (dask's npartitions, chunked reads), so each worker holds less at once."),
+        r("Let RMM spill: dask-cuda's --device-memory-limit (or jit-unspill) moves data to host memory before the GPU fills; rmm.reinitialize(managed_memory=True) uses unified memory that pages to the host (slower)."),
+        r(if oom.format == "rmm-pool" {
+            "Raise the pool's maximum (rmm.reinitialize(pool_allocator=True, maximum_pool_size=…), dask-cuda's --rmm-pool-size) if the GPU has room beyond it, leaving room for other libraries' memory."
+        } else {
+            "With a pool (rmm.reinitialize(pool_allocator=True)), leave room for memory allocated outside RMM (CUDA contexts, cuBLAS/cuDNN workspaces, other libraries): a pool sized to the whole GPU starves them."
+        }),
+    ]
 }
 
 /// JAX's ways to lower a step's peak, for findings that cannot size them.

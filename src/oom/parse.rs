@@ -183,6 +183,17 @@ re!(
     rmm_re,
     r"(?i)std::bad_alloc:.*?(?:rmm/|RMM failure|RMM_ERROR)|RMM_ERROR_OUT_OF_MEMORY|rmm::out_of_memory"
 );
+re!(
+    rmm_size_re,
+    r"RMM_ERROR_OUT_OF_MEMORY \(4\) Attempted to allocate: (\d+) bytes"
+);
+// libcudf's CUDA check (`cudf/utilities/error.hpp`, `CUDF_CUDA_TRY`): "CUDA error encountered
+// at: FILE:LINE: 2 cudaErrorMemoryAllocation out of memory" (the error number, name and string);
+// a direct CUDA call of libcudf (or of Thrust/CUB under it) failed, not RMM's allocator.
+re!(
+    libcudf_re,
+    r"CUDA error encountered at: \S+:\d+: 2 cudaErrorMemoryAllocation"
+);
 // Numba's driver wrapper (`numba/cuda/cudadrv/driver.py`): "CudaAPIError: [2] Call to
 // cuMemAlloc results in CUDA_ERROR_OUT_OF_MEMORY"; cuInit's means no room for a context.
 re!(
@@ -489,13 +500,24 @@ pub fn parse_text(t: &str) -> Option<Oom> {
     if mxnet_re().is_match(t) {
         return Some(oom(Framework::Mxnet, "mxnet", None, Facts::default()));
     }
+    if libcudf_re().is_match(t) {
+        return Some(oom(Framework::Rmm, "libcudf", None, Facts::default()));
+    }
     if rmm_re().is_match(t) {
         let format = if t.contains("Maximum pool size exceeded") {
             "rmm-pool"
         } else {
             "rmm"
         };
-        return Some(oom(Framework::Rmm, format, None, Facts::default()));
+        // RMM before 0.10 (`rmm.h`'s RMM_ALLOC): "RMM call in line N of file F failed with
+        // result RMM_ERROR_OUT_OF_MEMORY (4) Attempted to allocate: B bytes."
+        let f = Facts {
+            requested_bytes: rmm_size_re()
+                .captures(t)
+                .and_then(|c| c.get(1)?.as_str().parse().ok()),
+            ..Facts::default()
+        };
+        return Some(oom(Framework::Rmm, format, None, f));
     }
     if let Some(c) = numba_re().captures(t) {
         let call = c.get(1).map_or("", |m| m.as_str());

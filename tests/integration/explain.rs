@@ -754,6 +754,21 @@ fn rapids_and_numba_remedies_fit_their_stack() {
         "{all}"
     );
     assert!(!all.contains("torch"), "{all}");
+    // libcudf's own CUDA check, and RMM's wording before 0.10 with its size: RAPIDS' remedies,
+    // never PyTorch's, TensorFlow's or JAX's.
+    for (text, format, size) in [
+        ("RuntimeError: CUDA error encountered at: ../src/bitmask/null_mask.cu:93: 2 cudaErrorMemoryAllocation out of memory", "libcudf", None),
+        ("ERROR: RMM call in line 68of file /x/cpp/src/hash/managed_allocator.cuh failed with result RMM_ERROR_OUT_OF_MEMORY (4) Attempted to allocate: 4000000000 bytes.", "rmm", Some(4_000_000_000u64)),
+    ] {
+        let j = serde_json::to_value(render::to_json(&analyze(text))).expect("json");
+        assert_eq!((j["framework"].as_str(), j["format"].as_str()), (Some("rmm"), Some(format)));
+        assert_eq!(j["breakdown"]["requested_bytes"].as_u64(), size);
+        let all = j["findings"].to_string();
+        assert!(all.contains("--device-memory-limit"), "{all}");
+        for wrong in ["torch", "TF_FORCE_GPU_ALLOW_GROWTH", "XLA_PYTHON"] {
+            assert!(!all.contains(wrong), "{wrong}: {all}");
+        }
+    }
     for (text, want) in [
         ("numba.cuda.cudadrv.driver.CudaAPIError: [2] Call to cuMemAlloc results in CUDA_ERROR_OUT_OF_MEMORY", "rmm.allocators.numba"),
         ("numba.cuda.cudadrv.error.CudaSupportError: Error at driver init: Call to cuInit results in CUDA_ERROR_OUT_OF_MEMORY (2)", "exclusive-process"),
