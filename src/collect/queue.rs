@@ -86,7 +86,7 @@ pub fn ensure_dir(dir: &Path) -> io::Result<()> {
 /// An exclusive hold on the queue's lock, released when dropped.
 pub struct Lock(#[allow(dead_code)] File);
 
-/// Takes the queue's lock, waiting at most [`LOCK_WAIT`].
+/// Takes the queue's lock, waiting at most 10 s for another process to release it.
 pub fn lock(dir: &Path) -> io::Result<Lock> {
     let path = dir.join(".lock");
     let file = OpenOptions::new()
