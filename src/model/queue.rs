@@ -121,26 +121,38 @@ pub fn sort(entries: &mut [Entry]) {
     entries.sort_by_key(Entry::key);
 }
 
+/// A waiting job for tests: `user`'s `python train.py` wanting one GPU with `need_gib` free
+/// (`None`: an idle one), joined at `at`.
+#[cfg(test)]
+pub fn example(user: &str, at: f64, need_gib: Option<u64>) -> Entry {
+    Entry {
+        version: VERSION,
+        pid: 1,
+        start_ticks: 1,
+        uid: 1000,
+        user: Some(user.into()),
+        command: "python train.py".into(),
+        count: 1,
+        need_bytes: need_gib.map(|g| g << 30),
+        enqueued_at: at,
+        state: State::Waiting,
+        launched_at: None,
+        grace_s: 120.0,
+        gpus: None,
+        holds: Vec::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn entry(pid: u32, at: f64, state: State) -> Entry {
         Entry {
-            version: VERSION,
             pid,
-            start_ticks: 1,
-            uid: 1000,
-            user: Some("ana".into()),
-            command: "python train.py".into(),
-            count: 1,
-            need_bytes: Some(20 << 30),
-            enqueued_at: at,
             state,
-            launched_at: None,
             grace_s: 60.0,
-            gpus: None,
-            holds: Vec::new(),
+            ..example("ana", at, Some(20))
         }
     }
 

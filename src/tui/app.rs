@@ -1512,22 +1512,7 @@ mod tests {
         let mut app = app_with(&[(0, 10, 300, "b")]);
         let before = text(&mut app);
         assert!(!before.iter().any(|l| l.starts_with("queue ")));
-        let mut waiting = crate::model::queue::Entry {
-            version: crate::model::queue::VERSION,
-            pid: 1,
-            start_ticks: 1,
-            uid: 1000,
-            user: Some("ana".into()),
-            command: "python train.py".into(),
-            count: 1,
-            need_bytes: Some(20 << 30),
-            enqueued_at: -30.0,
-            state: crate::model::queue::State::Waiting,
-            launched_at: None,
-            grace_s: 120.0,
-            gpus: None,
-            holds: Vec::new(),
-        };
+        let mut waiting = crate::model::queue::example("ana", -30.0, Some(20));
         app.queue = vec![waiting.clone()];
         waiting.user = Some("bob".into());
         app.queue.push(waiting);

@@ -604,25 +604,11 @@ fn processes(out: &mut String, d: &Device, paint: Paint, cols: &Columns, now: Sy
 mod tests {
     use super::*;
 
-    /// A queue entry as `gpumon run --gpus` writes it (for this module's and the dashboard's
-    /// tests).
-    pub fn queued(user: &str, at: f64, need_gib: Option<u64>) -> Entry {
-        use crate::model::queue::{State, VERSION};
+    /// A queue entry as `gpumon run --gpus` writes it.
+    fn queued(user: &str, at: f64, need_gib: Option<u64>) -> Entry {
         Entry {
-            version: VERSION,
-            pid: 1,
-            start_ticks: 1,
-            uid: 1000,
-            user: Some(user.into()),
             command: "python train.py --lr 3e-4".into(),
-            count: 1,
-            need_bytes: need_gib.map(|g| g << 30),
-            enqueued_at: at,
-            state: State::Waiting,
-            launched_at: None,
-            grace_s: 120.0,
-            gpus: None,
-            holds: Vec::new(),
+            ..crate::model::queue::example(user, at, need_gib)
         }
     }
 
