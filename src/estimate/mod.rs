@@ -500,11 +500,16 @@ pub fn report(
 ) -> Report {
     let parts = model::estimate(&shape, &run);
     let peak_known = model::peak_known(&parts, &run);
-    // Without the activations (and their share of the fragmentation margin).
-    let states = parts
-        .total_bytes
-        .saturating_sub(parts.overhead_bytes)
-        .saturating_sub(parts.activations_bytes.unwrap_or(0));
+    // Without a step's activations and logits (and their share of the fragmentation margin).
+    let states = [
+        parts.gradients_bytes,
+        parts.optimizer_bytes,
+        parts.kv_cache_bytes,
+    ]
+    .iter()
+    .fold(parts.weights_bytes, |acc, x| {
+        acc.saturating_add(x.unwrap_or(0))
+    });
     let resident = states
         .saturating_add(model::CONTEXT_ALLOWANCE)
         .saturating_add((states as f64 * model::FRAGMENTATION_MARGIN) as u64);
@@ -628,6 +633,14 @@ pub fn render(r: &Report) -> String {
         row(&mut out, "logits and loss", p.logits_bytes);
     }
     row(&mut out, "KV cache", p.kv_cache_bytes);
+    if p.not_together_bytes > 0 {
+        let _ = writeln!(
+            out,
+            "  {:<34}{:>12}",
+            "not held at once (see below)",
+            format!("−{}", fmt_bytes(p.not_together_bytes))
+        );
+    }
     row(
         &mut out,
         "context allowance + fragmentation",
@@ -648,6 +661,13 @@ pub fn render(r: &Report) -> String {
                 ""
             },
             fmt_bytes(r.resident_bytes)
+        );
+    }
+    if p.not_together_bytes > 0 {
+        let _ = writeln!(
+            out,
+            "\n  With full checkpointing the logits are freed before the first layer is\n  \
+             recomputed: the smaller of the two is not counted twice."
         );
     }
     out.push('\n');
