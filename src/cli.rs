@@ -627,6 +627,16 @@ pub struct OnceArgs {
     /// sample by default
     #[arg(long, value_name = "TIME", requires = "replay")]
     pub at: Option<String>,
+
+    /// Read other nodes' `gpumon serve` instead of the GPUs here: HOST:PORT or
+    /// user:password@HOST:PORT, comma-separated; each node within --timeout (default 2s), a
+    /// node that cannot be read shown with why
+    #[arg(long, value_name = "LIST", value_delimiter = ',', conflicts_with_all = ["replay", "by"])]
+    pub remote: Vec<String>,
+
+    /// The nodes to read, one a line: [NAME] HOST:PORT (`#` starts a comment)
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["replay", "by"])]
+    pub remote_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -10,6 +10,9 @@ use crate::text::Paint;
 use crate::view::once;
 
 pub fn run(common: &Common, args: &OnceArgs) -> anyhow::Result<ExitCode> {
+    if !args.remote.is_empty() || args.remote_file.is_some() {
+        return fleet(common, args);
+    }
     if let Some(path) = &args.replay {
         let reader = match crate::collect::recording::Reader::open(path) {
             Ok(r) => r,
@@ -122,4 +125,51 @@ fn print(
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `once --remote`: every node's sample, read at once, each within the deadline. Exit status
+/// 0 when every node was read, 1 when some could not be (the others are printed all the same).
+fn fleet(common: &Common, args: &OnceArgs) -> anyhow::Result<ExitCode> {
+    use crate::collect::remote::{fetch_all, Endpoint, DEADLINE};
+    let mut endpoints = Vec::new();
+    for text in &args.remote {
+        match Endpoint::parse(text) {
+            Ok(e) => endpoints.push(e),
+            Err(e) => return Ok(usage_error(format!("--remote: {e}"))),
+        }
+    }
+    if let Some(path) = &args.remote_file {
+        match Endpoint::read_file(path) {
+            Ok(list) => endpoints.extend(list),
+            Err(e) => return Ok(usage_error(format!("--remote-file: {e}"))),
+        }
+    }
+    if endpoints.is_empty() {
+        return Ok(usage_error("--remote-file names no node"));
+    }
+    let deadline = common.timeout.unwrap_or(DEADLINE);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .build()?;
+    let nodes = rt.block_on(fetch_all(&endpoints, deadline));
+    rt.shutdown_background();
+    let mut out = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
+    if args.json {
+        let json = crate::view::fleet::FleetJson {
+            timestamp: std::time::SystemTime::now(),
+            nodes: &nodes,
+        };
+        crate::text::write_json_pretty(&mut out, &json)?;
+        out.write_all(b"\n")?;
+    } else {
+        let text = crate::view::fleet::render(&nodes, Paint::for_stdout(), text_width(80, 40));
+        out.write_all(text.as_bytes())?;
+    }
+    out.flush()?;
+    Ok(if nodes.iter().all(|n| n.sample.is_some()) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }

@@ -15,6 +15,7 @@ pub mod probe;
 pub mod queue;
 pub mod readers;
 pub mod recording;
+pub mod remote;
 pub mod sampler;
 pub mod source;
 pub mod system;

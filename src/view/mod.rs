@@ -3,6 +3,7 @@
 //! commands choose where the bytes go.
 
 pub mod by;
+pub mod fleet;
 pub mod log;
 pub mod logfile;
 pub mod once;

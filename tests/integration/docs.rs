@@ -1125,6 +1125,7 @@ fn the_json_reference_is_the_schemas() {
     let (explain, _) = schema("explain.schema.json");
     let (estimate, _) = schema("estimate.schema.json");
     let (by, by_v) = schema("by.schema.json");
+    let (fleet, _) = schema("fleet.schema.json");
     for who in ["user", "owner"] {
         let out = stdout_json(gpumon().args(["--demo", "once", "--by", who, "--json"]));
         assert_valid(&by_v, &out, &format!("once --by {who} --json"));
@@ -1145,6 +1146,7 @@ fn the_json_reference_is_the_schemas() {
             ("explain-fields", reference(&explain), Compare::Exact),
             ("estimate-fields", reference(&estimate), Compare::Exact),
             ("by-fields", reference(&by), Compare::Exact),
+            ("fleet-fields", reference(&fleet), Compare::Exact),
         ],
     );
 }

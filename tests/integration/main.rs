@@ -5,6 +5,7 @@ mod common;
 mod dashboard;
 mod docs;
 mod explain;
+mod fleet;
 mod health;
 mod holders;
 mod hostile;

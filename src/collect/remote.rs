@@ -1,0 +1,307 @@
+//! Other nodes' samples, read from their `gpumon serve` (`/api/v1/sample`): the fleet's source.
+//!
+//! Every node is asked at once (at most [`CONCURRENCY`] at a time), each within its own
+//! deadline, so a slow or dead node is marked with why and never delays the others, the same
+//! rule as a stalled GPU. A response is bounded ([`MAX_BODY`]) and checked: a schema from a
+//! newer gpumon, malformed JSON or an HTTP error is that node's error, never the fleet's.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use http_body_util::{BodyExt, Empty, Limited};
+use hyper::body::Bytes;
+use hyper::{Request, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde::Serialize;
+
+use crate::model::Sample;
+
+/// Requests in flight at once.
+pub const CONCURRENCY: usize = 64;
+/// The largest response read: a node with 8 GPUs and hundreds of processes answers in tens of
+/// KiB.
+pub const MAX_BODY: usize = 16 << 20;
+/// How long a node may take when no `--timeout` is given.
+pub const DEADLINE: Duration = Duration::from_secs(2);
+/// The `once --json` schema version this gpumon reads (`view::once::SCHEMA_VERSION`, which a
+/// test there checks against this).
+pub const SCHEMA: u64 = 1;
+
+/// One node to read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Endpoint {
+    /// What it is called: the name given in a `--remote-file`, else `host:port`.
+    pub name: String,
+    pub host: String,
+    pub port: u16,
+    /// `Authorization: Basic …` from `user:password@` in the endpoint.
+    #[serde(skip)]
+    pub auth: Option<String>,
+}
+
+impl Endpoint {
+    /// `host:port`, `user:password@host:port` or the same after `http://`; an IPv6 host in
+    /// brackets.
+    pub fn parse(text: &str) -> Result<Endpoint, String> {
+        let t = text.trim();
+        let rest = t.strip_prefix("http://").unwrap_or(t);
+        if rest.starts_with("https://") {
+            return Err(format!(
+                "{t}: https is not read yet; reach the node over http"
+            ));
+        }
+        let rest = rest.trim_end_matches('/');
+        if rest.contains('/') {
+            return Err(format!(
+                "{t}: give host:port (gpumon reads /api/v1/sample there)"
+            ));
+        }
+        let (auth, hostport) = match rest.rsplit_once('@') {
+            Some((user, hp)) => (
+                Some(format!(
+                    "Basic {}",
+                    base64::engine::general_purpose::STANDARD.encode(user)
+                )),
+                hp,
+            ),
+            None => (None, rest),
+        };
+        let (host, port) = hostport
+            .rsplit_once(':')
+            .ok_or_else(|| format!("{t}: no port (host:port)"))?;
+        let port: u16 = port
+            .parse()
+            .map_err(|_| format!("{t}: '{port}' is not a port"))?;
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        if host.is_empty() || port == 0 {
+            return Err(format!("{t}: not host:port"));
+        }
+        Ok(Endpoint {
+            name: hostport.to_owned(),
+            host: host.to_owned(),
+            port,
+            auth,
+        })
+    }
+
+    /// The lines of a `--remote-file`: `[NAME] ENDPOINT` each; `#` starts a comment.
+    pub fn parse_file(text: &str) -> Result<Vec<Endpoint>, String> {
+        let mut out = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let line = line.split('#').next().unwrap_or("").trim();
+            if line.is_empty() {
+                continue;
+            }
+            let mut words = line.split_whitespace();
+            let (name, ep) = match (words.next(), words.next(), words.next()) {
+                (Some(ep), None, _) => (None, ep),
+                (Some(name), Some(ep), None) => (Some(name), ep),
+                _ => return Err(format!("line {}: give [NAME] HOST:PORT", i + 1)),
+            };
+            let mut e = Endpoint::parse(ep).map_err(|e| format!("line {}: {e}", i + 1))?;
+            if let Some(n) = name {
+                e.name = n.to_owned();
+            }
+            out.push(e);
+        }
+        Ok(out)
+    }
+
+    /// Reads a `--remote-file` (at most 1 MiB).
+    pub fn read_file(path: &Path) -> Result<Vec<Endpoint>, String> {
+        let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        if meta.len() > 1 << 20 {
+            return Err(format!("{}: larger than 1 MiB", path.display()));
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Endpoint::parse_file(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+}
+
+/// One node as read.
+#[derive(Debug, Clone)]
+pub struct Node {
+    pub endpoint: Endpoint,
+    pub sample: Option<Sample>,
+    /// Why it could not be read.
+    pub error: Option<String>,
+    /// How long the answer (or the failure) took.
+    pub took: Duration,
+}
+
+/// Reads every endpoint's sample, each within `deadline`, at most [`CONCURRENCY`] at once;
+/// the nodes in the order given.
+pub async fn fetch_all(endpoints: &[Endpoint], deadline: Duration) -> Vec<Node> {
+    let gate = Arc::new(tokio::sync::Semaphore::new(CONCURRENCY));
+    let mut tasks = tokio::task::JoinSet::new();
+    for (i, ep) in endpoints.iter().enumerate() {
+        let ep = ep.clone();
+        let gate = Arc::clone(&gate);
+        tasks.spawn(async move {
+            let _permit = gate.acquire_owned().await;
+            let start = Instant::now();
+            let result = match tokio::time::timeout(deadline, fetch(&ep)).await {
+                Ok(r) => r,
+                Err(_) => Err(format!(
+                    "no answer within {}",
+                    humantime::format_duration(deadline)
+                )),
+            };
+            (i, ep, result, start.elapsed())
+        });
+    }
+    let mut out: Vec<Option<Node>> = vec![None; endpoints.len()];
+    while let Some(joined) = tasks.join_next().await {
+        let Ok((i, endpoint, result, took)) = joined else {
+            continue;
+        };
+        let (sample, error) = match result {
+            Ok(s) => (Some(s), None),
+            Err(e) => (None, Some(e)),
+        };
+        out[i] = Some(Node {
+            endpoint,
+            sample,
+            error,
+            took,
+        });
+    }
+    out.into_iter()
+        .zip(endpoints)
+        .map(|(n, ep)| {
+            n.unwrap_or_else(|| Node {
+                endpoint: ep.clone(),
+                sample: None,
+                error: Some("the request failed".into()),
+                took: Duration::ZERO,
+            })
+        })
+        .collect()
+}
+
+/// One node's `/api/v1/sample`.
+async fn fetch(ep: &Endpoint) -> Result<Sample, String> {
+    let stream = tokio::net::TcpStream::connect((ep.host.as_str(), ep.port))
+        .await
+        .map_err(|e| format!("cannot connect: {e}"))?;
+    let _ = stream.set_nodelay(true);
+    let (mut send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|e| format!("HTTP: {e}"))?;
+    let conn = tokio::spawn(conn);
+    let mut req = Request::get("/api/v1/sample")
+        .header(hyper::header::HOST, format!("{}:{}", ep.host, ep.port))
+        .header(hyper::header::ACCEPT, "application/json");
+    if let Some(a) = &ep.auth {
+        req = req.header(hyper::header::AUTHORIZATION, a);
+    }
+    let req = req
+        .body(Empty::<Bytes>::new())
+        .map_err(|e| format!("request: {e}"))?;
+    let resp = send
+        .send_request(req)
+        .await
+        .map_err(|e| format!("HTTP: {e}"))?;
+    let status = resp.status();
+    let body = Limited::new(resp.into_body(), MAX_BODY)
+        .collect()
+        .await
+        .map_err(|e| {
+            if e.is::<http_body_util::LengthLimitError>() {
+                format!("the answer is larger than {} MiB", MAX_BODY >> 20)
+            } else {
+                format!("reading the answer: {e}")
+            }
+        })?
+        .to_bytes();
+    conn.abort();
+    match status {
+        StatusCode::OK => parse(&body),
+        StatusCode::UNAUTHORIZED => {
+            Err("401 unauthorized: give user:password@ before host:port".into())
+        }
+        StatusCode::SERVICE_UNAVAILABLE => Err("no sample yet (503)".into()),
+        s => Err(format!("HTTP {s}")),
+    }
+}
+
+/// A `/api/v1/sample` body: `once --json`'s schema, version [`SCHEMA`].
+pub fn parse(body: &[u8]) -> Result<Sample, String> {
+    #[derive(serde::Deserialize)]
+    struct Version {
+        schema_version: Option<u64>,
+    }
+    let v: Version = serde_json::from_slice(body).map_err(|e| format!("not a sample: {e}"))?;
+    match v.schema_version {
+        Some(SCHEMA) => {}
+        Some(n) if n > SCHEMA => return Err(format!(
+            "schema version {n} from a newer gpumon (this one reads {SCHEMA}): upgrade gpumon here"
+        )),
+        Some(n) => return Err(format!("schema version {n} is not one gpumon reads")),
+        None => return Err("not a sample: no schema_version".into()),
+    }
+    serde_json::from_slice::<Sample>(body)
+        .map(|s| s.escaped().into_owned())
+        .map_err(|e| format!("not a sample: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_as_people_write_them() {
+        let e = Endpoint::parse("http://prom:s3cret@node7:9400/").expect("parse");
+        assert_eq!(
+            (e.host.as_str(), e.port, e.name.as_str()),
+            ("node7", 9400, "node7:9400")
+        );
+        assert_eq!(e.auth.as_deref(), Some("Basic cHJvbTpzM2NyZXQ="));
+        let e = Endpoint::parse("[::1]:9400").expect("ipv6");
+        assert_eq!(e.host, "::1");
+        for bad in [
+            "node7",
+            "node7:x",
+            "node7:0",
+            ":9400",
+            "node7:9400/metrics",
+            "https://a:1",
+        ] {
+            assert!(Endpoint::parse(bad).is_err(), "{bad}");
+        }
+        let list = Endpoint::parse_file("# the lab\nalpha a.lab:9400\n\nb.lab:9400  # no name\n")
+            .expect("file");
+        assert_eq!(
+            list.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(),
+            ["alpha", "b.lab:9400"]
+        );
+        assert!(Endpoint::parse_file("a b c\n")
+            .expect_err("three words")
+            .contains("line 1"));
+    }
+
+    #[test]
+    fn a_body_is_a_sample_of_this_schema_or_its_error() {
+        let sample = Sample {
+            timestamp: std::time::SystemTime::UNIX_EPOCH,
+            hostname: Some("n1".into()),
+            source: "nvml",
+            driver_version: None,
+            cuda_version: None,
+            devices: vec![],
+            error: None,
+            host: None,
+        };
+        let mut json = serde_json::to_value(&sample).expect("json");
+        json["schema_version"] = SCHEMA.into();
+        let back = parse(&serde_json::to_vec(&json).expect("bytes")).expect("read back");
+        assert_eq!(back.hostname.as_deref(), Some("n1"));
+        assert!(parse(b"{").expect_err("broken").starts_with("not a sample"));
+        assert!(parse(br#"{"schema_version": 2}"#)
+            .expect_err("newer")
+            .contains("newer gpumon"));
+        assert!(parse(br#"{"devices": []}"#).is_err());
+    }
+}

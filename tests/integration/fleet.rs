@@ -1,0 +1,175 @@
+//! `once --remote`: several real `gpumon serve` processes on loopback, each on the fake NVML
+//! library with its own scenario (one with a hung GPU, one behind basic auth, one killed), and
+//! servers that misbehave (never answer, malformed JSON, a newer schema, a huge answer). Each
+//! node gets its exact figures or its own error, within the deadline.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::{gpumon, scenario, MIB};
+use crate::serve::serve;
+
+const ONE: &str = r#"{"version":1,"devices":[
+  {"name":"Fake H100","memory_total_mib":81559,"memory_reserved_mib":529,
+   "processes":[{"pid":4800001,"memory_mib":30000}]}]}"#;
+
+const HUNG: &str = r#"{"version":1,"devices":[
+  {"name":"Fake A100","memory_total_mib":40960,"processes":[{"pid":4800002,"memory_mib":1000}]},
+  {"name":"Fake A100","memory_total_mib":40960}],
+ "faults":[{"kind":"hang","device":1,"block_s":600}]}"#;
+
+/// A server that answers every connection with `response` (after reading the request), or
+/// never answers when `None`; its address.
+fn fake_server(response: Option<Vec<u8>>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr").to_string();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            let mut stream = stream;
+            let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            match &response {
+                Some(r) => {
+                    let _ = stream.write_all(r);
+                }
+                None => held.push(stream),
+            }
+        }
+    });
+    addr
+}
+
+fn http(status: &str, body: &[u8]) -> Vec<u8> {
+    let mut r = format!(
+        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    r.extend_from_slice(body);
+    r
+}
+
+#[test]
+fn every_node_gets_its_figures_or_its_own_error_within_the_deadline() {
+    let (one, hung) = (scenario(ONE), scenario(HUNG));
+    let (_a, a) = serve(&one, "0", &[]);
+    let (_b, b) = serve(&hung, "0", &[]);
+    // Basic auth, as `serve`'s web config file sets it.
+    let dir = tempfile::tempdir().expect("dir");
+    let web = dir.path().join("web.yml");
+    let hash = bcrypt::hash("s3cret", 4).expect("bcrypt");
+    std::fs::write(&web, format!("basic_auth_users:\n  prom: '{hash}'\n")).expect("write");
+    let (_c, c) = serve(
+        &one,
+        "0",
+        &["--web.config.file", web.to_str().expect("utf-8")],
+    );
+    // A node that was there and is gone.
+    let (killed, d) = serve(&one, "0", &[]);
+    drop(killed);
+    let silent = fake_server(None);
+    let garbage = fake_server(Some(http("200 OK", b"{\"schema_version\": 1, \"devic")));
+    let newer = fake_server(Some(http(
+        "200 OK",
+        br#"{"schema_version": 2, "devices": []}"#,
+    )));
+    let huge = fake_server(Some(http("200 OK", &vec![b' '; 20 << 20])));
+    // The hung GPU is marked stalled by the node before the fleet asks.
+    std::thread::sleep(Duration::from_secs(3));
+    let file = dir.path().join("nodes.txt");
+    std::fs::write(
+        &file,
+        format!(
+            "# the lab\nalpha {a}\nbeta {b}\ngamma prom:s3cret@{c}\ngamma-noauth {c}\ndelta {d}\n\
+             silent {silent}\ngarbage {garbage}\nnewer {newer}\nhuge {huge}\n"
+        ),
+    )
+    .expect("write");
+    let start = Instant::now();
+    let out = gpumon()
+        .args(["--timeout", "1s", "once", "--json", "--remote-file"])
+        .arg(&file)
+        .timeout(Duration::from_secs(30))
+        .output()
+        .expect("once --remote");
+    let took = start.elapsed();
+    assert_eq!(out.status.code(), Some(1), "some nodes cannot be read");
+    let j: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let (_, fleet) = crate::docs::schema_pub("fleet.schema.json");
+    crate::docs::assert_valid(&fleet, &j, "once --remote --json");
+    let once = crate::docs::once_validator();
+    for n in j["nodes"].as_array().expect("nodes") {
+        if !n["sample"].is_null() {
+            crate::docs::assert_valid(&once, &n["sample"], "a node's sample");
+        }
+    }
+    assert_eq!(j["schema_version"], 1);
+    assert_eq!(j["totals"]["nodes"], 9);
+    assert_eq!(j["totals"]["read"], 3);
+    let node = |name: &str| {
+        j["nodes"]
+            .as_array()
+            .and_then(|n| n.iter().find(|x| x["name"] == name))
+            .unwrap_or_else(|| panic!("{name}: {j}"))
+            .clone()
+    };
+    // Exact figures, as the node's own `once --json` gives them.
+    let alpha = node("alpha");
+    assert_eq!(alpha["error"], Value::Null);
+    let dev = &alpha["sample"]["devices"][0];
+    assert_eq!(dev["memory"]["total_bytes"], 81559 * MIB);
+    assert_eq!(dev["memory"]["reserved_bytes"], 529 * MIB);
+    assert_eq!(dev["processes"][0]["pid"], 4800001);
+    assert_eq!(dev["processes"][0]["gpu_memory_bytes"], 30000 * MIB);
+    assert!(dev["breakdown"].is_object(), "with its breakdown: {dev}");
+    // The node with a hung GPU answers, the GPU marked.
+    let beta = node("beta");
+    assert_eq!(beta["sample"]["devices"][0]["stalled"], false);
+    assert_eq!(beta["sample"]["devices"][1]["stalled"], true, "{beta}");
+    assert_eq!(node("gamma")["error"], Value::Null);
+    for (name, want) in [
+        ("gamma-noauth", "401 unauthorized"),
+        ("delta", "cannot connect"),
+        ("silent", "no answer within 1s"),
+        ("garbage", "not a sample"),
+        ("newer", "schema version 2 from a newer gpumon"),
+        ("huge", "larger than 16 MiB"),
+    ] {
+        let n = node(name);
+        assert_eq!(n["sample"], Value::Null, "{name}");
+        assert!(
+            n["error"].as_str().is_some_and(|e| e.contains(want)),
+            "{name}: {n}"
+        );
+    }
+    // The silent node costs its deadline once, in parallel with the rest.
+    assert!(took < Duration::from_secs(4), "{took:?}");
+    // The text form: totals, then each node or why not.
+    let out = gpumon()
+        .args(["--timeout", "1s", "once", "--remote"])
+        .arg(format!("{a},{d}"))
+        .timeout(Duration::from_secs(30))
+        .output()
+        .expect("once --remote");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with("2 nodes, 1 read: 1 GPU,") && text.contains("1 unreadable"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("── {d} ({d}) ──\nnot read: cannot connect")),
+        "{text}"
+    );
+    // Bad endpoints are usage errors.
+    let out = gpumon()
+        .args(["once", "--remote", "node7"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no port"));
+}
