@@ -637,6 +637,11 @@ pub struct OnceArgs {
     /// The nodes to read, one a line: [NAME] HOST:PORT (`#` starts a comment)
     #[arg(long, value_name = "FILE", conflicts_with_all = ["replay", "by"])]
     pub remote_file: Option<PathBuf>,
+
+    /// How to reach the nodes: YAML with tls_config (ca_file, server_name) for https:// nodes
+    /// and basic_auth (username, password or password_file), as serve's web config file has
+    #[arg(long, value_name = "FILE")]
+    pub remote_config: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

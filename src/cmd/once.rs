@@ -130,7 +130,14 @@ fn print(
 /// `once --remote`: every node's sample, read at once, each within the deadline. Exit status
 /// 0 when every node was read, 1 when some could not be (the others are printed all the same).
 fn fleet(common: &Common, args: &OnceArgs) -> anyhow::Result<ExitCode> {
-    use crate::collect::remote::{fetch_all, Endpoint, DEADLINE};
+    use crate::collect::remote::{fetch_all, Client, Endpoint, DEADLINE};
+    let client = match &args.remote_config {
+        Some(path) => match Client::load(path) {
+            Ok(c) => c,
+            Err(e) => return Ok(usage_error(format!("--remote-config: {e}"))),
+        },
+        None => Client::default(),
+    };
     let mut endpoints = Vec::new();
     for text in &args.remote {
         match Endpoint::parse(text) {
@@ -152,7 +159,7 @@ fn fleet(common: &Common, args: &OnceArgs) -> anyhow::Result<ExitCode> {
         .enable_io()
         .enable_time()
         .build()?;
-    let nodes = rt.block_on(fetch_all(&endpoints, deadline));
+    let nodes = rt.block_on(fetch_all(&endpoints, &client, deadline));
     rt.shutdown_background();
     let mut out = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
     if args.json {

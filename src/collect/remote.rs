@@ -36,9 +36,11 @@ pub struct Endpoint {
     pub name: String,
     pub host: String,
     pub port: u16,
-    /// `Authorization: Basic …` from `user:password@` in the endpoint.
+    /// `Authorization: Basic …` from `user:password@` in the endpoint (or the client config).
     #[serde(skip)]
     pub auth: Option<String>,
+    /// `https://`: TLS, verified against the client config's CA.
+    pub tls: bool,
 }
 
 impl Endpoint {
@@ -46,12 +48,10 @@ impl Endpoint {
     /// brackets.
     pub fn parse(text: &str) -> Result<Endpoint, String> {
         let t = text.trim();
-        let rest = t.strip_prefix("http://").unwrap_or(t);
-        if rest.starts_with("https://") {
-            return Err(format!(
-                "{t}: https is not read yet; reach the node over http"
-            ));
-        }
+        let (tls, rest) = match t.strip_prefix("https://") {
+            Some(r) => (true, r),
+            None => (false, t.strip_prefix("http://").unwrap_or(t)),
+        };
         let rest = rest.trim_end_matches('/');
         if rest.contains('/') {
             return Err(format!(
@@ -83,6 +83,7 @@ impl Endpoint {
             host: host.to_owned(),
             port,
             auth,
+            tls,
         })
     }
 
@@ -120,6 +121,112 @@ impl Endpoint {
     }
 }
 
+/// How the nodes are reached (`--remote-config FILE`): the way `serve`'s web config file and a
+/// Prometheus scrape configuration say it.
+///
+/// ```yaml
+/// tls_config:
+///   ca_file: ca.pem          # the CA that signed the nodes' certificates (https:// nodes)
+///   server_name: gpu.lab     # optional: the name to verify instead of each node's host
+/// basic_auth:
+///   username: prom
+///   password_file: pw.txt    # or password: …
+/// ```
+#[derive(Debug, Default, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientConfig {
+    #[serde(default)]
+    pub tls_config: Option<TlsConfig>,
+    #[serde(default)]
+    pub basic_auth: Option<BasicAuth>,
+}
+
+#[derive(Debug, Default, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsConfig {
+    pub ca_file: std::path::PathBuf,
+    #[serde(default)]
+    pub server_name: Option<String>,
+}
+
+#[derive(Debug, Default, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BasicAuth {
+    pub username: String,
+    #[serde(default)]
+    pub password: Option<String>,
+    #[serde(default)]
+    pub password_file: Option<std::path::PathBuf>,
+}
+
+/// What the client config becomes: the TLS client and the default credentials.
+#[derive(Clone, Default)]
+pub struct Client {
+    tls: Option<(tokio_rustls::TlsConnector, Option<String>)>,
+    auth: Option<String>,
+}
+
+impl Client {
+    /// Reads a `--remote-config` file (paths in it are relative to it).
+    pub fn load(path: &Path) -> Result<Client, String> {
+        let what = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+        let meta = std::fs::metadata(path).map_err(|e| what(&e))?;
+        if meta.len() > 1 << 20 {
+            return Err(what(&"larger than 1 MiB"));
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| what(&e))?;
+        let cfg: ClientConfig = serde_yaml_ng::from_str(&text).map_err(|e| what(&e))?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        let mut client = Client::default();
+        if let Some(t) = &cfg.tls_config {
+            use rustls_pki_types::pem::PemObject;
+            let ca = base.join(&t.ca_file);
+            let pem =
+                std::fs::read(&ca).map_err(|e| what(&format!("ca_file {}: {e}", ca.display())))?;
+            let mut roots = rustls::RootCertStore::empty();
+            for cert in rustls_pki_types::CertificateDer::pem_slice_iter(&pem) {
+                let cert = cert.map_err(|e| what(&format!("ca_file: {e}")))?;
+                roots
+                    .add(cert)
+                    .map_err(|e| what(&format!("ca_file: {e}")))?;
+            }
+            if roots.is_empty() {
+                return Err(what(&"ca_file holds no certificate"));
+            }
+            let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+                rustls::crypto::ring::default_provider(),
+            ))
+            .with_safe_default_protocol_versions()
+            .map_err(|e| what(&e))?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+            client.tls = Some((
+                tokio_rustls::TlsConnector::from(Arc::new(config)),
+                t.server_name.clone(),
+            ));
+        }
+        if let Some(b) = &cfg.basic_auth {
+            let password = match (&b.password, &b.password_file) {
+                (Some(p), None) => p.clone(),
+                (None, Some(f)) => {
+                    let f = base.join(f);
+                    std::fs::read_to_string(&f)
+                        .map_err(|e| what(&format!("password_file {}: {e}", f.display())))?
+                        .trim_end_matches(['\n', '\r'])
+                        .to_owned()
+                }
+                _ => return Err(what(&"basic_auth: give password or password_file")),
+            };
+            client.auth = Some(format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD
+                    .encode(format!("{}:{password}", b.username))
+            ));
+        }
+        Ok(client)
+    }
+}
+
 /// One node as read.
 #[derive(Debug, Clone)]
 pub struct Node {
@@ -133,16 +240,17 @@ pub struct Node {
 
 /// Reads every endpoint's sample, each within `deadline`, at most [`CONCURRENCY`] at once;
 /// the nodes in the order given.
-pub async fn fetch_all(endpoints: &[Endpoint], deadline: Duration) -> Vec<Node> {
+pub async fn fetch_all(endpoints: &[Endpoint], client: &Client, deadline: Duration) -> Vec<Node> {
     let gate = Arc::new(tokio::sync::Semaphore::new(CONCURRENCY));
     let mut tasks = tokio::task::JoinSet::new();
     for (i, ep) in endpoints.iter().enumerate() {
         let ep = ep.clone();
+        let client = client.clone();
         let gate = Arc::clone(&gate);
         tasks.spawn(async move {
             let _permit = gate.acquire_owned().await;
             let start = Instant::now();
-            let result = match tokio::time::timeout(deadline, fetch(&ep)).await {
+            let result = match tokio::time::timeout(deadline, fetch(&ep, &client)).await {
                 Ok(r) => r,
                 Err(_) => Err(format!(
                     "no answer within {}",
@@ -181,20 +289,40 @@ pub async fn fetch_all(endpoints: &[Endpoint], deadline: Duration) -> Vec<Node> 
         .collect()
 }
 
-/// One node's `/api/v1/sample`.
-async fn fetch(ep: &Endpoint) -> Result<Sample, String> {
+/// One node's `/api/v1/sample`, over TLS for an `https://` node.
+async fn fetch(ep: &Endpoint, client: &Client) -> Result<Sample, String> {
     let stream = tokio::net::TcpStream::connect((ep.host.as_str(), ep.port))
         .await
         .map_err(|e| format!("cannot connect: {e}"))?;
     let _ = stream.set_nodelay(true);
-    let (mut send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+    if !ep.tls {
+        return get(TokioIo::new(stream), ep, client).await;
+    }
+    let Some((connector, server_name)) = &client.tls else {
+        return Err("https: give the CA in --remote-config (tls_config: ca_file)".into());
+    };
+    let name = server_name.clone().unwrap_or_else(|| ep.host.clone());
+    let name = rustls_pki_types::ServerName::try_from(name)
+        .map_err(|e| format!("TLS: not a server name: {e}"))?;
+    let tls = connector
+        .connect(name, stream)
+        .await
+        .map_err(|e| format!("TLS: {e}"))?;
+    get(TokioIo::new(tls), ep, client).await
+}
+
+async fn get<T>(io: TokioIo<T>, ep: &Endpoint, client: &Client) -> Result<Sample, String>
+where
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (mut send, conn) = hyper::client::conn::http1::handshake(io)
         .await
         .map_err(|e| format!("HTTP: {e}"))?;
     let conn = tokio::spawn(conn);
     let mut req = Request::get("/api/v1/sample")
         .header(hyper::header::HOST, format!("{}:{}", ep.host, ep.port))
         .header(hyper::header::ACCEPT, "application/json");
-    if let Some(a) = &ep.auth {
+    if let Some(a) = ep.auth.as_ref().or(client.auth.as_ref()) {
         req = req.header(hyper::header::AUTHORIZATION, a);
     }
     let req = req
@@ -236,9 +364,11 @@ pub fn parse(body: &[u8]) -> Result<Sample, String> {
     let v: Version = serde_json::from_slice(body).map_err(|e| format!("not a sample: {e}"))?;
     match v.schema_version {
         Some(SCHEMA) => {}
-        Some(n) if n > SCHEMA => return Err(format!(
+        Some(n) if n > SCHEMA => {
+            return Err(format!(
             "schema version {n} from a newer gpumon (this one reads {SCHEMA}): upgrade gpumon here"
-        )),
+        ))
+        }
         Some(n) => return Err(format!("schema version {n} is not one gpumon reads")),
         None => return Err("not a sample: no schema_version".into()),
     }
@@ -259,16 +389,10 @@ mod tests {
             ("node7", 9400, "node7:9400")
         );
         assert_eq!(e.auth.as_deref(), Some("Basic cHJvbTpzM2NyZXQ="));
+        assert!(Endpoint::parse("https://a:1").expect("https").tls);
         let e = Endpoint::parse("[::1]:9400").expect("ipv6");
         assert_eq!(e.host, "::1");
-        for bad in [
-            "node7",
-            "node7:x",
-            "node7:0",
-            ":9400",
-            "node7:9400/metrics",
-            "https://a:1",
-        ] {
+        for bad in ["node7", "node7:x", "node7:0", ":9400", "node7:9400/metrics"] {
             assert!(Endpoint::parse(bad).is_err(), "{bad}");
         }
         let list = Endpoint::parse_file("# the lab\nalpha a.lab:9400\n\nb.lab:9400  # no name\n")

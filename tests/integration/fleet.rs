@@ -173,3 +173,140 @@ fn every_node_gets_its_figures_or_its_own_error_within_the_deadline() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no port"));
 }
+
+/// HTTPS and basic auth from `--remote-config`, the way `serve`'s web config file says them:
+/// a node behind TLS (its certificate from a CA given by file) and a password from a file.
+#[test]
+fn https_nodes_are_verified_against_the_configured_ca() {
+    let dir = tempfile::tempdir().expect("dir");
+    // A lab's CA, and the node's certificate signed by it (webpki takes no self-signed CA
+    // certificate as a server's).
+    let openssl = |args: &[&str]| {
+        let status = std::process::Command::new("openssl")
+            .args(args)
+            .current_dir(dir.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .expect("openssl is required for this test (apt-get install openssl)");
+        assert!(status.success(), "openssl {args:?}");
+    };
+    std::fs::write(
+        dir.path().join("ext.cnf"),
+        "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
+    )
+    .expect("write");
+    openssl(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=lab-ca",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+    ]);
+    openssl(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-subj",
+        "/CN=localhost",
+        "-keyout",
+        "key.pem",
+        "-out",
+        "node.csr",
+    ]);
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "node.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        "1",
+        "-out",
+        "cert.pem",
+        "-extfile",
+        "ext.cnf",
+    ]);
+    let hash = bcrypt::hash("s3cret", 4).expect("bcrypt");
+    let web = dir.path().join("web.yml");
+    std::fs::write(
+        &web,
+        format!(
+            "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n\
+             basic_auth_users:\n  prom: '{hash}'\n"
+        ),
+    )
+    .expect("write");
+    let one = scenario(ONE);
+    let (_node, addr) = serve(
+        &one,
+        "0",
+        &["--web.config.file", web.to_str().expect("utf-8")],
+    );
+    let port = addr.rsplit(':').next().expect("port").to_owned();
+    let client = dir.path().join("client.yml");
+    std::fs::write(dir.path().join("pw.txt"), "s3cret\n").expect("write");
+    std::fs::write(
+        &client,
+        "tls_config:\n  ca_file: ca.pem\nbasic_auth:\n  username: prom\n  password_file: pw.txt\n",
+    )
+    .expect("write");
+    let fleet = |args: &[&str]| -> Value {
+        let out = gpumon()
+            .args(["--timeout", "2s", "once", "--json"])
+            .args(args)
+            .timeout(Duration::from_secs(30))
+            .output()
+            .expect("once --remote");
+        serde_json::from_slice(&out.stdout).expect("json")
+    };
+    let https = format!("https://localhost:{port}");
+    let client_arg = client.to_str().expect("utf-8");
+    let j = fleet(&["--remote", &https, "--remote-config", client_arg]);
+    assert_eq!(j["nodes"][0]["error"], Value::Null, "{j}");
+    assert_eq!(
+        j["nodes"][0]["sample"]["devices"][0]["processes"][0]["pid"],
+        4800001
+    );
+    // Without the CA: said; over plain http to a TLS port: an error, not a hang.
+    let j = fleet(&["--remote", &https]);
+    assert!(j["nodes"][0]["error"]
+        .as_str()
+        .is_some_and(|e| e.contains("give the CA in --remote-config")));
+    let j = fleet(&["--remote", &format!("127.0.0.1:{port}")]);
+    assert!(j["nodes"][0]["error"].is_string(), "{j}");
+    // A name the certificate does not carry is refused.
+    let j = fleet(&[
+        "--remote",
+        &format!("https://127.0.0.2:{port}"),
+        "--remote-config",
+        client_arg,
+    ]);
+    assert!(
+        j["nodes"][0]["error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("TLS:") || e.contains("cannot connect")),
+        "{j}"
+    );
+    // A bad config is a usage error.
+    std::fs::write(&client, "tls_config:\n  ca_fil: x\n").expect("write");
+    let out = gpumon()
+        .args(["once", "--remote", &https, "--remote-config", client_arg])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown field"));
+}
