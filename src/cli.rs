@@ -674,6 +674,19 @@ pub struct PickArgs {
     /// json: the choice, and why each other GPU was not chosen
     #[arg(long, value_enum, default_value = "env")]
     pub format: PickFormat,
+
+    /// Choose among other nodes' GPUs (their `gpumon serve`, as `once --remote` reads them):
+    /// prints NODE:GPU pairs (NODE:MIG-… for an instance), comma-separated
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub remote: Vec<String>,
+
+    /// The nodes to choose among, one a line: [NAME] HOST:PORT
+    #[arg(long, value_name = "FILE")]
+    pub remote_file: Option<PathBuf>,
+
+    /// How to reach the nodes (as `once --remote-config`)
+    #[arg(long, value_name = "FILE")]
+    pub remote_config: Option<PathBuf>,
 }
 
 /// `pick --format`.

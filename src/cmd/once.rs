@@ -130,37 +130,15 @@ fn print(
 /// `once --remote`: every node's sample, read at once, each within the deadline. Exit status
 /// 0 when every node was read, 1 when some could not be (the others are printed all the same).
 fn fleet(common: &Common, args: &OnceArgs) -> anyhow::Result<ExitCode> {
-    use crate::collect::remote::{fetch_all, Client, Endpoint, DEADLINE};
-    let client = match &args.remote_config {
-        Some(path) => match Client::load(path) {
-            Ok(c) => c,
-            Err(e) => return Ok(usage_error(format!("--remote-config: {e}"))),
-        },
-        None => Client::default(),
+    let nodes = match crate::collect::remote::read_nodes(
+        &args.remote,
+        args.remote_file.as_deref(),
+        args.remote_config.as_deref(),
+        common.timeout.unwrap_or(crate::collect::remote::DEADLINE),
+    ) {
+        Ok(n) => n,
+        Err(e) => return Ok(usage_error(e)),
     };
-    let mut endpoints = Vec::new();
-    for text in &args.remote {
-        match Endpoint::parse(text) {
-            Ok(e) => endpoints.push(e),
-            Err(e) => return Ok(usage_error(format!("--remote: {e}"))),
-        }
-    }
-    if let Some(path) = &args.remote_file {
-        match Endpoint::read_file(path) {
-            Ok(list) => endpoints.extend(list),
-            Err(e) => return Ok(usage_error(format!("--remote-file: {e}"))),
-        }
-    }
-    if endpoints.is_empty() {
-        return Ok(usage_error("--remote-file names no node"));
-    }
-    let deadline = common.timeout.unwrap_or(DEADLINE);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .enable_time()
-        .build()?;
-    let nodes = rt.block_on(fetch_all(&endpoints, &client, deadline));
-    rt.shutdown_background();
     let mut out = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
     if args.json {
         let json = crate::view::fleet::FleetJson {

@@ -19,6 +19,9 @@ pub fn run(common: &Common, args: &PickArgs) -> anyhow::Result<ExitCode> {
         },
         (None, need) => need,
     };
+    if !args.remote.is_empty() || args.remote_file.is_some() {
+        return remote(common, args, need);
+    }
     // Processes and their %SM (whether a GPU is idle); no host facts.
     let needs = Needs {
         processes: true,
@@ -87,4 +90,86 @@ pub fn run(common: &Common, args: &PickArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(1))
         }
     }
+}
+
+/// `pick --remote`: the same choice among other nodes' GPUs, ranked together; NODE:GPU pairs.
+/// A node that cannot be read is left out with why; the queue of a remote node is its own.
+fn remote(common: &Common, args: &PickArgs, need: Option<u64>) -> anyhow::Result<ExitCode> {
+    use crate::estimate::pick::{rank, screen, Candidate, Rejected};
+    let nodes = match crate::collect::remote::read_nodes(
+        &args.remote,
+        args.remote_file.as_deref(),
+        args.remote_config.as_deref(),
+        common.timeout.unwrap_or(crate::collect::remote::DEADLINE),
+    ) {
+        Ok(n) => n,
+        Err(e) => return Ok(usage_error(e)),
+    };
+    let request = Request {
+        count: usize::from(args.count),
+        need_bytes: need,
+        idle_only: args.idle,
+        exclude: args.exclude.clone(),
+        held: Vec::new(),
+    };
+    let mut usable: Vec<(&str, Candidate)> = Vec::new();
+    let mut rejected: Vec<(&str, Rejected)> = Vec::new();
+    let mut unread: Vec<(&str, &str)> = Vec::new();
+    for n in &nodes {
+        let name = n.endpoint.name.as_str();
+        match &n.sample {
+            Some(s) => {
+                let (u, r) = screen(&s.devices, &request);
+                usable.extend(u.into_iter().map(|c| (name, c)));
+                rejected.extend(r.into_iter().map(|r| (name, r)));
+            }
+            None => unread.push((name, n.error.as_deref().unwrap_or("not read"))),
+        }
+    }
+    usable.sort_by(|a, b| rank(&a.1, &b.1).then(a.0.cmp(b.0)));
+    let count = request.count.max(1);
+    let pair = |(node, c): &(&str, Candidate)| format!("{node}:{}", c.cuda_id());
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    if usable.len() < count {
+        let mut why = format!(
+            "no room for {count} GPU{}{}: {} usable",
+            if count == 1 { "" } else { "s" },
+            need.map(|n| format!(" with {} free", crate::units::fmt_bytes(n)))
+                .unwrap_or_default(),
+            usable.len()
+        );
+        for (node, r) in &rejected {
+            why.push_str(&format!("; {node} {}: {}", r.candidate.label(), r.why));
+        }
+        for (node, e) in &unread {
+            why.push_str(&format!("; {node}: not read ({e})"));
+        }
+        if args.format == PickFormat::Json {
+            let json = serde_json::json!({"error": why});
+            crate::text::write_json_pretty(&mut out, &json)?;
+            out.write_all(b"\n")?;
+            out.flush()?;
+        }
+        eprintln!("gpumon pick: {}", crate::text::escape(&why));
+        return Ok(ExitCode::from(1));
+    }
+    let chosen: Vec<String> = usable.iter().take(count).map(pair).collect();
+    match args.format {
+        PickFormat::Env | PickFormat::List => writeln!(out, "{}", chosen.join(","))?,
+        PickFormat::Json => {
+            let json = serde_json::json!({
+                "chosen": usable.iter().take(count).map(|(node, c)| serde_json::json!({
+                    "node": node, "id": c.cuda_id(), "candidate": c,
+                })).collect::<Vec<_>>(),
+                "unread": unread.iter().map(|(node, e)| serde_json::json!({"node": node, "error": e})).collect::<Vec<_>>(),
+            });
+            crate::text::write_json_pretty(&mut out, &json)?;
+            out.write_all(b"\n")?;
+        }
+    }
+    for (node, e) in &unread {
+        eprintln!("gpumon pick: {node} not read: {}", crate::text::escape(e));
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
 }

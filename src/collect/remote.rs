@@ -289,6 +289,38 @@ pub async fn fetch_all(endpoints: &[Endpoint], client: &Client, deadline: Durati
         .collect()
 }
 
+/// What `--remote LIST`, `--remote-file FILE` and `--remote-config FILE` name, read: every
+/// node within `deadline` (on a runtime of its own). `Err` is a usage message.
+pub fn read_nodes(
+    list: &[String],
+    file: Option<&Path>,
+    config: Option<&Path>,
+    deadline: Duration,
+) -> Result<Vec<Node>, String> {
+    let client = match config {
+        Some(path) => Client::load(path).map_err(|e| format!("--remote-config: {e}"))?,
+        None => Client::default(),
+    };
+    let mut endpoints = Vec::new();
+    for text in list {
+        endpoints.push(Endpoint::parse(text).map_err(|e| format!("--remote: {e}"))?);
+    }
+    if let Some(path) = file {
+        endpoints.extend(Endpoint::read_file(path).map_err(|e| format!("--remote-file: {e}"))?);
+    }
+    if endpoints.is_empty() {
+        return Err("--remote-file names no node".into());
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .build()
+        .map_err(|e| format!("cannot start: {e}"))?;
+    let nodes = rt.block_on(fetch_all(&endpoints, &client, deadline));
+    rt.shutdown_background();
+    Ok(nodes)
+}
+
 /// One node's `/api/v1/sample`, over TLS for an `https://` node.
 async fn fetch(ep: &Endpoint, client: &Client) -> Result<Sample, String> {
     let stream = tokio::net::TcpStream::connect((ep.host.as_str(), ep.port))

@@ -223,6 +223,44 @@ fn candidates(devices: &[Device]) -> Vec<(Candidate, Option<String>)> {
 /// Chooses `req.count` candidates from `devices`, or says why there are not enough.
 pub fn choose(devices: &[Device], req: &Request) -> Result<Choice, NoFit> {
     let count = req.count.max(1);
+    let (mut usable, mut rejected) = screen(devices, req);
+    if usable.len() < count {
+        return Err(NoFit {
+            asked: count,
+            usable,
+            rejected,
+            need_bytes: req.need_bytes,
+        });
+    }
+    let rest = usable.split_off(count);
+    rejected.extend(rest.into_iter().map(|c| Rejected {
+        candidate: c,
+        why: "not needed".to_owned(),
+    }));
+    Ok(Choice {
+        chosen: usable,
+        rejected,
+        need_bytes: req.need_bytes,
+    })
+}
+
+/// The order candidates are chosen in: idle first, then the most free memory (less what is
+/// held), then NVML's order.
+pub fn rank(a: &Candidate, b: &Candidate) -> std::cmp::Ordering {
+    (b.idle == Some(true))
+        .cmp(&(a.idle == Some(true)))
+        .then(
+            b.free_bytes
+                .map(|f| f.saturating_sub(b.held_bytes))
+                .cmp(&a.free_bytes.map(|f| f.saturating_sub(a.held_bytes))),
+        )
+        .then(a.index.cmp(&b.index))
+        .then(a.gpu_instance_id.cmp(&b.gpu_instance_id))
+}
+
+/// Every candidate of `devices` that `req` could use, best first, and the others with why.
+pub fn screen(devices: &[Device], req: &Request) -> (Vec<Candidate>, Vec<Rejected>) {
+    let count = req.count.max(1);
     let mut usable = Vec::new();
     let mut rejected = Vec::new();
     for (mut c, broken) in candidates(devices) {
@@ -275,36 +313,8 @@ pub fn choose(devices: &[Device], req: &Request) -> Result<Choice, NoFit> {
             None => usable.push(c),
         }
     }
-    // Idle first, then the most free memory, then NVML's order.
-    usable.sort_by(|a, b| {
-        (b.idle == Some(true))
-            .cmp(&(a.idle == Some(true)))
-            .then(
-                b.free_bytes
-                    .map(|f| f.saturating_sub(b.held_bytes))
-                    .cmp(&a.free_bytes.map(|f| f.saturating_sub(a.held_bytes))),
-            )
-            .then(a.index.cmp(&b.index))
-            .then(a.gpu_instance_id.cmp(&b.gpu_instance_id))
-    });
-    if usable.len() < count {
-        return Err(NoFit {
-            asked: count,
-            usable,
-            rejected,
-            need_bytes: req.need_bytes,
-        });
-    }
-    let rest = usable.split_off(count);
-    rejected.extend(rest.into_iter().map(|c| Rejected {
-        candidate: c,
-        why: "not needed".to_owned(),
-    }));
-    Ok(Choice {
-        chosen: usable,
-        rejected,
-        need_bytes: req.need_bytes,
-    })
+    usable.sort_by(rank);
+    (usable, rejected)
 }
 
 #[cfg(test)]

@@ -310,3 +310,57 @@ fn https_nodes_are_verified_against_the_configured_ca() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown field"));
 }
+
+/// `pick --remote`: the GPUs of several nodes ranked together (idle first, then free memory),
+/// as NODE:GPU pairs; a node that cannot be read is left out with why.
+#[test]
+fn pick_chooses_node_gpu_pairs_across_the_fleet() {
+    let n1 = scenario(
+        r#"{"version":1,"devices":[
+  {"name":"H100","memory_total_mib":81920},
+  {"name":"H100","memory_total_mib":81920,"processes":[{"pid":4810001,"memory_mib":30720,"sm_percent":90}]}]}"#,
+    );
+    let n2 = scenario(r#"{"version":1,"devices":[{"name":"A100","memory_total_mib":40960}]}"#);
+    let (_a, a) = serve(&n1, "0", &[]);
+    let (_b, b) = serve(&n2, "0", &[]);
+    let (dead, d) = serve(&n2, "0", &[]);
+    drop(dead);
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("nodes.txt");
+    std::fs::write(&file, format!("n1 {a}\nn2 {b}\ngone {d}\n")).expect("write");
+    // Per-process %SM needs a moment of samples on each node.
+    std::thread::sleep(Duration::from_secs(2));
+    let pick = |args: &[&str]| {
+        let out = gpumon()
+            .args(["--timeout", "1s", "pick", "--remote-file"])
+            .arg(&file)
+            .args(args)
+            .timeout(Duration::from_secs(30))
+            .output()
+            .expect("pick --remote");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (rc, out, err) = pick(&["--need", "30GiB", "--count", "2"]);
+    assert_eq!((rc, out.as_str()), (0, "n1:0,n2:0\n"), "{err}");
+    assert!(err.contains("gone not read: cannot connect"), "{err}");
+    let (_, out, _) = pick(&["--need", "30GiB", "--count", "3"]);
+    assert_eq!(out, "n1:0,n2:0,n1:1\n");
+    let (rc, _, err) = pick(&["--need", "30GiB", "--count", "3", "--idle"]);
+    assert_eq!(rc, 1);
+    for want in [
+        "no room for 3 GPUs with 30.0 GiB free: 2 usable",
+        "n1 GPU 1: busy (1 process)",
+        "gone: not read",
+    ] {
+        assert!(err.contains(want), "{want}: {err}");
+    }
+    let (_, out, _) = pick(&["--format", "json"]);
+    let j: Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(j["chosen"][0]["node"], "n1");
+    assert_eq!(j["chosen"][0]["id"], "0");
+    assert_eq!(j["unread"][0]["node"], "gone");
+}
