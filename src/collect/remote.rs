@@ -393,8 +393,17 @@ pub fn parse(body: &[u8]) -> Result<Sample, String> {
     struct Version {
         schema_version: Option<u64>,
     }
-    let v: Version = serde_json::from_slice(body).map_err(|e| format!("not a sample: {e}"))?;
-    match v.schema_version {
+    // `serve` and `once --json` write the version first: read it there, without a second
+    // pass over the whole answer; anything else is parsed in full to find it.
+    let version = version_up_front(body).map(Some).map_or_else(
+        || {
+            serde_json::from_slice::<Version>(body)
+                .map(|v| v.schema_version)
+                .map_err(|e| format!("not a sample: {e}"))
+        },
+        Ok,
+    )?;
+    match version {
         Some(SCHEMA) => {}
         Some(n) if n > SCHEMA => {
             return Err(format!(
@@ -407,6 +416,19 @@ pub fn parse(body: &[u8]) -> Result<Sample, String> {
     serde_json::from_slice::<Sample>(body)
         .map(|s| s.escaped().into_owned())
         .map_err(|e| format!("not a sample: {e}"))
+}
+
+/// `{"schema_version": N` at the start of `body` (spaces and newlines allowed), as gpumon
+/// writes it.
+fn version_up_front(body: &[u8]) -> Option<u64> {
+    let head = std::str::from_utf8(body.get(..body.len().min(64))?)
+        .ok()
+        .or_else(|| std::str::from_utf8(&body[..32.min(body.len())]).ok())?;
+    let rest = head.trim_start().strip_prefix('{')?.trim_start();
+    let rest = rest.strip_prefix("\"schema_version\"")?.trim_start();
+    let rest = rest.strip_prefix(':')?.trim_start();
+    let digits: &str = &rest[..rest.find(|c: char| !c.is_ascii_digit())?];
+    digits.parse().ok()
 }
 
 #[cfg(test)]
@@ -459,5 +481,14 @@ mod tests {
             .expect_err("newer")
             .contains("newer gpumon"));
         assert!(parse(br#"{"devices": []}"#).is_err());
+        assert_eq!(version_up_front(b"{\n  \"schema_version\": 12,"), Some(12));
+        assert_eq!(
+            version_up_front(br#"{"devices": [], "schema_version": 1}"#),
+            None
+        );
+        // Not first: found by the full parse.
+        assert!(parse(br#"{"devices": [], "schema_version": 3}"#)
+            .expect_err("newer")
+            .contains("newer gpumon"));
     }
 }
