@@ -592,10 +592,9 @@ mod tests {
         assert_eq!(estimate(&shape, &sgd).optimizer_bytes, Some(2_000_000_000));
     }
 
-    #[test]
-    fn the_logits_are_a_part_of_their_own_and_the_loss_decides_their_size() {
-        // Llama 3's vocabulary, 8,192 packed tokens: 1.05 G values.
-        let shape = Shape {
+    /// Llama 3.1 8B's shape (grouped-query attention, untied embeddings).
+    fn llama_3_1_8b() -> Shape {
+        Shape {
             params: 8_030_261_248,
             layers: Some(32),
             hidden: Some(4096),
@@ -604,8 +603,15 @@ mod tests {
             vocab: Some(128_256),
             intermediate: Some(14336),
             gated_mlp: true,
+            tied_embeddings: Some(false),
             ..Shape::default()
-        };
+        }
+    }
+
+    #[test]
+    fn the_logits_are_a_part_of_their_own_and_the_loss_decides_their_size() {
+        // Llama 3's vocabulary, 8,192 packed tokens: 1.05 G values.
+        let shape = llama_3_1_8b();
         let r = Run {
             seq_len: 8192,
             attention: Attention::Sdpa,
@@ -698,18 +704,7 @@ mod tests {
         // torchtune's README, "Memory and training speed": Llama 3.1 8B, QLoRA, batch 2, a
         // dataset packed to 2048 tokens: 7.4 GiB peak per GPU (8B_qlora_single_device: NF4
         // base, activation checkpointing, CEWithChunkedOutputLoss, bf16, AdamW).
-        let llama_3_1_8b = Shape {
-            params: 8_030_261_248,
-            layers: Some(32),
-            hidden: Some(4096),
-            heads: Some(32),
-            kv_heads: Some(8),
-            vocab: Some(128_256),
-            intermediate: Some(14336),
-            gated_mlp: true,
-            tied_embeddings: Some(false),
-            ..Shape::default()
-        };
+        let llama_3_1_8b = llama_3_1_8b();
         let qlora = Run {
             batch: 2,
             seq_len: 2048,
