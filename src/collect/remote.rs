@@ -421,9 +421,12 @@ pub fn parse(body: &[u8]) -> Result<Sample, String> {
 /// `{"schema_version": N` at the start of `body` (spaces and newlines allowed), as gpumon
 /// writes it.
 fn version_up_front(body: &[u8]) -> Option<u64> {
-    let head = std::str::from_utf8(body.get(..body.len().min(64))?)
-        .ok()
-        .or_else(|| std::str::from_utf8(&body[..32.min(body.len())]).ok())?;
+    let head = &body[..body.len().min(64)];
+    // The cut may fall inside a character: the text before it is enough.
+    let head = match std::str::from_utf8(head) {
+        Ok(h) => h,
+        Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).ok()?,
+    };
     let rest = head.trim_start().strip_prefix('{')?.trim_start();
     let rest = rest.strip_prefix("\"schema_version\"")?.trim_start();
     let rest = rest.strip_prefix(':')?.trim_start();
