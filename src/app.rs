@@ -41,15 +41,29 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             && io::stdin().is_terminal()
             && !crate::text::dumb_terminal() =>
         {
-            cmd::dashboard::run(&cli.common(None, None))
+            if cli.remote.is_empty() && cli.remote_file.is_none() {
+                cmd::dashboard::run(&cli.common(None, None))
+            } else {
+                cmd::dashboard::fleet(&cli.common(None, None), &fleet_args(&cli))
+            }
         }
         // Not a terminal, or one that cannot position the cursor (TERM=dumb: Emacs's shell,
-        // some CI consoles): the plain report.
-        None => cmd::once::run(&cli.common(None, None), &OnceArgs::default()),
+        // some CI consoles): the plain report (of the fleet, with --remote).
+        None => cmd::once::run(&cli.common(None, None), &fleet_args(&cli)),
     };
     match result {
         // `gpumon log | head`: the reader went away, which is how such a pipe ends.
         Err(e) if is_broken_pipe(&e) => Ok(ExitCode::SUCCESS),
         other => other,
+    }
+}
+
+/// The top-level fleet flags as `once`'s (none: the plain report of the GPUs here).
+fn fleet_args(cli: &Cli) -> OnceArgs {
+    OnceArgs {
+        remote: cli.remote.clone(),
+        remote_file: cli.remote_file.clone(),
+        remote_config: cli.remote_config.clone(),
+        ..OnceArgs::default()
     }
 }

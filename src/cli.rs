@@ -61,6 +61,24 @@ pub struct Cli {
     /// its default bounds: 1 GiB, 7 days)
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
+    /// The fleet view: a row per node for these `gpumon serve` endpoints (HOST:PORT or
+    /// user:password@HOST:PORT, https:// with --remote-config; comma-separated), each read
+    /// within --timeout (default 2s) every --interval (default 2s); Enter opens a node in the
+    /// dashboard, Esc goes back
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        conflicts_with_all = ["demo", "scenario", "record"]
+    )]
+    pub remote: Vec<String>,
+    /// The fleet view's nodes, one a line: [NAME] HOST:PORT (`#` starts a comment)
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["demo", "scenario", "record"])]
+    pub remote_file: Option<PathBuf>,
+    /// How to reach the fleet's nodes: YAML with tls_config (ca_file, server_name) and
+    /// basic_auth (username, password or password_file), as serve's web config file has
+    #[arg(long, value_name = "FILE")]
+    pub remote_config: Option<PathBuf>,
 }
 
 // Where readings come from: the flags of every command that reads GPUs (and of the
@@ -113,6 +131,8 @@ pub struct Common {
     pub scenario: Option<PathBuf>,
     pub nvml_lib: Option<String>,
     pub interval: Duration,
+    /// `--interval` as given (`None`: the command's default).
+    pub interval_given: Option<Duration>,
     pub history: Duration,
     /// How long a process must do nothing on its GPU for its memory to be an idle hold.
     pub idle_after: Duration,
@@ -137,6 +157,7 @@ impl Cli {
                 .and_then(|s| s.interval)
                 .or(self.sampling.interval)
                 .unwrap_or(Duration::from_secs(1)),
+            interval_given: sampling.and_then(|s| s.interval).or(self.sampling.interval),
             history: self.history,
             idle_after: self.idle_after,
             record: self.record.clone(),

@@ -35,6 +35,24 @@ pub fn fmt_age(s: u64) -> String {
     }
 }
 
+/// Parses one printed size into bytes (binary units).
+pub fn parse_size(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
+    let (num, unit) = s.split_at(split);
+    let value: f64 = num.parse().ok()?;
+    let mult: u64 = match unit.trim() {
+        "bytes" | "B" => 1,
+        "KiB" | "KB" | "K" => 1 << 10,
+        "MiB" | "MB" | "M" => 1 << 20,
+        "GiB" | "GB" | "G" => 1 << 30,
+        "TiB" | "TB" | "T" => 1 << 40,
+        _ => return None,
+    };
+    let bytes = value * mult as f64;
+    (bytes.is_finite() && bytes >= 0.0 && bytes < u64::MAX as f64).then(|| bytes.round() as u64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

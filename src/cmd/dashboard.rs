@@ -60,3 +60,26 @@ pub fn run(common: &Common) -> anyhow::Result<ExitCode> {
         None => Ok(ExitCode::SUCCESS),
     }
 }
+
+/// `gpumon --remote …`: the fleet view, every node read every `--interval` (2 s unless given)
+/// within `--timeout` (2 s unless given).
+pub fn fleet(common: &Common, args: &crate::cli::OnceArgs) -> anyhow::Result<ExitCode> {
+    let (endpoints, client) = match crate::collect::remote::endpoints(
+        &args.remote,
+        args.remote_file.as_deref(),
+        args.remote_config.as_deref(),
+    ) {
+        Ok(e) => e,
+        Err(e) => return Ok(usage_error(e)),
+    };
+    let deadline = common.timeout.unwrap_or(crate::collect::remote::DEADLINE);
+    let interval = common.interval_given.unwrap_or(FLEET_INTERVAL);
+    let start = Start::Fleet(endpoints, client, deadline);
+    match crate::tui::run(start, interval, common.history, common.idle_after, None)? {
+        Some(e) => Ok(usage_error(e)),
+        None => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// How often the fleet is read when no `--interval` is given.
+const FLEET_INTERVAL: Duration = Duration::from_secs(2);

@@ -16,6 +16,7 @@ use hyper::{Request, StatusCode};
 use hyper_util::rt::TokioIo;
 use serde::Serialize;
 
+use crate::model::fleet::{NodeSummary, SUMMARY_VERSION};
 use crate::model::Sample;
 
 /// Requests in flight at once.
@@ -241,62 +242,132 @@ pub struct Node {
 /// Reads every endpoint's sample, each within `deadline`, at most [`CONCURRENCY`] at once;
 /// the nodes in the order given.
 pub async fn fetch_all(endpoints: &[Endpoint], client: &Client, deadline: Duration) -> Vec<Node> {
-    let gate = Arc::new(tokio::sync::Semaphore::new(CONCURRENCY));
-    let mut tasks = tokio::task::JoinSet::new();
-    for (i, ep) in endpoints.iter().enumerate() {
-        let ep = ep.clone();
-        let client = client.clone();
-        let gate = Arc::clone(&gate);
-        tasks.spawn(async move {
-            let _permit = gate.acquire_owned().await;
-            let start = Instant::now();
-            let result = match tokio::time::timeout(deadline, fetch(&ep, &client)).await {
-                Ok(r) => r,
-                Err(_) => Err(format!(
-                    "no answer within {}",
-                    humantime::format_duration(deadline)
-                )),
-            };
-            (i, ep, result, start.elapsed())
-        });
-    }
-    let mut out: Vec<Option<Node>> = vec![None; endpoints.len()];
-    while let Some(joined) = tasks.join_next().await {
-        let Ok((i, endpoint, result, took)) = joined else {
-            continue;
-        };
+    each(endpoints, client, deadline, None, |ep, client| async move {
+        fetch(&ep, &client).await
+    })
+    .await
+    .into_iter()
+    .zip(endpoints)
+    .map(|((result, took), ep)| {
         let (sample, error) = match result {
             Ok(s) => (Some(s), None),
             Err(e) => (None, Some(e)),
         };
-        out[i] = Some(Node {
-            endpoint,
+        Node {
+            endpoint: ep.clone(),
             sample,
             error,
             took,
+        }
+    })
+    .collect()
+}
+
+/// Reads every endpoint's summary (what a fleet row shows), each within `deadline`: a few
+/// hundred bytes a node where a whole sample is tens of KiB. A node whose gpumon has no
+/// `/api/v1/summary` (older than this one) is read whole and summarised here. With `early`,
+/// each answer (or failure) goes there as it comes, with its node's place, and the list
+/// returned is empty.
+pub async fn fetch_summaries(
+    endpoints: &[Endpoint],
+    client: &Client,
+    deadline: Duration,
+    early: Option<Early<NodeSummary>>,
+) -> Vec<(Result<NodeSummary, String>, Duration)> {
+    each(
+        endpoints,
+        client,
+        deadline,
+        early,
+        |ep, client| async move {
+            let (status, body) = request(&ep, &client, "/api/v1/summary").await?;
+            match status {
+                StatusCode::NOT_FOUND => fetch(&ep, &client).await.map(|s| NodeSummary::of(&s)),
+                status => parse_summary(&answer(status, body)?),
+            }
+        },
+    )
+    .await
+}
+
+/// One node's whole sample, within `deadline`.
+pub async fn fetch_sample(
+    ep: &Endpoint,
+    client: &Client,
+    deadline: Duration,
+) -> Result<Sample, String> {
+    match tokio::time::timeout(deadline, fetch(ep, client)).await {
+        Ok(r) => r,
+        Err(_) => Err(no_answer(deadline)),
+    }
+}
+
+fn no_answer(deadline: Duration) -> String {
+    format!("no answer within {}", humantime::format_duration(deadline))
+}
+
+/// Where answers go as they come: the node's place, the answer, how long it took.
+pub type Early<T> = tokio::sync::mpsc::UnboundedSender<(usize, Result<T, String>, Duration)>;
+
+/// `read` on every endpoint, each within `deadline`, at most [`CONCURRENCY`] at once: the
+/// results in the order given, each with how long it took (or each sent to `early` as it
+/// comes, and none returned).
+async fn each<T, F, Fut>(
+    endpoints: &[Endpoint],
+    client: &Client,
+    deadline: Duration,
+    early: Option<Early<T>>,
+    read: F,
+) -> Vec<(Result<T, String>, Duration)>
+where
+    T: Send + 'static,
+    F: Fn(Endpoint, Client) -> Fut,
+    Fut: std::future::Future<Output = Result<T, String>> + Send + 'static,
+{
+    let gate = Arc::new(tokio::sync::Semaphore::new(CONCURRENCY));
+    let mut tasks = tokio::task::JoinSet::new();
+    for (i, ep) in endpoints.iter().enumerate() {
+        let work = read(ep.clone(), client.clone());
+        let gate = Arc::clone(&gate);
+        tasks.spawn(async move {
+            let _permit = gate.acquire_owned().await;
+            let start = Instant::now();
+            let result = match tokio::time::timeout(deadline, work).await {
+                Ok(r) => r,
+                Err(_) => Err(no_answer(deadline)),
+            };
+            (i, result, start.elapsed())
         });
     }
+    let mut out: Vec<Option<(Result<T, String>, Duration)>> = std::iter::repeat_with(|| None)
+        .take(endpoints.len())
+        .collect();
+    while let Some(joined) = tasks.join_next().await {
+        let Ok((i, result, took)) = joined else {
+            continue;
+        };
+        match &early {
+            Some(tx) => {
+                let _ = tx.send((i, result, took));
+            }
+            None => out[i] = Some((result, took)),
+        }
+    }
+    if early.is_some() {
+        return Vec::new();
+    }
     out.into_iter()
-        .zip(endpoints)
-        .map(|(n, ep)| {
-            n.unwrap_or_else(|| Node {
-                endpoint: ep.clone(),
-                sample: None,
-                error: Some("the request failed".into()),
-                took: Duration::ZERO,
-            })
-        })
+        .map(|r| r.unwrap_or_else(|| (Err("the request failed".into()), Duration::ZERO)))
         .collect()
 }
 
-/// What `--remote LIST`, `--remote-file FILE` and `--remote-config FILE` name, read: every
-/// node within `deadline` (on a runtime of its own). `Err` is a usage message.
-pub fn read_nodes(
+/// The nodes and the client that `--remote LIST`, `--remote-file FILE` and `--remote-config
+/// FILE` name. `Err` is a usage message.
+pub fn endpoints(
     list: &[String],
     file: Option<&Path>,
     config: Option<&Path>,
-    deadline: Duration,
-) -> Result<Vec<Node>, String> {
+) -> Result<(Vec<Endpoint>, Client), String> {
     let client = match config {
         Some(path) => Client::load(path).map_err(|e| format!("--remote-config: {e}"))?,
         None => Client::default(),
@@ -311,6 +382,18 @@ pub fn read_nodes(
     if endpoints.is_empty() {
         return Err("--remote-file names no node".into());
     }
+    Ok((endpoints, client))
+}
+
+/// What `--remote LIST`, `--remote-file FILE` and `--remote-config FILE` name, read: every
+/// node within `deadline` (on a runtime of its own). `Err` is a usage message.
+pub fn read_nodes(
+    list: &[String],
+    file: Option<&Path>,
+    config: Option<&Path>,
+    deadline: Duration,
+) -> Result<Vec<Node>, String> {
+    let (endpoints, client) = endpoints(list, file, config)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .enable_time()
@@ -321,14 +404,24 @@ pub fn read_nodes(
     Ok(nodes)
 }
 
-/// One node's `/api/v1/sample`, over TLS for an `https://` node.
+/// One node's `/api/v1/sample`.
 async fn fetch(ep: &Endpoint, client: &Client) -> Result<Sample, String> {
+    let (status, body) = request(ep, client, "/api/v1/sample").await?;
+    parse(&answer(status, body)?)
+}
+
+/// A GET of `path` on one node, over TLS for an `https://` node: the status and the body.
+async fn request(
+    ep: &Endpoint,
+    client: &Client,
+    path: &str,
+) -> Result<(StatusCode, Bytes), String> {
     let stream = tokio::net::TcpStream::connect((ep.host.as_str(), ep.port))
         .await
         .map_err(|e| format!("cannot connect: {e}"))?;
     let _ = stream.set_nodelay(true);
     if !ep.tls {
-        return get(TokioIo::new(stream), ep, client).await;
+        return get(TokioIo::new(stream), ep, client, path).await;
     }
     let Some((connector, server_name)) = &client.tls else {
         return Err("https: give the CA in --remote-config (tls_config: ca_file)".into());
@@ -340,10 +433,15 @@ async fn fetch(ep: &Endpoint, client: &Client) -> Result<Sample, String> {
         .connect(name, stream)
         .await
         .map_err(|e| format!("TLS: {e}"))?;
-    get(TokioIo::new(tls), ep, client).await
+    get(TokioIo::new(tls), ep, client, path).await
 }
 
-async fn get<T>(io: TokioIo<T>, ep: &Endpoint, client: &Client) -> Result<Sample, String>
+async fn get<T>(
+    io: TokioIo<T>,
+    ep: &Endpoint,
+    client: &Client,
+    path: &str,
+) -> Result<(StatusCode, Bytes), String>
 where
     T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
@@ -351,7 +449,7 @@ where
         .await
         .map_err(|e| format!("HTTP: {e}"))?;
     let conn = tokio::spawn(conn);
-    let mut req = Request::get("/api/v1/sample")
+    let mut req = Request::get(path)
         .header(hyper::header::HOST, format!("{}:{}", ep.host, ep.port))
         .header(hyper::header::ACCEPT, "application/json");
     if let Some(a) = ep.auth.as_ref().or(client.auth.as_ref()) {
@@ -377,14 +475,52 @@ where
         })?
         .to_bytes();
     conn.abort();
+    Ok((status, body))
+}
+
+/// The body of a 200, or what another status means.
+fn answer(status: StatusCode, body: Bytes) -> Result<Bytes, String> {
     match status {
-        StatusCode::OK => parse(&body),
+        StatusCode::OK => Ok(body),
         StatusCode::UNAUTHORIZED => {
             Err("401 unauthorized: give user:password@ before host:port".into())
         }
         StatusCode::SERVICE_UNAVAILABLE => Err("no sample yet (503)".into()),
         s => Err(format!("HTTP {s}")),
     }
+}
+
+/// A `/api/v1/summary` body, version [`SUMMARY_VERSION`].
+pub fn parse_summary(body: &[u8]) -> Result<NodeSummary, String> {
+    match version_up_front(body) {
+        Some(SUMMARY_VERSION) => {}
+        Some(n) if n > SUMMARY_VERSION => {
+            return Err(format!(
+                "summary version {n} from a newer gpumon (this one reads {SUMMARY_VERSION}): \
+                 upgrade gpumon here"
+            ))
+        }
+        _ => return Err("not a gpumon summary".into()),
+    }
+    let mut s: NodeSummary =
+        serde_json::from_slice(body).map_err(|e| format!("not a gpumon summary: {e}"))?;
+    // Names from another host reach a terminal: through the one escaping rule.
+    let esc = |t: &mut Option<String>| {
+        if let Some(v) = t.as_mut() {
+            *v = crate::text::escape(v).into_owned();
+        }
+    };
+    esc(&mut s.hostname);
+    esc(&mut s.error);
+    for g in &mut s.gpus {
+        esc(&mut g.name);
+        esc(&mut g.uuid);
+        esc(&mut g.mig_profile);
+    }
+    if let Some(t) = s.top_user.as_mut() {
+        t.user = crate::text::escape(&t.user).into_owned();
+    }
+    Ok(s)
 }
 
 /// A `/api/v1/sample` body: `once --json`'s schema, version [`SCHEMA`].

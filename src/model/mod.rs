@@ -4,6 +4,7 @@
 //! fail stays in the sample with its error, so that one lost GPU never hides the others.
 
 pub mod breakdown;
+pub mod fleet;
 pub mod health;
 pub mod history;
 pub mod owner;

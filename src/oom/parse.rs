@@ -12,23 +12,7 @@ use super::{Facts, Framework, Oom, OtherProcess};
 /// A size as frameworks print it: "1.5 GiB", "2.20GiB", "0 bytes", "17.79G", "56.000000MB".
 const SIZE: &str = r"(\d+(?:\.\d+)?\s?(?:bytes|[KMGT]i?B|[KMGT]\b|B\b))";
 
-/// Parses one printed size into bytes (binary units).
-pub fn parse_size(s: &str) -> Option<u64> {
-    let s = s.trim();
-    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
-    let (num, unit) = s.split_at(split);
-    let value: f64 = num.parse().ok()?;
-    let mult: u64 = match unit.trim() {
-        "bytes" | "B" => 1,
-        "KiB" | "KB" | "K" => 1 << 10,
-        "MiB" | "MB" | "M" => 1 << 20,
-        "GiB" | "GB" | "G" => 1 << 30,
-        "TiB" | "TB" | "T" => 1 << 40,
-        _ => return None,
-    };
-    let bytes = value * mult as f64;
-    (bytes.is_finite() && bytes >= 0.0 && bytes < u64::MAX as f64).then(|| bytes.round() as u64)
-}
+pub use crate::units::parse_size;
 
 /// "25,600,000" → 25600000.
 fn parse_int(s: &str) -> Option<u64> {

@@ -235,6 +235,8 @@ pub struct App {
     pub replay: Option<ReplayView>,
     /// Something the header must say (a recording that stopped).
     pub notice: Option<String>,
+    /// Set when the dashboard shows a fleet (`gpumon --remote`): its rows, and the node open.
+    pub fleet: Option<super::fleet::View>,
 }
 
 /// The per-user view (Tab): what a row is, its sort and its selection.
@@ -294,7 +296,72 @@ impl App {
             },
             replay: None,
             notice: None,
+            fleet: None,
         }
+    }
+
+    /// The fleet node open in the dashboard, if any.
+    pub fn fleet_open(&self) -> Option<usize> {
+        self.fleet.as_ref()?.open
+    }
+
+    /// A frame from the fleet's poller: the rows' summaries, and the open node's sample.
+    pub fn on_fleet_frame(&mut self, frame: super::fleet::Frame) -> Action {
+        let Some(view) = self.fleet.as_mut() else {
+            return Action::None;
+        };
+        view.update(frame.updates);
+        if let Some((i, result)) = frame.opened {
+            if view.open == Some(i) {
+                match result {
+                    Ok(s) => {
+                        view.open_error = None;
+                        view.open_read_at = Some(std::time::Instant::now());
+                        self.on_sample(Arc::new(s));
+                    }
+                    // The last sample stays, said to be old.
+                    Err(e) => view.open_error = Some(e),
+                }
+            }
+        }
+        Action::Redraw
+    }
+
+    /// Opens a fleet node in the dashboard: its history starts now.
+    fn open_node(&mut self, i: usize) {
+        self.reset_view();
+        if let Some(v) = self.fleet.as_mut() {
+            v.open = Some(i);
+            v.open_error = None;
+            v.open_read_at = None;
+        }
+    }
+
+    /// Back from a node to the fleet's rows.
+    fn close_node(&mut self) {
+        self.reset_view();
+        if let Some(v) = self.fleet.as_mut() {
+            v.open = None;
+        }
+    }
+
+    /// Forgets the sample shown and its history (another source is about to feed them).
+    fn reset_view(&mut self) {
+        self.sample = None;
+        self.history = History::new(self.history.window);
+        self.usage = crate::model::rollup::Usage::new(self.usage.idle_after(), self.history.window);
+        self.mode = Mode::Normal;
+        self.details = None;
+        self.signal = None;
+        self.filter.clear();
+        self.selected = 0;
+        self.selected_pid = None;
+        self.following = false;
+        self.gpu_offset = 0;
+        self.paused = false;
+        self.colours.clear();
+        self.order.clear();
+        self.holder_rows.clear();
     }
 
     /// A new sample from the sampler. While paused, the screen keeps its snapshot.
@@ -725,6 +792,13 @@ impl App {
 
     /// Bracketed paste (or a terminal that sends the text at once).
     pub fn on_paste(&mut self, text: &str) -> Action {
+        if let Some(view) = self.fleet.as_mut().filter(|v| v.open.is_none()) {
+            return if view.on_paste(text) {
+                Action::Redraw
+            } else {
+                Action::None
+            };
+        }
         match self.mode {
             Mode::Oom => {
                 let mut t = std::mem::take(&mut self.oom_text);
@@ -772,6 +846,18 @@ impl App {
         // Alt and a key is no shortcut here (Alt-q is not q) and types nothing.
         if key.modifiers.contains(KeyModifiers::ALT) {
             return Action::None;
+        }
+        if let Some(view) = self.fleet.as_mut().filter(|v| v.open.is_none()) {
+            use super::fleet::Key;
+            return match view.on_key(key) {
+                Key::None => Action::None,
+                Key::Redraw => Action::Redraw,
+                Key::Quit => Action::Quit,
+                Key::Open(i) => {
+                    self.open_node(i);
+                    Action::Redraw
+                }
+            };
         }
         match self.mode {
             Mode::Help => {
@@ -973,12 +1059,34 @@ impl App {
             gpu,
             user: p.user.clone(),
             command: p.command.clone().or_else(|| p.name.clone()),
-            target: Target::pin(p.pid),
+            target: self
+                .signal_refused()
+                .map_or_else(|| Target::pin(p.pid), Err),
             choice: 0,
             outcome: None,
         });
         self.mode = Mode::Signal;
         Action::Redraw
+    }
+
+    /// Why no process shown can be signalled from here: a fleet node's pids are another
+    /// host's, and a recording's are the past's; either may name an unrelated process here.
+    fn signal_refused(&self) -> Option<String> {
+        if let Some(v) = &self.fleet {
+            let node = v
+                .open
+                .and_then(|i| v.rows.get(i))
+                .map_or("another node", |r| r.name.as_str());
+            return Some(format!(
+                "this process runs on {node}: its pid means another process here; signal it \
+                 there"
+            ));
+        }
+        self.replay.as_ref().map(|_| {
+            "this is a recording: the pid may name another process now; signal it from the \
+             live dashboard"
+                .to_owned()
+        })
     }
 
     fn on_signal_key(&mut self, key: KeyEvent) -> Action {
@@ -1068,6 +1176,11 @@ impl App {
     fn on_normal_key(&mut self, key: KeyEvent) -> Action {
         if let Some(action) = self.replay_key(key) {
             return action;
+        }
+        // A fleet node open: Esc (once nothing is filtered) goes back to the fleet.
+        if key.code == KeyCode::Esc && self.filter.is_empty() && self.fleet_open().is_some() {
+            self.close_node();
+            return Action::Redraw;
         }
         match key.code {
             KeyCode::Char('q') | KeyCode::F(10) => Action::Quit,

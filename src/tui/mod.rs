@@ -8,6 +8,7 @@
 
 pub mod app;
 pub mod details;
+pub mod fleet;
 pub mod gpu;
 pub mod input;
 pub mod keys;
@@ -236,6 +237,12 @@ pub enum Start {
         std::time::SystemTime,
         String,
     ),
+    /// Other nodes' `gpumon serve`: the fleet's rows, each node within `deadline`.
+    Fleet(
+        Vec<crate::collect::remote::Endpoint>,
+        crate::collect::remote::Client,
+        Duration,
+    ),
     /// The source is opening; the function makes the sampler once it is open.
     Opening(Opening, Box<dyn FnOnce(Opened) -> Sampler + Send>),
 }
@@ -280,6 +287,13 @@ async fn next_frame(frames: &mut Option<mpsc::Receiver<replay::Frame>>) -> Optio
     }
 }
 
+async fn next_fleet(frames: &mut Option<mpsc::Receiver<fleet::Frame>>) -> Option<fleet::Frame> {
+    match frames {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
 async fn next_sample(samples: &mut Option<mpsc::Receiver<Arc<Sample>>>) -> Option<Arc<Sample>> {
     match samples {
         Some(rx) => rx.recv().await,
@@ -306,7 +320,20 @@ where
     let mut opening = None;
     let mut replay = None;
     let mut replaying = None;
+    let mut fleet_frames = None;
+    let mut fleet_view = None;
+    let (open_tx, open_rx) = watch::channel(None);
     match start {
+        Start::Fleet(endpoints, client, deadline) => {
+            fleet_view = Some(fleet::View::new(&endpoints));
+            fleet_frames = Some(fleet::spawn(
+                endpoints,
+                client,
+                interval_rx.clone(),
+                deadline,
+                open_rx,
+            ));
+        }
         Start::Replay(reader, at, file) => {
             let (cmd_tx, rx) = replay::spawn(*reader, at, history);
             replay = Some(rx);
@@ -356,6 +383,7 @@ where
 
     let mut app = App::new(interval, history);
     app.usage = crate::model::rollup::Usage::new(idle_after, history);
+    app.fleet = fleet_view;
     if let Some((_, file)) = &replaying {
         app.replay = Some(app::ReplayView {
             file: file.clone(),
@@ -403,6 +431,13 @@ where
                     app.on_sample(s)
                 }
                 None => Action::Quit,
+            },
+            frame = next_fleet(&mut fleet_frames) => match frame {
+                Some(f) => app.on_fleet_frame(f),
+                None => {
+                    fleet_frames = None;
+                    Action::None
+                }
             },
             frame = next_frame(&mut replay) => match frame {
                 Some(f) => app.on_replay_frame(f),
@@ -490,6 +525,10 @@ where
             }
         }
         terminal.draw(|f| ui::draw(f, &mut app))?;
+        // Tell the fleet's poller which node is open.
+        if *open_tx.borrow() != app.fleet_open() {
+            let _ = open_tx.send(app.fleet_open());
+        }
         // Tell the sampler which processes need fresh host facts.
         let focus = app.host_focus();
         if **focus_tx.borrow() != focus {

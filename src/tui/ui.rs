@@ -36,6 +36,10 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
         frame.render_widget(Paragraph::new(msg).wrap(Wrap { trim: true }), area);
         return;
     }
+    if let Some(view) = app.fleet.as_mut().filter(|v| v.open.is_none()) {
+        super::fleet::draw(frame.buffer_mut(), area, view, app.interval);
+        return;
+    }
     // The host's own line under the header, once a sample carries it.
     let host = app.sample.as_ref().and_then(|s| s.host);
     // The jobs waiting for GPUs (`gpumon run --gpus … --wait`), when there are any.
@@ -124,6 +128,27 @@ fn fmt_interval(d: std::time::Duration) -> String {
 
 fn draw_header(buf: &mut Buffer, area: Rect, app: &App) {
     let mut spans = vec![Span::styled("gpumon", theme::header())];
+    // A fleet node open: which, how to go back, and whether its figures are current.
+    if let Some(v) = &app.fleet {
+        if let Some(row) = v.open.and_then(|i| v.rows.get(i)) {
+            spans.push(Span::styled(" │ ", theme::dim()));
+            spans.push(Span::styled(format!(" {} ", row.name), theme::paused()));
+            spans.push(Span::styled(" Esc: the fleet", theme::dim()));
+            if let Some(e) = &v.open_error {
+                let age = v
+                    .open_read_at
+                    .map(|t| {
+                        format!(
+                            " (figures {} old)",
+                            crate::units::fmt_age(t.elapsed().as_secs())
+                        )
+                    })
+                    .unwrap_or_default();
+                spans.push(Span::styled(" │ ", theme::dim()));
+                spans.push(Span::styled(format!("not read: {e}{age}"), theme::error()));
+            }
+        }
+    }
     if let Some(s) = &app.sample {
         let sep = || Span::styled(" │ ", theme::dim());
         spans.push(sep());

@@ -477,12 +477,12 @@ fn the_largest_processes_have_a_colour_of_their_own_the_same_in_gauge_and_table(
 
 // ---- the real binary in tmux ----------------------------------------------------------
 
-struct Tmux {
+pub struct Tmux {
     socket: String,
 }
 
 impl Tmux {
-    fn new(width: u16, height: u16, env: &[(&str, String)]) -> Tmux {
+    pub fn new(width: u16, height: u16, env: &[(&str, String)]) -> Tmux {
         let socket = format!("gpumon-test-{}-{}", std::process::id(), rand_suffix());
         let t = Tmux { socket };
         let mut args = vec![
@@ -504,7 +504,7 @@ impl Tmux {
         t
     }
 
-    fn run(&self, args: &[&str]) -> String {
+    pub fn run(&self, args: &[&str]) -> String {
         let out = StdCommand::new("tmux")
             .arg("-L")
             .arg(&self.socket)
@@ -519,17 +519,17 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    fn screen(&self) -> String {
+    pub fn screen(&self) -> String {
         self.run(&["capture-pane", "-p", "-t", "e2e"])
     }
 
-    fn alternate_on(&self) -> bool {
+    pub fn alternate_on(&self) -> bool {
         self.run(&["display", "-p", "-t", "e2e", "#{alternate_on}"])
             .trim()
             == "1"
     }
 
-    fn wait_for(&self, what: &str, cond: impl Fn(&str) -> bool) -> String {
+    pub fn wait_for(&self, what: &str, cond: impl Fn(&str) -> bool) -> String {
         let start = Instant::now();
         loop {
             let s = self.screen();
@@ -544,13 +544,13 @@ impl Tmux {
         }
     }
 
-    fn type_line(&self, line: &str) {
+    pub fn type_line(&self, line: &str) {
         self.run(&["send-keys", "-t", "e2e", "-l", line]);
         self.run(&["send-keys", "-t", "e2e", "Enter"]);
     }
 
     /// The shell is back, the alternate screen is off and the tty is in cooked mode.
-    fn assert_restored(&self, marker: &str) {
+    pub fn assert_restored(&self, marker: &str) {
         self.wait_for(marker, |s| s.contains(marker));
         assert!(!self.alternate_on(), "still on the alternate screen");
         self.run(&["send-keys", "-t", "e2e", "clear", "Enter"]);
@@ -658,7 +658,7 @@ fn end_to_end_sigterm_and_panic_restore_the_terminal() {
 }
 
 /// The line of the screen that starts with `prefix` (trimmed), if any.
-fn line_with<'a>(screen: &'a str, prefix: &str) -> Option<&'a str> {
+pub fn line_with<'a>(screen: &'a str, prefix: &str) -> Option<&'a str> {
     screen
         .lines()
         .map(str::trim_start)

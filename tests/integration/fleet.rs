@@ -364,3 +364,134 @@ fn pick_chooses_node_gpu_pairs_across_the_fleet() {
     assert_eq!(j["chosen"][0]["id"], "0");
     assert_eq!(j["unread"][0]["node"], "gone");
 }
+
+/// A server that answers by path: `routes` maps a request path to its whole response, 404
+/// otherwise; its address.
+fn routed_server(routes: Vec<(&'static str, Vec<u8>)>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr").to_string();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut stream = stream;
+            let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
+            let mut buf = [0u8; 4096];
+            let n = stream.read(&mut buf).unwrap_or(0);
+            let head = String::from_utf8_lossy(&buf[..n]).into_owned();
+            let path = head.split_whitespace().nth(1).unwrap_or("");
+            let r = routes
+                .iter()
+                .find(|(p, _)| *p == path)
+                .map_or_else(|| http("404 Not Found", b"not found\n"), |(_, r)| r.clone());
+            let _ = stream.write_all(&r);
+        }
+    });
+    addr
+}
+
+/// The fleet view on a real terminal (tmux): a row per node with its state (a stalled GPU, a
+/// node that never answers, a node whose gpumon predates `/api/v1/summary`), a filter, Enter
+/// into a node's own dashboard fed by that node, Esc back, and `q` at once while a node
+/// hangs; the terminal restored.
+#[test]
+fn the_fleet_view_opens_a_node_goes_back_and_quits_while_one_hangs() {
+    use crate::dashboard::{line_with, Tmux};
+    // A real process stands for alpha's GPU process, so that its user is known.
+    let mut sleeper = std::process::Command::new("sleep")
+        .arg("300")
+        .spawn()
+        .expect("sleep");
+    let alpha_scn = scenario(&format!(
+        r#"{{"version":1,"devices":[
+  {{"name":"Fake H100","memory_total_mib":81559,"memory_reserved_mib":529,"utilization_gpu":77,
+   "processes":[{{"pid":{},"memory_mib":30000}}]}}]}}"#,
+        sleeper.id()
+    ));
+    let hung = scenario(HUNG);
+    let (_a, a) = serve(&alpha_scn, "0", &["--process-labels", "user"]);
+    let (_b, b) = serve(&hung, "0", &[]);
+    let silent = fake_server(None);
+    // An older gpumon: no summary, only the whole sample (alpha's, taken once).
+    let (_, code, body) = crate::serve::curl(&[&format!("http://{a}/api/v1/sample")]);
+    assert_eq!(code, 200, "{body}");
+    let old = routed_server(vec![("/api/v1/sample", http("200 OK", body.as_bytes()))]);
+    // The summary is what the rows need, a few hundred bytes.
+    let (_, code, summary) = crate::serve::curl(&[&format!("http://{a}/api/v1/summary")]);
+    assert_eq!(code, 200, "{summary}");
+    let j: Value = serde_json::from_str(&summary).expect("summary");
+    assert_eq!(j["gpus"][0]["used_bytes"], 30000 * MIB, "{j}");
+    assert_eq!(j["gpus"][0]["busy_bytes"], 30000 * MIB, "{j}");
+    assert!(summary.len() < 1024, "{summary}");
+    std::thread::sleep(Duration::from_secs(2));
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("nodes.txt");
+    std::fs::write(
+        &file,
+        format!("alpha {a}\nbeta {b}\nsilent {silent}\nold {old}\n"),
+    )
+    .expect("write");
+    let tmux = Tmux::new(
+        150,
+        30,
+        &[("PS1", "$ ".into()), ("RUST_BACKTRACE", "0".into())],
+    );
+    let bin = env!("CARGO_BIN_EXE_gpumon");
+    tmux.type_line(&format!(
+        "{bin} --timeout 1s --interval 1s --remote-file {}; echo FLEET=$((40+2))",
+        file.display()
+    ));
+    let screen = tmux.wait_for("every row", |s| {
+        line_with(s, "alpha").is_some_and(|l| l.contains(" ok "))
+            && line_with(s, "beta").is_some_and(|l| l.contains("1 stalled"))
+            && line_with(s, "silent").is_some_and(|l| l.contains("no answer within 1s"))
+            && line_with(s, "old").is_some_and(|l| l.contains(" ok "))
+    });
+    assert!(screen.contains("4 nodes (1 not read) · 4 GPUs"), "{screen}");
+    let user = std::env::var("USER").unwrap_or_else(|_| "root".into());
+    let alpha = line_with(&screen, "alpha").unwrap_or_default();
+    assert!(
+        alpha.contains("29.3 GiB/79.6 GiB") && alpha.contains(&format!("{user} 29.3 GiB")),
+        "{screen}"
+    );
+    // The old node's row, made here from its whole sample, says the same.
+    assert!(
+        line_with(&screen, "old").is_some_and(|l| l.contains("29.3 GiB/79.6 GiB")),
+        "{screen}"
+    );
+    // A filter: nodes with a GPU of 45 GiB free (alpha and old: 50 GiB; beta's A100s less).
+    tmux.run(&["send-keys", "-t", "e2e", "/"]);
+    tmux.wait_for("the filter prompt", |s| s.contains("filter: ▏"));
+    tmux.run(&["send-keys", "-t", "e2e", "-l", "free>=45G"]);
+    tmux.run(&["send-keys", "-t", "e2e", "Enter"]);
+    let screen = tmux.wait_for("the filter", |s| {
+        line_with(s, "beta").is_none() && line_with(s, "silent").is_none()
+    });
+    assert!(line_with(&screen, "alpha").is_some(), "{screen}");
+    tmux.run(&["send-keys", "-t", "e2e", "Escape"]);
+    tmux.wait_for("the filter cleared", |s| line_with(s, "beta").is_some());
+    // Into alpha: its own dashboard, fed by alpha.
+    tmux.run(&["send-keys", "-t", "e2e", "Enter"]);
+    let screen = tmux.wait_for("alpha's dashboard", |s| {
+        s.contains("alpha  Esc: the fleet") && s.contains("[0] Fake H100")
+    });
+    assert!(
+        screen.contains(&format!("  {} ", sleeper.id())),
+        "alpha's process: {screen}"
+    );
+    // Its pids are alpha's: no signal from here.
+    tmux.run(&["send-keys", "-t", "e2e", "k"]);
+    tmux.wait_for("the refusal", |s| s.contains("this process runs on alpha"));
+    tmux.run(&["send-keys", "-t", "e2e", "Escape"]);
+    tmux.run(&["send-keys", "-t", "e2e", "Escape"]);
+    tmux.wait_for("the fleet again", |s| s.contains("gpumon fleet"));
+    // Down to the silent node and into it: said not read, and q quits at once.
+    tmux.run(&["send-keys", "-t", "e2e", "Down", "Down", "Enter"]);
+    tmux.wait_for("silent's dashboard", |s| {
+        s.contains("silent  Esc: the fleet") && s.contains("not read: no answer within 1s")
+    });
+    let start = Instant::now();
+    tmux.run(&["send-keys", "-t", "e2e", "q"]);
+    tmux.assert_restored("FLEET=42");
+    assert!(start.elapsed() < Duration::from_secs(10));
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+}

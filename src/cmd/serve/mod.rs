@@ -76,6 +76,8 @@ struct Exposition {
     openmetrics: OnceLock<Bytes>,
     /// `once --json` of the sample.
     json: OnceLock<Bytes>,
+    /// What a fleet row shows of it (`/api/v1/summary`).
+    summary: OnceLock<Bytes>,
 }
 
 const EOF: &str = "# EOF\n";
@@ -106,6 +108,15 @@ impl Exposition {
             Bytes::from(
                 crate::text::to_json_vec(&crate::view::once::to_json(&sample)).unwrap_or_default(),
             )
+        })
+    }
+
+    fn summary(&self) -> &Bytes {
+        self.summary.get_or_init(|| {
+            // Who the top user is only where process labels are shown at all.
+            let sample = metrics::redact(&self.sample, self.options.process_labels);
+            let summary = crate::model::fleet::NodeSummary::of(&sample);
+            Bytes::from(serde_json::to_vec(&summary).unwrap_or_default())
         })
     }
 }
@@ -293,6 +304,7 @@ async fn publish(
             at: Instant::now(),
             openmetrics: OnceLock::new(),
             json: OnceLock::new(),
+            summary: OnceLock::new(),
         };
         if tx.send(Some(Arc::new(exposition))).is_err() {
             return;
@@ -567,6 +579,14 @@ async fn route(
                 "no sample yet\n",
             ),
         },
+        "/api/v1/summary" => match latest {
+            Some(e) => respond(StatusCode::OK, "application/json", e.summary().clone()),
+            None => respond(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "text/plain; charset=utf-8",
+                "no sample yet\n",
+            ),
+        },
         "/healthz" => match latest {
             Some(e) if e.at.elapsed() <= state.stale_after => {
                 respond(StatusCode::OK, "text/plain; charset=utf-8", "ok\n")
@@ -591,12 +611,13 @@ async fn route(
             "gpumon serve: GPU memory, explained, for Prometheus.\n\n\
              /metrics         Prometheus text (OpenMetrics when asked for)\n\
              /api/v1/sample   the latest sample as JSON (the `gpumon once --json` schema)\n\
+             /api/v1/summary  what the fleet view shows of it: per GPU memory, state, util\n\
              /healthz         ok while the sampler runs\n",
         ),
         _ => respond(
             StatusCode::NOT_FOUND,
             "text/plain; charset=utf-8",
-            "not found: try /metrics, /api/v1/sample or /healthz\n",
+            "not found: try /metrics, /api/v1/sample, /api/v1/summary or /healthz\n",
         ),
     }
 }
