@@ -22,9 +22,10 @@ fn cpu_children() -> Duration {
     tv(u.ru_utime) + tv(u.ru_stime)
 }
 
-/// Listeners on `n` free ports of 127.0.0.1 answering every request with `body` (and one that
-/// never answers, when `silent`), served on a thread of their own; their addresses.
-fn fixture(n: usize, body: Vec<u8>, silent: bool) -> Vec<String> {
+/// Listeners on `n` free ports of 127.0.0.1 answering `/api/v1/summary` with `summary` (a 404
+/// when `None`: a gpumon older than the summary) and every other request with `body` (and one
+/// that never answers, when `silent`), served on a thread of their own; their addresses.
+fn fixture(n: usize, body: Vec<u8>, summary: Option<Vec<u8>>, silent: bool) -> Vec<String> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -32,17 +33,24 @@ fn fixture(n: usize, body: Vec<u8>, silent: bool) -> Vec<String> {
             .build()
             .expect("runtime");
         rt.block_on(async move {
-            let response = std::sync::Arc::new(
+            let answer = |status: &str, body: Vec<u8>| {
                 [
                     format!(
-                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
                         body.len()
                     )
                     .into_bytes(),
                     body,
                 ]
-                .concat(),
-            );
+                .concat()
+            };
+            let response = std::sync::Arc::new((
+                answer("200 OK", body),
+                match summary {
+                    Some(s) => answer("200 OK", s),
+                    None => answer("404 Not Found", b"not found".to_vec()),
+                },
+            ));
             let mut addrs = Vec::new();
             for i in 0..n + usize::from(silent) {
                 let l = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -68,7 +76,12 @@ fn fixture(n: usize, body: Vec<u8>, silent: bool) -> Vec<String> {
                                     Ok(k) => seen.extend_from_slice(&buf[..k]),
                                 }
                             }
-                            let _ = s.write_all(&response).await;
+                            let r = if seen.starts_with(b"GET /api/v1/summary ") {
+                                &response.1
+                            } else {
+                                &response.0
+                            };
+                            let _ = s.write_all(r).await;
                         });
                     }
                 });
@@ -102,7 +115,12 @@ fn main() {
         "a node's sample: {} KiB ({GPUS} GPUs × {PROCS} processes)",
         body.len() / 1024
     );
-    let addrs = fixture(1000, body, true);
+    let sample: gpumon::model::Sample = serde_json::from_slice(&body).expect("sample");
+    let summary =
+        serde_json::to_vec(&gpumon::model::fleet::NodeSummary::of(&sample)).expect("summary");
+    println!("its summary: {} bytes", summary.len());
+    fleet_view(&bin, &body, &summary);
+    let addrs = fixture(1000, body, Some(summary), true);
     let dir = tempfile::tempdir().expect("dir");
     for (label, nodes) in [
         ("256 nodes", &addrs[..256]),
@@ -140,4 +158,127 @@ fn main() {
             mem.rss as f64 / 1024.0
         );
     }
+}
+
+fn tmux(socket: &str, args: &[&str]) -> String {
+    let out = Command::new("tmux")
+        .arg("-L")
+        .arg(socket)
+        .args(args)
+        .output()
+        .expect("tmux");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// utime + stime in clock ticks (10 ms), from /proc/PID/stat.
+fn cpu_ticks(pid: &str) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let Some(close) = stat.rfind(')') else {
+        return 0;
+    };
+    let f: Vec<&str> = stat[close + 2..].split_whitespace().collect();
+    f.get(11).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
+        + f.get(12).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
+}
+
+/// The fleet view (`gpumon --remote-file`, 200×50 tmux pane) on 256 nodes refreshed every 2 s:
+/// its CPU share over a minute after a 10 s warm-up and its memory, reading summaries, and
+/// again with nodes that have no summary (an older gpumon: every sample read whole). Then
+/// 1,000 nodes plus one that never answers: the time until every answering node has a row.
+fn fleet_view(bin: &str, body: &[u8], summary: &[u8]) {
+    let secs: u64 = std::env::var("GPUMON_BENCH_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(60);
+    let socket = format!("gpumon-fleet-bench-{}", std::process::id());
+    let dir = tempfile::tempdir().expect("dir");
+    for (label, with_summary) in [("summaries", true), ("whole samples (no summary)", false)] {
+        let addrs = fixture(
+            256,
+            body.to_vec(),
+            with_summary.then(|| summary.to_vec()),
+            false,
+        );
+        let file = dir.path().join("fleet.txt");
+        let mut f = std::fs::File::create(&file).expect("file");
+        for (i, a) in addrs.iter().enumerate() {
+            writeln!(f, "node{i:03} {a}").expect("write");
+        }
+        drop(f);
+        let session = "fleet";
+        tmux(
+            &socket,
+            &[
+                "new-session",
+                "-d",
+                "-s",
+                session,
+                "-x",
+                "200",
+                "-y",
+                "50",
+                &format!("exec {bin} --remote-file {}", file.display()),
+            ],
+        );
+        std::thread::sleep(Duration::from_secs(2));
+        let pid = tmux(&socket, &["display", "-p", "-t", session, "#{pane_pid}"])
+            .trim()
+            .to_owned();
+        std::thread::sleep(Duration::from_secs(8));
+        let screen = tmux(&socket, &["capture-pane", "-p", "-t", session]);
+        assert!(screen.contains("256 nodes · 2048 GPUs"), "{screen}");
+        let t0 = cpu_ticks(&pid);
+        let mut peak_anon = 0;
+        for _ in 0..secs {
+            std::thread::sleep(Duration::from_secs(1));
+            if let Some(m) = common::memory(pid.parse().unwrap_or(0)) {
+                peak_anon = peak_anon.max(m.anon);
+            }
+        }
+        let cpu = (cpu_ticks(&pid) - t0) as f64 / 100.0;
+        let mem = common::memory(pid.parse().unwrap_or(0)).unwrap_or_default();
+        println!(
+            "fleet view, 256 nodes × {GPUS} GPUs every 2 s, {label}: {:.2}% of a core over {secs} s, \
+             {mem}, peak anonymous {:.2} MiB",
+            cpu / secs as f64 * 100.0,
+            peak_anon as f64 / 1024.0
+        );
+        tmux(&socket, &["kill-server"]);
+    }
+    // 1,000 nodes and a silent one: every answering row in, the silent one still waited on.
+    let addrs = fixture(1000, body.to_vec(), Some(summary.to_vec()), true);
+    let file = dir.path().join("fleet.txt");
+    let mut f = std::fs::File::create(&file).expect("file");
+    for (i, a) in addrs.iter().enumerate() {
+        writeln!(f, "node{i:04} {a}").expect("write");
+    }
+    drop(f);
+    let start = std::time::Instant::now();
+    tmux(
+        &socket,
+        &[
+            "new-session",
+            "-d",
+            "-s",
+            "big",
+            "-x",
+            "200",
+            "-y",
+            "50",
+            &format!("exec {bin} --timeout 10s --remote-file {}", file.display()),
+        ],
+    );
+    loop {
+        let screen = tmux(&socket, &["capture-pane", "-p", "-t", "big"]);
+        if screen.contains("1001 nodes (1 not read) · 8000 GPUs") {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "{screen}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    println!(
+        "fleet view, 1,000 nodes + 1 silent (deadline 10 s): every answering row on screen after {:.0} ms",
+        start.elapsed().as_secs_f64() * 1e3
+    );
+    tmux(&socket, &["kill-server"]);
 }
