@@ -41,7 +41,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             && io::stdin().is_terminal()
             && !crate::text::dumb_terminal() =>
         {
-            if cli.remote.is_empty() && cli.remote_file.is_none() {
+            if cli.remote.is_empty() && cli.remote_file.is_none() && cli.prometheus.is_none() {
                 cmd::dashboard::run(&cli.common(None, None))
             } else {
                 cmd::dashboard::fleet(&cli.common(None, None), &fleet_args(&cli))
@@ -64,6 +64,8 @@ fn fleet_args(cli: &Cli) -> OnceArgs {
         remote: cli.remote.clone(),
         remote_file: cli.remote_file.clone(),
         remote_config: cli.remote_config.clone(),
+        prometheus: cli.prometheus.clone(),
+        selector: cli.selector.clone(),
         ..OnceArgs::default()
     }
 }

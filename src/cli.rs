@@ -75,6 +75,17 @@ pub struct Cli {
     /// The fleet view's nodes, one a line: [NAME] HOST:PORT (`#` starts a comment)
     #[arg(long, value_name = "FILE", conflicts_with_all = ["demo", "scenario", "record"])]
     pub remote_file: Option<PathBuf>,
+    /// The fleet view from a Prometheus that scrapes gpumon serve or dcgm-exporter:
+    /// http[s]://[user:password@]HOST:PORT[/PREFIX], one query a refresh
+    #[arg(
+        long,
+        value_name = "URL",
+        conflicts_with_all = ["demo", "scenario", "record", "remote", "remote_file"]
+    )]
+    pub prometheus: Option<String>,
+    /// With --prometheus: only the series matching these labels: '{job="gpumon"}'
+    #[arg(long, value_name = "SELECTOR", requires = "prometheus")]
+    pub selector: Option<String>,
     /// How to reach the fleet's nodes: YAML with tls_config (ca_file, server_name) and
     /// basic_auth (username, password or password_file), as serve's web config file has
     #[arg(long, value_name = "FILE")]
@@ -658,6 +669,16 @@ pub struct OnceArgs {
     /// The nodes to read, one a line: [NAME] HOST:PORT (`#` starts a comment)
     #[arg(long, value_name = "FILE", conflicts_with_all = ["replay", "by"])]
     pub remote_file: Option<PathBuf>,
+
+    /// Read the fleet from a Prometheus that scrapes gpumon serve or dcgm-exporter instead:
+    /// http[s]://[user:password@]HOST:PORT[/PREFIX]; a summary per node (schema:
+    /// docs/schema/prometheus.schema.json with --json)
+    #[arg(long, value_name = "URL", conflicts_with_all = ["replay", "by", "remote", "remote_file"])]
+    pub prometheus: Option<String>,
+
+    /// With --prometheus: only the series matching these labels: '{job="gpumon"}'
+    #[arg(long, value_name = "SELECTOR", requires = "prometheus")]
+    pub selector: Option<String>,
 
     /// How to reach the nodes: YAML with tls_config (ca_file, server_name) for https:// nodes
     /// and basic_auth (username, password or password_file), as serve's web config file has

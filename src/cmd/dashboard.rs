@@ -64,17 +64,28 @@ pub fn run(common: &Common) -> anyhow::Result<ExitCode> {
 /// `gpumon --remote …`: the fleet view, every node read every `--interval` (2 s unless given)
 /// within `--timeout` (2 s unless given).
 pub fn fleet(common: &Common, args: &crate::cli::OnceArgs) -> anyhow::Result<ExitCode> {
-    let (endpoints, client) = match crate::collect::remote::endpoints(
-        &args.remote,
-        args.remote_file.as_deref(),
-        args.remote_config.as_deref(),
-    ) {
-        Ok(e) => e,
-        Err(e) => return Ok(usage_error(e)),
+    use crate::tui::fleet::Nodes;
+    let (nodes, client) = match &args.prometheus {
+        Some(url) => match crate::collect::prometheus::open(
+            url,
+            args.selector.as_deref(),
+            args.remote_config.as_deref(),
+        ) {
+            Ok((source, client)) => (Nodes::Prometheus(source), client),
+            Err(e) => return Ok(usage_error(e)),
+        },
+        None => match crate::collect::remote::endpoints(
+            &args.remote,
+            args.remote_file.as_deref(),
+            args.remote_config.as_deref(),
+        ) {
+            Ok((eps, client)) => (Nodes::Listed(eps), client),
+            Err(e) => return Ok(usage_error(e)),
+        },
     };
     let deadline = common.timeout.unwrap_or(crate::collect::remote::DEADLINE);
     let interval = common.interval_given.unwrap_or(FLEET_INTERVAL);
-    let start = Start::Fleet(endpoints, client, deadline);
+    let start = Start::Fleet(nodes, client, deadline);
     match crate::tui::run(start, interval, common.history, common.idle_after, None)? {
         Some(e) => Ok(usage_error(e)),
         None => Ok(ExitCode::SUCCESS),

@@ -13,6 +13,9 @@ pub fn run(common: &Common, args: &OnceArgs) -> anyhow::Result<ExitCode> {
     if !args.remote.is_empty() || args.remote_file.is_some() {
         return fleet(common, args);
     }
+    if let Some(url) = &args.prometheus {
+        return prometheus(common, args, url);
+    }
     if let Some(path) = &args.replay {
         let reader = match crate::collect::recording::Reader::open(path) {
             Ok(r) => r,
@@ -153,6 +156,41 @@ fn fleet(common: &Common, args: &OnceArgs) -> anyhow::Result<ExitCode> {
     }
     out.flush()?;
     Ok(if nodes.iter().all(|n| n.sample.is_some()) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// `once --prometheus`: the fleet as a Prometheus has it, a summary per node. Exit status 0
+/// when every node is up, 1 when some are down, 2 when the Prometheus could not be read.
+fn prometheus(common: &Common, args: &OnceArgs, url: &str) -> anyhow::Result<ExitCode> {
+    use crate::collect::prometheus;
+    let (source, client) =
+        match prometheus::open(url, args.selector.as_deref(), args.remote_config.as_deref()) {
+            Ok(s) => s,
+            Err(e) => return Ok(usage_error(e)),
+        };
+    let deadline = common.timeout.unwrap_or(crate::collect::remote::DEADLINE);
+    let nodes = match prometheus::read_once(&source, &client, deadline) {
+        Ok(n) => n,
+        Err(e) => return Ok(usage_error(e)),
+    };
+    let mut out = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
+    if args.json {
+        let json = crate::view::fleet::PrometheusJson {
+            timestamp: std::time::SystemTime::now(),
+            query: &source.query(),
+            nodes: &nodes,
+        };
+        crate::text::write_json_pretty(&mut out, &json)?;
+        out.write_all(b"\n")?;
+    } else {
+        let text = crate::view::fleet::render_summaries(&nodes, Paint::for_stdout());
+        out.write_all(text.as_bytes())?;
+    }
+    out.flush()?;
+    Ok(if nodes.iter().all(|n| n.2.is_none()) {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)

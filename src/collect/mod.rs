@@ -12,6 +12,7 @@ pub mod host;
 pub mod kubelet;
 pub mod owner;
 pub mod probe;
+pub mod prometheus;
 pub mod queue;
 pub mod readers;
 pub mod recording;

@@ -411,7 +411,7 @@ async fn fetch(ep: &Endpoint, client: &Client) -> Result<Sample, String> {
 }
 
 /// A GET of `path` on one node, over TLS for an `https://` node: the status and the body.
-async fn request(
+pub async fn request(
     ep: &Endpoint,
     client: &Client,
     path: &str,
@@ -479,7 +479,7 @@ where
 }
 
 /// The body of a 200, or what another status means.
-fn answer(status: StatusCode, body: Bytes) -> Result<Bytes, String> {
+pub fn answer(status: StatusCode, body: Bytes) -> Result<Bytes, String> {
     match status {
         StatusCode::OK => Ok(body),
         StatusCode::UNAUTHORIZED => {

@@ -310,6 +310,7 @@ impl App {
         let Some(view) = self.fleet.as_mut() else {
             return Action::None;
         };
+        view.take(frame.new_rows, frame.source_error);
         view.update(frame.updates);
         if let Some((i, result)) = frame.opened {
             if view.open == Some(i) {

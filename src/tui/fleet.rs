@@ -32,6 +32,19 @@ pub struct Frame {
     pub updates: Vec<(usize, Result<NodeSummary, String>, Duration)>,
     /// The open node's whole sample, when it came: the node's place and the answer.
     pub opened: Option<(usize, Result<Sample, String>)>,
+    /// Nodes seen for the first time (from a Prometheus), to be added after the rows there
+    /// are, before `updates` is read: their names and addresses.
+    pub new_rows: Vec<(String, String)>,
+    /// The Prometheus could not be read this time (`None` when it was, or for listed nodes).
+    pub source_error: Option<String>,
+}
+
+/// Where the fleet's rows come from.
+pub enum Nodes {
+    /// These nodes' `gpumon serve`.
+    Listed(Vec<Endpoint>),
+    /// A Prometheus: its scrape targets.
+    Prometheus(crate::collect::prometheus::Source),
 }
 
 /// The longest filter kept, in bytes.
@@ -43,7 +56,7 @@ const FLUSH: Duration = Duration::from_millis(100);
 /// Starts the poller: every `interval` (as it changes), every node's summary within
 /// `deadline`, and the open node's (`open`) whole sample.
 pub fn spawn(
-    endpoints: Vec<Endpoint>,
+    nodes: Nodes,
     client: Client,
     interval: watch::Receiver<Duration>,
     deadline: Duration,
@@ -61,11 +74,22 @@ pub fn spawn(
                 return;
             };
             rt.block_on(async move {
-                let endpoints = Arc::new(endpoints);
+                let mut known: Vec<String> = Vec::new();
+                let listed = match &nodes {
+                    Nodes::Listed(eps) => Arc::new(eps.clone()),
+                    Nodes::Prometheus(_) => Arc::new(Vec::new()),
+                };
                 loop {
                     let started = tokio::time::Instant::now();
                     let opened = *open.borrow_and_update();
-                    if !round(&endpoints, &client, deadline, opened, &tx).await {
+                    let more = match &nodes {
+                        Nodes::Listed(_) => round(&listed, &client, deadline, opened, &tx).await,
+                        Nodes::Prometheus(source) => {
+                            prometheus_round(source, &mut known, &client, deadline, opened, &tx)
+                                .await
+                        }
+                    };
+                    if !more {
                         return;
                     }
                     let next = started + *interval.borrow();
@@ -120,7 +144,12 @@ async fn round(
             }
             _ = flush.tick() => {
                 if !batch.is_empty() || opened_result.is_some() {
-                    let frame = Frame { updates: std::mem::take(&mut batch), opened: opened_result.take() };
+                    let frame = Frame {
+                        updates: std::mem::take(&mut batch),
+                        opened: opened_result.take(),
+                        new_rows: Vec::new(),
+                        source_error: None,
+                    };
                     if tx.send(frame).await.is_err() {
                         return false;
                     }
@@ -131,11 +160,90 @@ async fn round(
                 while let Ok(update) = early.try_recv() {
                     batch.push(update);
                 }
-                let frame = Frame { updates: batch, opened: opened_result };
+                let frame = Frame {
+                    updates: batch,
+                    opened: opened_result,
+                    new_rows: Vec::new(),
+                    source_error: None,
+                };
                 return tx.send(frame).await.is_ok();
             }
         }
     }
+}
+
+/// One round on a Prometheus: one query for every node (`known` holds the instances seen so
+/// far, in the rows' order), and the open node's sample from its own serve (its instance
+/// address). `false` once the dashboard has gone.
+async fn prometheus_round(
+    source: &crate::collect::prometheus::Source,
+    known: &mut Vec<String>,
+    client: &Client,
+    deadline: Duration,
+    opened: Option<usize>,
+    tx: &mpsc::Sender<Frame>,
+) -> bool {
+    let open_ep = opened.and_then(|i| Some((i, known.get(i)?.clone())));
+    let sample = async {
+        let (i, instance) = open_ep?;
+        let r = match Endpoint::parse(&instance) {
+            Ok(mut ep) => {
+                ep.auth = ep.auth.or_else(|| source.endpoint.auth.clone());
+                fetch_sample(&ep, client, deadline).await
+            }
+            Err(e) => Err(format!("its instance is not a gpumon serve address: {e}")),
+        };
+        Some((i, r))
+    };
+    let (answer, opened) = tokio::join!(source.read(client, deadline), sample);
+    let started = Instant::now();
+    let mut frame = Frame {
+        updates: Vec::new(),
+        opened,
+        new_rows: Vec::new(),
+        source_error: None,
+    };
+    match answer {
+        Ok(nodes) => {
+            let mut seen = vec![false; known.len()];
+            for (name, instance, down, summary) in nodes {
+                let i = match known.iter().position(|k| *k == instance) {
+                    Some(i) => i,
+                    None => {
+                        known.push(instance.clone());
+                        seen.push(false);
+                        frame.new_rows.push((name, instance));
+                        known.len() - 1
+                    }
+                };
+                seen[i] = true;
+                let r = match down {
+                    Some(e) => Err(e),
+                    None => Ok(summary),
+                };
+                frame.updates.push((i, r, started.elapsed()));
+            }
+            for (i, s) in seen.iter().enumerate() {
+                if !s {
+                    frame.updates.push((
+                        i,
+                        Err("no recent series in Prometheus".into()),
+                        Duration::ZERO,
+                    ));
+                }
+            }
+        }
+        // Every row keeps its last figures, marked; the header says why.
+        Err(e) => {
+            for i in 0..known.len() {
+                frame
+                    .updates
+                    .push((i, Err("Prometheus not read".into()), Duration::ZERO));
+            }
+            frame.source_error = Some(e);
+        }
+    }
+    tx.send(frame).await.is_ok()
 }
 
 /// One node's row: its last good summary, and why it could not be read this time.
@@ -168,6 +276,11 @@ pub struct View {
     pub open_error: Option<String>,
     /// When the open node's last sample came.
     pub open_read_at: Option<Instant>,
+    /// Where the rows come from, for the header: `None` for listed nodes, else the
+    /// Prometheus's address.
+    pub prometheus: Option<String>,
+    /// Why the Prometheus could not be read last time.
+    pub source_error: Option<String>,
 }
 
 /// What a key in the fleet view does.
@@ -197,7 +310,23 @@ impl View {
         }
     }
 
-    /// Takes a frame's summaries; the open node's sample is the caller's.
+    /// Takes a frame's rows and summaries; the open node's sample is the caller's.
+    pub fn take(&mut self, frame_rows: Vec<(String, String)>, source_error: Option<String>) {
+        for (name, address) in frame_rows {
+            self.rows.push(Row {
+                name,
+                address,
+                summary: None,
+                error: None,
+                read_at: None,
+            });
+        }
+        if self.prometheus.is_some() {
+            self.source_error = source_error;
+        }
+    }
+
+    /// Takes a frame's summaries.
     pub fn update(&mut self, updates: Vec<(usize, Result<NodeSummary, String>, Duration)>) {
         let now = Instant::now();
         for (i, r, _) in updates {
@@ -435,6 +564,11 @@ pub fn draw(buf: &mut Buffer, area: Rect, view: &mut View, interval: Duration) {
         Line::from(vec![
             Span::styled("gpumon fleet", theme::header()),
             Span::styled(" │ ", theme::dim()),
+            match (&view.prometheus, &view.source_error) {
+                (Some(p), Some(e)) => Span::styled(format!("{p}: {e} │ "), theme::error()),
+                (Some(p), None) => Span::styled(format!("from {p} │ "), theme::dim()),
+                (None, _) => Span::raw(""),
+            },
             Span::raw(totals(view)),
             Span::styled(" │ ", theme::dim()),
             Span::raw(format!("every {}", humantime::format_duration(interval))),

@@ -237,12 +237,9 @@ pub enum Start {
         std::time::SystemTime,
         String,
     ),
-    /// Other nodes' `gpumon serve`: the fleet's rows, each node within `deadline`.
-    Fleet(
-        Vec<crate::collect::remote::Endpoint>,
-        crate::collect::remote::Client,
-        Duration,
-    ),
+    /// The fleet: other nodes' `gpumon serve`, or a Prometheus's targets, each read within
+    /// `deadline`.
+    Fleet(fleet::Nodes, crate::collect::remote::Client, Duration),
     /// The source is opening; the function makes the sampler once it is open.
     Opening(Opening, Box<dyn FnOnce(Opened) -> Sampler + Send>),
 }
@@ -324,10 +321,16 @@ where
     let mut fleet_view = None;
     let (open_tx, open_rx) = watch::channel(None);
     match start {
-        Start::Fleet(endpoints, client, deadline) => {
-            fleet_view = Some(fleet::View::new(&endpoints));
+        Start::Fleet(nodes, client, deadline) => {
+            fleet_view = Some(match &nodes {
+                fleet::Nodes::Listed(eps) => fleet::View::new(eps),
+                fleet::Nodes::Prometheus(source) => fleet::View {
+                    prometheus: Some(format!("{}:{}", source.endpoint.host, source.endpoint.port)),
+                    ..fleet::View::default()
+                },
+            });
             fleet_frames = Some(fleet::spawn(
-                endpoints,
+                nodes,
                 client,
                 interval_rx.clone(),
                 deadline,

@@ -6,7 +6,9 @@ use std::time::SystemTime;
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 
+use crate::collect::prometheus::PromNode;
 use crate::collect::remote::Node;
+use crate::model::fleet::GpuState;
 use crate::text::Paint;
 use crate::units::fmt_bytes;
 
@@ -122,6 +124,121 @@ pub fn render(nodes: &[Node], paint: Paint, width: usize) -> String {
             (None, None) => {
                 let _ = writeln!(out, "not read");
             }
+        }
+    }
+    out
+}
+
+/// The fleet as a Prometheus has it (`once --prometheus --json`).
+pub struct PrometheusJson<'a> {
+    pub timestamp: SystemTime,
+    /// The query asked.
+    pub query: &'a str,
+    pub nodes: &'a [PromNode],
+}
+
+impl Serialize for PrometheusJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_struct("Fleet", 6)?;
+        m.serialize_field("schema_version", &SCHEMA_VERSION)?;
+        m.serialize_field(
+            "timestamp",
+            &humantime::format_rfc3339_millis(self.timestamp).to_string(),
+        )?;
+        m.serialize_field("source", "prometheus")?;
+        m.serialize_field("query", self.query)?;
+        let down = self.nodes.iter().filter(|n| n.2.is_some()).count();
+        m.serialize_field(
+            "totals",
+            &serde_json::json!({"nodes": self.nodes.len(), "down": down}),
+        )?;
+        let nodes: Vec<serde_json::Value> = self
+            .nodes
+            .iter()
+            .map(|(name, instance, down, summary)| {
+                serde_json::json!({
+                    "name": name,
+                    "instance": instance,
+                    "error": down,
+                    "summary": summary,
+                })
+            })
+            .collect();
+        m.serialize_field("nodes", &nodes)?;
+        m.end()
+    }
+}
+
+/// The fleet as a Prometheus has it, as text: totals, then a line per node (its state,
+/// utilisation, memory, the largest free GPU, its top user) and a line per GPU.
+pub fn render_summaries(nodes: &[PromNode], paint: Paint) -> String {
+    let mut out = String::new();
+    let gpus: usize = nodes.iter().map(|n| n.3.gpus.len()).sum();
+    let (used, total) = nodes.iter().fold((0, 0), |(u, t), n| {
+        let (nu, nt) = n.3.memory();
+        (u + nu, t + nt)
+    });
+    let down = nodes.iter().filter(|n| n.2.is_some()).count();
+    let _ = writeln!(
+        out,
+        "{}",
+        paint.bold(&format!(
+            "{} node{}{}: {gpus} GPU{}, {} of {} used",
+            nodes.len(),
+            if nodes.len() == 1 { "" } else { "s" },
+            if down > 0 {
+                format!(" ({down} down)")
+            } else {
+                String::new()
+            },
+            if gpus == 1 { "" } else { "s" },
+            fmt_bytes(used),
+            fmt_bytes(total),
+        ))
+    );
+    for (name, instance, down, s) in nodes {
+        let name = crate::text::escape(name);
+        let head = format!("── {name} ({}) ──", crate::text::escape(instance));
+        let _ = writeln!(out, "\n{}", paint.bold(&head));
+        if let Some(e) = down {
+            let _ = writeln!(
+                out,
+                "{}",
+                paint.red(&format!("down: {}", crate::text::escape(e)))
+            );
+        }
+        if let Some(t) = &s.top_user {
+            let _ = writeln!(
+                out,
+                "top user {} ({})",
+                crate::text::escape(&t.user),
+                fmt_bytes(t.bytes)
+            );
+        }
+        for g in &s.gpus {
+            let opt = |b: Option<u64>| b.map_or_else(|| "N/A".to_owned(), fmt_bytes);
+            let what = match &g.mig_profile {
+                Some(p) => format!("[{}] MIG {}", g.index, crate::text::escape(p)),
+                None => format!(
+                    "[{}] {}",
+                    g.index,
+                    crate::text::escape(g.name.as_deref().unwrap_or("N/A"))
+                ),
+            };
+            let state = match g.state {
+                GpuState::Ok => String::new(),
+                GpuState::Late | GpuState::Stalled => paint.yellow("  stalled"),
+                GpuState::Failed => paint.red("  lost"),
+            };
+            let _ = writeln!(
+                out,
+                "{what}  {} / {} used, {} free, util {}{state}",
+                opt(g.used_bytes),
+                opt(g.total_bytes),
+                opt(g.free_bytes),
+                g.util_percent
+                    .map_or_else(|| "N/A".to_owned(), |u| format!("{u}%")),
+            );
         }
     }
     out

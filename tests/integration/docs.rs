@@ -1126,6 +1126,8 @@ fn the_json_reference_is_the_schemas() {
     let (estimate, _) = schema("estimate.schema.json");
     let (by, by_v) = schema("by.schema.json");
     let (fleet, _) = schema("fleet.schema.json");
+    let (summary, _) = schema("summary.schema.json");
+    let (prometheus, _) = schema("prometheus.schema.json");
     for who in ["user", "owner"] {
         let out = stdout_json(gpumon().args(["--demo", "once", "--by", who, "--json"]));
         assert_valid(&by_v, &out, &format!("once --by {who} --json"));
@@ -1147,6 +1149,8 @@ fn the_json_reference_is_the_schemas() {
             ("estimate-fields", reference(&estimate), Compare::Exact),
             ("by-fields", reference(&by), Compare::Exact),
             ("fleet-fields", reference(&fleet), Compare::Exact),
+            ("summary-fields", reference(&summary), Compare::Exact),
+            ("prometheus-fields", reference(&prometheus), Compare::Exact),
         ],
     );
 }

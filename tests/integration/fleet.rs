@@ -418,6 +418,8 @@ fn the_fleet_view_opens_a_node_goes_back_and_quits_while_one_hangs() {
     let (_, code, summary) = crate::serve::curl(&[&format!("http://{a}/api/v1/summary")]);
     assert_eq!(code, 200, "{summary}");
     let j: Value = serde_json::from_str(&summary).expect("summary");
+    let (_, schema) = crate::docs::schema_pub("summary.schema.json");
+    crate::docs::assert_valid(&schema, &j, "/api/v1/summary");
     assert_eq!(j["gpus"][0]["used_bytes"], 30000 * MIB, "{j}");
     assert_eq!(j["gpus"][0]["busy_bytes"], 30000 * MIB, "{j}");
     assert!(summary.len() < 1024, "{summary}");
@@ -494,4 +496,152 @@ fn the_fleet_view_opens_a_node_goes_back_and_quits_while_one_hangs() {
     assert!(start.elapsed() < Duration::from_secs(10));
     let _ = sleeper.kill();
     let _ = sleeper.wait();
+}
+
+/// `--prometheus`: a real Prometheus scrapes two `gpumon serve` nodes (one with a hung GPU),
+/// one that is gone, and a node in dcgm-exporter's format; `once --prometheus --json` gives
+/// each node's figures from one query, the dead one down, in its schema. A selector narrows
+/// it; a query Prometheus refuses and a Prometheus that is not there are clear errors.
+#[test]
+fn prometheus_gives_each_nodes_figures_from_gpumon_and_dcgm_exporter_series() {
+    use crate::serve::{free_port, query, Running};
+    use std::process::{Command, Stdio};
+    let (one, hung) = (scenario(ONE), scenario(HUNG));
+    let (_a, a) = serve(&one, "0", &[]);
+    let (_b, b) = serve(&hung, "0", &[]);
+    let (killed, dead) = serve(&one, "0", &[]);
+    drop(killed);
+    let labels = r#"gpu="0",UUID="GPU-5d6b1c2a",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx-7""#;
+    let text = format!(
+        "# TYPE DCGM_FI_DEV_FB_USED gauge\nDCGM_FI_DEV_FB_USED{{{labels}}} 20480\n\
+         # TYPE DCGM_FI_DEV_FB_FREE gauge\nDCGM_FI_DEV_FB_FREE{{{labels}}} 19960\n\
+         # TYPE DCGM_FI_DEV_FB_RESERVED gauge\nDCGM_FI_DEV_FB_RESERVED{{{labels}}} 520\n\
+         # TYPE DCGM_FI_DEV_GPU_UTIL gauge\nDCGM_FI_DEV_GPU_UTIL{{{labels}}} 55\n"
+    );
+    let mut metrics = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/plain; version=0.0.4\r\ncontent-length: {}\r\n\
+         connection: close\r\n\r\n",
+        text.len()
+    )
+    .into_bytes();
+    metrics.extend_from_slice(text.as_bytes());
+    let dcgm = routed_server(vec![("/metrics", metrics)]);
+    let dir = tempfile::tempdir().expect("dir");
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n\
+             scrape_configs:\n  - job_name: gpumon\n    static_configs:\n      - targets: ['{a}', '{b}', '{dead}']\n\
+             \x20 - job_name: dcgm\n    static_configs:\n      - targets: ['{dcgm}']\n"
+        ),
+    )
+    .expect("config");
+    let prom = format!("127.0.0.1:{}", free_port());
+    let _prometheus = Running(
+        Command::new("prometheus")
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("data").display()
+            ))
+            .arg(format!("--web.listen-address={prom}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("prometheus is required for this test (apt-get install prometheus)"),
+    );
+    // Every target scraped, and beta's hung GPU marked stalled by its node.
+    let start = Instant::now();
+    while query(&prom, "count(up)") != Some(4.0)
+        || query(&prom, "sum(up)") != Some(3.0)
+        || query(
+            &prom,
+            &format!("gpumon_gpu_stalled{{instance=\"{b}\",gpu=\"1\"}}"),
+        ) != Some(1.0)
+    {
+        assert!(start.elapsed() < Duration::from_secs(60), "never scraped");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let url = format!("http://{prom}");
+    let out = gpumon()
+        .args(["once", "--json", "--prometheus", &url])
+        .timeout(Duration::from_secs(30))
+        .output()
+        .expect("once --prometheus");
+    assert_eq!(out.status.code(), Some(1), "a target is down");
+    let j: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let (_, schema) = crate::docs::schema_pub("prometheus.schema.json");
+    crate::docs::assert_valid(&schema, &j, "once --prometheus --json");
+    let (_, summary) = crate::docs::schema_pub("summary.schema.json");
+    let node = |name: &str| {
+        j["nodes"]
+            .as_array()
+            .and_then(|n| n.iter().find(|x| x["name"] == name))
+            .unwrap_or_else(|| panic!("{name}: {j}"))
+            .clone()
+    };
+    for n in j["nodes"].as_array().expect("nodes") {
+        crate::docs::assert_valid(&summary, &n["summary"], "a node's summary");
+    }
+    assert_eq!(j["totals"], serde_json::json!({"nodes": 4, "down": 1}));
+    // gpumon's series: exact bytes, the split.
+    let g = &node(&a)["summary"]["gpus"][0];
+    assert_eq!(g["total_bytes"], 81559 * MIB);
+    assert_eq!(g["used_bytes"], 30000 * MIB);
+    assert_eq!(g["reserved_bytes"], 529 * MIB);
+    assert_eq!(g["busy_bytes"], 30000 * MIB);
+    assert_eq!(g["unattributed_bytes"], 0);
+    assert_eq!(g["state"], "ok");
+    assert_eq!(node(&b)["summary"]["gpus"][1]["state"], "stalled");
+    // dcgm-exporter's, in MiB, named by its Hostname; no split, so unknown.
+    let d = node("dgx-7");
+    assert_eq!(d["instance"], dcgm.as_str());
+    let g = &d["summary"]["gpus"][0];
+    assert_eq!(g["used_bytes"], 20480 * MIB);
+    assert_eq!(g["total_bytes"], (20480 + 19960 + 520) * MIB);
+    assert_eq!(g["util_percent"], 55);
+    assert_eq!(g["name"], "NVIDIA A100-SXM4-40GB");
+    assert_eq!(g["busy_bytes"], Value::Null);
+    assert!(node(&dead)["error"]
+        .as_str()
+        .is_some_and(|e| e.contains("up == 0")));
+    // The text form, and a selector.
+    let out = gpumon()
+        .args([
+            "once",
+            "--prometheus",
+            &url,
+            "--selector",
+            r#"{job="dcgm"}"#,
+        ])
+        .output()
+        .expect("once");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.starts_with("1 node: 1 GPU, 20.0 GiB of 40.0 GiB used"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "[0] NVIDIA A100-SXM4-40GB  20.0 GiB / 40.0 GiB used, 19.5 GiB free, util 55%"
+        ),
+        "{text}"
+    );
+    // Errors: a query Prometheus refuses, and no Prometheus there.
+    let out = gpumon()
+        .args(["once", "--prometheus", &url, "--selector", r#"{job=~"("}"#])
+        .output()
+        .expect("once");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("Prometheus: ") && err.contains("400"), "{err}");
+    let nobody = format!("http://127.0.0.1:{}", free_port());
+    let out = gpumon()
+        .args(["once", "--prometheus", &nobody])
+        .output()
+        .expect("once");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot connect"));
 }

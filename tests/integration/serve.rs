@@ -76,7 +76,7 @@ pub fn wait_for(url: &str, what: &str, cond: impl Fn(&str) -> bool) -> String {
     }
 }
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -91,7 +91,7 @@ const TWO_GPUS: &str = r#"{"version":1,"devices":[
    "processes":[{"pid":4700003,"memory_mib":100}]}]}"#;
 
 /// One value of a Prometheus instant query.
-fn query(prom: &str, q: &str) -> Option<f64> {
+pub fn query(prom: &str, q: &str) -> Option<f64> {
     let (_, code, body) = curl(&[
         "--get",
         "--data-urlencode",
