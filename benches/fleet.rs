@@ -26,6 +26,17 @@ fn cpu_children() -> Duration {
 /// when `None`: a gpumon older than the summary) and every other request with `body` (and one
 /// that never answers, when `silent`), served on a thread of their own; their addresses.
 fn fixture(n: usize, body: Vec<u8>, summary: Option<Vec<u8>>, silent: bool) -> Vec<String> {
+    fixture_with(n, body, summary, Vec::new(), silent)
+}
+
+/// As [`fixture`], with `metrics` (Prometheus text) answered at `/metrics`.
+fn fixture_with(
+    n: usize,
+    body: Vec<u8>,
+    summary: Option<Vec<u8>>,
+    metrics: Vec<u8>,
+    silent: bool,
+) -> Vec<String> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -44,12 +55,22 @@ fn fixture(n: usize, body: Vec<u8>, summary: Option<Vec<u8>>, silent: bool) -> V
                 ]
                 .concat()
             };
+            let metrics = [
+                format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/plain; version=0.0.4\r\ncontent-length: {}\r\n\r\n",
+                    metrics.len()
+                )
+                .into_bytes(),
+                metrics,
+            ]
+            .concat();
             let response = std::sync::Arc::new((
                 answer("200 OK", body),
                 match summary {
                     Some(s) => answer("200 OK", s),
                     None => answer("404 Not Found", b"not found".to_vec()),
                 },
+                metrics,
             ));
             let mut addrs = Vec::new();
             for i in 0..n + usize::from(silent) {
@@ -78,6 +99,8 @@ fn fixture(n: usize, body: Vec<u8>, summary: Option<Vec<u8>>, silent: bool) -> V
                             }
                             let r = if seen.starts_with(b"GET /api/v1/summary ") {
                                 &response.1
+                            } else if seen.starts_with(b"GET /metrics ") {
+                                &response.2
                             } else {
                                 &response.0
                             };
@@ -119,7 +142,15 @@ fn main() {
     let summary =
         serde_json::to_vec(&gpumon::model::fleet::NodeSummary::of(&sample)).expect("summary");
     println!("its summary: {} bytes", summary.len());
-    fleet_view(&bin, &body, &summary);
+    if std::env::var_os("GPUMON_BENCH_PROMETHEUS_ONLY").is_none() {
+        fleet_view(&bin, &body, &summary);
+    }
+    if which("prometheus") {
+        from_prometheus(&bin, &lib, &s);
+    }
+    if std::env::var_os("GPUMON_BENCH_PROMETHEUS_ONLY").is_some() {
+        return;
+    }
     let addrs = fixture(1000, body, Some(summary), true);
     let dir = tempfile::tempdir().expect("dir");
     for (label, nodes) in [
@@ -281,4 +312,152 @@ fn fleet_view(bin: &str, body: &[u8], summary: &[u8]) {
         start.elapsed().as_secs_f64() * 1e3
     );
     tmux(&socket, &["kill-server"]);
+}
+
+fn which(tool: &str) -> bool {
+    Command::new(tool).arg("--version").output().is_ok()
+}
+
+/// `--prometheus` against a real Prometheus scraping 256 nodes, each the `/metrics` of a real
+/// `gpumon serve` with 8 GPUs × 40 processes: the query's time in Prometheus, and `once
+/// --prometheus --json` end to end.
+fn from_prometheus(bin: &str, lib: &std::path::Path, scenario: &std::path::Path) {
+    let mut serve = Command::new(bin)
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--process-labels",
+            "user",
+        ])
+        .env("GPUMON_NVML_LIB", lib)
+        .env("FAKE_NVML_SCENARIO", scenario)
+        .env("FAKE_NVML_SPEED", "0")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("serve");
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(serve.stderr.take().expect("stderr")),
+        &mut line,
+    )
+    .expect("serve's address");
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .expect("address")
+        .to_owned();
+    std::thread::sleep(Duration::from_secs(2));
+    let metrics = Command::new("curl")
+        .args(["-s", &format!("http://{addr}/metrics")])
+        .output()
+        .expect("curl")
+        .stdout;
+    let _ = serve.kill();
+    let _ = serve.wait();
+    let series = metrics
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty() && l[0] != b'#')
+        .count();
+    let nodes = 256;
+    let addrs = fixture_with(nodes, Vec::new(), None, metrics, false);
+    let dir = tempfile::tempdir().expect("dir");
+    let config = dir.path().join("prometheus.yml");
+    let targets: Vec<String> = addrs.iter().map(|a| format!("'{a}'")).collect();
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 15s\nscrape_configs:\n  - job_name: gpumon\n    static_configs:\n      - targets: [{}]\n",
+            targets.join(", ")
+        ),
+    )
+    .expect("config");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port();
+    let prom = format!("127.0.0.1:{port}");
+    let mut child = Command::new("prometheus")
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.path().join("data").display()
+        ))
+        .arg(format!("--web.listen-address={prom}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("prometheus");
+    let url = format!("http://{prom}");
+    // Every target scraped once.
+    let start = std::time::Instant::now();
+    loop {
+        let out = Command::new(bin)
+            .args(["once", "--json", "--prometheus", &url])
+            .output()
+            .expect("once");
+        let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        let read = j["nodes"].as_array().map_or(0, |n| {
+            n.iter()
+                .filter(|n| {
+                    n["summary"]["gpus"]
+                        .as_array()
+                        .is_some_and(|g| g.len() == GPUS)
+                })
+                .count()
+        });
+        if read == nodes {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "only {read} nodes scraped"
+        );
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    let mut runs = Vec::new();
+    for _ in 0..7 {
+        let cpu0 = cpu_children();
+        let (status, mem, wall) = run_polled(
+            Command::new(bin)
+                .args(["once", "--json", "--prometheus", &url])
+                .stdout(Stdio::null()),
+        );
+        assert!(status.success());
+        runs.push((wall, cpu_children() - cpu0, mem));
+    }
+    runs.sort_by_key(|r| r.0);
+    let (wall, cpu, mem) = &runs[runs.len() / 2];
+    // Prometheus's own time for the query, from its stats.
+    let q = "{__name__=~\"up|gpumon_gpu_info|gpumon_gpu_up|gpumon_gpu_stalled|gpumon_memory_(total|used|free|reserved|unattributed)_bytes|gpumon_idle_held_bytes|gpumon_gpu_utilization_ratio|gpumon_processes|gpumon_user_memory_bytes|DCGM_FI_DEV_FB_(USED|FREE|RESERVED)|DCGM_FI_DEV_GPU_UTIL\"}";
+    let stats = Command::new("curl")
+        .args([
+            "-s",
+            "--get",
+            "--data-urlencode",
+            &format!("query={q}"),
+            "--data-urlencode",
+            "stats=all",
+            &format!("{url}/api/v1/query"),
+        ])
+        .output()
+        .expect("curl")
+        .stdout;
+    let j: serde_json::Value = serde_json::from_slice(&stats).unwrap_or_default();
+    let timings = &j["data"]["stats"]["timings"];
+    println!(
+        "--prometheus on {nodes} nodes × {GPUS} GPUs ({series} series a node, {} in all): one query a refresh; \
+         Prometheus evaluates it in {:.1} ms ({} series returned); once --prometheus --json {:.0} ms wall (median of 7), \
+         {:.0} ms CPU, peak {:.1} MiB anonymous",
+        series * nodes,
+        timings["evalTotalTime"].as_f64().unwrap_or(f64::NAN) * 1e3,
+        j["data"]["result"].as_array().map_or(0, Vec::len),
+        wall.as_secs_f64() * 1e3,
+        cpu.as_secs_f64() * 1e3,
+        mem.anon as f64 / 1024.0
+    );
+    let _ = child.kill();
+    let _ = child.wait();
 }
