@@ -108,11 +108,10 @@ pub fn open(
     selector: Option<&str>,
     config: Option<&std::path::Path>,
 ) -> Result<(Source, Client), String> {
-    let client = match config {
-        Some(path) => Client::load(path).map_err(|e| format!("--remote-config: {e}"))?,
-        None => Client::default(),
-    };
-    Ok((Source::parse(url, selector)?, client))
+    Ok((
+        Source::parse(url, selector)?,
+        super::remote::client(config)?,
+    ))
 }
 
 /// Reads the fleet once from the Prometheus (on a runtime of its own).
@@ -121,14 +120,7 @@ pub fn read_once(
     client: &Client,
     deadline: Duration,
 ) -> Result<Vec<PromNode>, String> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .enable_time()
-        .build()
-        .map_err(|e| format!("cannot start: {e}"))?;
-    let r = rt.block_on(source.read(client, deadline));
-    rt.shutdown_background();
-    r
+    super::remote::block_on(source.read(client, deadline))?
 }
 
 #[derive(Deserialize)]

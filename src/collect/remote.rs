@@ -368,10 +368,7 @@ pub fn endpoints(
     file: Option<&Path>,
     config: Option<&Path>,
 ) -> Result<(Vec<Endpoint>, Client), String> {
-    let client = match config {
-        Some(path) => Client::load(path).map_err(|e| format!("--remote-config: {e}"))?,
-        None => Client::default(),
-    };
+    let client = client(config)?;
     let mut endpoints = Vec::new();
     for text in list {
         endpoints.push(Endpoint::parse(text).map_err(|e| format!("--remote: {e}"))?);
@@ -394,14 +391,28 @@ pub fn read_nodes(
     deadline: Duration,
 ) -> Result<Vec<Node>, String> {
     let (endpoints, client) = endpoints(list, file, config)?;
+    block_on(fetch_all(&endpoints, &client, deadline))
+}
+
+/// The client `--remote-config FILE` describes (the default one without it). `Err` is a
+/// usage message.
+pub fn client(config: Option<&Path>) -> Result<Client, String> {
+    match config {
+        Some(path) => Client::load(path).map_err(|e| format!("--remote-config: {e}")),
+        None => Ok(Client::default()),
+    }
+}
+
+/// Runs `work` to its end on a runtime of its own (for commands that read once).
+pub fn block_on<T>(work: impl std::future::Future<Output = T>) -> Result<T, String> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .enable_time()
         .build()
         .map_err(|e| format!("cannot start: {e}"))?;
-    let nodes = rt.block_on(fetch_all(&endpoints, &client, deadline));
+    let out = rt.block_on(work);
     rt.shutdown_background();
-    Ok(nodes)
+    Ok(out)
 }
 
 /// One node's `/api/v1/sample`.

@@ -74,14 +74,14 @@ pub enum GpuState {
 }
 
 impl GpuSummary {
-    /// Whether it runs nothing, or only processes at 0% SM.
+    /// Whether it runs nothing, or only processes at 0% SM (a GPU with processes whose
+    /// memory is unknown is not called idle).
     pub fn idle(&self) -> bool {
-        self.state != GpuState::Failed && self.busy_bytes.unwrap_or(0) == 0 && self.split_known()
-    }
-
-    fn split_known(&self) -> bool {
-        // A GPU with processes but no per-process memory known is not called idle.
-        self.processes == 0 || self.busy_bytes.is_some()
+        self.state != GpuState::Failed
+            && match self.busy_bytes {
+                Some(b) => b == 0,
+                None => self.processes == 0,
+            }
     }
 }
 
