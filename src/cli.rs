@@ -76,7 +76,8 @@ pub struct Cli {
     #[arg(long, value_name = "FILE", conflicts_with_all = ["demo", "scenario", "record"])]
     pub remote_file: Option<PathBuf>,
     /// The fleet view from a Prometheus that scrapes gpumon serve or dcgm-exporter:
-    /// http[s]://[user:password@]HOST:PORT[/PREFIX], one query a refresh
+    /// http[s]://[user:password@]HOST:PORT[/PREFIX], one query a refresh; a node opened
+    /// there is read from it too, its history from a range query
     #[arg(
         long,
         value_name = "URL",

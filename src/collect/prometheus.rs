@@ -2,23 +2,49 @@
 //! gpumon's metric family and dcgm-exporter's, grouped by scrape target into the rows the
 //! fleet shows. A fleet that already runs dcgm-exporter works unchanged; gpumon's own series,
 //! where a node has them, add the memory's split and the top user.
+//!
+//! A node opened from the fleet is read from the same Prometheus: one instant query a refresh
+//! for its GPUs and its processes ([`Source::read_node`]), and once, when it is opened, a
+//! range query for the history its charts start with ([`Source::read_history`]).
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
 use serde::Deserialize;
 
 use super::remote::{answer, request, Client, Endpoint};
 use crate::model::fleet::{GpuState, GpuSummary, NodeSummary, TopUser, SUMMARY_VERSION};
+use crate::model::owner::{Owner, OwnerKind};
+use crate::model::{
+    AllocatorStats, Device, Memory, MigDevice, Process, ProcessKind, Sample, Utilization,
+};
 
 const MIB: f64 = 1_048_576.0;
 
-/// The series a refresh reads, by name: one query for all of them.
-const NAMES: &str = "up|gpumon_gpu_info|gpumon_gpu_up|gpumon_gpu_stalled|\
+/// gpumon's series a refresh of the fleet reads, by name.
+const NAMES: &str = "up|gpumon_build_info|gpumon_gpu_info|gpumon_gpu_up|gpumon_gpu_stalled|\
 gpumon_memory_(total|used|free|reserved|unattributed)_bytes|gpumon_idle_held_bytes|\
-gpumon_gpu_utilization_ratio|gpumon_processes|gpumon_user_memory_bytes|\
-DCGM_FI_DEV_FB_(USED|FREE|RESERVED)|DCGM_FI_DEV_GPU_UTIL";
+gpumon_gpu_utilization_ratio|gpumon_processes|gpumon_user_memory_bytes";
+
+/// dcgm-exporter's, read only from targets without gpumon's (a gpumon node exports both).
+const DCGM_NAMES: &str = "DCGM_FI_DEV_FB_(USED|FREE|RESERVED)|DCGM_FI_DEV_GPU_UTIL";
+
+/// What an opened node's view reads each refresh: its GPUs, instances and processes.
+const NODE_NAMES: &str = "gpumon_build_info|gpumon_gpu_info|gpumon_gpu_up|gpumon_gpu_stalled|\
+gpumon_gpu_data_age_seconds|gpumon_memory_(total|used|free|reserved)_bytes|\
+gpumon_gpu_utilization_ratio|gpumon_memory_copy_utilization_ratio|gpumon_temperature_celsius|\
+gpumon_power_watts|gpumon_power_limit_watts|gpumon_fan_ratio|gpumon_process_memory_bytes|\
+gpumon_allocator_(allocated|reserved)(_peak)?_bytes|\
+DCGM_FI_DEV_(FB_USED|FB_FREE|FB_RESERVED|GPU_UTIL|MEM_COPY_UTIL|GPU_TEMP|POWER_USAGE)";
+
+/// What its history is made of: memory used and utilisation, and whether the GPU answered.
+const HISTORY_NAMES: &str = "gpumon_gpu_up|gpumon_gpu_stalled|gpumon_memory_used_bytes|\
+gpumon_gpu_utilization_ratio|DCGM_FI_DEV_FB_USED|DCGM_FI_DEV_GPU_UTIL";
+
+/// The most readings a history query asks for per series: the step grows with the window.
+const HISTORY_POINTS: u64 = 2000;
 
 /// A Prometheus to read, and the series to read there.
 #[derive(Debug, Clone)]
@@ -61,9 +87,14 @@ impl Source {
         })
     }
 
-    /// The PromQL of a refresh.
-    pub fn query(&self) -> String {
-        let mut q = format!("{{__name__=~\"{NAMES}\"");
+    /// `{__name__=~"names",<instance>,<the selector>}`.
+    fn selector(&self, names: &str, instance: Option<&str>) -> String {
+        let mut q = format!("{{__name__=~\"{names}\"");
+        if let Some(i) = instance {
+            q.push_str(",instance=\"");
+            q.push_str(&promql_string(i));
+            q.push('"');
+        }
         if !self.matchers.is_empty() {
             q.push(',');
             q.push_str(&self.matchers);
@@ -72,14 +103,31 @@ impl Source {
         q
     }
 
-    /// Every node Prometheus has, each with why it is down (its target's last scrape failed),
-    /// within `deadline`. `Err`: Prometheus itself could not be read or answered an error.
-    pub async fn read(&self, client: &Client, deadline: Duration) -> Result<Vec<PromNode>, String> {
-        let path = format!(
-            "{}/api/v1/query?query={}",
-            self.prefix,
-            utf8_percent_encode(&self.query(), NON_ALPHANUMERIC)
-        );
+    /// The PromQL of a refresh: gpumon's series, and dcgm-exporter's from the targets that
+    /// have none of gpumon's (a gpumon node exports dcgm-exporter's names too; reading both
+    /// would parse a third more series for nothing).
+    pub fn query(&self) -> String {
+        format!(
+            "{} or ({} unless on(instance) {})",
+            self.selector(NAMES, None),
+            self.selector(DCGM_NAMES, None),
+            self.selector("gpumon_gpu_info", None)
+        )
+    }
+
+    /// The PromQL of an opened node's refresh (`instance`, its scrape target).
+    pub fn node_query(&self, instance: &str) -> String {
+        self.selector(NODE_NAMES, Some(instance))
+    }
+
+    /// GETs `path` (a query) within `deadline`; Prometheus's own error text when it refuses.
+    async fn get(
+        &self,
+        client: &Client,
+        deadline: Duration,
+        path: &str,
+    ) -> Result<Vec<u8>, String> {
+        let path = format!("{}{path}", self.prefix);
         let (status, body) = tokio::time::timeout(deadline, request(&self.endpoint, client, &path))
             .await
             .map_err(|_| {
@@ -97,8 +145,93 @@ impl Source {
                 }
             }
         }
-        nodes(&answer(status, body).map_err(|e| format!("Prometheus: {e}"))?)
+        Ok(answer(status, body)
+            .map_err(|e| format!("Prometheus: {e}"))?
+            .to_vec())
     }
+
+    /// One node (`instance`, its scrape target) as the dashboard shows a GPU host: its GPUs,
+    /// MIG instances and processes, from gpumon's series or dcgm-exporter's.
+    pub async fn read_node(
+        &self,
+        client: &Client,
+        deadline: Duration,
+        instance: &str,
+    ) -> Result<Sample, String> {
+        let q = self.node_query(instance);
+        let body = self
+            .get(
+                client,
+                deadline,
+                &format!("/api/v1/query?query={}", encode(&q)),
+            )
+            .await?;
+        let result = result(&body, "vector")?;
+        let at = result
+            .iter()
+            .filter_map(|s| s.value.as_ref().map(|v| v.0))
+            .fold(None, |m: Option<f64>, t| Some(m.map_or(t, |m| m.max(t))));
+        if result.is_empty() {
+            return Err("no recent series in Prometheus".into());
+        }
+        let series: Vec<(&Labels, f64)> = result
+            .iter()
+            .filter_map(|s| Some((&s.metric, value(s.value.as_ref()?)?)))
+            .collect();
+        Ok(node_sample(instance, at.unwrap_or(0.0), &series))
+    }
+
+    /// One node's memory and utilisation over the `window` before `now`, a sample a step
+    /// (the refresh `interval`, longer for long windows), oldest first: the history its
+    /// charts start with.
+    pub async fn read_history(
+        &self,
+        client: &Client,
+        deadline: Duration,
+        instance: &str,
+        window: Duration,
+        interval: Duration,
+        now: SystemTime,
+    ) -> Result<Vec<Sample>, String> {
+        let end = now
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_err(|_| "the clock is before 1970".to_owned())?
+            .as_secs_f64();
+        let step = interval
+            .as_secs_f64()
+            .max(window.as_secs_f64() / HISTORY_POINTS as f64)
+            .max(0.001);
+        let q = self.selector(HISTORY_NAMES, Some(instance));
+        let path = format!(
+            "/api/v1/query_range?query={}&start={:.3}&end={end:.3}&step={step:.3}",
+            encode(&q),
+            end - window.as_secs_f64(),
+        );
+        let body = self.get(client, deadline, &path).await?;
+        Ok(history(instance, &result(&body, "matrix")?))
+    }
+
+    /// Every node Prometheus has, each with why it is down (its target's last scrape failed),
+    /// within `deadline`. `Err`: Prometheus itself could not be read or answered an error.
+    pub async fn read(&self, client: &Client, deadline: Duration) -> Result<Vec<PromNode>, String> {
+        let path = format!("/api/v1/query?query={}", encode(&self.query()));
+        nodes(&self.get(client, deadline, &path).await?)
+    }
+}
+
+/// A query as a URL's query string value.
+fn encode(q: &str) -> String {
+    utf8_percent_encode(q, NON_ALPHANUMERIC).to_string()
+}
+
+/// A label value inside PromQL's double quotes.
+fn promql_string(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+/// A sample's value; `None` for NaN and the infinities (a gauge never set).
+fn value(v: &(f64, String)) -> Option<f64> {
+    v.1.parse::<f64>().ok().filter(|v| v.is_finite())
 }
 
 /// The Prometheus `--prometheus URL --selector S --remote-config FILE` name, and the client
@@ -139,10 +272,37 @@ struct Data {
     result: Vec<Series>,
 }
 
+type Labels = BTreeMap<String, String>;
+
 #[derive(Deserialize)]
 struct Series {
-    metric: BTreeMap<String, String>,
-    value: (f64, String),
+    metric: Labels,
+    /// An instant query's one value: (unix seconds, the number as text).
+    #[serde(default)]
+    value: Option<(f64, String)>,
+    /// A range query's values.
+    #[serde(default)]
+    values: Vec<(f64, String)>,
+}
+
+/// The series of an answer whose result is a `kind` ("vector", "matrix").
+fn result(body: &[u8], kind: &str) -> Result<Vec<Series>, String> {
+    let r: Response =
+        serde_json::from_slice(body).map_err(|e| format!("Prometheus: not an API answer: {e}"))?;
+    if r.status != "success" {
+        return Err(format!(
+            "Prometheus: {}",
+            r.error.unwrap_or_else(|| r.status.clone())
+        ));
+    }
+    let data = r.data.ok_or("Prometheus: an answer without data")?;
+    if data.result_type != kind {
+        return Err(format!(
+            "Prometheus: a {} where a {kind} was asked for",
+            data.result_type
+        ));
+    }
+    Ok(data.result)
 }
 
 /// What one GPU (or MIG instance) has among the series.
@@ -170,28 +330,13 @@ pub type PromNode = (String, String, Option<String>, NodeSummary);
 
 /// An instant query's answer, grouped by scrape target (`instance`).
 pub fn nodes(body: &[u8]) -> Result<Vec<PromNode>, String> {
-    let r: Response =
-        serde_json::from_slice(body).map_err(|e| format!("Prometheus: not an API answer: {e}"))?;
-    if r.status != "success" {
-        return Err(format!(
-            "Prometheus: {}",
-            r.error.unwrap_or_else(|| r.status.clone())
-        ));
-    }
-    let data = r.data.ok_or("Prometheus: an answer without data")?;
-    if data.result_type != "vector" {
-        return Err(format!(
-            "Prometheus: a {} where a vector was asked for",
-            data.result_type
-        ));
-    }
     let mut by_instance: BTreeMap<String, Node> = BTreeMap::new();
-    for s in data.result {
+    for s in result(body, "vector")? {
         let m = &s.metric;
         let Some(instance) = m.get("instance") else {
             continue;
         };
-        let Ok(v) = s.value.1.parse::<f64>() else {
+        let Some(v) = s.value.as_ref().and_then(value) else {
             continue;
         };
         let name = m.get("__name__").map_or("", String::as_str);
@@ -200,6 +345,8 @@ pub fn nodes(body: &[u8]) -> Result<Vec<PromNode>, String> {
             node.hostname = m.get("Hostname").cloned();
         }
         match name {
+            // Only for its `Hostname`.
+            "gpumon_build_info" => continue,
             "up" => {
                 if v == 0.0 {
                     node.down = Some("its last scrape failed (up == 0)".into());
@@ -334,6 +481,282 @@ fn gpu(index: u32, g: Gpu) -> GpuSummary {
     }
 }
 
+/// A thing's labels (those of the first of its series) and its values by series name.
+type Figures = (Labels, BTreeMap<String, f64>);
+
+/// What one GPU of an opened node has among the series: its own, its MIG instances' and its
+/// processes'.
+#[derive(Default)]
+struct NodeGpu {
+    labels: Labels,
+    values: BTreeMap<String, f64>,
+    /// By GPU instance id.
+    mig: BTreeMap<u32, Figures>,
+    /// By pid (and GPU instance).
+    processes: BTreeMap<(u32, Option<u32>), Figures>,
+}
+
+/// One node at `at` (unix seconds) from its series, as the dashboard shows a host: the
+/// figures gpumon exports where it does, dcgm-exporter's where it does not (MiB become bytes),
+/// unknown (`None`) where neither says.
+fn node_sample(instance: &str, at: f64, series: &[(&Labels, f64)]) -> Sample {
+    let mut gpus: BTreeMap<u32, NodeGpu> = BTreeMap::new();
+    let mut hostname = None;
+    let mut driver = None;
+    for (m, v) in series {
+        let name = m.get("__name__").map_or("", String::as_str);
+        if hostname.is_none() {
+            hostname = m.get("Hostname").cloned();
+        }
+        if driver.is_none() {
+            driver = m
+                .get("driver_version")
+                .or_else(|| m.get("DCGM_FI_DRIVER_VERSION"))
+                .filter(|d| !d.is_empty())
+                .cloned();
+        }
+        let Some(index) = m.get("gpu").and_then(|g| g.parse::<u32>().ok()) else {
+            continue;
+        };
+        let gpu = gpus.entry(index).or_default();
+        let gi = m.get("GPU_I_ID").and_then(|g| g.parse::<u32>().ok());
+        let (labels, values) = if let Some(pid) = m.get("pid").and_then(|p| p.parse().ok()) {
+            let (l, v) = gpu.processes.entry((pid, gi)).or_default();
+            (l, v)
+        } else if let Some(gi) = gi {
+            let (l, v) = gpu.mig.entry(gi).or_default();
+            (l, v)
+        } else {
+            (&mut gpu.labels, &mut gpu.values)
+        };
+        for (k, l) in *m {
+            labels.entry(k.clone()).or_insert_with(|| l.clone());
+        }
+        values.insert(name.to_owned(), *v);
+    }
+    let timestamp = SystemTime::UNIX_EPOCH
+        .checked_add(Duration::from_secs_f64(at.max(0.0)))
+        .unwrap_or(SystemTime::UNIX_EPOCH);
+    Sample {
+        timestamp,
+        hostname: hostname.or_else(|| Some(instance.to_owned())),
+        source: "prometheus",
+        driver_version: driver,
+        cuda_version: None,
+        devices: gpus
+            .into_iter()
+            .map(|(index, g)| node_device(index, g))
+            .collect(),
+        error: None,
+        host: None,
+    }
+}
+
+/// A GPU's figures: gpumon's name first, then dcgm-exporter's (in MiB where `mib`).
+fn figure(values: &BTreeMap<String, f64>, own: &str, dcgm: &str, scale: f64) -> Option<f64> {
+    values
+        .get(own)
+        .map(|v| v * scale)
+        .or_else(|| {
+            let v = values.get(dcgm)?;
+            Some(if dcgm.starts_with("DCGM_FI_DEV_FB_") {
+                v * MIB
+            } else {
+                *v
+            })
+        })
+        .filter(|v| v.is_finite() && *v >= 0.0)
+}
+
+fn memory(values: &BTreeMap<String, f64>) -> Memory {
+    let bytes = |own: &str, dcgm: &str| figure(values, own, dcgm, 1.0).map(|v| v as u64);
+    let used = bytes("gpumon_memory_used_bytes", "DCGM_FI_DEV_FB_USED");
+    let free = bytes("gpumon_memory_free_bytes", "DCGM_FI_DEV_FB_FREE");
+    let reserved = bytes("gpumon_memory_reserved_bytes", "DCGM_FI_DEV_FB_RESERVED");
+    // dcgm-exporter has no total: used + free + reserved is the card's.
+    let total = bytes("gpumon_memory_total_bytes", "")
+        .or_else(|| Some(used? + free? + reserved.unwrap_or(0)));
+    Memory {
+        total_bytes: total,
+        used_bytes: used,
+        free_bytes: free,
+        reserved_bytes: reserved,
+    }
+}
+
+fn utilization(values: &BTreeMap<String, f64>) -> Utilization {
+    let percent = |own: &str, dcgm: &str| {
+        figure(values, own, dcgm, 100.0).map(|v| v.round().min(100.0) as u32)
+    };
+    Utilization {
+        gpu_percent: percent("gpumon_gpu_utilization_ratio", "DCGM_FI_DEV_GPU_UTIL"),
+        memory_percent: percent(
+            "gpumon_memory_copy_utilization_ratio",
+            "DCGM_FI_DEV_MEM_COPY_UTIL",
+        ),
+    }
+}
+
+fn node_device(index: u32, g: NodeGpu) -> Device {
+    let v = &g.values;
+    let label = |k: &str| g.labels.get(k).filter(|l| !l.is_empty()).cloned();
+    let stalled = v.get("gpumon_gpu_stalled") == Some(&1.0);
+    let age = v
+        .get("gpumon_gpu_data_age_seconds")
+        .filter(|a| a.is_finite() && **a >= 0.0);
+    let error = if stalled {
+        Some(match age {
+            Some(a) => format!(
+                "not answering for {} (its node's gpumon says)",
+                crate::units::fmt_age(*a as u64)
+            ),
+            None => "not answering (its node's gpumon says)".to_owned(),
+        })
+    } else if v.get("gpumon_gpu_up") == Some(&0.0) {
+        Some("failed or lost (its node's gpumon says)".to_owned())
+    } else {
+        None
+    };
+    let mig = g
+        .mig
+        .iter()
+        .enumerate()
+        .map(|(slot, (gi, (labels, values)))| MigDevice {
+            index: slot as u32,
+            uuid: labels.get("UUID").cloned(),
+            name: labels
+                .get("modelName")
+                .or_else(|| labels.get("name"))
+                .cloned(),
+            profile: labels.get("GPU_I_PROFILE").cloned(),
+            gpu_instance_id: Some(*gi),
+            compute_instance_id: None,
+            memory: memory(values),
+            utilization: utilization(values),
+            field_errors: BTreeMap::new(),
+        })
+        .collect();
+    let processes = g
+        .processes
+        .into_iter()
+        .map(|((pid, gi), (labels, values))| node_process(pid, gi, &labels, &values))
+        .collect();
+    let failed = error.is_some();
+    Device {
+        index,
+        uuid: label("UUID"),
+        name: label("modelName").or_else(|| label("name")),
+        pci_bus_id: label("pci_bus_id"),
+        // A GPU that failed has no figures: never its last ones as if fresh.
+        memory: if failed { Memory::default() } else { memory(v) },
+        utilization: if failed {
+            Utilization::default()
+        } else {
+            utilization(v)
+        },
+        temperature_c: figure(v, "gpumon_temperature_celsius", "DCGM_FI_DEV_GPU_TEMP", 1.0)
+            .map(|t| t.round() as u32),
+        power_draw_w: figure(v, "gpumon_power_watts", "DCGM_FI_DEV_POWER_USAGE", 1.0),
+        power_limit_w: figure(v, "gpumon_power_limit_watts", "", 1.0),
+        fan_percent: figure(v, "gpumon_fan_ratio", "", 100.0).map(|f| f.round() as u32),
+        processes,
+        error,
+        stalled,
+        data_age_ms: age.map(|a| (a * 1000.0) as u64),
+        mig,
+        ..Device::default()
+    }
+}
+
+fn node_process(
+    pid: u32,
+    gi: Option<u32>,
+    labels: &Labels,
+    values: &BTreeMap<String, f64>,
+) -> Process {
+    let label = |k: &str| labels.get(k).filter(|l| !l.is_empty()).cloned();
+    let bytes = |k: &str| {
+        values
+            .get(k)
+            .filter(|v| v.is_finite() && **v >= 0.0)
+            .map(|v| *v as u64)
+    };
+    let owner = if let Some(pod) = label("pod") {
+        let mut o = Owner::new(OwnerKind::Kubernetes, pod);
+        o.namespace = label("namespace");
+        o.container = label("container");
+        Some(Arc::new(o))
+    } else {
+        label("slurm_job").map(|job| {
+            let mut o = Owner::new(OwnerKind::Slurm, job.clone());
+            o.job = Some(job);
+            Arc::new(o)
+        })
+    };
+    let command = label("command");
+    // Only `gpumon run`'s probe gives the allocator's figures, and it speaks for PyTorch.
+    let allocator = (bytes("gpumon_allocator_allocated_bytes").is_some()
+        || bytes("gpumon_allocator_reserved_bytes").is_some())
+    .then(|| {
+        Box::new(AllocatorStats {
+            framework: "pytorch".into(),
+            framework_version: None,
+            allocated_bytes: bytes("gpumon_allocator_allocated_bytes"),
+            allocated_peak_bytes: bytes("gpumon_allocator_allocated_peak_bytes"),
+            reserved_bytes: bytes("gpumon_allocator_reserved_bytes"),
+            reserved_peak_bytes: bytes("gpumon_allocator_reserved_peak_bytes"),
+            active_bytes: None,
+            inactive_split_bytes: None,
+            num_alloc_retries: None,
+            num_ooms: None,
+            age_ms: 0,
+            run_id: None,
+            steps: None,
+        })
+    });
+    Process {
+        pid,
+        kind: ProcessKind::Compute,
+        gpu_memory_bytes: bytes("gpumon_process_memory_bytes"),
+        name: command
+            .as_deref()
+            .and_then(|c| c.split_whitespace().next())
+            .map(|c| c.rsplit('/').next().unwrap_or(c).to_owned()),
+        user: label("user"),
+        command,
+        cpu_percent: None,
+        host_memory_bytes: None,
+        start_time: None,
+        container: owner.as_ref().map(|o| o.name.clone()),
+        owner,
+        sm_percent: None,
+        mem_bw_percent: None,
+        allocator,
+        state: None,
+        parent_pid: None,
+        gpu_instance_id: gi,
+        compute_instance_id: None,
+    }
+}
+
+/// A range query's series as samples, one per step, oldest first.
+fn history(instance: &str, series: &[Series]) -> Vec<Sample> {
+    // Every series of a range query is evaluated at the same steps: group by time (ms).
+    let mut at: BTreeMap<i64, Vec<(&Labels, f64)>> = BTreeMap::new();
+    for s in series {
+        for v in &s.values {
+            if let Some(x) = value(v) {
+                at.entry((v.0 * 1000.0).round() as i64)
+                    .or_default()
+                    .push((&s.metric, x));
+            }
+        }
+    }
+    at.into_iter()
+        .map(|(ms, series)| node_sample(instance, ms as f64 / 1000.0, &series))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -453,6 +876,169 @@ mod tests {
         assert_eq!(s.top_user.as_ref().map(|t| t.user.as_str()), Some("bob"));
     }
 
+    fn labels(pairs: &[(&str, &str)]) -> Labels {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn an_opened_node_is_a_sample_from_gpumon_series_or_dcgm_exporters() {
+        let g0 = [("gpu", "0"), ("UUID", "GPU-a")];
+        let p = [
+            ("gpu", "0"),
+            ("pid", "4242"),
+            ("user", "alice"),
+            ("command", "/usr/bin/python3 train.py"),
+            ("pod", "trainer-0"),
+            ("namespace", "ml"),
+        ];
+        let dcgm = [
+            ("gpu", "2"),
+            ("modelName", "NVIDIA A100"),
+            ("Hostname", "dgx-7"),
+        ];
+        let mig = [
+            ("gpu", "3"),
+            ("GPU_I_ID", "2"),
+            ("GPU_I_PROFILE", "3g.40gb"),
+        ];
+        let series = [
+            (
+                "gpumon_build_info",
+                labels(&[("driver_version", "550.54.15")]),
+                1.0,
+            ),
+            (
+                "gpumon_gpu_info",
+                labels(&[g0[0], g0[1], ("name", "H100")]),
+                1.0,
+            ),
+            ("gpumon_memory_used_bytes", labels(&g0), (40 * GIB) as f64),
+            ("gpumon_memory_total_bytes", labels(&g0), (80 * GIB) as f64),
+            ("gpumon_gpu_utilization_ratio", labels(&g0), 0.42),
+            ("gpumon_temperature_celsius", labels(&g0), 61.0),
+            // gpumon's figure wins over dcgm-exporter's name for the same GPU.
+            ("DCGM_FI_DEV_FB_USED", labels(&g0), 1.0),
+            ("gpumon_process_memory_bytes", labels(&p), (30 * GIB) as f64),
+            (
+                "gpumon_allocator_allocated_bytes",
+                labels(&p),
+                (20 * GIB) as f64,
+            ),
+            (
+                "gpumon_allocator_reserved_bytes",
+                labels(&p),
+                (26 * GIB) as f64,
+            ),
+            ("gpumon_gpu_up", labels(&[("gpu", "1")]), 0.0),
+            ("gpumon_gpu_stalled", labels(&[("gpu", "1")]), 1.0),
+            ("gpumon_gpu_data_age_seconds", labels(&[("gpu", "1")]), 75.0),
+            ("DCGM_FI_DEV_FB_USED", labels(&dcgm), 1024.0),
+            ("DCGM_FI_DEV_FB_FREE", labels(&dcgm), 3072.0),
+            ("DCGM_FI_DEV_POWER_USAGE", labels(&dcgm), 250.5),
+            ("gpumon_memory_used_bytes", labels(&mig), GIB as f64),
+            ("gpumon_memory_total_bytes", labels(&mig), (40 * GIB) as f64),
+        ];
+        let mut named: Vec<Labels> = Vec::new();
+        for (name, l, _) in &series {
+            let mut l = l.clone();
+            l.insert("__name__".into(), (*name).into());
+            named.push(l);
+        }
+        let pairs: Vec<(&Labels, f64)> = named.iter().zip(&series).map(|(l, s)| (l, s.2)).collect();
+        let s = node_sample("n1:9400", 1_700_000_000.5, &pairs);
+        assert_eq!(s.hostname.as_deref(), Some("dgx-7"));
+        assert_eq!(s.driver_version.as_deref(), Some("550.54.15"));
+        assert_eq!(s.source, "prometheus");
+        let d0 = &s.devices[0];
+        assert_eq!(d0.name.as_deref(), Some("H100"));
+        assert_eq!(d0.memory.used_bytes, Some(40 * GIB));
+        assert_eq!(d0.memory.total_bytes, Some(80 * GIB));
+        assert_eq!(d0.utilization.gpu_percent, Some(42));
+        assert_eq!(d0.temperature_c, Some(61));
+        let p = &d0.processes[0];
+        assert_eq!(p.pid, 4242);
+        assert_eq!(p.gpu_memory_bytes, Some(30 * GIB));
+        assert_eq!(p.user.as_deref(), Some("alice"));
+        assert_eq!(p.name.as_deref(), Some("python3"));
+        let o = p.owner.as_deref().expect("its pod");
+        assert_eq!(
+            (o.name.as_str(), o.namespace.as_deref()),
+            ("trainer-0", Some("ml"))
+        );
+        let a = p.allocator.as_deref().expect("allocator");
+        assert_eq!(a.cached_bytes(), Some(6 * GIB));
+        // Stalled: said, with its age, and no figures.
+        let d1 = &s.devices[1];
+        assert!(d1.stalled);
+        assert!(
+            d1.error.as_deref().is_some_and(|e| e.contains("1m15s")),
+            "{:?}",
+            d1.error
+        );
+        assert_eq!(d1.memory.used_bytes, None);
+        // dcgm-exporter only: MiB to bytes, a total, and what it does not say unknown.
+        let d2 = &s.devices[2];
+        assert_eq!(d2.memory.used_bytes, Some(GIB));
+        assert_eq!(d2.memory.total_bytes, Some(4 * GIB));
+        assert_eq!(d2.power_draw_w, Some(250.5));
+        assert_eq!((d2.utilization.gpu_percent, d2.temperature_c), (None, None));
+        // A MIG instance under its GPU.
+        let m = &s.devices[3].mig[0];
+        assert_eq!(
+            (
+                m.gpu_instance_id,
+                m.profile.as_deref(),
+                m.memory.total_bytes
+            ),
+            (Some(2), Some("3g.40gb"), Some(40 * GIB))
+        );
+        let t = s
+            .timestamp
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .expect("time");
+        assert_eq!(t.as_millis(), 1_700_000_000_500);
+    }
+
+    #[test]
+    fn a_range_query_is_a_sample_a_step_oldest_first() {
+        let body = serde_json::to_vec(&serde_json::json!({
+            "status": "success",
+            "data": {"resultType": "matrix", "result": [
+                {"metric": {"__name__": "gpumon_memory_used_bytes", "gpu": "0"},
+                 "values": [[1000.0, "1"], [1002.0, "2"], [1004.0, "3"]]},
+                {"metric": {"__name__": "gpumon_gpu_utilization_ratio", "gpu": "0"},
+                 "values": [[1002.0, "0.5"], [1004.0, "NaN"]]}
+            ]}
+        }))
+        .expect("json");
+        let h = history("n1:9400", &result(&body, "matrix").expect("matrix"));
+        let used: Vec<_> = h.iter().map(|s| s.devices[0].memory.used_bytes).collect();
+        assert_eq!(used, [Some(1), Some(2), Some(3)]);
+        let util: Vec<_> = h
+            .iter()
+            .map(|s| s.devices[0].utilization.gpu_percent)
+            .collect();
+        assert_eq!(util, [None, Some(50), None], "NaN is unknown");
+        assert!(h.windows(2).all(|w| w[0].timestamp < w[1].timestamp));
+        assert!(result(&body, "vector").is_err());
+    }
+
+    #[test]
+    fn the_fleet_query_reads_dcgm_exporters_names_only_where_gpumons_are_not() {
+        let s = Source::parse("http://prom:9090", Some(r#"{job="gpu"}"#)).expect("ok");
+        let q = s.query();
+        assert!(
+            q.contains(r#"unless on(instance) {__name__=~"gpumon_gpu_info",job="gpu"}"#),
+            "{q}"
+        );
+        assert!(s
+            .selector(NODE_NAMES, Some(r#"a"b\c:1"#))
+            .contains(r#"instance="a\"b\\c:1",job="gpu""#));
+    }
+
     #[test]
     fn errors_and_odd_answers_are_said() {
         assert!(nodes(br#"{"status":"error","error":"parse error"}"#)
@@ -466,7 +1052,7 @@ mod tests {
         );
         let s = Source::parse("http://prom:9090/prom/", Some(r#"{job="gpumon"}"#)).expect("ok");
         assert_eq!(s.prefix, "/prom");
-        assert!(s.query().ends_with(r#",job="gpumon"}"#));
+        assert!(s.query().ends_with(r#",job="gpumon"})"#));
         assert!(Source::parse("prom:9090", Some("job=gpumon")).is_err());
     }
 }

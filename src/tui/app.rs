@@ -312,6 +312,26 @@ impl App {
         };
         view.take(frame.new_rows, frame.source_error);
         view.update(frame.updates);
+        // The past first, then the present: history keeps readings in time order.
+        if let Some((i, result)) = frame.history {
+            if view.open == Some(i) {
+                match result {
+                    Ok(samples) => {
+                        let span = match (samples.first(), samples.last()) {
+                            (Some(a), Some(b)) => {
+                                b.timestamp.duration_since(a.timestamp).unwrap_or_default()
+                            }
+                            _ => Duration::ZERO,
+                        };
+                        view.open_history = Some(Ok(span));
+                        for s in &samples {
+                            self.history.record(s);
+                        }
+                    }
+                    Err(e) => view.open_history = Some(Err(e)),
+                }
+            }
+        }
         if let Some((i, result)) = frame.opened {
             if view.open == Some(i) {
                 match result {
@@ -335,6 +355,7 @@ impl App {
             v.open = Some(i);
             v.open_error = None;
             v.open_read_at = None;
+            v.open_history = None;
         }
     }
 
@@ -1758,5 +1779,58 @@ mod tests {
         assert_eq!(app.on_key(key(KeyCode::Esc)), Action::Redraw);
         assert_eq!(app.mode, Mode::Normal);
         assert!(app.details.is_none());
+    }
+    #[test]
+    fn a_prometheus_nodes_history_comes_before_its_first_reading_and_only_for_it() {
+        let at = |secs: u64, used: u64| Sample {
+            timestamp: SystemTime::UNIX_EPOCH + Duration::from_secs(1_000 + secs),
+            hostname: Some("node".into()),
+            source: "prometheus",
+            driver_version: None,
+            cuda_version: None,
+            devices: vec![Device {
+                memory: crate::model::Memory {
+                    used_bytes: Some(used),
+                    ..Default::default()
+                },
+                ..Device::default()
+            }],
+            error: None,
+            host: None,
+        };
+        let mut app = App::new(Duration::from_secs(2), Duration::from_secs(600));
+        app.fleet = Some(super::super::fleet::View::default());
+        app.on_fleet_frame(super::super::fleet::Frame {
+            new_rows: vec![("a".into(), "a:9400".into()), ("b".into(), "b:9400".into())],
+            ..Default::default()
+        });
+        app.open_node(1);
+        // Another node's history (opened, then left) is not this one's.
+        app.on_fleet_frame(super::super::fleet::Frame {
+            history: Some((0, Ok(vec![at(0, 7)]))),
+            ..Default::default()
+        });
+        assert!(app.history.device(0).is_none_or(|h| h.points.is_empty()));
+        app.on_fleet_frame(super::super::fleet::Frame {
+            history: Some((1, Ok(vec![at(0, 1), at(2, 2), at(4, 3)]))),
+            opened: Some((1, Ok(at(6, 4)))),
+            ..Default::default()
+        });
+        let used: Vec<_> = app
+            .history
+            .device(0)
+            .map(|h| h.points.iter().map(|p| p.used()).collect())
+            .unwrap_or_default();
+        assert_eq!(used, [Some(1), Some(2), Some(3), Some(4)]);
+        let view = app.fleet.as_ref().expect("fleet");
+        assert!(matches!(view.open_history, Some(Ok(d)) if d == Duration::from_secs(4)));
+        // A failed range query is said; the node's readings go on.
+        app.open_node(1);
+        app.on_fleet_frame(super::super::fleet::Frame {
+            history: Some((1, Err("Prometheus: HTTP 503".into()))),
+            ..Default::default()
+        });
+        let view = app.fleet.as_ref().expect("fleet");
+        assert!(matches!(&view.open_history, Some(Err(e)) if e.contains("503")));
     }
 }

@@ -6,6 +6,10 @@
 //! bytes) each interval, each within its deadline, and hands the answers over as they come,
 //! so that a slow or dead node never holds back the rows of the others; the node that is open
 //! is read whole. Parsing happens there, off the thread that draws.
+//!
+//! From a Prometheus, the rows are one query a refresh, and the open node is read from the
+//! same Prometheus: its series each refresh, and its history once, when it is opened, from a
+//! range query (so its charts start with the past, not empty).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -25,13 +29,16 @@ use crate::model::Sample;
 use crate::units::fmt_bytes;
 
 /// What the poller hands over.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Frame {
     /// Nodes read (or failed) since the last frame: their place in the list, the answer and
     /// how long it took.
     pub updates: Vec<(usize, Result<NodeSummary, String>, Duration)>,
     /// The open node's whole sample, when it came: the node's place and the answer.
     pub opened: Option<(usize, Result<Sample, String>)>,
+    /// The open node's history before it was opened (from a Prometheus's range query),
+    /// oldest first: the node's place and the answer. Comes once, with its first sample.
+    pub history: Option<(usize, Result<Vec<Sample>, String>)>,
     /// Nodes seen for the first time (from a Prometheus), to be added after the rows there
     /// are, before `updates` is read: their names and addresses.
     pub new_rows: Vec<(String, String)>,
@@ -54,12 +61,14 @@ const MAX_FILTER: usize = 200;
 const FLUSH: Duration = Duration::from_millis(100);
 
 /// Starts the poller: every `interval` (as it changes), every node's summary within
-/// `deadline`, and the open node's (`open`) whole sample.
+/// `deadline`, and the open node's (`open`) whole sample; from a Prometheus, the open node's
+/// `history` window too, once.
 pub fn spawn(
     nodes: Nodes,
     client: Client,
     interval: watch::Receiver<Duration>,
     deadline: Duration,
+    history: Duration,
     mut open: watch::Receiver<Option<usize>>,
 ) -> mpsc::Receiver<Frame> {
     let (tx, rx) = mpsc::channel(16);
@@ -75,6 +84,8 @@ pub fn spawn(
             };
             rt.block_on(async move {
                 let mut known: Vec<String> = Vec::new();
+                // The node whose history has been read (from a Prometheus).
+                let mut history_of = None;
                 let listed = match &nodes {
                     Nodes::Listed(eps) => Arc::new(eps.clone()),
                     Nodes::Prometheus(_) => Arc::new(Vec::new()),
@@ -85,8 +96,13 @@ pub fn spawn(
                     let more = match &nodes {
                         Nodes::Listed(_) => round(&listed, &client, deadline, opened, &tx).await,
                         Nodes::Prometheus(source) => {
-                            prometheus_round(source, &mut known, &client, deadline, opened, &tx)
-                                .await
+                            let open = Open {
+                                node: opened,
+                                history_of: &mut history_of,
+                                window: history,
+                                step: *interval.borrow(),
+                            };
+                            prometheus_round(source, &mut known, &client, deadline, open, &tx).await
                         }
                     };
                     if !more {
@@ -147,8 +163,7 @@ async fn round(
                     let frame = Frame {
                         updates: std::mem::take(&mut batch),
                         opened: opened_result.take(),
-                        new_rows: Vec::new(),
-                        source_error: None,
+                        ..Frame::default()
                     };
                     if tx.send(frame).await.is_err() {
                         return false;
@@ -163,8 +178,7 @@ async fn round(
                 let frame = Frame {
                     updates: batch,
                     opened: opened_result,
-                    new_rows: Vec::new(),
-                    source_error: None,
+                    ..Frame::default()
                 };
                 return tx.send(frame).await.is_ok();
             }
@@ -172,36 +186,56 @@ async fn round(
     }
 }
 
+/// The node open in a round on a Prometheus, and what its history needs.
+struct Open<'a> {
+    node: Option<usize>,
+    /// The node whose history has been read; the history is read again for another.
+    history_of: &'a mut Option<usize>,
+    window: Duration,
+    step: Duration,
+}
+
 /// One round on a Prometheus: one query for every node (`known` holds the instances seen so
-/// far, in the rows' order), and the open node's sample from its own serve (its instance
-/// address). `false` once the dashboard has gone.
+/// far, in the rows' order), and the open node's series (its history too, the first time).
+/// `false` once the dashboard has gone.
 async fn prometheus_round(
     source: &crate::collect::prometheus::Source,
     known: &mut Vec<String>,
     client: &Client,
     deadline: Duration,
-    opened: Option<usize>,
+    open: Open<'_>,
     tx: &mpsc::Sender<Frame>,
 ) -> bool {
-    let open_ep = opened.and_then(|i| Some((i, known.get(i)?.clone())));
+    let open_node = open.node.and_then(|i| Some((i, known.get(i)?.clone())));
+    let wants_history = open_node
+        .as_ref()
+        .filter(|(i, _)| *open.history_of != Some(*i))
+        .cloned();
+    *open.history_of = open.node;
     let sample = async {
-        let (i, instance) = open_ep?;
-        let r = match Endpoint::parse(&instance) {
-            Ok(mut ep) => {
-                ep.auth = ep.auth.or_else(|| source.endpoint.auth.clone());
-                fetch_sample(&ep, client, deadline).await
-            }
-            Err(e) => Err(format!("its instance is not a gpumon serve address: {e}")),
-        };
+        let (i, instance) = open_node?;
+        Some((i, source.read_node(client, deadline, &instance).await))
+    };
+    let history = async {
+        let (i, instance) = wants_history?;
+        let r = source
+            .read_history(
+                client,
+                deadline,
+                &instance,
+                open.window,
+                open.step,
+                std::time::SystemTime::now(),
+            )
+            .await;
         Some((i, r))
     };
-    let (answer, opened) = tokio::join!(source.read(client, deadline), sample);
+    let (answer, opened, history) = tokio::join!(source.read(client, deadline), sample, history);
     let started = Instant::now();
     let mut frame = Frame {
-        updates: Vec::new(),
         opened,
-        new_rows: Vec::new(),
-        source_error: None,
+        history,
+        ..Frame::default()
     };
     match answer {
         Ok(nodes) => {
@@ -276,6 +310,9 @@ pub struct View {
     pub open_error: Option<String>,
     /// When the open node's last sample came.
     pub open_read_at: Option<Instant>,
+    /// The open node's history from a Prometheus: the time it spans, or why it could not be
+    /// read (`None`: not asked for, or not come yet).
+    pub open_history: Option<Result<Duration, String>>,
     /// Where the rows come from, for the header: `None` for listed nodes, else the
     /// Prometheus's address.
     pub prometheus: Option<String>,

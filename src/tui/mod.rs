@@ -334,6 +334,7 @@ where
                 client,
                 interval_rx.clone(),
                 deadline,
+                history,
                 open_rx,
             ));
         }

@@ -134,6 +134,20 @@ fn draw_header(buf: &mut Buffer, area: Rect, app: &App) {
             spans.push(Span::styled(" │ ", theme::dim()));
             spans.push(Span::styled(format!(" {} ", row.name), theme::paused()));
             spans.push(Span::styled(" Esc: the fleet", theme::dim()));
+            match &v.open_history {
+                Some(Ok(span)) if !span.is_zero() => spans.push(Span::styled(
+                    format!(
+                        " │ {} of history from Prometheus",
+                        crate::units::fmt_age(span.as_secs())
+                    ),
+                    theme::dim(),
+                )),
+                Some(Err(e)) => {
+                    spans.push(Span::styled(" │ ", theme::dim()));
+                    spans.push(Span::styled(format!("no history: {e}"), theme::error()));
+                }
+                _ => {}
+            }
             if let Some(e) = &v.open_error {
                 let age = v
                     .open_read_at

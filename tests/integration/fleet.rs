@@ -498,19 +498,39 @@ fn the_fleet_view_opens_a_node_goes_back_and_quits_while_one_hangs() {
     let _ = sleeper.wait();
 }
 
-/// `--prometheus`: a real Prometheus scrapes two `gpumon serve` nodes (one with a hung GPU),
-/// one that is gone, and a node in dcgm-exporter's format; `once --prometheus --json` gives
-/// each node's figures from one query, the dead one down, in its schema. A selector narrows
-/// it; a query Prometheus refuses and a Prometheus that is not there are clear errors.
-#[test]
-fn prometheus_gives_each_nodes_figures_from_gpumon_and_dcgm_exporter_series() {
-    use crate::serve::{free_port, query, Running};
+/// A real Prometheus in `dir` scraping `jobs` (name, targets) every second; it and its
+/// address.
+fn prometheus(dir: &std::path::Path, jobs: &[(&str, &[&str])]) -> (crate::serve::Running, String) {
     use std::process::{Command, Stdio};
-    let (one, hung) = (scenario(ONE), scenario(HUNG));
-    let (_a, a) = serve(&one, "0", &[]);
-    let (_b, b) = serve(&hung, "0", &[]);
-    let (killed, dead) = serve(&one, "0", &[]);
-    drop(killed);
+    let mut config = "global:\n  scrape_interval: 1s\nscrape_configs:\n".to_owned();
+    for (job, targets) in jobs {
+        let targets: Vec<String> = targets.iter().map(|t| format!("'{t}'")).collect();
+        config.push_str(&format!(
+            "  - job_name: {job}\n    static_configs:\n      - targets: [{}]\n",
+            targets.join(", ")
+        ));
+    }
+    let file = dir.join("prometheus.yml");
+    std::fs::write(&file, config).expect("config");
+    let prom = format!("127.0.0.1:{}", crate::serve::free_port());
+    let running = crate::serve::Running(
+        Command::new("prometheus")
+            .arg(format!("--config.file={}", file.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("data").display()
+            ))
+            .arg(format!("--web.listen-address={prom}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("prometheus is required for this test (apt-get install prometheus)"),
+    );
+    (running, prom)
+}
+
+/// dcgm-exporter's `/metrics` for one A100 on `dgx-7` (20 GiB used, 55%): its address.
+fn dcgm_exporter() -> String {
     let labels = r#"gpu="0",UUID="GPU-5d6b1c2a",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx-7""#;
     let text = format!(
         "# TYPE DCGM_FI_DEV_FB_USED gauge\nDCGM_FI_DEV_FB_USED{{{labels}}} 20480\n\
@@ -525,31 +545,26 @@ fn prometheus_gives_each_nodes_figures_from_gpumon_and_dcgm_exporter_series() {
     )
     .into_bytes();
     metrics.extend_from_slice(text.as_bytes());
-    let dcgm = routed_server(vec![("/metrics", metrics)]);
+    routed_server(vec![("/metrics", metrics)])
+}
+
+/// `--prometheus`: a real Prometheus scrapes two `gpumon serve` nodes (one with a hung GPU),
+/// one that is gone, and a node in dcgm-exporter's format; `once --prometheus --json` gives
+/// each node's figures from one query, the dead one down, in its schema. A selector narrows
+/// it; a query Prometheus refuses and a Prometheus that is not there are clear errors.
+#[test]
+fn prometheus_gives_each_nodes_figures_from_gpumon_and_dcgm_exporter_series() {
+    use crate::serve::{free_port, query};
+    let (one, hung) = (scenario(ONE), scenario(HUNG));
+    let (_a, a) = serve(&one, "0", &[]);
+    let (_b, b) = serve(&hung, "0", &[]);
+    let (killed, dead) = serve(&one, "0", &[]);
+    drop(killed);
+    let dcgm = dcgm_exporter();
     let dir = tempfile::tempdir().expect("dir");
-    let config = dir.path().join("prometheus.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "global:\n  scrape_interval: 1s\n\
-             scrape_configs:\n  - job_name: gpumon\n    static_configs:\n      - targets: ['{a}', '{b}', '{dead}']\n\
-             \x20 - job_name: dcgm\n    static_configs:\n      - targets: ['{dcgm}']\n"
-        ),
-    )
-    .expect("config");
-    let prom = format!("127.0.0.1:{}", free_port());
-    let _prometheus = Running(
-        Command::new("prometheus")
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.path().join("data").display()
-            ))
-            .arg(format!("--web.listen-address={prom}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("prometheus is required for this test (apt-get install prometheus)"),
+    let (_prometheus, prom) = prometheus(
+        dir.path(),
+        &[("gpumon", &[&a, &b, &dead]), ("dcgm", &[&dcgm])],
     );
     // Every target scraped, and beta's hung GPU marked stalled by its node.
     let start = Instant::now();
@@ -644,4 +659,104 @@ fn prometheus_gives_each_nodes_figures_from_gpumon_and_dcgm_exporter_series() {
         .expect("once");
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot connect"));
+}
+
+/// The fleet view on a Prometheus, in tmux: rows for a gpumon node (named by its host) and a
+/// dcgm-exporter node; Enter opens the gpumon node read from the Prometheus alone, with the
+/// history Prometheus already had and its process (user, command) from the exporter's series;
+/// Esc goes back; the dcgm-exporter node opens with its figures in bytes; `q` quits.
+#[test]
+fn the_fleet_view_on_a_prometheus_opens_a_node_with_its_history_and_processes() {
+    use crate::dashboard::{line_with, Tmux};
+    use crate::serve::query;
+    let mut sleeper = std::process::Command::new("sleep")
+        .arg("300")
+        .spawn()
+        .expect("sleep");
+    let scn = scenario(&format!(
+        r#"{{"version":1,"devices":[
+  {{"name":"Fake H100","memory_total_mib":81559,"memory_reserved_mib":529,"utilization_gpu":77,
+   "processes":[{{"pid":{},"memory_mib":30000}}]}}]}}"#,
+        sleeper.id()
+    ));
+    let (_a, a) = serve(&scn, "0", &["--process-labels", "user,command"]);
+    let (_, code, body) = crate::serve::curl(&[&format!("http://{a}/api/v1/sample")]);
+    assert_eq!(code, 200, "{body}");
+    let host = serde_json::from_str::<Value>(&body).expect("sample")["hostname"]
+        .as_str()
+        .expect("hostname")
+        .to_owned();
+    let dcgm = dcgm_exporter();
+    let dir = tempfile::tempdir().expect("dir");
+    let (_prometheus, prom) = prometheus(dir.path(), &[("gpumon", &[&a]), ("dcgm", &[&dcgm])]);
+    // A few scrapes of history before the view starts.
+    let start = Instant::now();
+    while query(
+        &prom,
+        &format!("count_over_time(gpumon_memory_used_bytes{{instance=\"{a}\"}}[1m])"),
+    )
+    .is_none_or(|n| n < 4.0)
+        || query(&prom, "sum(up)") != Some(2.0)
+    {
+        assert!(start.elapsed() < Duration::from_secs(60), "never scraped");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let tmux = Tmux::new(
+        150,
+        30,
+        &[("PS1", "$ ".into()), ("RUST_BACKTRACE", "0".into())],
+    );
+    let bin = env!("CARGO_BIN_EXE_gpumon");
+    tmux.type_line(&format!(
+        "{bin} --interval 1s --prometheus http://{prom}; echo FLEET=$((40+2))"
+    ));
+    let screen = tmux.wait_for("both rows", |s| {
+        line_with(s, &host).is_some_and(|l| l.contains(" ok "))
+            && line_with(s, "dgx-7").is_some_and(|l| l.contains(" ok "))
+    });
+    assert!(screen.contains(&format!("from {prom}")), "{screen}");
+    let user = std::env::var("USER").unwrap_or_else(|_| "root".into());
+    assert!(
+        line_with(&screen, &host)
+            .is_some_and(|l| l.contains("29.3 GiB/79.6 GiB") && l.contains(&user)),
+        "{screen}"
+    );
+    // Into the gpumon node: its history, its GPU and its process, all from the Prometheus.
+    let row = screen.lines().position(|l| l.contains(&host)).expect("row");
+    let first = screen
+        .lines()
+        .position(|l| l.contains("dgx-7"))
+        .expect("row");
+    if first < row {
+        tmux.run(&["send-keys", "-t", "e2e", "Down"]);
+    }
+    tmux.run(&["send-keys", "-t", "e2e", "Enter"]);
+    let screen = tmux.wait_for("the node's dashboard", |s| {
+        s.contains(&format!("{host}  Esc: the fleet"))
+            && s.contains("of history from Prometheus")
+            && s.contains("[0] Fake H100")
+            && s.contains(&format!("  {} ", sleeper.id()))
+    });
+    let process = line_with(&screen, &format!("{} ", sleeper.id())).unwrap_or_default();
+    assert!(
+        process.contains("29.3 GiB") && process.contains(&user) && process.contains("sleep"),
+        "{screen}"
+    );
+    assert!(!screen.contains("not read"), "{screen}");
+    tmux.run(&["send-keys", "-t", "e2e", "Escape"]);
+    tmux.wait_for("the fleet again", |s| s.contains("gpumon fleet"));
+    // Into the dcgm-exporter node: memory in bytes, no process rows to show.
+    if first < row {
+        tmux.run(&["send-keys", "-t", "e2e", "Up"]);
+    } else {
+        tmux.run(&["send-keys", "-t", "e2e", "Down"]);
+    }
+    tmux.run(&["send-keys", "-t", "e2e", "Enter"]);
+    tmux.wait_for("dgx-7's dashboard", |s| {
+        s.contains("dgx-7  Esc: the fleet") && s.contains("[0] NVIDIA A100-SXM4-40GB")
+    });
+    tmux.run(&["send-keys", "-t", "e2e", "q"]);
+    tmux.assert_restored("FLEET=42");
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
 }

@@ -678,7 +678,7 @@ pub fn encode_with(sample: &Sample, sampled_in: Duration, opts: &Options, usage:
     let build = int(
         &mut r,
         "gpumon_build_info",
-        "gpumon's version and data source: always 1",
+        "gpumon's version, data source and host: always 1",
     );
     let errors = int(
         &mut r,
@@ -700,6 +700,9 @@ pub fn encode_with(sample: &Sample, sampled_in: Duration, opts: &Options, usage:
             ("version", env!("CARGO_PKG_VERSION").to_owned()),
             ("source", sample.source.to_owned()),
             ("driver_version", label(sample.driver_version.as_deref())),
+            // The node's name, as dcgm-exporter's `Hostname`: a fleet read from a
+            // Prometheus names the node by it without reading dcgm-exporter's names too.
+            ("Hostname", hostname.clone()),
         ],
         Some(1),
     );
