@@ -430,30 +430,65 @@ fn from_prometheus(bin: &str, lib: &std::path::Path, scenario: &std::path::Path)
     }
     runs.sort_by_key(|r| r.0);
     let (wall, cpu, mem) = &runs[runs.len() / 2];
-    // Prometheus's own time for the query, from its stats.
-    let q = "{__name__=~\"up|gpumon_gpu_info|gpumon_gpu_up|gpumon_gpu_stalled|gpumon_memory_(total|used|free|reserved|unattributed)_bytes|gpumon_idle_held_bytes|gpumon_gpu_utilization_ratio|gpumon_processes|gpumon_user_memory_bytes|DCGM_FI_DEV_FB_(USED|FREE|RESERVED)|DCGM_FI_DEV_GPU_UTIL\"}";
-    let stats = Command::new("curl")
-        .args([
-            "-s",
-            "--get",
-            "--data-urlencode",
-            &format!("query={q}"),
-            "--data-urlencode",
-            "stats=all",
-            &format!("{url}/api/v1/query"),
-        ])
-        .output()
-        .expect("curl")
-        .stdout;
-    let j: serde_json::Value = serde_json::from_slice(&stats).unwrap_or_default();
-    let timings = &j["data"]["stats"]["timings"];
+    // Prometheus's own time for each query, from its stats: gpumon's refresh (one family a
+    // target), the same names from every target (what the first version asked), and an
+    // opened node's query.
+    // The median of 5 evaluations, the series returned and the answer's size.
+    let stats = |q: &str| {
+        let mut runs: Vec<(f64, usize, usize)> = (0..5)
+            .map(|_| {
+                let out = Command::new("curl")
+                    .args([
+                        "-s",
+                        "--get",
+                        "--data-urlencode",
+                        &format!("query={q}"),
+                        "--data-urlencode",
+                        "stats=all",
+                        &format!("{url}/api/v1/query"),
+                    ])
+                    .output()
+                    .expect("curl")
+                    .stdout;
+                let j: serde_json::Value = serde_json::from_slice(&out).unwrap_or_default();
+                let ms = j["data"]["stats"]["timings"]["evalTotalTime"]
+                    .as_f64()
+                    .unwrap_or(f64::NAN)
+                    * 1e3;
+                (
+                    ms,
+                    j["data"]["result"].as_array().map_or(0, Vec::len),
+                    out.len(),
+                )
+            })
+            .collect();
+        runs.sort_by(|a, b| a.0.total_cmp(&b.0));
+        runs[2]
+    };
+    let source = gpumon::collect::prometheus::Source::parse(&url, None).expect("source");
+    let both = "{__name__=~\"up|gpumon_gpu_info|gpumon_gpu_up|gpumon_gpu_stalled|gpumon_memory_(total|used|free|reserved|unattributed)_bytes|gpumon_idle_held_bytes|gpumon_gpu_utilization_ratio|gpumon_processes|gpumon_user_memory_bytes|DCGM_FI_DEV_FB_(USED|FREE|RESERVED)|DCGM_FI_DEV_GPU_UTIL\"}";
+    let (now_ms, now_series, now_bytes) = stats(&source.query());
+    let (both_ms, both_series, both_bytes) = stats(both);
+    let (node_ms, node_series, node_bytes) = stats(&source.node_query(&addrs[0]));
+    // The same split in two queries, gpumon's family and dcgm-exporter's where gpumon's is not.
+    let q = source.query();
+    let (own, dcgm) = q.split_once(" or ").expect("two parts");
+    let (own_ms, own_series, _) = stats(own);
+    let (dcgm_ms, dcgm_series, _) = stats(dcgm);
+    println!(
+        "  as two queries: gpumon's {own_ms:.1} ms ({own_series} series), dcgm-exporter's \
+         where gpumon's is not {dcgm_ms:.1} ms ({dcgm_series} series)"
+    );
     println!(
         "--prometheus on {nodes} nodes × {GPUS} GPUs ({series} series a node, {} in all): one query a refresh; \
-         Prometheus evaluates it in {:.1} ms ({} series returned); once --prometheus --json {:.0} ms wall (median of 7), \
+         Prometheus evaluates it in {now_ms:.1} ms ({now_series} series returned, {} KiB; both families from every \
+         target: {both_ms:.1} ms, {both_series} series, {} KiB); an opened node's query {node_ms:.1} ms \
+         ({node_series} series, {} KiB); once --prometheus --json {:.0} ms wall (median of 7), \
          {:.0} ms CPU, peak {:.1} MiB anonymous",
         series * nodes,
-        timings["evalTotalTime"].as_f64().unwrap_or(f64::NAN) * 1e3,
-        j["data"]["result"].as_array().map_or(0, Vec::len),
+        now_bytes / 1024,
+        both_bytes / 1024,
+        node_bytes / 1024,
         wall.as_secs_f64() * 1e3,
         cpu.as_secs_f64() * 1e3,
         mem.anon as f64 / 1024.0

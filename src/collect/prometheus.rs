@@ -105,7 +105,7 @@ impl Source {
 
     /// The PromQL of a refresh: gpumon's series, and dcgm-exporter's from the targets that
     /// have none of gpumon's (a gpumon node exports dcgm-exporter's names too; reading both
-    /// would parse a third more series for nothing).
+    /// would parse 37% more series for nothing).
     pub fn query(&self) -> String {
         format!(
             "{} or ({} unless on(instance) {})",
