@@ -45,9 +45,23 @@ enum Compare {
 
 fn shape(text: &str) -> String {
     static DIGITS: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    static UNITS: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
     let re = DIGITS.get_or_init(|| Regex::new(r"[0-9]+(\.[0-9]+)?").expect("regex"));
+    // The host's own figures change unit with the machine: 594.6 MiB or 1.7 GiB of memory,
+    // up 12m05s or 1d02h. A size is a size, an age an age.
+    let units = UNITS.get_or_init(|| {
+        Regex::new(r"\b[0-9]+(\.[0-9]+)? (B|KiB|MiB|GiB|TiB)\b|\b[0-9]+[dhms]([0-9]+[hms])?\b")
+            .expect("regex")
+    });
+    let text = units.replace_all(text, |c: &regex::Captures| {
+        if c.get(2).is_some() {
+            "9 B".to_owned()
+        } else {
+            "9s".to_owned()
+        }
+    });
     // Column padding moves with the number of digits: compare words, not spaces.
-    re.replace_all(text, "9")
+    re.replace_all(&text, "9")
         .lines()
         .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
         .collect::<Vec<_>>()
