@@ -698,21 +698,18 @@ fn node_process(
     let allocator = (bytes("gpumon_allocator_allocated_bytes").is_some()
         || bytes("gpumon_allocator_reserved_bytes").is_some())
     .then(|| {
-        Box::new(AllocatorStats {
-            framework: "pytorch".into(),
-            framework_version: None,
-            allocated_bytes: bytes("gpumon_allocator_allocated_bytes"),
-            allocated_peak_bytes: bytes("gpumon_allocator_allocated_peak_bytes"),
-            reserved_bytes: bytes("gpumon_allocator_reserved_bytes"),
-            reserved_peak_bytes: bytes("gpumon_allocator_reserved_peak_bytes"),
-            active_bytes: None,
-            inactive_split_bytes: None,
-            num_alloc_retries: None,
-            num_ooms: None,
-            age_ms: 0,
-            run_id: None,
-            steps: None,
-        })
+        Box::new(AllocatorStats::figures(
+            "pytorch".into(),
+            None,
+            [
+                bytes("gpumon_allocator_allocated_bytes"),
+                bytes("gpumon_allocator_allocated_peak_bytes"),
+            ],
+            [
+                bytes("gpumon_allocator_reserved_bytes"),
+                bytes("gpumon_allocator_reserved_peak_bytes"),
+            ],
+        ))
     });
     Process {
         pid,

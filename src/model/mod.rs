@@ -574,6 +574,31 @@ pub struct StepMeasure {
 }
 
 impl AllocatorStats {
+    /// The four figures every source of allocator stats has (allocated and reserved, now and
+    /// at the peak), nothing else known.
+    pub fn figures(
+        framework: String,
+        framework_version: Option<String>,
+        allocated: [Option<u64>; 2],
+        reserved: [Option<u64>; 2],
+    ) -> AllocatorStats {
+        AllocatorStats {
+            framework,
+            framework_version,
+            allocated_bytes: allocated[0],
+            allocated_peak_bytes: allocated[1],
+            reserved_bytes: reserved[0],
+            reserved_peak_bytes: reserved[1],
+            active_bytes: None,
+            inactive_split_bytes: None,
+            num_alloc_retries: None,
+            num_ooms: None,
+            age_ms: 0,
+            run_id: None,
+            steps: None,
+        }
+    }
+
     /// Reserved but unallocated: the cache.
     pub fn cached_bytes(&self) -> Option<u64> {
         Some(self.reserved_bytes?.saturating_sub(self.allocated_bytes?))

@@ -21,6 +21,22 @@ const HUNG: &str = r#"{"version":1,"devices":[
   {"name":"Fake A100","memory_total_mib":40960}],
  "faults":[{"kind":"hang","device":1,"block_s":600}]}"#;
 
+/// A real process (`sleep`) as the GPU process of a scenario with one H100 (30,000 MiB of it
+/// held, 77% busy), so that its user and command are known: the process and the scenario.
+fn one_h100_with_a_process() -> (std::process::Child, tempfile::TempPath) {
+    let sleeper = std::process::Command::new("sleep")
+        .arg("300")
+        .spawn()
+        .expect("sleep");
+    let scn = scenario(&format!(
+        r#"{{"version":1,"devices":[
+  {{"name":"Fake H100","memory_total_mib":81559,"memory_reserved_mib":529,"utilization_gpu":77,
+   "processes":[{{"pid":{},"memory_mib":30000}}]}}]}}"#,
+        sleeper.id()
+    ));
+    (sleeper, scn)
+}
+
 /// A server that answers every connection with `response` (after reading the request), or
 /// never answers when `None`; its address.
 fn fake_server(response: Option<Vec<u8>>) -> String {
@@ -395,17 +411,7 @@ fn routed_server(routes: Vec<(&'static str, Vec<u8>)>) -> String {
 #[test]
 fn the_fleet_view_opens_a_node_goes_back_and_quits_while_one_hangs() {
     use crate::dashboard::{line_with, Tmux};
-    // A real process stands for alpha's GPU process, so that its user is known.
-    let mut sleeper = std::process::Command::new("sleep")
-        .arg("300")
-        .spawn()
-        .expect("sleep");
-    let alpha_scn = scenario(&format!(
-        r#"{{"version":1,"devices":[
-  {{"name":"Fake H100","memory_total_mib":81559,"memory_reserved_mib":529,"utilization_gpu":77,
-   "processes":[{{"pid":{},"memory_mib":30000}}]}}]}}"#,
-        sleeper.id()
-    ));
+    let (mut sleeper, alpha_scn) = one_h100_with_a_process();
     let hung = scenario(HUNG);
     let (_a, a) = serve(&alpha_scn, "0", &["--process-labels", "user"]);
     let (_b, b) = serve(&hung, "0", &[]);
@@ -669,16 +675,7 @@ fn prometheus_gives_each_nodes_figures_from_gpumon_and_dcgm_exporter_series() {
 fn the_fleet_view_on_a_prometheus_opens_a_node_with_its_history_and_processes() {
     use crate::dashboard::{line_with, Tmux};
     use crate::serve::query;
-    let mut sleeper = std::process::Command::new("sleep")
-        .arg("300")
-        .spawn()
-        .expect("sleep");
-    let scn = scenario(&format!(
-        r#"{{"version":1,"devices":[
-  {{"name":"Fake H100","memory_total_mib":81559,"memory_reserved_mib":529,"utilization_gpu":77,
-   "processes":[{{"pid":{},"memory_mib":30000}}]}}]}}"#,
-        sleeper.id()
-    ));
+    let (mut sleeper, scn) = one_h100_with_a_process();
     let (_a, a) = serve(&scn, "0", &["--process-labels", "user,command"]);
     let (_, code, body) = crate::serve::curl(&[&format!("http://{a}/api/v1/sample")]);
     assert_eq!(code, 200, "{body}");

@@ -363,21 +363,12 @@ fn device(d: &DeviceState, t: f64, wall: SystemTime, util_seen: &mut bool) -> De
             sm_percent: None,
             mem_bw_percent: None,
             allocator: p.allocator.as_ref().map(|a| {
-                Box::new(AllocatorStats {
-                    framework: a.framework.clone(),
-                    framework_version: a.version.clone(),
-                    allocated_bytes: Some(a.allocated),
-                    allocated_peak_bytes: Some(a.allocated_peak),
-                    reserved_bytes: Some(a.reserved),
-                    reserved_peak_bytes: Some(a.reserved_peak),
-                    active_bytes: None,
-                    inactive_split_bytes: None,
-                    num_alloc_retries: None,
-                    num_ooms: None,
-                    age_ms: 0,
-                    run_id: None,
-                    steps: None,
-                })
+                Box::new(AllocatorStats::figures(
+                    a.framework.clone(),
+                    a.version.clone(),
+                    [Some(a.allocated), Some(a.allocated_peak)],
+                    [Some(a.reserved), Some(a.reserved_peak)],
+                ))
             }),
             state: None,
             parent_pid: None,
