@@ -98,6 +98,9 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
     if oom.framework == Framework::VllmRs {
         return vec![vllm_rs(oom)];
     }
+    if oom.format == "trtllm-executor" {
+        return vec![trtllm_executor(oom)];
+    }
     if let Some((max_len, tokens)) = oom.kv_tokens {
         return vec![vllm_tokens(oom, max_len, tokens)];
     }
@@ -1089,6 +1092,103 @@ fn pinned_host_memory(oom: &Oom) -> Finding {
 /// built with flash-attn, 0.95 when --max-model-len is given without --kv-fraction), and
 /// needs `max-num-seqs × max-model-len` tokens in it; at run time the engine refuses a prompt
 /// that needs more KV blocks than are free.
+/// What TensorRT-LLM's own report suggests for a component (`py_executor_creator.py`'s tuning
+/// suggestions), matched on the names its versions print ("KV cache", "_no_capture_init_kv_cache").
+fn trtllm_knob(component: &str) -> &'static str {
+    let c = component.to_ascii_lowercase();
+    if c.contains("init") && c.contains("kv") || c.contains("temporary") && c.contains("kv") {
+        "max_num_tokens: the temporary KV cache of the size estimate holds that many tokens"
+    } else if c.contains("kv") {
+        "KvCacheConfig(free_gpu_memory_fraction=…): the KV cache takes that share (default 0.9) of the memory free after the estimate, or cap it with max_tokens"
+    } else if c.contains("draft") && c.contains("model") {
+        "the draft model: a smaller one, or max_num_tokens"
+    } else if c.contains("drafter") {
+        "max_seq_len and/or max_draft_len"
+    } else if c.contains("sampler") {
+        "max_seq_len and/or max_attention_window_size (its buffers are sized by them)"
+    } else if c.contains("model") {
+        "the model's share of each GPU: tensor_parallel_size / pipeline_parallel_size across more GPUs, a quantised checkpoint (FP8, NVFP4), or a smaller max_num_tokens"
+    } else {
+        "max_num_tokens (and max_batch_size), which size the executor's runtime buffers"
+    }
+}
+
+/// TensorRT-LLM's executor report: which component did not fit, what each before it took.
+fn trtllm_executor(oom: &Oom) -> Finding {
+    let f = &oom.facts;
+    let failed = f.components.iter().find(|c| c.free_after_bytes.is_none());
+    let created: Vec<&super::Component> = f
+        .components
+        .iter()
+        .filter(|c| c.free_after_bytes.is_some())
+        .collect();
+    let name = failed.map_or("a component", |c| c.name.as_str());
+    let mut detail = String::new();
+    if let (Some(first), Some(t)) = (f.components.first(), f.total_bytes) {
+        let before = t.saturating_sub(first.free_before_bytes);
+        detail.push_str(&format!(
+            "Before TensorRT-LLM created anything, {} of the {} were already in use (CUDA contexts, NCCL, other processes).",
+            fmt_bytes(before),
+            fmt_bytes(t)
+        ));
+    }
+    if !created.is_empty() {
+        let took: Vec<String> = created
+            .iter()
+            .filter_map(|c| Some(format!("{} took {}", c.name, fmt_bytes(c.took_bytes()?))))
+            .collect();
+        detail.push_str(&format!(" Then: {}.", took.join(", ")));
+    }
+    if let Some(c) = failed {
+        detail.push_str(&format!(
+            " {} found {} free and did not fit.",
+            c.name,
+            fmt_bytes(c.free_before_bytes)
+        ));
+    }
+    let largest = created
+        .iter()
+        .filter_map(|c| Some((c.took_bytes()?, c.name.as_str())))
+        .max();
+    let mut remedies = vec![r(format!("For the {name}: {}.", trtllm_knob(name)))];
+    if let Some((bytes, big)) = largest.filter(|(_, n)| *n != name) {
+        remedies.push(r(format!(
+            "The {big} took the most ({}): {}.",
+            fmt_bytes(bytes),
+            trtllm_knob(big)
+        )));
+    }
+    let held_before = f
+        .components
+        .first()
+        .zip(f.total_bytes)
+        .map(|(c, t)| t.saturating_sub(c.free_before_bytes));
+    if held_before.is_some_and(|b| b > 2 << 30) || f.other_processes_bytes.is_some_and(|b| b > 0) {
+        remedies.push(r("Other processes held memory before the executor started: `gpumon once` shows whose (a previous server still running, another engine on the GPU)."));
+    }
+    Finding {
+        cause: if name.to_ascii_lowercase().contains("kv") {
+            Cause::FrameworkSettings
+        } else {
+            Cause::FrameworkAllocations
+        },
+        title: format!(
+            "TensorRT-LLM could not create its {name}{}",
+            failed
+                .map(|c| format!(
+                    ": {} free{}",
+                    fmt_bytes(c.free_before_bytes),
+                    f.total_bytes
+                        .map(|t| format!(" of {}", fmt_bytes(t)))
+                        .unwrap_or_default()
+                ))
+                .unwrap_or_default()
+        ),
+        detail: detail.trim().to_owned(),
+        remedies,
+    }
+}
+
 fn vllm_rs(oom: &Oom) -> Finding {
     let f = &oom.facts;
     if let Some((needs, free)) = oom.kv_tokens {

@@ -154,6 +154,30 @@ pub struct Facts {
     /// Figures the message states that cannot be true, each taken out (its field is
     /// `None`) with what it likely means: never believed, never summed.
     pub implausible: Vec<Implausible>,
+    /// What a start-up created before it failed, in order, with the GPU's free memory before
+    /// and after each (TensorRT-LLM's executor: the model, the sampler, the KV cache…); the
+    /// one that failed last, with no "after". Empty where the message has no such account.
+    pub components: Vec<Component>,
+}
+
+/// One component a start-up created (or failed to), and the free memory around it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Component {
+    /// As the program names it ("Model", "KV cache", "Sampler").
+    pub name: String,
+    pub free_before_bytes: u64,
+    /// `None` for the component that could not be created.
+    pub free_after_bytes: Option<u64>,
+}
+
+impl Component {
+    /// What creating it took: the free memory it used.
+    pub fn took_bytes(&self) -> Option<u64> {
+        Some(
+            self.free_before_bytes
+                .saturating_sub(self.free_after_bytes?),
+        )
+    }
 }
 
 /// A figure the message states that cannot be true.

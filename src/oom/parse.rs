@@ -210,6 +210,31 @@ re!(
     trtllm_re,
     r"\[TensorRT-LLM\]\[ERROR\].*?CUDA runtime error in .*?: out of memory \(\S*?(\w+)\.(?:cpp|h|cu):\d+\)"
 );
+// TensorRT-LLM's PyTorch backend (`_torch/pyexecutor/py_executor_creator.py`,
+// `_ExecutorMemoryMonitor._maybe_explain_if_oom`): a component of the executor (the model, the
+// sampler, the KV cache…) could not be created; the report gives the total, the free memory
+// before the attempt, and each component created before it with the free memory (GiB) before
+// and after.
+re!(
+    trtllm_executor_re,
+    r"Executor creation failed due to insufficient GPU memory"
+);
+re!(
+    trtllm_component_re,
+    r"The following component could not be created: (.+?)\s*(?:Total GPU memory|$)"
+);
+re!(
+    trtllm_total_re,
+    r"Total GPU memory \(GiB\): (\d+(?:\.\d+)?)"
+);
+re!(
+    trtllm_free_re,
+    r"Free GPU memory before component creation attempt \(GiB\): (\d+(?:\.\d+)?)"
+);
+re!(
+    trtllm_stage_re,
+    r"\s*([^:]+?): (\d+(?:\.\d+)?) / (\d+(?:\.\d+)?)"
+);
 re!(
     ggml_buf_re,
     r"failed to allocate (CUDA(\d+)|\w+) buffer of size (\d+)"
@@ -441,6 +466,60 @@ pub fn parse_block(lines: &[String]) -> Option<Oom> {
     Some(found)
 }
 
+/// A line of TensorRT-LLM's list of components: `Model: 78.60 / 16.02`.
+pub fn is_component_line(line: &str) -> bool {
+    static RE: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    RE.get_or_init(|| Regex::new(r"^[^:]{1,120}: \d+\.\d+ / \d+\.\d+$").expect("regex"))
+        .is_match(line)
+}
+
+/// GiB as TensorRT-LLM prints them (two decimals) in bytes.
+fn gib(s: &str) -> Option<u64> {
+    let v: f64 = s.parse().ok()?;
+    (v.is_finite() && v >= 0.0).then(|| (v * (1u64 << 30) as f64).round() as u64)
+}
+
+/// TensorRT-LLM's executor report: the component that failed, the total, the free memory
+/// before the attempt, and the components created before it.
+fn trtllm_executor(t: &str) -> Oom {
+    let failed = trtllm_component_re()
+        .captures(t)
+        .map(|c| c[1].trim().to_owned());
+    let total = trtllm_total_re().captures(t).and_then(|c| gib(&c[1]));
+    let free = trtllm_free_re().captures(t).and_then(|c| gib(&c[1]));
+    // The list runs from its heading to the options (or the end of what was pasted).
+    let mut components: Vec<super::Component> = t
+        .split_once("free GPU memory before/after creation (GiB):")
+        .map(|(_, rest)| rest.split("Please refer").next().unwrap_or(rest))
+        .map(|list| {
+            trtllm_stage_re()
+                .captures_iter(list)
+                .filter_map(|c| {
+                    Some(super::Component {
+                        name: c[1].trim().to_owned(),
+                        free_before_bytes: gib(&c[2])?,
+                        free_after_bytes: Some(gib(&c[3])?),
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    if let (Some(name), Some(before)) = (failed, free) {
+        components.push(super::Component {
+            name,
+            free_before_bytes: before,
+            free_after_bytes: None,
+        });
+    }
+    let f = Facts {
+        total_bytes: total,
+        free_bytes: free,
+        components,
+        ..Facts::default()
+    };
+    oom(Framework::TensorrtLlm, "trtllm-executor", None, f)
+}
+
 pub fn parse_text(t: &str) -> Option<Oom> {
     if let Some(c) = pinned_re().captures(t) {
         let f = Facts {
@@ -472,6 +551,9 @@ pub fn parse_text(t: &str) -> Option<Oom> {
             num(&c, 1).map(|d| d as u32),
             f,
         ));
+    }
+    if trtllm_executor_re().is_match(t) {
+        return Some(trtllm_executor(t));
     }
     if let Some(c) = trtllm_re().captures(t) {
         let format = if c.get(1).is_some_and(|m| m.as_str() == "ipcUtils") {

@@ -75,7 +75,7 @@ cudaMallocAsync backend), TensorFlow (OOM when allocating, BFC allocator and its
 JAX/XLA (RESOURCE_EXHAUSTED), CUDA and ROCm stream executors, raw CUDA \
 (cudaErrorMemoryAllocation, CUBLAS/CUDNN_STATUS_ALLOC_FAILED, THCudaCheck), ONNX Runtime, \
 llama.cpp/ggml (CUDA, Vulkan, Metal), vLLM (KV cache and the start-up guard), CuPy, \
-PaddlePaddle and TensorRT out-of-memory messages";
+PaddlePaddle, TensorRT and TensorRT-LLM out-of-memory messages";
 
 const BAR_WIDTH: usize = 60;
 
@@ -502,6 +502,18 @@ fn figures(out: &mut String, oom: &Oom, paint: Paint, w: Option<usize>) {
         f.unaccounted_bytes.filter(|u| *u > 0),
         true,
     );
+    // A start-up's components (TensorRT-LLM's executor): what each took of the free memory.
+    for c in &f.components {
+        match c.took_bytes() {
+            Some(took) => row(out, &format!("created: {}", c.name), Some(took), false),
+            None => row(
+                out,
+                &format!("failed: {} (free before it)", c.name),
+                Some(c.free_before_bytes),
+                false,
+            ),
+        }
+    }
     if let Some(e) = f.elements.filter(|_| f.requested_bytes.is_none()) {
         let _ = writeln!(
             out,

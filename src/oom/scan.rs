@@ -121,6 +121,7 @@ fn trigger_re() -> &'static Regex {
             r"|cuda_error_out_of_memory|out_of_memory|rmm_error|pinned host memory",
             r"|maximum number of tokens that can be stored in kv cache",
             r"|insufficient gpu memory for kvcache|kvcache tokens, but your prompt requires",
+            r"|executor creation failed due to insufficient gpu memory",
         ))
         .expect("trigger regex")
     })
@@ -344,8 +345,12 @@ impl Scanner {
             return;
         }
         if self.pending > 0 {
+            // A list of components with their free memory (TensorRT-LLM's executor report)
+            // is read whole, however long.
+            if !super::parse::is_component_line(&line) {
+                self.pending -= 1;
+            }
             self.block.push(line);
-            self.pending -= 1;
             if self.pending == 0 {
                 self.flush();
             }
@@ -406,6 +411,30 @@ impl Scanner {
                     oom.facts.total_is_limit |= stats.facts.total_is_limit;
                     oom.facts.allocated_bytes =
                         oom.facts.allocated_bytes.or(stats.facts.allocated_bytes);
+                }
+            }
+            // TensorRT-LLM's executor report follows the PyTorch OOM that caused it (Python
+            // prints the cause first): one event, PyTorch's exact figures and the report's
+            // account of what was created before.
+            if oom.format == "trtllm-executor" {
+                if let Some(cause) = self
+                    .analysis
+                    .ooms
+                    .pop_if(|o| o.framework == Framework::Pytorch && o.facts.components.is_empty())
+                {
+                    self.analysis.total -= 1;
+                    let components = std::mem::take(&mut oom.facts.components);
+                    let (total, free) = (oom.facts.total_bytes, oom.facts.free_bytes);
+                    oom.facts = super::Facts {
+                        components,
+                        total_bytes: cause.facts.total_bytes.or(total),
+                        ..cause.facts
+                    };
+                    // The free memory when the allocation failed is PyTorch's; the report's
+                    // is from before the component's attempt, kept in its list.
+                    oom.facts.free_bytes = oom.facts.free_bytes.or(free);
+                    oom.device_index = oom.device_index.or(cause.device_index);
+                    oom.hint = cause.hint;
                 }
             }
             self.keep(oom);
@@ -519,6 +548,111 @@ mod tests {
             ),
             "ValueError: x"
         );
+    }
+
+    /// TensorRT-LLM's executor report as `py_executor_creator.py` writes it (the component
+    /// names of its releases before and after they became `ExecutorMemoryType`), after the
+    /// PyTorch OOM that caused it, as Python prints a chained exception.
+    const TRTLLM_REPORT: &str = "\
+RuntimeError: Executor creation failed due to insufficient GPU memory.
+
+The following component could not be created: KV cache
+Total GPU memory (GiB): 79.19
+Free GPU memory before component creation attempt (GiB): 9.87
+
+Previously created components and free GPU memory before/after creation (GiB):
+Model: 78.60 / 16.02
+Sampler: 16.02 / 15.90
+Guided decoder: 15.90 / 15.90
+Drafter: 15.90 / 15.85
+Initial KV cache (temporary for KV cache size estimation): 15.85 / 10.11
+Additional executor resources (temporary for KV cache size estimation): 10.11 / 10.02
+_no_capture_init_extra_resources: 10.02 / 9.98
+Model resources created during usage: 9.98 / 9.90
+_no_capture_model_extra: 9.90 / 9.87
+
+Please refer to the TensorRT LLM documentation for information on how to control the memory usage through TensorRT LLM configuration options. Possible options include:
+  Model: reduce max_num_tokens and/or shard the model weights across GPUs by enabling pipeline and/or tensor parallelism
+  KV cache: reduce free_gpu_memory_fraction
+";
+
+    #[test]
+    fn tensorrt_llm_executor_report_lists_every_component_and_the_one_that_failed() {
+        let a = super::super::analyze(&format!("[TRT-LLM] [E] {TRTLLM_REPORT}"));
+        assert_eq!(a.total, 1);
+        let o = a.main().expect("found");
+        assert_eq!(
+            (o.framework, o.format),
+            (Framework::TensorrtLlm, "trtllm-executor")
+        );
+        let gib = |x: f64| (x * (1u64 << 30) as f64).round() as u64;
+        assert_eq!(o.facts.total_bytes, Some(gib(79.19)));
+        assert_eq!(o.facts.free_bytes, Some(gib(9.87)));
+        let c = &o.facts.components;
+        assert_eq!(
+            c.len(),
+            10,
+            "nine created, however long the list, and the failed one"
+        );
+        assert_eq!(c[0].name, "Model");
+        assert_eq!(c[0].took_bytes(), Some(gib(78.60) - gib(16.02)));
+        assert_eq!(
+            c[4].name,
+            "Initial KV cache (temporary for KV cache size estimation)"
+        );
+        assert_eq!(
+            (c[9].name.as_str(), c[9].free_after_bytes),
+            ("KV cache", None)
+        );
+        let f = &super::super::diagnose::diagnose(o)[0];
+        assert!(
+            f.title
+                .contains("could not create its KV cache: 9.9 GiB free of 79.2 GiB"),
+            "{}",
+            f.title
+        );
+        assert!(f.detail.contains("Model took 62.6 GiB"), "{}", f.detail);
+        assert!(f.remedies[0].text.contains("free_gpu_memory_fraction"));
+        assert!(
+            f.remedies[1].text.contains("The Model took the most")
+                && f.remedies[1].text.contains("tensor_parallel_size")
+        );
+    }
+
+    #[test]
+    fn tensorrt_llm_executor_report_and_the_pytorch_oom_before_it_are_one_failure() {
+        let text = format!(
+            "Traceback (most recent call last):
+  File \"/usr/local/lib/python3.12/dist-packages/tensorrt_llm/_torch/pyexecutor/py_executor_creator.py\", line 200, in observe_creation_stage
+    yield
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 12.00 GiB. GPU 0 has a total capacity of 79.19 GiB of which 9.50 GiB is free. Including non-PyTorch memory, this process has 69.68 GiB memory in use. Of the allocated memory 68.10 GiB is allocated by PyTorch, and 120.00 MiB is reserved by PyTorch but unallocated.
+
+The above exception was the direct cause of the following exception:
+
+Traceback (most recent call last):
+  File \"/usr/local/lib/python3.12/dist-packages/tensorrt_llm/executor/worker.py\", line 300, in worker_main
+    worker = worker_cls(
+  File \"/usr/local/lib/python3.12/dist-packages/tensorrt_llm/_torch/pyexecutor/py_executor_creator.py\", line 210, in observe_creation_stage
+    raise RuntimeError(explanation) from e
+{}",
+            TRTLLM_REPORT
+        );
+        let a = super::super::analyze(&text);
+        assert_eq!(a.total, 1, "one failure, not two");
+        let o = a.main().expect("found");
+        assert_eq!(o.format, "trtllm-executor");
+        assert_eq!(o.device_index, Some(0));
+        assert_eq!(o.facts.requested_bytes, Some(12 << 30));
+        assert_eq!(
+            o.facts.allocated_bytes,
+            Some((68.10 * (1u64 << 30) as f64).round() as u64)
+        );
+        assert_eq!(
+            o.facts.free_bytes,
+            Some((9.50 * (1u64 << 30) as f64).round() as u64),
+            "PyTorch's, at the failure"
+        );
+        assert_eq!(o.facts.components.len(), 10);
     }
 
     #[test]

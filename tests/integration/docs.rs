@@ -756,6 +756,31 @@ fn explain_json_is_what_its_schema_says() {
             .arg(root().join(EXPLAIN_EXAMPLE)),
     );
     assert_valid(&v, &sized, "explain --json --estimate");
+    // TensorRT-LLM's executor report, in the layout its source writes (no real paste of it
+    // is in the corpus yet): its components are in the schema too.
+    let report = gpumon()
+        .args(["explain", "--json"])
+        .write_stdin(
+            "RuntimeError: Executor creation failed due to insufficient GPU memory.\n\n\
+             The following component could not be created: Model\n\
+             Total GPU memory (GiB): 23.53\n\
+             Free GPU memory before component creation attempt (GiB): 22.90\n\n\
+             Previously created components and free GPU memory before/after creation (GiB):\n\n\
+             Please refer to the TensorRT LLM documentation. Possible options include:\n\
+             \x20 Model: reduce max_num_tokens and/or shard the model weights\n",
+        )
+        .output()
+        .expect("run");
+    let j: Value = serde_json::from_slice(&report.stdout).expect("JSON");
+    assert_valid(&v, &j, "explain --json on TensorRT-LLM's executor report");
+    assert_eq!(
+        j["breakdown"]["components"],
+        serde_json::json!([{"name": "Model", "free_before_bytes": 24588687770_u64, "free_after_bytes": null}]),
+        "{j}"
+    );
+    assert!(j["findings"][0]["remedies"][0]["text"]
+        .as_str()
+        .is_some_and(|t| t.contains("tensor_parallel_size")));
     assert!(causes.len() >= 8, "the corpus exercises only {causes:?}");
 }
 
