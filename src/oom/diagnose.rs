@@ -1132,12 +1132,29 @@ fn trtllm_executor(oom: &Oom) -> Finding {
             fmt_bytes(t)
         ));
     }
-    if !created.is_empty() {
-        let took: Vec<String> = created
-            .iter()
-            .filter_map(|c| Some(format!("{} took {}", c.name, fmt_bytes(c.took_bytes()?))))
-            .collect();
+    let took: Vec<String> = created
+        .iter()
+        .filter_map(|c| {
+            let t = c.took_bytes().filter(|t| *t > 0)?;
+            Some(format!("{} took {}", c.name, fmt_bytes(t)))
+        })
+        .collect();
+    if !took.is_empty() {
         detail.push_str(&format!(" Then: {}.", took.join(", ")));
+    }
+    // Memory gone between the last component listed and the one that failed: components
+    // the paste does not show (a cut list), or another process meanwhile.
+    let gap = created
+        .last()
+        .and_then(|c| c.free_after_bytes)
+        .zip(failed)
+        .map(|(after, c)| after.saturating_sub(c.free_before_bytes))
+        .filter(|g| *g >= 512 << 20);
+    if let Some(g) = gap {
+        detail.push_str(&format!(
+            " {} went after the last component listed: components the paste does not show, or another process.",
+            fmt_bytes(g)
+        ));
     }
     if let Some(c) = failed {
         detail.push_str(&format!(
@@ -1146,11 +1163,55 @@ fn trtllm_executor(oom: &Oom) -> Finding {
             fmt_bytes(c.free_before_bytes)
         ));
     }
+    // Much still free where it failed, and no size asked: the figures do not explain it.
+    // TensorRT-LLM reports any error whose text says "out of memory" this way.
+    let plenty = failed
+        .zip(f.total_bytes)
+        .is_some_and(|(c, t)| c.free_before_bytes >= t / 4)
+        && f.requested_bytes.is_none();
+    if plenty {
+        return Finding {
+            cause: Cause::Unexplained,
+            title: format!(
+                "TensorRT-LLM could not create its {name} with {} of {} free",
+                fmt_bytes(failed.map_or(0, |c| c.free_before_bytes)),
+                fmt_bytes(f.total_bytes.unwrap_or(0))
+            ),
+            detail: format!(
+                "{} The report does not say what was asked: TensorRT-LLM words every error whose text says \"out of memory\" this way, pinned host memory and an allocation larger than the whole GPU included.",
+                detail.trim()
+            ),
+            remedies: vec![
+                r("Read the error printed above the report (\"The above exception was the direct cause\"): PyTorch's message there gives the size asked and what was free, and `gpumon explain` reads the two together."),
+                r(format!("For the {name}: {}.", trtllm_knob(name))),
+                r("Another server or rank on the same GPU can take memory between the estimate and the allocation: `gpumon once` shows every process on it."),
+            ],
+        };
+    }
     let largest = created
         .iter()
         .filter_map(|c| Some((c.took_bytes()?, c.name.as_str())))
         .max();
     let mut remedies = vec![r(format!("For the {name}: {}.", trtllm_knob(name)))];
+    // The KV cache is sized to what is free when it is created: whatever comes after it
+    // (CUDA graphs, extra resources) gets the rest.
+    let kv = |n: &str| {
+        let n = n.to_ascii_lowercase();
+        n.contains("kv") && !n.contains("init") && !n.contains("temporary")
+    };
+    // TensorRT-LLM creates the executor's extra resources (CUDA graphs, buffers) right after
+    // the KV cache (`py_executor_creator.py`), so a cut list still says it came first.
+    let extra = {
+        let n = name.to_ascii_lowercase();
+        (n.contains("extra") || n.contains("additional"))
+            && !n.contains("init")
+            && !n.contains("temporary")
+    };
+    if !kv(name) && (created.iter().any(|c| kv(&c.name)) || extra) {
+        remedies.push(r(format!(
+            "A lower KvCacheConfig(free_gpu_memory_fraction=…) (default 0.9): the KV cache, created before the {name}, takes that share of what is free and leaves the rest to what follows."
+        )));
+    }
     if let Some((bytes, big)) = largest.filter(|(_, n)| *n != name) {
         remedies.push(r(format!(
             "The {big} took the most ({}): {}.",
