@@ -381,6 +381,14 @@ impl Scanner {
         let (Some(new), Some(old)) = (parse_text(line), parse_block(&self.block)) else {
             return false;
         };
+        // PyTorch's allocator split on a line of its own after a head that lacks it: the same
+        // message, wrapped (by a logger, a terminal or whoever pasted it), not a second one.
+        if new.format == "pytorch-2.x-tail"
+            && old.framework == Framework::Pytorch
+            && old.facts.allocated_bytes.is_none()
+        {
+            return false;
+        }
         // The same figure-less error printed twice (THCudaCheck's warning, then the raise) is
         // one event; a repeat with figures (a retry) is another. TensorRT logs one failure as
         // several errors (the allocator, the skipped tactic, the buffer resize).
@@ -653,6 +661,34 @@ Traceback (most recent call last):
             "PyTorch's, at the failure"
         );
         assert_eq!(o.facts.components.len(), 10);
+    }
+
+    #[test]
+    fn pytorchs_split_on_a_line_of_its_own_is_the_same_message() {
+        let a = super::super::analyze(
+            "CUDA out of memory. Tried to allocate 3.47 GiB. GPU 7 has a total capacity of 178.35 GiB of which 3.28 GiB is free.
+Including non-PyTorch memory, this process has 175.06 GiB memory in use.
+139.09 GiB allowed; Of the allocated memory 132.21 GiB is allocated by PyTorch, with 113.88 MiB allocated in private pools (e.g., CUDA Graphs), and 3.57 GiB is reserved by PyTorch but unallocated.",
+        );
+        assert_eq!((a.total, a.repeats()), (1, 1));
+        let o = a.main().expect("found");
+        assert_eq!(o.format, "pytorch-2.x");
+        let f = &o.facts;
+        assert_eq!(
+            f.requested_bytes,
+            Some((3.47 * (1u64 << 30) as f64).round() as u64)
+        );
+        assert_eq!(
+            f.allocated_bytes,
+            Some((132.21 * (1u64 << 30) as f64).round() as u64)
+        );
+        assert_eq!(
+            f.allowed_bytes,
+            Some((139.09 * (1u64 << 30) as f64).round() as u64)
+        );
+        // Two failures, each whole, stay two.
+        let one = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 7.79 GiB of which 3.06 MiB is free. Of the allocated memory 7.1 GiB is allocated by PyTorch, and 10.00 MiB is reserved by PyTorch but unallocated.";
+        assert_eq!(super::super::analyze(&format!("{one}\n{one}")).total, 2);
     }
 
     #[test]
