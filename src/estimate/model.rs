@@ -788,13 +788,7 @@ mod tests {
         // parameter; double quantization cuts it to 8/64 + 32/(64·256) = 0.127 bits.
         assert!((Quant::Nf4.bytes(128) - 0.5 - 0.5 / 8.0).abs() < 1e-12);
         assert!((Quant::Nf4Dq.bytes(128) - 0.5 - 0.127 / 8.0).abs() < 1e-4);
-        let shape = Shape {
-            vocab: Some(32000),
-            intermediate: Some(11008),
-            gated_mlp: true,
-            tied_embeddings: Some(false),
-            ..llama_2_7b()
-        };
+        let shape = llama_2_7b_whole();
         let embeddings = 2 * 32000 * 4096;
         assert_eq!(shape.embedding_params(), Some(embeddings));
         // TheBloke/Llama-2-7B-GPTQ's "Provided files": the 4-bit, group-size-128 model is
