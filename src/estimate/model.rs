@@ -542,6 +542,11 @@ mod tests {
         }
     }
 
+    /// Weights, gradients and optimizer states: ZeRO's "model states".
+    fn model_states(p: &Parts) -> u64 {
+        p.weights_bytes + p.gradients_bytes.expect("known") + p.optimizer_bytes.expect("known")
+    }
+
     #[test]
     fn zero_papers_mixed_precision_adam_is_16_bytes_per_parameter() {
         // ZeRO (Rajbhandari et al. 2020), §3.1: "a model with 7.5B parameters … requires
@@ -551,8 +556,7 @@ mod tests {
             ..Shape::default()
         };
         let p = estimate(&shape, &run());
-        let states =
-            p.weights_bytes + p.gradients_bytes.expect("known") + p.optimizer_bytes.expect("known");
+        let states = model_states(&p);
         assert_eq!(states, 120_000_000_000);
         // Plain fp32 Adam: weights, gradients, two moments.
         let fp32 = Run {
@@ -561,10 +565,7 @@ mod tests {
             ..run()
         };
         let p = estimate(&shape, &fp32);
-        assert_eq!(
-            p.weights_bytes + p.gradients_bytes.expect("known") + p.optimizer_bytes.expect("known"),
-            16 * 7_500_000_000
-        );
+        assert_eq!(model_states(&p), 16 * 7_500_000_000);
     }
 
     #[test]
@@ -583,10 +584,7 @@ mod tests {
         };
         let p = estimate(&shape, &pure);
         assert_eq!(p.optimizer_bytes, Some(4_000_000_000));
-        assert_eq!(
-            p.weights_bytes + p.gradients_bytes.expect("known") + p.optimizer_bytes.expect("known"),
-            8_000_000_000
-        );
+        assert_eq!(model_states(&p), 8_000_000_000);
         // SGD with momentum: one buffer like the gradient.
         let sgd = Run {
             optimizer: Optimizer::SgdMomentum,
@@ -626,12 +624,7 @@ mod tests {
             loss: Loss::Chunked,
             ..run()
         };
-        let states = |r: &Run| {
-            let p = estimate(&shape, r);
-            (p.weights_bytes
-                + p.gradients_bytes.expect("known")
-                + p.optimizer_bytes.expect("known")) as f64
-        };
+        let states = |r: &Run| model_states(&estimate(&shape, r)) as f64;
         let eight_bit = Run {
             optimizer: Optimizer::Adamw8bit,
             ..pure.clone()
