@@ -6,6 +6,7 @@ mod dashboard;
 mod docs;
 mod explain;
 mod fleet;
+mod gpu_check;
 mod health;
 mod holders;
 mod hostile;
