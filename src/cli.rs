@@ -514,6 +514,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR", requires = "snapshot")]
     pub snapshot_dir: Option<PathBuf>,
 
+    /// What marks a training step for the per-step baseline that catches memory growing step
+    /// after step: auto (the optimizer's step, PyTorch 2.0 and later; without an optimizer,
+    /// each `backward()`), MODULE:FUNCTION (each return from that function, a method as
+    /// Class.method; the script itself is __main__), or off
+    #[arg(long, value_name = "MARKER", default_value = "auto", value_parser = parse_step_marker)]
+    pub step_marker: String,
+
     /// Choose the GPUs as `gpumon pick` does (auto: one; auto:N: N) and run CMD on them
     /// (CUDA_VISIBLE_DEVICES, in PCI bus order); with --need or --estimate they must have that
     /// much free, without either they must run nothing
@@ -745,6 +752,27 @@ pub enum PickFormat {
 pub enum Wait {
     Forever,
     AtMost(Duration),
+}
+
+/// `auto`, `off` or `MODULE:QUALNAME`, each part a dotted Python identifier.
+fn parse_step_marker(s: &str) -> Result<String, String> {
+    if s == "auto" || s == "off" {
+        return Ok(s.to_owned());
+    }
+    let dotted = |p: &str| {
+        !p.is_empty()
+            && p.split('.').all(|w| {
+                w.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_')
+                    && w.chars().all(|c| c.is_alphanumeric() || c == '_')
+            })
+    };
+    match s.split_once(':') {
+        Some((m, f)) if dotted(m) && dotted(f) => Ok(s.to_owned()),
+        _ => Err(format!(
+            "'{}': expected auto, off or MODULE:FUNCTION (train:train_step, __main__:Trainer.step)",
+            crate::text::escape(s)
+        )),
+    }
 }
 
 /// Parses `run --gpus`: `auto` (one GPU) or `auto:N`.

@@ -218,11 +218,143 @@ def _gpumon_start_probe():
             tracking["done"] = True
         return True
 
+    # The per-step baseline: allocated and reserved per device at the same point of every
+    # training step (after the optimizer's step; without one, after `backward()`; or after
+    # each call of the function GPUMON_STEP_MARKER names), for gpumon to fit growth on. Bounded:
+    # the last RECENT steps, and every `stride`-th step since the start (at most SPARSE points,
+    # the stride doubling when full).
+    marker_spec = os.environ.get("GPUMON_STEP_MARKER", "auto").strip() or "auto"
+    RECENT, SPARSE = 64, 64
+    import collections
+
+    baseline = {"marker": None, "step": 0, "recent": collections.deque(maxlen=RECENT),
+                "sparse": [], "stride": 1, "t0": time.monotonic(),
+                "off": marker_spec == "off", "failures": 0}
+    baseline_lock = threading.Lock()
+
+    def figures_now(torch):
+        raw_stats = getattr(torch._C, "_cuda_memoryStats", None)
+        out = []
+        for i in range(torch.cuda.device_count()):
+            if raw_stats is not None:
+                stats = raw_stats(i)
+                out.append((int(stats["allocated_bytes"]["all"]["current"]),
+                            int(stats["reserved_bytes"]["all"]["current"])))
+            else:
+                flat = torch.cuda.memory_stats(i)
+                out.append((int(flat.get("allocated_bytes.all.current", 0)),
+                            int(flat.get("reserved_bytes.all.current", 0))))
+        return out
+
+    def mark_step(source):
+        # The end of a step. Never raises into the program; gives up after repeated failures.
+        if baseline["off"]:
+            return
+        try:
+            if source == "backward" and baseline["marker"] == "optimizer":
+                return  # the optimizer marks steps (several backward passes may make one)
+            torch = sys.modules.get("torch")
+            if torch is None or not torch.cuda.is_initialized():
+                return
+            figures = figures_now(torch)
+            now = round(time.monotonic() - baseline["t0"], 6)
+            with baseline_lock:
+                if source != baseline["marker"]:
+                    # The first optimizer step after backward passes: steps are now its own.
+                    baseline["marker"] = source
+                    baseline["step"] = 0
+                    baseline["recent"].clear()
+                    del baseline["sparse"][:]
+                    baseline["stride"] = 1
+                baseline["step"] += 1
+                step = baseline["step"]
+                point = (step, now, figures)
+                baseline["recent"].append(point)
+                if step % baseline["stride"] == 0:
+                    sparse = baseline["sparse"]
+                    sparse.append(point)
+                    if len(sparse) > SPARSE:
+                        baseline["stride"] *= 2
+                        sparse[:] = [p for p in sparse if p[0] % baseline["stride"] == 0]
+        except Exception:
+            baseline["failures"] += 1
+            if baseline["failures"] >= 10:
+                baseline["off"] = True
+
+    def baseline_entries():
+        # Per device: {"marker", "step", "recent": [[step, t, allocated, reserved]…], "sparse"}.
+        with baseline_lock:
+            if baseline["marker"] is None:
+                return {}
+            marker, step = baseline["marker"], baseline["step"]
+            recent, sparse = list(baseline["recent"]), list(baseline["sparse"])
+        out = {}
+        for i in range(max((len(p[2]) for p in recent), default=0)):
+            def column(points):
+                return [[p[0], p[1], p[2][i][0], p[2][i][1]] for p in points if i < len(p[2])]
+            out[i] = {"marker": marker, "step": step, "recent": column(recent),
+                      "sparse": column(sparse)}
+        return out
+
+    def on_optimizer_step(optimizer, args, kwargs):
+        mark_step("optimizer")
+
+    def wrap(fn, source):
+        import functools
+
+        @functools.wraps(fn)
+        def marked(*args, **kwargs):
+            result = fn(*args, **kwargs)
+            mark_step(source)
+            return result
+
+        marked.__gpumon_marked__ = True
+        return marked
+
+    def arm_baseline(torch):
+        # True once the markers are in (or cannot be). "auto": PyTorch's global optimizer
+        # step hook (2.0+) and `torch.autograd.backward`, which `Tensor.backward` calls;
+        # "MODULE:QUALNAME": that function, once its module is imported and defines it.
+        if baseline["off"]:
+            return True
+        if marker_spec != "auto":
+            module_name, _, qualname = marker_spec.partition(":")
+            module = sys.modules.get(module_name)
+            if module is None or not qualname:
+                return not qualname
+            owner, parts = module, qualname.split(".")
+            for part in parts[:-1]:
+                owner = getattr(owner, part, None)
+                if owner is None:
+                    return False
+            fn = getattr(owner, parts[-1], None)
+            if not callable(fn):
+                return False
+            if not getattr(fn, "__gpumon_marked__", False):
+                setattr(owner, parts[-1], wrap(fn, marker_spec))
+            return True
+        if torch is None or getattr(getattr(torch, "__spec__", None), "_initializing", False):
+            return False
+        try:
+            torch.optim.optimizer.register_optimizer_step_post_hook(on_optimizer_step)
+        except Exception:
+            pass
+        try:
+            autograd = torch.autograd
+            if not getattr(autograd.backward, "__gpumon_marked__", False):
+                autograd.backward = wrap(autograd.backward, "backward")
+        except Exception:
+            pass
+        return True
+
     def publish(torch, visible):
         devices = [device_entry(torch, i, visible) for i in range(torch.cuda.device_count())]
+        steps = baseline_entries()
         for entry in devices:
             if entry["index"] in measured:
                 entry["steps"] = measured[entry["index"]]
+            if entry["index"] in steps:
+                entry["baseline"] = steps[entry["index"]]
         report = {
             "version": 1,
             "pid": pid,
@@ -322,6 +454,7 @@ def _gpumon_start_probe():
         failures = 0
         armed = not snapshot_prefix
         hooked = tracking["done"]
+        marking = baseline["off"]
         due = time.monotonic() + interval
         while True:
             if not armed:
@@ -334,6 +467,12 @@ def _gpumon_start_probe():
                     hooked = arm_steps(sys.modules.get("torch"))
                 except Exception:
                     hooked = True
+            if not marking:
+                try:
+                    marking = arm_baseline(sys.modules.get("torch"))
+                except Exception:
+                    marking = True
+            # Step marking needs no haste: the first steps are the warm-up.
             armed_all = armed and hooked
             # Until torch is imported and armed, look for it every 50 ms, so that the history
             # starts with the program's first allocation.

@@ -142,6 +142,92 @@ pub struct ReportDevice {
     /// `gpumon run --batch N`: the first steps, once measured.
     #[serde(default)]
     pub steps: Option<ReportSteps>,
+    /// The per-step baseline: allocated and reserved at the same point of every step. One
+    /// that does not parse is dropped alone, not with the report.
+    #[serde(default, deserialize_with = "lenient")]
+    pub baseline: Option<ReportBaseline>,
+}
+
+/// `T` if the value parses as one, else `None`.
+fn lenient<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    let value = serde_json::Value::deserialize(d)?;
+    Ok(serde_json::from_value(value).ok())
+}
+
+/// One step's figures: the step's number, the probe's clock (seconds), allocated, reserved.
+pub type StepPoint = (u64, f64, Option<u64>, Option<u64>);
+
+/// The probe's per-step figures for one device: every step of the last few dozen, and every
+/// k-th step since the job began (k doubling as the job runs, so that both stay bounded).
+#[derive(Debug, Clone, Deserialize)]
+pub struct ReportBaseline {
+    /// "optimizer", "backward" or the `--step-marker` function.
+    pub marker: String,
+    /// Steps marked so far.
+    pub step: u64,
+    #[serde(default)]
+    pub recent: Vec<StepPoint>,
+    #[serde(default)]
+    pub sparse: Vec<StepPoint>,
+}
+
+/// The longest marker name kept (a `MODULE:QUALNAME` the user chose).
+const MAX_MARKER: usize = 200;
+/// The most points of each kind read from a report (the probe keeps 64).
+const MAX_POINTS: usize = 256;
+
+impl ReportBaseline {
+    /// The growth, if the baseline rises steadily: allocated first, else reserved (the cache
+    /// alone growing). `free` is the GPU's free memory, for how soon it is full.
+    pub fn growth(&self, free: Option<u64>) -> Option<crate::model::StepGrowth> {
+        use crate::model::growth;
+        let series = |pts: &[StepPoint], pick: fn(&StepPoint) -> Option<u64>| -> Vec<(u64, u64)> {
+            pts.iter()
+                .take(MAX_POINTS)
+                .filter_map(|p| Some((p.0, pick(p)?)))
+                .collect()
+        };
+        let recent = &self.recent[..self.recent.len().min(MAX_POINTS)];
+        let last = recent.iter().max_by_key(|p| p.0)?;
+        let (measure, trend) = [
+            ("allocated", (|p| p.2) as fn(&StepPoint) -> Option<u64>),
+            ("reserved", |p| p.3),
+        ]
+        .into_iter()
+        .find_map(|(name, pick)| {
+            Some((
+                name,
+                growth::growth(&series(recent, pick), &series(&self.sparse, pick))?,
+            ))
+        })?;
+        let per_step = trend.bytes_per_step.round();
+        if !(per_step >= 1.0 && per_step < u64::MAX as f64) {
+            return None;
+        }
+        // The room left: free memory, and for allocated growth the cache's unallocated part.
+        let cached = match measure {
+            "allocated" => last.3.zip(last.2).map_or(0, |(r, a)| r.saturating_sub(a)),
+            _ => 0,
+        };
+        let steps_to_full = free.map(|f| ((f.saturating_add(cached)) as f64 / per_step) as u64);
+        let first = recent.iter().min_by_key(|p| p.0)?;
+        let micros_per_step = (last.0 > first.0)
+            .then(|| (last.1 - first.1) * 1e6 / (last.0 - first.0) as f64)
+            .filter(|s| s.is_finite() && *s >= 0.0 && *s < 1e15)
+            .map(|s| s.round() as u64);
+        Some(crate::model::StepGrowth {
+            measure: measure.into(),
+            bytes_per_step: per_step as u64,
+            since_step: trend.from_step,
+            last_step: trend.to_step,
+            micros_per_step,
+            steps_to_full,
+        })
+    }
 }
 
 /// What the probe measured over a job's first steps (see [`crate::model::StepMeasure`]).
@@ -324,6 +410,7 @@ pub fn merge(devices: &mut [Device], reports: &[Report]) {
             processes: Vec::new(),
             ..d.clone_identity()
         };
+        let free = d.memory.free_bytes;
         for p in &mut d.processes {
             let Some(r) = by_pid.get(&p.pid) else {
                 continue;
@@ -349,6 +436,15 @@ pub fn merge(devices: &mut [Device], reports: &[Report]) {
                     .as_millis() as u64,
                 run_id: (!r.run_id.is_empty()).then(|| r.run_id.clone()),
                 steps: e.steps.as_ref().and_then(ReportSteps::measure),
+                step_growth: e
+                    .baseline
+                    .as_ref()
+                    .and_then(|b| b.growth(free)),
+                step_marker: e
+                    .baseline
+                    .as_ref()
+                    .map(|b| b.marker.chars().take(MAX_MARKER).collect()),
+                steps_marked: e.baseline.as_ref().map(|b| b.step),
             }));
         }
     }

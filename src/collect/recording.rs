@@ -1148,6 +1148,9 @@ mod tests {
                                 age_ms: 5,
                                 run_id: None,
                                 steps: None,
+                                step_growth: None,
+                                step_marker: None,
+                                steps_marked: None,
                             }));
                         }
                         if p % 7 == 0 {

@@ -5,6 +5,7 @@
 
 pub mod breakdown;
 pub mod fleet;
+pub mod growth;
 pub mod health;
 pub mod history;
 pub mod owner;
@@ -95,6 +96,7 @@ impl Sample {
                     f(&mut a.framework);
                     each(&mut a.framework_version, f);
                     each(&mut a.run_id, f);
+                    each(&mut a.step_marker, f);
                 }
             }
             for h in &mut d.holders {
@@ -133,6 +135,7 @@ impl Sample {
                         std::iter::once(&a.framework)
                             .chain(a.framework_version.iter())
                             .chain(a.run_id.iter())
+                            .chain(a.step_marker.iter())
                     }))
             }))
             .chain(
@@ -552,6 +555,67 @@ pub struct AllocatorStats {
     /// on this GPU, once measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steps: Option<StepMeasure>,
+    /// Memory that grows step after step on this GPU, once the probe's per-step baseline
+    /// shows a steady rise ([`growth`]); absent for a flat job or before enough steps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_growth: Option<StepGrowth>,
+    /// What marks the per-step baseline's steps: "optimizer" (its step), "backward"
+    /// (`loss.backward()`), or the function `run --step-marker` names; `None` before the first
+    /// marked step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_marker: Option<String>,
+    /// Steps marked so far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps_marked: Option<u64>,
+}
+
+/// A steady rise of the allocator's figure at the same point of every training step
+/// (`total_loss += loss`, outputs kept in a list): fitted by [`growth::growth`] from the
+/// probe's per-step figures.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepGrowth {
+    /// "allocated", or "reserved" when only the cache grows.
+    pub measure: String,
+    /// Bytes a step (Theil–Sen's slope).
+    pub bytes_per_step: u64,
+    /// The first and the latest step of the rise.
+    pub since_step: u64,
+    pub last_step: u64,
+    /// Wall time a step in microseconds, from the probe's clock over the recent steps.
+    pub micros_per_step: Option<u64>,
+    /// At this rate, the steps until the GPU is full: its free memory, plus for allocated
+    /// growth the cache's unallocated part. `None` when the free memory is unknown.
+    pub steps_to_full: Option<u64>,
+}
+
+impl StepGrowth {
+    /// Seconds until the GPU is full at this rate.
+    pub fn seconds_to_full(&self) -> Option<f64> {
+        let s = self.steps_to_full? as f64 * self.micros_per_step? as f64 / 1e6;
+        s.is_finite().then_some(s)
+    }
+
+    /// "allocated grows 12.5 MiB a step since step 20; at this rate the GPU is full in ~310
+    /// steps (~26 min)".
+    pub fn describe(&self) -> String {
+        let mut s = format!(
+            "{} grows {} a step since step {}",
+            self.measure,
+            crate::units::fmt_bytes(self.bytes_per_step),
+            self.since_step
+        );
+        if let Some(n) = self.steps_to_full {
+            s.push_str(&format!("; at this rate the GPU is full in ~{n} steps"));
+            if let Some(t) = self.seconds_to_full() {
+                if t < 1.0 {
+                    s.push_str(" (under a second)");
+                } else {
+                    s.push_str(&format!(" (~{})", crate::units::fmt_age(t.round() as u64)));
+                }
+            }
+        }
+        s
+    }
 }
 
 /// The allocator over a job's first steps (`gpumon run --batch N`), for the largest batch that
@@ -596,6 +660,9 @@ impl AllocatorStats {
             age_ms: 0,
             run_id: None,
             steps: None,
+            step_growth: None,
+            step_marker: None,
+            steps_marked: None,
         }
     }
 
@@ -893,6 +960,9 @@ mod tests {
             age_ms: 0,
             run_id: bad(),
             steps: None,
+            step_growth: None,
+            step_marker: None,
+            steps_marked: None,
         }));
         let mut d = Device {
             uuid: bad(),

@@ -666,6 +666,9 @@ mod tests {
             age_ms: 10,
             run_id: None,
             steps: None,
+            step_growth: None,
+            step_marker: None,
+            steps_marked: None,
         }));
         let bare = Process::from_nvml(77, ProcessKind::Graphics, None);
         let healthy = Device {

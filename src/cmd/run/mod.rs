@@ -97,6 +97,8 @@ struct GpuPeak {
     framework: Option<String>,
     /// `--batch`: the largest batch that fits, from the newest sample with the probe's measure.
     batch: Option<crate::estimate::batch::BatchFit>,
+    /// Memory growing step after step, per pid: the newest fit, and what marked the steps.
+    growth: BTreeMap<u32, (crate::model::StepGrowth, Option<String>)>,
 }
 
 /// The job's room on `d` for `--batch` (the MIG instance its processes run in, with MIG on),
@@ -165,6 +167,10 @@ impl Trace {
             for p in mine {
                 peak.pids.insert(p.pid);
                 let Some(a) = &p.allocator else { continue };
+                if let Some(g) = &a.step_growth {
+                    peak.growth
+                        .insert(p.pid, (g.clone(), a.step_marker.clone()));
+                }
                 peak.framework = Some(match &a.framework_version {
                     Some(v) => format!("{} {v}", a.framework),
                     None => a.framework.clone(),
@@ -487,6 +493,7 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
         )
         .env("GPUMON_RUN_ID", &run_id)
         .envs(args.batch.map(|n| ("GPUMON_BATCH", n.to_string())))
+        .env("GPUMON_STEP_MARKER", &args.step_marker)
         .envs(launch.as_ref().into_iter().flat_map(|l| {
             [
                 ("CUDA_DEVICE_ORDER", "PCI_BUS_ID".to_owned()),
@@ -520,6 +527,7 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
         std::thread::spawn(move || relay(e, reading, relayed_tx));
     }
     let mut announced = false;
+    let mut told: BTreeSet<(u32, u32)> = BTreeSet::new();
     let mut trace = Trace {
         job: Job {
             run_id,
@@ -570,6 +578,14 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
                         l.update(&sample, |p| trace.job.owns(p));
                     }
                     trace.record(sample);
+                    // Growth step after step: said once per process and GPU as soon as found.
+                    for (gpu, peak) in &trace.peaks {
+                        for (pid, (g, marker)) in &peak.growth {
+                            if told.insert((*gpu, *pid)) && !args.quiet {
+                                eprintln!("gpumon: pid {pid} on GPU {gpu}: {}", growth_line(g, marker.as_deref()));
+                            }
+                        }
+                    }
                     // --batch: said once as soon as it is measured, and again in the summary.
                     if args.batch.is_some() && !announced {
                         if let Some((gpu, f)) = trace.peaks.iter().find_map(|(g, p)| Some((g, p.batch?))) {
@@ -848,6 +864,30 @@ fn split_line(d: &Device, p: &Process) -> String {
     format!("pid {} on GPU {}: {}", p.pid, d.index, parts.join(", "))
 }
 
+/// The growth as `run` says it, with what marked the steps.
+fn growth_line(g: &crate::model::StepGrowth, marker: Option<&str>) -> String {
+    let by = match marker {
+        Some("optimizer") => " (steps marked by the optimizer's step)".to_owned(),
+        Some("backward") => " (steps marked by backward())".to_owned(),
+        Some(m) => format!(" (steps marked by {m})"),
+        None => String::new(),
+    };
+    format!("{}{by}", g.describe())
+}
+
+/// 2900 as "2,900".
+fn group_digits(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// `--batch`: the largest batch that fits each GPU the job used, from the measured steps, and
 /// with `--estimate` the measured figures beside the estimated ones.
 fn batch_summary(
@@ -975,10 +1015,46 @@ fn summary(
             None => line.push_str("; no allocator figures (the probe did not report)"),
         }
         let _ = writeln!(out, "{line}");
+        for (pid, (g, marker)) in &peak.growth {
+            let _ = writeln!(
+                out,
+                "  pid {pid} on GPU {gpu}: {}",
+                growth_line(g, marker.as_deref())
+            );
+        }
     }
     let Some(oom) = relayed.analysis.main() else {
         return out;
     };
+    // Memory that grew step after step leads: the batch did not suddenly become too large.
+    let grown: Vec<(u32, u32, &crate::model::StepGrowth)> = trace
+        .peaks
+        .iter()
+        .flat_map(|(gpu, p)| p.growth.iter().map(move |(pid, (g, _))| (*gpu, *pid, g)))
+        .collect();
+    if !grown.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n{}",
+            paint.bold("Memory grew step after step before the OOM:")
+        );
+        for (gpu, pid, g) in grown {
+            let _ = writeln!(
+                out,
+                "  pid {pid} on GPU {gpu}: {} had grown {} a step for {} steps (steps {} to {}). \
+                 Something each step keeps alive is the likely cause, not the batch size: a \
+                 loss summed as a tensor (`total_loss += loss` keeps every step's autograd \
+                 history; sum `loss.item()` instead), or outputs, losses or hidden states kept \
+                 in a list or dict (keep `t.item()`, or `t.detach().cpu()`: `.detach()` alone \
+                 still holds the tensor on the GPU)",
+                g.measure,
+                fmt_bytes(g.bytes_per_step),
+                group_digits(g.last_step.saturating_sub(g.since_step)),
+                g.since_step,
+                g.last_step,
+            );
+        }
+    }
     let _ = writeln!(out, "\n{}", paint.bold("Out of memory in the output:"));
     let layout = crate::oom::render::Layout {
         width: Some(crate::runtime::terminal_width()),

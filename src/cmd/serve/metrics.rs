@@ -796,6 +796,9 @@ mod tests {
             age_ms: 10,
             run_id: None,
             steps: None,
+            step_growth: None,
+            step_marker: None,
+            steps_marked: None,
         }));
         let healthy = Device {
             index: 0,
