@@ -674,6 +674,11 @@ fn cell(key: SortKey, row: &super::app::Row, now: SystemTime) -> String {
                 .clone()
                 .or_else(|| p.name.clone())
                 .unwrap_or_else(|| "(not visible from here)".into());
+            // Memory growing step after step leads the command: it is the job's news.
+            let command = match p.allocator.as_ref().and_then(|a| a.step_growth.as_ref()) {
+                Some(g) => format!("[{}] {command}", growth_tag(g)),
+                None => command,
+            };
             match row.holder {
                 Some(r) => format!("[{}] {command}", holder_tag(r)),
                 None => command,
@@ -747,6 +752,12 @@ fn draw_users(buf: &mut Buffer, title: Rect, area: Rect, app: &App) {
         let padded = format!("{text:<width$}", width = area.width as usize);
         buf.set_stringn(area.x, y, padded, area.width as usize, style);
     }
+}
+
+/// How a process row's command starts when its memory grows step after step: "allocated
+/// +12.5 MiB/step".
+pub fn growth_tag(g: &crate::model::StepGrowth) -> String {
+    format!("{} +{}/step", g.measure, fmt_bytes(g.bytes_per_step))
 }
 
 /// How a holder row's command starts: why it holds memory outside NVML's list.
@@ -1351,5 +1362,51 @@ mod tests {
         // Only a head wider than the block is shortened.
         assert_eq!(panel_title(8, "Estimate", " — ", " · ", HINTS), " Est… ");
         assert_eq!(panel_title(0, "Estimate", " — ", " · ", HINTS), " … ");
+    }
+
+    #[test]
+    fn a_process_whose_memory_grows_says_so_in_its_row() {
+        use crate::model::{AllocatorStats, Process, ProcessKind, StepGrowth};
+        let mut p = Process::from_nvml(4242, ProcessKind::Compute, Some(8 << 30));
+        p.command = Some("python train.py".into());
+        let row = |p: &Process| {
+            let r = crate::tui::app::Row {
+                gpu: 0,
+                process: p,
+                stale: false,
+                holder: None,
+            };
+            super::cell(super::SortKey::Command, &r, std::time::SystemTime::UNIX_EPOCH)
+        };
+        p.allocator = Some(Box::new(AllocatorStats {
+            framework: "pytorch".into(),
+            framework_version: None,
+            allocated_bytes: Some(6 << 30),
+            allocated_peak_bytes: None,
+            reserved_bytes: Some(7 << 30),
+            reserved_peak_bytes: None,
+            active_bytes: None,
+            inactive_split_bytes: None,
+            num_alloc_retries: None,
+            num_ooms: None,
+            age_ms: 0,
+            run_id: None,
+            steps: None,
+            step_growth: None,
+            step_marker: Some("optimizer".into()),
+            steps_marked: Some(60),
+        }));
+        assert_eq!(row(&p), "python train.py", "a flat job says nothing");
+        if let Some(a) = p.allocator.as_mut() {
+            a.step_growth = Some(StepGrowth {
+                measure: "allocated".into(),
+                bytes_per_step: 25 << 19,
+                since_step: 11,
+                last_step: 60,
+                micros_per_step: None,
+                steps_to_full: None,
+            });
+        }
+        assert_eq!(row(&p), "[allocated +12.5 MiB/step] python train.py");
     }
 }

@@ -327,6 +327,7 @@ struct Gpumon {
     non_framework: Int,
     allocated_peak: Int,
     reserved_peak: Int,
+    step_growth: Int,
     xids: Count,
     xid_watched: Int,
     ecc: Count,
@@ -425,6 +426,11 @@ impl Gpumon {
                 r,
                 "gpumon_allocator_reserved_peak_bytes",
                 "Peak of reserved memory (under gpumon run)",
+            ),
+            step_growth: int(
+                r,
+                "gpumon_run_step_growth_bytes",
+                "Bytes a training step by which a process's allocated memory (or, when only the cache grows, its reserved memory) rises steadily step after step; absent until such growth is found (under gpumon run)",
             ),
             xids: count(
                 r,
@@ -620,6 +626,11 @@ impl Gpumon {
         set_int(&self.non_framework, &labels, part(PartKind::NonFramework));
         set_int(&self.allocated_peak, &labels, a.allocated_peak_bytes);
         set_int(&self.reserved_peak, &labels, a.reserved_peak_bytes);
+        set_int(
+            &self.step_growth,
+            &labels,
+            a.step_growth.as_ref().map(|g| g.bytes_per_step),
+        );
     }
 }
 
@@ -883,6 +894,34 @@ mod tests {
             },
         );
         assert!(!off.contains("DCGM_"));
+    }
+
+    #[test]
+    fn growth_step_after_step_is_exported_only_when_found() {
+        let flat = encode(&sample(), Duration::ZERO, &opts());
+        assert!(!flat.contains("gpumon_run_step_growth_bytes{"), "{flat}");
+        let mut s = sample();
+        let p = &mut s.devices[0].processes[0];
+        if let Some(a) = p.allocator.as_mut() {
+            a.step_growth = Some(crate::model::StepGrowth {
+                measure: "allocated".into(),
+                bytes_per_step: 13 << 20,
+                since_step: 11,
+                last_step: 60,
+                micros_per_step: Some(5000),
+                steps_to_full: Some(300),
+            });
+        }
+        let text = encode(&s, Duration::ZERO, &opts());
+        let want = format!(
+            "gpumon_run_step_growth_bytes{{gpu=\"0\",UUID=\"GPU-aaaa\",pid=\"4242\"}} {}\n",
+            13u64 << 20
+        );
+        assert!(text.contains(&want), "{text}");
+        assert!(
+            text.contains("# HELP gpumon_run_step_growth_bytes Bytes a training step"),
+            "{text}"
+        );
     }
 
     #[test]
