@@ -303,6 +303,9 @@ fn snapshot_selected_process_with_the_allocator_split() {
             age_ms: 0,
             run_id: None,
             steps: None,
+            step_growth: None,
+            step_marker: None,
+            steps_marked: None,
         }));
         vec![d]
     });
@@ -353,6 +356,9 @@ fn training(t: u64) -> Vec<Device> {
         age_ms: 0,
         run_id: None,
         steps: None,
+        step_growth: None,
+        step_marker: None,
+        steps_marked: None,
     }));
     vec![d]
 }
@@ -1267,6 +1273,9 @@ fn split_process(_t: u64) -> Vec<Device> {
         age_ms: 0,
         run_id: None,
         steps: None,
+        step_growth: None,
+        step_marker: None,
+        steps_marked: None,
     }));
     vec![d]
 }

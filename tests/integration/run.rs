@@ -590,7 +590,13 @@ fn a_snapshot_at_the_oom_is_saved_and_summarised() {
     assert_eq!(code, 1, "{stderr}");
     // The history started when the program brought CUDA up, never before (the real
     // `_record_memory_history` would initialise CUDA itself), with the cheap options.
-    let calls = fs::read_to_string(&log).expect("torch log");
+    // (The step marker's optimizer hook goes in meanwhile: not part of this order.)
+    let calls: String = fs::read_to_string(&log)
+        .expect("torch log")
+        .lines()
+        .filter(|l| !l.starts_with("hook "))
+        .map(|l| format!("{l}\n"))
+        .collect();
     assert!(
         calls.contains("queued\ninitialized\nhistory all alloc python 100000\nobserver"),
         "{calls}"
@@ -739,4 +745,152 @@ fn a_batch_that_was_not_measured_is_said() {
     let (code, _, stderr) = finish(child);
     assert_eq!(code, 0, "{stderr}");
     assert!(stderr.contains("--batch 4: not measured"), "{stderr}");
+}
+
+/// Issue 44: a job of `n` steps under `run` (extra flags first). Waits until another gpumon
+/// sees all its steps marked, and returns the process's `allocator` there, then the run's
+/// exit code and stderr.
+fn step_job(extra: &[&str], mode: &[&str], n: u64) -> (Value, i32, String) {
+    let env = Env::new();
+    let mut flags = vec!["--no-record"];
+    flags.extend_from_slice(extra);
+    let child = env
+        .train(&flags, mode)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("gpumon run");
+    let pid = env.wait_for_pid();
+    let start = Instant::now();
+    let allocator = loop {
+        let mut once = StdCommand::new(env!("CARGO_BIN_EXE_gpumon"));
+        env.apply(&mut once);
+        let out = once.args(["once", "--json"]).output().expect("once");
+        let j: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        let a = j["devices"][0]["processes"]
+            .as_array()
+            .and_then(|ps| ps.iter().find(|p| p["pid"] == pid))
+            .map(|p| p["allocator"].clone())
+            .unwrap_or(Value::Null);
+        if a["steps_marked"] == n {
+            break a;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "not all steps marked: {j}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    // Let `run`'s own sampler see the last report too.
+    std::thread::sleep(Duration::from_millis(400));
+    fs::write(env.path("done"), "").expect("done");
+    let (code, _, stderr) = finish(child);
+    (allocator, code, stderr)
+}
+
+const MIB_F: u64 = 1 << 20;
+
+/// `total_loss += loss`: 12.5 MiB a step from the first step, steps marked by the optimizer.
+#[test]
+fn memory_that_grows_step_after_step_is_found_at_its_rate() {
+    let (a, code, stderr) = step_job(&[], &["steps", "leak-loss", "60"], 60);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(a["step_marker"], "optimizer", "{a}");
+    let g = &a["step_growth"];
+    assert_eq!(g["measure"], "allocated", "{a}");
+    assert_eq!(g["bytes_per_step"], 25 * MIB_F / 2, "{a}");
+    assert_eq!(g["since_step"], 11, "after the warm-up: {a}");
+    assert_eq!(g["last_step"], 60, "{a}");
+    assert!(g["steps_to_full"].is_u64(), "{a}");
+    let said = "on GPU 0: allocated grows 12.5 MiB a step since step 11; at this rate the GPU is \
+                full in ~";
+    // Live, once, and again in the summary.
+    assert_eq!(stderr.matches(said).count(), 2, "{stderr}");
+    assert!(
+        stderr.contains("(steps marked by the optimizer's step)"),
+        "{stderr}"
+    );
+}
+
+/// Outputs kept in a list, in a loop without an optimizer: `backward()` marks the steps.
+#[test]
+fn growth_without_an_optimizer_is_marked_by_backward() {
+    let (a, code, stderr) = step_job(&[], &["steps", "leak-list", "60"], 60);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(a["step_marker"], "backward", "{a}");
+    assert_eq!(a["step_growth"]["bytes_per_step"], 48 * MIB_F, "{a}");
+    assert!(
+        stderr.contains("allocated grows 48.0 MiB a step since step 11"),
+        "{stderr}"
+    );
+}
+
+/// `--step-marker MODULE:FUNCTION`: each return from that function is a step.
+#[test]
+fn a_step_marker_the_user_names_marks_the_steps() {
+    let (a, code, stderr) = step_job(
+        &["--step-marker", "__main__:train_step"],
+        &["steps", "marker", "60"],
+        60,
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(a["step_marker"], "__main__:train_step", "{a}");
+    assert_eq!(a["step_growth"]["bytes_per_step"], 2 * MIB_F, "{a}");
+    assert!(
+        stderr.contains("(steps marked by __main__:train_step)"),
+        "{stderr}"
+    );
+}
+
+/// A large warm-up (Adam's states, caches filling over 8 steps), then flat: no alarm.
+#[test]
+fn a_flat_job_after_a_large_warmup_says_nothing() {
+    let (a, code, stderr) = step_job(&[], &["steps", "warmup-flat", "60"], 60);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(a["step_marker"], "optimizer", "{a}");
+    assert!(a.get("step_growth").is_none(), "{a}");
+    assert!(!stderr.contains("grows"), "{stderr}");
+}
+
+/// Flat but noisy (±200 MiB from step to step): no alarm.
+#[test]
+fn a_noisy_flat_job_says_nothing() {
+    let (a, code, stderr) = step_job(&[], &["steps", "noisy-flat", "60"], 60);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(a.get("step_growth").is_none(), "{a}");
+    assert!(!stderr.contains("grows"), "{stderr}");
+}
+
+/// At an OOM after steady growth, the post-mortem leads with the growth, not the batch.
+#[test]
+fn an_oom_after_growth_leads_with_the_growth() {
+    let (_, code, stderr) = step_job(&[], &["steps", "leak-loss", "60", "oom"], 60);
+    assert_eq!(code, 1, "{stderr}");
+    let grew = stderr
+        .find("Memory grew step after step before the OOM:")
+        .expect("the growth section");
+    let oom = stderr
+        .find("Out of memory in the output:")
+        .expect("the OOM report");
+    assert!(grew < oom, "{stderr}");
+    assert!(
+        stderr.contains("allocated had grown 12.5 MiB a step for 49 steps (steps 11 to 60)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("sum `loss.item()` instead"), "{stderr}");
+}
+
+#[test]
+fn a_step_marker_that_names_no_function_is_refused() {
+    let env = Env::new();
+    let out = env
+        .gpumon_run(&["--step-marker", "train.py", "--", "true"])
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("expected auto, off or MODULE:FUNCTION"),
+        "{stderr}"
+    );
 }
