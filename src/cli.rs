@@ -762,7 +762,9 @@ fn parse_step_marker(s: &str) -> Result<String, String> {
     let dotted = |p: &str| {
         !p.is_empty()
             && p.split('.').all(|w| {
-                w.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_')
+                w.chars()
+                    .next()
+                    .is_some_and(|c| c.is_alphabetic() || c == '_')
                     && w.chars().all(|c| c.is_alphanumeric() || c == '_')
             })
     };

@@ -276,10 +276,142 @@ def _gpumon_start_probe():
                     if len(sparse) > SPARSE:
                         baseline["stride"] *= 2
                         sparse[:] = [p for p in sparse if p[0] % baseline["stride"] == 0]
+            if sites["wanted"] is not None or sites["state"] is not None:
+                sites_step(torch, step)
         except Exception:
             baseline["failures"] += 1
             if baseline["failures"] >= 10:
                 baseline["off"] = True
+
+    # Where growth comes from (asked by `gpumon run` once it finds growth, through
+    # `<dir>/<pid>.sites` holding the step the growth dates from): with PyTorch's memory
+    # history on (--snapshot's, or turned on here for SITE_STEPS + 1 steps and off again),
+    # three snapshots at step boundaries: S0, S1 one step later, S2 SITE_STEPS later. Blocks
+    # live in S1 but not in S0 were allocated in that one step; those still live in S2, with
+    # the same stack and no free of their address in the trace after S1, are held across
+    # steps. Grouped by allocation site (the innermost frame outside torch), largest first.
+    SITE_STEPS = 4
+    want_path = os.path.join(directory, "%d.sites" % pid)
+    sites = {"wanted": None, "state": None, "s0": None, "s1": None, "tail": None,
+             "step": 0, "own": False, "seconds": 0.0, "result": None, "done_for": -1}
+
+    def internal_frame(f):
+        name = str(f.get("filename", ""))
+        return ("/torch/" in name or name.startswith("torch/") or name.startswith("<")
+                or not name or name == "??"
+                or name.endswith((".cpp", ".cc", ".h", ".hpp", ".cu", ".c")))
+
+    def live_blocks(snap):
+        out = {}
+        for seg in snap.get("segments", []):
+            for b in seg.get("blocks", []):
+                if b.get("state") == "active_allocated":
+                    key = (seg.get("device", 0), b.get("address"), b.get("size"))
+                    out[key] = b.get("frames") or []
+        return out
+
+    def trace_key(e):
+        return (e.get("action"), e.get("addr"), e.get("size"), e.get("stream"))
+
+    def take(torch):
+        started = time.monotonic()
+        snap = torch.cuda.memory._snapshot()
+        sites["seconds"] += time.monotonic() - started
+        return snap
+
+    def history(torch, on):
+        memory = torch.cuda.memory
+        try:
+            if on:
+                memory._record_memory_history(enabled="all", context="alloc", stacks="python",
+                                              max_entries=history_entries)
+            else:
+                memory._record_memory_history(enabled=None)
+        except TypeError:
+            memory._record_memory_history(bool(on), trace_alloc_max_entries=history_entries,
+                                          trace_alloc_record_context=True)
+
+    def sites_step(torch, step):
+        # At a step boundary, on the program's thread. Any failure ends the round quietly.
+        try:
+            state = sites["state"]
+            if state is None:
+                sites.update(state="s0", step=step, seconds=0.0, own=not snapshot_prefix)
+                if sites["own"]:
+                    history(torch, True)
+                sites["s0"] = live_blocks(take(torch))
+            elif state == "s0":
+                snap = take(torch)
+                s0 = sites["s0"]
+                sites["s1"] = {k: v for k, v in live_blocks(snap).items() if k not in s0}
+                traces = snap.get("device_traces") or []
+                sites["tail"] = {i: trace_key(t[-1]) for i, t in enumerate(traces) if t}
+                sites.update(state="s1", step=step, s0=None)
+            elif state == "s1" and step >= sites["step"] + SITE_STEPS:
+                snap = take(torch)
+                if sites["own"]:
+                    history(torch, False)
+                freed = set()
+                for i, trace in enumerate(snap.get("device_traces") or []):
+                    tail = sites["tail"].get(i)
+                    start = 0
+                    if tail is not None:
+                        for j in range(len(trace) - 1, -1, -1):
+                            if trace_key(trace[j]) == tail:
+                                start = j + 1
+                                break
+                    for e in trace[start:]:
+                        if e.get("action") in ("free_requested", "free_completed"):
+                            freed.add((i, e.get("addr")))
+                now_live = live_blocks(snap)
+                groups = {}
+                for key, frames in sites["s1"].items():
+                    if now_live.get(key) != frames or (key[0], key[1]) in freed or not frames:
+                        continue
+                    own = [f for f in frames if not internal_frame(f)]
+                    f = own[0] if own else frames[0]
+                    site = (key[0], str(f.get("filename", "")), int(f.get("line", 0) or 0),
+                            str(f.get("name", "")))
+                    g = groups.setdefault(site, [0, 0])
+                    g[0] += 1
+                    g[1] += int(key[2] or 0)
+                ranked = sorted(groups.items(), key=lambda kv: -kv[1][1])
+                result = {}
+                for (device, filename, line, name), (count, size) in ranked:
+                    entry = result.setdefault(device, {
+                        "step": sites["step"], "held_steps": SITE_STEPS,
+                        "seconds": round(sites["seconds"], 6), "own_history": sites["own"],
+                        "sites": []})
+                    if len(entry["sites"]) < 8:
+                        entry["sites"].append({"file": filename[-300:], "line": line,
+                                               "name": name[-100:], "blocks": count,
+                                               "bytes": size})
+                sites.update(result=result, state=None, s1=None, tail=None,
+                             done_for=sites["wanted"], wanted=None)
+                try:
+                    os.unlink(want_path)
+                except OSError:
+                    pass
+        except Exception:
+            if sites["own"]:
+                try:
+                    history(torch, False)
+                except Exception:
+                    pass
+            sites.update(state=None, s0=None, s1=None, tail=None, wanted=None,
+                         done_for=sites["wanted"] if sites["wanted"] is not None else -1)
+
+    def check_wanted():
+        # On the publishing thread: has `gpumon run` asked (again) for the sites?
+        if sites["wanted"] is not None or sites["state"] is not None:
+            return
+        try:
+            with open(want_path) as f:
+                since = int(f.read(32).strip() or "0")
+        except (OSError, ValueError):
+            return
+        if since > sites["done_for"]:
+            sites["wanted"] = since
 
     def baseline_entries():
         # Per device: {"marker", "step", "recent": [[step, t, allocated, reserved]…], "sparse"}.
@@ -350,7 +482,11 @@ def _gpumon_start_probe():
     def publish(torch, visible):
         devices = [device_entry(torch, i, visible) for i in range(torch.cuda.device_count())]
         steps = baseline_entries()
+        check_wanted()
+        held = sites["result"] or {}
         for entry in devices:
+            if entry["index"] in held:
+                entry["sites"] = held[entry["index"]]
             if entry["index"] in measured:
                 entry["steps"] = measured[entry["index"]]
             if entry["index"] in steps:
@@ -498,7 +634,7 @@ def _gpumon_start_probe():
     def cleanup():
         with files:
             removed.append(True)
-            for name in (path, tmp):
+            for name in (path, tmp, want_path):
                 try:
                     os.unlink(name)
                 except OSError:

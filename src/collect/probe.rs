@@ -146,6 +146,9 @@ pub struct ReportDevice {
     /// that does not parse is dropped alone, not with the report.
     #[serde(default, deserialize_with = "lenient")]
     pub baseline: Option<ReportBaseline>,
+    /// Where memory held across steps was allocated (asked by `run` when it finds growth).
+    #[serde(default, deserialize_with = "lenient")]
+    pub sites: Option<ReportSites>,
 }
 
 /// `T` if the value parses as one, else `None`.
@@ -156,6 +159,54 @@ where
 {
     let value = serde_json::Value::deserialize(d)?;
     Ok(serde_json::from_value(value).ok())
+}
+
+/// The probe's held-across-steps blocks by site (see [`crate::model::HeldSites`]).
+#[derive(Debug, Clone, Deserialize)]
+pub struct ReportSites {
+    pub step: u64,
+    pub held_steps: u64,
+    pub seconds: f64,
+    #[serde(default)]
+    pub own_history: bool,
+    pub sites: Vec<ReportSite>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct ReportSite {
+    pub file: String,
+    pub line: u64,
+    pub name: String,
+    pub blocks: u64,
+    pub bytes: u64,
+}
+
+impl ReportSites {
+    fn held(&self) -> crate::model::HeldSites {
+        let cut = |s: &str, n: usize| s.chars().take(n).collect::<String>();
+        crate::model::HeldSites {
+            step: self.step,
+            held_steps: self.held_steps,
+            snapshot_micros: if self.seconds.is_finite() && self.seconds >= 0.0 {
+                (self.seconds * 1e6).min(u64::MAX as f64) as u64
+            } else {
+                0
+            },
+            own_history: self.own_history,
+            sites: self
+                .sites
+                .iter()
+                .take(8)
+                .map(|s| crate::model::HeldSite {
+                    file: cut(&s.file, 300),
+                    line: s.line,
+                    function: cut(&s.name, 100),
+                    blocks: s.blocks,
+                    bytes: s.bytes,
+                })
+                .collect(),
+        }
+    }
 }
 
 /// One step's figures: the step's number, the probe's clock (seconds), allocated, reserved.
@@ -436,15 +487,13 @@ pub fn merge(devices: &mut [Device], reports: &[Report]) {
                     .as_millis() as u64,
                 run_id: (!r.run_id.is_empty()).then(|| r.run_id.clone()),
                 steps: e.steps.as_ref().and_then(ReportSteps::measure),
-                step_growth: e
-                    .baseline
-                    .as_ref()
-                    .and_then(|b| b.growth(free)),
+                step_growth: e.baseline.as_ref().and_then(|b| b.growth(free)),
                 step_marker: e
                     .baseline
                     .as_ref()
                     .map(|b| b.marker.chars().take(MAX_MARKER).collect()),
                 steps_marked: e.baseline.as_ref().map(|b| b.step),
+                held_sites: e.sites.as_ref().map(ReportSites::held),
             }));
         }
     }

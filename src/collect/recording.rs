@@ -1151,6 +1151,7 @@ mod tests {
                                 step_growth: None,
                                 step_marker: None,
                                 steps_marked: None,
+                                held_sites: None,
                             }));
                         }
                         if p % 7 == 0 {

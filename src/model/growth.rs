@@ -168,9 +168,49 @@ pub fn growth(recent: &[(u64, u64)], sparse: &[(u64, u64)]) -> Option<Trend> {
     }
 }
 
+/// What to do about memory held across steps from one site, by what the site is: the first
+/// rule that matches. A site is the innermost frame outside PyTorch of the blocks' allocation
+/// stacks.
+/// Whether a remedy applies to a site.
+type Applies = fn(&super::HeldSite) -> bool;
+
+const REMEDIES: &[(Applies, &str)] = &[
+    (in_forward, "allocated in a module's forward and kept past its step: a step's output or loss is kept, with its autograd graph (`outputs.append(out)`, `total_loss += loss`). Keep `loss.item()`, or `out.detach().cpu()`; evaluate under `torch.no_grad()`"),
+    (anywhere, "a tensor made at this line is kept across steps: a loss or metric summed as a tensor keeps every step's autograd history (`total_loss += loss`: sum `loss.item()` instead, as PyTorch's FAQ says); a tensor kept for later stays on the GPU (keep `t.detach().cpu()`)"),
+];
+
+fn in_forward(s: &super::HeldSite) -> bool {
+    s.function == "forward"
+}
+
+fn anywhere(_: &super::HeldSite) -> bool {
+    true
+}
+
+/// The advice for a site of memory held across steps.
+pub fn remedy(site: &super::HeldSite) -> &'static str {
+    REMEDIES
+        .iter()
+        .find(|(applies, _)| applies(site))
+        .map_or("", |(_, text)| text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_site_in_a_forward_is_an_output_kept() {
+        let site = |function: &str| super::super::HeldSite {
+            file: "/home/a/model.py".into(),
+            line: 88,
+            function: function.into(),
+            blocks: 1,
+            bytes: 1,
+        };
+        assert!(remedy(&site("forward")).contains("out.detach().cpu()"));
+        assert!(remedy(&site("train_loop")).contains("sum `loss.item()` instead"));
+    }
 
     const MIB: u64 = 1 << 20;
     const GIB: u64 = 1 << 30;
@@ -181,7 +221,10 @@ mod tests {
 
     /// A deterministic pseudo-random sequence in `[-1, 1]` (no RNG crate needed for a test).
     fn noise(i: u64) -> f64 {
-        let x = i.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407) >> 33;
+        let x = i
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407)
+            >> 33;
         (x % 2001) as f64 / 1000.0 - 1.0
     }
 
@@ -270,7 +313,9 @@ mod tests {
 
     #[test]
     fn huge_values_and_non_finite_input_do_not_break_it() {
-        let huge: Vec<(u64, u64)> = (0..50).map(|i| (u64::MAX - 100 + i, u64::MAX - i)).collect();
+        let huge: Vec<(u64, u64)> = (0..50)
+            .map(|i| (u64::MAX - 100 + i, u64::MAX - i))
+            .collect();
         assert_eq!(steady_rise(&huge), None);
         let big: Vec<(u64, u64)> = (0..50).map(|i| (i * (u64::MAX / 64), i << 50)).collect();
         let _ = steady_rise(&big); // no panic; whatever it finds is finite

@@ -97,6 +97,10 @@ impl Sample {
                     each(&mut a.framework_version, f);
                     each(&mut a.run_id, f);
                     each(&mut a.step_marker, f);
+                    for site in a.held_sites.iter_mut().flat_map(|h| h.sites.iter_mut()) {
+                        f(&mut site.file);
+                        f(&mut site.function);
+                    }
                 }
             }
             for h in &mut d.holders {
@@ -116,34 +120,38 @@ impl Sample {
         ]
         .into_iter()
         .flatten();
-        let devices = self.devices.iter().flat_map(|d| {
-            [
-                &d.uuid,
-                &d.name,
-                &d.pci_bus_id,
-                &d.processes_error,
-                &d.error,
-            ]
-            .into_iter()
-            .flatten()
-            .chain(d.field_errors.values())
-            .chain(d.processes.iter().flat_map(|p| {
-                [&p.name, &p.user, &p.command, &p.container]
-                    .into_iter()
-                    .flatten()
-                    .chain(p.allocator.iter().flat_map(|a| {
-                        std::iter::once(&a.framework)
-                            .chain(a.framework_version.iter())
-                            .chain(a.run_id.iter())
-                            .chain(a.step_marker.iter())
-                    }))
-            }))
-            .chain(
-                d.holders
-                    .iter()
-                    .flat_map(|h| [&h.user, &h.command].into_iter().flatten()),
-            )
-        });
+        let devices =
+            self.devices.iter().flat_map(|d| {
+                [
+                    &d.uuid,
+                    &d.name,
+                    &d.pci_bus_id,
+                    &d.processes_error,
+                    &d.error,
+                ]
+                .into_iter()
+                .flatten()
+                .chain(d.field_errors.values())
+                .chain(d.processes.iter().flat_map(|p| {
+                    [&p.name, &p.user, &p.command, &p.container]
+                        .into_iter()
+                        .flatten()
+                        .chain(p.allocator.iter().flat_map(|a| {
+                            std::iter::once(&a.framework)
+                                .chain(a.framework_version.iter())
+                                .chain(a.run_id.iter())
+                                .chain(a.step_marker.iter())
+                                .chain(a.held_sites.iter().flat_map(|h| {
+                                    h.sites.iter().flat_map(|s| [&s.file, &s.function])
+                                }))
+                        }))
+                }))
+                .chain(
+                    d.holders
+                        .iter()
+                        .flat_map(|h| [&h.user, &h.command].into_iter().flatten()),
+                )
+            });
         top.chain(devices).map(String::as_str)
     }
 
@@ -567,6 +575,49 @@ pub struct AllocatorStats {
     /// Steps marked so far.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steps_marked: Option<u64>,
+    /// Where memory held across steps was allocated, once the probe has looked (`run` asks
+    /// when it finds growth).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_sites: Option<HeldSites>,
+}
+
+/// The blocks allocated in one step that were still live `held_steps` steps later, grouped by
+/// allocation site, largest first: from PyTorch's memory history (three snapshots at step
+/// boundaries).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeldSites {
+    /// The step whose allocations were followed.
+    pub step: u64,
+    pub held_steps: u64,
+    /// What the three snapshots cost the job, in microseconds.
+    pub snapshot_micros: u64,
+    /// Whether the probe turned the history on for these steps (without `--snapshot`).
+    pub own_history: bool,
+    pub sites: Vec<HeldSite>,
+}
+
+/// One allocation site: the innermost frame outside PyTorch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeldSite {
+    pub file: String,
+    pub line: u64,
+    pub function: String,
+    pub blocks: u64,
+    /// Bytes allocated at this site in the one step and still held.
+    pub bytes: u64,
+}
+
+impl HeldSite {
+    /// "train.py:42 in train_loop" (the last three path components).
+    pub fn label(&self) -> String {
+        let parts: Vec<&str> = self.file.rsplit('/').take(3).collect();
+        let short: Vec<&str> = parts.into_iter().rev().collect();
+        let mut file = short.join("/");
+        if self.file.matches('/').count() >= 3 {
+            file = format!(".../{file}");
+        }
+        format!("{file}:{} in {}", self.line, self.function)
+    }
 }
 
 /// A steady rise of the allocator's figure at the same point of every training step
@@ -663,6 +714,7 @@ impl AllocatorStats {
             step_growth: None,
             step_marker: None,
             steps_marked: None,
+            held_sites: None,
         }
     }
 
@@ -963,6 +1015,7 @@ mod tests {
             step_growth: None,
             step_marker: None,
             steps_marked: None,
+            held_sites: None,
         }));
         let mut d = Device {
             uuid: bad(),

@@ -1376,7 +1376,11 @@ mod tests {
                 stale: false,
                 holder: None,
             };
-            super::cell(super::SortKey::Command, &r, std::time::SystemTime::UNIX_EPOCH)
+            super::cell(
+                super::SortKey::Command,
+                &r,
+                std::time::SystemTime::UNIX_EPOCH,
+            )
         };
         p.allocator = Some(Box::new(AllocatorStats {
             framework: "pytorch".into(),
@@ -1395,6 +1399,7 @@ mod tests {
             step_growth: None,
             step_marker: Some("optimizer".into()),
             steps_marked: Some(60),
+            held_sites: None,
         }));
         assert_eq!(row(&p), "python train.py", "a flat job says nothing");
         if let Some(a) = p.allocator.as_mut() {

@@ -669,6 +669,7 @@ mod tests {
             step_growth: None,
             step_marker: None,
             steps_marked: None,
+            held_sites: None,
         }));
         let bare = Process::from_nvml(77, ProcessKind::Graphics, None);
         let healthy = Device {

@@ -306,6 +306,7 @@ fn snapshot_selected_process_with_the_allocator_split() {
             step_growth: None,
             step_marker: None,
             steps_marked: None,
+            held_sites: None,
         }));
         vec![d]
     });
@@ -359,6 +360,7 @@ fn training(t: u64) -> Vec<Device> {
         step_growth: None,
         step_marker: None,
         steps_marked: None,
+        held_sites: None,
     }));
     vec![d]
 }
@@ -1276,6 +1278,7 @@ fn split_process(_t: u64) -> Vec<Device> {
         step_growth: None,
         step_marker: None,
         steps_marked: None,
+        held_sites: None,
     }));
     vec![d]
 }

@@ -99,6 +99,8 @@ struct GpuPeak {
     batch: Option<crate::estimate::batch::BatchFit>,
     /// Memory growing step after step, per pid: the newest fit, and what marked the steps.
     growth: BTreeMap<u32, (crate::model::StepGrowth, Option<String>)>,
+    /// Where what is held across steps was allocated, per pid.
+    sites: BTreeMap<u32, crate::model::HeldSites>,
 }
 
 /// The job's room on `d` for `--batch` (the MIG instance its processes run in, with MIG on),
@@ -170,6 +172,9 @@ impl Trace {
                 if let Some(g) = &a.step_growth {
                     peak.growth
                         .insert(p.pid, (g.clone(), a.step_marker.clone()));
+                }
+                if let Some(h) = &a.held_sites {
+                    peak.sites.insert(p.pid, h.clone());
                 }
                 peak.framework = Some(match &a.framework_version {
                     Some(v) => format!("{} {v}", a.framework),
@@ -528,6 +533,7 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
     }
     let mut announced = false;
     let mut told: BTreeSet<(u32, u32)> = BTreeSet::new();
+    let mut sited: BTreeSet<(u32, u32)> = BTreeSet::new();
     let mut trace = Trace {
         job: Job {
             run_id,
@@ -581,8 +587,19 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
                     // Growth step after step: said once per process and GPU as soon as found.
                     for (gpu, peak) in &trace.peaks {
                         for (pid, (g, marker)) in &peak.growth {
-                            if told.insert((*gpu, *pid)) && !args.quiet {
-                                eprintln!("gpumon: pid {pid} on GPU {gpu}: {}", growth_line(g, marker.as_deref()));
+                            if told.insert((*gpu, *pid)) {
+                                // Ask the probe where it comes from.
+                                ask_sites(&runtime, *pid, g.since_step);
+                                if !args.quiet {
+                                    eprintln!("gpumon: pid {pid} on GPU {gpu}: {}", growth_line(g, marker.as_deref()));
+                                }
+                            }
+                            if let Some(h) = peak.sites.get(pid) {
+                                if sited.insert((*gpu, *pid)) && !args.quiet {
+                                    let mut text = String::new();
+                                    sites_lines(&mut text, h, "gpumon:   ");
+                                    eprint!("{text}");
+                                }
                             }
                         }
                     }
@@ -612,6 +629,10 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
     });
     // A tick may still be waiting on a hung GPU: never wait for it on the way out.
     runtime_rt.shutdown_background();
+    // Requests for sites a probe did not live to answer.
+    for (_, pid) in &told {
+        let _ = fs::remove_file(runtime.join(format!("{pid}.sites")));
+    }
     let status = status?;
     // CMD has exited: what it wrote is read within DRAIN; a process it left behind that
     // still holds the pipe does not keep `run` waiting (what it writes later is relayed until
@@ -875,12 +896,62 @@ fn growth_line(g: &crate::model::StepGrowth, marker: Option<&str>) -> String {
     format!("{}{by}", g.describe())
 }
 
+/// Asks the probe of `pid` where memory held across steps comes from (`<dir>/<pid>.sites`,
+/// holding the step the growth dates from); the probe answers in its report and removes it.
+fn ask_sites(dir: &Path, pid: u32, since: u64) {
+    let path = dir.join(format!("{pid}.sites"));
+    let _ = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&path)
+        .and_then(|mut f| f.write_all(since.to_string().as_bytes()));
+}
+
+/// "held from train.py:42 in train_loop (3,120 blocks, 11.9 MiB a step): <remedy>" per site,
+/// then how it was found and what that cost.
+fn sites_lines(out: &mut String, h: &crate::model::HeldSites, indent: &str) {
+    if h.sites.is_empty() {
+        let _ = writeln!(
+            out,
+            "{indent}no block allocated in step {} was still held {} steps later (the growth may \
+             come from the cache, or from before the history began)",
+            h.step, h.held_steps
+        );
+    }
+    for s in &h.sites {
+        let _ = writeln!(
+            out,
+            "{indent}held from {} ({} block{}, {} a step): {}",
+            s.label(),
+            group_digits(s.blocks),
+            if s.blocks == 1 { "" } else { "s" },
+            fmt_bytes(s.bytes),
+            crate::model::growth::remedy(s)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "{indent}(blocks allocated in step {} and still live {} steps later, from PyTorch's memory \
+         history{}; its 3 snapshots took {:.3} s)",
+        h.step,
+        h.held_steps,
+        if h.own_history {
+            ", turned on for those steps"
+        } else {
+            ""
+        },
+        h.snapshot_micros as f64 / 1e6
+    );
+}
+
 /// 2900 as "2,900".
 fn group_digits(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -1021,6 +1092,9 @@ fn summary(
                 "  pid {pid} on GPU {gpu}: {}",
                 growth_line(g, marker.as_deref())
             );
+            if let Some(h) = peak.sites.get(pid) {
+                sites_lines(&mut out, h, "    ");
+            }
         }
     }
     let Some(oom) = relayed.analysis.main() else {

@@ -810,6 +810,7 @@ mod tests {
             step_growth: None,
             step_marker: None,
             steps_marked: None,
+            held_sites: None,
         }));
         let healthy = Device {
             index: 0,
