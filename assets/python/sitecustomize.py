@@ -232,18 +232,26 @@ def _gpumon_start_probe():
                 "off": marker_spec == "off", "failures": 0}
     baseline_lock = threading.Lock()
 
+    # The devices this process's allocator holds memory on (reserved > 0 at the last
+    # publish): only those are read at each step, since each read builds PyTorch's whole
+    # statistics dict. None: all, until the first publish.
+    used_devices = [None]
+
     def figures_now(torch):
         raw_stats = getattr(torch._C, "_cuda_memoryStats", None)
-        out = []
-        for i in range(torch.cuda.device_count()):
+        out = {}
+        indices = used_devices[0]
+        if indices is None:
+            indices = range(torch.cuda.device_count())
+        for i in indices:
             if raw_stats is not None:
                 stats = raw_stats(i)
-                out.append((int(stats["allocated_bytes"]["all"]["current"]),
-                            int(stats["reserved_bytes"]["all"]["current"])))
+                out[i] = (int(stats["allocated_bytes"]["all"]["current"]),
+                          int(stats["reserved_bytes"]["all"]["current"]))
             else:
                 flat = torch.cuda.memory_stats(i)
-                out.append((int(flat.get("allocated_bytes.all.current", 0)),
-                            int(flat.get("reserved_bytes.all.current", 0))))
+                out[i] = (int(flat.get("allocated_bytes.all.current", 0)),
+                          int(flat.get("reserved_bytes.all.current", 0)))
         return out
 
     def mark_step(source):
@@ -421,9 +429,9 @@ def _gpumon_start_probe():
             marker, step = baseline["marker"], baseline["step"]
             recent, sparse = list(baseline["recent"]), list(baseline["sparse"])
         out = {}
-        for i in range(max((len(p[2]) for p in recent), default=0)):
+        for i in sorted({i for p in recent for i in p[2]}):
             def column(points):
-                return [[p[0], p[1], p[2][i][0], p[2][i][1]] for p in points if i < len(p[2])]
+                return [[p[0], p[1], p[2][i][0], p[2][i][1]] for p in points if i in p[2]]
             out[i] = {"marker": marker, "step": step, "recent": column(recent),
                       "sparse": column(sparse)}
         return out
@@ -481,6 +489,7 @@ def _gpumon_start_probe():
 
     def publish(torch, visible):
         devices = [device_entry(torch, i, visible) for i in range(torch.cuda.device_count())]
+        used_devices[0] = [e["index"] for e in devices if (e["reserved"] or 0) > 0]
         steps = baseline_entries()
         check_wanted()
         held = sites["result"] or {}
