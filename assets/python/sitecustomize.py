@@ -344,7 +344,11 @@ def _gpumon_start_probe():
         try:
             state = sites["state"]
             if state is None:
-                sites.update(state="s0", step=step, seconds=0.0, own=not snapshot_prefix)
+                # Turned on here only if off: --snapshot's, or the program's own, is left be
+                # (torch._C._cuda_isHistoryEnabled, as torch's enable_history_recording does).
+                enabled = getattr(torch._C, "_cuda_isHistoryEnabled", None)
+                on = enabled() if enabled is not None else bool(snapshot_prefix)
+                sites.update(state="s0", step=step, seconds=0.0, own=not on)
                 if sites["own"]:
                     history(torch, True)
                 sites["s0"] = live_blocks(take(torch))
