@@ -520,6 +520,45 @@ mod tests {
     }
 
     #[test]
+    fn a_baseline_that_rises_is_growth_and_a_bad_one_is_dropped_alone() {
+        const MIB: u64 = 1 << 20;
+        // 60 steps, 0.1 s each: allocated 4 GiB + 8 MiB a step, 512 MiB cached above it.
+        let points: Vec<serde_json::Value> = (1..=60u64)
+            .map(|s| {
+                let a = (4 << 30) + s * 8 * MIB;
+                serde_json::json!([s, s as f64 * 0.1, a, a + 512 * MIB])
+            })
+            .collect();
+        let e: ReportDevice = serde_json::from_value(serde_json::json!({
+            "index": 0, "allocated": 1, "reserved": 2,
+            "baseline": {"marker": "optimizer", "step": 60, "recent": points, "sparse": []}
+        }))
+        .expect("entry");
+        let b = e.baseline.expect("baseline");
+        let g = b.growth(Some(1 << 30)).expect("growth");
+        assert_eq!(g.measure, "allocated");
+        assert_eq!(g.bytes_per_step, 8 * MIB);
+        assert_eq!((g.since_step, g.last_step), (11, 60));
+        assert_eq!(g.micros_per_step, Some(100_000));
+        // 1 GiB free + 512 MiB cached, 8 MiB a step: 192 steps, 19.2 s.
+        assert_eq!(g.steps_to_full, Some(192));
+        assert_eq!(g.seconds_to_full().map(|s| s.round()), Some(19.0));
+        assert_eq!(
+            b.growth(None).and_then(|g| g.steps_to_full),
+            None,
+            "free unknown"
+        );
+        // A baseline that does not parse loses only itself.
+        let e: ReportDevice = serde_json::from_value(serde_json::json!({
+            "index": 0, "allocated": 1, "reserved": 2,
+            "baseline": {"marker": 7, "recent": [["x"]]}
+        }))
+        .expect("the entry still parses");
+        assert!(e.baseline.is_none());
+        assert_eq!(e.allocated, Some(1));
+    }
+
+    #[test]
     fn a_report_time_that_is_no_moment_is_not_believed() {
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
         let secs = |t: f64| published(t, now);

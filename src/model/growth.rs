@@ -200,6 +200,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn growth_is_said_with_its_rate_and_how_soon_the_gpu_is_full() {
+        let mut g = super::super::StepGrowth {
+            measure: "allocated".into(),
+            bytes_per_step: 25 << 19,
+            since_step: 20,
+            last_step: 2920,
+            micros_per_step: Some(5_032_258),
+            steps_to_full: Some(310),
+        };
+        assert_eq!(
+            g.describe(),
+            "allocated grows 12.5 MiB a step since step 20; at this rate the GPU is full in ~310 \
+             steps (~26m00s)"
+        );
+        g.micros_per_step = None;
+        assert!(g.describe().ends_with("full in ~310 steps"));
+        g.steps_to_full = None;
+        assert_eq!(
+            g.describe(),
+            "allocated grows 12.5 MiB a step since step 20"
+        );
+    }
+
+    #[test]
     fn a_site_in_a_forward_is_an_output_kept() {
         let site = |function: &str| super::super::HeldSite {
             file: "/home/a/model.py".into(),

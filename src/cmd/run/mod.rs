@@ -1272,3 +1272,19 @@ fn summary(
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn step_counts_are_grouped_by_thousands() {
+        for (n, s) in [
+            (0, "0"),
+            (999, "999"),
+            (2900, "2,900"),
+            (1_234_567, "1,234,567"),
+            (u64::MAX, "18,446,744,073,709,551,615"),
+        ] {
+            assert_eq!(super::group_digits(n), s);
+        }
+    }
+}
