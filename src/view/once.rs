@@ -596,6 +596,10 @@ fn processes(out: &mut String, d: &Device, paint: Paint, cols: &Columns, now: Sy
                 fmt_opt_bytes(a.cached_bytes())
             );
             let _ = writeln!(out, "{}", paint.dim(&fit(&split, cols.width)));
+            if let Some(g) = &a.step_growth {
+                let line = format!("{:>16}{}", "", g.describe());
+                let _ = writeln!(out, "{}", paint.bold(&fit(&line, cols.width)));
+            }
         }
     }
 }

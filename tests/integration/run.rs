@@ -750,7 +750,7 @@ fn a_batch_that_was_not_measured_is_said() {
 /// Issue 44: a job of `n` steps under `run` (extra flags first). Waits until another gpumon
 /// sees all its steps marked, and returns the process's `allocator` there, then the run's
 /// exit code and stderr.
-fn step_job(extra: &[&str], mode: &[&str], n: u64) -> (Value, i32, String) {
+fn step_job(extra: &[&str], mode: &[&str], n: u64) -> (Value, i32, String, String) {
     step_job_until(extra, mode, |a| a["steps_marked"] == n)
 }
 
@@ -759,7 +759,7 @@ fn step_job_until(
     extra: &[&str],
     mode: &[&str],
     until: impl Fn(&Value) -> bool,
-) -> (Value, i32, String) {
+) -> (Value, i32, String, String) {
     let env = Env::new();
     let mut flags = vec!["--no-record"];
     flags.extend_from_slice(extra);
@@ -790,11 +790,16 @@ fn step_job_until(
         );
         std::thread::sleep(Duration::from_millis(100));
     };
+    // `once` as text, from the same reports.
+    let mut once = StdCommand::new(env!("CARGO_BIN_EXE_gpumon"));
+    env.apply(&mut once);
+    let text = once.arg("once").output().expect("once");
+    let text = String::from_utf8_lossy(&text.stdout).into_owned();
     // Let `run`'s own sampler see the last report too.
     std::thread::sleep(Duration::from_millis(400));
     fs::write(env.path("done"), "").expect("done");
     let (code, _, stderr) = finish(child);
-    (allocator, code, stderr)
+    (allocator, code, stderr, text)
 }
 
 const MIB_F: u64 = 1 << 20;
@@ -802,8 +807,12 @@ const MIB_F: u64 = 1 << 20;
 /// `total_loss += loss`: 12.5 MiB a step from the first step, steps marked by the optimizer.
 #[test]
 fn memory_that_grows_step_after_step_is_found_at_its_rate() {
-    let (a, code, stderr) = step_job(&[], &["steps", "leak-loss", "60"], 60);
+    let (a, code, stderr, once) = step_job(&[], &["steps", "leak-loss", "60"], 60);
     assert_eq!(code, 0, "{stderr}");
+    assert!(
+        once.contains("allocated grows 12.5 MiB a step since step 11"),
+        "{once}"
+    );
     assert_eq!(a["step_marker"], "optimizer", "{a}");
     let g = &a["step_growth"];
     assert_eq!(g["measure"], "allocated", "{a}");
@@ -824,7 +833,7 @@ fn memory_that_grows_step_after_step_is_found_at_its_rate() {
 /// Outputs kept in a list, in a loop without an optimizer: `backward()` marks the steps.
 #[test]
 fn growth_without_an_optimizer_is_marked_by_backward() {
-    let (a, code, stderr) = step_job(&[], &["steps", "leak-list", "60"], 60);
+    let (a, code, stderr, _) = step_job(&[], &["steps", "leak-list", "60"], 60);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(a["step_marker"], "backward", "{a}");
     assert_eq!(a["step_growth"]["bytes_per_step"], 48 * MIB_F, "{a}");
@@ -837,7 +846,7 @@ fn growth_without_an_optimizer_is_marked_by_backward() {
 /// `--step-marker MODULE:FUNCTION`: each return from that function is a step.
 #[test]
 fn a_step_marker_the_user_names_marks_the_steps() {
-    let (a, code, stderr) = step_job(
+    let (a, code, stderr, _) = step_job(
         &["--step-marker", "__main__:train_step"],
         &["steps", "marker", "60"],
         60,
@@ -854,8 +863,9 @@ fn a_step_marker_the_user_names_marks_the_steps() {
 /// A large warm-up (Adam's states, caches filling over 8 steps), then flat: no alarm.
 #[test]
 fn a_flat_job_after_a_large_warmup_says_nothing() {
-    let (a, code, stderr) = step_job(&[], &["steps", "warmup-flat", "60"], 60);
+    let (a, code, stderr, once) = step_job(&[], &["steps", "warmup-flat", "60"], 60);
     assert_eq!(code, 0, "{stderr}");
+    assert!(!once.contains("grows"), "{once}");
     assert_eq!(a["step_marker"], "optimizer", "{a}");
     assert!(a.get("step_growth").is_none(), "{a}");
     assert!(!stderr.contains("grows"), "{stderr}");
@@ -864,7 +874,7 @@ fn a_flat_job_after_a_large_warmup_says_nothing() {
 /// Flat but noisy (±200 MiB from step to step): no alarm.
 #[test]
 fn a_noisy_flat_job_says_nothing() {
-    let (a, code, stderr) = step_job(&[], &["steps", "noisy-flat", "60"], 60);
+    let (a, code, stderr, _) = step_job(&[], &["steps", "noisy-flat", "60"], 60);
     assert_eq!(code, 0, "{stderr}");
     assert!(a.get("step_growth").is_none(), "{a}");
     assert!(!stderr.contains("grows"), "{stderr}");
@@ -873,7 +883,7 @@ fn a_noisy_flat_job_says_nothing() {
 /// At an OOM after steady growth, the post-mortem leads with the growth, not the batch.
 #[test]
 fn an_oom_after_growth_leads_with_the_growth() {
-    let (_, code, stderr) = step_job(&[], &["steps", "leak-loss", "60", "oom"], 60);
+    let (_, code, stderr, _) = step_job(&[], &["steps", "leak-loss", "60", "oom"], 60);
     assert_eq!(code, 1, "{stderr}");
     let grew = stderr
         .find("Memory grew step after step before the OOM:")
@@ -925,7 +935,7 @@ fn the_site_that_holds_memory_across_steps_is_named() {
             "`out.detach().cpu()`",
         ),
     ] {
-        let (a, code, stderr) = step_job_until(&[], &["steps", kind, "60", "sites"], |a| {
+        let (a, code, stderr, _) = step_job_until(&[], &["steps", kind, "60", "sites"], |a| {
             a["held_sites"].is_object()
         });
         assert_eq!(code, 0, "{stderr}");
