@@ -225,6 +225,7 @@ def _gpumon_start_probe():
     # the stride doubling when full).
     marker_spec = os.environ.get("GPUMON_STEP_MARKER", "auto").strip() or "auto"
     RECENT, SPARSE = 64, 64
+    MAX_REPORT = 256 * 1024  # gpumon's collect::probe::MAX_REPORT
     import collections
 
     baseline = {"marker": None, "step": 0, "recent": collections.deque(maxlen=RECENT),
@@ -265,7 +266,7 @@ def _gpumon_start_probe():
             if torch is None or not torch.cuda.is_initialized():
                 return
             figures = figures_now(torch)
-            now = round(time.monotonic() - baseline["t0"], 6)
+            now = round(time.monotonic() - baseline["t0"], 4)
             with baseline_lock:
                 if source != baseline["marker"]:
                     # The first optimizer step after backward passes: steps are now its own.
@@ -516,6 +517,12 @@ def _gpumon_start_probe():
             "devices": devices,
         }
         data = json.dumps(report, separators=(",", ":")).encode()
+        if len(data) > MAX_REPORT:
+            # gpumon refuses a larger report: the split matters more than the steps' figures.
+            for entry in devices:
+                entry.pop("baseline", None)
+                entry.pop("sites", None)
+            data = json.dumps(report, separators=(",", ":")).encode()
         with files:
             if removed:
                 return
