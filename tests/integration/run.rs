@@ -782,6 +782,8 @@ fn step_job_until(
             .map(|p| p["allocator"].clone())
             .unwrap_or(Value::Null);
         if until(&a) {
+            // What it says is what the schema says (step_growth, held_sites and the rest).
+            crate::docs::assert_valid(&crate::docs::once_validator(), &j, "once --json");
             break a;
         }
         assert!(
