@@ -513,25 +513,10 @@ pub fn parse_summary(body: &[u8]) -> Result<NodeSummary, String> {
         }
         _ => return Err("not a gpumon summary".into()),
     }
-    let mut s: NodeSummary =
+    let s: NodeSummary =
         serde_json::from_slice(body).map_err(|e| format!("not a gpumon summary: {e}"))?;
-    // Names from another host reach a terminal: through the one escaping rule.
-    let esc = |t: &mut Option<String>| {
-        if let Some(v) = t.as_mut() {
-            *v = crate::text::escape(v).into_owned();
-        }
-    };
-    esc(&mut s.hostname);
-    esc(&mut s.error);
-    for g in &mut s.gpus {
-        esc(&mut g.name);
-        esc(&mut g.uuid);
-        esc(&mut g.mig_profile);
-    }
-    if let Some(t) = s.top_user.as_mut() {
-        t.user = crate::text::escape(&t.user).into_owned();
-    }
-    Ok(s)
+    // Names and figures from another host: through the one boundary.
+    Ok(s.admit())
 }
 
 /// A `/api/v1/sample` body: `once --json`'s schema, version [`SCHEMA`].
@@ -560,8 +545,9 @@ pub fn parse(body: &[u8]) -> Result<Sample, String> {
         Some(n) => return Err(format!("schema version {n} is not one gpumon reads")),
         None => return Err("not a sample: no schema_version".into()),
     }
+    // Another host's strings and numbers: through the one boundary before any view.
     serde_json::from_slice::<Sample>(body)
-        .map(|s| s.escaped().into_owned())
+        .map(Sample::admit)
         .map_err(|e| format!("not a sample: {e}"))
 }
 

@@ -3,6 +3,7 @@
 //! Unknown values are `None` (shown as N/A, serialised as `null`), never 0. A device whose reads
 //! fail stays in the sample with its error, so that one lost GPU never hides the others.
 
+pub mod admit;
 pub mod breakdown;
 pub mod fleet;
 pub mod health;
@@ -91,6 +92,12 @@ impl Sample {
                 for o in [&mut p.name, &mut p.user, &mut p.command, &mut p.container] {
                     each(o, f);
                 }
+                if let Some(owner) = p.owner.as_mut() {
+                    // Shared by a pod's processes: copied only when one of its texts changes.
+                    if owner.texts().any(|t| t.chars().any(crate::text::is_unsafe)) {
+                        std::sync::Arc::make_mut(owner).texts_mut(f);
+                    }
+                }
                 if let Some(a) = p.allocator.as_mut() {
                     f(&mut a.framework);
                     each(&mut a.framework_version, f);
@@ -100,7 +107,15 @@ impl Sample {
             for h in &mut d.holders {
                 each(&mut h.user, f);
                 each(&mut h.command, f);
+                each(&mut h.state, f);
             }
+            for m in &mut d.mig {
+                for o in [&mut m.uuid, &mut m.name, &mut m.profile] {
+                    each(o, f);
+                }
+                m.field_errors.values_mut().for_each(&mut *f);
+            }
+            each(&mut d.health.events_error, f);
         }
     }
 
@@ -125,6 +140,7 @@ impl Sample {
             .into_iter()
             .flatten()
             .chain(d.field_errors.values())
+            .map(String::as_str)
             .chain(d.processes.iter().flat_map(|p| {
                 [&p.name, &p.user, &p.command, &p.container]
                     .into_iter()
@@ -134,14 +150,25 @@ impl Sample {
                             .chain(a.framework_version.iter())
                             .chain(a.run_id.iter())
                     }))
+                    .map(String::as_str)
+                    .chain(p.owner.iter().flat_map(|o| o.texts()))
             }))
             .chain(
                 d.holders
                     .iter()
-                    .flat_map(|h| [&h.user, &h.command].into_iter().flatten()),
+                    .flat_map(|h| [&h.user, &h.command, &h.state].into_iter().flatten())
+                    .map(String::as_str),
             )
+            .chain(d.mig.iter().flat_map(|m| {
+                [&m.uuid, &m.name, &m.profile]
+                    .into_iter()
+                    .flatten()
+                    .chain(m.field_errors.values())
+                    .map(String::as_str)
+            }))
+            .chain(d.health.events_error.as_deref())
         });
-        top.chain(devices).map(String::as_str)
+        top.map(String::as_str).chain(devices)
     }
 
     /// The sample as text views print it: every text a process or the driver chose passed
