@@ -64,6 +64,15 @@ impl ProcessLabels {
         }
         Ok(out)
     }
+
+    /// Whether an owner of `kind` is shown: a pod (and any other container or service) with
+    /// `pod`, a Slurm job with `job`.
+    pub fn owner(&self, kind: OwnerKind) -> bool {
+        match kind {
+            OwnerKind::Slurm => self.job,
+            _ => self.pod,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -96,15 +105,36 @@ pub fn cut_command(command: Option<&str>) -> Option<String> {
 /// escapes what is unsafe.
 pub fn redact(sample: &Sample, labels: ProcessLabels) -> Sample {
     let mut s = sample.clone();
-    for p in s.devices.iter_mut().flat_map(|d| d.processes.iter_mut()) {
-        if !labels.user {
-            p.user = None;
-        }
-        p.command = if labels.command {
-            cut_command(p.command.as_deref())
+    let command = |c: &mut Option<String>| {
+        *c = if labels.command {
+            cut_command(c.as_deref())
         } else {
             None
         };
+    };
+    for d in &mut s.devices {
+        // Every kind of row a sample carries, each by the same labels: processes,
+        // holders (other containers' and orphaned workers' processes), owners.
+        for p in &mut d.processes {
+            if !labels.user {
+                p.user = None;
+            }
+            command(&mut p.command);
+            if !p
+                .owner
+                .as_deref()
+                .map_or(labels.pod, |o| labels.owner(o.kind))
+            {
+                p.owner = None;
+                p.container = None;
+            }
+        }
+        for h in &mut d.holders {
+            if !labels.user {
+                h.user = None;
+            }
+            command(&mut h.command);
+        }
     }
     s
 }

@@ -621,3 +621,82 @@ async fn route(
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exposition(labels: ProcessLabels) -> Exposition {
+        let secret = |f: &str| format!("SECRET-{f}");
+        let sample = crate::model::admit::full_sample(&secret);
+        Exposition {
+            usage: metrics::Usage {
+                idle_held: Vec::new(),
+                user_memory: if labels.user {
+                    vec![(secret("user"), 1)]
+                } else {
+                    Vec::new()
+                },
+            },
+            sample,
+            sampled_in: Duration::from_millis(3),
+            options: Options {
+                dcgm: true,
+                process_labels: labels,
+            },
+            at: Instant::now(),
+            openmetrics: OnceLock::new(),
+            json: OnceLock::new(),
+            summary: OnceLock::new(),
+        }
+    }
+
+    fn private(body: &[u8]) -> Vec<String> {
+        let text = String::from_utf8_lossy(body);
+        [
+            "user",
+            "command",
+            "holder user",
+            "holder command",
+            "pod",
+            "namespace",
+            "owner container",
+            "pod uid",
+            "container id",
+            "container",
+        ]
+        .iter()
+        .filter(|f| {
+            text.contains(&format!("SECRET-{f}\"")) || text.contains(&format!("SECRET-{f}\\\""))
+        })
+        .map(|f| (*f).to_owned())
+        .collect()
+    }
+
+    /// S2: without --process-labels no endpoint names who runs what, for every kind of row a
+    /// sample carries (processes, holders, owners); each label brings back its own part.
+    #[test]
+    fn privacy_by_default_for_every_kind_of_row_on_every_endpoint() {
+        let e = exposition(ProcessLabels::default());
+        for (endpoint, body) in [
+            ("/metrics", e.openmetrics(None).clone()),
+            ("/api/v1/sample", e.json().clone()),
+            ("/api/v1/summary", e.summary().clone()),
+        ] {
+            assert_eq!(private(&body), Vec::<String>::new(), "{endpoint}");
+        }
+        let all = ProcessLabels::parse("user,command,pod,job").expect("labels");
+        let e = exposition(all);
+        let json = private(e.json());
+        for f in [
+            "user",
+            "command",
+            "holder user",
+            "holder command",
+            "pod",
+            "namespace",
+        ] {
+            assert!(json.iter().any(|j| j == f), "{f} with its label: {json:?}");
+        }
+    }
+}
