@@ -274,9 +274,11 @@ async fn publish(
     let mut tracker = crate::model::rollup::Usage::new(idle_after, interval);
     // Due one interval after the previous sample was due, as the other views sample.
     let mut due = tokio::time::Instant::now();
+    let mut counters = metrics::LastCounters::default();
     loop {
         let started = tokio::time::Instant::now();
-        let sample = sampler.tick_async().await;
+        let mut sample = sampler.tick_async().await;
+        counters.carry(&mut sample);
         tracker.record(&sample);
         if let Some(w) = record.as_mut() {
             if let Err(e) = w.append(&sample) {
