@@ -670,9 +670,11 @@ mod tests {
         }
         let e = Endpoint::parse_file("n1 bob:HUNTER2@127.0.0.1\n").expect_err("no port");
         assert!(!e.contains("HUNTER2") && e.contains("line 1"), "{e}");
-        let e = crate::collect::prometheus::Source::parse("http://alice:S3CRET@127.0.0.1", None)
-            .err()
-            .expect("no port");
+        let Err(e) =
+            crate::collect::prometheus::Source::parse("http://alice:S3CRET@127.0.0.1", None)
+        else {
+            panic!("no port, yet parsed");
+        };
         assert!(!e.contains("S3CRET"), "{e}");
         assert_eq!(redact("http://u:p@h:1/x"), "http://…@h:1/x");
         assert_eq!(redact("h:1"), "h:1");
@@ -706,7 +708,9 @@ mod tests {
         ] {
             let p = dir.path().join(name);
             std::fs::write(&p, yaml).expect("write");
-            let e = Client::load(&p).err().expect(name);
+            let Err(e) = Client::load(&p) else {
+                panic!("{name} loaded");
+            };
             assert!(e.contains("device") || e.contains("FIFO"), "{name}: {e}");
         }
         let big = dir.path().join("big.txt");
