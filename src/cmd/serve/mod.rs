@@ -9,7 +9,8 @@
 //! Hostile clients are bounded: headers over 16 KiB are refused; a client has 10 s to send
 //! them and to finish a TLS handshake (2 s once half the slots are taken); at most
 //! [`MAX_CONNECTIONS`] are open, and a newcomer beyond them takes the place of the one that
-//! has done least, or waits in the listen backlog while all are being answered ([`conns`]);
+//! has done least (one that has not sent a request within a second, or an idle kept-alive
+//! one), or waits in the listen backlog while all are being answered ([`conns`]);
 //! bcrypt runs off the runtime, on as many cores as there are, one check per client address
 //! at a time, and costs the same for unknown users.
 
@@ -44,6 +45,9 @@ use webconfig::{BasicAuth, Verdict, WebConfig};
 /// Connections open at once. A newcomer beyond them takes the place of the connection that
 /// has done least ([`conns`]), or waits in the listen backlog while all are being served.
 pub const MAX_CONNECTIONS: usize = 256;
+/// How long a new connection has to complete its first request before it may be closed
+/// for a newcomer ([`conns`]).
+const FIRST_REQUEST_GRACE: Duration = Duration::from_secs(1);
 /// Connections the kernel queues for us while every slot is being served.
 const BACKLOG: i32 = 1024;
 /// How long a client has to send a request's headers, or to finish a TLS handshake.
@@ -321,7 +325,7 @@ async fn accept(
     state: Arc<State>,
     tls: Option<Arc<rustls::ServerConfig>>,
 ) -> anyhow::Result<()> {
-    let registry = conns::Registry::new(MAX_CONNECTIONS);
+    let registry = conns::Registry::new(MAX_CONNECTIONS, FIRST_REQUEST_GRACE);
     let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
     loop {
         // Accept only when a newcomer can be taken; until then it waits in the backlog.
