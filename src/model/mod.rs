@@ -859,9 +859,12 @@ impl Device {
         self.error.is_none() || self.stale()
     }
 
-    /// When the readings were taken, given the sample's timestamp.
+    /// When the readings were taken, given the sample's timestamp; `None` before 1970 (an
+    /// age from elsewhere can be anything, and no clock shows such a time).
     pub fn data_time(&self, sample_time: SystemTime) -> Option<SystemTime> {
-        sample_time.checked_sub(std::time::Duration::from_millis(self.data_age_ms?))
+        sample_time
+            .checked_sub(std::time::Duration::from_millis(self.data_age_ms?))
+            .filter(|t| *t >= SystemTime::UNIX_EPOCH)
     }
 
     /// Whether `selector` (an index or a UUID, or a UUID prefix) names this device.

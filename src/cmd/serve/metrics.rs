@@ -581,7 +581,11 @@ impl Gpumon {
         if h.xids_watched {
             set_int(&self.xid_watched, labels, Some(1));
         } else if let Some(why) = &h.events_error {
-            set_int(&self.xid_watched, &with("reason", why.clone()), Some(0));
+            set_int(
+                &self.xid_watched,
+                &with("reason", label(Some(why))),
+                Some(0),
+            );
         }
         // The counts seen stay counted when watching stops (a lost GPU's waiter ends).
         for x in &h.xids {
@@ -798,7 +802,7 @@ pub fn encode_with(sample: &Sample, sampled_in: Duration, opts: &Options, usage:
             .map(|d| d.as_secs_f64()),
     );
     if let Some(e) = &sample.error {
-        set_int(&errors, &vec![("error", e.clone())], Some(1));
+        set_int(&errors, &vec![("error", label(Some(e)))], Some(1));
     }
     let mut out = String::with_capacity(64 * 1024);
     // Writing into a String cannot fail.
