@@ -5,7 +5,7 @@
 //! its deadline allows. With a fixed cap and "new connections are closed when full", 300 such
 //! clients left most of Prometheus's scrapes unanswered. Here, when every slot is taken:
 //! - a connection that has not completed a request yet (still in its TLS handshake or its
-//!   first request's headers) after [`Registry::grace`] (a second: a real client sends its
+//!   first request's headers) after its grace (a second: a real client sends its
 //!   request within milliseconds) is closed first, the oldest first. A younger one is never
 //!   closed: in a burst of complete requests above the cap, the newest connections may not
 //!   have been read yet, and closing them reset clients whose requests were whole (387 of
