@@ -20,6 +20,8 @@ pub mod cmd;
 pub mod collect;
 pub mod estimate;
 pub mod files;
+#[cfg(test)]
+mod hostile_views;
 pub mod model;
 pub mod oom;
 pub mod runtime;

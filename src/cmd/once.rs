@@ -79,9 +79,10 @@ fn print(
     let mut out = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
     if let Some(by) = args.by {
         let by = by.group();
+        // Owners' names come from cgroup paths and the kubelet: escaped before they are keys.
+        let sample = sample.escaped();
         let mut usage = crate::model::rollup::Usage::new(common.idle_after, common.history);
         usage.record(&sample);
-        let sample = sample.escaped();
         let rows = usage.rollup(&sample, by);
         if args.json {
             let json = crate::view::by::ByJson {

@@ -48,8 +48,32 @@ fn short_id(s: &str) -> Option<&str> {
     (id.len() >= 12 && id.chars().all(|c| c.is_ascii_hexdigit())).then(|| &id[..12])
 }
 
+/// Whether a cgroup component is a user's delegated subtree (systemd gives every user
+/// `user@UID.service` under `user-UID.slice` in `user.slice`, and lets them create cgroups
+/// below it): what lies below one is named by that user, not by a pod's or a job's manager.
+fn delegated(part: &str) -> bool {
+    part == "user.slice"
+        || (part.starts_with("user-") && part.ends_with(".slice"))
+        || (part.starts_with("user@") && part.ends_with(".service"))
+}
+
+/// Where Slurm's `job_N` sits in the layout slurmd itself makes: `/slurm*/uid_U/job_N` (v1)
+/// or `…/[NODE_]slurmstepd.scope/job_N` (v2).
+fn slurm_layout(parts: &[&str], at: usize) -> bool {
+    let v1 = at == 2 && parts[0].starts_with("slurm") && parts[1].starts_with("uid_");
+    let v2 = at >= 1 && parts[at - 1].ends_with("slurmstepd.scope");
+    v1 || v2
+}
+
 fn owner_of_path(path: &str) -> Option<Owner> {
     let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+    // A pod or a job is believed only from components its manager made: none below a
+    // user's delegated subtree, where anyone can name a cgroup `job_81234` or after
+    // another team's pod.
+    let managed = parts
+        .iter()
+        .position(|p| delegated(p))
+        .unwrap_or(parts.len());
     // The container runtime's id: the last component that is one.
     let runtime = parts.iter().rev().find_map(|p| {
         for (prefix, kind) in [
@@ -65,7 +89,7 @@ fn owner_of_path(path: &str) -> Option<Owner> {
         short_id(p).map(|id| (OwnerKind::Container, id))
     });
     // Kubernetes: "pod<uid>" (cgroupfs) or "kubepods-<qos>-pod<uid_with_underscores>.slice".
-    if parts.iter().any(|p| p.starts_with("kubepods")) {
+    if parts[..managed].iter().any(|p| p.starts_with("kubepods")) {
         let uid = parts.iter().find_map(|p| {
             let p = p.trim_end_matches(".slice");
             let at = p.rfind("pod")?;
@@ -78,10 +102,14 @@ fn owner_of_path(path: &str) -> Option<Owner> {
         return Some(owner);
     }
     // Slurm: a job_N component, its step after it.
-    if let Some(at) = parts.iter().position(|p| {
-        p.strip_prefix("job_")
-            .is_some_and(|j| !j.is_empty() && j.chars().all(|c| c.is_ascii_digit()))
-    }) {
+    if let Some(at) = parts[..managed]
+        .iter()
+        .position(|p| {
+            p.strip_prefix("job_")
+                .is_some_and(|j| !j.is_empty() && j.chars().all(|c| c.is_ascii_digit()))
+        })
+        .filter(|at| slurm_layout(&parts, *at))
+    {
         let job = parts[at].trim_start_matches("job_");
         let step = parts
             .get(at + 1)
@@ -250,5 +278,33 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    /// S5: a user's delegated cgroup subtree (systemd's `user@UID.service`) is theirs to name:
+    /// a `job_N` or a `kubepods…pod<uid>` there is no Slurm job and no pod, and neither is a
+    /// `job_N` outside slurmd's layout.
+    #[test]
+    fn a_users_own_cgroup_cannot_claim_a_job_or_a_pod() {
+        let u = "0::/user.slice/user-1000.slice/user@1000.service";
+        for text in [
+            format!("{u}/job_81234/step_0\n"),
+            format!(
+                "{u}/kubepods-besteffort-pod{}.slice\n",
+                UID.replace('-', "_")
+            ),
+            format!("{u}/app.slice/kubepods/pod{UID}/{ID}\n"),
+            "0::/system.slice/myjob.service/job_81234/step_0\n".to_owned(),
+            "0::/job_81234/step_0\n".to_owned(),
+        ] {
+            let o = owner_of(&text);
+            assert!(
+                o.as_ref()
+                    .is_none_or(|o| !matches!(o.kind, OwnerKind::Slurm | OwnerKind::Kubernetes)),
+                "{text}: {o:?}"
+            );
+        }
+        // A rootless container under the user's own subtree is still that container.
+        let rootless = format!("{u}/user.slice/libpod-{ID}.scope/container\n");
+        assert_eq!(owner_of(&rootless).map(|o| o.kind), Some(OwnerKind::Podman));
     }
 }

@@ -15,6 +15,7 @@ use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
 use serde::Deserialize;
 
 use super::remote::{answer, request, Client, Endpoint};
+use crate::model::admit::unix_time;
 use crate::model::fleet::{GpuState, GpuSummary, NodeSummary, TopUser, SUMMARY_VERSION};
 use crate::model::owner::{Owner, OwnerKind};
 use crate::model::{
@@ -22,6 +23,8 @@ use crate::model::{
 };
 
 const MIB: f64 = 1_048_576.0;
+/// The most of a Prometheus's own error text that a message quotes.
+const MAX_ERROR: usize = 512;
 
 /// gpumon's series a refresh of the fleet reads, by name.
 const NAMES: &str = "up|gpumon_build_info|gpumon_gpu_info|gpumon_gpu_up|gpumon_gpu_stalled|\
@@ -141,7 +144,10 @@ impl Source {
         if status.is_client_error() || status.is_server_error() {
             if let Ok(r) = serde_json::from_slice::<Response>(&body) {
                 if let Some(e) = r.error {
-                    return Err(format!("Prometheus: {e} (HTTP {status})"));
+                    return Err(format!(
+                        "Prometheus: {} (HTTP {status})",
+                        crate::text::escape(&crate::files::cut_message(&e, MAX_ERROR))
+                    ));
                 }
             }
         }
@@ -167,10 +173,11 @@ impl Source {
             )
             .await?;
         let result = result(&body, "vector")?;
+        // A time no clock shows (1e300, before 1970) is not one: the latest of the others.
         let at = result
             .iter()
-            .filter_map(|s| s.value.as_ref().map(|v| v.0))
-            .fold(None, |m: Option<f64>, t| Some(m.map_or(t, |m| m.max(t))));
+            .filter_map(|s| s.value.as_ref().and_then(|v| unix_time(v.0)))
+            .max();
         if result.is_empty() {
             return Err("no recent series in Prometheus".into());
         }
@@ -178,7 +185,11 @@ impl Source {
             .iter()
             .filter_map(|s| Some((&s.metric, value(s.value.as_ref()?)?)))
             .collect();
-        Ok(node_sample(instance, at.unwrap_or(0.0), &series))
+        Ok(node_sample(
+            instance,
+            at.unwrap_or_else(SystemTime::now),
+            &series,
+        ))
     }
 
     /// One node's memory and utilisation over the `window` before `now`, a sample a step
@@ -290,16 +301,18 @@ fn result(body: &[u8], kind: &str) -> Result<Vec<Series>, String> {
     let r: Response =
         serde_json::from_slice(body).map_err(|e| format!("Prometheus: not an API answer: {e}"))?;
     if r.status != "success" {
+        // Its words, not ours: through the one escaping rule, and cut.
+        let said = r.error.unwrap_or_else(|| r.status.clone());
         return Err(format!(
             "Prometheus: {}",
-            r.error.unwrap_or_else(|| r.status.clone())
+            crate::text::escape(&crate::files::cut_message(&said, MAX_ERROR))
         ));
     }
     let data = r.data.ok_or("Prometheus: an answer without data")?;
     if data.result_type != kind {
         return Err(format!(
             "Prometheus: a {} where a {kind} was asked for",
-            data.result_type
+            crate::text::escape(&crate::files::cut_message(&data.result_type, 32))
         ));
     }
     Ok(data.result)
@@ -396,6 +409,9 @@ pub fn nodes(body: &[u8]) -> Result<Vec<PromNode>, String> {
                 .clone()
                 .filter(|h| names.get(h) == Some(&1))
                 .unwrap_or_else(|| instance.clone());
+            // Shown as is by every view: a label's text through the one escaping rule (the
+            // target stays as Prometheus has it, to ask for it again).
+            let name = crate::text::escape(&name).into_owned();
             (name, instance, n.down.clone(), summary(n))
         })
         .collect())
@@ -430,6 +446,7 @@ fn summary(n: Node) -> NodeSummary {
         gpus,
         top_user,
     }
+    .admit()
 }
 
 fn gpu(index: u32, g: Gpu) -> GpuSummary {
@@ -442,7 +459,7 @@ fn gpu(index: u32, g: Gpu) -> GpuSummary {
         bytes(own("gpumon_memory_reserved_bytes").or_else(|| dcgm_mib("DCGM_FI_DEV_FB_RESERVED")));
     // dcgm-exporter has no total: used + free + reserved is the card's.
     let total = bytes(own("gpumon_memory_total_bytes"))
-        .or_else(|| Some(used? + free? + reserved.unwrap_or(0)));
+        .or_else(|| used?.checked_add(free?)?.checked_add(reserved.unwrap_or(0)));
     let unattributed = bytes(own("gpumon_memory_unattributed_bytes"));
     let idle = bytes(own("gpumon_idle_held_bytes"));
     // What the processes hold: used less what no process explains, less the idle holds.
@@ -499,7 +516,7 @@ struct NodeGpu {
 /// One node at `at` (unix seconds) from its series, as the dashboard shows a host: the
 /// figures gpumon exports where it does, dcgm-exporter's where it does not (MiB become bytes),
 /// unknown (`None`) where neither says.
-fn node_sample(instance: &str, at: f64, series: &[(&Labels, f64)]) -> Sample {
+fn node_sample(instance: &str, timestamp: SystemTime, series: &[(&Labels, f64)]) -> Sample {
     let mut gpus: BTreeMap<u32, NodeGpu> = BTreeMap::new();
     let mut hostname = None;
     let mut driver = None;
@@ -534,9 +551,6 @@ fn node_sample(instance: &str, at: f64, series: &[(&Labels, f64)]) -> Sample {
         }
         values.insert(name.to_owned(), *v);
     }
-    let timestamp = SystemTime::UNIX_EPOCH
-        .checked_add(Duration::from_secs_f64(at.max(0.0)))
-        .unwrap_or(SystemTime::UNIX_EPOCH);
     Sample {
         timestamp,
         hostname: hostname.or_else(|| Some(instance.to_owned())),
@@ -550,6 +564,8 @@ fn node_sample(instance: &str, at: f64, series: &[(&Labels, f64)]) -> Sample {
         error: None,
         host: None,
     }
+    // Labels and values from a Prometheus are anyone's who can push series to it.
+    .admit()
 }
 
 /// A GPU's figures: gpumon's name first, then dcgm-exporter's (in MiB where `mib`).
@@ -575,7 +591,7 @@ fn memory(values: &BTreeMap<String, f64>) -> Memory {
     let reserved = bytes("gpumon_memory_reserved_bytes", "DCGM_FI_DEV_FB_RESERVED");
     // dcgm-exporter has no total: used + free + reserved is the card's.
     let total = bytes("gpumon_memory_total_bytes", "")
-        .or_else(|| Some(used? + free? + reserved.unwrap_or(0)));
+        .or_else(|| used?.checked_add(free?)?.checked_add(reserved.unwrap_or(0)));
     Memory {
         total_bytes: total,
         used_bytes: used,
@@ -739,18 +755,16 @@ fn node_process(
 /// A range query's series as samples, one per step, oldest first.
 fn history(instance: &str, series: &[Series]) -> Vec<Sample> {
     // Every series of a range query is evaluated at the same steps: group by time (ms).
-    let mut at: BTreeMap<i64, Vec<(&Labels, f64)>> = BTreeMap::new();
+    let mut at: BTreeMap<SystemTime, Vec<(&Labels, f64)>> = BTreeMap::new();
     for s in series {
         for v in &s.values {
-            if let Some(x) = value(v) {
-                at.entry((v.0 * 1000.0).round() as i64)
-                    .or_default()
-                    .push((&s.metric, x));
+            if let (Some(x), Some(t)) = (value(v), unix_time(v.0)) {
+                at.entry(t).or_default().push((&s.metric, x));
             }
         }
     }
     at.into_iter()
-        .map(|(ms, series)| node_sample(instance, ms as f64 / 1000.0, &series))
+        .map(|(t, series)| node_sample(instance, t, &series))
         .collect()
 }
 
@@ -945,7 +959,7 @@ mod tests {
             named.push(l);
         }
         let pairs: Vec<(&Labels, f64)> = named.iter().zip(&series).map(|(l, s)| (l, s.2)).collect();
-        let s = node_sample("n1:9400", 1_700_000_000.5, &pairs);
+        let s = node_sample("n1:9400", unix_time(1_700_000_000.5).expect("time"), &pairs);
         assert_eq!(s.hostname.as_deref(), Some("dgx-7"));
         assert_eq!(s.driver_version.as_deref(), Some("550.54.15"));
         assert_eq!(s.source, "prometheus");
@@ -1051,5 +1065,112 @@ mod tests {
         assert_eq!(s.prefix, "/prom");
         assert!(s.query().ends_with(r#",job="gpumon"})"#));
         assert!(Source::parse("prom:9090", Some("job=gpumon")).is_err());
+    }
+
+    /// S8, W3, P2, P3: what a hostile Prometheus answers reaches no view raw: its error text
+    /// is escaped, dcgm totals that would wrap are unknown, an index of 2^32-1 is left out,
+    /// a time of 1e300 is no time (it panicked the fleet's worker).
+    #[test]
+    fn hostile_answers_are_escaped_and_checked() {
+        let json = |v: serde_json::Value| serde_json::to_vec(&v).expect("json");
+        let e = nodes(&json(serde_json::json!({
+            "status": "error", "error": "\u{1b}]2;PWN\u{7}boom\u{202e}"
+        })))
+        .expect_err("error");
+        assert!(!e.chars().any(crate::text::is_unsafe), "{e}");
+        assert!(e.contains("boom"), "{e}");
+        let e = nodes(&json(serde_json::json!({
+            "status": format!("\u{9b}2J{}", "x".repeat(10_000))
+        })))
+        .expect_err("status");
+        assert!(
+            !e.chars().any(crate::text::is_unsafe) && e.len() < 1_000,
+            "{e}"
+        );
+
+        let big = "10000000000000"; // MiB: three of them overflow u64 bytes
+        let body = answer(vec![
+            series("up", &[("instance", "d:1")], 1.0),
+            series(
+                "DCGM_FI_DEV_FB_USED",
+                &[("instance", "d:1"), ("gpu", "0")],
+                big.parse().expect("n"),
+            ),
+            series(
+                "DCGM_FI_DEV_FB_FREE",
+                &[("instance", "d:1"), ("gpu", "0")],
+                big.parse().expect("n"),
+            ),
+            series(
+                "DCGM_FI_DEV_FB_RESERVED",
+                &[("instance", "d:1"), ("gpu", "0")],
+                big.parse().expect("n"),
+            ),
+            series(
+                "DCGM_FI_DEV_GPU_UTIL",
+                &[("instance", "d:1"), ("gpu", "0")],
+                4294967295.0,
+            ),
+            series(
+                "gpumon_gpu_info",
+                &[("instance", "d:1"), ("gpu", "4294967295"), ("name", "x")],
+                1.0,
+            ),
+            series(
+                "up",
+                &[("instance", "e:1"), ("Hostname", "\u{1b}[2Jevil\u{202e}")],
+                1.0,
+            ),
+        ]);
+        let all = nodes(&body).expect("nodes");
+        let (_, _, _, d) = all.iter().find(|n| n.1 == "d:1").expect("d");
+        assert_eq!(d.gpus.len(), 1, "index 4294967295 left out: {d:?}");
+        let g = &d.gpus[0];
+        assert!(
+            g.total_bytes.is_none() || g.used_bytes.is_none(),
+            "no wrapped total beside the parts: {g:?}"
+        );
+        assert_eq!(g.util_percent, None);
+        assert!(d
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("impossible index")));
+        let (name, _, _, e) = all.iter().find(|n| n.1 == "e:1").expect("e");
+        assert!(!name.chars().any(crate::text::is_unsafe), "{name}");
+        assert!(!e
+            .hostname
+            .as_deref()
+            .unwrap_or("")
+            .chars()
+            .any(crate::text::is_unsafe));
+
+        let labels = |pairs: &[(&str, &str)]| -> Labels {
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).into(), (*v).into()))
+                .collect()
+        };
+        let (a, b, c) = (
+            labels(&[("__name__", "DCGM_FI_DEV_FB_USED"), ("gpu", "0")]),
+            labels(&[("__name__", "DCGM_FI_DEV_FB_FREE"), ("gpu", "0")]),
+            labels(&[
+                ("__name__", "gpumon_gpu_info"),
+                ("gpu", "4294967295"),
+                ("UUID", "\u{9b}x"),
+            ]),
+        );
+        let pairs = [(&a, 1e13), (&b, 1e13), (&c, 1.0)];
+        let s = node_sample("n:1", SystemTime::UNIX_EPOCH, &pairs);
+        assert_eq!(s.devices.len(), 1, "{:?}", s.devices);
+        let m = s.devices[0].memory;
+        assert!(m.used_bytes.is_none() || m.total_bytes.is_none(), "{m:?}");
+
+        let range: Vec<Series> = serde_json::from_value(serde_json::json!([{
+            "metric": {"__name__": "gpumon_memory_used_bytes", "gpu": "0"},
+            "values": [[1e300, "1"], [-5.0, "1"], [1_700_000_000.0, "2"]]
+        }]))
+        .expect("series");
+        let h = history("n:1", &range);
+        assert_eq!(h.len(), 1, "only the time a clock shows");
     }
 }

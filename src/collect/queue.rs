@@ -25,8 +25,9 @@ pub const DEFAULT_DIR: &str = "/tmp/gpumon-queue";
 const MAX_ENTRY: u64 = 16 << 10;
 /// Entries read at most (a directory flooded with files is not read whole).
 const MAX_ENTRIES: usize = 4096;
-/// How long joining or launching waits for another process's lock.
-const LOCK_WAIT: Duration = Duration::from_secs(10);
+/// How long joining or launching waits for another process's lock (less, when `--wait`
+/// has less left).
+pub const LOCK_WAIT: Duration = Duration::from_secs(10);
 
 /// `explicit`, else `$GPUMON_QUEUE_DIR`, else [`DEFAULT_DIR`].
 pub fn dir(explicit: Option<&Path>) -> PathBuf {
@@ -86,8 +87,13 @@ pub fn ensure_dir(dir: &Path) -> io::Result<()> {
 /// An exclusive hold on the queue's lock, released when dropped.
 pub struct Lock(#[allow(dead_code)] File);
 
-/// Takes the queue's lock, waiting at most 10 s for another process to release it.
-pub fn lock(dir: &Path) -> io::Result<Lock> {
+/// Takes the queue's lock, waiting at most `within` for another process to release it.
+/// `Ok(None)`: another process has held it all that time. Anyone who can read the lock file
+/// can hold it (a read-only descriptor locks as well), so a lock held past a deadline is
+/// a process that will not let go, and the queue goes on without it: at worst two jobs
+/// launch at once, as without a queue, where waiting forever would let one user stop
+/// everyone's jobs.
+pub fn lock(dir: &Path, within: Duration) -> io::Result<Option<Lock>> {
     let path = dir.join(".lock");
     let file = OpenOptions::new()
         .read(true)
@@ -107,20 +113,16 @@ pub fn lock(dir: &Path) -> io::Result<Lock> {
     loop {
         // SAFETY: flock on a descriptor we own.
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-            return Ok(Lock(file));
+            return Ok(Some(Lock(file)));
         }
         let e = io::Error::last_os_error();
         if e.raw_os_error() != Some(libc::EWOULDBLOCK) && e.kind() != io::ErrorKind::Interrupted {
             return Err(e);
         }
-        if start.elapsed() > LOCK_WAIT {
-            return Err(io::Error::other(format!(
-                "{} has been locked by another process for {} s",
-                path.display(),
-                LOCK_WAIT.as_secs()
-            )));
+        if start.elapsed() >= within {
+            return Ok(None);
         }
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(20).min(within));
     }
 }
 
@@ -154,10 +156,36 @@ fn read_entry(path: &Path) -> Option<(Entry, u32)> {
 /// The live jobs in the queue, in its order. A missing directory is an empty queue; files
 /// that are not entries, or whose process has gone, are skipped (our own stale ones removed).
 pub fn read(dir: &Path) -> Vec<Entry> {
+    scan(dir).entries
+}
+
+/// What [`scan`] found: the live jobs in the queue's order, and the entries it ignored, each
+/// with why (for `run --wait` to say).
+#[derive(Debug, Default)]
+pub struct Scan {
+    pub entries: Vec<Entry>,
+    pub ignored: Vec<String>,
+}
+
+/// When `pid`, started `start_ticks` after boot, began, in Unix seconds.
+fn started(start_ticks: u64) -> Option<f64> {
+    // SAFETY: sysconf has no preconditions.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let ticks = if ticks > 0 { ticks as f64 } else { 100.0 };
+    Some(super::host::boot_time()? as f64 + start_ticks as f64 / ticks)
+}
+
+/// The queue as [`read`] gives it, with the entries it ignored. What an entry may claim is
+/// bounded by what its writer cannot choose ([`Entry::trusted`]): the file's owner names its
+/// user, its process's start bounds when it joined.
+pub fn scan(dir: &Path) -> Scan {
     let Ok(list) = fs::read_dir(dir) else {
-        return Vec::new();
+        return Scan::default();
     };
     let me = my_uid();
+    let now = now();
+    let mut names = std::collections::HashMap::new();
+    let mut ignored = Vec::new();
     let mut out = Vec::new();
     for item in list.flatten().take(MAX_ENTRIES) {
         let name = item.file_name();
@@ -169,7 +197,18 @@ pub fn read(dir: &Path) -> Vec<Entry> {
         let Some((entry, owner)) = read_entry(&path) else {
             continue;
         };
-        if !entry.valid() || entry.uid != owner {
+        let said = |why: &str| {
+            format!(
+                "{} (uid {owner}): {why}",
+                crate::text::escape(&crate::files::cut_message(&name, 64))
+            )
+        };
+        if let Some(why) = entry.why_invalid() {
+            ignored.push(said(why));
+            continue;
+        }
+        if entry.uid != owner {
+            ignored.push(said("names another user than its file's owner"));
             continue;
         }
         if !alive(entry.pid, entry.uid, entry.start_ticks) {
@@ -178,10 +217,17 @@ pub fn read(dir: &Path) -> Vec<Entry> {
             }
             continue;
         }
-        out.push(entry);
+        let Some(began) = started(entry.start_ticks) else {
+            continue;
+        };
+        let user = super::host::user_name(&mut names, owner);
+        out.push(entry.trusted(began, now, user));
     }
     queue::sort(&mut out);
-    out
+    Scan {
+        entries: out,
+        ignored,
+    }
 }
 
 /// This process's place in the queue: its entry file, removed when dropped (leaving the
@@ -195,7 +241,7 @@ pub struct Ticket {
 impl Ticket {
     /// Joins the queue (under `lock`, so the time it joined orders it). `entry`'s pid, uid,
     /// start time and join time are this process's.
-    pub fn join(dir: &Path, mut entry: Entry, _lock: &Lock) -> io::Result<Ticket> {
+    pub fn join(dir: &Path, mut entry: Entry, _lock: Option<&Lock>) -> io::Result<Ticket> {
         entry.pid = std::process::id();
         entry.uid = my_uid();
         let mut buf = Vec::with_capacity(512);
@@ -283,11 +329,13 @@ mod tests {
             0o1777
         );
         let ticket = {
-            let l = lock(&q).expect("lock");
-            Ticket::join(&q, entry(), &l).expect("joined")
+            let l = lock(&q, LOCK_WAIT).expect("lock").expect("free");
+            Ticket::join(&q, entry(), Some(&l)).expect("joined")
         };
         let read_back = read(&q);
-        assert_eq!(read_back, vec![ticket.entry.clone()]);
+        assert_eq!(read_back.len(), 1);
+        assert_eq!(read_back[0].pid, ticket.entry.pid);
+        assert_eq!(read_back[0].uid, ticket.entry.uid);
         // Files that are not entries, and an entry of a process that is not there, are skipped.
         fs::write(q.join("junk.json"), b"{\"version\":1").expect("write");
         fs::write(q.join("huge.json"), vec![b' '; 20 << 10]).expect("write");
@@ -311,5 +359,57 @@ mod tests {
         let link = dir.path().join("link");
         std::os::unix::fs::symlink(&q, &link).expect("symlink");
         assert!(ensure_dir(&link).is_err());
+    }
+
+    /// S6 / C5: a lock another process holds forever blocks no one past the deadline given
+    /// (`run --wait 5s` gives its own), and a forged entry of another uid, or one asking for
+    /// the impossible, is ignored and said.
+    #[test]
+    fn a_held_lock_and_forged_entries_stop_no_one() {
+        let dir = tempfile::tempdir().expect("dir");
+        let q = dir.path().join("q");
+        ensure_dir(&q).expect("created");
+        let held = lock(&q, LOCK_WAIT).expect("lock").expect("free");
+        // The same file through another descriptor: held by "another process".
+        let again = lock(&q, Duration::from_millis(50)).expect("no error");
+        assert!(again.is_none(), "given up at the deadline, not an error");
+        drop(held);
+        assert!(lock(&q, Duration::ZERO).expect("lock").is_some());
+
+        let ticket = Ticket::join(&q, entry(), None).expect("joined unlocked");
+        let mut other_uid = ticket.entry.clone();
+        other_uid.uid = ticket.entry.uid.wrapping_add(1);
+        other_uid.enqueued_at = -1e300;
+        fs::write(
+            q.join("forged.json"),
+            serde_json::to_vec(&other_uid).expect("json"),
+        )
+        .expect("write");
+        let mut absurd = ticket.entry.clone();
+        absurd.need_bytes = Some(u64::MAX);
+        fs::write(
+            q.join("absurd.json"),
+            serde_json::to_vec(&absurd).expect("json"),
+        )
+        .expect("write");
+        let mut backdated = ticket.entry.clone();
+        backdated.enqueued_at = -1e300;
+        backdated.grace_s = 1e300;
+        backdated.user = Some("mallory".into());
+        fs::write(
+            q.join("backdated.json"),
+            serde_json::to_vec(&backdated).expect("json"),
+        )
+        .expect("write");
+        let scan = scan(&q);
+        assert_eq!(scan.entries.len(), 2, "{:?}", scan.entries);
+        assert_eq!(scan.ignored.len(), 2, "{:?}", scan.ignored);
+        assert!(scan.ignored.iter().any(|i| i.contains("another user")));
+        assert!(scan.ignored.iter().any(|i| i.contains("more memory")));
+        for e in &scan.entries {
+            assert!(e.enqueued_at > 1e9, "not back-dated: {}", e.enqueued_at);
+            assert!(e.grace_s <= crate::model::queue::MAX_GRACE_S);
+            assert_ne!(e.user.as_deref(), Some("mallory"));
+        }
     }
 }

@@ -24,6 +24,10 @@ pub const CONCURRENCY: usize = 64;
 /// The largest response read: a node with 8 GPUs and hundreds of processes answers in tens of
 /// KiB.
 pub const MAX_BODY: usize = 16 << 20;
+/// The largest `--remote-file`, `--remote-config` or CA file read.
+pub const MAX_CONFIG: u64 = 1 << 20;
+/// The largest `password_file` read.
+const MAX_PASSWORD: u64 = 64 << 10;
 /// How long a node may take when no `--timeout` is given.
 pub const DEADLINE: Duration = Duration::from_secs(2);
 /// The `once --json` schema version this gpumon reads (`view::once::SCHEMA_VERSION`, which a
@@ -49,6 +53,10 @@ impl Endpoint {
     /// brackets.
     pub fn parse(text: &str) -> Result<Endpoint, String> {
         let t = text.trim();
+        // What an error quotes: never the credentials (a --remote-file keeps them out of argv
+        // and logs), and other people's text escaped.
+        let shown = redact(t);
+        let shown = shown.as_str();
         let (tls, rest) = match t.strip_prefix("https://") {
             Some(r) => (true, r),
             None => (false, t.strip_prefix("http://").unwrap_or(t)),
@@ -56,7 +64,7 @@ impl Endpoint {
         let rest = rest.trim_end_matches('/');
         if rest.contains('/') {
             return Err(format!(
-                "{t}: give host:port (gpumon reads /api/v1/sample there)"
+                "{shown}: give host:port (gpumon reads /api/v1/sample there)"
             ));
         }
         let (auth, hostport) = match rest.rsplit_once('@') {
@@ -71,13 +79,16 @@ impl Endpoint {
         };
         let (host, port) = hostport
             .rsplit_once(':')
-            .ok_or_else(|| format!("{t}: no port (host:port)"))?;
-        let port: u16 = port
-            .parse()
-            .map_err(|_| format!("{t}: '{port}' is not a port"))?;
+            .ok_or_else(|| format!("{shown}: no port (host:port)"))?;
+        let port: u16 = port.parse().map_err(|_| {
+            format!(
+                "{shown}: '{}' is not a port",
+                crate::text::escape(&crate::files::cut_message(port, 16))
+            )
+        })?;
         let host = host.trim_start_matches('[').trim_end_matches(']');
         if host.is_empty() || port == 0 {
-            return Err(format!("{t}: not host:port"));
+            return Err(format!("{shown}: not host:port"));
         }
         Ok(Endpoint {
             name: hostport.to_owned(),
@@ -111,15 +122,24 @@ impl Endpoint {
         Ok(out)
     }
 
-    /// Reads a `--remote-file` (at most 1 MiB).
+    /// Reads a `--remote-file` (a regular file of at most [`MAX_CONFIG`]).
     pub fn read_file(path: &Path) -> Result<Vec<Endpoint>, String> {
-        let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        if meta.len() > 1 << 20 {
-            return Err(format!("{}: larger than 1 MiB", path.display()));
-        }
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let text = crate::files::read_text(path, MAX_CONFIG, "a list of nodes")
+            .map_err(|e| e.to_string())?;
         Endpoint::parse_file(&text).map_err(|e| format!("{}: {e}", path.display()))
     }
+}
+
+/// `text` (an endpoint or URL as given) as a message may quote it: `user:password@` becomes
+/// `…@`, and what is left goes through the one escaping rule.
+pub fn redact(text: &str) -> String {
+    let start = text.find("://").map_or(0, |i| i + 3);
+    let end = text[start..].find('/').map_or(text.len(), |i| start + i);
+    let shown = match text[start..end].rfind('@') {
+        Some(at) => format!("{}…{}", &text[..start], &text[start + at..]),
+        None => text.to_owned(),
+    };
+    crate::text::escape(&crate::files::cut_message(&shown, 256)).into_owned()
 }
 
 /// How the nodes are reached (`--remote-config FILE`): the way `serve`'s web config file and a
@@ -171,19 +191,18 @@ impl Client {
     /// Reads a `--remote-config` file (paths in it are relative to it).
     pub fn load(path: &Path) -> Result<Client, String> {
         let what = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
-        let meta = std::fs::metadata(path).map_err(|e| what(&e))?;
-        if meta.len() > 1 << 20 {
-            return Err(what(&"larger than 1 MiB"));
-        }
-        let text = std::fs::read_to_string(path).map_err(|e| what(&e))?;
+        // Each file it names is read the same way: a regular file, within its cap, so that
+        // /dev/zero or a FIFO named there cannot take the memory or hang.
+        let text = crate::files::read_text(path, MAX_CONFIG, "a client configuration")
+            .map_err(|e| e.to_string())?;
         let cfg: ClientConfig = serde_yaml_ng::from_str(&text).map_err(|e| what(&e))?;
         let base = path.parent().unwrap_or(Path::new("."));
         let mut client = Client::default();
         if let Some(t) = &cfg.tls_config {
             use rustls_pki_types::pem::PemObject;
             let ca = base.join(&t.ca_file);
-            let pem =
-                std::fs::read(&ca).map_err(|e| what(&format!("ca_file {}: {e}", ca.display())))?;
+            let pem = crate::files::read_bounded(&ca, MAX_CONFIG, "a CA certificate file")
+                .map_err(|e| what(&format!("ca_file {e}")))?;
             let mut roots = rustls::RootCertStore::empty();
             for cert in rustls_pki_types::CertificateDer::pem_slice_iter(&pem) {
                 let cert = cert.map_err(|e| what(&format!("ca_file: {e}")))?;
@@ -211,8 +230,8 @@ impl Client {
                 (Some(p), None) => p.clone(),
                 (None, Some(f)) => {
                     let f = base.join(f);
-                    std::fs::read_to_string(&f)
-                        .map_err(|e| what(&format!("password_file {}: {e}", f.display())))?
+                    crate::files::read_text(&f, MAX_PASSWORD, "a password file")
+                        .map_err(|e| what(&format!("password_file {e}")))?
                         .trim_end_matches(['\n', '\r'])
                         .to_owned()
                 }
@@ -309,7 +328,8 @@ fn no_answer(deadline: Duration) -> String {
 /// Where answers go as they come: the node's place, the answer, how long it took.
 pub type Early<T> = tokio::sync::mpsc::UnboundedSender<(usize, Result<T, String>, Duration)>;
 
-/// `read` on every endpoint, each within `deadline`, at most [`CONCURRENCY`] at once: the
+/// `read` on every endpoint, all within `deadline` from the call, at most [`CONCURRENCY`]
+/// at once: the
 /// results in the order given, each with how long it took (or each sent to `early` as it
 /// comes, and none returned).
 async fn each<T, F, Fut>(
@@ -326,13 +346,20 @@ where
 {
     let gate = Arc::new(tokio::sync::Semaphore::new(CONCURRENCY));
     let mut tasks = tokio::task::JoinSet::new();
+    // One deadline for all, counted from now: a node waiting for a free slot behind silent
+    // ones waits within it (counted from its own start, 1,000 silent nodes took 16 deadlines).
+    let end = tokio::time::Instant::now() + deadline;
     for (i, ep) in endpoints.iter().enumerate() {
         let work = read(ep.clone(), client.clone());
         let gate = Arc::clone(&gate);
         tasks.spawn(async move {
-            let _permit = gate.acquire_owned().await;
             let start = Instant::now();
-            let result = match tokio::time::timeout(deadline, work).await {
+            let result = match tokio::time::timeout_at(end, async move {
+                let _permit = gate.acquire_owned().await;
+                work.await
+            })
+            .await
+            {
                 Ok(r) => r,
                 Err(_) => Err(no_answer(deadline)),
             };
@@ -513,25 +540,10 @@ pub fn parse_summary(body: &[u8]) -> Result<NodeSummary, String> {
         }
         _ => return Err("not a gpumon summary".into()),
     }
-    let mut s: NodeSummary =
+    let s: NodeSummary =
         serde_json::from_slice(body).map_err(|e| format!("not a gpumon summary: {e}"))?;
-    // Names from another host reach a terminal: through the one escaping rule.
-    let esc = |t: &mut Option<String>| {
-        if let Some(v) = t.as_mut() {
-            *v = crate::text::escape(v).into_owned();
-        }
-    };
-    esc(&mut s.hostname);
-    esc(&mut s.error);
-    for g in &mut s.gpus {
-        esc(&mut g.name);
-        esc(&mut g.uuid);
-        esc(&mut g.mig_profile);
-    }
-    if let Some(t) = s.top_user.as_mut() {
-        t.user = crate::text::escape(&t.user).into_owned();
-    }
-    Ok(s)
+    // Names and figures from another host: through the one boundary.
+    Ok(s.admit())
 }
 
 /// A `/api/v1/sample` body: `once --json`'s schema, version [`SCHEMA`].
@@ -560,8 +572,9 @@ pub fn parse(body: &[u8]) -> Result<Sample, String> {
         Some(n) => return Err(format!("schema version {n} is not one gpumon reads")),
         None => return Err("not a sample: no schema_version".into()),
     }
+    // Another host's strings and numbers: through the one boundary before any view.
     serde_json::from_slice::<Sample>(body)
-        .map(|s| s.escaped().into_owned())
+        .map(Sample::admit)
         .map_err(|e| format!("not a sample: {e}"))
 }
 
@@ -640,5 +653,92 @@ mod tests {
         assert!(parse(br#"{"devices": [], "schema_version": 3}"#)
             .expect_err("newer")
             .contains("newer gpumon"));
+    }
+
+    /// S10: an endpoint's credentials never appear in a message, parse errors included.
+    #[test]
+    fn credentials_are_never_quoted() {
+        for (bad, secret) in [
+            ("bob:HUNTER2@127.0.0.1", "HUNTER2"),
+            ("http://alice:S3CRET@127.0.0.1", "S3CRET"),
+            ("https://alice:S3CRET@127.0.0.1:x", "S3CRET"),
+            ("alice:S3CRET@h:1/metrics", "S3CRET"),
+            ("alice:S3CRET@:1", "S3CRET"),
+        ] {
+            let e = Endpoint::parse(bad).expect_err(bad);
+            assert!(!e.contains(secret) && !e.contains("alice"), "{e}");
+        }
+        let e = Endpoint::parse_file("n1 bob:HUNTER2@127.0.0.1\n").expect_err("no port");
+        assert!(!e.contains("HUNTER2") && e.contains("line 1"), "{e}");
+        let Err(e) =
+            crate::collect::prometheus::Source::parse("http://alice:S3CRET@127.0.0.1", None)
+        else {
+            panic!("no port, yet parsed");
+        };
+        assert!(!e.contains("S3CRET"), "{e}");
+        assert_eq!(redact("http://u:p@h:1/x"), "http://…@h:1/x");
+        assert_eq!(redact("h:1"), "h:1");
+    }
+
+    /// U5: every file the fleet reads is a regular file within its cap: /dev/zero and a FIFO
+    /// are refused at once (they grew memory without bound, or hung).
+    #[test]
+    fn config_files_are_capped_and_regular() {
+        let dir = tempfile::tempdir().expect("dir");
+        let e = Endpoint::read_file(Path::new("/dev/zero")).expect_err("device");
+        assert!(e.contains("is a device"), "{e}");
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().expect("utf-8")).expect("path");
+        // SAFETY: mkfifo with a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert!(Endpoint::read_file(&fifo)
+            .expect_err("fifo")
+            .contains("FIFO"));
+        assert!(Client::load(Path::new("/dev/zero")).is_err());
+        for (name, yaml) in [
+            ("ca.yml", "tls_config:\n  ca_file: /dev/zero\n"),
+            (
+                "pw.yml",
+                "basic_auth:\n  username: u\n  password_file: /dev/zero\n",
+            ),
+            (
+                "fifo.yml",
+                "basic_auth:\n  username: u\n  password_file: fifo\n",
+            ),
+        ] {
+            let p = dir.path().join(name);
+            std::fs::write(&p, yaml).expect("write");
+            let Err(e) = Client::load(&p) else {
+                panic!("{name} loaded");
+            };
+            assert!(e.contains("device") || e.contains("FIFO"), "{name}: {e}");
+        }
+        let big = dir.path().join("big.txt");
+        std::fs::write(&big, vec![b'#'; MAX_CONFIG as usize + 1]).expect("write");
+        assert!(Endpoint::read_file(&big).is_err());
+    }
+
+    /// H2: many silent nodes cost one deadline in total, not one per [`CONCURRENCY`] of them.
+    /// (256 silent nodes took four deadlines before; the bound is two, twice the fix's cost.)
+    #[test]
+    fn silent_nodes_cost_one_deadline_in_total() {
+        // Bound and never accepted: connections wait in the backlog (or for it), unanswered.
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = silent.local_addr().expect("addr").port();
+        let endpoints: Vec<Endpoint> = (0..CONCURRENCY * 4)
+            .map(|_| Endpoint::parse(&format!("127.0.0.1:{port}")).expect("endpoint"))
+            .collect();
+        let deadline = Duration::from_millis(500);
+        let started = Instant::now();
+        let nodes = block_on(fetch_all(&endpoints, &Client::default(), deadline)).expect("run");
+        let took = started.elapsed();
+        assert!(nodes
+            .iter()
+            .all(|n| n.error.as_deref() == Some("no answer within 500ms")));
+        assert!(
+            took < deadline * 2,
+            "{took:?} for {} silent nodes",
+            nodes.len()
+        );
     }
 }

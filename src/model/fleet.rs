@@ -94,7 +94,8 @@ impl NodeSummary {
         for d in &sample.devices {
             for p in &d.processes {
                 if let (Some(u), Some(b)) = (p.user.as_deref(), p.gpu_memory_bytes) {
-                    *users.entry(u).or_default() += b;
+                    let sum = users.entry(u).or_default();
+                    *sum = sum.saturating_add(b);
                 }
             }
             if d.mig.is_empty() {
@@ -138,17 +139,21 @@ impl NodeSummary {
             .filter(|g| g.state != GpuState::Failed)
             .fold((0, 0), |(u, t), g| {
                 (
-                    u + g.used_bytes.unwrap_or(0),
-                    t + g.total_bytes.unwrap_or(0),
+                    u.saturating_add(g.used_bytes.unwrap_or(0)),
+                    t.saturating_add(g.total_bytes.unwrap_or(0)),
                 )
             })
     }
 
     /// The mean utilisation of the GPUs that report one.
     pub fn mean_util(&self) -> Option<u32> {
-        let known: Vec<u32> = self.gpus.iter().filter_map(|g| g.util_percent).collect();
-        let n = u32::try_from(known.len()).ok().filter(|n| *n > 0)?;
-        Some(known.iter().sum::<u32>() / n)
+        let known: Vec<u64> = self
+            .gpus
+            .iter()
+            .filter_map(|g| g.util_percent.map(u64::from))
+            .collect();
+        let n = u64::try_from(known.len()).ok().filter(|n| *n > 0)?;
+        u32::try_from(known.iter().sum::<u64>() / n).ok()
     }
 
     pub fn stalled(&self) -> usize {
@@ -186,9 +191,9 @@ fn gpu(d: &super::Device, mig_profile: Option<String>) -> GpuSummary {
         .try_fold((0u64, 0u64), |(busy, idle), p| {
             let b = p.gpu_memory_bytes?;
             Some(if p.sm_percent == Some(0) {
-                (busy, idle + b)
+                (busy, idle.saturating_add(b))
             } else {
-                (busy + b, idle)
+                (busy.saturating_add(b), idle)
             })
         })
         .filter(|_| readings)

@@ -3,7 +3,7 @@
 //! A failed read is kept as a gap (`None`), so a chart shows where samples were missing
 //! instead of drawing a line through them.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::{Duration, SystemTime};
 
 use super::Sample;
@@ -263,11 +263,13 @@ pub enum Column<T> {
     Gap,
 }
 
-/// History of every device, by index.
+/// History of every device, by index. A map, not a vector indexed by it: an index is a
+/// number from wherever the sample came (a remote node, a recording, a Prometheus label), and
+/// 4294967295 must cost one entry, not 256 GiB.
 #[derive(Debug, Clone)]
 pub struct History {
     pub window: Duration,
-    pub devices: Vec<DeviceHistory>,
+    pub devices: BTreeMap<u32, DeviceHistory>,
     /// Tracked processes by (GPU index, pid): see [`History::track`].
     pub processes: HashMap<(u32, u32), ProcessHistory>,
 }
@@ -276,18 +278,14 @@ impl History {
     pub fn new(window: Duration) -> Self {
         History {
             window,
-            devices: Vec::new(),
+            devices: BTreeMap::new(),
             processes: HashMap::new(),
         }
     }
 
     pub fn record(&mut self, sample: &Sample) {
         for d in &sample.devices {
-            let i = d.index as usize;
-            if self.devices.len() <= i {
-                self.devices.resize_with(i + 1, DeviceHistory::default);
-            }
-            let h = &mut self.devices[i];
+            let h = self.devices.entry(d.index).or_default();
             let ms = unix_ms(sample.timestamp);
             let failed = d.error.is_some();
             if d.late {
@@ -316,7 +314,7 @@ impl History {
     }
 
     pub fn device(&self, index: u32) -> Option<&DeviceHistory> {
-        self.devices.get(index as usize)
+        self.devices.get(&index)
     }
 
     /// Records the processes in `wanted` (GPU index, pid) from `sample` and forgets every other
@@ -522,5 +520,18 @@ mod tests {
             h.record(&sample(t, Some(1), false));
         }
         assert_eq!(h.device(0).map(|d| d.points.len()), Some(MAX_POINTS));
+    }
+
+    /// P2: an index from elsewhere (a node, a recording, a Prometheus label) of 2^32 - 1 is
+    /// one entry; a vector indexed by it asked for 256 GiB and aborted the dashboard.
+    #[test]
+    fn a_huge_device_index_costs_one_entry() {
+        let mut h = History::new(Duration::from_secs(60));
+        let mut s = sample(1, Some(5), false);
+        s.devices[0].index = u32::MAX;
+        h.record(&s);
+        assert_eq!(h.devices.len(), 1);
+        assert_eq!(h.device(u32::MAX).map(|d| d.points.len()), Some(1));
+        assert!(h.device(0).is_none());
     }
 }

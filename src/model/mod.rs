@@ -3,6 +3,7 @@
 //! Unknown values are `None` (shown as N/A, serialised as `null`), never 0. A device whose reads
 //! fail stays in the sample with its error, so that one lost GPU never hides the others.
 
+pub mod admit;
 pub mod breakdown;
 pub mod fleet;
 pub mod growth;
@@ -92,6 +93,12 @@ impl Sample {
                 for o in [&mut p.name, &mut p.user, &mut p.command, &mut p.container] {
                     each(o, f);
                 }
+                if let Some(owner) = p.owner.as_mut() {
+                    // Shared by a pod's processes: copied only when one of its texts changes.
+                    if owner.texts().any(|t| t.chars().any(crate::text::is_unsafe)) {
+                        std::sync::Arc::make_mut(owner).texts_mut(f);
+                    }
+                }
                 if let Some(a) = p.allocator.as_mut() {
                     f(&mut a.framework);
                     each(&mut a.framework_version, f);
@@ -106,7 +113,15 @@ impl Sample {
             for h in &mut d.holders {
                 each(&mut h.user, f);
                 each(&mut h.command, f);
+                each(&mut h.state, f);
             }
+            for m in &mut d.mig {
+                for o in [&mut m.uuid, &mut m.name, &mut m.profile] {
+                    each(o, f);
+                }
+                m.field_errors.values_mut().for_each(&mut *f);
+            }
+            each(&mut d.health.events_error, f);
         }
     }
 
@@ -120,39 +135,50 @@ impl Sample {
         ]
         .into_iter()
         .flatten();
-        let devices =
-            self.devices.iter().flat_map(|d| {
-                [
-                    &d.uuid,
-                    &d.name,
-                    &d.pci_bus_id,
-                    &d.processes_error,
-                    &d.error,
-                ]
-                .into_iter()
-                .flatten()
-                .chain(d.field_errors.values())
-                .chain(d.processes.iter().flat_map(|p| {
-                    [&p.name, &p.user, &p.command, &p.container]
-                        .into_iter()
-                        .flatten()
-                        .chain(p.allocator.iter().flat_map(|a| {
-                            std::iter::once(&a.framework)
-                                .chain(a.framework_version.iter())
-                                .chain(a.run_id.iter())
-                                .chain(a.step_marker.iter())
-                                .chain(a.held_sites.iter().flat_map(|h| {
-                                    h.sites.iter().flat_map(|s| [&s.file, &s.function])
-                                }))
-                        }))
-                }))
-                .chain(
-                    d.holders
-                        .iter()
-                        .flat_map(|h| [&h.user, &h.command].into_iter().flatten()),
-                )
-            });
-        top.chain(devices).map(String::as_str)
+        let devices = self.devices.iter().flat_map(|d| {
+            [
+                &d.uuid,
+                &d.name,
+                &d.pci_bus_id,
+                &d.processes_error,
+                &d.error,
+            ]
+            .into_iter()
+            .flatten()
+            .chain(d.field_errors.values())
+            .map(String::as_str)
+            .chain(d.processes.iter().flat_map(|p| {
+                [&p.name, &p.user, &p.command, &p.container]
+                    .into_iter()
+                    .flatten()
+                    .chain(p.allocator.iter().flat_map(|a| {
+                        std::iter::once(&a.framework)
+                            .chain(a.framework_version.iter())
+                            .chain(a.run_id.iter())
+                            .chain(a.step_marker.iter())
+                            .chain(a.held_sites.iter().flat_map(|h| {
+                                h.sites.iter().flat_map(|s| [&s.file, &s.function])
+                            }))
+                    }))
+                    .map(String::as_str)
+                    .chain(p.owner.iter().flat_map(|o| o.texts()))
+            }))
+            .chain(
+                d.holders
+                    .iter()
+                    .flat_map(|h| [&h.user, &h.command, &h.state].into_iter().flatten())
+                    .map(String::as_str),
+            )
+            .chain(d.mig.iter().flat_map(|m| {
+                [&m.uuid, &m.name, &m.profile]
+                    .into_iter()
+                    .flatten()
+                    .chain(m.field_errors.values())
+                    .map(String::as_str)
+            }))
+            .chain(d.health.events_error.as_deref())
+        });
+        top.map(String::as_str).chain(devices)
     }
 
     /// The sample as text views print it: every text a process or the driver chose passed
@@ -951,9 +977,12 @@ impl Device {
         self.error.is_none() || self.stale()
     }
 
-    /// When the readings were taken, given the sample's timestamp.
+    /// When the readings were taken, given the sample's timestamp; `None` before 1970 (an
+    /// age from elsewhere can be anything, and no clock shows such a time).
     pub fn data_time(&self, sample_time: SystemTime) -> Option<SystemTime> {
-        sample_time.checked_sub(std::time::Duration::from_millis(self.data_age_ms?))
+        sample_time
+            .checked_sub(std::time::Duration::from_millis(self.data_age_ms?))
+            .filter(|t| *t >= SystemTime::UNIX_EPOCH)
     }
 
     /// Whether `selector` (an index or a UUID, or a UUID prefix) names this device.

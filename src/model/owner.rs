@@ -62,6 +62,39 @@ pub struct Owner {
 }
 
 impl Owner {
+    /// Every text of the owner (from cgroup paths and the kubelet: other people's names),
+    /// each visited mutably, for the one escaping rule ([`super::Sample::escaped`]).
+    pub fn texts_mut(&mut self, f: &mut impl FnMut(&mut String)) {
+        f(&mut self.name);
+        for o in [
+            &mut self.namespace,
+            &mut self.container,
+            &mut self.job,
+            &mut self.pod_uid,
+            &mut self.container_id,
+        ] {
+            if let Some(s) = o.as_mut() {
+                f(s);
+            }
+        }
+    }
+
+    /// The same texts, read-only.
+    pub fn texts(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.name.as_str()).chain(
+            [
+                &self.namespace,
+                &self.container,
+                &self.job,
+                &self.pod_uid,
+                &self.container_id,
+            ]
+            .into_iter()
+            .flatten()
+            .map(String::as_str),
+        )
+    }
+
     /// An owner of `kind` named `name`, nothing else known.
     pub fn new(kind: OwnerKind, name: impl Into<String>) -> Owner {
         Owner {

@@ -11,6 +11,11 @@ use serde::{Deserialize, Serialize};
 
 /// The entry format's version.
 pub const VERSION: u32 = 1;
+/// The longest grace period (`run --grace` takes at most a day): a longer one in a file is
+/// cut to it.
+pub const MAX_GRACE_S: f64 = 86_400.0;
+/// GPUs one job may ask for (NVML numbers at most 64 devices).
+pub const MAX_COUNT: u32 = 64;
 
 /// Where a job stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -72,16 +77,55 @@ impl Entry {
 
     /// Whether this entry says nothing impossible (a file another user wrote is not trusted).
     pub fn valid(&self) -> bool {
-        self.version == VERSION
-            && self.count >= 1
-            && self.count <= 1024
-            && self.enqueued_at.is_finite()
+        self.why_invalid().is_none()
+    }
+
+    /// What is impossible in this entry, if anything.
+    pub fn why_invalid(&self) -> Option<&'static str> {
+        let max = crate::model::bounds::MAX_MEMORY;
+        let checks: [(bool, &'static str); 5] = [
+            (self.version == VERSION, "an unknown version"),
+            (
+                (1..=MAX_COUNT).contains(&self.count),
+                "a GPU count no host has",
+            ),
+            (
+                self.need_bytes.is_none_or(|n| n <= max),
+                "more memory than any GPU has",
+            ),
+            (
+                self.holds
+                    .iter()
+                    .all(|h| h.bytes <= max && h.index < MAX_COUNT),
+                "a hold larger than any GPU",
+            ),
+            (self.sane(), "impossible numbers or texts"),
+        ];
+        checks.iter().find(|(ok, _)| !ok).map(|(_, why)| *why)
+    }
+
+    fn sane(&self) -> bool {
+        self.enqueued_at.is_finite()
             && self.grace_s.is_finite()
             && self.grace_s >= 0.0
             && self.holds.len() <= 1024
             && self.command.len() <= 4096
             && self.user.as_ref().is_none_or(|u| u.len() <= 256)
             && self.launched_at.is_none_or(f64::is_finite)
+    }
+
+    /// What the entry may claim, given what its writer cannot choose: its process started at
+    /// `started` (Unix seconds, from the kernel), and its file's owner is `user`. The time it
+    /// joined is moved into `[started, now]` (no one can have joined before their process
+    /// began, so the queue's order cannot be back-dated), its launch likewise, its grace cut
+    /// to [`MAX_GRACE_S`], and its user named by the file's owner, not by what it wrote.
+    pub fn trusted(mut self, started: f64, now: f64, user: Option<String>) -> Entry {
+        let started = started.min(now);
+        self.enqueued_at = self.enqueued_at.clamp(started, now);
+        self.launched_at = self.launched_at.map(|t| t.clamp(self.enqueued_at, now));
+        self.grace_s = self.grace_s.clamp(0.0, MAX_GRACE_S);
+        self.user = user;
+        self
     }
 
     /// Whether the holds still count at `now` (Unix seconds).
@@ -210,6 +254,57 @@ mod tests {
             },
         ] {
             assert!(!bad.valid(), "{bad:?}");
+        }
+    }
+
+    /// S6 / C6: what another user's file claims and its writer could choose is bounded by
+    /// what it cannot: its process's start (no joining before it: no back-dating the queue's
+    /// order), now, the longest grace, the file owner's name; and an entry asking for what no
+    /// GPU has is not valid.
+    #[test]
+    fn a_forged_entry_cannot_jump_the_queue_or_hold_forever() {
+        let honest = entry(10, 1_000.0, State::Waiting).trusted(990.0, 2_000.0, Some("ana".into()));
+        let mut forged = entry(20, -1e300, State::Launched);
+        forged.grace_s = 1e300;
+        forged.launched_at = Some(-1e300);
+        forged.user = Some("mallory".into());
+        let forged = forged.trusted(1_500.0, 2_000.0, Some("nobody".into()));
+        assert_eq!(
+            forged.enqueued_at, 1_500.0,
+            "not before its process started"
+        );
+        assert_eq!(forged.grace_s, MAX_GRACE_S);
+        assert_eq!(forged.launched_at, Some(1_500.0));
+        assert_eq!(forged.user.as_deref(), Some("nobody"));
+        let mut waiting = Entry {
+            state: State::Waiting,
+            ..forged.clone()
+        };
+        waiting.pid = 20;
+        let all = vec![honest.clone(), waiting];
+        assert_eq!(ahead(&all, honest.key()), 0, "the forged entry is behind");
+        // From the future: now, at the back.
+        let late = entry(30, 1e300, State::Waiting).trusted(1_000.0, 2_000.0, None);
+        assert_eq!(late.enqueued_at, 2_000.0);
+        for bad in [
+            Entry {
+                count: 1024,
+                ..honest.clone()
+            },
+            Entry {
+                need_bytes: Some(u64::MAX),
+                ..honest.clone()
+            },
+            Entry {
+                holds: vec![Hold {
+                    id: "0".into(),
+                    index: 0,
+                    bytes: u64::MAX,
+                }],
+                ..honest.clone()
+            },
+        ] {
+            assert!(bad.why_invalid().is_some(), "{bad:?}");
         }
     }
 }

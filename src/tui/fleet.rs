@@ -695,11 +695,14 @@ pub fn draw(buf: &mut Buffer, area: Rect, view: &mut View, interval: Duration) {
         line(buf, y, l);
     }
     if shown.is_empty() {
-        line(
-            buf,
-            area.y + 2,
-            Line::styled("no node matches the filter", theme::dim()),
-        );
+        // No row at all is not a filter's doing: say why (the source's error), or that the
+        // first answers are awaited.
+        let l = match (&view.source_error, view.rows.is_empty()) {
+            (Some(e), true) => Line::styled(format!("no node: {e}"), theme::error()),
+            (None, true) => Line::styled("no node yet", theme::dim()),
+            (_, false) => Line::styled("no node matches the filter", theme::dim()),
+        };
+        line(buf, area.y + 2, l);
     }
     let footer = area.y + area.height.saturating_sub(1);
     let l = if view.typing || !view.filter_text.is_empty() {
@@ -888,5 +891,20 @@ mod tests {
         for (w, h) in [(1, 1), (10, 2), (40, 3), (0, 0)] {
             screen(&mut v, w, h);
         }
+    }
+
+    /// C4: a Prometheus that answers an error, with no node yet, is shown as that error, not
+    /// as a filter that matches nothing.
+    #[test]
+    fn a_source_error_with_no_node_is_shown_as_the_error() {
+        let mut v = View::new(&[]);
+        v.prometheus = Some("http://prom:9090".into());
+        v.take(Vec::new(), Some("Prometheus: parse error".into()));
+        let t = screen(&mut v, 100, 6);
+        let row = (0..100)
+            .map(|x| t.backend().buffer()[(x, 2)].symbol().to_owned())
+            .collect::<String>();
+        assert!(row.contains("no node: Prometheus: parse error"), "{row}");
+        assert!(!row.contains("filter"), "{row}");
     }
 }

@@ -29,7 +29,9 @@ use crate::units::{fmt_bytes, GIB};
 pub const MIN_CHART: u16 = 4;
 
 pub fn clock(t: SystemTime) -> String {
-    let s = humantime::format_rfc3339_seconds(t).to_string();
+    // humantime panics on a time before 1970 or after 9999: clamped into them.
+    let last = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(253_402_300_799);
+    let s = humantime::format_rfc3339_seconds(t.clamp(SystemTime::UNIX_EPOCH, last)).to_string();
     s.get(11..19).map_or(s.clone(), |hms| format!("{hms} UTC"))
 }
 

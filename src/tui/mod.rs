@@ -109,6 +109,12 @@ fn setup() -> io::Result<Terminal<CrosstermBackend<io::Stdout>>> {
     std::panic::set_hook(Box::new(move |info| {
         restore();
         previous(info);
+        // A worker's panic (the fleet's poller, a reader) would leave a view that never
+        // refreshes on a terminal already given back: end the program as the main thread's
+        // panic does, with its status.
+        if std::thread::current().name() != Some("main") {
+            std::process::exit(101);
+        }
     }));
     enable_raw_mode()?;
     ACTIVE.store(true, Ordering::SeqCst);
@@ -404,7 +410,20 @@ where
 
     app.opening_for = opening.as_ref().map(|(o, _)| o.elapsed());
     // Test hook: proves the panic hook restores the terminal (tests/integration/dashboard.rs).
-    let debug_panic = std::env::var_os("GPUMON_DEBUG_PANIC").is_some();
+    let debug_panic = std::env::var_os("GPUMON_DEBUG_PANIC");
+    // `worker`: a thread other than the drawing one panics instead.
+    let debug_panic = match debug_panic.as_deref().and_then(|v| v.to_str()) {
+        Some("worker") => {
+            let _ = std::thread::Builder::new()
+                .name("gpumon-debug".into())
+                .spawn(|| {
+                    std::thread::sleep(std::time::Duration::from_millis(500));
+                    panic!("GPUMON_DEBUG_PANIC=worker is set");
+                });
+            false
+        }
+        v => v.is_some(),
+    };
     terminal.draw(|f| ui::draw(f, &mut app))?;
     let mut reading = true;
     let outcome = loop {

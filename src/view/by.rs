@@ -46,7 +46,9 @@ pub fn heads(by: GroupBy) -> [&'static str; 7] {
 pub fn cells(r: &Row) -> [String; 7] {
     let gpus: Vec<String> = r.gpus.iter().map(u32::to_string).collect();
     [
-        r.key.clone(),
+        // A user's or owner's name (a cgroup's, a pod's): through the one escaping rule, as
+        // every view prints it.
+        crate::text::escape(&r.key).into_owned(),
         gpus.join(","),
         r.processes.to_string(),
         fmt_bytes(r.memory_bytes),
@@ -190,5 +192,26 @@ mod tests {
         );
         assert!(t.starts_with("OWNER"), "{t}");
         assert!(!t.contains("need time"), "{t}");
+    }
+
+    /// S4: an owner named by a cgroup or a pod (anyone's) is printed escaped.
+    #[test]
+    fn hostile_owner_names_are_escaped() {
+        let rows = [row(
+            "ns/\u{1b}]2;CGPWN\u{7}\u{1b}[2J\u{202e}evil.service",
+            None,
+        )];
+        let t = render(
+            &rows,
+            GroupBy::Owner,
+            Duration::from_secs(600),
+            Paint(false),
+            200,
+        );
+        assert!(
+            !t.chars().any(|c| c != '\n' && crate::text::is_unsafe(c)),
+            "{t:?}"
+        );
+        assert!(t.contains("evil.service"), "{t}");
     }
 }

@@ -499,7 +499,7 @@ impl<W: Write> LogWriter<W> {
 
 #[cfg(test)]
 impl<W: Write> LogWriter<W> {
-    fn get_ref(&self) -> &W {
+    pub(crate) fn get_ref(&self) -> &W {
         match &self.sink {
             Sink::Csv(w) => w.get_ref(),
             Sink::Jsonl(out) | Sink::Table(out) => out,

@@ -663,6 +663,16 @@ fn end_to_end_sigterm_and_panic_restore_the_terminal() {
         "the panic message is shown:\n{screen}"
     );
     tmux.assert_restored("EXIT=101");
+
+    // P3: a worker thread's panic ends the program too (it froze the view before).
+    tmux.run(&["send-keys", "-t", "e2e", "clear", "Enter"]);
+    tmux.type_line(&format!("GPUMON_DEBUG_PANIC=worker {bin}; echo EXIT=$?"));
+    let screen = tmux.wait_for("the worker's panic exit", |s| s.contains("EXIT=101"));
+    assert!(
+        screen.contains("GPUMON_DEBUG_PANIC=worker is set"),
+        "the panic message is shown:\n{screen}"
+    );
+    tmux.assert_restored("EXIT=101");
 }
 
 /// The line of the screen that starts with `prefix` (trimmed), if any.

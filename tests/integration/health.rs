@@ -388,3 +388,47 @@ fn an_unprivileged_caller_reads_each_mig_device() {
         15200 * MIB
     );
 }
+
+/// W1: Xid 79 comes just before the GPU falls off the bus. Once it is lost, its Xid, ECC
+/// and DCGM_FI_DEV_XID_ERRORS series stay (they vanished with the loss, so the shipped
+/// GpuFellOffTheBus alert almost never fired), beside `gpumon_gpu_up 0`.
+#[test]
+fn a_lost_gpu_keeps_its_xid_and_ecc_series() {
+    let s = scenario(
+        r#"{"version":1,
+ "devices":[{"name":"NVIDIA H100 80GB HBM3","memory_total_mib":81559,
+   "ecc":{"volatile_corrected":3,"volatile_uncorrected":1,"aggregate_corrected":120,"aggregate_uncorrected":2}}],
+ "faults":[{"kind":"xid","device":0,"xid":79,"at_s":1},
+           {"kind":"device_lost","device":0,"at_s":3}]}"#,
+    );
+    let (_serve, addr) = serve(&s, "1", &["--interval", "250ms"]);
+    let url = format!("http://{addr}/metrics");
+    let dev0 = "gpu=\"0\",UUID=\"GPU-5ca1ab1e-0000-4000-8000-000000000000\"";
+    let up0 = format!("gpumon_gpu_up{{{dev0}}} 0");
+    wait_for(&url, "the Xid", |b| b.contains("xid=\"79\""));
+    // A few samples after the loss: the series are still there.
+    let body = wait_for(&url, "the loss", |b| b.lines().any(|l| l == up0));
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let (_, body_later) = crate::serve::get(&url);
+    for body in [&body, &body_later] {
+        let has = |line: &str| body.lines().any(|l| l == line);
+        for line in [
+            up0.clone(),
+            format!("gpumon_xid_errors_total{{{dev0},xid=\"79\"}} 1"),
+            format!(
+                "gpumon_ecc_errors_total{{{dev0},type=\"uncorrected\",counter=\"aggregate\"}} 2"
+            ),
+        ] {
+            assert!(has(&line), "no {line} in:\n{body}");
+        }
+        assert!(
+            body.lines()
+                .any(|l| l.starts_with("DCGM_FI_DEV_XID_ERRORS{gpu=\"0\"") && l.ends_with(" 79")),
+            "{body}"
+        );
+        assert!(
+            !body.contains(&format!("gpumon_memory_used_bytes{{{dev0}}}")),
+            "{body}"
+        );
+    }
+}

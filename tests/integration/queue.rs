@@ -237,3 +237,74 @@ fn ctrl_c_leaves_the_queue_and_no_room_ever_is_said_at_once() {
         "{err}"
     );
 }
+
+/// S6 / C5: a lock another process holds forever does not stop `run --wait 2s`: it waits
+/// its own 2 s for the lock (not the queue's 10 s, and not an error), says so, goes on
+/// without it, and ends as --wait says, with why. A forged entry at the head, asking for
+/// more than any GPU here has, is passed over and said.
+#[test]
+fn a_held_lock_and_a_forged_head_stop_no_one() {
+    let s = Setup::new();
+    std::fs::create_dir_all(&s.queue).expect("queue dir");
+    // Another process holds the lock (as a read-only descriptor can) until it is killed.
+    let mut holder = Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import fcntl,sys,time\n\
+             f=open(sys.argv[1],'a+'); fcntl.flock(f, fcntl.LOCK_EX)\n\
+             print('held', flush=True); time.sleep(600)",
+        )
+        .arg(s.queue.join(".lock"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.stdout.as_mut().expect("stdout")),
+        &mut line,
+    )
+    .expect("held");
+    // A forged entry for that live process (ours: the uid matches its file), at the head,
+    // asking for more than either 40 GiB GPU has.
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", holder.id())).expect("stat");
+    let after = stat.rsplit_once(')').expect("stat").1;
+    let start_ticks: u64 = after
+        .split_whitespace()
+        .nth(19)
+        .expect("field")
+        .parse()
+        .expect("n");
+    let forged = serde_json::json!({
+        "version": 1, "pid": holder.id(), "start_ticks": start_ticks,
+        "uid": unsafe { libc::getuid() }, "user": "mallory", "command": "python train.py",
+        "count": 1, "need_bytes": 50u64 << 30, "enqueued_at": -1e300, "state": "waiting",
+        "grace_s": 1e300
+    });
+    std::fs::write(s.queue.join("forged.json"), forged.to_string()).expect("forged");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpumon"));
+    s.env(&mut cmd);
+    let out = cmd
+        .env("FAKE_NVML_TIME", "0")
+        .args(["run", "--no-record", "--gpus", "auto", "--need", "20GiB"])
+        .args(["--wait", "2s", "--", "true"])
+        .output()
+        .expect("run");
+    let _ = holder.kill();
+    let _ = holder.wait();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("locked by another process for 2.0s: going on without it"),
+        "{err}"
+    );
+    assert!(
+        err.contains("no room for a GPU with 20.0 GiB free"),
+        "{err}"
+    );
+    assert!(!err.contains("for 10 s"), "{err}");
+    assert!(
+        err.contains("which no GPU here could ever hold: passed over") && !err.contains("mallory"),
+        "{err}"
+    );
+    assert!(!err.contains("job ahead"), "{err}");
+}

@@ -68,6 +68,41 @@ fn could_fit(sample: &Sample, count: usize, need: Option<u64>) -> bool {
     gpus >= count || (count == 1 && mig >= 1)
 }
 
+/// The queue's lock as `run` takes it: within `--wait`'s time left (at least a second, at
+/// most [`queue::LOCK_WAIT`]); once another process has held it past that, not waited for
+/// again (it is said once), so that a lock held forever costs one wait, not one a round.
+#[derive(Default)]
+struct Locks {
+    given_up: bool,
+}
+
+impl Locks {
+    fn take(
+        &mut self,
+        dir: &std::path::Path,
+        deadline: Option<Duration>,
+        started: Instant,
+    ) -> anyhow::Result<Option<queue::Lock>> {
+        let within = if self.given_up {
+            Duration::ZERO
+        } else {
+            deadline
+                .map_or(queue::LOCK_WAIT, |d| d.saturating_sub(started.elapsed()))
+                .clamp(Duration::from_secs(1), queue::LOCK_WAIT)
+        };
+        let lock = queue::lock(dir, within).map_err(|e| anyhow::anyhow!("the queue: {e}"))?;
+        if lock.is_none() && !self.given_up {
+            self.given_up = true;
+            eprintln!(
+                "gpumon: {} has been locked by another process for {}: going on without it",
+                dir.join(".lock").display(),
+                took(within)
+            );
+        }
+        Ok(lock)
+    }
+}
+
 /// A wait: tenths of a second under 10 s, then as ages are written (1m05s).
 pub fn took(d: Duration) -> String {
     if d < Duration::from_secs(10) {
@@ -138,16 +173,17 @@ pub fn choose_and_wait(
         gpus: None,
         holds: Vec::new(),
     };
-    let mut ticket = {
-        let lock = queue::lock(&dir).map_err(|e| anyhow::anyhow!("the queue: {e}"))?;
-        Ticket::join(&dir, entry, &lock)
-            .map_err(|e| anyhow::anyhow!("cannot join the queue in {}: {e}", dir.display()))?
-    };
     let started = Instant::now();
     let deadline = match args.wait {
         None => Some(Duration::ZERO),
         Some(Wait::Forever) => None,
         Some(Wait::AtMost(d)) => Some(d),
+    };
+    let mut locks = Locks::default();
+    let mut ticket = {
+        let lock = locks.take(&dir, deadline, started)?;
+        Ticket::join(&dir, entry, lock.as_ref())
+            .map_err(|e| anyhow::anyhow!("cannot join the queue in {}: {e}", dir.display()))?
     };
     let mut request = Request {
         count,
@@ -157,6 +193,8 @@ pub fn choose_and_wait(
         held: Vec::new(),
     };
     let mut said = String::new();
+    // What was said about others' entries, once each.
+    let mut reported = std::collections::HashSet::new();
     let mut sample = first;
     let mut signals = rt.block_on(async {
         anyhow::Ok((
@@ -167,8 +205,30 @@ pub fn choose_and_wait(
     })?;
     loop {
         let why = {
-            let _lock = queue::lock(&dir).map_err(|e| anyhow::anyhow!("the queue: {e}"))?;
-            let entries = queue::read(&dir);
+            let _lock = locks.take(&dir, deadline, started)?;
+            let scan = queue::scan(&dir);
+            for why in scan.ignored {
+                if reported.insert(why.clone()) {
+                    eprintln!("gpumon: ignoring a queue entry: {why}");
+                }
+            }
+            // A job no GPU here could ever hold would wait at the head forever, and everyone
+            // behind it: it is passed over, and said once.
+            let (entries, never): (Vec<Entry>, Vec<Entry>) =
+                scan.entries.into_iter().partition(|e| {
+                    e.pid == ticket.entry.pid || could_fit(&sample, e.count as usize, e.need_bytes)
+                });
+            for e in never.iter().filter(|e| e.state == State::Waiting) {
+                let why = format!(
+                    "{}'s job (pid {}) asks for {}, which no GPU here could ever hold: passed over",
+                    crate::text::escape(e.user.as_deref().unwrap_or("another user")),
+                    e.pid,
+                    describe(e.count as usize, e.need_bytes)
+                );
+                if reported.insert(why.clone()) {
+                    eprintln!("gpumon: {why}");
+                }
+            }
             let ahead = q::ahead(&entries, ticket.entry.key());
             if ahead > 0 {
                 format!(

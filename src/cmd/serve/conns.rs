@@ -5,7 +5,11 @@
 //! its deadline allows. With a fixed cap and "new connections are closed when full", 300 such
 //! clients left most of Prometheus's scrapes unanswered. Here, when every slot is taken:
 //! - a connection that has not completed a request yet (still in its TLS handshake or its
-//!   first request's headers) is closed first, the oldest first;
+//!   first request's headers) after its grace (a second: a real client sends its
+//!   request within milliseconds) is closed first, the oldest first. A younger one is never
+//!   closed: in a burst of complete requests above the cap, the newest connections may not
+//!   have been read yet, and closing them reset clients whose requests were whole (387 of
+//!   1,000). They are answered in turn, newcomers waiting in the backlog;
 //! - then a kept-alive connection between requests, the longest idle first;
 //! - a connection whose request is being answered is never closed; when all of them are, the
 //!   newcomer waits in the kernel's listen backlog until one ends, instead of being accepted
@@ -71,6 +75,8 @@ impl Drop for Conn {
 /// The open connections, up to a cap.
 pub struct Registry {
     cap: usize,
+    /// How long a new connection has to complete its first request before it may be shed.
+    grace: std::time::Duration,
     conns: Mutex<Vec<std::sync::Weak<Conn>>>,
     next_id: AtomicU64,
     /// A connection ended or went idle: an accept waiting for room looks again.
@@ -78,9 +84,10 @@ pub struct Registry {
 }
 
 impl Registry {
-    pub fn new(cap: usize) -> Arc<Registry> {
+    pub fn new(cap: usize, grace: std::time::Duration) -> Arc<Registry> {
         Arc::new(Registry {
             cap: cap.max(1),
+            grace,
             conns: Mutex::new(Vec::with_capacity(cap)),
             next_id: AtomicU64::new(1),
             changed: Notify::new(),
@@ -112,22 +119,26 @@ impl Registry {
     }
 
     /// The connection to close for a newcomer: the oldest of those that have not completed a
-    /// request, else the longest idle; never a busy one.
-    fn victim(conns: &[std::sync::Weak<Conn>]) -> Option<Arc<Conn>> {
+    /// request within the grace, else the longest idle; never a busy one, never one still in
+    /// its grace. With it, when there is none, the time the oldest in its grace leaves it.
+    fn victim(&self, conns: &[std::sync::Weak<Conn>]) -> (Option<Arc<Conn>>, Option<Instant>) {
         let live: Vec<Arc<Conn>> = conns.iter().filter_map(std::sync::Weak::upgrade).collect();
         let waiting = live
             .iter()
             .filter(|c| c.phase.load(Ordering::SeqCst) == WAITING);
-        let fresh = waiting
+        let now = Instant::now();
+        let unserved = waiting.clone().filter(|c| !c.has_served());
+        let fresh = unserved
             .clone()
-            .filter(|c| !c.has_served())
+            .filter(|c| now.saturating_duration_since(c.opened) >= self.grace)
             .min_by_key(|c| c.opened);
+        let next = unserved.map(|c| c.opened + self.grace).min();
         let idle = || {
             waiting.clone().filter(|c| c.has_served()).min_by_key(|c| {
                 c.opened + std::time::Duration::from_millis(c.idle_since_ms.load(Ordering::SeqCst))
             })
         };
-        fresh.or_else(idle).cloned()
+        (fresh.or_else(idle).cloned(), next)
     }
 
     /// Waits until a newcomer can be taken: a free slot, or a connection that can be shed.
@@ -136,13 +147,26 @@ impl Registry {
             let changed = self.changed.notified();
             tokio::pin!(changed);
             changed.as_mut().enable();
-            {
+            let next = {
                 let conns = self.lock();
-                if conns.len() < self.cap || Self::victim(&conns).is_some() {
+                if conns.len() < self.cap {
                     return;
                 }
+                match self.victim(&conns) {
+                    (Some(_), _) => return,
+                    (None, next) => next,
+                }
+            };
+            // A connection leaving its grace without a request can be shed then.
+            match next {
+                Some(at) => {
+                    tokio::select! {
+                        () = changed => {}
+                        () = tokio::time::sleep_until(tokio::time::Instant::from_std(at)) => {}
+                    }
+                }
+                None => changed.await,
             }
-            changed.await;
         }
     }
 
@@ -153,7 +177,7 @@ impl Registry {
         let mut conns = self.lock();
         conns.retain(|w| w.strong_count() > 0);
         if conns.len() >= self.cap {
-            let victim = Self::victim(&conns)?;
+            let victim = self.victim(&conns).0?;
             // Told now, gone when its task drops it; until then it stays counted, so the cap
             // is exceeded by the connections being closed, never by live ones.
             victim.phase.store(BUSY, Ordering::SeqCst);
@@ -191,7 +215,7 @@ mod tests {
 
     #[test]
     fn a_full_registry_sheds_the_connection_that_has_done_least_and_never_a_busy_one() {
-        let r = Registry::new(3);
+        let r = Registry::new(3, Duration::ZERO);
         let slow = r.admit().expect("room");
         std::thread::sleep(Duration::from_millis(2));
         let keepalive = r.admit().expect("room");
@@ -229,5 +253,37 @@ mod tests {
         assert!(rt
             .block_on(async { tokio::time::timeout(Duration::from_millis(200), r.room()).await })
             .is_ok());
+    }
+
+    /// S11: in a burst above the cap, a connection that has not had its grace to send its
+    /// request is never shed (its request may be whole, unread yet): the newcomer waits in
+    /// the backlog; a kept-alive idle one is still shed.
+    #[test]
+    fn a_new_connection_is_not_shed_before_its_grace() {
+        let r = Registry::new(2, Duration::from_secs(3600));
+        let a = r.admit().expect("room");
+        let b = r.admit().expect("room");
+        assert!(r.admit().is_none(), "both in their grace: no room");
+        assert!(!told(&a) && !told(&b));
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .expect("runtime");
+        assert!(rt
+            .block_on(async { tokio::time::timeout(Duration::from_millis(20), r.room()).await })
+            .is_err());
+        a.busy();
+        a.answered();
+        let c = r.admit().expect("the idle kept-alive one is shed");
+        assert!(told(&a) && !told(&b));
+        drop((a, c));
+        // Out of its grace without a request: shed.
+        let r = Registry::new(1, Duration::from_millis(30));
+        let slow = r.admit().expect("room");
+        assert!(rt
+            .block_on(async { tokio::time::timeout(Duration::from_secs(5), r.room()).await })
+            .is_ok());
+        let _newcomer = r.admit().expect("the slow one is shed");
+        assert!(told(&slow));
     }
 }

@@ -9,7 +9,9 @@
 //!   device, plus `pid` per process (and `user`, `command` only when asked for).
 //!
 //! A GPU that is stalled or lost exports no readings, only its state (`gpumon_gpu_up`,
-//! `gpumon_gpu_stalled`, and the age of its data): a scrape never shows stale values as fresh.
+//! `gpumon_gpu_stalled`, and the age of its data) and its counters (Xid, ECC, remapped rows,
+//! kept from its last good reading until gpumon restarts: [`LastCounters`]): a scrape never
+//! shows stale values as fresh, and never forgets the Xid 79 that came just before the loss.
 //! Series of exited processes disappear with the next sample, since each exposition is built
 //! from one sample alone. Every metric is a gauge but the Xid and ECC counters
 //! (`gpumon_xid_errors_total`, `gpumon_ecc_errors_total`); the Prometheus text (0.0.4) is the
@@ -25,6 +27,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use crate::model::breakdown::{Breakdown, PartKind};
+use crate::model::health::Health;
 use crate::model::owner::OwnerKind;
 use crate::model::{Device, Process, Sample};
 
@@ -64,6 +67,15 @@ impl ProcessLabels {
         }
         Ok(out)
     }
+
+    /// Whether an owner of `kind` is shown: a pod (and any other container or service) with
+    /// `pod`, a Slurm job with `job`.
+    pub fn owner(&self, kind: OwnerKind) -> bool {
+        match kind {
+            OwnerKind::Slurm => self.job,
+            _ => self.pod,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -96,15 +108,36 @@ pub fn cut_command(command: Option<&str>) -> Option<String> {
 /// escapes what is unsafe.
 pub fn redact(sample: &Sample, labels: ProcessLabels) -> Sample {
     let mut s = sample.clone();
-    for p in s.devices.iter_mut().flat_map(|d| d.processes.iter_mut()) {
-        if !labels.user {
-            p.user = None;
-        }
-        p.command = if labels.command {
-            cut_command(p.command.as_deref())
+    let command = |c: &mut Option<String>| {
+        *c = if labels.command {
+            cut_command(c.as_deref())
         } else {
             None
         };
+    };
+    for d in &mut s.devices {
+        // Every kind of row a sample carries, each by the same labels: processes,
+        // holders (other containers' and orphaned workers' processes), owners.
+        for p in &mut d.processes {
+            if !labels.user {
+                p.user = None;
+            }
+            command(&mut p.command);
+            if !p
+                .owner
+                .as_deref()
+                .map_or(labels.pod, |o| labels.owner(o.kind))
+            {
+                p.owner = None;
+                p.container = None;
+            }
+        }
+        for h in &mut d.holders {
+            if !labels.user {
+                h.user = None;
+            }
+            command(&mut h.command);
+        }
     }
     s
 }
@@ -247,27 +280,11 @@ impl Dcgm {
             ("modelName", label(d.name.as_deref())),
             ("Hostname", label(Some(hostname))),
         ];
-        // dcgm-exporter writes whole MiB.
-        let mib = |b: Option<u64>| b.map(|b| b / MIB);
-        set_int(&self.fb_used, &labels, mib(d.memory.used_bytes));
-        set_int(&self.fb_free, &labels, mib(d.memory.free_bytes));
-        set_int(&self.fb_reserved, &labels, mib(d.memory.reserved_bytes));
-        set_int(
-            &self.gpu_util,
-            &labels,
-            d.utilization.gpu_percent.map(u64::from),
-        );
-        set_int(
-            &self.mem_copy_util,
-            &labels,
-            d.utilization.memory_percent.map(u64::from),
-        );
-        set_int(&self.gpu_temp, &labels, d.temperature_c.map(u64::from));
-        set_float(&self.power, &labels, d.power_draw_w);
         let h = &d.health;
         // The last Xid's number, 0 while none has come: a gauge, as dcgm-exporter has it
-        // (gpumon_xid_errors_total is the counter).
-        if h.xids_watched {
+        // (gpumon_xid_errors_total is the counter). Kept for a lost GPU, with its ECC
+        // counts: Xid 79 comes just before the loss, and is what the alert is for.
+        if h.xids_watched || !h.xids.is_empty() {
             set_int(
                 &self.xid,
                 &labels,
@@ -286,7 +303,28 @@ impl Dcgm {
             set_int(&self.remap_pending, &labels, Some(r.pending.into()));
             set_int(&self.remap_failure, &labels, Some(r.failed.into()));
         }
-        set_int(&self.throttle, &labels, h.clock_event_reasons);
+        if !d.fresh() {
+            // Lost, stalled or failed: its counters only, never old readings as if fresh.
+            return;
+        }
+        // dcgm-exporter writes whole MiB.
+        let mib = |b: Option<u64>| b.map(|b| b / MIB);
+        set_int(&self.fb_used, &labels, mib(d.memory.used_bytes));
+        set_int(&self.fb_free, &labels, mib(d.memory.free_bytes));
+        set_int(&self.fb_reserved, &labels, mib(d.memory.reserved_bytes));
+        set_int(
+            &self.gpu_util,
+            &labels,
+            d.utilization.gpu_percent.map(u64::from),
+        );
+        set_int(
+            &self.mem_copy_util,
+            &labels,
+            d.utilization.memory_percent.map(u64::from),
+        );
+        set_int(&self.gpu_temp, &labels, d.temperature_c.map(u64::from));
+        set_float(&self.power, &labels, d.power_draw_w);
+        set_int(&self.throttle, &labels, d.health.clock_event_reasons);
         // MIG devices: the parent's labels plus dcgm-exporter's GPU_I_PROFILE and GPU_I_ID.
         for m in &d.mig {
             let mut l = labels.clone();
@@ -487,7 +525,9 @@ impl Gpumon {
             d.data_age_ms.map(|ms| ms as f64 / 1000.0),
         );
         if !d.fresh() {
-            // Lost, stalled or failed: its state only, never old values as if fresh.
+            // Lost, stalled or failed: its state and its counters (Xid, ECC, remapped rows:
+            // known, and what tells why it was lost), never old readings as if fresh.
+            self.record_health(d, &labels);
             return;
         }
         let m = &d.memory;
@@ -546,13 +586,18 @@ impl Gpumon {
         };
         if h.xids_watched {
             set_int(&self.xid_watched, labels, Some(1));
-            for x in &h.xids {
-                self.xids
-                    .get_or_create(&with("xid", x.xid.to_string()))
-                    .inc_by(x.count);
-            }
         } else if let Some(why) = &h.events_error {
-            set_int(&self.xid_watched, &with("reason", why.clone()), Some(0));
+            set_int(
+                &self.xid_watched,
+                &with("reason", label(Some(why))),
+                Some(0),
+            );
+        }
+        // The counts seen stay counted when watching stops (a lost GPU's waiter ends).
+        for x in &h.xids {
+            self.xids
+                .get_or_create(&with("xid", x.xid.to_string()))
+                .inc_by(x.count);
         }
         if let Some(e) = h.ecc {
             let counts = [
@@ -576,7 +621,7 @@ impl Gpumon {
             set_int(&self.remap_pending, labels, Some(r.pending.into()));
             set_int(&self.remap_failed, labels, Some(r.failed.into()));
         }
-        if let Some(mask) = h.clock_event_reasons {
+        if let Some(mask) = h.clock_event_reasons.filter(|_| d.fresh()) {
             for (bit, name) in crate::model::health::CLOCK_REASONS {
                 set_int(
                     &self.clock_reason,
@@ -645,6 +690,42 @@ pub struct Usage {
     pub user_memory: Vec<(String, u64)>,
 }
 
+/// What serve knows of each GPU's counters from its last good reading, by index: a lost GPU
+/// answers no more, but its ECC counts and remapped rows are still what they were, and are
+/// exported (with `gpumon_gpu_up 0`) until gpumon restarts.
+#[derive(Debug, Clone, Default)]
+pub struct LastCounters(std::collections::BTreeMap<u32, (Option<String>, Health)>);
+
+impl LastCounters {
+    /// Remembers the counters of `sample`'s fresh GPUs, and gives each GPU that is not fresh
+    /// the counters it last had (the same GPU: its UUID unchanged).
+    pub fn carry(&mut self, sample: &mut Sample) {
+        for d in &mut sample.devices {
+            if d.fresh() {
+                self.0.insert(d.index, (d.uuid.clone(), d.health.clone()));
+                continue;
+            }
+            let Some((uuid, last)) = self.0.get(&d.index) else {
+                continue;
+            };
+            if d.uuid.is_some() && d.uuid != *uuid {
+                continue;
+            }
+            let h = &mut d.health;
+            if h.ecc.is_none() {
+                h.ecc = last.ecc;
+            }
+            if h.remapped_rows.is_none() {
+                h.remapped_rows = last.remapped_rows;
+            }
+            // The sampler's watcher keeps every Xid; should a view have none, the last.
+            if h.xids.is_empty() {
+                h.xids.clone_from(&last.xids);
+            }
+        }
+    }
+}
+
 /// The exposition of `sample` (without the OpenMetrics `# EOF`): every GPU, its processes,
 /// and gpumon's own facts. `sampled_in` is how long the sample took.
 pub fn encode(sample: &Sample, sampled_in: Duration, opts: &Options) -> String {
@@ -699,9 +780,7 @@ pub fn encode_with(sample: &Sample, sampled_in: Duration, opts: &Options, usage:
     let hostname = label(sample.hostname.as_deref());
     for d in &sample.devices {
         if let Some(dcgm) = &dcgm {
-            if d.fresh() {
-                dcgm.record(d, &hostname);
-            }
+            dcgm.record(d, &hostname);
         }
         g.record(d, opts);
     }
@@ -734,7 +813,7 @@ pub fn encode_with(sample: &Sample, sampled_in: Duration, opts: &Options, usage:
             .map(|d| d.as_secs_f64()),
     );
     if let Some(e) = &sample.error {
-        set_int(&errors, &vec![("error", e.clone())], Some(1));
+        set_int(&errors, &vec![("error", label(Some(e)))], Some(1));
     }
     let mut out = String::with_capacity(64 * 1024);
     // Writing into a String cannot fail.
@@ -970,5 +1049,56 @@ mod tests {
         );
         assert!(labelled.contains("pid=\"4242\",user=\"alice\",command=\"python train.py\"}"));
         assert!(ProcessLabels::parse("user,cmdline").is_err());
+    }
+
+    /// W1: a GPU lost right after an Xid 79 keeps its Xid, ECC and DCGM_FI_DEV_XID_ERRORS
+    /// series (with gpumon_gpu_up 0), so the alert on them fires; its readings go.
+    #[test]
+    fn a_lost_gpus_counters_stay_exported() {
+        use crate::model::health::EccCounts;
+        let mut counters = LastCounters::default();
+        let mut before = sample();
+        let d = &mut before.devices[0];
+        d.health.xids_watched = true;
+        d.health.add_xid(
+            79,
+            SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000),
+            None,
+        );
+        d.health.ecc = Some(EccCounts {
+            volatile_uncorrected: Some(2),
+            ..EccCounts::default()
+        });
+        counters.carry(&mut before);
+        let mut lost = sample();
+        let xids = before.devices[0].health.xids.clone();
+        lost.devices[0] = Device {
+            name: Some("NVIDIA H100".into()),
+            uuid: Some("GPU-aaaa".into()),
+            pci_bus_id: Some("00000000:01:00.0".into()),
+            ..Device::failed(0, "GPU is lost".into())
+        };
+        // The sampler's watcher keeps the Xids; it stops watching a lost GPU.
+        lost.devices[0].health.xids = xids;
+        counters.carry(&mut lost);
+        let text = encode(&lost, Duration::ZERO, &opts());
+        let g0 = "gpu=\"0\",UUID=\"GPU-aaaa\"";
+        for line in [
+            format!("gpumon_gpu_up{{{g0}}} 0"),
+            format!("gpumon_xid_errors_total{{{g0},xid=\"79\"}} 1"),
+            format!("gpumon_ecc_errors_total{{{g0},type=\"uncorrected\",counter=\"volatile\"}} 2"),
+        ] {
+            assert!(text.lines().any(|l| l == line), "no {line} in:\n{text}");
+        }
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("DCGM_FI_DEV_XID_ERRORS{gpu=\"0\"") && l.ends_with(" 79")),
+            "{text}"
+        );
+        assert!(
+            !text.contains(&format!("gpumon_memory_used_bytes{{{g0}}}")),
+            "no readings of a lost GPU: {text}"
+        );
+        assert!(!text.contains("DCGM_FI_DEV_FB_USED{gpu=\"0\""), "{text}");
     }
 }

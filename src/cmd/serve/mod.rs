@@ -9,7 +9,8 @@
 //! Hostile clients are bounded: headers over 16 KiB are refused; a client has 10 s to send
 //! them and to finish a TLS handshake (2 s once half the slots are taken); at most
 //! [`MAX_CONNECTIONS`] are open, and a newcomer beyond them takes the place of the one that
-//! has done least, or waits in the listen backlog while all are being answered ([`conns`]);
+//! has done least (one that has not sent a request within a second, or an idle kept-alive
+//! one), or waits in the listen backlog while all are being answered ([`conns`]);
 //! bcrypt runs off the runtime, on as many cores as there are, one check per client address
 //! at a time, and costs the same for unknown users.
 
@@ -44,6 +45,9 @@ use webconfig::{BasicAuth, Verdict, WebConfig};
 /// Connections open at once. A newcomer beyond them takes the place of the connection that
 /// has done least ([`conns`]), or waits in the listen backlog while all are being served.
 pub const MAX_CONNECTIONS: usize = 256;
+/// How long a new connection has to complete its first request before it may be closed
+/// for a newcomer ([`conns`]).
+const FIRST_REQUEST_GRACE: Duration = Duration::from_secs(1);
 /// Connections the kernel queues for us while every slot is being served.
 const BACKLOG: i32 = 1024;
 /// How long a client has to send a request's headers, or to finish a TLS handshake.
@@ -274,9 +278,11 @@ async fn publish(
     let mut tracker = crate::model::rollup::Usage::new(idle_after, interval);
     // Due one interval after the previous sample was due, as the other views sample.
     let mut due = tokio::time::Instant::now();
+    let mut counters = metrics::LastCounters::default();
     loop {
         let started = tokio::time::Instant::now();
-        let sample = sampler.tick_async().await;
+        let mut sample = sampler.tick_async().await;
+        counters.carry(&mut sample);
         tracker.record(&sample);
         if let Some(w) = record.as_mut() {
             if let Err(e) = w.append(&sample) {
@@ -319,7 +325,7 @@ async fn accept(
     state: Arc<State>,
     tls: Option<Arc<rustls::ServerConfig>>,
 ) -> anyhow::Result<()> {
-    let registry = conns::Registry::new(MAX_CONNECTIONS);
+    let registry = conns::Registry::new(MAX_CONNECTIONS, FIRST_REQUEST_GRACE);
     let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
     loop {
         // Accept only when a newcomer can be taken; until then it waits in the backlog.
@@ -619,5 +625,84 @@ async fn route(
             "text/plain; charset=utf-8",
             "not found: try /metrics, /api/v1/sample, /api/v1/summary or /healthz\n",
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exposition(labels: ProcessLabels) -> Exposition {
+        let secret = |f: &str| format!("SECRET-{f}");
+        let sample = crate::model::admit::full_sample(&secret);
+        Exposition {
+            usage: metrics::Usage {
+                idle_held: Vec::new(),
+                user_memory: if labels.user {
+                    vec![(secret("user"), 1)]
+                } else {
+                    Vec::new()
+                },
+            },
+            sample,
+            sampled_in: Duration::from_millis(3),
+            options: Options {
+                dcgm: true,
+                process_labels: labels,
+            },
+            at: Instant::now(),
+            openmetrics: OnceLock::new(),
+            json: OnceLock::new(),
+            summary: OnceLock::new(),
+        }
+    }
+
+    fn private(body: &[u8]) -> Vec<String> {
+        let text = String::from_utf8_lossy(body);
+        [
+            "user",
+            "command",
+            "holder user",
+            "holder command",
+            "pod",
+            "namespace",
+            "owner container",
+            "pod uid",
+            "container id",
+            "container",
+        ]
+        .iter()
+        .filter(|f| {
+            text.contains(&format!("SECRET-{f}\"")) || text.contains(&format!("SECRET-{f}\\\""))
+        })
+        .map(|f| (*f).to_owned())
+        .collect()
+    }
+
+    /// S2: without --process-labels no endpoint names who runs what, for every kind of row a
+    /// sample carries (processes, holders, owners); each label brings back its own part.
+    #[test]
+    fn privacy_by_default_for_every_kind_of_row_on_every_endpoint() {
+        let e = exposition(ProcessLabels::default());
+        for (endpoint, body) in [
+            ("/metrics", e.openmetrics(None).clone()),
+            ("/api/v1/sample", e.json().clone()),
+            ("/api/v1/summary", e.summary().clone()),
+        ] {
+            assert_eq!(private(&body), Vec::<String>::new(), "{endpoint}");
+        }
+        let all = ProcessLabels::parse("user,command,pod,job").expect("labels");
+        let e = exposition(all);
+        let json = private(e.json());
+        for f in [
+            "user",
+            "command",
+            "holder user",
+            "holder command",
+            "pod",
+            "namespace",
+        ] {
+            assert!(json.iter().any(|j| j == f), "{f} with its label: {json:?}");
+        }
     }
 }
