@@ -464,7 +464,7 @@ mod tests {
         for t in 0..10 {
             let mut s = sample(t, Some(20), false);
             // Between the readings at 4 and 5 s, 78 for a moment; unmeasured at 7 s.
-            s.devices[0].peak = (t != 7).then(|| crate::model::MemoryPeak {
+            s.devices[0].peak = (t != 7).then_some(crate::model::MemoryPeak {
                 used_bytes: if t == 5 { 78 } else { 20 },
                 at: s.timestamp,
                 window_ms: 1000,
