@@ -97,6 +97,10 @@ struct GpuPeak {
     framework: Option<String>,
     /// `--batch`: the largest batch that fits, from the newest sample with the probe's measure.
     batch: Option<crate::estimate::batch::BatchFit>,
+    /// The driver's side: the highest used memory of the whole GPU read between samples while
+    /// the run's processes were on it (`--peak-rate`; every process on the GPU, not only the
+    /// run's); `None` where not measured.
+    gpu_used_peak: Option<u64>,
 }
 
 /// The job's room on `d` for `--batch` (the MIG instance its processes run in, with MIG on),
@@ -161,6 +165,9 @@ impl Trace {
                 .max(sum(&|p| p.allocator.as_ref()?.reserved_bytes));
             if let Some(fit) = batch_fit(d, &mine) {
                 peak.batch = Some(fit);
+            }
+            if let Some(p) = d.peak {
+                peak.gpu_used_peak = Some(peak.gpu_used_peak.unwrap_or(0).max(p.used_bytes));
             }
             for p in mine {
                 peak.pids.insert(p.pid);
@@ -973,6 +980,15 @@ fn summary(
                 );
             }
             None => line.push_str("; no allocator figures (the probe did not report)"),
+        }
+        // The driver's side, named as such: it counts every process on the GPU.
+        if let Some(g) = peak.gpu_used_peak {
+            let _ = write!(
+                line,
+                "; the whole GPU's used memory peaked at {} (NVML, read between samples, every \
+                 process on it)",
+                fmt_bytes(g)
+            );
         }
         let _ = writeln!(out, "{line}");
     }
