@@ -826,6 +826,51 @@ mod tests {
         drop(release);
     }
 
+    #[test]
+    fn a_reading_shown_again_carries_no_peak() {
+        let (release, rx) = mpsc::channel::<()>();
+        /// Answers its first reading, then hangs in the next; its memory alone answers.
+        struct Once {
+            done: bool,
+            release: Mutex<mpsc::Receiver<()>>,
+        }
+        impl DeviceReader for Once {
+            fn read(&mut self) -> Device {
+                if self.done {
+                    let _ = self.release.lock().map(|rx| rx.recv());
+                }
+                self.done = true;
+                let mut d = Device::default();
+                d.memory.total_bytes = Some(80 << 30);
+                d.memory.used_bytes = Some(20 << 30);
+                d
+            }
+            fn read_memory(&mut self) -> Option<crate::collect::source::MemoryNow> {
+                Some(crate::collect::source::MemoryNow {
+                    used: 30 << 30,
+                    total: 80 << 30,
+                })
+            }
+        }
+        let mut s = sampler(
+            vec![Box::new(Once {
+                done: false,
+                release: Mutex::new(rx),
+            })],
+            Duration::from_secs(60),
+        )
+        .with_peak_rate(1000.0);
+        let first = s.tick().devices.remove(0);
+        assert!(first.fresh());
+        assert!(first.peak.is_some(), "measured: {first:?}");
+        s.set_interval(Duration::from_millis(10));
+        let again = s.tick().devices.remove(0);
+        assert!(again.late, "the second reading hangs: {again:?}");
+        assert_eq!(again.memory.used_bytes, Some(20 << 30), "the last reading");
+        assert_eq!(again.peak, None, "its window was reported already");
+        drop(release);
+    }
+
     /// A GPU whose one process is this test process, so /proc has real facts about it.
     struct Me;
     impl DeviceReader for Me {
