@@ -150,6 +150,9 @@ struct Worker {
     thread: Thread,
     /// True while it claims or reads a device: such a worker may be blocked in the driver.
     busy: Arc<AtomicBool>,
+    /// True during a round of memory-only reads: asked for readings then, it serves them
+    /// after the round, so no worker is started for them unless the round is slow (the relay).
+    peaking: Arc<AtomicBool>,
     join: Option<JoinHandle<()>>,
 }
 
@@ -233,7 +236,7 @@ impl Shared {
             .is_ok()
     }
 
-    fn work(&self, busy: &AtomicBool) {
+    fn work(&self, busy: &AtomicBool, peaking: &AtomicBool) {
         loop {
             match self.peak_every() {
                 None => std::thread::park(),
@@ -258,9 +261,21 @@ impl Shared {
             if !self.claim_round(every) {
                 continue;
             }
+            peaking.store(true, SeqCst);
             for slot in &self.slots {
                 busy.store(true, SeqCst);
                 self.read_peak(slot);
+                busy.store(false, SeqCst);
+                if self.stop.load(SeqCst) {
+                    peaking.store(false, SeqCst);
+                    return;
+                }
+            }
+            peaking.store(false, SeqCst);
+            // Readings asked for during the round, whose ask found this worker peaking.
+            for slot in &self.slots {
+                busy.store(true, SeqCst);
+                self.read_wanted(slot);
                 busy.store(false, SeqCst);
                 if self.stop.load(SeqCst) {
                     return;
@@ -355,13 +370,19 @@ impl Readers {
 
     fn spawn(&mut self) -> std::io::Result<()> {
         let busy = Arc::new(AtomicBool::new(false));
-        let (s, b) = (Arc::clone(&self.shared), Arc::clone(&busy));
+        let peaking = Arc::new(AtomicBool::new(false));
+        let (s, b, p) = (
+            Arc::clone(&self.shared),
+            Arc::clone(&busy),
+            Arc::clone(&peaking),
+        );
         let join = std::thread::Builder::new()
             .name(format!("gpumon-read{}", self.workers.len()))
-            .spawn(move || s.work(&b))?;
+            .spawn(move || s.work(&b, &p))?;
         self.workers.push(Worker {
             thread: join.thread().clone(),
             busy,
+            peaking,
             join: Some(join),
         });
         Ok(())
@@ -405,11 +426,19 @@ impl Readers {
     }
 
     /// Wakes one free worker, starting one if every worker is busy (blocked on a hung device)
-    /// and there are fewer than devices. Whether one was woken.
-    fn wake_one(&mut self) -> bool {
+    /// and there are fewer than devices. Whether one was woken. A worker in a round of
+    /// memory-only reads counts as free at first (`relay`: not), since it serves the readings
+    /// after its round: a healthy machine keeps one worker.
+    fn wake_one(&mut self, relay: bool) -> bool {
         if let Some(w) = self.workers.iter().find(|w| !w.busy.load(SeqCst)) {
             w.thread.unpark();
             return true;
+        }
+        if !relay {
+            if let Some(w) = self.workers.iter().find(|w| w.peaking.load(SeqCst)) {
+                w.thread.unpark();
+                return true;
+            }
         }
         if self.workers.len() < self.len() && self.spawn().is_ok() {
             if let Some(w) = self.workers.last() {
@@ -436,7 +465,7 @@ impl Readers {
                 slot.wanted.store(self.ask, SeqCst);
             }
         }
-        self.wake_one();
+        self.wake_one(false);
         true
     }
 
@@ -460,7 +489,7 @@ impl Readers {
     /// The round is taking long: the worker may be blocked on a hung device, so let another
     /// claim what is left.
     pub fn relay(&mut self) {
-        self.wake_one();
+        self.wake_one(true);
     }
 
     /// The round asked at `started` has completed (for the relay delay).
