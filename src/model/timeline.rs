@@ -21,8 +21,9 @@ pub struct Event {
 
 /// The timeline of GPU `gpu` in the `WINDOW` before `until`, from `samples` (in time order):
 /// the highest memory read between samples, where it was measured and above what the samples
-/// showed; each other process's growth or appearance, largest first; then the growth of memory no process accounts for (with who holds it, where gpumon found out).
-/// `mine` tells the job's processes from the others'.
+/// showed; each other process's growth or appearance, largest first; then the growth of
+/// memory no process accounts for (with who holds it, where gpumon found out). `mine` tells
+/// the job's processes from the others'.
 pub fn neighbours(
     samples: &[&Sample],
     gpu: u32,
