@@ -60,10 +60,17 @@ fn main() {
     // This build; other gpumon builds to compare with (GPUMON_BENCH_COMPARE=PATH,…); nvtop when it is
     // installed (GPUMON_BENCH_PEERS=0 leaves it out). All run at once, on the same fake GPUs,
     // so the machine's speed of the moment is the same for each.
-    let mut commands = vec![(
-        "gpumon".to_owned(),
-        format!("exec env {env} {bin} --interval 1s"),
-    )];
+    let mut commands = vec![
+        (
+            "gpumon".to_owned(),
+            format!("exec env {env} {bin} --interval 1s"),
+        ),
+        // The same build without the memory-only reads between frames: their cost.
+        (
+            "gpumon --peak-rate 0".to_owned(),
+            format!("exec env {env} {bin} --interval 1s --peak-rate 0"),
+        ),
+    ];
     // The same build recording every sample (`--record`), unless GPUMON_BENCH_RECORD=0.
     let recording = tempfile::tempdir().expect("dir");
     if std::env::var("GPUMON_BENCH_RECORD").map_or(true, |v| v != "0") {

@@ -134,6 +134,11 @@ pub struct SamplingArgs {
     /// Time between samples: 1s, 500ms, 2m… (at least 10ms) [default: 1s]
     #[arg(long, value_name = "DURATION", value_parser = parse_interval)]
     pub interval: Option<Duration>,
+    /// Memory-only reads per second per GPU between samples, so each sample carries the
+    /// highest memory since the previous one (a spike of tens of ms); 0 turns them off
+    /// [default: 50]
+    #[arg(long, value_name = "HZ", value_parser = parse_peak_rate)]
+    pub peak_rate: Option<f64>,
 }
 
 /// The flags a command runs with: its own, over those given before it.
@@ -145,6 +150,8 @@ pub struct Common {
     pub interval: Duration,
     /// `--interval` as given (`None`: the command's default).
     pub interval_given: Option<Duration>,
+    /// Memory-only reads per second per GPU (`--peak-rate`; 0: off).
+    pub peak_rate: f64,
     pub history: Duration,
     /// How long a process must do nothing on its GPU for its memory to be an idle hold.
     pub idle_after: Duration,
@@ -170,6 +177,10 @@ impl Cli {
                 .or(self.sampling.interval)
                 .unwrap_or(Duration::from_secs(1)),
             interval_given: sampling.and_then(|s| s.interval).or(self.sampling.interval),
+            peak_rate: sampling
+                .and_then(|s| s.peak_rate)
+                .or(self.sampling.peak_rate)
+                .unwrap_or(crate::collect::sampler::DEFAULT_PEAK_RATE),
             history: self.history,
             idle_after: self.idle_after,
             record: self.record.clone(),
@@ -857,7 +868,9 @@ pub struct LogArgs {
 
     /// Columns, comma-separated, named as in nvidia-smi --query-gpu where possible:
     /// timestamp, index, uuid, name, pci.bus_id, memory.total, memory.used, memory.free,
-    /// memory.reserved, memory.unattributed, utilization.gpu, utilization.memory,
+    /// memory.reserved, memory.unattributed, memory.peak (the highest used memory since the
+    /// previous record, --peak-rate), memory.peak.at_ms (when, Unix ms),
+    /// memory.peak.window_ms, utilization.gpu, utilization.memory,
     /// temperature.gpu, power.draw, power.limit, fan.speed, processes.count, error.
     /// MIG (a GPU with MIG on is followed by a record per MIG device): mig.profile,
     /// mig.gpu_instance_id, mig.compute_instance_id, mig.count. Health: xid.last, xid.count
@@ -904,6 +917,7 @@ impl Common {
             gpus: self.gpu.clone(),
             timeout: self.timeout,
             interval: self.interval,
+            peak_rate: self.peak_rate,
             kubelet_socket: self
                 .kubelet_socket
                 .clone()
@@ -1012,6 +1026,17 @@ pub fn parse_history(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// Parses `--peak-rate`: reads per second, 0 (off) to the most gpumon allows.
+pub fn parse_peak_rate(s: &str) -> Result<f64, String> {
+    let max = crate::collect::sampler::MAX_PEAK_RATE;
+    match s.trim().parse::<f64>() {
+        Ok(r) if r.is_finite() && (0.0..=max).contains(&r) => Ok(r),
+        _ => Err(format!(
+            "'{s}' is not a rate from 0 (off) to {max} reads per second"
+        )),
+    }
+}
+
 /// Parses a deadline: like an interval, at least 10 ms, at most an hour.
 pub fn parse_timeout(s: &str) -> Result<Duration, String> {
     let d = parse_interval(s)?;
@@ -1076,6 +1101,13 @@ mod tests {
         assert!(parse_interval("NaN").is_err());
         assert!(parse_interval("soon").is_err());
         assert_eq!(parse_timeout("3s"), Ok(Duration::from_secs(3)));
+        assert_eq!(parse_peak_rate("50"), Ok(50.0));
+        assert_eq!(parse_peak_rate("0"), Ok(0.0));
+        assert!(parse_peak_rate("-1").is_err());
+        assert!(parse_peak_rate("NaN").is_err());
+        assert!(parse_peak_rate("inf").is_err());
+        assert!(parse_peak_rate("5000").is_err());
+        assert!(parse_peak_rate("fast").is_err());
         assert!(parse_timeout("2h").is_err());
     }
 

@@ -48,6 +48,8 @@ pub struct Config {
     /// How long a device may take to answer (and NVML to initialise).
     pub timeout: Option<Duration>,
     pub interval: Duration,
+    /// Memory-only reads per second per GPU between samples (0: none).
+    pub peak_rate: f64,
     /// The kubelet's pod-resources socket, asked for pod names where it exists.
     pub kubelet_socket: PathBuf,
 }
@@ -121,6 +123,7 @@ pub fn new_sampler(config: &Config, source: Opened, needs: Needs) -> Sampler {
     )
     .with_timeout(config.timeout)
     .with_interval(config.interval)
+    .with_peak_rate(config.peak_rate)
     .with_kubelet(&config.kubelet_socket);
     if let Some(w) = &sampler.probe_warning {
         eprintln!("gpumon: {w}");

@@ -8,14 +8,20 @@
 //! short relay delay, the worker may be blocked on a hung device: another free worker (started
 //! then, if none is idle) is woken to claim what is left, and so on. So there are as many
 //! threads as hung devices plus one, at most one per device, and a healthy machine runs one.
+//!
+//! Between readings, the same workers read each device's memory alone at the peak rate
+//! (`--peak-rate`, [`Readers::set_peak_interval`]): an idle worker wakes for each round and
+//! reads every device that has no call outstanding, so a hung device is skipped, never
+//! waited for. Each reading then carries the highest used memory since the previous one
+//! ([`MemoryPeak`]), which a reading once a second would miss.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::{JoinHandle, Thread};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
-use crate::collect::source::DeviceReader;
-use crate::model::Device;
+use crate::collect::source::{DeviceReader, MemoryNow};
+use crate::model::{Device, MemoryPeak};
 
 /// A reading of one device and when it arrived.
 #[derive(Debug)]
@@ -27,6 +33,11 @@ pub struct Reading {
 
 struct Slot {
     reader: Mutex<Box<dyn DeviceReader>>,
+    /// True while a call on the device is outstanding (a reading or a memory-only read): the
+    /// device is claimed by setting it, so no second call is ever made while one hangs.
+    in_call: AtomicBool,
+    /// The highest memory read since the last reading.
+    hold: Mutex<Hold>,
     /// The ask a reading is wanted for, until a worker claims it by swapping in 0.
     wanted: AtomicU32,
     /// The last reading, until the sampler takes it.
@@ -40,6 +51,80 @@ struct Shared {
     /// Who waits for the current ask.
     waiter: Mutex<Option<Waiter>>,
     stop: AtomicBool,
+    /// Microseconds between memory-only rounds; 0: the peak-hold is off.
+    peak_every_us: AtomicU64,
+    /// When the next memory-only round is due, in microseconds since `epoch`.
+    next_round_us: AtomicU64,
+    epoch: Instant,
+}
+
+/// The highest memory read in one window, from the previous reading to the next.
+#[derive(Debug, Clone, Copy)]
+struct Hold {
+    since: Instant,
+    best: Option<(u64, SystemTime)>,
+    reads: u32,
+}
+
+impl Hold {
+    fn new(since: Instant) -> Hold {
+        Hold {
+            since,
+            best: None,
+            reads: 0,
+        }
+    }
+
+    /// Counts a read taken at `at`; an impossible one (used above total) or a failed one is
+    /// no peak.
+    fn fold(&mut self, m: Option<MemoryNow>, at: SystemTime) {
+        let Some(m) = m.filter(|m| m.used <= m.total) else {
+            return;
+        };
+        self.reads = self.reads.saturating_add(1);
+        if self.best.is_none_or(|(b, _)| m.used > b) {
+            self.best = Some((m.used, at));
+        }
+    }
+
+    /// The window's peak (`None`: nothing was read in it), and a new window from `now`.
+    fn take(&mut self, now: Instant) -> Option<MemoryPeak> {
+        let window = now.saturating_duration_since(self.since);
+        let peak = self.best.map(|(used_bytes, at)| MemoryPeak {
+            used_bytes,
+            at,
+            window_ms: u64::try_from(window.as_millis()).unwrap_or(u64::MAX),
+            reads: self.reads,
+        });
+        *self = Hold::new(now);
+        peak
+    }
+}
+
+/// Two consecutive windows' peaks as one (a reading replaced before the sampler took it).
+fn merge(earlier: Option<MemoryPeak>, later: Option<MemoryPeak>) -> Option<MemoryPeak> {
+    match (earlier, later) {
+        (Some(a), Some(b)) => {
+            let best = if a.used_bytes > b.used_bytes { a } else { b };
+            Some(MemoryPeak {
+                window_ms: a.window_ms.saturating_add(b.window_ms),
+                reads: a.reads.saturating_add(b.reads),
+                ..best
+            })
+        }
+        (a, b) => b.or(a),
+    }
+}
+
+/// The memory a full reading holds, for the peak-hold (none from a failed device).
+fn memory_now(d: &Device) -> Option<MemoryNow> {
+    if d.error.is_some() {
+        return None;
+    }
+    Some(MemoryNow {
+        used: d.memory.used_bytes?,
+        total: d.memory.total_bytes?,
+    })
 }
 
 /// Who is told when the last reading of an ask arrives.
@@ -65,6 +150,9 @@ struct Worker {
     thread: Thread,
     /// True while it claims or reads a device: such a worker may be blocked in the driver.
     busy: Arc<AtomicBool>,
+    /// True during a round of memory-only reads: asked for readings then, it serves them
+    /// after the round, so no worker is started for them unless the round is slow (the relay).
+    peaking: Arc<AtomicBool>,
     join: Option<JoinHandle<()>>,
 }
 
@@ -111,9 +199,49 @@ impl Shared {
         }
     }
 
-    fn work(&self, busy: &AtomicBool) {
+    /// The interval between memory-only rounds (`None`: the peak-hold is off).
+    fn peak_every(&self) -> Option<Duration> {
+        match self.peak_every_us.load(SeqCst) {
+            0 => None,
+            us => Some(Duration::from_micros(us)),
+        }
+    }
+
+    fn now_us(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_micros()).unwrap_or(u64::MAX)
+    }
+
+    /// How long until the next memory-only round is due.
+    fn until_round(&self) -> Duration {
+        let next = self.next_round_us.load(SeqCst);
+        Duration::from_micros(next.saturating_sub(self.now_us()))
+    }
+
+    /// Whether this worker takes the round that is due (one worker per round); the next is
+    /// due one interval later, or one interval from now after a round was missed.
+    fn claim_round(&self, every: Duration) -> bool {
+        let now = self.now_us();
+        let next = self.next_round_us.load(SeqCst);
+        if now < next {
+            return false;
+        }
+        let every = u64::try_from(every.as_micros()).unwrap_or(u64::MAX);
+        let after = if now - next < every {
+            next.saturating_add(every)
+        } else {
+            now.saturating_add(every)
+        };
+        self.next_round_us
+            .compare_exchange(next, after, SeqCst, SeqCst)
+            .is_ok()
+    }
+
+    fn work(&self, busy: &AtomicBool, peaking: &AtomicBool) {
         loop {
-            std::thread::park();
+            match self.peak_every() {
+                None => std::thread::park(),
+                Some(_) => std::thread::park_timeout(self.until_round()),
+            }
             if self.stop.load(SeqCst) {
                 return;
             }
@@ -121,12 +249,33 @@ impl Shared {
                 // Busy before the claim, so that shutting down never joins a worker that is
                 // about to call into the driver.
                 busy.store(true, SeqCst);
-                let ask = slot.wanted.swap(0, SeqCst);
-                if ask != 0 {
-                    let device = lock(&slot.reader).read();
-                    *lock(&slot.reading) = Some((device, Instant::now()));
-                    self.arrived(ask);
+                self.read_wanted(slot);
+                busy.store(false, SeqCst);
+                if self.stop.load(SeqCst) {
+                    return;
                 }
+            }
+            let Some(every) = self.peak_every() else {
+                continue;
+            };
+            if !self.claim_round(every) {
+                continue;
+            }
+            peaking.store(true, SeqCst);
+            for slot in &self.slots {
+                busy.store(true, SeqCst);
+                self.read_peak(slot);
+                busy.store(false, SeqCst);
+                if self.stop.load(SeqCst) {
+                    peaking.store(false, SeqCst);
+                    return;
+                }
+            }
+            peaking.store(false, SeqCst);
+            // Readings asked for during the round, whose ask found this worker peaking.
+            for slot in &self.slots {
+                busy.store(true, SeqCst);
+                self.read_wanted(slot);
                 busy.store(false, SeqCst);
                 if self.stop.load(SeqCst) {
                     return;
@@ -134,6 +283,53 @@ impl Shared {
             }
         }
     }
+
+    /// Reads the device when a reading is wanted and no call on it is outstanding (a
+    /// memory-only read that has not returned: its worker serves the reading after it).
+    fn read_wanted(&self, slot: &Slot) {
+        while slot.wanted.load(SeqCst) != 0 && claim(slot) {
+            let ask = slot.wanted.swap(0, SeqCst);
+            if ask == 0 {
+                slot.in_call.store(false, SeqCst);
+                continue;
+            }
+            let mut device = lock(&slot.reader).read();
+            let now = Instant::now();
+            if self.peak_every().is_some() {
+                let mut hold = lock(&slot.hold);
+                hold.fold(memory_now(&device), SystemTime::now());
+                device.peak = hold.take(now);
+            }
+            {
+                let mut reading = lock(&slot.reading);
+                if let Some((untaken, _)) = reading.take() {
+                    device.peak = merge(untaken.peak, device.peak);
+                }
+                *reading = Some((device, now));
+            }
+            slot.in_call.store(false, SeqCst);
+            self.arrived(ask);
+        }
+    }
+
+    /// One memory-only read of the device, unless a call on it is outstanding.
+    fn read_peak(&self, slot: &Slot) {
+        if !claim(slot) {
+            return;
+        }
+        let m = lock(&slot.reader).read_memory();
+        lock(&slot.hold).fold(m, SystemTime::now());
+        slot.in_call.store(false, SeqCst);
+        // A reading asked for while this read ran.
+        self.read_wanted(slot);
+    }
+}
+
+/// Claims the device for one call: false when a call on it is outstanding.
+fn claim(slot: &Slot) -> bool {
+    slot.in_call
+        .compare_exchange(false, true, SeqCst, SeqCst)
+        .is_ok()
 }
 
 impl Readers {
@@ -144,6 +340,8 @@ impl Readers {
                 .into_iter()
                 .map(|r| Slot {
                     reader: Mutex::new(r),
+                    in_call: AtomicBool::new(false),
+                    hold: Mutex::new(Hold::new(Instant::now())),
                     wanted: AtomicU32::new(0),
                     reading: Mutex::new(None),
                 })
@@ -151,6 +349,9 @@ impl Readers {
             ask: AtomicU64::new(0),
             waiter: Mutex::new(None),
             stop: AtomicBool::new(false),
+            peak_every_us: AtomicU64::new(0),
+            next_round_us: AtomicU64::new(0),
+            epoch: Instant::now(),
         });
         let mut r = Readers {
             shared,
@@ -169,13 +370,19 @@ impl Readers {
 
     fn spawn(&mut self) -> std::io::Result<()> {
         let busy = Arc::new(AtomicBool::new(false));
-        let (s, b) = (Arc::clone(&self.shared), Arc::clone(&busy));
+        let peaking = Arc::new(AtomicBool::new(false));
+        let (s, b, p) = (
+            Arc::clone(&self.shared),
+            Arc::clone(&busy),
+            Arc::clone(&peaking),
+        );
         let join = std::thread::Builder::new()
             .name(format!("gpumon-read{}", self.workers.len()))
-            .spawn(move || s.work(&b))?;
+            .spawn(move || s.work(&b, &p))?;
         self.workers.push(Worker {
             thread: join.thread().clone(),
             busy,
+            peaking,
             join: Some(join),
         });
         Ok(())
@@ -194,17 +401,44 @@ impl Readers {
         self.workers.len()
     }
 
+    /// Reads each device's memory alone every `every` between readings (`None`: never), and
+    /// has each reading carry the highest memory since the previous one
+    /// ([`Device::peak`]).
+    pub fn set_peak_interval(&self, every: Option<Duration>) {
+        let us = every.map_or(0, |d| {
+            u64::try_from(d.as_micros()).unwrap_or(u64::MAX).max(1)
+        });
+        let now = self.shared.now_us();
+        for s in &self.shared.slots {
+            *lock(&s.hold) = Hold::new(Instant::now());
+        }
+        self.shared.next_round_us.store(now, SeqCst);
+        self.shared.peak_every_us.store(us, SeqCst);
+        // An idle worker parked for good starts its rounds now.
+        for w in &self.workers {
+            w.thread.unpark();
+        }
+    }
+
     /// Why no device can be read at all (no worker thread could be started).
     pub fn broken(&self) -> Option<&str> {
         self.broken.as_deref()
     }
 
     /// Wakes one free worker, starting one if every worker is busy (blocked on a hung device)
-    /// and there are fewer than devices. Whether one was woken.
-    fn wake_one(&mut self) -> bool {
+    /// and there are fewer than devices. Whether one was woken. A worker in a round of
+    /// memory-only reads counts as free at first (`relay`: not), since it serves the readings
+    /// after its round: a healthy machine keeps one worker.
+    fn wake_one(&mut self, relay: bool) -> bool {
         if let Some(w) = self.workers.iter().find(|w| !w.busy.load(SeqCst)) {
             w.thread.unpark();
             return true;
+        }
+        if !relay {
+            if let Some(w) = self.workers.iter().find(|w| w.peaking.load(SeqCst)) {
+                w.thread.unpark();
+                return true;
+            }
         }
         if self.workers.len() < self.len() && self.spawn().is_ok() {
             if let Some(w) = self.workers.last() {
@@ -231,7 +465,7 @@ impl Readers {
                 slot.wanted.store(self.ask, SeqCst);
             }
         }
-        self.wake_one();
+        self.wake_one(false);
         true
     }
 
@@ -255,7 +489,7 @@ impl Readers {
     /// The round is taking long: the worker may be blocked on a hung device, so let another
     /// claim what is left.
     pub fn relay(&mut self) {
-        self.wake_one();
+        self.wake_one(true);
     }
 
     /// The round asked at `started` has completed (for the relay delay).
@@ -349,6 +583,150 @@ mod tests {
             let _ = lock(&self.0).recv();
             Device::failed(1, "released".into())
         }
+    }
+
+    const GIB: u64 = 1 << 30;
+
+    /// A device at 20 GiB whose memory-only reads show 78 GiB once, on read `spike_at`: a
+    /// spike between two readings. Counts its memory-only reads.
+    struct Spiky {
+        reads: Arc<AtomicU32>,
+        spike_at: u32,
+    }
+    impl DeviceReader for Spiky {
+        fn read(&mut self) -> Device {
+            let mut d = Device::default();
+            d.memory.total_bytes = Some(80 * GIB);
+            d.memory.used_bytes = Some(20 * GIB);
+            d
+        }
+        fn read_memory(&mut self) -> Option<MemoryNow> {
+            let n = self.reads.fetch_add(1, SeqCst) + 1;
+            let used = if n == self.spike_at { 78 } else { 20 };
+            Some(MemoryNow {
+                used: used * GIB,
+                total: 80 * GIB,
+            })
+        }
+    }
+
+    /// Blocks in its memory-only reads until the test ends (saying when it has begun to);
+    /// its readings answer at once.
+    struct StuckMemory(Mutex<mpsc::Receiver<()>>, Arc<AtomicBool>);
+    impl DeviceReader for StuckMemory {
+        fn read(&mut self) -> Device {
+            Device::default()
+        }
+        fn read_memory(&mut self) -> Option<MemoryNow> {
+            self.1.store(true, SeqCst);
+            let _ = lock(&self.0).recv();
+            None
+        }
+    }
+
+    /// Waits (bounded) until `f` holds.
+    fn until(f: impl Fn() -> bool) {
+        let give_up = Instant::now() + Duration::from_secs(20);
+        while !f() && Instant::now() < give_up {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    fn one_reading(r: &mut Readers, slots: &[usize]) -> Vec<Reading> {
+        r.read(slots, Instant::now() + Duration::from_secs(10));
+        let mut got = Vec::new();
+        r.take(|reading| got.push(reading));
+        got
+    }
+
+    #[test]
+    fn a_spike_between_two_readings_is_the_next_readings_peak_and_only_its() {
+        let reads = Arc::new(AtomicU32::new(0));
+        let mut r = Readers::start(vec![Box::new(Spiky {
+            reads: Arc::clone(&reads),
+            spike_at: 3,
+        })]);
+        let first = one_reading(&mut r, &[0]);
+        assert_eq!(first[0].device.peak, None, "the peak-hold is off");
+        r.set_peak_interval(Some(Duration::from_millis(1)));
+        until(|| reads.load(SeqCst) >= 5);
+        let got = one_reading(&mut r, &[0]);
+        let peak = got[0].device.peak.expect("a peak");
+        assert_eq!(got[0].device.memory.used_bytes, Some(20 * GIB));
+        assert_eq!(peak.used_bytes, 78 * GIB, "the spike the reading missed");
+        assert!(
+            peak.reads >= 5,
+            "memory-only reads and the reading: {peak:?}"
+        );
+        // The next window starts after that reading: the spike is not reported twice.
+        let n = reads.load(SeqCst);
+        until(|| reads.load(SeqCst) >= n + 2);
+        let next = one_reading(&mut r, &[0]);
+        assert_eq!(next[0].device.peak.map(|p| p.used_bytes), Some(20 * GIB));
+        r.set_peak_interval(None);
+        let off = one_reading(&mut r, &[0]);
+        assert_eq!(off[0].device.peak, None, "off again: not measured");
+    }
+
+    #[test]
+    fn a_memory_read_that_hangs_holds_up_neither_the_other_devices_nor_their_readings() {
+        let (_release, rx) = mpsc::channel();
+        let reads = Arc::new(AtomicU32::new(0));
+        let blocked = Arc::new(AtomicBool::new(false));
+        let mut r = Readers::start(vec![
+            Box::new(StuckMemory(Mutex::new(rx), Arc::clone(&blocked))),
+            Box::new(Spiky {
+                reads: Arc::clone(&reads),
+                spike_at: u32::MAX,
+            }),
+        ]);
+        r.set_peak_interval(Some(Duration::from_millis(1)));
+        // The first round blocks the one worker on device 0 (device 1's memory is not read
+        // until the next reading); the next reading starts another worker, which reads device
+        // 1 and its memory from then on, and never calls device 0 while its read is out.
+        until(|| blocked.load(SeqCst));
+        let got = one_reading(&mut r, &[1]);
+        assert_eq!(got.len(), 1);
+        let n = reads.load(SeqCst);
+        until(|| reads.load(SeqCst) >= n + 5);
+        assert!(
+            reads.load(SeqCst) >= n + 5,
+            "device 1's memory is still read"
+        );
+        assert!(r.threads() <= 2, "at most one worker per device");
+        let got = one_reading(&mut r, &[1]);
+        assert!(got[0].device.peak.is_some());
+    }
+
+    #[test]
+    fn the_peak_keeps_the_highest_possible_read_and_its_window() {
+        let t0 = Instant::now();
+        let at = |s| std::time::UNIX_EPOCH + Duration::from_secs(s);
+        let mut h = Hold::new(t0);
+        assert_eq!(h.take(t0), None, "nothing read: not measured");
+        let m = |used, total| Some(MemoryNow { used, total });
+        h.fold(m(10, 80), at(1));
+        h.fold(m(u64::MAX, 80), at(2));
+        h.fold(None, at(3));
+        h.fold(m(30, 80), at(4));
+        h.fold(m(30, 80), at(5));
+        let p = h.take(t0 + Duration::from_millis(1500)).expect("a peak");
+        assert_eq!(
+            (p.used_bytes, p.at, p.reads, p.window_ms),
+            (30, at(4), 3, 1500)
+        );
+        let later = MemoryPeak {
+            used_bytes: 20,
+            at: at(9),
+            window_ms: 500,
+            reads: 2,
+        };
+        let both = merge(Some(p), Some(later)).expect("merged");
+        assert_eq!(
+            (both.used_bytes, both.at, both.reads, both.window_ms),
+            (30, at(4), 5, 2000)
+        );
+        assert_eq!(merge(None, Some(later)), Some(later));
     }
 
     #[test]

@@ -798,8 +798,8 @@ mod columns {
 
     use crate::model::owner::Owner;
     use crate::model::{
-        health::Health, AllocatorStats, Device, Holder, HostStats, Memory, MigDevice, Process,
-        ProcessKind, Sample, Utilization,
+        health::Health, AllocatorStats, Device, Holder, HostStats, Memory, MemoryPeak, MigDevice,
+        Process, ProcessKind, Sample, Utilization,
     };
 
     #[derive(Serialize)]
@@ -838,6 +838,7 @@ mod columns {
         data_age_ms: Option<u64>,
         mig: &'a [MigDevice],
         health: &'a Health,
+        peak: &'a Option<MemoryPeak>,
     }
 
     /// The columns that rarely change first, those that move every sample last: the
@@ -919,6 +920,7 @@ mod columns {
                 data_age_ms,
                 mig,
                 health,
+                peak,
             } = d;
             DeviceColumns {
                 index: *index,
@@ -942,6 +944,7 @@ mod columns {
                 data_age_ms: *data_age_ms,
                 mig,
                 health,
+                peak,
             }
         }
     }

@@ -70,6 +70,9 @@ struct DeviceState {
     outstanding: Option<Instant>,
     /// The last reading and when it arrived.
     last: Option<(Device, Instant)>,
+    /// Whether `last` arrived since the previous sample: a reading shown again (late,
+    /// stalled) carries no peak, since its window was reported already.
+    fresh: bool,
 }
 
 pub struct Sampler {
@@ -143,6 +146,7 @@ impl Sampler {
                 index,
                 outstanding: None,
                 last: None,
+                fresh: false,
             })
             .collect();
         let wants = Wants {
@@ -354,6 +358,13 @@ impl Sampler {
         self.readers.dismiss();
     }
 
+    /// Reads each device's memory alone `rate` times a second between samples (0: not at
+    /// all), so that each sample carries the highest memory since the previous one.
+    pub fn with_peak_rate(self, rate: f64) -> Self {
+        self.readers.set_peak_interval(peak_interval(rate));
+        self
+    }
+
     /// Reads probe reports from `dir` instead of the default runtime directory.
     pub fn with_probe_dir(mut self, dir: PathBuf) -> Self {
         self.probe_dir = Some(dir);
@@ -375,6 +386,7 @@ impl Sampler {
             device.check_readings();
             d.outstanding = None;
             d.last = Some((device, r.at));
+            d.fresh = true;
         }
     }
 
@@ -407,6 +419,9 @@ impl Sampler {
             .iter()
             .map(|d| self.assemble(d, t1, deadline))
             .collect();
+        for d in &mut self.devices {
+            d.fresh = false;
+        }
         for d in &mut devices {
             if let Some(h) = self.xids.get(d.index as usize) {
                 d.health.xids.clone_from(&h.xids);
@@ -470,6 +485,7 @@ impl Sampler {
         let mut device = match &d.last {
             Some((last, at)) => Device {
                 data_age_ms: Some(age_ms(*at)),
+                peak: last.peak.filter(|_| d.fresh),
                 ..last.clone()
             },
             None => Device {
@@ -546,6 +562,18 @@ impl Sampler {
         }
         self.finish(t0, false)
     }
+}
+
+/// The default `--peak-rate`: memory-only reads per second per GPU (see
+/// docs/performance.md for what they cost). At 50 Hz a spike of 20 ms or more is always read
+/// once, with a margin for the scheduler's lateness.
+pub const DEFAULT_PEAK_RATE: f64 = 50.0;
+/// The highest `--peak-rate`: beyond it the reads would cost more than the rest of gpumon.
+pub const MAX_PEAK_RATE: f64 = 1000.0;
+
+/// The time between memory-only reads at `rate` per second (`None`: off).
+pub fn peak_interval(rate: f64) -> Option<Duration> {
+    (rate.is_finite() && rate > 0.0).then(|| Duration::from_secs_f64(1.0 / rate.min(MAX_PEAK_RATE)))
 }
 
 /// "500 ms", "2 s", "12 s", "3 min 5 s": how long a device has not answered.
@@ -795,6 +823,51 @@ mod tests {
             d.data_age_ms
         );
         assert!(!d.fresh());
+        drop(release);
+    }
+
+    #[test]
+    fn a_reading_shown_again_carries_no_peak() {
+        let (release, rx) = mpsc::channel::<()>();
+        /// Answers its first reading, then hangs in the next; its memory alone answers.
+        struct Once {
+            done: bool,
+            release: Mutex<mpsc::Receiver<()>>,
+        }
+        impl DeviceReader for Once {
+            fn read(&mut self) -> Device {
+                if self.done {
+                    let _ = self.release.lock().map(|rx| rx.recv());
+                }
+                self.done = true;
+                let mut d = Device::default();
+                d.memory.total_bytes = Some(80 << 30);
+                d.memory.used_bytes = Some(20 << 30);
+                d
+            }
+            fn read_memory(&mut self) -> Option<crate::collect::source::MemoryNow> {
+                Some(crate::collect::source::MemoryNow {
+                    used: 30 << 30,
+                    total: 80 << 30,
+                })
+            }
+        }
+        let mut s = sampler(
+            vec![Box::new(Once {
+                done: false,
+                release: Mutex::new(rx),
+            })],
+            Duration::from_secs(60),
+        )
+        .with_peak_rate(1000.0);
+        let first = s.tick().devices.remove(0);
+        assert!(first.fresh());
+        assert!(first.peak.is_some(), "measured: {first:?}");
+        s.set_interval(Duration::from_millis(10));
+        let again = s.tick().devices.remove(0);
+        assert!(again.late, "the second reading hangs: {again:?}");
+        assert_eq!(again.memory.used_bytes, Some(20 << 30), "the last reading");
+        assert_eq!(again.peak, None, "its window was reported already");
         drop(release);
     }
 

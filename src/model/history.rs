@@ -33,12 +33,14 @@ impl std::fmt::Debug for MaybeBytes {
     }
 }
 
-/// One device reading: 24 bytes.
+/// One device reading: 32 bytes.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Point {
     /// Unix milliseconds (integers keep the per-frame bucketing cheap).
     pub ms: u64,
     used: MaybeBytes,
+    /// The highest used memory since the previous reading (the peak-hold), where measured.
+    peak: MaybeBytes,
     /// Percent; NVML's 0–100 fits in a byte (anything larger is kept as 255).
     util: Option<u8>,
 }
@@ -48,12 +50,26 @@ impl Point {
         Point {
             ms,
             used: MaybeBytes::new(used),
+            peak: MaybeBytes::new(None),
             util: util.map(|u| u8::try_from(u).unwrap_or(u8::MAX)),
         }
     }
 
+    /// With the highest used memory since the previous reading ([`crate::model::MemoryPeak`]).
+    pub fn with_peak(mut self, peak: Option<u64>) -> Self {
+        self.peak = MaybeBytes::new(peak);
+        self
+    }
+
     pub fn used(&self) -> Option<u64> {
         self.used.get()
+    }
+
+    /// The highest used memory this point stands for: the peak between readings where it was
+    /// measured, else the reading (unknown where the reading is).
+    pub fn top(&self) -> Option<u64> {
+        let used = self.used()?;
+        Some(self.peak.get().map_or(used, |p| p.max(used)))
     }
 
     pub fn util(&self) -> Option<u32> {
@@ -99,7 +115,7 @@ impl DeviceHistory {
     }
 
     fn push(&mut self, p: Point) {
-        if let Some(v) = p.used() {
+        if let Some(v) = p.top() {
             // Earlier values no larger than this one can never be the peak again.
             while self.peaks.back().is_some_and(|&(_, b)| b <= v) {
                 self.peaks.pop_back();
@@ -299,11 +315,10 @@ impl History {
                 // is shown with its previous reading, which is already here.
                 let taken = d.data_time(sample.timestamp).map_or(ms, unix_ms);
                 if h.points.back().is_none_or(|p| p.ms < taken) {
-                    h.push(Point::new(
-                        taken,
-                        d.memory.used_bytes,
-                        d.utilization.gpu_percent,
-                    ));
+                    h.push(
+                        Point::new(taken, d.memory.used_bytes, d.utilization.gpu_percent)
+                            .with_peak(d.peak.map(|p| p.used_bytes)),
+                    );
                 }
             }
             let oldest = ms.saturating_sub(self.window.as_millis() as u64);
@@ -388,7 +403,7 @@ mod tests {
 
     #[test]
     fn points_are_compact_and_keep_unknown_apart_from_zero() {
-        assert_eq!(std::mem::size_of::<Point>(), 24);
+        assert_eq!(std::mem::size_of::<Point>(), 32);
         assert_eq!(std::mem::size_of::<ProcessPoint>(), 32);
         let p = Point::new(5, Some(0), None);
         assert_eq!((p.used(), p.util()), (Some(0), None));
@@ -439,6 +454,34 @@ mod tests {
         let cols = d.columns(now, Duration::from_secs(10), 40, |p| p.used());
         assert_eq!(cols[38], cols[37]);
         assert_eq!(d.peak_used().map(|p| p.value), Some(290));
+    }
+
+    #[test]
+    fn a_spike_between_readings_is_its_columns_value_and_the_windows_peak() {
+        let mut h = History::new(Duration::from_secs(10));
+        for t in 0..10 {
+            let mut s = sample(t, Some(20), false);
+            // Between the readings at 4 and 5 s, 78 for a moment; unmeasured at 7 s.
+            s.devices[0].peak = (t != 7).then_some(crate::model::MemoryPeak {
+                used_bytes: if t == 5 { 78 } else { 20 },
+                at: s.timestamp,
+                window_ms: 1000,
+                reads: 50,
+            });
+            h.record(&s);
+        }
+        let d = h.device(0).expect("device 0");
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(9);
+        let cols = d.columns(now, Duration::from_secs(10), 10, |p| p.top());
+        assert_eq!(cols[5], Column::Value(78), "the column of the 5 s reading");
+        assert_eq!(
+            cols[7],
+            Column::Value(20),
+            "an unmeasured peak is the reading"
+        );
+        let used = d.columns(now, Duration::from_secs(10), 10, |p| p.used());
+        assert_eq!(used[5], Column::Value(20), "what the readings alone show");
+        assert_eq!(d.peak_used().map(|p| p.value), Some(78));
     }
 
     #[test]

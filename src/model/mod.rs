@@ -298,6 +298,27 @@ pub struct Device {
     /// Xid errors, ECC, remapped rows and throttling.
     #[serde(default)]
     pub health: health::Health,
+    /// The highest used memory since the previous reading, from the memory-only reads between
+    /// frames (`--peak-rate`). `None` where not measured: the peak-hold is off, the source has
+    /// no memory-only read, or this reading is not fresh.
+    #[serde(default)]
+    pub peak: Option<MemoryPeak>,
+}
+
+/// The highest used memory (NVML v2 `used`) a device reached between two readings: a spike of
+/// tens of milliseconds (a backward pass, an optimizer step) that a reading once a second
+/// misses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryPeak {
+    pub used_bytes: u64,
+    /// When the highest read was taken.
+    #[serde(serialize_with = "rfc3339", deserialize_with = "from_rfc3339")]
+    pub at: SystemTime,
+    /// How long the reads covered, from the previous reading to this one: the peak is of this
+    /// window only (for `once`, the moment it ran).
+    pub window_ms: u64,
+    /// How many reads of the memory the window holds (the reading's own included).
+    pub reads: u32,
 }
 
 /// One MIG (Multi-Instance GPU) device: a slice of its parent GPU with memory of its own.

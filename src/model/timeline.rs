@@ -20,9 +20,10 @@ pub struct Event {
 }
 
 /// The timeline of GPU `gpu` in the `WINDOW` before `until`, from `samples` (in time order):
-/// each other process's growth or appearance, largest first, then the growth of memory no
-/// process accounts for (with who holds it, where gpumon found out). `mine` tells the job's
-/// processes from the others'.
+/// the highest memory read between samples, where it was measured and above what the samples
+/// showed; each other process's growth or appearance, largest first; then the growth of
+/// memory no process accounts for (with who holds it, where gpumon found out). `mine` tells
+/// the job's processes from the others'.
 pub fn neighbours(
     samples: &[&Sample],
     gpu: u32,
@@ -113,7 +114,52 @@ pub fn neighbours(
             events.push(Event { text, bytes: b - a });
         }
     }
+    if let Some(peak) = peak_before(&window, until) {
+        events.insert(0, peak);
+    }
     events
+}
+
+/// "the peak before the error was 78.0 GiB of 80.0 GiB, 0.4 s before it, read between
+/// samples (the samples showed at most 60.0 GiB)": the highest of the window's peaks
+/// ([`super::MemoryPeak`]), when one was measured and rose above the samples' own figures
+/// (otherwise the samples already tell it).
+fn peak_before(window: &[(&Sample, &super::Device)], until: SystemTime) -> Option<Event> {
+    let peak = window
+        .iter()
+        .filter_map(|(_, d)| d.peak)
+        .filter(|p| p.at <= until)
+        .max_by_key(|p| p.used_bytes)?;
+    let sampled = window
+        .iter()
+        .filter_map(|(_, d)| d.memory.used_bytes)
+        .max()?;
+    if peak.used_bytes <= sampled {
+        return None;
+    }
+    let of = window
+        .last()
+        .and_then(|(_, d)| d.memory.total_bytes)
+        .map(|t| format!(" of {}", fmt_bytes(t)))
+        .unwrap_or_default();
+    let before = until
+        .duration_since(peak.at)
+        .unwrap_or_default()
+        .as_secs_f64();
+    let before = if before < 10.0 {
+        format!("{before:.1} s")
+    } else {
+        format!("{before:.0} s")
+    };
+    Some(Event {
+        text: format!(
+            "the peak before the error was {}{of}, {before} before it, read between samples \
+             (the samples showed at most {})",
+            fmt_bytes(peak.used_bytes),
+            fmt_bytes(sampled)
+        ),
+        bytes: peak.used_bytes,
+    })
 }
 
 /// "bob, python serve.py": a process as a line names it.
@@ -232,6 +278,40 @@ mod tests {
             .collect();
         let refs: Vec<&Sample> = flat.iter().collect();
         assert!(neighbours(&refs, 0, &|p| p.pid == 1, until).is_empty());
+    }
+
+    #[test]
+    fn the_peak_between_samples_before_the_error_is_said_only_where_measured_and_higher() {
+        let until = SystemTime::UNIX_EPOCH + Duration::from_secs(1061);
+        let peaked = |t: u64, peak: Option<u64>| {
+            let mut s = sample(t, &[(1, 60 * GIB)], 0);
+            s.devices[0].peak = peak.map(|used_bytes| crate::model::MemoryPeak {
+                used_bytes,
+                at: SystemTime::UNIX_EPOCH + Duration::from_millis((1000 + t) * 1000 - 400),
+                window_ms: 5000,
+                reads: 250,
+            });
+            s
+        };
+        let samples: Vec<Sample> = (0..=60)
+            .step_by(5)
+            .map(|t| peaked(t, Some(if t == 60 { 78 * GIB } else { 60 * GIB })))
+            .collect();
+        let refs: Vec<&Sample> = samples.iter().collect();
+        let ev = neighbours(&refs, 0, &|p| p.pid == 1, until);
+        assert_eq!(
+            ev.first().map(|e| e.text.as_str()),
+            Some(
+                "the peak before the error was 78.0 GiB of 80.0 GiB, 1.4 s before it, read \
+                 between samples (the samples showed at most 60.0 GiB)"
+            )
+        );
+        // Not measured (None), or no higher than the samples: nothing to add.
+        for peak in [None, Some(60 * GIB)] {
+            let samples: Vec<Sample> = (0..=60).step_by(5).map(|t| peaked(t, peak)).collect();
+            let refs: Vec<&Sample> = samples.iter().collect();
+            assert!(neighbours(&refs, 0, &|p| p.pid == 1, until).is_empty());
+        }
     }
 
     #[test]

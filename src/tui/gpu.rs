@@ -48,6 +48,23 @@ pub fn device_error(d: &Device, now: SystemTime) -> Option<String> {
     })
 }
 
+/// "peak 71.2 GiB 0.4 s ago": the highest memory since the previous reading, read between
+/// frames (`--peak-rate`), when it rose above the reading; `None` otherwise, and where it was
+/// not measured.
+pub fn peak_text(d: &Device, now: SystemTime) -> Option<String> {
+    let p = d.peak?;
+    if p.used_bytes <= d.memory.used_bytes? {
+        return None;
+    }
+    let ago = now.duration_since(p.at).unwrap_or_default();
+    let ago = if ago < Duration::from_secs(10) {
+        format!("{:.1} s", ago.as_secs_f64())
+    } else {
+        fmt_age(ago.as_secs())
+    };
+    Some(format!("peak {} {ago} ago", fmt_bytes(p.used_bytes)))
+}
+
 /// "24.4 GiB / 79.6 GiB (31%)", or why there are no figures.
 pub fn memory_figures(d: &Device) -> Span<'static> {
     let m = &d.memory;
@@ -207,6 +224,9 @@ pub fn title_line(d: &Device, now: SystemTime, width: u16) -> Line<'static> {
         Style::new(),
         4,
     ));
+    if let Some(peak) = peak_text(d, now) {
+        left.push(field(peak, theme::warning(), 5));
+    }
     left.push(match (d.power_draw_w, d.power_limit_w) {
         (Some(p), Some(l)) => field(format!("{p:.0}/{l:.0} W"), Style::new(), 2),
         (Some(p), None) => field(format!("{p:.0} W"), Style::new(), 2),
@@ -569,6 +589,25 @@ pub fn draw_gauge(buf: &mut Buffer, area: Rect, d: &Device, app: &App, selected:
     });
     segments.extend(rest);
     draw_segments(buf, area, b.total, &segments, d.stale());
+    draw_peak_mark(buf, area, d, b.total);
+}
+
+/// A mark on the gauge where used memory reached between frames, when that was above the
+/// reading (a spike the bar itself does not show).
+fn draw_peak_mark(buf: &mut Buffer, area: Rect, d: &Device, total: u64) {
+    let (Some(p), Some(used)) = (d.peak, d.memory.used_bytes) else {
+        return;
+    };
+    if p.used_bytes <= used || d.stale() || area.width == 0 {
+        return;
+    }
+    let share = p.used_bytes.min(total) as f64 / total.max(1) as f64;
+    let x = ((share * area.width as f64).ceil() as u16)
+        .saturating_sub(1)
+        .min(area.width - 1);
+    if let Some(cell) = buf.cell_mut((area.x + x, area.y)) {
+        cell.set_symbol("┃").set_style(theme::warning());
+    }
 }
 
 /// A compact one-line GPU: index, memory figures, then util, temperature, name and a bar as
@@ -775,7 +814,8 @@ pub fn draw_history(
         .max(1);
     let points = (mem.width as usize).saturating_sub(8) * 2;
     let cols = hist.map_or_else(Vec::new, |h| {
-        h.columns(now, window, points.max(1), |p| p.used())
+        // Each column is the highest of its readings and the peaks between them.
+        h.columns(now, window, points.max(1), |p| p.top())
     });
     let mem_series = segments(&cols, window, GIB as f64);
     let total_gib = total as f64 / GIB as f64;

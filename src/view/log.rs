@@ -75,6 +75,12 @@ impl<'a> Cell<'a> {
 type DeviceGetter = for<'a> fn(&'a str, &'a Device) -> Cell<'a>;
 type ProcessGetter = for<'a> fn(&'a str, &'a Device, &'a Process) -> Cell<'a>;
 
+/// Milliseconds since the Unix epoch (`None` before it).
+fn unix_ms(t: std::time::SystemTime) -> Option<u64> {
+    let ms = t.duration_since(std::time::UNIX_EPOCH).ok()?.as_millis();
+    u64::try_from(ms).ok()
+}
+
 /// A part of the process's breakdown (the one place that does this arithmetic).
 fn part(d: &Device, p: &Process, kind: PartKind) -> Cell<'static> {
     Cell::int(Breakdown::process(&d.memory, p.memory()).and_then(|b| b.get(kind)))
@@ -94,6 +100,17 @@ const DEVICE_FIELDS: &[(&str, Kind, DeviceGetter)] = &[
     }),
     ("memory.free", Kind::Bytes, |_, d| {
         Cell::int(d.memory.free_bytes)
+    }),
+    // The peak-hold (`--peak-rate`): the highest used memory since the previous record, when
+    // it was read (Unix ms) and the window it covers; empty where not measured.
+    ("memory.peak", Kind::Bytes, |_, d| {
+        Cell::int(d.peak.map(|p| p.used_bytes))
+    }),
+    ("memory.peak.at_ms", Kind::Number, |_, d| {
+        Cell::int(d.peak.and_then(|p| unix_ms(p.at)))
+    }),
+    ("memory.peak.window_ms", Kind::Number, |_, d| {
+        Cell::int(d.peak.map(|p| p.window_ms))
     }),
     ("memory.reserved", Kind::Bytes, |_, d| {
         Cell::int(d.memory.reserved_bytes)
@@ -268,8 +285,8 @@ const PROCESS_FIELDS: &[(&str, Kind, ProcessGetter)] = &[
     }),
 ];
 
-const DEFAULT_DEVICE: &str = "timestamp,index,name,memory.total,memory.used,memory.free,\
-memory.reserved,utilization.gpu,utilization.memory,temperature.gpu,power.draw,processes.count,error";
+const DEFAULT_DEVICE: &str = "timestamp,index,name,memory.total,memory.used,memory.peak,\
+memory.free,memory.reserved,utilization.gpu,utilization.memory,temperature.gpu,power.draw,processes.count,error";
 const DEFAULT_PROCESS: &str =
     "timestamp,gpu_index,pid,type,user,process_name,used_memory,cpu_percent,host_memory,command";
 
@@ -683,6 +700,12 @@ mod tests {
                 free_bytes: Some(67 * GIB),
                 reserved_bytes: Some(GIB / 2),
             },
+            peak: Some(crate::model::MemoryPeak {
+                used_bytes: 78 * GIB,
+                at: std::time::UNIX_EPOCH + std::time::Duration::from_millis(1_795_000_000_100),
+                window_ms: 1000,
+                reads: 51,
+            }),
             utilization: Utilization {
                 gpu_percent: Some(93),
                 memory_percent: Some(40),
@@ -834,15 +857,15 @@ mod tests {
     fn the_default_fields_and_a_chosen_order() {
         let defaults = Columns::parse(None, false).expect("defaults");
         insta::assert_snapshot!(written(Format::Csv, defaults), @r#"
-        timestamp,index,name,memory.total,memory.used,memory.free,memory.reserved,utilization.gpu,utilization.memory,temperature.gpu,power.draw,processes.count,error
-        2026-11-18T11:06:40.123Z,0,NVIDIA H100 80GB HBM3,85899345920,12884901889,71940702208,536870912,93,40,61,412.5,2,
-        2026-11-18T11:06:40.123Z,1,NVIDIA H100 80GB HBM3,,,,,,,,,,not responding for 12 s
-        2026-11-18T11:06:40.123Z,2,NVIDIA H100 80GB HBM3,,,,,,,,,,GPU is lost
-        2026-11-18T11:06:40.123Z,3,,,,,,,,,,,
-        2026-11-18T11:06:40.123Z,0,NVIDIA H100 80GB HBM3,85899345920,12884901889,71940702208,536870912,93,40,61,412.5,2,
-        2026-11-18T11:06:40.123Z,1,NVIDIA H100 80GB HBM3,,,,,,,,,,not responding for 12 s
-        2026-11-18T11:06:40.123Z,2,NVIDIA H100 80GB HBM3,,,,,,,,,,GPU is lost
-        2026-11-18T11:06:40.123Z,3,,,,,,,,,,,
+        timestamp,index,name,memory.total,memory.used,memory.peak,memory.free,memory.reserved,utilization.gpu,utilization.memory,temperature.gpu,power.draw,processes.count,error
+        2026-11-18T11:06:40.123Z,0,NVIDIA H100 80GB HBM3,85899345920,12884901889,83751862272,71940702208,536870912,93,40,61,412.5,2,
+        2026-11-18T11:06:40.123Z,1,NVIDIA H100 80GB HBM3,,,,,,,,,,,not responding for 12 s
+        2026-11-18T11:06:40.123Z,2,NVIDIA H100 80GB HBM3,,,,,,,,,,,GPU is lost
+        2026-11-18T11:06:40.123Z,3,,,,,,,,,,,,
+        2026-11-18T11:06:40.123Z,0,NVIDIA H100 80GB HBM3,85899345920,12884901889,83751862272,71940702208,536870912,93,40,61,412.5,2,
+        2026-11-18T11:06:40.123Z,1,NVIDIA H100 80GB HBM3,,,,,,,,,,,not responding for 12 s
+        2026-11-18T11:06:40.123Z,2,NVIDIA H100 80GB HBM3,,,,,,,,,,,GPU is lost
+        2026-11-18T11:06:40.123Z,3,,,,,,,,,,,,
         "#);
         let chosen = Columns::parse(Some("pid,command,gpu_index"), true).expect("fields");
         insta::assert_snapshot!(written(Format::Jsonl, chosen), @r#"

@@ -186,6 +186,37 @@ fn snapshot_sixteen_gpus_go_compact() {
     insta::assert_snapshot!(terminal.backend());
 }
 
+/// GPU 0 at 30 GB with a spike to 78 GiB between two frames every 10 samples, the last one
+/// 0.4 s before the last frame; GPU 1's peak is its reading, and is not shown.
+fn spiky(t: u64) -> Vec<Device> {
+    let mut devices = vec![device(0, 2, 30000, false), device(1, 1, 20000, false)];
+    for d in &mut devices {
+        let spike = d.index == 0 && t % 10 == 9;
+        d.peak = Some(gpumon::model::MemoryPeak {
+            used_bytes: if spike {
+                78 << 30
+            } else {
+                d.memory.used_bytes.unwrap_or(0)
+            },
+            at: at(t * 20) - Duration::from_millis(400),
+            window_ms: 20_000,
+            reads: 1000,
+        });
+    }
+    devices
+}
+
+/// The peak between frames: a mark on GPU 0's gauge, "peak 78.0 GiB 0.4 s ago" on its line,
+/// and its chart's columns rising to 78 GiB where the readings alone stay at 30 GB.
+#[test]
+fn snapshot_a_spike_between_frames_on_the_gauge_the_line_and_the_chart() {
+    let (terminal, _) = screen(120, 40, 30, spiky);
+    let text = terminal.backend().to_string();
+    assert!(text.contains("peak 78.0 GiB 0.4 s ago"), "{text}");
+    assert!(text.contains('┃'), "the gauge's mark: {text}");
+    insta::assert_snapshot!(terminal.backend());
+}
+
 #[test]
 fn snapshot_lost_gpu_shows_inline_and_leaves_a_gap() {
     let (terminal, _) = screen(100, 30, 30, |t| {

@@ -11,6 +11,7 @@ mod health;
 mod holders;
 mod hostile;
 mod owners;
+mod peaks;
 mod pick;
 mod queue;
 mod recording;

@@ -198,6 +198,11 @@ fn merged_breakdown_is_visible_to_other_gpumons_and_the_summary_follows() {
         stderr.contains("pytorch 2.5.1+stand-in peak allocated 1.0 GiB, peak reserved 1.5 GiB"),
         "{stderr}"
     );
+    // The driver's side beside the allocator's, each named.
+    assert!(
+        stderr.contains("the whole GPU's used memory peaked at "),
+        "{stderr}"
+    );
     assert_eq!(
         fs::read_to_string(env.path("their-marker")).ok().as_deref(),
         Some("ran")

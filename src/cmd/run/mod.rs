@@ -101,6 +101,10 @@ struct GpuPeak {
     growth: BTreeMap<u32, (crate::model::StepGrowth, Option<String>)>,
     /// Where what is held across steps was allocated, per pid.
     sites: BTreeMap<u32, crate::model::HeldSites>,
+    /// The driver's side: the highest used memory of the whole GPU read between samples while
+    /// the run's processes were on it (`--peak-rate`; every process on the GPU, not only the
+    /// run's); `None` where not measured.
+    gpu_used_peak: Option<u64>,
 }
 
 /// The job's room on `d` for `--batch` (the MIG instance its processes run in, with MIG on),
@@ -165,6 +169,9 @@ impl Trace {
                 .max(sum(&|p| p.allocator.as_ref()?.reserved_bytes));
             if let Some(fit) = batch_fit(d, &mine) {
                 peak.batch = Some(fit);
+            }
+            if let Some(p) = d.peak {
+                peak.gpu_used_peak = Some(peak.gpu_used_peak.unwrap_or(0).max(p.used_bytes));
             }
             for p in mine {
                 peak.pids.insert(p.pid);
@@ -1084,6 +1091,15 @@ fn summary(
                 );
             }
             None => line.push_str("; no allocator figures (the probe did not report)"),
+        }
+        // The driver's side, named as such: it counts every process on the GPU.
+        if let Some(g) = peak.gpu_used_peak {
+            let _ = write!(
+                line,
+                "; the whole GPU's used memory peaked at {} (NVML, read between samples, every \
+                 process on it)",
+                fmt_bytes(g)
+            );
         }
         let _ = writeln!(out, "{line}");
         for (pid, (g, marker)) in &peak.growth {

@@ -16,6 +16,7 @@
 
 pub mod conns;
 pub mod metrics;
+pub mod peaks;
 pub mod webconfig;
 
 use std::convert::Infallible;
@@ -140,6 +141,8 @@ struct State {
     auth_pending: std::sync::Mutex<std::collections::HashSet<std::net::IpAddr>>,
     /// A sample older than this means the sampler itself is stuck (/healthz fails).
     stale_after: Duration,
+    /// The highest memory since each scraper's previous scrape.
+    peaks: Arc<peaks::Peaks>,
 }
 
 pub fn run(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCode> {
@@ -226,8 +229,18 @@ pub fn run(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCode> {
         let listener = tokio::net::TcpListener::from_std(listener)?;
         let (tx, latest) = watch::channel(None);
         let idle_after = args.idle_after.unwrap_or(common.idle_after);
-        let sampling = tokio::spawn(publish(sampler, interval, idle_after, options, record, tx));
+        let peaks = Arc::new(peaks::Peaks::default());
+        let sampling = tokio::spawn(publish(
+            sampler,
+            interval,
+            idle_after,
+            options,
+            record,
+            tx,
+            Arc::clone(&peaks),
+        ));
         let state = Arc::new(State {
+            peaks,
             latest,
             auth: web.auth.clone(),
             headers: web.headers.clone(),
@@ -271,6 +284,7 @@ async fn publish(
     options: Options,
     mut record: Option<crate::collect::recording::Writer>,
     tx: watch::Sender<Option<Arc<Exposition>>>,
+    peaks: Arc<peaks::Peaks>,
 ) {
     sampler.set_interval(interval);
     sampler.watch_events();
@@ -284,6 +298,7 @@ async fn publish(
         let mut sample = sampler.tick_async().await;
         counters.carry(&mut sample);
         tracker.record(&sample);
+        peaks.publish(&sample);
         if let Some(w) = record.as_mut() {
             if let Err(e) = w.append(&sample) {
                 eprintln!("gpumon: recording stopped: {e}");
@@ -566,10 +581,22 @@ async fn route(
                 0 => None,
                 ns => Some(Duration::from_nanos(ns)),
             };
+            // The sample's encoding is shared; the peaks are this scraper's own.
+            let key = peaks::scraper_key(req.uri().query(), client.ip);
+            let own = peaks::encode(&state.peaks.scrape(&key, Instant::now()));
             let r = if openmetrics {
-                respond(StatusCode::OK, OPENMETRICS, e.openmetrics(last).clone())
+                let om = e.openmetrics(last);
+                let mut body = Vec::with_capacity(om.len() + own.len());
+                body.extend_from_slice(&om[..om.len() - EOF.len()]);
+                body.extend_from_slice(own.as_bytes());
+                body.extend_from_slice(EOF.as_bytes());
+                respond(StatusCode::OK, OPENMETRICS, Bytes::from(body))
             } else {
-                respond(StatusCode::OK, PROMETHEUS_TEXT, e.text(last))
+                let text = e.text(last);
+                let mut body = Vec::with_capacity(text.len() + own.len());
+                body.extend_from_slice(&text);
+                body.extend_from_slice(own.as_bytes());
+                respond(StatusCode::OK, PROMETHEUS_TEXT, Bytes::from(body))
             };
             let took = started.elapsed().as_nanos().max(1);
             state

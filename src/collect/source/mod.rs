@@ -21,6 +21,20 @@ pub trait DeviceReader: Send + 'static {
     /// Says what the view needs beyond the device's own figures, before the first read: a
     /// driver call not made is time saved on every tick (on a real GPU each is an ioctl).
     fn want(&mut self, _wants: Wants) {}
+
+    /// A memory-only read (one driver call: `nvmlDeviceGetMemoryInfo_v2`) for the peak-hold
+    /// between readings ([`crate::collect::readers`]); `None` where it failed or the source
+    /// has none, which leaves the peak unmeasured rather than low.
+    fn read_memory(&mut self) -> Option<MemoryNow> {
+        None
+    }
+}
+
+/// What a memory-only read gives: used (NVML v2, driver reservation excluded) and total.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryNow {
+    pub used: u64,
+    pub total: u64,
 }
 
 /// What a view needs read from each device beyond its own figures.

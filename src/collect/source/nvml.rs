@@ -82,6 +82,9 @@ pub struct NvmlDevice {
     slow_health: Option<(std::time::Instant, crate::model::health::Health)>,
     /// Whether MIG was on when last asked (`None`: the GPU has no MIG).
     mig_mode: Option<(std::time::Instant, Option<bool>)>,
+    /// The device's handle as an address, once looked up, for the memory-only reads: NVML's
+    /// handles stay valid until `nvmlShutdown`, and looking one up is a driver call.
+    handle: Option<usize>,
 }
 
 /// How often per-process utilisation is asked of the driver: on an H100 the call costs about
@@ -172,6 +175,7 @@ impl NvmlSource {
                             util: UtilCache::default(),
                             slow_health: None,
                             mig_mode: None,
+                            handle: None,
                         }) as Box<dyn DeviceReader>
                     })
                     .collect(),
@@ -208,6 +212,30 @@ impl DeviceReader for NvmlDevice {
 
     fn want(&mut self, wants: Wants) {
         self.wants = wants;
+    }
+
+    /// One `nvmlDeviceGetMemoryInfo_v2` on the handle looked up once. v2 only: on a driver
+    /// without it the memory-only reads give nothing, and no peak is shown.
+    fn read_memory(&mut self) -> Option<super::MemoryNow> {
+        let nvml = self.shared.nvml.as_ref()?;
+        let handle = match self.handle {
+            Some(h) => h,
+            None => {
+                // SAFETY: the handle is only read; it stays valid for `nvml`'s lifetime.
+                let h = unsafe { nvml.device_by_index(self.index).ok()?.handle() } as usize;
+                self.handle = Some(h);
+                h
+            }
+        };
+        // SAFETY: a handle NVML gave for this `nvml`, which `shared` keeps alive.
+        let dev = unsafe {
+            nvml_wrapper::Device::new(handle as nvml_wrapper_sys::bindings::nvmlDevice_t, nvml)
+        };
+        let m = dev.memory_info().ok()?;
+        Some(super::MemoryNow {
+            used: m.used,
+            total: m.total,
+        })
     }
 }
 

@@ -1040,6 +1040,27 @@ mod tests {
     }
 
     #[test]
+    fn a_30_ms_spike_is_served_for_30_ms_of_each_loop() {
+        let s = Scenario::from_json(
+            r#"{"version":1,"loop_s":1,"devices":[{"name":"G","memory_total_mib":81920,
+                "unattributed_mib":{"points":[[0,20480]],
+                                    "spikes":[{"at_s":0.5,"len_s":0.03,"value":59392}]}}]}"#,
+        )
+        .expect("scenario");
+        let used_gib = |elapsed: f64| s.device_at(0, s.time(elapsed)).used >> 30;
+        for (elapsed, gib) in [
+            (0.499, 20),
+            (0.5, 78),
+            (0.529, 78),
+            (0.531, 20),
+            (7.515, 78),
+            (7.54, 20),
+        ] {
+            assert_eq!(used_gib(elapsed), gib, "at {elapsed} s");
+        }
+    }
+
+    #[test]
     fn memory_adds_up_and_processes_come_and_go() {
         let s = one_gpu("");
         let d = s.device_at(0, 6.0);

@@ -177,8 +177,9 @@ fn denied(kind: Option<FaultKind>) -> Option<String> {
     }
 }
 
-impl DeviceReader for SimulatedDevice {
-    fn read(&mut self) -> Device {
+impl SimulatedDevice {
+    /// The device now, as NVML would answer; a hung device blocks first, as NVML would.
+    fn read_with(&self, util_seen: &mut bool) -> Device {
         let mut t = self.clock.now();
         let mut d = self.clock.scenario.device_at(self.index, t);
         // A hung device: block as NVML would (one call's worth), then answer as of later.
@@ -187,7 +188,29 @@ impl DeviceReader for SimulatedDevice {
             t = self.clock.now();
             d = self.clock.scenario.device_at(self.index, t);
         }
-        device(&d, t, SystemTime::now(), &mut self.util_seen)
+        device(&d, t, SystemTime::now(), util_seen)
+    }
+}
+
+impl DeviceReader for SimulatedDevice {
+    fn read(&mut self) -> Device {
+        let mut seen = self.util_seen;
+        let d = self.read_with(&mut seen);
+        self.util_seen = seen;
+        d
+    }
+
+    /// The memory as [`DeviceReader::read`] would give it, faults included (a hang blocks).
+    fn read_memory(&mut self) -> Option<super::MemoryNow> {
+        let mut seen = self.util_seen;
+        let d = self.read_with(&mut seen);
+        if d.error.is_some() {
+            return None;
+        }
+        Some(super::MemoryNow {
+            used: d.memory.used_bytes?,
+            total: d.memory.total_bytes?,
+        })
     }
 }
 
