@@ -26,6 +26,8 @@ pub mod limits {
     pub const MAX_PROCESSES: usize = 4096;
     /// Holders named on one GPU.
     pub const MAX_HOLDERS: usize = 1024;
+    /// Allocation sites named for memory held across steps (the probe names at most 8).
+    pub const MAX_HELD_SITES: usize = 64;
     /// Distinct Xids on one GPU (the catalogue has a few hundred).
     pub const MAX_XIDS: usize = 1024;
     /// A process's CPU share can pass 100% (threads): not past 100% of this many CPUs.
@@ -175,7 +177,28 @@ impl Device {
                 {
                     a.steps = None;
                 }
+                // Growth a step beyond the whole GPU, or a rise that ends before it starts,
+                // is not a measurement.
+                if a.step_growth
+                    .as_ref()
+                    .is_some_and(|g| g.bytes_per_step > limit || g.since_step > g.last_step)
+                {
+                    a.step_growth = None;
+                }
+                if let Some(h) = a.held_sites.as_mut() {
+                    h.sites.truncate(MAX_HELD_SITES);
+                    h.sites.retain(|s| s.bytes <= limit);
+                }
             }
+        }
+        // A peak between samples above the GPU's memory was not read from it.
+        // Nor one read at a time the sample cannot have seen.
+        if self.peak.as_ref().is_some_and(|p| {
+            p.used_bytes > limit
+                || p.at > now + Duration::from_secs(60)
+                || now.duration_since(p.at).is_ok_and(|age| age > MAX_AGE)
+        }) {
+            self.peak = None;
         }
         self.holders.truncate(MAX_HOLDERS);
         for h in &mut self.holders {
@@ -365,6 +388,29 @@ pub(crate) fn full_sample(text: &dyn Fn(&str) -> String) -> Sample {
             reserved_peak_bytes: Some(2 * gib),
             training: true,
         }),
+        step_growth: Some(crate::model::StepGrowth {
+            measure: text("growth measure"),
+            bytes_per_step: 1 << 20,
+            since_step: 10,
+            last_step: 60,
+            micros_per_step: Some(1000),
+            steps_to_full: Some(100),
+        }),
+        step_marker: t("step marker"),
+        steps_marked: Some(60),
+        held_sites: Some(crate::model::HeldSites {
+            step: 20,
+            held_steps: 4,
+            snapshot_micros: 100,
+            own_history: true,
+            sites: vec![crate::model::HeldSite {
+                file: text("site file"),
+                line: 42,
+                function: text("site function"),
+                blocks: 3,
+                bytes: 1 << 20,
+            }],
+        }),
     }));
     let holder = Holder {
         pid: Some(77),
@@ -423,6 +469,12 @@ pub(crate) fn full_sample(text: &dyn Fn(&str) -> String) -> Sample {
         stalled: false,
         late: false,
         data_age_ms: Some(5),
+        peak: Some(crate::model::MemoryPeak {
+            used_bytes: 12 * gib,
+            at: SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000),
+            window_ms: 1000,
+            reads: 50,
+        }),
         mig: vec![mig],
         health: Health {
             xids: vec![XidCount {

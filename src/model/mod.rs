@@ -104,6 +104,9 @@ impl Sample {
                     each(&mut a.framework_version, f);
                     each(&mut a.run_id, f);
                     each(&mut a.step_marker, f);
+                    if let Some(g) = a.step_growth.as_mut() {
+                        f(&mut g.measure);
+                    }
                     for site in a.held_sites.iter_mut().flat_map(|h| h.sites.iter_mut()) {
                         f(&mut site.file);
                         f(&mut site.function);
@@ -135,49 +138,51 @@ impl Sample {
         ]
         .into_iter()
         .flatten();
-        let devices = self.devices.iter().flat_map(|d| {
-            [
-                &d.uuid,
-                &d.name,
-                &d.pci_bus_id,
-                &d.processes_error,
-                &d.error,
-            ]
-            .into_iter()
-            .flatten()
-            .chain(d.field_errors.values())
-            .map(String::as_str)
-            .chain(d.processes.iter().flat_map(|p| {
-                [&p.name, &p.user, &p.command, &p.container]
-                    .into_iter()
-                    .flatten()
-                    .chain(p.allocator.iter().flat_map(|a| {
-                        std::iter::once(&a.framework)
-                            .chain(a.framework_version.iter())
-                            .chain(a.run_id.iter())
-                            .chain(a.step_marker.iter())
-                            .chain(a.held_sites.iter().flat_map(|h| {
-                                h.sites.iter().flat_map(|s| [&s.file, &s.function])
-                            }))
-                    }))
-                    .map(String::as_str)
-                    .chain(p.owner.iter().flat_map(|o| o.texts()))
-            }))
-            .chain(
-                d.holders
-                    .iter()
-                    .flat_map(|h| [&h.user, &h.command, &h.state].into_iter().flatten())
-                    .map(String::as_str),
-            )
-            .chain(d.mig.iter().flat_map(|m| {
-                [&m.uuid, &m.name, &m.profile]
-                    .into_iter()
-                    .flatten()
-                    .chain(m.field_errors.values())
-                    .map(String::as_str)
-            }))
-            .chain(d.health.events_error.as_deref())
-        });
+        let devices =
+            self.devices.iter().flat_map(|d| {
+                [
+                    &d.uuid,
+                    &d.name,
+                    &d.pci_bus_id,
+                    &d.processes_error,
+                    &d.error,
+                ]
+                .into_iter()
+                .flatten()
+                .chain(d.field_errors.values())
+                .map(String::as_str)
+                .chain(d.processes.iter().flat_map(|p| {
+                    [&p.name, &p.user, &p.command, &p.container]
+                        .into_iter()
+                        .flatten()
+                        .chain(p.allocator.iter().flat_map(|a| {
+                            std::iter::once(&a.framework)
+                                .chain(a.framework_version.iter())
+                                .chain(a.run_id.iter())
+                                .chain(a.step_marker.iter())
+                                .chain(a.step_growth.iter().map(|g| &g.measure))
+                                .chain(a.held_sites.iter().flat_map(|h| {
+                                    h.sites.iter().flat_map(|s| [&s.file, &s.function])
+                                }))
+                        }))
+                        .map(String::as_str)
+                        .chain(p.owner.iter().flat_map(|o| o.texts()))
+                }))
+                .chain(
+                    d.holders
+                        .iter()
+                        .flat_map(|h| [&h.user, &h.command, &h.state].into_iter().flatten())
+                        .map(String::as_str),
+                )
+                .chain(d.mig.iter().flat_map(|m| {
+                    [&m.uuid, &m.name, &m.profile]
+                        .into_iter()
+                        .flatten()
+                        .chain(m.field_errors.values())
+                        .map(String::as_str)
+                }))
+                .chain(d.health.events_error.as_deref())
+            });
         top.map(String::as_str).chain(devices)
     }
 
