@@ -752,7 +752,10 @@ fn snapshot_summaries(out: &mut String, dir: &Path, stem: &str, paint: Paint) {
         return;
     }
     for (pid, path) in found {
-        let sidecar = snapshot::Sidecar::beside(&path);
+        let (sidecar, sidecar_error) = match snapshot::Sidecar::beside(&path) {
+            Ok(s) => (s, None),
+            Err(e) => (None, Some(e)),
+        };
         let history_off = sidecar.as_ref().is_some_and(|m| m.history.is_none());
         let _ = writeln!(
             out,
@@ -762,7 +765,7 @@ fn snapshot_summaries(out: &mut String, dir: &Path, stem: &str, paint: Paint) {
         let _ = writeln!(
             out,
             "  {} (open it in pytorch.org/memory_viz){}",
-            path.display(),
+            crate::text::escape(&path.display().to_string()),
             match sidecar.as_ref().map(|m| (m.seconds, m.bytes)) {
                 Some((Some(s), Some(b))) => format!("; taken in {s:.2} s, {}", fmt_bytes(b)),
                 _ => String::new(),
@@ -774,6 +777,9 @@ fn snapshot_summaries(out: &mut String, dir: &Path, stem: &str, paint: Paint) {
                 "  (PyTorch's memory history could not be turned on: no allocation stacks)"
             );
         }
+        if let Some(e) = sidecar_error {
+            let _ = writeln!(out, "  {}", crate::text::escape(&e));
+        }
         match snapshot::read_file(&path, sidecar.as_ref()) {
             Ok(s) => out.push_str(&snapshot::render(
                 &s,
@@ -781,7 +787,7 @@ fn snapshot_summaries(out: &mut String, dir: &Path, stem: &str, paint: Paint) {
                 Some(crate::runtime::terminal_width()),
             )),
             Err(e) => {
-                let _ = writeln!(out, "  {e}");
+                let _ = writeln!(out, "  {}", crate::text::escape(&e.to_string()));
             }
         }
     }
