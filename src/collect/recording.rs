@@ -84,6 +84,9 @@ pub enum ReadError {
          ({VERSION}): update gpumon"
     )]
     Future { path: String, version: u32 },
+    /// Not a regular file, or not openable (the reason says which).
+    #[error("{path}: {why}")]
+    NotFile { path: String, why: String },
     #[error("{path} is empty: not a gpumon recording (or one whose recorder has not written yet)")]
     Empty { path: String },
     #[error("{path} holds no readable sample: {why}")]
@@ -897,7 +900,7 @@ fn find_last_trailer(f: &mut File, data_start: u64, size: u64) -> io::Result<u64
 fn open_file(path: &Path) -> Result<File, ReadError> {
     crate::files::open_regular(path, "a gpumon recording")
         .map(|(f, _)| f)
-        .map_err(|e| ReadError::Foreign {
+        .map_err(|e| ReadError::NotFile {
             path: e.path,
             why: e.reason,
         })
