@@ -604,7 +604,12 @@ pub struct ExplainArgs {
 
     /// With --recording: the time of the error (2026-11-23T03:12:05Z, 2026-11-23 03:12, 03:12,
     /// -10m before the recording's end)
-    #[arg(long, value_name = "TIME", requires = "recording")]
+    #[arg(
+        long,
+        value_name = "TIME",
+        requires = "recording",
+        allow_hyphen_values = true
+    )]
     pub at: Option<String>,
 
     /// Summarise a PyTorch memory snapshot instead (a pickle from `gpumon run --snapshot`,
@@ -646,7 +651,7 @@ pub struct ReplayArgs {
 
     /// Where to start: a time (RFC 3339, `2026-11-23 03:12`, or `03:12` on the recording's
     /// last day, UTC), `-10m` before its end or `+5m` after its start; the start by default
-    #[arg(long, value_name = "TIME")]
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
     pub at: Option<String>,
 }
 
@@ -676,7 +681,12 @@ pub struct OnceArgs {
     /// With --replay: the sample at this time (RFC 3339, `2026-11-23 03:12`, `03:12` on the
     /// recording's last day, UTC; `-10m` before its end, `+5m` after its start); its last
     /// sample by default
-    #[arg(long, value_name = "TIME", requires = "replay")]
+    #[arg(
+        long,
+        value_name = "TIME",
+        requires = "replay",
+        allow_hyphen_values = true
+    )]
     pub at: Option<String>,
 
     /// Read other nodes' `gpumon serve` instead of the GPUs here: HOST:PORT or

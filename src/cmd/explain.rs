@@ -397,16 +397,25 @@ fn render_before(b: &Before, paint: Paint, width: usize) -> String {
 /// snapshot's own trace.
 fn snapshot(path: &std::path::Path, json: bool) -> anyhow::Result<ExitCode> {
     use crate::oom::snapshot;
-    let summary = match snapshot::read_file(path, snapshot::Sidecar::beside(path).as_ref()) {
+    let shown = crate::text::escape(&path.display().to_string()).into_owned();
+    let sidecar = snapshot::Sidecar::beside(path).unwrap_or_else(|e| {
+        eprintln!(
+            "gpumon: warning: {} (the snapshot is read without it)",
+            crate::text::escape(&e)
+        );
+        None
+    });
+    let summary = match snapshot::read_file(path, sidecar.as_ref()) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("gpumon: {}: {e}", path.display());
+            eprintln!("gpumon: {shown}: {}", crate::text::escape(&e.to_string()));
             return Ok(ExitCode::from(EXIT_USAGE));
         }
     };
     let mut out = io::stdout().lock();
     let written = if json {
-        serde_json::to_writer_pretty(&mut out, &snapshot::Json::new(&summary))
+        // Frame names and file names come from whoever made the snapshot.
+        crate::text::write_json_pretty(&mut out, &snapshot::Json::new(&summary))
             .map_err(io::Error::from)
             .and_then(|()| writeln!(out))
     } else {
@@ -415,7 +424,7 @@ fn snapshot(path: &std::path::Path, json: bool) -> anyhow::Result<ExitCode> {
         write!(
             out,
             "{}\n{}",
-            paint.bold(&format!("PyTorch memory snapshot {}:", path.display())),
+            paint.bold(&format!("PyTorch memory snapshot {shown}:")),
             snapshot::render(&summary, "  ", width)
         )
     };

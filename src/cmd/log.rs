@@ -112,12 +112,14 @@ fn replay(
     };
     let gpus = &common.gpu;
     let mut written = 0u64;
+    let mut damaged = false;
     for item in reader.samples() {
         let mut sample = match item {
             Ok(s) => s,
             // The readable part is written; what is damaged is said once, at its place.
             Err(e) => {
                 eprintln!("gpumon: {e}");
+                damaged = true;
                 continue;
             }
         };
@@ -129,6 +131,13 @@ fn replay(
         if args.count.is_some_and(|n| written >= n) {
             break;
         }
+    }
+    if written == 0 && damaged {
+        eprintln!(
+            "gpumon: {}: no sample could be read",
+            crate::text::escape(&path.display().to_string())
+        );
+        return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
 }

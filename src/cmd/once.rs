@@ -32,7 +32,7 @@ pub fn run(common: &Common, args: &OnceArgs) -> anyhow::Result<ExitCode> {
             None => last,
         };
         let Some(mut sample) = reader.at(at) else {
-            return Ok(usage_error(format!("{} holds no sample", path.display())));
+            return Ok(usage_error(reader.unreadable()));
         };
         if args.no_processes {
             for d in &mut sample.devices {

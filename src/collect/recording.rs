@@ -28,6 +28,7 @@
 use std::fs::File;
 use std::io::{self, BufRead, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use crate::model::Sample;
@@ -43,8 +44,21 @@ const TRAILER_LEN: u64 = 8 + TRAILER_PAYLOAD as u64;
 pub const VERSION: u32 = 2;
 /// Samples in a segment: a minute at 1 s.
 pub const SEGMENT_SAMPLES: u32 = 60;
-/// The longest line a reader accepts (a sample of thousands of processes is far shorter).
-const MAX_LINE: usize = 64 << 20;
+/// The longest line a reader accepts. A sample of 8 GPUs × 40 processes with every field set
+/// and 4 KiB command lines is 1.3 MiB (`the_largest_real_sample_fits_the_line_cap`); a
+/// recording is a file from elsewhere (post-mortems are sent around), and 5 KB of zstd can
+/// hold a line of 64 MiB that takes 5 GB to read.
+const MAX_LINE: usize = 8 << 20;
+/// Processes a device may have in a sample read back (NVML lists a few hundred at most).
+pub const MAX_PROCESSES: usize = 4096;
+/// What one segment may decompress to: its samples, each within [`MAX_LINE`].
+const MAX_SEGMENT_BYTES: u64 = (SEGMENT_SAMPLES as u64 + 4) * MAX_LINE as u64;
+/// The largest zstd window a reader allows (8 MiB; the writer uses 1 MiB, older versions 4):
+/// a frame that asks for more is not ours, and its window would be allocated.
+const WINDOW_LOG_MAX: u32 = 23;
+/// The latest time a trailer may carry (9999-12-31T23:59:59.999Z, in ms): times outside
+/// 1970..=9999 cannot be shown and are not a recorder's.
+const MAX_MS: i64 = 253_402_300_799_999;
 /// The compression level and the shortest match: level 9 with matches of 6 bytes or more
 /// keeps the digits of the figures that move every sample as literals (cheap to code) rather
 /// than short matches (dear). Measured on 8 × 40 (benches/record.rs): level 3, 1.69 KiB a
@@ -70,8 +84,13 @@ pub enum ReadError {
          ({VERSION}): update gpumon"
     )]
     Future { path: String, version: u32 },
-    #[error("{path} holds no sample")]
+    /// Not a regular file, or not openable (the reason says which).
+    #[error("{path}: {why}")]
+    NotFile { path: String, why: String },
+    #[error("{path} is empty: not a gpumon recording (or one whose recorder has not written yet)")]
     Empty { path: String },
+    #[error("{path} holds no readable sample: {why}")]
+    Unreadable { path: String, why: String },
 }
 
 /// The header's fields.
@@ -122,6 +141,8 @@ pub struct Writer {
     line: Vec<u8>,
     /// Processes as columns (version 2); false while continuing a version 1 file.
     columns: bool,
+    /// Each file is created here, never an existing one or a symlink ([`Writer::create_new`]).
+    new_only: bool,
 }
 
 /// A file that counts what is written to it (the segment's compressed length).
@@ -198,12 +219,17 @@ impl Trailer {
         if crc32(&p[..28]) != u32_at(8 + 28)? {
             return None;
         }
-        Some(Trailer {
+        let t = Trailer {
             first_ms: u64_at(8)? as i64,
             last_ms: u64_at(16)? as i64,
             len: u64_at(24)?,
             count: u32_at(32)?,
-        })
+        };
+        // A trailer with times no recorder writes is not believed (the segment is then read
+        // without it, its times from its samples).
+        let plausible =
+            (0..=MAX_MS).contains(&t.first_ms) && (t.first_ms..=MAX_MS).contains(&t.last_ms);
+        plausible.then_some(t)
     }
 }
 
@@ -227,6 +253,17 @@ impl Writer {
     /// Appends to the recording at `path` (a file that exists is continued: a new segment
     /// after its last whole one; one that is not a recording is refused).
     pub fn open(path: &Path, limits: Limits) -> io::Result<Writer> {
+        Writer::open_with(path, limits, false)
+    }
+
+    /// A new recording at `path`, created here: anything already at `path`, a symlink
+    /// included, is refused (`O_CREAT | O_EXCL | O_NOFOLLOW`), so a name planted in a shared
+    /// directory is never followed.
+    pub fn create_new(path: &Path, limits: Limits) -> io::Result<Writer> {
+        Writer::open_with(path, limits, true)
+    }
+
+    fn open_with(path: &Path, limits: Limits, new_only: bool) -> io::Result<Writer> {
         let mut w = Writer {
             path: path.to_path_buf(),
             limits,
@@ -240,13 +277,34 @@ impl Writer {
             rotate_at: (limits.max_size / 8).max(1 << 20),
             line: Vec::with_capacity(64 << 10),
             columns: true,
+            new_only,
         };
         w.open_file()?;
         Ok(w)
     }
 
     fn open_file(&mut self) -> io::Result<()> {
-        let exists = self.path.metadata().is_ok_and(|m| m.len() > 0);
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut options = std::fs::OpenOptions::new();
+        options.append(true);
+        if self.new_only {
+            options
+                .create_new(true)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+        } else {
+            // Not blocking on a FIFO (refused below).
+            options.create(true).custom_flags(libc::O_NONBLOCK);
+        }
+        let mut file = options.open(&self.path)?;
+        let meta = file.metadata()?;
+        if !meta.file_type().is_file() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "not a regular file (a device, a FIFO or a socket): a recording is a file",
+            ));
+        }
+        lock(&file)?;
+        let exists = meta.len() > 0;
         // The samples of an open segment a killed recorder left, to close it properly.
         let mut reclose = Vec::new();
         if exists {
@@ -256,11 +314,11 @@ impl Writer {
                 .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
             // A file is continued in its own version's layout.
             self.columns = header.version >= 2;
-            let segs = segments(&mut f)?;
+            let segs = segments(&self.path, &mut f)?;
             if let Some(open) = segs.last().filter(|s| s.open) {
                 // Its whole lines, written again as a closed segment where it was, so that
                 // the trailers chain across it and zstdcat reads on past it.
-                reclose = decode_segment(&self.path, *open).flatten().collect();
+                reclose = decode_segment(&self.path, open.clone()).flatten().collect();
                 let f = std::fs::OpenOptions::new().write(true).open(&self.path)?;
                 f.set_len(open.start)?;
             }
@@ -274,10 +332,6 @@ impl Writer {
                         .map(|s| (ms(s.timestamp).max(0) / 1000) as u64)
                 });
         }
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.path)?;
         if !exists {
             self.columns = true;
             let header = Header {
@@ -433,6 +487,40 @@ impl Writer {
     }
 }
 
+/// Takes the recording's writer lock, held while the file is open: two recorders appending
+/// to one file interleave their frames, and each one's trailers then chain through the
+/// other's data.
+fn lock(file: &File) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a descriptor this File owns, for as long as it is open.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        return Ok(());
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        return Err(io::Error::new(
+            io::ErrorKind::WouldBlock,
+            "another gpumon is recording to this file (two recorders on one file would make it \
+             unreadable): stop that one, or record to another file",
+        ));
+    }
+    Err(e)
+}
+
+impl Writer {
+    /// What SIGKILL leaves: the open segment never closed, the lock released with the
+    /// process's descriptors (released here; the descriptors are leaked).
+    #[cfg(test)]
+    fn crash(self) {
+        use std::os::fd::AsRawFd;
+        if let Some(file) = &self.file {
+            // SAFETY: flock on a descriptor this File owns.
+            unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_UN) };
+        }
+        std::mem::forget(self);
+    }
+}
+
 impl Drop for Writer {
     fn drop(&mut self) {
         let _ = self.close_segment();
@@ -496,6 +584,9 @@ fn read_header(f: &mut File, path: &str) -> Result<Header, ReadError> {
     if header.format != "gpumon-recording" {
         return Err(foreign(&format!("format {:?}", header.format)));
     }
+    if header.version == 0 {
+        return Err(foreign("format version 0, which no gpumon writes"));
+    }
     if header.version > VERSION {
         return Err(ReadError::Future {
             path: path.to_owned(),
@@ -506,7 +597,7 @@ fn read_header(f: &mut File, path: &str) -> Result<Header, ReadError> {
 }
 
 /// A segment as its trailer describes it, with where its data begins.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Segment {
     first_ms: i64,
     last_ms: i64,
@@ -515,11 +606,36 @@ struct Segment {
     /// The open segment at the end of a file whose recorder was killed: no trailer, its times
     /// unknown until it is decoded.
     open: bool,
+    /// Samples, as its trailer says.
+    count: Option<u32>,
+    /// Damage found before it, said once where it is read.
+    note: Option<Arc<str>>,
+}
+
+impl Segment {
+    fn new(start: u64, len: u64) -> Segment {
+        Segment {
+            first_ms: i64::MIN,
+            last_ms: i64::MAX,
+            start,
+            len,
+            open: false,
+            count: None,
+            note: None,
+        }
+    }
+
+    /// Holds no readable sample (damaged beyond reading): times are meaningless.
+    fn empty(&self) -> bool {
+        !self.open && self.first_ms > self.last_ms
+    }
 }
 
 /// The segments of a file, in order: the closed ones from their trailers (read backwards from
-/// the end), and an open one after the last trailer, if any.
-fn segments(f: &mut File) -> io::Result<Vec<Segment>> {
+/// the end), and an open one after the last trailer, if any. A stretch the trailers do not
+/// reach (a damaged trailer, another writer's data) is walked forward frame by frame
+/// ([`scan`]): what is readable there is read, and the damage is said once.
+fn segments(path: &Path, f: &mut File) -> io::Result<Vec<Segment>> {
     let size = f.metadata()?.len();
     let data_start = {
         f.seek(SeekFrom::Start(4))?;
@@ -539,33 +655,207 @@ fn segments(f: &mut File) -> io::Result<Vec<Segment>> {
     let mut at = end;
     while at > data_start {
         let Some(t) = read_trailer(f, at, data_start)? else {
-            // A broken chain: what is before is unreachable by the index; read it as one
-            // open stretch.
             break;
         };
         let start = at - TRAILER_LEN - t.len;
         closed.push(Segment {
             first_ms: t.first_ms,
             last_ms: t.last_ms,
-            start,
-            len: t.len,
-            open: false,
+            count: Some(t.count),
+            ..Segment::new(start, t.len)
         });
         at = start;
     }
     closed.reverse();
-    if let Some(from) = open_from {
-        if size > from {
-            closed.push(Segment {
-                first_ms: i64::MIN,
-                last_ms: i64::MAX,
-                start: from,
-                len: size - from,
-                open: true,
-            });
+    let mut all = if at > data_start {
+        // A broken chain: what is before it is found by walking forward.
+        scan(path, f, data_start, at, false)?
+    } else {
+        Vec::new()
+    };
+    all.append(&mut closed);
+    if let Some(from) = open_from.filter(|from| size > *from) {
+        all.extend(scan(path, f, from, size, true)?);
+    }
+    Ok(all)
+}
+
+/// zstd's frame magic, as it is on disk.
+const ZSTD_MAGIC: [u8; 4] = 0xFD2F_B528u32.to_le_bytes();
+
+/// The segments in `from..to`, a stretch no trailer chain indexes: found by walking zstd's
+/// frames forward. A frame followed by its valid trailer is a segment as the trailer says;
+/// one without is read for its times; bytes that are neither (a torn write, another
+/// writer's data) are skipped to the next frame, and said. `tail`: the stretch ends the file,
+/// so a frame cut at its end is an open segment (a killed recorder), not damage.
+fn scan(path: &Path, f: &mut File, from: u64, to: u64, tail: bool) -> io::Result<Vec<Segment>> {
+    let shown = crate::text::escape(&path.display().to_string()).into_owned();
+    let mut out: Vec<Segment> = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
+    let mut pos = from;
+    while pos < to {
+        let Some(start) = find_frame(f, pos, to)? else {
+            notes.push(format!(
+                "{shown}: {} bytes at byte {pos} are not a segment (damaged, or another writer's): skipped",
+                to - pos
+            ));
+            break;
+        };
+        if start > pos {
+            notes.push(format!(
+                "{shown}: {} bytes at byte {pos} are not a segment (damaged, or another writer's): skipped",
+                start - pos
+            ));
+        }
+        let frame = frame_end(f, start, to)?;
+        let mut seg = match frame {
+            Some(end) => Segment::new(start, end - start),
+            // Cut or overwritten: read up to the next frame.
+            None => {
+                let next = find_frame(f, start + 4, to)?.unwrap_or(to);
+                let mut seg = Segment::new(start, next - start);
+                seg.open = tail && next == to;
+                seg
+            }
+        };
+        pos = seg.start + seg.len;
+        if let Some(end) = frame {
+            let trailer = if end + TRAILER_LEN <= to {
+                read_trailer(f, end + TRAILER_LEN, from.min(start))?
+            } else {
+                None
+            };
+            match trailer.filter(|t| t.len == end - start) {
+                Some(t) => {
+                    seg.first_ms = t.first_ms;
+                    seg.last_ms = t.last_ms;
+                    seg.count = Some(t.count);
+                    pos = end + TRAILER_LEN;
+                }
+                None => {
+                    if has_magic_at(f, end, to, TRAILER_MAGIC)? {
+                        notes.push(format!(
+                            "{shown}: a damaged segment trailer at byte {end}: its segment is read \
+                             without it"
+                        ));
+                        pos = (end + TRAILER_LEN).min(to);
+                    }
+                }
+            }
+        }
+        if !seg.open && seg.count.is_none() {
+            // Its times, from its samples.
+            let times: Vec<i64> = decode_segment(path, seg.clone())
+                .flatten()
+                .map(|s| ms(s.timestamp))
+                .collect();
+            match (times.first(), times.last()) {
+                (Some(first), Some(last)) => {
+                    seg.first_ms = *first;
+                    seg.last_ms = *last;
+                }
+                _ => {
+                    seg.first_ms = i64::MAX;
+                    seg.last_ms = i64::MIN;
+                }
+            }
+        }
+        if !notes.is_empty() {
+            seg.note = Some(Arc::from(notes.join("; ")));
+            notes.clear();
+        }
+        out.push(seg);
+    }
+    if !notes.is_empty() {
+        // Damage after the last segment: said where that stretch ends.
+        let mut seg = Segment::new(to, 0);
+        seg.first_ms = i64::MAX;
+        seg.last_ms = i64::MIN;
+        seg.note = Some(Arc::from(notes.join("; ")));
+        out.push(seg);
+    }
+    Ok(out)
+}
+
+fn has_magic_at(f: &mut File, at: u64, to: u64, magic: u32) -> io::Result<bool> {
+    if at + 4 > to {
+        return Ok(false);
+    }
+    let mut b = [0u8; 4];
+    f.seek(SeekFrom::Start(at))?;
+    f.read_exact(&mut b)?;
+    Ok(u32::from_le_bytes(b) == magic)
+}
+
+/// Where the next zstd frame starts in `from..to`.
+fn find_frame(f: &mut File, from: u64, to: u64) -> io::Result<Option<u64>> {
+    const CHUNK: u64 = 1 << 16;
+    let mut lo = from;
+    while lo + 4 <= to {
+        let hi = (lo + CHUNK + 3).min(to);
+        let mut buf = vec![0u8; (hi - lo) as usize];
+        f.seek(SeekFrom::Start(lo))?;
+        f.read_exact(&mut buf)?;
+        if let Some(i) = buf.windows(4).position(|w| w == ZSTD_MAGIC) {
+            return Ok(Some(lo + i as u64));
+        }
+        lo += CHUNK;
+    }
+    Ok(None)
+}
+
+/// The end of the zstd frame at `start`, from its header and block headers (RFC 8878 §3.1.1),
+/// if it is whole and ends by `to`.
+fn frame_end(f: &mut File, start: u64, to: u64) -> io::Result<Option<u64>> {
+    let mut read = |at: u64, buf: &mut [u8]| -> io::Result<bool> {
+        if at + buf.len() as u64 > to {
+            return Ok(false);
+        }
+        f.seek(SeekFrom::Start(at))?;
+        f.read_exact(buf)?;
+        Ok(true)
+    };
+    let mut fhd = [0u8; 1];
+    if !read(start + 4, &mut fhd)? {
+        return Ok(None);
+    }
+    let fhd = fhd[0];
+    if fhd & 0x08 != 0 {
+        return Ok(None); // the reserved bit
+    }
+    let single = fhd & 0x20 != 0;
+    let fcs = match fhd >> 6 {
+        0 => u64::from(single),
+        1 => 2,
+        2 => 4,
+        _ => 8,
+    };
+    let dict = [0, 1, 2, 4][usize::from(fhd & 3)];
+    let mut at = start + 5 + u64::from(!single) + dict + fcs;
+    loop {
+        let mut bh = [0u8; 3];
+        if !read(at, &mut bh)? {
+            return Ok(None);
+        }
+        let h = u32::from(bh[0]) | u32::from(bh[1]) << 8 | u32::from(bh[2]) << 16;
+        let size = u64::from(h >> 3);
+        let content = match (h >> 1) & 3 {
+            0 | 2 if size <= 1 << 17 => size,
+            1 => 1,
+            _ => return Ok(None), // reserved, or larger than a block can be
+        };
+        at += 3 + content;
+        if at > to {
+            return Ok(None);
+        }
+        if h & 1 == 1 {
+            break;
         }
     }
-    Ok(closed)
+    if fhd & 0x04 != 0 {
+        at += 4; // the content checksum
+    }
+    Ok((at <= to).then_some(at))
 }
 
 /// The trailer that ends at `end`, if one does (and its segment fits after `data_start`).
@@ -605,6 +895,17 @@ fn find_last_trailer(f: &mut File, data_start: u64, size: u64) -> io::Result<u64
     Ok(data_start)
 }
 
+/// Opens a recording's file for reading: a regular file only (a FIFO would block, a device
+/// never ends).
+fn open_file(path: &Path) -> Result<File, ReadError> {
+    crate::files::open_regular(path, "a gpumon recording")
+        .map(|(f, _)| f)
+        .map_err(|e| ReadError::NotFile {
+            path: e.path,
+            why: e.reason,
+        })
+}
+
 /// A recording opened for reading: its files (rotated ones first) and their segments.
 pub struct Reader {
     pub header: Header,
@@ -623,19 +924,14 @@ impl Reader {
         let mut header = None;
         for p in paths {
             let shown = p.display().to_string();
-            let mut f = match File::open(&p) {
+            let mut f = match open_file(&p) {
                 Ok(f) => f,
                 // A rotated file pruned meanwhile.
-                Err(e) if e.kind() == io::ErrorKind::NotFound && p != path => continue,
-                Err(e) => {
-                    return Err(ReadError::Io {
-                        path: shown,
-                        source: e,
-                    })
-                }
+                Err(_) if p != path && !p.exists() => continue,
+                Err(e) => return Err(e),
             };
             let h = read_header(&mut f, &shown)?;
-            let segs = segments(&mut f).map_err(|e| ReadError::Io {
+            let segs = segments(&p, &mut f).map_err(|e| ReadError::Io {
                 path: shown.clone(),
                 source: e,
             })?;
@@ -646,31 +942,51 @@ impl Reader {
             path: path.display().to_string(),
         })?;
         if files.iter().all(|(_, s)| s.is_empty()) {
-            return Err(ReadError::Empty {
+            return Err(ReadError::Unreadable {
                 path: path.display().to_string(),
+                why: "it has a header and nothing after it".into(),
             });
         }
-        Ok(Reader { header, files })
+        let reader = Reader { header, files };
+        // Every segment damaged beyond reading: say why, rather than "no sample".
+        if reader.span().is_none() {
+            return Err(reader.unreadable());
+        }
+        Ok(reader)
+    }
+
+    /// Why no sample could be read (when [`Reader::at`] found none): the first damage.
+    pub fn unreadable(&self) -> ReadError {
+        let path = self
+            .files
+            .last()
+            .map_or_else(String::new, |(p, _)| p.display().to_string());
+        let why = self
+            .samples()
+            .find_map(Result::err)
+            .unwrap_or_else(|| "no whole sample in it".into());
+        ReadError::Unreadable { path, why }
+    }
+
+    fn all(&self) -> impl Iterator<Item = (&PathBuf, &Segment)> + '_ {
+        self.files
+            .iter()
+            .flat_map(|(p, segs)| segs.iter().map(move |s| (p, s)))
     }
 
     /// Every sample, in order. A damaged line or segment ends its segment (what came before
-    /// it is kept) and is reported once as an `Err` item.
+    /// it is kept) and is reported once as an `Err` item, saying what was lost.
     pub fn samples(&self) -> impl Iterator<Item = Item> + '_ {
-        self.files
-            .iter()
-            .flat_map(|(p, segs)| segs.iter().map(move |s| (p, *s)))
-            .flat_map(|(p, s)| decode_segment(p, s))
+        self.all().flat_map(|(p, s)| decode_segment(p, s.clone()))
     }
 
     /// The samples from the segment holding `from` on (`from` itself, or the first after it,
     /// comes first once the earlier ones of its segment are passed over).
     pub fn samples_from(&self, from: SystemTime) -> impl Iterator<Item = Item> + '_ {
         let t = ms(from);
-        self.files
-            .iter()
-            .flat_map(|(p, segs)| segs.iter().map(move |s| (p, *s)))
+        self.all()
             .filter(move |(_, s)| s.open || s.last_ms >= t)
-            .flat_map(|(p, s)| decode_segment(p, s))
+            .flat_map(|(p, s)| decode_segment(p, s.clone()))
             .filter(move |i| i.as_ref().map_or(true, |s| ms(s.timestamp) >= t))
     }
 
@@ -681,11 +997,7 @@ impl Reader {
         // The segments that may hold it: the last one starting at or before `t`, and an open
         // one (times unknown).
         let mut best: Option<Sample> = None;
-        let all: Vec<(&PathBuf, Segment)> = self
-            .files
-            .iter()
-            .flat_map(|(p, segs)| segs.iter().map(move |s| (p, *s)))
-            .collect();
+        let all: Vec<(&PathBuf, &Segment)> = self.all().filter(|(_, s)| !s.empty()).collect();
         let idx = all
             .iter()
             .rposition(|(_, s)| !s.open && s.first_ms <= t)
@@ -694,7 +1006,7 @@ impl Reader {
             if !s.open && s.first_ms > t && best.is_some() {
                 break;
             }
-            for item in decode_segment(p, *s).flatten() {
+            for item in decode_segment(p, (*s).clone()).flatten() {
                 if ms(item.timestamp) <= t || best.is_none() {
                     best = Some(item);
                 } else {
@@ -707,19 +1019,21 @@ impl Reader {
 
     /// The first and last sample's times, from the trailers (an open segment is decoded).
     pub fn span(&self) -> Option<(SystemTime, SystemTime)> {
-        let all: Vec<(&PathBuf, Segment)> = self
-            .files
-            .iter()
-            .flat_map(|(p, segs)| segs.iter().map(move |s| (p, *s)))
-            .collect();
-        let first = match all.first()? {
-            (p, s) if s.open => decode_segment(p, *s).flatten().next()?.timestamp,
-            (_, s) => from_ms(s.first_ms),
-        };
-        let last = match all.last()? {
-            (p, s) if s.open => decode_segment(p, *s).flatten().last()?.timestamp,
-            (_, s) => from_ms(s.last_ms),
-        };
+        let all: Vec<(&PathBuf, &Segment)> = self.all().filter(|(_, s)| !s.empty()).collect();
+        let first = all.iter().find_map(|(p, s)| match s.open {
+            true => decode_segment(p, (*s).clone())
+                .flatten()
+                .next()
+                .map(|s| s.timestamp),
+            false => Some(from_ms(s.first_ms)),
+        })?;
+        let last = all.iter().rev().find_map(|(p, s)| match s.open {
+            true => decode_segment(p, (*s).clone())
+                .flatten()
+                .last()
+                .map(|s| s.timestamp),
+            false => Some(from_ms(s.last_ms)),
+        })?;
         Some((first, last))
     }
 }
@@ -727,22 +1041,48 @@ impl Reader {
 /// The time `text` names in a recording spanning `first`..=`last`: RFC 3339 (`2026-11-23T03:12:00Z`,
 /// `2026-11-23 03:12`, UTC without a zone), a time of day (`03:12`, `03:12:30`, UTC) on the
 /// recording's last day (the day before when that is after its end), `-10m` before its end,
-/// or `+5m` after its start.
+/// or `+5m` after its start. A time outside the recording (beyond a second's rounding) is an
+/// error that says what it spans: the nearest sample would be from another time.
 pub fn resolve_at(text: &str, first: SystemTime, last: SystemTime) -> Result<SystemTime, String> {
+    let at = parse_at(text, first, last)?;
+    let slack = Duration::from_secs(1);
+    let after_start = first.checked_sub(slack).is_none_or(|start| at >= start);
+    let before_end = last.checked_add(slack).is_none_or(|end| at <= end);
+    if after_start && before_end {
+        return Ok(at);
+    }
+    Err(format!(
+        "'{}' is not a time in this recording: it runs from {} to {}",
+        crate::text::escape(text),
+        humantime::format_rfc3339_seconds(first),
+        humantime::format_rfc3339_seconds(last)
+    ))
+}
+
+fn parse_at(text: &str, first: SystemTime, last: SystemTime) -> Result<SystemTime, String> {
     let t = text.trim();
     let bad = || {
         format!(
-            "'{text}' is not a time: give 2026-11-23T03:12:00Z, 2026-11-23 03:12, 03:12 (UTC), \
-             -10m (before the end) or +5m (after the start)"
+            "'{}' is not a time: give 2026-11-23T03:12:00Z, 2026-11-23 03:12, 03:12 (UTC), \
+             -10m (before the end) or +5m (after the start)",
+            crate::text::escape(text)
+        )
+    };
+    let outside = || {
+        format!(
+            "'{}' is not a time in this recording: it runs from {} to {}",
+            crate::text::escape(text),
+            humantime::format_rfc3339_seconds(first),
+            humantime::format_rfc3339_seconds(last)
         )
     };
     if let Some(d) = t.strip_prefix('-') {
         let d = humantime::parse_duration(d.trim()).map_err(|_| bad())?;
-        return Ok(last.checked_sub(d).unwrap_or(first).max(first));
+        return last.checked_sub(d).ok_or_else(outside);
     }
     if let Some(d) = t.strip_prefix('+') {
         let d = humantime::parse_duration(d.trim()).map_err(|_| bad())?;
-        return Ok((first + d).min(last));
+        return first.checked_add(d).ok_or_else(outside);
     }
     // A time of day: on the last day of the recording.
     let parts: Vec<&str> = t.split(':').collect();
@@ -782,8 +1122,6 @@ pub fn resolve_at(text: &str, first: SystemTime, last: SystemTime) -> Result<Sys
         .map_err(|_| bad())
 }
 
-/// The samples of one segment, decoded as a stream: a segment cut short (a killed recorder)
-/// yields its whole lines and stops.
 /// Version 2's layout, written without building the JSON tree: the sample as the model
 /// serialises it, except that each device's `processes`, an array of objects, is one object
 /// of columns, each field's values for the device's processes in order (`null` where a
@@ -999,8 +1337,9 @@ mod columns {
 }
 
 /// Version 2's columns ([`columns`]) back to rows (a version 1 line, with rows, is left as it is). A `null` is left
-/// out of its row, which deserialises as the absent value it stood for.
-fn to_rows(sample: &mut serde_json::Value) {
+/// out of its row, which deserialises as the absent value it stood for. A device with more
+/// than [`MAX_PROCESSES`] processes is refused before its rows are built.
+fn to_rows(sample: &mut serde_json::Value) -> Result<(), String> {
     use serde_json::{Map, Value};
     let devices = sample
         .get_mut("devices")
@@ -1011,7 +1350,13 @@ fn to_rows(sample: &mut serde_json::Value) {
         let Some(processes) = d.remove("processes") else {
             continue;
         };
+        let too_many = |n: usize| {
+            format!("a device with {n} processes (more than the {MAX_PROCESSES} gpumon reads)")
+        };
         let Value::Object(columns) = processes else {
+            if let Some(rows) = processes.as_array().filter(|r| r.len() > MAX_PROCESSES) {
+                return Err(too_many(rows.len()));
+            }
             d.insert("processes".into(), processes);
             continue;
         };
@@ -1021,6 +1366,9 @@ fn to_rows(sample: &mut serde_json::Value) {
             .map(Vec::len)
             .max()
             .unwrap_or(0);
+        if n > MAX_PROCESSES {
+            return Err(too_many(n));
+        }
         let mut rows = vec![Map::new(); n];
         for (k, col) in columns {
             let Value::Array(values) = col else {
@@ -1037,64 +1385,107 @@ fn to_rows(sample: &mut serde_json::Value) {
             Value::Array(rows.into_iter().map(Value::Object).collect()),
         );
     }
+    Ok(())
 }
 
+/// The samples of one segment, decoded as a stream: a segment cut short (a killed recorder)
+/// yields its whole lines and stops. The damage noted before it comes first; damage in it ends
+/// it, said once with what was lost. Bounded: a line of [`MAX_LINE`], a window of
+/// 2^[`WINDOW_LOG_MAX`], [`MAX_SEGMENT_BYTES`] decompressed.
 fn decode_segment(path: &Path, s: Segment) -> Box<dyn Iterator<Item = Item>> {
-    let shown = path.display().to_string();
-    let file = match File::open(path) {
-        Ok(f) => f,
-        Err(e) => return Box::new(std::iter::once(Err(format!("cannot read {shown}: {e}")))),
+    let shown = crate::text::escape(&path.display().to_string()).into_owned();
+    let note = s.note.as_ref().map(|n| Err(n.to_string()));
+    if s.len == 0 {
+        return Box::new(note.into_iter());
+    }
+    let cannot = |e: &dyn std::fmt::Display| -> Box<dyn Iterator<Item = Item>> {
+        Box::new(
+            s.note
+                .as_ref()
+                .map(|n| Err(n.to_string()))
+                .into_iter()
+                .chain(std::iter::once(Err(format!("cannot read {shown}: {e}")))),
+        )
     };
-    let mut file = file;
+    let mut file = match open_file(path) {
+        Ok(f) => f,
+        Err(e) => return cannot(&e),
+    };
     if let Err(e) = file.seek(SeekFrom::Start(s.start)) {
-        return Box::new(std::iter::once(Err(format!("cannot read {shown}: {e}"))));
+        return cannot(&e);
     }
     let limited = file.take(s.len);
-    let decoder = match zstd::stream::read::Decoder::new(limited) {
-        Ok(d) => d.single_frame(),
-        Err(e) => return Box::new(std::iter::once(Err(format!("cannot read {shown}: {e}")))),
+    let decoder = match zstd::stream::read::Decoder::new(limited).and_then(|mut d| {
+        d.window_log_max(WINDOW_LOG_MAX)?;
+        Ok(d.single_frame())
+    }) {
+        Ok(d) => d,
+        Err(e) => return cannot(&e),
     };
-    let mut reader = io::BufReader::with_capacity(64 << 10, decoder);
+    let mut reader = io::BufReader::with_capacity(64 << 10, decoder.take(MAX_SEGMENT_BYTES));
     let mut done = false;
+    let mut read = 0u32;
     let open = s.open;
-    Box::new(std::iter::from_fn(move || {
+    // What is lost when the segment ends early, from its trailer.
+    let lost = move |read: u32| match s.count {
+        Some(n) if n > read => format!(
+            ": {} of its {n} samples, {} to {}, are lost",
+            n - read,
+            humantime::format_rfc3339_millis(from_ms(s.first_ms)),
+            humantime::format_rfc3339_millis(from_ms(s.last_ms))
+        ),
+        _ => String::new(),
+    };
+    let samples = std::iter::from_fn(move || {
         if done {
             return None;
         }
         let mut line = Vec::new();
-        match (&mut reader)
+        let result = (&mut reader)
             .take(MAX_LINE as u64 + 1)
-            .read_until(b'\n', &mut line)
-        {
-            Ok(0) => None,
+            .read_until(b'\n', &mut line);
+        let item = match result {
+            Ok(0) if reader.get_ref().limit() == 0 => Err(format!(
+                "{shown}: a segment that decompresses to more than {}",
+                crate::units::fmt_bytes(MAX_SEGMENT_BYTES)
+            )),
+            Ok(0) => return None,
+            Ok(_) if line.len() > MAX_LINE => Err(format!(
+                "{shown}: a sample longer than {} (the largest real one is under 2 MiB)",
+                crate::units::fmt_bytes(MAX_LINE as u64)
+            )),
             Ok(_) if line.last() != Some(&b'\n') => {
-                done = true;
                 // The last sample of a killed recorder, cut mid-line: not a sample.
-                if open || line.len() > MAX_LINE {
-                    None
-                } else {
-                    Some(Err(format!("{shown}: a sample is cut short")))
+                if open {
+                    return None;
                 }
+                Err(format!("{shown}: a sample is cut short"))
             }
-            Ok(_) => match serde_json::from_slice::<serde_json::Value>(&line).and_then(|mut v| {
-                to_rows(&mut v);
-                serde_json::from_value::<Sample>(v)
-            }) {
+            Ok(_) => match serde_json::from_slice::<serde_json::Value>(&line)
+                .map_err(|e| e.to_string())
+                .and_then(|mut v| {
+                    to_rows(&mut v)?;
+                    serde_json::from_value::<Sample>(v).map_err(|e| e.to_string())
+                }) {
                 // A recording may come from anyone (post-mortems are sent around): its
                 // samples pass the one boundary before any view.
-                Ok(sample) => Some(Ok(sample.admit())),
-                Err(e) => {
-                    done = true;
-                    Some(Err(format!("{shown}: a damaged sample ({e})")))
+                Ok(sample) => {
+                    read += 1;
+                    return Some(Ok(sample.admit()));
                 }
+                Err(e) => Err(format!(
+                    "{shown}: a damaged sample ({})",
+                    crate::files::cut_message(&e, 200)
+                )),
             },
-            Err(e) => {
-                done = true;
-                // An open segment ends where the recorder was stopped: not damage.
-                (!open).then(|| Err(format!("{shown}: a damaged segment ({e})")))
-            }
-        }
-    }))
+            // An open segment ends where the recorder was stopped: not damage.
+            Err(_) if open => return None,
+            Err(e) => Err(format!("{shown}: a damaged segment ({e})")),
+        };
+        done = true;
+        Some(item.map_err(|e| format!("{e}{}", lost(read))))
+    });
+    Box::new(note.into_iter().chain(samples))
 }
 
 #[cfg(test)]
@@ -1292,7 +1683,7 @@ mod tests {
                 .expect("append");
         }
         // As SIGKILL leaves it: no segment closed, nothing flushed beyond each append.
-        std::mem::forget(w);
+        w.crash();
         let read = read_all(&path);
         assert_eq!(read.len(), 75);
         let r = Reader::open(&path).expect("open");
@@ -1376,11 +1767,26 @@ mod tests {
         };
         assert_eq!(at("03:12"), Ok(3 * 3600 + 12 * 60));
         assert_eq!(at("03:12:30"), Ok(3 * 3600 + 12 * 60 + 30));
-        // After the end of the last day: the day before.
-        assert_eq!(at("23:00"), Ok(23 * 3600 - 86400));
         assert_eq!(at("-10m"), Ok(5 * 3600 - 600));
         assert_eq!(at("+5m"), Ok(3600 + 300));
-        assert_eq!(at("-9h"), Ok(3600), "not before the start");
+        // Outside the recording: an error that says what it spans, never the nearest sample
+        // (the day before's 23:00 is before this one's start); no overflow.
+        for outside in [
+            "-9h",
+            "+5h",
+            "23:00",
+            "+300000000000y",
+            "-300000000000y",
+            "00:30",
+        ] {
+            let e = at(outside).expect_err(outside);
+            assert!(
+                e.contains("is not a time in this recording: it runs from"),
+                "{e}"
+            );
+        }
+        let e = at("2030-01-01T00:00:00Z").expect_err("after");
+        assert!(e.contains("runs from"), "{e}");
         let iso = humantime::format_rfc3339_seconds(
             SystemTime::UNIX_EPOCH + Duration::from_secs(day + 7200),
         )
@@ -1486,5 +1892,264 @@ mod tests {
             let _ = r.samples().count();
             let _ = r.at(SystemTime::now());
         }
+    }
+    /// A recording built frame by frame: a version 2 header, then for each segment its zstd
+    /// frame of `per` samples (one a second from `first` s) and its trailer.
+    fn built(segments: usize, per: u64) -> (Vec<u8>, Vec<(std::ops::Range<usize>, usize)>) {
+        let header = serde_json::json!({"format": "gpumon-recording", "version": 2,
+            "hostname": "node-7", "started": "2026-11-20T00:00:00Z", "gpumon_version": "0.2.0"});
+        let mut file = skippable(HEADER_MAGIC, header.to_string().as_bytes());
+        let mut where_ = Vec::new();
+        for k in 0..segments as u64 {
+            let samples: Vec<Sample> = (k * per..(k + 1) * per)
+                .map(|i| sample(i * 1000, Some(i << 20), false, &[7]))
+                .collect();
+            let mut lines = Vec::new();
+            for s in &samples {
+                serde_json::to_writer(&mut lines, &columns::SampleColumns::new(s)).expect("json");
+                lines.push(b'\n');
+            }
+            let seg = zstd::stream::encode_all(lines.as_slice(), 3).expect("zstd");
+            let trailer = Trailer {
+                first_ms: ms(samples[0].timestamp),
+                last_ms: ms(samples[samples.len() - 1].timestamp),
+                len: seg.len() as u64,
+                count: samples.len() as u32,
+            };
+            let start = file.len();
+            file.extend_from_slice(&seg);
+            where_.push((start..file.len(), file.len()));
+            file.extend_from_slice(&trailer.encode());
+        }
+        (file, where_)
+    }
+
+    fn used(items: &[Item]) -> Vec<u64> {
+        items
+            .iter()
+            .flatten()
+            .filter_map(|s| s.devices[0].memory.used_bytes.map(|u| u >> 20))
+            .collect()
+    }
+
+    #[test]
+    fn a_second_writer_is_refused_while_the_first_records() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("rec");
+        let mut first = Writer::open(&path, Limits::default()).expect("first");
+        first
+            .append(&sample(0, Some(1), false, &[]))
+            .expect("append");
+        let e = Writer::open(&path, Limits::default())
+            .err()
+            .expect("refused");
+        assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
+        assert!(e.to_string().contains("another gpumon is recording"), "{e}");
+        first
+            .append(&sample(1000, Some(2), false, &[]))
+            .expect("append");
+        drop(first);
+        // Once the first has stopped, the file is continued.
+        let mut second = Writer::open(&path, Limits::default()).expect("second");
+        second
+            .append(&sample(2000, Some(3), false, &[]))
+            .expect("append");
+        drop(second);
+        assert_eq!(read_all(&path).len(), 3);
+    }
+
+    #[test]
+    fn a_bad_trailer_crc_hides_nothing_before_it() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("badcrc.rec.zst");
+        let (mut file, at) = built(3, 10);
+        // One flipped bit in the second segment's trailer's CRC.
+        file[at[1].1 + 36] ^= 1;
+        std::fs::write(&path, &file).expect("write");
+        let r = Reader::open(&path).expect("open");
+        let items: Vec<Item> = r.samples().collect();
+        assert_eq!(used(&items), (0..30).collect::<Vec<u64>>());
+        let damage: Vec<&String> = items.iter().filter_map(|i| i.as_ref().err()).collect();
+        assert_eq!(damage.len(), 1, "{damage:?}");
+        assert!(
+            damage[0].contains("a damaged segment trailer"),
+            "{damage:?}"
+        );
+        // A time in the segment whose trailer is damaged is found there.
+        let t = |s: u64| SystemTime::UNIX_EPOCH + Duration::from_millis(1_795_000_000_000 + s);
+        let at5 = r.at(t(15_000)).and_then(|s| s.devices[0].memory.used_bytes);
+        assert_eq!(at5, Some(15 << 20));
+        assert_eq!(r.span(), Some((t(0), t(29_000))));
+    }
+
+    #[test]
+    fn foreign_data_between_segments_is_skipped_and_said() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("two.rec.zst");
+        let (file, at) = built(3, 10);
+        // Another writer's bytes after the first segment's trailer (what two recorders on
+        // one file left): the chain from the end breaks there.
+        let cut = at[0].1 + TRAILER_LEN as usize;
+        let mut mixed = file[..cut].to_vec();
+        mixed.extend((0..700u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 11) as u8));
+        mixed.extend_from_slice(&file[cut..]);
+        std::fs::write(&path, &mixed).expect("write");
+        let items: Vec<Item> = Reader::open(&path).expect("open").samples().collect();
+        assert_eq!(used(&items), (0..30).collect::<Vec<u64>>());
+        let damage: Vec<&String> = items.iter().filter_map(|i| i.as_ref().err()).collect();
+        assert_eq!(damage.len(), 1, "{damage:?}");
+        assert!(damage[0].contains("700 bytes at byte"), "{damage:?}");
+    }
+
+    #[test]
+    fn a_damaged_segment_says_what_was_lost() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("rot.rec.zst");
+        let (mut file, at) = built(3, 10);
+        let mid = at[1].0.start + at[1].0.len() / 2;
+        for b in &mut file[mid..mid + 8] {
+            *b ^= 0x5A;
+        }
+        std::fs::write(&path, &file).expect("write");
+        let items: Vec<Item> = Reader::open(&path).expect("open").samples().collect();
+        let got = used(&items);
+        assert!(got.starts_with(&(0..10).collect::<Vec<u64>>()), "{got:?}");
+        assert!(got.ends_with(&(20..30).collect::<Vec<u64>>()), "{got:?}");
+        let damage: Vec<&String> = items.iter().filter_map(|i| i.as_ref().err()).collect();
+        assert_eq!(damage.len(), 1, "{damage:?}");
+        assert!(damage[0].contains("of its 10 samples"), "{damage:?}");
+        assert!(damage[0].contains("are lost"), "{damage:?}");
+    }
+
+    #[test]
+    fn trailer_times_outside_1970_to_9999_are_not_believed() {
+        let dir = tempfile::tempdir().expect("dir");
+        for (name, first, last) in [
+            ("neg", -5000, 9000),
+            ("far", 0, MAX_MS + 1),
+            ("backwards", 9000, 0),
+        ] {
+            let path = dir.path().join(name);
+            let (mut file, at) = built(2, 10);
+            let end = at[0].1;
+            let seg = at[0].0.len() as u64;
+            let t = Trailer {
+                first_ms: first,
+                last_ms: last,
+                len: seg,
+                count: 10,
+            };
+            file[end..end + TRAILER_LEN as usize].copy_from_slice(&t.encode());
+            std::fs::write(&path, &file).expect("write");
+            let r = Reader::open(&path).expect("open");
+            let (a, b) = r.span().expect("span");
+            let secs = |t: SystemTime| {
+                t.duration_since(SystemTime::UNIX_EPOCH)
+                    .expect("after 1970")
+                    .as_millis()
+            };
+            assert_eq!(secs(a), 1_795_000_000_000, "{name}");
+            assert_eq!(secs(b), 1_795_000_019_000, "{name}");
+            assert_eq!(r.samples().flatten().count(), 20, "{name}");
+        }
+    }
+
+    #[test]
+    fn too_many_processes_or_too_long_a_line_is_refused_not_read() {
+        let dir = tempfile::tempdir().expect("dir");
+        let header = serde_json::json!({"format": "gpumon-recording", "version": 2,
+            "hostname": null, "started": "x", "gpumon_version": "0.2.0"});
+        let line = |n: usize| {
+            let mut v =
+                serde_json::to_value(columns::SampleColumns::new(&sample(0, Some(1), false, &[])))
+                    .expect("json");
+            v["devices"][0]["processes"] =
+                serde_json::json!({"pid": vec![1; n], "kind": vec!["compute"; n]});
+            let mut l = serde_json::to_vec(&v).expect("json");
+            l.push(b'\n');
+            l
+        };
+        // 10,000 processes on one device (20 KB), and a 9 MiB line of them.
+        for (name, n, says) in [
+            ("many", 10_000, "a device with 10000 processes"),
+            ("long", 800_000, "a sample longer than 8.0 MiB"),
+        ] {
+            let l = line(n);
+            let seg = zstd::stream::encode_all(l.as_slice(), 19).expect("zstd");
+            let mut file = skippable(HEADER_MAGIC, header.to_string().as_bytes());
+            file.extend_from_slice(&seg);
+            file.extend_from_slice(
+                &Trailer {
+                    first_ms: 1_795_000_000_000,
+                    last_ms: 1_795_000_000_000,
+                    len: seg.len() as u64,
+                    count: 1,
+                }
+                .encode(),
+            );
+            let path = dir.path().join(name);
+            std::fs::write(&path, &file).expect("write");
+            // Nothing readable: the reason, not "no sample".
+            let r = Reader::open(&path).expect("a header and a trailer");
+            assert!(r.at(SystemTime::now()).is_none());
+            let e = r.unreadable().to_string();
+            assert!(e.contains(says), "{name}: {e}");
+            assert!(e.contains("holds no readable sample"), "{e}");
+        }
+    }
+
+    #[test]
+    fn the_largest_real_sample_fits_the_line_cap() {
+        // 8 GPUs × 40 processes, every field set, 4 KiB command lines.
+        let mut s = sample(0, Some(1 << 30), false, &(1..=40).collect::<Vec<u32>>());
+        for p in &mut s.devices[0].processes {
+            p.command = Some("x".repeat(4096));
+            p.name = Some("python3".into());
+            p.user = Some("alice".into());
+            p.cpu_percent = Some(99.0);
+            p.host_memory_bytes = Some(1 << 33);
+            p.start_time = Some(1_795_000_000);
+            p.sm_percent = Some(50);
+            p.mem_bw_percent = Some(20);
+        }
+        let d = s.devices[0].clone();
+        s.devices = (0..8)
+            .map(|i| Device {
+                index: i,
+                ..d.clone()
+            })
+            .collect();
+        let line = serde_json::to_vec(&columns::SampleColumns::new(&s)).expect("json");
+        assert!(line.len() < 2 << 20, "{} bytes", line.len());
+        assert!(line.len() * 4 < MAX_LINE, "{} bytes", line.len());
+    }
+
+    #[test]
+    fn only_regular_files_are_recorded_to_and_version_0_is_refused() {
+        let dir = tempfile::tempdir().expect("dir");
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink("/dev/null", &link).expect("symlink");
+        let e = Writer::open(&link, Limits::default())
+            .err()
+            .expect("a device");
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        // A new file only: an existing one, or a symlink to a new path, is refused.
+        let planted = dir.path().join("planted");
+        std::os::unix::fs::symlink(dir.path().join("victim"), &planted).expect("symlink");
+        assert!(Writer::create_new(&planted, Limits::default()).is_err());
+        assert!(!dir.path().join("victim").exists());
+        let v0 = skippable(
+            HEADER_MAGIC,
+            br#"{"format":"gpumon-recording","version":0,"hostname":null,"started":"x","gpumon_version":"0"}"#,
+        );
+        std::fs::write(dir.path().join("v0"), v0).expect("write");
+        let e = Reader::open(&dir.path().join("v0"))
+            .err()
+            .expect("version 0");
+        assert!(e.to_string().contains("version 0"), "{e}");
+        let e = Reader::open(Path::new("/dev/null"))
+            .err()
+            .expect("a device");
+        assert!(e.to_string().contains("is a device"), "{e}");
     }
 }

@@ -204,7 +204,17 @@ pub fn shape_from_config(text: &str, path: &str) -> Result<Shape, ConfigError> {
 }
 
 /// Elements and bytes of the tensors one safetensors header lists.
-pub fn safetensors_header_counts(bytes: &[u8], path: &str) -> Result<(u64, u64), ConfigError> {
+///
+/// Each tensor's `data_offsets` must agree with its shape and dtype (`end - begin` is its
+/// bytes, `begin <= end`), and, with `data_len` (the file's size less its header), lie in the
+/// file, the tensors together no more than it holds: a 12 MB header of 200,000 tensors of
+/// 4096 × 4096 claiming 2 bytes each counted 3.3 T parameters. Names and dtypes come from a
+/// downloaded file: they are escaped in every message.
+pub fn safetensors_header_counts(
+    bytes: &[u8],
+    path: &str,
+    data_len: Option<u64>,
+) -> Result<(u64, u64), ConfigError> {
     let bad = |why: &str| ConfigError::Safetensors {
         path: path.into(),
         why: why.into(),
@@ -229,6 +239,7 @@ pub fn safetensors_header_counts(bytes: &[u8], path: &str) -> Result<(u64, u64),
         if name == "__metadata__" {
             continue;
         }
+        let name = crate::text::escape(name);
         let shape = t
             .get("shape")
             .and_then(Value::as_array)
@@ -242,10 +253,49 @@ pub fn safetensors_header_counts(bytes: &[u8], path: &str) -> Result<(u64, u64),
             "F32" | "I32" | "U32" => 4,
             "F16" | "BF16" | "I16" | "U16" => 2,
             "F8_E4M3" | "F8_E5M2" | "I8" | "U8" | "BOOL" => 1,
-            other => return Err(bad(&format!("{name} has an unknown dtype '{other}'"))),
+            other => {
+                return Err(bad(&format!(
+                    "{name} has an unknown dtype '{}'",
+                    crate::text::escape(other)
+                )))
+            }
         };
+        let inconsistent = |why: String| bad(&format!("the header is inconsistent: {name} {why}"));
+        let offsets = t
+            .get("data_offsets")
+            .and_then(Value::as_array)
+            .and_then(|o| {
+                Some((o.first()?.as_u64()?, o.get(1)?.as_u64()?)).filter(|_| o.len() == 2)
+            })
+            .ok_or_else(|| inconsistent("has no data_offsets [begin, end]".into()))?;
+        let bytes = n
+            .checked_mul(width)
+            .ok_or_else(|| bad(&format!("{name} has a bad shape")))?;
+        let (begin, end) = offsets;
+        if begin > end {
+            return Err(inconsistent(format!(
+                "begins at {begin}, after its end {end}"
+            )));
+        }
+        if end - begin != bytes {
+            return Err(inconsistent(format!(
+                "is {bytes} bytes by its shape and dtype, but its data_offsets span {}",
+                end - begin
+            )));
+        }
+        if let Some(len) = data_len.filter(|len| end > *len) {
+            return Err(inconsistent(format!(
+                "ends at byte {end} of the data, but the file holds {len} (cut short?)"
+            )));
+        }
         elements = elements.saturating_add(n);
-        total = total.saturating_add(n.saturating_mul(width));
+        total = total.saturating_add(bytes);
+    }
+    // Non-overlapping tensors fit in the data: more than it holds means they overlap.
+    if let Some(len) = data_len.filter(|len| total > *len) {
+        return Err(bad(&format!(
+            "the header is inconsistent: its tensors take {total} bytes, but the file holds {len}"
+        )));
     }
     Ok((elements, total))
 }
@@ -253,14 +303,19 @@ pub fn safetensors_header_counts(bytes: &[u8], path: &str) -> Result<(u64, u64),
 /// Reads the first bytes of a safetensors file: its length prefix and header only, after
 /// checking the length it claims against the file's size (a 112-byte file claiming 2^63 bytes
 /// of header is refused before anything is allocated).
-fn read_header(path: &Path) -> Result<Vec<u8>, ConfigError> {
+fn read_header(path: &Path) -> Result<(Vec<u8>, u64), ConfigError> {
     use std::io::Read;
-    let shown = path.display().to_string();
+    let shown = display_path(path);
     let err = |source| ConfigError::Read {
         path: shown.clone(),
         source,
     };
-    let (mut f, size) = crate::files::open_regular(path, "a safetensors file")?;
+    let (mut f, size) = crate::files::open_regular(path, "a safetensors file").map_err(|e| {
+        crate::files::FileError {
+            path: shown.clone(),
+            reason: e.reason,
+        }
+    })?;
     let mut len = [0u8; 8];
     f.read_exact(&mut len).map_err(err)?;
     let n = u64::from_le_bytes(len);
@@ -280,7 +335,12 @@ fn read_header(path: &Path) -> Result<Vec<u8>, ConfigError> {
     let mut out = len.to_vec();
     out.resize(8 + n as usize, 0);
     f.read_exact(&mut out[8..]).map_err(err)?;
-    Ok(out)
+    Ok((out, size - 8 - n))
+}
+
+/// A path in a message: a shard's name comes from a downloaded index.
+fn display_path(path: &Path) -> String {
+    crate::text::escape(&path.display().to_string()).into_owned()
 }
 
 /// Whether a shard name from an index is a plain file name in the model's directory: no
@@ -302,7 +362,7 @@ pub fn load(path: &Path) -> Result<(Shape, Option<u64>), ConfigError> {
     } else {
         (path.to_path_buf(), None)
     };
-    let shown = config.display().to_string();
+    let shown = display_path(&config);
     let text = crate::files::read_text(&config, MAX_CONFIG, "a config.json")?;
     let mut shape = match shape_from_config(&text, &shown) {
         Ok(s) => s,
@@ -320,7 +380,7 @@ pub fn load(path: &Path) -> Result<(Shape, Option<u64>), ConfigError> {
         if index.exists() {
             let text = crate::files::read_text(&index, MAX_INDEX, "a safetensors index")?;
             let v: Value = serde_json::from_str(&text).map_err(|source| ConfigError::Json {
-                path: index.display().to_string(),
+                path: display_path(&index),
                 source,
             })?;
             let mut names: Vec<&str> = v
@@ -332,7 +392,7 @@ pub fn load(path: &Path) -> Result<(Shape, Option<u64>), ConfigError> {
             names.dedup();
             if let Some(name) = names.iter().find(|n| !plain_file_name(n)) {
                 return Err(ConfigError::Shard {
-                    index: index.display().to_string(),
+                    index: display_path(&index),
                     name: crate::text::escape(name).into_owned(),
                 });
             }
@@ -347,8 +407,8 @@ pub fn load(path: &Path) -> Result<(Shape, Option<u64>), ConfigError> {
         if !files.is_empty() {
             let (mut elements, mut bytes) = (0u64, 0u64);
             for f in &files {
-                let header = read_header(f)?;
-                let (e, b) = safetensors_header_counts(&header, &f.display().to_string())?;
+                let (header, data_len) = read_header(f)?;
+                let (e, b) = safetensors_header_counts(&header, &display_path(f), Some(data_len))?;
                 elements += e;
                 bytes += b;
             }
@@ -408,9 +468,32 @@ mod tests {
         assert!(shape_from_config("not json", "c.json").is_err());
     }
 
+    /// The committed shards are their headers only: a copy whose files are as long as their
+    /// headers say (sparse, so nothing is written).
+    fn sharded_model() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().expect("dir");
+        for e in std::fs::read_dir(fixture("safetensors-sharded")).expect("fixture") {
+            let e = e.expect("entry");
+            let to = dir.path().join(e.file_name());
+            std::fs::copy(e.path(), &to).expect("copy");
+            if to.extension().is_some_and(|x| x == "safetensors") {
+                let bytes = std::fs::read(&to).expect("read");
+                let (_, total) =
+                    safetensors_header_counts(&bytes, "x", None).expect("a valid header");
+                let f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&to)
+                    .expect("open");
+                f.set_len(bytes.len() as u64 + total).expect("extend");
+            }
+        }
+        dir
+    }
+
     #[test]
     fn sharded_safetensors_headers_give_the_exact_count() {
-        let (shape, bytes) = load(&fixture("safetensors-sharded")).expect("model dir");
+        let model = sharded_model();
+        let (shape, bytes) = load(model.path()).expect("model dir");
         assert_eq!(shape.family, "gpt2");
         assert_eq!(shape.params, 124_439_808);
         assert_eq!(bytes, Some(4 * 124_439_808));
@@ -418,24 +501,96 @@ mod tests {
 
     #[test]
     fn bad_safetensors_headers_are_errors_not_panics() {
-        assert!(safetensors_header_counts(b"short", "x").is_err());
+        let counts = |b: &[u8]| safetensors_header_counts(b, "x", None);
+        assert!(counts(b"short").is_err());
         let mut huge = (u64::MAX).to_le_bytes().to_vec();
         huge.extend_from_slice(b"{}");
-        assert!(safetensors_header_counts(&huge, "x").is_err());
+        assert!(counts(&huge).is_err());
         let mut cut = 100u64.to_le_bytes().to_vec();
         cut.extend_from_slice(b"{}");
-        assert!(safetensors_header_counts(&cut, "x").is_err());
+        assert!(counts(&cut).is_err());
         let body = br#"{"w":{"dtype":"Q9","shape":[2],"data_offsets":[0,2]}}"#;
         let mut odd = (body.len() as u64).to_le_bytes().to_vec();
         odd.extend_from_slice(body);
-        assert!(safetensors_header_counts(&odd, "x").is_err());
+        assert!(counts(&odd).is_err());
         let body =
             br#"{"w":{"dtype":"BF16","shape":[3,4],"data_offsets":[0,24]},"__metadata__":{}}"#;
         let mut ok = (body.len() as u64).to_le_bytes().to_vec();
         ok.extend_from_slice(body);
-        assert_eq!(
-            safetensors_header_counts(&ok, "x").expect("valid"),
-            (12, 24)
+        assert_eq!(counts(&ok).expect("valid"), (12, 24));
+    }
+
+    fn header(body: &str) -> Vec<u8> {
+        let mut out = (body.len() as u64).to_le_bytes().to_vec();
+        out.extend_from_slice(body.as_bytes());
+        out
+    }
+
+    #[test]
+    fn offsets_that_disagree_with_shapes_or_the_file_are_inconsistent() {
+        let counts = |body: &str, len: Option<u64>| {
+            safetensors_header_counts(&header(body), "m.safetensors", len)
+        };
+        for (body, len, says) in [
+            // 4096 × 4096 F16 claiming 2 bytes (W4's 3.3 T parameters from 12 MB).
+            (
+                r#"{"w":{"dtype":"F16","shape":[4096,4096],"data_offsets":[0,2]}}"#,
+                None,
+                "is 33554432 bytes by its shape and dtype, but its data_offsets span 2",
+            ),
+            (
+                r#"{"w":{"dtype":"F16","shape":[1],"data_offsets":[5,2]}}"#,
+                None,
+                "begins at 5, after its end 2",
+            ),
+            (
+                r#"{"w":{"dtype":"F16","shape":[1]}}"#,
+                None,
+                "has no data_offsets",
+            ),
+            (
+                r#"{"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}}"#,
+                Some(8),
+                "ends at byte 16 of the data, but the file holds 8",
+            ),
+            // Two tensors on the same bytes.
+            (
+                r#"{"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},
+                    "b":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}}"#,
+                Some(16),
+                "its tensors take 32 bytes, but the file holds 16",
+            ),
+        ] {
+            let e = counts(body, len).expect_err(says).to_string();
+            assert!(e.contains("the header is inconsistent"), "{e}");
+            assert!(e.contains(says), "{e}");
+        }
+        let ok = r#"{"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}}"#;
+        assert_eq!(counts(ok, Some(16)).expect("consistent"), (4, 16));
+    }
+
+    #[test]
+    fn names_and_dtypes_from_a_header_are_escaped() {
+        for body in [
+            r#"{"\u001b]2;TNAME\u0007\u001b[2J": {"dtype":"F16","shape":[-1],"data_offsets":[0,2]}}"#,
+            r#"{"w": {"dtype":"\u001b]2;STD\u0007","shape":[1],"data_offsets":[0,2]}}"#,
+        ] {
+            let e = safetensors_header_counts(&header(body), "m", None)
+                .expect_err("bad")
+                .to_string();
+            assert!(!e.chars().any(crate::text::is_unsafe), "{e:?}");
+            assert!(e.contains(r"\u{1b}]2;"), "{e}");
+        }
+        // A shard named with escapes in the index: its messages escape it too.
+        let dir = sharded_model();
+        let index = dir.path().join("model.safetensors.index.json");
+        let text = std::fs::read_to_string(&index).expect("index").replace(
+            "model-00002-of-00002.safetensors",
+            r"\u001b]2;IDXPWN\u0007.safetensors",
         );
+        std::fs::write(&index, text).expect("write");
+        let e = load(dir.path()).expect_err("missing shard").to_string();
+        assert!(!e.chars().any(crate::text::is_unsafe), "{e:?}");
+        assert!(e.contains(r"\u{1b}]2;IDXPWN"), "{e}");
     }
 }

@@ -487,6 +487,10 @@ pub struct Analysis {
     pub total: u64,
     /// Lines read.
     pub lines: u64,
+    /// Repetitions of the last failure that were no longer kept: OOMs dropped past
+    /// [`MAX_KEPT`] while every kept one was that same failure ([`Analysis::repeats`]).
+    #[serde(skip)]
+    pub earlier_repeats: u64,
 }
 
 /// A single request this large is not believed: 1 TiB, more than three times the largest GPU
@@ -513,8 +517,14 @@ impl Analysis {
     /// How many times the explained failure appears at the end of the input: the run of OOMs
     /// that name the same framework, device and request as the last one (a figure a message
     /// does not print does not tell them apart).
+    /// Counted past [`MAX_KEPT`]: 100,000 repeats are 100,000, not the 64 kept.
     pub fn repeats(&self) -> usize {
-        self.last_group().len()
+        let group = self.last_group().len();
+        if group == self.ooms.len() {
+            group.saturating_add(usize::try_from(self.earlier_repeats).unwrap_or(usize::MAX))
+        } else {
+            group
+        }
     }
 
     /// Gives the last failure's repetitions the device one of them names (a JAX error line
@@ -534,7 +544,7 @@ impl Analysis {
         }
     }
 
-    fn last_group(&self) -> &[Oom] {
+    pub(crate) fn last_group(&self) -> &[Oom] {
         let Some(last) = self.ooms.last() else {
             return &[];
         };

@@ -8,9 +8,41 @@
 //! snapshots share each stack frame's dict between all the stacks that pass through it, and
 //! each string between frames) fails as "recursive structure found". Here a shared object is
 //! one `Rc`, as in Python.
+//!
+//! Bounded for files from strangers: the work is one step per opcode (no recursion, so no
+//! nesting depth can overflow the stack, and a value is dropped without recursion either),
+//! and what is built is charged against a budget proportional to the input ([`budget`]), so a
+//! file of one-byte opcodes that each make an object cannot grow memory a hundredfold.
 
 use std::cell::RefCell;
 use std::rc::Rc;
+
+/// Bytes of decoded values allowed per byte of input. A 17 MB pickle laid out as
+/// `_dump_snapshot` writes it (frame dicts shared between stacks as PyTorch's `py_symbolize`
+/// shares them, blocks and trace entries as dicts with memoised keys, 100,000 trace entries)
+/// was charged 7 bytes a byte (its decoded values took 9 times its size in memory, all
+/// told); one-byte opcodes that each make an object (`]`, `}`, `N`, DUP)
+/// are charged 24–72, and those files are what this stops.
+const BYTES_PER_INPUT_BYTE: u64 = 16;
+/// What any input may use, however small (a small snapshot is never refused).
+const BUDGET_FLOOR: u64 = 64 << 20;
+/// What no input may use.
+pub const BUDGET_CEILING: u64 = 4 << 30;
+
+/// Values the parser's stack may hold at once. Python's pickler writes a list or a dict's
+/// items in batches of 1,000 (`_BATCHSIZE`), so its stack holds about a thousand a level;
+/// PyTorch's C++ pickler writes a list's items in one batch (a trace of a million entries is
+/// a million). A file of one-byte values that are never gathered into a container is stopped
+/// here, at a few tens of MiB, long before its budget.
+pub const MAX_STACK: usize = 4 << 20;
+
+/// The decoded-value budget for an input of `len` bytes.
+pub fn budget(len: usize) -> u64 {
+    (len as u64)
+        .saturating_mul(BYTES_PER_INPUT_BYTE)
+        .saturating_add(BUDGET_FLOOR)
+        .min(BUDGET_CEILING)
+}
 
 /// A decoded value. Containers are shared, as the pickle's memo shares them.
 #[derive(Debug, Clone)]
@@ -81,6 +113,45 @@ impl Value {
     }
 }
 
+/// Dropped without recursion: a value nested 200,000 deep (a few hundred KB of TUPLE1 or
+/// APPEND opcodes) would otherwise drop one level per stack frame and overflow the stack. The
+/// children of a container this value owns alone are moved to a list on the heap first, so
+/// each value dropped is already empty. Shared containers are left to their other owners.
+impl Drop for Value {
+    fn drop(&mut self) {
+        let mut pending = Vec::new();
+        take_children(self, &mut pending);
+        while let Some(mut v) = pending.pop() {
+            take_children(&mut v, &mut pending);
+        }
+    }
+}
+
+/// Moves the children of `v` into `out` when `v` is their only owner.
+fn take_children(v: &mut Value, out: &mut Vec<Value>) {
+    match v {
+        Value::List(l) => {
+            if let Some(cell) = Rc::get_mut(l) {
+                out.append(cell.get_mut());
+            }
+        }
+        Value::Dict(d) => {
+            if let Some(cell) = Rc::get_mut(d) {
+                for (k, v) in cell.get_mut().drain(..) {
+                    out.push(k);
+                    out.push(v);
+                }
+            }
+        }
+        Value::Tuple(t) => {
+            if let Some(items) = Rc::get_mut(t) {
+                out.extend(items.iter_mut().map(|i| std::mem::replace(i, Value::None)));
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Why a pickle could not be read.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum Error {
@@ -92,6 +163,18 @@ pub enum Error {
     Unsupported(u8, usize),
     #[error("malformed pickle at byte {0}: {1}")]
     Malformed(usize, &'static str),
+    #[error(
+        "decoding it would take more than {} of memory ({} a byte of the file at most): not \
+         what a memory snapshot holds",
+        crate::units::fmt_bytes(*.0),
+        BYTES_PER_INPUT_BYTE
+    )]
+    TooBig(u64),
+    #[error(
+        "more than {MAX_STACK} values wait on its stack at byte {0} (a real pickle gathers them \
+         into lists and dicts as it goes)"
+    )]
+    StackTooDeep(usize),
 }
 
 enum Item {
@@ -143,15 +226,66 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// What the values built so far take, against [`budget`].
+struct Budget {
+    used: u64,
+    limit: u64,
+}
+
+/// A value's slot on the stack or in a container.
+const SLOT: u64 = std::mem::size_of::<Item>() as u64;
+/// A container's own allocation (the counts, the borrow flag, the vector).
+const CONTAINER: u64 = 48;
+
+impl Budget {
+    fn charge(&mut self, bytes: u64) -> Result<(), Error> {
+        self.used = self.used.saturating_add(bytes);
+        if self.used > self.limit {
+            return Err(Error::TooBig(self.limit));
+        }
+        Ok(())
+    }
+}
+
 /// Decodes one pickle (the first STOP ends it).
 pub fn parse(bytes: &[u8]) -> Result<Value, Error> {
+    parse_within(bytes, budget(bytes.len()))
+}
+
+/// [`parse`] with the decoded values limited to `limit` bytes.
+pub fn parse_within(bytes: &[u8], limit: u64) -> Result<Value, Error> {
     let mut r = Reader { bytes, pos: 0 };
     let mut stack: Vec<Item> = Vec::new();
     let mut memo: std::collections::HashMap<u64, Value> = std::collections::HashMap::new();
+    let mut budget = Budget { used: 0, limit };
     loop {
         let at = r.pos;
+        if stack.len() >= MAX_STACK {
+            return Err(Error::StackTooDeep(at));
+        }
         let op = r.byte()?;
         let bad = |what| Error::Malformed(at, what);
+        // A value pushed takes one slot (moving it into a container later reuses that
+        // space), plus what the arms below add for strings and containers. These opcodes
+        // push none.
+        if !matches!(
+            op,
+            0x80 | 0x95
+                | b'.'
+                | b'0'
+                | b'1'
+                | b'a'
+                | b'e'
+                | 0x90
+                | b's'
+                | b'u'
+                | 0x94
+                | b'q'
+                | b'r'
+                | b'p'
+        ) {
+            budget.charge(SLOT)?;
+        }
         match op {
             0x80 => {
                 r.byte()?; // PROTO
@@ -215,6 +349,7 @@ pub fn parse(bytes: &[u8]) -> Result<Value, Error> {
             b'V' => {
                 // Protocol 0 strings: raw-unicode-escape.
                 let s = raw_unicode_escape(r.line()?).ok_or(bad("UNICODE escape"))?;
+                budget.charge(16 + s.len() as u64)?;
                 stack.push(Item::Value(Value::Str(Rc::from(s))));
             }
             b'G' => {
@@ -236,6 +371,7 @@ pub fn parse(bytes: &[u8]) -> Result<Value, Error> {
                     _ => r.len(8)?,
                 };
                 let s = std::str::from_utf8(r.take(n)?).map_err(|_| bad("string not UTF-8"))?;
+                budget.charge(16 + n as u64)?;
                 stack.push(Item::Value(Value::Str(Rc::from(s))));
             }
             b'C' | b'B' | 0x8e | 0x96 => {
@@ -244,22 +380,31 @@ pub fn parse(bytes: &[u8]) -> Result<Value, Error> {
                     b'B' => r.len(4)?,
                     _ => r.len(8)?,
                 };
+                budget.charge(16 + n as u64)?;
                 stack.push(Item::Value(Value::Bytes(Rc::from(r.take(n)?))));
             }
-            b']' => stack.push(Item::Value(Value::List(Rc::default()))),
-            b'}' => stack.push(Item::Value(Value::Dict(Rc::default()))),
+            b']' | b'}' | 0x8f => {
+                budget.charge(CONTAINER)?;
+                stack.push(Item::Value(if op == b'}' {
+                    Value::Dict(Rc::default())
+                } else {
+                    Value::List(Rc::default()) // a set (EMPTY_SET) is read as a list
+                }));
+            }
             b')' => stack.push(Item::Value(Value::Tuple(Rc::from(Vec::new())))),
-            0x8f => stack.push(Item::Value(Value::List(Rc::default()))), // EMPTY_SET
             b'l' | 0x91 => {
                 let items = pop_mark(&mut stack).ok_or(bad("LIST without a mark"))?;
+                budget.charge(CONTAINER)?;
                 stack.push(Item::Value(Value::List(Rc::new(RefCell::new(items)))));
             }
             b't' => {
                 let items = pop_mark(&mut stack).ok_or(bad("TUPLE without a mark"))?;
+                budget.charge(CONTAINER)?;
                 stack.push(Item::Value(Value::Tuple(Rc::from(items))));
             }
             0x85..=0x87 => {
                 let n = usize::from(op - 0x84);
+                budget.charge(CONTAINER)?;
                 if stack.len() < n {
                     return Err(bad("TUPLE on a short stack"));
                 }
@@ -275,6 +420,7 @@ pub fn parse(bytes: &[u8]) -> Result<Value, Error> {
             }
             b'd' => {
                 let items = pop_mark(&mut stack).ok_or(bad("DICT without a mark"))?;
+                budget.charge(CONTAINER)?;
                 let pairs = pairs(items).ok_or(bad("DICT with an odd count"))?;
                 stack.push(Item::Value(Value::Dict(Rc::new(RefCell::new(pairs)))));
             }
@@ -322,6 +468,7 @@ pub fn parse(bytes: &[u8]) -> Result<Value, Error> {
                     Some(Item::Value(v)) => v.clone(),
                     _ => return Err(bad("MEMOIZE without a value")),
                 };
+                budget.charge(CONTAINER)?;
                 memo.insert(id, top);
             }
             b'h' | b'j' | b'g' => {
@@ -495,5 +642,51 @@ mod tests {
         // A list that contains itself parses (Python writes those) without looping.
         let v = parse(b"]\x94h\x00a.").expect("self-referencing list");
         assert_eq!(v.items().len(), 1);
+    }
+    #[test]
+    fn deep_nesting_parses_and_drops_without_recursion() {
+        // 200,000 nested TUPLE1: the drop of the result overflowed the stack (P1).
+        let mut deep = b"\x80\x04N".to_vec();
+        deep.extend(std::iter::repeat_n(0x85u8, 200_000));
+        deep.push(b'.');
+        let v = parse(&deep).expect("nested tuples");
+        assert_eq!(v.items().len(), 1);
+        drop(v);
+        // Lists nested through APPEND and the memo: [[[...]]] 200,000 deep.
+        let mut lists = b"\x80\x04]\x94".to_vec();
+        for i in 1..200_000u32 {
+            lists.extend_from_slice(b"]\x94a");
+            lists.push(b'j');
+            lists.extend_from_slice(&i.to_le_bytes());
+        }
+        lists.extend_from_slice(b"0j\x00\x00\x00\x00.");
+        let v = parse(&lists).expect("nested lists");
+        assert_eq!(v.items().len(), 1);
+        drop(v);
+    }
+
+    #[test]
+    fn objects_past_the_budget_are_refused() {
+        // 2 MiB of EMPTY_LIST: a list a byte, 72 bytes of memory each (U2).
+        let mut lists = b"\x80\x04".to_vec();
+        lists.extend(std::iter::repeat_n(b']', 2 << 20));
+        lists.push(b'.');
+        assert!(matches!(parse(&lists), Err(Error::TooBig(_))));
+        // Never gathered into a container: stopped by the stack's bound first.
+        let mut nones = b"\x80\x04".to_vec();
+        nones.extend(std::iter::repeat_n(b'N', MAX_STACK + 10));
+        nones.push(b'.');
+        assert!(matches!(parse(&nones), Err(Error::StackTooDeep(_))));
+        let e = parse_within(&lists, 1 << 20).expect_err("over 1 MiB");
+        assert!(e.to_string().contains("more than 1.0 MiB"), "{e}");
+        // The same count of small integers in one list is what a real pickle holds: read.
+        let mut ints = b"\x80\x04](".to_vec();
+        for _ in 0..(1 << 19) {
+            ints.extend_from_slice(b"K\x01");
+        }
+        ints.extend_from_slice(b"e.");
+        assert_eq!(parse(&ints).expect("ints").items().len(), 1 << 19);
+        assert_eq!(budget(0), BUDGET_FLOOR);
+        assert_eq!(budget(usize::MAX), BUDGET_CEILING);
     }
 }

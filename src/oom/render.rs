@@ -275,6 +275,12 @@ pub fn render_oom_repeated(
         }
     };
     let _ = writeln!(out, "{}", paint.bold(&title));
+    // Past the cap the count is still true; only the last MAX_KEPT messages were read.
+    let cap = if repeats > super::MAX_KEPT {
+        format!(" (the last {} read)", super::MAX_KEPT)
+    } else {
+        String::new()
+    };
     match (count, repeats) {
         (0 | 1, _) => {}
         (c, r) if r >= c => {
@@ -282,7 +288,8 @@ pub fn render_oom_repeated(
                 out,
                 "{}",
                 paint.dim(&format!(
-                    "One failure, logged {c} times; explained from the message that says the most."
+                    "One failure, logged {c} times{cap}; explained from the message that says \
+                     the most."
                 ))
             );
         }
@@ -291,7 +298,7 @@ pub fn render_oom_repeated(
                 out,
                 "{}",
                 paint.dim(&format!(
-                    "{c} OOM errors in the input; the last failure, logged {r} times, is \
+                    "{c} OOM errors in the input; the last failure, logged {r} times{cap}, is \
                      explained from the message that says the most."
                 ))
             );

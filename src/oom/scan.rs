@@ -450,12 +450,23 @@ impl Scanner {
     }
 
     /// Keeps an OOM found: the last [`super::MAX_KEPT`], and the count of all.
+    /// One dropped while every kept OOM is one failure with the new one counts as one of its
+    /// repetitions ([`super::Analysis::repeats`]).
     fn keep(&mut self, oom: super::Oom) {
-        self.analysis.total += 1;
-        if self.analysis.ooms.len() >= super::MAX_KEPT {
-            self.analysis.ooms.remove(0);
+        let a = &mut self.analysis;
+        a.total += 1;
+        let full = a.ooms.len() >= super::MAX_KEPT;
+        let was_one = full && a.last_group().len() == a.ooms.len();
+        if full {
+            a.ooms.remove(0);
         }
-        self.analysis.ooms.push(oom);
+        a.ooms.push(oom);
+        let is_one = a.last_group().len() == a.ooms.len();
+        a.earlier_repeats = if was_one && is_one {
+            a.earlier_repeats + 1
+        } else {
+            0
+        };
     }
 
     pub fn finish(mut self) -> super::Analysis {
@@ -816,6 +827,26 @@ Including non-PyTorch memory, this process has 175.06 GiB memory in use.
         let a = s.finish();
         assert_eq!(a.total, 200);
         assert_eq!(a.ooms.len(), super::super::MAX_KEPT);
+        // W5: the true count of the repetitions, not the 64 kept.
+        assert_eq!(a.repeats(), 200);
+        // A different failure before the run: only the run is the last failure's.
+        let mut s = Scanner::new();
+        s.push_line(
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. \
+             GPU 1 has a total capacity of 79.10 GiB of which 1.19 GiB is free.",
+        );
+        s.push_line("");
+        for _ in 0..100 {
+            s.push_line(line);
+            s.push_line("");
+        }
+        let a = s.finish();
+        assert_eq!((a.total, a.repeats()), (101, 100));
+        let text = super::super::render::render(&a, crate::text::Paint(false));
+        assert!(
+            text.contains("logged 100 times (the last 64 read)"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -23,6 +23,8 @@ use std::io::Read;
 
 use serde::{Deserialize, Serialize};
 
+use std::rc::Rc;
+
 use super::pickle::Value;
 
 use crate::units::fmt_bytes;
@@ -34,138 +36,387 @@ pub const MAX_FILE: u64 = 1 << 30;
 /// Sites listed in a summary.
 const SITES: usize = 8;
 
-#[derive(Debug, Default)]
-struct Raw {
-    segments: Vec<RawSegment>,
-    device_traces: Vec<Vec<RawTrace>>,
+/// Segments, blocks, frames and trace entries visited, each reference counted (a block that
+/// 1,000 segments share is visited 1,000 times, though read once). A real snapshot has a few
+/// million at most; a crafted one whose segments all share one segment whose blocks all share
+/// one block would otherwise cost hours of CPU from a few KB.
+pub const MAX_VISITS: u64 = 20_000_000;
+
+/// A container's identity: the address its `Rc` shares. What is read from a shared dict or
+/// list is kept under it, so a shared object is read once however often it is referenced.
+type Key = *const ();
+
+fn key(v: &Value) -> Option<Key> {
+    match v {
+        Value::List(l) => Some(Rc::as_ptr(l) as Key),
+        Value::Dict(d) => Some(Rc::as_ptr(d) as Key),
+        Value::Tuple(t) => Some(Rc::as_ptr(t) as *const Value as Key),
+        _ => None,
+    }
 }
 
-#[derive(Debug, Default)]
-struct RawSegment {
+/// The named fields of a dict, in one pass over it (a later duplicate key wins, as in
+/// Python); `None` for anything that is not a dict.
+fn fields<const N: usize>(v: &Value, names: [&str; N]) -> Option<[Option<Value>; N]> {
+    let Value::Dict(d) = v else {
+        return None;
+    };
+    let mut out: [Option<Value>; N] = std::array::from_fn(|_| None);
+    for (k, val) in d.borrow().iter() {
+        if let Some(i) = k.as_str().and_then(|k| names.iter().position(|n| *n == k)) {
+            out[i] = Some(val.clone());
+        }
+    }
+    Some(out)
+}
+
+/// `f` of a list's or tuple's items, borrowed (no items for anything else).
+fn with_items<R>(v: &Value, f: impl FnOnce(&[Value]) -> R) -> R {
+    match v {
+        Value::List(l) => f(&l.borrow()),
+        Value::Tuple(t) => f(t),
+        _ => f(&[]),
+    }
+}
+
+fn int(v: &Option<Value>) -> Option<i64> {
+    v.as_ref().and_then(Value::as_int)
+}
+
+fn size(v: &Option<Value>) -> Option<u64> {
+    v.as_ref().and_then(Value::as_u64)
+}
+
+fn text(v: &Option<Value>) -> Option<&str> {
+    v.as_ref().and_then(Value::as_str)
+}
+
+/// A segment's own fields.
+struct Segment {
     device: Option<i64>,
     total_size: u64,
     allocated_size: Option<u64>,
     active_size: Option<u64>,
-    segment_type: Option<String>,
-    is_expandable: Option<bool>,
-    blocks: Vec<RawBlock>,
+    small: bool,
+    expandable: bool,
+    blocks: Option<Value>,
 }
 
-#[derive(Debug, Default)]
-struct RawBlock {
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum State {
+    Allocated,
+    AwaitingFree,
+    Inactive,
+    Other,
+}
+
+/// A block as the summary needs it: its allocation site is an index into `Walk::sites`.
+#[derive(Clone, Copy)]
+struct Block {
     size: u64,
-    state: String,
-    frames: Vec<Frame>,
+    state: State,
+    site: u32,
 }
 
-#[derive(Debug, Default, Clone)]
+/// A segment's list of blocks, summed: a list that several segments share is summed once.
+#[derive(Default)]
+struct BlockList {
+    /// Its items (one that is not a dict still counts, with no size).
+    count: usize,
+    allocated: u64,
+    /// Allocated, and freed but waiting on other streams.
+    active: u64,
+    free: u64,
+    pieces: usize,
+    largest_free: Option<u64>,
+    /// Per site: its bytes, blocks and largest block.
+    sites: Vec<(u32, u64, usize, u64)>,
+}
+
+/// An `oom` trace entry's request and the device's free memory.
+type Oom = (Option<u64>, Option<u64>);
+
+/// A device's trace: its length and its last `oom` entry (position, request, device free).
+#[derive(Clone, Copy, Default)]
+struct Trace {
+    len: usize,
+    oom: Option<(usize, Option<u64>, Option<u64>)>,
+}
+
+#[derive(Default)]
 struct Frame {
     filename: String,
     line: i64,
     name: String,
 }
 
-#[derive(Debug, Default)]
-struct RawTrace {
-    action: String,
-    size: Option<u64>,
-    device_free: Option<u64>,
+/// The walk over the decoded pickle: what each shared object said, read once, and the
+/// references visited against [`MAX_VISITS`].
+#[derive(Default)]
+struct Walk {
+    visits: u64,
+    segments: Vec<Segment>,
+    segment_at: HashMap<Key, usize>,
+    blocks: HashMap<Key, Block>,
+    /// Per frame dict: whether it is PyTorch's own, and its site.
+    frames: HashMap<Key, (bool, u32)>,
+    /// Per stack (a list of frames): its site.
+    stacks: HashMap<Key, u32>,
+    block_lists: HashMap<Key, Rc<BlockList>>,
+    traces: HashMap<Key, Trace>,
+    /// Per trace entry: the request and free memory of an `oom`, `None` for other actions.
+    entries: HashMap<Key, Option<Oom>>,
+    sites: Vec<String>,
+    site_ids: HashMap<String, u32>,
 }
 
-impl Raw {
-    /// The snapshot's layout read from the decoded pickle; anything unexpected is an error
-    /// for the top level and skipped below it.
-    fn from_value(v: &Value) -> Result<Raw, String> {
-        if !v.is_dict() {
-            return Err("the pickle holds no dict".into());
+impl Walk {
+    fn visit(&mut self) -> Result<(), Error> {
+        self.visits += 1;
+        if self.visits > MAX_VISITS {
+            return Err(Error::Limit(format!(
+                "it has more than {MAX_VISITS} segments, blocks, frames and trace entries \
+                 (each reference counted; a real snapshot has a few million at most)"
+            )));
         }
-        let segments = v.get("segments").ok_or("it has no segments")?;
-        let segments = match segments {
-            Value::List(_) | Value::Tuple(_) => segments.items(),
-            _ => return Err("its segments are not a list".into()),
+        Ok(())
+    }
+
+    fn visit_n(&mut self, n: u64) -> Result<(), Error> {
+        self.visits = self.visits.saturating_add(n.saturating_sub(1));
+        self.visit()
+    }
+
+    /// A segment's `blocks`, summed once however many segments share the list.
+    fn block_list(&mut self, v: &Value) -> Result<Rc<BlockList>, Error> {
+        let k = key(v);
+        if let Some(l) = k.and_then(|k| self.block_lists.get(&k)) {
+            return Ok(l.clone());
+        }
+        let mut l = BlockList::default();
+        let mut sites: HashMap<u32, (u64, usize, u64)> = HashMap::new();
+        with_items(v, |items| -> Result<(), Error> {
+            for b in items {
+                self.visit()?;
+                l.count += 1;
+                let Some(b) = self.block(b)? else {
+                    continue;
+                };
+                match b.state {
+                    State::Allocated => {
+                        l.allocated = l.allocated.saturating_add(b.size);
+                        l.active = l.active.saturating_add(b.size);
+                        let e = sites.entry(b.site).or_default();
+                        e.0 = e.0.saturating_add(b.size);
+                        e.1 += 1;
+                        e.2 = e.2.max(b.size);
+                    }
+                    State::AwaitingFree => l.active = l.active.saturating_add(b.size),
+                    State::Inactive => {
+                        l.free = l.free.saturating_add(b.size);
+                        l.pieces += 1;
+                        l.largest_free = l.largest_free.max(Some(b.size));
+                    }
+                    State::Other => {}
+                }
+            }
+            Ok(())
+        })?;
+        l.sites = sites
+            .into_iter()
+            .map(|(site, (bytes, blocks, largest))| (site, bytes, blocks, largest))
+            .collect();
+        let l = Rc::new(l);
+        if let Some(k) = k {
+            self.block_lists.insert(k, l.clone());
+        }
+        Ok(l)
+    }
+
+    fn site_id(&mut self, location: String) -> u32 {
+        if let Some(id) = self.site_ids.get(&location) {
+            return *id;
+        }
+        let id = self.sites.len() as u32;
+        self.sites.push(location.clone());
+        self.site_ids.insert(location, id);
+        id
+    }
+
+    /// The segment `v`, read once however often it is referenced; `None` for a non-dict.
+    fn segment(&mut self, v: &Value) -> Option<usize> {
+        let k = key(v)?;
+        if let Some(i) = self.segment_at.get(&k) {
+            return Some(*i);
+        }
+        let [device, total, allocated, active, kind, expandable, blocks] = fields(
+            v,
+            [
+                "device",
+                "total_size",
+                "allocated_size",
+                "active_size",
+                "segment_type",
+                "is_expandable",
+                "blocks",
+            ],
+        )?;
+        let i = self.segments.len();
+        self.segments.push(Segment {
+            device: int(&device),
+            total_size: size(&total).unwrap_or(0),
+            allocated_size: size(&allocated),
+            active_size: size(&active),
+            small: text(&kind) == Some("small"),
+            expandable: expandable.as_ref().and_then(Value::as_bool) == Some(true),
+            blocks,
+        });
+        self.segment_at.insert(k, i);
+        Some(i)
+    }
+
+    /// The block `v`; `None` for a non-dict.
+    fn block(&mut self, v: &Value) -> Result<Option<Block>, Error> {
+        let Some(k) = key(v) else {
+            return Ok(None);
         };
-        let segments = segments
-            .iter()
-            .filter(|s| s.is_dict())
-            .map(|s| RawSegment {
-                device: s.get("device").and_then(|d| d.as_int()),
-                total_size: s.get("total_size").and_then(|x| x.as_u64()).unwrap_or(0),
-                allocated_size: s.get("allocated_size").and_then(|x| x.as_u64()),
-                active_size: s.get("active_size").and_then(|x| x.as_u64()),
-                segment_type: s
-                    .get("segment_type")
-                    .and_then(|x| x.as_str().map(str::to_owned)),
-                is_expandable: s.get("is_expandable").and_then(|x| x.as_bool()),
-                blocks: s
-                    .get("blocks")
-                    .map(|b| b.items())
-                    .unwrap_or_default()
-                    .iter()
-                    .map(|b| RawBlock {
-                        size: b.get("size").and_then(|x| x.as_u64()).unwrap_or(0),
-                        state: b
-                            .get("state")
-                            .and_then(|x| x.as_str().map(str::to_owned))
-                            .unwrap_or_default(),
-                        frames: block_frames(b),
-                    })
-                    .collect(),
+        if let Some(b) = self.blocks.get(&k) {
+            return Ok(Some(*b));
+        }
+        let Some([size_v, state, frames, history]) =
+            fields(v, ["size", "state", "frames", "history"])
+        else {
+            return Ok(None);
+        };
+        let state = match text(&state) {
+            Some("active_allocated") => State::Allocated,
+            Some("active_awaiting_free" | "active_pending_free") => State::AwaitingFree,
+            Some("inactive") => State::Inactive,
+            _ => State::Other,
+        };
+        // Only live blocks are listed by site.
+        let site = if state == State::Allocated {
+            self.block_site(frames.as_ref(), history.as_ref())?
+        } else {
+            0
+        };
+        let b = Block {
+            size: size(&size_v).unwrap_or(0),
+            state,
+            site,
+        };
+        self.blocks.insert(k, b);
+        Ok(Some(b))
+    }
+
+    /// A block's site, from its `frames`, or PyTorch 2.0's last `history` entry's.
+    fn block_site(
+        &mut self,
+        frames: Option<&Value>,
+        history: Option<&Value>,
+    ) -> Result<u32, Error> {
+        let own = frames.filter(|f| with_items(f, |i| !i.is_empty()));
+        let stack = match own {
+            Some(f) => Some(f.clone()),
+            None => history
+                .and_then(|h| with_items(h, |i| i.last().cloned()))
+                .and_then(|last| fields(&last, ["frames"]))
+                .and_then(|[f]| f),
+        };
+        match stack {
+            Some(s) => self.stack_site(&s),
+            None => Ok(self.site_id(NO_STACK.into())),
+        }
+    }
+
+    /// The site of a stack: its innermost frame of the program's own code (the first frame
+    /// when all are PyTorch's).
+    fn stack_site(&mut self, list: &Value) -> Result<u32, Error> {
+        let k = key(list);
+        if let Some(id) = k.and_then(|k| self.stacks.get(&k)) {
+            return Ok(*id);
+        }
+        let id = with_items(list, |items| -> Result<u32, Error> {
+            let mut first = None;
+            for f in items {
+                self.visit()?;
+                let (internal, id) = self.frame(f);
+                if !internal {
+                    return Ok(id);
+                }
+                first = first.or(Some(id));
+            }
+            Ok(match first {
+                Some(id) => id,
+                None => self.site_id(NO_STACK.into()),
             })
-            .collect();
-        let device_traces = v
-            .get("device_traces")
-            .map(|t| t.items())
-            .unwrap_or_default()
-            .iter()
-            .map(|t| {
-                t.items()
-                    .iter()
-                    .map(|e| RawTrace {
-                        action: e
-                            .get("action")
-                            .and_then(|x| x.as_str().map(str::to_owned))
-                            .unwrap_or_default(),
-                        size: e.get("size").and_then(|x| x.as_u64()),
-                        device_free: e.get("device_free").and_then(|x| x.as_u64()),
-                    })
-                    .collect()
-            })
-            .collect();
-        Ok(Raw {
-            segments,
-            device_traces,
-        })
+        })?;
+        if let Some(k) = k {
+            self.stacks.insert(k, id);
+        }
+        Ok(id)
+    }
+
+    fn frame(&mut self, v: &Value) -> (bool, u32) {
+        let k = key(v);
+        if let Some(f) = k.and_then(|k| self.frames.get(&k)) {
+            return *f;
+        }
+        let f = fields(v, ["filename", "line", "name"]).map_or_else(Frame::default, |[f, l, n]| {
+            Frame {
+                filename: text(&f).unwrap_or_default().to_owned(),
+                line: int(&l).unwrap_or(0),
+                name: text(&n).unwrap_or_default().to_owned(),
+            }
+        });
+        let out = (internal(&f), self.site_id(location(&f)));
+        if let Some(k) = k {
+            self.frames.insert(k, out);
+        }
+        out
+    }
+
+    /// A device's trace (one list of entries), read from its end to its last `oom`.
+    fn trace(&mut self, v: &Value) -> Result<Trace, Error> {
+        let k = key(v);
+        if let Some(t) = k.and_then(|k| self.traces.get(&k)) {
+            return Ok(*t);
+        }
+        let t = with_items(v, |items| -> Result<Trace, Error> {
+            let mut t = Trace {
+                len: items.len(),
+                oom: None,
+            };
+            for (pos, e) in items.iter().enumerate().rev() {
+                self.visit()?;
+                if let Some((size, free)) = self.entry(e) {
+                    t.oom = Some((pos, size, free));
+                    break;
+                }
+            }
+            Ok(t)
+        })?;
+        if let Some(k) = k {
+            self.traces.insert(k, t);
+        }
+        Ok(t)
+    }
+
+    fn entry(&mut self, v: &Value) -> Option<Oom> {
+        let k = key(v)?;
+        if let Some(e) = self.entries.get(&k) {
+            return *e;
+        }
+        let e = fields(v, ["action", "size", "device_free"])
+            .filter(|[action, _, _]| text(action) == Some("oom"))
+            .map(|[_, s, free]| (size(&s), size(&free)));
+        self.entries.insert(k, e);
+        e
     }
 }
 
-/// A block's stack: its `frames`, or PyTorch 2.0's last `history` entry's.
-fn block_frames(b: &Value) -> Vec<Frame> {
-    let own = b.get("frames").map(|f| f.items()).unwrap_or_default();
-    let list = if own.is_empty() {
-        b.get("history")
-            .map(|h| h.items())
-            .unwrap_or_default()
-            .last()
-            .and_then(|h| h.get("frames"))
-            .map(|f| f.items())
-            .unwrap_or_default()
-    } else {
-        own
-    };
-    list.iter()
-        .map(|f| Frame {
-            filename: f
-                .get("filename")
-                .and_then(|x| x.as_str().map(str::to_owned))
-                .unwrap_or_default(),
-            line: f.get("line").and_then(|x| x.as_int()).unwrap_or(0),
-            name: f
-                .get("name")
-                .and_then(|x| x.as_str().map(str::to_owned))
-                .unwrap_or_default(),
-        })
-        .collect()
-}
+/// A block allocated before history recording began has no stack.
+const NO_STACK: &str = "(no stack recorded)";
 
 /// What the OOM observer was told, when the probe saved it beside the snapshot (it is also in
 /// the snapshot's trace when history was recorded).
@@ -193,18 +444,38 @@ pub struct Sidecar {
     pub history: Option<String>,
 }
 
+/// The most a sidecar may hold: it is a few hundred bytes of JSON (the queue's entries have
+/// the same cap).
+pub const MAX_SIDECAR: u64 = 16 << 10;
+
 impl Sidecar {
-    /// The sidecar beside the snapshot at `pickle`, when there is a readable one.
-    pub fn beside(pickle: &std::path::Path) -> Option<Sidecar> {
-        let bytes = std::fs::read(pickle.with_extension("json")).ok()?;
-        serde_json::from_slice(&bytes).ok()
+    /// The sidecar beside the snapshot at `pickle`: `Ok(None)` when there is none, an error
+    /// when there is one that cannot be used (not a regular file, larger than
+    /// [`MAX_SIDECAR`], not the sidecar's JSON): the snapshot is then read without it.
+    pub fn beside(pickle: &std::path::Path) -> Result<Option<Sidecar>, String> {
+        let path = pickle.with_extension("json");
+        if std::fs::symlink_metadata(&path).is_err() {
+            return Ok(None);
+        }
+        let bytes = crate::files::read_bounded(&path, MAX_SIDECAR, "a snapshot's sidecar")
+            .map_err(|e| e.to_string())?;
+        serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+            format!(
+                "{}: not a snapshot's sidecar ({})",
+                path.display(),
+                crate::files::cut_message(&e.to_string(), 200)
+            )
+        })
     }
 }
 
 /// Reads and summarises the snapshot file at `path`, with the OOM's context from its sidecar.
+/// Only a regular file is read (a FIFO would block, a device never ends), and one larger
+/// than [`MAX_FILE`] is refused before it is read.
 pub fn read_file(path: &std::path::Path, sidecar: Option<&Sidecar>) -> Result<Summary, Error> {
-    let file = std::fs::File::open(path)?;
-    read(std::io::BufReader::new(file), sidecar.map(|s| s.oom))
+    let bytes = crate::files::read_bounded(path, MAX_FILE, "a PyTorch memory snapshot")
+        .map_err(|e| Error::File(e.reason))?;
+    read_bytes(&bytes, sidecar.map(|s| s.oom))
 }
 
 /// One allocation site's live memory.
@@ -284,6 +555,9 @@ impl<'a> Json<'a> {
 pub enum Error {
     #[error("cannot read the snapshot: {0}")]
     Io(#[from] std::io::Error),
+    /// The file could not be read (the path is the caller's to show).
+    #[error("{0}")]
+    File(String),
     #[error(
         "the snapshot is {} (more than {} gpumon reads)",
         fmt_bytes(*.0),
@@ -292,7 +566,25 @@ pub enum Error {
     TooLarge(u64),
     #[error("not a PyTorch memory snapshot (a pickled dict with segments): {0}")]
     Format(String),
+    /// A known container format, not the pickle itself.
+    #[error("{0}: gpumon reads the pickle torch.cuda.memory._dump_snapshot(path) writes")]
+    Container(&'static str),
+    #[error("gpumon stops reading this snapshot: {0}")]
+    Limit(String),
 }
+
+/// What a file that is not a pickle but is known says it is, by its first bytes.
+const CONTAINERS: &[(&[u8], &str)] = &[
+    (
+        b"PK\x03\x04",
+        "this is a zip archive, as torch.save writes (not a snapshot's pickle)",
+    ),
+    (b"\x1f\x8b", "this is gzip-compressed: gunzip it first"),
+    (
+        b"\x28\xb5\x2f\xfd",
+        "this is zstd-compressed: unzstd it first",
+    ),
+];
 
 /// Reads a pickled snapshot and summarises it. `context` (the observer's arguments) wins over
 /// the trace's last `oom` entry; `device` picks the device, else the OOM's, else the one with
@@ -303,48 +595,89 @@ pub fn read(reader: impl Read, context: Option<OomContext>) -> Result<Summary, E
     if bytes.len() as u64 > MAX_FILE {
         return Err(Error::TooLarge(bytes.len() as u64));
     }
-    let value = super::pickle::parse(&bytes).map_err(|e| Error::Format(e.to_string()))?;
-    let raw = Raw::from_value(&value).map_err(Error::Format)?;
-    if raw.segments.is_empty() && raw.device_traces.is_empty() {
-        return Err(Error::Format("it has no segments and no trace".into()));
-    }
-    Ok(summarise(&raw, context.unwrap_or_default()))
+    read_bytes(&bytes, context)
 }
 
-fn summarise(raw: &Raw, context: OomContext) -> Summary {
-    let mut devices: Vec<i64> = raw.segments.iter().filter_map(|s| s.device).collect();
+/// [`read`] of a snapshot's bytes.
+pub fn read_bytes(bytes: &[u8], context: Option<OomContext>) -> Result<Summary, Error> {
+    if let Some((_, what)) = CONTAINERS
+        .iter()
+        .find(|(magic, _)| bytes.starts_with(magic))
+    {
+        return Err(Error::Container(what));
+    }
+    let value = super::pickle::parse(bytes).map_err(|e| match e {
+        super::pickle::Error::TooBig(_) | super::pickle::Error::StackTooDeep(_) => {
+            Error::Limit(e.to_string())
+        }
+        e => Error::Format(e.to_string()),
+    })?;
+    summarise(&value, context.unwrap_or_default())
+}
+
+/// The summary, read from the decoded pickle while walking it: a shared segment, block, stack
+/// or trace is read once and counted at each reference, never copied. Anything unexpected is
+/// an error at the top level and skipped below it.
+fn summarise(root: &Value, context: OomContext) -> Result<Summary, Error> {
+    let format = |why: &str| Error::Format(why.into());
+    let [segments, traces] =
+        fields(root, ["segments", "device_traces"]).ok_or(format("the pickle holds no dict"))?;
+    let segments = segments.ok_or(format("it has no segments"))?;
+    if !matches!(segments, Value::List(_) | Value::Tuple(_)) {
+        return Err(format("its segments are not a list"));
+    }
+    let mut w = Walk::default();
+    // Each reference to a segment, as an index into `w.segments`.
+    let mut refs: Vec<usize> = Vec::new();
+    with_items(&segments, |items| -> Result<(), Error> {
+        for s in items {
+            w.visit()?;
+            refs.extend(w.segment(s));
+        }
+        Ok(())
+    })?;
+    // Each device's trace (the list index is the device).
+    let mut device_traces: Vec<Trace> = Vec::new();
+    if let Some(t) = &traces {
+        with_items(t, |items| -> Result<(), Error> {
+            for l in items {
+                w.visit()?;
+                device_traces.push(w.trace(l)?);
+            }
+            Ok(())
+        })?;
+    }
+    if refs.is_empty() && device_traces.is_empty() {
+        return Err(format("it has no segments and no trace"));
+    }
+
+    let mut reserved_by_device: HashMap<i64, u64> = HashMap::new();
+    for i in &refs {
+        let s = &w.segments[*i];
+        if let Some(d) = s.device {
+            let r = reserved_by_device.entry(d).or_default();
+            *r = r.saturating_add(s.total_size);
+        }
+    }
+    let mut devices: Vec<i64> = reserved_by_device.keys().copied().collect();
     devices.sort_unstable();
-    devices.dedup();
-    // The last `oom` in any device's trace (the list index is the device).
-    let traced = raw
-        .device_traces
+    // The last `oom` in any device's trace.
+    let traced = device_traces
         .iter()
         .enumerate()
-        .filter_map(|(i, t)| {
-            let pos = t.iter().rposition(|e| e.action == "oom")?;
-            Some((i as i64, pos, &t[pos]))
-        })
-        .max_by_key(|(_, pos, _)| *pos);
-    let device = context.device.or(traced.map(|(d, _, _)| d)).or_else(|| {
-        devices.iter().copied().max_by_key(|d| {
-            raw.segments
-                .iter()
-                .filter(|s| s.device == Some(*d))
-                .map(|s| s.total_size)
-                .sum::<u64>()
-        })
+        .filter_map(|(i, t)| t.oom.map(|(pos, size, free)| (i as i64, pos, size, free)))
+        .max_by_key(|(_, pos, _, _)| *pos);
+    let device = context.device.or(traced.map(|(d, ..)| d)).or_else(|| {
+        devices
+            .iter()
+            .copied()
+            .max_by_key(|d| reserved_by_device.get(d).copied().unwrap_or(0))
     });
-    let traced = traced.filter(|(d, _, _)| Some(*d) == device);
-    let request = context.request.or(traced.and_then(|(_, _, e)| e.size));
+    let traced = traced.filter(|(d, ..)| Some(*d) == device);
+    let request = context.request.or(traced.and_then(|(_, _, size, _)| size));
     let device_free = context
         .device_free
-        .or(traced.and_then(|(_, _, e)| e.device_free));
-    // Segments without a device field (PyTorch 2.0 with one device) belong to any device.
-    let segments: Vec<&RawSegment> = raw
-        .segments
-        .iter()
-        .filter(|s| device.is_none() || s.device.is_none() || s.device == device)
-        .collect();
+        .or(traced.and_then(|(_, _, _, free)| free));
 
     let mut reserved = 0u64;
     let mut allocated = 0u64;
@@ -352,64 +685,69 @@ fn summarise(raw: &Raw, context: OomContext) -> Summary {
     let mut free_in_cache = 0u64;
     let mut free_pieces = 0usize;
     let mut largest_free: Option<u64> = None;
+    let mut segments_seen = 0usize;
     let mut large_segments = 0usize;
     let mut expandable = false;
-    let mut by_site: HashMap<String, Site> = HashMap::new();
-    for s in &segments {
-        reserved = reserved.saturating_add(s.total_size);
-        let large = s.segment_type.as_deref() != Some("small");
-        large_segments += usize::from(large);
-        expandable |= s.is_expandable == Some(true);
-        let mut seg_allocated = 0u64;
-        let mut seg_active = 0u64;
-        for b in &s.blocks {
-            match b.state.as_str() {
-                "active_allocated" => {
-                    seg_allocated = seg_allocated.saturating_add(b.size);
-                    seg_active = seg_active.saturating_add(b.size);
-                    let location = site(b);
-                    let e = by_site.entry(location.clone()).or_insert(Site {
-                        location,
-                        bytes: 0,
-                        blocks: 0,
-                        largest: 0,
-                    });
-                    e.bytes = e.bytes.saturating_add(b.size);
-                    e.blocks += 1;
-                    e.largest = e.largest.max(b.size);
-                }
-                "active_awaiting_free" | "active_pending_free" => {
-                    seg_active = seg_active.saturating_add(b.size);
-                }
-                "inactive" => {
-                    free_in_cache = free_in_cache.saturating_add(b.size);
-                    free_pieces += 1;
-                    if large {
-                        largest_free = largest_free.max(Some(b.size));
-                    }
-                }
-                _ => {}
-            }
-        }
-        // The segment's own totals when its blocks were left out.
-        let seg_allocated = if s.blocks.is_empty() {
-            s.allocated_size.unwrap_or(0)
-        } else {
-            seg_allocated
+    let mut by_site: HashMap<u32, Site> = HashMap::new();
+    for i in refs {
+        // Segments without a device field (PyTorch 2.0 with one device) belong to any device.
+        let (seg_device, blocks) = {
+            let s = &w.segments[i];
+            (s.device, s.blocks.clone())
         };
-        let seg_active = if s.blocks.is_empty() {
-            s.active_size.unwrap_or(seg_allocated)
+        if !(device.is_none() || seg_device.is_none() || seg_device == device) {
+            continue;
+        }
+        let large = !w.segments[i].small;
+        let list = match &blocks {
+            Some(b) => w.block_list(b)?,
+            None => Rc::default(),
+        };
+        // Each block of a shared list counts at each reference.
+        w.visit_n(list.count as u64)?;
+        free_in_cache = free_in_cache.saturating_add(list.free);
+        free_pieces += list.pieces;
+        if large {
+            largest_free = largest_free.max(list.largest_free);
+        }
+        for (site, bytes, blocks, largest) in &list.sites {
+            let e = by_site.entry(*site).or_insert(Site {
+                location: String::new(),
+                bytes: 0,
+                blocks: 0,
+                largest: 0,
+            });
+            e.bytes = e.bytes.saturating_add(*bytes);
+            e.blocks += blocks;
+            e.largest = e.largest.max(*largest);
+        }
+        let (seg_allocated, seg_active, seg_blocks) = (list.allocated, list.active, list.count);
+        let s = &w.segments[i];
+        segments_seen += 1;
+        reserved = reserved.saturating_add(s.total_size);
+        large_segments += usize::from(large);
+        expandable |= s.expandable;
+        // The segment's own totals when its blocks were left out.
+        let (seg_allocated, seg_active) = if seg_blocks == 0 {
+            let a = s.allocated_size.unwrap_or(0);
+            (a, s.active_size.unwrap_or(a))
         } else {
-            seg_active
+            (seg_allocated, seg_active)
         };
         allocated = allocated.saturating_add(seg_allocated);
         awaiting_free = awaiting_free.saturating_add(seg_active.saturating_sub(seg_allocated));
     }
-    let mut sites: Vec<Site> = by_site.into_values().collect();
+    let mut sites: Vec<Site> = by_site
+        .into_iter()
+        .map(|(id, mut site)| {
+            site.location = w.sites.get(id as usize).cloned().unwrap_or_default();
+            site
+        })
+        .collect();
     sites.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.location.cmp(&b.location)));
     let rest = sites.split_off(sites.len().min(SITES));
     let verdict = request.map(|r| verdict(r, largest_free, free_in_cache, device_free));
-    Summary {
+    Ok(Summary {
         device,
         devices,
         reserved,
@@ -418,17 +756,17 @@ fn summarise(raw: &Raw, context: OomContext) -> Summary {
         free_in_cache,
         free_pieces,
         largest_free,
-        segments: segments.len(),
+        segments: segments_seen,
         large_segments,
         expandable,
         request,
         device_free,
         verdict,
         other_sites: rest.len(),
-        other_bytes: rest.iter().map(|s| s.bytes).sum(),
+        other_bytes: rest.iter().fold(0u64, |a, s| a.saturating_add(s.bytes)),
         sites,
-        trace_entries: raw.device_traces.iter().map(Vec::len).sum(),
-    }
+        trace_entries: device_traces.iter().map(|t| t.len).sum(),
+    })
 }
 
 fn verdict(
@@ -464,17 +802,9 @@ fn internal(f: &Frame) -> bool {
             .any(|ext| file.ends_with(ext))
 }
 
-/// The innermost frame of the program's own code (any frame when all are PyTorch's).
-fn site(b: &RawBlock) -> String {
-    let frames = &b.frames;
-    let Some(f) = frames
-        .iter()
-        .find(|f| !internal(f))
-        .or_else(|| frames.first())
-    else {
-        return "(no stack recorded)".into();
-    };
-    // The last three path components say enough ("models/llama/modeling_llama.py").
+/// Where a frame is, as a site: the last three path components say enough
+/// ("models/llama/modeling_llama.py:88 in forward").
+fn location(f: &Frame) -> String {
     let parts: Vec<&str> = f.filename.rsplit('/').take(3).collect();
     let short: Vec<&str> = parts.into_iter().rev().collect();
     let mut file = short.join("/");
@@ -630,7 +960,8 @@ pub fn render(s: &Summary, indent: &str, width: Option<usize>) -> String {
                 site.blocks,
                 if site.blocks == 1 { " " } else { "s" },
                 fmt_bytes(site.largest),
-                site.location
+                // Frame and file names come from whoever made the snapshot.
+                crate::text::escape(&site.location)
             );
         }
         if s.other_sites > 0 {
@@ -904,5 +1235,124 @@ mod tests {
         let bytes =
             serde_pickle::value_to_vec(&odd, serde_pickle::SerOptions::new()).expect("pickle");
         assert!(read(bytes.as_slice(), None).is_err());
+    }
+    /// The hostile pickles of laughs.py: N segments that are all one segment, whose M blocks
+    /// are all one block, whose P frames are all one frame.
+    fn laughs(n: usize, m: usize, p: usize) -> Vec<u8> {
+        fn s(x: &str) -> Vec<u8> {
+            let mut b = vec![0x8c, x.len() as u8];
+            b.extend_from_slice(x.as_bytes());
+            b
+        }
+        let k = |n: i32| {
+            let mut b = vec![b'J'];
+            b.extend_from_slice(&n.to_le_bytes());
+            b
+        };
+        let l8 = |n: i64| {
+            let mut b = vec![0x8a, 8];
+            b.extend_from_slice(&n.to_le_bytes());
+            b
+        };
+        let dup = |count: usize| vec![b'2'; count - 1];
+        let mut out = b"\x80\x04}(".to_vec();
+        for part in [
+            s("filename"),
+            s("/x/y/z/train.py"),
+            s("line"),
+            k(1),
+            s("name"),
+            s("f"),
+            b"u\x940](h\x00".to_vec(),
+            dup(p),
+            b"e\x94\x30}(".to_vec(),
+            s("size"),
+            l8(1 << 20),
+            s("state"),
+            s("active_allocated"),
+            s("frames"),
+            b"h\x01u\x94\x30](h\x02".to_vec(),
+            dup(m),
+            b"e\x94\x30}(".to_vec(),
+            s("device"),
+            k(0),
+            s("total_size"),
+            l8(1 << 40),
+            s("segment_type"),
+            s("large"),
+            s("blocks"),
+            b"h\x03u\x94\x30}(".to_vec(),
+            s("segments"),
+            b"](h\x04".to_vec(),
+            dup(n),
+            b"eu.".to_vec(),
+        ] {
+            out.extend(part);
+        }
+        out
+    }
+
+    #[test]
+    fn shared_objects_are_read_once_and_counted_at_each_reference() {
+        // 3 KB that expanded to 10^9 frames (U1, H1): each reference counts, nothing is copied.
+        let bytes = laughs(1000, 1000, 1000);
+        assert!(bytes.len() < 4096);
+        let s = read(bytes.as_slice(), None).expect("snapshot");
+        assert_eq!(s.segments, 1000);
+        assert_eq!(s.allocated, 1_000_000 * MIB);
+        assert_eq!(s.sites.len(), 1);
+        assert_eq!(s.sites[0].blocks, 1_000_000);
+        assert_eq!(s.sites[0].location, ".../y/z/train.py:1 in f");
+    }
+
+    #[test]
+    fn references_past_the_visit_cap_are_refused() {
+        // 25 million block references from 10 KB.
+        let e = read(laughs(5000, 5000, 1).as_slice(), None).expect_err("refused");
+        assert!(matches!(e, Error::Limit(_)), "{e}");
+        assert!(e.to_string().contains("more than 20000000"), "{e}");
+    }
+
+    #[test]
+    fn frame_names_are_escaped_in_text_and_kept_in_json() {
+        let evil = frame(
+            "/a/b/c/\u{1b}]2;PWNTITLE\u{7}\u{1b}[2Jevil.py",
+            1,
+            "\u{1b}]52;c;SGVsbG8=\u{7}fwd\u{202e}gnp\u{9b}2J",
+        );
+        let bytes = pickle(
+            vec![segment(
+                0,
+                "large",
+                vec![block(GIB, "active_allocated", vec![evil])],
+            )],
+            vec![],
+        );
+        let s = read(bytes.as_slice(), None).expect("snapshot");
+        let text = render(&s, "", None);
+        let unsafe_char = |t: &str| t.lines().any(|l| l.chars().any(crate::text::is_unsafe));
+        assert!(!unsafe_char(&text), "{text:?}");
+        assert!(text.contains(r"\u{1b}]2;PWNTITLE\u{7}"), "{text}");
+        assert!(text.contains(r"\u{202e}gnp\u{9b}2J"), "{text}");
+        // The JSON keeps the value; written with SafeJson, its bytes carry no control.
+        let mut json = Vec::new();
+        crate::text::write_json_pretty(&mut json, &Json::new(&s)).expect("json");
+        let json = String::from_utf8(json).expect("utf-8");
+        assert!(!unsafe_char(&json), "{json:?}");
+        let back: serde_json::Value = serde_json::from_str(&json).expect("parse");
+        assert_eq!(back["sites"][0]["location"], s.sites[0].location);
+    }
+
+    #[test]
+    fn archives_and_compressed_files_are_named() {
+        let zip = b"PK\x03\x04\x14\x00\x00\x00\x00\x00archive/data.pkl";
+        let e = read(&zip[..], None).expect_err("zip");
+        assert!(
+            e.to_string().contains("zip archive, as torch.save writes"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("_dump_snapshot"), "{e}");
+        let e = read(&b"\x1f\x8b\x08\x00\x00\x00"[..], None).expect_err("gzip");
+        assert!(e.to_string().contains("gzip-compressed"), "{e}");
     }
 }

@@ -74,3 +74,26 @@ pub fn serve_address(child: &mut std::process::Child) -> String {
         .unwrap_or_else(|| panic!("no address in {line:?}"))
         .to_owned()
 }
+
+/// The committed sharded safetensors model (its shards are their headers only), copied with
+/// each shard as long as its header says (sparse: nothing is written), as a real download is.
+pub fn sharded_model() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("dir");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/safetensors-sharded");
+    for e in std::fs::read_dir(fixture).expect("fixture") {
+        let e = e.expect("entry");
+        let to = dir.path().join(e.file_name());
+        std::fs::copy(e.path(), &to).expect("copy");
+        if to.extension().is_some_and(|x| x == "safetensors") {
+            let bytes = std::fs::read(&to).expect("read");
+            let (_, data) = gpumon::estimate::config::safetensors_header_counts(&bytes, "x", None)
+                .expect("a valid header");
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&to)
+                .expect("open");
+            f.set_len(bytes.len() as u64 + data).expect("extend");
+        }
+    }
+    dir
+}

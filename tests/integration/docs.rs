@@ -812,19 +812,14 @@ fn explain_json_is_what_its_schema_says() {
 #[test]
 fn estimate_json_is_what_its_schema_says() {
     let (_, v) = schema("estimate.schema.json");
+    let model = crate::common::sharded_model();
+    let model = model.path().to_str().expect("utf-8");
     let cases: &[&[&str]] = &[
         &[
             "--demo", "--params", "7B", "--layers", "32", "--hidden", "4096", "--heads", "32",
         ],
         &["--demo", "--params", "125M", "--batch", "1"],
-        &[
-            "--demo",
-            "--model",
-            "tests/fixtures/safetensors-sharded",
-            "--inference",
-            "--dtype",
-            "int4",
-        ],
+        &["--demo", "--model", model, "--inference", "--dtype", "int4"],
         &[
             "--nvml-lib",
             "/nonexistent/libnvidia-ml.so.1",

@@ -808,3 +808,68 @@ fn vllm_rs_gets_its_own_flags_and_the_share_that_fits() {
     let all = j["findings"].to_string();
     assert!(all.contains("No GPU allocation failed"), "{all}");
 }
+
+/// `explain --snapshot` reads only a regular file within its cap, checked before it is read,
+/// and the sidecar beside it the same way (capped at 16 KiB): a FIFO, a device or a sparse
+/// 1.5 GiB file is refused at once with its real size, a bad sidecar is ignored with a warning.
+#[test]
+fn snapshot_files_that_are_not_regular_or_too_large_are_refused_before_reading() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/snapshots");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = |path: &Path| {
+        gpumon()
+            .args(["explain", "--snapshot"])
+            .arg(path)
+            // A guard, not an assertion: a FIFO blocked forever before.
+            .timeout(std::time::Duration::from_secs(60))
+            .output()
+            .expect("run")
+    };
+    let fifo = dir.path().join("fifo.pickle");
+    let c = std::ffi::CString::new(fifo.to_str().expect("utf-8")).expect("path");
+    // SAFETY: mkfifo with a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let out = run(&fifo);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("is a FIFO"), "{stderr}");
+    let out = run(Path::new("/dev/zero"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is a device"));
+    // Sparse: 1.5 GiB said, nothing read.
+    let big = dir.path().join("big.pickle");
+    std::fs::File::create(&big)
+        .and_then(|f| f.set_len(1536 << 20))
+        .expect("sparse file");
+    let out = run(&big);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("is 1.5 GiB, more than"), "{stderr}");
+    // A sidecar that is a FIFO or a device: the snapshot is read without it.
+    for (name, make) in [("fifo", true), ("zero", false)] {
+        let snap = dir.path().join(format!("{name}.snapshot.pickle"));
+        std::fs::copy(fixtures.join("fragmented.pickle"), &snap).expect("copy");
+        let side = snap.with_extension("json");
+        if make {
+            let c = std::ffi::CString::new(side.to_str().expect("utf-8")).expect("path");
+            // SAFETY: as above.
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        } else {
+            std::os::unix::fs::symlink("/dev/zero", &side).expect("symlink");
+        }
+        let out = run(&snap);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{name}: {stderr}");
+        assert!(stderr.contains("warning:"), "{name}: {stderr}");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("Verdict: fragmentation"),
+            "{name}"
+        );
+    }
+    // A torch.save archive is named as one.
+    let zip = dir.path().join("x.pt");
+    std::fs::write(&zip, b"PK\x03\x04\x14\x00\x00\x00\x08\x00archive/data.pkl").expect("write");
+    let stderr = String::from_utf8_lossy(&run(&zip).stderr).into_owned();
+    assert!(
+        stderr.contains("zip archive, as torch.save writes"),
+        "{stderr}"
+    );
+}

@@ -146,7 +146,7 @@ fn bad_recordings_are_refused_clearly() {
     future.extend_from_slice(&(header.len() as u32).to_le_bytes());
     future.extend_from_slice(header);
     let cases: [(&str, &[u8], &str); 3] = [
-        ("empty", b"", "holds no sample"),
+        ("empty", b"", "is empty: not a gpumon recording"),
         (
             "foreign",
             b"timestamp,index\n1,2\n",
@@ -249,4 +249,73 @@ fn explain_puts_an_error_against_the_recording_of_its_host() {
         .expect("explain");
     assert_eq!(outside.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&outside.stderr).contains("runs from"));
+}
+
+/// `--at -10s` (a documented form) is taken as a value by every command that has `--at`; a
+/// time outside the recording is an error that says its span (never the nearest sample, never
+/// a panic); a second recorder on a file being recorded is refused with a clear message.
+#[test]
+fn at_takes_negative_offsets_and_a_recording_has_one_writer() {
+    use gpumon::collect::recording::{Limits, Writer};
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("r.rec.zst");
+    let demo = stdout_json(gpumon().args(["--demo", "once", "--json"]));
+    let mut sample: gpumon::model::Sample = serde_json::from_value(demo).expect("a sample");
+    let start = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000);
+    let mut writer = Writer::open(&file, Limits::default()).expect("writer");
+    for i in 0..20 {
+        sample.timestamp = start + Duration::from_secs(i);
+        writer.append(&sample).expect("append");
+    }
+    // Held open: a recorder on the same file is refused.
+    let out = gpumon()
+        .args(["--demo", "record", "--interval", "100ms", "-o"])
+        .arg(&file)
+        .timeout(Duration::from_secs(60))
+        .output()
+        .expect("record");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("another gpumon is recording"), "{err}");
+    drop(writer);
+
+    let j = stdout_json(
+        gpumon()
+            .args(["once", "--json", "--replay"])
+            .arg(&file)
+            .args(["--at", "-10s"]),
+    );
+    assert_eq!(j["timestamp"], "2026-11-18T11:06:49.000Z", "{j}");
+    for (args, at) in [
+        (vec!["once", "--replay"], "-10m"),
+        (vec!["once", "--replay"], "+300000000000y"),
+        (vec!["replay"], "-10m"),
+        (vec!["once", "--replay"], "2026-11-18T17:00:00Z"),
+    ] {
+        let out = gpumon()
+            .args(&args)
+            .arg(&file)
+            .args(["--at", at])
+            .output()
+            .expect("run");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?} {at}: {err}");
+        assert!(
+            err.contains("is not a time in this recording: it runs from 2026-11-18T11:06:40Z"),
+            "{args:?} {at}: {err}"
+        );
+    }
+    let out = gpumon()
+        .args(["explain", "--offline", "--recording"])
+        .arg(&file)
+        .args(["--at", "-5s"])
+        .write_stdin(
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a \
+             total capacity of 79.19 GiB of which 1.00 GiB is free.\n",
+        )
+        .output()
+        .expect("explain");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("unexpected argument"), "{err}");
+    assert!(!err.contains("not a time"), "{err}");
 }

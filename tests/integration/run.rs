@@ -969,3 +969,81 @@ fn the_site_that_holds_memory_across_steps_is_named() {
         );
     }
 }
+
+/// With neither HOME nor XDG_STATE_HOME, a run's recording and snapshots go to a directory of
+/// the user's own under `$TMPDIR` (`gpumon-<uid>/runs`, 0700), never a shared
+/// `$TMPDIR/gpumon/runs` where anyone can plant a symlink at the next run's name; one that
+/// fails the probe directory's checks is refused.
+#[test]
+fn the_runs_directory_under_tmpdir_is_private_and_checked() {
+    let env = Env::new();
+    let tmp = env.path("tmp");
+    fs::create_dir(&tmp).expect("mkdir");
+    fs::set_permissions(&tmp, fs::Permissions::from_mode(0o1777)).expect("chmod");
+    let run = |extra: &[&str]| {
+        let mut args = extra.to_vec();
+        args.extend(["--", "true"]);
+        let mut cmd = env.gpumon_run(&args);
+        cmd.env_remove("HOME")
+            .env_remove("XDG_STATE_HOME")
+            .env_remove("XDG_RUNTIME_DIR")
+            .env("TMPDIR", &tmp);
+        cmd.output().expect("run")
+    };
+    let out = run(&[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!tmp.join("gpumon").exists(), "a shared directory was used");
+    // SAFETY: getuid cannot fail.
+    let private = tmp.join(format!("gpumon-{}", unsafe { libc::getuid() }));
+    let runs = private.join("runs");
+    let mode = |p: &Path| {
+        fs::symlink_metadata(p)
+            .expect("exists")
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    assert_eq!(mode(&private), 0o700);
+    assert_eq!(mode(&runs), 0o700);
+    let recorded: Vec<_> = fs::read_dir(&runs).expect("runs").flatten().collect();
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+
+    // Opened to others: refused (it is the probe's directory too), nothing written in it.
+    fs::set_permissions(&private, fs::Permissions::from_mode(0o777)).expect("chmod");
+    let out = run(&[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("writable by group or others"), "{err}");
+    assert_eq!(fs::read_dir(&runs).expect("runs").count(), 1);
+    fs::set_permissions(&private, fs::Permissions::from_mode(0o700)).expect("chmod");
+    // A snapshot directory given open to others: refused as the probe directory would be.
+    let open = env.path("open");
+    fs::create_dir(&open).expect("mkdir");
+    fs::set_permissions(&open, fs::Permissions::from_mode(0o777)).expect("chmod");
+    let out = run(&[
+        "--snapshot",
+        "--snapshot-dir",
+        open.to_str().expect("utf-8"),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--snapshot:"), "{err}");
+    assert!(err.contains("writable by group or others"), "{err}");
+    // A symlink in its place: refused, nothing written through it.
+    fs::remove_dir_all(&runs).expect("rm");
+    let victim = env.path("victim");
+    fs::create_dir(&victim).expect("mkdir");
+    std::os::unix::fs::symlink(&victim, &runs).expect("symlink");
+    let err = String::from_utf8_lossy(&run(&[]).stderr).into_owned();
+    assert!(err.contains("not recording the run"), "{err}");
+    assert!(
+        err.contains("not a directory (or a symbolic link)"),
+        "{err}"
+    );
+    assert_eq!(fs::read_dir(&victim).expect("victim").count(), 0);
+}

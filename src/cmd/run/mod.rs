@@ -405,24 +405,42 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
     let (mut recorder, recording) = if args.no_record {
         (None, None)
     } else {
-        let path = args
-            .record
-            .clone()
-            .unwrap_or_else(|| runs_dir().join(format!("{stem}.rec.zst")));
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            let _ = std::fs::create_dir_all(dir);
-            if args.record.is_none() {
-                prune_runs(dir);
-            }
-        }
         let limits = crate::collect::recording::Limits {
             max_size: RUN_RECORDING_MAX,
             keep: RUNS_KEPT,
         };
-        match crate::collect::recording::Writer::open(&path, limits) {
-            Ok(w) => (Some(w), Some(path)),
+        let opened = match &args.record {
+            // The user's own file: continued as `record -o` continues one.
+            Some(path) => {
+                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    let _ = std::fs::create_dir_all(dir);
+                }
+                crate::collect::recording::Writer::open(path, limits)
+                    .map(|w| (w, path.clone()))
+                    .map_err(|e| e.to_string())
+            }
+            // The runs directory: checked as the probe's is, and the file created new (its
+            // name is predictable, so nothing already there is followed or appended to).
+            None => {
+                let dir = runs_dir();
+                let path = dir.join(format!("{stem}.rec.zst"));
+                ensure_runs_dir(&dir)
+                    .map_err(|e| e.to_string())
+                    .and_then(|()| {
+                        prune_runs(&dir);
+                        crate::collect::recording::Writer::create_new(&path, limits)
+                            .map_err(|e| format!("{}: {e}", path.display()))
+                    })
+                    .map(|w| (w, path))
+            }
+        };
+        match opened {
+            Ok((w, path)) => (Some(w), Some(path)),
             Err(e) => {
-                eprintln!("gpumon: not recording the run ({}: {e})", path.display());
+                eprintln!(
+                    "gpumon: not recording the run ({})",
+                    crate::text::escape(&e)
+                );
                 (None, None)
             }
         }
@@ -430,8 +448,16 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
     // --snapshot: the probe saves `<dir>/<stem>.<pid>.snapshot.{pickle,json}` at an OOM.
     let snapshots = if args.snapshot {
         let dir = args.snapshot_dir.clone().unwrap_or_else(runs_dir);
-        if let Err(e) = std::fs::create_dir_all(&dir) {
-            eprintln!("gpumon: cannot create {}: {e}", dir.display());
+        // The probe writes the snapshots here: the probe directory's checks.
+        let checked = match args.snapshot_dir {
+            Some(_) => probe::ensure_dir(&dir),
+            None => ensure_runs_dir(&dir),
+        };
+        if let Err(e) = checked {
+            eprintln!(
+                "gpumon: --snapshot: {}",
+                crate::text::escape(&e.to_string())
+            );
             return Ok(ExitCode::from(EXIT_USAGE));
         }
         if args.snapshot_dir.is_none() {
@@ -719,9 +745,12 @@ const RUN_RECORDING_MAX: u64 = 256 << 20;
 /// Runs' recordings older than this are removed when the next run starts.
 const RUNS_KEPT: Duration = Duration::from_secs(7 * 86400);
 
-/// `$XDG_STATE_HOME/gpumon/runs` (`~/.local/state` without it).
+/// `$XDG_STATE_HOME/gpumon/runs` (`~/.local/state` without it); with neither HOME nor
+/// XDG_STATE_HOME (some services, `env -i`), `runs` in the probe's per-user directory
+/// (`$XDG_RUNTIME_DIR/gpumon`, else `$TMPDIR/gpumon-<uid>`), never a directory other users
+/// share: a shared `$TMPDIR/gpumon/runs` let anyone plant a symlink at the next run's name.
 fn runs_dir() -> PathBuf {
-    let base = std::env::var_os("XDG_STATE_HOME")
+    std::env::var_os("XDG_STATE_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
         .or_else(|| {
@@ -729,8 +758,20 @@ fn runs_dir() -> PathBuf {
                 .filter(|v| !v.is_empty())
                 .map(|h| PathBuf::from(h).join(".local/state"))
         })
-        .unwrap_or_else(std::env::temp_dir);
-    base.join("gpumon/runs")
+        .map_or_else(
+            || probe::default_dir().join("runs"),
+            |b| b.join("gpumon/runs"),
+        )
+}
+
+/// Creates (0700) and checks the runs directory and the one above it as the probe directory is
+/// checked ([`probe::ensure_dir`]: a real directory, not a symlink, ours, not writable by group
+/// or others); what is above those is the user's (their home) or the system's.
+fn ensure_runs_dir(dir: &Path) -> Result<(), probe::DirError> {
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        probe::ensure_dir(parent)?;
+    }
+    probe::ensure_dir(dir)
 }
 
 /// `run-<date>-<pid>`: what this run's files in [`runs_dir`] start with.
@@ -796,7 +837,10 @@ fn snapshot_summaries(out: &mut String, dir: &Path, stem: &str, paint: Paint) {
         return;
     }
     for (pid, path) in found {
-        let sidecar = snapshot::Sidecar::beside(&path);
+        let (sidecar, sidecar_error) = match snapshot::Sidecar::beside(&path) {
+            Ok(s) => (s, None),
+            Err(e) => (None, Some(e)),
+        };
         let history_off = sidecar.as_ref().is_some_and(|m| m.history.is_none());
         let _ = writeln!(
             out,
@@ -806,7 +850,7 @@ fn snapshot_summaries(out: &mut String, dir: &Path, stem: &str, paint: Paint) {
         let _ = writeln!(
             out,
             "  {} (open it in pytorch.org/memory_viz){}",
-            path.display(),
+            crate::text::escape(&path.display().to_string()),
             match sidecar.as_ref().map(|m| (m.seconds, m.bytes)) {
                 Some((Some(s), Some(b))) => format!("; taken in {s:.2} s, {}", fmt_bytes(b)),
                 _ => String::new(),
@@ -818,6 +862,9 @@ fn snapshot_summaries(out: &mut String, dir: &Path, stem: &str, paint: Paint) {
                 "  (PyTorch's memory history could not be turned on: no allocation stacks)"
             );
         }
+        if let Some(e) = sidecar_error {
+            let _ = writeln!(out, "  {}", crate::text::escape(&e));
+        }
         match snapshot::read_file(&path, sidecar.as_ref()) {
             Ok(s) => out.push_str(&snapshot::render(
                 &s,
@@ -825,7 +872,7 @@ fn snapshot_summaries(out: &mut String, dir: &Path, stem: &str, paint: Paint) {
                 Some(crate::runtime::terminal_width()),
             )),
             Err(e) => {
-                let _ = writeln!(out, "  {e}");
+                let _ = writeln!(out, "  {}", crate::text::escape(&e.to_string()));
             }
         }
     }
