@@ -938,6 +938,12 @@ fn the_schemas_name_every_value_the_code_can_print() {
         Framework::Mxnet,
         Framework::TensorrtLlm,
         Framework::VllmRs,
+        Framework::Npu,
+        Framework::Mlu,
+        Framework::Musa,
+        Framework::Gcu,
+        Framework::Hpu,
+        Framework::Mlx,
     ];
     for f in frameworks {
         match f {
@@ -961,7 +967,13 @@ fn the_schemas_name_every_value_the_code_can_print() {
             | Framework::Numba
             | Framework::Mxnet
             | Framework::TensorrtLlm
-            | Framework::VllmRs => {}
+            | Framework::VllmRs
+            | Framework::Npu
+            | Framework::Mlu
+            | Framework::Musa
+            | Framework::Gcu
+            | Framework::Hpu
+            | Framework::Mlx => {}
         }
     }
     let causes = [
@@ -981,6 +993,8 @@ fn the_schemas_name_every_value_the_code_can_print() {
         Cause::HostMemory,
         Cause::Unrecognised,
         Cause::PinnedHostMemory,
+        Cause::BufferCount,
+        Cause::SpilledToSystemMemory,
     ];
     for c in causes {
         match c {
@@ -999,7 +1013,9 @@ fn the_schemas_name_every_value_the_code_can_print() {
             | Cause::SharedMemory
             | Cause::HostMemory
             | Cause::Unrecognised
-            | Cause::PinnedHostMemory => {}
+            | Cause::PinnedHostMemory
+            | Cause::BufferCount
+            | Cause::SpilledToSystemMemory => {}
         }
     }
     let process_kinds = [
