@@ -173,7 +173,7 @@ fn trigger_re() -> &'static Regex {
             r"|insufficient gpu memory for kvcache|kvcache tokens, but your prompt requires",
             r"|executor creation failed due to insufficient gpu memory",
             r"|attempting to reserve|\[metal::malloc\]|maximum allowed buffer size|can't allocate",
-            r"|out_of_device_memory|insufficient memory|exceeded hbm capacity",
+            r"|out_of_device_memory|insufficient memory|exceeded hbm capacity|larger than buffer maximum",
         ))
         .expect("trigger regex")
     })

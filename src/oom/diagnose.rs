@@ -560,7 +560,8 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
                     | Framework::Mlu
                     | Framework::Musa
                     | Framework::Gcu
-                    | Framework::Hpu => {}
+                    | Framework::Hpu
+                    | Framework::PytorchXla => {}
                     Framework::Jax => v.extend(jax_lower_peak()),
                     Framework::Tensorflow => v.push(r("If another process needs the GPU: TF_FORCE_GPU_ALLOW_GROWTH=true, so TensorFlow does not map the whole card at start-up.")),
                     _ => {
@@ -1408,7 +1409,10 @@ const STACK_RULES: &[(&str, StackRule)] = &[
 /// more free than the program needs but less of it reservable, the free memory is in pieces;
 /// otherwise live arrays and earlier programs hold it.
 fn xla_tpu_reserve(oom: &Oom) -> Option<Finding> {
-    if !oom.format.starts_with("xla-tpu-reserve") {
+    if oom.format == "xla-tpu-allocate" {
+        return Some(xla_tpu_allocate(oom));
+    }
+    if oom.format != "xla-tpu-reserve" {
         return None;
     }
     let f = &oom.facts;
@@ -1418,7 +1422,7 @@ fn xla_tpu_reserve(oom: &Oom) -> Option<Finding> {
         .zip(f.reservable_bytes)
         .is_some_and(|((n, free), res)| free >= n && res < n);
     let got = |b: Option<u64>| b.map_or_else(|| "N/A".to_owned(), fmt_bytes);
-    let torch = oom.format.ends_with("pytorch");
+    let torch = oom.framework == Framework::PytorchXla;
     let mut remedies = vec![
         r(if torch {
             "Hold fewer tensors on the TPU while the step's program loads: move what is only needed later to the CPU, and del what is no longer used; a smaller batch shrinks the program's buffers."
@@ -1469,6 +1473,27 @@ fn xla_tpu_reserve(oom: &Oom) -> Option<Finding> {
         ),
         remedies,
     })
+}
+
+/// The TPU runtime could not place one array: more than the HBM left free beside what the
+/// job already holds there.
+fn xla_tpu_allocate(oom: &Oom) -> Finding {
+    let f = &oom.facts;
+    let got = |b: Option<u64>| b.map_or_else(|| "N/A".to_owned(), fmt_bytes);
+    Finding {
+        cause: Cause::FrameworkAllocations,
+        title: format!(
+            "An array of {} does not fit in the {} of HBM left free",
+            got(f.requested_bytes),
+            got(f.free_bytes)
+        ),
+        detail: "The TPU runtime could not allocate a device buffer: the job's live arrays (weights, optimizer state, caches, earlier results) fill the rest of this core's HBM. Memory held by a previous run in the same process (a notebook) counts until its arrays are deleted.".into(),
+        remedies: vec![
+            r("Free what is no longer needed before this step: delete arrays (x.delete(), or drop the last reference) and, in a notebook, the previous run's model; jax.clear_caches() drops compiled programs."),
+            r("Load the weights sharded across the cores (jax.sharding; Keras 3's keras.distribution), in bfloat16, or a smaller / quantised model."),
+            r("A smaller batch or sequence length shrinks the arrays a step creates."),
+        ],
+    }
 }
 
 /// MLX asked Metal for one buffer larger than the device's `maxBufferLength`: no amount of

@@ -235,14 +235,22 @@ fn pytorch_cpu(t: &str) -> Option<Oom> {
 
 re!(
     xla_reserve_re,
-    r"Attempting to reserve \S+ at the bottom of memory\.?\s*That was not possible"
+    r"Attempting to (reserve|allocate) \S+(?: at the bottom of memory)?\.?\s*That was not possible"
 );
-re!(torch_xla_re, r"torch_xla|PyTorch/XLA|\bptxla\b");
+re!(
+    torch_xla_re,
+    r"torch[_-]xla|PyTorch/XLA|\bptxla\b|xla_client/xla_util|XRTExecute"
+);
 
-/// The framework an XLA message came through: PyTorch/XLA, TensorFlow, or JAX (Keras 3 on
-/// JAX included).
+/// The framework an XLA message came through: PyTorch/XLA, JAX (Keras 3 on JAX included) or
+/// TensorFlow. Older jaxlib logs from `tensorflow/compiler/xla/…`, so JAX's own names win
+/// over the path.
 fn xla_framework(t: &str) -> Framework {
-    if t.contains("Compilation failure") || t.contains("tensorflow") {
+    if torch_xla_re().is_match(t) {
+        Framework::PytorchXla
+    } else if t.contains("jax") || t.contains("Jax") || t.contains("keras") {
+        Framework::Jax
+    } else if t.contains("Compilation failure") || t.contains("tensorflow") {
         Framework::Tensorflow
     } else {
         Framework::Jax
@@ -251,10 +259,14 @@ fn xla_framework(t: &str) -> Framework {
 
 /// The TPU runtime loading a compiled program (`Error loading program`): it reserves the
 /// program's memory at the bottom of HBM and could not. "reservable" is what a reservation
-/// could have had there (contiguous), "reserved" what earlier programs hold.
+/// could have had there (contiguous), "reserved" what earlier programs hold. Its sibling,
+/// `Error allocating device buffer: Attempting to allocate X. That was not possible. There are
+/// Y free.`, is one array that did not fit.
 fn xla_tpu_reserve(t: &str) -> Option<Oom> {
-    let c = xla_reserve_re().find(t)?;
-    let r = read::read(&t[c.start()..]);
+    let c = xla_reserve_re().captures(t)?;
+    let whole = c.get(0)?;
+    let reserve = c.get(1)?.as_str() == "reserve";
+    let r = read::read(&t[whole.start()..]);
     let f = Facts {
         requested_bytes: r.first(Role::Request),
         free_bytes: r.first(Role::Free),
@@ -263,11 +275,12 @@ fn xla_tpu_reserve(t: &str) -> Option<Oom> {
         ..Facts::default()
     };
     let device = read::device_named(t, &["TPU"]).and_then(|d| d.index);
-    let mut o = oom(xla_framework(t), "xla-tpu-reserve", device, f);
-    if torch_xla_re().is_match(t) {
-        o.format = "xla-tpu-reserve-pytorch";
-    }
-    Some(o)
+    let format = if reserve {
+        "xla-tpu-reserve"
+    } else {
+        "xla-tpu-allocate"
+    };
+    Some(oom(xla_framework(t), format, device, f))
 }
 
 re!(
@@ -336,7 +349,11 @@ fn mlx(t: &str) -> Option<Oom> {
 
 re!(
     ggml_buffer_re,
-    r"failed to allocate ([A-Za-z]+?)(\d*) buffer of size (\d+)|([a-z]+)_buffer_type_alloc_buffer: (?:can't allocate|error: failed to allocate buffer, size =) ([\d.]+ ?(?:Bytes|MiB|GiB|KiB|B))"
+    r"failed to allocate ([A-Za-z]+?)(\d*) buffer of size (\d+)|(?:([a-z]+)_buffer_type_alloc_buffer: )?(?:can't allocate|error: failed to allocate buffer, size =) ([\d.]+ ?(?:Bytes|MiB|GiB|KiB|B))(?: of memory on device)?"
+);
+re!(
+    ggml_metal_max_re,
+    r"ggml_metal_add_buffer: buffer '[^']*' size (\d+) is larger than buffer maximum of (\d+)"
 );
 re!(
     ggml_vulkan_oom_re,
@@ -348,8 +365,22 @@ re!(ggml_context_re, r"(?i)ggml|llama|whisper|sycl");
 /// buffer of size N", SYCL's "can't allocate N Bytes", Metal's "failed to allocate buffer,
 /// size = X MiB", Vulkan's and Level Zero's out-of-device-memory errors with no size).
 fn ggml_backend(t: &str) -> Option<Oom> {
+    // Metal's per-buffer maximum (maxBufferLength), as 2023's ggml-metal checked it.
+    if let Some(c) = ggml_metal_max_re().captures(t) {
+        let f = Facts {
+            requested_bytes: c.get(1)?.as_str().parse().ok(),
+            total_bytes: c.get(2)?.as_str().parse().ok(),
+            total_is_limit: true,
+            ..Facts::default()
+        };
+        return Some(oom(Framework::Ggml, "ggml-metal-max-buffer", None, f));
+    }
     if let Some(c) = ggml_buffer_re().captures(t) {
-        let backend = c.get(1).or_else(|| c.get(4))?.as_str().to_ascii_lowercase();
+        // SYCL's "can't allocate N Bytes of memory on device" may come without its function.
+        let backend = c
+            .get(1)
+            .or_else(|| c.get(4))
+            .map_or("sycl".to_owned(), |m| m.as_str().to_ascii_lowercase());
         if backend == "cpu" {
             return None;
         }
@@ -443,6 +474,19 @@ mod tests {
             assert_eq!(o.facts.reserved_unallocated_bytes, Some(100 << 20));
         }
         assert!(pytorch_fork("CUDA out of memory. Tried to allocate 2 GiB").is_none());
+    }
+
+    #[test]
+    fn the_tpu_runtime_buffer_and_pytorch_xla() {
+        let o = xla_tpu_reserve("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Error allocating device buffer: Attempting to allocate 15.65G. That was not possible. There are 11.08G free.; (0x0x0_HBM0)").expect("found");
+        assert_eq!(
+            (o.framework, o.format),
+            (Framework::Jax, "xla-tpu-allocate")
+        );
+        assert_eq!(o.facts.requested_bytes, Some(gib(15.65)));
+        assert_eq!(o.facts.free_bytes, Some(gib(11.08)));
+        let o = xla_tpu_reserve("E tensorflow/compiler/xla/xla_client/xla_util.cc:88]   (1) RESOURCE_EXHAUSTED: Attempting to reserve 6.48G at the bottom of memory. That was not possible. There are 6.78G free, 0B reserved, and 3.33G reservable.").expect("found");
+        assert_eq!(o.framework, Framework::PytorchXla);
     }
 
     #[test]

@@ -71,6 +71,9 @@ pub enum Framework {
     Hpu,
     /// Apple's MLX on Metal.
     Mlx,
+    /// PyTorch/XLA (torch_xla), on TPUs.
+    #[serde(rename = "pytorch_xla")]
+    PytorchXla,
     /// A GPU allocation failure in wording no rule knows ([`parse::fallback`]): the figures
     /// that are unambiguous, and no framework's meaning assumed.
     Unknown,
@@ -124,6 +127,7 @@ impl Framework {
             Framework::Gcu => "PyTorch (Enflame GCU)",
             Framework::Hpu => "PyTorch (Intel Gaudi HPU)",
             Framework::Mlx => "MLX",
+            Framework::PytorchXla => "PyTorch/XLA",
             Framework::Unknown => "An unrecognised program",
         }
     }

@@ -944,6 +944,7 @@ fn the_schemas_name_every_value_the_code_can_print() {
         Framework::Gcu,
         Framework::Hpu,
         Framework::Mlx,
+        Framework::PytorchXla,
     ];
     for f in frameworks {
         match f {
@@ -973,7 +974,8 @@ fn the_schemas_name_every_value_the_code_can_print() {
             | Framework::Musa
             | Framework::Gcu
             | Framework::Hpu
-            | Framework::Mlx => {}
+            | Framework::Mlx
+            | Framework::PytorchXla => {}
         }
     }
     let causes = [

@@ -58,7 +58,7 @@ fn every_corpus_message_parses_as_expected() {
         for (key, want) in expect {
             let have = match key.as_str() {
                 "framework" | "format" | "device_index" | "count" | "repeats" | "missing"
-                | "memory" | "memory_limit_bytes" => got[key].clone(),
+                | "memory" | "memory_limit_bytes" | "buffer_limit" => got[key].clone(),
                 // The fields flagged as impossible, by name.
                 "implausible" => got["breakdown"]["implausible"]
                     .as_array()
@@ -127,9 +127,46 @@ fn corpus_covers_every_family() {
         "mxnet",
         "tensorrt_llm",
         "vllm_rs",
+        "npu",
+        "mlx",
+        "pytorch_xla",
     ] {
         assert!(frameworks.contains(f), "no corpus message for {f}");
     }
+}
+
+/// The look-alikes in assets/oom/lookalikes (real pastes from the threads their JSON names):
+/// host-memory failures, GPU errors that are not about memory, and prose. None is taken for
+/// a GPU OOM; a host failure may be found, as host memory.
+#[test]
+fn lookalikes_are_never_a_gpu_oom() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/oom/lookalikes");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).expect("lookalikes") {
+        let path = entry.expect("entry").path();
+        if path.extension().and_then(|e| e.to_str()) != Some("txt") {
+            continue;
+        }
+        n += 1;
+        let text = std::fs::read_to_string(&path).expect("text");
+        let json: Value = serde_json::from_str(
+            &std::fs::read_to_string(path.with_extension("json")).expect("sibling JSON"),
+        )
+        .expect("json");
+        assert!(
+            json["source"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("https://")),
+            "{path:?}: no source"
+        );
+        let got = serde_json::to_value(render::to_json(&analyze(&text))).expect("json");
+        let gpu_oom = got["found"] == Value::Bool(true) && got["memory"] == "device";
+        assert!(!gpu_oom, "{path:?} taken for a GPU OOM: {}", got["format"]);
+        if let Some(memory) = json["expect"]["memory"].as_str() {
+            assert_eq!(got["memory"], memory, "{path:?}");
+        }
+    }
+    assert!(n >= 8, "{n} look-alikes");
 }
 
 /// Every recognised message gets at least one finding: what the figures show, or that they
