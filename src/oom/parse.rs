@@ -453,18 +453,8 @@ re!(
 /// Parses one block of normalised lines; `None` when it is not an OOM after all.
 pub fn parse_block(lines: &[String]) -> Option<Oom> {
     // Allocations that did not fail (TensorFlow's retried BFC warnings, a failed mlock) are
-    // left out, however they were wrapped: a series of them before the failure is not it.
-    let kept: Vec<String>;
-    let lines = if lines.iter().any(|l| super::clean::is_not_a_failure(l)) {
-        kept = lines
-            .iter()
-            .filter(|l| !super::clean::is_not_a_failure(l))
-            .cloned()
-            .collect();
-        &kept[..]
-    } else {
-        lines
-    };
+    // cut out of the joined text, however they were wrapped: a series of them before the
+    // failure is not it.
     let spaced = not_a_failure_re()
         .replace_all(&lines.join(" "), "")
         .into_owned();

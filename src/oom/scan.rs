@@ -17,10 +17,24 @@ fn ggml_follow_up(line: &str) -> bool {
     line.contains(" buffer of size ") || line.contains("unable to allocate")
 }
 
+/// A line that starts a Python exception's message (`RuntimeError: …`,
+/// `torch.OutOfMemoryError: …`).
+fn exception_head(line: &str) -> bool {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    RE.get_or_init(|| {
+        regex::Regex::new(r"^[A-Za-z_][\w.]*(?:Error|Exception): ").expect("exception regex")
+    })
+    .is_match(line)
+}
+
+/// Bytes of two lines' ends joined to find a trigger phrase split between them (the longest
+/// phrase is under 64).
+const JOIN: usize = 64;
+
 /// Lines collected after a trigger line.
 const BLOCK_LINES: usize = 12;
 /// Lines of context kept before a trigger line.
-const BEFORE: usize = 4;
+const BEFORE: usize = 8;
 
 /// Cuts a byte stream into lines of at most [`MAX_LINE`] bytes, whatever the chunks it
 /// arrives in, so memory stays bounded for inputs of any size or shape. A line ends at a
@@ -157,6 +171,11 @@ pub struct Scanner {
     block: Vec<String>,
     /// Lines still to collect into the current block.
     pending: usize,
+    /// The end of the previous line, and a buffer for it joined to the next line's start: a
+    /// message re-wrapped at some width splits its trigger phrase ("less than desired GPU" /
+    /// "memory utilization") across two lines.
+    tail: String,
+    junction: String,
 }
 
 impl Default for Scanner {
@@ -173,7 +192,35 @@ impl Scanner {
             next: 0,
             block: Vec::new(),
             pending: 0,
+            tail: String::new(),
+            junction: String::new(),
         }
+    }
+
+    /// Whether the previous line's end and this line's start together hold a trigger phrase.
+    fn trigger_across(&mut self, raw: &str) -> bool {
+        if self.tail.is_empty() || raw.is_empty() {
+            return false;
+        }
+        let mut head = raw.len().min(JOIN);
+        while !raw.is_char_boundary(head) {
+            head -= 1;
+        }
+        self.junction.clear();
+        self.junction.push_str(&self.tail);
+        self.junction.push(' ');
+        self.junction.push_str(raw[..head].trim_start());
+        is_trigger(&super::clean::unmark(&self.junction))
+    }
+
+    /// Keeps the end of `raw` for [`Scanner::trigger_across`].
+    fn keep_tail(&mut self, raw: &str) {
+        let mut from = raw.len().saturating_sub(JOIN);
+        while !raw.is_char_boundary(from) {
+            from += 1;
+        }
+        self.tail.clear();
+        self.tail.push_str(raw[from..].trim_end());
     }
 
     pub fn push_line(&mut self, raw: &str) {
@@ -188,7 +235,8 @@ impl Scanner {
         } else {
             raw
         };
-        let trigger = is_trigger(&super::clean::unmark(raw));
+        let trigger = is_trigger(&super::clean::unmark(raw)) || self.trigger_across(raw);
+        self.keep_tail(raw);
         let stat = raw.contains("Limit:") || raw.contains("InUse:");
         if !trigger && !stat && self.pending == 0 {
             // The common case: remember the line as context, nothing else.
@@ -267,8 +315,20 @@ impl Scanner {
         if line.starts_with("raise ") {
             return false;
         }
-        let (Some(new), Some(old)) = (parse_text(line), parse_block(&self.block)) else {
+        let Some(old) = parse_block(&self.block) else {
             return false;
+        };
+        let Some(new) = parse_text(line) else {
+            // A line that is not a whole message alone (its end wrapped onto the next line)
+            // but raises a new exception after a message with figures, or asks for another
+            // size than the open message did: the next failure.
+            if old.facts.known() > 0 && exception_head(line) {
+                return true;
+            }
+            let asked = super::read::read(line).first(super::read::Role::Request);
+            return asked
+                .zip(old.facts.requested_bytes)
+                .is_some_and(|(a, o)| a.abs_diff(o) > o / 100 + (1 << 20));
         };
         // PyTorch's allocator split on a line of its own after a head that lacks it: the same
         // message, wrapped (by a logger, a terminal or whoever pasted it), not a second one.
@@ -292,7 +352,12 @@ impl Scanner {
                 && old.framework == Framework::Ggml
                 && ggml_follow_up(line)
                 && !self.block.iter().any(|l| ggml_follow_up(l)));
-        !(one_failure || (new.format == old.format && new.facts == super::Facts::default()))
+        // A bare CUDA status with no figure after a message of another kind is that message's
+        // last words, wrapped onto a line of their own ("…failed to alloc N" / "bytes on host:
+        // CUDA_ERROR_OUT_OF_MEMORY: out of memory").
+        let bare = new.facts == super::Facts::default();
+        let tail_words = bare && new.framework == Framework::Cuda && old.format != new.format;
+        !(one_failure || tail_words || (new.format == old.format && bare))
     }
 
     fn flush(&mut self) {
