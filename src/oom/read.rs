@@ -213,7 +213,7 @@ fn before_words(text: &str) -> String {
         start += 1;
     }
     let mut s = &text[start..];
-    if let Some(i) = s.rfind(|c: char| matches!(c, ';' | ',' | '(' | ')' | '[' | ']' | '\n')) {
+    if let Some(i) = s.rfind([';', ',', '(', ')', '[', ']', '\n']) {
         s = &s[i + 1..];
     }
     if let Some(i) = s.rfind(". ") {

@@ -74,10 +74,12 @@ pub fn to_json_with<'a>(
 
 /// What `explain` looked for, for the "nothing found" message.
 pub const LOOKED_FOR: &str = "PyTorch (CUDA, ROCm/HIP, XPU, MPS; 1.0 to 2.x formats and the \
-cudaMallocAsync backend), TensorFlow (OOM when allocating, BFC allocator and its Stats), \
-JAX/XLA (RESOURCE_EXHAUSTED), CUDA and ROCm stream executors, raw CUDA \
+cudaMallocAsync backend) and its allocator's forks (Ascend NPU, Cambricon MLU, Moore Threads \
+MUSA, Enflame GCU, Gaudi HPU), TensorFlow (OOM when allocating, BFC allocator and its Stats, \
+eager ResourceExhaustedError), JAX/XLA (RESOURCE_EXHAUSTED; TPU compile-time and runtime HBM, \
+also through PyTorch/XLA), MLX (metal::malloc), CUDA and ROCm stream executors, raw CUDA \
 (cudaErrorMemoryAllocation, CUBLAS/CUDNN_STATUS_ALLOC_FAILED, THCudaCheck), ONNX Runtime, \
-llama.cpp/ggml (CUDA, Vulkan, Metal), vLLM (KV cache and the start-up guard), CuPy, \
+llama.cpp/ggml (CUDA, Vulkan, SYCL, Metal), vLLM (KV cache and the start-up guard), CuPy, \
 PaddlePaddle, TensorRT and TensorRT-LLM out-of-memory messages";
 
 const BAR_WIDTH: usize = 60;
