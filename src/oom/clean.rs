@@ -193,3 +193,49 @@ pub fn is_not_a_failure(line: &str) -> bool {
         || line.contains("performance gains if more memory")
         || line.contains("mlock")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markup_from_a_page_or_a_chat_is_undone() {
+        assert_eq!(
+            unmark("&gt; **RuntimeError**: `CUDA out of memory` &amp; more &lt;3 &quot;x&quot;"),
+            "> RuntimeError: CUDA out of memory & more <3 \"x\""
+        );
+        assert_eq!(
+            unmark("GPU_0_bfc PYTORCH_CUDA_ALLOC_CONF"),
+            "GPU_0_bfc PYTORCH_CUDA_ALLOC_CONF"
+        );
+        assert_eq!(unmark("a & b *c*"), "a & b *c*");
+        assert_eq!(
+            normalise("&gt; &gt; RuntimeError: NPU out of memory."),
+            "RuntimeError: NPU out of memory."
+        );
+    }
+
+    #[test]
+    fn a_nul_or_control_byte_inside_a_word_is_taken_out() {
+        assert_eq!(
+            normalise("CUDA out of mem\u{0}ory. Tried to\u{7f} allocate"),
+            "CUDA out of memory. Tried to allocate"
+        );
+        assert!(has_escapes("a\u{1}b"));
+        assert!(!has_escapes("a\tb"));
+    }
+
+    #[test]
+    fn allocations_that_did_not_fail_are_not_triggers() {
+        assert!(!is_trigger("Allocator (GPU_0_bfc) ran out of memory trying to allocate 2.14GiB with freed_by_count=0. The caller"));
+        assert!(!is_trigger(
+            "warning: failed to mlock 139264000-byte buffer (after previously locking 0 bytes): Cannot allocate memory"
+        ));
+        assert!(is_trigger(
+            "RuntimeError: [metal::malloc] Resource limit (499000) exceeded."
+        ));
+        assert!(is_trigger(
+            "RESOURCE_EXHAUSTED: Attempting to reserve 6.48G at the bottom of memory."
+        ));
+    }
+}

@@ -349,7 +349,7 @@ fn mlx(t: &str) -> Option<Oom> {
 
 re!(
     ggml_buffer_re,
-    r"failed to allocate ([A-Za-z]+?)(\d*) buffer of size (\d+)|(?:([a-z]+)_buffer_type_alloc_buffer: )?(?:can't allocate|error: failed to allocate buffer, size =) ([\d.]+ ?(?:Bytes|MiB|GiB|KiB|B))(?: of memory on device)?"
+    r"failed to allocate ([A-Za-z]+?)(\d*) buffer of size (\d+)|([a-z]+)_buffer_type_alloc_buffer: (?:can't allocate|error: failed to allocate buffer, size =) ([\d.]+ ?(?:Bytes|MiB|GiB|KiB|B))|can't allocate (\d+) Bytes of memory on device"
 );
 re!(
     ggml_metal_max_re,
@@ -384,7 +384,7 @@ fn ggml_backend(t: &str) -> Option<Oom> {
         if backend == "cpu" {
             return None;
         }
-        let requested = match c.get(3) {
+        let requested = match c.get(3).or_else(|| c.get(6)) {
             Some(n) => n.as_str().parse().ok(),
             None => c
                 .get(5)
@@ -534,6 +534,10 @@ mod tests {
             );
         }
         assert!(ggml_backend("failed to allocate CPU buffer of size 100").is_none());
+        assert!(
+            ggml_backend("myapp: can't allocate 64 MiB for the log ring").is_none(),
+            "SYCL's wording without its function needs its own end"
+        );
     }
 
     #[test]

@@ -199,7 +199,13 @@ impl Scanner {
 
     /// Whether the previous line's end and this line's start together hold a trigger phrase.
     fn trigger_across(&mut self, raw: &str) -> bool {
-        if self.tail.is_empty() || raw.is_empty() {
+        // A line that opens a log record (`[rank0]: …`, `2024-05-01 …`) is not the second
+        // half of a phrase: no phrase's second half starts with a bracket or a date (the one
+        // that starts with a bracket, `[metal::malloc]`, triggers on its own line).
+        let b = raw.as_bytes();
+        let record = b.first() == Some(&b'[')
+            || (b.len() > 5 && b[..4].iter().all(u8::is_ascii_digit) && b[4] == b'-');
+        if self.tail.is_empty() || raw.is_empty() || record {
             return false;
         }
         let mut head = raw.len().min(JOIN);
