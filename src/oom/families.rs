@@ -319,6 +319,10 @@ re!(
     r"\[metal::malloc\] Resource limit \((\d+)\) exceeded"
 );
 re!(
+    mlx_unable_re,
+    r"\[(?:metal::)?malloc(?:_or_wait)?\] Unable to allocate (\d+) bytes"
+);
+re!(
     mlx_command_re,
     r"\[METAL\] Command buffer execution failed: Insufficient Memory"
 );
@@ -341,6 +345,14 @@ fn mlx(t: &str) -> Option<Oom> {
         o.memory = MemoryKind::Buffers;
         o.buffer_limit = c.get(1)?.as_str().parse().ok();
         return Some(o);
+    }
+    // Older MLX (`malloc_or_wait`): the allocator waited for memory to be freed and gave up.
+    if let Some(c) = mlx_unable_re().captures(t) {
+        let f = Facts {
+            requested_bytes: c.get(1)?.as_str().parse().ok(),
+            ..Facts::default()
+        };
+        return Some(oom(Framework::Mlx, "mlx-unable", None, f));
     }
     mlx_command_re()
         .is_match(t)
@@ -515,6 +527,12 @@ mod tests {
             ("mlx-resource-limit", MemoryKind::Buffers, Some(499_000))
         );
         assert_eq!(o.facts, Facts::default(), "a count, never read as bytes");
+        let o = mlx("RuntimeError: [malloc_or_wait] Unable to allocate 4294967296 bytes.")
+            .expect("found");
+        assert_eq!(
+            (o.format, o.facts.requested_bytes),
+            ("mlx-unable", Some(4 << 30))
+        );
     }
 
     #[test]

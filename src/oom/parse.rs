@@ -1199,6 +1199,18 @@ mod tests {
         );
     }
 
+    /// The fallback knows the other accelerators' words: an Ascend runtime failure in wording
+    /// no rule knows is found (unknown, its line quoted), a sentence about it is not.
+    #[test]
+    fn the_fallback_knows_other_accelerators_but_not_prose() {
+        let o = one("[ERROR] RUNTIME(1234,python):2024-06-01-12:00:00.000.000 [npu_driver.cc:211] rtMalloc failed: NPU device memory out of memory, size=2147483648");
+        assert_eq!(o.framework, Framework::Unknown);
+        let lines: Vec<String> = ["Out of memory issues on both gpu and cpu".to_owned()].to_vec();
+        assert!(parse_block(&lines).is_none());
+        let lines = vec!["I keep running out of memory on my GPU, any idea?".to_owned()];
+        assert!(parse_block(&lines).is_none());
+    }
+
     #[test]
     fn tf_dtypes() {
         assert_eq!(tf_dtype_size("float"), Some(4));
@@ -1213,7 +1225,7 @@ re!(
 );
 re!(
     fallback_gpu_re,
-    r"(?i)\b(?:gpu|gpus|cuda|cudamalloc|cumemalloc|cumemcreate|vram|hip|rocm|nccl|cudnn|cublas|vulkan|opencl|metal|device memory|video memory)\b"
+    r"(?i)\b(?:gpu|gpus|cuda|cudamalloc|cumemalloc|cumemcreate|vram|hip|rocm|nccl|cudnn|cublas|vulkan|opencl|metal|device memory|video memory|npu|ascend|aclrtmalloc|hccl|xpu|mlu|musa|tpu|hbm)\b"
 );
 // The host's OOM killer and host-memory wordings: not the GPU's.
 re!(
