@@ -35,6 +35,11 @@ pub enum Cause {
     Unrecognised,
     /// Not the GPU's memory: page-locked (pinned) host memory could not be allocated.
     PinnedHostMemory,
+    /// Not bytes: the process holds as many buffers as the driver allows (MLX on Metal).
+    BufferCount,
+    /// What the message says is held goes beyond the device: allocations spilled into shared
+    /// system memory (Windows' sysmem fallback).
+    SpilledToSystemMemory,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -68,6 +73,9 @@ fn est(text: impl Into<String>, saves: Option<u64>) -> Remedy {
 
 /// The allocator-config variable this build of PyTorch reads, as its own message names it.
 fn alloc_conf(oom: &Oom) -> &'static str {
+    if let Some(conf) = super::families::fork(oom.framework).and_then(|f| f.alloc_conf) {
+        return conf;
+    }
     match (oom.framework, oom.hint.as_deref()) {
         (Framework::Hip, Some(h)) if h.contains("PYTORCH_HIP_ALLOC_CONF") => {
             "PYTORCH_HIP_ALLOC_CONF"
@@ -106,7 +114,9 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
     }
     match oom.memory {
         super::MemoryKind::SharedMemory => return vec![shared_memory(oom)],
+        super::MemoryKind::Host if oom.format == "pytorch-cpu" => return vec![cpu_allocator(oom)],
         super::MemoryKind::Host => return vec![host_memory(oom)],
+        super::MemoryKind::Buffers => return vec![buffer_count(oom)],
         super::MemoryKind::PinnedHost => return vec![pinned_host_memory(oom)],
         super::MemoryKind::Device => {}
     }
@@ -114,6 +124,15 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
     let mut out = Vec::new();
     let need = f.requested_bytes;
     let shortfall = need.zip(f.free_bytes).map(|(n, fr)| n.saturating_sub(fr));
+
+    // The stacks read over the structural reader, each with its own rule.
+    if let Some(finding) = STACK_RULES.iter().find_map(|(_, rule)| rule(oom)) {
+        out.push(finding);
+        if let Some(spill) = spilled(oom) {
+            out.push(spill);
+        }
+        return out;
+    }
 
     // 0b. XLA's TPU compiler: the whole program does not fit in a core's HBM.
     if oom.format == "xla-tpu-hbm" {
@@ -535,6 +554,14 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
             } else {
                 let mut v = vec![r("See what holds the GPU now: `gpumon once` lists every process and its memory.")];
                 match oom.framework {
+                    Framework::Ggml
+                    | Framework::Mlx
+                    | Framework::Npu
+                    | Framework::Mlu
+                    | Framework::Musa
+                    | Framework::Gcu
+                    | Framework::Hpu
+                    | Framework::PytorchXla => {}
                     Framework::Jax => v.extend(jax_lower_peak()),
                     Framework::Tensorflow => v.push(r("If another process needs the GPU: TF_FORCE_GPU_ALLOW_GROWTH=true, so TensorFlow does not map the whole card at start-up.")),
                     _ => {
@@ -567,6 +594,11 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
         });
     }
 
+    // Held beyond the card: spilled into system memory.
+    if let Some(spill) = spilled(oom) {
+        out.push(spill);
+    }
+
     // 6. Framework settings.
     if let Some(settings) = framework_settings(oom) {
         out.push(settings);
@@ -596,6 +628,9 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
     }
 
     rank_by_memory(&mut out, oom);
+    if let Some(fork) = super::families::fork(oom.framework) {
+        for_the_fork(&mut out, fork);
+    }
     // A request no GPU could hold is the story: said first.
     if f.implausible.iter().any(|i| i.field == "requested_bytes") {
         if let Some(i) = out
@@ -714,7 +749,15 @@ fn framework_allocations(
             r("Mixed precision: tf.keras.mixed_precision.set_global_policy('mixed_float16') (or 'mixed_bfloat16')."),
             r("Recompute activations with tf.recompute_grad on large blocks."),
         ],
-        Framework::Mps | Framework::Pytorch | Framework::Hip | Framework::Xpu => vec![
+        Framework::Mps
+        | Framework::Pytorch
+        | Framework::Hip
+        | Framework::Xpu
+        | Framework::Npu
+        | Framework::Mlu
+        | Framework::Musa
+        | Framework::Gcu
+        | Framework::Hpu => vec![
             est("Activation checkpointing (torch.utils.checkpoint, or gradient_checkpointing_enable() in transformers): activations drop from O(n) to about O(√n) layers, at ~30% more compute.", Some(allocated * 2 / 5)),
             est("Halve the batch and accumulate gradients over 2 steps to keep the effective batch size (scale the loss by 1/steps; the learning rate can stay; BatchNorm then sees half the samples per step — use SyncBatchNorm/GroupNorm if that matters).", Some(half)),
             est("Mixed precision: torch.autocast(device_type, dtype=torch.bfloat16) roughly halves activation memory.", Some(allocated / 4)),
@@ -832,6 +875,14 @@ fn framework_settings(oom: &Oom) -> Option<Finding> {
                 return None;
             }
         }
+    }
+    // XLA's client memory settings and TensorFlow's memory growth are about GPUs; a TPU's
+    // HBM is the runtime's.
+    if oom.format.starts_with("xla-tpu") {
+        return None;
+    }
+    if let Some(fork) = super::families::fork(oom.framework) {
+        return fork_settings(oom, fork);
     }
     let (title, detail, remedies): (&str, &str, Vec<Remedy>) = match oom.framework {
         Framework::Jax => (
@@ -1340,5 +1391,364 @@ fn vllm_tokens(oom: &Oom, max_len: u64, tokens: u64) -> Finding {
             r("Raise --gpu-memory-utilization (default 0.9) if no other process needs the GPU: the budget is that fraction of the whole GPU."),
             r("--kv-cache-dtype fp8 stores about twice the tokens; --tensor-parallel-size N splits the weights and the cache across GPUs; --enforce-eager frees the CUDA-graph memory."),
         ],
+    }
+}
+
+/// A rule for one stack read over the structural reader: its finding, or `None` when the
+/// message is not its own. Tried in order before the general rules.
+type StackRule = fn(&Oom) -> Option<Finding>;
+
+/// The stacks' own rules, by name.
+const STACK_RULES: &[(&str, StackRule)] = &[
+    ("xla-tpu-reserve", xla_tpu_reserve),
+    ("mlx-buffer-size", mlx_buffer_size),
+    ("mlx-command-buffer", mlx_command_buffer),
+];
+
+/// The TPU runtime could not reserve a compiled program's memory at the bottom of HBM. With
+/// more free than the program needs but less of it reservable, the free memory is in pieces;
+/// otherwise live arrays and earlier programs hold it.
+fn xla_tpu_reserve(oom: &Oom) -> Option<Finding> {
+    if oom.format == "xla-tpu-allocate" {
+        return Some(xla_tpu_allocate(oom));
+    }
+    if oom.format != "xla-tpu-reserve" {
+        return None;
+    }
+    let f = &oom.facts;
+    let need = f.requested_bytes;
+    let pieces = need
+        .zip(f.free_bytes)
+        .zip(f.reservable_bytes)
+        .is_some_and(|((n, free), res)| free >= n && res < n);
+    let got = |b: Option<u64>| b.map_or_else(|| "N/A".to_owned(), fmt_bytes);
+    let torch = oom.framework == Framework::PytorchXla;
+    let mut remedies = vec![
+        r(if torch {
+            "Hold fewer tensors on the TPU while the step's program loads: move what is only needed later to the CPU, and del what is no longer used; a smaller batch shrinks the program's buffers."
+        } else {
+            "Hold fewer arrays on the TPU while the program loads: donate what a step replaces (jax.jit(step, donate_argnums=…)), delete what is no longer needed (x.delete(), or drop the last reference), and keep what is only needed later on the host (jax.device_put to a CPU device)."
+        }),
+        r("Shard parameters and optimizer state across more cores (jax.sharding / pjit, FSDP-style), or use a larger slice."),
+        r(if torch {
+            "Shrink the program's own buffers: a smaller per-core batch, gradient checkpointing on the repeated blocks, bfloat16."
+        } else {
+            "Shrink the program's own buffers: a smaller per-core batch, jax.checkpoint (jax.remat) on the repeated blocks, bfloat16."
+        }),
+    ];
+    if pieces {
+        remedies.insert(0, r("Compile and load the large programs first, before the arrays that fill HBM around them (warm them up at start-up), so their reservation finds one contiguous range."));
+    }
+    Some(Finding {
+        cause: if pieces {
+            Cause::Fragmentation
+        } else {
+            Cause::FrameworkAllocations
+        },
+        title: if pieces {
+            format!(
+                "The program needs {} of HBM; {} is free but only {} of it in one range at the bottom",
+                got(need),
+                got(f.free_bytes),
+                got(f.reservable_bytes)
+            )
+        } else {
+            format!(
+                "The program needs {} of HBM to load; the TPU has {} free",
+                got(need),
+                got(f.free_bytes)
+            )
+        },
+        detail: format!(
+            "The TPU runtime reserves a compiled program's memory (its code, constants and temporaries) at the bottom of HBM when it loads it. Live arrays{} and programs loaded before hold the rest{}. This is not the compile-time check: the program was compiled; it did not fit beside what was already on the device.",
+            f.reserved_bytes
+                .filter(|r| *r > 0)
+                .map(|r| format!(", {} reserved by earlier programs,", fmt_bytes(r)))
+                .unwrap_or_default(),
+            if pieces {
+                "; free memory above them is not one range the reservation can use"
+            } else {
+                ""
+            }
+        ),
+        remedies,
+    })
+}
+
+/// The TPU runtime could not place one array: more than the HBM left free beside what the
+/// job already holds there.
+fn xla_tpu_allocate(oom: &Oom) -> Finding {
+    let f = &oom.facts;
+    let got = |b: Option<u64>| b.map_or_else(|| "N/A".to_owned(), fmt_bytes);
+    Finding {
+        cause: Cause::FrameworkAllocations,
+        title: format!(
+            "An array of {} does not fit in the {} of HBM left free",
+            got(f.requested_bytes),
+            got(f.free_bytes)
+        ),
+        detail: "The TPU runtime could not allocate a device buffer: the job's live arrays (weights, optimizer state, caches, earlier results) fill the rest of this core's HBM. Memory held by a previous run in the same process (a notebook) counts until its arrays are deleted.".into(),
+        remedies: vec![
+            r("Free what is no longer needed before this step: delete arrays (x.delete(), or drop the last reference) and, in a notebook, the previous run's model; jax.clear_caches() drops compiled programs."),
+            r("Load the weights sharded across the cores (jax.sharding; Keras 3's keras.distribution), in bfloat16, or a smaller / quantised model."),
+            r("A smaller batch or sequence length shrinks the arrays a step creates."),
+        ],
+    }
+}
+
+/// MLX asked Metal for one buffer larger than the device's `maxBufferLength`: no amount of
+/// free memory makes one buffer larger; the tensor must be smaller or split.
+fn mlx_buffer_size(oom: &Oom) -> Option<Finding> {
+    if oom.format != "mlx-buffer-size" {
+        return None;
+    }
+    let f = &oom.facts;
+    let over = f
+        .requested_bytes
+        .zip(f.total_bytes)
+        .map(|(n, t)| n as f64 / t.max(1) as f64);
+    Some(Finding {
+        cause: Cause::RequestExceedsTotal,
+        title: format!(
+            "One array of {} is larger than the {} Metal allows in one buffer{}",
+            f.requested_bytes.map_or_else(|| "N/A".into(), fmt_bytes),
+            f.total_bytes.map_or_else(|| "maximum".into(), fmt_bytes),
+            over.map(|x| format!(" ({x:.1}×)")).unwrap_or_default()
+        ),
+        detail: "MLX refuses a buffer over the device's maxBufferLength (about 3/4 of the Mac's unified memory on recent chips) before it asks for memory: this is one array, not the total. In language models it is usually the KV cache of a long context or the logits over a long prompt (tokens × vocabulary × 4 bytes).".into(),
+        remedies: vec![
+            r("Bound the KV cache: mlx_lm's --max-kv-size (a rotating cache) or a shorter context / prompt; process a long prompt in chunks (prefill step size)."),
+            r("Compute logits only for the tokens you need (the last one when generating), not the whole prompt."),
+            r("A quantised model (4- or 8-bit) or a quantised KV cache (mlx_lm's --kv-bits) makes the large arrays smaller; a smaller batch or resolution does the same for other models."),
+            r("mx.metal.set_memory_limit / set_wired_limit change how much MLX may use in all, not the size of one buffer: they do not help here."),
+        ],
+    })
+}
+
+/// Metal refused a command buffer for memory under MLX: the working set is over what macOS
+/// lets the GPU use.
+fn mlx_command_buffer(oom: &Oom) -> Option<Finding> {
+    if oom.format != "mlx-command-buffer" {
+        return None;
+    }
+    Some(Finding {
+        cause: Cause::NoNumbers,
+        title: "Metal ran out of memory running MLX's command buffer".into(),
+        detail: "The arrays a step needs did not fit in what macOS lets the GPU wire (its recommended working set, about 2/3 to 3/4 of unified memory). The message gives no size.".into(),
+        remedies: vec![
+            r("A quantised model (4- or 8-bit), a shorter context or a bounded KV cache (mlx_lm's --max-kv-size)."),
+            r("mx.metal.set_memory_limit(…) makes MLX free its cache and wait before it exceeds a limit; raising the wired limit (sudo sysctl iogpu.wired_limit_mb=…, or mx.metal.set_wired_limit) lets the GPU keep more, at the cost of the rest of the system."),
+            r("Close other apps: on Apple silicon they share the same memory."),
+        ],
+    })
+}
+
+/// MLX's Metal allocator holds as many buffers as the resource limit allows: a count, not
+/// bytes, so memory can be free.
+fn buffer_count(oom: &Oom) -> Finding {
+    Finding {
+        cause: Cause::BufferCount,
+        title: format!(
+            "MLX holds {} Metal buffers, the most one process may have",
+            oom.buffer_limit
+                .map_or_else(|| "as many".into(), |n| n.to_string())
+        ),
+        detail: "This limit is a count of buffers (Metal's resource limit), not bytes: memory may well be free. Every live array, and every freed buffer MLX keeps in its cache for reuse, counts. Many small arrays that live long (a growing KV cache kept as separate pieces, an evaluation graph that is never evaluated) reach it.".into(),
+        remedies: vec![
+            r("Evaluate often (mx.eval on the state each step) so intermediate arrays are released, and keep long-lived state in few large arrays rather than many small ones."),
+            r("Cap MLX's buffer cache, mx.metal.set_cache_limit(…) (or mx.set_cache_limit), so freed buffers go back to Metal instead of counting against the limit."),
+            r("Update mlx and mlx_lm: releases have cut the buffers a step allocates."),
+        ],
+    }
+}
+
+/// PyTorch's CPU allocator: the host's RAM, whatever device the job uses.
+fn cpu_allocator(oom: &Oom) -> Finding {
+    Finding {
+        cause: Cause::HostMemory,
+        title: format!(
+            "The host's RAM ran out{}: PyTorch's CPU allocator, not a GPU",
+            oom.facts
+                .requested_bytes
+                .map(|b| format!(" allocating {}", fmt_bytes(b)))
+                .unwrap_or_default()
+        ),
+        detail: "DefaultCPUAllocator allocates tensors on the CPU: loading a checkpoint into RAM before moving it to the GPU, a DataLoader's batches, or a model kept on the CPU. The GPU's memory is not involved.".into(),
+        remedies: vec![
+            r("See what the host has free (free -h) and what else holds it; a container's memory limit counts too."),
+            r("Load weights straight to the device or lazily: torch.load(..., mmap=True, map_location=\"cuda\"), safetensors, or from_pretrained(..., low_cpu_mem_usage=True, device_map=\"auto\")."),
+            r("Fewer or lighter DataLoader workers, and a smaller batch, if the host fills during training."),
+        ],
+    }
+}
+
+/// What the message says is held beyond the card: true, and the diagnosis. Windows' driver
+/// lets allocations spill into shared system memory (over PCIe) once the card is full.
+fn spilled(oom: &Oom) -> Option<Finding> {
+    let f = &oom.facts;
+    let spill = f.spilled_bytes.filter(|s| *s > 0)?;
+    let total = f.total_bytes?;
+    Some(Finding {
+        cause: Cause::SpilledToSystemMemory,
+        title: format!(
+            "{} beyond the card's {} spilled into shared system memory",
+            fmt_bytes(spill),
+            fmt_bytes(total)
+        ),
+        detail: "The allocator holds more than the device has: on Windows the driver's system-memory fallback moves allocations to the host's shared GPU memory once the card is full. The card was already full before this request; what spilled runs over PCIe, many times slower than the card's own memory, so the job slows sharply long before it fails.".into(),
+        remedies: vec![
+            r("Make the job fit the card itself (the remedies above): spilling hides the overflow until it fails or crawls."),
+            r("To fail fast instead of slowing down, set NVIDIA Control Panel › Manage 3D settings › CUDA - Sysmem Fallback Policy to \"Prefer No Sysmem Fallback\" for this program's Python."),
+        ],
+    })
+}
+
+/// A fork's own allocator: what its figures mean and the settings it reads.
+fn fork_settings(oom: &Oom, fork: &super::families::Fork) -> Option<Finding> {
+    let name = oom.framework.name();
+    let mut remedies = Vec::new();
+    if let Some(conf) = fork.alloc_conf.filter(|_| fork.caching_allocator) {
+        remedies.push(r(format!(
+            "{conf}=expandable_segments:True lets the allocator grow segments in place instead of leaving gaps; {conf}=max_split_size_mb:N (for example 128–512) stops large cached blocks being split."
+        )));
+    }
+    remedies.push(r(format!(
+        "See every process on the device and its memory: `{}`; pick free devices with {}.",
+        fork.tool, fork.visible
+    )));
+    remedies.push(r(format!(
+        "Print {}.memory_summary() in the except handler to see the allocator's own account.",
+        fork.module
+    )));
+    let detail = if fork.caching_allocator {
+        format!(
+            "{name} uses a port of PyTorch's caching allocator: \"reserved in total by PyTorch\" is what it holds from the device (its live tensors plus its cache){}. It released its cache and retried before it raised, so {}.empty_cache() will not help.",
+            if oom.framework == Framework::Npu {
+                "; \"current active\" is blocks in use, including freed ones a stream has not yet released"
+            } else {
+                ""
+            },
+            fork.module
+        )
+    } else {
+        format!(
+            "{name} prints PyTorch's sentence from its own allocator: the figures are its account of the device's memory."
+        )
+    };
+    Some(Finding {
+        cause: Cause::FrameworkSettings,
+        title: format!("{name}'s allocator"),
+        detail,
+        remedies,
+    })
+}
+
+/// The general rules' words, said for a fork: its tool, its visible-devices variable, its
+/// Python module, its allocator variable.
+fn for_the_fork(out: &mut [Finding], fork: &super::families::Fork) {
+    let conf = fork.alloc_conf.unwrap_or("PYTORCH_ALLOC_CONF");
+    let module = format!("{}.", fork.module);
+    let tool = format!("`{}`", fork.tool);
+    let say = |s: &str| {
+        s.replace(" (or nvidia-smi)", "")
+            .replace("`gpumon once`", &tool)
+            .replace("nvidia-smi", fork.tool)
+            .replace("CUDA_VISIBLE_DEVICES", fork.visible)
+            .replace("torch.cuda.", &module)
+            .replace("PYTORCH_CUDA_ALLOC_CONF", conf)
+            .replace(
+                "this process's CUDA context",
+                "this process's device context",
+            )
+    };
+    for f in out {
+        f.title = say(&f.title);
+        f.detail = say(&f.detail);
+        for r in &mut f.remedies {
+            r.text = say(&r.text);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::oom::analyze;
+
+    fn findings(text: &str) -> Vec<Finding> {
+        diagnose(analyze(text).main().expect("an OOM"))
+    }
+
+    #[test]
+    fn xla_tpu_reserve_says_pieces_when_free_is_enough_but_not_in_one_range() {
+        let f = findings("RESOURCE_EXHAUSTED: Error loading program 'jit_step': Attempting to reserve 9.62G at the bottom of memory. That was not possible. There are 12.00G free, 0B reserved, and 7.14G reservable.");
+        assert_eq!(f[0].cause, Cause::Fragmentation, "{f:?}");
+        let f = findings("RESOURCE_EXHAUSTED: Error loading program 'jit_step': Attempting to reserve 9.62G at the bottom of memory. That was not possible. There are 7.14G free, 0B reserved, and 7.14G reservable.");
+        assert_eq!(f[0].cause, Cause::FrameworkAllocations);
+        let all: String = f
+            .iter()
+            .flat_map(|x| x.remedies.iter().map(|r| r.text.clone()))
+            .collect();
+        assert!(
+            !all.contains("XLA_PYTHON_CLIENT_MEM_FRACTION"),
+            "GPU-only: {all}"
+        );
+    }
+
+    #[test]
+    fn mlx_buffer_size_is_one_array_and_the_count_is_a_count() {
+        let f = findings("RuntimeError: [metal::malloc] Attempting to allocate 134767706112 bytes which is greater than the maximum allowed buffer size of 86586540032 bytes.");
+        assert_eq!(f[0].cause, Cause::RequestExceedsTotal);
+        assert!(f[0]
+            .remedies
+            .iter()
+            .any(|r| r.text.contains("--max-kv-size")));
+        let f = findings("RuntimeError: [metal::malloc] Resource limit (499000) exceeded.");
+        assert_eq!(f[0].cause, Cause::BufferCount);
+        assert!(f[0].title.contains("499000"), "{}", f[0].title);
+        assert!(f[0].detail.contains("not bytes"));
+        let f = findings("libc++abi: terminating due to uncaught exception of type std::runtime_error: [METAL] Command buffer execution failed: Insufficient Memory (00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)");
+        assert!(f[0].title.contains("MLX"), "{}", f[0].title);
+    }
+
+    #[test]
+    fn the_cpu_allocator_is_the_hosts_memory() {
+        let f = findings("RuntimeError: [enforce fail at alloc_cpu.cpp:114] data. DefaultCPUAllocator: not enough memory: you tried to allocate 1073741824 bytes.");
+        assert_eq!(f[0].cause, Cause::HostMemory);
+        assert!(f[0].title.contains("not a GPU"));
+    }
+
+    #[test]
+    fn allocated_above_the_card_is_said_as_spill() {
+        let f = findings("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 8.00 GiB total capacity; 9.50 GiB already allocated; 0 bytes free; 9.60 GiB reserved in total by PyTorch)");
+        let spill = f
+            .iter()
+            .find(|x| x.cause == Cause::SpilledToSystemMemory)
+            .expect("a spill finding");
+        assert!(
+            spill.title.contains("1.6 GiB beyond the card's 8.0 GiB"),
+            "{}",
+            spill.title
+        );
+        assert!(spill.remedies[1].text.contains("Sysmem Fallback"));
+    }
+
+    #[test]
+    fn a_fork_is_told_in_its_own_words() {
+        let f = findings("RuntimeError: NPU out of memory. Tried to allocate 5.03 GiB (NPU 3; 60.96 GiB total capacity; 49.47 GiB already allocated; 49.47 GiB current active; 1.32 GiB free; 57.55 GiB reserved in total by PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation.");
+        assert_eq!(f[0].cause, Cause::Fragmentation, "{f:?}");
+        let all: String = f
+            .iter()
+            .flat_map(|x| x.remedies.iter().map(|r| r.text.clone()))
+            .collect();
+        assert!(
+            all.contains("PYTORCH_NPU_ALLOC_CONF=expandable_segments:True"),
+            "{all}"
+        );
+        assert!(all.contains("npu-smi info"), "{all}");
+        assert!(
+            !all.contains("PYTORCH_CUDA_ALLOC_CONF") && !all.contains("gpumon once"),
+            "{all}"
+        );
     }
 }

@@ -5,9 +5,12 @@
 //! `scan` (streaming, bounded memory) → `parse` (one family per framework) → `Facts`
 //! (`derive` fills in what the message implies) → `diagnose` (ranked findings) → `render`.
 
+pub mod clean;
 pub mod diagnose;
+pub mod families;
 pub mod parse;
 pub mod pickle;
+pub mod read;
 pub mod render;
 pub mod scan;
 pub mod snapshot;
@@ -56,6 +59,21 @@ pub enum Framework {
     /// vllm.rs, the Rust inference engine on candle (its KV-cache planner and scheduler).
     #[serde(rename = "vllm_rs")]
     VllmRs,
+    /// PyTorch on Huawei Ascend (torch_npu, a fork of PyTorch's caching allocator).
+    Npu,
+    /// PyTorch on Cambricon MLUs (torch_mlu).
+    Mlu,
+    /// PyTorch on Moore Threads GPUs (torch_musa).
+    Musa,
+    /// PyTorch on Enflame GCUs (torch_gcu).
+    Gcu,
+    /// PyTorch on Intel Gaudi (HPU).
+    Hpu,
+    /// Apple's MLX on Metal.
+    Mlx,
+    /// PyTorch/XLA (torch_xla), on TPUs.
+    #[serde(rename = "pytorch_xla")]
+    PytorchXla,
     /// A GPU allocation failure in wording no rule knows ([`parse::fallback`]): the figures
     /// that are unambiguous, and no framework's meaning assumed.
     Unknown,
@@ -73,6 +91,9 @@ pub enum MemoryKind {
     SharedMemory,
     /// The host's RAM (a CPU buffer).
     Host,
+    /// Not bytes: the number of buffers one process may hold (Metal's resource limit, which
+    /// MLX reports as "Resource limit (N) exceeded").
+    Buffers,
     /// Page-locked (pinned) host memory, which CUDA maps for fast copies.
     PinnedHost,
 }
@@ -100,6 +121,13 @@ impl Framework {
             Framework::Mxnet => "MXNet",
             Framework::TensorrtLlm => "TensorRT-LLM",
             Framework::VllmRs => "vllm.rs",
+            Framework::Npu => "PyTorch (Ascend NPU)",
+            Framework::Mlu => "PyTorch (Cambricon MLU)",
+            Framework::Musa => "PyTorch (Moore Threads MUSA)",
+            Framework::Gcu => "PyTorch (Enflame GCU)",
+            Framework::Hpu => "PyTorch (Intel Gaudi HPU)",
+            Framework::Mlx => "MLX",
+            Framework::PytorchXla => "PyTorch/XLA",
             Framework::Unknown => "An unrecognised program",
         }
     }
@@ -108,6 +136,7 @@ impl Framework {
     /// before it raises.
     pub fn caching_allocator(self) -> bool {
         matches!(self, Framework::Pytorch | Framework::Hip)
+            || families::fork(self).is_some_and(|f| f.caching_allocator)
     }
 }
 
@@ -154,6 +183,13 @@ pub struct Facts {
     /// Figures the message states that cannot be true, each taken out (its field is
     /// `None`) with what it likely means: never believed, never summed.
     pub implausible: Vec<Implausible>,
+    /// XLA's "reservable": the most a reservation at the bottom of a TPU's HBM could have
+    /// had (contiguous free memory), beside its free total.
+    pub reservable_bytes: Option<u64>,
+    /// How far what the message says is held (allocated, reserved, the process) goes beyond
+    /// the device's capacity: memory that spilled into shared system memory (Windows' sysmem
+    /// fallback), derived.
+    pub spilled_bytes: Option<u64>,
     /// What a start-up created before it failed, in order, with the GPU's free memory before
     /// and after each (TensorRT-LLM's executor: the model, the sampler, the KV cache…); the
     /// one that failed last, with no "after". Empty where the message has no such account.
@@ -217,6 +253,9 @@ pub struct Oom {
     /// For memory that is not the GPU's: its limit, as the message gives it (Triton's
     /// "Hardware limit", shared memory per block).
     pub memory_limit_bytes: Option<u64>,
+    /// A limit on a count, not on bytes: the buffers one process may hold (MLX's Metal
+    /// "Resource limit (N)").
+    pub buffer_limit: Option<u64>,
     /// vLLM's token check: the model's max sequence length and the tokens its KV cache holds
     /// (vllm.rs's refused request: the tokens its prompt needs and those free).
     #[serde(skip)]
@@ -296,6 +335,28 @@ impl Facts {
         let Some(total) = self.total_bytes.filter(|t| *t > 0 && !self.total_is_limit) else {
             return;
         };
+        // A rounding slack: messages print two decimals.
+        let slack = total / 100 + (1 << 20);
+        let over = |v: &u64| *v > total.saturating_add(slack);
+        // Held above the card, up to eight times it: true, and the diagnosis. Windows' driver
+        // (sysmem fallback) lets allocations spill into shared system memory once the card is
+        // full; the figures are kept and the spill is said.
+        let held = [
+            self.allocated_bytes,
+            self.reserved_bytes,
+            self.process_bytes,
+            self.device_used_bytes,
+        ];
+        let spill = held
+            .iter()
+            .flatten()
+            .filter(|v| over(v) && **v <= total.saturating_mul(8))
+            .max()
+            .map(|v| v - total);
+        if spill.is_some() {
+            self.spilled_bytes = spill;
+            self.mark("spilled_bytes");
+        }
         let fields: [(&'static str, &mut Option<u64>); 5] = [
             ("allocated_bytes", &mut self.allocated_bytes),
             ("reserved_bytes", &mut self.reserved_bytes),
@@ -303,30 +364,20 @@ impl Facts {
             ("device_used_bytes", &mut self.device_used_bytes),
             ("free_bytes", &mut self.free_bytes),
         ];
-        // A rounding slack: messages print two decimals.
-        let slack = total / 100 + (1 << 20);
         for (field, value) in fields {
-            let Some(v) = value.filter(|v| *v > total.saturating_add(slack)) else {
+            let Some(v) = value.filter(over) else {
                 continue;
             };
             let what = field.trim_end_matches("_bytes").replace('_', " ");
-            let why = if v <= total.saturating_mul(8) {
-                format!(
-                    "{what} {} on a device of {}: more than the device holds. On Windows the \
-                     driver's system-memory fallback (NVIDIA Control Panel, CUDA - Sysmem \
-                     Fallback Policy) lets allocations spill into host RAM, slowly, once the \
-                     card is full; the card itself is full either way",
-                    unit(v),
-                    unit(total)
-                )
-            } else {
-                format!(
-                    "{what} {} on a device of {}: no device holds that; the figure is \
-                     misprinted or the message was edited, so it is left out",
-                    unit(v),
-                    unit(total)
-                )
-            };
+            if field != "free_bytes" && v <= total.saturating_mul(8) {
+                continue;
+            }
+            let why = format!(
+                "{what} {} on a device of {}: no device holds that; the figure is misprinted \
+                 or the message was edited, so it is left out",
+                unit(v),
+                unit(total)
+            );
             self.implausible.push(Implausible {
                 field,
                 said_bytes: v,
@@ -657,8 +708,9 @@ mod tests {
     }
 
     /// Finding 19: "99999.96 GiB already allocated" on a 15.9 GiB GPU is not believed (it was
-    /// reported as 97.7 TiB held); a little over the card is Windows' system-memory fallback;
-    /// an allocator's limit (MPS) may be exceeded.
+    /// reported as 97.7 TiB held); a little over the card is true, memory that spilled into
+    /// shared system memory (Windows' sysmem fallback), kept and said; an allocator's limit
+    /// (MPS) may be exceeded.
     #[test]
     fn figures_above_the_device_are_flagged_and_left_out() {
         let a = analyze("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 15.90 GiB total capacity; 99999.96 GiB already allocated; 0 bytes free; 14.50 GiB reserved in total by PyTorch)");
@@ -673,12 +725,11 @@ mod tests {
         );
         let a = analyze("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 27.12 GiB. GPU 0 has a total capacty of 11.99 GiB of which 0 bytes is free. Of the allocated memory 16.16 GiB is allocated by PyTorch, and 144.59 MiB is reserved by PyTorch but unallocated.");
         let f = &a.main().expect("found").facts;
-        assert_eq!(f.allocated_bytes, None);
-        assert!(
-            f.implausible[0].why.contains("Sysmem Fallback"),
-            "{:?}",
-            f.implausible
-        );
+        let gib = |x: f64| (x * (1u64 << 30) as f64).round() as u64;
+        assert_eq!(f.allocated_bytes, Some(gib(16.16)), "kept: it is true");
+        assert!(f.implausible.is_empty(), "{:?}", f.implausible);
+        assert_eq!(f.spilled_bytes, Some(gib(16.16) - gib(11.99)));
+        assert!(f.derived.contains(&"spilled_bytes"));
         let a = analyze("RuntimeError: MPS backend out of memory (MPS allocated: 7.08 GB, other allocations: 3.36 MB, max allowed: 7.16 GB). Tried to allocate 96.00 MB on private pool.");
         assert!(a.main().expect("found").facts.implausible.is_empty());
     }

@@ -403,7 +403,12 @@ pub fn apply_tf_stat(f: &mut Facts, key: &str, value: u64) {
     }
 }
 
-fn oom(framework: Framework, format: &'static str, device: Option<u32>, facts: Facts) -> Oom {
+pub(crate) fn oom(
+    framework: Framework,
+    format: &'static str,
+    device: Option<u32>,
+    facts: Facts,
+) -> Oom {
     Oom {
         framework,
         format,
@@ -414,6 +419,7 @@ fn oom(framework: Framework, format: &'static str, device: Option<u32>, facts: F
         missing: Vec::new(),
         memory: super::MemoryKind::Device,
         memory_limit_bytes: None,
+        buffer_limit: None,
         kv_tokens: None,
         kv_fraction: None,
     }
@@ -438,18 +444,29 @@ fn missing_parts(o: &Oom) -> Vec<&'static str> {
     out
 }
 
+// The same allocations that did not fail, cut wherever a wrap put them.
+re!(
+    not_a_failure_re,
+    r"Allocator \([^)]*\) ran out of memory trying to allocate \S+ ?with ?freed_by_count=\d+|failed to mlock \S+ buffer[^:]*: Cannot allocate memory"
+);
+
 /// Parses one block of normalised lines; `None` when it is not an OOM after all.
 pub fn parse_block(lines: &[String]) -> Option<Oom> {
-    let spaced = lines.join(" ");
+    // Allocations that did not fail (TensorFlow's retried BFC warnings, a failed mlock) are
+    // cut out of the joined text, however they were wrapped: a series of them before the
+    // failure is not it.
+    let spaced = not_a_failure_re()
+        .replace_all(&lines.join(" "), "")
+        .into_owned();
     let trigger = lines
         .iter()
-        .find(|l| super::scan::is_trigger(l))
+        .find(|l| super::clean::is_trigger(l))
         .cloned()
         .unwrap_or_default();
     // A terminal wrap can split a word; try the block joined without spaces as well; then the
     // honest fallback on the trigger line.
     let mut found = parse_text(&spaced)
-        .or_else(|| parse_text(&lines.concat()))
+        .or_else(|| parse_text(&not_a_failure_re().replace_all(&lines.concat(), "")))
         .or_else(|| fallback(&trigger, &spaced))?;
     if found.device_index.is_none() {
         found.device_index = device_hint_re().captures(&spaced).and_then(|c| {
@@ -520,7 +537,18 @@ fn trtllm_executor(t: &str) -> Oom {
     oom(Framework::TensorrtLlm, "trtllm-executor", None, f)
 }
 
+/// Reads one message: the families over the structural reader first and last
+/// ([`super::families`]), the long-established ones between.
 pub fn parse_text(t: &str) -> Option<Oom> {
+    super::families::FIRST
+        .iter()
+        .find_map(|f| (f.parse)(t))
+        .or_else(|| parse_known(t))
+        .or_else(|| super::families::LAST.iter().find_map(|f| (f.parse)(t)))
+}
+
+/// The long-established families, each an exact pattern of its framework's message.
+pub fn parse_known(t: &str) -> Option<Oom> {
     if let Some(c) = pinned_re().captures(t) {
         let f = Facts {
             requested_bytes: num(&c, 1).or_else(|| num(&c, 2)),
@@ -1064,7 +1092,7 @@ mod tests {
     }
 
     fn one(text: &str) -> Oom {
-        let lines: Vec<String> = text.lines().map(super::super::scan::normalise).collect();
+        let lines: Vec<String> = text.lines().map(super::super::clean::normalise).collect();
         match parse_block(&lines) {
             Some(o) => o,
             None => panic!("no OOM in {text:?}"),
@@ -1171,6 +1199,18 @@ mod tests {
         );
     }
 
+    /// The fallback knows the other accelerators' words: an Ascend runtime failure in wording
+    /// no rule knows is found (unknown, its line quoted), a sentence about it is not.
+    #[test]
+    fn the_fallback_knows_other_accelerators_but_not_prose() {
+        let o = one("[ERROR] RUNTIME(1234,python):2024-06-01-12:00:00.000.000 [npu_driver.cc:211] rtMalloc failed: NPU device memory out of memory, size=2147483648");
+        assert_eq!(o.framework, Framework::Unknown);
+        let lines: Vec<String> = ["Out of memory issues on both gpu and cpu".to_owned()].to_vec();
+        assert!(parse_block(&lines).is_none());
+        let lines = vec!["I keep running out of memory on my GPU, any idea?".to_owned()];
+        assert!(parse_block(&lines).is_none());
+    }
+
     #[test]
     fn tf_dtypes() {
         assert_eq!(tf_dtype_size("float"), Some(4));
@@ -1185,12 +1225,22 @@ re!(
 );
 re!(
     fallback_gpu_re,
-    r"(?i)\b(?:gpu|gpus|cuda|cudamalloc|cumemalloc|cumemcreate|vram|hip|rocm|nccl|cudnn|cublas|vulkan|opencl|metal|device memory|video memory)\b"
+    r"(?i)\b(?:gpu|gpus|cuda|cudamalloc|cumemalloc|cumemcreate|vram|hip|rocm|nccl|cudnn|cublas|vulkan|opencl|metal|device memory|video memory|npu|ascend|aclrtmalloc|hccl|xpu|mlu|musa|tpu|hbm)\b"
 );
 // The host's OOM killer and host-memory wordings: not the GPU's.
 re!(
     fallback_host_re,
-    r"(?i)killed process|oom-killer|oom_reaper|out of memory: kill|host memory|cpu memory|system memory|\bram\b|swap"
+    r"(?i)killed process|oom-killer|oom_reaper|out of memory: kill|host memory|cpu memory|system memory|\bram\b|swap|mlock|pinned|page-locked|cpu_?allocator|cpu buffer|\berrno 12\b|(?-i:Cannot allocate memory)"
+);
+// Sentences about memory rather than a program's report of it: a person writing (first or
+// second person, a question), or a line with no mark of an error at all.
+re!(
+    prose_re,
+    r"(?i)\b(?:i|i'm|i've|i'd|me|my|we|we're|our|you|your)\b|\?\s*$"
+);
+re!(
+    error_mark_re,
+    r"(?i)error|fail|exception|abort|fatal|warn|[:'\[]|\d"
 );
 re!(
     fallback_request_re,
@@ -1235,6 +1285,8 @@ pub fn fallback(trigger: &str, block: &str) -> Option<Oom> {
         || trigger.starts_with("raise ")
         || !fallback_fail_re().is_match(trigger)
         || fallback_host_re().is_match(trigger)
+        || prose_re().is_match(trigger)
+        || !error_mark_re().is_match(trigger)
         || !(fallback_gpu_re().is_match(trigger) || fallback_gpu_re().is_match(block))
     {
         return None;

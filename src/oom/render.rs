@@ -34,6 +34,8 @@ pub struct ExplainJson<'a> {
     pub memory: Option<super::MemoryKind>,
     /// For memory that is not the GPU's, its limit as the message gives it.
     pub memory_limit_bytes: Option<u64>,
+    /// A limit on a count of buffers, not bytes (MLX's Metal resource limit).
+    pub buffer_limit: Option<u64>,
     /// Parts of the full message the paste lacks (their figures are unknown).
     pub missing: &'a [&'static str],
 }
@@ -65,16 +67,19 @@ pub fn to_json_with<'a>(
         line: main.map(|o| o.line.as_str()),
         memory: main.map(|o| o.memory),
         memory_limit_bytes: main.and_then(|o| o.memory_limit_bytes),
+        buffer_limit: main.and_then(|o| o.buffer_limit),
         missing: main.map_or(&[][..], |o| o.missing.as_slice()),
     }
 }
 
 /// What `explain` looked for, for the "nothing found" message.
 pub const LOOKED_FOR: &str = "PyTorch (CUDA, ROCm/HIP, XPU, MPS; 1.0 to 2.x formats and the \
-cudaMallocAsync backend), TensorFlow (OOM when allocating, BFC allocator and its Stats), \
-JAX/XLA (RESOURCE_EXHAUSTED), CUDA and ROCm stream executors, raw CUDA \
+cudaMallocAsync backend) and its allocator's forks (Ascend NPU, Cambricon MLU, Moore Threads \
+MUSA, Enflame GCU, Gaudi HPU), TensorFlow (OOM when allocating, BFC allocator and its Stats, \
+eager ResourceExhaustedError), JAX/XLA (RESOURCE_EXHAUSTED; TPU compile-time and runtime HBM, \
+also through PyTorch/XLA), MLX (metal::malloc), CUDA and ROCm stream executors, raw CUDA \
 (cudaErrorMemoryAllocation, CUBLAS/CUDNN_STATUS_ALLOC_FAILED, THCudaCheck), ONNX Runtime, \
-llama.cpp/ggml (CUDA, Vulkan, Metal), vLLM (KV cache and the start-up guard), CuPy, \
+llama.cpp/ggml (CUDA, Vulkan, SYCL, Metal), vLLM (KV cache and the start-up guard), CuPy, \
 PaddlePaddle, TensorRT and TensorRT-LLM out-of-memory messages";
 
 const BAR_WIDTH: usize = 60;
@@ -260,9 +265,14 @@ pub fn render_oom_repeated(
 ) {
     let f = &oom.facts;
     let w = layout.width;
+    let word = match super::families::fork(oom.framework) {
+        Some(fork) => fork.word,
+        None if oom.format.starts_with("xla-tpu") => "TPU",
+        None => "GPU",
+    };
     let device = oom
         .device_index
-        .map(|d| format!(" on GPU {d}"))
+        .map(|d| format!(" on {word} {d}"))
         .unwrap_or_default();
     let title = match oom.memory {
         super::MemoryKind::Device => format!("{} out of memory{device}", oom.framework.name()),
@@ -272,6 +282,9 @@ pub fn render_oom_repeated(
         super::MemoryKind::Host => format!("{}: out of host memory", oom.framework.name()),
         super::MemoryKind::PinnedHost => {
             format!("{}: out of pinned host memory", oom.framework.name())
+        }
+        super::MemoryKind::Buffers => {
+            format!("{}: out of Metal buffers", oom.framework.name())
         }
     };
     let _ = writeln!(out, "{}", paint.bold(&title));
@@ -341,6 +354,13 @@ pub fn render_oom_repeated(
                 out,
                 "{}",
                 paint.bold("Not GPU memory: page-locked (pinned) host RAM.")
+            );
+        }
+        super::MemoryKind::Buffers => {
+            let _ = writeln!(
+                out,
+                "{}",
+                paint.bold("Not bytes: the number of buffers one process may hold.")
             );
         }
     }

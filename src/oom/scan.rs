@@ -6,132 +6,35 @@
 //! (by a terminal, a logger or a comment box); the block is parsed as one. Only the current
 //! block and a few lines of context are kept, so the input can be hundreds of MB.
 
-use std::sync::OnceLock;
-
-use regex::Regex;
-
+use super::clean::{ansi_re, cut, has_escapes};
+pub use super::clean::{is_trigger, normalise, MAX_LINE};
 use super::parse::{parse_block, parse_text, tf_stat};
 use super::{Analysis, Framework};
 
-/// Longest line kept (longer lines are cut: binary garbage, minified JSON).
-pub const MAX_LINE: usize = 16 * 1024;
+/// ggml-alloc's and the loader's lines after a backend's failed allocation, for the same
+/// buffer: "failed to allocate CUDA0 buffer of size N", "unable to allocate CUDA0 buffer".
+fn ggml_follow_up(line: &str) -> bool {
+    line.contains(" buffer of size ") || line.contains("unable to allocate")
+}
+
+/// A line that starts a Python exception's message (`RuntimeError: …`,
+/// `torch.OutOfMemoryError: …`).
+fn exception_head(line: &str) -> bool {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    RE.get_or_init(|| {
+        regex::Regex::new(r"^[A-Za-z_][\w.]*(?:Error|Exception): ").expect("exception regex")
+    })
+    .is_match(line)
+}
+
+/// Bytes of two lines' ends joined to find a trigger phrase split between them (the longest
+/// phrase is under 64).
+const JOIN: usize = 64;
+
 /// Lines collected after a trigger line.
 const BLOCK_LINES: usize = 12;
 /// Lines of context kept before a trigger line.
-const BEFORE: usize = 4;
-
-fn prefix_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        Regex::new(concat!(
-            r"^(?:",
-            r"\s*(?:[│|#>*]|//|--)\s?", // comment boxes, quotes, bullets
-            r"|\s*\[rank\d+\]:\s*",     // torchrun
-            r"|\s*\(\w+(?:_\w+)* pid=\d+\)\s*", // vLLM / Ray workers
-            r"|\s*[\w.\-]+\s+\|\s",     // docker compose service prefixes
-            r"|\s*\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?:?\s*", // ISO time
-            r"|\s*\[\d{4}-\d\d-\d\d[^\]]*\]\s*", // [2024-01-01 12:00:00]
-            r"|\s*[EWIF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+\s+[\w.\-]+:\d+\]\s*", // glog
-            r"|\s*(?:ERROR|WARNING|WARN|INFO|DEBUG|CRITICAL)\s+\d\d-\d\d \d\d:\d\d:\d\d(?:\s+\[[^\]]+\]|\s+[\w.]+:\d+\])?\s*", // vLLM
-            r"|\s*(?:ERROR|WARNING|INFO|DEBUG|CRITICAL)(?::[\w.]+)*:\s*", // Python logging
-            r"|\s*\[(?:ERROR|E|W|TRT|TensorRT)\]\s*",
-            r"|\s*[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.\-]+ [\w.\-/@]+(?:\[\d+\])?:\s*", // journalctl
-            r"|\s*[a-z][a-z0-9.\-]*\d[a-z0-9.\-]*:\s", // pdsh/clush: a host name with a digit
-            r")+"
-        ))
-        .expect("prefix regex")
-    })
-}
-
-/// Terminal escapes a log may carry: CSI (colours, cursor), OSC (titles, OSC 8 hyperlinks)
-/// ended by BEL or by ST (`ESC \\`), DCS/SOS/PM/APC strings, two-byte escapes, their 8-bit
-/// C1 forms, and stray control characters.
-fn ansi_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        Regex::new(concat!(
-            r"\x1b\[[0-?]*[ -/]*[@-~]",
-            r"|\x{9b}[0-?]*[ -/]*[@-~]",
-            r"|(?:\x1b\]|\x{9d})[^\x07\x1b\x{9c}]*(?:\x07|\x1b\\|\x{9c})?",
-            r"|(?:\x1b[P^_X]|[\x{90}\x{98}\x{9e}\x{9f}])[^\x1b\x{9c}]*(?:\x1b\\|\x{9c})?",
-            r"|\x1b[ -/]*[0-~]",
-            r"|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\x{80}-\x{9f}]",
-        ))
-        .expect("ansi")
-    })
-}
-
-/// Whether a line holds escape sequences or control characters to strip.
-fn has_escapes(line: &str) -> bool {
-    line.bytes().any(|b| b == 0x1b || b == 0x07)
-        || line.contains(|c: char| ('\u{80}'..='\u{9f}').contains(&c))
-}
-
-/// `line` cut to [`MAX_LINE`] bytes on a character boundary.
-fn cut(line: &str) -> &str {
-    let mut end = line.len().min(MAX_LINE);
-    while !line.is_char_boundary(end) {
-        end -= 1;
-    }
-    &line[..end]
-}
-
-/// One line, stripped of everything that is not the message.
-pub fn normalise(line: &str) -> String {
-    let line = cut(line);
-    let line = line.trim_end_matches(['\r', '\n']);
-    let clean = if has_escapes(line) {
-        ansi_re().replace_all(line, "")
-    } else {
-        line.into()
-    };
-    let clean = prefix_re().replace(&clean, "");
-    let clean = clean.trim().trim_end_matches(['│', '|']).trim_end();
-    // Text that went through a chat or a web page: tabs, no-break and thin spaces become
-    // spaces, typographic quotes plain ones, so the messages' own patterns still match.
-    // Runs of spaces (text pasted from a spreadsheet or aligned columns) become one.
-    let mut out = String::with_capacity(clean.len());
-    for c in clean.chars() {
-        let c = match c {
-            '\t' | '\u{a0}' | '\u{2007}' | '\u{2009}' | '\u{202f}' => ' ',
-            '\u{2018}' | '\u{2019}' => '\'',
-            '\u{201c}' | '\u{201d}' => '"',
-            c => c,
-        };
-        if c == ' ' && out.ends_with(' ') {
-            continue;
-        }
-        out.push(c);
-    }
-    out
-}
-
-fn trigger_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        Regex::new(concat!(
-            r"(?i)out of memory|oom when allocating|resource_exhausted|resource exhausted",
-            r"|ran out of memory trying|alloc_failed|failed to allocate|cudaerrormemoryallocation",
-            r"|error=2 :|runtime error \(2\)|outofmemoryerror|no available memory for the cache blocks",
-            r"|kv cache is needed|cannot allocate|tried to allocate|reserved by pytorch but unallocated",
-            r"|less than desired gpu memory utilization|hip_error_outof",
-            r"|errorout(?:of)?devicememory|device memory allocation of size|kiogpucommandbuffercallbackerroroutofmemory",
-            r"|error code 2: outofmemory|could not be allocated|out of resource: shared memory",
-            r"|out of (?:gpu|device|video) memory|could not allocate|unable to allocate",
-            r"|cuda_error_out_of_memory|out_of_memory|rmm_error|pinned host memory",
-            r"|maximum number of tokens that can be stored in kv cache",
-            r"|insufficient gpu memory for kvcache|kvcache tokens, but your prompt requires",
-            r"|executor creation failed due to insufficient gpu memory",
-        ))
-        .expect("trigger regex")
-    })
-}
-
-/// Cheap test for a line that may start an OOM message (one literal-optimised regex).
-pub fn is_trigger(line: &str) -> bool {
-    // TensorFlow's BFC warning that the caller will retry is not an OOM.
-    trigger_re().is_match(line) && !line.contains("not a failure")
-}
+const BEFORE: usize = 8;
 
 /// Cuts a byte stream into lines of at most [`MAX_LINE`] bytes, whatever the chunks it
 /// arrives in, so memory stays bounded for inputs of any size or shape. A line ends at a
@@ -268,6 +171,11 @@ pub struct Scanner {
     block: Vec<String>,
     /// Lines still to collect into the current block.
     pending: usize,
+    /// The end of the previous line, and a buffer for it joined to the next line's start: a
+    /// message re-wrapped at some width splits its trigger phrase ("less than desired GPU" /
+    /// "memory utilization") across two lines.
+    tail: String,
+    junction: String,
 }
 
 impl Default for Scanner {
@@ -284,7 +192,41 @@ impl Scanner {
             next: 0,
             block: Vec::new(),
             pending: 0,
+            tail: String::new(),
+            junction: String::new(),
         }
+    }
+
+    /// Whether the previous line's end and this line's start together hold a trigger phrase.
+    fn trigger_across(&mut self, raw: &str) -> bool {
+        // A line that opens a log record (`[rank0]: …`, `2024-05-01 …`) is not the second
+        // half of a phrase: no phrase's second half starts with a bracket or a date (the one
+        // that starts with a bracket, `[metal::malloc]`, triggers on its own line).
+        let b = raw.as_bytes();
+        let record = b.first() == Some(&b'[')
+            || (b.len() > 5 && b[..4].iter().all(u8::is_ascii_digit) && b[4] == b'-');
+        if self.tail.is_empty() || raw.is_empty() || record {
+            return false;
+        }
+        let mut head = raw.len().min(JOIN);
+        while !raw.is_char_boundary(head) {
+            head -= 1;
+        }
+        self.junction.clear();
+        self.junction.push_str(&self.tail);
+        self.junction.push(' ');
+        self.junction.push_str(raw[..head].trim_start());
+        is_trigger(&super::clean::unmark(&self.junction))
+    }
+
+    /// Keeps the end of `raw` for [`Scanner::trigger_across`].
+    fn keep_tail(&mut self, raw: &str) {
+        let mut from = raw.len().saturating_sub(JOIN);
+        while !raw.is_char_boundary(from) {
+            from += 1;
+        }
+        self.tail.clear();
+        self.tail.push_str(raw[from..].trim_end());
     }
 
     pub fn push_line(&mut self, raw: &str) {
@@ -299,7 +241,8 @@ impl Scanner {
         } else {
             raw
         };
-        let trigger = is_trigger(raw);
+        let trigger = is_trigger(&super::clean::unmark(raw)) || self.trigger_across(raw);
+        self.keep_tail(raw);
         let stat = raw.contains("Limit:") || raw.contains("InUse:");
         if !trigger && !stat && self.pending == 0 {
             // The common case: remember the line as context, nothing else.
@@ -378,8 +321,20 @@ impl Scanner {
         if line.starts_with("raise ") {
             return false;
         }
-        let (Some(new), Some(old)) = (parse_text(line), parse_block(&self.block)) else {
+        let Some(old) = parse_block(&self.block) else {
             return false;
+        };
+        let Some(new) = parse_text(line) else {
+            // A line that is not a whole message alone (its end wrapped onto the next line)
+            // but raises a new exception after a message with figures, or asks for another
+            // size than the open message did: the next failure.
+            if old.facts.known() > 0 && exception_head(line) {
+                return true;
+            }
+            let asked = super::read::read(line).first(super::read::Role::Request);
+            return asked
+                .zip(old.facts.requested_bytes)
+                .is_some_and(|(a, o)| a.abs_diff(o) > o / 100 + (1 << 20));
         };
         // PyTorch's allocator split on a line of its own after a head that lacks it: the same
         // message, wrapped (by a logger, a terminal or whoever pasted it), not a second one.
@@ -394,10 +349,21 @@ impl Scanner {
         // several errors (the allocator, the skipped tactic, the buffer resize).
         // ggml's CPU backend likewise: the buffer type's failed malloc, then ggml-alloc's
         // "failed to allocate CPU buffer" for the same buffer.
+        // llama.cpp likewise: the backend's allocation line, then ggml-alloc's "failed to
+        // allocate CUDA0 buffer" and the loader's error, for one buffer.
         let one_failure = (new.framework == Framework::Tensorrt
             && old.framework == Framework::Tensorrt)
-            || (new.format == "ggml-cpu-buffer" && old.format == "ggml-cpu-buffer");
-        !(one_failure || (new.format == old.format && new.facts == super::Facts::default()))
+            || (new.format == "ggml-cpu-buffer" && old.format == "ggml-cpu-buffer")
+            || (new.framework == Framework::Ggml
+                && old.framework == Framework::Ggml
+                && ggml_follow_up(line)
+                && !self.block.iter().any(|l| ggml_follow_up(l)));
+        // A bare CUDA status with no figure after a message of another kind is that message's
+        // last words, wrapped onto a line of their own ("…failed to alloc N" / "bytes on host:
+        // CUDA_ERROR_OUT_OF_MEMORY: out of memory").
+        let bare = new.facts == super::Facts::default();
+        let tail_words = bare && new.framework == Framework::Cuda && old.format != new.format;
+        !(one_failure || tail_words || (new.format == old.format && bare))
     }
 
     fn flush(&mut self) {

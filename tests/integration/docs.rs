@@ -933,6 +933,13 @@ fn the_schemas_name_every_value_the_code_can_print() {
         Framework::Mxnet,
         Framework::TensorrtLlm,
         Framework::VllmRs,
+        Framework::Npu,
+        Framework::Mlu,
+        Framework::Musa,
+        Framework::Gcu,
+        Framework::Hpu,
+        Framework::Mlx,
+        Framework::PytorchXla,
     ];
     for f in frameworks {
         match f {
@@ -956,7 +963,14 @@ fn the_schemas_name_every_value_the_code_can_print() {
             | Framework::Numba
             | Framework::Mxnet
             | Framework::TensorrtLlm
-            | Framework::VllmRs => {}
+            | Framework::VllmRs
+            | Framework::Npu
+            | Framework::Mlu
+            | Framework::Musa
+            | Framework::Gcu
+            | Framework::Hpu
+            | Framework::Mlx
+            | Framework::PytorchXla => {}
         }
     }
     let causes = [
@@ -976,6 +990,8 @@ fn the_schemas_name_every_value_the_code_can_print() {
         Cause::HostMemory,
         Cause::Unrecognised,
         Cause::PinnedHostMemory,
+        Cause::BufferCount,
+        Cause::SpilledToSystemMemory,
     ];
     for c in causes {
         match c {
@@ -994,7 +1010,9 @@ fn the_schemas_name_every_value_the_code_can_print() {
             | Cause::SharedMemory
             | Cause::HostMemory
             | Cause::Unrecognised
-            | Cause::PinnedHostMemory => {}
+            | Cause::PinnedHostMemory
+            | Cause::BufferCount
+            | Cause::SpilledToSystemMemory => {}
         }
     }
     let process_kinds = [

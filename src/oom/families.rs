@@ -1,0 +1,573 @@
+//! The message families read over the structural reader ([`super::read`]): each entry names
+//! its messages and says what their figures *mean*; recognising sizes, roles and devices is the
+//! reader's. The forks of PyTorch's caching allocator are one family with a device table.
+
+use std::sync::OnceLock;
+
+use regex::Regex;
+
+use super::parse::oom;
+use super::read::{self, Reading, Role};
+use super::{Facts, Framework, MemoryKind, Oom, OtherProcess};
+
+/// One family: its name (for tests and docs) and its reader. `parse` returns `None` when the
+/// text is not one of its messages.
+pub struct Family {
+    pub name: &'static str,
+    pub parse: fn(&str) -> Option<Oom>,
+}
+
+/// Read before the long-established families ([`super::parse::parse_known`]): their messages
+/// share clauses with PyTorch's CUDA text (a fork's "Of the allocated memory…" tail).
+pub const FIRST: &[Family] = &[
+    Family {
+        name: "pytorch-fork",
+        parse: pytorch_fork,
+    },
+    Family {
+        name: "pytorch-cpu",
+        parse: pytorch_cpu,
+    },
+    Family {
+        name: "xla-tpu-reserve",
+        parse: xla_tpu_reserve,
+    },
+    Family {
+        name: "xla-tpu-exceed",
+        parse: xla_tpu_exceed,
+    },
+    Family {
+        name: "mlx",
+        parse: mlx,
+    },
+];
+
+/// Read after the long-established families: wordings they do not know.
+pub const LAST: &[Family] = &[
+    Family {
+        name: "ggml-backend",
+        parse: ggml_backend,
+    },
+    Family {
+        name: "tensorflow-eager",
+        parse: tensorflow_eager,
+    },
+    Family {
+        name: "pytorch-loose",
+        parse: pytorch_loose,
+    },
+];
+
+macro_rules! re {
+    ($name:ident, $pattern:expr) => {
+        fn $name() -> &'static Regex {
+            static RE: OnceLock<Regex> = OnceLock::new();
+            RE.get_or_init(|| Regex::new($pattern).expect(stringify!($name)))
+        }
+    };
+}
+
+/// A fork of PyTorch's caching allocator for another accelerator: the same sentence with its
+/// device word, and what is particular to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fork {
+    /// The device word its messages print ("NPU").
+    pub word: &'static str,
+    pub framework: Framework,
+    /// Its allocator-config variable, where the fork reads one.
+    pub alloc_conf: Option<&'static str>,
+    /// The vendor's tool that lists each device's memory and processes.
+    pub tool: &'static str,
+    /// The variable that picks the visible devices.
+    pub visible: &'static str,
+    /// The Python module of its memory calls (`torch.npu.memory_summary()`).
+    pub module: &'static str,
+    /// Whether it frees its cache and retries before raising, as PyTorch's CUDA allocator does
+    /// (so `empty_cache()` cannot help and fragmentation remedies apply).
+    pub caching_allocator: bool,
+}
+
+/// The forks. torch_npu's `NPUCachingAllocator` is PyTorch's allocator ported: it releases its
+/// cached blocks (`free_cached_blocks`) and retries before it raises, reads
+/// `PYTORCH_NPU_ALLOC_CONF` (`expandable_segments`, `max_split_size_mb`), and prints
+/// "current active" (blocks in use, including those a stream has not yet released) beside
+/// PyTorch's figures. Cambricon's torch_mlu (`MLUAllocatorConfig` reads
+/// `PYTORCH_MLU_ALLOC_CONF`, then PyTorch's own variables) and Moore Threads' torch_musa
+/// (`PYTORCH_MUSA_ALLOC_CONF`) port the same allocator. Enflame's GCU and Intel Gaudi's HPU
+/// print the sentence from allocators of their own, so no allocator setting is suggested.
+pub const FORKS: &[Fork] = &[
+    Fork {
+        word: "NPU",
+        framework: Framework::Npu,
+        alloc_conf: Some("PYTORCH_NPU_ALLOC_CONF"),
+        tool: "npu-smi info",
+        visible: "ASCEND_RT_VISIBLE_DEVICES",
+        module: "torch.npu",
+        caching_allocator: true,
+    },
+    Fork {
+        word: "MLU",
+        framework: Framework::Mlu,
+        alloc_conf: Some("PYTORCH_MLU_ALLOC_CONF"),
+        tool: "cnmon",
+        visible: "MLU_VISIBLE_DEVICES",
+        module: "torch.mlu",
+        caching_allocator: true,
+    },
+    Fork {
+        word: "MUSA",
+        framework: Framework::Musa,
+        alloc_conf: Some("PYTORCH_MUSA_ALLOC_CONF"),
+        tool: "mthreads-gmi",
+        visible: "MUSA_VISIBLE_DEVICES",
+        module: "torch.musa",
+        caching_allocator: true,
+    },
+    Fork {
+        word: "GCU",
+        framework: Framework::Gcu,
+        alloc_conf: None,
+        tool: "efsmi",
+        visible: "TOPS_VISIBLE_DEVICES",
+        module: "torch.gcu",
+        caching_allocator: false,
+    },
+    Fork {
+        word: "HPU",
+        framework: Framework::Hpu,
+        alloc_conf: None,
+        tool: "hl-smi",
+        visible: "HABANA_VISIBLE_MODULES",
+        module: "torch.hpu",
+        caching_allocator: false,
+    },
+];
+
+/// The fork a framework is, if it is one.
+pub fn fork(framework: Framework) -> Option<&'static Fork> {
+    FORKS.iter().find(|f| f.framework == framework)
+}
+
+re!(
+    fork_re,
+    r"\b(NPU|MLU|MUSA|GCU|HPU) out of memory\b[^\n]{0,40}?(?:Tried to allocate|\.)"
+);
+re!(
+    loose_re,
+    r"(?i)\b(CUDA|HIP|XPU) out of memory\. Tried to allocate"
+);
+
+/// The facts of a PyTorch-allocator sentence, 1.x form or 2.x, read by role.
+fn pytorch_facts(r: &Reading) -> Facts {
+    Facts {
+        requested_bytes: r.first(Role::Request),
+        total_bytes: r.first(Role::Total),
+        free_bytes: r.first(Role::Free),
+        allocated_bytes: r.first(Role::Allocated),
+        reserved_bytes: r.first(Role::Reserved),
+        // 1.0's "cached" and 2.x's "reserved by PyTorch but unallocated" are the same memory.
+        reserved_unallocated_bytes: r.first(Role::Cached),
+        private_pool_bytes: r.first(Role::PrivatePool),
+        process_bytes: r.first(Role::ThisProcess),
+        allowed_bytes: r.first(Role::Allowed),
+        other_processes: r
+            .others()
+            .into_iter()
+            .map(|(pid, bytes)| OtherProcess { pid, bytes })
+            .collect(),
+        ..Facts::default()
+    }
+}
+
+fn pytorch_format(t: &str, two: &'static str, one: &'static str) -> &'static str {
+    if t.contains("has a total capaci") || t.contains("Of the allocated memory") {
+        two
+    } else {
+        one
+    }
+}
+
+/// A fork of PyTorch's caching allocator (torch_npu, torch_mlu, torch_musa, GCU, Gaudi).
+fn pytorch_fork(t: &str) -> Option<Oom> {
+    let c = fork_re().captures(t)?;
+    let word = c.get(1)?.as_str();
+    let fork = FORKS.iter().find(|f| f.word == word)?;
+    let from = c.get(0)?.start();
+    let r = read::read(&t[from..]);
+    let device = read::device_named(&t[from..], &[word]).and_then(|d| d.index);
+    let format = pytorch_format(t, "pytorch-fork-2.x", "pytorch-fork-1.x");
+    Some(oom(fork.framework, format, device, pytorch_facts(&r)))
+}
+
+/// PyTorch's CUDA/ROCm/XPU sentence with a clause the exact patterns do not know: read by
+/// role, so a figure is never lost to a word more.
+fn pytorch_loose(t: &str) -> Option<Oom> {
+    let c = loose_re().captures(t)?;
+    let from = c.get(0)?.start();
+    let r = read::read(&t[from..]);
+    r.has_request().then_some(())?;
+    let framework = match c.get(1)?.as_str().to_ascii_uppercase().as_str() {
+        "HIP" => Framework::Hip,
+        "XPU" => Framework::Xpu,
+        _ => Framework::Pytorch,
+    };
+    let device = read::device_named(&t[from..], &["GPU", "DEVICE"]).and_then(|d| d.index);
+    let format = pytorch_format(t, "pytorch-2.x", "pytorch-1.5");
+    Some(oom(framework, format, device, pytorch_facts(&r)))
+}
+
+re!(
+    cpu_alloc_re,
+    r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory): you tried to allocate (\d+) bytes"
+);
+
+/// PyTorch's CPU allocator (`c10/core/impl/alloc_cpu.cpp`): the host's RAM, not a device's.
+fn pytorch_cpu(t: &str) -> Option<Oom> {
+    let c = cpu_alloc_re().captures(t)?;
+    let f = Facts {
+        requested_bytes: c.get(1)?.as_str().parse().ok(),
+        ..Facts::default()
+    };
+    let mut o = oom(Framework::Pytorch, "pytorch-cpu", None, f);
+    o.memory = MemoryKind::Host;
+    Some(o)
+}
+
+re!(
+    xla_reserve_re,
+    r"Attempting to (reserve|allocate) \S+(?: at the bottom of memory)?\.?\s*That was not possible"
+);
+re!(
+    torch_xla_re,
+    r"torch[_-]xla|PyTorch/XLA|\bptxla\b|xla_client/xla_util|XRTExecute"
+);
+
+/// The framework an XLA message came through: PyTorch/XLA, JAX (Keras 3 on JAX included) or
+/// TensorFlow. Older jaxlib logs from `tensorflow/compiler/xla/…`, so JAX's own names win
+/// over the path.
+fn xla_framework(t: &str) -> Framework {
+    if torch_xla_re().is_match(t) {
+        Framework::PytorchXla
+    } else if t.contains("jax") || t.contains("Jax") || t.contains("keras") {
+        Framework::Jax
+    } else if t.contains("Compilation failure") || t.contains("tensorflow") {
+        Framework::Tensorflow
+    } else {
+        Framework::Jax
+    }
+}
+
+/// The TPU runtime loading a compiled program (`Error loading program`): it reserves the
+/// program's memory at the bottom of HBM and could not. "reservable" is what a reservation
+/// could have had there (contiguous), "reserved" what earlier programs hold. Its sibling,
+/// `Error allocating device buffer: Attempting to allocate X. That was not possible. There are
+/// Y free.`, is one array that did not fit.
+fn xla_tpu_reserve(t: &str) -> Option<Oom> {
+    let c = xla_reserve_re().captures(t)?;
+    let whole = c.get(0)?;
+    let reserve = c.get(1)?.as_str() == "reserve";
+    let r = read::read(&t[whole.start()..]);
+    let f = Facts {
+        requested_bytes: r.first(Role::Request),
+        free_bytes: r.first(Role::Free),
+        reserved_bytes: r.first(Role::Reserved),
+        reservable_bytes: r.first(Role::Reservable),
+        ..Facts::default()
+    };
+    let device = read::device_named(t, &["TPU"]).and_then(|d| d.index);
+    let format = if reserve {
+        "xla-tpu-reserve"
+    } else {
+        "xla-tpu-allocate"
+    };
+    Some(oom(xla_framework(t), format, device, f))
+}
+
+re!(
+    xla_exceed_re,
+    r"Allocation \(size=(\d+)\) would exceed memory \(size=(\d+)\)|TPU TensorCore Hbm usage: (\S+?), SparseCore Hbm usage:? (\S+?), exceeding available bytes: (\S+?)\b"
+);
+
+/// The TPU runtime's other two HBM messages: one allocation over the memory there is, and the
+/// TensorCore and SparseCore programs together over the HBM available.
+fn xla_tpu_exceed(t: &str) -> Option<Oom> {
+    let c = xla_exceed_re().captures(t)?;
+    let f = if let (Some(n), Some(total)) = (c.get(1), c.get(2)) {
+        Facts {
+            requested_bytes: n.as_str().parse().ok(),
+            total_bytes: total.as_str().parse().ok(),
+            ..Facts::default()
+        }
+    } else {
+        let size = |i: usize| c.get(i).and_then(|m| crate::units::parse_size(m.as_str()));
+        Facts {
+            requested_bytes: size(3).zip(size(4)).map(|(a, b)| a.saturating_add(b)),
+            total_bytes: size(5),
+            ..Facts::default()
+        }
+    };
+    let device = read::device_named(t, &["TPU"]).and_then(|d| d.index);
+    Some(oom(xla_framework(t), "xla-tpu-hbm", device, f))
+}
+
+re!(
+    mlx_buffer_re,
+    r"\[metal::malloc\] Attempting to allocate (\d+) bytes which is greater than the maximum allowed buffer size of (\d+) bytes"
+);
+re!(
+    mlx_resource_re,
+    r"\[metal::malloc\] Resource limit \((\d+)\) exceeded"
+);
+re!(
+    mlx_unable_re,
+    r"\[(?:metal::)?malloc(?:_or_wait)?\] Unable to allocate (\d+) bytes"
+);
+re!(
+    mlx_command_re,
+    r"\[METAL\] Command buffer execution failed: Insufficient Memory"
+);
+
+/// MLX's Metal allocator (`mlx/backend/metal/allocator.cpp`): one buffer larger than the
+/// device's `maxBufferLength`; more buffers than the resource limit (a count); and Metal
+/// refusing a command buffer for memory.
+fn mlx(t: &str) -> Option<Oom> {
+    if let Some(c) = mlx_buffer_re().captures(t) {
+        let f = Facts {
+            requested_bytes: c.get(1)?.as_str().parse().ok(),
+            total_bytes: c.get(2)?.as_str().parse().ok(),
+            total_is_limit: true,
+            ..Facts::default()
+        };
+        return Some(oom(Framework::Mlx, "mlx-buffer-size", None, f));
+    }
+    if let Some(c) = mlx_resource_re().captures(t) {
+        let mut o = oom(Framework::Mlx, "mlx-resource-limit", None, Facts::default());
+        o.memory = MemoryKind::Buffers;
+        o.buffer_limit = c.get(1)?.as_str().parse().ok();
+        return Some(o);
+    }
+    // Older MLX (`malloc_or_wait`): the allocator waited for memory to be freed and gave up.
+    if let Some(c) = mlx_unable_re().captures(t) {
+        let f = Facts {
+            requested_bytes: c.get(1)?.as_str().parse().ok(),
+            ..Facts::default()
+        };
+        return Some(oom(Framework::Mlx, "mlx-unable", None, f));
+    }
+    mlx_command_re()
+        .is_match(t)
+        .then(|| oom(Framework::Mlx, "mlx-command-buffer", None, Facts::default()))
+}
+
+re!(
+    ggml_buffer_re,
+    r"failed to allocate ([A-Za-z]+?)(\d*) buffer of size (\d+)|([a-z]+)_buffer_type_alloc_buffer: (?:can't allocate|error: failed to allocate buffer, size =) ([\d.]+ ?(?:Bytes|MiB|GiB|KiB|B))|can't allocate (\d+) Bytes of memory on device"
+);
+re!(
+    ggml_metal_max_re,
+    r"ggml_metal_add_buffer: buffer '[^']*' size (\d+) is larger than buffer maximum of (\d+)"
+);
+re!(
+    ggml_vulkan_oom_re,
+    r"ErrorOutOfDeviceMemory|UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY"
+);
+re!(ggml_context_re, r"(?i)ggml|llama|whisper|sycl");
+
+/// llama.cpp's backends other than CUDA's own line (ggml-alloc's "failed to allocate Vulkan0
+/// buffer of size N", SYCL's "can't allocate N Bytes", Metal's "failed to allocate buffer,
+/// size = X MiB", Vulkan's and Level Zero's out-of-device-memory errors with no size).
+fn ggml_backend(t: &str) -> Option<Oom> {
+    // Metal's per-buffer maximum (maxBufferLength), as 2023's ggml-metal checked it.
+    if let Some(c) = ggml_metal_max_re().captures(t) {
+        let f = Facts {
+            requested_bytes: c.get(1)?.as_str().parse().ok(),
+            total_bytes: c.get(2)?.as_str().parse().ok(),
+            total_is_limit: true,
+            ..Facts::default()
+        };
+        return Some(oom(Framework::Ggml, "ggml-metal-max-buffer", None, f));
+    }
+    if let Some(c) = ggml_buffer_re().captures(t) {
+        // SYCL's "can't allocate N Bytes of memory on device" may come without its function.
+        let backend = c
+            .get(1)
+            .or_else(|| c.get(4))
+            .map_or("sycl".to_owned(), |m| m.as_str().to_ascii_lowercase());
+        if backend == "cpu" {
+            return None;
+        }
+        let requested = match c.get(3).or_else(|| c.get(6)) {
+            Some(n) => n.as_str().parse().ok(),
+            None => c
+                .get(5)
+                .and_then(|m| crate::units::parse_size(&m.as_str().replace("Bytes", "bytes"))),
+        };
+        let device = c.get(2).and_then(|d| d.as_str().parse().ok());
+        let format = match backend.as_str() {
+            "vulkan" => "ggml-vulkan",
+            "sycl" => "ggml-sycl",
+            "metal" => "ggml-metal",
+            "rocm" => "ggml-rocm",
+            "cann" => "ggml-cann",
+            _ => "ggml",
+        };
+        let f = Facts {
+            requested_bytes: requested,
+            ..Facts::default()
+        };
+        return Some(oom(Framework::Ggml, format, device, f));
+    }
+    let m = ggml_vulkan_oom_re().find(t)?;
+    ggml_context_re().is_match(t).then_some(())?;
+    let format = if m.as_str().starts_with("UR_") {
+        "ggml-sycl"
+    } else {
+        "ggml-vulkan"
+    };
+    Some(oom(Framework::Ggml, format, None, Facts::default()))
+}
+
+re!(
+    tf_eager_re,
+    r"(?:ResourceExhaustedError|RESOURCE_EXHAUSTED)\b[^\n]{0,300}?failed to allocate memory|failed to allocate memory \[Op:\w+\]"
+);
+re!(tf_device_re, r"device:GPU:(\d+)|/GPU:(\d+)");
+
+/// TensorFlow 2's eager error (`ResourceExhaustedError: … failed to allocate memory
+/// [Op:AddV2]`): the op that failed, its device; the size is in the BFC line before it, when
+/// the paste has it.
+fn tensorflow_eager(t: &str) -> Option<Oom> {
+    tf_eager_re().find(t)?;
+    let device = tf_device_re()
+        .captures(t)
+        .and_then(|c| c.get(1).or_else(|| c.get(2))?.as_str().parse().ok());
+    Some(oom(
+        Framework::Tensorflow,
+        "tensorflow-eager",
+        device,
+        Facts::default(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gib(x: f64) -> u64 {
+        (x * (1u64 << 30) as f64).round() as u64
+    }
+
+    #[test]
+    fn a_torch_npu_1x_message_with_current_active() {
+        let o = pytorch_fork("RuntimeError: NPU out of memory. Tried to allocate 898.00 MiB (NPU 0; 60.97 GiB total capacity; 58.21 GiB already allocated; 58.21 GiB current active; 848.37 MiB free; 58.31 GiB reserved in total by PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation.").expect("found");
+        assert_eq!(
+            (o.framework, o.format, o.device_index),
+            (Framework::Npu, "pytorch-fork-1.x", Some(0))
+        );
+        assert_eq!(o.facts.requested_bytes, Some(898 << 20));
+        assert_eq!(o.facts.allocated_bytes, Some(gib(58.21)));
+        assert_eq!(o.facts.reserved_bytes, Some(gib(58.31)));
+        assert_eq!(
+            o.facts.free_bytes,
+            Some((848.37 * (1u64 << 20) as f64).round() as u64)
+        );
+    }
+
+    #[test]
+    fn every_fork_in_the_2x_form() {
+        for f in FORKS {
+            let text = format!("{} out of memory. Tried to allocate 20.00 MiB. {} 2 has a total capacity of 31.00 GiB of which 4.00 MiB is free. Of the allocated memory 30.00 GiB is allocated by PyTorch, and 100.00 MiB is reserved by PyTorch but unallocated.", f.word, f.word);
+            let o = pytorch_fork(&text).expect("found");
+            assert_eq!(
+                (o.framework, o.format, o.device_index),
+                (f.framework, "pytorch-fork-2.x", Some(2))
+            );
+            assert_eq!(o.facts.total_bytes, Some(31 << 30));
+            assert_eq!(o.facts.reserved_unallocated_bytes, Some(100 << 20));
+        }
+        assert!(pytorch_fork("CUDA out of memory. Tried to allocate 2 GiB").is_none());
+    }
+
+    #[test]
+    fn the_tpu_runtime_buffer_and_pytorch_xla() {
+        let o = xla_tpu_reserve("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Error allocating device buffer: Attempting to allocate 15.65G. That was not possible. There are 11.08G free.; (0x0x0_HBM0)").expect("found");
+        assert_eq!(
+            (o.framework, o.format),
+            (Framework::Jax, "xla-tpu-allocate")
+        );
+        assert_eq!(o.facts.requested_bytes, Some(gib(15.65)));
+        assert_eq!(o.facts.free_bytes, Some(gib(11.08)));
+        let o = xla_tpu_reserve("E tensorflow/compiler/xla/xla_client/xla_util.cc:88]   (1) RESOURCE_EXHAUSTED: Attempting to reserve 6.48G at the bottom of memory. That was not possible. There are 6.78G free, 0B reserved, and 3.33G reservable.").expect("found");
+        assert_eq!(o.framework, Framework::PytorchXla);
+    }
+
+    #[test]
+    fn the_tpu_runtime_reservation() {
+        let o = xla_tpu_reserve("jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Error loading program 'jit__identity_fn': Attempting to reserve 13.50G at the bottom of memory. That was not possible. There are 7.48G free, 0B reserved, and 7.48G reservable.").expect("found");
+        assert_eq!((o.framework, o.format), (Framework::Jax, "xla-tpu-reserve"));
+        assert_eq!(o.facts.requested_bytes, Some(gib(13.5)));
+        assert_eq!(o.facts.free_bytes, Some(gib(7.48)));
+        assert_eq!(o.facts.reserved_bytes, Some(0));
+        assert_eq!(o.facts.reservable_bytes, Some(gib(7.48)));
+    }
+
+    #[test]
+    fn mlx_buffer_size_resource_count_and_command_buffer() {
+        let o = mlx("RuntimeError: [metal::malloc] Attempting to allocate 128849018880 bytes which is greater than the maximum allowed buffer size of 17179869184 bytes.").expect("found");
+        assert_eq!(o.format, "mlx-buffer-size");
+        assert_eq!(o.facts.requested_bytes, Some(128_849_018_880));
+        assert_eq!(
+            (o.facts.total_bytes, o.facts.total_is_limit),
+            (Some(16 << 30), true)
+        );
+        let o =
+            mlx("RuntimeError: [metal::malloc] Resource limit (499000) exceeded.").expect("found");
+        assert_eq!(
+            (o.format, o.memory, o.buffer_limit),
+            ("mlx-resource-limit", MemoryKind::Buffers, Some(499_000))
+        );
+        assert_eq!(o.facts, Facts::default(), "a count, never read as bytes");
+        let o = mlx("RuntimeError: [malloc_or_wait] Unable to allocate 4294967296 bytes.")
+            .expect("found");
+        assert_eq!(
+            (o.format, o.facts.requested_bytes),
+            ("mlx-unable", Some(4 << 30))
+        );
+    }
+
+    #[test]
+    fn llama_cpp_backends() {
+        let cases = [
+            ("alloc_tensor_range: failed to allocate Vulkan0 buffer of size 1056622080", "ggml-vulkan", Some(1_056_622_080), Some(0)),
+            ("ggml_backend_sycl_buffer_type_alloc_buffer: can't allocate 3503030272 Bytes of memory on device", "ggml-sycl", Some(3_503_030_272), None),
+            ("ggml_backend_metal_buffer_type_alloc_buffer: error: failed to allocate buffer, size = 13.00 MiB", "ggml-metal", Some(13 << 20), None),
+            ("ggml_vulkan: vk::Device::allocateMemory: ErrorOutOfDeviceMemory", "ggml-vulkan", None, None),
+        ];
+        for (text, format, req, dev) in cases {
+            let o = ggml_backend(text).expect(text);
+            assert_eq!(
+                (o.format, o.facts.requested_bytes, o.device_index),
+                (format, req, dev),
+                "{text}"
+            );
+        }
+        assert!(ggml_backend("failed to allocate CPU buffer of size 100").is_none());
+        assert!(
+            ggml_backend("myapp: can't allocate 64 MiB for the log ring").is_none(),
+            "SYCL's wording without its function needs its own end"
+        );
+    }
+
+    #[test]
+    fn the_cpu_allocator_is_host_memory() {
+        let o = pytorch_cpu("RuntimeError: [enforce fail at alloc_cpu.cpp:114] data. DefaultCPUAllocator: not enough memory: you tried to allocate 1073741824 bytes.").expect("found");
+        assert_eq!(o.memory, MemoryKind::Host);
+        assert_eq!(o.facts.requested_bytes, Some(1 << 30));
+    }
+
+    #[test]
+    fn tensorflow_eager_names_its_device() {
+        let o = tensorflow_eager("tensorflow.python.framework.errors_impl.ResourceExhaustedError: {{function_node __wrapped__AddV2_device_/job:localhost/replica:0/task:0/device:GPU:1}} failed to allocate memory [Op:AddV2]").expect("found");
+        assert_eq!((o.format, o.device_index), ("tensorflow-eager", Some(1)));
+    }
+}

@@ -1,0 +1,428 @@
+//! The structural reader under the message families: an allocation failure is read by its
+//! clauses (each size with its unit and the role words around it, the device word and index),
+//! not by one framework's exact sentence. A family then says what the roles *mean* for its
+//! allocator; a fork that prints `NPU` for `CUDA`, or a clause more (torch_npu's "current
+//! active"), reads the same.
+
+use std::sync::OnceLock;
+
+use regex::Regex;
+
+/// What a size stands for in its clause, from the words beside it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The allocation that failed ("Tried to allocate X", "Attempting to reserve X").
+    Request,
+    /// The device's capacity ("X total capacity", "total capacity of X").
+    Total,
+    Free,
+    /// Live allocations ("X already allocated", "X is allocated by PyTorch").
+    Allocated,
+    /// torch_npu's "current active": blocks in use, allocated or not yet freed by their stream.
+    Active,
+    /// Reserved by the allocator ("X reserved in total by PyTorch", XLA's "X reserved").
+    Reserved,
+    /// Reserved but unallocated ("X cached", "X is reserved by PyTorch but unallocated").
+    Cached,
+    /// "X allocated in private pools".
+    PrivatePool,
+    /// "X memory in use" with no owner named.
+    InUse,
+    /// "this process has X memory in use".
+    ThisProcess,
+    /// "Process N has X memory in use".
+    OtherProcess(u32),
+    /// A cap set on the allocator ("X allowed").
+    Allowed,
+    /// A per-allocation or allocator limit ("maximum allowed buffer size of X", "limit: X").
+    Limit,
+    /// XLA's "X reservable": the most a reservation at the bottom of HBM could have had.
+    Reservable,
+    /// XLA's "Used X of Y hbm".
+    Used,
+    /// XLA's "Exceeded hbm capacity by X".
+    Exceeded,
+}
+
+/// One size in the text, in bytes, with its role where the words beside it give one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Figure {
+    pub bytes: u64,
+    pub role: Option<Role>,
+}
+
+/// The device a message names: its word as printed, upper-cased (`CUDA`, `GPU`, `NPU`, `TPU`,
+/// `HBM`…), and its index where one is given (`NPU 3`, `cuda:1`, `TPU_0`, `GPU_1_bfc`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Device {
+    pub word: String,
+    pub index: Option<u32>,
+}
+
+/// Everything the reader found in one message.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reading {
+    pub figures: Vec<Figure>,
+    pub device: Option<Device>,
+}
+
+impl Reading {
+    /// The value of `role` when the message gives it, the first where it gives several.
+    pub fn first(&self, role: Role) -> Option<u64> {
+        self.figures
+            .iter()
+            .find(|f| f.role == Some(role))
+            .map(|f| f.bytes)
+    }
+
+    /// Every `Process N has X` clause, in order.
+    pub fn others(&self) -> Vec<(u32, u64)> {
+        self.figures
+            .iter()
+            .filter_map(|f| match f.role {
+                Some(Role::OtherProcess(pid)) => Some((pid, f.bytes)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Whether the message states an allocation that failed.
+    pub fn has_request(&self) -> bool {
+        self.first(Role::Request).is_some()
+    }
+}
+
+/// A size as frameworks print it: every unit spelling (bytes, B, KiB/KB/K, MiB/MB/M,
+/// GiB/GB/G, TiB/TB/T), thousands separators, and the exact count in parentheses that some
+/// add ("2.99GiB (3206250496B)", "1.5 GiB (1610612736 bytes)").
+fn size_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(
+            r"\b(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s?(bytes|Bytes|byte|B|KiB|KB|kB|K|MiB|MB|M|GiB|GB|G|TiB|TB|T)\b(?:\s*\((\d+)\s?(?:bytes|B)\))?",
+        )
+        .expect("size regex")
+    })
+}
+
+fn device_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(concat!(
+            r"\b(CUDA|GPU|NPU|XPU|MLU|MUSA|GCU|HPU|TPU|HIP|Device|device)(?: |_|#)?(\d{1,3})(?:\b|_)",
+            r"|\b((?i:cuda|npu|xpu|mlu|musa|gcu|hpu|hip|tpu|gpu)):(\d{1,3})\b",
+            r"|\b(hbm)\b",
+        ))
+        .expect("device regex")
+    })
+}
+
+fn other_process_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| Regex::new(r"process (\d+) has$").expect("process regex"))
+}
+
+/// Role words that follow a size, most specific first.
+const AFTER: &[(&str, Role)] = &[
+    ("total capacity", Role::Total),
+    ("total memory", Role::Total),
+    ("already allocated", Role::Allocated),
+    ("allocated in private pools", Role::PrivatePool),
+    ("is allocated by", Role::Allocated),
+    ("allocated by", Role::Allocated),
+    ("current active", Role::Active),
+    ("is free", Role::Free),
+    ("free", Role::Free),
+    ("is available", Role::Free),
+    ("available", Role::Free),
+    ("allowed", Role::Allowed),
+    ("reserved in total", Role::Reserved),
+    ("is reserved by pytorch but unallocated", Role::Cached),
+    ("reserved but unallocated", Role::Cached),
+    ("reservable", Role::Reservable),
+    ("reserved", Role::Reserved),
+    ("cached", Role::Cached),
+    ("memory in use", Role::InUse),
+    ("in use", Role::InUse),
+    ("total", Role::Total),
+    ("allocated", Role::Allocated),
+    ("requested", Role::Request),
+];
+
+/// Role words that come before a size, matched at the end of the words before it.
+const BEFORE: &[(&str, Role)] = &[
+    ("tried to allocate", Role::Request),
+    ("attempting to allocate", Role::Request),
+    ("attempting to reserve", Role::Request),
+    ("failed to allocate", Role::Request),
+    ("trying to allocate", Role::Request),
+    ("can't allocate", Role::Request),
+    ("cannot allocate", Role::Request),
+    ("unable to allocate", Role::Request),
+    ("could not allocate", Role::Request),
+    ("allocating", Role::Request),
+    ("allocate", Role::Request),
+    ("request for", Role::Request),
+    ("requested", Role::Request),
+    ("requested:", Role::Request),
+    ("requires", Role::Request),
+    ("total capacity of", Role::Total),
+    ("total capacty of", Role::Total),
+    ("total memory", Role::Total),
+    ("total:", Role::Total),
+    ("total of", Role::Total),
+    ("maximum allowed buffer size of", Role::Limit),
+    ("limit of", Role::Limit),
+    ("limit:", Role::Limit),
+    ("exceeded hbm capacity by", Role::Exceeded),
+    ("used", Role::Used),
+    ("of which", Role::Free),
+    ("free:", Role::Free),
+    ("free memory:", Role::Free),
+    ("available:", Role::Free),
+    ("in use:", Role::InUse),
+    ("allocated:", Role::Allocated),
+    ("reserved:", Role::Reserved),
+];
+
+/// Where a clause ends: the role words of one size never reach past these.
+fn clause_end(c: char) -> bool {
+    matches!(c, ';' | ',' | '(' | ')' | ':' | '[' | ']' | '\n')
+}
+
+/// The words after a size, up to the end of its clause (lower-case, at most 48 bytes).
+fn after_words(text: &str) -> String {
+    let mut end = text.len().min(48);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let mut s = &text[..end];
+    if let Some(i) = s.find(clause_end) {
+        s = &s[..i];
+    }
+    if let Some(i) = s.find(". ") {
+        s = &s[..i];
+    }
+    s.trim().trim_end_matches('.').to_ascii_lowercase()
+}
+
+/// The words before a size, back to the end of the previous clause or size.
+fn before_words(text: &str) -> String {
+    let mut start = text.len().saturating_sub(48);
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    let mut s = &text[start..];
+    if let Some(i) = s.rfind([';', ',', '(', ')', '[', ']', '\n']) {
+        s = &s[i + 1..];
+    }
+    if let Some(i) = s.rfind(". ") {
+        s = &s[i + 2..];
+    }
+    s.trim().to_ascii_lowercase()
+}
+
+fn role_of(before: &str, after: &str) -> Option<Role> {
+    if before.ends_with("this process has") {
+        return Some(Role::ThisProcess);
+    }
+    if let Some(c) = other_process_re().captures(before) {
+        if let Some(pid) = c.get(1).and_then(|m| m.as_str().parse().ok()) {
+            return Some(Role::OtherProcess(pid));
+        }
+    }
+    let by_before = BEFORE
+        .iter()
+        .find(|(w, _)| {
+            before.ends_with(w)
+                && before[..before.len() - w.len()]
+                    .chars()
+                    .next_back()
+                    .is_none_or(|c| !c.is_alphanumeric())
+        })
+        .map(|(_, r)| *r);
+    // A request's own words come first ("Tried to allocate 2 GiB free…" never happens; "Tried
+    // to allocate 20 MiB (GPU 0…" has nothing after).
+    if by_before == Some(Role::Request) {
+        return by_before;
+    }
+    let by_after = AFTER
+        .iter()
+        .find(|(w, _)| {
+            after.starts_with(w)
+                && after[w.len()..]
+                    .chars()
+                    .next()
+                    .is_none_or(|c| !c.is_alphanumeric())
+        })
+        .map(|(_, r)| *r);
+    by_after.or(by_before)
+}
+
+fn parse_count(s: &str) -> Option<u64> {
+    s.chars()
+        .filter(|c| *c != ',')
+        .collect::<String>()
+        .parse()
+        .ok()
+}
+
+/// Reads one message (a block's lines joined with spaces).
+pub fn read(text: &str) -> Reading {
+    let mut figures = Vec::new();
+    let mut prev_end = 0;
+    for c in size_re().captures_iter(text) {
+        let Some(whole) = c.get(0) else { continue };
+        let (Some(num), Some(unit)) = (c.get(1), c.get(2)) else {
+            continue;
+        };
+        let bytes = match c.get(3).and_then(|m| m.as_str().parse::<u64>().ok()) {
+            Some(exact) => Some(exact),
+            None if num.as_str().contains(',') => {
+                let n = parse_count(num.as_str());
+                let unit = crate::units::parse_size(&format!("1 {}", unit.as_str()));
+                n.zip(unit).and_then(|(n, u)| n.checked_mul(u))
+            }
+            None => crate::units::parse_size(&format!("{} {}", num.as_str(), unit.as_str()))
+                .or_else(|| {
+                    let u = match unit.as_str() {
+                        "Bytes" | "byte" => "bytes",
+                        "kB" => "KB",
+                        other => other,
+                    };
+                    crate::units::parse_size(&format!("{} {u}", num.as_str()))
+                }),
+        };
+        let Some(bytes) = bytes else { continue };
+        let before = before_words(&text[prev_end..whole.start()]);
+        let after = after_words(&text[whole.end()..]);
+        figures.push(Figure {
+            bytes,
+            role: role_of(&before, &after),
+        });
+        prev_end = whole.end();
+    }
+    let device = device_re().captures(text).map(|c| {
+        let word = c
+            .get(1)
+            .or_else(|| c.get(3))
+            .or_else(|| c.get(5))
+            .map_or("", |m| m.as_str())
+            .to_ascii_uppercase();
+        let index = c
+            .get(2)
+            .or_else(|| c.get(4))
+            .and_then(|m| m.as_str().parse().ok());
+        Device { word, index }
+    });
+    Reading { figures, device }
+}
+
+/// The device a message names with one of `words` (upper-case), and its index.
+pub fn device_named(text: &str, words: &[&str]) -> Option<Device> {
+    device_re()
+        .captures_iter(text)
+        .filter_map(|c| {
+            let word = c.get(1).or_else(|| c.get(3))?.as_str().to_ascii_uppercase();
+            let index: u32 = c.get(2).or_else(|| c.get(4))?.as_str().parse().ok()?;
+            words.contains(&word.as_str()).then_some(Device {
+                word,
+                index: Some(index),
+            })
+        })
+        .next()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GIB: f64 = (1u64 << 30) as f64;
+    fn gib(x: f64) -> u64 {
+        (x * GIB).round() as u64
+    }
+
+    #[test]
+    fn torch_npu_1x_reads_each_clause_by_its_words() {
+        let r = read("RuntimeError: NPU out of memory. Tried to allocate 5.03 GiB (NPU 3; 60.96 GiB total capacity; 49.47 GiB already allocated; 49.47 GiB current active; 1.32 GiB free; 57.55 GiB reserved in total by PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation.");
+        assert_eq!(r.first(Role::Request), Some(gib(5.03)));
+        assert_eq!(r.first(Role::Total), Some(gib(60.96)));
+        assert_eq!(r.first(Role::Allocated), Some(gib(49.47)));
+        assert_eq!(r.first(Role::Active), Some(gib(49.47)));
+        assert_eq!(r.first(Role::Free), Some(gib(1.32)));
+        assert_eq!(r.first(Role::Reserved), Some(gib(57.55)));
+        let d = r.device.expect("a device");
+        assert_eq!((d.word.as_str(), d.index), ("NPU", Some(3)));
+    }
+
+    #[test]
+    fn the_2x_sentence_form_reads_the_same_roles() {
+        let r = read("MLU out of memory. Tried to allocate 2.00 GiB. MLU 1 has a total capacity of 79.10 GiB of which 1.19 GiB is free. Process 4242 has 3.00 GiB memory in use. Including non-PyTorch memory, this process has 74.90 GiB memory in use. 70.00 GiB allowed; Of the allocated memory 70.00 GiB is allocated by PyTorch, with 113.88 MiB allocated in private pools (e.g., CUDA Graphs), and 3.50 GiB is reserved by PyTorch but unallocated.");
+        assert_eq!(r.first(Role::Request), Some(2 << 30));
+        assert_eq!(r.first(Role::Total), Some(gib(79.10)));
+        assert_eq!(r.first(Role::Free), Some(gib(1.19)));
+        assert_eq!(r.others(), vec![(4242, 3 << 30)]);
+        assert_eq!(r.first(Role::ThisProcess), Some(gib(74.90)));
+        assert_eq!(r.first(Role::Allowed), Some(70 << 30));
+        assert_eq!(r.first(Role::Allocated), Some(70 << 30));
+        assert_eq!(
+            r.first(Role::PrivatePool),
+            Some((113.88 * (1u64 << 20) as f64).round() as u64)
+        );
+        assert_eq!(r.first(Role::Cached), Some(gib(3.5)));
+        assert_eq!(r.device.and_then(|d| d.index), Some(1));
+    }
+
+    #[test]
+    fn xla_units_without_b_and_the_reserve_clauses() {
+        let r = read("RESOURCE_EXHAUSTED: Error loading program 'jit_train_step': Attempting to reserve 26.25G at the bottom of memory. That was not possible. There are 25.52G free, 0B reserved, and 25.52G reservable.");
+        assert_eq!(r.first(Role::Request), Some(gib(26.25)));
+        assert_eq!(r.first(Role::Free), Some(gib(25.52)));
+        assert_eq!(r.first(Role::Reserved), Some(0));
+        assert_eq!(r.first(Role::Reservable), Some(gib(25.52)));
+        let r = read("Ran out of memory in memory space hbm. Used 31.40G of 7.48G hbm. Exceeded hbm capacity by 23.92G.");
+        assert_eq!(r.first(Role::Used), Some(gib(31.40)));
+        assert_eq!(r.first(Role::Exceeded), Some(gib(23.92)));
+        assert_eq!(r.device.map(|d| d.word), Some("HBM".to_owned()));
+    }
+
+    #[test]
+    fn exact_bytes_in_parentheses_win_and_separators_are_read() {
+        let r = read("Failed to allocate request for 2.99GiB (3206250496B) on device ordinal 0");
+        assert_eq!(r.first(Role::Request), Some(3_206_250_496));
+        let r = read(
+            "Out of memory allocating 25,600,000 bytes (allocated so far: 3,635,267,072 bytes).",
+        );
+        assert_eq!(r.figures[0].bytes, 25_600_000);
+        assert_eq!(r.figures[1].bytes, 3_635_267_072);
+        let r = read("[metal::malloc] Attempting to allocate 134767706112 bytes which is greater than the maximum allowed buffer size of 86586540032 bytes.");
+        assert_eq!(r.first(Role::Request), Some(134_767_706_112));
+        assert_eq!(r.first(Role::Limit), Some(86_586_540_032));
+        let r = read("ggml_backend_sycl_buffer_type_alloc_buffer: can't allocate 3503030272 Bytes of memory on device");
+        assert_eq!(r.first(Role::Request), Some(3_503_030_272));
+    }
+
+    #[test]
+    fn devices_in_every_spelling() {
+        for (text, word, index) in [
+            ("on cuda:1 now", "CUDA", Some(1)),
+            ("TPU_0(process=0)", "TPU", Some(0)),
+            ("allocator GPU_1_bfc", "GPU", Some(1)),
+            ("(GCU 2; 32.00 GiB total capacity", "GCU", Some(2)),
+            ("HPU 0 has a total capacity", "HPU", Some(0)),
+        ] {
+            let d = read(text).device.expect(text);
+            assert_eq!((d.word.as_str(), d.index), (word, index), "{text}");
+        }
+        assert_eq!(
+            device_named("GPU 0 and NPU 5", &["NPU"]).and_then(|d| d.index),
+            Some(5)
+        );
+    }
+
+    #[test]
+    fn words_that_are_not_sizes_are_not_read() {
+        let r = read("12 GPUs, 3 Models, step 1200 at 12:00:01, v4-32, 2 Mixed");
+        assert!(r.figures.is_empty(), "{:?}", r.figures);
+    }
+}
