@@ -357,11 +357,36 @@ pub struct EstimateArgs {
     pub model: Option<PathBuf>,
     /// The parameter count: 7B, 350M, 6738415616
     #[arg(long, value_name = "N", value_parser = crate::estimate::parse_params,
-          required_unless_present = "model")]
+          required_unless_present_any = ["model", "torch"])]
     pub params: Option<u64>,
-    /// Transformer layers (for activations and the KV cache)
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=100_000))]
-    pub layers: Option<u64>,
+    /// Trace your own PyTorch model instead: package.module:callable or path/file.py:callable
+    /// returning an nn.Module. One training step (two where the optimizer makes its states
+    /// lazily) runs on fake tensors in your interpreter (--python): no GPU memory is used
+    #[arg(long, value_name = "SPEC", conflicts_with_all = ["model", "params"])]
+    pub torch: Option<String>,
+    /// With --torch: the batch's tensors, 32x3x224x224; several separated by commas or given
+    /// again; a dtype suffix for token ids: 8x512:int64
+    #[arg(long, value_name = "SHAPES")]
+    pub input: Vec<String>,
+    /// With --torch: file.py:callable (or module:callable) returning the batch (a tensor, a
+    /// tuple, or a dict of keyword arguments); called with --batch when it takes an argument
+    #[arg(long, value_name = "SPEC", conflicts_with = "input")]
+    pub input_fn: Option<String>,
+    /// With --model: build the model from its config.json with transformers, on fake tensors,
+    /// and trace it instead of using the formula
+    #[arg(long, requires = "model")]
+    pub trace: bool,
+    /// The Python interpreter the trace runs in (yours: the one with your model and torch)
+    #[arg(long, value_name = "PATH", default_value = "python3")]
+    pub python: PathBuf,
+    /// How long the trace may take before it is stopped
+    #[arg(long, value_name = "DURATION", value_parser = parse_timeout, default_value = "5m")]
+    pub trace_timeout: Duration,
+    /// Transformer layers (for activations and the KV cache); with --torch, how many rows
+    /// of the layer table to show (without N: all of them)
+    #[arg(long, value_name = "N", num_args = 0..=1,
+          value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub layers: Option<Option<u64>>,
     /// Hidden size
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
     pub hidden: Option<u64>,
@@ -386,9 +411,10 @@ pub struct EstimateArgs {
     /// Tokens per sequence
     #[arg(long, value_name = "N", default_value_t = 2048, value_parser = clap::value_parser!(u64).range(1..=1 << 24))]
     pub seq_len: u64,
-    /// The weights' type (the compute type under --mixed-precision is bf16)
-    #[arg(long, default_value = "bf16", value_parser = choice::<Dtype>())]
-    pub dtype: Dtype,
+    /// The weights' type (the compute type under --mixed-precision is bf16) [default: bf16;
+    /// with --torch, the model's own]
+    #[arg(long, value_parser = choice::<Dtype>())]
+    pub dtype: Option<Dtype>,
     /// bf16 compute with fp32 master weights (training)
     #[arg(long)]
     pub mixed_precision: bool,
@@ -883,12 +909,24 @@ impl Common {
 }
 
 impl EstimateArgs {
+    /// `--layers` without N only means something for a trace's table.
+    pub fn check_layers(&self) -> Result<(), String> {
+        if self.layers == Some(None) && self.torch.is_none() && !self.trace {
+            return Err(
+                "--layers needs N (the transformer's layers); without N it shows every row of \
+                 a trace's layer table (--torch)"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
+
     /// The flags as the estimate's model takes them.
     pub fn flags(&self) -> crate::estimate::Flags {
         crate::estimate::Flags {
             model: self.model.clone(),
             params: self.params,
-            layers: self.layers,
+            layers: self.layers.flatten(),
             hidden: self.hidden,
             heads: self.heads,
             kv_heads: self.kv_heads,
@@ -897,7 +935,7 @@ impl EstimateArgs {
             gated_mlp: self.gated_mlp,
             batch: self.batch,
             seq_len: self.seq_len,
-            dtype: self.dtype,
+            dtype: self.dtype.unwrap_or(Dtype::Bf16),
             mixed_precision: self.mixed_precision,
             optimizer: self.optimizer,
             checkpointing: self.checkpointing,
@@ -930,6 +968,10 @@ pub fn estimate_line(line: &str) -> Result<(Shape, Option<u64>, Run), String> {
             .trim_start_matches("error: ")
             .to_owned()
     })?;
+    if parsed.args.torch.is_some() || parsed.args.trace {
+        return Err("--torch and --trace run a trace: use `gpumon estimate` itself for those".into());
+    }
+    parsed.args.check_layers()?;
     crate::estimate::inputs(&parsed.args.flags())
 }
 
