@@ -153,6 +153,10 @@ class Tracker:
         torch = self.torch
         if not isinstance(t, torch.Tensor) or t.device.type != self.device:
             return None
+        # A fake tensor made from a Python constant (torch.tensor(0.)) stays on the CPU in a
+        # real run: torch.optim's step counters are the common case.
+        if getattr(t, "constant", None) is not None:
+            return None
         try:
             st = t.untyped_storage()
         except Exception:
@@ -443,6 +447,18 @@ def trace(job, change):
 
     from torch.nn.modules import module as nn_module
 
+    # Dropout as CUDA runs it: its fused kernel (native_dropout) keeps a 1-byte mask for
+    # backward; the composite that fake CPU tensors would take keeps a float one.
+    functional = torch.nn.functional
+    plain_dropout = functional.dropout
+
+    def cuda_dropout(input, p=0.5, training=True, inplace=False):
+        if training and 0.0 < p < 1.0 and not inplace:
+            return torch.native_dropout(input, p, True)[0]
+        return plain_dropout(input, p, training, inplace)
+
+    functional.dropout = cuda_dropout
+
     hooks.append(nn_module.register_module_forward_pre_hook(pre))
     hooks.append(nn_module.register_module_forward_hook(post))
     inference = job.inference or change.get("no_grad")
@@ -453,7 +469,7 @@ def trace(job, change):
     info = {}
     stage = "building the model"
     try:
-        with fake, mode, torch.device(job.device):
+        with fake, mode:
             # Built in the dtype and on the device it will train in: Module.to() on fake
             # tensors would swap them, which their weakrefs refuse.
             previous = torch.get_default_dtype()
@@ -519,8 +535,21 @@ def trace(job, change):
                 model.train()
                 stage = "making the optimizer"
                 opt = job.make_optimizer(model.parameters(), optimizer_name)
+            if opt is not None:
+                # torch.optim makes its states in the first step: make them as that step
+                # would, from zero gradients, so the step traced is a steady one (and the
+                # forward and backward run once).
+                stage = "the optimizer's first step"
+                tracker.phase = "optimizer"
+                tracker.counting = True
+                for p in model.parameters():
+                    if p.requires_grad:
+                        p.grad = torch.zeros_like(p)
+                        grads.add(tracker.note(p.grad))
+                opt.step()
+                opt.zero_grad(set_to_none=True)
             tracker.counting = True
-            for step in (1, 2) if opt is not None else (1,):
+            for step in (1,):
                 stage = "making the input"
                 tracker.phase = "input"
                 batch = job.make_inputs(change.get("batch_scale", 1))
@@ -609,6 +638,7 @@ def trace(job, change):
         where = f"on the input {shapes}" if kind == "input" else ""
         raise Refusal(kind, f"{stage} failed {where}: {msg}".replace("  ", " "), tail(traceback.format_exc()))
     finally:
+        functional.dropout = plain_dropout
         for h in hooks:
             h.remove()
     return summarise(tracker, info, params, buffers, grads, states, inputs, peak_live, between, saved_peak_total, optimizer_name, inference, autocast)
