@@ -553,8 +553,7 @@ def trace(job, change):
                 stage = "making the input"
                 tracker.phase = "input"
                 batch = job.make_inputs(change.get("batch_scale", 1))
-                for t in leaves(batch):
-                    inputs.add(tracker.note(t))
+                inputs.update(tracker.note(x) for x in leaves(batch))
                 tracker.phase = "forward"
                 stage = "the forward pass"
                 # The table describes one step: the last.
@@ -772,10 +771,10 @@ def remedies(job, base):
         out.append(("sgd", "SGD with momentum instead of " + job.optimizer, {"optimizer": "sgd-momentum"}, True))
     blocks = base["model"].get("blocks")
     if blocks and blocks[2]:
-        out.append(("checkpoint", f"activation checkpointing of {blocks[0]}'s {blocks[1]} layers in "
+        out.append(("checkpoint", f"activation checkpointing of the {blocks[1]} layers of {blocks[0]} in "
                     f"{blocks[2]} segments (checkpoint_sequential; about a third more compute)", {"checkpoint": True}, False))
     elif blocks:
-        out.append(("checkpoint", f"activation checkpointing of each of {blocks[0]}'s {blocks[1]} blocks "
+        out.append(("checkpoint", f"activation checkpointing of each of the {blocks[1]} blocks of {blocks[0]} "
                     f"(torch.utils.checkpoint; about a third more compute)", {"checkpoint": True}, False))
     out.append(("no-grad", "inference only, under torch.no_grad() (no training)", {"no_grad": True}, True))
     return out
@@ -890,8 +889,11 @@ def run(req):
         "import_seconds": round(imported - started, 3),
         "trace_seconds": round(base_time, 3),
     }
-    if req.get("remedies"):
-        tried, fits = plan(job, base, req.get("target_bytes"))
+    target = req.get("target_bytes")
+    # As the formula's plan: the remedies when the run does not fit the best GPU (or no GPU
+    # was read to say).
+    if req.get("remedies") and (target is None or base["peak_bytes"] > target):
+        tried, fits = plan(job, base, target)
         out["remedies"] = tried
         out["fits_with"] = fits
     out["seconds"] = round(time.monotonic() - started, 3)
