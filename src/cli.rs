@@ -969,7 +969,9 @@ pub fn estimate_line(line: &str) -> Result<(Shape, Option<u64>, Run), String> {
             .to_owned()
     })?;
     if parsed.args.torch.is_some() || parsed.args.trace {
-        return Err("--torch and --trace run a trace: use `gpumon estimate` itself for those".into());
+        return Err(
+            "--torch and --trace run a trace: use `gpumon estimate` itself for those".into(),
+        );
     }
     parsed.args.check_layers()?;
     crate::estimate::inputs(&parsed.args.flags())

@@ -72,9 +72,7 @@ pub fn parse_inputs(s: &str) -> Result<Vec<InputSpec>, String> {
             shape.push(n);
         }
         if shape.len() > 8 || numel > 1 << 40 {
-            return Err(format!(
-                "'{part}': at most 8 dimensions and 2^40 elements"
-            ));
+            return Err(format!("'{part}': at most 8 dimensions and 2^40 elements"));
         }
         out.push(InputSpec { shape, dtype });
     }
@@ -418,9 +416,10 @@ pub fn parse(answer: &[u8], spec: &str) -> Result<(Traced, Option<Fit>), TraceEr
             }
             (
                 Some(f.searched),
-                names
-                    .zip(f.peak_bytes)
-                    .map(|(remedies, peak_bytes)| Fit { remedies, peak_bytes }),
+                names.zip(f.peak_bytes).map(|(remedies, peak_bytes)| Fit {
+                    remedies,
+                    peak_bytes,
+                }),
             )
         }
         None => (None, None),
@@ -551,11 +550,7 @@ pub fn report(
 
 fn shape_text(s: &Option<Vec<u64>>) -> String {
     match s {
-        Some(d) if !d.is_empty() => d
-            .iter()
-            .map(u64::to_string)
-            .collect::<Vec<_>>()
-            .join("×"),
+        Some(d) if !d.is_empty() => d.iter().map(u64::to_string).collect::<Vec<_>>().join("×"),
         Some(_) => "scalar".into(),
         None => "—".into(),
     }
@@ -629,7 +624,14 @@ pub fn render_trace(out: &mut String, r: &Report, t: &Traced, layers: Option<usi
         for l in &t.layers[..shown] {
             let name = escape(&l.name);
             let name: String = if name.chars().count() > 28 {
-                let tail: String = name.chars().rev().take(27).collect::<Vec<_>>().into_iter().rev().collect();
+                let tail: String = name
+                    .chars()
+                    .rev()
+                    .take(27)
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                    .collect();
                 format!("…{tail}")
             } else {
                 name.into_owned()
@@ -669,7 +671,11 @@ pub fn render_remedies(out: &mut String, t: &Traced) {
     }
     out.push_str("\nEach change, re-traced (the peak with it, and what that saves):\n");
     for r in &t.remedies {
-        let how = if r.measured { "" } else { " [formula, not traced]" };
+        let how = if r.measured {
+            ""
+        } else {
+            " [formula, not traced]"
+        };
         match (r.peak_bytes, r.saves_bytes) {
             (Some(p), Some(s)) if s > 0 => {
                 let _ = writeln!(
@@ -727,7 +733,9 @@ mod tests {
         assert_eq!(two[1].dtype.as_deref(), Some("int64"));
         assert!(parse_inputs("32x0").is_err());
         assert!(parse_inputs("32xabc").is_err());
-        assert!(parse_inputs("8x512:complex").expect_err("dtype").contains("unknown dtype"));
+        assert!(parse_inputs("8x512:complex")
+            .expect_err("dtype")
+            .contains("unknown dtype"));
         assert!(parse_inputs("").is_err());
         assert!(parse_inputs("65536x65536x65536").is_err(), "2^48 elements");
     }
@@ -761,14 +769,22 @@ mod tests {
 
     #[test]
     fn a_trace_is_read_checked_and_sorted() {
-        let (t, _) = parse(answer(1000, [500, 0, 100, 200, 50, 100, 50]).as_bytes(), "m:f")
-            .expect("valid");
+        let (t, _) = parse(
+            answer(1000, [500, 0, 100, 200, 50, 100, 50]).as_bytes(),
+            "m:f",
+        )
+        .expect("valid");
         assert_eq!(t.peak_bytes, 1000);
         assert_eq!(t.layers[0].at_peak_bytes, 90, "the largest share first");
         assert_eq!(t.remedies[0].saves_bytes, Some(400));
         assert_eq!(t.remedies[1].saves_bytes, Some(-100), "a remedy that costs");
         assert_eq!(t.remedies[2].saves_bytes, None);
-        let r = report(t.clone(), None, run_for(4, model::Dtype::Fp32, false, model::Optimizer::Adam, false), Ok(vec![]));
+        let r = report(
+            t.clone(),
+            None,
+            run_for(4, model::Dtype::Fp32, false, model::Optimizer::Adam, false),
+            Ok(vec![]),
+        );
         assert_eq!(r.method, "traced");
         assert_eq!(r.total_bytes, 1000 + overhead_for(1000));
         assert_eq!(r.plan.len(), 1, "only what saves is a plan entry");
@@ -782,11 +798,17 @@ mod tests {
 
     #[test]
     fn an_answer_that_does_not_add_up_or_is_too_big_is_refused() {
-        let e = parse(answer(1000, [500, 0, 100, 200, 50, 100, 51]).as_bytes(), "m:f")
-            .expect_err("parts add to 1001");
+        let e = parse(
+            answer(1000, [500, 0, 100, 200, 50, 100, 51]).as_bytes(),
+            "m:f",
+        )
+        .expect_err("parts add to 1001");
         assert!(e.to_string().contains("add up to 1001"), "{e}");
-        let e = parse(answer(1 << 62, [1 << 62, 0, 0, 0, 0, 0, 0]).as_bytes(), "m:f")
-            .expect_err("implausible");
+        let e = parse(
+            answer(1 << 62, [1 << 62, 0, 0, 0, 0, 0, 0]).as_bytes(),
+            "m:f",
+        )
+        .expect_err("implausible");
         assert!(matches!(e, TraceError::Malformed(_)));
         let big = vec![b' '; MAX_ANSWER + 1];
         assert!(parse(&big, "m:f").is_err());

@@ -8,7 +8,10 @@ use serde_json::Value;
 
 use crate::common::{gpumon, gpumon_fake, scenario, MIB};
 
-const MODELS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/torch/models.py");
+const MODELS: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/torch/models.py"
+);
 
 /// The Python with torch: GPUMON_TEST_PYTHON, else scripts/test's cached venv. Under CI a
 /// missing one fails the test; elsewhere the test is skipped, saying why.
@@ -16,15 +19,12 @@ fn torch_python() -> Option<PathBuf> {
     let named = std::env::var_os("GPUMON_TEST_PYTHON").map(PathBuf::from);
     let cached = std::env::var_os("HOME")
         .map(|h| PathBuf::from(h).join(".cache/gpumon/torch-venv/bin/python"));
-    let found = named
-        .clone()
-        .or(cached)
-        .filter(|p| {
-            std::process::Command::new(p)
-                .args(["-c", "import torch"])
-                .output()
-                .is_ok_and(|o| o.status.success())
-        });
+    let found = named.clone().or(cached).filter(|p| {
+        std::process::Command::new(p)
+            .args(["-c", "import torch"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
     if found.is_none() {
         let why = format!(
             "no Python with torch (GPUMON_TEST_PYTHON={named:?}, or ~/.cache/gpumon/torch-venv): \
@@ -133,7 +133,13 @@ fn vgg16_is_traced_as_the_seeds_count_it() {
     assert_eq!(hand.params, 138_357_544);
     let s = small_gpu(4 * 1024);
     let out = gpumon_fake(&s, 0.0)
-        .args(["estimate", "--torch", &spec("vgg16"), "--input", "32x3x224x224"])
+        .args([
+            "estimate",
+            "--torch",
+            &spec("vgg16"),
+            "--input",
+            "32x3x224x224",
+        ])
         .args(["--optimizer", "adam", "--json", "--python"])
         .arg(&py)
         .output()
@@ -144,6 +150,8 @@ fn vgg16_is_traced_as_the_seeds_count_it() {
         String::from_utf8_lossy(&out.stderr)
     );
     let j: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let (_, schema) = crate::docs::schema_pub("estimate.schema.json");
+    crate::docs::assert_valid(&schema, &j, "estimate --torch (VGG16)");
     assert_eq!(j["method"], "traced");
     assert_eq!(j["inputs"]["model"]["params"], hand.params);
     let t = &j["trace"];
@@ -152,7 +160,10 @@ fn vgg16_is_traced_as_the_seeds_count_it() {
     assert_eq!(format!("{:.1}", 553_430_176f64 / MIB as f64), "527.8");
     assert_eq!(j["parts"]["weights_bytes"], hand.param_tensor_bytes);
     // Adam: exp_avg and exp_avg_sq, each like its parameter.
-    assert_eq!(t["at_peak"]["optimizer_states"], 2 * hand.param_tensor_bytes);
+    assert_eq!(
+        t["at_peak"]["optimizer_states"],
+        2 * hand.param_tensor_bytes
+    );
     assert_eq!(t["saved_for_backward_bytes"], hand.saved);
     // The layer table: outputs as the seeds' forward hooks count them.
     let conv0 = layer(&j, "features.0");
@@ -160,8 +171,14 @@ fn vgg16_is_traced_as_the_seeds_count_it() {
     assert_eq!(conv0["output_bytes"], 32 * 64 * 224 * 224 * 4);
     // MaxPool2d's own saved tensor is its int64 indices: its output is the next
     // convolution's input, and a tensor is the first saver's.
-    assert_eq!(layer(&j, "features.4")["saved_bytes"], 32 * 64 * 112 * 112 * 8);
-    assert_eq!(layer(&j, "features.5")["saved_bytes"], 32 * 64 * 112 * 112 * 4);
+    assert_eq!(
+        layer(&j, "features.4")["saved_bytes"],
+        32 * 64 * 112 * 112 * 8
+    );
+    assert_eq!(
+        layer(&j, "features.5")["saved_bytes"],
+        32 * 64 * 112 * 112 * 4
+    );
     assert_eq!(layer(&j, "classifier.6")["output_bytes"], 32 * 1000 * 4);
     let first = &t["layers"][0];
     assert!(
@@ -209,6 +226,8 @@ fn lstm_parameters_outputs_and_states_are_exact() {
             .arg("--python")
             .arg(&py),
     );
+    let (_, schema) = crate::docs::schema_pub("estimate.schema.json");
+    crate::docs::assert_valid(&schema, &j, "estimate --torch (LSTM)");
     let (v, e, h, classes, b, s) = (1000u64, 128u64, 256u64, 10u64, 32u64, 50u64);
     let layer_params = |input: u64| 4 * h * (input + h) + 8 * h;
     assert_eq!(
@@ -229,7 +248,10 @@ fn lstm_parameters_outputs_and_states_are_exact() {
         layer(&j, "lstm")["output_bytes"],
         b * s * h * 4 + 2 * (2 * b * h * 4)
     );
-    assert_eq!(layer(&j, "head")["output_shape"], serde_json::json!([32, 10]));
+    assert_eq!(
+        layer(&j, "head")["output_shape"],
+        serde_json::json!([32, 10])
+    );
     // The LSTM saves at least its output sequence for backward.
     assert!(layer(&j, "lstm")["saved_bytes"].as_u64() >= Some(b * s * h * 4));
     assert_eq!(j["gpus"][0]["fits"], true);
@@ -249,7 +271,14 @@ fn cnn_and_transformers_count_parameters_buffers_and_states() {
     ] {
         let j = crate::common::stdout_json(
             gpumon()
-                .args(["--demo", "estimate", "--torch", &spec(model), "--input", input])
+                .args([
+                    "--demo",
+                    "estimate",
+                    "--torch",
+                    &spec(model),
+                    "--input",
+                    input,
+                ])
                 .args(["--optimizer", "adam", "--json", "--python"])
                 .arg(&py),
         );
@@ -265,7 +294,11 @@ fn cnn_and_transformers_count_parameters_buffers_and_states() {
             "{model}: parameters, Adam's two states and the buffers stay between steps"
         );
         let buffers = t["at_peak"]["buffers"].as_u64().expect("buffers");
-        assert_eq!(buffers > 0, model == "resnet", "{model}: BatchNorm's running stats");
+        assert_eq!(
+            buffers > 0,
+            model == "resnet",
+            "{model}: BatchNorm's running stats"
+        );
         assert!(t["saved_for_backward_bytes"].as_u64() > Some(0));
     }
 }
@@ -278,35 +311,68 @@ fn bad_models_and_inputs_are_refused_with_their_cause() {
         ("item_model", "4x8", "reads a tensor's value"),
         ("cuda_model", "4x8", "calls the CUDA runtime itself"),
         ("moves_to_gpu", "4x8", "puts a tensor on cuda:0 itself"),
-        ("not_a_module", "4x8", "returned a dict, not a torch.nn.Module"),
+        (
+            "not_a_module",
+            "4x8",
+            "returned a dict, not a torch.nn.Module",
+        ),
         ("nope", "4x8", "has no attribute 'nope'"),
         // The framework's own words for a shape that does not fit the first layer.
-        ("small_mlp", "4x9", "the forward pass failed on the input 4x9: RuntimeError"),
+        (
+            "small_mlp",
+            "4x9",
+            "the forward pass failed on the input 4x9: RuntimeError",
+        ),
     ];
     for (model, input, cause) in cases {
         let out = gpumon()
-            .args(["--demo", "estimate", "--torch", &spec(model), "--input", input])
+            .args([
+                "--demo",
+                "estimate",
+                "--torch",
+                &spec(model),
+                "--input",
+                input,
+            ])
             .arg("--python")
             .arg(&py)
             .output()
             .expect("run");
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{model}: {err}");
-        assert!(err.starts_with("gpumon: ") && err.contains(cause), "{model}: {err}");
+        assert!(
+            err.starts_with("gpumon: ") && err.contains(cause),
+            "{model}: {err}"
+        );
         assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
         assert!(!err.contains("Traceback"), "{err}");
     }
     let out = gpumon()
-        .args(["--demo", "estimate", "--torch", "no_such_package.models:build"])
+        .args([
+            "--demo",
+            "estimate",
+            "--torch",
+            "no_such_package.models:build",
+        ])
         .args(["--input", "4x8", "--python"])
         .arg(&py)
         .output()
         .expect("run");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2));
-    assert!(err.contains("does not import: ModuleNotFoundError"), "{err}");
+    assert!(
+        err.contains("does not import: ModuleNotFoundError"),
+        "{err}"
+    );
     let out = gpumon()
-        .args(["--demo", "estimate", "--torch", &spec("slow_model"), "--input", "4x8"])
+        .args([
+            "--demo",
+            "estimate",
+            "--torch",
+            &spec("slow_model"),
+            "--input",
+            "4x8",
+        ])
         .args(["--trace-timeout", "2s", "--python"])
         .arg(&py)
         .output()
@@ -320,7 +386,14 @@ fn bad_models_and_inputs_are_refused_with_their_cause() {
 #[test]
 fn no_python_and_no_torch_are_said() {
     let out = gpumon()
-        .args(["--demo", "estimate", "--torch", &spec("small_mlp"), "--input", "4x8"])
+        .args([
+            "--demo",
+            "estimate",
+            "--torch",
+            &spec("small_mlp"),
+            "--input",
+            "4x8",
+        ])
         .args(["--python", "/nonexistent/python3"])
         .output()
         .expect("run");
@@ -346,7 +419,14 @@ fn no_python_and_no_torch_are_said() {
     std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755))
         .expect("chmod");
     let out = gpumon()
-        .args(["--demo", "estimate", "--torch", &spec("small_mlp"), "--input", "4x8"])
+        .args([
+            "--demo",
+            "estimate",
+            "--torch",
+            &spec("small_mlp"),
+            "--input",
+            "4x8",
+        ])
         .arg("--python")
         .arg(&fake)
         .output()
