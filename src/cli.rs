@@ -300,10 +300,19 @@ pub enum Command {
     /// stated allowance for the CUDA context plus a fragmentation margin. Each GPU's live free
     /// memory is read (NVML, --demo or --scenario); when the run does not fit, what each
     /// standard remedy saves and the fewest that make it fit.
+    ///
+    /// --torch SPEC traces your own PyTorch model instead: a helper carried in gpumon runs in
+    /// your interpreter (--python), builds the model on fake tensors (no GPU, no memory),
+    /// runs one training step with --input or --input-fn and follows every tensor: the peak
+    /// by kind, each layer's output and saved bytes and share of the peak, and each remedy
+    /// measured by tracing again (half the batch, bf16 autocast, inplace activations, SGD,
+    /// checkpointing, no_grad). The CUDA context allowance is added, said as not measured.
     #[command(after_help = "Examples:\n  \
         gpumon estimate --model ./Llama-2-7b-hf --batch 4 --seq-len 2048 --mixed-precision\n  \
         gpumon estimate --params 7B --layers 32 --hidden 4096 --heads 32 --inference \\\n      \
-        --seq-len 4096 --dtype fp16")]
+        --seq-len 4096 --dtype fp16\n  \
+        gpumon estimate --torch torchvision.models:vgg16 --input 32x3x224x224 --optimizer adam\n  \
+        gpumon estimate --torch ./model.py:build --input 8x512:int64 --python .venv/bin/python")]
     Estimate(Deferred<EstimateCmd>),
     /// Choose GPUs for a job: the idle ones with the most free memory, MIG instances included
     ///
