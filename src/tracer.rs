@@ -6,7 +6,10 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::estimate::trace::{Request, HELPER, MAX_ANSWER};
+use crate::cli::EstimateArgs;
+use crate::estimate::model::{Dtype, Optimizer, Run};
+use crate::estimate::trace::{self, Fit, Request, TraceError, Traced, HELPER, MAX_ANSWER};
+use crate::text::escape;
 
 /// Stderr kept from the helper (its tail), for a cause when it dies without an answer.
 const MAX_STDERR: usize = 16 << 10;
@@ -117,6 +120,99 @@ pub fn run(python: &Path, request: &Request, timeout: Duration) -> Result<Vec<u8
         });
     }
     Ok(answer)
+}
+
+/// torch's name for a weights' dtype the trace can build.
+fn torch_dtype(d: Dtype) -> Result<&'static str, String> {
+    match d {
+        Dtype::Fp32 => Ok("float32"),
+        Dtype::Bf16 => Ok("bfloat16"),
+        Dtype::Fp16 => Ok("float16"),
+        Dtype::Int8 | Dtype::Int4 => Err(
+            "--torch traces fp32, bf16 or fp16 weights; quantized weights need their library's \
+             kernels, which fake tensors cannot run (use the formula: --params or --model)"
+                .into(),
+        ),
+    }
+}
+
+/// What the flags ask of a trace, checked before anything runs: the request, and the spec
+/// as the report names it.
+pub fn check(args: &EstimateArgs) -> Result<(Request, String), String> {
+    let mut shapes = Vec::new();
+    for s in &args.input {
+        shapes.append(&mut trace::parse_inputs(s).map_err(|e| format!("--input {e}"))?);
+    }
+    if args.torch.is_some() && shapes.is_empty() && args.input_fn.is_none() {
+        return Err(
+            "--torch needs the batch: --input SHAPES (32x3x224x224, 8x512:int64) or \
+                    --input-fn file.py:callable"
+                .into(),
+        );
+    }
+    if args.optimizer == Optimizer::Adamw8bit && !args.inference {
+        return Err(
+            "--optimizer adamw-8bit cannot be traced (bitsandbytes' kernels need a GPU): trace \
+             adamw, and the plan gives 8-bit AdamW's saving by formula"
+                .into(),
+        );
+    }
+    let dtype = args.dtype.map(torch_dtype).transpose()?;
+    let spec = match (&args.torch, &args.model) {
+        (Some(s), _) => s.clone(),
+        (None, Some(m)) => m.display().to_string(),
+        (None, None) => return Err("--trace needs --model config.json".into()),
+    };
+    let request = Request {
+        spec: args.torch.clone(),
+        hf_config: if args.torch.is_none() {
+            args.model.as_ref().map(|m| m.display().to_string())
+        } else {
+            None
+        },
+        inputs: shapes,
+        input_fn: args.input_fn.clone(),
+        batch: Some(args.batch),
+        seq_len: Some(args.seq_len),
+        optimizer: serde_json::to_value(args.optimizer)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_else(|| "adamw".into()),
+        dtype: dtype.map(str::to_owned),
+        autocast: (args.mixed_precision && !args.inference).then(|| "bfloat16".to_owned()),
+        inference: args.inference,
+        remedies: true,
+        target_bytes: None,
+    };
+    Ok((request, spec))
+}
+
+/// Traces the run the flags describe; `best_free` (the most free memory on a GPU here)
+/// decides whether the remedies are re-traced and what the fewest must fit.
+pub fn trace(
+    args: &EstimateArgs,
+    best_free: Option<u64>,
+) -> Result<(Traced, Option<Fit>, Run), String> {
+    let (mut request, spec) = check(args)?;
+    request.target_bytes = best_free.map(trace::target_for);
+    let answer = run(&args.python, &request, args.trace_timeout).map_err(|e| e.to_string())?;
+    let (traced, fewest) = trace::parse(&answer, &spec).map_err(|e| match e {
+        TraceError::Refused { message, .. } => escape(&message).into_owned(),
+        e => e.to_string(),
+    })?;
+    let batch = request
+        .inputs
+        .first()
+        .and_then(|s| s.shape.first().copied())
+        .unwrap_or(args.batch);
+    let run = trace::run_for(
+        batch,
+        args.dtype.unwrap_or(Dtype::Fp32),
+        args.mixed_precision && !args.inference,
+        args.optimizer,
+        args.inference,
+    );
+    Ok((traced, fewest, run))
 }
 
 #[cfg(test)]

@@ -295,17 +295,25 @@ class Job:
             raise Refusal("no-transformers", f"--trace needs transformers in this interpreter: {first_line(e)}")
         path = self.hf_config
         try:
+            # A config.json file, or the directory holding it.
             config = transformers.AutoConfig.from_pretrained(path)
         except Exception as e:
             raise Refusal("spec", f"{path}: transformers cannot read this config: {first_line(e)}")
         config.use_cache = False
 
         def build():
-            try:
-                return transformers.AutoModelForCausalLM.from_config(config)
-            except ValueError:
-                return transformers.AutoModel.from_config(config)
+            # Fused attention, as transformers picks by default where PyTorch has it.
+            dtype = getattr(torch, self.dtype) if self.dtype else torch.float32
+            for kwargs in ({"attn_implementation": "sdpa", "dtype": dtype}, {"attn_implementation": "sdpa", "torch_dtype": dtype}, {}):
+                try:
+                    if self.causal:
+                        return transformers.AutoModelForCausalLM.from_config(config, **kwargs)
+                    return transformers.AutoModel.from_config(config, **kwargs)
+                except (ValueError, ImportError, TypeError):
+                    continue
+            raise Refusal("spec", f"{path}: transformers cannot build a model from this config")
 
+        torch = self.torch
         self.causal = type(config) in transformers.AutoModelForCausalLM._model_mapping
         self.vocab = getattr(config, "vocab_size", 32000)
         return build
@@ -459,6 +467,34 @@ def trace(job, change):
 
     functional.dropout = cuda_dropout
 
+    # Fused attention as CUDA runs it: with dropout (or a mask) the CPU falls back to the
+    # math kernel, which keeps the s×s scores; CUDA's memory-efficient kernel keeps the
+    # output and the log-sum-exp only.
+    plain_sdpa = functional.scaled_dot_product_attention
+
+    def cuda_sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False, **kw):
+        def plain():
+            return plain_sdpa(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
+                              scale=scale, enable_gqa=enable_gqa, **kw)
+
+        if kw or not torch.is_grad_enabled() or q.dim() != 4:
+            return plain()
+        try:
+            key, value = k, v
+            if enable_gqa and k.shape[1] != q.shape[1]:
+                key = k.repeat_interleave(q.shape[1] // k.shape[1], dim=1)
+                value = v.repeat_interleave(q.shape[1] // v.shape[1], dim=1)
+            bias = attn_mask
+            if bias is not None and bias.dtype == torch.bool:
+                bias = torch.zeros(bias.shape, dtype=q.dtype).masked_fill(bias.logical_not(), float("-inf"))
+            return torch.ops.aten._scaled_dot_product_efficient_attention(
+                q, key, value, bias, True, dropout_p, is_causal, scale=scale
+            )[0]
+        except Exception:
+            return plain()
+
+    functional.scaled_dot_product_attention = cuda_sdpa
+
     hooks.append(nn_module.register_module_forward_pre_hook(pre))
     hooks.append(nn_module.register_module_forward_hook(post))
     inference = job.inference or change.get("no_grad")
@@ -484,11 +520,12 @@ def trace(job, change):
                     "not-module",
                     f"{job.spec or job.hf_config} returned a {type(model).__name__}, not a torch.nn.Module",
                 )
+            # Buffers may keep their own dtype (rotary inv_freq stays fp32).
             stray = [
-                n for n, t in list(model.named_parameters()) + list(model.named_buffers())
+                n for n, t in model.named_parameters()
                 if t.device.type != job.device
                 or (job.dtype and t.is_floating_point() and t.dtype != getattr(torch, job.dtype))
-            ]
+            ] + [n for n, t in model.named_buffers() if t.device.type != job.device]
             if stray:
                 raise Refusal(
                     "trace",
@@ -638,6 +675,7 @@ def trace(job, change):
         raise Refusal(kind, f"{stage} failed {where}: {msg}".replace("  ", " "), tail(traceback.format_exc()))
     finally:
         functional.dropout = plain_dropout
+        functional.scaled_dot_product_attention = plain_sdpa
         for h in hooks:
             h.remove()
     return summarise(tracker, info, params, buffers, grads, states, inputs, peak_live, between, saved_peak_total, optimizer_name, inference, autocast)
@@ -688,6 +726,9 @@ def to_loss(torch, out):
 def describe_inputs(job):
     if job.input_fn is not None:
         return "from --input-fn"
+    if job.hf_config and not job.inputs:
+        ids = f"input_ids {job.batch or 1}x{job.seq_len}"
+        return ids + (" (labels the same)" if job.causal and not job.inference else "")
     return " ".join("x".join(str(d) for d in s["shape"]) + (":" + s["dtype"] if s.get("dtype") else "") for s in job.inputs)
 
 

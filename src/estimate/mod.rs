@@ -204,6 +204,25 @@ pub fn lever_saving(shape: &Shape, run: &Run, lever: Lever) -> Option<u64> {
     Some(base.saturating_sub(model::estimate(shape, &change.apply(run)).total_bytes))
 }
 
+/// What the dashboard's estimate panel shows: the formula's inputs, or a trace of the model.
+#[derive(Debug, Clone)]
+pub enum Estimated {
+    Formula(Shape, Option<u64>, Run),
+    Traced(Box<(trace::Traced, Option<trace::Fit>, Run)>),
+}
+
+impl Estimated {
+    /// The report against `gpus`.
+    pub fn report(&self, gpus: Result<Vec<GpuFree>, String>) -> Report {
+        match self {
+            Estimated::Formula(shape, on_disk, run) => {
+                report(shape.clone(), *on_disk, run.clone(), gpus)
+            }
+            Estimated::Traced(t) => trace::report(t.0.clone(), t.1.clone(), t.2.clone(), gpus),
+        }
+    }
+}
+
 /// One GPU's free memory, as read now.
 #[derive(Debug, Clone)]
 pub struct GpuFree {

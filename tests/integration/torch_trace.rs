@@ -442,3 +442,34 @@ fn no_python_and_no_torch_are_said() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--torch needs the batch"));
 }
+
+/// The dashboard's `e` panel takes `--torch` too: what its event loop runs off the UI thread
+/// gives a traced report against the selected GPU.
+#[test]
+fn the_estimate_panel_traces_a_model() {
+    let Some(py) = torch_python() else { return };
+    let line = format!(
+        "--torch {} --input 4x8 --optimizer sgd --python {}",
+        spec("small_mlp"),
+        py.display()
+    );
+    let estimated = gpumon::cli::panel_estimate(&line).expect("traced");
+    assert!(matches!(estimated, gpumon::estimate::Estimated::Traced(_)));
+    let gpu = gpumon::estimate::GpuFree {
+        index: 0,
+        uuid: None,
+        name: Some("GPU".into()),
+        free_bytes: Some(8 << 30),
+        mig: None,
+    };
+    let text = gpumon::estimate::render(&estimated.report(Ok(vec![gpu])));
+    assert!(text.contains("traced on fake tensors"), "{text}");
+    assert!(text.contains("[0] GPU") && text.contains("fits"), "{text}");
+    let e = gpumon::cli::panel_estimate(&format!(
+        "--torch {} --python {}",
+        spec("small_mlp"),
+        py.display()
+    ))
+    .expect_err("no input");
+    assert!(e.contains("--torch needs the batch"), "{e}");
+}
