@@ -473,3 +473,52 @@ fn the_estimate_panel_traces_a_model() {
     .expect_err("no input");
     assert!(e.contains("--torch needs the batch"), "{e}");
 }
+
+/// `--model config.json --trace`: transformers builds GPT-2 from its config on fake tensors
+/// (skipped, saying why, where transformers is not installed: scripts/test installs it with
+/// GPUMON_TEST_TRANSFORMERS=1).
+#[test]
+fn a_transformers_config_is_traced() {
+    let Some(py) = torch_python() else { return };
+    let has = std::process::Command::new(&py)
+        .args(["-c", "import transformers"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has {
+        eprintln!("skipped: transformers is not installed in {}", py.display());
+        return;
+    }
+    let config = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/configs/gpt2.json"
+    );
+    let j = crate::common::stdout_json(
+        gpumon()
+            .args([
+                "--demo", "estimate", "--model", config, "--trace", "--batch", "4",
+            ])
+            .args([
+                "--seq-len",
+                "1024",
+                "--dtype",
+                "bf16",
+                "--optimizer",
+                "adamw",
+            ])
+            .args(["--json", "--python"])
+            .arg(&py),
+    );
+    assert_eq!(j["method"], "traced");
+    assert_eq!(j["inputs"]["model"]["params"], 124_439_808u64);
+    let t = &j["trace"];
+    assert_eq!(
+        t["at_peak"]["optimizer_states"].as_u64(),
+        t["at_peak"]["parameters"].as_u64().map(|p| 2 * p)
+    );
+    // Fused attention, as on a GPU: no layer keeps the 4 × 12 × 1024² scores (96 MiB).
+    for l in t["layers"].as_array().expect("layers") {
+        if l["name"].as_str().is_some_and(|n| n.ends_with(".attn")) {
+            assert!(l["saved_bytes"].as_u64() < Some(64 * MIB), "{l}");
+        }
+    }
+}
