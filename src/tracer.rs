@@ -103,9 +103,10 @@ pub fn run(python: &Path, request: &Request, timeout: Duration) -> Result<Vec<u8
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    let (answer, _) = out.join().ok().flatten().unwrap_or_default();
+    let (answer, over) = out.join().ok().flatten().unwrap_or_default();
     let (stderr, _) = err.join().ok().flatten().unwrap_or_default();
-    if answer.iter().all(u8::is_ascii_whitespace) {
+    // Too long is the reader's to refuse (it says how long); empty is no answer at all.
+    if !over && answer.iter().all(u8::is_ascii_whitespace) {
         let text = String::from_utf8_lossy(&stderr);
         let last = text
             .lines()

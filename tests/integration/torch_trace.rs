@@ -522,3 +522,68 @@ fn a_transformers_config_is_traced() {
         }
     }
 }
+
+/// `--input-fn`: a callable returning the batch, called with `--batch`.
+#[test]
+fn an_input_function_makes_the_batch() {
+    let Some(py) = torch_python() else { return };
+    let j = crate::common::stdout_json(
+        gpumon()
+            .args(["--demo", "estimate", "--torch", &spec("small_mlp")])
+            .args([
+                "--input-fn",
+                &spec("batch_of"),
+                "--batch",
+                "16",
+                "--json",
+                "--python",
+            ])
+            .arg(&py),
+    );
+    assert_eq!(j["inputs"]["run"]["batch"], 16);
+    assert_eq!(layer(&j, "2")["output_shape"], serde_json::json!([16, 4]));
+    assert_eq!(j["trace"]["inputs"], "from --input-fn");
+}
+
+/// The helper's answer is untrusted: a Python that prints something else, too much, numbers
+/// that do not add up, or dies, gets a cause, never a panic or a report built on it.
+#[test]
+fn a_helper_that_answers_badly_is_refused() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let cases: &[(&str, &str)] = &[
+        ("echo 'Traceback (most recent call last):'", "not its JSON"),
+        (
+            "head -c 5000000 /dev/zero | tr '\\0' ' '; echo '{}'",
+            "more than the",
+        ),
+        (
+            r#"echo '{"ok": true, "trace": {"model": {"params": 1, "trainable": 1}, "peak_bytes": 100, "at_peak": {"parameters": 1, "buffers": 0, "gradients": 0, "optimizer_states": 0, "inputs": 0, "saved_activations": 0, "temporaries": 0}, "saved_for_backward_bytes": 0, "between_steps_bytes": 0}}'"#,
+            "add up to 1 bytes, not its 100",
+        ),
+        (
+            "echo 'dying' >&2; exit 3",
+            "ended without an answer (exit status: 3): dying",
+        ),
+        (
+            r#"printf '{"ok": false, "kind": "input", "error": "bad \\u001b[31mred"}'"#,
+            "bad \\u{1b}[31mred",
+        ),
+    ];
+    for (i, (body, cause)) in cases.iter().enumerate() {
+        let fake = dir.path().join(format!("python{i}"));
+        std::fs::write(&fake, format!("#!/bin/sh\n{body}\n")).expect("write");
+        std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .expect("chmod");
+        let out = gpumon()
+            .args([
+                "--demo", "estimate", "--torch", "m:f", "--input", "4x8", "--python",
+            ])
+            .arg(&fake)
+            .output()
+            .expect("run");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{body}: {err}");
+        assert!(err.contains(cause), "{body}: {err}");
+        assert!(!err.contains('\u{1b}'), "escaped: {err}");
+    }
+}
