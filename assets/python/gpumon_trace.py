@@ -315,7 +315,6 @@ class Job:
 
         torch = self.torch
         self.causal = type(config) in transformers.AutoModelForCausalLM._model_mapping
-        self.vocab = getattr(config, "vocab_size", 32000)
         return build
 
     def make_inputs(self, scale):
@@ -586,42 +585,42 @@ def trace(job, change):
                 opt.step()
                 opt.zero_grad(set_to_none=True)
             tracker.counting = True
-            for step in (1,):
-                stage = "making the input"
-                tracker.phase = "input"
-                batch = job.make_inputs(change.get("batch_scale", 1))
-                inputs.update(tracker.note(x) for x in leaves(batch))
-                tracker.phase = "forward"
-                stage = "the forward pass"
-                # The table describes one step: the last.
-                tracker.outputs.clear()
-                tracker.saved_step.clear()
-                ctx = []
-                if inference:
-                    ctx.append(torch.no_grad())
-                else:
-                    ctx.append(torch.autograd.graph.saved_tensors_hooks(pack, unpack))
-                with Autocast(torch, job.device, autocast):
-                    for c in ctx:
-                        c.__enter__()
-                    try:
-                        if isinstance(batch, dict):
-                            out = model(**batch)
-                        elif isinstance(batch, (list, tuple)):
-                            out = model(*batch)
-                        else:
-                            out = model(batch)
-                        loss = None
-                        if not inference:
-                            loss = to_loss(torch, out)
-                    finally:
-                        for c in reversed(ctx):
-                            c.__exit__(None, None, None)
-                alive = tracker.live_now()
-                saved_peak_total = max(saved_peak_total, sum(tracker.size[s] for s in tracker.saved if s in alive and s not in params))
-                if opt is None:
-                    del out
-                    break
+            # One steady step (the optimizer's states already made).
+            stage = "making the input"
+            tracker.phase = "input"
+            batch = job.make_inputs(change.get("batch_scale", 1))
+            inputs.update(tracker.note(x) for x in leaves(batch))
+            tracker.phase = "forward"
+            stage = "the forward pass"
+            # The table describes one step: the last.
+            tracker.outputs.clear()
+            tracker.saved_step.clear()
+            ctx = []
+            if inference:
+                ctx.append(torch.no_grad())
+            else:
+                ctx.append(torch.autograd.graph.saved_tensors_hooks(pack, unpack))
+            with Autocast(torch, job.device, autocast):
+                for c in ctx:
+                    c.__enter__()
+                try:
+                    if isinstance(batch, dict):
+                        out = model(**batch)
+                    elif isinstance(batch, (list, tuple)):
+                        out = model(*batch)
+                    else:
+                        out = model(batch)
+                    loss = None
+                    if not inference:
+                        loss = to_loss(torch, out)
+                finally:
+                    for c in reversed(ctx):
+                        c.__exit__(None, None, None)
+            alive = tracker.live_now()
+            saved_peak_total = max(saved_peak_total, sum(tracker.size[s] for s in tracker.saved if s in alive and s not in params))
+            if opt is None:
+                del out
+            else:
                 tracker.phase = "backward"
                 stage = "the backward pass"
                 loss.backward()
@@ -639,7 +638,7 @@ def trace(job, change):
                             states.add(s)
                 opt.zero_grad(set_to_none=True)
                 tracker.phase = "between"
-                del batch
+            del batch
             between = tracker.live
             peak_live = tracker.live_at(tracker.peak_at)
     except Refusal:
@@ -801,13 +800,13 @@ def remedies(job, base):
     if job.can_halve():
         out.append(("half-batch", "half the batch, with gradient accumulation ×2 (the same effective batch)"
                     if not job.inference else "half the batch", {"batch_scale": 2}, False))
+    if base["model"].get("activations"):
+        kinds = ", ".join(base["model"]["activations"])
+        out.append(("inplace", f"inplace activations ({kinds}: inplace=True)", {"inplace": True}, False))
     if job.inference:
         return out
     if not job.autocast and job.dtype in (None, "float32"):
         out.append(("autocast", "bf16 autocast (torch.autocast; fp32 weights kept)", {"autocast": "bfloat16"}, False))
-    if base["model"].get("activations"):
-        kinds = ", ".join(base["model"]["activations"])
-        out.append(("inplace", f"inplace activations ({kinds}: inplace=True)", {"inplace": True}, False))
     if job.optimizer in ("adam", "adamw", "adafactor"):
         out.append(("sgd", "SGD with momentum instead of " + job.optimizer, {"optimizer": "sgd-momentum"}, True))
     blocks = base["model"].get("blocks")
