@@ -986,34 +986,6 @@ pub fn estimate_line(line: &str) -> Result<(Shape, Option<u64>, Run), String> {
     crate::estimate::inputs(&parsed.args.flags())
 }
 
-/// The dashboard's estimate panel: `estimate`'s flags in one line, `--torch` and `--trace`
-/// included (those run the tracer, for seconds: call it off the UI thread).
-pub fn panel_estimate(line: &str) -> Result<crate::estimate::Estimated, String> {
-    #[derive(Parser)]
-    #[command(name = "estimate", no_binary_name = true)]
-    struct Line {
-        #[command(flatten)]
-        args: EstimateArgs,
-    }
-    let words: Vec<&str> = line.split_whitespace().collect();
-    if !words
-        .iter()
-        .any(|w| *w == "--trace" || *w == "--torch" || w.starts_with("--torch="))
-    {
-        return estimate_line(line).map(|(s, d, r)| crate::estimate::Estimated::Formula(s, d, r));
-    }
-    let parsed = Line::try_parse_from(words).map_err(|e| {
-        e.to_string()
-            .lines()
-            .next()
-            .unwrap_or("invalid flags")
-            .trim_start_matches("error: ")
-            .to_owned()
-    })?;
-    crate::tracer::trace(&parsed.args, None)
-        .map(|t| crate::estimate::Estimated::Traced(Box::new(t)))
-}
-
 /// A `--gpu` selector: an index or a UUID (or its start); empty names no GPU.
 fn parse_gpu(s: &str) -> Result<String, String> {
     let s = s.trim();

@@ -216,6 +216,34 @@ pub fn trace(
     Ok((traced, fewest, run))
 }
 
+/// The dashboard's estimate panel: `estimate`'s flags in one line, `--torch` and `--trace`
+/// included (those run the tracer, for seconds: call it off the UI thread).
+pub fn panel_estimate(line: &str) -> Result<crate::estimate::Estimated, String> {
+    #[derive(clap::Parser)]
+    #[command(name = "estimate", no_binary_name = true)]
+    struct Line {
+        #[command(flatten)]
+        args: EstimateArgs,
+    }
+    let words: Vec<&str> = line.split_whitespace().collect();
+    if !words
+        .iter()
+        .any(|w| *w == "--trace" || *w == "--torch" || w.starts_with("--torch="))
+    {
+        return crate::cli::estimate_line(line)
+            .map(|(s, d, r)| crate::estimate::Estimated::Formula(s, d, r));
+    }
+    let parsed = <Line as clap::Parser>::try_parse_from(words).map_err(|e| {
+        e.to_string()
+            .lines()
+            .next()
+            .unwrap_or("invalid flags")
+            .trim_start_matches("error: ")
+            .to_owned()
+    })?;
+    trace(&parsed.args, None).map(|t| crate::estimate::Estimated::Traced(Box::new(t)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

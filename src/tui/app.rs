@@ -772,7 +772,7 @@ impl App {
             self.estimate_reading = true;
             self.estimate_request = Some(self.estimate_text.clone());
         } else {
-            self.estimate = Some(crate::cli::panel_estimate(&self.estimate_text));
+            self.estimate = Some(crate::tracer::panel_estimate(&self.estimate_text));
             self.estimate_reading = false;
             self.estimate_request = None;
         }
