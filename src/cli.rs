@@ -1075,6 +1075,17 @@ mod tests {
     use super::*;
     use clap::CommandFactory;
 
+    /// `--layers` without N lists a trace's layers; for the formula it needs N, and the
+    /// one-line flags (explain, pick, run) leave tracing to `estimate` itself.
+    #[test]
+    fn layers_without_n_and_traces_in_one_line_are_said() {
+        assert!(estimate_line("--params 7B --layers 32 --hidden 4096 --heads 32").is_ok());
+        let e = estimate_line("--params 7B --layers").expect_err("no N");
+        assert!(e.contains("--layers needs N"), "{e}");
+        let e = estimate_line("--torch m.py:f --input 4x8").expect_err("a trace");
+        assert!(e.contains("use `gpumon estimate` itself"), "{e}");
+    }
+
     #[test]
     fn listen_addresses() {
         assert_eq!(
