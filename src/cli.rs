@@ -311,10 +311,19 @@ pub enum Command {
     /// stated allowance for the CUDA context plus a fragmentation margin. Each GPU's live free
     /// memory is read (NVML, --demo or --scenario); when the run does not fit, what each
     /// standard remedy saves and the fewest that make it fit.
+    ///
+    /// --torch SPEC traces your own PyTorch model instead: a helper carried in gpumon runs in
+    /// your interpreter (--python), builds the model on fake tensors (no GPU, no memory),
+    /// runs one training step with --input or --input-fn and follows every tensor: the peak
+    /// by kind, each layer's output and saved bytes and share of the peak, and each remedy
+    /// measured by tracing again (half the batch, bf16 autocast, inplace activations, SGD,
+    /// checkpointing, no_grad). The CUDA context allowance is added, said as not measured.
     #[command(after_help = "Examples:\n  \
         gpumon estimate --model ./Llama-2-7b-hf --batch 4 --seq-len 2048 --mixed-precision\n  \
         gpumon estimate --params 7B --layers 32 --hidden 4096 --heads 32 --inference \\\n      \
-        --seq-len 4096 --dtype fp16")]
+        --seq-len 4096 --dtype fp16\n  \
+        gpumon estimate --torch torchvision.models:vgg16 --input 32x3x224x224 --optimizer adam\n  \
+        gpumon estimate --torch ./model.py:build --input 8x512:int64 --python .venv/bin/python")]
     Estimate(Deferred<EstimateCmd>),
     /// Choose GPUs for a job: the idle ones with the most free memory, MIG instances included
     ///
@@ -368,11 +377,36 @@ pub struct EstimateArgs {
     pub model: Option<PathBuf>,
     /// The parameter count: 7B, 350M, 6738415616
     #[arg(long, value_name = "N", value_parser = crate::estimate::parse_params,
-          required_unless_present = "model")]
+          required_unless_present_any = ["model", "torch"])]
     pub params: Option<u64>,
-    /// Transformer layers (for activations and the KV cache)
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=100_000))]
-    pub layers: Option<u64>,
+    /// Trace your own PyTorch model instead: package.module:callable or path/file.py:callable
+    /// returning an nn.Module. One training step (two where the optimizer makes its states
+    /// lazily) runs on fake tensors in your interpreter (--python): no GPU memory is used
+    #[arg(long, value_name = "SPEC", conflicts_with_all = ["model", "params"])]
+    pub torch: Option<String>,
+    /// With --torch: the batch's tensors, 32x3x224x224; several separated by commas or given
+    /// again; a dtype suffix for token ids: 8x512:int64
+    #[arg(long, value_name = "SHAPES")]
+    pub input: Vec<String>,
+    /// With --torch: file.py:callable (or module:callable) returning the batch (a tensor, a
+    /// tuple, or a dict of keyword arguments); called with --batch when it takes an argument
+    #[arg(long, value_name = "SPEC", conflicts_with = "input")]
+    pub input_fn: Option<String>,
+    /// With --model: build the model from its config.json with transformers, on fake tensors,
+    /// and trace it instead of using the formula
+    #[arg(long, requires = "model")]
+    pub trace: bool,
+    /// The Python interpreter the trace runs in (yours: the one with your model and torch)
+    #[arg(long, value_name = "PATH", default_value = "python3")]
+    pub python: PathBuf,
+    /// How long the trace may take before it is stopped
+    #[arg(long, value_name = "DURATION", value_parser = parse_timeout, default_value = "5m")]
+    pub trace_timeout: Duration,
+    /// Transformer layers (for activations and the KV cache); with --torch, how many rows
+    /// of the layer table to show (without N: all of them)
+    #[arg(long, value_name = "N", num_args = 0..=1,
+          value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub layers: Option<Option<u64>>,
     /// Hidden size
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
     pub hidden: Option<u64>,
@@ -397,9 +431,10 @@ pub struct EstimateArgs {
     /// Tokens per sequence
     #[arg(long, value_name = "N", default_value_t = 2048, value_parser = clap::value_parser!(u64).range(1..=1 << 24))]
     pub seq_len: u64,
-    /// The weights' type (the compute type under --mixed-precision is bf16)
-    #[arg(long, default_value = "bf16", value_parser = choice::<Dtype>())]
-    pub dtype: Dtype,
+    /// The weights' type (the compute type under --mixed-precision is bf16) [default: bf16;
+    /// with --torch, the model's own]
+    #[arg(long, value_parser = choice::<Dtype>())]
+    pub dtype: Option<Dtype>,
     /// bf16 compute with fp32 master weights (training)
     #[arg(long)]
     pub mixed_precision: bool,
@@ -937,12 +972,24 @@ impl Common {
 }
 
 impl EstimateArgs {
+    /// `--layers` without N only means something for a trace's table.
+    pub fn check_layers(&self) -> Result<(), String> {
+        if self.layers == Some(None) && self.torch.is_none() && !self.trace {
+            return Err(
+                "--layers needs N (the transformer's layers); without N it shows every row of \
+                 a trace's layer table (--torch)"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
+
     /// The flags as the estimate's model takes them.
     pub fn flags(&self) -> crate::estimate::Flags {
         crate::estimate::Flags {
             model: self.model.clone(),
             params: self.params,
-            layers: self.layers,
+            layers: self.layers.flatten(),
             hidden: self.hidden,
             heads: self.heads,
             kv_heads: self.kv_heads,
@@ -951,7 +998,7 @@ impl EstimateArgs {
             gated_mlp: self.gated_mlp,
             batch: self.batch,
             seq_len: self.seq_len,
-            dtype: self.dtype,
+            dtype: self.dtype.unwrap_or(Dtype::Bf16),
             mixed_precision: self.mixed_precision,
             optimizer: self.optimizer,
             checkpointing: self.checkpointing,
@@ -984,6 +1031,12 @@ pub fn estimate_line(line: &str) -> Result<(Shape, Option<u64>, Run), String> {
             .trim_start_matches("error: ")
             .to_owned()
     })?;
+    if parsed.args.torch.is_some() || parsed.args.trace {
+        return Err(
+            "--torch and --trace run a trace: use `gpumon estimate` itself for those".into(),
+        );
+    }
+    parsed.args.check_layers()?;
     crate::estimate::inputs(&parsed.args.flags())
 }
 
@@ -1086,6 +1139,17 @@ pub fn parse_listen(s: &str) -> Result<std::net::SocketAddr, String> {
 mod tests {
     use super::*;
     use clap::CommandFactory;
+
+    /// `--layers` without N lists a trace's layers; for the formula it needs N, and the
+    /// one-line flags (explain, pick, run) leave tracing to `estimate` itself.
+    #[test]
+    fn layers_without_n_and_traces_in_one_line_are_said() {
+        assert!(estimate_line("--params 7B --layers 32 --hidden 4096 --heads 32").is_ok());
+        let e = estimate_line("--params 7B --layers").expect_err("no N");
+        assert!(e.contains("--layers needs N"), "{e}");
+        let e = estimate_line("--torch m.py:f --input 4x8").expect_err("a trace");
+        assert!(e.contains("use `gpumon estimate` itself"), "{e}");
+    }
 
     #[test]
     fn listen_addresses() {

@@ -26,6 +26,7 @@ pub mod model;
 pub mod oom;
 pub mod runtime;
 pub mod text;
+pub mod tracer;
 pub mod tui;
 pub mod units;
 pub mod view;

@@ -6,6 +6,7 @@ pub mod batch;
 pub mod config;
 pub mod model;
 pub mod pick;
+pub mod trace;
 
 use std::fmt::Write as _;
 
@@ -203,6 +204,25 @@ pub fn lever_saving(shape: &Shape, run: &Run, lever: Lever) -> Option<u64> {
     Some(base.saturating_sub(model::estimate(shape, &change.apply(run)).total_bytes))
 }
 
+/// What the dashboard's estimate panel shows: the formula's inputs, or a trace of the model.
+#[derive(Debug, Clone)]
+pub enum Estimated {
+    Formula(Shape, Option<u64>, Run),
+    Traced(Box<(trace::Traced, Option<trace::Fit>, Run)>),
+}
+
+impl Estimated {
+    /// The report against `gpus`.
+    pub fn report(&self, gpus: Result<Vec<GpuFree>, String>) -> Report {
+        match self {
+            Estimated::Formula(shape, on_disk, run) => {
+                report(shape.clone(), *on_disk, run.clone(), gpus)
+            }
+            Estimated::Traced(t) => trace::report(t.0.clone(), t.1.clone(), t.2.clone(), gpus),
+        }
+    }
+}
+
 /// One GPU's free memory, as read now.
 #[derive(Debug, Clone)]
 pub struct GpuFree {
@@ -277,6 +297,9 @@ pub struct Combination {
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     pub schema_version: u32,
+    /// "formula" (from the model's shape) or "traced" (one step of the model itself, on fake
+    /// tensors: `estimate --torch`).
+    pub method: &'static str,
     pub inputs: Inputs,
     pub parts: Parts,
     /// What stays on the GPU between steps (without activations).
@@ -291,6 +314,9 @@ pub struct Report {
     pub gpus_error: Option<String>,
     pub plan: Vec<Remedy>,
     pub fits_with: Option<Combination>,
+    /// What the trace measured (`method: "traced"` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace: Option<trace::Traced>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -550,6 +576,7 @@ pub fn report(
     let fits_with = fits_with.filter(|_| peak_known);
     Report {
         schema_version: SCHEMA_VERSION,
+        method: "formula",
         inputs: Inputs {
             trainable_params: model::trainable_params(&shape, &run),
             model: shape,
@@ -564,10 +591,11 @@ pub fn report(
         gpus_error,
         plan,
         fits_with,
+        trace: None,
     }
 }
 
-fn count(n: u64) -> String {
+pub(crate) fn count(n: u64) -> String {
     match n {
         n if n >= 1_000_000_000 => format!("{:.2} B", n as f64 / 1e9),
         n if n >= 1_000_000 => format!("{:.1} M", n as f64 / 1e6),
@@ -575,10 +603,20 @@ fn count(n: u64) -> String {
     }
 }
 
-/// The report as text.
+/// The report as text (a traced one with the first `layers` layers, or ten).
 pub fn render(r: &Report) -> String {
+    render_with(r, None)
+}
+
+/// The report as text, showing `layers` rows of a trace's layer table (`None`: ten).
+pub fn render_with(r: &Report, layers: Option<usize>) -> String {
     let mut out = String::new();
     let run = &r.inputs.run;
+    if let Some(t) = &r.trace {
+        trace::render_trace(&mut out, r, t, layers);
+        fit_and_plan(&mut out, r);
+        return out;
+    }
     let m = &r.inputs.model;
     let what = if run.inference {
         "inference".to_owned()
@@ -671,6 +709,12 @@ pub fn render(r: &Report) -> String {
         );
     }
     out.push('\n');
+    fit_and_plan(&mut out, r);
+    out
+}
+
+/// Each GPU's verdict, then (when none fits) what each change saves and the fewest that fit.
+fn fit_and_plan(out: &mut String, r: &Report) {
     if let Some(e) = &r.gpus_error {
         let first = e.lines().next().unwrap_or("");
         let _ = writeln!(
@@ -704,9 +748,21 @@ pub fn render(r: &Report) -> String {
             g.free_bytes.map_or_else(|| "N/A".to_owned(), fmt_bytes)
         );
     }
+    if let Some(t) = &r.trace {
+        trace::render_remedies(out, t);
+        if t.fit_search_complete == Some(false) && r.fits_with.is_none() {
+            out.push_str(
+                "\nNo combination fitted within the re-traces allowed (12); the list above \
+                 says what each change measures.\n",
+            );
+            return;
+        }
+    }
     if !r.plan.is_empty() && r.gpus.iter().all(|g| g.fits != Some(true)) {
-        out.push_str("\nWhat each change saves on its own:\n");
-        for rem in &r.plan {
+        if r.trace.is_none() {
+            out.push_str("\nWhat each change saves on its own:\n");
+        }
+        for rem in r.plan.iter().filter(|_| r.trace.is_none()) {
             let _ = writeln!(
                 out,
                 "  - {} (saves {})",
@@ -718,12 +774,17 @@ pub fn render(r: &Report) -> String {
             Some(c) => {
                 let _ = writeln!(
                     out,
-                    "\nThe fewest changes that fit GPU {} ({} peak):",
+                    "\nThe fewest changes that fit GPU {} ({} peak{}):",
                     c.gpu_index,
-                    fmt_bytes(c.total_bytes)
+                    fmt_bytes(c.total_bytes),
+                    if r.trace.is_some() {
+                        ", re-traced together"
+                    } else {
+                        ""
+                    }
                 );
                 for rem in &c.remedies {
-                    let _ = writeln!(out, "  - {rem}");
+                    let _ = writeln!(out, "  - {}", crate::text::escape(rem));
                 }
             }
             None if !r.peak_known => out.push_str(
@@ -736,7 +797,6 @@ pub fn render(r: &Report) -> String {
             None => {}
         }
     }
-    out
 }
 
 #[cfg(test)]

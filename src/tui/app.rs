@@ -42,15 +42,9 @@ pub enum Mode {
     Goto,
 }
 
-/// What the estimate panel's flags parse to: the model and the run, or why not.
-pub type EstimateInputs = Result<
-    (
-        crate::estimate::model::Shape,
-        Option<u64>,
-        crate::estimate::model::Run,
-    ),
-    String,
->;
+/// What the estimate panel's flags give: the model and the run (or a trace of the model), or
+/// why not.
+pub type EstimateInputs = Result<crate::estimate::Estimated, String>;
 
 /// The details view (Enter): a process, and its last figures for when it has left the GPU.
 #[derive(Debug, Clone)]
@@ -769,14 +763,16 @@ impl App {
             self.estimate = None;
             self.estimate_reading = false;
             self.estimate_request = None;
-        } else if flags
-            .split_whitespace()
-            .any(|w| w == "--model" || w.starts_with("--model="))
-        {
+        } else if flags.split_whitespace().any(|w| {
+            w == "--model"
+                || w.starts_with("--model=")
+                || w == "--torch"
+                || w.starts_with("--torch=")
+        }) {
             self.estimate_reading = true;
             self.estimate_request = Some(self.estimate_text.clone());
         } else {
-            self.estimate = Some(crate::cli::estimate_line(&self.estimate_text));
+            self.estimate = Some(crate::tracer::panel_estimate(&self.estimate_text));
             self.estimate_reading = false;
             self.estimate_request = None;
         }

@@ -364,7 +364,7 @@ where
     let mut next_estimate: Option<String> = None;
     let run_estimate = |flags: String, tx: mpsc::Sender<(String, app::EstimateInputs)>| {
         std::thread::spawn(move || {
-            let result = crate::cli::estimate_line(&flags);
+            let result = crate::tracer::panel_estimate(&flags);
             let _ = tx.blocking_send((flags, result));
         });
     };

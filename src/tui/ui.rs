@@ -1260,16 +1260,18 @@ fn draw_estimate(frame: &mut Frame, area: Rect, app: &App, sample: &Sample) {
         input,
     );
     let text = match &app.estimate {
+        _ if app.estimate_reading && app.estimate_text.contains("--torch") => {
+            "tracing the model (one training step on fake tensors, in your Python)…".to_owned()
+        }
         _ if app.estimate_reading => "reading the model's files…".to_owned(),
         None => "Type the run's flags above, as for `gpumon estimate`.".to_owned(),
         Some(Err(e)) => e.clone(),
-        Some(Ok((shape, on_disk, run))) => {
+        Some(Ok(estimated)) => {
             let gpus = crate::estimate::GpuFree::candidates(&sample.devices)
                 .into_iter()
                 .filter(|d| gpu.is_none_or(|g| d.index == g))
                 .collect();
-            let r = crate::estimate::report(shape.clone(), *on_disk, run.clone(), Ok(gpus));
-            crate::estimate::render(&r)
+            crate::estimate::render(&estimated.report(Ok(gpus)))
         }
     };
     frame.render_widget(

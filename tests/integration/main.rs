@@ -19,3 +19,4 @@ mod run;
 mod sampling;
 mod serve;
 mod stall;
+mod torch_trace;
