@@ -458,10 +458,18 @@ pub fn parse_block(lines: &[String]) -> Option<Oom> {
     let spaced = not_a_failure_re()
         .replace_all(&lines.join(" "), "")
         .into_owned();
+    // The line that says what failed; where a wrap split its phrase over two lines (the
+    // scanner found it across them), those two lines joined.
     let trigger = lines
         .iter()
         .find(|l| super::clean::is_trigger(l))
         .cloned()
+        .or_else(|| {
+            lines
+                .windows(2)
+                .map(|w| format!("{} {}", w[0], w[1]))
+                .find(|l| super::clean::is_trigger(l))
+        })
         .unwrap_or_default();
     // A terminal wrap can split a word; try the block joined without spaces as well; then the
     // honest fallback on the trigger line.

@@ -338,8 +338,11 @@ impl Scanner {
         };
         // PyTorch's allocator split on a line of its own after a head that lacks it: the same
         // message, wrapped (by a logger, a terminal or whoever pasted it), not a second one.
+        // The caching allocator prints the same sentence on ROCm, XPU and its forks
+        // (torch_npu and the others), whose heads name their own device.
         if new.format == "pytorch-2.x-tail"
-            && old.framework == Framework::Pytorch
+            && (old.framework == Framework::Pytorch
+                || matches!(old.format, "pytorch-2.x" | "pytorch-fork-2.x"))
             && old.facts.allocated_bytes.is_none()
         {
             return false;

@@ -1036,7 +1036,13 @@ fn paste_strategy() -> impl Strategy<Value = Paste> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(384))]
+    // A fixed seed: the same 384 pastes on every run, so that CI does not meet a new one at
+    // random (a failure then reproduces exactly; change the seed to explore further).
+    #![proptest_config(ProptestConfig {
+        cases: 384,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(0x6770_756d_6f6e),
+        ..ProptestConfig::default()
+    })]
     /// Every corpus message reads the same figures however it was pasted: re-wrapped at any
     /// width from 40 columns, behind rank, time, host or worker prefixes, quoted, in bold or
     /// backticks, coloured, with CRLF, HTML-escaped, or with a NUL or control byte inside.
