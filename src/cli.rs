@@ -1013,6 +1013,17 @@ impl EstimateArgs {
     }
 }
 
+/// What clap says is wrong with a line of flags: its first line, without `error: ` (the rest
+/// is usage), for the places that show it in one line (the dashboard's `e` panel).
+pub(crate) fn first_error_line(e: &clap::Error) -> String {
+    e.to_string()
+        .lines()
+        .next()
+        .unwrap_or("invalid flags")
+        .trim_start_matches("error: ")
+        .to_owned()
+}
+
 /// `gpumon estimate`'s flags in one line (`explain --estimate`, the dashboard's estimate
 /// panel), split at whitespace: the model and the run they describe.
 pub fn estimate_line(line: &str) -> Result<(Shape, Option<u64>, Run), String> {
@@ -1022,15 +1033,7 @@ pub fn estimate_line(line: &str) -> Result<(Shape, Option<u64>, Run), String> {
         #[command(flatten)]
         args: EstimateArgs,
     }
-    let parsed = Line::try_parse_from(line.split_whitespace()).map_err(|e| {
-        // clap's first line says what is wrong; the rest is usage.
-        e.to_string()
-            .lines()
-            .next()
-            .unwrap_or("invalid flags")
-            .trim_start_matches("error: ")
-            .to_owned()
-    })?;
+    let parsed = Line::try_parse_from(line.split_whitespace()).map_err(|e| first_error_line(&e))?;
     if parsed.args.torch.is_some() || parsed.args.trace {
         return Err(
             "--torch and --trace run a trace: use `gpumon estimate` itself for those".into(),

@@ -233,14 +233,8 @@ pub fn panel_estimate(line: &str) -> Result<crate::estimate::Estimated, String> 
         return crate::cli::estimate_line(line)
             .map(|(s, d, r)| crate::estimate::Estimated::Formula(s, d, r));
     }
-    let parsed = <Line as clap::Parser>::try_parse_from(words).map_err(|e| {
-        e.to_string()
-            .lines()
-            .next()
-            .unwrap_or("invalid flags")
-            .trim_start_matches("error: ")
-            .to_owned()
-    })?;
+    let parsed = <Line as clap::Parser>::try_parse_from(words)
+        .map_err(|e| crate::cli::first_error_line(&e))?;
     trace(&parsed.args, None).map(|t| crate::estimate::Estimated::Traced(Box::new(t)))
 }
 
