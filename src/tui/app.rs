@@ -135,7 +135,9 @@ pub enum Action {
     /// Ctrl-Z: give the terminal back and stop, as job control expects.
     Suspend,
     /// Replay: move the time cursor.
-    Replay(super::replay::Command),
+    Replay(crate::feed::replay::Command),
+    /// Take the terminal again (continued after a stop from outside) and repaint it whole.
+    Resume,
 }
 
 /// What the dashboard shows of a replay: where the cursor is and how it moves.
@@ -151,6 +153,23 @@ pub struct ReplayView {
     pub goto: String,
     /// Why the last typed time was not taken.
     pub goto_error: Option<String>,
+}
+
+impl ReplayView {
+    /// Before the player's first playback: paused, at normal speed.
+    pub fn new(file: &str) -> ReplayView {
+        ReplayView {
+            file: file.to_owned(),
+            playing: false,
+            speed: 1.0,
+            span: (
+                std::time::SystemTime::UNIX_EPOCH,
+                std::time::SystemTime::UNIX_EPOCH,
+            ),
+            goto: String::new(),
+            goto_error: None,
+        }
+    }
 }
 
 /// One row of the process table.
@@ -212,6 +231,8 @@ pub struct App {
     /// Flags waiting to be worked out off the UI thread.
     estimate_request: Option<String>,
     pub estimate_gpu: Option<u32>,
+    /// Works out the estimate panel's flags ([`super::Settings::estimate`]).
+    estimator: fn(&str) -> EstimateInputs,
     /// Palette slots of the largest processes (as many as there are colours), kept while a
     /// process stays among them, so that a colour keeps naming the same process.
     colours: HashMap<u32, usize>,
@@ -247,7 +268,13 @@ pub struct UsersView {
 pub const USER_COLUMNS: usize = 7;
 
 impl App {
-    pub fn new(interval: Duration, history: Duration) -> Self {
+    pub fn new(settings: &super::Settings) -> Self {
+        let super::Settings {
+            interval,
+            history,
+            idle_after,
+            estimate,
+        } = *settings;
         App {
             sample: None,
             queue: Vec::new(),
@@ -278,10 +305,11 @@ impl App {
             estimate_request: None,
             help_scroll: 0,
             estimate_gpu: None,
+            estimator: estimate,
             colours: HashMap::new(),
             order: Vec::new(),
             holder_rows: Vec::new(),
-            usage: crate::model::rollup::Usage::new(Duration::from_secs(600), history),
+            usage: crate::model::rollup::Usage::new(idle_after, history),
             users: UsersView {
                 by: crate::model::rollup::GroupBy::User,
                 sort: 3,
@@ -300,7 +328,7 @@ impl App {
     }
 
     /// A frame from the fleet's poller: the rows' summaries, and the open node's sample.
-    pub fn on_fleet_frame(&mut self, frame: super::fleet::Frame) -> Action {
+    pub fn on_fleet_frame(&mut self, frame: crate::feed::fleet::Round) -> Action {
         let Some(view) = self.fleet.as_mut() else {
             return Action::None;
         };
@@ -404,7 +432,7 @@ impl App {
 
     /// A replay's frame: the samples at the cursor (after a jump, the window before it too,
     /// which become the history), and how the cursor moves.
-    pub fn on_replay_frame(&mut self, frame: super::replay::Frame) -> Action {
+    pub fn on_replay_frame(&mut self, frame: crate::feed::replay::Playback) -> Action {
         if let Some(r) = self.replay.as_mut() {
             r.playing = frame.playing;
             r.speed = frame.speed;
@@ -772,7 +800,7 @@ impl App {
             self.estimate_reading = true;
             self.estimate_request = Some(self.estimate_text.clone());
         } else {
-            self.estimate = Some(crate::tracer::panel_estimate(&self.estimate_text));
+            self.estimate = Some((self.estimator)(&self.estimate_text));
             self.estimate_reading = false;
             self.estimate_request = None;
         }
@@ -1159,7 +1187,7 @@ impl App {
                         r.goto.clear();
                         r.goto_error = None;
                         self.mode = Mode::Normal;
-                        return Action::Replay(super::replay::Command::Goto(t));
+                        return Action::Replay(crate::feed::replay::Command::Goto(t));
                     }
                     Err(e) => r.goto_error = Some(e),
                 }
@@ -1173,7 +1201,7 @@ impl App {
     /// The keys that move a replay's cursor, in place of their live meaning (scrolling the
     /// command, the GPUs, the top, pausing, the interval).
     fn replay_key(&mut self, key: KeyEvent) -> Option<Action> {
-        use super::replay::Command;
+        use crate::feed::replay::Command;
         self.replay.as_ref()?;
         Some(match key.code {
             KeyCode::Right => Action::Replay(Command::Step(1)),
@@ -1391,7 +1419,10 @@ mod tests {
     }
 
     fn app_with(procs: &[(u32, u32, u64, &str)]) -> App {
-        let mut app = App::new(Duration::from_secs(1), Duration::from_secs(600));
+        let mut app = App::new(&crate::tui::test_settings(
+            Duration::from_secs(1),
+            Duration::from_secs(600),
+        ));
         let mut devices: Vec<Device> = (0..2)
             .map(|i| Device {
                 index: i,
@@ -1794,20 +1825,23 @@ mod tests {
             error: None,
             host: None,
         };
-        let mut app = App::new(Duration::from_secs(2), Duration::from_secs(600));
+        let mut app = App::new(&crate::tui::test_settings(
+            Duration::from_secs(2),
+            Duration::from_secs(600),
+        ));
         app.fleet = Some(super::super::fleet::View::default());
-        app.on_fleet_frame(super::super::fleet::Frame {
+        app.on_fleet_frame(crate::feed::fleet::Round {
             new_rows: vec![("a".into(), "a:9400".into()), ("b".into(), "b:9400".into())],
             ..Default::default()
         });
         app.open_node(1);
         // Another node's history (opened, then left) is not this one's.
-        app.on_fleet_frame(super::super::fleet::Frame {
+        app.on_fleet_frame(crate::feed::fleet::Round {
             history: Some((0, Ok(vec![at(0, 7)]))),
             ..Default::default()
         });
         assert!(app.history.device(0).is_none_or(|h| h.points.is_empty()));
-        app.on_fleet_frame(super::super::fleet::Frame {
+        app.on_fleet_frame(crate::feed::fleet::Round {
             history: Some((1, Ok(vec![at(0, 1), at(2, 2), at(4, 3)]))),
             opened: Some((1, Ok(at(6, 4)))),
             ..Default::default()
@@ -1822,7 +1856,7 @@ mod tests {
         assert!(matches!(view.open_history, Some(Ok(d)) if d == Duration::from_secs(4)));
         // A failed range query is said; the node's readings go on.
         app.open_node(1);
-        app.on_fleet_frame(super::super::fleet::Frame {
+        app.on_fleet_frame(crate::feed::fleet::Round {
             history: Some((1, Err("Prometheus: HTTP 503".into()))),
             ..Default::default()
         });

@@ -110,7 +110,10 @@ fn screen(
     make: impl Fn(u64) -> Vec<Device>,
 ) -> (Terminal<TestBackend>, App) {
     let mut terminal = Terminal::new(TestBackend::new(w, h)).expect("terminal");
-    let mut app = App::new(Duration::from_secs(1), Duration::from_secs(600));
+    let mut app = App::new(&crate::common::dashboard_settings(
+        Duration::from_secs(1),
+        Duration::from_secs(600),
+    ));
     for t in 0..steps {
         render_once(&mut terminal, &mut app, sample(t * 20, make(t))).expect("draw");
     }
@@ -847,7 +850,10 @@ fn the_demo_first_screen_shows_the_allocator_split() {
     );
     let sample = Arc::new(sampler.tick());
     let mut terminal = Terminal::new(TestBackend::new(120, 40)).expect("terminal");
-    let mut app = App::new(Duration::from_secs(1), Duration::from_secs(600));
+    let mut app = App::new(&crate::common::dashboard_settings(
+        Duration::from_secs(1),
+        Duration::from_secs(600),
+    ));
     render_once(&mut terminal, &mut app, sample).expect("draw");
     let text = terminal.backend().to_string();
     // The largest process is selected: rank 0 of the training run, with PyTorch's split.
@@ -1708,7 +1714,10 @@ fn lab(_: u64) -> Vec<Device> {
 #[test]
 fn snapshot_the_per_user_view_its_sort_and_idle_holds() {
     let mut terminal = Terminal::new(TestBackend::new(120, 30)).expect("terminal");
-    let mut app = App::new(Duration::from_secs(1), Duration::from_secs(600));
+    let mut app = App::new(&crate::common::dashboard_settings(
+        Duration::from_secs(1),
+        Duration::from_secs(600),
+    ));
     app.usage =
         gpumon::model::rollup::Usage::new(Duration::from_secs(300), Duration::from_secs(600));
     for t in 0..=20 {
