@@ -314,8 +314,8 @@ mod tests {
             Action::Redraw
         );
         assert_eq!(app.mode, Mode::Oom);
-        assert_eq!(app.oom_text, text);
-        assert!(app.oom.is_some());
+        assert_eq!(app.oom.text, text);
+        assert!(app.oom.analysis.is_some());
     }
 
     #[test]
@@ -461,6 +461,6 @@ mod tests {
             Action::None,
             "the panel holds other flags"
         );
-        assert!(app.estimate.is_none());
+        assert!(app.estimate.inputs.is_none());
     }
 }

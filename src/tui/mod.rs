@@ -9,6 +9,7 @@ pub mod event;
 pub mod fleet;
 pub mod input;
 pub mod keys;
+pub mod panel;
 pub mod signal;
 pub mod terminal;
 pub mod theme;

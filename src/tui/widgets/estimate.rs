@@ -15,7 +15,7 @@ use crate::model::Sample;
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, sample: &Sample) {
     let rect = panel_rect(area, 90);
     frame.render_widget(Clear, rect);
-    let gpu = app.estimate_gpu;
+    let gpu = app.estimate.gpu;
     let head = match gpu {
         Some(i) => format!("Estimate against GPU {i}"),
         None => "Estimate".to_owned(),
@@ -36,10 +36,10 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, sample: &Sample) {
     frame.render_widget(block, rect);
     let [input, report] =
         Layout::vertical([Constraint::Length(4), Constraint::Min(0)]).areas(inner);
-    let typed = if app.estimate_text.is_empty() {
+    let typed = if app.estimate.text.is_empty() {
         Text::styled(super::super::app::ESTIMATE_HINT, theme::dim())
     } else {
-        Text::raw(app.estimate_text.as_str())
+        Text::raw(app.estimate.text.as_str())
     };
     frame.render_widget(
         Paragraph::new(typed).wrap(Wrap { trim: false }).block(
@@ -59,11 +59,11 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, sample: &Sample) {
         ),
         input,
     );
-    let text = match &app.estimate {
-        _ if app.estimate_reading && app.estimate_text.contains("--torch") => {
+    let text = match &app.estimate.inputs {
+        _ if app.estimate.reading && app.estimate.text.contains("--torch") => {
             "tracing the model (one training step on fake tensors, in your Python)…".to_owned()
         }
-        _ if app.estimate_reading => "reading the model's files…".to_owned(),
+        _ if app.estimate.reading => "reading the model's files…".to_owned(),
         None => "Type the run's flags above, as for `gpumon estimate`.".to_owned(),
         Some(Err(e)) => e.clone(),
         Some(Ok(estimated)) => {

@@ -12,7 +12,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
     let line = match app.mode {
         Mode::Filter => Line::from(vec![
             Span::styled("filter: ", theme::header()),
-            Span::raw(app.filter.clone()),
+            Span::raw(app.table.filter.clone()),
             Span::styled("▏  Enter keep · Esc clear", theme::dim()),
         ]),
         Mode::Goto => {
@@ -81,12 +81,12 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
                     ]
                 })
                 .collect();
-            if !app.filter.is_empty() {
+            if !app.table.filter.is_empty() {
                 let at = 2.min(hints.len());
                 hints.insert(
                     at,
                     vec![
-                        Span::styled(format!("filter: {}", app.filter), theme::warning()),
+                        Span::styled(format!("filter: {}", app.table.filter), theme::warning()),
                         Span::styled(" (Esc clears)  ", theme::dim()),
                     ],
                 );

@@ -29,7 +29,8 @@ pub fn draw(
     }
     let now = sample.timestamp;
     let selected = |d: &Device| {
-        app.selected_pid
+        app.table
+            .selected_pid
             .filter(|(gpu, _)| *gpu == d.index)
             .map(|(_, pid)| pid)
     };
@@ -123,6 +124,7 @@ pub fn draw(
     // One chart: the selected process's GPU, else the first GPU shown.
     if layout.chart >= MIN_CHART {
         let focus = app
+            .table
             .selected_pid
             .and_then(|(gpu, _)| devices.iter().find(|d| d.index == gpu))
             .or_else(|| devices.get(app.gpu_offset));

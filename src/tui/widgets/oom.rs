@@ -31,7 +31,11 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, sample: &Sample) {
     ));
     let inner = block.inner(rect);
     frame.render_widget(block, rect);
-    let found = app.oom.as_ref().and_then(|a| a.main().map(|m| (a, m)));
+    let found = app
+        .oom
+        .analysis
+        .as_ref()
+        .and_then(|a| a.main().map(|m| (a, m)));
     let wide = inner.width >= 110;
     let [input, report] = if wide {
         Layout::horizontal([Constraint::Percentage(35), Constraint::Percentage(65)]).areas(inner)
@@ -42,7 +46,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, sample: &Sample) {
         Layout::vertical([Constraint::Percentage(30), Constraint::Percentage(70)]).areas(inner)
     };
     // The input's tail, so the latest paste is visible.
-    let lines: Vec<&str> = app.oom_text.lines().collect();
+    let lines: Vec<&str> = app.oom.text.lines().collect();
     let keep = input.height.saturating_sub(2) as usize;
     let tail = lines[lines.len().saturating_sub(keep)..].join("\n");
     let placeholder =
@@ -53,7 +57,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, sample: &Sample) {
         } else {
             tail
         })
-        .style(if app.oom_text.is_empty() {
+        .style(if app.oom.text.is_empty() {
             theme::dim()
         } else {
             Style::new()
@@ -101,13 +105,13 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, sample: &Sample) {
             }
             out
         }
-        None if app.oom_text.trim().is_empty() => "The report appears here.".into(),
+        None if app.oom.text.trim().is_empty() => "The report appears here.".into(),
         None => format!("No out-of-memory error found yet.\nLooked for: {LOOKED_FOR}."),
     };
     frame.render_widget(
         Paragraph::new(Text::raw(text))
             .wrap(Wrap { trim: false })
-            .scroll((app.oom_scroll, 0))
+            .scroll((app.oom.scroll, 0))
             .block(
                 Block::default()
                     .borders(Borders::ALL)

@@ -17,7 +17,7 @@ use crate::units::{fmt_bytes, fmt_opt_bytes};
 
 pub fn draw_selection(buf: &mut Buffer, area: Rect, app: &App, sample: &Sample) {
     let Some(row) = app.selected_row() else {
-        let msg = if app.filter.is_empty() {
+        let msg = if app.table.filter.is_empty() {
             "no GPU processes"
         } else {
             "no process matches the filter"
@@ -211,14 +211,17 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &mut App) {
     };
     let mut x = area.x;
     let mut x_titles_end = area.x;
-    app.table_columns.clear();
+    app.table.columns.clear();
     for (key, w) in &cols {
         let mut title = key.title().to_owned();
-        if *key == app.sort {
-            title.push(if app.descending { '▼' } else { '▲' });
+        if *key == app.table.sort {
+            title.push(if app.table.descending { '▼' } else { '▲' });
         }
-        if *key == SortKey::Command && app.command_offset > 0 {
-            title.push_str(&format!(" (from character {}, ←)", app.command_offset + 1));
+        if *key == SortKey::Command && app.table.command_offset > 0 {
+            title.push_str(&format!(
+                " (from character {}, ←)",
+                app.table.command_offset + 1
+            ));
         }
         let w = if *w == 0 {
             area.right().saturating_sub(x)
@@ -231,7 +234,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &mut App) {
             title
         };
         x_titles_end = x + (text.chars().count() as u16).min(w);
-        app.table_columns.push((*key, x, w));
+        app.table.columns.push((*key, x, w));
         buf.set_stringn(
             x,
             area.y,
@@ -247,8 +250,8 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &mut App) {
         .as_ref()
         .map_or(SystemTime::UNIX_EPOCH, |s| s.timestamp);
     let visible = body.height as usize;
-    let first = if app.selected >= visible {
-        app.selected + 1 - visible
+    let first = if app.table.selected >= visible {
+        app.table.selected + 1 - visible
     } else {
         0
     };
@@ -274,8 +277,8 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &mut App) {
                 *w
             };
             let mut value = cell(*key, &row, now);
-            if *key == SortKey::Command && app.command_offset > 0 {
-                value = value.chars().skip(app.command_offset).collect();
+            if *key == SortKey::Command && app.table.command_offset > 0 {
+                value = value.chars().skip(app.table.command_offset).collect();
             }
             let text = if right_aligned(*key) {
                 format!("{value:>width$} ", width = w.saturating_sub(1) as usize)
@@ -289,15 +292,15 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &mut App) {
             } else {
                 Style::new()
             };
-            if i == app.selected {
+            if i == app.table.selected {
                 style = style.patch(theme::selected());
             }
             buf.set_stringn(x, y, text, w as usize, style);
             x = x.saturating_add(w);
         }
     }
-    app.table_rows = body;
-    app.table_first = first;
+    app.table.area = body;
+    app.table.first = first;
 }
 
 #[cfg(test)]
