@@ -61,7 +61,12 @@ fn sample(t: u64, gpus: u32) -> Arc<Sample> {
 /// Median and p95 of one frame at `w`×`h` with `gpus` GPUs and 10 minutes of history.
 fn frames(w: u16, h: u16, gpus: u32) -> (Duration, Duration) {
     let mut terminal = Terminal::new(TestBackend::new(w, h)).expect("terminal");
-    let mut app = App::new(Duration::from_secs(1), Duration::from_secs(600));
+    let mut app = App::new(&gpumon::tui::Settings {
+        interval: Duration::from_secs(1),
+        history: Duration::from_secs(600),
+        idle_after: Duration::from_secs(600),
+        estimate: gpumon::tracer::panel_estimate,
+    });
     for t in 0..600 {
         app.history.record(&sample(t, gpus));
     }

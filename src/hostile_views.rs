@@ -219,7 +219,10 @@ fn every_view(sample: &Sample) -> Vec<(&'static str, String)> {
                 crate::view::by::render(&rows, by, Duration::from_secs(600), Paint(false), 120),
             ));
         }
-        let mut app = crate::tui::app::App::new(Duration::from_secs(1), Duration::from_secs(600));
+        let mut app = crate::tui::app::App::new(&crate::tui::test_settings(
+            Duration::from_secs(1),
+            Duration::from_secs(600),
+        ));
         app.on_sample(Arc::new(s.clone()));
         for (w, h) in [(100, 30), (200, 50)] {
             let mut t =

@@ -19,6 +19,7 @@ pub mod cli;
 pub mod cmd;
 pub mod collect;
 pub mod estimate;
+pub mod feed;
 pub mod files;
 #[cfg(test)]
 mod hostile_views;

@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use crate::cli::Common;
 use crate::collect::{check_gpus, new_sampler, start_opening, Needs};
+use crate::feed::live::Start;
+use crate::feed::Source;
 use crate::runtime::usage_error;
-use crate::tui::Start;
 
 /// How long the dashboard waits for the driver before it opens its screen: a missing driver
 /// fails at once and is better said on the plain terminal.
@@ -50,11 +51,8 @@ pub fn run(common: &Common) -> anyhow::Result<ExitCode> {
         Err(e) => return Ok(usage_error(e)),
     };
     match crate::tui::run(
-        start,
-        common.interval,
-        common.history,
-        common.idle_after,
-        record,
+        Source::Live(start, record),
+        settings(common, common.interval),
     )? {
         Some(e) => Ok(usage_error(e)),
         None => Ok(ExitCode::SUCCESS),
@@ -64,7 +62,7 @@ pub fn run(common: &Common) -> anyhow::Result<ExitCode> {
 /// `gpumon --remote …`: the fleet view, every node read every `--interval` (2 s unless given)
 /// within `--timeout` (2 s unless given).
 pub fn fleet(common: &Common, args: &crate::cli::OnceArgs) -> anyhow::Result<ExitCode> {
-    use crate::tui::fleet::Nodes;
+    use crate::feed::fleet::Nodes;
     let (nodes, client) = match &args.prometheus {
         Some(url) => match crate::collect::prometheus::open(
             url,
@@ -85,8 +83,12 @@ pub fn fleet(common: &Common, args: &crate::cli::OnceArgs) -> anyhow::Result<Exi
     };
     let deadline = common.timeout.unwrap_or(crate::collect::remote::DEADLINE);
     let interval = common.interval_given.unwrap_or(FLEET_INTERVAL);
-    let start = Start::Fleet(nodes, client, deadline);
-    match crate::tui::run(start, interval, common.history, common.idle_after, None)? {
+    let source = Source::Fleet {
+        nodes,
+        client,
+        deadline,
+    };
+    match crate::tui::run(source, settings(common, interval))? {
         Some(e) => Ok(usage_error(e)),
         None => Ok(ExitCode::SUCCESS),
     }
@@ -94,3 +96,13 @@ pub fn fleet(common: &Common, args: &crate::cli::OnceArgs) -> anyhow::Result<Exi
 
 /// How often the fleet is read when no `--interval` is given.
 const FLEET_INTERVAL: Duration = Duration::from_secs(2);
+
+/// The dashboard's settings from the command's flags, read every `interval`.
+pub fn settings(common: &Common, interval: Duration) -> crate::tui::Settings {
+    crate::tui::Settings {
+        interval,
+        history: common.history,
+        idle_after: common.idle_after,
+        estimate: crate::tracer::panel_estimate,
+    }
+}

@@ -4,8 +4,8 @@ use std::process::ExitCode;
 
 use crate::cli::{Common, ReplayArgs};
 use crate::collect::recording::{resolve_at, Reader};
+use crate::feed::Source;
 use crate::runtime::usage_error;
-use crate::tui::Start;
 
 pub fn run(common: &Common, args: &ReplayArgs) -> anyhow::Result<ExitCode> {
     let reader = match Reader::open(&args.file) {
@@ -29,14 +29,18 @@ pub fn run(common: &Common, args: &ReplayArgs) -> anyhow::Result<ExitCode> {
         || args.file.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     );
-    let start = Start::Replay(Box::new(reader), at, name);
-    match crate::tui::run(
-        start,
-        common.interval,
-        common.history,
-        common.idle_after,
-        None,
-    )? {
+    let source = Source::Replay {
+        reader: Box::new(reader),
+        at,
+        name,
+    };
+    let settings = crate::tui::Settings {
+        interval: common.interval,
+        history: common.history,
+        idle_after: common.idle_after,
+        estimate: crate::tracer::panel_estimate,
+    };
+    match crate::tui::run(source, settings)? {
         Some(e) => Ok(usage_error(e)),
         None => Ok(ExitCode::SUCCESS),
     }

@@ -14,7 +14,6 @@ use super::signal::{Target, SIGNALS};
 use super::theme;
 use crate::model::history::History;
 use crate::model::{Process, Sample};
-use crate::oom::{analyze, Analysis};
 
 /// Intervals that `+` and `-` step through.
 pub const INTERVALS_MS: [u64; 9] = [10, 50, 100, 250, 500, 1000, 2000, 5000, 10000];
@@ -23,8 +22,8 @@ pub use super::keys::MAX_PASTE;
 /// What the estimate panel shows, greyed, while it is empty.
 pub const ESTIMATE_HINT: &str =
     "e.g. --params 7B --layers 32 --hidden 4096 --heads 32 --batch 4 --seq-len 4096 --inference";
-/// The longest line of flags the estimate panel keeps.
-pub const MAX_FLAGS: usize = 1024;
+pub use super::panel::{EstimateInputs, MAX_FLAGS};
+use super::panel::{EstimatePanel, OomPanel, Typed};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -41,10 +40,6 @@ pub enum Mode {
     /// Replay: a time typed to go to (`g`).
     Goto,
 }
-
-/// What the estimate panel's flags give: the model and the run (or a trace of the model), or
-/// why not.
-pub type EstimateInputs = Result<crate::estimate::Estimated, String>;
 
 /// The details view (Enter): a process, and its last figures for when it has left the GPU.
 #[derive(Debug, Clone)]
@@ -135,7 +130,9 @@ pub enum Action {
     /// Ctrl-Z: give the terminal back and stop, as job control expects.
     Suspend,
     /// Replay: move the time cursor.
-    Replay(super::replay::Command),
+    Replay(crate::feed::replay::Command),
+    /// Take the terminal again (continued after a stop from outside) and repaint it whole.
+    Resume,
 }
 
 /// What the dashboard shows of a replay: where the cursor is and how it moves.
@@ -151,6 +148,23 @@ pub struct ReplayView {
     pub goto: String,
     /// Why the last typed time was not taken.
     pub goto_error: Option<String>,
+}
+
+impl ReplayView {
+    /// Before the player's first playback: paused, at normal speed.
+    pub fn new(file: &str) -> ReplayView {
+        ReplayView {
+            file: file.to_owned(),
+            playing: false,
+            speed: 1.0,
+            span: (
+                std::time::SystemTime::UNIX_EPOCH,
+                std::time::SystemTime::UNIX_EPOCH,
+            ),
+            goto: String::new(),
+            goto_error: None,
+        }
+    }
 }
 
 /// One row of the process table.
@@ -174,53 +188,23 @@ pub struct App {
     pub paused: bool,
     pub interval: Duration,
     pub mode: Mode,
-    pub sort: SortKey,
-    pub descending: bool,
-    pub filter: String,
-    /// Selected row of the (filtered, sorted) process table.
-    pub selected: usize,
-    /// The selected pid, so the selection follows a process when rows move.
-    pub selected_pid: Option<(u32, u32)>,
-    /// Whether the user chose a row: then the view follows that process as the sort
-    /// reshuffles; until then (and after Home, `g` or Esc) it shows the top of the sort.
-    pub following: bool,
+    /// The process table: its sort, filter, selection, and where it was drawn.
+    pub table: Table,
     /// First GPU shown when they do not all fit.
     pub gpu_offset: usize,
-    pub oom_text: String,
-    pub oom: Option<Analysis>,
-    /// Lines the OOM report is scrolled by.
-    pub oom_scroll: u16,
-    /// Where the table's rows were drawn last (for mouse clicks).
-    pub table_rows: Rect,
-    pub table_first: usize,
-    /// The columns drawn last, as (key, x, width): header clicks and the number keys sort by
-    /// what is on screen.
-    pub table_columns: Vec<(SortKey, u16, u16)>,
-    /// How far the COMMAND column is scrolled (← →), in characters.
-    pub command_offset: usize,
+    /// The OOM panel: the message and its report.
+    pub oom: OomPanel,
     /// How long the driver has been initialising, while the dashboard waits for it.
     pub opening_for: Option<Duration>,
     pub signal: Option<SignalDialog>,
     pub details: Option<Details>,
-    /// The estimate panel's flags, what they parse to, and the GPU it was opened on.
-    pub estimate_text: String,
-    pub estimate: Option<EstimateInputs>,
+    /// The estimate panel: the flags, what they give, and the GPU it was opened on.
+    pub estimate: EstimatePanel,
     /// Lines the help is scrolled by (the view clamps it).
     pub help_scroll: u16,
-    /// The estimate of the flags shown is being worked out (they read files).
-    pub estimate_reading: bool,
-    /// Flags waiting to be worked out off the UI thread.
-    estimate_request: Option<String>,
-    pub estimate_gpu: Option<u32>,
     /// Palette slots of the largest processes (as many as there are colours), kept while a
     /// process stays among them, so that a colour keeps naming the same process.
     colours: HashMap<u32, usize>,
-    /// Table order as (device position, process position) into `sample`, recomputed only when
-    /// the sample, the sort or the filter changes (drawing reads it several times a frame).
-    order: Vec<(usize, usize)>,
-    /// Per device position, the holders that NVML does not list, as table rows after the
-    /// listed processes (a process position past the list indexes here).
-    holder_rows: Vec<Vec<Process>>,
     /// GPU-hours, mean %SM and idle holds per user and owner, over every sample seen.
     pub usage: crate::model::rollup::Usage,
     /// The per-user view's state.
@@ -231,6 +215,55 @@ pub struct App {
     pub notice: Option<String>,
     /// Set when the dashboard shows a fleet (`gpumon --remote`): its rows, and the node open.
     pub fleet: Option<super::fleet::View>,
+}
+
+/// The process table's state.
+pub struct Table {
+    pub sort: SortKey,
+    pub descending: bool,
+    pub filter: String,
+    /// Selected row of the (filtered, sorted) process table.
+    pub selected: usize,
+    /// The selected pid, so the selection follows a process when rows move.
+    pub selected_pid: Option<(u32, u32)>,
+    /// Whether the user chose a row: then the view follows that process as the sort
+    /// reshuffles; until then (and after Home, `g` or Esc) it shows the top of the sort.
+    pub following: bool,
+    /// Where the table's rows were drawn last (for mouse clicks).
+    pub area: Rect,
+    /// The first row drawn last.
+    pub first: usize,
+    /// The columns drawn last, as (key, x, width): header clicks and the number keys sort by
+    /// what is on screen.
+    pub columns: Vec<(SortKey, u16, u16)>,
+    /// How far the COMMAND column is scrolled (← →), in characters.
+    pub command_offset: usize,
+    /// Table order as (device position, process position) into `sample`, recomputed only when
+    /// the sample, the sort or the filter changes (drawing reads it several times a frame).
+    order: Vec<(usize, usize)>,
+    /// Per device position, the holders that NVML does not list, as table rows after the
+    /// listed processes (a process position past the list indexes here).
+    holder_rows: Vec<Vec<Process>>,
+}
+
+impl Default for Table {
+    /// The largest GPU memory first, nothing selected or filtered.
+    fn default() -> Table {
+        Table {
+            sort: SortKey::GpuMem,
+            descending: true,
+            filter: String::new(),
+            selected: 0,
+            selected_pid: None,
+            following: false,
+            area: Rect::default(),
+            first: 0,
+            columns: Vec::new(),
+            command_offset: 0,
+            order: Vec::new(),
+            holder_rows: Vec::new(),
+        }
+    }
 }
 
 /// The per-user view (Tab): what a row is, its sort and its selection.
@@ -247,7 +280,13 @@ pub struct UsersView {
 pub const USER_COLUMNS: usize = 7;
 
 impl App {
-    pub fn new(interval: Duration, history: Duration) -> Self {
+    pub fn new(settings: &super::Settings) -> Self {
+        let super::Settings {
+            interval,
+            history,
+            idle_after,
+            estimate,
+        } = *settings;
         App {
             sample: None,
             queue: Vec::new(),
@@ -255,33 +294,16 @@ impl App {
             paused: false,
             interval,
             mode: Mode::Normal,
-            sort: SortKey::GpuMem,
-            descending: true,
-            filter: String::new(),
-            selected: 0,
-            selected_pid: None,
-            following: false,
+            table: Table::default(),
             gpu_offset: 0,
-            oom_text: String::new(),
-            oom: None,
-            oom_scroll: 0,
-            table_rows: Rect::default(),
-            table_first: 0,
-            table_columns: Vec::new(),
-            command_offset: 0,
+            oom: OomPanel::default(),
             opening_for: None,
             signal: None,
             details: None,
-            estimate_text: String::new(),
-            estimate: None,
-            estimate_reading: false,
-            estimate_request: None,
+            estimate: EstimatePanel::new(estimate),
             help_scroll: 0,
-            estimate_gpu: None,
             colours: HashMap::new(),
-            order: Vec::new(),
-            holder_rows: Vec::new(),
-            usage: crate::model::rollup::Usage::new(Duration::from_secs(600), history),
+            usage: crate::model::rollup::Usage::new(idle_after, history),
             users: UsersView {
                 by: crate::model::rollup::GroupBy::User,
                 sort: 3,
@@ -300,7 +322,7 @@ impl App {
     }
 
     /// A frame from the fleet's poller: the rows' summaries, and the open node's sample.
-    pub fn on_fleet_frame(&mut self, frame: super::fleet::Frame) -> Action {
+    pub fn on_fleet_frame(&mut self, frame: crate::feed::fleet::Round) -> Action {
         let Some(view) = self.fleet.as_mut() else {
             return Action::None;
         };
@@ -369,15 +391,15 @@ impl App {
         self.mode = Mode::Normal;
         self.details = None;
         self.signal = None;
-        self.filter.clear();
-        self.selected = 0;
-        self.selected_pid = None;
-        self.following = false;
+        self.table.filter.clear();
+        self.table.selected = 0;
+        self.table.selected_pid = None;
+        self.table.following = false;
         self.gpu_offset = 0;
         self.paused = false;
         self.colours.clear();
-        self.order.clear();
-        self.holder_rows.clear();
+        self.table.order.clear();
+        self.table.holder_rows.clear();
     }
 
     /// A new sample from the sampler. While paused, the screen keeps its snapshot.
@@ -393,7 +415,7 @@ impl App {
         };
         self.history.record(&sample);
         self.usage.record(&sample);
-        self.holder_rows = holder_rows(&sample);
+        self.table.holder_rows = holder_rows(&sample);
         self.sample = Some(sample);
         self.assign_colours();
         self.follow_selection();
@@ -404,7 +426,7 @@ impl App {
 
     /// A replay's frame: the samples at the cursor (after a jump, the window before it too,
     /// which become the history), and how the cursor moves.
-    pub fn on_replay_frame(&mut self, frame: super::replay::Frame) -> Action {
+    pub fn on_replay_frame(&mut self, frame: crate::feed::replay::Playback) -> Action {
         if let Some(r) = self.replay.as_mut() {
             r.playing = frame.playing;
             r.speed = frame.speed;
@@ -442,8 +464,8 @@ impl App {
                     .map(move |p| (d.index, p.pid))
             })
             .collect();
-        if self.following {
-            wanted.extend(self.selected_pid);
+        if self.table.following {
+            wanted.extend(self.table.selected_pid);
         }
         wanted.extend(self.details.as_ref().map(|d| (d.gpu, d.pid)));
         wanted.sort_unstable();
@@ -475,7 +497,7 @@ impl App {
             .and_then(|(di, dev)| {
                 dev.processes
                     .iter()
-                    .chain(self.holder_rows.get(di).into_iter().flatten())
+                    .chain(self.table.holder_rows.get(di).into_iter().flatten())
                     .find(|p| p.pid == d.pid)
             }) {
             Some(p) => {
@@ -548,7 +570,8 @@ impl App {
         let Some(s) = &self.sample else {
             return Vec::new();
         };
-        self.order
+        self.table
+            .order
             .iter()
             .filter_map(|&(d, p)| self.row_at(s, d, p))
             .collect()
@@ -556,11 +579,11 @@ impl App {
 
     fn reorder(&mut self) {
         let Some(s) = &self.sample else {
-            self.order.clear();
+            self.table.order.clear();
             return;
         };
-        let needle = self.filter.to_lowercase();
-        let extra = |di: usize| self.holder_rows.get(di).map_or(0, Vec::len);
+        let needle = self.table.filter.to_lowercase();
+        let extra = |di: usize| self.table.holder_rows.get(di).map_or(0, Vec::len);
         let mut keyed: Vec<((usize, usize), u32, &Process)> = s
             .devices
             .iter()
@@ -575,8 +598,8 @@ impl App {
                 ))
             })
             .collect();
-        let key = self.sort;
-        let descending = self.descending;
+        let key = self.table.sort;
+        let descending = self.table.descending;
         keyed.sort_by(|&(_, ga, pa), &(_, gb, pb)| {
             let ord = match key {
                 SortKey::Pid => pa.pid.cmp(&pb.pid),
@@ -600,14 +623,14 @@ impl App {
             ord.then(ga.cmp(&gb)).then(pa.pid.cmp(&pb.pid))
         });
         let order = keyed.into_iter().map(|(at, ..)| at).collect();
-        self.order = order;
+        self.table.order = order;
     }
 
     /// The pids whose host facts must be fresh every second: the rows on screen, or every pid
     /// (`None`) when the table is sorted by a host fact that changes (CPU, host memory), since
     /// rows off screen then decide the order.
     pub fn host_focus(&self) -> Option<Vec<u32>> {
-        match self.sort {
+        match self.table.sort {
             SortKey::Cpu | SortKey::HostMem => None,
             _ => Some(self.visible_pids()),
         }
@@ -615,8 +638,8 @@ impl App {
 
     /// The pids of the table rows on screen (sorted).
     fn visible_pids(&self) -> Vec<u32> {
-        let height = self.table_rows.height as usize;
-        let mut pids: Vec<u32> = (self.table_first..self.table_first + height.max(1))
+        let height = self.table.area.height as usize;
+        let mut pids: Vec<u32> = (self.table.first..self.table.first + height.max(1))
             .filter_map(|i| self.row(i))
             .map(|r| r.process.pid)
             .collect();
@@ -628,7 +651,7 @@ impl App {
     /// Row `i` of the table, without building the whole list.
     pub fn row(&self, i: usize) -> Option<Row<'_>> {
         let s = self.sample.as_ref()?;
-        let &(d, p) = self.order.get(i)?;
+        let &(d, p) = self.table.order.get(i)?;
         self.row_at(s, d, p)
     }
 
@@ -639,6 +662,7 @@ impl App {
         let process = match dev.processes.get(p) {
             Some(p) => p,
             None => self
+                .table
                 .holder_rows
                 .get(d)?
                 .get(p.checked_sub(dev.processes.len())?)?,
@@ -657,36 +681,36 @@ impl App {
 
     /// How many rows the table has.
     pub fn row_count(&self) -> usize {
-        self.order.len()
+        self.table.order.len()
     }
 
     pub fn selected_row(&self) -> Option<Row<'_>> {
-        self.row(self.selected)
+        self.row(self.table.selected)
     }
 
     fn follow_selection(&mut self) {
         self.reorder();
-        if !self.following {
-            self.selected = 0;
+        if !self.table.following {
+            self.table.selected = 0;
             self.remember_selection();
             return;
         }
-        let index = self.selected_pid.and_then(|(gpu, pid)| {
+        let index = self.table.selected_pid.and_then(|(gpu, pid)| {
             (0..self.row_count()).find(|&i| {
                 self.row(i)
                     .is_some_and(|r| r.gpu == gpu && r.process.pid == pid)
             })
         });
         let len = self.row_count();
-        self.selected = match index {
+        self.table.selected = match index {
             Some(i) => i,
-            None => self.selected.min(len.saturating_sub(1)),
+            None => self.table.selected.min(len.saturating_sub(1)),
         };
         self.remember_selection();
     }
 
     fn remember_selection(&mut self) {
-        self.selected_pid = self.selected_row().map(|r| (r.gpu, r.process.pid));
+        self.table.selected_pid = self.selected_row().map(|r| (r.gpu, r.process.pid));
     }
 
     fn move_selection(&mut self, delta: isize) -> Action {
@@ -694,29 +718,29 @@ impl App {
         if len == 0 {
             return Action::None;
         }
-        let next = (self.selected as isize + delta).clamp(0, len as isize - 1) as usize;
-        self.selected = next;
-        self.following = true;
+        let next = (self.table.selected as isize + delta).clamp(0, len as isize - 1) as usize;
+        self.table.selected = next;
+        self.table.following = true;
         self.remember_selection();
         Action::Redraw
     }
 
     /// Back to the top of the sort, which the view shows until the user moves again.
     fn go_to_top(&mut self) -> Action {
-        self.following = false;
-        self.selected = 0;
+        self.table.following = false;
+        self.table.selected = 0;
         self.remember_selection();
         Action::Redraw
     }
 
     /// Sorts by `key`; choosing the current key again reverses the order.
     pub fn sort_by(&mut self, key: SortKey) -> Action {
-        if self.sort == key {
-            self.descending = !self.descending;
+        if self.table.sort == key {
+            self.table.descending = !self.table.descending;
         } else {
-            self.sort = key;
+            self.table.sort = key;
             // Numbers and times read best largest first; names alphabetically.
-            self.descending = !matches!(
+            self.table.descending = !matches!(
                 key,
                 SortKey::User | SortKey::Command | SortKey::Type | SortKey::Owner
             );
@@ -730,9 +754,9 @@ impl App {
         let n = SortKey::ALL.len();
         let i = SortKey::ALL
             .iter()
-            .position(|k| *k == self.sort)
+            .position(|k| *k == self.table.sort)
             .unwrap_or(0);
-        self.sort = SortKey::ALL[(i + by) % n];
+        self.table.sort = SortKey::ALL[(i + by) % n];
         self.follow_selection();
         Action::Redraw
     }
@@ -753,59 +777,31 @@ impl App {
         }
     }
 
-    /// Parses the panel's flags. Flags that read files (`--model`) are read off the UI
-    /// thread: the panel asks ([`App::take_estimate_request`]) and shows "reading…" until
-    /// the event loop hands the result back ([`App::on_estimate`]); a file on a stalled
-    /// mount never freezes the dashboard.
-    fn parse_estimate(&mut self) {
-        let flags = self.estimate_text.trim();
-        if flags.is_empty() {
-            self.estimate = None;
-            self.estimate_reading = false;
-            self.estimate_request = None;
-        } else if flags.split_whitespace().any(|w| {
-            w == "--model"
-                || w.starts_with("--model=")
-                || w == "--torch"
-                || w.starts_with("--torch=")
-        }) {
-            self.estimate_reading = true;
-            self.estimate_request = Some(self.estimate_text.clone());
-        } else {
-            self.estimate = Some(crate::tracer::panel_estimate(&self.estimate_text));
-            self.estimate_reading = false;
-            self.estimate_request = None;
-        }
-    }
-
     /// Flags whose estimate reads files, for the event loop to work out off the UI thread.
     pub fn take_estimate_request(&mut self) -> Option<String> {
-        self.estimate_request.take()
+        self.estimate.take_request()
     }
 
     /// The estimate of `flags`, worked out off the UI thread; dropped if the flags have
     /// changed since (a newer request is on its way).
     pub fn on_estimate(&mut self, flags: &str, result: EstimateInputs) -> Action {
-        if flags != self.estimate_text {
-            return Action::None;
+        if self.estimate.on_result(flags, result) {
+            Action::Redraw
+        } else {
+            Action::None
         }
-        self.estimate = Some(result);
-        self.estimate_reading = false;
-        Action::Redraw
     }
 
-    fn set_oom_text(&mut self, text: String) {
-        let mut text = text;
-        if text.len() > MAX_PASTE {
-            let mut cut = text.len() - MAX_PASTE;
-            while !text.is_char_boundary(cut) {
-                cut += 1;
+    /// What a panel's key comes to: Esc closes it.
+    fn typed(&mut self, typed: Typed) -> Action {
+        match typed {
+            Typed::Close => {
+                self.mode = Mode::Normal;
+                Action::Redraw
             }
-            text = text[cut..].to_owned();
+            Typed::Changed => Action::Redraw,
+            Typed::Ignored => Action::None,
         }
-        self.oom = (!text.trim().is_empty()).then(|| analyze(&text));
-        self.oom_text = text;
-        self.oom_scroll = 0;
     }
 
     /// Bracketed paste (or a terminal that sends the text at once).
@@ -819,26 +815,18 @@ impl App {
         }
         match self.mode {
             Mode::Oom => {
-                let mut t = std::mem::take(&mut self.oom_text);
-                t.push_str(&text.replace("\r\n", "\n").replace('\r', "\n"));
-                self.set_oom_text(t);
+                self.oom.paste(text);
                 Action::Redraw
             }
             Mode::Estimate => {
-                // Flags fit a line: at most MAX_FLAGS bytes are kept, never a copy of more.
-                for c in text.chars() {
-                    if self.estimate_text.len() + c.len_utf8() > MAX_FLAGS {
-                        break;
-                    }
-                    self.estimate_text
-                        .push(if c == '\r' || c == '\n' { ' ' } else { c });
-                }
-                self.parse_estimate();
+                self.estimate.paste(text);
                 Action::Redraw
             }
             Mode::Filter => {
-                self.filter.push_str(text.lines().next().unwrap_or(""));
-                self.selected = 0;
+                self.table
+                    .filter
+                    .push_str(text.lines().next().unwrap_or(""));
+                self.table.selected = 0;
                 self.reorder();
                 Action::Redraw
             }
@@ -898,64 +886,29 @@ impl App {
             Mode::Filter => {
                 match key.code {
                     KeyCode::Esc => {
-                        self.filter.clear();
+                        self.table.filter.clear();
                         self.mode = Mode::Normal;
                     }
                     KeyCode::Enter => self.mode = Mode::Normal,
                     KeyCode::Backspace => {
-                        self.filter.pop();
+                        self.table.filter.pop();
                     }
-                    KeyCode::Char(c) if !ctrl => self.filter.push(c),
+                    KeyCode::Char(c) if !ctrl => self.table.filter.push(c),
                     _ => return Action::None,
                 }
-                self.selected = 0;
+                self.table.selected = 0;
                 self.reorder();
                 self.remember_selection();
                 Action::Redraw
             }
             Mode::Oom => {
-                match key.code {
-                    KeyCode::Esc => self.mode = Mode::Normal,
-                    KeyCode::Char('u') if ctrl => self.set_oom_text(String::new()),
-                    KeyCode::Down => self.oom_scroll = self.oom_scroll.saturating_add(1),
-                    KeyCode::Up => self.oom_scroll = self.oom_scroll.saturating_sub(1),
-                    KeyCode::PageDown => self.oom_scroll = self.oom_scroll.saturating_add(10),
-                    KeyCode::PageUp => self.oom_scroll = self.oom_scroll.saturating_sub(10),
-                    KeyCode::Enter => {
-                        let t = format!("{}\n", self.oom_text);
-                        self.set_oom_text(t);
-                    }
-                    KeyCode::Backspace => {
-                        let mut t = std::mem::take(&mut self.oom_text);
-                        t.pop();
-                        self.set_oom_text(t);
-                    }
-                    KeyCode::Char(c) if !ctrl => {
-                        let mut t = std::mem::take(&mut self.oom_text);
-                        t.push(c);
-                        self.set_oom_text(t);
-                    }
-                    _ => return Action::None,
-                }
-                Action::Redraw
+                let typed = self.oom.on_key(key);
+                self.typed(typed)
             }
             Mode::Signal => self.on_signal_key(key),
             Mode::Estimate => {
-                match key.code {
-                    KeyCode::Esc => self.mode = Mode::Normal,
-                    // A new string: the memory of whatever was there goes with it.
-                    KeyCode::Char('u') if ctrl => self.estimate_text = String::new(),
-                    KeyCode::Backspace => {
-                        self.estimate_text.pop();
-                    }
-                    KeyCode::Char(c) if !ctrl && self.estimate_text.len() < MAX_FLAGS => {
-                        self.estimate_text.push(c)
-                    }
-                    KeyCode::Enter => {}
-                    _ => return Action::None,
-                }
-                self.parse_estimate();
-                Action::Redraw
+                let typed = self.estimate.on_key(key);
+                self.typed(typed)
             }
             Mode::Details => match key.code {
                 KeyCode::Esc | KeyCode::Enter | KeyCode::Backspace => {
@@ -1040,8 +993,8 @@ impl App {
                 let Some(row) = self.user_rows().into_iter().nth(self.users.selected) else {
                     return Action::None;
                 };
-                self.filter = row.key;
-                self.selected = 0;
+                self.table.filter = row.key;
+                self.table.selected = 0;
                 self.mode = Mode::Normal;
                 self.reorder();
                 self.remember_selection();
@@ -1159,7 +1112,7 @@ impl App {
                         r.goto.clear();
                         r.goto_error = None;
                         self.mode = Mode::Normal;
-                        return Action::Replay(super::replay::Command::Goto(t));
+                        return Action::Replay(crate::feed::replay::Command::Goto(t));
                     }
                     Err(e) => r.goto_error = Some(e),
                 }
@@ -1173,7 +1126,7 @@ impl App {
     /// The keys that move a replay's cursor, in place of their live meaning (scrolling the
     /// command, the GPUs, the top, pausing, the interval).
     fn replay_key(&mut self, key: KeyEvent) -> Option<Action> {
-        use super::replay::Command;
+        use crate::feed::replay::Command;
         self.replay.as_ref()?;
         Some(match key.code {
             KeyCode::Right => Action::Replay(Command::Step(1)),
@@ -1196,7 +1149,7 @@ impl App {
             return action;
         }
         // A fleet node open: Esc (once nothing is filtered) goes back to the fleet.
-        if key.code == KeyCode::Esc && self.filter.is_empty() && self.fleet_open().is_some() {
+        if key.code == KeyCode::Esc && self.table.filter.is_empty() && self.fleet_open().is_some() {
             self.close_node();
             return Action::Redraw;
         }
@@ -1204,9 +1157,9 @@ impl App {
             KeyCode::Char('q') | KeyCode::F(10) => Action::Quit,
             // Esc closes what is open (handled above), clears an active filter, else the
             // selection; it never quits, so a stray Esc cannot end the session.
-            KeyCode::Esc if !self.filter.is_empty() => {
-                self.filter = String::new();
-                self.selected = 0;
+            KeyCode::Esc if !self.table.filter.is_empty() => {
+                self.table.filter = String::new();
+                self.table.selected = 0;
                 self.reorder();
                 self.remember_selection();
                 Action::Redraw
@@ -1239,35 +1192,35 @@ impl App {
             }
             KeyCode::Char('e') => {
                 // The selected process's GPU, else the first.
-                self.estimate_gpu = self
+                let gpu = self
                     .selected_row()
                     .map(|r| r.gpu)
                     .or_else(|| self.sample.as_ref()?.devices.first().map(|d| d.index));
                 // It opens empty: an example shows greyed until the first key (see
                 // ESTIMATE_HINT), so what is typed is never appended to a pre-fill.
-                self.parse_estimate();
+                self.estimate.open(gpu);
                 self.mode = Mode::Estimate;
                 Action::Redraw
             }
             KeyCode::Char('s') | KeyCode::Char('>') | KeyCode::Char('.') => self.step_sort(1),
             KeyCode::Char('<') | KeyCode::Char(',') => self.step_sort(SortKey::ALL.len() - 1),
             KeyCode::Right => {
-                self.command_offset = self.command_offset.saturating_add(8).min(4096);
+                self.table.command_offset = self.table.command_offset.saturating_add(8).min(4096);
                 Action::Redraw
             }
             KeyCode::Left => {
-                self.command_offset = self.command_offset.saturating_sub(8);
+                self.table.command_offset = self.table.command_offset.saturating_sub(8);
                 Action::Redraw
             }
             KeyCode::Char('S') | KeyCode::Char('r') => {
-                self.descending = !self.descending;
+                self.table.descending = !self.table.descending;
                 self.follow_selection();
                 Action::Redraw
             }
             // The n-th column on screen.
             KeyCode::Char(c @ '1'..='9') => {
                 let n = (c as u8 - b'1') as usize;
-                match self.table_columns.get(n).map(|c| c.0) {
+                match self.table.columns.get(n).map(|c| c.0) {
                     Some(key) => self.sort_by(key),
                     None => Action::None,
                 }
@@ -1302,11 +1255,12 @@ impl App {
             MouseEventKind::ScrollDown => self.move_selection(1),
             MouseEventKind::ScrollUp => self.move_selection(-1),
             MouseEventKind::Down(MouseButton::Left) => {
-                let r = self.table_rows;
+                let r = self.table.area;
                 // A click on a column title sorts by that column.
                 if r.y > 0 && m.row == r.y - 1 {
                     let hit = self
-                        .table_columns
+                        .table
+                        .columns
                         .iter()
                         .find(|(_, x, w)| m.column >= *x && m.column < x.saturating_add(*w))
                         .map(|c| c.0);
@@ -1322,10 +1276,10 @@ impl App {
                 if !inside {
                     return Action::None;
                 }
-                let index = self.table_first + (m.row - r.y) as usize;
+                let index = self.table.first + (m.row - r.y) as usize;
                 if index < self.row_count() {
-                    self.selected = index;
-                    self.following = true;
+                    self.table.selected = index;
+                    self.table.following = true;
                     self.remember_selection();
                     return Action::Redraw;
                 }
@@ -1391,7 +1345,10 @@ mod tests {
     }
 
     fn app_with(procs: &[(u32, u32, u64, &str)]) -> App {
-        let mut app = App::new(Duration::from_secs(1), Duration::from_secs(600));
+        let mut app = App::new(&crate::tui::test_settings(
+            Duration::from_secs(1),
+            Duration::from_secs(600),
+        ));
         let mut devices: Vec<Device> = (0..2)
             .map(|i| Device {
                 index: i,
@@ -1447,7 +1404,7 @@ mod tests {
             &mut app,
             &[(0, 10, 100, "a"), (0, 11, 900, "b"), (1, 12, 200, "c")],
         );
-        assert_eq!(app.selected, 0);
+        assert_eq!(app.table.selected, 0);
         assert_eq!(app.selected_row().map(|r| r.process.pid), Some(11));
         // After a move, the selection follows its process through the reshuffles.
         app.on_key(key(KeyCode::Down));
@@ -1457,7 +1414,7 @@ mod tests {
             &[(0, 10, 100, "a"), (0, 11, 50, "b"), (1, 12, 999, "c")],
         );
         assert_eq!(app.selected_row().map(|r| r.process.pid), Some(12));
-        assert!(app.following);
+        assert!(app.table.following);
         // Home (or g, or Esc) goes back to the top, and the view stays there.
         app.on_key(key(KeyCode::Home));
         resample(
@@ -1467,8 +1424,8 @@ mod tests {
         assert_eq!(app.selected_row().map(|r| r.process.pid), Some(10));
         app.on_key(key(KeyCode::Char('j')));
         app.on_key(key(KeyCode::Esc));
-        assert!(!app.following);
-        assert_eq!(app.selected, 0);
+        assert!(!app.table.following);
+        assert_eq!(app.table.selected, 0);
     }
 
     #[test]
@@ -1510,7 +1467,7 @@ mod tests {
         app.on_key(key(KeyCode::Up));
         app.on_key(key(KeyCode::Up));
         app.on_key(key(KeyCode::Up));
-        assert_eq!(app.selected, 0, "selection stops at the top");
+        assert_eq!(app.table.selected, 0, "selection stops at the top");
     }
 
     #[test]
@@ -1592,20 +1549,21 @@ mod tests {
         assert_eq!(app.mode, Mode::Oom);
         let found = app
             .oom
+            .analysis
             .as_ref()
             .and_then(|a| a.main())
             .map(|o| o.facts.total_bytes);
         assert!(found.flatten().is_some());
         app.on_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
-        assert!(app.oom.is_none());
+        assert!(app.oom.analysis.is_none());
         app.on_paste(&"x".repeat(MAX_PASTE + 10));
-        assert!(app.oom_text.len() <= MAX_PASTE);
+        assert!(app.oom.text.len() <= MAX_PASTE);
     }
 
     #[test]
     fn mouse_click_selects_a_row() {
         let mut app = app_with(&[(0, 10, 300, "a"), (0, 11, 100, "b")]);
-        app.table_rows = Rect::new(0, 5, 80, 10);
+        app.table.area = Rect::new(0, 5, 80, 10);
         let click = |row| MouseEvent {
             kind: MouseEventKind::Down(MouseButton::Left),
             column: 3,
@@ -1613,7 +1571,7 @@ mod tests {
             modifiers: KeyModifiers::NONE,
         };
         assert_eq!(app.on_mouse(click(6)), Action::Redraw);
-        assert_eq!(app.selected, 1);
+        assert_eq!(app.table.selected, 1);
         assert_eq!(app.on_mouse(click(12)), Action::None, "below the last row");
         assert_eq!(app.on_mouse(click(2)), Action::None, "outside the table");
     }
@@ -1672,7 +1630,7 @@ mod tests {
             s.devices[1].processes[0].sm_percent = None;
         }
         draw(&mut app, 120, 30);
-        let titles: Vec<SortKey> = app.table_columns.iter().map(|c| c.0).collect();
+        let titles: Vec<SortKey> = app.table.columns.iter().map(|c| c.0).collect();
         let all_but_container: Vec<SortKey> = SortKey::ALL
             .into_iter()
             .filter(|k| *k != SortKey::Owner)
@@ -1682,10 +1640,10 @@ mod tests {
             "every column fits at 120 (no containers here)"
         );
         app.on_key(key(KeyCode::Char('1')));
-        assert_eq!(app.sort, SortKey::Pid);
+        assert_eq!(app.table.sort, SortKey::Pid);
         app.on_key(key(KeyCode::Char('2')));
         assert_eq!(
-            (app.sort, app.descending),
+            (app.table.sort, app.table.descending),
             (SortKey::User, false),
             "names A-Z"
         );
@@ -1693,25 +1651,26 @@ mod tests {
         assert_eq!(pids, vec![11, 10, 12]);
         // Click the %SM title: largest first, unknown last; a second click reverses.
         let (_, x, _) = *app
-            .table_columns
+            .table
+            .columns
             .iter()
             .find(|c| c.0 == SortKey::Sm)
             .expect("%SM on screen");
         let click = MouseEvent {
             kind: MouseEventKind::Down(MouseButton::Left),
             column: x + 1,
-            row: app.table_rows.y - 1,
+            row: app.table.area.y - 1,
             modifiers: KeyModifiers::NONE,
         };
         assert_eq!(app.on_mouse(click), Action::Redraw);
-        assert_eq!((app.sort, app.descending), (SortKey::Sm, true));
+        assert_eq!((app.table.sort, app.table.descending), (SortKey::Sm, true));
         let pids: Vec<u32> = app.rows().iter().map(|r| r.process.pid).collect();
         assert_eq!(pids, vec![11, 10, 12]);
         app.on_mouse(click);
-        assert!(!app.descending, "the same title again reverses");
+        assert!(!app.table.descending, "the same title again reverses");
         // At 60 columns %SM is not on screen, and 9 names no column.
         draw(&mut app, 60, 30);
-        assert!(!app.table_columns.iter().any(|c| c.0 == SortKey::Sm));
+        assert!(!app.table.columns.iter().any(|c| c.0 == SortKey::Sm));
         assert_eq!(app.on_key(key(KeyCode::Char('9'))), Action::None);
     }
 
@@ -1720,33 +1679,37 @@ mod tests {
         let mut app = app_with(&[(0, 10, 300, "a")]);
         app.on_key(key(KeyCode::Right));
         app.on_key(key(KeyCode::Right));
-        assert_eq!(app.command_offset, 16);
-        assert_eq!(app.sort, SortKey::GpuMem, "arrows do not change the sort");
+        assert_eq!(app.table.command_offset, 16);
+        assert_eq!(
+            app.table.sort,
+            SortKey::GpuMem,
+            "arrows do not change the sort"
+        );
         app.on_key(key(KeyCode::Left));
-        assert_eq!(app.command_offset, 8);
+        assert_eq!(app.table.command_offset, 8);
         app.on_key(key(KeyCode::Char('>')));
-        assert_eq!(app.sort, SortKey::Sm);
+        assert_eq!(app.table.sort, SortKey::Sm);
         app.on_key(key(KeyCode::Char('<')));
         app.on_key(key(KeyCode::Char('<')));
-        assert_eq!(app.sort, SortKey::Type);
+        assert_eq!(app.table.sort, SortKey::Type);
     }
 
     #[test]
     fn host_facts_stay_fresh_for_rows_on_screen_or_all_when_they_decide_the_order() {
         let mut app = app_with(&[(0, 10, 300, "a"), (0, 11, 200, "b"), (1, 12, 100, "c")]);
-        app.table_rows = Rect::new(0, 5, 80, 2);
+        app.table.area = Rect::new(0, 5, 80, 2);
         // By GPU memory, two rows fit: the two largest.
         assert_eq!(app.host_focus(), Some(vec![10, 11]));
         for _ in 0..3 {
             app.on_key(key(KeyCode::Char('>')));
         }
-        assert_eq!(app.sort, SortKey::Cpu);
+        assert_eq!(app.table.sort, SortKey::Cpu);
         assert_eq!(app.host_focus(), None, "every pid's CPU decides the order");
         app.on_key(key(KeyCode::Char('>')));
-        assert_eq!(app.sort, SortKey::HostMem);
+        assert_eq!(app.table.sort, SortKey::HostMem);
         assert_eq!(app.host_focus(), None);
         app.on_key(key(KeyCode::Char('>')));
-        assert_eq!(app.sort, SortKey::Time);
+        assert_eq!(app.table.sort, SortKey::Time);
         assert_eq!(app.host_focus().map(|p| p.len()), Some(2));
     }
 
@@ -1794,20 +1757,23 @@ mod tests {
             error: None,
             host: None,
         };
-        let mut app = App::new(Duration::from_secs(2), Duration::from_secs(600));
+        let mut app = App::new(&crate::tui::test_settings(
+            Duration::from_secs(2),
+            Duration::from_secs(600),
+        ));
         app.fleet = Some(super::super::fleet::View::default());
-        app.on_fleet_frame(super::super::fleet::Frame {
+        app.on_fleet_frame(crate::feed::fleet::Round {
             new_rows: vec![("a".into(), "a:9400".into()), ("b".into(), "b:9400".into())],
             ..Default::default()
         });
         app.open_node(1);
         // Another node's history (opened, then left) is not this one's.
-        app.on_fleet_frame(super::super::fleet::Frame {
+        app.on_fleet_frame(crate::feed::fleet::Round {
             history: Some((0, Ok(vec![at(0, 7)]))),
             ..Default::default()
         });
         assert!(app.history.device(0).is_none_or(|h| h.points.is_empty()));
-        app.on_fleet_frame(super::super::fleet::Frame {
+        app.on_fleet_frame(crate::feed::fleet::Round {
             history: Some((1, Ok(vec![at(0, 1), at(2, 2), at(4, 3)]))),
             opened: Some((1, Ok(at(6, 4)))),
             ..Default::default()
@@ -1822,7 +1788,7 @@ mod tests {
         assert!(matches!(view.open_history, Some(Ok(d)) if d == Duration::from_secs(4)));
         // A failed range query is said; the node's readings go on.
         app.open_node(1);
-        app.on_fleet_frame(super::super::fleet::Frame {
+        app.on_fleet_frame(crate::feed::fleet::Round {
             history: Some((1, Err("Prometheus: HTTP 503".into()))),
             ..Default::default()
         });

@@ -97,3 +97,17 @@ pub fn sharded_model() -> tempfile::TempDir {
     }
     dir
 }
+
+/// The dashboard's settings for a test: `interval` and `history`, idle after 10 minutes (the
+/// `--idle-after` default), the real estimate parser.
+pub fn dashboard_settings(
+    interval: std::time::Duration,
+    history: std::time::Duration,
+) -> gpumon::tui::Settings {
+    gpumon::tui::Settings {
+        interval,
+        history,
+        idle_after: std::time::Duration::from_secs(600),
+        estimate: gpumon::tracer::panel_estimate,
+    }
+}

@@ -110,7 +110,10 @@ fn screen(
     make: impl Fn(u64) -> Vec<Device>,
 ) -> (Terminal<TestBackend>, App) {
     let mut terminal = Terminal::new(TestBackend::new(w, h)).expect("terminal");
-    let mut app = App::new(Duration::from_secs(1), Duration::from_secs(600));
+    let mut app = App::new(&crate::common::dashboard_settings(
+        Duration::from_secs(1),
+        Duration::from_secs(600),
+    ));
     for t in 0..steps {
         render_once(&mut terminal, &mut app, sample(t * 20, make(t))).expect("draw");
     }
@@ -847,7 +850,10 @@ fn the_demo_first_screen_shows_the_allocator_split() {
     );
     let sample = Arc::new(sampler.tick());
     let mut terminal = Terminal::new(TestBackend::new(120, 40)).expect("terminal");
-    let mut app = App::new(Duration::from_secs(1), Duration::from_secs(600));
+    let mut app = App::new(&crate::common::dashboard_settings(
+        Duration::from_secs(1),
+        Duration::from_secs(600),
+    ));
     render_once(&mut terminal, &mut app, sample).expect("draw");
     let text = terminal.backend().to_string();
     // The largest process is selected: rank 0 of the training run, with PyTorch's split.
@@ -969,7 +975,7 @@ fn snapshot_estimate_panel_against_the_selected_gpu() {
     app.on_key(KeyEvent::new(KeyCode::Char('e'), KeyModifiers::NONE));
     assert_eq!(app.mode, gpumon::tui::app::Mode::Estimate);
     // It opens empty, with an example greyed where the flags go.
-    assert_eq!(app.estimate_text, "");
+    assert_eq!(app.estimate.text, "");
     terminal
         .draw(|f| gpumon::tui::ui::draw(f, &mut app))
         .expect("draw");
@@ -983,7 +989,7 @@ fn snapshot_estimate_panel_against_the_selected_gpu() {
         "--model {config} --inference --seq-len 4096 --dtype fp16"
     ));
     assert_eq!(
-        app.estimate_text,
+        app.estimate.text,
         format!("--model {config} --inference --seq-len 4096 --dtype fp16"),
         "nothing before what was pasted"
     );
@@ -1002,7 +1008,7 @@ fn snapshot_estimate_panel_against_the_selected_gpu() {
     let result = gpumon::tracer::panel_estimate(&flags);
     // A result for other flags (typed on since) is dropped.
     let _ = app.on_estimate("--params 1B", gpumon::tracer::panel_estimate("--params 1B"));
-    assert!(app.estimate_reading);
+    assert!(app.estimate.reading);
     let _ = app.on_estimate(&flags, result);
     terminal
         .draw(|f| gpumon::tui::ui::draw(f, &mut app))
@@ -1038,7 +1044,7 @@ fn snapshot_estimate_panel_against_the_selected_gpu() {
     assert_eq!(app.mode, gpumon::tui::app::Mode::Normal);
     // Reopened, the flags are kept; the snapshot uses flags without a machine's paths.
     app.on_key(KeyEvent::new(KeyCode::Char('e'), KeyModifiers::NONE));
-    assert!(app.estimate_text.ends_with("--batchh 2"));
+    assert!(app.estimate.text.ends_with("--batchh 2"));
     app.on_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
     app.on_paste("--params 7B --layers 32 --hidden 4096 --heads 32 --vocab 32000 --batch 2 --seq-len 4096 --mixed-precision");
     terminal
@@ -1270,10 +1276,10 @@ fn the_estimate_panel_keeps_no_large_paste() {
     let (_, mut app) = screen(120, 40, 2, two_gpus);
     app.on_key(KeyEvent::new(KeyCode::Char('e'), KeyModifiers::NONE));
     app.on_paste(&"--params 7B ".repeat(400_000));
-    assert!(app.estimate_text.len() <= gpumon::tui::app::MAX_FLAGS);
-    assert!(app.estimate_text.capacity() <= 4 * gpumon::tui::app::MAX_FLAGS);
+    assert!(app.estimate.text.len() <= gpumon::tui::app::MAX_FLAGS);
+    assert!(app.estimate.text.capacity() <= 4 * gpumon::tui::app::MAX_FLAGS);
     app.on_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
-    assert_eq!(app.estimate_text.capacity(), 0, "cleared, memory and all");
+    assert_eq!(app.estimate.text.capacity(), 0, "cleared, memory and all");
 }
 
 /// Issue 30: `gpumon explain` on a terminal says how to end the input (it waited in
@@ -1453,7 +1459,7 @@ fn snapshot_esc_clears_the_filter_and_the_footer_keeps_whole_hints() {
         );
         insta::assert_snapshot!(format!("footer_filter_{w}x{h}"), footer);
         press(&mut app, KeyCode::Esc);
-        assert_eq!(app.filter, "", "Esc clears the filter");
+        assert_eq!(app.table.filter, "", "Esc clears the filter");
         terminal
             .draw(|f| gpumon::tui::ui::draw(f, &mut app))
             .expect("draw");
@@ -1577,10 +1583,10 @@ fn snapshot_the_estimate_panel_opens_empty_with_an_example() {
         terminal
             .draw(|f| gpumon::tui::ui::draw(f, &mut app))
             .expect("draw");
-        assert_eq!(app.estimate_text, "");
+        assert_eq!(app.estimate.text, "");
         insta::assert_snapshot!(format!("estimate_panel_empty_{w}x{h}"), terminal.backend());
         app.on_key(KeyEvent::new(KeyCode::Char('-'), KeyModifiers::NONE));
-        assert_eq!(app.estimate_text, "-", "the first key starts the flags");
+        assert_eq!(app.estimate.text, "-", "the first key starts the flags");
     }
 }
 
@@ -1708,7 +1714,10 @@ fn lab(_: u64) -> Vec<Device> {
 #[test]
 fn snapshot_the_per_user_view_its_sort_and_idle_holds() {
     let mut terminal = Terminal::new(TestBackend::new(120, 30)).expect("terminal");
-    let mut app = App::new(Duration::from_secs(1), Duration::from_secs(600));
+    let mut app = App::new(&crate::common::dashboard_settings(
+        Duration::from_secs(1),
+        Duration::from_secs(600),
+    ));
     app.usage =
         gpumon::model::rollup::Usage::new(Duration::from_secs(300), Duration::from_secs(600));
     for t in 0..=20 {
@@ -1754,7 +1763,7 @@ fn snapshot_the_per_user_view_its_sort_and_idle_holds() {
     key(&mut app, KeyCode::Char('7'));
     key(&mut app, KeyCode::Enter);
     assert_eq!(app.mode, gpumon::tui::app::Mode::Normal);
-    assert_eq!(app.filter, "bob");
+    assert_eq!(app.table.filter, "bob");
     let users: Vec<String> = (0..app.row_count())
         .filter_map(|i| app.row(i)?.process.user.clone())
         .collect();

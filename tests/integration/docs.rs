@@ -159,7 +159,10 @@ fn dashboard_capture() -> String {
     const SECONDS: u64 = 110;
     const T0: u64 = 1_795_000_000;
     let demo = Simulated::demo().expect("the demo scenario");
-    let mut app = App::new(Duration::from_secs(1), Duration::from_secs(120));
+    let mut app = App::new(&crate::common::dashboard_settings(
+        Duration::from_secs(1),
+        Duration::from_secs(120),
+    ));
     let mut terminal = Terminal::new(TestBackend::new(100, 32)).expect("terminal");
     let mut util_seen = Vec::new();
     for k in 0..=SECONDS {

@@ -1,7 +1,7 @@
-//! The dashboard on a recording: a player thread that reads the recording around a time
-//! cursor and feeds the dashboard the samples it would have had live, and the commands that
-//! move the cursor. The dashboard draws what it is given, as it draws a live sample: the
-//! recording is one more source.
+//! A recording as a feed: a player thread that reads the recording around a time cursor and
+//! hands the views the samples they would have had live, and the commands that move the
+//! cursor. The views draw what they are given, as they draw a live sample: the recording is
+//! one more source.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -24,10 +24,10 @@ pub enum Command {
     Speed(bool),
 }
 
-/// What the player sends the dashboard.
+/// What the player hands over: the samples at the cursor, and how the cursor moves.
 #[derive(Debug, Clone)]
-pub struct Frame {
-    /// The cursor moved other than one sample forward: the dashboard forgets its history and
+pub struct Playback {
+    /// The cursor moved other than one sample forward: the view forgets its history and
     /// takes `samples` (the window before the cursor) as its history.
     pub reset: bool,
     /// In time order; the last is the sample at the cursor.
@@ -44,12 +44,12 @@ const MAX_SPEED: f64 = 256.0;
 const MIN_SPEED: f64 = 0.25;
 
 /// Starts the player at `start`, keeping `window` of samples before the cursor (the
-/// dashboard's history). The first frame comes at once.
+/// view's history). The first playback comes at once.
 pub fn spawn(
     reader: Reader,
     start: SystemTime,
     window: Duration,
-) -> (std::sync::mpsc::Sender<Command>, mpsc::Receiver<Frame>) {
+) -> (std::sync::mpsc::Sender<Command>, mpsc::Receiver<Playback>) {
     let (cmd_tx, cmd_rx) = std::sync::mpsc::channel();
     let (tx, rx) = mpsc::channel(4);
     std::thread::Builder::new()
@@ -137,7 +137,7 @@ impl Player {
         }
     }
 
-    fn frame(&self, reset: bool) -> Frame {
+    fn playback(&self, reset: bool) -> Playback {
         let samples = if reset {
             let at = self.buf[self.pos].timestamp;
             let start = self
@@ -149,7 +149,7 @@ impl Player {
         } else {
             vec![Arc::clone(&self.buf[self.pos])]
         };
-        Frame {
+        Playback {
             reset,
             samples,
             playing: self.playing,
@@ -195,10 +195,10 @@ impl Player {
         mut self,
         start: SystemTime,
         commands: std::sync::mpsc::Receiver<Command>,
-        tx: mpsc::Sender<Frame>,
+        tx: mpsc::Sender<Playback>,
     ) {
         self.load(start);
-        if self.buf.is_empty() || tx.blocking_send(self.frame(true)).is_err() {
+        if self.buf.is_empty() || tx.blocking_send(self.playback(true)).is_err() {
             return;
         }
         let mut due = Instant::now() + self.delay();
@@ -278,7 +278,7 @@ impl Player {
             if self.buf.is_empty() {
                 return;
             }
-            if tx.blocking_send(self.frame(reset)).is_err() {
+            if tx.blocking_send(self.playback(reset)).is_err() {
                 return;
             }
         }

@@ -14,9 +14,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Block, Borders, Chart, Clear, Dataset, GraphType, Paragraph, Wrap};
 use ratatui::Frame;
 
-use super::app::{App, Details};
+use super::super::app::{App, Details};
+use super::super::theme;
 use super::gpu::{clock, segments, time_axis};
-use super::theme;
 use crate::model::Process;
 use crate::units::fmt_age;
 use crate::units::{fmt_bytes, fmt_opt_bytes, GIB, MIB};
@@ -29,7 +29,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     frame.render_widget(Clear, area);
     let block = Block::default()
         .borders(Borders::ALL)
-        .title(super::ui::panel_title(
+        .title(super::panel_title(
             area.width,
             &format!("pid {} on GPU {}", d.pid, d.gpu),
             " · ",

@@ -17,8 +17,8 @@ use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Widget};
 
-use super::app::App;
-use super::theme;
+use super::super::app::App;
+use super::super::theme;
 use crate::model::breakdown::{Breakdown, PartKind};
 use crate::model::history::Column;
 use crate::model::Device;
