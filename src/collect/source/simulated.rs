@@ -397,6 +397,7 @@ fn device(d: &DeviceState, t: f64, wall: SystemTime, util_seen: &mut bool) -> De
             parent_pid: None,
             gpu_instance_id: p.instance.map(|(gi, _)| gi),
             compute_instance_id: p.instance.map(|(_, ci)| ci),
+            peak_bytes: None,
         })
         .collect();
     let unsupported_on_mig = d.mig.is_some().then(|| "not supported".to_owned());
