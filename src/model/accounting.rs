@@ -77,15 +77,12 @@ pub fn how_to_enable(indices: &[u32]) -> Option<String> {
     ))
 }
 
-/// The dashboard's short form of [`how_to_enable`], for its header.
+/// The dashboard's short form of [`how_to_enable`], for its header (the full one is in
+/// `once` and the docs): short enough for a header at 120 columns.
 pub fn short_note(indices: &[u32]) -> Option<String> {
     let list: Vec<String> = indices.iter().map(u32::to_string).collect();
-    (!indices.is_empty()).then(|| {
-        format!(
-            "no per-process peaks: accounting off (root: nvidia-smi -i {} -am 1)",
-            list.join(",")
-        )
-    })
+    (!indices.is_empty())
+        .then(|| format!("accounting off (nvidia-smi -i {} -am 1)", list.join(",")))
 }
 
 /// How many samples the dashboard shows its note on accounting for.
@@ -108,7 +105,7 @@ pub fn say_once(notice: &mut Option<String>, left: &mut Option<u32>, sample: &su
             if *n == 0
                 && notice
                     .as_deref()
-                    .is_some_and(|t| t.starts_with("no per-process peaks"))
+                    .is_some_and(|t| t.starts_with("accounting off"))
             {
                 *notice = None;
             }
