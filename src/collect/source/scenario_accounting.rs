@@ -1,7 +1,6 @@
 //! NVML accounting mode in scenario files: what the driver's per-process accounting buffer
 //! holds at a scenario time (each process's highest memory so far, exited ones included, the
-//! oldest overwritten past the buffer's size), for the fake NVML library and the simulated
-//! source alike.
+//! oldest overwritten past the buffer's size), for the fake NVML library.
 
 use super::{Curve, FaultKind, ProcessSpec, Scenario};
 use serde::Deserialize;
@@ -43,27 +42,31 @@ pub struct AccountingState {
     pub entries: Vec<AccountingEntry>,
 }
 
-/// How many points of a curve [`Curve::max_over`] reads besides its own corners.
-const GRID: usize = 1000;
+/// The most sawtooth periods [`Curve::max_over`] looks at (each has the same rise).
+const MAX_PERIODS: u64 = 10_000;
+/// Just before a drop: where a sawtooth or a spike is highest.
+const BEFORE: f64 = 1e-6;
 
 impl Curve {
-    /// The highest value over `[from, to]`: at the curve's keyframes, spike starts, just
-    /// before each sawtooth drop, and on a grid between, so a 30 ms spike is never missed.
+    /// The highest value over `[from, to]`. A curve is piecewise linear (keyframes), plus a
+    /// sawtooth (rising, then dropping at each period's end) and flat spikes, so its highest
+    /// value is at one of its corners: the ends, each keyframe, each spike's start and just
+    /// before its end, and just before each sawtooth drop. Exact, however short the spike, and
+    /// cheap enough to ask for every process on every call.
     pub fn max_over(&self, from: f64, to: f64) -> f64 {
         let mut times = vec![from, to];
         if let Curve::Shape(s) = self {
             times.extend(s.points.iter().map(|p| p.0));
-            times.extend(s.spikes.iter().map(|sp| sp.at_s));
+            for sp in &s.spikes {
+                times.extend([sp.at_s, sp.at_s + sp.len_s - BEFORE]);
+            }
             if let Some(saw) = s.sawtooth.as_ref().filter(|saw| saw.period_s > 0.0) {
                 let first = ((from - saw.from_s) / saw.period_s).floor().max(0.0) as u64;
                 let last = ((to - saw.from_s) / saw.period_s).ceil().max(0.0) as u64;
-                for k in first..=last.min(first + GRID as u64) {
-                    times.push(saw.from_s + (k + 1) as f64 * saw.period_s - 1e-6);
+                for k in first..=last.min(first + MAX_PERIODS) {
+                    times.push(saw.from_s + (k + 1) as f64 * saw.period_s - BEFORE);
                 }
-            }
-            let step = (to - from) / GRID as f64;
-            if step > 0.0 {
-                times.extend((0..GRID).map(|i| from + i as f64 * step));
+                times.extend(saw.until_s.map(|u| u - BEFORE));
             }
         }
         times
@@ -203,6 +206,26 @@ mod tests {
         assert_eq!(after[0].end_s, Some(5.0), "still listed after it exited");
         assert_eq!(after[1].pid, 8);
         assert_eq!(at(0.5).len(), 1, "pid 8 has not started");
+    }
+
+    #[test]
+    fn the_highest_value_is_found_at_the_curves_corners() {
+        let curve: super::super::Curve = serde_json::from_str(
+            r#"{"points":[[0,10],[10,30],[20,5]],"sawtooth":{"period_s":4,"amplitude":8},
+                "spikes":[{"at_s":13,"len_s":0.001,"value":50}]}"#,
+        )
+        .expect("curve");
+        let brute = |from: f64, to: f64| {
+            (0..=200_000)
+                .map(|i| curve.at(from + (to - from) * f64::from(i) / 200_000.0))
+                .fold(0.0, f64::max)
+        };
+        for (from, to) in [(0.0, 20.0), (0.0, 9.0), (14.0, 20.0), (2.5, 3.5)] {
+            let exact = curve.max_over(from, to);
+            assert!(exact >= brute(from, to) - 1e-3, "{from}..{to}: {exact}");
+        }
+        // The 1 ms spike, which a grid would step over.
+        assert!(curve.max_over(0.0, 20.0) > 70.0);
     }
 
     #[test]

@@ -9,6 +9,13 @@ use crate::scenario::accounting::AccountingState;
 use crate::scenario::Field;
 use nvml_wrapper_sys::bindings::*;
 use std::ffi::c_uint;
+use std::sync::Mutex;
+
+/// Each device's accounting state, with the wall-clock millisecond it is for: a driver answers
+/// a stats call from its buffer, and evaluating the scenario (every process's curve up to now)
+/// for each call would make the fake, not gpumon, the cost being measured.
+type Cached = (i64, f64, Option<AccountingState>);
+static CACHE: Mutex<Vec<Option<Cached>>> = Mutex::new(Vec::new());
 
 /// The device's accounting now; `Err` with NVML's answer where it has none or it is off.
 fn state(
@@ -16,11 +23,19 @@ fn state(
     device: nvmlDevice_t,
     need_on: bool,
 ) -> Result<(AccountingState, f64), nvmlReturn_t> {
-    let t = fake.scenario.time(fake.unwrapped_now());
-    let state = fake
-        .scenario
-        .accounting_at(device_index(device) as u32, t)
-        .ok_or(nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED)?;
+    let index = device_index(device);
+    let ms = (fake.start.elapsed().as_secs_f64() * 1000.0) as i64;
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    if cache.len() <= index {
+        cache.resize_with(index + 1, || None);
+    }
+    if !matches!(&cache[index], Some((at, _, _)) if *at == ms) {
+        let t = fake.scenario.time(fake.unwrapped_now());
+        cache[index] = Some((ms, t, fake.scenario.accounting_at(index as u32, t)));
+    }
+    let Some((_, t, Some(state))) = cache[index].clone() else {
+        return Err(nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED);
+    };
     if need_on && !state.enabled {
         return Err(nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED);
     }
