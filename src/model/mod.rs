@@ -327,8 +327,8 @@ pub struct Device {
     #[serde(default)]
     pub peak: Option<MemoryPeak>,
     /// The driver's per-process accounting: on or off, and the processes that exited with
-    /// their peaks; `None` where the source has none (a simulated GPU without it, an old
-    /// recording).
+    /// their peaks; `None` where the source has none (a simulated GPU whose scenario has no
+    /// `accounting`, an old recording).
     #[serde(default)]
     pub accounting: Option<accounting::Accounting>,
 }

@@ -160,6 +160,63 @@ impl AccountingReader {
     }
 }
 
+/// Accounting as a simulated GPU's driver would report it (`--demo`, `--scenario`): the
+/// scenario's `accounting` at time `t`, `wall` being the wall-clock time then. A scenario GPU
+/// without it has none (`None`), as a recording made before has none.
+pub fn simulate(
+    scenario: &super::scenario::Scenario,
+    d: &super::scenario::DeviceState,
+    t: f64,
+    wall: SystemTime,
+    dev: &mut crate::model::Device,
+) {
+    use super::scenario::{FaultKind, Field};
+    if dev.error.is_some() {
+        return;
+    }
+    let Some(state) = scenario.accounting_at(d.index, t) else {
+        return;
+    };
+    let refused = match d.fault(Field::Accounting) {
+        Some(FaultKind::NoPermission) => Some("no permission"),
+        Some(_) => Some("not supported"),
+        None => None,
+    };
+    if let Some(why) = refused {
+        dev.accounting = Some(Accounting {
+            error: Some(why.into()),
+            ..Accounting::default()
+        });
+        return;
+    }
+    let at = |s: f64| wall.checked_sub(Duration::try_from_secs_f64(t - s).unwrap_or_default());
+    let mut exited = Vec::new();
+    for e in &state.entries {
+        match e.end_s {
+            None => {
+                if let Some(p) = dev.processes.iter_mut().find(|p| p.pid == e.pid) {
+                    p.peak_bytes = e.max_memory;
+                }
+            }
+            Some(end) => exited.push(ExitedProcess {
+                pid: e.pid,
+                peak_bytes: e.max_memory,
+                started_at: at(e.start_s),
+                ended_at: at(end),
+                user: None,
+                name: None,
+            }),
+        }
+    }
+    prune(&mut exited, wall);
+    dev.accounting = Some(Accounting {
+        enabled: Some(state.enabled),
+        buffer_size: state.enabled.then_some(state.buffer),
+        error: None,
+        exited,
+    });
+}
+
 /// The accounting pid list into `buf`, in one call while it fits the room the last answer
 /// left; pid 0 (never a process) dropped.
 fn read_pids(nvml: &Nvml, dev: &NvDevice, buf: &mut Vec<c_uint>) -> Result<Vec<u32>, NvmlError> {
@@ -190,4 +247,38 @@ fn read_pids(nvml: &Nvml, dev: &NvDevice, buf: &mut Vec<c_uint>) -> Result<Vec<u
         return Ok(buf[..n].iter().copied().filter(|&p| p != 0).collect());
     }
     Err(NvmlError::InsufficientSize(None))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::simulated::Simulated;
+    use super::*;
+
+    #[test]
+    fn a_simulated_gpu_reports_accounting_as_the_fake_driver_does() {
+        let sim = Simulated::from_json(
+            "test",
+            r#"{"version":1,"devices":[
+                {"name":"A","memory_total_mib":81920,"accounting":{"enabled":true},
+                 "processes":[{"pid":7,"memory_mib":{"points":[[0,100]],
+                   "spikes":[{"at_s":1,"len_s":0.03,"value":900}]},"end_s":2},
+                   {"pid":8,"memory_mib":50}]},
+                {"name":"B","memory_total_mib":81920,"processes":[{"pid":9,"memory_mib":5}]}]}"#,
+        )
+        .map_err(|e| e.to_string())
+        .expect("scenario");
+        let wall = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let devices = sim.devices_at(3.0, wall, &mut Vec::new());
+        let a = devices[0].accounting.as_ref().expect("accounting");
+        assert_eq!(a.enabled, Some(true));
+        assert_eq!(devices[0].processes[0].peak_bytes, Some(50 << 20));
+        assert_eq!(a.exited[0].pid, 7);
+        assert_eq!(a.exited[0].peak_bytes, Some(1000 << 20));
+        assert_eq!(a.exited[0].ended_at, Some(wall - Duration::from_secs(1)));
+        assert_eq!(
+            devices[1].accounting, None,
+            "none in the scenario: none here"
+        );
+        assert_eq!(devices[1].processes[0].peak_bytes, None);
+    }
 }
