@@ -176,16 +176,18 @@ fn a_recording_keeps_the_peaks_and_the_post_mortem_names_the_neighbour_that_exit
     let mut rec = crate::recording::start_record(&scn, &file, "200ms");
     // 15 samples of 3 GPUs: 3 s, past the exit at 2 s.
     let start = Instant::now();
-    while crate::recording::replayed_count(&file) < 45 {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "too few samples recorded"
-        );
+    while crate::recording::replayed_count(&file) < 45 && start.elapsed() < Duration::from_secs(30)
+    {
         std::thread::sleep(Duration::from_millis(100));
     }
+    // Stopped before anything is asserted: a failing test leaves no recorder behind.
     // SAFETY: kill has no memory preconditions.
     unsafe { libc::kill(rec.id() as i32, libc::SIGTERM) };
     let _ = rec.wait();
+    assert!(
+        crate::recording::replayed_count(&file) >= 45,
+        "too few samples recorded"
+    );
     let last = stdout_json(gpumon().args(["once", "--json", "--replay"]).arg(&file));
     let d0 = &last["devices"][0];
     assert_eq!(d0["processes"][0]["peak_bytes"], 10000 * MIB, "{d0:#}");
