@@ -930,7 +930,8 @@ pub struct LogArgs {
     /// owner.kind, owner.name, owner.namespace, owner.container, owner.job, sm_percent,
     /// mem_bw_percent, process.allocated, process.reserved, process.cached,
     /// process.non_framework, process.allocated_peak, process.reserved_peak (the process.*
-    /// fields need `gpumon run`)
+    /// fields need `gpumon run`), peak_memory (the driver's peak of the process: NVML
+    /// accounting mode, `nvidia-smi -am 1`)
     #[arg(long, value_name = "LIST")]
     pub fields: Option<String>,
 

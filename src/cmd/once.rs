@@ -92,13 +92,15 @@ fn print(
                 by,
                 idle_after_s: common.idle_after.as_secs(),
                 rows: &rows,
+                exited: crate::view::accounting::exited(&sample),
             };
             crate::text::write_json_pretty(&mut out, &json)?;
             out.write_all(b"\n")?;
         } else {
             let width = text_width(80, 40);
-            let text =
+            let mut text =
                 crate::view::by::render(&rows, by, common.idle_after, Paint::for_stdout(), width);
+            crate::view::accounting::append(&mut text, &sample, Paint::for_stdout(), width);
             out.write_all(text.as_bytes())?;
         }
     } else if args.json {

@@ -7,6 +7,7 @@
 //! (opening the source within a deadline, a sampler that reads no more than the view shows)
 //! is here, below the commands.
 
+pub mod exited;
 pub mod holders;
 pub mod host;
 pub mod kubelet;

@@ -749,6 +749,7 @@ fn node_process(
         parent_pid: None,
         gpu_instance_id: gi,
         compute_instance_id: None,
+        peak_bytes: None,
     }
 }
 

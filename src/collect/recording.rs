@@ -1177,6 +1177,8 @@ mod columns {
         mig: &'a [MigDevice],
         health: &'a Health,
         peak: &'a Option<MemoryPeak>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        accounting: &'a Option<crate::model::accounting::Accounting>,
     }
 
     /// The columns that rarely change first, those that move every sample last: the
@@ -1203,6 +1205,13 @@ mod columns {
         mem_bw_percent: Vec<Option<u32>>,
         sm_percent: Vec<Option<u32>>,
         allocator: Vec<&'a Option<Box<AllocatorStats>>>,
+        /// Left out where accounting is off (every value `None`).
+        #[serde(skip_serializing_if = "all_none_u64")]
+        peak_bytes: Vec<Option<u64>>,
+    }
+
+    fn all_none_u64(v: &[Option<u64>]) -> bool {
+        v.iter().all(Option::is_none)
     }
 
     fn all_none(v: &[Option<u32>]) -> bool {
@@ -1259,6 +1268,7 @@ mod columns {
                 mig,
                 health,
                 peak,
+                accounting,
             } = d;
             DeviceColumns {
                 index: *index,
@@ -1283,6 +1293,7 @@ mod columns {
                 mig,
                 health,
                 peak,
+                accounting,
             }
         }
     }
@@ -1308,6 +1319,7 @@ mod columns {
                     allocator,
                     gpu_instance_id,
                     compute_instance_id,
+                    peak_bytes,
                     // Not serialised.
                     state: _,
                     parent_pid: _,
@@ -1330,6 +1342,7 @@ mod columns {
                 c.sm_percent.push(*sm_percent);
                 c.mem_bw_percent.push(*mem_bw_percent);
                 c.allocator.push(allocator);
+                c.peak_bytes.push(*peak_bytes);
             }
             c
         }

@@ -101,6 +101,8 @@ pub struct Sampler {
     /// Where in-process probes publish (`gpumon run`), when it is safe to read.
     probe_dir: Option<PathBuf>,
     probe_cache: probe::ReportCache,
+    /// Who the processes that accounting lists as exited were.
+    exited: super::exited::ExitedNames,
     /// Why probe reports are not read, to show once.
     pub probe_warning: Option<String>,
     /// Names pods from the kubelet, on a Kubernetes node.
@@ -176,6 +178,7 @@ impl Sampler {
             focus: None,
             probe_dir,
             probe_cache: probe::ReportCache::default(),
+            exited: Default::default(),
             probe_warning,
             kubelet: None,
             last: TickTimings::default(),
@@ -461,6 +464,7 @@ impl Sampler {
                 w.update(&mut sample.devices, &|pid| host.unresolved(pid), wait);
             }
         }
+        self.exited.name(&mut sample.devices);
         let t3 = Instant::now();
         if let Some(dir) = &self.probe_dir {
             probe::merge(&mut sample.devices, self.probe_cache.get(dir));

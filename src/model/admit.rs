@@ -153,6 +153,7 @@ impl Device {
             keep(&mut p.mem_bw_percent, percent);
             keep(&mut p.gpu_instance_id, |i| i < MAX_INSTANCE_ID);
             keep(&mut p.compute_instance_id, |i| i < MAX_INSTANCE_ID);
+            keep(&mut p.peak_bytes, |b| b <= limit);
             if let Some(a) = p.allocator.as_mut() {
                 for v in [
                     &mut a.allocated_bytes,
@@ -213,6 +214,9 @@ impl Device {
         }
         let health = &mut self.health;
         health.xids.truncate(MAX_XIDS);
+        if let Some(a) = self.accounting.as_mut() {
+            super::accounting::admit(a, limit, now);
+        }
     }
 }
 
@@ -358,6 +362,7 @@ pub(crate) fn full_sample(text: &dyn Fn(&str) -> String) -> Sample {
         (Some(99.0), Some(gib), Some(1_799_999_000));
     (p.sm_percent, p.mem_bw_percent) = (Some(50), Some(20));
     (p.gpu_instance_id, p.compute_instance_id) = (Some(1), Some(0));
+    p.peak_bytes = Some(4 * gib);
     p.owner = Some(std::sync::Arc::new(Owner {
         kind: OwnerKind::Kubernetes,
         name: text("pod"),
@@ -489,6 +494,19 @@ pub(crate) fn full_sample(text: &dyn Fn(&str) -> String) -> Sample {
             remapped_rows: Some(RemappedRows::default()),
             clock_event_reasons: Some(1),
         },
+        accounting: Some(super::accounting::Accounting {
+            enabled: Some(true),
+            buffer_size: Some(4000),
+            error: t("accounting error"),
+            exited: vec![super::accounting::ExitedProcess {
+                pid: 4121,
+                peak_bytes: Some(31 * gib),
+                started_at: Some(now - Duration::from_secs(100)),
+                ended_at: Some(now - Duration::from_secs(2)),
+                user: t("exited user"),
+                name: t("exited name"),
+            }],
+        }),
     };
     d.field_errors.insert("fan", text("field error"));
     Sample {

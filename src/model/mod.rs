@@ -3,6 +3,7 @@
 //! Unknown values are `None` (shown as N/A, serialised as `null`), never 0. A device whose reads
 //! fail stays in the sample with its error, so that one lost GPU never hides the others.
 
+pub mod accounting;
 pub mod admit;
 pub mod breakdown;
 pub mod fleet;
@@ -125,6 +126,13 @@ impl Sample {
                 m.field_errors.values_mut().for_each(&mut *f);
             }
             each(&mut d.health.events_error, f);
+            if let Some(a) = d.accounting.as_mut() {
+                each(&mut a.error, f);
+                for e in &mut a.exited {
+                    each(&mut e.user, f);
+                    each(&mut e.name, f);
+                }
+            }
         }
     }
 
@@ -182,6 +190,16 @@ impl Sample {
                         .map(String::as_str)
                 }))
                 .chain(d.health.events_error.as_deref())
+                .chain(d.accounting.iter().flat_map(|a| {
+                    a.error
+                        .iter()
+                        .chain(
+                            a.exited
+                                .iter()
+                                .flat_map(|e| [&e.user, &e.name].into_iter().flatten()),
+                        )
+                        .map(String::as_str)
+                }))
             });
         top.map(String::as_str).chain(devices)
     }
@@ -308,6 +326,11 @@ pub struct Device {
     /// no memory-only read, or this reading is not fresh.
     #[serde(default)]
     pub peak: Option<MemoryPeak>,
+    /// The driver's per-process accounting: on or off, and the processes that exited with
+    /// their peaks; `None` where the source has none (a simulated GPU whose scenario has no
+    /// `accounting`, an old recording).
+    #[serde(default)]
+    pub accounting: Option<accounting::Accounting>,
 }
 
 /// The highest used memory (NVML v2 `used`) a device reached between two readings: a spike of
@@ -590,6 +613,10 @@ pub struct Process {
     /// The MIG compute instance it runs in.
     #[serde(default)]
     pub compute_instance_id: Option<u32>,
+    /// The most memory the driver saw this process hold, from NVML's accounting
+    /// (`maxMemoryUsage`); `None` where accounting is off or does not know the process.
+    #[serde(default)]
+    pub peak_bytes: Option<u64>,
 }
 
 /// What a framework's caching allocator says about one process on one GPU.
@@ -798,6 +825,7 @@ impl Process {
             parent_pid: None,
             gpu_instance_id: None,
             compute_instance_id: None,
+            peak_bytes: None,
         }
     }
 

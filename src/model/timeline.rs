@@ -114,6 +114,7 @@ pub fn neighbours(
             events.push(Event { text, bytes: b - a });
         }
     }
+    events.extend(super::accounting::exited_before(samples, gpu, mine, until));
     if let Some(peak) = peak_before(&window, until) {
         events.insert(0, peak);
     }

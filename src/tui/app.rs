@@ -77,6 +77,8 @@ pub enum SortKey {
     Gpu,
     Type,
     GpuMem,
+    /// The driver's peak of the process (accounting mode); shown where accounting is on.
+    Peak,
     Sm,
     MemBw,
     Cpu,
@@ -87,13 +89,14 @@ pub enum SortKey {
 
 impl SortKey {
     /// In table order.
-    pub const ALL: [SortKey; 12] = [
+    pub const ALL: [SortKey; 13] = [
         SortKey::Pid,
         SortKey::User,
         SortKey::Owner,
         SortKey::Gpu,
         SortKey::Type,
         SortKey::GpuMem,
+        SortKey::Peak,
         SortKey::Sm,
         SortKey::MemBw,
         SortKey::Cpu,
@@ -110,6 +113,7 @@ impl SortKey {
             SortKey::Gpu => "GPU",
             SortKey::Type => "TYPE",
             SortKey::GpuMem => "GPU MEM",
+            SortKey::Peak => "PEAK",
             SortKey::Sm => "%SM",
             SortKey::MemBw => "%MEM BW",
             SortKey::Cpu => "%CPU",
@@ -213,6 +217,9 @@ pub struct App {
     pub replay: Option<ReplayView>,
     /// Something the header must say (a recording that stopped).
     pub notice: Option<String>,
+    /// The samples left to show the note on accounting mode, once said (see
+    /// [`crate::model::accounting::short_note`]).
+    accounting_note: Option<u32>,
     /// Set when the dashboard shows a fleet (`gpumon --remote`): its rows, and the node open.
     pub fleet: Option<super::fleet::View>,
 }
@@ -312,6 +319,7 @@ impl App {
             },
             replay: None,
             notice: None,
+            accounting_note: None,
             fleet: None,
         }
     }
@@ -415,6 +423,7 @@ impl App {
         };
         self.history.record(&sample);
         self.usage.record(&sample);
+        crate::model::accounting::say_once(&mut self.notice, &mut self.accounting_note, &sample);
         self.table.holder_rows = holder_rows(&sample);
         self.sample = Some(sample);
         self.assign_colours();
@@ -610,6 +619,7 @@ impl App {
                 SortKey::Sm => pa.sm_percent.cmp(&pb.sm_percent),
                 SortKey::MemBw => pa.mem_bw_percent.cmp(&pb.mem_bw_percent),
                 SortKey::GpuMem => pa.gpu_memory_bytes.cmp(&pb.gpu_memory_bytes),
+                SortKey::Peak => pa.peak_bytes.cmp(&pb.peak_bytes),
                 SortKey::Cpu => pa
                     .cpu_percent
                     .partial_cmp(&pb.cpu_percent)
@@ -757,6 +767,14 @@ impl App {
             .position(|k| *k == self.table.sort)
             .unwrap_or(0);
         self.table.sort = SortKey::ALL[(i + by) % n];
+        // PEAK is a column only where some GPU's accounting is on.
+        let peaks = self
+            .sample
+            .as_ref()
+            .is_some_and(|s| crate::model::accounting::any_on(&s.devices));
+        if self.table.sort == SortKey::Peak && !peaks {
+            self.table.sort = SortKey::ALL[(i + 2 * by) % n];
+        }
         self.follow_selection();
         Action::Redraw
     }
@@ -1633,7 +1651,7 @@ mod tests {
         let titles: Vec<SortKey> = app.table.columns.iter().map(|c| c.0).collect();
         let all_but_container: Vec<SortKey> = SortKey::ALL
             .into_iter()
-            .filter(|k| *k != SortKey::Owner)
+            .filter(|k| *k != SortKey::Owner && *k != SortKey::Peak)
             .collect();
         assert_eq!(
             titles, all_but_container,

@@ -23,6 +23,9 @@ pub struct ByJson<'a> {
     /// Seconds of 0% SM after which a process's memory is an idle hold.
     pub idle_after_s: u64,
     pub rows: &'a [Row],
+    /// Processes that accounting says have exited, with their peaks (absent where none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub exited: Vec<super::accounting::ExitedJson<'a>>,
 }
 
 /// The column heads, in order; the first names what a row is (the dashboard's view has the

@@ -283,6 +283,10 @@ const PROCESS_FIELDS: &[(&str, Kind, ProcessGetter)] = &[
     ("process.reserved_peak", Kind::Bytes, |_, _, p| {
         Cell::int(p.allocator.as_ref().and_then(|a| a.reserved_peak_bytes))
     }),
+    // The driver's accounting (empty where it is off).
+    ("peak_memory", Kind::Bytes, |_, _, p| {
+        Cell::int(p.peak_bytes)
+    }),
 ];
 
 const DEFAULT_DEVICE: &str = "timestamp,index,name,memory.total,memory.used,memory.peak,\
@@ -652,6 +656,7 @@ mod tests {
     fn sample() -> Sample {
         use crate::model::{AllocatorStats, Memory, ProcessKind, Utilization};
         let mut p = Process::from_nvml(4242, ProcessKind::Both, Some(10 * GIB));
+        p.peak_bytes = Some(12 * GIB);
         p.name = Some("python".into());
         p.user = Some("alice".into());
         p.command = Some("python train.py --tag \"a,b\"\n--lr=3e-4 µ".into());

@@ -2,6 +2,7 @@
 //! writer (CSV, JSON lines, a table). Functions of a sample and the bytes they write; the
 //! commands choose where the bytes go.
 
+pub mod accounting;
 pub mod by;
 pub mod fleet;
 pub mod log;

@@ -263,6 +263,7 @@ pub fn render_width(sample: &Sample, paint: Paint, width: usize) -> String {
         }
     }
     holders(&mut out, sample, paint, width);
+    super::accounting::append(&mut out, sample, paint, width);
     out
 }
 

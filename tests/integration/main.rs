@@ -1,5 +1,6 @@
 //! Integration tests: the built `gpumon` binary, run against the fake NVML library.
 
+mod accounting;
 mod cli;
 mod common;
 mod dashboard;

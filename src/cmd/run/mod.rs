@@ -105,6 +105,8 @@ struct GpuPeak {
     /// the run's processes were on it (`--peak-rate`; every process on the GPU, not only the
     /// run's); `None` where not measured.
     gpu_used_peak: Option<u64>,
+    /// The driver's accounting: each of the run's processes' own peak, where accounting is on.
+    accounting: BTreeMap<u32, u64>,
 }
 
 /// The job's room on `d` for `--batch` (the MIG instance its processes run in, with MIG on),
@@ -151,6 +153,10 @@ impl Trace {
             std::borrow::Cow::Owned(s) => Arc::new(s),
         };
         for d in &sample.devices {
+            // Before the job's processes are looked for: an exited one is listed after it left.
+            if let Some(peak) = self.peaks.get_mut(&d.index) {
+                crate::model::accounting::job_peaks(d, &peak.pids, &mut peak.accounting);
+            }
             let mine: Vec<&Process> = d.processes.iter().filter(|p| self.job.owns(p)).collect();
             if mine.is_empty() {
                 continue;
@@ -1139,8 +1145,11 @@ fn summary(
             }
             None => line.push_str("; no allocator figures (the probe did not report)"),
         }
-        // The driver's side, named as such: it counts every process on the GPU.
-        if let Some(g) = peak.gpu_used_peak {
+        // The driver's side, named as such: each process's own, where accounting is on;
+        // else the whole GPU's, which counts every process on it.
+        if let Some(text) = crate::model::accounting::job_peak_text(&peak.accounting) {
+            let _ = write!(line, "; {text}");
+        } else if let Some(g) = peak.gpu_used_peak {
             let _ = write!(
                 line,
                 "; the whole GPU's used memory peaked at {} (NVML, read between samples, every \

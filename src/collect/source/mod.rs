@@ -4,6 +4,7 @@
 //! thread, so a driver call that hangs on one GPU never holds up the others; everything
 //! downstream is source-agnostic.
 
+pub mod accounting;
 pub mod nvml;
 pub mod scenario;
 pub mod simulated;

@@ -85,6 +85,8 @@ pub struct NvmlDevice {
     /// The device's handle as an address, once looked up, for the memory-only reads: NVML's
     /// handles stay valid until `nvmlShutdown`, and looking one up is a driver call.
     handle: Option<usize>,
+    /// Per-process peaks from accounting mode.
+    accounting: super::accounting::AccountingReader,
 }
 
 /// How often per-process utilisation is asked of the driver: on an H100 the call costs about
@@ -176,6 +178,7 @@ impl NvmlSource {
                             slow_health: None,
                             mig_mode: None,
                             handle: None,
+                            accounting: Default::default(),
                         }) as Box<dyn DeviceReader>
                     })
                     .collect(),
@@ -369,6 +372,7 @@ impl NvmlDevice {
                 out.processes_error = Some(format!("cannot list processes: {}", describe(&e)))
             }
         }
+        out.accounting = Some(self.accounting.read(nvml, &dev, &mut out.processes));
         out.field_errors = errors;
         out
     }

@@ -8,6 +8,9 @@
 
 use serde::Deserialize;
 
+#[path = "scenario_accounting.rs"]
+pub mod accounting;
+
 /// The scenario format version this build understands.
 pub const FORMAT_VERSION: u32 = 1;
 /// The most MIG devices one GPU has (A100, H100: 7), as `nvmlDeviceGetMaxMigDeviceCount`
@@ -90,6 +93,9 @@ pub struct DeviceSpec {
     /// Clock event (throttle) reasons in force, by time window; none in force: 0.
     #[serde(default)]
     pub clock_event_reasons: Vec<ReasonWindow>,
+    /// NVML accounting mode (per-process peaks); absent: NOT_SUPPORTED.
+    #[serde(default)]
+    pub accounting: Option<accounting::AccountingSpec>,
 }
 
 /// One MIG device: a GPU instance with its compute instance.
@@ -430,6 +436,8 @@ pub enum Field {
     /// without privilege (in a container) gets NO_PERMISSION there and must read each MIG
     /// device.
     MigAggregates,
+    /// The accounting queries (mode, buffer size, pids, per-process stats).
+    Accounting,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

@@ -188,7 +188,10 @@ impl SimulatedDevice {
             t = self.clock.now();
             d = self.clock.scenario.device_at(self.index, t);
         }
-        device(&d, t, SystemTime::now(), util_seen)
+        let wall = SystemTime::now();
+        let mut dev = device(&d, t, wall, util_seen);
+        super::accounting::simulate(&self.clock.scenario, &d, t, wall, &mut dev);
+        dev
     }
 }
 
@@ -227,7 +230,9 @@ impl Simulated {
             .enumerate()
             .map(|(index, seen)| {
                 let d = self.scenario.device_at(index as u32, t);
-                device(&d, t, wall, seen)
+                let mut dev = device(&d, t, wall, seen);
+                super::accounting::simulate(&self.scenario, &d, t, wall, &mut dev);
+                dev
             })
             .collect()
     }
@@ -397,6 +402,7 @@ fn device(d: &DeviceState, t: f64, wall: SystemTime, util_seen: &mut bool) -> De
             parent_pid: None,
             gpu_instance_id: p.instance.map(|(gi, _)| gi),
             compute_instance_id: p.instance.map(|(_, ci)| ci),
+            peak_bytes: None,
         })
         .collect();
     let unsupported_on_mig = d.mig.is_some().then(|| "not supported".to_owned());

@@ -95,11 +95,13 @@ pub fn draw_selection(buf: &mut Buffer, area: Rect, app: &App, sample: &Sample) 
 }
 
 /// Which columns fit at a width. OWNER shows only when some process has one (a pod, a job, a
-/// container, a service).
-fn columns(width: u16, containers: bool) -> Vec<(SortKey, u16)> {
+/// container, a service); PEAK only where some GPU's accounting is on (`peaks`).
+fn columns(width: u16, containers: bool, peaks: bool) -> Vec<(SortKey, u16)> {
     let min = |k: SortKey| -> u16 {
         match k {
             SortKey::Owner if !containers => u16::MAX,
+            SortKey::Peak if !peaks => u16::MAX,
+            SortKey::Peak => 70,
             SortKey::Owner => 120,
             SortKey::User | SortKey::Cpu => 60,
             SortKey::Sm => 70,
@@ -112,7 +114,7 @@ fn columns(width: u16, containers: bool) -> Vec<(SortKey, u16)> {
     let w = |k: SortKey| -> u16 {
         match k {
             SortKey::Pid => 8,
-            SortKey::User | SortKey::GpuMem | SortKey::HostMem => 10,
+            SortKey::User | SortKey::GpuMem | SortKey::Peak | SortKey::HostMem => 10,
             SortKey::Gpu => 4,
             SortKey::Type | SortKey::Sm => 5,
             SortKey::MemBw => 8,
@@ -146,6 +148,7 @@ fn cell(key: SortKey, row: &super::super::app::Row, now: SystemTime) -> String {
         SortKey::Sm => p.sm_percent.map_or_else(na, |v| v.to_string()),
         SortKey::MemBw => p.mem_bw_percent.map_or_else(na, |v| v.to_string()),
         SortKey::GpuMem => fmt_opt_bytes(p.gpu_memory_bytes),
+        SortKey::Peak => fmt_opt_bytes(p.peak_bytes),
         SortKey::Cpu => p.cpu_percent.map_or_else(na, |c| format!("{c:.0}")),
         SortKey::HostMem => fmt_opt_bytes(p.host_memory_bytes),
         SortKey::Time => p.age_s(now).map_or_else(na, fmt_age),
@@ -195,12 +198,17 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &mut App) {
                 .any(|p| p.owner.is_some() || p.container.is_some())
         })
     });
-    let cols = columns(area.width, containers);
+    let peaks = app
+        .sample
+        .as_ref()
+        .is_some_and(|s| crate::model::accounting::any_on(&s.devices));
+    let cols = columns(area.width, containers, peaks);
     let right_aligned = |k: SortKey| {
         matches!(
             k,
             SortKey::Pid
                 | SortKey::GpuMem
+                | SortKey::Peak
                 | SortKey::Sm
                 | SortKey::MemBw
                 | SortKey::Cpu

@@ -237,6 +237,9 @@ macro_rules! out {
     }};
 }
 
+// After `out!`, which it uses.
+mod accounting;
+
 #[no_mangle]
 pub extern "C" fn nvmlInit_v2() -> nvmlReturn_t {
     let Ok(path) = std::env::var("FAKE_NVML_SCENARIO") else {
