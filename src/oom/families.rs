@@ -1,12 +1,14 @@
-//! The message families read over the structural reader ([`super::read`]): each entry names
-//! its messages and says what their figures *mean*; recognising sizes, roles and devices is the
-//! reader's. The forks of PyTorch's caching allocator are one family with a device table.
+//! The table of message families ([`ALL`]): each entry names its messages and its reader, which
+//! says what their figures *mean*. The families here read over the structural reader
+//! ([`super::read`]), which recognises sizes, roles and devices; the long-established ones are
+//! exact patterns in [`super::known`]. The forks of PyTorch's caching allocator are one family
+//! with a device table.
 
 use std::sync::OnceLock;
 
 use regex::Regex;
 
-use super::parse::oom;
+use super::known::{self, oom};
 use super::read::{self, Reading, Role};
 use super::{Facts, Framework, MemoryKind, Oom, OtherProcess};
 
@@ -17,9 +19,11 @@ pub struct Family {
     pub parse: fn(&str) -> Option<Oom>,
 }
 
-/// Read before the long-established families ([`super::parse::parse_known`]): their messages
-/// share clauses with PyTorch's CUDA text (a fork's "Of the allocated memory…" tail).
-pub const FIRST: &[Family] = &[
+/// Every family, in the order a message is tried: the first that reads it wins. The forks of
+/// PyTorch's allocator come before PyTorch's own patterns (they share its tail, "Of the
+/// allocated memory…"); the readers by role for wordings no exact pattern knows come last.
+/// Adding a framework adds an entry here, its reader and its tests.
+pub const ALL: &[Family] = &[
     Family {
         name: "pytorch-fork",
         parse: pytorch_fork,
@@ -40,10 +44,158 @@ pub const FIRST: &[Family] = &[
         name: "mlx",
         parse: mlx,
     },
-];
-
-/// Read after the long-established families: wordings they do not know.
-pub const LAST: &[Family] = &[
+    Family {
+        name: "pinned-host",
+        parse: known::pinned_host,
+    },
+    Family {
+        name: "xla-cudamallocasync",
+        parse: known::xla_cudamallocasync,
+    },
+    Family {
+        name: "trtllm-executor",
+        parse: known::trtllm_executor,
+    },
+    Family {
+        name: "trtllm",
+        parse: known::trtllm,
+    },
+    Family {
+        name: "mxnet",
+        parse: known::mxnet,
+    },
+    Family {
+        name: "libcudf",
+        parse: known::libcudf,
+    },
+    Family {
+        name: "rmm",
+        parse: known::rmm,
+    },
+    Family {
+        name: "numba",
+        parse: known::numba,
+    },
+    Family {
+        name: "pytorch-2.x",
+        parse: known::pytorch_2x,
+    },
+    Family {
+        name: "pytorch-cudamallocasync",
+        parse: known::pytorch_cudamallocasync,
+    },
+    Family {
+        name: "pytorch-2.x-tail",
+        parse: known::pytorch_2x_tail,
+    },
+    Family {
+        name: "pytorch-1.5",
+        parse: known::pytorch_15,
+    },
+    Family {
+        name: "pytorch-1.0",
+        parse: known::pytorch_10,
+    },
+    Family {
+        name: "mps",
+        parse: known::mps,
+    },
+    Family {
+        name: "tensorflow-oom",
+        parse: known::tensorflow_oom,
+    },
+    Family {
+        name: "tensorflow-bfc",
+        parse: known::tensorflow_bfc,
+    },
+    Family {
+        name: "vllm-rs-kvcache",
+        parse: known::vllm_rs_kvcache,
+    },
+    Family {
+        name: "vllm-rs-request",
+        parse: known::vllm_rs_request,
+    },
+    Family {
+        name: "vllm-kv-tokens",
+        parse: known::vllm_kv_tokens,
+    },
+    Family {
+        name: "vllm-kv-cache",
+        parse: known::vllm_kv_cache,
+    },
+    Family {
+        name: "vllm-startup",
+        parse: known::vllm_startup,
+    },
+    Family {
+        name: "vllm-cache-blocks",
+        parse: known::vllm_cache_blocks,
+    },
+    Family {
+        name: "xla-tpu-hbm",
+        parse: known::xla_tpu_hbm,
+    },
+    Family {
+        name: "jax-request",
+        parse: known::jax_request,
+    },
+    Family {
+        name: "jax",
+        parse: known::jax,
+    },
+    Family {
+        name: "onnxruntime-bfcarena",
+        parse: known::onnxruntime_bfcarena,
+    },
+    Family {
+        name: "ggml",
+        parse: known::ggml,
+    },
+    Family {
+        name: "ggml-cpu-buffer",
+        parse: known::ggml_cpu_buffer,
+    },
+    Family {
+        name: "triton-shared-memory",
+        parse: known::triton_shared_memory,
+    },
+    Family {
+        name: "ggml-vulkan",
+        parse: known::ggml_vulkan,
+    },
+    Family {
+        name: "ggml-metal",
+        parse: known::ggml_metal,
+    },
+    Family {
+        name: "ggml-cuda",
+        parse: known::ggml_cuda,
+    },
+    Family {
+        name: "paddle",
+        parse: known::paddle,
+    },
+    Family {
+        name: "cupy",
+        parse: known::cupy,
+    },
+    Family {
+        name: "tensorrt",
+        parse: known::tensorrt,
+    },
+    Family {
+        name: "onnxruntime-cuda",
+        parse: known::onnxruntime_cuda,
+    },
+    Family {
+        name: "cuda-driver",
+        parse: known::stream_executor,
+    },
+    Family {
+        name: "cuda",
+        parse: known::raw_cuda,
+    },
     Family {
         name: "ggml-backend",
         parse: ggml_backend,

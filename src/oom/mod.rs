@@ -2,12 +2,14 @@
 //! what to do. Pure: no tokio, ratatui or NVML here, so `explain`, the dashboard's paste panel
 //! and `run` share it.
 //!
-//! `scan` (streaming, bounded memory) → `parse` (one family per framework) → `Facts`
+//! `scan` (streaming, bounded memory) → `parse` (the first of `families::ALL`, a table of
+//! families over `read`'s structural reader and `known`'s exact patterns) → `Facts`
 //! (`derive` fills in what the message implies) → `diagnose` (ranked findings) → `render`.
 
 pub mod clean;
 pub mod diagnose;
 pub mod families;
+pub mod known;
 pub mod parse;
 pub mod pickle;
 pub mod read;
