@@ -40,6 +40,9 @@ pub enum Cause {
     /// What the message says is held goes beyond the device: allocations spilled into shared
     /// system memory (Windows' sysmem fallback).
     SpilledToSystemMemory,
+    /// Not HBM: a compiled program needs more of a TPU core's on-chip memory (VMEM or SMEM)
+    /// than the compiler may give it.
+    TpuOnChipMemory,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -116,6 +119,8 @@ pub const ALONE: &[(&str, Alone)] = &[
     ("xla-tpu-hbm", xla_tpu_hbm),
     ("xpu-4gb-limit", xpu_4gb_limit),
     ("vllm-startup", vllm_startup_guard),
+    ("ascend-runtime", ascend_runtime),
+    ("gaudi-device-memory", gaudi_device_memory),
 ];
 
 /// The general rules, by name, in the order their findings are said (before ranking by size).
@@ -205,6 +210,7 @@ fn not_device_memory(oom: &Oom) -> Option<Finding> {
         super::MemoryKind::Host => host_memory(oom),
         super::MemoryKind::Buffers => buffer_count(oom),
         super::MemoryKind::PinnedHost => pinned_host_memory(oom),
+        super::MemoryKind::TpuOnChip => tpu_on_chip(oom),
         super::MemoryKind::Device => return None,
     })
 }
@@ -215,6 +221,33 @@ fn xla_tpu_hbm(oom: &Oom) -> Option<Finding> {
     let need = f.requested_bytes;
     if oom.format == "xla-tpu-hbm" {
         let over = need.zip(f.total_bytes).map(|(n, t)| n.saturating_sub(t));
+        let mut remedies = vec![
+            est("Halve the per-core batch (and accumulate gradients over 2 steps to keep the effective batch).", over),
+            r("Shard parameters and optimizer state across more cores (FSDP-style sharding with jax.sharding / pjit, or a larger TPU slice)."),
+            r("Rematerialise activations: jax.checkpoint (jax.remat) on the repeated blocks, tf.recompute_grad in TensorFlow."),
+            r("Compute in bfloat16 and use shorter sequences or smaller images."),
+        ];
+        // The report's own split says which lever is the larger: the arguments (parameters,
+        // optimizer state) are sharded; the program's temporaries shrink with the batch and
+        // rematerialisation.
+        let args_first = f
+            .arguments_bytes
+            .zip(f.program_bytes)
+            .is_some_and(|(a, p)| a > p);
+        if args_first {
+            remedies.swap(0, 1);
+        }
+        let split = match (f.program_bytes, f.arguments_bytes) {
+            (Some(p), Some(a)) => format!(
+                " Of it, the program itself (its temporaries: activations and gradients of the step) takes {}, its arguments (parameters, optimizer state, the batch) {}{}.",
+                fmt_bytes(p),
+                fmt_bytes(a),
+                f.runtime_reserved_bytes
+                    .map(|r| format!("; the runtime reserves {} besides", fmt_bytes(r)))
+                    .unwrap_or_default()
+            ),
+            _ => String::new(),
+        };
         return Some(Finding {
             cause: Cause::RequestExceedsTotal,
             title: format!(
@@ -223,13 +256,8 @@ fn xla_tpu_hbm(oom: &Oom) -> Option<Finding> {
                 over.map(|o| format!(" ({} too much)", fmt_bytes(o))).unwrap_or_default(),
                 f.total_bytes.map_or_else(|| "HBM".to_owned(), fmt_bytes)
             ),
-            detail: "XLA sized the program at compile time: parameters, optimizer state and activations of one step, per TPU core. Nothing ran; no setting at run time frees this memory.".into(),
-            remedies: vec![
-                est("Halve the per-core batch (and accumulate gradients over 2 steps to keep the effective batch).", over),
-                r("Shard parameters and optimizer state across more cores (FSDP-style sharding with jax.sharding / pjit, or a larger TPU slice)."),
-                r("Rematerialise activations: jax.checkpoint (jax.remat) on the repeated blocks, tf.recompute_grad in TensorFlow."),
-                r("Compute in bfloat16 and use shorter sequences or smaller images."),
-            ],
+            detail: format!("XLA sized the program at compile time: parameters, optimizer state and activations of one step, per TPU core. Nothing ran; no setting at run time frees this memory.{split}"),
+            remedies,
         });
     }
     None
@@ -1723,6 +1751,107 @@ fn cpu_allocator(oom: &Oom) -> Finding {
     }
 }
 
+/// Ascend's CANN runtime (`EL0004`) could not allocate device memory for itself, the graph
+/// engine or ACL's memory pool. That memory is outside torch_npu's caching allocator, so its
+/// figures ("reserved in total by PyTorch") and `PYTORCH_NPU_ALLOC_CONF` do not govern it;
+/// what torch_npu holds in its cache is, for the runtime, memory in use, and `empty_cache()`
+/// gives it back to the device (unlike for torch_npu's own failures, which free the cache and
+/// retry before raising).
+fn ascend_runtime(oom: &Oom) -> Option<Finding> {
+    if oom.format != "ascend-el0004" {
+        return None;
+    }
+    let npu = oom
+        .device_index
+        .map_or_else(|| "the NPU".to_owned(), |d| format!("NPU {d}"));
+    let title = match oom.facts.requested_bytes {
+        Some(n) => format!(
+            "Ascend's runtime (CANN) could not allocate {} on {npu}",
+            fmt_bytes(n)
+        ),
+        None => format!("Ascend's runtime (CANN) could not allocate device memory on {npu}"),
+    };
+    Some(Finding {
+        cause: if oom.facts.requested_bytes.is_some() {
+            Cause::RequestOnly
+        } else {
+            Cause::NoNumbers
+        },
+        title,
+        detail: "EL0004 comes from CANN, not from torch_npu's allocator: the runtime, the graph engine (GE) or ACL's memory pool asked the device for memory (rtMalloc) and the NPU had none left. That memory is outside PyTorch's account, so PYTORCH_NPU_ALLOC_CONF does not govern it; torch_npu's own cache counts as memory in use. At device open (\"open device … failed\") the memory pool could not even start: other processes fill the NPU.".into(),
+        remedies: vec![
+            r("See what holds the NPU: `npu-smi info` lists each device's memory and processes; pick free devices with ASCEND_RT_VISIBLE_DEVICES."),
+            r("Leave room beside the framework: in vLLM-Ascend a lower --gpu-memory-utilization; in training a smaller batch or shorter sequences."),
+            r("torch.npu.empty_cache() before the step that fails gives torch_npu's unused cache back to the device, where CANN can use it."),
+        ],
+    })
+}
+
+/// Intel Gaudi's device-memory module (`PT_DEVMEM`) could not allocate a block of the HPU's
+/// HBM. The message gives only the size; its own allocator, not a port of PyTorch's, so no
+/// allocator setting is suggested.
+fn gaudi_device_memory(oom: &Oom) -> Option<Finding> {
+    if oom.format != "hpu-pt-devmem" {
+        return None;
+    }
+    let size = oom
+        .facts
+        .requested_bytes
+        .map_or_else(|| "A block".to_owned(), fmt_bytes);
+    Some(Finding {
+        cause: Cause::RequestOnly,
+        title: format!("{size} of the HPU's memory could not be allocated (Gaudi's PT_DEVMEM)"),
+        detail: "Gaudi's PyTorch bridge allocates the HPU's HBM through its own device-memory module; it found no room for this block. The message gives no other figure: what holds the memory (the model, the KV cache, HPU graphs' buffers, other processes) is not in the text.".into(),
+        remedies: vec![
+            r("See each HPU's memory and processes: `hl-smi`; pick free cards with HABANA_VISIBLE_MODULES."),
+            r("Make the job fit one card: a smaller batch or shorter sequences (max_new_tokens, max input length), or shard the model across several HPUs (DeepSpeed) when the weights alone are too large."),
+        ],
+    })
+}
+
+/// A TPU core's VMEM or SMEM: on-chip memory the compiler allots per program, so neither the
+/// HBM remedies (sharding, rematerialisation) nor freeing memory apply. VMEM's limit is XLA's
+/// scoped VMEM limit (`--xla_tpu_scoped_vmem_limit_kib`, a part of the physical VMEM; Pallas
+/// kernels take `pltpu.CompilerParams(vmem_limit_bytes=…)`); SMEM holds the scalars and the
+/// operands' addresses each op needs (pytorch/xla's maintainers in vllm-project/vllm#8318).
+fn tpu_on_chip(oom: &Oom) -> Finding {
+    let f = &oom.facts;
+    let smem = oom.format == "xla-tpu-smem";
+    let space = if smem { "SMEM" } else { "VMEM" };
+    let title = match (f.requested_bytes, oom.memory_limit_bytes) {
+        (Some(n), Some(cap)) => format!(
+            "The compiled program needs {} of {space}, over the {} it may use on a TPU core",
+            fmt_bytes(n),
+            fmt_bytes(cap)
+        ),
+        _ => format!("The compiled program does not fit in a TPU core's {space}"),
+    };
+    let (detail, remedies) = if smem {
+        (
+            "SMEM is a TPU core's small scalar memory, where the compiler places scalars and the addresses of each op's operands. It is not HBM: sharding, rematerialisation and freeing memory do not touch it. A program with very many operands per op, or very long shapes unrolled, exceeds it.".to_owned(),
+            vec![
+                r("Compile a smaller program: shorter maximum shapes (in vLLM on TPU, a lower --max-model-len), fewer operands fused into one step."),
+                r("Update jax/libtpu or torch_xla, and report it with the HLO (PyTorch/XLA: XLA_SAVE_TENSORS_FILE=/tmp/save.hlo XLA_SAVE_TENSORS_FMT=hlo): the compiler decides what goes to SMEM."),
+            ],
+        )
+    } else {
+        (
+            "VMEM is a TPU core's on-chip vector memory, the scratch a kernel or a fused op works in. The limit here is the one XLA compiles against (its scoped VMEM limit, part of the core's physical VMEM), not the HBM: sharding, rematerialisation and a smaller batch over HBM do not address it.".to_owned(),
+            vec![
+                r("Raise the scoped VMEM limit XLA compiles against: LIBTPU_INIT_ARGS=\"--xla_tpu_scoped_vmem_limit_kib=N\" (KiB, at most the core's physical VMEM)."),
+                r("For a Pallas kernel: smaller blocks (its BlockSpec block shapes, an attention kernel's block sizes), or pltpu.CompilerParams(vmem_limit_bytes=…) for that kernel."),
+                r("With no custom kernel, one of the compiler's own fusions did not fit: try a newer jax/libtpu or torch_xla, and report it with the HLO dump, as the message may ask."),
+            ],
+        )
+    };
+    Finding {
+        cause: Cause::TpuOnChipMemory,
+        title,
+        detail,
+        remedies,
+    }
+}
+
 /// What the message says is held beyond the card: true, and the diagnosis. Windows' driver
 /// lets allocations spill into shared system memory (over PCIe) once the card is full.
 fn spilled(oom: &Oom) -> Option<Finding> {
@@ -1904,6 +2033,94 @@ mod tests {
                 "{kind:?}"
             );
         }
+    }
+
+    #[test]
+    fn gaudi_device_memory_only_for_its_message() {
+        let o = message(
+            Framework::Hpu,
+            "hpu-pt-devmem",
+            super::super::Facts {
+                requested_bytes: Some(224 * MIB),
+                ..facts()
+            },
+        );
+        let x = gaudi_device_memory(&o).expect("a finding");
+        assert!(
+            x.title.starts_with("224.0 MiB of the HPU's memory"),
+            "{}",
+            x.title
+        );
+        assert!(x.remedies[0].text.contains("hl-smi"));
+        let o = message(Framework::Hpu, "pytorch-fork-2.x", facts());
+        assert!(gaudi_device_memory(&o).is_none());
+    }
+
+    #[test]
+    fn ascend_runtime_is_not_torch_npus_allocator() {
+        let mut o = message(
+            Framework::Npu,
+            "ascend-el0004",
+            super::super::Facts {
+                requested_bytes: Some(3 * GIB),
+                ..facts()
+            },
+        );
+        o.device_index = Some(0);
+        let x = ascend_runtime(&o).expect("a finding");
+        assert_eq!(x.cause, Cause::RequestOnly);
+        assert!(x.title.contains("3.0 GiB on NPU 0"), "{}", x.title);
+        let all: String = x.remedies.iter().map(|r| r.text.clone()).collect();
+        assert!(
+            all.contains("npu-smi info") && !all.contains("gpumon once"),
+            "{all}"
+        );
+        o.format = "pytorch-fork-2.x";
+        assert!(ascend_runtime(&o).is_none());
+    }
+
+    #[test]
+    fn tpu_on_chip_memory_gets_its_own_remedies_not_hbms() {
+        let mut o = message(
+            Framework::Jax,
+            "xla-tpu-vmem",
+            super::super::Facts {
+                requested_bytes: Some(32 * MIB),
+                ..facts()
+            },
+        );
+        o.memory = super::super::MemoryKind::TpuOnChip;
+        o.memory_limit_bytes = Some(16 * MIB);
+        let x = not_device_memory(&o).expect("a finding");
+        assert_eq!(x.cause, Cause::TpuOnChipMemory);
+        assert!(x.title.contains("32.0 MiB of VMEM"), "{}", x.title);
+        let all: String = x.remedies.iter().map(|r| r.text.clone()).collect();
+        assert!(all.contains("xla_tpu_scoped_vmem_limit_kib"), "{all}");
+        assert!(
+            !all.contains("jax.checkpoint") && !all.contains("Shard"),
+            "{all}"
+        );
+        o.format = "xla-tpu-smem";
+        let x = not_device_memory(&o).expect("a finding");
+        assert!(x.title.contains("SMEM"), "{}", x.title);
+    }
+
+    #[test]
+    fn xla_tpu_hbm_puts_the_larger_part_first() {
+        let mut f = super::super::Facts {
+            requested_bytes: Some(36 * GIB),
+            total_bytes: Some(31 * GIB),
+            program_bytes: Some(30 * GIB),
+            arguments_bytes: Some(6 * GIB),
+            ..facts()
+        };
+        let x = xla_tpu_hbm(&message(Framework::Jax, "xla-tpu-hbm", f.clone())).expect("a finding");
+        assert!(x.detail.contains("takes 30.0 GiB"), "{}", x.detail);
+        assert!(x.remedies[0].text.starts_with("Halve"), "{:?}", x.remedies);
+        f.program_bytes = Some(2 * GIB);
+        f.arguments_bytes = Some(34 * GIB);
+        let x = xla_tpu_hbm(&message(Framework::Jax, "xla-tpu-hbm", f)).expect("a finding");
+        assert!(x.remedies[0].text.starts_with("Shard"), "{:?}", x.remedies);
     }
 
     #[test]

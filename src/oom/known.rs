@@ -131,6 +131,23 @@ re!(
         r"Ran out of memory in memory space hbm\. Used {SIZE} of {SIZE} hbm\.\s*Exceeded hbm capacity by {SIZE}"
     )
 );
+// Its breakdown (`Total hbm usage >= 22.47G:` then `reserved 530.00M`, `program 21.95G`,
+// `arguments 0B`, `Output size 0B; shares 0B with arguments.`), the words as XLA prints them.
+re!(
+    xla_usage_reserved_re,
+    format!(r"Total hbm usage >= \S+\s*reserved\s+{SIZE}")
+);
+re!(
+    xla_usage_program_re,
+    format!(r"Total hbm usage >= \S+\s*reserved\s+\S+\s+program\s+{SIZE}")
+);
+re!(
+    xla_usage_arguments_re,
+    format!(
+        r"Total hbm usage >= \S+\s*reserved\s+\S+\s+program\s+(?:unknown size|\S+)\s+arguments\s+{SIZE}"
+    )
+);
+re!(xla_usage_output_re, format!(r"Output size {SIZE}; shares"));
 re!(
     ort_re,
     r"BFCArena::AllocateRawInternal.*?Failed to allocate memory for requested buffer of size (\d+)"
@@ -432,15 +449,27 @@ fn read_trtllm_executor(t: &str) -> Oom {
     oom(Framework::TensorrtLlm, "trtllm-executor", None, f)
 }
 
-/// Pinned (page-locked) host memory: TensorFlow's host allocator, the driver's and runtime's host allocations.
+/// Pinned (page-locked) host memory: TensorFlow's host allocator, the stream executor's, the
+/// driver's and the runtime's host allocations.
 pub(super) fn pinned_host(t: &str) -> Option<Oom> {
     let c = pinned_re().captures(t)?;
     let f = Facts {
         requested_bytes: num(&c, 1).or_else(|| num(&c, 2)),
         ..Facts::default()
     };
-    let framework = if t.contains("tensorflow") || t.contains("device_host_allocator") {
+    // The framework is the wording's own, never a path elsewhere in the paste (a wrap can
+    // leave the log prefix on the line before): "could not allocate pinned host memory" is
+    // TensorFlow's `device_host_allocator.h`; "failed to alloc N bytes on host" is the stream
+    // executor's `GpuDriver::HostAllocate` (`stream_executor/cuda/cuda_driver.cc`), XLA's, so
+    // JAX's where the paste names JAX; a bare cuMemAllocHost/cudaHostAlloc is CUDA's.
+    let framework = if c.get(1).is_some() {
         Framework::Tensorflow
+    } else if c.get(2).is_some() {
+        if t.contains("jax") {
+            Framework::Jax
+        } else {
+            Framework::Tensorflow
+        }
     } else {
         Framework::Cuda
     };
@@ -840,9 +869,21 @@ pub(super) fn vllm_cache_blocks(t: &str) -> Option<Oom> {
 /// XLA's TPU compiler: the program needs more HBM than a core has.
 pub(super) fn xla_tpu_hbm(t: &str) -> Option<Oom> {
     let c = xla_hbm_re().captures(t)?;
+    // The breakdown that follows ("Total hbm usage >= X:" then reserved, program, arguments,
+    // "Output size O; shares S with arguments."), read within the same report only. A part
+    // XLA prints as "unknown size" stays unknown.
+    let report = &t[c.get(0).map_or(0, |m| m.end())..];
+    let report = report
+        .find("Ran out of memory in memory space")
+        .map_or(report, |end| &report[..end]);
+    let part = |re: &Regex| re.captures(report).and_then(|p| sz(&p, 1));
     let f = Facts {
         requested_bytes: sz(&c, 1),
         total_bytes: sz(&c, 2),
+        runtime_reserved_bytes: part(xla_usage_reserved_re()),
+        program_bytes: part(xla_usage_program_re()),
+        arguments_bytes: part(xla_usage_arguments_re()),
+        output_bytes: part(xla_usage_output_re()),
         ..Facts::default()
     };
     // TensorFlow's TPU runtime says "Compilation failure:"; JAX's is the default.
@@ -1085,6 +1126,45 @@ pub(super) fn raw_cuda(t: &str) -> Option<Oom> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression: re-wrapped at 84 columns, the stream executor's line lost the log prefix
+    /// that named TensorFlow and was read as CUDA's.
+    #[test]
+    fn pinned_host_framework_is_the_wordings_own() {
+        let fw = |t: &str| pinned_host(t).map(|o| o.framework);
+        assert_eq!(
+            fw("failed to alloc 34359738368 bytes on host: CUDA_ERROR_OUT_OF_MEMORY: out of memory"),
+            Some(Framework::Tensorflow)
+        );
+        assert_eq!(
+            fw("could not allocate pinned host memory of size: 34359738368"),
+            Some(Framework::Tensorflow)
+        );
+        assert_eq!(
+            fw("ERROR:  failed on cuMemAllocHost: CUDA_ERROR_OUT_OF_MEMORY - out of memory"),
+            Some(Framework::Cuda)
+        );
+    }
+
+    #[test]
+    fn xla_tpu_hbm_reads_its_breakdown() {
+        let o = xla_tpu_hbm("XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space hbm. Used 35.83G of 31.25G hbm. Exceeded hbm capacity by 4.59G.\n\nTotal hbm usage >= 36.09G:\n    reserved        260.00M \n    program          30.11G \n    arguments         5.72G \n\nOutput size 0B; shares 0B with arguments.").expect("found");
+        let g = |x: f64| (x * (1u64 << 30) as f64).round() as u64;
+        assert_eq!(o.facts.runtime_reserved_bytes, Some(260 << 20));
+        assert_eq!(o.facts.program_bytes, Some(g(30.11)));
+        assert_eq!(o.facts.arguments_bytes, Some(g(5.72)));
+        assert_eq!(o.facts.output_bytes, Some(0));
+        // One line, as XLA's error docs show it, with a part of unknown size.
+        let o = xla_tpu_hbm("Ran out of memory in memory space hbm. Used 49.34G of 32.00G hbm. Exceeded hbm capacity by 17.34G. Total hbm usage >= 49.34G: reserved 3.12M program unknown size arguments 49.34G").expect("found");
+        assert_eq!(o.facts.program_bytes, None);
+        assert_eq!(o.facts.arguments_bytes, Some(g(49.34)));
+        // Without the breakdown, nothing is made up.
+        let o = xla_tpu_hbm("Ran out of memory in memory space hbm. Used 18.56G of 16.00G hbm. Exceeded hbm capacity by 2.56G.").expect("found");
+        assert_eq!(
+            (o.facts.program_bytes, o.facts.runtime_reserved_bytes),
+            (None, None)
+        );
+    }
 
     #[test]
     fn tf_dtypes() {

@@ -90,10 +90,16 @@ fn missing_parts(o: &Oom) -> Vec<&'static str> {
     out
 }
 
-// The same allocations that did not fail, cut wherever a wrap put them.
+// The same allocations that did not fail, cut wherever a wrap put them: TensorFlow's BFC
+// warning with `freed_by_count` (2.x) or, before it had one, followed at once by "The caller
+// indicates that this is not a failure" (1.x, `bfc_allocator.cc`); ggml-vulkan's pinned host
+// buffer (`ggml_backend_vk_host_buffer_type_alloc_buffer` catches the `vk::SystemError`, logs
+// it, in parentheses or, in older builds, on the next line as "ggml_vulkan: <what>", and falls
+// back to a plain CPU buffer): host memory, whatever Vulkan's error code says, and the run
+// goes on; a device failure after it is read as usual.
 re!(
     not_a_failure_re,
-    r"Allocator \([^)]*\) ran out of memory trying to allocate \S+ ?with ?freed_by_count=\d+|failed to mlock \S+ buffer[^:]*: Cannot allocate memory"
+    r"Allocator \([^)]*\) ran out of memory trying to allocate \S+? ?(?:with ?freed_by_count=\d+|\.? ?The ?caller ?indicates)|failed to mlock \S+ buffer[^:]*: Cannot allocate memory|ggml_vulkan: Failed to allocate pinned memory(?: ?\([^)]*\)|\. ?ggml_vulkan: [^:]{0,160}: ?Error\w+)"
 );
 
 /// Parses one block of normalised lines; `None` when it is not an OOM after all.
@@ -248,6 +254,75 @@ mod tests {
             Some((4.77 * GIB as f64).round() as u64)
         );
         assert_eq!(o.facts.reserved_unallocated_bytes, Some(240 * MIB));
+    }
+
+    /// ggml-vulkan's pinned host buffer that fell back to a CPU buffer is not a failure, with
+    /// its exception on the same line or the next; a device failure after it is still read.
+    #[test]
+    fn ggml_vulkan_pinned_fallback_is_not_a_failure() {
+        let block = |ls: &[&str]| {
+            let lines: Vec<String> = ls
+                .iter()
+                .map(|l| super::super::clean::normalise(l))
+                .collect();
+            parse_block(&lines)
+        };
+        assert!(block(&[
+            "ggml_vulkan: Failed to allocate pinned memory.",
+            "ggml_vulkan: Requested buffer size exceeds device memory allocation limit: ErrorOutOfDeviceMemory",
+            "llama_context:    Vulkan0 compute buffer size =   616.06 MiB",
+        ])
+        .is_none());
+        assert!(block(&["ggml_vulkan: Failed to allocate pinned memory (Requested buffer size exceeds device buffer size limit: ErrorOutOfDeviceMemory)"]).is_none());
+        let o = block(&[
+            "ggml_vulkan: Failed to allocate pinned memory.",
+            "ggml_vulkan: Requested buffer size exceeds device memory allocation limit: ErrorOutOfDeviceMemory",
+            "ggml_vulkan: Device memory allocation of size 4757131264 failed.",
+            "ggml_vulkan: Requested buffer size exceeds device memory allocation limit: ErrorOutOfDeviceMemory",
+            "ggml_gallocr_reserve_n: failed to allocate Vulkan0 buffer of size 4757131264",
+        ])
+        .expect("the device failure");
+        assert_eq!(o.facts.requested_bytes, Some(4757131264));
+    }
+
+    /// TensorFlow 1.x's BFC warning had no `freed_by_count`; re-wrapped, its "not a failure"
+    /// sentence may fall on the next line, and the warning is still not a failure.
+    #[test]
+    fn tensorflow_1_not_a_failure_warning_wrapped_is_not_a_failure() {
+        let lines: Vec<String> = [
+            "W tensorflow/core/common_runtime/bfc_allocator.cc:211] Allocator (GPU_0_bfc) ran out of memory trying to allocate 3.96GiB.",
+            "The caller indicates that this is not a failure, but may mean that there could be performance gains if more memory were available.",
+        ]
+        .iter()
+        .map(|l| super::super::clean::normalise(l))
+        .collect();
+        assert!(parse_block(&lines).is_none());
+        // The failure itself ("rounded to", no such sentence) is read.
+        let lines = vec!["Allocator (GPU_0_bfc) ran out of memory trying to allocate 1.17GiB (rounded to 1258291200).  Current allocation summary follows.".to_owned()];
+        assert_eq!(
+            parse_block(&lines).and_then(|o| o.facts.requested_bytes),
+            Some(1258291200)
+        );
+    }
+
+    /// PyTorch 2.x's sentence as `CUDACachingAllocator.cpp` builds it with every optional
+    /// clause: the other process, "this process", the cap (`allowed_info`, after `proc_info`)
+    /// and the private pools; each figure lands in its own field, on ROCm as on CUDA.
+    #[test]
+    fn every_optional_clause_of_the_2x_sentence_keeps_its_figure() {
+        let o = one("torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity of 63.98 GiB of which 1.50 GiB is free. Process 4242 has 10.00 GiB memory in use. Including non-PyTorch memory, this process has 52.00 GiB memory in use. 51.00 GiB allowed; Of the allocated memory 48.00 GiB is allocated by PyTorch, with 6.00 GiB allocated in private pools (e.g., CUDA Graphs), and 3.00 GiB is reserved by PyTorch but unallocated.");
+        let f = &o.facts;
+        assert_eq!((o.framework, o.device_index), (Framework::Hip, Some(1)));
+        assert_eq!(f.requested_bytes, Some(2 * GIB));
+        assert_eq!(f.total_bytes, Some((63.98 * GIB as f64).round() as u64));
+        assert_eq!(f.free_bytes, Some(3 * GIB / 2));
+        assert_eq!(f.process_bytes, Some(52 * GIB));
+        assert_eq!(f.allowed_bytes, Some(51 * GIB));
+        assert_eq!(f.allocated_bytes, Some(48 * GIB));
+        assert_eq!(f.private_pool_bytes, Some(6 * GIB));
+        assert_eq!(f.reserved_unallocated_bytes, Some(3 * GIB));
+        assert_eq!(f.other_processes.len(), 1);
+        assert_eq!(f.other_processes[0].bytes, 10 * GIB);
     }
 
     #[test]
