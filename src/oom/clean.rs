@@ -174,6 +174,7 @@ fn trigger_re() -> &'static Regex {
             r"|executor creation failed due to insufficient gpu memory",
             r"|attempting to reserve|\[metal::malloc\]|maximum allowed buffer size|can't allocate",
             r"|out_of_device_memory|insufficient memory|exceeded hbm capacity|larger than buffer maximum",
+            r"|allocation failed for size",
         ))
         .expect("trigger regex")
     })

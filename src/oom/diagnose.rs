@@ -40,6 +40,9 @@ pub enum Cause {
     /// What the message says is held goes beyond the device: allocations spilled into shared
     /// system memory (Windows' sysmem fallback).
     SpilledToSystemMemory,
+    /// Not HBM: a compiled program needs more of a TPU core's on-chip memory (VMEM or SMEM)
+    /// than the compiler may give it.
+    TpuOnChipMemory,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -98,46 +101,154 @@ pub fn diagnose(oom: &Oom) -> Vec<Finding> {
     diagnose_with(oom, None)
 }
 
+/// A rule that alone explains its message: the first of [`ALONE`] that answers is the whole
+/// diagnosis.
+pub type Alone = fn(&Oom) -> Option<Finding>;
+
+/// A rule that adds one finding to those before it (some look at them: a cause already found
+/// makes theirs moot).
+pub type Rule = fn(&Oom, Option<&Sizing>, &[Finding]) -> Option<Finding>;
+
+/// The rules that each explain a message alone, by name, in the order they are tried.
+pub const ALONE: &[(&str, Alone)] = &[
+    ("unrecognised", unrecognised_message),
+    ("vllm-rs", vllm_rs_message),
+    ("trtllm-executor", trtllm_executor_message),
+    ("vllm-kv-tokens", kv_tokens),
+    ("not-device-memory", not_device_memory),
+    ("xla-tpu-hbm", xla_tpu_hbm),
+    ("xpu-4gb-limit", xpu_4gb_limit),
+    ("vllm-startup", vllm_startup_guard),
+    ("ascend-runtime", ascend_runtime),
+    ("gaudi-device-memory", gaudi_device_memory),
+];
+
+/// The general rules, by name, in the order their findings are said (before ranking by size).
+pub const RULES: &[(&str, Rule)] = &[
+    ("request-exceeds-total", request_exceeds_total),
+    ("process-cap", process_cap),
+    ("other-processes", other_processes),
+    ("device-in-use", device_in_use),
+    ("fragmentation", fragmentation),
+    ("framework-allocations", held_by_framework),
+    ("one-large-allocation", one_large_allocation),
+    ("xpu-block-limit", xpu_block_limit),
+    ("mps-outside-allocator", mps_outside_allocator),
+    ("outside-framework", outside_framework),
+    ("no-numbers", no_numbers),
+    ("request-only", request_only),
+    ("unexplained", unexplained),
+    ("spilled", spill),
+    ("framework-settings", settings),
+    ("implausible-figures", implausible_figures),
+];
+
 /// [`diagnose`], with the remedies' savings from the described run's model when there is one.
 pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
-    if oom.framework == Framework::Unknown {
-        return vec![unrecognised(oom)];
+    if let Some(finding) = ALONE.iter().find_map(|(_, rule)| rule(oom)) {
+        return vec![finding];
     }
-    if oom.framework == Framework::VllmRs {
-        return vec![vllm_rs(oom)];
-    }
-    if oom.format == "trtllm-executor" {
-        return vec![trtllm_executor(oom)];
-    }
-    if let Some((max_len, tokens)) = oom.kv_tokens {
-        return vec![vllm_tokens(oom, max_len, tokens)];
-    }
-    match oom.memory {
-        super::MemoryKind::SharedMemory => return vec![shared_memory(oom)],
-        super::MemoryKind::Host if oom.format == "pytorch-cpu" => return vec![cpu_allocator(oom)],
-        super::MemoryKind::Host => return vec![host_memory(oom)],
-        super::MemoryKind::Buffers => return vec![buffer_count(oom)],
-        super::MemoryKind::PinnedHost => return vec![pinned_host_memory(oom)],
-        super::MemoryKind::Device => {}
-    }
-    let f = &oom.facts;
-    let mut out = Vec::new();
-    let need = f.requested_bytes;
-    let shortfall = need.zip(f.free_bytes).map(|(n, fr)| n.saturating_sub(fr));
-
     // The stacks read over the structural reader, each with its own rule.
     if let Some(finding) = STACK_RULES.iter().find_map(|(_, rule)| rule(oom)) {
-        out.push(finding);
-        if let Some(spill) = spilled(oom) {
-            out.push(spill);
-        }
-        return out;
+        return std::iter::once(finding).chain(spilled(oom)).collect();
     }
+    let mut out = Vec::new();
+    for (_, rule) in RULES {
+        if let Some(finding) = rule(oom, sizing, &out) {
+            out.push(finding);
+        }
+    }
+    rank_by_memory(&mut out, oom);
+    if let Some(fork) = super::families::fork(oom.framework) {
+        for_the_fork(&mut out, fork);
+    }
+    // A request no GPU could hold is the story: said first.
+    if oom
+        .facts
+        .implausible
+        .iter()
+        .any(|i| i.field == "requested_bytes")
+    {
+        if let Some(i) = out
+            .iter()
+            .position(|x| x.cause == Cause::ImplausibleFigures)
+        {
+            let note = out.remove(i);
+            out.insert(0, note);
+        }
+    }
+    out
+}
 
-    // 0b. XLA's TPU compiler: the whole program does not fit in a core's HBM.
+/// A line no family knows: what it says, no more.
+fn unrecognised_message(oom: &Oom) -> Option<Finding> {
+    (oom.framework == Framework::Unknown).then(|| unrecognised(oom))
+}
+
+/// vllm.rs's KV-cache budget or a refused prompt.
+fn vllm_rs_message(oom: &Oom) -> Option<Finding> {
+    (oom.framework == Framework::VllmRs).then(|| vllm_rs(oom))
+}
+
+/// TensorRT-LLM's executor report: the component that did not fit.
+fn trtllm_executor_message(oom: &Oom) -> Option<Finding> {
+    (oom.format == "trtllm-executor").then(|| trtllm_executor(oom))
+}
+
+/// vLLM's KV cache holds fewer tokens than one sequence.
+fn kv_tokens(oom: &Oom) -> Option<Finding> {
+    let (max_len, tokens) = oom.kv_tokens?;
+    Some(vllm_tokens(oom, max_len, tokens))
+}
+
+/// Not the device's memory: shared memory per block, the host's RAM, pinned host memory, a
+/// count of buffers.
+fn not_device_memory(oom: &Oom) -> Option<Finding> {
+    Some(match oom.memory {
+        super::MemoryKind::SharedMemory => shared_memory(oom),
+        super::MemoryKind::Host if oom.format == "pytorch-cpu" => cpu_allocator(oom),
+        super::MemoryKind::Host => host_memory(oom),
+        super::MemoryKind::Buffers => buffer_count(oom),
+        super::MemoryKind::PinnedHost => pinned_host_memory(oom),
+        super::MemoryKind::TpuOnChip => tpu_on_chip(oom),
+        super::MemoryKind::Device => return None,
+    })
+}
+
+/// XLA's TPU compiler: the whole program does not fit in a core's HBM.
+fn xla_tpu_hbm(oom: &Oom) -> Option<Finding> {
+    let f = &oom.facts;
+    let need = f.requested_bytes;
     if oom.format == "xla-tpu-hbm" {
         let over = need.zip(f.total_bytes).map(|(n, t)| n.saturating_sub(t));
-        out.push(Finding {
+        let mut remedies = vec![
+            est("Halve the per-core batch (and accumulate gradients over 2 steps to keep the effective batch).", over),
+            r("Shard parameters and optimizer state across more cores (FSDP-style sharding with jax.sharding / pjit, or a larger TPU slice)."),
+            r("Rematerialise activations: jax.checkpoint (jax.remat) on the repeated blocks, tf.recompute_grad in TensorFlow."),
+            r("Compute in bfloat16 and use shorter sequences or smaller images."),
+        ];
+        // The report's own split says which lever is the larger: the arguments (parameters,
+        // optimizer state) are sharded; the program's temporaries shrink with the batch and
+        // rematerialisation.
+        let args_first = f
+            .arguments_bytes
+            .zip(f.program_bytes)
+            .is_some_and(|(a, p)| a > p);
+        if args_first {
+            remedies.swap(0, 1);
+        }
+        let split = match (f.program_bytes, f.arguments_bytes) {
+            (Some(p), Some(a)) => format!(
+                " Of it, the program itself (its temporaries: activations and gradients of the step) takes {}, its arguments (parameters, optimizer state, the batch) {}{}.",
+                fmt_bytes(p),
+                fmt_bytes(a),
+                f.runtime_reserved_bytes
+                    .map(|r| format!("; the runtime reserves {} besides", fmt_bytes(r)))
+                    .unwrap_or_default()
+            ),
+            _ => String::new(),
+        };
+        return Some(Finding {
             cause: Cause::RequestExceedsTotal,
             title: format!(
                 "The compiled program needs {} of HBM{}, more than the {} a TPU core has",
@@ -145,20 +256,19 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
                 over.map(|o| format!(" ({} too much)", fmt_bytes(o))).unwrap_or_default(),
                 f.total_bytes.map_or_else(|| "HBM".to_owned(), fmt_bytes)
             ),
-            detail: "XLA sized the program at compile time: parameters, optimizer state and activations of one step, per TPU core. Nothing ran; no setting at run time frees this memory.".into(),
-            remedies: vec![
-                est("Halve the per-core batch (and accumulate gradients over 2 steps to keep the effective batch).", over),
-                r("Shard parameters and optimizer state across more cores (FSDP-style sharding with jax.sharding / pjit, or a larger TPU slice)."),
-                r("Rematerialise activations: jax.checkpoint (jax.remat) on the repeated blocks, tf.recompute_grad in TensorFlow."),
-                r("Compute in bfloat16 and use shorter sequences or smaller images."),
-            ],
+            detail: format!("XLA sized the program at compile time: parameters, optimizer state and activations of one step, per TPU core. Nothing ran; no setting at run time frees this memory.{split}"),
+            remedies,
         });
-        return out;
     }
+    None
+}
 
-    // 0a. Intel XPU (first-generation Xe): no single block over 4 GiB.
+/// Intel XPU (first-generation Xe): no single block over 4 GiB.
+fn xpu_4gb_limit(oom: &Oom) -> Option<Finding> {
+    let f = &oom.facts;
+    let need = f.requested_bytes;
     if oom.format == "xpu-4gb-limit" {
-        out.push(Finding {
+        return Some(Finding {
             cause: Cause::RequestExceedsTotal,
             title: format!(
                 "One allocation of {} is larger than the 4 GiB this XPU can allocate in one block",
@@ -170,16 +280,22 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
                 r("Split the operation across steps or devices so that no single buffer exceeds 4 GiB."),
             ],
         });
-        return out;
     }
+    None
+}
 
-    // 0. vLLM's start-up guard: it wants utilization × total and that much is not free.
+/// vLLM's start-up guard: it wants utilization × total and that much is not free.
+fn vllm_startup_guard(oom: &Oom) -> Option<Finding> {
     if oom.format == "vllm-startup" {
-        out.push(vllm_startup(oom));
-        return out;
+        return Some(vllm_startup(oom));
     }
+    None
+}
 
-    // 1. The request alone exceeds the whole card (or the allocator's limit).
+/// The request alone exceeds the whole card (or the allocator's limit).
+fn request_exceeds_total(oom: &Oom, _sizing: Option<&Sizing>, _out: &[Finding]) -> Option<Finding> {
+    let f = &oom.facts;
+    let need = f.requested_bytes;
     if let (Some(n), Some(t)) = (need, f.total_bytes) {
         if n > t {
             let (what, settings) = if f.total_is_limit {
@@ -195,7 +311,7 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
             if settings && oom.framework == Framework::Mps {
                 remedies.push(r("PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 lifts the limit, but the message itself warns it may cause system failure: prefer the options above."));
             }
-            out.push(Finding {
+            return Some(Finding {
                 cause: Cause::RequestExceedsTotal,
                 title: format!(
                     "One allocation of {} is larger than {what} ({})",
@@ -211,12 +327,17 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
             });
         }
     }
+    None
+}
 
-    // 1b. PyTorch's own per-process cap, not the GPU, is the limit.
+/// PyTorch's own per-process cap, not the GPU, is the limit.
+fn process_cap(oom: &Oom, _sizing: Option<&Sizing>, _out: &[Finding]) -> Option<Finding> {
+    let f = &oom.facts;
+    let need = f.requested_bytes;
     if let (Some(cap), Some(n)) = (f.allowed_bytes, need) {
         let reserved = f.reserved_bytes.unwrap_or(0);
         if reserved.saturating_add(n) > cap {
-            out.push(Finding {
+            return Some(Finding {
                 cause: Cause::ProcessCap,
                 title: format!(
                     "PyTorch is capped at {} for this process: {} reserved + {} requested is over it",
@@ -238,8 +359,13 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
             });
         }
     }
+    None
+}
 
-    // 2. Other processes hold the memory that is missing.
+/// Other processes hold the memory that is missing.
+fn other_processes(oom: &Oom, _sizing: Option<&Sizing>, _out: &[Finding]) -> Option<Finding> {
+    let f = &oom.facts;
+    let need = f.requested_bytes;
     if let Some(others) = f.other_processes_bytes.filter(|b| *b > 0) {
         let fits_without = need
             .zip(f.free_bytes)
@@ -271,7 +397,7 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
         if oom.framework == Framework::Mps {
             remedies = vec![r("Close other apps that use the GPU: on Apple silicon they share the same unified memory.")];
         }
-        out.push(Finding {
+        return Some(Finding {
             cause: Cause::OtherProcesses,
             title: format!("{} held by {who}", fmt_bytes(others)),
             detail: match (need, f.free_bytes) {
@@ -290,14 +416,18 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
             remedies,
         });
     }
+    None
+}
 
-    // 2b. Only the device-wide use is known (PaddlePaddle): other processes first, as Paddle's
-    // own message asks, then this job.
+/// Only the device-wide use is known (PaddlePaddle): other processes first, as Paddle's
+/// own message asks, then this job.
+fn device_in_use(oom: &Oom, _sizing: Option<&Sizing>, _out: &[Finding]) -> Option<Finding> {
+    let f = &oom.facts;
     if let Some(used) = f.device_used_bytes {
         let gpu = oom
             .device_index
             .map_or_else(|| "the GPU".to_owned(), |i| format!("GPU {i}"));
-        out.push(Finding {
+        return Some(Finding {
             cause: Cause::DeviceInUse,
             title: format!(
                 "{} is in use on {gpu} by all its processes together{}",
@@ -316,8 +446,13 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
             ],
         });
     }
+    None
+}
 
-    // 3. Fragmentation: the cache alone could hold the request.
+/// Fragmentation: the cache alone could hold the request.
+fn fragmentation(oom: &Oom, _sizing: Option<&Sizing>, _out: &[Finding]) -> Option<Finding> {
+    let f = &oom.facts;
+    let need = f.requested_bytes;
     if let (Some(cached), Some(n)) = (f.reserved_unallocated_bytes, need) {
         if cached >= n && n > 0 && oom.framework.caching_allocator() {
             let var = alloc_conf(oom);
@@ -334,7 +469,7 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
             if old_hint {
                 remedies.swap(0, 1);
             }
-            out.push(Finding {
+            return Some(Finding {
                 cause: Cause::Fragmentation,
                 title: format!(
                     "Fragmentation: {} is reserved but unallocated, more than the {} requested",
@@ -346,10 +481,16 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
             });
         }
     }
+    None
+}
 
-    // 4. The framework's own allocations fill the card. MPS and CuPy print only what their
-    // allocator holds (allocated and cached together); both released their cache and retried
-    // before raising, so that is mostly live.
+/// The framework's own allocations fill the card. MPS and CuPy print only what their
+/// allocator holds (allocated and cached together); both released their cache and retried
+/// before raising, so that is mostly live.
+fn held_by_framework(oom: &Oom, sizing: Option<&Sizing>, out: &[Finding]) -> Option<Finding> {
+    let f = &oom.facts;
+    let need = f.requested_bytes;
+    let shortfall = need.zip(f.free_bytes).map(|(n, fr)| n.saturating_sub(fr));
     let (held, live) = match f.allocated_bytes {
         Some(a) => (Some(a), true),
         None if matches!(oom.framework, Framework::Mps | Framework::Cupy) => {
@@ -364,12 +505,18 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
     };
     if heavy && !out.iter().any(|x| x.cause == Cause::RequestExceedsTotal) {
         if let Some(a) = held {
-            out.push(framework_allocations(oom, a, live, shortfall, sizing));
+            return Some(framework_allocations(oom, a, live, shortfall, sizing));
         }
     }
+    None
+}
 
-    // 4a. Nothing above applies, yet the request is more than is free (and than the cache could
-    // add): one large allocation in a card that is not full. The job's tensors are the lever.
+/// Nothing above applies, yet the request is more than is free (and than the cache could
+/// add): one large allocation in a card that is not full. The job's tensors are the lever.
+fn one_large_allocation(oom: &Oom, sizing: Option<&Sizing>, out: &[Finding]) -> Option<Finding> {
+    let f = &oom.facts;
+    let need = f.requested_bytes;
+    let shortfall = need.zip(f.free_bytes).map(|(n, fr)| n.saturating_sub(fr));
     if out.is_empty() {
         if let (Some(n), Some(fr)) = (need, f.free_bytes) {
             if n > fr {
@@ -402,15 +549,20 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
                         ""
                     }
                 );
-                out.push(finding);
+                return Some(finding);
             }
         }
     }
+    None
+}
 
-    // 4c. Intel XPU: one allocation over 4 GiB can fail with memory free.
+/// Intel XPU: one allocation over 4 GiB can fail with memory free.
+fn xpu_block_limit(oom: &Oom, _sizing: Option<&Sizing>, out: &[Finding]) -> Option<Finding> {
+    let f = &oom.facts;
+    let need = f.requested_bytes;
     if oom.framework == Framework::Xpu && out.is_empty() {
         if let Some(n) = need.filter(|n| *n > 4 << 30) {
-            out.push(Finding {
+            return Some(Finding {
                 cause: Cause::RequestExceedsTotal,
                 title: format!(
                     "One allocation of {} is over the 4 GiB an Intel GPU may allocate in one block",
@@ -423,14 +575,19 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
             });
         }
     }
+    None
+}
 
-    // 4b. MPS: this process's memory outside the allocator counts against the same limit.
+/// MPS: this process's memory outside the allocator counts against the same limit.
+fn mps_outside_allocator(oom: &Oom, _sizing: Option<&Sizing>, _out: &[Finding]) -> Option<Finding> {
+    let f = &oom.facts;
+    let need = f.requested_bytes;
     if oom.framework == Framework::Mps {
         if let Some(o) = f.non_framework_bytes {
             let big =
                 f.total_bytes.is_some_and(|t| o > t / 10) || need.is_some_and(|n| o >= n && n > 0);
             if big {
-                out.push(Finding {
+                return Some(Finding {
                     cause: Cause::OutsideFramework,
                     title: format!("{} of this process is outside PyTorch's MPS allocator", fmt_bytes(o)),
                     detail: "\"other allocations\" is what this process's Metal device holds beyond the allocator's heaps (MPSGraph, the Metal driver); it counts against the same limit. It is not other apps.".into(),
@@ -439,12 +596,17 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
             }
         }
     }
+    None
+}
 
-    // 5. Memory outside the framework (1.x messages cannot tell whose).
+/// Memory outside the framework (1.x messages cannot tell whose).
+fn outside_framework(oom: &Oom, _sizing: Option<&Sizing>, _out: &[Finding]) -> Option<Finding> {
+    let f = &oom.facts;
+    let need = f.requested_bytes;
     if let (Some(u), Some(t)) = (f.unaccounted_bytes, f.total_bytes) {
         let counted = f.other_processes_bytes.is_some();
         if u > t / 10 || need.is_some_and(|n| u >= n && n > 0) {
-            out.push(Finding {
+            return Some(Finding {
                 cause: Cause::OutsideFramework,
                 title: format!("{} is in use outside {}'s allocator", fmt_bytes(u), oom.framework.name()),
                 detail: if counted {
@@ -458,10 +620,15 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
             });
         }
     }
+    None
+}
 
-    // 7. No numbers at all.
+/// No numbers at all.
+fn no_numbers(oom: &Oom, _sizing: Option<&Sizing>, _out: &[Finding]) -> Option<Finding> {
+    let f = &oom.facts;
+    let need = f.requested_bytes;
     if need.is_none() && f.total_bytes.is_none() && f.allocated_bytes.is_none() {
-        out.push(Finding {
+        return Some(Finding {
             cause: Cause::NoNumbers,
             title: "The message carries no memory figures".into(),
             detail: match oom.format {
@@ -530,7 +697,13 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
             },
         });
     }
-    // 7b. Only the request is known (stream executors): say so, and where to look.
+    None
+}
+
+/// Only the request is known (stream executors): say so, and where to look.
+fn request_only(oom: &Oom, _sizing: Option<&Sizing>, out: &[Finding]) -> Option<Finding> {
+    let f = &oom.facts;
+    let need = f.requested_bytes;
     if out.is_empty()
         && need.is_some()
         && f.total_bytes.is_none()
@@ -538,7 +711,7 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
         && f.allocated_bytes.is_none()
         && f.reserved_bytes.is_none()
     {
-        out.push(Finding {
+        return Some(Finding {
             cause: Cause::RequestOnly,
             title: format!(
                 "{} could not be allocated; the message gives no other figure",
@@ -552,7 +725,9 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
             remedies: if oom.framework == Framework::Rmm {
                 rmm_remedies(oom)
             } else {
-                let mut v = vec![r("See what holds the GPU now: `gpumon once` lists every process and its memory.")];
+                let mut v = vec![r(
+                    "See what holds the GPU now: `gpumon once` lists every process and its memory.",
+                )];
                 match oom.framework {
                     Framework::Ggml
                     | Framework::Mlx
@@ -574,10 +749,15 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
             },
         });
     }
+    None
+}
 
-    // 7c. Figures that do not add up to a failure: say so rather than guess.
+/// Figures that do not add up to a failure: say so rather than guess.
+fn unexplained(oom: &Oom, _sizing: Option<&Sizing>, out: &[Finding]) -> Option<Finding> {
+    let f = &oom.facts;
+    let need = f.requested_bytes;
     if out.is_empty() && need.is_some() {
-        out.push(Finding {
+        return Some(Finding {
             cause: Cause::Unexplained,
             title: format!(
                 "The message's figures do not explain the failure: {} requested{}",
@@ -593,21 +773,25 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
             ],
         });
     }
+    None
+}
 
-    // Held beyond the card: spilled into system memory.
-    if let Some(spill) = spilled(oom) {
-        out.push(spill);
-    }
+/// Held beyond the card: spilled into system memory.
+fn spill(oom: &Oom, _sizing: Option<&Sizing>, _out: &[Finding]) -> Option<Finding> {
+    spilled(oom)
+}
 
-    // 6. Framework settings.
-    if let Some(settings) = framework_settings(oom) {
-        out.push(settings);
-    }
+/// The framework's own settings that bear on this message.
+fn settings(oom: &Oom, _sizing: Option<&Sizing>, _out: &[Finding]) -> Option<Finding> {
+    framework_settings(oom)
+}
 
-    // Figures that cannot be true: said after the causes (a note on the message, not a
-    // cause of the failure).
+/// Figures that cannot be true: said after the causes (a note on the message, not a
+/// cause of the failure).
+fn implausible_figures(oom: &Oom, _sizing: Option<&Sizing>, _out: &[Finding]) -> Option<Finding> {
+    let f = &oom.facts;
     if !f.implausible.is_empty() {
-        out.push(Finding {
+        return Some(Finding {
             cause: Cause::ImplausibleFigures,
             title: format!(
                 "{} in the message cannot be true; left out",
@@ -626,22 +810,7 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
             remedies: Vec::new(),
         });
     }
-
-    rank_by_memory(&mut out, oom);
-    if let Some(fork) = super::families::fork(oom.framework) {
-        for_the_fork(&mut out, fork);
-    }
-    // A request no GPU could hold is the story: said first.
-    if f.implausible.iter().any(|i| i.field == "requested_bytes") {
-        if let Some(i) = out
-            .iter()
-            .position(|x| x.cause == Cause::ImplausibleFigures)
-        {
-            let note = out.remove(i);
-            out.insert(0, note);
-        }
-    }
-    out
+    None
 }
 
 /// Among the causes whose size is known, moves the small ones (less than a tenth of the memory
@@ -1582,6 +1751,107 @@ fn cpu_allocator(oom: &Oom) -> Finding {
     }
 }
 
+/// Ascend's CANN runtime (`EL0004`) could not allocate device memory for itself, the graph
+/// engine or ACL's memory pool. That memory is outside torch_npu's caching allocator, so its
+/// figures ("reserved in total by PyTorch") and `PYTORCH_NPU_ALLOC_CONF` do not govern it;
+/// what torch_npu holds in its cache is, for the runtime, memory in use, and `empty_cache()`
+/// gives it back to the device (unlike for torch_npu's own failures, which free the cache and
+/// retry before raising).
+fn ascend_runtime(oom: &Oom) -> Option<Finding> {
+    if oom.format != "ascend-el0004" {
+        return None;
+    }
+    let npu = oom
+        .device_index
+        .map_or_else(|| "the NPU".to_owned(), |d| format!("NPU {d}"));
+    let title = match oom.facts.requested_bytes {
+        Some(n) => format!(
+            "Ascend's runtime (CANN) could not allocate {} on {npu}",
+            fmt_bytes(n)
+        ),
+        None => format!("Ascend's runtime (CANN) could not allocate device memory on {npu}"),
+    };
+    Some(Finding {
+        cause: if oom.facts.requested_bytes.is_some() {
+            Cause::RequestOnly
+        } else {
+            Cause::NoNumbers
+        },
+        title,
+        detail: "EL0004 comes from CANN, not from torch_npu's allocator: the runtime, the graph engine (GE) or ACL's memory pool asked the device for memory (rtMalloc) and the NPU had none left. That memory is outside PyTorch's account, so PYTORCH_NPU_ALLOC_CONF does not govern it; torch_npu's own cache counts as memory in use. At device open (\"open device … failed\") the memory pool could not even start: other processes fill the NPU.".into(),
+        remedies: vec![
+            r("See what holds the NPU: `npu-smi info` lists each device's memory and processes; pick free devices with ASCEND_RT_VISIBLE_DEVICES."),
+            r("Leave room beside the framework: in vLLM-Ascend a lower --gpu-memory-utilization; in training a smaller batch or shorter sequences."),
+            r("torch.npu.empty_cache() before the step that fails gives torch_npu's unused cache back to the device, where CANN can use it."),
+        ],
+    })
+}
+
+/// Intel Gaudi's device-memory module (`PT_DEVMEM`) could not allocate a block of the HPU's
+/// HBM. The message gives only the size; its own allocator, not a port of PyTorch's, so no
+/// allocator setting is suggested.
+fn gaudi_device_memory(oom: &Oom) -> Option<Finding> {
+    if oom.format != "hpu-pt-devmem" {
+        return None;
+    }
+    let size = oom
+        .facts
+        .requested_bytes
+        .map_or_else(|| "A block".to_owned(), fmt_bytes);
+    Some(Finding {
+        cause: Cause::RequestOnly,
+        title: format!("{size} of the HPU's memory could not be allocated (Gaudi's PT_DEVMEM)"),
+        detail: "Gaudi's PyTorch bridge allocates the HPU's HBM through its own device-memory module; it found no room for this block. The message gives no other figure: what holds the memory (the model, the KV cache, HPU graphs' buffers, other processes) is not in the text.".into(),
+        remedies: vec![
+            r("See each HPU's memory and processes: `hl-smi`; pick free cards with HABANA_VISIBLE_MODULES."),
+            r("Make the job fit one card: a smaller batch or shorter sequences (max_new_tokens, max input length), or shard the model across several HPUs (DeepSpeed) when the weights alone are too large."),
+        ],
+    })
+}
+
+/// A TPU core's VMEM or SMEM: on-chip memory the compiler allots per program, so neither the
+/// HBM remedies (sharding, rematerialisation) nor freeing memory apply. VMEM's limit is XLA's
+/// scoped VMEM limit (`--xla_tpu_scoped_vmem_limit_kib`, a part of the physical VMEM; Pallas
+/// kernels take `pltpu.CompilerParams(vmem_limit_bytes=…)`); SMEM holds the scalars and the
+/// operands' addresses each op needs (pytorch/xla's maintainers in vllm-project/vllm#8318).
+fn tpu_on_chip(oom: &Oom) -> Finding {
+    let f = &oom.facts;
+    let smem = oom.format == "xla-tpu-smem";
+    let space = if smem { "SMEM" } else { "VMEM" };
+    let title = match (f.requested_bytes, oom.memory_limit_bytes) {
+        (Some(n), Some(cap)) => format!(
+            "The compiled program needs {} of {space}, over the {} it may use on a TPU core",
+            fmt_bytes(n),
+            fmt_bytes(cap)
+        ),
+        _ => format!("The compiled program does not fit in a TPU core's {space}"),
+    };
+    let (detail, remedies) = if smem {
+        (
+            "SMEM is a TPU core's small scalar memory, where the compiler places scalars and the addresses of each op's operands. It is not HBM: sharding, rematerialisation and freeing memory do not touch it. A program with very many operands per op, or very long shapes unrolled, exceeds it.".to_owned(),
+            vec![
+                r("Compile a smaller program: shorter maximum shapes (in vLLM on TPU, a lower --max-model-len), fewer operands fused into one step."),
+                r("Update jax/libtpu or torch_xla, and report it with the HLO (PyTorch/XLA: XLA_SAVE_TENSORS_FILE=/tmp/save.hlo XLA_SAVE_TENSORS_FMT=hlo): the compiler decides what goes to SMEM."),
+            ],
+        )
+    } else {
+        (
+            "VMEM is a TPU core's on-chip vector memory, the scratch a kernel or a fused op works in. The limit here is the one XLA compiles against (its scoped VMEM limit, part of the core's physical VMEM), not the HBM: sharding, rematerialisation and a smaller batch over HBM do not address it.".to_owned(),
+            vec![
+                r("Raise the scoped VMEM limit XLA compiles against: LIBTPU_INIT_ARGS=\"--xla_tpu_scoped_vmem_limit_kib=N\" (KiB, at most the core's physical VMEM)."),
+                r("For a Pallas kernel: smaller blocks (its BlockSpec block shapes, an attention kernel's block sizes), or pltpu.CompilerParams(vmem_limit_bytes=…) for that kernel."),
+                r("With no custom kernel, one of the compiler's own fusions did not fit: try a newer jax/libtpu or torch_xla, and report it with the HLO dump, as the message may ask."),
+            ],
+        )
+    };
+    Finding {
+        cause: Cause::TpuOnChipMemory,
+        title,
+        detail,
+        remedies,
+    }
+}
+
 /// What the message says is held beyond the card: true, and the diagnosis. Windows' driver
 /// lets allocations spill into shared system memory (over PCIe) once the card is full.
 fn spilled(oom: &Oom) -> Option<Finding> {
@@ -1677,6 +1947,494 @@ mod tests {
 
     fn findings(text: &str) -> Vec<Finding> {
         diagnose(analyze(text).main().expect("an OOM"))
+    }
+
+    const GIB: u64 = 1 << 30;
+    const MIB: u64 = 1 << 20;
+
+    fn message(framework: Framework, format: &'static str, facts: super::super::Facts) -> Oom {
+        crate::oom::known::oom(framework, format, None, facts)
+    }
+
+    fn facts() -> super::super::Facts {
+        super::super::Facts::default()
+    }
+
+    fn pytorch(facts: super::super::Facts) -> Oom {
+        message(Framework::Pytorch, "pytorch-2.x", facts)
+    }
+
+    /// What a general rule says about a message, with no findings before it.
+    fn cause(rule: Rule, oom: &Oom) -> Option<Cause> {
+        rule(oom, None, &[]).map(|x| x.cause)
+    }
+
+    #[test]
+    fn rule_names_are_unique() {
+        let mut names: Vec<&str> = ALONE
+            .iter()
+            .map(|(n, _)| *n)
+            .chain(RULES.iter().map(|(n, _)| *n))
+            .collect();
+        let all = names.len();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), all);
+    }
+
+    #[test]
+    fn unrecognised_message_only_for_unknown_wording() {
+        let o = message(Framework::Unknown, "unrecognised", facts());
+        assert_eq!(
+            unrecognised_message(&o).map(|x| x.cause),
+            Some(Cause::Unrecognised)
+        );
+        assert!(unrecognised_message(&pytorch(facts())).is_none());
+    }
+
+    #[test]
+    fn vllm_rs_message_only_for_vllm_rs() {
+        let o = message(Framework::VllmRs, "vllm-rs-request", facts());
+        assert!(vllm_rs_message(&o).is_some());
+        assert!(vllm_rs_message(&pytorch(facts())).is_none());
+    }
+
+    #[test]
+    fn trtllm_executor_message_only_for_its_report() {
+        let o = message(Framework::TensorrtLlm, "trtllm-executor", facts());
+        assert!(trtllm_executor_message(&o).is_some());
+        let o = message(Framework::TensorrtLlm, "trtllm", facts());
+        assert!(trtllm_executor_message(&o).is_none());
+    }
+
+    #[test]
+    fn kv_tokens_needs_both_counts() {
+        let mut o = message(Framework::Vllm, "vllm-kv-tokens", facts());
+        assert!(kv_tokens(&o).is_none());
+        o.kv_tokens = Some((32768, 20000));
+        assert!(kv_tokens(&o).is_some());
+    }
+
+    #[test]
+    fn not_device_memory_says_which_memory() {
+        use super::super::MemoryKind;
+        let mut o = pytorch(facts());
+        assert!(not_device_memory(&o).is_none());
+        for (kind, cause) in [
+            (MemoryKind::SharedMemory, Cause::SharedMemory),
+            (MemoryKind::Host, Cause::HostMemory),
+            (MemoryKind::PinnedHost, Cause::PinnedHostMemory),
+            (MemoryKind::Buffers, Cause::BufferCount),
+        ] {
+            o.memory = kind;
+            assert_eq!(
+                not_device_memory(&o).map(|x| x.cause),
+                Some(cause),
+                "{kind:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn gaudi_device_memory_only_for_its_message() {
+        let o = message(
+            Framework::Hpu,
+            "hpu-pt-devmem",
+            super::super::Facts {
+                requested_bytes: Some(224 * MIB),
+                ..facts()
+            },
+        );
+        let x = gaudi_device_memory(&o).expect("a finding");
+        assert!(
+            x.title.starts_with("224.0 MiB of the HPU's memory"),
+            "{}",
+            x.title
+        );
+        assert!(x.remedies[0].text.contains("hl-smi"));
+        let o = message(Framework::Hpu, "pytorch-fork-2.x", facts());
+        assert!(gaudi_device_memory(&o).is_none());
+    }
+
+    #[test]
+    fn ascend_runtime_is_not_torch_npus_allocator() {
+        let mut o = message(
+            Framework::Npu,
+            "ascend-el0004",
+            super::super::Facts {
+                requested_bytes: Some(3 * GIB),
+                ..facts()
+            },
+        );
+        o.device_index = Some(0);
+        let x = ascend_runtime(&o).expect("a finding");
+        assert_eq!(x.cause, Cause::RequestOnly);
+        assert!(x.title.contains("3.0 GiB on NPU 0"), "{}", x.title);
+        let all: String = x.remedies.iter().map(|r| r.text.clone()).collect();
+        assert!(
+            all.contains("npu-smi info") && !all.contains("gpumon once"),
+            "{all}"
+        );
+        o.format = "pytorch-fork-2.x";
+        assert!(ascend_runtime(&o).is_none());
+    }
+
+    #[test]
+    fn tpu_on_chip_memory_gets_its_own_remedies_not_hbms() {
+        let mut o = message(
+            Framework::Jax,
+            "xla-tpu-vmem",
+            super::super::Facts {
+                requested_bytes: Some(32 * MIB),
+                ..facts()
+            },
+        );
+        o.memory = super::super::MemoryKind::TpuOnChip;
+        o.memory_limit_bytes = Some(16 * MIB);
+        let x = not_device_memory(&o).expect("a finding");
+        assert_eq!(x.cause, Cause::TpuOnChipMemory);
+        assert!(x.title.contains("32.0 MiB of VMEM"), "{}", x.title);
+        let all: String = x.remedies.iter().map(|r| r.text.clone()).collect();
+        assert!(all.contains("xla_tpu_scoped_vmem_limit_kib"), "{all}");
+        assert!(
+            !all.contains("jax.checkpoint") && !all.contains("Shard"),
+            "{all}"
+        );
+        o.format = "xla-tpu-smem";
+        let x = not_device_memory(&o).expect("a finding");
+        assert!(x.title.contains("SMEM"), "{}", x.title);
+    }
+
+    #[test]
+    fn xla_tpu_hbm_puts_the_larger_part_first() {
+        let mut f = super::super::Facts {
+            requested_bytes: Some(36 * GIB),
+            total_bytes: Some(31 * GIB),
+            program_bytes: Some(30 * GIB),
+            arguments_bytes: Some(6 * GIB),
+            ..facts()
+        };
+        let x = xla_tpu_hbm(&message(Framework::Jax, "xla-tpu-hbm", f.clone())).expect("a finding");
+        assert!(x.detail.contains("takes 30.0 GiB"), "{}", x.detail);
+        assert!(x.remedies[0].text.starts_with("Halve"), "{:?}", x.remedies);
+        f.program_bytes = Some(2 * GIB);
+        f.arguments_bytes = Some(34 * GIB);
+        let x = xla_tpu_hbm(&message(Framework::Jax, "xla-tpu-hbm", f)).expect("a finding");
+        assert!(x.remedies[0].text.starts_with("Shard"), "{:?}", x.remedies);
+    }
+
+    #[test]
+    fn xla_tpu_hbm_says_how_much_too_much() {
+        let o = message(
+            Framework::Jax,
+            "xla-tpu-hbm",
+            super::super::Facts {
+                requested_bytes: Some(20 * GIB),
+                total_bytes: Some(16 * GIB),
+                ..facts()
+            },
+        );
+        let x = xla_tpu_hbm(&o).expect("its finding");
+        assert_eq!(x.cause, Cause::RequestExceedsTotal);
+        assert!(x.title.contains("(4.0 GiB too much)"), "{}", x.title);
+        assert!(xla_tpu_hbm(&message(Framework::Jax, "jax", facts())).is_none());
+    }
+
+    #[test]
+    fn xpu_4gb_limit_only_for_its_message() {
+        let o = message(Framework::Xpu, "xpu-4gb-limit", facts());
+        assert!(xpu_4gb_limit(&o).is_some());
+        assert!(xpu_4gb_limit(&message(Framework::Xpu, "pytorch-1.5", facts())).is_none());
+    }
+
+    #[test]
+    fn vllm_startup_guard_only_for_the_guard() {
+        let o = message(Framework::Vllm, "vllm-startup", facts());
+        assert!(vllm_startup_guard(&o).is_some());
+        let o = message(Framework::Vllm, "vllm-kv-cache", facts());
+        assert!(vllm_startup_guard(&o).is_none());
+    }
+
+    #[test]
+    fn request_exceeds_total_only_when_larger_than_the_card() {
+        let mut f = super::super::Facts {
+            requested_bytes: Some(10 * GIB),
+            total_bytes: Some(8 * GIB),
+            ..facts()
+        };
+        assert_eq!(
+            cause(request_exceeds_total, &pytorch(f.clone())),
+            Some(Cause::RequestExceedsTotal)
+        );
+        f.requested_bytes = Some(GIB);
+        assert_eq!(cause(request_exceeds_total, &pytorch(f)), None);
+    }
+
+    #[test]
+    fn process_cap_when_reserved_and_request_pass_it() {
+        let mut f = super::super::Facts {
+            requested_bytes: Some(512 * MIB),
+            reserved_bytes: Some(3 * GIB + 800 * MIB),
+            allowed_bytes: Some(4 * GIB),
+            ..facts()
+        };
+        assert_eq!(
+            cause(process_cap, &pytorch(f.clone())),
+            Some(Cause::ProcessCap)
+        );
+        f.allowed_bytes = Some(40 * GIB);
+        assert_eq!(cause(process_cap, &pytorch(f)), None);
+    }
+
+    #[test]
+    fn other_processes_when_they_hold_memory() {
+        let mut f = super::super::Facts {
+            requested_bytes: Some(GIB),
+            free_bytes: Some(100 * MIB),
+            other_processes_bytes: Some(5 * GIB),
+            ..facts()
+        };
+        let x = other_processes(&pytorch(f.clone()), None, &[]).expect("a finding");
+        assert_eq!(x.cause, Cause::OtherProcesses);
+        assert!(x.detail.contains("would fit"), "{}", x.detail);
+        f.other_processes_bytes = Some(0);
+        assert_eq!(cause(other_processes, &pytorch(f)), None);
+    }
+
+    #[test]
+    fn device_in_use_only_with_the_device_wide_figure() {
+        let f = super::super::Facts {
+            device_used_bytes: Some(7 * GIB),
+            ..facts()
+        };
+        let o = message(Framework::Paddle, "paddle", f);
+        assert_eq!(cause(device_in_use, &o), Some(Cause::DeviceInUse));
+        assert_eq!(cause(device_in_use, &pytorch(facts())), None);
+    }
+
+    #[test]
+    fn fragmentation_needs_a_cache_as_large_as_the_request_and_a_caching_allocator() {
+        let f = super::super::Facts {
+            requested_bytes: Some(GIB),
+            reserved_unallocated_bytes: Some(2 * GIB),
+            ..facts()
+        };
+        let x = fragmentation(&pytorch(f.clone()), None, &[]).expect("a finding");
+        assert_eq!(x.cause, Cause::Fragmentation);
+        assert!(x.remedies[2]
+            .text
+            .contains("empty_cache() will not fix this"));
+        let tf = message(Framework::Tensorflow, "tensorflow-bfc", f.clone());
+        assert_eq!(cause(fragmentation, &tf), None);
+        let small = super::super::Facts {
+            reserved_unallocated_bytes: Some(GIB / 2),
+            ..f
+        };
+        assert_eq!(cause(fragmentation, &pytorch(small)), None);
+    }
+
+    #[test]
+    fn held_by_framework_when_it_holds_half_the_card_and_the_request_fits_the_card() {
+        let f = super::super::Facts {
+            requested_bytes: Some(GIB),
+            total_bytes: Some(8 * GIB),
+            allocated_bytes: Some(7 * GIB),
+            ..facts()
+        };
+        let o = pytorch(f);
+        assert_eq!(
+            cause(held_by_framework, &o),
+            Some(Cause::FrameworkAllocations)
+        );
+        let before = request_exceeds_total(
+            &pytorch(super::super::Facts {
+                requested_bytes: Some(9 * GIB),
+                total_bytes: Some(8 * GIB),
+                ..facts()
+            }),
+            None,
+            &[],
+        )
+        .expect("a finding");
+        assert!(held_by_framework(&o, None, &[before]).is_none());
+        let light = pytorch(super::super::Facts {
+            allocated_bytes: Some(GIB),
+            total_bytes: Some(8 * GIB),
+            ..facts()
+        });
+        assert_eq!(cause(held_by_framework, &light), None);
+    }
+
+    #[test]
+    fn one_large_allocation_only_when_nothing_else_explains_it() {
+        let o = pytorch(super::super::Facts {
+            requested_bytes: Some(4 * GIB),
+            free_bytes: Some(GIB),
+            allocated_bytes: Some(GIB),
+            total_bytes: Some(24 * GIB),
+            ..facts()
+        });
+        let x = one_large_allocation(&o, None, &[]).expect("a finding");
+        assert!(
+            x.title.starts_with("One allocation of 4.0 GiB"),
+            "{}",
+            x.title
+        );
+        let before = held_by_framework(
+            &pytorch(super::super::Facts {
+                allocated_bytes: Some(7 * GIB),
+                total_bytes: Some(8 * GIB),
+                ..facts()
+            }),
+            None,
+            &[],
+        )
+        .expect("a finding");
+        assert!(one_large_allocation(&o, None, &[before]).is_none());
+    }
+
+    #[test]
+    fn xpu_block_limit_over_4_gib_only() {
+        let big = message(
+            Framework::Xpu,
+            "pytorch-2.x",
+            super::super::Facts {
+                requested_bytes: Some(5 * GIB),
+                ..facts()
+            },
+        );
+        assert_eq!(
+            cause(xpu_block_limit, &big),
+            Some(Cause::RequestExceedsTotal)
+        );
+        let small = message(
+            Framework::Xpu,
+            "pytorch-2.x",
+            super::super::Facts {
+                requested_bytes: Some(3 * GIB),
+                ..facts()
+            },
+        );
+        assert_eq!(cause(xpu_block_limit, &small), None);
+    }
+
+    #[test]
+    fn mps_outside_allocator_only_for_mps() {
+        let f = super::super::Facts {
+            non_framework_bytes: Some(2 * GIB),
+            total_bytes: Some(8 * GIB),
+            ..facts()
+        };
+        let o = message(Framework::Mps, "mps", f.clone());
+        assert_eq!(
+            cause(mps_outside_allocator, &o),
+            Some(Cause::OutsideFramework)
+        );
+        assert_eq!(cause(mps_outside_allocator, &pytorch(f)), None);
+    }
+
+    #[test]
+    fn outside_framework_when_a_tenth_of_the_card_is_unaccounted() {
+        let mut f = super::super::Facts {
+            unaccounted_bytes: Some(2 * GIB),
+            total_bytes: Some(8 * GIB),
+            ..facts()
+        };
+        assert_eq!(
+            cause(outside_framework, &pytorch(f.clone())),
+            Some(Cause::OutsideFramework)
+        );
+        f.unaccounted_bytes = Some(100 * MIB);
+        assert_eq!(cause(outside_framework, &pytorch(f)), None);
+    }
+
+    #[test]
+    fn no_numbers_says_what_the_library_could_not_allocate() {
+        let o = message(Framework::Cuda, "cublas", facts());
+        let x = no_numbers(&o, None, &[]).expect("a finding");
+        assert_eq!(x.cause, Cause::NoNumbers);
+        assert!(x.detail.starts_with("cuBLAS/cuDNN"), "{}", x.detail);
+        let o = message(
+            Framework::Cuda,
+            "cuda",
+            super::super::Facts {
+                requested_bytes: Some(GIB),
+                ..facts()
+            },
+        );
+        assert_eq!(cause(no_numbers, &o), None);
+    }
+
+    #[test]
+    fn request_only_when_the_request_is_the_only_figure() {
+        let mut o = message(
+            Framework::Tensorflow,
+            "cuda-driver",
+            super::super::Facts {
+                requested_bytes: Some(GIB),
+                ..facts()
+            },
+        );
+        let x = request_only(&o, None, &[]).expect("a finding");
+        assert_eq!(x.cause, Cause::RequestOnly);
+        assert!(x
+            .remedies
+            .iter()
+            .any(|r| r.text.contains("TF_FORCE_GPU_ALLOW_GROWTH")));
+        o.facts.free_bytes = Some(GIB);
+        assert_eq!(cause(request_only, &o), None);
+    }
+
+    #[test]
+    fn unexplained_only_when_no_rule_before_it_spoke() {
+        let o = pytorch(super::super::Facts {
+            requested_bytes: Some(GIB),
+            free_bytes: Some(4 * GIB),
+            total_bytes: Some(24 * GIB),
+            ..facts()
+        });
+        assert_eq!(cause(unexplained, &o), Some(Cause::Unexplained));
+        let before =
+            no_numbers(&message(Framework::Cuda, "cuda", facts()), None, &[]).expect("a finding");
+        assert!(unexplained(&o, None, &[before]).is_none());
+    }
+
+    #[test]
+    fn spill_only_beyond_the_card() {
+        let mut f = super::super::Facts {
+            total_bytes: Some(8 * GIB),
+            spilled_bytes: Some(GIB),
+            ..facts()
+        };
+        assert_eq!(
+            cause(spill, &pytorch(f.clone())),
+            Some(Cause::SpilledToSystemMemory)
+        );
+        f.spilled_bytes = None;
+        assert_eq!(cause(spill, &pytorch(f)), None);
+    }
+
+    #[test]
+    fn settings_are_the_frameworks_own_and_not_for_a_tpu() {
+        let o = message(Framework::Jax, "jax", facts());
+        let x = settings(&o, None, &[]).expect("a finding");
+        assert!(x.title.contains("JAX"), "{}", x.title);
+        let o = message(Framework::Jax, "xla-tpu-hbm", facts());
+        assert_eq!(cause(settings, &o), None);
+    }
+
+    #[test]
+    fn implausible_figures_are_noted_when_there_are_some() {
+        let mut o = pytorch(facts());
+        assert_eq!(cause(implausible_figures, &o), None);
+        o.facts.implausible.push(super::super::Implausible {
+            field: "requested_bytes",
+            said_bytes: 1 << 47,
+            why: "no GPU holds 128 TiB".into(),
+        });
+        let x = implausible_figures(&o, None, &[]).expect("a finding");
+        assert_eq!(x.cause, Cause::ImplausibleFigures);
+        assert!(x.detail.contains("128 TiB"));
     }
 
     #[test]

@@ -1,12 +1,14 @@
-//! The message families read over the structural reader ([`super::read`]): each entry names
-//! its messages and says what their figures *mean*; recognising sizes, roles and devices is the
-//! reader's. The forks of PyTorch's caching allocator are one family with a device table.
+//! The table of message families ([`ALL`]): each entry names its messages and its reader, which
+//! says what their figures *mean*. The families here read over the structural reader
+//! ([`super::read`]), which recognises sizes, roles and devices; the long-established ones are
+//! exact patterns in [`super::known`]. The forks of PyTorch's caching allocator are one family
+//! with a device table.
 
 use std::sync::OnceLock;
 
 use regex::Regex;
 
-use super::parse::oom;
+use super::known::{self, oom};
 use super::read::{self, Reading, Role};
 use super::{Facts, Framework, MemoryKind, Oom, OtherProcess};
 
@@ -17,12 +19,22 @@ pub struct Family {
     pub parse: fn(&str) -> Option<Oom>,
 }
 
-/// Read before the long-established families ([`super::parse::parse_known`]): their messages
-/// share clauses with PyTorch's CUDA text (a fork's "Of the allocated memory…" tail).
-pub const FIRST: &[Family] = &[
+/// Every family, in the order a message is tried: the first that reads it wins. The forks of
+/// PyTorch's allocator come before PyTorch's own patterns (they share its tail, "Of the
+/// allocated memory…"); the readers by role for wordings no exact pattern knows come last.
+/// Adding a framework adds an entry here, its reader and its tests.
+pub const ALL: &[Family] = &[
     Family {
         name: "pytorch-fork",
         parse: pytorch_fork,
+    },
+    Family {
+        name: "ascend-el0004",
+        parse: ascend_runtime,
+    },
+    Family {
+        name: "hpu-pt-devmem",
+        parse: gaudi_devmem,
     },
     Family {
         name: "pytorch-cpu",
@@ -37,13 +49,165 @@ pub const FIRST: &[Family] = &[
         parse: xla_tpu_exceed,
     },
     Family {
+        name: "xla-tpu-on-chip",
+        parse: xla_tpu_on_chip,
+    },
+    Family {
         name: "mlx",
         parse: mlx,
     },
-];
-
-/// Read after the long-established families: wordings they do not know.
-pub const LAST: &[Family] = &[
+    Family {
+        name: "pinned-host",
+        parse: known::pinned_host,
+    },
+    Family {
+        name: "xla-cudamallocasync",
+        parse: known::xla_cudamallocasync,
+    },
+    Family {
+        name: "trtllm-executor",
+        parse: known::trtllm_executor,
+    },
+    Family {
+        name: "trtllm",
+        parse: known::trtllm,
+    },
+    Family {
+        name: "mxnet",
+        parse: known::mxnet,
+    },
+    Family {
+        name: "libcudf",
+        parse: known::libcudf,
+    },
+    Family {
+        name: "rmm",
+        parse: known::rmm,
+    },
+    Family {
+        name: "numba",
+        parse: known::numba,
+    },
+    Family {
+        name: "pytorch-2.x",
+        parse: known::pytorch_2x,
+    },
+    Family {
+        name: "pytorch-cudamallocasync",
+        parse: known::pytorch_cudamallocasync,
+    },
+    Family {
+        name: "pytorch-2.x-tail",
+        parse: known::pytorch_2x_tail,
+    },
+    Family {
+        name: "pytorch-1.5",
+        parse: known::pytorch_15,
+    },
+    Family {
+        name: "pytorch-1.0",
+        parse: known::pytorch_10,
+    },
+    Family {
+        name: "mps",
+        parse: known::mps,
+    },
+    Family {
+        name: "tensorflow-oom",
+        parse: known::tensorflow_oom,
+    },
+    Family {
+        name: "tensorflow-bfc",
+        parse: known::tensorflow_bfc,
+    },
+    Family {
+        name: "vllm-rs-kvcache",
+        parse: known::vllm_rs_kvcache,
+    },
+    Family {
+        name: "vllm-rs-request",
+        parse: known::vllm_rs_request,
+    },
+    Family {
+        name: "vllm-kv-tokens",
+        parse: known::vllm_kv_tokens,
+    },
+    Family {
+        name: "vllm-kv-cache",
+        parse: known::vllm_kv_cache,
+    },
+    Family {
+        name: "vllm-startup",
+        parse: known::vllm_startup,
+    },
+    Family {
+        name: "vllm-cache-blocks",
+        parse: known::vllm_cache_blocks,
+    },
+    Family {
+        name: "xla-tpu-hbm",
+        parse: known::xla_tpu_hbm,
+    },
+    Family {
+        name: "jax-request",
+        parse: known::jax_request,
+    },
+    Family {
+        name: "jax",
+        parse: known::jax,
+    },
+    Family {
+        name: "onnxruntime-bfcarena",
+        parse: known::onnxruntime_bfcarena,
+    },
+    Family {
+        name: "ggml",
+        parse: known::ggml,
+    },
+    Family {
+        name: "ggml-cpu-buffer",
+        parse: known::ggml_cpu_buffer,
+    },
+    Family {
+        name: "triton-shared-memory",
+        parse: known::triton_shared_memory,
+    },
+    Family {
+        name: "ggml-vulkan",
+        parse: known::ggml_vulkan,
+    },
+    Family {
+        name: "ggml-metal",
+        parse: known::ggml_metal,
+    },
+    Family {
+        name: "ggml-cuda",
+        parse: known::ggml_cuda,
+    },
+    Family {
+        name: "paddle",
+        parse: known::paddle,
+    },
+    Family {
+        name: "cupy",
+        parse: known::cupy,
+    },
+    Family {
+        name: "tensorrt",
+        parse: known::tensorrt,
+    },
+    Family {
+        name: "onnxruntime-cuda",
+        parse: known::onnxruntime_cuda,
+    },
+    Family {
+        name: "cuda-driver",
+        parse: known::stream_executor,
+    },
+    Family {
+        name: "cuda",
+        parse: known::raw_cuda,
+    },
     Family {
         name: "ggml-backend",
         parse: ggml_backend,
@@ -179,8 +343,12 @@ fn pytorch_facts(r: &Reading) -> Facts {
     }
 }
 
+/// The 2.x sentence or the 1.x one. PyTorch 2.1's `c10/cuda/CUDACachingAllocator.cpp`
+/// printed "has a total capacty of" (fixed later; no other word of the sentence was
+/// misspelt), and forks copied the sentence: the word is matched up to the letters both
+/// spellings share.
 fn pytorch_format(t: &str, two: &'static str, one: &'static str) -> &'static str {
-    if t.contains("has a total capaci") || t.contains("Of the allocated memory") {
+    if t.contains("has a total capac") || t.contains("Of the allocated memory") {
         two
     } else {
         one
@@ -217,6 +385,50 @@ fn pytorch_loose(t: &str) -> Option<Oom> {
 }
 
 re!(
+    ascend_el0004_re,
+    r"EL0004\b\)?:?[^\n]{0,80}?Failed to allocate memory"
+);
+re!(
+    ascend_rtmalloc_re,
+    r"rtMalloc fail[^\n]{0,80}?size:\s*(\d+)(?:, device_id:\s*(\d+))?"
+);
+
+/// Huawei Ascend's CANN runtime (`EL0004`, "Memory_Allocation_Failure"): device memory that
+/// the runtime itself, the graph engine (GE: "requested by GE module", `rtMalloc` for page
+/// caching) or ACL's memory pool (`memory_pool_manager.cc`, at device open) could not get;
+/// not torch_npu's caching allocator, whose sentence is [`pytorch_fork`]'s. The size is the
+/// first failed `rtMalloc`'s, where the trace has one.
+fn ascend_runtime(t: &str) -> Option<Oom> {
+    let m = ascend_el0004_re().find(t)?;
+    let rest = &t[m.start()..];
+    let c = ascend_rtmalloc_re().captures(rest);
+    let f = Facts {
+        requested_bytes: c.as_ref().and_then(|c| c.get(1)?.as_str().parse().ok()),
+        ..Facts::default()
+    };
+    let device = c.as_ref().and_then(|c| c.get(2)?.as_str().parse().ok());
+    Some(oom(Framework::Npu, "ascend-el0004", device, f))
+}
+
+re!(
+    gaudi_devmem_re,
+    r"MODULE:PT_DEVMEM\s+Allocation failed for size::?\s*(\d+)"
+);
+
+/// Intel Gaudi's PyTorch bridge (`habana_frameworks.torch`): its device-memory module
+/// (`PT_DEVMEM`) could not allocate a block of the HPU's HBM: "FATAL ERROR :: MODULE:PT_DEVMEM
+/// Allocation failed for size::3288334336 (3136)MB", the size in bytes, then MiB. Not the
+/// torch sentence Gaudi also prints ([`pytorch_fork`]).
+fn gaudi_devmem(t: &str) -> Option<Oom> {
+    let c = gaudi_devmem_re().captures(t)?;
+    let f = Facts {
+        requested_bytes: c.get(1)?.as_str().parse().ok(),
+        ..Facts::default()
+    };
+    Some(oom(Framework::Hpu, "hpu-pt-devmem", None, f))
+}
+
+re!(
     cpu_alloc_re,
     r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory): you tried to allocate (\d+) bytes"
 );
@@ -239,7 +451,7 @@ re!(
 );
 re!(
     torch_xla_re,
-    r"torch[_-]xla|PyTorch/XLA|\bptxla\b|xla_client/xla_util|XRTExecute"
+    r"torch[_-]xla|PyTorch/XLA|\bptxla\b|xla_client/xla_util|XRTExecute|Bad StatusOr access"
 );
 
 /// The framework an XLA message came through: PyTorch/XLA, JAX (Keras 3 on JAX included) or
@@ -287,6 +499,33 @@ re!(
     xla_exceed_re,
     r"Allocation \(size=(\d+)\) would exceed memory \(size=(\d+)\)|TPU TensorCore Hbm usage: (\S+?), SparseCore Hbm usage:? (\S+?), exceeding available bytes: (\S+?)\b"
 );
+
+re!(
+    xla_on_chip_re,
+    r"Ran out of memory in memory space (vmem|smem)\b(?:[.\s]*Used (\d+(?:\.\d+)?[KMGT]?B?) of (\d+(?:\.\d+)?[KMGT]?B?) (?:vmem|smem)\b)?"
+);
+
+/// XLA's TPU compiler reporting another memory space than HBM, in the words of its HBM
+/// report ("Ran out of memory in memory space vmem. Used 32.42M of 16.00M vmem. Exceeded vmem
+/// capacity by 16.42M."): a core's on-chip VMEM or SMEM, whose limit is the compiler's, not
+/// the HBM's. PyTorch/XLA surfaces it as "RuntimeError: Bad StatusOr access: …".
+fn xla_tpu_on_chip(t: &str) -> Option<Oom> {
+    let c = xla_on_chip_re().captures(t)?;
+    let size = |i: usize| c.get(i).and_then(|m| crate::units::parse_size(m.as_str()));
+    let f = Facts {
+        requested_bytes: size(2),
+        ..Facts::default()
+    };
+    let format = if &c[1] == "smem" {
+        "xla-tpu-smem"
+    } else {
+        "xla-tpu-vmem"
+    };
+    let mut o = oom(xla_framework(t), format, None, f);
+    o.memory = MemoryKind::TpuOnChip;
+    o.memory_limit_bytes = size(3);
+    Some(o)
+}
 
 /// The TPU runtime's other two HBM messages: one allocation over the memory there is, and the
 /// TensorCore and SparseCore programs together over the HBM available.
@@ -455,6 +694,65 @@ mod tests {
 
     fn gib(x: f64) -> u64 {
         (x * (1u64 << 30) as f64).round() as u64
+    }
+
+    #[test]
+    fn gaudi_pt_devmem_reads_its_size_in_bytes() {
+        let o = gaudi_devmem("RuntimeError: [Rank:0] FATAL ERROR :: MODULE:PT_DEVMEM Allocation failed for size::234881024 (224)MB").expect("found");
+        assert_eq!((o.framework, o.format), (Framework::Hpu, "hpu-pt-devmem"));
+        assert_eq!(o.facts.requested_bytes, Some(224 << 20));
+        assert!(gaudi_devmem("MODULE:PT_BRIDGE something failed").is_none());
+    }
+
+    #[test]
+    fn ascend_el0004_is_the_runtimes_not_torch_npus() {
+        let o = ascend_runtime("[PID: 210907] 2026-04-09-21:56:40.384.694 Memory_Allocation_Failure(EL0004): Failed to allocate memory requested by GE module.\n        Possible Cause: Available memory is insufficient.\n        Call rtMalloc fail, purpose: page caching, type = 2, size:3221291008, device_id:0[FUNC:Alloc][FILE:device_allocator.cc][LINE:72]").expect("found");
+        assert_eq!(
+            (o.framework, o.format, o.device_index),
+            (Framework::Npu, "ascend-el0004", Some(0))
+        );
+        assert_eq!(o.facts.requested_bytes, Some(3_221_291_008));
+        let o = ascend_runtime(
+            "EL0004: [PID: 14004] 2025-11-06-01:17:59.527.855 Failed to allocate memory.",
+        )
+        .expect("found");
+        assert_eq!(o.facts.requested_bytes, None);
+        assert!(ascend_runtime("EL0004 is the code for a memory failure").is_none());
+    }
+
+    /// XLA's report for VMEM or SMEM is a core's on-chip memory against the compiler's
+    /// limit, not HBM; without figures (TensorFlow 1.x) it is still that.
+    #[test]
+    fn a_tpu_on_chip_report_is_not_hbm() {
+        let o = xla_tpu_on_chip("RuntimeError: Bad StatusOr access: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space vmem. Used 29.96M of 16.00M vmem. Exceeded vmem capacity by 13.96M.").expect("found");
+        assert_eq!(
+            (o.framework, o.format, o.memory),
+            (Framework::PytorchXla, "xla-tpu-vmem", MemoryKind::TpuOnChip)
+        );
+        assert_eq!(o.facts.requested_bytes, Some(31_415_337));
+        assert_eq!(o.memory_limit_bytes, Some(16 << 20));
+        assert_eq!(o.facts.total_bytes, None);
+        let o = xla_tpu_on_chip("Compilation failed: Compilation failure: Ran out of memory in memory space vmem. Please file a bug against XLA.").expect("found");
+        assert_eq!(
+            (o.framework, o.facts.requested_bytes),
+            (Framework::Tensorflow, None)
+        );
+        let o = xla_tpu_on_chip("Ran out of memory in memory space smem. Used 1.00M of 1.00M smem. Exceeded smem capacity by 1.7K.").expect("found");
+        assert_eq!(o.format, "xla-tpu-smem");
+        assert!(
+            xla_tpu_on_chip("Ran out of memory in memory space hbm. Used 9.08G of 7.48G hbm.")
+                .is_none()
+        );
+    }
+
+    /// Regression: the 2.x sentence with PyTorch 2.1's "capacty" and without its tail was
+    /// taken for the 1.x form.
+    #[test]
+    fn the_capacty_typo_is_still_the_2x_sentence() {
+        let o = pytorch_fork("NPU out of memory. Tried to allocate 1.70 GiB. NPU 0 has a total capacty of 6.00 GiB of which 0 bytes is free.").expect("found");
+        assert_eq!(o.format, "pytorch-fork-2.x");
+        assert_eq!(o.facts.total_bytes, Some(6 << 30));
+        assert_eq!(o.facts.free_bytes, Some(0));
     }
 
     #[test]

@@ -2,12 +2,14 @@
 //! what to do. Pure: no tokio, ratatui or NVML here, so `explain`, the dashboard's paste panel
 //! and `run` share it.
 //!
-//! `scan` (streaming, bounded memory) → `parse` (one family per framework) → `Facts`
+//! `scan` (streaming, bounded memory) → `parse` (the first of `families::ALL`, a table of
+//! families over `read`'s structural reader and `known`'s exact patterns) → `Facts`
 //! (`derive` fills in what the message implies) → `diagnose` (ranked findings) → `render`.
 
 pub mod clean;
 pub mod diagnose;
 pub mod families;
+pub mod known;
 pub mod parse;
 pub mod pickle;
 pub mod read;
@@ -96,6 +98,9 @@ pub enum MemoryKind {
     Buffers,
     /// Page-locked (pinned) host memory, which CUDA maps for fast copies.
     PinnedHost,
+    /// A TPU core's on-chip memory, not its HBM: VMEM (the vector unit's scratch, which
+    /// kernels and fusions use) or SMEM (the scalar unit's), allotted per compiled program.
+    TpuOnChip,
 }
 
 impl Framework {
@@ -186,6 +191,17 @@ pub struct Facts {
     /// XLA's "reservable": the most a reservation at the bottom of a TPU's HBM could have
     /// had (contiguous free memory), beside its free total.
     pub reservable_bytes: Option<u64>,
+    /// XLA's TPU compile-time report ("Total hbm usage >= …"): what the compiled program needs
+    /// for itself, its temporaries (activations, gradients) and globals.
+    pub program_bytes: Option<u64>,
+    /// The same report: the program's arguments, held in HBM while it runs (parameters,
+    /// optimizer state, the batch).
+    pub arguments_bytes: Option<u64>,
+    /// The same report: the outputs it returns ("Output size"; part may share the arguments'
+    /// buffers).
+    pub output_bytes: Option<u64>,
+    /// The same report: HBM the TPU runtime keeps for itself ("reserved").
+    pub runtime_reserved_bytes: Option<u64>,
     /// How far what the message says is held (allocated, reserved, the process) goes beyond
     /// the device's capacity: memory that spilled into shared system memory (Windows' sysmem
     /// fallback), derived.
@@ -542,6 +558,11 @@ pub struct Analysis {
     /// [`MAX_KEPT`] while every kept one was that same failure ([`Analysis::repeats`]).
     #[serde(skip)]
     pub earlier_repeats: u64,
+    /// TensorFlow's BFC warnings that an allocation did not fit but "the caller indicates
+    /// that this is not a failure" (a scratch allocation, such as a convolution's workspace
+    /// while cuDNN picks an algorithm, that falls back to one needing less): counted, never
+    /// taken for a failure.
+    pub not_failures: u64,
 }
 
 /// A single request this large is not believed: 1 TiB, more than three times the largest GPU

@@ -1,16 +1,13 @@
-//! One parser per message family. Each reads sizes exactly as that framework prints them:
-//! every framework here formats with powers of 1024, even where it writes "GB" (PyTorch's MPS
-//! allocator before 2.1, PaddlePaddle's `HumanReadableSize`, TensorFlow's "17.79G"), so all
-//! units are binary.
+//! Reads one block of cleaned lines as one message: the families of [`super::families::ALL`]
+//! in order, over the text joined with spaces and without, then the honest fallback for a GPU
+//! allocation failure in wording no family knows.
 
 use std::sync::OnceLock;
 
 use regex::Regex;
 
-use super::{Facts, Framework, Oom, OtherProcess};
-
-/// A size as frameworks print it: "1.5 GiB", "2.20GiB", "0 bytes", "17.79G", "56.000000MB".
-const SIZE: &str = r"(\d+(?:\.\d+)?\s?(?:bytes|[KMGT]i?B|[KMGT]\b|B\b))";
+use super::known::{num, oom, sz, SIZE};
+use super::{Facts, Framework, Oom};
 
 pub use crate::units::parse_size;
 
@@ -33,227 +30,12 @@ macro_rules! re {
 }
 
 re!(
-    torch2_re,
-    format!(
-        r"(?i)\b(CUDA|HIP|XPU) out of memory\. Tried to allocate {SIZE}\. (?:GPU|Device) ?(\d+) ?has a total capaci?ty of {SIZE}(?: of which {SIZE} is free)?"
-    )
-);
-re!(torch_allowed_re, format!(r"{SIZE} allowed;"));
-// PyTorch's cudaMallocAsync backend (`c10/cuda/CUDAMallocAsyncAllocator.cpp`, chosen with
-// PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync, ComfyUI's --cuda-malloc): "Currently
-// allocated" is `pytorch_used_bytes`, its live allocations; "Device limit" and "Free" come
-// from cudaMemGetInfo; the "PyTorch limit" is the per-process memory fraction (2^64 bytes,
-// printed 17179869184.00 GiB, when unset). CUDA's pool may keep freed memory, so the rest of
-// the device is this pool, this process's context, and other processes together.
-re!(
-    torch_async_re,
-    format!(
-        r"Allocation on device (\d+) would exceed allowed memory\. \(out of memory\)\s*Currently allocated\s*:\s*{SIZE}\s*Requested\s*:\s*{SIZE}\s*Device limit\s*:\s*{SIZE}\s*Free \(according to CUDA\)\s*:\s*{SIZE}(?:\s*PyTorch limit \(set by user-supplied memory fraction\)\s*:\s*(\d+(?:\.\d+)?\s?[KMGT]i?B))?"
-    )
-);
-re!(
-    torch_process_re,
-    format!(r"Process (\d+) has {SIZE} memory in use")
-);
-re!(
-    torch_this_re,
-    format!(r"this process has {SIZE} memory in use")
-);
-re!(
-    torch_split_re,
-    format!(
-        r"Of the allocated memory {SIZE} is allocated by PyTorch, (?:with {SIZE} allocated in private pools \(e\.g\., CUDA Graphs\), )?and {SIZE} is reserved by PyTorch but unallocated"
-    )
-);
-re!(
-    torch15_re,
-    format!(
-        r"(?i)(?:\b(CUDA|HIP|XPU) out of memory\. )?Tried to allocate {SIZE} \((?:GPU|Device)\s*(\d+); {SIZE} total capacity; {SIZE} already allocated;(?: {SIZE} free;)?(?: {SIZE} allowed;)? {SIZE} reserved in total by PyTorch\)?"
-    )
-);
-re!(
-    torch10_re,
-    format!(
-        r"(?i)(?:\b(CUDA|HIP) out of memory\. )?Tried to allocate {SIZE} \(GPU (\d+); {SIZE} total capacity; {SIZE} already allocated; {SIZE} free; {SIZE} cached\)?"
-    )
-);
-re!(
     hint_re,
     r"(PYTORCH_(?:CUDA_|HIP_)?ALLOC_CONF=expandable_segments:True|max_split_size_mb|PYTORCH_MPS_HIGH_WATERMARK_RATIO=0\.0|empty_cache)"
-);
-// PyTorch `aten/src/ATen/mps/MPSAllocator.mm`, `alloc_buffer_block`: "MPS allocated" is
-// `m_total_allocated_memory`, every heap the allocator holds (cached free buffers included:
-// the reserved figure); "other allocations" is `current_allocated_size()` (the Metal device's
-// `currentAllocatedSize`, this process only) minus that, so memory this process holds outside
-// the allocator (MPSGraph, the driver), not other apps; "max allowed" is
-// `m_max_total_allowed_size`, the high-watermark limit (ratio × recommendedMaxWorkingSetSize),
-// printed only while the ratio is above 0. Before raising, the allocator released its cached
-// buffers and retried.
-re!(
-    mps_re,
-    format!(
-        r"MPS backend out of memory \(MPS allocated: {SIZE}, other allocations: {SIZE}(?:, max allowed: {SIZE})?\)(?:\. Tried to allocate {SIZE} on (private|shared) pool)?"
-    )
-);
-re!(
-    tf_tensor_re,
-    r"OOM when allocating tensor (?:with|of) shape ?\[([\d,\s]*)\](?: and type (\w+))?(?: on [^ ]*?(?:GPU|gpu):(\d+))?(?: by allocator (\w+))?"
-);
-re!(
-    tf_bfc_re,
-    format!(
-        r"Allocator \((\w+?)(?:_bfc)?\) ran out of memory trying to allocate {SIZE}(?: \(rounded to (\d+)\))?"
-    )
 );
 re!(
     tf_stat_re,
     r"^(Limit|InUse|MaxInUse|NumAllocs|MaxAllocSize):\s+(\d+)\s*$"
-);
-// TensorFlow/XLA stream executor, `cuda_driver.cc` and `rocm/rocm_driver.cc`: the size as
-// `HumanReadableNumBytes` and the exact byte count.
-re!(
-    stream_exec_re,
-    format!(
-        r"failed to allocate {SIZE} \((\d+) bytes\) from device: (CUDA_ERROR_OUT_OF_MEMORY|HIP_ERROR_OutOfMemory)"
-    )
-);
-// JAX: "… allocate 7406166528 bytes." (jaxlib up to 0.4), "… allocate 160.02GiB with allocator
-// GPU_0_bfc on device 0." (JAX 0.11, seen on an H100).
-re!(
-    jax_bytes_re,
-    format!(
-        r"(?i:RESOURCE_EXHAUSTED|Resource exhausted): Out of memory (?:while trying to allocate|allocating) {SIZE}(?: with allocator \S+ on device (\d+))?"
-    )
-);
-re!(
-    jax_request_re,
-    format!(r"Failed to allocate request for {SIZE} \((\d+)B\) on device ordinal (\d+)")
-);
-re!(jax_total_re, format!(r"total allocation:\s+{SIZE}"));
-// XLA's TPU compiler (JAX, TensorFlow on TPU): the compiled program's HBM requirement ("Used"),
-// the HBM a core offers ("of"), and the difference, sizes as "21.95G" / "385.25M".
-re!(
-    xla_hbm_re,
-    format!(
-        r"Ran out of memory in memory space hbm\. Used {SIZE} of {SIZE} hbm\.\s*Exceeded hbm capacity by {SIZE}"
-    )
-);
-re!(
-    ort_re,
-    r"BFCArena::AllocateRawInternal.*?Failed to allocate memory for requested buffer of size (\d+)"
-);
-re!(
-    ggml_re,
-    format!(r"allocating {SIZE} on device (\d+): cudaMalloc failed: out of memory")
-);
-// Triton (`triton/compiler/compiler.py`, `_init_handles`): `OutOfResources(self.metadata.shared,
-// max_shared, "shared memory")` prints "out of resource: shared memory, Required: N, Hardware
-// limit: M" (bytes of shared memory per block; "Hardware limitation" in some versions).
-re!(
-    triton_smem_re,
-    r"out of resource: shared memory, Required: (\d+), Hardware limit(?:ation)?: (\d+)"
-);
-// ggml's CPU backend (`ggml-backend.c`, `ggml_backend_cpu_buffer_type_alloc_buffer`): an
-// aligned malloc of host memory failed; ggml-alloc then says "failed to allocate CPU buffer".
-re!(
-    ggml_cpu_re,
-    r"(?:ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size (\d+)|failed to allocate CPU buffer of size (\d+)|unable to allocate CPU buffer)"
-);
-// RMM (`rmm/detail/error.hpp`): `rmm::out_of_memory`/`rmm::bad_alloc` derive from
-// std::bad_alloc, so Python shows "MemoryError: std::bad_alloc: out_of_memory: CUDA error at:
-// …/rmm/mr/device/cuda_memory_resource.hpp…" (or "RMM failure at: …"); a pool at its maximum
-// says "Maximum pool size exceeded".
-re!(
-    rmm_re,
-    r"(?i)std::bad_alloc:.*?(?:rmm/|RMM failure|RMM_ERROR)|RMM_ERROR_OUT_OF_MEMORY|rmm::out_of_memory"
-);
-re!(
-    rmm_size_re,
-    r"RMM_ERROR_OUT_OF_MEMORY \(4\) Attempted to allocate: (\d+) bytes"
-);
-// libcudf's CUDA check (`cudf/utilities/error.hpp`, `CUDF_CUDA_TRY`): "CUDA error encountered
-// at: FILE:LINE: 2 cudaErrorMemoryAllocation out of memory" (the error number, name and string);
-// a direct CUDA call of libcudf (or of Thrust/CUB under it) failed, not RMM's allocator.
-re!(
-    libcudf_re,
-    r"CUDA error encountered at: \S+:\d+: 2 cudaErrorMemoryAllocation"
-);
-// Numba's driver wrapper (`numba/cuda/cudadrv/driver.py`): "CudaAPIError: [2] Call to
-// cuMemAlloc results in CUDA_ERROR_OUT_OF_MEMORY"; cuInit's means no room for a context.
-re!(
-    numba_re,
-    r"Call to (\w+) results in CUDA_ERROR_OUT_OF_MEMORY"
-);
-// Pinned (page-locked) host memory: TensorFlow's host allocator ("could not allocate pinned
-// host memory of size: N", "failed to alloc N bytes on host: CUDA_ERROR_OUT_OF_MEMORY"), the
-// driver's cuMemAllocHost and the runtime's cudaHostAlloc/cudaMallocHost.
-re!(
-    pinned_re,
-    r"(?i)could not allocate pinned host memory of size:? (\d+)|failed to alloc (\d+) bytes on host: CUDA_ERROR_OUT_OF_MEMORY|(?:cuMemAllocHost|cuMemHostAlloc|cudaHostAlloc|cudaMallocHost)\w*\W{1,4}(?:CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|out of memory)"
-);
-// XLA's cudaMallocAsync allocator (`gpu_cudamallocasync_allocator.cc`): the device in its
-// name, the request in bytes, and CUDA's free/total on the next line.
-re!(
-    xla_async_re,
-    r"gpu_async_(\d+) cuMemAllocAsync failed to allocate (\d+) bytes: .*?CUDA_ERROR_OUT_OF_MEMORY"
-);
-re!(xla_free_total_re, r"Free memory/Total memory: (\d+)/(\d+)");
-// MXNet's GPU storage (`src/storage/pooled_storage_manager.h`, `gpu_device_storage.h`): the
-// pool released what it caches and retried before "cudaMalloc retry failed".
-re!(
-    mxnet_re,
-    r"(?:pooled_storage_manager\.h|gpu_device_storage\.h|storage_manager)\S*:\d*:?\s*(?:cudaMalloc(?: retry)? failed: out of memory|Memory allocation failed)"
-);
-// TensorRT-LLM's CUDA check (`tensorrt_llm/common/cudaUtils.h`): "[TensorRT-LLM][ERROR] CUDA
-// runtime error in <call>: out of memory (<file>:<line>)"; the file says which buffer.
-re!(
-    trtllm_re,
-    r"\[TensorRT-LLM\]\[ERROR\].*?CUDA runtime error in .*?: out of memory \(\S*?(\w+)\.(?:cpp|h|cu):\d+\)"
-);
-// TensorRT-LLM's PyTorch backend (`_torch/pyexecutor/py_executor_creator.py`,
-// `_ExecutorMemoryMonitor._maybe_explain_if_oom`): a component of the executor (the model, the
-// sampler, the KV cache…) could not be created; the report gives the total, the free memory
-// before the attempt, and each component created before it with the free memory (GiB) before
-// and after.
-re!(
-    trtllm_executor_re,
-    r"Executor creation failed due to insufficient GPU memory"
-);
-re!(
-    trtllm_component_re,
-    r"The following component could not be created: (.+?)\s*(?:Total GPU memory|$)"
-);
-re!(
-    trtllm_total_re,
-    r"Total GPU memory \(GiB\): (\d+(?:\.\d+)?)"
-);
-re!(
-    trtllm_free_re,
-    r"Free GPU memory before component creation attempt \(GiB\): (\d+(?:\.\d+)?)"
-);
-re!(
-    trtllm_stage_re,
-    r"\s*([^:]+?): (\d+(?:\.\d+)?) / (\d+(?:\.\d+)?)"
-);
-re!(
-    ggml_buf_re,
-    r"failed to allocate (CUDA(\d+)|\w+) buffer of size (\d+)"
-);
-// ggml's Vulkan backend (`ggml-vulkan.cpp`): "Device memory allocation of size N failed."
-// then the vk exception; N is exact. Its Metal backend reports the command buffer's error:
-// "Insufficient Memory (00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)", no size. The
-// 2023 CUDA backend: "CUDA error 2 at ggml-cuda.cu:LINE: out of memory" and "current device: N".
-re!(
-    ggml_vulkan_re,
-    r"ggml_vulkan: Device memory allocation of size (\d+) failed"
-);
-re!(
-    ggml_metal_re,
-    r"kIOGPUCommandBufferCallbackErrorOutOfMemory"
-);
-re!(
-    ggml_cuda_old_re,
-    r"CUDA error 2 at \S*ggml[\w.\-]*\.cu:\d+: out of memory"
 );
 // Where a message names its device outside its own pattern: ggml's "current device: N", ONNX
 // Runtime's CudaCall "GPU=N", TensorFlow's allocator name GPU_N_bfc, a torch device string.
@@ -261,120 +43,6 @@ re!(
     device_hint_re,
     r"current device: (\d+)|\bGPU=(\d+)|\bGPU_(\d+)_bfc|\b(?:cuda|hip|xpu):(\d+)\b"
 );
-// vLLM before v1 (`worker/worker.py`, `raise_if_cache_size_invalid`): the KV cache the memory
-// budget leaves holds fewer tokens than one sequence of max_model_len.
-re!(
-    vllm_tokens_re,
-    r"max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in KV cache \((\d+)\)"
-);
-re!(vllm_util_re, r"gpu_memory_utilization=(\d*\.\d+)");
-// vllm.rs (`src/utils/kvcache_allocator.rs`, `KVCacheError::InsufficientGpuMemory`): the KV
-// cache that max-num-seqs × max-model-len needs against the budget (kv_fraction of the
-// memory free after the weights), in MB of 2^20 bytes; the GPU line before it gives the GPU's
-// total and free in GB of 2^30.
-re!(
-    vllmrs_kv_re,
-    r"Insufficient GPU memory for KVCache allocation\.\s*Available: (\d+(?:\.\d+)?) MB, Required: (\d+(?:\.\d+)?) MB"
-);
-re!(
-    vllmrs_gpu_re,
-    r"GPU (\d+): total (\d+(?:\.\d+)?) GB, free (\d+(?:\.\d+)?) GB, kv_fraction (\d+)%"
-);
-// vllm.rs's engine (`core/engine.rs`): a request whose prompt needs more KV-cache blocks than
-// are free, after it released what prefix-cache blocks it could, is refused.
-re!(
-    vllmrs_request_re,
-    r"Remaining (\d+) kvcache tokens, but your prompt requires (\d+) new tokens"
-);
-re!(
-    vllm_kv_re,
-    format!(
-        r"\(?{SIZE} KV cache is needed, which is larger than the available KV cache memory \({SIZE}\)"
-    )
-);
-// CuPy `cupy/cuda/memory.pyx`: both forms raise `OutOfMemoryError(size, total)` with
-// `total = size + pool.total_bytes()`, after `free_all_blocks()` and a retry: the request plus
-// what the memory pool holds (in use, and cached blocks it could not release). Up to v6 the
-// text is "(total N bytes)", later "(allocated so far: N bytes)". Neither is the device's size.
-// vLLM `v1/worker` (gpu_worker.py `init_device`, later utils.py `request_memory`): at start-up
-// the engine wants `gpu_memory_utilization × total` of the device and refuses when less than
-// that is free. Older builds print "Free memory on device (X/Y GiB)", newer ones name the
-// device: "Free memory on device cuda:N (X/Y GiB)". X is free, Y the total; what is used is
-// held by other processes (or a previous engine still alive), this one has only its context.
-re!(
-    vllm_startup_re,
-    r"Free memory on device(?: (?:cuda|xpu|hip|rocm):(\d+))? \(([\d.]+)/([\d.]+) GiB\) on startup is less than desired GPU memory utilization \(([\d.]+), ([\d.]+) GiB\)"
-);
-re!(
-    cupy_re,
-    r"[Oo]ut of memory allocating ([\d,]+) bytes \(allocated so far: ([\d,]+) bytes\)"
-);
-re!(
-    cupy_old_re,
-    r"out of memory to allocate (\d+) bytes \(total (\d+) bytes\)"
-);
-// PaddlePaddle `memory/allocation/cuda_allocator.cc` (and system_allocator.cc): "X memory has
-// been allocated" is `total - avail` from `RecordedGpuMemGetInfo`, the device-wide query, so it
-// is everything in use on the GPU by every process, not Paddle's own allocations; the device
-// total is X + available. With `FLAGS_gpu_memory_limit_mb` set, total is that limit and avail
-// what this process may still take: X is then this process's own use.
-re!(
-    paddle_re,
-    format!(
-        r"Out of memory error on GPU (\d+)\. Cannot allocate {SIZE} (?:GPU )?memory(?: on GPU \d+)?, (?:{SIZE} memory has been allocated and )?available memory is(?: only)? {SIZE}"
-    )
-);
-re!(
-    trt_re,
-    r"(?i)(DefaultAllocator::allocate|defaultAllocator\.cpp::.*allocate|rtSafe/safeRuntime\.cpp|Cuda Error in allocate: 2)"
-);
-re!(paddle_limit_re, r"`FLAGS_gpu_memory_limit_mb` is (\d+)");
-re!(trt_size_re, r"Requested size was (\d+) bytes");
-// TensorRT's builder when a tactic's scratch memory cannot be had, and its virtual-memory
-// buffers: "Requested amount of [GPU ]memory (N bytes) could not be allocated",
-// "allocating N-byte buffer", "[virtualMemoryBuffer.cpp::resizePhysical::L] Error Code 2:
-// OutOfMemory".
-re!(
-    trt_amount_re,
-    r"Requested amount of (?:GPU )?memory \((\d+) bytes\) could not be allocated"
-);
-re!(trt_buffer_re, r"allocating (\d+)-byte buffer");
-re!(
-    trt_vm_re,
-    r"(?i)virtualMemoryBuffer\.cpp::resizePhysical::\d+\] Error Code 2: (?:OutOfMemory|out of memory)"
-);
-re!(
-    raw_cuda_re,
-    r"(CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|CUDA error: out of memory|error=2 : out of memory|cuda runtime error \(2\) : out of memory|CUDA failure 2: out of memory|CUDA driver error: out of memory)"
-);
-re!(gpu_index_re, r"(?:GPU|gpu|device|Device)[ :_=]?(\d+)");
-
-fn sz(c: &regex::Captures, i: usize) -> Option<u64> {
-    c.get(i).and_then(|m| parse_size(m.as_str()))
-}
-fn num(c: &regex::Captures, i: usize) -> Option<u64> {
-    c.get(i).and_then(|m| parse_int(m.as_str()))
-}
-
-fn torch_framework(dev: &str) -> Framework {
-    match dev.to_ascii_uppercase().as_str() {
-        "HIP" => Framework::Hip,
-        "XPU" => Framework::Xpu,
-        _ => Framework::Pytorch,
-    }
-}
-
-/// Bytes per element of a TensorFlow dtype name ("float", "half", "int64", …).
-fn tf_dtype_size(name: &str) -> Option<u64> {
-    Some(match name {
-        "float" | "float32" | "int32" | "uint32" | "qint32" => 4,
-        "half" | "float16" | "bfloat16" | "int16" | "uint16" => 2,
-        "double" | "float64" | "int64" | "uint64" | "complex64" => 8,
-        "complex128" => 16,
-        "int8" | "uint8" | "bool" | "qint8" | "quint8" => 1,
-        _ => return None,
-    })
-}
 
 /// A TensorFlow allocator statistic line ("InUse: 3846144").
 pub fn tf_stat(line: &str) -> Option<(&str, u64)> {
@@ -403,28 +71,6 @@ pub fn apply_tf_stat(f: &mut Facts, key: &str, value: u64) {
     }
 }
 
-pub(crate) fn oom(
-    framework: Framework,
-    format: &'static str,
-    device: Option<u32>,
-    facts: Facts,
-) -> Oom {
-    Oom {
-        framework,
-        format,
-        device_index: device,
-        facts,
-        hint: None,
-        line: String::new(),
-        missing: Vec::new(),
-        memory: super::MemoryKind::Device,
-        memory_limit_bytes: None,
-        buffer_limit: None,
-        kv_tokens: None,
-        kv_fraction: None,
-    }
-}
-
 /// What a recognised message would say in full but this paste does not.
 fn missing_parts(o: &Oom) -> Vec<&'static str> {
     let f = &o.facts;
@@ -444,10 +90,16 @@ fn missing_parts(o: &Oom) -> Vec<&'static str> {
     out
 }
 
-// The same allocations that did not fail, cut wherever a wrap put them.
+// The same allocations that did not fail, cut wherever a wrap put them: TensorFlow's BFC
+// warning with `freed_by_count` (2.x) or, before it had one, followed at once by "The caller
+// indicates that this is not a failure" (1.x, `bfc_allocator.cc`); ggml-vulkan's pinned host
+// buffer (`ggml_backend_vk_host_buffer_type_alloc_buffer` catches the `vk::SystemError`, logs
+// it, in parentheses or, in older builds, on the next line as "ggml_vulkan: <what>", and falls
+// back to a plain CPU buffer): host memory, whatever Vulkan's error code says, and the run
+// goes on; a device failure after it is read as usual.
 re!(
     not_a_failure_re,
-    r"Allocator \([^)]*\) ran out of memory trying to allocate \S+ ?with ?freed_by_count=\d+|failed to mlock \S+ buffer[^:]*: Cannot allocate memory"
+    r"Allocator \([^)]*\) ran out of memory trying to allocate \S+? ?(?:with ?freed_by_count=\d+|\.? ?The ?caller ?indicates)|failed to mlock \S+ buffer[^:]*: Cannot allocate memory|ggml_vulkan: Failed to allocate pinned memory(?: ?\([^)]*\)|\. ?ggml_vulkan: [^:]{0,160}: ?Error\w+)"
 );
 
 /// Parses one block of normalised lines; `None` when it is not an OOM after all.
@@ -498,582 +150,9 @@ pub fn is_component_line(line: &str) -> bool {
         .is_match(line)
 }
 
-/// GiB as TensorRT-LLM prints them (two decimals) in bytes.
-fn gib(s: &str) -> Option<u64> {
-    let v: f64 = s.parse().ok()?;
-    (v.is_finite() && v >= 0.0).then(|| (v * (1u64 << 30) as f64).round() as u64)
-}
-
-/// TensorRT-LLM's executor report: the component that failed, the total, the free memory
-/// before the attempt, and the components created before it.
-fn trtllm_executor(t: &str) -> Oom {
-    let failed = trtllm_component_re()
-        .captures(t)
-        .map(|c| c[1].trim().to_owned());
-    let total = trtllm_total_re().captures(t).and_then(|c| gib(&c[1]));
-    let free = trtllm_free_re().captures(t).and_then(|c| gib(&c[1]));
-    // The list runs from its heading to the options (or the end of what was pasted).
-    let mut components: Vec<super::Component> = t
-        .split_once("free GPU memory before/after creation (GiB):")
-        .map(|(_, rest)| rest.split("Please refer").next().unwrap_or(rest))
-        .map(|list| {
-            trtllm_stage_re()
-                .captures_iter(list)
-                .filter_map(|c| {
-                    Some(super::Component {
-                        name: c[1].trim().to_owned(),
-                        free_before_bytes: gib(&c[2])?,
-                        free_after_bytes: Some(gib(&c[3])?),
-                    })
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    if let (Some(name), Some(before)) = (failed, free) {
-        components.push(super::Component {
-            name,
-            free_before_bytes: before,
-            free_after_bytes: None,
-        });
-    }
-    let f = Facts {
-        total_bytes: total,
-        free_bytes: free,
-        components,
-        ..Facts::default()
-    };
-    oom(Framework::TensorrtLlm, "trtllm-executor", None, f)
-}
-
-/// Reads one message: the families over the structural reader first and last
-/// ([`super::families`]), the long-established ones between.
+/// Reads one message: the first family of [`super::families::ALL`] that knows it.
 pub fn parse_text(t: &str) -> Option<Oom> {
-    super::families::FIRST
-        .iter()
-        .find_map(|f| (f.parse)(t))
-        .or_else(|| parse_known(t))
-        .or_else(|| super::families::LAST.iter().find_map(|f| (f.parse)(t)))
-}
-
-/// The long-established families, each an exact pattern of its framework's message.
-pub fn parse_known(t: &str) -> Option<Oom> {
-    if let Some(c) = pinned_re().captures(t) {
-        let f = Facts {
-            requested_bytes: num(&c, 1).or_else(|| num(&c, 2)),
-            ..Facts::default()
-        };
-        let framework = if t.contains("tensorflow") || t.contains("device_host_allocator") {
-            Framework::Tensorflow
-        } else {
-            Framework::Cuda
-        };
-        let mut o = oom(framework, "pinned-host", None, f);
-        o.memory = super::MemoryKind::PinnedHost;
-        return Some(o);
-    }
-    if let Some(c) = xla_async_re().captures(t) {
-        let (free, total) = xla_free_total_re()
-            .captures(t)
-            .map_or((None, None), |m| (num(&m, 1), num(&m, 2)));
-        let f = Facts {
-            requested_bytes: num(&c, 2),
-            free_bytes: free,
-            total_bytes: total,
-            ..Facts::default()
-        };
-        return Some(oom(
-            Framework::Jax,
-            "xla-cudamallocasync",
-            num(&c, 1).map(|d| d as u32),
-            f,
-        ));
-    }
-    if trtllm_executor_re().is_match(t) {
-        return Some(trtllm_executor(t));
-    }
-    if let Some(c) = trtllm_re().captures(t) {
-        let format = if c.get(1).is_some_and(|m| m.as_str() == "ipcUtils") {
-            "trtllm-ipc"
-        } else {
-            "trtllm"
-        };
-        return Some(oom(Framework::TensorrtLlm, format, None, Facts::default()));
-    }
-    if mxnet_re().is_match(t) {
-        return Some(oom(Framework::Mxnet, "mxnet", None, Facts::default()));
-    }
-    if libcudf_re().is_match(t) {
-        return Some(oom(Framework::Rmm, "libcudf", None, Facts::default()));
-    }
-    if rmm_re().is_match(t) {
-        let format = if t.contains("Maximum pool size exceeded") {
-            "rmm-pool"
-        } else {
-            "rmm"
-        };
-        // RMM before 0.10 (`rmm.h`'s RMM_ALLOC): "RMM call in line N of file F failed with
-        // result RMM_ERROR_OUT_OF_MEMORY (4) Attempted to allocate: B bytes."
-        let f = Facts {
-            requested_bytes: rmm_size_re()
-                .captures(t)
-                .and_then(|c| c.get(1)?.as_str().parse().ok()),
-            ..Facts::default()
-        };
-        return Some(oom(Framework::Rmm, format, None, f));
-    }
-    if let Some(c) = numba_re().captures(t) {
-        let call = c.get(1).map_or("", |m| m.as_str());
-        let format = if call == "cuInit" || call.starts_with("cuCtxCreate") {
-            "numba-context"
-        } else {
-            "numba"
-        };
-        return Some(oom(Framework::Numba, format, None, Facts::default()));
-    }
-    if let Some(c) = torch2_re().captures(t) {
-        let mut f = Facts {
-            requested_bytes: sz(&c, 2),
-            total_bytes: sz(&c, 4),
-            free_bytes: sz(&c, 5),
-            ..Facts::default()
-        };
-        if let Some(a) = torch_allowed_re().captures(t) {
-            f.allowed_bytes = sz(&a, 1);
-        }
-        f.other_processes = torch_process_re()
-            .captures_iter(t)
-            .filter_map(|p| {
-                Some(OtherProcess {
-                    pid: num(&p, 1)? as u32,
-                    bytes: sz(&p, 2)?,
-                })
-            })
-            .collect();
-        if let Some(p) = torch_this_re().captures(t) {
-            f.process_bytes = sz(&p, 1);
-        }
-        if let Some(s) = torch_split_re().captures(t) {
-            f.allocated_bytes = sz(&s, 1);
-            f.private_pool_bytes = sz(&s, 2);
-            f.reserved_unallocated_bytes = sz(&s, 3);
-        }
-        let dev = c.get(1).map_or("CUDA", |m| m.as_str());
-        return Some(oom(
-            torch_framework(dev),
-            "pytorch-2.x",
-            num(&c, 3).map(|d| d as u32),
-            f,
-        ));
-    }
-    if let Some(c) = torch_async_re().captures(t) {
-        let total = sz(&c, 4);
-        let mut f = Facts {
-            allocated_bytes: sz(&c, 2),
-            requested_bytes: sz(&c, 3),
-            total_bytes: total,
-            free_bytes: sz(&c, 5),
-            // Unset, the limit is 2^64 bytes: no cap.
-            allowed_bytes: sz(&c, 6).filter(|l| total.is_none_or(|t| *l < t)),
-            ..Facts::default()
-        };
-        if let (Some(t), Some(a), Some(fr)) = (total, f.allocated_bytes, f.free_bytes) {
-            f.unaccounted_bytes = Some(t.saturating_sub(a + fr));
-            f.derived.push("unaccounted_bytes");
-        }
-        return Some(oom(
-            Framework::Pytorch,
-            "pytorch-cudamallocasync",
-            num(&c, 1).map(|d| d as u32),
-            f,
-        ));
-    }
-    if let Some(s) = torch_split_re().captures(t) {
-        // The head was cut off: only the allocator split (and perhaps the process) survived.
-        let mut f = Facts {
-            allocated_bytes: sz(&s, 1),
-            private_pool_bytes: sz(&s, 2),
-            reserved_unallocated_bytes: sz(&s, 3),
-            ..Facts::default()
-        };
-        if let Some(p) = torch_this_re().captures(t) {
-            f.process_bytes = sz(&p, 1);
-        }
-        return Some(oom(Framework::Pytorch, "pytorch-2.x-tail", None, f));
-    }
-    if let Some(c) = torch15_re().captures(t) {
-        let f = Facts {
-            requested_bytes: sz(&c, 2),
-            total_bytes: sz(&c, 4),
-            allocated_bytes: sz(&c, 5),
-            free_bytes: sz(&c, 6),
-            allowed_bytes: sz(&c, 7),
-            reserved_bytes: sz(&c, 8),
-            ..Facts::default()
-        };
-        // Intel's XPU runtime on first-generation Xe (Arc A-series): one block may not exceed
-        // 4 GiB, whatever is free (intel-extension-for-pytorch#325).
-        if t.contains("can NOT allocate memory block with size larger than 4GB") {
-            return Some(oom(
-                Framework::Xpu,
-                "xpu-4gb-limit",
-                num(&c, 3).map(|d| d as u32),
-                f,
-            ));
-        }
-        let dev = c.get(1).map_or("CUDA", |m| m.as_str());
-        return Some(oom(
-            torch_framework(dev),
-            "pytorch-1.5",
-            num(&c, 3).map(|d| d as u32),
-            f,
-        ));
-    }
-    if let Some(c) = torch10_re().captures(t) {
-        let f = Facts {
-            requested_bytes: sz(&c, 2),
-            total_bytes: sz(&c, 4),
-            allocated_bytes: sz(&c, 5),
-            free_bytes: sz(&c, 6),
-            // 1.0–1.4 "cached" is reserved but unallocated.
-            reserved_unallocated_bytes: sz(&c, 7),
-            ..Facts::default()
-        };
-        let dev = c.get(1).map_or("CUDA", |m| m.as_str());
-        return Some(oom(
-            torch_framework(dev),
-            "pytorch-1.0",
-            num(&c, 3).map(|d| d as u32),
-            f,
-        ));
-    }
-    if let Some(c) = mps_re().captures(t) {
-        let reserved = sz(&c, 1);
-        let outside = sz(&c, 2);
-        let limit = sz(&c, 3);
-        let mut f = Facts {
-            reserved_bytes: reserved,
-            non_framework_bytes: outside,
-            total_bytes: limit,
-            total_is_limit: limit.is_some(),
-            requested_bytes: sz(&c, 4),
-            ..Facts::default()
-        };
-        if let (Some(r), Some(o)) = (reserved, outside) {
-            f.process_bytes = Some(r + o);
-            f.derived.push("process_bytes");
-        }
-        return Some(oom(Framework::Mps, "mps", None, f));
-    }
-    if let Some(c) = tf_tensor_re().captures(t) {
-        let dims: Vec<u64> = c
-            .get(1)
-            .map(|m| {
-                m.as_str()
-                    .split(',')
-                    .filter_map(|d| d.trim().parse().ok())
-                    .collect()
-            })
-            .unwrap_or_default();
-        let elements = dims.iter().try_fold(1u64, |acc, d| acc.checked_mul(*d));
-        let width = c.get(2).and_then(|m| tf_dtype_size(m.as_str()));
-        let mut f = Facts {
-            elements,
-            requested_bytes: elements.zip(width).and_then(|(e, w)| e.checked_mul(w)),
-            ..Facts::default()
-        };
-        if let Some(b) = tf_bfc_re().captures(t) {
-            f.requested_bytes = num(&b, 3).or(sz(&b, 2)).or(f.requested_bytes);
-        }
-        let device = num(&c, 3).map(|d| d as u32);
-        return Some(oom(Framework::Tensorflow, "tensorflow-oom", device, f));
-    }
-    if let Some(c) = tf_bfc_re().captures(t) {
-        let f = Facts {
-            requested_bytes: num(&c, 3).or(sz(&c, 2)),
-            ..Facts::default()
-        };
-        let device = c
-            .get(1)
-            .and_then(|m| m.as_str().rsplit('_').next()?.parse().ok());
-        return Some(oom(Framework::Tensorflow, "tensorflow-bfc", device, f));
-    }
-    if let Some(c) = vllmrs_kv_re().captures(t) {
-        let mb = |i: usize| {
-            c.get(i)
-                .and_then(|m| m.as_str().parse::<f64>().ok())
-                .map(|v| (v * (1u64 << 20) as f64).round() as u64)
-        };
-        let gpu = vllmrs_gpu_re().captures(t);
-        let gb = |i: usize| {
-            gpu.as_ref()?
-                .get(i)
-                .and_then(|m| m.as_str().parse::<f64>().ok())
-                .map(|v| (v * (1u64 << 30) as f64).round() as u64)
-        };
-        let f = Facts {
-            requested_bytes: mb(2),
-            // The budget is a cap vllm.rs sets itself; the GPU line has the free memory.
-            allowed_bytes: mb(1),
-            free_bytes: gb(3),
-            total_bytes: gb(2),
-            device_used_bytes: gb(2).zip(gb(3)).map(|(t, fr)| t.saturating_sub(fr)),
-            ..Facts::default()
-        };
-        let device = gpu.as_ref().and_then(|g| num(g, 1)).map(|d| d as u32);
-        let mut o = oom(Framework::VllmRs, "vllm-rs-kvcache", device, f);
-        o.kv_fraction = gpu
-            .as_ref()
-            .and_then(|g| g.get(4)?.as_str().parse::<f64>().ok())
-            .map(|p| p / 100.0);
-        return Some(o);
-    }
-    if let Some(c) = vllmrs_request_re().captures(t) {
-        let mut o = oom(Framework::VllmRs, "vllm-rs-request", None, Facts::default());
-        // (tokens the prompt needs, tokens free): the same pair as vLLM's check.
-        o.kv_tokens = num(&c, 2).zip(num(&c, 1));
-        return Some(o);
-    }
-    if let Some(c) = vllm_tokens_re().captures(t) {
-        let f = Facts {
-            gpu_memory_utilization: vllm_util_re()
-                .captures(t)
-                .and_then(|u| u.get(1)?.as_str().parse().ok()),
-            ..Facts::default()
-        };
-        let mut o = oom(Framework::Vllm, "vllm-kv-tokens", None, f);
-        o.kv_tokens = num(&c, 1).zip(num(&c, 2));
-        return Some(o);
-    }
-    if let Some(c) = vllm_kv_re().captures(t) {
-        let f = Facts {
-            requested_bytes: sz(&c, 1),
-            free_bytes: sz(&c, 2),
-            ..Facts::default()
-        };
-        return Some(oom(Framework::Vllm, "vllm-kv-cache", None, f));
-    }
-    if let Some(c) = vllm_startup_re().captures(t) {
-        let gib = |i: usize| {
-            c.get(i)
-                .and_then(|m| m.as_str().parse::<f64>().ok())
-                .map(|v| (v * (1u64 << 30) as f64).round() as u64)
-        };
-        let (free, total) = (gib(2), gib(3));
-        let mut f = Facts {
-            free_bytes: free,
-            total_bytes: total,
-            requested_bytes: gib(5),
-            gpu_memory_utilization: c.get(4).and_then(|m| m.as_str().parse().ok()),
-            ..Facts::default()
-        };
-        if let (Some(t), Some(fr)) = (total, free) {
-            // At start-up the engine holds only its CUDA context: the rest is others'.
-            f.other_processes_bytes = Some(t.saturating_sub(fr));
-            f.derived.push("other_processes_bytes");
-        }
-        return Some(oom(
-            Framework::Vllm,
-            "vllm-startup",
-            num(&c, 1).map(|d| d as u32),
-            f,
-        ));
-    }
-    if t.contains("No available memory for the cache blocks") {
-        return Some(oom(
-            Framework::Vllm,
-            "vllm-cache-blocks",
-            None,
-            Facts::default(),
-        ));
-    }
-    if let Some(c) = xla_hbm_re().captures(t) {
-        let f = Facts {
-            requested_bytes: sz(&c, 1),
-            total_bytes: sz(&c, 2),
-            ..Facts::default()
-        };
-        // TensorFlow's TPU runtime says "Compilation failure:"; JAX's is the default.
-        let framework = if t.contains("Compilation failure") || t.contains("tensorflow") {
-            Framework::Tensorflow
-        } else {
-            Framework::Jax
-        };
-        return Some(oom(framework, "xla-tpu-hbm", None, f));
-    }
-    if let Some(c) = jax_request_re().captures(t) {
-        let f = Facts {
-            requested_bytes: num(&c, 2).or(sz(&c, 1)),
-            ..Facts::default()
-        };
-        return Some(oom(
-            Framework::Jax,
-            "jax-request",
-            num(&c, 3).map(|d| d as u32),
-            f,
-        ));
-    }
-    if let Some(c) = jax_bytes_re().captures(t) {
-        let mut f = Facts {
-            requested_bytes: sz(&c, 1),
-            ..Facts::default()
-        };
-        if let Some(tot) = jax_total_re().captures(t) {
-            // BufferAssignment: what the compiled program needs in all.
-            f.process_bytes = sz(&tot, 1);
-        }
-        return Some(oom(Framework::Jax, "jax", num(&c, 2).map(|d| d as u32), f));
-    }
-    if let Some(c) = ort_re().captures(t) {
-        let f = Facts {
-            requested_bytes: num(&c, 1),
-            ..Facts::default()
-        };
-        return Some(oom(Framework::Onnxruntime, "onnxruntime-bfcarena", None, f));
-    }
-    if let Some(c) = ggml_re().captures(t) {
-        let mut f = Facts {
-            requested_bytes: sz(&c, 1),
-            ..Facts::default()
-        };
-        if let Some(b) = ggml_buf_re().captures(t) {
-            f.requested_bytes = num(&b, 3).or(f.requested_bytes);
-        }
-        return Some(oom(
-            Framework::Ggml,
-            "ggml",
-            num(&c, 2).map(|d| d as u32),
-            f,
-        ));
-    }
-    if let Some(c) = ggml_cpu_re().captures(t) {
-        let f = Facts {
-            requested_bytes: num(&c, 1).or_else(|| num(&c, 2)),
-            ..Facts::default()
-        };
-        let mut o = oom(Framework::Ggml, "ggml-cpu-buffer", None, f);
-        o.memory = super::MemoryKind::Host;
-        return Some(o);
-    }
-    if let Some(c) = triton_smem_re().captures(t) {
-        let f = Facts {
-            requested_bytes: num(&c, 1),
-            ..Facts::default()
-        };
-        let mut o = oom(Framework::Triton, "triton-shared-memory", None, f);
-        o.memory = super::MemoryKind::SharedMemory;
-        o.memory_limit_bytes = num(&c, 2);
-        return Some(o);
-    }
-    if let Some(c) = ggml_vulkan_re().captures(t) {
-        let f = Facts {
-            requested_bytes: num(&c, 1),
-            ..Facts::default()
-        };
-        return Some(oom(Framework::Ggml, "ggml-vulkan", None, f));
-    }
-    if ggml_metal_re().is_match(t) {
-        return Some(oom(Framework::Ggml, "ggml-metal", None, Facts::default()));
-    }
-    if ggml_cuda_old_re().is_match(t) {
-        return Some(oom(Framework::Ggml, "ggml-cuda", None, Facts::default()));
-    }
-    if let Some(c) = paddle_re().captures(t) {
-        let used = sz(&c, 3);
-        let free = sz(&c, 4);
-        let limit = paddle_limit_re()
-            .captures(t)
-            .and_then(|l| num(&l, 1))
-            .map(|mb| mb << 20);
-        let mut f = Facts {
-            requested_bytes: sz(&c, 2),
-            free_bytes: free,
-            ..Facts::default()
-        };
-        match limit {
-            // Under FLAGS_gpu_memory_limit_mb the figures are this process's, against the cap.
-            Some(cap) => {
-                f.total_bytes = Some(cap);
-                f.total_is_limit = true;
-                f.process_bytes = used;
-            }
-            None => {
-                f.device_used_bytes = used;
-                if let (Some(u), Some(fr)) = (used, free) {
-                    f.total_bytes = Some(u + fr);
-                    f.derived.push("total_bytes");
-                }
-            }
-        }
-        return Some(oom(
-            Framework::Paddle,
-            "paddle",
-            num(&c, 1).map(|d| d as u32),
-            f,
-        ));
-    }
-    for (re, format) in [(cupy_re(), "cupy"), (cupy_old_re(), "cupy-old")] {
-        if let Some(c) = re.captures(t) {
-            let requested = num(&c, 1);
-            let f = Facts {
-                requested_bytes: requested,
-                // The printed total includes the request itself.
-                reserved_bytes: num(&c, 2)
-                    .map(|total| total.saturating_sub(requested.unwrap_or(0))),
-                ..Facts::default()
-            };
-            return Some(oom(Framework::Cupy, format, None, f));
-        }
-    }
-    let trt_amount = trt_amount_re().captures(t).and_then(|c| num(&c, 1));
-    if (trt_re().is_match(t) && t.to_ascii_lowercase().contains("out of memory"))
-        || trt_vm_re().is_match(t)
-        || trt_amount.is_some()
-    {
-        // The fatal resize first; a skipped tactic's request last.
-        let f = Facts {
-            requested_bytes: trt_size_re()
-                .captures(t)
-                .and_then(|c| num(&c, 1))
-                .or(trt_amount)
-                .or_else(|| trt_buffer_re().captures(t).and_then(|c| num(&c, 1))),
-            ..Facts::default()
-        };
-        return Some(oom(Framework::Tensorrt, "tensorrt", None, f));
-    }
-    if t.contains("onnxruntime") && t.contains("CUDA failure 2: out of memory") {
-        return Some(oom(
-            Framework::Onnxruntime,
-            "onnxruntime-cuda",
-            None,
-            Facts::default(),
-        ));
-    }
-    if let Some(c) = stream_exec_re().captures(t) {
-        let f = Facts {
-            requested_bytes: num(&c, 2).or(sz(&c, 1)),
-            ..Facts::default()
-        };
-        let (framework, format) = if c.get(3).is_some_and(|m| m.as_str().starts_with("HIP")) {
-            (Framework::Rocm, "rocm-driver")
-        } else {
-            (Framework::Cuda, "cuda-driver")
-        };
-        return Some(oom(framework, format, None, f));
-    }
-    if let Some(m) = raw_cuda_re().find(t) {
-        let format = match m.as_str() {
-            "CUBLAS_STATUS_ALLOC_FAILED" => "cublas",
-            "CUDNN_STATUS_ALLOC_FAILED" => "cudnn",
-            s if s.starts_with("error=2") || s.starts_with("cuda runtime error") => "thcudacheck",
-            _ => "cuda",
-        };
-        let device = gpu_index_re()
-            .captures(t)
-            .and_then(|c| num(&c, 1))
-            .map(|d| d as u32);
-        return Some(oom(Framework::Cuda, format, device, Facts::default()));
-    }
-    None
+    super::families::ALL.iter().find_map(|f| (f.parse)(t))
 }
 
 #[cfg(test)]
@@ -1177,6 +256,75 @@ mod tests {
         assert_eq!(o.facts.reserved_unallocated_bytes, Some(240 * MIB));
     }
 
+    /// ggml-vulkan's pinned host buffer that fell back to a CPU buffer is not a failure, with
+    /// its exception on the same line or the next; a device failure after it is still read.
+    #[test]
+    fn ggml_vulkan_pinned_fallback_is_not_a_failure() {
+        let block = |ls: &[&str]| {
+            let lines: Vec<String> = ls
+                .iter()
+                .map(|l| super::super::clean::normalise(l))
+                .collect();
+            parse_block(&lines)
+        };
+        assert!(block(&[
+            "ggml_vulkan: Failed to allocate pinned memory.",
+            "ggml_vulkan: Requested buffer size exceeds device memory allocation limit: ErrorOutOfDeviceMemory",
+            "llama_context:    Vulkan0 compute buffer size =   616.06 MiB",
+        ])
+        .is_none());
+        assert!(block(&["ggml_vulkan: Failed to allocate pinned memory (Requested buffer size exceeds device buffer size limit: ErrorOutOfDeviceMemory)"]).is_none());
+        let o = block(&[
+            "ggml_vulkan: Failed to allocate pinned memory.",
+            "ggml_vulkan: Requested buffer size exceeds device memory allocation limit: ErrorOutOfDeviceMemory",
+            "ggml_vulkan: Device memory allocation of size 4757131264 failed.",
+            "ggml_vulkan: Requested buffer size exceeds device memory allocation limit: ErrorOutOfDeviceMemory",
+            "ggml_gallocr_reserve_n: failed to allocate Vulkan0 buffer of size 4757131264",
+        ])
+        .expect("the device failure");
+        assert_eq!(o.facts.requested_bytes, Some(4757131264));
+    }
+
+    /// TensorFlow 1.x's BFC warning had no `freed_by_count`; re-wrapped, its "not a failure"
+    /// sentence may fall on the next line, and the warning is still not a failure.
+    #[test]
+    fn tensorflow_1_not_a_failure_warning_wrapped_is_not_a_failure() {
+        let lines: Vec<String> = [
+            "W tensorflow/core/common_runtime/bfc_allocator.cc:211] Allocator (GPU_0_bfc) ran out of memory trying to allocate 3.96GiB.",
+            "The caller indicates that this is not a failure, but may mean that there could be performance gains if more memory were available.",
+        ]
+        .iter()
+        .map(|l| super::super::clean::normalise(l))
+        .collect();
+        assert!(parse_block(&lines).is_none());
+        // The failure itself ("rounded to", no such sentence) is read.
+        let lines = vec!["Allocator (GPU_0_bfc) ran out of memory trying to allocate 1.17GiB (rounded to 1258291200).  Current allocation summary follows.".to_owned()];
+        assert_eq!(
+            parse_block(&lines).and_then(|o| o.facts.requested_bytes),
+            Some(1258291200)
+        );
+    }
+
+    /// PyTorch 2.x's sentence as `CUDACachingAllocator.cpp` builds it with every optional
+    /// clause: the other process, "this process", the cap (`allowed_info`, after `proc_info`)
+    /// and the private pools; each figure lands in its own field, on ROCm as on CUDA.
+    #[test]
+    fn every_optional_clause_of_the_2x_sentence_keeps_its_figure() {
+        let o = one("torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity of 63.98 GiB of which 1.50 GiB is free. Process 4242 has 10.00 GiB memory in use. Including non-PyTorch memory, this process has 52.00 GiB memory in use. 51.00 GiB allowed; Of the allocated memory 48.00 GiB is allocated by PyTorch, with 6.00 GiB allocated in private pools (e.g., CUDA Graphs), and 3.00 GiB is reserved by PyTorch but unallocated.");
+        let f = &o.facts;
+        assert_eq!((o.framework, o.device_index), (Framework::Hip, Some(1)));
+        assert_eq!(f.requested_bytes, Some(2 * GIB));
+        assert_eq!(f.total_bytes, Some((63.98 * GIB as f64).round() as u64));
+        assert_eq!(f.free_bytes, Some(3 * GIB / 2));
+        assert_eq!(f.process_bytes, Some(52 * GIB));
+        assert_eq!(f.allowed_bytes, Some(51 * GIB));
+        assert_eq!(f.allocated_bytes, Some(48 * GIB));
+        assert_eq!(f.private_pool_bytes, Some(6 * GIB));
+        assert_eq!(f.reserved_unallocated_bytes, Some(3 * GIB));
+        assert_eq!(f.other_processes.len(), 1);
+        assert_eq!(f.other_processes[0].bytes, 10 * GIB);
+    }
+
     #[test]
     fn garbage_is_not_an_oom() {
         assert!(parse_text("out of memory: sort of, but no numbers and no known format").is_none());
@@ -1217,13 +365,6 @@ mod tests {
         assert!(parse_block(&lines).is_none());
         let lines = vec!["I keep running out of memory on my GPU, any idea?".to_owned()];
         assert!(parse_block(&lines).is_none());
-    }
-
-    #[test]
-    fn tf_dtypes() {
-        assert_eq!(tf_dtype_size("float"), Some(4));
-        assert_eq!(tf_dtype_size("half"), Some(2));
-        assert_eq!(tf_dtype_size("mystery"), None);
     }
 }
 

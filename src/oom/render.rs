@@ -38,6 +38,8 @@ pub struct ExplainJson<'a> {
     pub buffer_limit: Option<u64>,
     /// Parts of the full message the paste lacks (their figures are unknown).
     pub missing: &'a [&'static str],
+    /// TensorFlow's warnings that an allocation did not fit but is "not a failure".
+    pub not_failures: u64,
 }
 
 pub fn to_json(a: &Analysis) -> ExplainJson<'_> {
@@ -69,7 +71,19 @@ pub fn to_json_with<'a>(
         memory_limit_bytes: main.and_then(|o| o.memory_limit_bytes),
         buffer_limit: main.and_then(|o| o.buffer_limit),
         missing: main.map_or(&[][..], |o| o.missing.as_slice()),
+        not_failures: a.not_failures,
     }
+}
+
+/// TensorFlow's "not a failure" warnings, said as what they are: `bfc_allocator.cc` adds the
+/// sentence when the caller allocated with `retry_on_failure = false`, as the cuDNN/cuBLAS
+/// scratch allocators do (`GpuScratchAllocator::AllocateBytes`, XLA's
+/// `ScratchAllocator::AllocateBytes`), which then pick an algorithm that needs less.
+fn not_failures(n: u64) -> String {
+    format!(
+        "TensorFlow's allocator warned {n} time{} that an allocation did not fit, each time saying \"the caller indicates that this is not a failure\": the caller (typically a convolution's scratch space while cuDNN picks an algorithm) went on with one that needs less memory. The job did not fail there; more free GPU memory may only make it faster.",
+        if n == 1 { "" } else { "s" }
+    )
 }
 
 /// What `explain` looked for, for the "nothing found" message.
@@ -231,6 +245,15 @@ pub fn render(a: &Analysis, paint: Paint) -> String {
 pub fn render_with(a: &Analysis, paint: Paint, layout: &Layout) -> String {
     let Some(oom) = a.main() else {
         let mut out = format!("No out-of-memory error found in {} lines.\n", a.lines);
+        if a.not_failures > 0 {
+            para(
+                &mut out,
+                layout.width,
+                "",
+                "  ",
+                &not_failures(a.not_failures),
+            );
+        }
         para(
             &mut out,
             layout.width,
@@ -285,6 +308,12 @@ pub fn render_oom_repeated(
         }
         super::MemoryKind::Buffers => {
             format!("{}: out of Metal buffers", oom.framework.name())
+        }
+        super::MemoryKind::TpuOnChip => {
+            format!(
+                "{}: out of a TPU core's on-chip memory",
+                oom.framework.name()
+            )
         }
     };
     let _ = writeln!(out, "{}", paint.bold(&title));
@@ -361,6 +390,13 @@ pub fn render_oom_repeated(
                 out,
                 "{}",
                 paint.bold("Not bytes: the number of buffers one process may hold.")
+            );
+        }
+        super::MemoryKind::TpuOnChip => {
+            let _ = writeln!(
+                out,
+                "{}",
+                paint.bold("Not HBM: a TPU core's on-chip memory (VMEM or SMEM).")
             );
         }
     }
@@ -604,6 +640,19 @@ fn findings(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn not_a_failure_warnings_are_said_as_such() {
+        let w = "W bfc_allocator.cc:211] Allocator (GPU_0_bfc) ran out of memory trying to allocate 3.96GiB. The caller indicates that this is not a failure, but may mean that there could be performance gains if more memory were available.";
+        let a = super::super::analyze(&format!("{w}\n{w}\n"));
+        assert!(a.main().is_none());
+        let text = render(&a, Paint(false));
+        assert!(text.starts_with("No out-of-memory error found"), "{text}");
+        assert!(text.contains("warned 2 times"), "{text}");
+        assert!(text.contains("did not fail there"), "{text}");
+        let a = super::super::analyze("nothing here\n");
+        assert!(!render(&a, Paint(false)).contains("warned"));
+    }
 
     #[test]
     fn wrapped_paragraphs_keep_their_hanging_indent() {

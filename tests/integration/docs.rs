@@ -995,6 +995,7 @@ fn the_schemas_name_every_value_the_code_can_print() {
         Cause::PinnedHostMemory,
         Cause::BufferCount,
         Cause::SpilledToSystemMemory,
+        Cause::TpuOnChipMemory,
     ];
     for c in causes {
         match c {
@@ -1015,7 +1016,8 @@ fn the_schemas_name_every_value_the_code_can_print() {
             | Cause::Unrecognised
             | Cause::PinnedHostMemory
             | Cause::BufferCount
-            | Cause::SpilledToSystemMemory => {}
+            | Cause::SpilledToSystemMemory
+            | Cause::TpuOnChipMemory => {}
         }
     }
     let process_kinds = [
