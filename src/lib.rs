@@ -14,17 +14,18 @@
 //! `units` and `text` are pure helpers every layer uses; `runtime` holds what the commands
 //! share (exit codes, signals, broken pipes).
 
-pub mod app;
 pub mod cli;
 pub mod cmd;
 pub mod collect;
+pub mod console;
+pub mod dispatch;
 pub mod estimate;
 pub mod files;
 #[cfg(test)]
 mod hostile_views;
 pub mod model;
 pub mod oom;
-pub mod runtime;
+pub mod store;
 pub mod text;
 pub mod tracer;
 pub mod tui;

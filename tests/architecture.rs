@@ -153,7 +153,7 @@ fn leaf_violations(files: &[File]) -> Vec<String> {
     let mut bad = Vec::new();
     for f in files {
         for r in references(f) {
-            if r[0] == "app" && f.module != ["app"] {
+            if r[0] == "dispatch" && f.module != ["dispatch"] {
                 bad.push(format!(
                     "{} names the dispatcher: crate::{}",
                     f.path.display(),
@@ -214,7 +214,7 @@ fn collection_violations(files: &[File]) -> Vec<String> {
             continue;
         }
         for r in references(f) {
-            if ["cli", "cmd", "app", "view", "tui", "runtime"].contains(&r[0].as_str()) {
+            if ["cli", "cmd", "dispatch", "view", "tui", "console"].contains(&r[0].as_str()) {
                 bad.push(format!(
                     "{} names crate::{}",
                     f.path.display(),
@@ -314,7 +314,7 @@ fn the_rules_catch_what_they_forbid() {
         ])
     );
     assert_eq!(leaf_violations(&[run]).len(), 1);
-    let serve = file(&["cmd", "serve"], "let x = crate::app::run;");
+    let serve = file(&["cmd", "serve"], "let x = crate::dispatch::run;");
     assert_eq!(leaf_violations(&[serve]).len(), 1);
     let metrics = file(&["cmd", "serve", "metrics"], "use super::Options;");
     assert!(references(&metrics).contains(&vec!["cmd".to_owned(), "serve".into()]));

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::cli::Common;
 use crate::collect::{check_gpus, new_sampler, start_opening, Needs};
-use crate::runtime::usage_error;
+use crate::console::usage_error;
 use crate::tui::Start;
 
 /// How long the dashboard waits for the driver before it opens its screen: a missing driver
@@ -21,7 +21,7 @@ const NEEDS: Needs = Needs {
 pub fn run(common: &Common) -> anyhow::Result<ExitCode> {
     // The recording is opened first: a path that cannot be written is said before anything.
     let record = match &common.record {
-        Some(path) => match crate::collect::recording::Writer::open(path, Default::default()) {
+        Some(path) => match crate::store::recording::Writer::open(path, Default::default()) {
             Ok(w) => Some(w),
             Err(e) => {
                 return Ok(usage_error(format!(

@@ -4,9 +4,9 @@ use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
 
 use crate::cli::{Common, ExplainArgs};
+use crate::console::{terminal_width, EXIT_USAGE};
 use crate::oom::scan::{for_each_line, Scanner};
 use crate::oom::{diagnose::Sizing, render};
-use crate::runtime::{terminal_width, EXIT_USAGE};
 use crate::text::Paint;
 
 pub fn run(common: &Common, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
@@ -304,7 +304,7 @@ fn before_in_recording(
     stamp: Option<std::time::SystemTime>,
     oom: &crate::oom::Oom,
 ) -> Result<Before, String> {
-    use crate::collect::recording::{resolve_at, Reader};
+    use crate::store::recording::{resolve_at, Reader};
     let reader = Reader::open(path).map_err(|e| e.to_string())?;
     let (first, last) = reader
         .span()

@@ -3,8 +3,8 @@
 use std::process::ExitCode;
 
 use crate::cli::{Common, ReplayArgs};
-use crate::collect::recording::{resolve_at, Reader};
-use crate::runtime::usage_error;
+use crate::console::usage_error;
+use crate::store::recording::{resolve_at, Reader};
 use crate::tui::Start;
 
 pub fn run(common: &Common, args: &ReplayArgs) -> anyhow::Result<ExitCode> {

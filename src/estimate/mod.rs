@@ -4,7 +4,7 @@
 
 pub mod batch;
 pub mod config;
-pub mod model;
+pub mod memory;
 pub mod pick;
 pub mod trace;
 
@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::units::fmt_bytes;
-use model::{Checkpointing, Dtype, Optimizer, Parts, Run, Shape};
+use memory::{Checkpointing, Dtype, Optimizer, Parts, Run, Shape};
 
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -56,12 +56,12 @@ pub struct Flags {
     pub mixed_precision: bool,
     pub optimizer: Optimizer,
     pub checkpointing: Checkpointing,
-    pub attention: model::Attention,
+    pub attention: memory::Attention,
     pub grad_accum: u64,
     pub inference: bool,
     pub lora_rank: Option<u64>,
-    pub loss: model::Loss,
-    pub quant: Option<model::Quant>,
+    pub loss: memory::Loss,
+    pub quant: Option<memory::Quant>,
     pub group_size: u64,
 }
 
@@ -112,7 +112,7 @@ pub fn inputs(args: &Flags) -> Result<(Shape, Option<u64>, Run), String> {
         inference: args.inference,
         lora_rank: args.lora_rank.filter(|_| !args.inference),
         loss: args.loss,
-        quant: args.quant.unwrap_or(model::Quant::Nf4),
+        quant: args.quant.unwrap_or(memory::Quant::Nf4),
         group_size: args.group_size,
     };
     if args.quant.is_some() && args.dtype != Dtype::Int4 {
@@ -147,7 +147,7 @@ fn check(shape: &Shape, run: &Run) -> Result<(), String> {
             ));
         }
     }
-    let p = model::estimate(shape, run);
+    let p = memory::estimate(shape, run);
     let too_big = [
         Some(p.weights_bytes),
         p.gradients_bytes,
@@ -200,8 +200,8 @@ pub fn lever_saving(shape: &Shape, run: &Run, lever: Lever) -> Option<u64> {
         }
         _ => return None,
     };
-    let base = model::estimate(shape, run).total_bytes;
-    Some(base.saturating_sub(model::estimate(shape, &change.apply(run)).total_bytes))
+    let base = memory::estimate(shape, run).total_bytes;
+    Some(base.saturating_sub(memory::estimate(shape, &change.apply(run)).total_bytes))
 }
 
 /// What the dashboard's estimate panel shows: the formula's inputs, or a trace of the model.
@@ -340,7 +340,7 @@ enum Change {
     HalfSequence,
     Int8,
     Int4,
-    Loss(model::Loss),
+    Loss(memory::Loss),
 }
 
 impl Change {
@@ -394,7 +394,7 @@ impl Change {
             ),
             Change::Int8 => "8-bit weights".into(),
             Change::Int4 => "4-bit weights".into(),
-            Change::Loss(model::Loss::Chunked) => {
+            Change::Loss(memory::Loss::Chunked) => {
                 "a chunked cross-entropy (torchtune's CEWithChunkedOutputLoss)".into()
             }
             Change::Loss(_) => {
@@ -442,12 +442,12 @@ fn options(run: &Run) -> Vec<Vec<Change>> {
             out.push(vec![Change::Lora]);
         }
         match run.loss {
-            model::Loss::Standard => out.push(vec![
-                Change::Loss(model::Loss::Chunked),
-                Change::Loss(model::Loss::Fused),
+            memory::Loss::Standard => out.push(vec![
+                Change::Loss(memory::Loss::Chunked),
+                Change::Loss(memory::Loss::Fused),
             ]),
-            model::Loss::Chunked => out.push(vec![Change::Loss(model::Loss::Fused)]),
-            model::Loss::Fused => {}
+            memory::Loss::Chunked => out.push(vec![Change::Loss(memory::Loss::Fused)]),
+            memory::Loss::Fused => {}
         }
     }
     if run.seq_len > 1 {
@@ -459,14 +459,14 @@ fn options(run: &Run) -> Vec<Vec<Change>> {
 /// Each remedy alone, with its saving; then the fewest that fit `free` (task-changing ones
 /// only when nothing else does), the smallest total among equals.
 fn plan(shape: &Shape, run: &Run, free: Option<(u32, u64)>) -> (Vec<Remedy>, Option<Combination>) {
-    let base = model::estimate(shape, run).total_bytes;
+    let base = memory::estimate(shape, run).total_bytes;
     let groups = options(run);
     let mut alone: Vec<Remedy> = groups
         .iter()
         .flat_map(|g| g.iter().copied())
         .map(|c| Remedy {
             remedy: c.describe(run),
-            saves_bytes: base.saturating_sub(model::estimate(shape, &c.apply(run)).total_bytes),
+            saves_bytes: base.saturating_sub(memory::estimate(shape, &c.apply(run)).total_bytes),
         })
         .filter(|r| r.saves_bytes > 0)
         .collect();
@@ -488,7 +488,7 @@ fn plan(shape: &Shape, run: &Run, free: Option<(u32, u64)>) -> (Vec<Remedy>, Opt
             .map(|(p, g)| g[*p - 1])
             .collect();
         let r = chosen.iter().fold(run.clone(), |r, c| c.apply(&r));
-        let total = model::estimate(shape, &r).total_bytes;
+        let total = memory::estimate(shape, &r).total_bytes;
         if total <= free {
             let task = chosen.iter().filter(|c| c.changes_the_task()).count();
             let key = (task, chosen.len(), total);
@@ -524,8 +524,8 @@ pub fn report(
     run: Run,
     gpus: Result<Vec<GpuFree>, String>,
 ) -> Report {
-    let parts = model::estimate(&shape, &run);
-    let peak_known = model::peak_known(&parts, &run);
+    let parts = memory::estimate(&shape, &run);
+    let peak_known = memory::peak_known(&parts, &run);
     // Without a step's activations and logits (and their share of the fragmentation margin).
     let states = [
         parts.gradients_bytes,
@@ -537,8 +537,8 @@ pub fn report(
         acc.saturating_add(x.unwrap_or(0))
     });
     let resident = states
-        .saturating_add(model::CONTEXT_ALLOWANCE)
-        .saturating_add((states as f64 * model::FRAGMENTATION_MARGIN) as u64);
+        .saturating_add(memory::CONTEXT_ALLOWANCE)
+        .saturating_add((states as f64 * memory::FRAGMENTATION_MARGIN) as u64);
     let (gpus, gpus_error) = match gpus {
         Ok(list) => (
             list.into_iter()
@@ -578,7 +578,7 @@ pub fn report(
         schema_version: SCHEMA_VERSION,
         method: "formula",
         inputs: Inputs {
-            trainable_params: model::trainable_params(&shape, &run),
+            trainable_params: memory::trainable_params(&shape, &run),
             model: shape,
             weights_on_disk_bytes: weights_on_disk,
             run,
@@ -821,11 +821,11 @@ mod tests {
             mixed_precision: false,
             optimizer: Optimizer::Adamw,
             checkpointing: Checkpointing::None,
-            attention: model::Attention::Sdpa,
+            attention: memory::Attention::Sdpa,
             grad_accum: 1,
             inference: false,
             lora_rank: None,
-            loss: model::Loss::Standard,
+            loss: memory::Loss::Standard,
             quant: None,
             group_size: 128,
         };
@@ -886,11 +886,11 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("No combination"), "{text}");
-        assert!(model::need(&shape, &run).is_err());
+        assert!(memory::need(&shape, &run).is_err());
         // With the shape, it is known.
         let (shape, _, run) = flags("").expect("flags");
         assert!(report(shape.clone(), None, run.clone(), Ok(vec![])).peak_known);
-        assert!(model::need(&shape, &run).is_ok());
+        assert!(memory::need(&shape, &run).is_ok());
     }
 
     #[test]
@@ -1010,12 +1010,12 @@ mod tests {
             mixed_precision: true,
             optimizer: Optimizer::Adamw,
             checkpointing: Checkpointing::None,
-            attention: model::Attention::Sdpa,
+            attention: memory::Attention::Sdpa,
             grad_accum: 1,
             inference: false,
             lora_rank: None,
-            loss: model::Loss::Standard,
-            quant: model::Quant::Nf4,
+            loss: memory::Loss::Standard,
+            quant: memory::Quant::Nf4,
             group_size: 128,
         }
     }

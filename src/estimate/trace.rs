@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
-use super::model::{self, Parts, Run, Shape};
+use super::memory::{self, Parts, Run, Shape};
 use super::{GpuFit, GpuFree, Inputs, Remedy, Report, SCHEMA_VERSION};
 use crate::text::escape;
 use crate::units::fmt_bytes;
@@ -85,9 +85,9 @@ pub fn parse_inputs(s: &str) -> Result<Vec<InputSpec>, String> {
 /// The run a trace describes, in the estimate's terms (the JSON report's `inputs.run`).
 pub fn run_for(
     batch: u64,
-    dtype: model::Dtype,
+    dtype: memory::Dtype,
     mixed_precision: bool,
-    optimizer: model::Optimizer,
+    optimizer: memory::Optimizer,
     inference: bool,
 ) -> Run {
     Run {
@@ -96,17 +96,17 @@ pub fn run_for(
         dtype,
         mixed_precision,
         optimizer: if inference {
-            model::Optimizer::None
+            memory::Optimizer::None
         } else {
             optimizer
         },
-        checkpointing: model::Checkpointing::None,
-        attention: model::Attention::Sdpa,
+        checkpointing: memory::Checkpointing::None,
+        attention: memory::Attention::Sdpa,
         grad_accum: 1,
         inference,
         lora_rank: None,
-        loss: model::Loss::Standard,
-        quant: model::Quant::Nf4,
+        loss: memory::Loss::Standard,
+        quant: memory::Quant::Nf4,
         group_size: 128,
     }
 }
@@ -134,13 +134,13 @@ pub struct Request {
 /// The peak the trace may reach on a GPU with `free` bytes: what is left after the stated
 /// allowances (the CUDA context, the allocator's margin) that the trace cannot see.
 pub fn target_for(free: u64) -> u64 {
-    let room = free.saturating_sub(model::CONTEXT_ALLOWANCE) as f64;
-    (room / (1.0 + model::FRAGMENTATION_MARGIN)) as u64
+    let room = free.saturating_sub(memory::CONTEXT_ALLOWANCE) as f64;
+    (room / (1.0 + memory::FRAGMENTATION_MARGIN)) as u64
 }
 
 /// The allowances on top of a traced peak.
 pub fn overhead_for(peak: u64) -> u64 {
-    model::CONTEXT_ALLOWANCE.saturating_add((peak as f64 * model::FRAGMENTATION_MARGIN) as u64)
+    memory::CONTEXT_ALLOWANCE.saturating_add((peak as f64 * memory::FRAGMENTATION_MARGIN) as u64)
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -782,7 +782,13 @@ mod tests {
         let r = report(
             t.clone(),
             None,
-            run_for(4, model::Dtype::Fp32, false, model::Optimizer::Adam, false),
+            run_for(
+                4,
+                memory::Dtype::Fp32,
+                false,
+                memory::Optimizer::Adam,
+                false,
+            ),
             Ok(vec![]),
         );
         assert_eq!(r.method, "traced");

@@ -239,7 +239,7 @@ pub enum Start {
     Ready(Box<Sampler>),
     /// A recording, from a time: the dashboard replays it.
     Replay(
-        Box<crate::collect::recording::Reader>,
+        Box<crate::store::recording::Reader>,
         std::time::SystemTime,
         String,
     ),
@@ -258,7 +258,7 @@ pub fn run(
     interval: Duration,
     history: Duration,
     idle_after: Duration,
-    record: Option<crate::collect::recording::Writer>,
+    record: Option<crate::store::recording::Writer>,
 ) -> anyhow::Result<Option<OpenError>> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
@@ -310,12 +310,12 @@ async fn event_loop<B: Backend>(
     interval: Duration,
     history: Duration,
     idle_after: Duration,
-    mut record: Option<crate::collect::recording::Writer>,
+    mut record: Option<crate::store::recording::Writer>,
 ) -> anyhow::Result<Option<OpenError>>
 where
     B::Error: Send + Sync + 'static,
 {
-    let queue_dir = crate::collect::queue::dir(None);
+    let queue_dir = crate::store::queue::dir(None);
     let (interval_tx, interval_rx) = watch::channel(interval);
     let (focus_tx, focus_rx) = watch::channel(Arc::new(Some(Vec::new())));
     let mut samples = None;
@@ -372,7 +372,7 @@ where
     // The terminal is read on a thread of its own that ends with the process (see
     // `read_terminal`).
     std::thread::spawn(move || read_terminal(input_tx));
-    let stop = crate::runtime::shutdown_signal();
+    let stop = crate::console::shutdown_signal();
     tokio::pin!(stop);
     use tokio::signal::unix::{signal, SignalKind};
     let mut hangup = signal(SignalKind::hangup())?;
@@ -449,7 +449,7 @@ where
                         }
                     }
                     if !app.paused {
-                        app.queue = crate::collect::queue::read(&queue_dir);
+                        app.queue = crate::store::queue::read(&queue_dir);
                     }
                     app.on_sample(s)
                 }

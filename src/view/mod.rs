@@ -5,5 +5,5 @@
 pub mod by;
 pub mod fleet;
 pub mod log;
-pub mod logfile;
+pub mod metrics;
 pub mod once;

@@ -8,11 +8,11 @@ use std::time::{Duration, Instant};
 use tokio::signal::unix::{signal, SignalKind};
 
 use crate::cli::{RunArgs, Wait};
-use crate::collect::queue::{self, Ticket};
 use crate::collect::sampler::Sampler;
 use crate::estimate::pick::{choose, Candidate, Request};
 use crate::model::queue::{self as q, Entry, Hold, State};
 use crate::model::{Process, Sample};
+use crate::store::queue::{self, Ticket};
 use crate::units::{fmt_age, fmt_bytes};
 
 /// What the job was given.
@@ -37,7 +37,7 @@ pub enum Outcome {
 fn need(args: &RunArgs) -> Result<Option<u64>, String> {
     match (&args.estimate, args.need) {
         (Some(flags), _) => crate::cli::estimate_line(flags)
-            .and_then(|(shape, _, run)| crate::estimate::model::need(&shape, &run))
+            .and_then(|(shape, _, run)| crate::estimate::memory::need(&shape, &run))
             .map(Some)
             .map_err(|e| format!("--estimate: {e}")),
         (None, n) => Ok(n),
@@ -137,14 +137,14 @@ pub fn choose_and_wait(
         Ok(n) => n,
         Err(e) => {
             eprintln!("gpumon: {e}");
-            return Ok(Outcome::Exit(ExitCode::from(crate::runtime::EXIT_USAGE)));
+            return Ok(Outcome::Exit(ExitCode::from(crate::console::EXIT_USAGE)));
         }
     };
     let count = usize::from(count);
     let dir = queue::dir(args.queue_dir.as_deref());
     if let Err(e) = queue::ensure_dir(&dir) {
         eprintln!("gpumon: the queue's directory {}: {e}", dir.display());
-        return Ok(Outcome::Exit(ExitCode::from(crate::runtime::EXIT_USAGE)));
+        return Ok(Outcome::Exit(ExitCode::from(crate::console::EXIT_USAGE)));
     }
     let first = sampler.tick();
     if !could_fit(&first, count, need) {

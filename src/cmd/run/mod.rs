@@ -28,17 +28,17 @@ mod gpus;
 use crate::collect::probe;
 use crate::collect::sampler;
 use crate::collect::{new_sampler, open_within_timeout, Needs};
+use crate::console::EXIT_USAGE;
 use crate::model::breakdown::{Breakdown, PartKind};
 use crate::model::{Device, Process, Sample};
 use crate::oom::render::render_oom_repeated;
 use crate::oom::scan::{LineSplitter, Scanner};
 use crate::oom::Analysis;
-use crate::runtime::EXIT_USAGE;
+use crate::store::logfile::{Expect, LogFile};
 use crate::text::Paint;
 use crate::units::fmt_age;
 use crate::units::fmt_bytes;
 use crate::view::log::{Columns, LogWriter};
-use crate::view::logfile::{Expect, LogFile};
 
 /// Samples kept for the summary's "how it grew" lines and the last minute's timeline: the
 /// last 90 s of them, at most this many.
@@ -362,7 +362,7 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
     // --batch with --estimate: the estimate's parts, beside what the steps measure.
     let estimated = match (&args.estimate, args.batch) {
         (Some(flags), Some(_)) => match crate::cli::estimate_line(flags) {
-            Ok((shape, _, run)) => Some(crate::estimate::model::estimate(&shape, &run)),
+            Ok((shape, _, run)) => Some(crate::estimate::memory::estimate(&shape, &run)),
             Err(e) => {
                 eprintln!("gpumon: --estimate: {e}");
                 return Ok(ExitCode::from(EXIT_USAGE));
@@ -405,7 +405,7 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
     let (mut recorder, recording) = if args.no_record {
         (None, None)
     } else {
-        let limits = crate::collect::recording::Limits {
+        let limits = crate::store::recording::Limits {
             max_size: RUN_RECORDING_MAX,
             keep: RUNS_KEPT,
         };
@@ -415,7 +415,7 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
                 if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
                     let _ = std::fs::create_dir_all(dir);
                 }
-                crate::collect::recording::Writer::open(path, limits)
+                crate::store::recording::Writer::open(path, limits)
                     .map(|w| (w, path.clone()))
                     .map_err(|e| e.to_string())
             }
@@ -428,7 +428,7 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
                     .map_err(|e| e.to_string())
                     .and_then(|()| {
                         prune_runs(&dir);
-                        crate::collect::recording::Writer::create_new(&path, limits)
+                        crate::store::recording::Writer::create_new(&path, limits)
                             .map_err(|e| format!("{}: {e}", path.display()))
                     })
                     .map(|w| (w, path))
@@ -869,7 +869,7 @@ fn snapshot_summaries(out: &mut String, dir: &Path, stem: &str, paint: Paint) {
             Ok(s) => out.push_str(&snapshot::render(
                 &s,
                 "  ",
-                Some(crate::runtime::terminal_width()),
+                Some(crate::console::terminal_width()),
             )),
             Err(e) => {
                 let _ = writeln!(out, "  {}", crate::text::escape(&e.to_string()));
@@ -1019,7 +1019,7 @@ fn batch_summary(
     out: &mut String,
     trace: &Trace,
     batch: u32,
-    estimated: Option<&crate::estimate::model::Parts>,
+    estimated: Option<&crate::estimate::memory::Parts>,
 ) {
     // Inserted before an OOM's report, if any: after the per-GPU lines.
     let mut text = String::new();
@@ -1194,7 +1194,7 @@ fn summary(
     }
     let _ = writeln!(out, "\n{}", paint.bold("Out of memory in the output:"));
     let layout = crate::oom::render::Layout {
-        width: Some(crate::runtime::terminal_width()),
+        width: Some(crate::console::terminal_width()),
         ..Default::default()
     };
     render_oom_repeated(

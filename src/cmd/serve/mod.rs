@@ -15,7 +15,6 @@
 //! at a time, and costs the same for unknown users.
 
 pub mod conns;
-pub mod metrics;
 pub mod peaks;
 pub mod webconfig;
 
@@ -39,8 +38,8 @@ use tokio::sync::{watch, Semaphore};
 use crate::cli::{Common, ServeArgs};
 use crate::collect::sampler::{Sampler, MIN_INTERVAL};
 use crate::collect::{new_sampler, open_within_timeout, Needs};
-use crate::runtime::{shutdown_signal, EXIT_USAGE};
-use metrics::{Options, ProcessLabels};
+use crate::console::{shutdown_signal, EXIT_USAGE};
+use crate::view::metrics::{self, Options, ProcessLabels};
 use webconfig::{BasicAuth, Verdict, WebConfig};
 
 /// Connections open at once. A newcomer beyond them takes the place of the connection that
@@ -210,10 +209,10 @@ pub fn run(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCode> {
         },
     );
     let record = match &args.record {
-        Some(path) => match crate::collect::recording::Writer::open(path, Default::default()) {
+        Some(path) => match crate::store::recording::Writer::open(path, Default::default()) {
             Ok(w) => Some(w),
             Err(e) => {
-                return Ok(crate::runtime::usage_error(format!(
+                return Ok(crate::console::usage_error(format!(
                     "--record: cannot record to {}: {e}",
                     path.display()
                 )))
@@ -282,7 +281,7 @@ async fn publish(
     interval: Duration,
     idle_after: Duration,
     options: Options,
-    mut record: Option<crate::collect::recording::Writer>,
+    mut record: Option<crate::store::recording::Writer>,
     tx: watch::Sender<Option<Arc<Exposition>>>,
     peaks: Arc<peaks::Peaks>,
 ) {

@@ -10,7 +10,7 @@ use std::time::Duration;
 use clap::{ArgMatches, Args, FromArgMatches, Parser, Subcommand};
 
 use crate::collect::sampler::MIN_INTERVAL;
-use crate::estimate::model::{
+use crate::estimate::memory::{
     Attention, Checkpointing, Choice, Dtype, Loss, Optimizer, Quant, Run, Shape,
 };
 use crate::view::log::Format;
