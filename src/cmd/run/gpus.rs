@@ -136,15 +136,16 @@ pub fn choose_and_wait(
     let need = match need(args) {
         Ok(n) => n,
         Err(e) => {
-            eprintln!("gpumon: {e}");
-            return Ok(Outcome::Exit(ExitCode::from(crate::console::EXIT_USAGE)));
+            return Ok(Outcome::Exit(crate::console::usage_error(e)));
         }
     };
     let count = usize::from(count);
     let dir = queue::dir(args.queue_dir.as_deref());
     if let Err(e) = queue::ensure_dir(&dir) {
-        eprintln!("gpumon: the queue's directory {}: {e}", dir.display());
-        return Ok(Outcome::Exit(ExitCode::from(crate::console::EXIT_USAGE)));
+        return Ok(Outcome::Exit(crate::console::usage_error(format!(
+            "the queue's directory {}: {e}",
+            dir.display()
+        ))));
     }
     let first = sampler.tick();
     if !could_fit(&first, count, need) {

@@ -28,7 +28,7 @@ mod gpus;
 use crate::collect::probe;
 use crate::collect::sampler;
 use crate::collect::{new_sampler, open_within_timeout, Needs};
-use crate::console::EXIT_USAGE;
+use crate::console::usage_error;
 use crate::model::breakdown::{Breakdown, PartKind};
 use crate::model::{Device, Process, Sample};
 use crate::oom::render::render_oom_repeated;
@@ -350,39 +350,34 @@ fn exit_code(status: ExitStatus) -> u8 {
 
 pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
     let Some((program, rest)) = args.command.split_first() else {
-        eprintln!("gpumon: run needs a command: gpumon run -- python train.py");
-        return Ok(ExitCode::from(EXIT_USAGE));
+        return Ok(usage_error(
+            "run needs a command: gpumon run -- python train.py",
+        ));
     };
     if args.estimate.is_some() && args.gpus.is_none() && args.batch.is_none() {
-        eprintln!(
-            "gpumon: run --estimate goes with --gpus (the memory to wait for) or --batch (measured against estimated)"
-        );
-        return Ok(ExitCode::from(EXIT_USAGE));
+        return Ok(usage_error("run --estimate goes with --gpus (the memory to wait for) or --batch (measured against estimated)"));
     }
     // --batch with --estimate: the estimate's parts, beside what the steps measure.
     let estimated = match (&args.estimate, args.batch) {
         (Some(flags), Some(_)) => match crate::cli::estimate_line(flags) {
             Ok((shape, _, run)) => Some(crate::estimate::memory::estimate(&shape, &run)),
             Err(e) => {
-                eprintln!("gpumon: --estimate: {e}");
-                return Ok(ExitCode::from(EXIT_USAGE));
+                return Ok(usage_error(format!("--estimate: {e}")));
             }
         },
         _ => None,
     };
     let runtime = args.probe_dir.clone().unwrap_or_else(probe::default_dir);
     if let Err(e) = probe::ensure_dir(&runtime) {
-        eprintln!("gpumon: {e}");
-        return Ok(ExitCode::from(EXIT_USAGE));
+        return Ok(usage_error(e));
     }
     let site = match SiteDir::create(&runtime) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!(
-                "gpumon: cannot write the probe into {}: {e}",
+            return Ok(usage_error(format!(
+                "cannot write the probe into {}: {e}",
                 runtime.display()
-            );
-            return Ok(ExitCode::from(EXIT_USAGE));
+            )));
         }
     };
     // Per-process utilisation only for a log that has its columns.
@@ -454,11 +449,10 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
             None => ensure_runs_dir(&dir),
         };
         if let Err(e) = checked {
-            eprintln!(
-                "gpumon: --snapshot: {}",
+            return Ok(usage_error(format!(
+                "--snapshot: {}",
                 crate::text::escape(&e.to_string())
-            );
-            return Ok(ExitCode::from(EXIT_USAGE));
+            )));
         }
         if args.snapshot_dir.is_none() {
             prune_runs(&dir);
@@ -491,8 +485,7 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
     let mut sampler = sampler;
     if let Some(s) = sampler.as_mut() {
         if let Err(e) = crate::collect::check_gpus(&common.collect(), s) {
-            eprintln!("gpumon: {e}");
-            return Ok(ExitCode::from(EXIT_USAGE));
+            return Ok(usage_error(e));
         }
     }
     let runtime_rt = tokio::runtime::Builder::new_current_thread()
@@ -503,8 +496,7 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
     let mut launch = match (args.gpus, sampler.as_mut()) {
         (None, _) => None,
         (Some(_), None) => {
-            eprintln!("gpumon: --gpus needs the GPUs' readings");
-            return Ok(ExitCode::from(EXIT_USAGE));
+            return Ok(usage_error("--gpus needs the GPUs' readings"));
         }
         (Some(count), Some(s)) => {
             match gpus::choose_and_wait(args, count, s, &runtime_rt, common.interval)? {
@@ -690,7 +682,7 @@ pub fn run(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
             .is_some_and(|mut r| r.close_segment().is_ok())
     });
     if !args.quiet {
-        let paint = Paint(io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none());
+        let paint = Paint::for_stderr();
         let mut text = summary(
             &args.command,
             status,

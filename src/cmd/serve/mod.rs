@@ -38,7 +38,7 @@ use tokio::sync::{watch, Semaphore};
 use crate::cli::{Common, ServeArgs};
 use crate::collect::sampler::{Sampler, MIN_INTERVAL};
 use crate::collect::{new_sampler, open_within_timeout, Needs};
-use crate::console::{shutdown_signal, EXIT_USAGE};
+use crate::console::{shutdown_signal, usage_error};
 use crate::view::metrics::{self, Options, ProcessLabels};
 use webconfig::{BasicAuth, Verdict, WebConfig};
 
@@ -149,16 +149,14 @@ pub fn run(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCode> {
         None => ProcessLabels::default(),
         Some(Ok(p)) => p,
         Some(Err(e)) => {
-            eprintln!("gpumon: --process-labels: {e}");
-            return Ok(ExitCode::from(EXIT_USAGE));
+            return Ok(usage_error(format!("--process-labels: {e}")));
         }
     };
     let web = match &args.web_config_file {
         Some(path) => match WebConfig::load(path) {
             Ok(w) => w,
             Err(e) => {
-                eprintln!("gpumon: refusing the web configuration: {e}");
-                return Ok(ExitCode::from(EXIT_USAGE));
+                return Ok(usage_error(format!("refusing the web configuration: {e}")));
             }
         },
         None => WebConfig::default(),
@@ -167,8 +165,10 @@ pub fn run(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let listener = match StdListener::bind(args.listen) {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("gpumon: cannot listen on {}: {e}", args.listen);
-            return Ok(ExitCode::from(EXIT_USAGE));
+            return Ok(usage_error(format!(
+                "cannot listen on {}: {e}",
+                args.listen
+            )));
         }
     };
     listener.set_nonblocking(true)?;
@@ -181,8 +181,7 @@ pub fn run(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let source = match open_within_timeout(&common.collect()) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("gpumon: {e}");
-            return Ok(ExitCode::from(EXIT_USAGE));
+            return Ok(usage_error(e));
         }
     };
     // No view shows processes here: an empty focus refreshes their host facts (the JSON's
@@ -191,8 +190,7 @@ pub fn run(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCode> {
     // /api/v1/sample is the `once --json` schema, per-process utilisation included.
     let mut sampler = new_sampler(&common.collect(), source, Needs::ALL).with_focus(focus);
     if let Err(e) = crate::collect::check_gpus(&common.collect(), &mut sampler) {
-        eprintln!("gpumon: {e}");
-        return Ok(ExitCode::from(EXIT_USAGE));
+        return Ok(usage_error(e));
     }
     let options = Options {
         dcgm: !args.no_dcgm_names,
