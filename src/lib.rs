@@ -23,6 +23,7 @@ pub mod estimate;
 pub mod files;
 #[cfg(test)]
 mod hostile_views;
+pub mod metric_names;
 pub mod model;
 pub mod oom;
 pub mod store;
