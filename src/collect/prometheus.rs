@@ -411,7 +411,7 @@ pub fn nodes(body: &[u8]) -> Result<Vec<PromNode>, String> {
         match name {
             // Only for its `Hostname`.
             ours::BUILD_INFO => continue,
-            "up" => {
+            UP => {
                 if v == 0.0 {
                     node.down = Some("its last scrape failed (up == 0)".into());
                 }
