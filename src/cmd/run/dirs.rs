@@ -1,0 +1,76 @@
+//! The directories `gpumon run` writes outside the probe's: the runs' recordings and snapshots,
+//! checked as the probe's directory is, and pruned after a week.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use crate::collect::probe;
+
+/// A run's own recording: at most this much.
+pub(super) const RUN_RECORDING_MAX: u64 = 256 << 20;
+
+/// Runs' recordings older than this are removed when the next run starts.
+pub(super) const RUNS_KEPT: Duration = Duration::from_secs(7 * 86400);
+
+/// `$XDG_STATE_HOME/gpumon/runs` (`~/.local/state` without it); with neither HOME nor
+/// XDG_STATE_HOME (some services, `env -i`), `runs` in the probe's per-user directory
+/// (`$XDG_RUNTIME_DIR/gpumon`, else `$TMPDIR/gpumon-<uid>`), never a directory other users
+/// share: a shared `$TMPDIR/gpumon/runs` let anyone plant a symlink at the next run's name.
+pub(super) fn runs_dir() -> PathBuf {
+    std::env::var_os("XDG_STATE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|h| PathBuf::from(h).join(".local/state"))
+        })
+        .map_or_else(
+            || probe::default_dir().join("runs"),
+            |b| b.join("gpumon/runs"),
+        )
+}
+
+/// Creates (0700) and checks the runs directory and the one above it as the probe directory is
+/// checked ([`probe::ensure_dir`]: a real directory, not a symlink, ours, not writable by group
+/// or others); what is above those is the user's (their home) or the system's.
+pub(super) fn ensure_runs_dir(dir: &Path) -> Result<(), probe::DirError> {
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        probe::ensure_dir(parent)?;
+    }
+    probe::ensure_dir(dir)
+}
+
+/// `run-<date>-<pid>`: what this run's files in [`runs_dir`] start with.
+pub(super) fn run_stem() -> String {
+    let stamp = humantime::format_rfc3339_seconds(SystemTime::now())
+        .to_string()
+        .replace(':', "");
+    format!("run-{stamp}-{}", std::process::id())
+}
+
+/// Removes runs' recordings and snapshots older than [`RUNS_KEPT`] from `dir`.
+pub(super) fn prune_runs(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        let ours = [".rec.zst", ".snapshot.pickle", ".snapshot.json"]
+            .iter()
+            .any(|x| name.contains(x));
+        if !name.starts_with("run-") || !ours {
+            continue;
+        }
+        let old = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > RUNS_KEPT);
+        if old {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}

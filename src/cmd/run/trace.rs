@@ -1,0 +1,231 @@
+//! The probe's trace of a `gpumon run` job: which processes are the job's, and what it held on
+//! each GPU over the run (peaks, the batch that fits, growth step after step).
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::model::{Device, Process, Sample};
+
+/// Samples kept for the summary's "how it grew" lines and the last minute's timeline: the
+/// last 90 s of them, at most this many.
+pub(super) const KEEP: usize = 4096;
+
+pub(super) const KEEP_FOR: Duration = Duration::from_secs(90);
+
+/// Samples shown in the growth line.
+pub(super) const GROWTH: usize = 10;
+
+/// The GPU processes of this run: CMD itself, anything the probe tagged with our run id, and
+/// any descendant of CMD (by its /proc parent chain).
+pub(super) struct Job {
+    pub(super) run_id: String,
+    pub(super) root: u32,
+    /// Parentage cannot change for a live pid: walk /proc once per pid, not once per sample.
+    pub(super) descends: RefCell<HashMap<u32, bool>>,
+}
+
+impl Job {
+    pub(super) fn owns(&self, p: &Process) -> bool {
+        p.pid == self.root
+            || p.allocator.as_ref().and_then(|a| a.run_id.as_deref()) == Some(self.run_id.as_str())
+            || *self
+                .descends
+                .borrow_mut()
+                .entry(p.pid)
+                .or_insert_with(|| descends_from(p.pid, self.root))
+    }
+}
+
+pub(super) fn descends_from(pid: u32, root: u32) -> bool {
+    let mut buf = Vec::with_capacity(512);
+    let mut cur = pid;
+    for _ in 0..32 {
+        let Some(stat) = crate::collect::host::read_stat(cur, &mut buf) else {
+            return false;
+        };
+        if stat.ppid == root {
+            return true;
+        }
+        if stat.ppid <= 1 {
+            return false;
+        }
+        cur = stat.ppid;
+    }
+    false
+}
+
+/// Peaks per GPU over the whole run.
+#[derive(Default)]
+pub(super) struct GpuPeak {
+    pub(super) name: Option<String>,
+    pub(super) process_bytes: u64,
+    pub(super) allocated: u64,
+    pub(super) reserved: u64,
+    pub(super) pids: BTreeSet<u32>,
+    pub(super) framework: Option<String>,
+    /// `--batch`: the largest batch that fits, from the newest sample with the probe's measure.
+    pub(super) batch: Option<crate::estimate::batch::BatchFit>,
+    /// Memory growing step after step, per pid: the newest fit, and what marked the steps.
+    pub(super) growth: BTreeMap<u32, (crate::model::StepGrowth, Option<String>)>,
+    /// Where what is held across steps was allocated, per pid.
+    pub(super) sites: BTreeMap<u32, crate::model::HeldSites>,
+    /// The driver's side: the highest used memory of the whole GPU read between samples while
+    /// the run's processes were on it (`--peak-rate`; every process on the GPU, not only the
+    /// run's); `None` where not measured.
+    pub(super) gpu_used_peak: Option<u64>,
+}
+
+/// The job's room on `d` for `--batch` (the MIG instance its processes run in, with MIG on),
+/// and the probe's measure, from one sample; `None` until the probe has measured.
+pub(super) fn batch_fit(d: &Device, mine: &[&Process]) -> Option<crate::estimate::batch::BatchFit> {
+    use crate::estimate::batch::{largest_batch, Room};
+    let measure = mine
+        .iter()
+        .filter_map(|p| p.allocator.as_ref()?.steps)
+        .max_by_key(|m| m.peak_bytes)?;
+    let memory = match d
+        .mig
+        .iter()
+        .find(|m| m.processes(d).any(|p| mine.iter().any(|q| q.pid == p.pid)))
+    {
+        Some(m) => &m.memory,
+        None => &d.memory,
+    };
+    let job: u64 = mine.iter().filter_map(|p| p.gpu_memory_bytes).sum();
+    let job_reserved: u64 = mine
+        .iter()
+        .filter_map(|p| p.allocator.as_ref()?.reserved_bytes)
+        .sum();
+    let room = Room {
+        total_bytes: memory.total_bytes?,
+        driver_reserved_bytes: memory.reserved_bytes.unwrap_or(0),
+        others_bytes: memory.used_bytes?.saturating_sub(job),
+        job_outside_bytes: job.saturating_sub(job_reserved),
+    };
+    Some(largest_batch(&measure, room))
+}
+
+pub(super) struct Trace {
+    pub(super) job: Job,
+    pub(super) samples: VecDeque<Arc<Sample>>,
+    pub(super) peaks: BTreeMap<u32, GpuPeak>,
+}
+
+impl Trace {
+    pub(super) fn record(&mut self, sample: Arc<Sample>) {
+        // Other users' commands reach the summary: the one escaping rule, once per sample.
+        let sample = match sample.escaped() {
+            std::borrow::Cow::Borrowed(_) => sample,
+            std::borrow::Cow::Owned(s) => Arc::new(s),
+        };
+        for d in &sample.devices {
+            let mine: Vec<&Process> = d.processes.iter().filter(|p| self.job.owns(p)).collect();
+            if mine.is_empty() {
+                continue;
+            }
+            let peak = self.peaks.entry(d.index).or_default();
+            peak.name.clone_from(&d.name);
+            // The run's footprint on this GPU: all its processes together, in one sample.
+            let sum =
+                |f: &dyn Fn(&Process) -> Option<u64>| mine.iter().filter_map(|p| f(p)).sum::<u64>();
+            peak.process_bytes = peak.process_bytes.max(sum(&|p| p.gpu_memory_bytes));
+            peak.allocated = peak
+                .allocated
+                .max(sum(&|p| p.allocator.as_ref()?.allocated_bytes));
+            peak.reserved = peak
+                .reserved
+                .max(sum(&|p| p.allocator.as_ref()?.reserved_bytes));
+            if let Some(fit) = batch_fit(d, &mine) {
+                peak.batch = Some(fit);
+            }
+            if let Some(p) = d.peak {
+                peak.gpu_used_peak = Some(peak.gpu_used_peak.unwrap_or(0).max(p.used_bytes));
+            }
+            for p in mine {
+                peak.pids.insert(p.pid);
+                let Some(a) = &p.allocator else { continue };
+                if let Some(g) = &a.step_growth {
+                    peak.growth
+                        .insert(p.pid, (g.clone(), a.step_marker.clone()));
+                }
+                if let Some(h) = &a.held_sites {
+                    peak.sites.insert(p.pid, h.clone());
+                }
+                peak.framework = Some(match &a.framework_version {
+                    Some(v) => format!("{} {v}", a.framework),
+                    None => a.framework.clone(),
+                });
+                // The allocator's own peaks catch what fell between samples.
+                peak.allocated = peak.allocated.max(a.allocated_peak_bytes.unwrap_or(0));
+                peak.reserved = peak.reserved.max(a.reserved_peak_bytes.unwrap_or(0));
+            }
+        }
+        let newest = sample.timestamp;
+        while self.samples.len() >= KEEP
+            || self.samples.front().is_some_and(|s| {
+                newest
+                    .duration_since(s.timestamp)
+                    .is_ok_and(|age| age > KEEP_FOR)
+            })
+        {
+            self.samples.pop_front();
+        }
+        self.samples.push_back(sample);
+    }
+
+    /// A copy of `sample` with only this job's processes (for `--log`).
+    pub(super) fn only_job(&self, sample: &Sample) -> Sample {
+        let mut s = sample.clone();
+        for d in &mut s.devices {
+            d.processes.retain(|p| self.job.owns(p));
+        }
+        s
+    }
+}
+
+/// The job's process on the GPU that matters most in `sample`: the one the OOM names (when
+/// its index is the physical one), else the largest allocation.
+pub(super) fn focus<'a>(
+    sample: &'a Sample,
+    job: &Job,
+    gpu: Option<u32>,
+) -> Option<(&'a Device, &'a Process)> {
+    let mut best: Option<(&Device, &Process)> = None;
+    for d in &sample.devices {
+        for p in d.processes.iter().filter(|p| job.owns(p)) {
+            if gpu == Some(d.index) && p.allocator.is_some() {
+                return Some((d, p));
+            }
+            let size = |p: &Process| {
+                p.allocator
+                    .as_ref()
+                    .and_then(|a| a.allocated_bytes)
+                    .or(p.gpu_memory_bytes)
+                    .unwrap_or(0)
+            };
+            if best.is_none_or(|(_, b)| size(p) > size(b)) {
+                best = Some((d, p));
+            }
+        }
+    }
+    best
+}
+
+/// Asks the probe of `pid` where memory held across steps comes from (`<dir>/<pid>.sites`,
+/// holding the step the growth dates from); the probe answers in its report and removes it.
+pub(super) fn ask_sites(dir: &Path, pid: u32, since: u64) {
+    let path = dir.join(format!("{pid}.sites"));
+    let _ = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&path)
+        .and_then(|mut f| f.write_all(since.to_string().as_bytes()));
+}
