@@ -6,9 +6,11 @@ use std::fs::{self, OpenOptions};
 use std::io::{self, IsTerminal, Read, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::process::ExitStatus;
+use std::process::{Child, Command, ExitCode, ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
+
+use tokio::signal::unix::{signal, Signal, SignalKind};
 
 use crate::collect::probe;
 use crate::oom::scan::{LineSplitter, Scanner};
@@ -144,5 +146,109 @@ pub(super) fn exit_code(status: ExitStatus) -> u8 {
         (Some(c), _) => c as u8,
         (None, Some(sig)) => (128 + sig) as u8,
         _ => 1,
+    }
+}
+
+/// What CMD is started with beside its own environment: the probe's settings, the GPUs chosen
+/// (`CUDA_VISIBLE_DEVICES`) and where a snapshot goes.
+pub(super) struct Env {
+    pub(super) vars: Vec<(&'static str, OsString)>,
+}
+
+/// Starts CMD with its stderr piped to us; `Err` is the exit code of a shell that could not
+/// run it (127: not found, 126: not runnable), said on stderr.
+pub(super) fn spawn(program: &OsString, args: &[OsString], env: &Env) -> Result<Child, ExitCode> {
+    Command::new(program)
+        .args(args)
+        .envs(env.vars.iter().map(|(k, v)| (k, v)))
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| {
+            eprintln!("gpumon: cannot run '{}': {e}", program.to_string_lossy());
+            ExitCode::from(if e.kind() == io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            })
+        })
+}
+
+/// CMD's stderr, relayed on a thread of its own while `run` reads what it found.
+pub(super) struct Stderr {
+    reading: Arc<std::sync::Mutex<Option<Reading>>>,
+    done: std::sync::mpsc::Receiver<()>,
+}
+
+impl Stderr {
+    /// Starts relaying `child`'s stderr.
+    pub(super) fn relay(child: &mut Child) -> Stderr {
+        let reading = Arc::new(std::sync::Mutex::new(Some(Reading::default())));
+        let (tx, done) = std::sync::mpsc::channel();
+        if let Some(e) = child.stderr.take() {
+            let reading = Arc::clone(&reading);
+            std::thread::spawn(move || relay(e, reading, tx));
+        }
+        Stderr { reading, done }
+    }
+
+    /// Once CMD has exited: what it wrote is read within [`DRAIN`]; a process it left behind
+    /// that still holds the pipe does not keep `run` waiting (what it writes later is relayed
+    /// until gpumon exits, and not read for an OOM).
+    pub(super) fn finish(self) -> Relayed {
+        let _ = self.done.recv_timeout(DRAIN);
+        self.reading
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .map_or(
+                Relayed {
+                    analysis: Analysis::default(),
+                    oom_at: None,
+                },
+                Reading::finish,
+            )
+    }
+}
+
+/// The signals `run` passes on to CMD.
+pub(super) struct Signals {
+    int: Signal,
+    quit: Signal,
+    term: Signal,
+    hup: Signal,
+    usr1: Signal,
+    usr2: Signal,
+}
+
+impl Signals {
+    pub(super) fn new() -> io::Result<Signals> {
+        Ok(Signals {
+            int: signal(SignalKind::interrupt())?,
+            quit: signal(SignalKind::quit())?,
+            term: signal(SignalKind::terminate())?,
+            hup: signal(SignalKind::hangup())?,
+            usr1: signal(SignalKind::user_defined1())?,
+            usr2: signal(SignalKind::user_defined2())?,
+        })
+    }
+
+    /// Forwards each signal that comes to `pid`, for as long as it is polled (each wait is a
+    /// `recv`, so it may be dropped at any point). SIGINT and SIGQUIT only when they did not
+    /// come from the terminal, which already delivered them to CMD.
+    pub(super) async fn forward_to(&mut self, pid: u32) -> std::convert::Infallible {
+        loop {
+            let sig = tokio::select! {
+                _ = self.int.recv() => (!from_terminal()).then_some(libc::SIGINT),
+                _ = self.quit.recv() => (!from_terminal()).then_some(libc::SIGQUIT),
+                _ = self.term.recv() => Some(libc::SIGTERM),
+                _ = self.hup.recv() => Some(libc::SIGHUP),
+                _ = self.usr1.recv() => Some(libc::SIGUSR1),
+                _ = self.usr2.recv() => Some(libc::SIGUSR2),
+            };
+            if let Some(sig) = sig {
+                // SAFETY: kill(2) on our own child's pid.
+                unsafe { libc::kill(pid as i32, sig) };
+            }
+        }
     }
 }

@@ -4,7 +4,10 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use crate::cli::RunArgs;
 use crate::collect::probe;
+use crate::console::usage;
+use crate::store::recording::{Limits, Writer};
 
 /// A run's own recording: at most this much.
 pub(super) const RUN_RECORDING_MAX: u64 = 256 << 20;
@@ -73,4 +76,71 @@ pub(super) fn prune_runs(dir: &Path) {
             let _ = std::fs::remove_file(e.path());
         }
     }
+}
+
+/// The run's recording, for `gpumon replay` and the post-mortem of a night's OOM: `--record`'s
+/// file, continued as `record -o` continues one, else a new file in [`runs_dir`] (checked as
+/// the probe's directory is, and created new: its name is predictable, so nothing already
+/// there is followed or appended to). A recording that cannot be opened is said and skipped.
+pub(super) fn open_recording(args: &RunArgs, stem: &str) -> Option<(Writer, PathBuf)> {
+    if args.no_record {
+        return None;
+    }
+    let limits = Limits {
+        max_size: RUN_RECORDING_MAX,
+        keep: RUNS_KEPT,
+    };
+    let opened = match &args.record {
+        Some(path) => {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            Writer::open(path, limits)
+                .map(|w| (w, path.clone()))
+                .map_err(|e| e.to_string())
+        }
+        None => {
+            let dir = runs_dir();
+            let path = dir.join(format!("{stem}.rec.zst"));
+            ensure_runs_dir(&dir)
+                .map_err(|e| e.to_string())
+                .and_then(|()| {
+                    prune_runs(&dir);
+                    Writer::create_new(&path, limits)
+                        .map_err(|e| format!("{}: {e}", path.display()))
+                })
+                .map(|w| (w, path))
+        }
+    };
+    opened
+        .map_err(|e| {
+            eprintln!(
+                "gpumon: not recording the run ({})",
+                crate::text::escape(&e)
+            )
+        })
+        .ok()
+}
+
+/// `--snapshot`'s directory, checked: the probe saves `<dir>/<stem>.<pid>.snapshot.{pickle,json}`
+/// there at an OOM. A directory that fails the probe directory's checks is a usage error.
+pub(super) fn snapshot_dir(args: &RunArgs) -> anyhow::Result<Option<PathBuf>> {
+    if !args.snapshot {
+        return Ok(None);
+    }
+    let dir = args.snapshot_dir.clone().unwrap_or_else(runs_dir);
+    let checked = match args.snapshot_dir {
+        Some(_) => probe::ensure_dir(&dir),
+        None => ensure_runs_dir(&dir),
+    };
+    checked.map_err(|e| {
+        usage(format!(
+            "--snapshot: {}",
+            crate::text::escape(&e.to_string())
+        ))
+    })?;
+    if args.snapshot_dir.is_none() {
+        prune_runs(&dir);
+    }
+    Ok(Some(dir))
 }

@@ -16,6 +16,7 @@ use crate::units::fmt_age;
 use crate::units::fmt_bytes;
 
 use super::child::Relayed;
+use super::gpus::{self, Launch};
 use super::trace::{focus, Trace, GROWTH};
 
 /// The snapshots this run's processes saved, each summarised.
@@ -503,6 +504,65 @@ pub(super) fn summary(
         }
     }
     out
+}
+
+/// All the summary says when the job has ended.
+pub(super) struct Ending<'a> {
+    pub(super) command: &'a [OsString],
+    pub(super) status: ExitStatus,
+    pub(super) elapsed: Duration,
+    pub(super) trace: &'a Trace,
+    pub(super) relayed: &'a Relayed,
+    /// `--batch`'s batch, and `--estimate`'s parts beside it.
+    pub(super) batch: Option<u32>,
+    pub(super) estimated: Option<&'a crate::estimate::memory::Parts>,
+    pub(super) launch: Option<&'a Launch>,
+    /// `--snapshot`'s directory, and the stem of this run's files in it.
+    pub(super) snapshots: Option<&'a Path>,
+    pub(super) stem: &'a str,
+    pub(super) recording: Option<&'a Path>,
+}
+
+/// The whole summary: [`summary`], the batch, where it ran, its snapshots and its recording.
+pub(super) fn ending(e: &Ending, paint: Paint) -> String {
+    let mut text = summary(e.command, e.status, e.elapsed, e.trace, e.relayed, paint);
+    if let Some(n) = e.batch {
+        batch_summary(&mut text, e.trace, n, e.estimated);
+    }
+    if let Some(l) = e.launch {
+        // After the first line: where it ran and how long it waited for room.
+        let head = text.len() - text.trim_start_matches('\n').len();
+        let at = text[head..].find('\n').map_or(text.len(), |i| head + i + 1);
+        text.insert_str(
+            at,
+            &format!(
+                "  ran on {} (CUDA_VISIBLE_DEVICES={}), {}\n",
+                l.chosen
+                    .iter()
+                    .map(crate::estimate::pick::Candidate::label)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                l.ids,
+                if l.waited < Duration::from_millis(100) {
+                    "chosen at once".to_owned()
+                } else {
+                    format!("chosen after {} in the queue", gpus::took(l.waited))
+                }
+            ),
+        );
+    }
+    if let Some(dir) = e.snapshots {
+        snapshot_summaries(&mut text, dir, e.stem, paint);
+    }
+    if let Some(path) = e.recording {
+        let _ = writeln!(
+            text,
+            "  the run's recording: {} (gpumon replay {})",
+            path.display(),
+            crate::text::shell_words(&[path.as_os_str().to_owned()])
+        );
+    }
+    text
 }
 
 #[cfg(test)]

@@ -31,6 +31,15 @@ pub(super) struct Job {
 }
 
 impl Job {
+    /// The job of the run tagged `run_id` whose command is `root`.
+    pub(super) fn new(run_id: String, root: u32) -> Job {
+        Job {
+            run_id,
+            root,
+            descends: RefCell::new(HashMap::new()),
+        }
+    }
+
     pub(super) fn owns(&self, p: &Process) -> bool {
         p.pid == self.root
             || p.allocator.as_ref().and_then(|a| a.run_id.as_deref()) == Some(self.run_id.as_str())
@@ -118,6 +127,14 @@ pub(super) struct Trace {
 }
 
 impl Trace {
+    pub(super) fn new(job: Job) -> Trace {
+        Trace {
+            job,
+            samples: VecDeque::with_capacity(KEEP),
+            peaks: BTreeMap::new(),
+        }
+    }
+
     pub(super) fn record(&mut self, sample: Arc<Sample>) {
         // Other users' commands reach the summary: the one escaping rule, once per sample.
         let sample = match sample.escaped() {
