@@ -1,5 +1,5 @@
-//! What every command shares at run time: exit codes, the signals that end a view, broken
-//! pipes, and the terminal's width. Below the commands, above nothing but the standard library
+//! What every command shares at run time, on the console: exit codes and usage errors, the
+//! signals that end a view, broken pipes, and the terminal's width. Below the commands, above nothing but the standard library
 //! and tokio.
 
 use std::io::{self, IsTerminal};

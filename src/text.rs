@@ -184,7 +184,8 @@ fn colour_allowed(terminal: bool, no_color: Option<&OsStr>, term: Option<&OsStr>
 }
 
 impl Paint {
-    /// Colour for what goes to stdout, by [the one rule](colour_allowed).
+    /// Colour for what goes to stdout: on a terminal, without a non-empty `NO_COLOR`, not on
+    /// `TERM=dumb`.
     pub fn for_stdout() -> Paint {
         Paint::on_terminal(io::stdout().is_terminal())
     }

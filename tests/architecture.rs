@@ -1,7 +1,7 @@
 //! The house rules of `src/`, read from the source's own paths (`crate::…`, `super::…` and the
 //! crates each file names):
 //! - commands are leaves: no file under `src/cmd/X` names another command or the dispatcher;
-//! - only `main.rs` names the dispatcher (`app`);
+//! - only `main.rs` names the dispatcher (`dispatch`);
 //! - the pure modules (`units`, `text`, `model`, `oom`, `estimate`) name only each other, and no
 //!   UI, runtime, driver or command-line crate;
 //! - `collect` names no view, command or the command line;
@@ -153,7 +153,7 @@ fn all() -> Vec<File> {
     out
 }
 
-/// Files under `src/cmd/X` that name another command, and files other than `app` that name
+/// Files under `src/cmd/X` that name another command, and files other than `dispatch` that name
 /// the dispatcher.
 fn leaf_violations(files: &[File]) -> Vec<String> {
     let mut bad = Vec::new();

@@ -24,7 +24,7 @@ pub fn run(common: &Common, args: &LogArgs) -> anyhow::Result<ExitCode> {
             Format::Csv
         });
     // Unbuffered here: the log writer gathers each tick's records and writes them at once.
-    // A file is kept as a daemon keeps its log (view::logfile): reopened when rotated or on
+    // A file is kept as a daemon keeps its log (store::logfile): reopened when rotated or on
     // SIGHUP, never appended to under another header or onto a record cut short.
     let mut reopen = None;
     let (out, header): (Box<dyn Write + Send>, bool) = match &args.output {

@@ -1,5 +1,5 @@
 //! `gpumon estimate`: will a training or inference run fit on the GPUs here, and what would
-//! make it fit. The memory model is in [`model`]; the model's shape comes from a
+//! make it fit. The memory model is in [`memory`]; the model's shape comes from a
 //! `config.json` and safetensors headers ([`config`]) or from flags.
 
 pub mod batch;
