@@ -90,17 +90,8 @@ fn run_job(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
         Err(code) => return Ok(code),
     };
     let stderr = Stderr::relay(&mut child);
-    let mut watch = Watch {
-        args,
-        probe_dir: &probe_dir,
-        trace: Trace::new(Job::new(run_id, child.id())),
-        log,
-        recorder,
-        launch,
-        told: Default::default(),
-        sited: Default::default(),
-        announced: false,
-    };
+    let trace = Trace::new(Job::new(run_id, child.id()));
+    let mut watch = Watch::new(args, &probe_dir, trace, log, recorder, launch);
     let status = rt.block_on(watch.until_exit(child, sampler, common.interval));
     // A tick may still be waiting on a hung GPU: never wait for it on the way out.
     rt.shutdown_background();
@@ -108,13 +99,7 @@ fn run_job(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
     let status = status?;
     let relayed = stderr.finish();
     drop(site);
-    // The recording ends whole (its last segment closed) before the summary names it.
-    let recording = recording.filter(|_| {
-        watch
-            .recorder
-            .take()
-            .is_some_and(|mut r| r.close_segment().is_ok())
-    });
+    let recording = recording.filter(|_| watch.close_recording());
     if !args.quiet {
         let ending = Ending {
             command: &args.command,

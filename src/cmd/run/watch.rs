@@ -24,21 +24,50 @@ use super::trace::{ask_sites, Trace};
 
 /// The job's state while it runs, and where its samples go.
 pub(super) struct Watch<'a> {
-    pub(super) args: &'a RunArgs,
+    args: &'a RunArgs,
     /// The probe's directory, where requests for allocation sites are left.
-    pub(super) probe_dir: &'a Path,
+    probe_dir: &'a Path,
     pub(super) trace: Trace,
-    pub(super) log: Option<LogWriter<LogFile>>,
-    pub(super) recorder: Option<Writer>,
+    log: Option<LogWriter<LogFile>>,
+    recorder: Option<Writer>,
     pub(super) launch: Option<Box<Launch>>,
     /// (GPU, pid) whose growth was said, and whose sites were.
-    pub(super) told: BTreeSet<(u32, u32)>,
-    pub(super) sited: BTreeSet<(u32, u32)>,
+    told: BTreeSet<(u32, u32)>,
+    sited: BTreeSet<(u32, u32)>,
     /// Whether `--batch`'s measure was said.
-    pub(super) announced: bool,
+    announced: bool,
 }
 
-impl Watch<'_> {
+impl<'a> Watch<'a> {
+    pub(super) fn new(
+        args: &'a RunArgs,
+        probe_dir: &'a Path,
+        trace: Trace,
+        log: Option<LogWriter<LogFile>>,
+        recorder: Option<Writer>,
+        launch: Option<Box<Launch>>,
+    ) -> Watch<'a> {
+        Watch {
+            args,
+            probe_dir,
+            trace,
+            log,
+            recorder,
+            launch,
+            told: BTreeSet::new(),
+            sited: BTreeSet::new(),
+            announced: false,
+        }
+    }
+
+    /// Ends the recording whole (its last segment closed), so the summary may name it; whether
+    /// it did.
+    pub(super) fn close_recording(&mut self) -> bool {
+        self.recorder
+            .take()
+            .is_some_and(|mut r| r.close_segment().is_ok())
+    }
+
     /// Samples until `child` exits, forwarding signals to it; its exit status.
     pub(super) async fn until_exit(
         &mut self,
