@@ -7,7 +7,8 @@ use crate::cli::{Common, EstimateArgs};
 use crate::collect::{open_sampler, Needs};
 use crate::console::usage_error;
 use crate::estimate::trace;
-use crate::estimate::{inputs, render_with, report, GpuFree, Report};
+use crate::estimate::{inputs, report, GpuFree, Report};
+use crate::view::estimate::render_with;
 
 pub fn run(common: &Common, args: &EstimateArgs) -> anyhow::Result<ExitCode> {
     if let Err(e) = args.check_layers() {

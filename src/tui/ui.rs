@@ -1271,7 +1271,7 @@ fn draw_estimate(frame: &mut Frame, area: Rect, app: &App, sample: &Sample) {
                 .into_iter()
                 .filter(|d| gpu.is_none_or(|g| d.index == g))
                 .collect();
-            crate::estimate::render(&estimated.report(Ok(gpus)))
+            crate::view::estimate::render(&estimated.report(Ok(gpus)))
         }
     };
     frame.render_widget(

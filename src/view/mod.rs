@@ -1,8 +1,9 @@
 //! Views of a [`crate::model::Sample`] as text: the `once` report and its JSON, and the `log`
-//! writer (CSV, JSON lines, a table). Functions of a sample and the bytes they write; the
+//! writer (CSV, JSON lines, a table); the estimate's report as text. Functions of a sample and the bytes they write; the
 //! commands choose where the bytes go.
 
 pub mod by;
+pub mod estimate;
 pub mod fleet;
 pub mod log;
 pub mod metrics;
