@@ -1,5 +1,5 @@
 //! Views of a [`crate::model::Sample`] as text: the `once` report and its JSON, and the `log`
-//! writer (CSV, JSON lines, a table); the estimate's report as text. Functions of a sample and the bytes they write; the
+//! writer (CSV, JSON lines, a table); the estimate's report and `gpumon run`'s summary as text. Functions of a sample and the bytes they write; the
 //! commands choose where the bytes go.
 
 pub mod by;
@@ -8,3 +8,4 @@ pub mod fleet;
 pub mod log;
 pub mod metrics;
 pub mod once;
+pub mod run;

@@ -8,6 +8,8 @@ use crate::cli::RunArgs;
 use crate::collect::probe;
 use crate::console::usage;
 use crate::store::recording::{Limits, Writer};
+use crate::text::Paint;
+use crate::units::fmt_bytes;
 
 /// A run's own recording: at most this much.
 pub(super) const RUN_RECORDING_MAX: u64 = 256 << 20;
@@ -143,4 +145,75 @@ pub(super) fn snapshot_dir(args: &RunArgs) -> anyhow::Result<Option<PathBuf>> {
         prune_runs(&dir);
     }
     Ok(Some(dir))
+}
+
+/// The snapshots this run's processes saved, each summarised.
+pub(super) fn snapshot_summaries(out: &mut String, dir: &Path, stem: &str, paint: Paint) {
+    use crate::oom::snapshot;
+    use std::fmt::Write as _;
+    let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name();
+            let pid = name
+                .to_str()?
+                .strip_prefix(stem)?
+                .strip_prefix('.')?
+                .strip_suffix(".snapshot.pickle")?
+                .parse()
+                .ok()?;
+            Some((pid, e.path()))
+        })
+        .collect();
+    found.sort();
+    if found.is_empty() {
+        let _ = writeln!(
+            out,
+            "  no memory snapshot was saved: no process of the run hit an out-of-memory error in \
+             PyTorch's allocator (or its PyTorch is older than 2.0)"
+        );
+        return;
+    }
+    for (pid, path) in found {
+        let (sidecar, sidecar_error) = match snapshot::Sidecar::beside(&path) {
+            Ok(s) => (s, None),
+            Err(e) => (None, Some(e)),
+        };
+        let history_off = sidecar.as_ref().is_some_and(|m| m.history.is_none());
+        let _ = writeln!(
+            out,
+            "{}",
+            paint.bold(&format!("Memory snapshot at the OOM (pid {pid}):"))
+        );
+        let _ = writeln!(
+            out,
+            "  {} (open it in pytorch.org/memory_viz){}",
+            crate::text::escape(&path.display().to_string()),
+            match sidecar.as_ref().map(|m| (m.seconds, m.bytes)) {
+                Some((Some(s), Some(b))) => format!("; taken in {s:.2} s, {}", fmt_bytes(b)),
+                _ => String::new(),
+            }
+        );
+        if history_off {
+            let _ = writeln!(
+                out,
+                "  (PyTorch's memory history could not be turned on: no allocation stacks)"
+            );
+        }
+        if let Some(e) = sidecar_error {
+            let _ = writeln!(out, "  {}", crate::text::escape(&e));
+        }
+        match snapshot::read_file(&path, sidecar.as_ref()) {
+            Ok(s) => out.push_str(&snapshot::render(
+                &s,
+                "  ",
+                Some(crate::console::terminal_width()),
+            )),
+            Err(e) => {
+                let _ = writeln!(out, "  {}", crate::text::escape(&e.to_string()));
+            }
+        }
+    }
 }

@@ -13,7 +13,7 @@ use crate::estimate::pick::{choose, Candidate, Request};
 use crate::model::queue::{self as q, Entry, Hold, State};
 use crate::model::{Process, Sample};
 use crate::store::queue::{self, Ticket};
-use crate::units::{fmt_age, fmt_bytes};
+use crate::units::{fmt_bytes, fmt_wait};
 
 /// What the job was given.
 pub struct Launch {
@@ -96,19 +96,10 @@ impl Locks {
             eprintln!(
                 "gpumon: {} has been locked by another process for {}: going on without it",
                 dir.join(".lock").display(),
-                took(within)
+                fmt_wait(within)
             );
         }
         Ok(lock)
-    }
-}
-
-/// A wait: tenths of a second under 10 s, then as ages are written (1m05s).
-pub fn took(d: Duration) -> String {
-    if d < Duration::from_secs(10) {
-        format!("{:.1}s", d.as_secs_f64())
-    } else {
-        fmt_age(d.as_secs())
     }
 }
 
@@ -271,7 +262,7 @@ pub fn choose_and_wait(
                             eprintln!(
                                 "gpumon: {} free after {} in the queue: running on {ids}",
                                 describe(count, need),
-                                took(waited)
+                                fmt_wait(waited)
                             );
                         }
                         return Ok(Outcome::Launch(Box::new(Launch {
@@ -290,7 +281,7 @@ pub fn choose_and_wait(
         let waited = started.elapsed();
         if deadline.is_some_and(|d| waited >= d) {
             let after = if waited >= Duration::from_secs(1) {
-                format!(" (waited {})", took(waited))
+                format!(" (waited {})", fmt_wait(waited))
             } else {
                 String::new()
             };
@@ -327,7 +318,7 @@ pub fn choose_and_wait(
             drop(ticket);
             eprintln!(
                 "gpumon: left the queue after {} (nothing was run)",
-                took(started.elapsed())
+                fmt_wait(started.elapsed())
             );
             return Ok(Outcome::Exit(ExitCode::from(128 + sig as u8)));
         }

@@ -10,7 +10,6 @@
 mod child;
 mod dirs;
 mod gpus;
-mod summary;
 mod trace;
 mod watch;
 
@@ -29,9 +28,9 @@ use crate::estimate::memory::Parts;
 use crate::store::logfile::{Expect, LogFile};
 use crate::text::Paint;
 use crate::view::log::{Columns, LogWriter};
+use crate::view::run::{self as summary, Ending, Held, Output, Placed};
 
 use child::{exit_code, python_path, SiteDir, Stderr};
-use summary::Ending;
 use trace::{Job, Trace};
 use watch::Watch;
 
@@ -101,20 +100,38 @@ fn run_job(common: &Common, args: &RunArgs) -> anyhow::Result<ExitCode> {
     drop(site);
     let recording = recording.filter(|_| watch.close_recording());
     if !args.quiet {
+        let paint = Paint::for_stderr();
+        let trace = &watch.trace;
         let ending = Ending {
             command: &args.command,
             status,
             elapsed: started.elapsed(),
-            trace: &watch.trace,
-            relayed: &relayed,
+            held: Held {
+                peaks: &trace.peaks,
+                batches: &trace.batches,
+                samples: &trace.samples,
+                owns: &|p| trace.job.owns(p),
+            },
+            output: Output {
+                analysis: &relayed.analysis,
+                oom_at: relayed.oom_at,
+            },
             batch: args.batch,
             estimated: estimated.as_ref(),
-            launch: watch.launch.as_deref(),
-            snapshots: snapshots.as_deref(),
-            stem: &stem,
+            launch: watch.launch.as_deref().map(|l| Placed {
+                chosen: &l.chosen,
+                ids: &l.ids,
+                waited: l.waited,
+            }),
+            snapshots: snapshots.as_deref().map(|dir| {
+                let mut text = String::new();
+                dirs::snapshot_summaries(&mut text, dir, &stem, paint);
+                text
+            }),
             recording: recording.as_deref(),
+            width: crate::console::terminal_width(),
         };
-        let _ = io::stderr().write_all(summary::ending(&ending, Paint::for_stderr()).as_bytes());
+        let _ = io::stderr().write_all(summary::ending(&ending, paint).as_bytes());
     }
     Ok(ExitCode::from(exit_code(status)))
 }

@@ -2,7 +2,7 @@
 //! each GPU over the run (peaks, the batch that fits, growth step after step).
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
@@ -10,6 +10,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::estimate::batch::BatchFit;
+use crate::model::run::GpuPeak;
 use crate::model::{Device, Process, Sample};
 
 /// Samples kept for the summary's "how it grew" lines and the last minute's timeline: the
@@ -17,9 +19,6 @@ use crate::model::{Device, Process, Sample};
 pub(super) const KEEP: usize = 4096;
 
 pub(super) const KEEP_FOR: Duration = Duration::from_secs(90);
-
-/// Samples shown in the growth line.
-pub(super) const GROWTH: usize = 10;
 
 /// The GPU processes of this run: CMD itself, anything the probe tagged with our run id, and
 /// any descendant of CMD (by its /proc parent chain).
@@ -69,30 +68,9 @@ pub(super) fn descends_from(pid: u32, root: u32) -> bool {
     false
 }
 
-/// Peaks per GPU over the whole run.
-#[derive(Default)]
-pub(super) struct GpuPeak {
-    pub(super) name: Option<String>,
-    pub(super) process_bytes: u64,
-    pub(super) allocated: u64,
-    pub(super) reserved: u64,
-    pub(super) pids: BTreeSet<u32>,
-    pub(super) framework: Option<String>,
-    /// `--batch`: the largest batch that fits, from the newest sample with the probe's measure.
-    pub(super) batch: Option<crate::estimate::batch::BatchFit>,
-    /// Memory growing step after step, per pid: the newest fit, and what marked the steps.
-    pub(super) growth: BTreeMap<u32, (crate::model::StepGrowth, Option<String>)>,
-    /// Where what is held across steps was allocated, per pid.
-    pub(super) sites: BTreeMap<u32, crate::model::HeldSites>,
-    /// The driver's side: the highest used memory of the whole GPU read between samples while
-    /// the run's processes were on it (`--peak-rate`; every process on the GPU, not only the
-    /// run's); `None` where not measured.
-    pub(super) gpu_used_peak: Option<u64>,
-}
-
 /// The job's room on `d` for `--batch` (the MIG instance its processes run in, with MIG on),
 /// and the probe's measure, from one sample; `None` until the probe has measured.
-pub(super) fn batch_fit(d: &Device, mine: &[&Process]) -> Option<crate::estimate::batch::BatchFit> {
+pub(super) fn batch_fit(d: &Device, mine: &[&Process]) -> Option<BatchFit> {
     use crate::estimate::batch::{largest_batch, Room};
     let measure = mine
         .iter()
@@ -124,6 +102,9 @@ pub(super) struct Trace {
     pub(super) job: Job,
     pub(super) samples: VecDeque<Arc<Sample>>,
     pub(super) peaks: BTreeMap<u32, GpuPeak>,
+    /// `--batch`: the largest batch that fits each GPU, from the newest sample with the
+    /// probe's measure.
+    pub(super) batches: BTreeMap<u32, BatchFit>,
 }
 
 impl Trace {
@@ -132,6 +113,7 @@ impl Trace {
             job,
             samples: VecDeque::with_capacity(KEEP),
             peaks: BTreeMap::new(),
+            batches: BTreeMap::new(),
         }
     }
 
@@ -159,7 +141,7 @@ impl Trace {
                 .reserved
                 .max(sum(&|p| p.allocator.as_ref()?.reserved_bytes));
             if let Some(fit) = batch_fit(d, &mine) {
-                peak.batch = Some(fit);
+                self.batches.insert(d.index, fit);
             }
             if let Some(p) = d.peak {
                 peak.gpu_used_peak = Some(peak.gpu_used_peak.unwrap_or(0).max(p.used_bytes));
@@ -204,34 +186,6 @@ impl Trace {
         }
         s
     }
-}
-
-/// The job's process on the GPU that matters most in `sample`: the one the OOM names (when
-/// its index is the physical one), else the largest allocation.
-pub(super) fn focus<'a>(
-    sample: &'a Sample,
-    job: &Job,
-    gpu: Option<u32>,
-) -> Option<(&'a Device, &'a Process)> {
-    let mut best: Option<(&Device, &Process)> = None;
-    for d in &sample.devices {
-        for p in d.processes.iter().filter(|p| job.owns(p)) {
-            if gpu == Some(d.index) && p.allocator.is_some() {
-                return Some((d, p));
-            }
-            let size = |p: &Process| {
-                p.allocator
-                    .as_ref()
-                    .and_then(|a| a.allocated_bytes)
-                    .or(p.gpu_memory_bytes)
-                    .unwrap_or(0)
-            };
-            if best.is_none_or(|(_, b)| size(p) > size(b)) {
-                best = Some((d, p));
-            }
-        }
-    }
-    best
 }
 
 /// Asks the probe of `pid` where memory held across steps comes from (`<dir>/<pid>.sites`,

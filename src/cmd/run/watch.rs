@@ -16,10 +16,10 @@ use crate::store::logfile::LogFile;
 use crate::store::recording::Writer;
 use crate::units::fmt_bytes;
 use crate::view::log::LogWriter;
+use crate::view::run::{growth_line, sites_lines};
 
 use super::child::Signals;
 use super::gpus::Launch;
-use super::summary::{growth_line, sites_lines};
 use super::trace::{ask_sites, Trace};
 
 /// The job's state while it runs, and where its samples go.
@@ -149,12 +149,7 @@ impl<'a> Watch<'a> {
         if self.args.batch.is_none() || self.announced {
             return;
         }
-        let Some((gpu, f)) = self
-            .trace
-            .peaks
-            .iter()
-            .find_map(|(g, p)| Some((g, p.batch?)))
-        else {
+        let Some((gpu, f)) = self.trace.batches.iter().next() else {
             return;
         };
         self.announced = true;

@@ -1,102 +1,94 @@
 //! The summary `gpumon run` prints when its job ends: how it ended, what it held, an OOM's
-//! diagnosis, the batch that fits, the snapshots it saved.
+//! diagnosis, the batch that fits, where it ran. Text from the figures the run kept
+//! ([`Held`], [`Ending`]); which processes are the job's, and the snapshots on disk, are the
+//! command's to find.
 
+use std::collections::{BTreeMap, VecDeque};
 use std::ffi::OsString;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitStatus;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
+use crate::estimate::batch::BatchFit;
+use crate::estimate::memory::Parts;
+use crate::estimate::pick::Candidate;
 use crate::model::breakdown::{Breakdown, PartKind};
+use crate::model::run::GpuPeak;
 use crate::model::{Device, Process, Sample};
 use crate::oom::render::render_oom_repeated;
+use crate::oom::Analysis;
 use crate::text::Paint;
-use crate::units::fmt_age;
-use crate::units::fmt_bytes;
+use crate::units::{fmt_age, fmt_bytes, fmt_wait};
 
-use super::child::Relayed;
-use super::gpus::{self, Launch};
-use super::trace::{focus, Trace, GROWTH};
+/// Samples shown in the growth line.
+const GROWTH: usize = 10;
 
-/// The snapshots this run's processes saved, each summarised.
-pub(super) fn snapshot_summaries(out: &mut String, dir: &Path, stem: &str, paint: Paint) {
-    use crate::oom::snapshot;
-    let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name();
-            let pid = name
-                .to_str()?
-                .strip_prefix(stem)?
-                .strip_prefix('.')?
-                .strip_suffix(".snapshot.pickle")?
-                .parse()
-                .ok()?;
-            Some((pid, e.path()))
-        })
-        .collect();
-    found.sort();
-    if found.is_empty() {
-        let _ = writeln!(
-            out,
-            "  no memory snapshot was saved: no process of the run hit an out-of-memory error in \
-             PyTorch's allocator (or its PyTorch is older than 2.0)"
-        );
-        return;
-    }
-    for (pid, path) in found {
-        let (sidecar, sidecar_error) = match snapshot::Sidecar::beside(&path) {
-            Ok(s) => (s, None),
-            Err(e) => (None, Some(e)),
-        };
-        let history_off = sidecar.as_ref().is_some_and(|m| m.history.is_none());
-        let _ = writeln!(
-            out,
-            "{}",
-            paint.bold(&format!("Memory snapshot at the OOM (pid {pid}):"))
-        );
-        let _ = writeln!(
-            out,
-            "  {} (open it in pytorch.org/memory_viz){}",
-            crate::text::escape(&path.display().to_string()),
-            match sidecar.as_ref().map(|m| (m.seconds, m.bytes)) {
-                Some((Some(s), Some(b))) => format!("; taken in {s:.2} s, {}", fmt_bytes(b)),
-                _ => String::new(),
+/// What the job held over the run, as the run kept it while it watched.
+pub struct Held<'a> {
+    /// Peaks per GPU (its index).
+    pub peaks: &'a BTreeMap<u32, GpuPeak>,
+    /// `--batch`: the largest batch that fits each GPU the job measured on.
+    pub batches: &'a BTreeMap<u32, BatchFit>,
+    /// The last samples, oldest first (other users' strings already escaped).
+    pub samples: &'a VecDeque<Arc<Sample>>,
+    /// Whether a process is the job's (the command decides: its pid, the probe's tag, its
+    /// parentage).
+    pub owns: &'a dyn Fn(&Process) -> bool,
+}
+
+/// Where `--gpus` ran the job.
+pub struct Placed<'a> {
+    pub chosen: &'a [Candidate],
+    /// `CUDA_VISIBLE_DEVICES`.
+    pub ids: &'a str,
+    /// How long it waited in the queue for room.
+    pub waited: Duration,
+}
+
+/// What the job's stderr said: the OOMs read from it, and when the last one went by.
+pub struct Output<'a> {
+    pub analysis: &'a Analysis,
+    pub oom_at: Option<SystemTime>,
+}
+
+/// The job's process on the GPU that matters most in `sample`: the one the OOM names (when
+/// its index is the physical one), else the largest allocation.
+fn focus<'a>(
+    sample: &'a Sample,
+    owns: &dyn Fn(&Process) -> bool,
+    gpu: Option<u32>,
+) -> Option<(&'a Device, &'a Process)> {
+    let mut best: Option<(&Device, &Process)> = None;
+    for d in &sample.devices {
+        for p in d.processes.iter().filter(|p| owns(p)) {
+            if gpu == Some(d.index) && p.allocator.is_some() {
+                return Some((d, p));
             }
-        );
-        if history_off {
-            let _ = writeln!(
-                out,
-                "  (PyTorch's memory history could not be turned on: no allocation stacks)"
-            );
-        }
-        if let Some(e) = sidecar_error {
-            let _ = writeln!(out, "  {}", crate::text::escape(&e));
-        }
-        match snapshot::read_file(&path, sidecar.as_ref()) {
-            Ok(s) => out.push_str(&snapshot::render(
-                &s,
-                "  ",
-                Some(crate::console::terminal_width()),
-            )),
-            Err(e) => {
-                let _ = writeln!(out, "  {}", crate::text::escape(&e.to_string()));
+            let size = |p: &Process| {
+                p.allocator
+                    .as_ref()
+                    .and_then(|a| a.allocated_bytes)
+                    .or(p.gpu_memory_bytes)
+                    .unwrap_or(0)
+            };
+            if best.is_none_or(|(_, b)| size(p) > size(b)) {
+                best = Some((d, p));
             }
         }
     }
+    best
 }
 
 /// One process's figures in one sample, for the growth line.
-pub(super) struct Figures {
-    pub(super) allocated: Option<u64>,
-    pub(super) reserved: Option<u64>,
-    pub(super) process: Option<u64>,
+struct Figures {
+    allocated: Option<u64>,
+    reserved: Option<u64>,
+    process: Option<u64>,
 }
 
-pub(super) fn describe_status(status: ExitStatus) -> String {
+fn describe_status(status: ExitStatus) -> String {
     use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
         (Some(0), _) => "exited successfully".into(),
@@ -106,7 +98,7 @@ pub(super) fn describe_status(status: ExitStatus) -> String {
     }
 }
 
-pub(super) fn split_line(d: &Device, p: &Process) -> String {
+fn split_line(d: &Device, p: &Process) -> String {
     let Some(b) = Breakdown::process(&d.memory, p.memory()) else {
         return format!("pid {} on GPU {}: memory N/A", p.pid, d.index);
     };
@@ -123,7 +115,7 @@ pub(super) fn split_line(d: &Device, p: &Process) -> String {
 }
 
 /// The growth as `run` says it, with what marked the steps.
-pub(super) fn growth_line(g: &crate::model::StepGrowth, marker: Option<&str>) -> String {
+pub fn growth_line(g: &crate::model::StepGrowth, marker: Option<&str>) -> String {
     let by = match marker {
         Some("optimizer") => " (steps marked by the optimizer's step)".to_owned(),
         Some("backward") => " (steps marked by backward())".to_owned(),
@@ -133,9 +125,9 @@ pub(super) fn growth_line(g: &crate::model::StepGrowth, marker: Option<&str>) ->
     format!("{}{by}", g.describe())
 }
 
-/// "held from train.py:42 in train_loop (3,120 blocks, 11.9 MiB a step): <remedy>" per site,
+/// `held from train.py:42 in train_loop (3,120 blocks, 11.9 MiB a step): <remedy>` per site,
 /// then how it was found and what that cost.
-pub(super) fn sites_lines(out: &mut String, h: &crate::model::HeldSites, indent: &str) {
+pub fn sites_lines(out: &mut String, h: &crate::model::HeldSites, indent: &str) {
     if h.sites.is_empty() {
         let _ = writeln!(
             out,
@@ -171,7 +163,7 @@ pub(super) fn sites_lines(out: &mut String, h: &crate::model::HeldSites, indent:
 }
 
 /// 2900 as "2,900".
-pub(super) fn group_digits(n: u64) -> String {
+fn group_digits(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
@@ -185,19 +177,15 @@ pub(super) fn group_digits(n: u64) -> String {
 
 /// `--batch`: the largest batch that fits each GPU the job used, from the measured steps, and
 /// with `--estimate` the measured figures beside the estimated ones.
-pub(super) fn batch_summary(
+fn batch_summary(
     out: &mut String,
-    trace: &Trace,
+    batches: &BTreeMap<u32, BatchFit>,
     batch: u32,
-    estimated: Option<&crate::estimate::memory::Parts>,
+    estimated: Option<&Parts>,
 ) {
     // Inserted before an OOM's report, if any: after the per-GPU lines.
     let mut text = String::new();
-    let fits: Vec<(u32, crate::estimate::batch::BatchFit)> = trace
-        .peaks
-        .iter()
-        .filter_map(|(gpu, p)| Some((*gpu, p.batch?)))
-        .collect();
+    let fits: Vec<(u32, BatchFit)> = batches.iter().map(|(gpu, f)| (*gpu, *f)).collect();
     if fits.is_empty() {
         let _ = writeln!(
             text,
@@ -266,13 +254,14 @@ pub(super) fn batch_summary(
     }
 }
 
-pub(super) fn summary(
+fn summary(
     command: &[OsString],
     status: ExitStatus,
     elapsed: Duration,
-    trace: &Trace,
-    relayed: &Relayed,
+    held: &Held,
+    output: &Output,
     paint: Paint,
+    width: usize,
 ) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -283,14 +272,14 @@ pub(super) fn summary(
         describe_status(status),
         fmt_age(elapsed.as_secs())
     );
-    if trace.peaks.is_empty() {
+    if held.peaks.is_empty() {
         let _ = writeln!(
             out,
             "  no GPU process of this run was seen ({} samples taken)",
-            trace.samples.len()
+            held.samples.len()
         );
     }
-    for (gpu, peak) in &trace.peaks {
+    for (gpu, peak) in held.peaks {
         let pids: Vec<String> = peak.pids.iter().map(u32::to_string).collect();
         let mut line = format!(
             "  GPU {gpu} {}: peak memory of the run {} (pid {})",
@@ -330,11 +319,11 @@ pub(super) fn summary(
             }
         }
     }
-    let Some(oom) = relayed.analysis.main() else {
+    let Some(oom) = output.analysis.main() else {
         return out;
     };
     // Memory that grew step after step leads: the batch did not suddenly become too large.
-    let grown: Vec<(u32, u32, &crate::model::StepGrowth)> = trace
+    let grown: Vec<(u32, u32, &crate::model::StepGrowth)> = held
         .peaks
         .iter()
         .flat_map(|(gpu, p)| p.growth.iter().map(move |(pid, (g, _))| (*gpu, *pid, g)))
@@ -364,40 +353,40 @@ pub(super) fn summary(
     }
     let _ = writeln!(out, "\n{}", paint.bold("Out of memory in the output:"));
     let layout = crate::oom::render::Layout {
-        width: Some(crate::console::terminal_width()),
+        width: Some(width),
         ..Default::default()
     };
     render_oom_repeated(
         &mut out,
         oom,
-        relayed.analysis.total as usize,
-        relayed.analysis.repeats(),
+        output.analysis.total as usize,
+        output.analysis.repeats(),
         paint,
         &layout,
     );
     // The live numbers sampled just before the error went by.
-    let before: Vec<&Arc<Sample>> = trace
+    let before: Vec<&Arc<Sample>> = held
         .samples
         .iter()
-        .filter(|s| relayed.oom_at.is_none_or(|t| s.timestamp <= t))
+        .filter(|s| output.oom_at.is_none_or(|t| s.timestamp <= t))
         .collect();
     // A process that exits right after its OOM takes its probe report with it, so the very
     // last sample may have only NVML's total: prefer the last one with the allocator split.
     let with_split = before.iter().rev().find(|s| {
-        focus(s, &trace.job, oom.device_index).is_some_and(|(_, p)| p.allocator.is_some())
+        focus(s, held.owns, oom.device_index).is_some_and(|(_, p)| p.allocator.is_some())
     });
     let Some(last) = with_split.or(before.last()) else {
         let _ = writeln!(out, "No sample was taken before the error.");
         return out;
     };
-    let Some((d, p)) = focus(last, &trace.job, oom.device_index) else {
+    let Some((d, p)) = focus(last, held.owns, oom.device_index) else {
         let _ = writeln!(
             out,
             "The job had no GPU process in the last sample before the error."
         );
         return out;
     };
-    let ago = relayed
+    let ago = output
         .oom_at
         .and_then(|t| t.duration_since(last.timestamp).ok())
         .map_or(String::new(), |d| {
@@ -455,10 +444,9 @@ pub(super) fn summary(
         );
     }
     // The last minute on that GPU: the job's course, and what the others did.
-    let until = relayed.oom_at.unwrap_or(last.timestamp);
+    let until = output.oom_at.unwrap_or(last.timestamp);
     let minute: Vec<&Sample> = before.iter().map(|s| s.as_ref()).collect();
-    let events =
-        crate::model::timeline::neighbours(&minute, d.index, &|q| trace.job.owns(q), until);
+    let events = crate::model::timeline::neighbours(&minute, d.index, held.owns, until);
     let job_course: Vec<u64> = minute
         .iter()
         .filter(|s| {
@@ -507,29 +495,32 @@ pub(super) fn summary(
 }
 
 /// All the summary says when the job has ended.
-pub(super) struct Ending<'a> {
-    pub(super) command: &'a [OsString],
-    pub(super) status: ExitStatus,
-    pub(super) elapsed: Duration,
-    pub(super) trace: &'a Trace,
-    pub(super) relayed: &'a Relayed,
+pub struct Ending<'a> {
+    pub command: &'a [OsString],
+    pub status: ExitStatus,
+    pub elapsed: Duration,
+    pub held: Held<'a>,
+    pub output: Output<'a>,
     /// `--batch`'s batch, and `--estimate`'s parts beside it.
-    pub(super) batch: Option<u32>,
-    pub(super) estimated: Option<&'a crate::estimate::memory::Parts>,
-    pub(super) launch: Option<&'a Launch>,
-    /// `--snapshot`'s directory, and the stem of this run's files in it.
-    pub(super) snapshots: Option<&'a Path>,
-    pub(super) stem: &'a str,
-    pub(super) recording: Option<&'a Path>,
+    pub batch: Option<u32>,
+    pub estimated: Option<&'a Parts>,
+    pub launch: Option<Placed<'a>>,
+    /// What `--snapshot`'s directory holds of this run, as text (the command reads it).
+    pub snapshots: Option<String>,
+    pub recording: Option<&'a Path>,
+    /// The terminal's width, for the OOM's report.
+    pub width: usize,
 }
 
-/// The whole summary: [`summary`], the batch, where it ran, its snapshots and its recording.
-pub(super) fn ending(e: &Ending, paint: Paint) -> String {
-    let mut text = summary(e.command, e.status, e.elapsed, e.trace, e.relayed, paint);
+/// The whole summary: how it ended and what it held, the batch, where it ran, its snapshots and its recording.
+pub fn ending(e: &Ending, paint: Paint) -> String {
+    let mut text = summary(
+        e.command, e.status, e.elapsed, &e.held, &e.output, paint, e.width,
+    );
     if let Some(n) = e.batch {
-        batch_summary(&mut text, e.trace, n, e.estimated);
+        batch_summary(&mut text, e.held.batches, n, e.estimated);
     }
-    if let Some(l) = e.launch {
+    if let Some(l) = &e.launch {
         // After the first line: where it ran and how long it waited for room.
         let head = text.len() - text.trim_start_matches('\n').len();
         let at = text[head..].find('\n').map_or(text.len(), |i| head + i + 1);
@@ -539,20 +530,20 @@ pub(super) fn ending(e: &Ending, paint: Paint) -> String {
                 "  ran on {} (CUDA_VISIBLE_DEVICES={}), {}\n",
                 l.chosen
                     .iter()
-                    .map(crate::estimate::pick::Candidate::label)
+                    .map(Candidate::label)
                     .collect::<Vec<_>>()
                     .join(", "),
                 l.ids,
                 if l.waited < Duration::from_millis(100) {
                     "chosen at once".to_owned()
                 } else {
-                    format!("chosen after {} in the queue", gpus::took(l.waited))
+                    format!("chosen after {} in the queue", fmt_wait(l.waited))
                 }
             ),
         );
     }
-    if let Some(dir) = e.snapshots {
-        snapshot_summaries(&mut text, dir, e.stem, paint);
+    if let Some(s) = &e.snapshots {
+        text.push_str(s);
     }
     if let Some(path) = e.recording {
         let _ = writeln!(
@@ -567,6 +558,98 @@ pub(super) fn ending(e: &Ending, paint: Paint) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use crate::model::{Memory, ProcessKind};
+    use std::os::unix::process::ExitStatusExt;
+
+    const GIB: u64 = 1 << 30;
+
+    fn sample(processes: Vec<Process>) -> Sample {
+        Sample {
+            timestamp: SystemTime::UNIX_EPOCH,
+            hostname: None,
+            source: "nvml",
+            driver_version: None,
+            cuda_version: None,
+            devices: vec![Device {
+                index: 0,
+                memory: Memory {
+                    total_bytes: Some(80 * GIB),
+                    used_bytes: Some(12 * GIB),
+                    free_bytes: Some(68 * GIB),
+                    reserved_bytes: None,
+                },
+                processes,
+                ..Device::default()
+            }],
+            error: None,
+            host: None,
+        }
+    }
+
+    /// The summary reads only the figures the run kept: which process is the job's is the
+    /// command's predicate, so a larger process that is not the job's is never the focus.
+    #[test]
+    fn the_job_is_whom_the_command_says_not_the_largest_process() {
+        let job = Process::from_nvml(7, ProcessKind::Compute, Some(2 * GIB));
+        let other = Process::from_nvml(9, ProcessKind::Compute, Some(8 * GIB));
+        let samples: VecDeque<Arc<Sample>> = [Arc::new(sample(vec![other, job]))].into();
+        let mut peak = GpuPeak {
+            name: Some("H100".into()),
+            process_bytes: 2 * GIB,
+            ..GpuPeak::default()
+        };
+        peak.pids.insert(7);
+        let peaks = BTreeMap::from([(0, peak)]);
+        let batches = BTreeMap::new();
+        let analysis = crate::oom::analyze(
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has \
+             a total capacity of 79.11 GiB of which 1.00 GiB is free.",
+        );
+        assert!(analysis.main().is_some(), "the line is an OOM");
+        let text = ending(
+            &Ending {
+                command: &["python".into(), "train.py".into()],
+                status: ExitStatus::from_raw(1 << 8),
+                elapsed: Duration::from_secs(65),
+                held: Held {
+                    peaks: &peaks,
+                    batches: &batches,
+                    samples: &samples,
+                    owns: &|p| p.pid == 7,
+                },
+                output: Output {
+                    analysis: &analysis,
+                    oom_at: None,
+                },
+                batch: Some(8),
+                estimated: None,
+                launch: None,
+                snapshots: Some("  the snapshots' text\n".into()),
+                recording: None,
+                width: 100,
+            },
+            Paint(false),
+        );
+        assert!(
+            text.contains("`python train.py` exited with status 1 after 1m05s"),
+            "{text}"
+        );
+        assert!(
+            text.contains("GPU 0 H100: peak memory of the run 2.0 GiB (pid 7)"),
+            "{text}"
+        );
+        assert!(text.contains("  pid 7 on GPU 0:"), "{text}");
+        assert!(!text.contains("pid 9"), "{text}");
+        // The batch line before the OOM's report; the snapshots' text at the end.
+        let batch = text.find("--batch 8: not measured").expect("batch line");
+        assert!(
+            batch < text.find("Out of memory in the output:").expect("oom"),
+            "{text}"
+        );
+        assert!(text.ends_with("  the snapshots' text\n"), "{text}");
+    }
+
     #[test]
     fn step_counts_are_grouped_by_thousands() {
         for (n, s) in [
@@ -576,7 +659,7 @@ mod tests {
             (1_234_567, "1,234,567"),
             (u64::MAX, "18,446,744,073,709,551,615"),
         ] {
-            assert_eq!(super::group_digits(n), s);
+            assert_eq!(group_digits(n), s);
         }
     }
 }
