@@ -10,9 +10,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use gpumon::collect::recording::{Limits, Reader, Writer};
 use gpumon::model::owner::{Owner, OwnerKind};
 use gpumon::model::{Device, Memory, Process, ProcessKind, Sample, Utilization};
+use gpumon::store::recording::{Limits, Reader, Writer};
 
 /// A small, fast pseudo-random stream (xorshift), so runs are the same.
 struct Rng(u64);

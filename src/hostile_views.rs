@@ -230,7 +230,7 @@ fn every_view(sample: &Sample) -> Vec<(&'static str, String)> {
             t.draw(|f| crate::tui::ui::draw(f, &mut app)).expect("draw");
             out.push(("dashboard", screen_text(&t)));
         }
-        use crate::cmd::serve::metrics;
+        use crate::view::metrics;
         let all = metrics::ProcessLabels::parse("user,command,pod,job").expect("labels");
         for labels in [metrics::ProcessLabels::default(), all] {
             let opts = metrics::Options {

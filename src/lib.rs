@@ -3,29 +3,33 @@
 //! The data path, one folder a stage:
 //! - `collect`: source (NVML | simulated | a recording) → readers (a blocking worker per
 //!   device) → sampler (assembles on time, marks stalled devices) → host facts, owners,
-//!   holders of unattributed memory and probe reports per process; recordings;
+//!   holders of unattributed memory and probe reports per process;
 //! - `model`: the immutable `Sample`, its memory `breakdown`, `history`, the per-user
 //!   `rollup` and the `timeline` before an OOM;
 //! - the analyses, pure: `oom` (pasted errors) and `estimate` (will a run fit);
-//! - the views: `view` (the `once` report and JSON, the `log` writer) and `tui` (the
-//!   dashboard);
-//! - `cmd`: the commands, each a leaf; `app` dispatches to them and only `main` calls it.
+//! - the views: `view` (the `once` report and JSON, the `log` writer, the Prometheus
+//!   exposition) and `tui` (the dashboard);
+//! - `store`: what outlives a process (recordings, log files, the wait queue);
+//! - `cmd`: the commands, each a leaf, and `cli`, their flags; `dispatch` calls the command
+//!   the flags name, and only `main` calls it.
 //!
-//! `units` and `text` are pure helpers every layer uses; `runtime` holds what the commands
-//! share (exit codes, signals, broken pipes).
+//! `units`, `text` and `metric_names` are pure helpers every layer uses; `console` holds what
+//! the commands share (exit codes and usage errors, signals, broken pipes).
 
-pub mod app;
 pub mod cli;
 pub mod cmd;
 pub mod collect;
+pub mod console;
+pub mod dispatch;
 pub mod estimate;
 pub mod feed;
 pub mod files;
 #[cfg(test)]
 mod hostile_views;
+pub mod metric_names;
 pub mod model;
 pub mod oom;
-pub mod runtime;
+pub mod store;
 pub mod text;
 pub mod tracer;
 pub mod tui;

@@ -5,7 +5,7 @@ use clap::Parser;
 fn main() -> ExitCode {
     one_malloc_arena();
     let cli = gpumon::cli::Cli::parse();
-    match gpumon::app::run(cli) {
+    match gpumon::dispatch::run(cli) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("gpumon: {e:#}");

@@ -10,6 +10,7 @@
 //! is unchanged for a JSON reader, and the bytes carry no control character.
 
 use std::borrow::Cow;
+use std::ffi::OsStr;
 use std::io::{self, IsTerminal};
 
 /// Whether `c` must never reach an output raw: the C0 and C1 control characters and DEL
@@ -173,10 +174,33 @@ pub fn dumb_terminal() -> bool {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Paint(pub bool);
 
+/// The one colour rule, for every output: colour only on a terminal, never with `NO_COLOR`
+/// set to a non-empty value (no-color.org: an empty one is as if unset), never on
+/// `TERM=dumb`.
+fn colour_allowed(terminal: bool, no_color: Option<&OsStr>, term: Option<&OsStr>) -> bool {
+    let no_color = no_color.is_some_and(|v| !v.is_empty());
+    let dumb = term.is_some_and(|t| t == "dumb");
+    terminal && !no_color && !dumb
+}
+
 impl Paint {
+    /// Colour for what goes to stdout: on a terminal, without a non-empty `NO_COLOR`, not on
+    /// `TERM=dumb`.
     pub fn for_stdout() -> Paint {
-        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-        Paint(!no_color && !dumb_terminal() && io::stdout().is_terminal())
+        Paint::on_terminal(io::stdout().is_terminal())
+    }
+
+    /// Colour for what goes to stderr (`gpumon run`'s summary), by the same rule.
+    pub fn for_stderr() -> Paint {
+        Paint::on_terminal(io::stderr().is_terminal())
+    }
+
+    fn on_terminal(terminal: bool) -> Paint {
+        Paint(colour_allowed(
+            terminal,
+            std::env::var_os("NO_COLOR").as_deref(),
+            std::env::var_os("TERM").as_deref(),
+        ))
     }
 
     pub fn wrap(self, code: &str, text: &str) -> String {
@@ -238,6 +262,19 @@ pub fn cut_at_word(text: &str, max: usize) -> String {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn colour_follows_no_color_org_and_term_dumb() {
+        let os = |s: &'static str| Some(OsStr::new(s));
+        assert!(colour_allowed(true, None, os("xterm-256color")));
+        assert!(!colour_allowed(false, None, None), "not a terminal");
+        assert!(!colour_allowed(true, os("1"), None), "NO_COLOR set");
+        assert!(
+            colour_allowed(true, os(""), None),
+            "an empty NO_COLOR is as if unset (no-color.org)"
+        );
+        assert!(!colour_allowed(true, None, os("dumb")), "TERM=dumb");
+    }
 
     #[test]
     fn escape_makes_control_and_reordering_characters_visible() {

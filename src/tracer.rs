@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::cli::EstimateArgs;
-use crate::estimate::model::{Dtype, Optimizer, Run};
+use crate::estimate::memory::{Dtype, Optimizer, Run};
 use crate::estimate::trace::{self, Fit, Request, TraceError, Traced, HELPER, MAX_ANSWER};
 use crate::text::escape;
 

@@ -35,6 +35,15 @@ pub fn fmt_age(s: u64) -> String {
     }
 }
 
+/// A wait: tenths of a second under 10 s, then as ages are written (1m05s).
+pub fn fmt_wait(d: std::time::Duration) -> String {
+    if d < std::time::Duration::from_secs(10) {
+        format!("{:.1}s", d.as_secs_f64())
+    } else {
+        fmt_age(d.as_secs())
+    }
+}
+
 /// Parses one printed size into bytes (binary units).
 pub fn parse_size(s: &str) -> Option<u64> {
     let s = s.trim();

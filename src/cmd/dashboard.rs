@@ -7,7 +7,7 @@ use crate::cli::Common;
 use crate::collect::{check_gpus, new_sampler, start_opening, Needs};
 use crate::feed::live::Start;
 use crate::feed::Source;
-use crate::runtime::usage_error;
+use crate::console::usage_error;
 
 /// How long the dashboard waits for the driver before it opens its screen: a missing driver
 /// fails at once and is better said on the plain terminal.
@@ -22,7 +22,7 @@ const NEEDS: Needs = Needs {
 pub fn run(common: &Common) -> anyhow::Result<ExitCode> {
     // The recording is opened first: a path that cannot be written is said before anything.
     let record = match &common.record {
-        Some(path) => match crate::collect::recording::Writer::open(path, Default::default()) {
+        Some(path) => match crate::store::recording::Writer::open(path, Default::default()) {
             Ok(w) => Some(w),
             Err(e) => {
                 return Ok(usage_error(format!(

@@ -67,7 +67,7 @@ pub fn man(args: &ManArgs) -> anyhow::Result<ExitCode> {
             .iter()
             .filter_map(|(n, _)| n.strip_prefix("gpumon-")?.strip_suffix(".1"))
             .collect();
-        return Ok(crate::runtime::usage_error(format!(
+        return Ok(crate::console::usage_error(format!(
             "no command '{}': the pages are gpumon(1) and those of {}",
             args.command.as_deref().unwrap_or(""),
             known.join(", ")

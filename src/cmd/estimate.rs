@@ -5,9 +5,10 @@ use std::process::ExitCode;
 
 use crate::cli::{Common, EstimateArgs};
 use crate::collect::{open_sampler, Needs};
+use crate::console::usage_error;
 use crate::estimate::trace;
-use crate::estimate::{inputs, render_with, report, GpuFree, Report};
-use crate::runtime::usage_error;
+use crate::estimate::{inputs, report, GpuFree, Report};
+use crate::view::estimate::render_with;
 
 pub fn run(common: &Common, args: &EstimateArgs) -> anyhow::Result<ExitCode> {
     if let Err(e) = args.check_layers() {

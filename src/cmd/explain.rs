@@ -4,9 +4,9 @@ use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
 
 use crate::cli::{Common, ExplainArgs};
+use crate::console::{terminal_width, usage_error};
 use crate::oom::scan::{for_each_line, Scanner};
 use crate::oom::{diagnose::Sizing, render};
-use crate::runtime::{terminal_width, EXIT_USAGE};
 use crate::text::Paint;
 
 pub fn run(common: &Common, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
@@ -17,8 +17,7 @@ pub fn run(common: &Common, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
         None => None,
         Some(Ok((shape, _, run))) => Some(Sizing { shape, run }),
         Some(Err(e)) => {
-            eprintln!("gpumon: --estimate: {e}");
-            return Ok(ExitCode::from(EXIT_USAGE));
+            return Ok(usage_error(format!("--estimate: {e}")));
         }
     };
     let mut scanner = Scanner::new();
@@ -28,8 +27,10 @@ pub fn run(common: &Common, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
     let (read, input) = match args.file.as_deref() {
         Some(p) if p != std::path::Path::new("-") => {
             if p.is_dir() {
-                eprintln!("gpumon: {} is a directory: give a log file", p.display());
-                return Ok(ExitCode::from(EXIT_USAGE));
+                return Ok(usage_error(format!(
+                    "{} is a directory: give a log file",
+                    p.display()
+                )));
             }
             match std::fs::File::open(p) {
                 Ok(file) => (
@@ -40,8 +41,7 @@ pub fn run(common: &Common, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
                     p.display().to_string(),
                 ),
                 Err(e) => {
-                    eprintln!("gpumon: cannot read {}: {e}", p.display());
-                    return Ok(ExitCode::from(EXIT_USAGE));
+                    return Ok(usage_error(format!("cannot read {}: {e}", p.display())));
                 }
             }
         }
@@ -63,8 +63,7 @@ pub fn run(common: &Common, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
         }
     };
     if let Err(e) = read {
-        eprintln!("gpumon: cannot read {input}: {e}");
-        return Ok(ExitCode::from(EXIT_USAGE));
+        return Ok(usage_error(format!("cannot read {input}: {e}")));
     }
     let analysis = scanner.finish();
     let here = match analysis.main() {
@@ -76,8 +75,7 @@ pub fn run(common: &Common, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
             match before_in_recording(path, args.at.as_deref(), stamp.last, oom) {
                 Ok(b) => Some(b),
                 Err(e) => {
-                    eprintln!("gpumon: --recording: {e}");
-                    return Ok(ExitCode::from(EXIT_USAGE));
+                    return Ok(usage_error(format!("--recording: {e}")));
                 }
             }
         }
@@ -304,7 +302,7 @@ fn before_in_recording(
     stamp: Option<std::time::SystemTime>,
     oom: &crate::oom::Oom,
 ) -> Result<Before, String> {
-    use crate::collect::recording::{resolve_at, Reader};
+    use crate::store::recording::{resolve_at, Reader};
     let reader = Reader::open(path).map_err(|e| e.to_string())?;
     let (first, last) = reader
         .span()
@@ -408,8 +406,10 @@ fn snapshot(path: &std::path::Path, json: bool) -> anyhow::Result<ExitCode> {
     let summary = match snapshot::read_file(path, sidecar.as_ref()) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("gpumon: {shown}: {}", crate::text::escape(&e.to_string()));
-            return Ok(ExitCode::from(EXIT_USAGE));
+            return Ok(usage_error(format!(
+                "{shown}: {}",
+                crate::text::escape(&e.to_string())
+            )));
         }
     };
     let mut out = io::stdout().lock();

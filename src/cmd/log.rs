@@ -7,9 +7,9 @@ use tokio::sync::watch;
 
 use crate::cli::{Common, LogArgs};
 use crate::collect::{check_gpus, open_sampler, sampler, Needs};
-use crate::runtime::{shutdown_signal, usage_error};
+use crate::console::{shutdown_signal, usage_error};
+use crate::store::logfile::{Expect, LogFile};
 use crate::view::log::{Columns, Format, LogWriter};
-use crate::view::logfile::{Expect, LogFile};
 
 pub fn run(common: &Common, args: &LogArgs) -> anyhow::Result<ExitCode> {
     let columns = match Columns::parse(args.fields.as_deref(), args.processes) {
@@ -24,7 +24,7 @@ pub fn run(common: &Common, args: &LogArgs) -> anyhow::Result<ExitCode> {
             Format::Csv
         });
     // Unbuffered here: the log writer gathers each tick's records and writes them at once.
-    // A file is kept as a daemon keeps its log (view::logfile): reopened when rotated or on
+    // A file is kept as a daemon keeps its log (store::logfile): reopened when rotated or on
     // SIGHUP, never appended to under another header or onto a record cut short.
     let mut reopen = None;
     let (out, header): (Box<dyn Write + Send>, bool) = match &args.output {
@@ -106,7 +106,7 @@ fn replay(
     path: &std::path::Path,
     writer: &mut LogWriter<Box<dyn io::Write + Send>>,
 ) -> anyhow::Result<ExitCode> {
-    let reader = match crate::collect::recording::Reader::open(path) {
+    let reader = match crate::store::recording::Reader::open(path) {
         Ok(r) => r,
         Err(e) => return Ok(usage_error(e)),
     };

@@ -1,6 +1,6 @@
 //! The commands, each a leaf: it opens what it reads, drives a view, and returns an exit code.
-//! No command imports another or the dispatcher (`crate::app`); what several need lives below
-//! them (`collect`, `view`, `tui`, `runtime`). `tests/architecture.rs` keeps it so.
+//! No command imports another or the dispatcher (`crate::dispatch`); what several need lives below
+//! them (`collect`, `view`, `tui`, `console`). `tests/architecture.rs` keeps it so.
 
 pub mod dashboard;
 pub mod docs;

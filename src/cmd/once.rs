@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use crate::cli::{Common, OnceArgs};
 use crate::collect::{open_sampler, Needs};
-use crate::runtime::{text_width, usage_error};
+use crate::console::{text_width, usage_error};
 use crate::text::Paint;
 use crate::view::once;
 
@@ -17,7 +17,7 @@ pub fn run(common: &Common, args: &OnceArgs) -> anyhow::Result<ExitCode> {
         return prometheus(common, args, url);
     }
     if let Some(path) = &args.replay {
-        let reader = match crate::collect::recording::Reader::open(path) {
+        let reader = match crate::store::recording::Reader::open(path) {
             Ok(r) => r,
             Err(e) => return Ok(usage_error(e)),
         };
@@ -25,7 +25,7 @@ pub fn run(common: &Common, args: &OnceArgs) -> anyhow::Result<ExitCode> {
             return Ok(usage_error(format!("{} holds no sample", path.display())));
         };
         let at = match args.at.as_deref() {
-            Some(t) => match crate::collect::recording::resolve_at(t, first, last) {
+            Some(t) => match crate::store::recording::resolve_at(t, first, last) {
                 Ok(at) => at,
                 Err(e) => return Ok(usage_error(format!("--at: {e}"))),
             },
@@ -108,7 +108,7 @@ fn print(
         if sample.source == "recording" {
             crate::text::write_json_pretty(&mut out, &once::to_json(&sample))?;
         } else {
-            let queue = crate::collect::queue::read(&crate::collect::queue::dir(None));
+            let queue = crate::store::queue::read(&crate::store::queue::dir(None));
             crate::text::write_json_pretty(&mut out, &once::to_json_with_queue(&sample, &queue))?;
         }
         out.write_all(b"\n")?;
@@ -118,8 +118,8 @@ fn print(
         out.write_all(text.as_bytes())?;
         // Who waits for GPUs here (`gpumon run --gpus … --wait`), live samples only.
         if sample.source != "recording" {
-            let queue = crate::collect::queue::read(&crate::collect::queue::dir(None));
-            for (i, part) in once::queue_parts(&queue, crate::collect::queue::now())
+            let queue = crate::store::queue::read(&crate::store::queue::dir(None));
+            for (i, part) in once::queue_parts(&queue, crate::store::queue::now())
                 .iter()
                 .enumerate()
             {

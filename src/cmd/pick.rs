@@ -5,13 +5,13 @@ use std::process::ExitCode;
 
 use crate::cli::{Common, PickArgs, PickFormat};
 use crate::collect::{open_sampler, Needs};
+use crate::console::usage_error;
 use crate::estimate::pick::{choose, Request};
-use crate::runtime::usage_error;
 
 pub fn run(common: &Common, args: &PickArgs) -> anyhow::Result<ExitCode> {
     let need = match (&args.estimate, args.need) {
         (Some(flags), _) => match crate::cli::estimate_line(flags) {
-            Ok((shape, _, run)) => match crate::estimate::model::need(&shape, &run) {
+            Ok((shape, _, run)) => match crate::estimate::memory::need(&shape, &run) {
                 Ok(n) => Some(n),
                 Err(e) => return Ok(usage_error(format!("--estimate: {e}"))),
             },
@@ -48,8 +48,8 @@ pub fn run(common: &Common, args: &PickArgs) -> anyhow::Result<ExitCode> {
         exclude: args.exclude.clone(),
         // Memory that jobs just launched from `run --gpus`'s queue hold is not free.
         held: crate::model::queue::held(
-            &crate::collect::queue::read(&crate::collect::queue::dir(None)),
-            crate::collect::queue::now(),
+            &crate::store::queue::read(&crate::store::queue::dir(None)),
+            crate::store::queue::now(),
             None,
         ),
     };

@@ -5,9 +5,9 @@ use std::process::ExitCode;
 use tokio::sync::watch;
 
 use crate::cli::{Common, RecordArgs};
-use crate::collect::recording::{Limits, Writer};
 use crate::collect::{check_gpus, open_sampler, sampler, Needs};
-use crate::runtime::{shutdown_signal, usage_error};
+use crate::console::{shutdown_signal, usage_error};
+use crate::store::recording::{Limits, Writer};
 
 /// What a recording holds of each sample: everything the dashboard shows.
 pub const NEEDS: Needs = Needs {

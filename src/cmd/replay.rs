@@ -3,9 +3,9 @@
 use std::process::ExitCode;
 
 use crate::cli::{Common, ReplayArgs};
-use crate::collect::recording::{resolve_at, Reader};
 use crate::feed::Source;
-use crate::runtime::usage_error;
+use crate::console::usage_error;
+use crate::store::recording::{resolve_at, Reader};
 
 pub fn run(common: &Common, args: &ReplayArgs) -> anyhow::Result<ExitCode> {
     let reader = match Reader::open(&args.file) {

@@ -518,7 +518,7 @@ pub(super) fn cores() -> usize {
 /// prints as `btime` in /proc/stat, whose per-CPU and per-interrupt lines cost milliseconds
 /// to generate on a large machine). The boot clock counts suspended time, as the start
 /// times in `/proc/PID/stat` do.
-pub(super) fn boot_time() -> Option<u64> {
+pub fn boot_time() -> Option<u64> {
     let clock = |id| {
         let mut ts = libc::timespec {
             tv_sec: 0,
@@ -533,7 +533,7 @@ pub(super) fn boot_time() -> Option<u64> {
     Some((real - since_boot).round().max(0.0) as u64)
 }
 
-pub(super) fn user_name(cache: &mut HashMap<u32, Option<String>>, uid: u32) -> Option<String> {
+pub fn user_name(cache: &mut HashMap<u32, Option<String>>, uid: u32) -> Option<String> {
     cache
         .entry(uid)
         .or_insert_with(|| Some(passwd_name(uid).unwrap_or_else(|| uid.to_string())))

@@ -15,6 +15,7 @@ use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
 use serde::Deserialize;
 
 use super::remote::{answer, request, Client, Endpoint};
+use crate::metric_names::{dcgm, ours, UP};
 use crate::model::admit::unix_time;
 use crate::model::fleet::{GpuState, GpuSummary, NodeSummary, TopUser, SUMMARY_VERSION};
 use crate::model::owner::{Owner, OwnerKind};
@@ -27,24 +28,74 @@ const MIB: f64 = 1_048_576.0;
 const MAX_ERROR: usize = 512;
 
 /// gpumon's series a refresh of the fleet reads, by name.
-const NAMES: &str = "up|gpumon_build_info|gpumon_gpu_info|gpumon_gpu_up|gpumon_gpu_stalled|\
-gpumon_memory_(total|used|free|reserved|unattributed)_bytes|gpumon_idle_held_bytes|\
-gpumon_gpu_utilization_ratio|gpumon_processes|gpumon_user_memory_bytes";
+const NAMES: &[&str] = &[
+    UP,
+    ours::BUILD_INFO,
+    ours::GPU_INFO,
+    ours::GPU_UP,
+    ours::GPU_STALLED,
+    ours::MEMORY_TOTAL_BYTES,
+    ours::MEMORY_USED_BYTES,
+    ours::MEMORY_FREE_BYTES,
+    ours::MEMORY_RESERVED_BYTES,
+    ours::MEMORY_UNATTRIBUTED_BYTES,
+    ours::IDLE_HELD_BYTES,
+    ours::GPU_UTILIZATION_RATIO,
+    ours::PROCESSES,
+    ours::USER_MEMORY_BYTES,
+];
 
 /// dcgm-exporter's, read only from targets without gpumon's (a gpumon node exports both).
-const DCGM_NAMES: &str = "DCGM_FI_DEV_FB_(USED|FREE|RESERVED)|DCGM_FI_DEV_GPU_UTIL";
+const DCGM_NAMES: &[&str] = &[
+    dcgm::FB_USED,
+    dcgm::FB_FREE,
+    dcgm::FB_RESERVED,
+    dcgm::GPU_UTIL,
+];
+
+/// dcgm-exporter's memory figures, in MiB.
+const DCGM_MIB: &[&str] = &[dcgm::FB_USED, dcgm::FB_FREE, dcgm::FB_RESERVED];
 
 /// What an opened node's view reads each refresh: its GPUs, instances and processes.
-const NODE_NAMES: &str = "gpumon_build_info|gpumon_gpu_info|gpumon_gpu_up|gpumon_gpu_stalled|\
-gpumon_gpu_data_age_seconds|gpumon_memory_(total|used|free|reserved)_bytes|\
-gpumon_gpu_utilization_ratio|gpumon_memory_copy_utilization_ratio|gpumon_temperature_celsius|\
-gpumon_power_watts|gpumon_power_limit_watts|gpumon_fan_ratio|gpumon_process_memory_bytes|\
-gpumon_allocator_(allocated|reserved)(_peak)?_bytes|\
-DCGM_FI_DEV_(FB_USED|FB_FREE|FB_RESERVED|GPU_UTIL|MEM_COPY_UTIL|GPU_TEMP|POWER_USAGE)";
+const NODE_NAMES: &[&str] = &[
+    ours::BUILD_INFO,
+    ours::GPU_INFO,
+    ours::GPU_UP,
+    ours::GPU_STALLED,
+    ours::GPU_DATA_AGE_SECONDS,
+    ours::MEMORY_TOTAL_BYTES,
+    ours::MEMORY_USED_BYTES,
+    ours::MEMORY_FREE_BYTES,
+    ours::MEMORY_RESERVED_BYTES,
+    ours::GPU_UTILIZATION_RATIO,
+    ours::MEMORY_COPY_UTILIZATION_RATIO,
+    ours::TEMPERATURE_CELSIUS,
+    ours::POWER_WATTS,
+    ours::POWER_LIMIT_WATTS,
+    ours::FAN_RATIO,
+    ours::PROCESS_MEMORY_BYTES,
+    ours::ALLOCATOR_ALLOCATED_BYTES,
+    ours::ALLOCATOR_RESERVED_BYTES,
+    ours::ALLOCATOR_ALLOCATED_PEAK_BYTES,
+    ours::ALLOCATOR_RESERVED_PEAK_BYTES,
+    dcgm::FB_USED,
+    dcgm::FB_FREE,
+    dcgm::FB_RESERVED,
+    dcgm::GPU_UTIL,
+    dcgm::MEM_COPY_UTIL,
+    dcgm::GPU_TEMP,
+    dcgm::POWER_USAGE,
+];
 
 /// What its history is made of: memory used and utilisation, and whether the GPU answered.
-const HISTORY_NAMES: &str = "gpumon_gpu_up|gpumon_gpu_stalled|gpumon_memory_used_bytes|\
-gpumon_gpu_utilization_ratio|DCGM_FI_DEV_FB_USED|DCGM_FI_DEV_GPU_UTIL";
+const HISTORY_NAMES: &[&str] = &[
+    ours::GPU_UP,
+    ours::GPU_STALLED,
+    ours::MEMORY_USED_BYTES,
+    ours::GPU_UTILIZATION_RATIO,
+    dcgm::FB_USED,
+    dcgm::GPU_UTIL,
+];
 
 /// The most readings a history query asks for per series: the step grows with the window.
 const HISTORY_POINTS: u64 = 2000;
@@ -91,8 +142,8 @@ impl Source {
     }
 
     /// `{__name__=~"names",<instance>,<the selector>}`.
-    fn selector(&self, names: &str, instance: Option<&str>) -> String {
-        let mut q = format!("{{__name__=~\"{names}\"");
+    fn selector(&self, names: &[&str], instance: Option<&str>) -> String {
+        let mut q = format!("{{__name__=~\"{}\"", names.join("|"));
         if let Some(i) = instance {
             q.push_str(",instance=\"");
             q.push_str(&promql_string(i));
@@ -114,7 +165,7 @@ impl Source {
             "{} or ({} unless on(instance) {})",
             self.selector(NAMES, None),
             self.selector(DCGM_NAMES, None),
-            self.selector("gpumon_gpu_info", None)
+            self.selector(&[ours::GPU_INFO], None)
         )
     }
 
@@ -359,14 +410,14 @@ pub fn nodes(body: &[u8]) -> Result<Vec<PromNode>, String> {
         }
         match name {
             // Only for its `Hostname`.
-            "gpumon_build_info" => continue,
-            "up" => {
+            ours::BUILD_INFO => continue,
+            UP => {
                 if v == 0.0 {
                     node.down = Some("its last scrape failed (up == 0)".into());
                 }
                 continue;
             }
-            "gpumon_user_memory_bytes" => {
+            ours::USER_MEMORY_BYTES => {
                 if let Some(u) = m.get("user") {
                     *node.users.entry(u.clone()).or_default() += v;
                 }
@@ -453,28 +504,27 @@ fn gpu(index: u32, g: Gpu) -> GpuSummary {
     let bytes = |v: Option<f64>| v.filter(|v| v.is_finite() && *v >= 0.0).map(|v| v as u64);
     let own = |k: &str| g.gpumon.get(k).copied();
     let dcgm_mib = |k: &str| g.dcgm.get(k).map(|v| v * MIB);
-    let used = bytes(own("gpumon_memory_used_bytes").or_else(|| dcgm_mib("DCGM_FI_DEV_FB_USED")));
-    let free = bytes(own("gpumon_memory_free_bytes").or_else(|| dcgm_mib("DCGM_FI_DEV_FB_FREE")));
-    let reserved =
-        bytes(own("gpumon_memory_reserved_bytes").or_else(|| dcgm_mib("DCGM_FI_DEV_FB_RESERVED")));
+    let used = bytes(own(ours::MEMORY_USED_BYTES).or_else(|| dcgm_mib(dcgm::FB_USED)));
+    let free = bytes(own(ours::MEMORY_FREE_BYTES).or_else(|| dcgm_mib(dcgm::FB_FREE)));
+    let reserved = bytes(own(ours::MEMORY_RESERVED_BYTES).or_else(|| dcgm_mib(dcgm::FB_RESERVED)));
     // dcgm-exporter has no total: used + free + reserved is the card's.
-    let total = bytes(own("gpumon_memory_total_bytes"))
+    let total = bytes(own(ours::MEMORY_TOTAL_BYTES))
         .or_else(|| used?.checked_add(free?)?.checked_add(reserved.unwrap_or(0)));
-    let unattributed = bytes(own("gpumon_memory_unattributed_bytes"));
-    let idle = bytes(own("gpumon_idle_held_bytes"));
+    let unattributed = bytes(own(ours::MEMORY_UNATTRIBUTED_BYTES));
+    let idle = bytes(own(ours::IDLE_HELD_BYTES));
     // What the processes hold: used less what no process explains, less the idle holds.
     let busy = match (used, unattributed) {
         (Some(u), Some(x)) => Some(u.saturating_sub(x).saturating_sub(idle.unwrap_or(0))),
         _ => None,
     };
-    let util = own("gpumon_gpu_utilization_ratio")
+    let util = own(ours::GPU_UTILIZATION_RATIO)
         .map(|r| r * 100.0)
-        .or_else(|| g.dcgm.get("DCGM_FI_DEV_GPU_UTIL").copied())
+        .or_else(|| g.dcgm.get(dcgm::GPU_UTIL).copied())
         .filter(|v| v.is_finite() && *v >= 0.0)
         .map(|v| v.round() as u32);
-    let state = if own("gpumon_gpu_stalled") == Some(1.0) {
+    let state = if own(ours::GPU_STALLED) == Some(1.0) {
         GpuState::Stalled
-    } else if own("gpumon_gpu_up") == Some(0.0) {
+    } else if own(ours::GPU_UP) == Some(0.0) {
         GpuState::Failed
     } else {
         GpuState::Ok
@@ -492,7 +542,7 @@ fn gpu(index: u32, g: Gpu) -> GpuSummary {
         idle_bytes: idle,
         unattributed_bytes: unattributed,
         util_percent: util,
-        processes: own("gpumon_processes").map_or(0, |p| p.max(0.0) as u32),
+        processes: own(ours::PROCESSES).map_or(0, |p| p.max(0.0) as u32),
         state,
         last_xid: None,
     }
@@ -575,7 +625,7 @@ fn figure(values: &BTreeMap<String, f64>, own: &str, dcgm: &str, scale: f64) -> 
         .map(|v| v * scale)
         .or_else(|| {
             let v = values.get(dcgm)?;
-            Some(if dcgm.starts_with("DCGM_FI_DEV_FB_") {
+            Some(if DCGM_MIB.contains(&dcgm) {
                 v * MIB
             } else {
                 *v
@@ -586,11 +636,11 @@ fn figure(values: &BTreeMap<String, f64>, own: &str, dcgm: &str, scale: f64) -> 
 
 fn memory(values: &BTreeMap<String, f64>) -> Memory {
     let bytes = |own: &str, dcgm: &str| figure(values, own, dcgm, 1.0).map(|v| v as u64);
-    let used = bytes("gpumon_memory_used_bytes", "DCGM_FI_DEV_FB_USED");
-    let free = bytes("gpumon_memory_free_bytes", "DCGM_FI_DEV_FB_FREE");
-    let reserved = bytes("gpumon_memory_reserved_bytes", "DCGM_FI_DEV_FB_RESERVED");
+    let used = bytes(ours::MEMORY_USED_BYTES, dcgm::FB_USED);
+    let free = bytes(ours::MEMORY_FREE_BYTES, dcgm::FB_FREE);
+    let reserved = bytes(ours::MEMORY_RESERVED_BYTES, dcgm::FB_RESERVED);
     // dcgm-exporter has no total: used + free + reserved is the card's.
-    let total = bytes("gpumon_memory_total_bytes", "")
+    let total = bytes(ours::MEMORY_TOTAL_BYTES, "")
         .or_else(|| used?.checked_add(free?)?.checked_add(reserved.unwrap_or(0)));
     Memory {
         total_bytes: total,
@@ -605,20 +655,17 @@ fn utilization(values: &BTreeMap<String, f64>) -> Utilization {
         figure(values, own, dcgm, 100.0).map(|v| v.round().min(100.0) as u32)
     };
     Utilization {
-        gpu_percent: percent("gpumon_gpu_utilization_ratio", "DCGM_FI_DEV_GPU_UTIL"),
-        memory_percent: percent(
-            "gpumon_memory_copy_utilization_ratio",
-            "DCGM_FI_DEV_MEM_COPY_UTIL",
-        ),
+        gpu_percent: percent(ours::GPU_UTILIZATION_RATIO, dcgm::GPU_UTIL),
+        memory_percent: percent(ours::MEMORY_COPY_UTILIZATION_RATIO, dcgm::MEM_COPY_UTIL),
     }
 }
 
 fn node_device(index: u32, g: NodeGpu) -> Device {
     let v = &g.values;
     let label = |k: &str| g.labels.get(k).filter(|l| !l.is_empty()).cloned();
-    let stalled = v.get("gpumon_gpu_stalled") == Some(&1.0);
+    let stalled = v.get(ours::GPU_STALLED) == Some(&1.0);
     let age = v
-        .get("gpumon_gpu_data_age_seconds")
+        .get(ours::GPU_DATA_AGE_SECONDS)
         .filter(|a| a.is_finite() && **a >= 0.0);
     let error = if stalled {
         Some(match age {
@@ -628,7 +675,7 @@ fn node_device(index: u32, g: NodeGpu) -> Device {
             ),
             None => "not answering (its node's gpumon says)".to_owned(),
         })
-    } else if v.get("gpumon_gpu_up") == Some(&0.0) {
+    } else if v.get(ours::GPU_UP) == Some(&0.0) {
         Some("failed or lost (its node's gpumon says)".to_owned())
     } else {
         None
@@ -670,11 +717,11 @@ fn node_device(index: u32, g: NodeGpu) -> Device {
         } else {
             utilization(v)
         },
-        temperature_c: figure(v, "gpumon_temperature_celsius", "DCGM_FI_DEV_GPU_TEMP", 1.0)
+        temperature_c: figure(v, ours::TEMPERATURE_CELSIUS, dcgm::GPU_TEMP, 1.0)
             .map(|t| t.round() as u32),
-        power_draw_w: figure(v, "gpumon_power_watts", "DCGM_FI_DEV_POWER_USAGE", 1.0),
-        power_limit_w: figure(v, "gpumon_power_limit_watts", "", 1.0),
-        fan_percent: figure(v, "gpumon_fan_ratio", "", 100.0).map(|f| f.round() as u32),
+        power_draw_w: figure(v, ours::POWER_WATTS, dcgm::POWER_USAGE, 1.0),
+        power_limit_w: figure(v, ours::POWER_LIMIT_WATTS, "", 1.0),
+        fan_percent: figure(v, ours::FAN_RATIO, "", 100.0).map(|f| f.round() as u32),
         processes,
         error,
         stalled,
@@ -711,26 +758,26 @@ fn node_process(
     };
     let command = label("command");
     // Only `gpumon run`'s probe gives the allocator's figures, and it speaks for PyTorch.
-    let allocator = (bytes("gpumon_allocator_allocated_bytes").is_some()
-        || bytes("gpumon_allocator_reserved_bytes").is_some())
+    let allocator = (bytes(ours::ALLOCATOR_ALLOCATED_BYTES).is_some()
+        || bytes(ours::ALLOCATOR_RESERVED_BYTES).is_some())
     .then(|| {
         Box::new(AllocatorStats::figures(
             "pytorch".into(),
             None,
             [
-                bytes("gpumon_allocator_allocated_bytes"),
-                bytes("gpumon_allocator_allocated_peak_bytes"),
+                bytes(ours::ALLOCATOR_ALLOCATED_BYTES),
+                bytes(ours::ALLOCATOR_ALLOCATED_PEAK_BYTES),
             ],
             [
-                bytes("gpumon_allocator_reserved_bytes"),
-                bytes("gpumon_allocator_reserved_peak_bytes"),
+                bytes(ours::ALLOCATOR_RESERVED_BYTES),
+                bytes(ours::ALLOCATOR_RESERVED_PEAK_BYTES),
             ],
         ))
     });
     Process {
         pid,
         kind: ProcessKind::Compute,
-        gpu_memory_bytes: bytes("gpumon_process_memory_bytes"),
+        gpu_memory_bytes: bytes(ours::PROCESS_MEMORY_BYTES),
         name: command
             .as_deref()
             .and_then(|c| c.split_whitespace().next())

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::model::Shape;
+use super::memory::Shape;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {

@@ -1,19 +1,20 @@
 //! `gpumon estimate`: will a training or inference run fit on the GPUs here, and what would
-//! make it fit. The memory model is in [`model`]; the model's shape comes from a
+//! make it fit. The memory model is in [`memory`]; the model's shape comes from a
 //! `config.json` and safetensors headers ([`config`]) or from flags.
 
 pub mod batch;
 pub mod config;
-pub mod model;
+pub mod memory;
 pub mod pick;
 pub mod trace;
 
-use std::fmt::Write as _;
+#[cfg(test)]
+pub(crate) mod testing;
 
 use serde::Serialize;
 
 use crate::units::fmt_bytes;
-use model::{Checkpointing, Dtype, Optimizer, Parts, Run, Shape};
+use memory::{Checkpointing, Dtype, Optimizer, Parts, Run, Shape};
 
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -56,12 +57,12 @@ pub struct Flags {
     pub mixed_precision: bool,
     pub optimizer: Optimizer,
     pub checkpointing: Checkpointing,
-    pub attention: model::Attention,
+    pub attention: memory::Attention,
     pub grad_accum: u64,
     pub inference: bool,
     pub lora_rank: Option<u64>,
-    pub loss: model::Loss,
-    pub quant: Option<model::Quant>,
+    pub loss: memory::Loss,
+    pub quant: Option<memory::Quant>,
     pub group_size: u64,
 }
 
@@ -112,7 +113,7 @@ pub fn inputs(args: &Flags) -> Result<(Shape, Option<u64>, Run), String> {
         inference: args.inference,
         lora_rank: args.lora_rank.filter(|_| !args.inference),
         loss: args.loss,
-        quant: args.quant.unwrap_or(model::Quant::Nf4),
+        quant: args.quant.unwrap_or(memory::Quant::Nf4),
         group_size: args.group_size,
     };
     if args.quant.is_some() && args.dtype != Dtype::Int4 {
@@ -147,7 +148,7 @@ fn check(shape: &Shape, run: &Run) -> Result<(), String> {
             ));
         }
     }
-    let p = model::estimate(shape, run);
+    let p = memory::estimate(shape, run);
     let too_big = [
         Some(p.weights_bytes),
         p.gradients_bytes,
@@ -200,8 +201,8 @@ pub fn lever_saving(shape: &Shape, run: &Run, lever: Lever) -> Option<u64> {
         }
         _ => return None,
     };
-    let base = model::estimate(shape, run).total_bytes;
-    Some(base.saturating_sub(model::estimate(shape, &change.apply(run)).total_bytes))
+    let base = memory::estimate(shape, run).total_bytes;
+    Some(base.saturating_sub(memory::estimate(shape, &change.apply(run)).total_bytes))
 }
 
 /// What the dashboard's estimate panel shows: the formula's inputs, or a trace of the model.
@@ -340,7 +341,7 @@ enum Change {
     HalfSequence,
     Int8,
     Int4,
-    Loss(model::Loss),
+    Loss(memory::Loss),
 }
 
 impl Change {
@@ -394,7 +395,7 @@ impl Change {
             ),
             Change::Int8 => "8-bit weights".into(),
             Change::Int4 => "4-bit weights".into(),
-            Change::Loss(model::Loss::Chunked) => {
+            Change::Loss(memory::Loss::Chunked) => {
                 "a chunked cross-entropy (torchtune's CEWithChunkedOutputLoss)".into()
             }
             Change::Loss(_) => {
@@ -442,12 +443,12 @@ fn options(run: &Run) -> Vec<Vec<Change>> {
             out.push(vec![Change::Lora]);
         }
         match run.loss {
-            model::Loss::Standard => out.push(vec![
-                Change::Loss(model::Loss::Chunked),
-                Change::Loss(model::Loss::Fused),
+            memory::Loss::Standard => out.push(vec![
+                Change::Loss(memory::Loss::Chunked),
+                Change::Loss(memory::Loss::Fused),
             ]),
-            model::Loss::Chunked => out.push(vec![Change::Loss(model::Loss::Fused)]),
-            model::Loss::Fused => {}
+            memory::Loss::Chunked => out.push(vec![Change::Loss(memory::Loss::Fused)]),
+            memory::Loss::Fused => {}
         }
     }
     if run.seq_len > 1 {
@@ -459,14 +460,14 @@ fn options(run: &Run) -> Vec<Vec<Change>> {
 /// Each remedy alone, with its saving; then the fewest that fit `free` (task-changing ones
 /// only when nothing else does), the smallest total among equals.
 fn plan(shape: &Shape, run: &Run, free: Option<(u32, u64)>) -> (Vec<Remedy>, Option<Combination>) {
-    let base = model::estimate(shape, run).total_bytes;
+    let base = memory::estimate(shape, run).total_bytes;
     let groups = options(run);
     let mut alone: Vec<Remedy> = groups
         .iter()
         .flat_map(|g| g.iter().copied())
         .map(|c| Remedy {
             remedy: c.describe(run),
-            saves_bytes: base.saturating_sub(model::estimate(shape, &c.apply(run)).total_bytes),
+            saves_bytes: base.saturating_sub(memory::estimate(shape, &c.apply(run)).total_bytes),
         })
         .filter(|r| r.saves_bytes > 0)
         .collect();
@@ -488,7 +489,7 @@ fn plan(shape: &Shape, run: &Run, free: Option<(u32, u64)>) -> (Vec<Remedy>, Opt
             .map(|(p, g)| g[*p - 1])
             .collect();
         let r = chosen.iter().fold(run.clone(), |r, c| c.apply(&r));
-        let total = model::estimate(shape, &r).total_bytes;
+        let total = memory::estimate(shape, &r).total_bytes;
         if total <= free {
             let task = chosen.iter().filter(|c| c.changes_the_task()).count();
             let key = (task, chosen.len(), total);
@@ -524,8 +525,8 @@ pub fn report(
     run: Run,
     gpus: Result<Vec<GpuFree>, String>,
 ) -> Report {
-    let parts = model::estimate(&shape, &run);
-    let peak_known = model::peak_known(&parts, &run);
+    let parts = memory::estimate(&shape, &run);
+    let peak_known = memory::peak_known(&parts, &run);
     // Without a step's activations and logits (and their share of the fragmentation margin).
     let states = [
         parts.gradients_bytes,
@@ -537,8 +538,8 @@ pub fn report(
         acc.saturating_add(x.unwrap_or(0))
     });
     let resident = states
-        .saturating_add(model::CONTEXT_ALLOWANCE)
-        .saturating_add((states as f64 * model::FRAGMENTATION_MARGIN) as u64);
+        .saturating_add(memory::CONTEXT_ALLOWANCE)
+        .saturating_add((states as f64 * memory::FRAGMENTATION_MARGIN) as u64);
     let (gpus, gpus_error) = match gpus {
         Ok(list) => (
             list.into_iter()
@@ -578,7 +579,7 @@ pub fn report(
         schema_version: SCHEMA_VERSION,
         method: "formula",
         inputs: Inputs {
-            trainable_params: model::trainable_params(&shape, &run),
+            trainable_params: memory::trainable_params(&shape, &run),
             model: shape,
             weights_on_disk_bytes: weights_on_disk,
             run,
@@ -595,256 +596,10 @@ pub fn report(
     }
 }
 
-pub(crate) fn count(n: u64) -> String {
-    match n {
-        n if n >= 1_000_000_000 => format!("{:.2} B", n as f64 / 1e9),
-        n if n >= 1_000_000 => format!("{:.1} M", n as f64 / 1e6),
-        n => n.to_string(),
-    }
-}
-
-/// The report as text (a traced one with the first `layers` layers, or ten).
-pub fn render(r: &Report) -> String {
-    render_with(r, None)
-}
-
-/// The report as text, showing `layers` rows of a trace's layer table (`None`: ten).
-pub fn render_with(r: &Report, layers: Option<usize>) -> String {
-    let mut out = String::new();
-    let run = &r.inputs.run;
-    if let Some(t) = &r.trace {
-        trace::render_trace(&mut out, r, t, layers);
-        fit_and_plan(&mut out, r);
-        return out;
-    }
-    let m = &r.inputs.model;
-    let what = if run.inference {
-        "inference".to_owned()
-    } else {
-        format!(
-            "training with {}{}{}",
-            serde_json::to_value(run.optimizer)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default(),
-            if run.mixed_precision {
-                ", bf16 mixed precision"
-            } else {
-                ""
-            },
-            match run.lora_rank {
-                Some(rank) => format!(
-                    ", LoRA rank {rank} ({} trainable)",
-                    count(r.inputs.trainable_params)
-                ),
-                None => String::new(),
-            }
-        )
-    };
-    let name = |v: serde_json::Value| v.as_str().map(str::to_owned).unwrap_or_default();
-    let _ = writeln!(
-        out,
-        "{} parameters ({}), {what}: batch {} × {} tokens{}, {} weights, {} attention, checkpointing {}",
-        count(m.params),
-        m.family,
-        run.batch,
-        run.seq_len,
-        if run.grad_accum > 1 { format!(" × {} accumulated", run.grad_accum) } else { String::new() },
-        name(serde_json::json!(run.dtype)),
-        name(serde_json::json!(run.attention)),
-        name(serde_json::json!(run.checkpointing)),
-    );
-    out.push('\n');
-    let row = |out: &mut String, label: &str, v: Option<u64>| {
-        let _ = writeln!(
-            out,
-            "  {label:<34}{:>12}",
-            v.map_or_else(|| "—".to_owned(), fmt_bytes)
-        );
-    };
-    let p = &r.parts;
-    row(&mut out, "weights", Some(p.weights_bytes));
-    row(&mut out, "gradients", p.gradients_bytes);
-    row(&mut out, "optimizer states", p.optimizer_bytes);
-    row(&mut out, "activations", p.activations_bytes);
-    if !run.inference {
-        row(&mut out, "logits and loss", p.logits_bytes);
-    }
-    row(&mut out, "KV cache", p.kv_cache_bytes);
-    if p.not_together_bytes > 0 {
-        let _ = writeln!(
-            out,
-            "  {:<34}{:>12}",
-            "not held at once (see below)",
-            format!("−{}", fmt_bytes(p.not_together_bytes))
-        );
-    }
-    row(
-        &mut out,
-        "context allowance + fragmentation",
-        Some(p.overhead_bytes),
-    );
-    row(&mut out, "between steps", Some(r.resident_bytes));
-    if r.peak_known {
-        row(&mut out, "peak (must fit)", Some(r.total_bytes));
-    } else {
-        let _ = writeln!(out, "  {:<34}{:>12}", "peak (must fit)", "unknown");
-        let _ = writeln!(
-            out,
-            "\n  The peak is unknown: the activations{} need the model's shape (--layers,\n  \
-             --hidden and --heads, or --model). It is more than the {} between steps.",
-            if run.inference {
-                " and the KV cache"
-            } else {
-                ""
-            },
-            fmt_bytes(r.resident_bytes)
-        );
-    }
-    if p.not_together_bytes > 0 {
-        let _ = writeln!(
-            out,
-            "\n  With full checkpointing the logits are freed before the first layer is\n  \
-             recomputed: the smaller of the two is not counted twice."
-        );
-    }
-    out.push('\n');
-    fit_and_plan(&mut out, r);
-    out
-}
-
-/// Each GPU's verdict, then (when none fits) what each change saves and the fewest that fit.
-fn fit_and_plan(out: &mut String, r: &Report) {
-    if let Some(e) = &r.gpus_error {
-        let first = e.lines().next().unwrap_or("");
-        let _ = writeln!(
-            out,
-            "No GPU was read, so the estimate stands alone: {first}"
-        );
-    }
-    for g in &r.gpus {
-        let verdict = match (g.fits, g.free_bytes) {
-            (Some(true), Some(f)) => format!("fits ({} to spare)", fmt_bytes(f - r.total_bytes)),
-            (Some(false), Some(f)) if !r.peak_known => format!(
-                "does not fit (the states alone are {} short)",
-                fmt_bytes(r.resident_bytes.saturating_sub(f))
-            ),
-            (Some(false), Some(f)) => {
-                format!("does not fit ({} short)", fmt_bytes(r.total_bytes - f))
-            }
-            (None, Some(_)) => "room between steps; the peak is unknown".into(),
-            _ => "free memory unknown".into(),
-        };
-        let name = match (&g.mig_profile, g.gpu_instance_id) {
-            (Some(p), Some(gi)) => format!("MIG {p} (GI {gi})"),
-            (Some(p), None) => format!("MIG {p}"),
-            _ => g.name.clone().unwrap_or_else(|| "GPU".into()),
-        };
-        let _ = writeln!(
-            out,
-            "  [{}] {:<28} free {:>10}   {verdict}",
-            g.index,
-            name,
-            g.free_bytes.map_or_else(|| "N/A".to_owned(), fmt_bytes)
-        );
-    }
-    if let Some(t) = &r.trace {
-        trace::render_remedies(out, t);
-        if t.fit_search_complete == Some(false) && r.fits_with.is_none() {
-            out.push_str(
-                "\nNo combination fitted within the re-traces allowed (12); the list above \
-                 says what each change measures.\n",
-            );
-            return;
-        }
-    }
-    if !r.plan.is_empty() && r.gpus.iter().all(|g| g.fits != Some(true)) {
-        if r.trace.is_none() {
-            out.push_str("\nWhat each change saves on its own:\n");
-        }
-        for rem in r.plan.iter().filter(|_| r.trace.is_none()) {
-            let _ = writeln!(
-                out,
-                "  - {} (saves {})",
-                rem.remedy,
-                fmt_bytes(rem.saves_bytes)
-            );
-        }
-        match &r.fits_with {
-            Some(c) => {
-                let _ = writeln!(
-                    out,
-                    "\nThe fewest changes that fit GPU {} ({} peak{}):",
-                    c.gpu_index,
-                    fmt_bytes(c.total_bytes),
-                    if r.trace.is_some() {
-                        ", re-traced together"
-                    } else {
-                        ""
-                    }
-                );
-                for rem in &c.remedies {
-                    let _ = writeln!(out, "  - {}", crate::text::escape(rem));
-                }
-            }
-            None if !r.peak_known => out.push_str(
-                "\nWhich of these would fit is as unknown as the peak: give the model's shape.\n",
-            ),
-            None if !r.gpus.is_empty() => out.push_str(
-                "\nNo combination of these fits any GPU here: shard the model across GPUs \
-                 (FSDP, DeepSpeed ZeRO-3, tensor parallelism) or use a larger GPU.\n",
-            ),
-            None => {}
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::testing::{flags, gpu, llama7b, mig_devices, training};
     use super::*;
-
-    fn flags(line: &str) -> Result<(Shape, Option<u64>, Run), String> {
-        // The same parser the command line and the dashboard use, without clap here.
-        let mut f = Flags {
-            model: None,
-            params: Some(7_000_000_000),
-            layers: Some(32),
-            hidden: Some(4096),
-            heads: Some(32),
-            kv_heads: None,
-            vocab: Some(32000),
-            intermediate: None,
-            gated_mlp: false,
-            batch: 1,
-            seq_len: 2048,
-            dtype: Dtype::Bf16,
-            mixed_precision: false,
-            optimizer: Optimizer::Adamw,
-            checkpointing: Checkpointing::None,
-            attention: model::Attention::Sdpa,
-            grad_accum: 1,
-            inference: false,
-            lora_rank: None,
-            loss: model::Loss::Standard,
-            quant: None,
-            group_size: 128,
-        };
-        for part in line.split_whitespace() {
-            let (k, v) = part.split_once('=').unwrap_or((part, ""));
-            let n = v.parse::<u64>().ok();
-            match k {
-                "kv" => f.kv_heads = n,
-                "hidden" => f.hidden = n,
-                "heads" => f.heads = n,
-                "batch" => f.batch = n.unwrap_or(1),
-                "seq" => f.seq_len = n.unwrap_or(1),
-                "layers" => f.layers = n,
-                "params" => f.params = n,
-                _ => {}
-            }
-        }
-        inputs(&f)
-    }
 
     /// Finding 19: shapes that cannot exist and runs whose figures saturate are refused with
     /// the flags at fault, instead of a report beside exabytes.
@@ -876,21 +631,11 @@ mod tests {
             [None, Some(false)]
         );
         assert!(r.fits_with.is_none());
-        let text = render(&r);
-        assert!(
-            text.contains("peak (must fit)                        unknown"),
-            "{text}"
-        );
-        assert!(
-            text.contains("room between steps; the peak is unknown"),
-            "{text}"
-        );
-        assert!(!text.contains("No combination"), "{text}");
-        assert!(model::need(&shape, &run).is_err());
+        assert!(memory::need(&shape, &run).is_err());
         // With the shape, it is known.
         let (shape, _, run) = flags("").expect("flags");
         assert!(report(shape.clone(), None, run.clone(), Ok(vec![])).peak_known);
-        assert!(model::need(&shape, &run).is_ok());
+        assert!(memory::need(&shape, &run).is_ok());
     }
 
     #[test]
@@ -925,50 +670,9 @@ mod tests {
         assert!(parse_params("1e30").is_err());
     }
 
-    fn gpu(index: u32, name: Option<&str>, free: u64) -> GpuFree {
-        GpuFree {
-            index,
-            uuid: None,
-            name: name.map(str::to_owned),
-            free_bytes: Some(free),
-            mig: None,
-        }
-    }
-
     #[test]
     fn with_mig_on_the_candidates_are_the_instances() {
-        use crate::model::{Device, Memory, MigDevice};
-        let inst = |index, gi, free| MigDevice {
-            index,
-            uuid: Some(format!("MIG-{gi}")),
-            profile: Some("3g.40gb".into()),
-            gpu_instance_id: Some(gi),
-            memory: Memory {
-                free_bytes: Some(free),
-                ..Memory::default()
-            },
-            ..MigDevice::default()
-        };
-        let whole = Device {
-            index: 0,
-            uuid: Some("GPU-a".into()),
-            memory: Memory {
-                free_bytes: Some(70 << 30),
-                ..Memory::default()
-            },
-            ..Device::default()
-        };
-        let split = Device {
-            index: 1,
-            uuid: Some("GPU-b".into()),
-            memory: Memory {
-                free_bytes: Some(60 << 30),
-                ..Memory::default()
-            },
-            mig: vec![inst(0, 1, 30 << 30), inst(1, 2, 10 << 30)],
-            ..Device::default()
-        };
-        let c = GpuFree::candidates(&[whole, split]);
+        let c = GpuFree::candidates(&mig_devices());
         let ids: Vec<(u32, Option<&str>, Option<u64>)> = c
             .iter()
             .map(|g| (g.index, g.uuid.as_deref(), g.free_bytes))
@@ -982,42 +686,6 @@ mod tests {
             ],
             "the MIG GPU's 60 GiB free is no candidate: no job can have it whole"
         );
-        let r = report(llama7b(), None, training(), Ok(c));
-        let text = render(&r);
-        assert!(text.contains("[1] MIG 3g.40gb (GI 1)"), "{text}");
-    }
-
-    fn llama7b() -> Shape {
-        Shape {
-            family: "llama".into(),
-            params: 6_738_415_616,
-            layers: Some(32),
-            hidden: Some(4096),
-            heads: Some(32),
-            kv_heads: Some(32),
-            vocab: Some(32000),
-            intermediate: Some(11008),
-            gated_mlp: true,
-            tied_embeddings: Some(false),
-        }
-    }
-
-    fn training() -> Run {
-        Run {
-            batch: 8,
-            seq_len: 4096,
-            dtype: Dtype::Bf16,
-            mixed_precision: true,
-            optimizer: Optimizer::Adamw,
-            checkpointing: Checkpointing::None,
-            attention: model::Attention::Sdpa,
-            grad_accum: 1,
-            inference: false,
-            lora_rank: None,
-            loss: model::Loss::Standard,
-            quant: model::Quant::Nf4,
-            group_size: 128,
-        }
     }
 
     #[test]
@@ -1036,7 +704,6 @@ mod tests {
         );
         assert_eq!(fits.gpus[0].fits, Some(true));
         assert!(fits.fits_with.is_none());
-        assert!(!render(&fits).contains("fewest changes"));
 
         let r = report(
             llama7b(),
@@ -1062,7 +729,6 @@ mod tests {
             .plan
             .windows(2)
             .all(|w| w[0].saves_bytes >= w[1].saves_bytes));
-        assert!(render(&r).contains("The fewest changes that fit GPU 1"));
     }
 
     proptest::proptest! {
@@ -1097,7 +763,6 @@ mod tests {
             let run = Run { batch, seq_len: seq, inference, lora_rank: lora, ..training() };
             let r = report(shape, None, run, Ok(vec![gpu(0, None, 80 << 30)]));
             proptest::prop_assert!(r.total_bytes >= r.parts.weights_bytes);
-            let _ = render(&r);
         }
     }
 
@@ -1105,7 +770,6 @@ mod tests {
     fn without_a_gpu_the_estimate_still_stands() {
         let r = report(llama7b(), None, training(), Err("no NVIDIA driver".into()));
         assert!(r.gpus.is_empty() && r.fits_with.is_none());
-        assert!(render(&r).contains("No GPU was read, so the estimate stands alone"));
         let j = serde_json::to_value(&r).expect("json");
         assert_eq!(j["schema_version"], 1);
         assert!(j["parts"]["kv_cache_bytes"].is_null());

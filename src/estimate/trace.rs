@@ -6,14 +6,10 @@
 //! fits: the answer is bounded in size, every number is checked, and every string is escaped
 //! where it is shown.
 
-use std::fmt::Write as _;
-
 use serde::{Deserialize, Serialize};
 
-use super::model::{self, Parts, Run, Shape};
+use super::memory::{self, Parts, Run, Shape};
 use super::{GpuFit, GpuFree, Inputs, Remedy, Report, SCHEMA_VERSION};
-use crate::text::escape;
-use crate::units::fmt_bytes;
 
 /// The helper, shipped inside the binary.
 pub const HELPER: &str = include_str!("../../assets/python/gpumon_trace.py");
@@ -85,9 +81,9 @@ pub fn parse_inputs(s: &str) -> Result<Vec<InputSpec>, String> {
 /// The run a trace describes, in the estimate's terms (the JSON report's `inputs.run`).
 pub fn run_for(
     batch: u64,
-    dtype: model::Dtype,
+    dtype: memory::Dtype,
     mixed_precision: bool,
-    optimizer: model::Optimizer,
+    optimizer: memory::Optimizer,
     inference: bool,
 ) -> Run {
     Run {
@@ -96,17 +92,17 @@ pub fn run_for(
         dtype,
         mixed_precision,
         optimizer: if inference {
-            model::Optimizer::None
+            memory::Optimizer::None
         } else {
             optimizer
         },
-        checkpointing: model::Checkpointing::None,
-        attention: model::Attention::Sdpa,
+        checkpointing: memory::Checkpointing::None,
+        attention: memory::Attention::Sdpa,
         grad_accum: 1,
         inference,
         lora_rank: None,
-        loss: model::Loss::Standard,
-        quant: model::Quant::Nf4,
+        loss: memory::Loss::Standard,
+        quant: memory::Quant::Nf4,
         group_size: 128,
     }
 }
@@ -134,13 +130,13 @@ pub struct Request {
 /// The peak the trace may reach on a GPU with `free` bytes: what is left after the stated
 /// allowances (the CUDA context, the allocator's margin) that the trace cannot see.
 pub fn target_for(free: u64) -> u64 {
-    let room = free.saturating_sub(model::CONTEXT_ALLOWANCE) as f64;
-    (room / (1.0 + model::FRAGMENTATION_MARGIN)) as u64
+    let room = free.saturating_sub(memory::CONTEXT_ALLOWANCE) as f64;
+    (room / (1.0 + memory::FRAGMENTATION_MARGIN)) as u64
 }
 
 /// The allowances on top of a traced peak.
 pub fn overhead_for(peak: u64) -> u64 {
-    model::CONTEXT_ALLOWANCE.saturating_add((peak as f64 * model::FRAGMENTATION_MARGIN) as u64)
+    memory::CONTEXT_ALLOWANCE.saturating_add((peak as f64 * memory::FRAGMENTATION_MARGIN) as u64)
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -548,176 +544,10 @@ pub fn report(
     }
 }
 
-fn shape_text(s: &Option<Vec<u64>>) -> String {
-    match s {
-        Some(d) if !d.is_empty() => d.iter().map(u64::to_string).collect::<Vec<_>>().join("×"),
-        Some(_) => "scalar".into(),
-        None => "—".into(),
-    }
-}
-
-/// The traced part of the text report: the peak by kind, the allowances, the layer table.
-pub fn render_trace(out: &mut String, r: &Report, t: &Traced, layers: Option<usize>) {
-    let run = &r.inputs.run;
-    let what = if run.inference {
-        "inference (torch.no_grad())".to_owned()
-    } else {
-        format!(
-            "one training step with {}",
-            serde_json::to_value(run.optimizer)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default()
-        )
-    };
-    let _ = writeln!(
-        out,
-        "{} ({}): {} parameters, traced on fake tensors with PyTorch {}: {what}, input {}",
-        escape(&t.spec),
-        escape(t.model_class.as_deref().unwrap_or("?")),
-        super::count(r.inputs.model.params),
-        escape(t.torch_version.as_deref().unwrap_or("?")),
-        escape(t.inputs.as_deref().unwrap_or("?")),
-    );
-    out.push('\n');
-    let row = |out: &mut String, label: &str, v: u64| {
-        let _ = writeln!(out, "  {label:<40}{:>12}", fmt_bytes(v));
-    };
-    let a = &t.at_peak;
-    let _ = writeln!(
-        out,
-        "  At the peak ({}), measured:",
-        t.peak_phase.as_deref().map_or("?".into(), escape)
-    );
-    row(out, "parameters", a.parameters);
-    if a.buffers > 0 {
-        row(out, "buffers", a.buffers);
-    }
-    if !run.inference {
-        row(out, "gradients", a.gradients);
-        row(out, "optimizer states", a.optimizer_states);
-    }
-    row(out, "input batch", a.inputs);
-    if !run.inference {
-        row(out, "activations saved for backward", a.saved_activations);
-    }
-    row(out, "temporaries", a.temporaries);
-    row(out, "peak allocated (traced)", t.peak_bytes);
-    let _ = writeln!(out, "  Not seen by the trace, allowed for:");
-    row(out, "CUDA context + allocator margin", t.allowance_bytes);
-    row(out, "between steps", r.resident_bytes);
-    row(out, "peak (must fit)", r.total_bytes);
-    if !run.inference {
-        let _ = writeln!(
-            out,
-            "\n  Saved for backward at the end of forward: {}.",
-            fmt_bytes(t.saved_for_backward_bytes)
-        );
-    }
-    let shown = layers.unwrap_or(DEFAULT_LAYERS).min(t.layers.len());
-    if shown > 0 {
-        let _ = writeln!(
-            out,
-            "\n  {:<28} {:<16} {:>18} {:>10} {:>10} {:>10} {:>6}",
-            "layer", "type", "output", "out bytes", "saved", "at peak", "share"
-        );
-        for l in &t.layers[..shown] {
-            let name = escape(&l.name);
-            let name: String = if name.chars().count() > 28 {
-                let tail: String = name
-                    .chars()
-                    .rev()
-                    .take(27)
-                    .collect::<Vec<_>>()
-                    .into_iter()
-                    .rev()
-                    .collect();
-                format!("…{tail}")
-            } else {
-                name.into_owned()
-            };
-            let share = if t.peak_bytes > 0 {
-                l.at_peak_bytes as f64 * 100.0 / t.peak_bytes as f64
-            } else {
-                0.0
-            };
-            let kind: String = escape(&l.kind).chars().take(16).collect();
-            let _ = writeln!(
-                out,
-                "  {name:<28} {kind:<16} {:>18} {:>10} {:>10} {:>10} {:>5.1}%",
-                shape_text(&l.output_shape),
-                fmt_bytes(l.output_bytes),
-                fmt_bytes(l.saved_bytes),
-                fmt_bytes(l.at_peak_bytes),
-                share
-            );
-        }
-        let total = t.layers_total.max(t.layers.len() as u64);
-        if (shown as u64) < total {
-            let _ = writeln!(
-                out,
-                "  … {} more (--layers N shows N, --layers all of them)",
-                total - shown as u64
-            );
-        }
-    }
-    out.push('\n');
-}
-
-/// Each remedy's measured peak, for the text report (failed and costly ones included).
-pub fn render_remedies(out: &mut String, t: &Traced) {
-    if t.remedies.is_empty() {
-        return;
-    }
-    out.push_str("\nEach change, re-traced (the peak with it, and what that saves):\n");
-    for r in &t.remedies {
-        let how = if r.measured {
-            ""
-        } else {
-            " [formula, not traced]"
-        };
-        match (r.peak_bytes, r.saves_bytes) {
-            (Some(p), Some(s)) if s > 0 => {
-                let _ = writeln!(
-                    out,
-                    "  - {}: {} (saves {}){how}",
-                    escape(&r.remedy),
-                    fmt_bytes(p),
-                    fmt_bytes(s as u64)
-                );
-            }
-            (Some(p), Some(s)) if s < 0 => {
-                let _ = writeln!(
-                    out,
-                    "  - {}: {} (costs {} more){how}",
-                    escape(&r.remedy),
-                    fmt_bytes(p),
-                    fmt_bytes(s.unsigned_abs())
-                );
-            }
-            (Some(p), _) => {
-                let _ = writeln!(
-                    out,
-                    "  - {}: {} (saves nothing at the peak){how}",
-                    escape(&r.remedy),
-                    fmt_bytes(p)
-                );
-            }
-            _ => {
-                let _ = writeln!(
-                    out,
-                    "  - {}: not traced ({})",
-                    escape(&r.remedy),
-                    escape(r.error.as_deref().unwrap_or("failed"))
-                );
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::estimate::testing::answer;
 
     #[test]
     fn input_shapes_as_people_write_them() {
@@ -740,33 +570,6 @@ mod tests {
         assert!(parse_inputs("65536x65536x65536").is_err(), "2^48 elements");
     }
 
-    fn answer(peak: u64, parts: [u64; 7]) -> String {
-        serde_json::json!({
-            "ok": true, "torch_version": "2.15.0", "inputs": "4x8",
-            "trace": {
-                "model": {"params": 10, "trainable": 10, "name": "M"},
-                "peak_bytes": peak, "peak_phase": "backward",
-                "at_peak": {"parameters": parts[0], "buffers": parts[1], "gradients": parts[2],
-                    "optimizer_states": parts[3], "inputs": parts[4], "saved_activations": parts[5],
-                    "temporaries": parts[6]},
-                "saved_for_backward_bytes": 100, "between_steps_bytes": 50,
-                "modules": [
-                    {"name": "a", "type": "Linear", "output_shape": [4, 8], "output_bytes": 128,
-                     "saved_bytes": 0, "at_peak_bytes": 10, "calls": 1},
-                    {"name": "b\u{1b}[31m", "type": "ReLU", "output_shape": [4, 8], "output_bytes": 128,
-                     "saved_bytes": 128, "at_peak_bytes": 90, "calls": 1}
-                ],
-                "modules_total": 2
-            },
-            "remedies": [
-                {"id": "half-batch", "remedy": "half", "peak_bytes": 600, "measured": true},
-                {"id": "inplace", "remedy": "inplace", "peak_bytes": 1100, "measured": true},
-                {"id": "checkpoint", "remedy": "ckpt", "peak_bytes": null, "measured": false, "error": "boom"}
-            ]
-        })
-        .to_string()
-    }
-
     #[test]
     fn a_trace_is_read_checked_and_sorted() {
         let (t, _) = parse(
@@ -782,18 +585,18 @@ mod tests {
         let r = report(
             t.clone(),
             None,
-            run_for(4, model::Dtype::Fp32, false, model::Optimizer::Adam, false),
+            run_for(
+                4,
+                memory::Dtype::Fp32,
+                false,
+                memory::Optimizer::Adam,
+                false,
+            ),
             Ok(vec![]),
         );
         assert_eq!(r.method, "traced");
         assert_eq!(r.total_bytes, 1000 + overhead_for(1000));
         assert_eq!(r.plan.len(), 1, "only what saves is a plan entry");
-        let mut text = String::new();
-        render_trace(&mut text, &r, &t, None);
-        assert!(!text.contains('\u{1b}'), "names are escaped: {text}");
-        render_remedies(&mut text, &t);
-        assert!(text.contains("costs"), "{text}");
-        assert!(text.contains("not traced (boom)"), "{text}");
     }
 
     #[test]

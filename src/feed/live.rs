@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 
 use super::Event;
-use crate::collect::recording::Writer;
+use crate::store::recording::Writer;
 use crate::collect::sampler::{self, Focus, Sampler};
 use crate::collect::source::{Opened, Opening};
 use crate::model::Sample;
@@ -55,7 +55,7 @@ impl Live {
         let mut live = Live {
             state: State::Ended,
             record,
-            queue_dir: crate::collect::queue::dir(None),
+            queue_dir: crate::store::queue::dir(None),
             interval,
             focus,
         };
@@ -130,7 +130,7 @@ impl Live {
             }
         }
         Event::Sample {
-            queue: crate::collect::queue::read(&self.queue_dir),
+            queue: crate::store::queue::read(&self.queue_dir),
             sample,
             notice,
         }

@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime};
 
 use tokio::sync::{mpsc, watch};
 
-use crate::collect::recording::{Reader, Writer};
+use crate::store::recording::{Reader, Writer};
 use crate::collect::remote::Client;
 use crate::collect::sampler::Focus;
 use crate::collect::source::OpenError;

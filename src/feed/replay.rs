@@ -8,8 +8,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::mpsc;
 
-use crate::collect::recording::Reader;
 use crate::model::Sample;
+use crate::store::recording::Reader;
 
 /// What moves the cursor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

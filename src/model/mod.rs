@@ -13,6 +13,7 @@ pub mod history;
 pub mod owner;
 pub mod queue;
 pub mod rollup;
+pub mod run;
 pub mod timeline;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};

@@ -5,7 +5,7 @@
 //! first come, first served by the time a job joined. A job at the head launches once its GPUs
 //! have room, net of what earlier jobs hold. A launched job holds, on each GPU it was given,
 //! the memory it asked for less what it already uses there, until it uses all of it, its grace
-//! period ends, or it exits. Pure: reading and writing the files is `collect::queue`'s.
+//! period ends, or it exits. Pure: reading and writing the files is `store::queue`'s.
 
 use serde::{Deserialize, Serialize};
 

@@ -92,8 +92,8 @@ fn alloc_conf(oom: &Oom) -> &'static str {
 /// `gpumon estimate`'s model instead of rules of thumb.
 #[derive(Debug, Clone)]
 pub struct Sizing {
-    pub shape: crate::estimate::model::Shape,
-    pub run: crate::estimate::model::Run,
+    pub shape: crate::estimate::memory::Shape,
+    pub run: crate::estimate::memory::Run,
 }
 
 /// Ranked findings for one OOM: the most likely cause first.
@@ -943,7 +943,7 @@ fn framework_allocations(
     // what the job holds; one the run already uses (or that cannot apply to it: checkpointing
     // in inference, halving a batch of 1, autocast on a bf16 run) is not offered.
     if let Some(z) = sizing {
-        let modelled = crate::estimate::model::estimate(&z.shape, &z.run).total_bytes;
+        let modelled = crate::estimate::memory::estimate(&z.shape, &z.run).total_bytes;
         remedies.retain_mut(|rem| {
             let t = rem.text.to_ascii_lowercase();
             let lever = if t.contains("halve the batch") {

@@ -1125,7 +1125,7 @@ impl App {
                 r.goto.pop();
             }
             KeyCode::Enter => {
-                match crate::collect::recording::resolve_at(&r.goto, r.span.0, r.span.1) {
+                match crate::store::recording::resolve_at(&r.goto, r.span.0, r.span.1) {
                     Ok(t) => {
                         r.goto.clear();
                         r.goto_error = None;

@@ -139,7 +139,7 @@ struct Signals {
 impl Signals {
     fn new() -> std::io::Result<Signals> {
         Ok(Signals {
-            stop: Box::pin(crate::runtime::shutdown_signal()),
+            stop: Box::pin(crate::console::shutdown_signal()),
             quit: [
                 signal(SignalKind::hangup())?,
                 signal(SignalKind::quit())?,

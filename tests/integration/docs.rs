@@ -1066,7 +1066,7 @@ fn the_schemas_name_every_value_the_code_can_print() {
     assert_eq!(enum_of(&explain, "framework"), names(&frameworks));
     assert_eq!(enum_of(&explain, "cause"), names(&causes));
 
-    use gpumon::estimate::model::{Attention, Checkpointing, Choice, Dtype, Optimizer};
+    use gpumon::estimate::memory::{Attention, Checkpointing, Choice, Dtype, Optimizer};
     fn choices<T: Choice>() -> Vec<String> {
         T::ALL.iter().map(|(n, _)| (*n).to_owned()).collect()
     }

@@ -209,7 +209,7 @@ fn explain_sizes_remedies_with_the_described_run() {
     let held = j["breakdown"]["allocated_bytes"]
         .as_u64()
         .expect("allocated");
-    let modelled = gpumon::estimate::model::estimate(&shape, &run).total_bytes;
+    let modelled = gpumon::estimate::memory::estimate(&shape, &run).total_bytes;
     assert!(modelled > held);
     let saves = |lever| {
         gpumon::estimate::lever_saving(&shape, &run, lever)

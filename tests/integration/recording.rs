@@ -256,7 +256,7 @@ fn explain_puts_an_error_against_the_recording_of_its_host() {
 /// a panic); a second recorder on a file being recorded is refused with a clear message.
 #[test]
 fn at_takes_negative_offsets_and_a_recording_has_one_writer() {
-    use gpumon::collect::recording::{Limits, Writer};
+    use gpumon::store::recording::{Limits, Writer};
     let dir = tempfile::tempdir().expect("dir");
     let file = dir.path().join("r.rec.zst");
     let demo = stdout_json(gpumon().args(["--demo", "once", "--json"]));

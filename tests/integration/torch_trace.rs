@@ -462,7 +462,7 @@ fn the_estimate_panel_traces_a_model() {
         free_bytes: Some(8 << 30),
         mig: None,
     };
-    let text = gpumon::estimate::render(&estimated.report(Ok(vec![gpu])));
+    let text = gpumon::view::estimate::render(&estimated.report(Ok(vec![gpu])));
     assert!(text.contains("traced on fake tensors"), "{text}");
     assert!(text.contains("[0] GPU") && text.contains("fits"), "{text}");
     let e = gpumon::tracer::panel_estimate(&format!(

@@ -8,12 +8,12 @@ use std::time::{Duration, Instant};
 use tokio::signal::unix::{signal, SignalKind};
 
 use crate::cli::{RunArgs, Wait};
-use crate::collect::queue::{self, Ticket};
 use crate::collect::sampler::Sampler;
 use crate::estimate::pick::{choose, Candidate, Request};
 use crate::model::queue::{self as q, Entry, Hold, State};
 use crate::model::{Process, Sample};
-use crate::units::{fmt_age, fmt_bytes};
+use crate::store::queue::{self, Ticket};
+use crate::units::{fmt_bytes, fmt_wait};
 
 /// What the job was given.
 pub struct Launch {
@@ -37,7 +37,7 @@ pub enum Outcome {
 fn need(args: &RunArgs) -> Result<Option<u64>, String> {
     match (&args.estimate, args.need) {
         (Some(flags), _) => crate::cli::estimate_line(flags)
-            .and_then(|(shape, _, run)| crate::estimate::model::need(&shape, &run))
+            .and_then(|(shape, _, run)| crate::estimate::memory::need(&shape, &run))
             .map(Some)
             .map_err(|e| format!("--estimate: {e}")),
         (None, n) => Ok(n),
@@ -96,19 +96,10 @@ impl Locks {
             eprintln!(
                 "gpumon: {} has been locked by another process for {}: going on without it",
                 dir.join(".lock").display(),
-                took(within)
+                fmt_wait(within)
             );
         }
         Ok(lock)
-    }
-}
-
-/// A wait: tenths of a second under 10 s, then as ages are written (1m05s).
-pub fn took(d: Duration) -> String {
-    if d < Duration::from_secs(10) {
-        format!("{:.1}s", d.as_secs_f64())
-    } else {
-        fmt_age(d.as_secs())
     }
 }
 
@@ -136,15 +127,16 @@ pub fn choose_and_wait(
     let need = match need(args) {
         Ok(n) => n,
         Err(e) => {
-            eprintln!("gpumon: {e}");
-            return Ok(Outcome::Exit(ExitCode::from(crate::runtime::EXIT_USAGE)));
+            return Ok(Outcome::Exit(crate::console::usage_error(e)));
         }
     };
     let count = usize::from(count);
     let dir = queue::dir(args.queue_dir.as_deref());
     if let Err(e) = queue::ensure_dir(&dir) {
-        eprintln!("gpumon: the queue's directory {}: {e}", dir.display());
-        return Ok(Outcome::Exit(ExitCode::from(crate::runtime::EXIT_USAGE)));
+        return Ok(Outcome::Exit(crate::console::usage_error(format!(
+            "the queue's directory {}: {e}",
+            dir.display()
+        ))));
     }
     let first = sampler.tick();
     if !could_fit(&first, count, need) {
@@ -270,7 +262,7 @@ pub fn choose_and_wait(
                             eprintln!(
                                 "gpumon: {} free after {} in the queue: running on {ids}",
                                 describe(count, need),
-                                took(waited)
+                                fmt_wait(waited)
                             );
                         }
                         return Ok(Outcome::Launch(Box::new(Launch {
@@ -289,7 +281,7 @@ pub fn choose_and_wait(
         let waited = started.elapsed();
         if deadline.is_some_and(|d| waited >= d) {
             let after = if waited >= Duration::from_secs(1) {
-                format!(" (waited {})", took(waited))
+                format!(" (waited {})", fmt_wait(waited))
             } else {
                 String::new()
             };
@@ -326,7 +318,7 @@ pub fn choose_and_wait(
             drop(ticket);
             eprintln!(
                 "gpumon: left the queue after {} (nothing was run)",
-                took(started.elapsed())
+                fmt_wait(started.elapsed())
             );
             return Ok(Outcome::Exit(ExitCode::from(128 + sig as u8)));
         }

@@ -15,7 +15,6 @@
 //! at a time, and costs the same for unknown users.
 
 pub mod conns;
-pub mod metrics;
 pub mod peaks;
 pub mod webconfig;
 
@@ -39,8 +38,8 @@ use tokio::sync::{watch, Semaphore};
 use crate::cli::{Common, ServeArgs};
 use crate::collect::sampler::{Sampler, MIN_INTERVAL};
 use crate::collect::{new_sampler, open_within_timeout, Needs};
-use crate::runtime::{shutdown_signal, EXIT_USAGE};
-use metrics::{Options, ProcessLabels};
+use crate::console::{shutdown_signal, usage_error};
+use crate::view::metrics::{self, Options, ProcessLabels};
 use webconfig::{BasicAuth, Verdict, WebConfig};
 
 /// Connections open at once. A newcomer beyond them takes the place of the connection that
@@ -150,16 +149,14 @@ pub fn run(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCode> {
         None => ProcessLabels::default(),
         Some(Ok(p)) => p,
         Some(Err(e)) => {
-            eprintln!("gpumon: --process-labels: {e}");
-            return Ok(ExitCode::from(EXIT_USAGE));
+            return Ok(usage_error(format!("--process-labels: {e}")));
         }
     };
     let web = match &args.web_config_file {
         Some(path) => match WebConfig::load(path) {
             Ok(w) => w,
             Err(e) => {
-                eprintln!("gpumon: refusing the web configuration: {e}");
-                return Ok(ExitCode::from(EXIT_USAGE));
+                return Ok(usage_error(format!("refusing the web configuration: {e}")));
             }
         },
         None => WebConfig::default(),
@@ -168,8 +165,10 @@ pub fn run(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let listener = match StdListener::bind(args.listen) {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("gpumon: cannot listen on {}: {e}", args.listen);
-            return Ok(ExitCode::from(EXIT_USAGE));
+            return Ok(usage_error(format!(
+                "cannot listen on {}: {e}",
+                args.listen
+            )));
         }
     };
     listener.set_nonblocking(true)?;
@@ -182,8 +181,7 @@ pub fn run(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let source = match open_within_timeout(&common.collect()) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("gpumon: {e}");
-            return Ok(ExitCode::from(EXIT_USAGE));
+            return Ok(usage_error(e));
         }
     };
     // No view shows processes here: an empty focus refreshes their host facts (the JSON's
@@ -192,8 +190,7 @@ pub fn run(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCode> {
     // /api/v1/sample is the `once --json` schema, per-process utilisation included.
     let mut sampler = new_sampler(&common.collect(), source, Needs::ALL).with_focus(focus);
     if let Err(e) = crate::collect::check_gpus(&common.collect(), &mut sampler) {
-        eprintln!("gpumon: {e}");
-        return Ok(ExitCode::from(EXIT_USAGE));
+        return Ok(usage_error(e));
     }
     let options = Options {
         dcgm: !args.no_dcgm_names,
@@ -210,10 +207,10 @@ pub fn run(common: &Common, args: &ServeArgs) -> anyhow::Result<ExitCode> {
         },
     );
     let record = match &args.record {
-        Some(path) => match crate::collect::recording::Writer::open(path, Default::default()) {
+        Some(path) => match crate::store::recording::Writer::open(path, Default::default()) {
             Ok(w) => Some(w),
             Err(e) => {
-                return Ok(crate::runtime::usage_error(format!(
+                return Ok(crate::console::usage_error(format!(
                     "--record: cannot record to {}: {e}",
                     path.display()
                 )))
@@ -282,7 +279,7 @@ async fn publish(
     interval: Duration,
     idle_after: Duration,
     options: Options,
-    mut record: Option<crate::collect::recording::Writer>,
+    mut record: Option<crate::store::recording::Writer>,
     tx: watch::Sender<Option<Arc<Exposition>>>,
     peaks: Arc<peaks::Peaks>,
 ) {

@@ -71,7 +71,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, sample: &Sample) {
                 .into_iter()
                 .filter(|d| gpu.is_none_or(|g| d.index == g))
                 .collect();
-            crate::estimate::render(&estimated.report(Ok(gpus)))
+            crate::view::estimate::render(&estimated.report(Ok(gpus)))
         }
     };
     frame.render_widget(

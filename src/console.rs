@@ -1,5 +1,5 @@
-//! What every command shares at run time: exit codes, the signals that end a view, broken
-//! pipes, and the terminal's width. Below the commands, above nothing but the standard library
+//! What every command shares at run time, on the console: exit codes and usage errors, the
+//! signals that end a view, broken pipes, and the terminal's width. Below the commands, above nothing but the standard library
 //! and tokio.
 
 use std::io::{self, IsTerminal};
@@ -12,6 +12,26 @@ pub const EXIT_USAGE: u8 = 2;
 pub fn usage_error(e: impl std::fmt::Display) -> ExitCode {
     eprintln!("gpumon: {e}");
     ExitCode::from(EXIT_USAGE)
+}
+
+/// A usage error carried up through `?`: [`exit_on_usage`] turns it into [`usage_error`]'s
+/// message and exit code, so a command's helpers need not return exit codes themselves.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// `e` as a [`UsageError`], for `?`.
+pub fn usage(e: impl std::fmt::Display) -> anyhow::Error {
+    UsageError(e.to_string()).into()
+}
+
+/// A command's result with its [`UsageError`]s printed and given [`EXIT_USAGE`]; any other
+/// error is passed on (main prints it, exit 1).
+pub fn exit_on_usage(result: anyhow::Result<ExitCode>) -> anyhow::Result<ExitCode> {
+    match result {
+        Err(e) if e.is::<UsageError>() => Ok(usage_error(e)),
+        other => other,
+    }
 }
 
 /// Columns a text report fits: `COLUMNS` when set, else the terminal's width when stdout is

@@ -172,7 +172,7 @@ fn started(start_ticks: u64) -> Option<f64> {
     // SAFETY: sysconf has no preconditions.
     let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     let ticks = if ticks > 0 { ticks as f64 } else { 100.0 };
-    Some(super::host::boot_time()? as f64 + start_ticks as f64 / ticks)
+    Some(crate::collect::host::boot_time()? as f64 + start_ticks as f64 / ticks)
 }
 
 /// The queue as [`read`] gives it, with the entries it ignored. What an entry may claim is
@@ -220,7 +220,7 @@ pub fn scan(dir: &Path) -> Scan {
         let Some(began) = started(entry.start_ticks) else {
             continue;
         };
-        let user = super::host::user_name(&mut names, owner);
+        let user = crate::collect::host::user_name(&mut names, owner);
         out.push(entry.trusted(began, now, user));
     }
     queue::sort(&mut out);

@@ -26,6 +26,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
+use crate::metric_names::{dcgm, ours};
 use crate::model::breakdown::{Breakdown, PartKind};
 use crate::model::health::Health;
 use crate::model::owner::OwnerKind;
@@ -207,65 +208,61 @@ impl Dcgm {
     fn register(r: &mut Registry) -> Dcgm {
         // Help texts as dcgm-exporter's default counters file words them.
         Dcgm {
-            fb_used: int(r, "DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB)"),
-            fb_free: int(r, "DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB)"),
-            fb_reserved: int(
-                r,
-                "DCGM_FI_DEV_FB_RESERVED",
-                "Framebuffer memory reserved (in MiB)",
-            ),
-            gpu_util: int(r, "DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %)"),
-            mem_copy_util: int(r, "DCGM_FI_DEV_MEM_COPY_UTIL", "Memory utilization (in %)"),
-            gpu_temp: int(r, "DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C)"),
-            power: float(r, "DCGM_FI_DEV_POWER_USAGE", "Power draw (in W)"),
+            fb_used: int(r, dcgm::FB_USED, "Framebuffer memory used (in MiB)"),
+            fb_free: int(r, dcgm::FB_FREE, "Framebuffer memory free (in MiB)"),
+            fb_reserved: int(r, dcgm::FB_RESERVED, "Framebuffer memory reserved (in MiB)"),
+            gpu_util: int(r, dcgm::GPU_UTIL, "GPU utilization (in %)"),
+            mem_copy_util: int(r, dcgm::MEM_COPY_UTIL, "Memory utilization (in %)"),
+            gpu_temp: int(r, dcgm::GPU_TEMP, "GPU temperature (in C)"),
+            power: float(r, dcgm::POWER_USAGE, "Power draw (in W)"),
             xid: int(
                 r,
-                "DCGM_FI_DEV_XID_ERRORS",
+                dcgm::XID_ERRORS,
                 "Value of the last XID error encountered",
             ),
             ecc_sbe_vol: int(
                 r,
-                "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
+                dcgm::ECC_SBE_VOL_TOTAL,
                 "Total number of single-bit volatile ECC errors",
             ),
             ecc_dbe_vol: int(
                 r,
-                "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+                dcgm::ECC_DBE_VOL_TOTAL,
                 "Total number of double-bit volatile ECC errors",
             ),
             ecc_sbe_agg: int(
                 r,
-                "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL",
+                dcgm::ECC_SBE_AGG_TOTAL,
                 "Total number of single-bit persistent ECC errors",
             ),
             ecc_dbe_agg: int(
                 r,
-                "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL",
+                dcgm::ECC_DBE_AGG_TOTAL,
                 "Total number of double-bit persistent ECC errors",
             ),
             remap_corr: int(
                 r,
-                "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
+                dcgm::CORRECTABLE_REMAPPED_ROWS,
                 "Number of remapped rows for correctable errors",
             ),
             remap_unc: int(
                 r,
-                "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
+                dcgm::UNCORRECTABLE_REMAPPED_ROWS,
                 "Number of remapped rows for uncorrectable errors",
             ),
             remap_pending: int(
                 r,
-                "DCGM_FI_DEV_ROW_REMAP_PENDING",
+                dcgm::ROW_REMAP_PENDING,
                 "Whether remapping of rows is pending (1) or not (0)",
             ),
             remap_failure: int(
                 r,
-                "DCGM_FI_DEV_ROW_REMAP_FAILURE",
+                dcgm::ROW_REMAP_FAILURE,
                 "Whether remapping of rows has failed",
             ),
             throttle: int(
                 r,
-                "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
+                dcgm::CLOCK_THROTTLE_REASONS,
                 "Current clock throttle reasons (bitmask of DCGM_CLOCKS_THROTTLE_REASON_*)",
             ),
         }
@@ -380,129 +377,129 @@ impl Gpumon {
         Gpumon {
             info: int(
                 r,
-                "gpumon_gpu_info",
+                ours::GPU_INFO,
                 "A GPU's identity: always 1, with its name and PCI bus id as labels",
             ),
             up: int(
                 r,
-                "gpumon_gpu_up",
+                ours::GPU_UP,
                 "1 when the GPU answered this sample, 0 when it is lost, stalled or failed",
             ),
             stalled: int(
                 r,
-                "gpumon_gpu_stalled",
+                ours::GPU_STALLED,
                 "1 when the GPU has not answered within its deadline (a driver call hangs)",
             ),
             data_age: float(
                 r,
-                "gpumon_gpu_data_age_seconds",
+                ours::GPU_DATA_AGE_SECONDS,
                 "How old the GPU's last readings were when the sample was taken",
             ),
-            total: int(r, "gpumon_memory_total_bytes", "Total GPU memory"),
+            total: int(r, ours::MEMORY_TOTAL_BYTES, "Total GPU memory"),
             used: int(
                 r,
-                "gpumon_memory_used_bytes",
+                ours::MEMORY_USED_BYTES,
                 "GPU memory in use (NVML v2: excludes the driver reservation)",
             ),
-            free: int(r, "gpumon_memory_free_bytes", "Free GPU memory"),
+            free: int(r, ours::MEMORY_FREE_BYTES, "Free GPU memory"),
             reserved: int(
                 r,
-                "gpumon_memory_reserved_bytes",
+                ours::MEMORY_RESERVED_BYTES,
                 "GPU memory reserved by the driver and firmware",
             ),
             unattributed: int(
                 r,
-                "gpumon_memory_unattributed_bytes",
+                ours::MEMORY_UNATTRIBUTED_BYTES,
                 "GPU memory in use by no listed process (other containers, the driver)",
             ),
             util: float(
                 r,
-                "gpumon_gpu_utilization_ratio",
+                ours::GPU_UTILIZATION_RATIO,
                 "Share of the last sample period in which a kernel ran",
             ),
             mem_util: float(
                 r,
-                "gpumon_memory_copy_utilization_ratio",
+                ours::MEMORY_COPY_UTILIZATION_RATIO,
                 "Share of the last sample period in which device memory was read or written",
             ),
-            temp: int(r, "gpumon_temperature_celsius", "GPU temperature"),
-            power: float(r, "gpumon_power_watts", "Power draw"),
-            power_limit: float(r, "gpumon_power_limit_watts", "Enforced power limit"),
-            fan: float(r, "gpumon_fan_ratio", "Fan speed as a share of its maximum"),
-            processes: int(r, "gpumon_processes", "Processes listed on the GPU"),
+            temp: int(r, ours::TEMPERATURE_CELSIUS, "GPU temperature"),
+            power: float(r, ours::POWER_WATTS, "Power draw"),
+            power_limit: float(r, ours::POWER_LIMIT_WATTS, "Enforced power limit"),
+            fan: float(r, ours::FAN_RATIO, "Fan speed as a share of its maximum"),
+            processes: int(r, ours::PROCESSES, "Processes listed on the GPU"),
             proc_memory: int(
                 r,
-                "gpumon_process_memory_bytes",
+                ours::PROCESS_MEMORY_BYTES,
                 "GPU memory of one process, as NVML counts it (its CUDA context included)",
             ),
             allocated: int(
                 r,
-                "gpumon_allocator_allocated_bytes",
+                ours::ALLOCATOR_ALLOCATED_BYTES,
                 "Memory the framework's allocator has handed out (under gpumon run)",
             ),
             alloc_reserved: int(
                 r,
-                "gpumon_allocator_reserved_bytes",
+                ours::ALLOCATOR_RESERVED_BYTES,
                 "Memory the framework's caching allocator holds: allocated plus cached (under gpumon run)",
             ),
             cached: int(
                 r,
-                "gpumon_allocator_cached_bytes",
+                ours::ALLOCATOR_CACHED_BYTES,
                 "Memory the caching allocator holds but has not handed out (under gpumon run)",
             ),
             non_framework: int(
                 r,
-                "gpumon_allocator_non_framework_bytes",
+                ours::ALLOCATOR_NON_FRAMEWORK_BYTES,
                 "A process's GPU memory outside the framework's allocator: CUDA context, libraries (under gpumon run)",
             ),
             allocated_peak: int(
                 r,
-                "gpumon_allocator_allocated_peak_bytes",
+                ours::ALLOCATOR_ALLOCATED_PEAK_BYTES,
                 "Peak of allocated memory (under gpumon run)",
             ),
             reserved_peak: int(
                 r,
-                "gpumon_allocator_reserved_peak_bytes",
+                ours::ALLOCATOR_RESERVED_PEAK_BYTES,
                 "Peak of reserved memory (under gpumon run)",
             ),
             step_growth: int(
                 r,
-                "gpumon_run_step_growth_bytes",
+                ours::RUN_STEP_GROWTH_BYTES,
                 "Bytes a training step by which a process's allocated memory (or, when only the cache grows, its reserved memory) rises steadily step after step; absent until such growth is found (under gpumon run)",
             ),
             xids: count(
                 r,
-                "gpumon_xid_errors",
+                ours::XID_ERRORS,
                 "Xid errors (NVML's event API) since gpumon started, by Xid number",
             ),
             xid_watched: int(
                 r,
-                "gpumon_xid_watched",
+                ours::XID_WATCHED,
                 "1 when Xid errors are watched on the GPU, 0 when the driver cannot (the reason as a label)",
             ),
             ecc: count(
                 r,
-                "gpumon_ecc_errors",
+                ours::ECC_ERRORS,
                 "ECC errors: volatile since the driver loaded, aggregate over the GPU's life",
             ),
             remapped: int(
                 r,
-                "gpumon_remapped_rows",
+                ours::REMAPPED_ROWS,
                 "Memory rows remapped for correctable or uncorrectable errors",
             ),
             remap_pending: int(
                 r,
-                "gpumon_remapped_rows_pending",
+                ours::REMAPPED_ROWS_PENDING,
                 "1 when a row remapping waits for the next GPU reset",
             ),
             remap_failed: int(
                 r,
-                "gpumon_remapped_rows_failed",
+                ours::REMAPPED_ROWS_FAILED,
                 "1 when a row remapping failed: the GPU needs service",
             ),
             clock_reason: int(
                 r,
-                "gpumon_clock_event_reason",
+                ours::CLOCK_EVENT_REASON,
                 "1 for each clock event (throttle) reason in force, 0 for the others",
             ),
         }
@@ -739,7 +736,7 @@ pub fn encode_with(sample: &Sample, sampled_in: Duration, opts: &Options, usage:
     let g = Gpumon::register(&mut r);
     let idle = int(
         &mut r,
-        "gpumon_idle_held_bytes",
+        ours::IDLE_HELD_BYTES,
         "GPU memory held by processes that did nothing on the GPU (0% SM) for at least \
          --idle-after; absent until serve has watched that long",
     );
@@ -759,7 +756,7 @@ pub fn encode_with(sample: &Sample, sampled_in: Duration, opts: &Options, usage:
     if opts.process_labels.user {
         let users = int(
             &mut r,
-            "gpumon_user_memory_bytes",
+            ours::USER_MEMORY_BYTES,
             "GPU memory held by each user's processes, on every GPU together (with \
              --process-labels user)",
         );
@@ -769,12 +766,12 @@ pub fn encode_with(sample: &Sample, sampled_in: Duration, opts: &Options, usage:
     }
     let build = int(
         &mut r,
-        "gpumon_build_info",
+        ours::BUILD_INFO,
         "gpumon's version, data source and host: always 1",
     );
     let errors = int(
         &mut r,
-        "gpumon_sample_error",
+        ours::SAMPLE_ERROR,
         "1 when no GPU could be listed at all (the driver failed), with the reason as a label",
     );
     let hostname = label(sample.hostname.as_deref());
@@ -798,13 +795,13 @@ pub fn encode_with(sample: &Sample, sampled_in: Duration, opts: &Options, usage:
     );
     single(
         &mut r,
-        "gpumon_sample_duration_seconds",
+        ours::SAMPLE_DURATION_SECONDS,
         "How long the last sample took, waiting for the GPUs included",
         Some(sampled_in.as_secs_f64()),
     );
     single(
         &mut r,
-        "gpumon_sample_timestamp_seconds",
+        ours::SAMPLE_TIMESTAMP_SECONDS,
         "When the last sample was taken, in Unix seconds",
         sample
             .timestamp
@@ -851,7 +848,7 @@ pub fn encode_scrape(last_scrape: Option<Duration>) -> String {
     let mut r = Registry::default();
     single(
         &mut r,
-        "gpumon_scrape_duration_seconds",
+        ours::SCRAPE_DURATION_SECONDS,
         "How long the last scrape before this sample took to answer, from request to response",
         last_scrape.map(|d| d.as_secs_f64()),
     );

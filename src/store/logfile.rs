@@ -7,7 +7,7 @@
 //! - a write that fails (ENOSPC) is cut back to the last whole tick, and the error names the
 //!   file.
 //!
-//! The writer above ([`super::log::LogWriter`]) writes each tick's records and flushes; a
+//! The writer above ([`crate::view::log::LogWriter`]) writes each tick's records and flushes; a
 //! flush is a record boundary here.
 
 use std::fs::{File, OpenOptions};
@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use super::log::Format;
+use crate::view::log::Format;
 
 /// What the first line of a log file must be for these flags to append to it.
 #[derive(Debug, Clone, PartialEq, Eq)]

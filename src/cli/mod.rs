@@ -9,11 +9,19 @@ use std::time::Duration;
 
 use clap::{ArgMatches, Args, FromArgMatches, Parser, Subcommand};
 
-use crate::collect::sampler::MIN_INTERVAL;
-use crate::estimate::model::{
-    Attention, Checkpointing, Choice, Dtype, Loss, Optimizer, Quant, Run, Shape,
-};
+use crate::estimate::memory::{Attention, Checkpointing, Dtype, Loss, Optimizer, Quant};
 use crate::view::log::Format;
+
+mod parse;
+mod resolve;
+
+use parse::{choice, parse_gpu, parse_step_marker};
+pub use parse::{
+    parse_auto_gpus, parse_grace, parse_history, parse_idle_after, parse_interval, parse_keep,
+    parse_listen, parse_max_size, parse_need, parse_peak_rate, parse_timeout, parse_wait,
+};
+pub use resolve::estimate_line;
+pub(crate) use resolve::first_error_line;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -160,39 +168,6 @@ pub struct Common {
     pub timeout: Option<Duration>,
     pub gpu: Vec<String>,
     pub kubelet_socket: Option<PathBuf>,
-}
-
-impl Cli {
-    /// The flags for the command parsed: its own `source` and `sampling` flags (when it has
-    /// them) over those given before it.
-    pub fn common(&self, source: Option<&SourceArgs>, sampling: Option<&SamplingArgs>) -> Common {
-        let top = &self.source;
-        let own = source.cloned().unwrap_or_default();
-        Common {
-            demo: top.demo || own.demo,
-            scenario: own.scenario.or_else(|| top.scenario.clone()),
-            nvml_lib: own.nvml_lib.or_else(|| top.nvml_lib.clone()),
-            interval: sampling
-                .and_then(|s| s.interval)
-                .or(self.sampling.interval)
-                .unwrap_or(Duration::from_secs(1)),
-            interval_given: sampling.and_then(|s| s.interval).or(self.sampling.interval),
-            peak_rate: sampling
-                .and_then(|s| s.peak_rate)
-                .or(self.sampling.peak_rate)
-                .unwrap_or(crate::collect::sampler::DEFAULT_PEAK_RATE),
-            history: self.history,
-            idle_after: self.idle_after,
-            record: self.record.clone(),
-            timeout: own.timeout.or(top.timeout),
-            gpu: if own.gpu.is_empty() {
-                top.gpu.clone()
-            } else {
-                own.gpu
-            },
-            kubelet_socket: own.kubelet_socket.or_else(|| top.kubelet_socket.clone()),
-        }
-    }
 }
 
 /// A subcommand's arguments, built only when that subcommand is parsed (or its help, the
@@ -810,86 +785,11 @@ pub enum Wait {
     AtMost(Duration),
 }
 
-/// `auto`, `off` or `MODULE:QUALNAME`, each part a dotted Python identifier.
-fn parse_step_marker(s: &str) -> Result<String, String> {
-    if s == "auto" || s == "off" {
-        return Ok(s.to_owned());
-    }
-    let dotted = |p: &str| {
-        !p.is_empty()
-            && p.split('.').all(|w| {
-                w.chars()
-                    .next()
-                    .is_some_and(|c| c.is_alphabetic() || c == '_')
-                    && w.chars().all(|c| c.is_alphanumeric() || c == '_')
-            })
-    };
-    match s.split_once(':') {
-        Some((m, f)) if dotted(m) && dotted(f) => Ok(s.to_owned()),
-        _ => Err(format!(
-            "'{}': expected auto, off or MODULE:FUNCTION (train:train_step, __main__:Trainer.step)",
-            crate::text::escape(s)
-        )),
-    }
-}
-
-/// Parses `run --gpus`: `auto` (one GPU) or `auto:N`.
-pub fn parse_auto_gpus(s: &str) -> Result<u16, String> {
-    let s = s.trim();
-    let n = match s.strip_prefix("auto") {
-        Some("") => return Ok(1),
-        Some(rest) => rest.strip_prefix(':').and_then(|n| n.parse::<u16>().ok()),
-        None => None,
-    };
-    match n {
-        Some(n) if n >= 1 => Ok(n),
-        _ => Err(format!(
-            "'{s}' is not auto or auto:N (N a number of GPUs, at least 1)"
-        )),
-    }
-}
-
-/// Parses `run --wait`'s timeout: a duration, or `forever`.
-pub fn parse_wait(s: &str) -> Result<Wait, String> {
-    let s = s.trim();
-    if s == "forever" {
-        return Ok(Wait::Forever);
-    }
-    humantime::parse_duration(s)
-        .map(Wait::AtMost)
-        .map_err(|e| format!("'{s}' is not a timeout like 30m or 2h: {e}"))
-}
-
-/// Parses `run --grace`: a duration up to a day.
-pub fn parse_grace(s: &str) -> Result<Duration, String> {
-    let d = humantime::parse_duration(s.trim()).map_err(|e| format!("'{s}': {e}"))?;
-    if d > Duration::from_secs(86400) {
-        return Err("at most a day (24h)".into());
-    }
-    Ok(d)
-}
-
-/// Parses `pick --need`: a size like 20GiB (at least 1 MiB).
-pub fn parse_need(s: &str) -> Result<u64, String> {
-    crate::oom::parse::parse_size(s)
-        .filter(|b| *b >= 1 << 20)
-        .ok_or_else(|| format!("'{s}' is not a size like 20GiB or 512MiB (at least 1MiB)"))
-}
-
 /// `once --by`: what a row of the rollup stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum By {
     User,
     Owner,
-}
-
-impl By {
-    pub fn group(self) -> crate::model::rollup::GroupBy {
-        match self {
-            By::User => crate::model::rollup::GroupBy::User,
-            By::Owner => crate::model::rollup::GroupBy::Owner,
-        }
-    }
 }
 
 #[derive(Debug, Args)]
@@ -943,200 +843,6 @@ pub struct LogArgs {
     /// --count stops early)
     #[arg(long, value_name = "FILE")]
     pub replay: Option<PathBuf>,
-}
-
-/// A parser for a [`Choice`]: its names are the possible values `--help` lists.
-fn choice<T: Choice + Clone>() -> impl clap::builder::TypedValueParser<Value = T> {
-    use clap::builder::TypedValueParser;
-    clap::builder::PossibleValuesParser::new(T::ALL.iter().map(|(name, _)| *name))
-        .try_map(|s| T::parse(&s).ok_or_else(|| format!("'{s}' is not one of the choices")))
-}
-
-impl Common {
-    /// What collection needs of the global flags.
-    pub fn collect(&self) -> crate::collect::Config {
-        crate::collect::Config {
-            demo: self.demo,
-            scenario: self.scenario.clone(),
-            // Empty is unset (dlopen("") would load gpumon itself).
-            nvml_lib: self.nvml_lib.clone().filter(|l| !l.trim().is_empty()),
-            gpus: self.gpu.clone(),
-            timeout: self.timeout,
-            interval: self.interval,
-            peak_rate: self.peak_rate,
-            kubelet_socket: self
-                .kubelet_socket
-                .clone()
-                .unwrap_or_else(|| PathBuf::from(crate::collect::kubelet::DEFAULT_SOCKET)),
-        }
-    }
-}
-
-impl EstimateArgs {
-    /// `--layers` without N only means something for a trace's table.
-    pub fn check_layers(&self) -> Result<(), String> {
-        if self.layers == Some(None) && self.torch.is_none() && !self.trace {
-            return Err(
-                "--layers needs N (the transformer's layers); without N it shows every row of \
-                 a trace's layer table (--torch)"
-                    .into(),
-            );
-        }
-        Ok(())
-    }
-
-    /// The flags as the estimate's model takes them.
-    pub fn flags(&self) -> crate::estimate::Flags {
-        crate::estimate::Flags {
-            model: self.model.clone(),
-            params: self.params,
-            layers: self.layers.flatten(),
-            hidden: self.hidden,
-            heads: self.heads,
-            kv_heads: self.kv_heads,
-            vocab: self.vocab,
-            intermediate: self.intermediate,
-            gated_mlp: self.gated_mlp,
-            batch: self.batch,
-            seq_len: self.seq_len,
-            dtype: self.dtype.unwrap_or(Dtype::Bf16),
-            mixed_precision: self.mixed_precision,
-            optimizer: self.optimizer,
-            checkpointing: self.checkpointing,
-            attention: self.attention,
-            grad_accum: self.grad_accum,
-            inference: self.inference,
-            lora_rank: self.lora_rank,
-            loss: self.loss,
-            quant: self.quant,
-            group_size: self.group_size,
-        }
-    }
-}
-
-/// What clap says is wrong with a line of flags: its first line, without `error: ` (the rest
-/// is usage), for the places that show it in one line (the dashboard's `e` panel).
-pub(crate) fn first_error_line(e: &clap::Error) -> String {
-    e.to_string()
-        .lines()
-        .next()
-        .unwrap_or("invalid flags")
-        .trim_start_matches("error: ")
-        .to_owned()
-}
-
-/// `gpumon estimate`'s flags in one line (`explain --estimate`, the dashboard's estimate
-/// panel), split at whitespace: the model and the run they describe.
-pub fn estimate_line(line: &str) -> Result<(Shape, Option<u64>, Run), String> {
-    #[derive(Parser)]
-    #[command(name = "estimate", no_binary_name = true)]
-    struct Line {
-        #[command(flatten)]
-        args: EstimateArgs,
-    }
-    let parsed = Line::try_parse_from(line.split_whitespace()).map_err(|e| first_error_line(&e))?;
-    if parsed.args.torch.is_some() || parsed.args.trace {
-        return Err(
-            "--torch and --trace run a trace: use `gpumon estimate` itself for those".into(),
-        );
-    }
-    parsed.args.check_layers()?;
-    crate::estimate::inputs(&parsed.args.flags())
-}
-
-/// A `--gpu` selector: an index or a UUID (or its start); empty names no GPU.
-fn parse_gpu(s: &str) -> Result<String, String> {
-    let s = s.trim();
-    if s.is_empty() {
-        return Err("an empty GPU selector names no GPU: give an index or a UUID".into());
-    }
-    Ok(s.to_owned())
-}
-
-/// Parses a history window: at least 10 s, at most 24 h.
-/// Parses `record --max-size`: 1GiB, 200MiB, 5G… (at least 1 MiB).
-pub fn parse_max_size(s: &str) -> Result<u64, String> {
-    let bytes = crate::oom::parse::parse_size(s)
-        .ok_or_else(|| format!("'{s}' is not a size like 1GiB or 200MiB"))?;
-    if bytes < 1 << 20 {
-        return Err(format!("'{s}' is less than the 1MiB minimum"));
-    }
-    Ok(bytes)
-}
-
-/// Parses `record --keep`: from a minute to a year.
-pub fn parse_keep(s: &str) -> Result<Duration, String> {
-    let d = humantime::parse_duration(s.trim())
-        .map_err(|e| format!("'{s}' is not a duration like 7d or 24h: {e}"))?;
-    if d < Duration::from_secs(60) || d > Duration::from_secs(366 * 86400) {
-        return Err(format!("'{s}' must be between 1m and 1y"));
-    }
-    Ok(d)
-}
-
-/// Parses `--idle-after`: a duration from 10 s to a week.
-pub fn parse_idle_after(s: &str) -> Result<Duration, String> {
-    let d = humantime::parse_duration(s.trim())
-        .map_err(|e| format!("'{s}' is not a duration like 10m or 1h: {e}"))?;
-    if d < Duration::from_secs(10) || d > Duration::from_secs(7 * 86400) {
-        return Err(format!("'{s}' must be between 10s and 7d"));
-    }
-    Ok(d)
-}
-
-pub fn parse_history(s: &str) -> Result<Duration, String> {
-    let d = humantime::parse_duration(s.trim())
-        .map_err(|e| format!("'{s}' is not a duration like 10m or 1h: {e}"))?;
-    if d < Duration::from_secs(10) || d > Duration::from_secs(86400) {
-        return Err(format!("'{s}' must be between 10s and 24h"));
-    }
-    Ok(d)
-}
-
-/// Parses `--peak-rate`: reads per second, 0 (off) to the most gpumon allows.
-pub fn parse_peak_rate(s: &str) -> Result<f64, String> {
-    let max = crate::collect::sampler::MAX_PEAK_RATE;
-    match s.trim().parse::<f64>() {
-        Ok(r) if r.is_finite() && (0.0..=max).contains(&r) => Ok(r),
-        _ => Err(format!(
-            "'{s}' is not a rate from 0 (off) to {max} reads per second"
-        )),
-    }
-}
-
-/// Parses a deadline: like an interval, at least 10 ms, at most an hour.
-pub fn parse_timeout(s: &str) -> Result<Duration, String> {
-    let d = parse_interval(s)?;
-    if d > Duration::from_secs(3600) {
-        return Err(format!("'{s}' is longer than the 1h maximum"));
-    }
-    Ok(d)
-}
-
-/// Parses "1s", "250ms", "2m" or plain seconds ("0.5").
-pub fn parse_interval(s: &str) -> Result<Duration, String> {
-    let d = match s.trim().parse::<f64>() {
-        Ok(secs) if secs.is_finite() && secs >= 0.0 => Duration::from_secs_f64(secs),
-        Ok(_) => return Err(format!("'{s}' is not a valid interval")),
-        Err(_) => humantime::parse_duration(s.trim())
-            .map_err(|e| format!("'{s}' is not a duration like 1s or 500ms: {e}"))?,
-    };
-    if d < MIN_INTERVAL {
-        return Err(format!("'{s}' is shorter than the 10ms minimum"));
-    }
-    Ok(d)
-}
-
-/// Parses `--listen`: `ADDR:PORT`, `[::]:PORT`, or `:PORT` for every IPv4 address.
-pub fn parse_listen(s: &str) -> Result<std::net::SocketAddr, String> {
-    let s = s.trim();
-    let full = if s.starts_with(':') {
-        format!("0.0.0.0{s}")
-    } else {
-        s.to_owned()
-    };
-    full.parse()
-        .map_err(|_| format!("'{s}' is not an address like 0.0.0.0:9400, [::]:9400 or :9400"))
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use crate::cli::{Cli, Command, Deferred, OnceArgs};
 use crate::cmd;
-use crate::runtime::is_broken_pipe;
+use crate::console::is_broken_pipe;
 
 /// Runs gpumon; errors that reach here are printed by `main`.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
