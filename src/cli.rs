@@ -39,6 +39,8 @@ use crate::view::log::Format;
         GPUMON_NVML_LIB     the NVML library to load (as --nvml-lib)\n  \
         GPUMON_DEVICE_DIR   where the NVIDIA device nodes are (default /dev), to find the\n                      \
         processes that hold a GPU's memory without NVML listing them\n  \
+        GPUMON_HOST_ROOT    the root under which /proc and /sys are read for shared memory\n                      \
+        and the container's GPU memory limit (default /)\n  \
         NO_COLOR            plain text, no colours"
 )]
 pub struct Cli {

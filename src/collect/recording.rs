@@ -1177,6 +1177,10 @@ mod columns {
         mig: &'a [MigDevice],
         health: &'a Health,
         peak: &'a Option<MemoryPeak>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        shared_memory: &'a Option<crate::model::unified::SharedMemory>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        container_limit: &'a Option<crate::model::unified::GpuLimit>,
     }
 
     /// The columns that rarely change first, those that move every sample last: the
@@ -1259,6 +1263,8 @@ mod columns {
                 mig,
                 health,
                 peak,
+                shared_memory,
+                container_limit,
             } = d;
             DeviceColumns {
                 index: *index,
@@ -1283,6 +1289,8 @@ mod columns {
                 mig,
                 health,
                 peak,
+                shared_memory,
+                container_limit,
             }
         }
     }

@@ -112,6 +112,8 @@ pub struct Sampler {
     watching: Option<(std::sync::mpsc::Receiver<HealthEvent>, StopOnDrop)>,
     /// Xid counts and watch state, per device index.
     xids: Vec<crate::model::health::Health>,
+    /// Shared memory and the container's GPU memory limit ([`super::unified`]).
+    unified: super::unified::Watch,
 }
 
 /// Sets its flag when dropped: the event watcher's thread then ends within a wait.
@@ -180,6 +182,7 @@ impl Sampler {
             kubelet: None,
             last: TickTimings::default(),
             xids: vec![crate::model::health::Health::default(); count],
+            unified: super::unified::Watch::default(),
             events: source.events,
             watching: None,
         }
@@ -448,6 +451,7 @@ impl Sampler {
             error: self.error.clone(),
             host: self.system.as_mut().map(SystemStats::read),
         };
+        self.unified.update(&mut sample.devices);
         let t2 = Instant::now();
         if let Some(host) = self.host.as_mut() {
             let focus = self.focus.as_ref().map(|f| Arc::clone(&f.borrow()));

@@ -211,6 +211,7 @@ impl Device {
         for m in &mut self.mig {
             m.check(limit);
         }
+        super::unified::check(&mut self.shared_memory, &mut self.container_limit);
         let health = &mut self.health;
         health.xids.truncate(MAX_XIDS);
     }
@@ -489,6 +490,14 @@ pub(crate) fn full_sample(text: &dyn Fn(&str) -> String) -> Sample {
             remapped_rows: Some(RemappedRows::default()),
             clock_event_reasons: Some(1),
         },
+        shared_memory: None,
+        container_limit: Some(crate::model::unified::GpuLimit {
+            cgroup: text("cgroup"),
+            source: crate::model::unified::LimitSource::Dmem,
+            hard_bytes: Some(8 * gib),
+            soft_bytes: None,
+            used_bytes: Some(7 * gib),
+        }),
     };
     d.field_errors.insert("fan", text("field error"));
     Sample {

@@ -13,6 +13,7 @@ pub mod owner;
 pub mod queue;
 pub mod rollup;
 pub mod timeline;
+pub mod unified;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
@@ -125,6 +126,9 @@ impl Sample {
                 m.field_errors.values_mut().for_each(&mut *f);
             }
             each(&mut d.health.events_error, f);
+            if let Some(l) = d.container_limit.as_mut() {
+                f(&mut l.cgroup);
+            }
         }
     }
 
@@ -182,6 +186,7 @@ impl Sample {
                         .map(String::as_str)
                 }))
                 .chain(d.health.events_error.as_deref())
+                .chain(d.container_limit.as_ref().map(|l| l.cgroup.as_str()))
             });
         top.map(String::as_str).chain(devices)
     }
@@ -308,6 +313,13 @@ pub struct Device {
     /// no memory-only read, or this reading is not fresh.
     #[serde(default)]
     pub peak: Option<MemoryPeak>,
+    /// Memory the GPU shares with the host (unified or coherent parts), and how its GPU-held
+    /// figure was obtained; absent for a discrete GPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_memory: Option<unified::SharedMemory>,
+    /// The GPU memory limit of the container gpumon runs in, on this GPU; absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_limit: Option<unified::GpuLimit>,
 }
 
 /// The highest used memory (NVML v2 `used`) a device reached between two readings: a spike of

@@ -590,6 +590,7 @@ pub fn draw_gauge(buf: &mut Buffer, area: Rect, d: &Device, app: &App, selected:
     segments.extend(rest);
     draw_segments(buf, area, b.total, &segments, d.stale());
     draw_peak_mark(buf, area, d, b.total);
+    super::shared::draw_limit_mark(buf, area, d, b.total);
 }
 
 /// A mark on the gauge where used memory reached between frames, when that was above the

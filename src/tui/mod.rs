@@ -13,6 +13,7 @@ pub mod gpu;
 pub mod input;
 pub mod keys;
 pub mod replay;
+pub mod shared;
 pub mod signal;
 pub mod theme;
 pub mod ui;

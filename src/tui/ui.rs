@@ -458,6 +458,11 @@ fn draw_gpus(frame: &mut Frame, area: Rect, app: &mut App, sample: &Sample, layo
                 row += 1;
                 room -= 1;
             }
+            if let Some(line) = super::shared::notes_line(d, area.width).filter(|_| room > 0) {
+                buf.set_line(area.x, row, &line, area.width);
+                row += 1;
+                room -= 1;
+            }
             for (i, m) in d.mig.iter().enumerate() {
                 if room == 0 {
                     break;

@@ -4,6 +4,7 @@
 
 pub mod by;
 pub mod fleet;
+pub mod limit;
 pub mod log;
 pub mod logfile;
 pub mod once;

@@ -20,3 +20,4 @@ mod sampling;
 mod serve;
 mod stall;
 mod torch_trace;
+mod unified;

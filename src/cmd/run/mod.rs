@@ -1239,6 +1239,11 @@ fn summary(
         paint.bold(&format!("Live, in the last sample{ago}:"))
     );
     let _ = writeln!(out, "  {}", split_line(d, p));
+    let (said, asked) = (oom.facts.total_bytes, oom.facts.requested_bytes);
+    if let Some(v) = crate::model::unified::oom_at_limit(said, asked, d) {
+        let width = crate::runtime::terminal_width();
+        out.push_str(&crate::view::limit::render(&v, paint, width));
+    }
     let series: Vec<Figures> = before
         .iter()
         .rev()

@@ -737,6 +737,7 @@ pub fn encode_with(sample: &Sample, sampled_in: Duration, opts: &Options, usage:
     let mut r = Registry::default();
     let dcgm = opts.dcgm.then(|| Dcgm::register(&mut r));
     let g = Gpumon::register(&mut r);
+    let shared = super::shared::Series::register_for(&mut r, sample);
     let idle = int(
         &mut r,
         "gpumon_idle_held_bytes",
@@ -783,6 +784,9 @@ pub fn encode_with(sample: &Sample, sampled_in: Duration, opts: &Options, usage:
             dcgm.record(d, &hostname);
         }
         g.record(d, opts);
+        if let Some(shared) = &shared {
+            shared.record(d);
+        }
     }
     set_int(
         &build,

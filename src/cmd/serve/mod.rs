@@ -17,6 +17,7 @@
 pub mod conns;
 pub mod metrics;
 pub mod peaks;
+pub mod shared;
 pub mod webconfig;
 
 use std::convert::Infallible;

@@ -5,6 +5,7 @@
 //! downstream is source-agnostic.
 
 pub mod nvml;
+pub mod nvml_limits;
 pub mod scenario;
 pub mod simulated;
 

@@ -151,6 +151,7 @@ impl NvmlSource {
                 },
                 other => OpenError::Init(other.to_string()),
             })?;
+        super::nvml_limits::load(path);
         let driver_version = nvml.sys_driver_version().ok();
         let cuda_version = nvml.sys_cuda_driver_version().ok().map(cuda_version_string);
         let v3_broken = driver_version.as_deref().is_some_and(has_v3_stride_bug);
@@ -318,6 +319,7 @@ impl NvmlDevice {
             .map(|mw| mw as f64 / 1000.0);
         out.fan_percent = field(dev.fan_speed(0), "fan", &mut errors);
         out.health = self.health(nvml, &dev);
+        out.container_limit = crate::collect::unified::nvml_limit(&dev);
         if self.mig_on(&dev) {
             out.mig = read_mig(nvml, &dev);
             // An unprivileged caller (in a container) may not read a MIG GPU's aggregates:

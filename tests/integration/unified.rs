@@ -1,0 +1,411 @@
+//! Unified memory and container GPU memory limits through the fake NVML library and the
+//! stand-in system trees of `tests/fixtures/unified` (pointed at by `GPUMON_HOST_ROOT`): a
+//! GB10-like part (memory NOT_SUPPORTED), a GH200-like part in NUMA mode and in CDMM, and a
+//! container at its limit with the device half free, in `once`, `pick`, `explain`, `serve`
+//! (read back by a real Prometheus) and the dashboard.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use gpumon::model::unified::{GpuLimit, LimitSource};
+use gpumon::model::{Device, Memory, Process, ProcessKind, Sample, Utilization};
+use gpumon::tui::app::App;
+use gpumon::tui::render_once;
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+use serde_json::Value;
+
+use crate::common::{fake_lib, gpumon_fake, serve_address, stdout_json, MIB};
+use crate::docs::{assert_valid, once_validator, schema_pub};
+use crate::serve::{free_port, query, Running};
+
+const GIB: u64 = 1 << 30;
+
+fn repo(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+fn scenario(name: &str) -> PathBuf {
+    repo(&format!("assets/scenarios/{name}.json"))
+}
+
+fn tree(name: &str) -> PathBuf {
+    repo(&format!("tests/fixtures/unified/{name}"))
+}
+
+/// `once --json` on a scenario with the system read under `root`, checked against its schema.
+fn once_json(name: &str, root: &Path) -> Value {
+    let v = stdout_json(
+        gpumon_fake(&scenario(name), 0.0)
+            .env("GPUMON_HOST_ROOT", root)
+            .args(["once", "--json"]),
+    );
+    assert_valid(&once_validator(), &v, name);
+    v
+}
+
+/// The schemas' enums are the code's: each variant serialised, in order.
+#[test]
+fn the_schemas_name_the_codes_methods_modes_and_sources() {
+    use gpumon::model::unified::{CoherentMode, MemoryMethod};
+    let names = Value::Array;
+    let (once, _) = schema_pub("once.schema.json");
+    let (explain, _) = schema_pub("explain.schema.json");
+    assert_eq!(
+        once["$defs"]["memory_method"]["enum"],
+        names(vec![
+            serde_json::to_value(MemoryMethod::Nvml).expect("json"),
+            serde_json::to_value(MemoryMethod::ProcessSum).expect("json"),
+        ])
+    );
+    assert_eq!(
+        once["$defs"]["coherent_mode"]["enum"],
+        names(vec![
+            serde_json::to_value(CoherentMode::Numa).expect("json"),
+            serde_json::to_value(CoherentMode::Cdmm).expect("json"),
+        ])
+    );
+    assert_eq!(
+        once["$defs"]["limit_source"]["enum"],
+        names(vec![
+            serde_json::to_value(LimitSource::Dmem).expect("json"),
+            serde_json::to_value(LimitSource::Nvml).expect("json"),
+        ])
+    );
+    assert_eq!(explain["$defs"]["gpu_limit"], once["$defs"]["gpu_limit"]);
+    // A match that names every variant: a new one fails to compile here until listed above.
+    for m in [MemoryMethod::Nvml, MemoryMethod::ProcessSum] {
+        match m {
+            MemoryMethod::Nvml | MemoryMethod::ProcessSum => {}
+        }
+    }
+    for m in [CoherentMode::Numa, CoherentMode::Cdmm] {
+        match m {
+            CoherentMode::Numa | CoherentMode::Cdmm => {}
+        }
+    }
+    for s in [LimitSource::Dmem, LimitSource::Nvml] {
+        match s {
+            LimitSource::Dmem | LimitSource::Nvml => {}
+        }
+    }
+}
+
+fn once_text(name: &str, root: &Path) -> String {
+    let out = gpumon_fake(&scenario(name), 0.0)
+        .env("GPUMON_HOST_ROOT", root)
+        .env("COLUMNS", "200")
+        .arg("once")
+        .output()
+        .expect("once");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn a_gb10_sums_its_processes_and_never_counts_the_hosts_use() {
+    let v = once_json("gb10", &tree("gb10"));
+    let d = &v["devices"][0];
+    // NVML reports nothing for the device's memory: N/A, not 0, and the reason.
+    assert_eq!(d["memory"]["used_bytes"], Value::Null, "{d}");
+    assert_eq!(d["field_errors"]["memory"], "not supported");
+    let s = &d["shared_memory"];
+    assert_eq!(s["method"], "process_sum", "{s}");
+    // 40 GiB + 2 GiB of listed processes, not MemTotal − MemAvailable (60 GiB here).
+    assert_eq!(s["gpu_held_bytes"], 42 * GIB);
+    let host_use = 125829120u64 * 1024 - 62914560 * 1024;
+    assert_ne!(s["gpu_held_bytes"], host_use);
+    assert_eq!(s["system_total_bytes"], 125829120u64 * 1024);
+    assert_eq!(s["headroom_bytes"], 60 * GIB);
+    assert_eq!(s["pressure"]["some_avg10"], 3.2);
+    assert_eq!(s["coherent_mode"], Value::Null);
+    let text = once_text("gb10", &tree("gb10"));
+    assert!(
+        text.contains("GPU holds 42.0 GiB (derived: sum of its processes")
+            && text.contains("the system can still give 60.0 GiB of 120.0 GiB")
+            && text.contains("memory pressure 3.2%"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_gh200_says_whether_its_hbm_is_a_numa_node() {
+    let v = once_json("gh200", &tree("gh200-numa"));
+    let s = &v["devices"][0]["shared_memory"];
+    assert_eq!(s["method"], "nvml", "{s}");
+    assert_eq!(s["gpu_held_bytes"], 50 * GIB);
+    assert_eq!(s["coherent_mode"], "numa");
+    let node = &s["hbm_node"];
+    assert_eq!(node["node"], 1);
+    assert_eq!(node["total_bytes"], 96 * GIB);
+    // The node's 56 GiB in use less the GPU's 50: 6 GiB the kernel placed there for the host.
+    assert_eq!(node["host_bytes"], 6 * GIB);
+    let v = once_json("gh200", &tree("gh200-cdmm"));
+    let s = &v["devices"][0]["shared_memory"];
+    assert_eq!(s["coherent_mode"], "cdmm", "{s}");
+    assert_eq!(s["hbm_node"], Value::Null);
+    assert!(once_text("gh200", &tree("gh200-cdmm")).contains("HBM kept by the driver (CDMM)"));
+}
+
+#[test]
+fn a_discrete_gpu_without_a_limit_is_as_before() {
+    let v = once_json("container-limit", &tree("gb10"));
+    let d = &v["devices"][0];
+    assert!(d.get("shared_memory").is_none(), "{d}");
+    // No limit in NVML for a cgroup that is not the scenario's, no dmem controller.
+    assert!(d.get("container_limit").is_none(), "{d}");
+}
+
+#[test]
+fn the_containers_limit_from_dmem() {
+    let v = once_json("container-limit", &tree("limit"));
+    let l = &v["devices"][0]["container_limit"];
+    assert_eq!(l["source"], "dmem", "{l}");
+    assert_eq!(l["cgroup"], "/kubepods/pod-cy/c1");
+    assert_eq!(l["hard_bytes"], 8 * GIB);
+    assert_eq!(l["used_bytes"], 7372 * MIB);
+    assert_eq!(l["soft_bytes"], Value::Null);
+    let text = once_text("container-limit", &tree("limit"));
+    assert!(
+        text.contains(
+            "this container: 7.2 GiB of 8.0 GiB (dmem limit of cgroup /kubepods/pod-cy/c1)"
+        ),
+        "{text}"
+    );
+}
+
+/// A root with gpumon's cgroup and no dmem controller: the limit comes from the fake
+/// library's `nvmlDeviceGetMemoryLimits_v1`, called with the cgroup directory's path.
+fn nvml_root() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("dir");
+    let p = dir.path().join("proc/self");
+    std::fs::create_dir_all(&p).expect("mkdir");
+    std::fs::write(p.join("cgroup"), "0::/kubepods/pod-cy/c1\n").expect("write");
+    dir
+}
+
+#[test]
+fn the_containers_limit_from_nvml_r615() {
+    let root = nvml_root();
+    let v = once_json("container-limit", root.path());
+    let l = &v["devices"][0]["container_limit"];
+    assert_eq!(l["source"], "nvml", "{l}");
+    assert_eq!(l["hard_bytes"], 8 * GIB);
+    assert_eq!(l["used_bytes"], 7372 * MIB);
+    // Another cgroup: NVML answers NOT_SUPPORTED, and there is no limit, not a 0.
+    std::fs::write(root.path().join("proc/self/cgroup"), "0::/other\n").expect("write");
+    let v = once_json("container-limit", root.path());
+    assert!(v["devices"][0].get("container_limit").is_none());
+}
+
+#[test]
+fn pick_counts_the_limit_as_the_room() {
+    let out = gpumon_fake(&scenario("container-limit"), 0.0)
+        .env("GPUMON_HOST_ROOT", tree("limit"))
+        .args(["pick", "--need", "2GiB"])
+        .timeout(Duration::from_secs(30))
+        .output()
+        .expect("pick");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("820.0 MiB free within this container's GPU memory limit of 8.0 GiB"),
+        "{err}"
+    );
+    // Without the limit the GPU's 40 GiB free are room enough.
+    let out = gpumon_fake(&scenario("container-limit"), 0.0)
+        .env("GPUMON_HOST_ROOT", tree("gb10"))
+        .args(["pick", "--need", "2GiB", "--format", "list"])
+        .output()
+        .expect("pick");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "0\n");
+}
+
+const OOM_AT_LIMIT: &str = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 8.00 GiB of which 820.00 MiB is free. Including non-PyTorch memory, this process has 7.20 GiB memory in use. Of the allocated memory 6.50 GiB is allocated by PyTorch, and 200.00 MiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.\n";
+
+#[test]
+fn explain_says_an_oom_at_the_limit_is_the_limits() {
+    let out = gpumon_fake(&scenario("container-limit"), 0.0)
+        .env("GPUMON_HOST_ROOT", tree("limit"))
+        .env("COLUMNS", "200")
+        .arg("explain")
+        .write_stdin(OOM_AT_LIMIT)
+        .output()
+        .expect("explain");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("raised at this container's GPU memory limit (8.0 GiB hard")
+            && text.contains("while GPU 0 had 40.3 GiB free")
+            && text.contains("NVIDIA_GPU_MEMORY_LIMIT"),
+        "{text}"
+    );
+    let out = gpumon_fake(&scenario("container-limit"), 0.0)
+        .env("GPUMON_HOST_ROOT", tree("limit"))
+        .args(["explain", "--json"])
+        .write_stdin(OOM_AT_LIMIT)
+        .output()
+        .expect("explain");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let (_, explain) = schema_pub("explain.schema.json");
+    assert_valid(&explain, &v, "explain at the limit");
+    let l = &v["container_limit"];
+    assert_eq!(l["gpu"], 0, "{l}");
+    assert_eq!(l["limit"]["hard_bytes"], 8 * GIB);
+    assert_eq!(l["device_free_bytes"], (81920 - 512 - 32768 - 7372) * MIB);
+    // Without a limit, nothing is said of one.
+    let out = gpumon_fake(&scenario("container-limit"), 0.0)
+        .env("GPUMON_HOST_ROOT", tree("gb10"))
+        .args(["explain", "--json"])
+        .write_stdin(OOM_AT_LIMIT)
+        .output()
+        .expect("explain");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["container_limit"], Value::Null);
+}
+
+#[test]
+fn prometheus_reads_back_the_limit_and_the_shared_memory() {
+    let start_serve = |name: &str, root: &Path| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_gpumon"))
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .env("GPUMON_NVML_LIB", fake_lib())
+            .env("FAKE_NVML_SCENARIO", scenario(name))
+            .env("FAKE_NVML_SPEED", "0")
+            .env("GPUMON_HOST_ROOT", root)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start gpumon serve");
+        let addr = serve_address(&mut child);
+        (Running(child), addr)
+    };
+    let (_limit, limit_addr) = start_serve("container-limit", &tree("limit"));
+    let (_gb10, gb10_addr) = start_serve("gb10", &tree("gb10"));
+    let dir = tempfile::tempdir().expect("dir");
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n\
+             scrape_configs:\n  - job_name: gpumon\n    static_configs:\n      - targets: ['{limit_addr}', '{gb10_addr}']\n"
+        ),
+    )
+    .expect("write config");
+    let prom = format!("127.0.0.1:{}", free_port());
+    let child = Command::new("prometheus")
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.path().join("data").display()
+        ))
+        .arg(format!("--web.listen-address={prom}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("prometheus is required for this test (apt-get install prometheus)");
+    let _prometheus = Running(child);
+    let start = Instant::now();
+    while query(&prom, "count(up{job=\"gpumon\"} == 1)") != Some(2.0) {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "Prometheus never scraped gpumon"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let expect = [
+        (
+            "gpumon_cgroup_memory_limit_bytes{gpu=\"0\",cgroup=\"/kubepods/pod-cy/c1\",source=\"dmem\"}",
+            (8 * GIB) as f64,
+        ),
+        (
+            "gpumon_cgroup_memory_used_bytes{cgroup=\"/kubepods/pod-cy/c1\"}",
+            (7372 * MIB) as f64,
+        ),
+        (
+            "gpumon_shared_memory_gpu_held_bytes{method=\"process_sum\"}",
+            (42 * GIB) as f64,
+        ),
+        ("gpumon_shared_memory_headroom_bytes", (60 * GIB) as f64),
+        ("count(gpumon_cgroup_memory_limit_bytes)", 1.0),
+    ];
+    for (q, want) in expect {
+        let got = query(&prom, q);
+        assert!(
+            got.is_some_and(|v| (v - want).abs() < 1e-6 * want.max(1.0)),
+            "{q}: Prometheus has {got:?}, the scenario says {want}"
+        );
+    }
+}
+
+/// An A100 with this container's 8 GiB limit on it, 7.2 GiB used.
+fn limited(t: u64) -> Vec<Device> {
+    let total = 81920 * MIB;
+    let used = (40140 + t % 2) * MIB;
+    let mut p = Process::from_nvml(7101, ProcessKind::Compute, Some(7372 * MIB));
+    p.user = Some("cy".into());
+    p.name = Some("python".into());
+    p.command = Some("python finetune.py".into());
+    vec![Device {
+        index: 0,
+        uuid: Some("GPU-00000000".into()),
+        name: Some("NVIDIA A100-SXM4-80GB".into()),
+        pci_bus_id: Some("00000000:01:00.0".into()),
+        memory: Memory {
+            total_bytes: Some(total),
+            used_bytes: Some(used),
+            free_bytes: Some(total - 512 * MIB - used),
+            reserved_bytes: Some(512 * MIB),
+        },
+        utilization: Utilization {
+            gpu_percent: Some(40),
+            memory_percent: Some(10),
+        },
+        processes: vec![p],
+        container_limit: Some(GpuLimit {
+            cgroup: "/kubepods/pod-cy/c1".into(),
+            source: LimitSource::Dmem,
+            hard_bytes: Some(8 * GIB),
+            soft_bytes: None,
+            used_bytes: Some(7372 * MIB),
+        }),
+        ..Device::default()
+    }]
+}
+
+#[test]
+fn snapshot_the_dashboard_marks_the_containers_limit() {
+    let mut terminal = Terminal::new(TestBackend::new(100, 24)).expect("terminal");
+    let mut app = App::new(Duration::from_secs(1), Duration::from_secs(600));
+    for t in 0..5 {
+        let sample = Arc::new(Sample {
+            timestamp: SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000 + t),
+            hostname: Some("gpu-node-7".into()),
+            source: "nvml",
+            driver_version: Some("615.71.09".into()),
+            cuda_version: Some("13.4".into()),
+            devices: limited(t),
+            error: None,
+            host: None,
+        });
+        render_once(&mut terminal, &mut app, sample).expect("draw");
+    }
+    let text = terminal.backend().to_string();
+    assert!(
+        text.contains("this container: 7.2 GiB of 8.0 GiB"),
+        "{text}"
+    );
+    // The mark at 8 of 80 GiB: a tenth of the gauge's width.
+    assert!(text.contains('╏'), "{text}");
+    insta::assert_snapshot!(terminal.backend());
+}
