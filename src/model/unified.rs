@@ -201,6 +201,23 @@ pub fn oom_at_limit(
     })
 }
 
+/// How a device's GPU-held figure is obtained: its shared memory's method, else NVML where
+/// it reports `used`; `None` where nothing is known.
+pub fn method_of(d: &super::Device) -> Option<MemoryMethod> {
+    match &d.shared_memory {
+        Some(s) => Some(s.method),
+        None => d.memory.used_bytes.map(|_| MemoryMethod::Nvml),
+    }
+}
+
+/// The GPU-held figure: the shared memory's, else NVML's `used`.
+pub fn gpu_held_of(d: &super::Device) -> Option<u64> {
+    match &d.shared_memory {
+        Some(s) => s.gpu_held_bytes,
+        None => d.memory.used_bytes,
+    }
+}
+
 /// A device's room for a job: its free memory, or on a part that reports none, what the
 /// system can still give; within the container's limit. What `pick` and `run --wait` count.
 pub fn device_room(d: &super::Device) -> Option<u64> {

@@ -135,6 +135,44 @@ fn a_gb10_sums_its_processes_and_never_counts_the_hosts_use() {
 }
 
 #[test]
+fn log_carries_the_method_and_the_limit() {
+    let fields = "index,memory.used,memory.method,memory.gpu_held,memory.headroom,memory.pressure,cgroup.name,cgroup.limit,cgroup.used";
+    let log = |name: &str, root: &Path| {
+        let out = gpumon_fake(&scenario(name), 0.0)
+            .env("GPUMON_HOST_ROOT", root)
+            .args(["log", "--count", "1", "--format", "csv", "--fields", fields])
+            .timeout(Duration::from_secs(30))
+            .output()
+            .expect("log");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let gb10 = log("gb10", &tree("gb10"));
+    let row = gb10.lines().nth(1).expect("a record");
+    assert_eq!(
+        row,
+        format!("0,,process_sum,{},{},3.2,,,", 42 * GIB, 60 * GIB),
+        "{gb10}"
+    );
+    let limited = log("container-limit", &tree("limit"));
+    let row = limited.lines().nth(1).expect("a record");
+    let used = (32768 + 7372) * MIB;
+    assert_eq!(
+        row,
+        format!(
+            "0,{used},nvml,{used},,,/kubepods/pod-cy/c1,{},{}",
+            8 * GIB,
+            7372 * MIB
+        ),
+        "{limited}"
+    );
+}
+
+#[test]
 fn a_gh200_says_whether_its_hbm_is_a_numa_node() {
     let v = once_json("gh200", &tree("gh200-numa"));
     let s = &v["devices"][0]["shared_memory"];
