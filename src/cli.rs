@@ -925,7 +925,10 @@ pub struct LogArgs {
     /// ecc.errors.uncorrected.volatile.total, ecc.errors.corrected.aggregate.total,
     /// ecc.errors.uncorrected.aggregate.total, remapped_rows.correctable,
     /// remapped_rows.uncorrectable, remapped_rows.pending, remapped_rows.failure,
-    /// clocks_event_reasons.active (NVML's bit mask).
+    /// clocks_event_reasons.active (NVML's bit mask). Shared memory and limits:
+    /// memory.method (nvml, or process_sum where NVML reports no device memory),
+    /// memory.gpu_held, memory.headroom, memory.pressure (PSI some avg10), cgroup.name,
+    /// cgroup.limit, cgroup.used (this container's GPU memory limit).
     /// With --processes: timestamp, gpu_index, gpu_instance_id, compute_instance_id, gpu_uuid,
     /// gpu_bus_id, pid, type, process_name,
     /// user, used_memory, cpu_percent, host_memory, start_time, command, container,

@@ -490,7 +490,24 @@ pub(crate) fn full_sample(text: &dyn Fn(&str) -> String) -> Sample {
             remapped_rows: Some(RemappedRows::default()),
             clock_event_reasons: Some(1),
         },
-        shared_memory: None,
+        shared_memory: Some(crate::model::unified::SharedMemory {
+            method: crate::model::unified::MemoryMethod::ProcessSum,
+            gpu_held_bytes: Some(12 * gib),
+            system_total_bytes: Some(128 * gib),
+            system_available_bytes: Some(60 * gib),
+            headroom_bytes: Some(gib),
+            pressure: Some(crate::model::unified::Pressure {
+                some_avg10: 3.5,
+                full_avg10: Some(1.0),
+            }),
+            coherent_mode: Some(crate::model::unified::CoherentMode::Numa),
+            hbm_node: Some(crate::model::unified::HbmNode {
+                node: 1,
+                total_bytes: Some(96 * gib),
+                free_bytes: Some(40 * gib),
+                host_bytes: Some(6 * gib),
+            }),
+        }),
         container_limit: Some(crate::model::unified::GpuLimit {
             cgroup: text("cgroup"),
             source: crate::model::unified::LimitSource::Dmem,

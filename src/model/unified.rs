@@ -404,8 +404,9 @@ pub fn notes(d: &super::Device) -> Vec<String> {
             .pressure
             .map(|p| format!(", memory pressure {:.1}%", p.some_avg10))
             .unwrap_or_default();
+        out.push(format!("shared memory: {held}"));
         out.push(format!(
-            "shared memory: {held}; the system can still give {} of {}{pressure}",
+            "the system can still give {} of {}{pressure}",
             na(s.headroom_bytes),
             na(s.system_total_bytes)
         ));
