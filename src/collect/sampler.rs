@@ -182,7 +182,7 @@ impl Sampler {
             kubelet: None,
             last: TickTimings::default(),
             xids: vec![crate::model::health::Health::default(); count],
-            unified: super::unified::Watch::default(),
+            unified: super::unified::Watch::for_source(source.kind),
             events: source.events,
             watching: None,
         }

@@ -142,26 +142,45 @@ pub struct Watch {
     /// also where the kernel has no `dmem` controller (`cgroup.controllers` at the root does
     /// not list it), so nothing is looked for each tick.
     cgroup: Option<String>,
-}
-
-impl Default for Watch {
-    fn default() -> Self {
-        Self::new(root())
-    }
+    /// Whether anything is read at all ([`Watch::for_source`]).
+    enabled: bool,
 }
 
 impl Watch {
+    /// For the driver's source, reading the system under [`root`]. A simulated source
+    /// (`--demo`, `--scenario`) reads nothing of this machine unless `GPUMON_HOST_ROOT` names
+    /// a tree to read: a simulated GPU beside the real host's memory and cgroup limit would
+    /// mix two machines.
+    pub fn for_source(kind: &str) -> Self {
+        if kind == "nvml" || std::env::var_os(ROOT_ENV).is_some_and(|v| !v.is_empty()) {
+            Self::new(root())
+        } else {
+            Watch {
+                root: PathBuf::new(),
+                cgroup: None,
+                enabled: false,
+            }
+        }
+    }
+
     pub fn new(root: PathBuf) -> Self {
         let dmem = read(&under(&root, "/sys/fs/cgroup/cgroup.controllers"))
             .is_some_and(|c| c.split_whitespace().any(|w| w == "dmem"));
         let cgroup = read(&under(&root, "/proc/self/cgroup"))
             .and_then(|t| unified::cgroup_v2_path(&t).map(str::to_owned))
             .filter(|_| dmem);
-        Watch { root, cgroup }
+        Watch {
+            root,
+            cgroup,
+            enabled: true,
+        }
     }
 
     /// Adds each device's container limit and, for shared memory, the system's figures.
     pub fn update(&self, devices: &mut [Device]) {
+        if !self.enabled {
+            return;
+        }
         if let Some(cgroup) = &self.cgroup {
             for d in devices.iter_mut() {
                 let Some(pci) = d.pci_bus_id.as_deref().and_then(unified::pci_key) else {

@@ -447,3 +447,31 @@ fn snapshot_the_dashboard_marks_the_containers_limit() {
     assert!(text.contains('╏'), "{text}");
     insta::assert_snapshot!(terminal.backend());
 }
+
+/// A simulated GPU is never shown beside this machine's memory: the simulated source reads
+/// the system only under a `GPUMON_HOST_ROOT` given for it. The scenario's own limit stays.
+#[test]
+fn a_simulated_gpu_reads_no_host_files_unless_given_a_root() {
+    let run = |name: &str, root: Option<&Path>| {
+        let mut cmd = crate::common::gpumon();
+        cmd.env_remove("GPUMON_HOST_ROOT");
+        if let Some(r) = root {
+            cmd.env("GPUMON_HOST_ROOT", r);
+        }
+        let scen = scenario(name);
+        stdout_json(cmd.args(["--scenario"]).arg(&scen).args(["once", "--json"]))
+    };
+    let bare = run("gb10", None);
+    assert!(bare["devices"][0].get("shared_memory").is_none(), "{bare}");
+    let rooted = run("gb10", Some(&tree("gb10")));
+    assert_eq!(
+        rooted["devices"][0]["shared_memory"]["headroom_bytes"],
+        60 * GIB
+    );
+    let limited = run("container-limit", None);
+    let l = &limited["devices"][0]["container_limit"];
+    assert_eq!(
+        (l["source"].as_str(), l["hard_bytes"].as_u64()),
+        (Some("nvml"), Some(8 * GIB))
+    );
+}
