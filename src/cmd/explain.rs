@@ -83,6 +83,7 @@ pub fn run(common: &Common, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
         }
         _ => None,
     };
+    let at_limit = at_limit.or_else(|| before.as_ref().and_then(|b| b.at_limit.clone()));
     let mut out = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
     if args.json {
         let mut json = serde_json::to_value(render::to_json_with(&analysis, sizing.as_ref()))?;
@@ -328,6 +329,10 @@ struct Before {
     at_from: &'static str,
     gpu: u32,
     events: Vec<String>,
+    /// The error was raised at the recorded container's GPU memory limit while the GPU had
+    /// room (said as `container_limit`, as for this host).
+    #[serde(skip)]
+    at_limit: Option<crate::model::unified::LimitVerdict>,
 }
 
 fn before_in_recording(
@@ -378,6 +383,13 @@ fn before_in_recording(
         .map(|d| d.index)
         .or(oom.device_index)
         .unwrap_or(0);
+    let at_limit = last_sample
+        .devices
+        .iter()
+        .find(|d| d.index == gpu)
+        .and_then(|d| {
+            crate::model::unified::oom_at_limit(oom.facts.total_bytes, oom.facts.requested_bytes, d)
+        });
     let mine = oom.facts.likely_self_pid;
     let refs: Vec<&crate::model::Sample> = samples.iter().collect();
     let events = crate::model::timeline::neighbours(&refs, gpu, &|p| Some(p.pid) == mine, at)
@@ -390,6 +402,7 @@ fn before_in_recording(
         at_from,
         gpu,
         events,
+        at_limit,
     })
 }
 

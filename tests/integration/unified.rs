@@ -475,3 +475,56 @@ fn a_simulated_gpu_reads_no_host_files_unless_given_a_root() {
         (Some("nvml"), Some(8 * GIB))
     );
 }
+
+/// `explain --recording`: the recorded container limit says the error was the limit's, with
+/// no driver or cgroup read now (`--offline`).
+#[test]
+fn explain_reads_the_limit_from_a_recording() {
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("limit.rec.zst");
+    let rec = Command::new(env!("CARGO_BIN_EXE_gpumon"))
+        .args(["record", "--interval", "200ms", "-o"])
+        .arg(&file)
+        .env("GPUMON_NVML_LIB", fake_lib())
+        .env("FAKE_NVML_SCENARIO", scenario("container-limit"))
+        .env("FAKE_NVML_SPEED", "1")
+        .env("GPUMON_HOST_ROOT", tree("limit"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("gpumon record");
+    let rec = Running(rec);
+    let start = Instant::now();
+    while crate::recording::replayed_count(&file) < 3 {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no samples recorded"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    drop(rec);
+    let rows = crate::recording::replayed(&file);
+    let last = rows.last().expect("rows")["timestamp"]
+        .as_str()
+        .expect("time")
+        .to_owned();
+    let out = crate::common::gpumon()
+        .env_remove("GPUMON_HOST_ROOT")
+        .args(["explain", "--offline", "--json", "--recording"])
+        .arg(&file)
+        .args(["--at", &last])
+        .write_stdin(OOM_AT_LIMIT)
+        .output()
+        .expect("explain");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["here"], Value::Null);
+    let l = &v["container_limit"];
+    assert_eq!(l["limit"]["hard_bytes"], 8 * GIB, "{v:#}");
+    assert_eq!(l["limit"]["source"], "dmem");
+}
