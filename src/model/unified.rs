@@ -117,8 +117,8 @@ impl GpuLimit {
         Some(self.hard_bytes?.saturating_sub(self.used_bytes?))
     }
 
-    /// Whether the hard limit is what stops an allocation of `want` bytes while the device
-    /// itself has `device_free` free: the container is at its limit, the device is not.
+    /// Whether the hard limit, not the device, bounds the room: less is left under the limit
+    /// than the device has free (`device_free`; unknown counts as bound).
     pub fn binds(&self, device_free: Option<u64>) -> bool {
         match (self.room_bytes(), device_free) {
             (Some(room), Some(free)) => room < free,
