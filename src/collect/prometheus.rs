@@ -749,6 +749,8 @@ fn node_process(
         parent_pid: None,
         gpu_instance_id: gi,
         compute_instance_id: None,
+        cgroup: None,
+        gpu_limit: None,
     }
 }
 

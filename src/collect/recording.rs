@@ -1319,6 +1319,9 @@ mod columns {
                     // Not serialised.
                     state: _,
                     parent_pid: _,
+                    cgroup: _,
+                    // Not recorded per process: the device's `container_limit` is.
+                    gpu_limit: _,
                 } = p;
                 c.gpu_instance_id.push(*gpu_instance_id);
                 c.compute_instance_id.push(*compute_instance_id);

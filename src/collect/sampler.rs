@@ -465,6 +465,7 @@ impl Sampler {
                 w.update(&mut sample.devices, &|pid| host.unresolved(pid), wait);
             }
         }
+        self.unified.update_owners(&mut sample.devices);
         let t3 = Instant::now();
         if let Some(dir) = &self.probe_dir {
             probe::merge(&mut sample.devices, self.probe_cache.get(dir));

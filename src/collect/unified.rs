@@ -7,7 +7,10 @@
 //! failed open of a `dmem.max` per cgroup level each tick: the memory files are read only where
 //! a device's memory is shared.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crate::model::unified::{self, GpuLimit, LimitSource, NodeFacts, SystemFacts};
 use crate::model::Device;
@@ -21,6 +24,11 @@ const MAX_FILE: u64 = 64 * 1024;
 const MAX_NODES: usize = 1024;
 /// The deepest cgroup walked up from gpumon's own.
 const MAX_DEPTH: usize = 64;
+/// How often the limit files of a cgroup holding GPU processes are read again: a limit is
+/// set when a container starts, and its use is shown beside the processes' own figures.
+const OWNER_REFRESH: Duration = Duration::from_secs(5);
+/// The most (cgroup, GPU) pairs whose limits are kept: a node's containers, with room.
+const MAX_OWNER_CGROUPS: usize = 4096;
 
 /// The root under which the system's files are read.
 pub fn root() -> PathBuf {
@@ -144,6 +152,19 @@ pub struct Watch {
     cgroup: Option<String>,
     /// Whether anything is read at all ([`Watch::for_source`]).
     enabled: bool,
+    /// Whether the kernel has the `dmem` controller: without it no process's cgroup is read.
+    dmem: bool,
+    /// The limits of the cgroups that hold GPU processes, per GPU, and when each was read.
+    owners: HashMap<(Arc<str>, PciKey), Cached>,
+}
+
+type PciKey = (u32, u8, u8, u8);
+
+/// One cgroup's limit on one GPU, as last read.
+struct Cached {
+    limit: Option<Arc<GpuLimit>>,
+    read_at: Instant,
+    seen: bool,
 }
 
 impl Watch {
@@ -159,6 +180,8 @@ impl Watch {
                 root: PathBuf::new(),
                 cgroup: None,
                 enabled: false,
+                dmem: false,
+                owners: HashMap::new(),
             }
         }
     }
@@ -173,6 +196,8 @@ impl Watch {
             root,
             cgroup,
             enabled: true,
+            dmem,
+            owners: HashMap::new(),
         }
     }
 
@@ -201,6 +226,70 @@ impl Watch {
         let facts = read_facts(&self.root);
         for d in devices.iter_mut().filter(|d| shared(d)) {
             d.shared_memory = unified::describe(d, &facts, d.container_limit.as_ref());
+        }
+    }
+}
+
+impl Watch {
+    /// Adds to each process the GPU memory limit of the cgroup that holds it, from its
+    /// cgroup's `dmem` files (the nearest level naming the GPU, as for gpumon's own). Called
+    /// after the host's lookup, which reads each process's cgroup once, at first sight; the
+    /// limit files are read per cgroup, not per process, and again every
+    /// [`OWNER_REFRESH`]. Cgroups no process is in any more are forgotten.
+    pub fn update_owners(&mut self, devices: &mut [Device]) {
+        self.update_owners_at(devices, Instant::now());
+    }
+
+    fn update_owners_at(&mut self, devices: &mut [Device], now: Instant) {
+        if !self.enabled || !self.dmem {
+            return;
+        }
+        for c in self.owners.values_mut() {
+            c.seen = false;
+        }
+        for d in devices.iter_mut() {
+            let Some(pci) = d.pci_bus_id.as_deref().and_then(unified::pci_key) else {
+                continue;
+            };
+            for p in &mut d.processes {
+                let Some(cgroup) = p.cgroup.clone() else {
+                    continue;
+                };
+                p.gpu_limit = self.owner_limit(cgroup, pci, now);
+            }
+        }
+        self.owners.retain(|_, c| c.seen);
+    }
+
+    fn owner_limit(
+        &mut self,
+        cgroup: Arc<str>,
+        pci: PciKey,
+        now: Instant,
+    ) -> Option<Arc<GpuLimit>> {
+        let full = self.owners.len() >= MAX_OWNER_CGROUPS;
+        let root = &self.root;
+        let read = || dmem_limit(root, &cgroup, pci).map(Arc::new);
+        match self.owners.entry((cgroup.clone(), pci)) {
+            std::collections::hash_map::Entry::Occupied(mut e) => {
+                let c = e.get_mut();
+                if now.saturating_duration_since(c.read_at) >= OWNER_REFRESH {
+                    c.limit = read();
+                    c.read_at = now;
+                }
+                c.seen = true;
+                c.limit.clone()
+            }
+            std::collections::hash_map::Entry::Vacant(_) if full => None,
+            std::collections::hash_map::Entry::Vacant(e) => {
+                let limit = read();
+                e.insert(Cached {
+                    limit: limit.clone(),
+                    read_at: now,
+                    seen: true,
+                });
+                limit
+            }
         }
     }
 }
@@ -246,6 +335,105 @@ mod tests {
         // Another GPU's line is not ours.
         let other = unified::pci_key("0000:02:00.0").expect("address");
         assert_eq!(dmem_limit(root, "/kubepods", other), None);
+    }
+
+    /// Each process gets its own cgroup's limit, read once per cgroup and again only after
+    /// [`OWNER_REFRESH`]; a process in no limited cgroup gets none, and cgroups no process is
+    /// in any more are forgotten.
+    #[test]
+    fn each_process_gets_its_cgroups_limit_read_once_per_cgroup() {
+        use crate::model::{Process, ProcessKind};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        write(
+            root,
+            "/sys/fs/cgroup/cgroup.controllers",
+            "cpu memory dmem\n",
+        );
+        write(root, "/proc/self/cgroup", "0::/\n");
+        let line = |b: u64| format!("drm/0000:01:00.0/vram0 {b}\n");
+        write(root, "/sys/fs/cgroup/k/a/dmem.max", &line(8 * GIB));
+        write(root, "/sys/fs/cgroup/k/a/dmem.current", &line(5 * GIB));
+        write(root, "/sys/fs/cgroup/k/b/dmem.max", &line(4 * GIB));
+        std::fs::create_dir_all(under(root, "/sys/fs/cgroup/host")).expect("mkdir");
+        let mut w = Watch::new(root.to_path_buf());
+        let proc_in = |pid: u32, cgroup: &str| {
+            let mut p = Process::from_nvml(pid, ProcessKind::Compute, Some(GIB));
+            p.cgroup = Some(Arc::from(cgroup));
+            p
+        };
+        let mut devices = vec![Device {
+            pci_bus_id: Some("00000000:01:00.0".into()),
+            processes: vec![
+                proc_in(1, "/k/a"),
+                proc_in(2, "/k/a"),
+                proc_in(3, "/k/b"),
+                proc_in(4, "/host"),
+                Process::from_nvml(5, ProcessKind::Compute, Some(GIB)),
+            ],
+            ..Device::default()
+        }];
+        let t0 = Instant::now();
+        w.update_owners_at(&mut devices, t0);
+        let limits: Vec<_> = devices[0]
+            .processes
+            .iter()
+            .map(|p| {
+                p.gpu_limit
+                    .as_ref()
+                    .map(|l| (l.cgroup.clone(), l.hard_bytes, l.used_bytes))
+            })
+            .collect();
+        let a = Some(("/k/a".to_owned(), Some(8 * GIB), Some(5 * GIB)));
+        let b = Some(("/k/b".to_owned(), Some(4 * GIB), None));
+        assert_eq!(limits, [a.clone(), a, b, None, None]);
+        let (p1, p2) = (&devices[0].processes[0], &devices[0].processes[1]);
+        let shared = p1.gpu_limit.as_ref().zip(p2.gpu_limit.as_ref());
+        assert!(
+            shared.is_some_and(|(x, y)| Arc::ptr_eq(x, y)),
+            "one read per cgroup"
+        );
+
+        // Its use grows: the old figure until the refresh is due, then the new one.
+        write(root, "/sys/fs/cgroup/k/a/dmem.current", &line(7 * GIB));
+        let used = |w: &mut Watch, at: Instant| {
+            let mut d = devices.clone();
+            w.update_owners_at(&mut d, at);
+            d[0].processes[0]
+                .gpu_limit
+                .as_ref()
+                .and_then(|l| l.used_bytes)
+        };
+        assert_eq!(used(&mut w, t0), Some(5 * GIB));
+        assert_eq!(used(&mut w, t0 + OWNER_REFRESH), Some(7 * GIB));
+
+        // Only /host's process is left: the limited cgroups are forgotten.
+        devices[0].processes.drain(..3);
+        w.update_owners_at(&mut devices, t0 + OWNER_REFRESH);
+        assert_eq!(w.owners.len(), 1);
+    }
+
+    /// Without the dmem controller, no process's cgroup is looked at.
+    #[test]
+    fn no_dmem_controller_no_owner_limits() {
+        use crate::model::{Process, ProcessKind};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        write(root, "/sys/fs/cgroup/cgroup.controllers", "cpu memory\n");
+        write(
+            root,
+            "/sys/fs/cgroup/k/a/dmem.max",
+            "drm/0000:01:00.0/vram0 1024\n",
+        );
+        let mut p = Process::from_nvml(1, ProcessKind::Compute, None);
+        p.cgroup = Some(Arc::from("/k/a"));
+        let mut devices = vec![Device {
+            pci_bus_id: Some("0000:01:00.0".into()),
+            processes: vec![p],
+            ..Device::default()
+        }];
+        Watch::new(root.to_path_buf()).update_owners(&mut devices);
+        assert_eq!(devices[0].processes[0].gpu_limit, None);
     }
 
     #[test]

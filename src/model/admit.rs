@@ -153,6 +153,13 @@ impl Device {
             keep(&mut p.mem_bw_percent, percent);
             keep(&mut p.gpu_instance_id, |i| i < MAX_INSTANCE_ID);
             keep(&mut p.compute_instance_id, |i| i < MAX_INSTANCE_ID);
+            if let Some(l) = p.gpu_limit.as_mut() {
+                let mut checked = Some(l.as_ref().clone());
+                super::unified::check(&mut None, &mut checked);
+                if let Some(c) = checked.filter(|c| c != l.as_ref()) {
+                    *l = std::sync::Arc::new(c);
+                }
+            }
             if let Some(a) = p.allocator.as_mut() {
                 for v in [
                     &mut a.allocated_bytes,

@@ -100,6 +100,12 @@ impl Sample {
                         std::sync::Arc::make_mut(owner).texts_mut(f);
                     }
                 }
+                if let Some(l) = p.gpu_limit.as_mut() {
+                    // Shared by a cgroup's processes: copied only when its name changes.
+                    if l.cgroup.chars().any(crate::text::is_unsafe) {
+                        f(&mut std::sync::Arc::make_mut(l).cgroup);
+                    }
+                }
                 if let Some(a) = p.allocator.as_mut() {
                     f(&mut a.framework);
                     each(&mut a.framework_version, f);
@@ -171,6 +177,7 @@ impl Sample {
                         }))
                         .map(String::as_str)
                         .chain(p.owner.iter().flat_map(|o| o.texts()))
+                        .chain(p.gpu_limit.iter().map(|l| l.cgroup.as_str()))
                 }))
                 .chain(
                     d.holders
@@ -602,6 +609,15 @@ pub struct Process {
     /// The MIG compute instance it runs in.
     #[serde(default)]
     pub compute_instance_id: Option<u32>,
+    /// Its cgroup v2 path (`/kubepods/…`), from `/proc/PID/cgroup`; `None` where not read or
+    /// on cgroup v1 only. Not serialised: the owner says who, [`Process::gpu_limit`] the limit.
+    #[serde(skip)]
+    pub cgroup: Option<std::sync::Arc<str>>,
+    /// The GPU memory limit of the cgroup that holds it on this GPU, and that cgroup's use
+    /// ([`unified::GpuLimit`]); `None`: no limit, or none read. Shared by the cgroup's
+    /// processes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_limit: Option<std::sync::Arc<unified::GpuLimit>>,
 }
 
 /// What a framework's caching allocator says about one process on one GPU.
@@ -810,6 +826,8 @@ impl Process {
             parent_pid: None,
             gpu_instance_id: None,
             compute_instance_id: None,
+            cgroup: None,
+            gpu_limit: None,
         }
     }
 

@@ -370,6 +370,26 @@ pub fn host_on_node(total: Option<u64>, free: Option<u64>, gpu_held: Option<u64>
     Some(used.saturating_sub(gpu_held?))
 }
 
+/// A limit as the text views say it: "7.2 GiB of 8.0 GiB (dmem limit of cgroup /k/c1)". The
+/// cgroup is as in the limit: a view escapes it.
+pub fn limit_text(l: &GpuLimit) -> String {
+    use crate::units::fmt_bytes;
+    let na = |v: Option<u64>| v.map_or_else(|| "N/A".to_owned(), fmt_bytes);
+    let source = match l.source {
+        LimitSource::Dmem => "dmem",
+        LimitSource::Nvml => "NVML",
+    };
+    format!(
+        "{} of {} ({source} limit of cgroup {}{})",
+        na(l.used_bytes),
+        na(l.hard_bytes),
+        l.cgroup,
+        l.soft_bytes
+            .map(|s| format!(", soft {}", fmt_bytes(s)))
+            .unwrap_or_default()
+    )
+}
+
 /// The lines a text view writes under a device: the container's limit, the shared memory and
 /// what is measured or derived. Empty for a discrete GPU without a limit. Texts are as in the
 /// device: a view escapes the sample first ([`super::Sample::escaped`]).
@@ -378,19 +398,7 @@ pub fn notes(d: &super::Device) -> Vec<String> {
     let na = |v: Option<u64>| v.map_or_else(|| "N/A".to_owned(), fmt_bytes);
     let mut out = Vec::new();
     if let Some(l) = &d.container_limit {
-        let source = match l.source {
-            LimitSource::Dmem => "dmem",
-            LimitSource::Nvml => "NVML",
-        };
-        out.push(format!(
-            "this container: {} of {} ({source} limit of cgroup {}{})",
-            na(l.used_bytes),
-            na(l.hard_bytes),
-            l.cgroup,
-            l.soft_bytes
-                .map(|s| format!(", soft {}", fmt_bytes(s)))
-                .unwrap_or_default()
-        ));
+        out.push(format!("this container: {}", limit_text(l)));
     }
     if let Some(s) = &d.shared_memory {
         let held = match s.method {
@@ -694,6 +702,8 @@ mod tests {
                     parent_pid: None,
                     gpu_instance_id: None,
                     compute_instance_id: None,
+                    cgroup: None,
+                    gpu_limit: None,
                 })
                 .collect(),
             ..Default::default()

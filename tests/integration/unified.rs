@@ -528,3 +528,202 @@ fn explain_reads_the_limit_from_a_recording() {
     assert_eq!(l["limit"]["hard_bytes"], 8 * GIB, "{v:#}");
     assert_eq!(l["limit"]["source"], "dmem");
 }
+
+/// A stand-in root with the `dmem` controller and `dmem.max`/`dmem.current` at `cgroup` on
+/// GPU 0 (`0000:01:00.0`), gpumon itself in an unlimited cgroup of its own.
+fn owner_root(limits: &[(&str, u64, u64)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("dir");
+    let write = |rel: &str, text: &str| {
+        let p = dir.path().join(rel.trim_start_matches('/'));
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        std::fs::write(p, text).expect("write");
+    };
+    write("proc/self/cgroup", "0::/gpumon.scope\n");
+    write("sys/fs/cgroup/cgroup.controllers", "cpu memory pids dmem\n");
+    for (cgroup, max, current) in limits {
+        let at = format!("sys/fs/cgroup/{}", cgroup.trim_matches('/'));
+        write(
+            &format!("{at}/dmem.max"),
+            &format!("drm/0000:01:00.0/vram0 {max}\n"),
+        );
+        write(
+            &format!("{at}/dmem.current"),
+            &format!("drm/0000:01:00.0/vram0 {current}\n"),
+        );
+    }
+    dir
+}
+
+/// A real process listed by NVML gets the limit of the cgroup it is in (read from its own
+/// `/proc/PID/cgroup`, the stand-in tree's `dmem` files at that path) in `once --json`.
+#[test]
+fn a_real_process_gets_its_cgroups_limit() {
+    let mut child = Command::new("sleep").arg("60").spawn().expect("sleep");
+    let pid = child.id();
+    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default();
+    let Some(cgroup) = text.lines().find_map(|l| l.strip_prefix("0::")) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        eprintln!("no cgroup v2 line for a child here; skipped");
+        return;
+    };
+    let cgroup = cgroup.trim().to_owned();
+    let root = owner_root(&[(&cgroup, 8 * GIB, 3 * GIB)]);
+    let scn = crate::common::scenario(&format!(
+        r#"{{"version":1,"devices":[{{"name":"G0","memory_total_mib":81920,
+            "processes":[{{"pid":{pid},"memory_mib":2048}}]}}]}}"#
+    ));
+    let v = stdout_json(
+        gpumon_fake(&scn, 0.0)
+            .env("GPUMON_HOST_ROOT", root.path())
+            .args(["once", "--json"]),
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_valid(&once_validator(), &v, "a process's limit");
+    let l = &v["devices"][0]["processes"][0]["gpu_limit"];
+    let want = if cgroup == "/" {
+        "/"
+    } else {
+        cgroup.trim_end_matches('/')
+    };
+    assert_eq!(l["cgroup"], want, "{v:#}");
+    assert_eq!(
+        (l["hard_bytes"].as_u64(), l["used_bytes"].as_u64()),
+        (Some(8 * GIB), Some(3 * GIB))
+    );
+    assert_eq!(l["source"], "dmem");
+}
+
+/// Two pods, each limited in its own cgroup, and a host process without a limit.
+fn two_pods() -> tempfile::TempPath {
+    crate::common::scenario(
+        r#"{"version":1,"devices":[{"name":"NVIDIA A100-SXM4-80GB","memory_total_mib":81920,
+            "processes":[
+              {"pid":11,"memory_mib":6000,"cgroup":"0::/kubepods/burstable/poda1b2c3d4-0000-4000-8000-000000000001/c0ffee01"},
+              {"pid":12,"memory_mib":1000,"cgroup":"0::/kubepods/burstable/poda1b2c3d4-0000-4000-8000-000000000001/c0ffee01"},
+              {"pid":21,"memory_mib":2000,"cgroup":"0::/kubepods/burstable/podb1b2c3d4-0000-4000-8000-000000000002/c0ffee02"},
+              {"pid":31,"memory_mib":500,"user":"root","start_s":-10,"cgroup":"0::/user.slice"}]}]}"#,
+    )
+}
+
+fn two_pod_limits() -> tempfile::TempDir {
+    owner_root(&[
+        (
+            "/kubepods/burstable/poda1b2c3d4-0000-4000-8000-000000000001/c0ffee01",
+            8 * GIB,
+            7 * GIB,
+        ),
+        (
+            "/kubepods/burstable/podb1b2c3d4-0000-4000-8000-000000000002/c0ffee02",
+            4 * GIB,
+            2 * GIB,
+        ),
+    ])
+}
+
+/// `once --by owner`: each pod's limit beside it, in the table and its JSON; the host
+/// process's owner has none.
+#[test]
+fn the_per_owner_view_shows_each_owners_limit() {
+    let (scn, root) = (two_pods(), two_pod_limits());
+    let once = |json: bool| {
+        let mut cmd = crate::common::gpumon();
+        cmd.env("GPUMON_HOST_ROOT", root.path())
+            .arg("--scenario")
+            .arg(&scn)
+            .args(["once", "--by", "owner"]);
+        if json {
+            cmd.arg("--json");
+        }
+        cmd
+    };
+    let v = stdout_json(&mut once(true));
+    let (_, by) = schema_pub("by.schema.json");
+    assert_valid(&by, &v, "once --by owner --json with limits");
+    let rows = v["rows"].as_array().cloned().unwrap_or_default();
+    let limits: Vec<(u64, u64)> = rows
+        .iter()
+        .map(|r| {
+            let l = &r["limits"][0];
+            (
+                l["hard_bytes"].as_u64().unwrap_or(0),
+                l["used_bytes"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    assert_eq!(
+        limits,
+        [(8 * GIB, 7 * GIB), (4 * GIB, 2 * GIB), (0, 0)],
+        "{v:#}"
+    );
+    assert_eq!(rows[0]["limits"][0]["gpu"], 0);
+    assert!(rows[2].get("limits").is_none(), "{v:#}");
+    let out = once(false).output().expect("once");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("GPU memory limits:"), "{text}");
+    assert!(
+        text.contains(
+            "on GPU 0: 7.0 GiB of 8.0 GiB (dmem limit of cgroup /kubepods/burstable/poda1b2c3d4"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("on GPU 0: 2.0 GiB of 4.0 GiB"), "{text}");
+}
+
+/// `serve`: the owners' limits as `gpumon_cgroup_memory_limit_bytes` / `…_used_bytes`
+/// labelled with the pod as the process series are, only with `--process-labels pod`; and
+/// `/api/v1/sample` carries a process's limit only where its owner is shown.
+#[test]
+fn serve_labels_owner_limits_as_the_owners_are() {
+    let (scn, root) = (two_pods(), two_pod_limits());
+    let serve = |labels: Option<&str>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpumon"));
+        cmd.env("GPUMON_HOST_ROOT", root.path())
+            .arg("--scenario")
+            .arg(&scn)
+            .args(["serve", "--listen", "127.0.0.1:0"]);
+        if let Some(l) = labels {
+            cmd.args(["--process-labels", l]);
+        }
+        let mut child = cmd
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start gpumon serve");
+        let addr = serve_address(&mut child);
+        let metrics = crate::serve::wait_for(
+            &format!("http://{addr}/metrics"),
+            "the processes' series",
+            |b| b.contains("pid=\"31\""),
+        );
+        let sample = crate::serve::get(&format!("http://{addr}/api/v1/sample")).1;
+        drop(Running(child));
+        (metrics, sample)
+    };
+    let (shown, sample) = serve(Some("pod"));
+    let series: Vec<&str> = shown
+        .lines()
+        .filter(|l| l.starts_with("gpumon_cgroup_memory_limit_bytes{"))
+        .collect();
+    assert_eq!(series.len(), 2, "{shown}");
+    let a = series
+        .iter()
+        .find(|l| l.contains("c0ffee01"))
+        .unwrap_or_else(|| panic!("{shown}"));
+    assert!(a.contains("pod=\"") && a.contains("source=\"dmem\""), "{a}");
+    assert!(a.ends_with(&format!(" {}", 8 * GIB)), "{a}");
+    assert!(
+        shown
+            .lines()
+            .any(|l| l.starts_with("gpumon_cgroup_memory_used_bytes{")
+                && l.contains("c0ffee02")
+                && l.ends_with(&format!(" {}", 2 * GIB))),
+        "{shown}"
+    );
+    assert!(sample.contains("\"gpu_limit\""), "{sample}");
+
+    let (hidden, sample) = serve(None);
+    assert!(!hidden.contains("c0ffee0"), "{hidden}");
+    assert!(!sample.contains("gpu_limit"), "{sample}");
+}

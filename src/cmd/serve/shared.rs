@@ -34,6 +34,13 @@ fn set(f: &Int, labels: &Labels, v: Option<u64>) {
     }
 }
 
+fn source(s: LimitSource) -> &'static str {
+    match s {
+        LimitSource::Dmem => "dmem",
+        LimitSource::Nvml => "nvml",
+    }
+}
+
 fn label(s: &str) -> String {
     crate::text::escape(s).into_owned()
 }
@@ -44,7 +51,11 @@ impl Series {
         sample
             .devices
             .iter()
-            .any(|d| d.container_limit.is_some() || d.shared_memory.is_some())
+            .any(|d| {
+                d.container_limit.is_some()
+                    || d.shared_memory.is_some()
+                    || d.processes.iter().any(|p| p.gpu_limit.is_some())
+            })
             .then(|| Series::register(r))
     }
 
@@ -53,7 +64,7 @@ impl Series {
             limit: int(
                 r,
                 "gpumon_cgroup_memory_limit_bytes",
-                "The hard GPU memory limit of the cgroup gpumon runs in, on this GPU (dmem.max or nvmlDeviceGetMemoryLimits_v1); absent without one",
+                "The hard GPU memory limit of a cgroup on this GPU (dmem.max or nvmlDeviceGetMemoryLimits_v1): the one gpumon runs in, and those holding GPU processes whose owners --process-labels shows (labelled as their processes are); absent without one",
             ),
             used: int(
                 r,
@@ -73,6 +84,39 @@ impl Series {
         }
     }
 
+    /// The limits of the cgroups holding `d`'s processes, each once, labelled with the owner
+    /// as the process series are: only where `asked` shows that owner (a cgroup's path names
+    /// its pod or job as well), and not again for the cgroup gpumon runs in ([`Series::record`]
+    /// has it).
+    pub fn record_owners(&self, d: &Device, asked: super::metrics::ProcessLabels) {
+        if !d.fresh() {
+            return;
+        }
+        let own = d.container_limit.as_ref().map(|l| l.cgroup.as_str());
+        let mut done = std::collections::BTreeSet::new();
+        for p in &d.processes {
+            let Some(l) = p.gpu_limit.as_deref() else {
+                continue;
+            };
+            let shown = p
+                .owner
+                .as_deref()
+                .map_or(asked.pod, |o| asked.owner(o.kind));
+            if !shown || own == Some(l.cgroup.as_str()) || !done.insert(l.cgroup.as_str()) {
+                continue;
+            }
+            let mut labels: Labels = vec![
+                ("gpu", d.index.to_string()),
+                ("UUID", label(d.uuid.as_deref().unwrap_or(""))),
+            ];
+            super::metrics::owner_labels(p.owner.as_deref(), asked, &mut labels);
+            labels.push(("cgroup", label(&l.cgroup)));
+            labels.push(("source", source(l.source).to_owned()));
+            set(&self.limit, &labels, l.hard_bytes);
+            set(&self.used, &labels, l.used_bytes);
+        }
+    }
+
     /// One device's series; nothing for a device that is not fresh.
     pub fn record(&self, d: &Device) {
         if !d.fresh() {
@@ -85,14 +129,7 @@ impl Series {
         if let Some(l) = &d.container_limit {
             let mut with = labels.clone();
             with.push(("cgroup", label(&l.cgroup)));
-            with.push((
-                "source",
-                match l.source {
-                    LimitSource::Dmem => "dmem",
-                    LimitSource::Nvml => "nvml",
-                }
-                .to_owned(),
-            ));
+            with.push(("source", source(l.source).to_owned()));
             set(&self.limit, &with, l.hard_bytes);
             set(&self.used, &with, l.used_bytes);
         }

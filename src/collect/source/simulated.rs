@@ -410,6 +410,12 @@ fn device(d: &DeviceState, t: f64, wall: SystemTime, util_seen: &mut bool) -> De
             parent_pid: None,
             gpu_instance_id: p.instance.map(|(gi, _)| gi),
             compute_instance_id: p.instance.map(|(_, ci)| ci),
+            cgroup: p
+                .cgroup
+                .as_deref()
+                .and_then(crate::model::unified::cgroup_v2_path)
+                .map(std::sync::Arc::from),
+            gpu_limit: None,
         })
         .collect();
     let unsupported_on_mig = d.mig.is_some().then(|| "not supported".to_owned());
