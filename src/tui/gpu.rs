@@ -678,6 +678,9 @@ pub fn draw_compact(
             priority: 6,
         });
     }
+    if let Some(span) = super::shared::compact_limit(d) {
+        fields.push(Field { span, priority: 2 });
+    }
     // Figures right-aligned in a fixed width, so that the bars of all rows line up.
     let figures = memory_figures(d);
     let figures = Span::styled(format!("{:>26}", figures.content), figures.style);

@@ -31,6 +31,21 @@ pub fn draw_limit_mark(buf: &mut Buffer, area: Rect, d: &Device, total: u64) {
     }
 }
 
+/// This container's hard limit for a compact GPU line ("limit 8.0 GiB"), the first field
+/// dropped when the line is short; `None` without a hard limit. The bar marks it too.
+pub fn compact_limit(d: &Device) -> Option<Span<'static>> {
+    let hard = d.container_limit.as_ref()?.hard_bytes?;
+    let style = if d.stale() {
+        theme::stale()
+    } else {
+        theme::warning()
+    };
+    Some(Span::styled(
+        format!("limit {}", crate::units::fmt_bytes(hard)),
+        style,
+    ))
+}
+
 /// The notes of [`crate::model::unified::notes`] on one line, cut to `width`; `None` for a
 /// discrete GPU without a limit. Texts are escaped here: the dashboard draws raw samples.
 pub fn notes_line(d: &Device, width: u16) -> Option<Line<'static>> {

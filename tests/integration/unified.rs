@@ -727,3 +727,49 @@ fn serve_labels_owner_limits_as_the_owners_are() {
     assert!(!hidden.contains("c0ffee0"), "{hidden}");
     assert!(!sample.contains("gpu_limit"), "{sample}");
 }
+
+/// Many GPUs: the compact one-line layout says each GPU's container limit where the line has
+/// room, and marks it on the bar.
+#[test]
+fn snapshot_the_compact_dashboard_says_the_limit() {
+    let mut terminal = Terminal::new(TestBackend::new(120, 16)).expect("terminal");
+    let mut app = App::new(Duration::from_secs(1), Duration::from_secs(600));
+    let devices = |t: u64| -> Vec<Device> {
+        (0..8u32)
+            .map(|i| {
+                let mut d = limited(t).remove(0);
+                d.index = i;
+                d.uuid = Some(format!("GPU-0000000{i}"));
+                if i % 2 == 1 {
+                    d.container_limit = None;
+                }
+                d
+            })
+            .collect()
+    };
+    for t in 0..3 {
+        let sample = Arc::new(Sample {
+            timestamp: SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000 + t),
+            hostname: Some("gpu-node-7".into()),
+            source: "nvml",
+            driver_version: Some("615.71.09".into()),
+            cuda_version: Some("13.4".into()),
+            devices: devices(t),
+            error: None,
+            host: None,
+        });
+        render_once(&mut terminal, &mut app, sample).expect("draw");
+    }
+    let text = terminal.backend().to_string();
+    let rows: Vec<&str> = text.lines().filter(|l| l.contains("A100")).collect();
+    assert!(rows.len() >= 4, "compact, one line a GPU:\n{text}");
+    for (i, r) in rows.iter().enumerate() {
+        assert!(
+            r.trim_start_matches('"').starts_with(&format!("[{i}]")),
+            "{r}"
+        );
+        assert_eq!(r.contains("limit 8.0 GiB"), i % 2 == 0, "{r}");
+        assert_eq!(r.contains('╏'), i % 2 == 0, "{r}");
+    }
+    insta::assert_snapshot!(terminal.backend());
+}
