@@ -234,8 +234,8 @@ impl Watch {
     /// Adds to each process the GPU memory limit of the cgroup that holds it, from its
     /// cgroup's `dmem` files (the nearest level naming the GPU, as for gpumon's own). Called
     /// after the host's lookup, which reads each process's cgroup once, at first sight; the
-    /// limit files are read per cgroup, not per process, and again every
-    /// [`OWNER_REFRESH`]. Cgroups no process is in any more are forgotten.
+    /// limit files are read per cgroup, not per process, and again every 5 s
+    /// (`OWNER_REFRESH`). Cgroups no process is in any more are forgotten.
     pub fn update_owners(&mut self, devices: &mut [Device]) {
         self.update_owners_at(devices, Instant::now());
     }
