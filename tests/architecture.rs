@@ -287,8 +287,9 @@ const CLI_USERS: &[&str] = &["main", "dispatch", "cmd", "cli"];
 /// Modules outside [`CLI_USERS`] that name the command line today, with why.
 const KNOWN_CLI_USERS: &[(&str, &str)] = &[(
     "tracer",
-    "the dashboard's estimate panel parses its line of estimate flags through it (tui → \
-     tracer → cli); goes when the dashboard takes its settings and parser in one struct",
+    "the estimate panel's parser (tracer::panel_estimate), which the dashboard command hands \
+     to tui::Settings, reads the panel's line with the CLI's own estimate flags; tui itself \
+     names no CLI. Goes when the tracer's command-side half moves under cmd/",
 )];
 
 /// Crates that read the driver or the host: what a view must leave to collection.
@@ -409,18 +410,6 @@ const KNOWN_SIBLING_CYCLES: &[(&str, &str, &str)] = &[
         "the Prometheus reader and the remote reader share their HTTP and node types both ways \
          (collect::prometheus ↔ collect::remote); goes when the fleet's readers sit behind the \
          feed boundary",
-    ),
-    (
-        "oom",
-        "parse",
-        "the established families and the family table call each other (oom::families ↔ \
-         oom::parse); goes when parsing becomes one table of families",
-    ),
-    (
-        "tui",
-        "details",
-        "the details panel and the layout draw with each other's helpers (tui::details ↔ \
-         tui::ui); goes when the dashboard is split into widget files",
     ),
 ];
 

@@ -47,6 +47,8 @@ pub(crate) use resolve::first_error_line;
         GPUMON_NVML_LIB     the NVML library to load (as --nvml-lib)\n  \
         GPUMON_DEVICE_DIR   where the NVIDIA device nodes are (default /dev), to find the\n                      \
         processes that hold a GPU's memory without NVML listing them\n  \
+        GPUMON_HOST_ROOT    the root under which /proc and /sys are read for shared memory\n                      \
+        and the container's GPU memory limit (default /)\n  \
         NO_COLOR            plain text, no colours"
 )]
 pub struct Cli {
@@ -823,7 +825,10 @@ pub struct LogArgs {
     /// ecc.errors.uncorrected.volatile.total, ecc.errors.corrected.aggregate.total,
     /// ecc.errors.uncorrected.aggregate.total, remapped_rows.correctable,
     /// remapped_rows.uncorrectable, remapped_rows.pending, remapped_rows.failure,
-    /// clocks_event_reasons.active (NVML's bit mask).
+    /// clocks_event_reasons.active (NVML's bit mask). Shared memory and limits:
+    /// memory.method (nvml, or process_sum where NVML reports no device memory),
+    /// memory.gpu_held, memory.headroom, memory.pressure (PSI some avg10), cgroup.name,
+    /// cgroup.limit, cgroup.used (this container's GPU memory limit).
     /// With --processes: timestamp, gpu_index, gpu_instance_id, compute_instance_id, gpu_uuid,
     /// gpu_bus_id, pid, type, process_name,
     /// user, used_memory, cpu_percent, host_memory, start_time, command, container,

@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use crate::cli::Common;
 use crate::collect::{check_gpus, new_sampler, start_opening, Needs};
+use crate::console::usage_error;
 use crate::feed::live::Start;
 use crate::feed::Source;
-use crate::console::usage_error;
 
 /// How long the dashboard waits for the driver before it opens its screen: a missing driver
 /// fails at once and is better said on the plain terminal.

@@ -66,9 +66,9 @@ pub fn run(common: &Common, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
         return Ok(usage_error(format!("cannot read {input}: {e}")));
     }
     let analysis = scanner.finish();
-    let here = match analysis.main() {
+    let (here, at_limit) = match analysis.main() {
         Some(oom) if !args.offline => holders_here(common, oom),
-        _ => None,
+        _ => (None, None),
     };
     let before = match (&args.recording, analysis.main()) {
         (Some(path), Some(oom)) => {
@@ -81,11 +81,13 @@ pub fn run(common: &Common, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
         }
         _ => None,
     };
+    let at_limit = at_limit.or_else(|| before.as_ref().and_then(|b| b.at_limit.clone()));
     let mut out = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
     if args.json {
         let mut json = serde_json::to_value(render::to_json_with(&analysis, sizing.as_ref()))?;
         if let Some(map) = json.as_object_mut() {
             map.insert("here".into(), serde_json::to_value(&here)?);
+            map.insert("container_limit".into(), serde_json::to_value(&at_limit)?);
             map.insert("recording".into(), serde_json::to_value(&before)?);
         }
         crate::text::write_json_pretty(&mut out, &json)?;
@@ -100,6 +102,9 @@ pub fn run(common: &Common, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
         if analysis.main().is_some() {
             let paint = Paint::for_stdout();
             out.write_all(render::render_with(&analysis, paint, &layout).as_bytes())?;
+            if let Some(v) = &at_limit {
+                out.write_all(crate::view::limit::render(v, paint, terminal_width()).as_bytes())?;
+            }
             if let Some(h) = &here {
                 out.write_all(render_here(h, paint, terminal_width()).as_bytes())?;
             }
@@ -142,7 +147,18 @@ fn rfc3339<S: serde::Serializer>(t: &std::time::SystemTime, s: S) -> Result<S::O
 /// Reads this host's GPUs (within a short deadline: explain never waits on a sick driver)
 /// and, when one of them is the GPU of `oom`, who holds its unattributed memory now. `None`
 /// where there is no driver, no such GPU, or nobody to name.
-fn holders_here(common: &Common, oom: &crate::oom::Oom) -> Option<Here> {
+/// With it, whether the error was raised at this container's GPU memory limit while the GPU
+/// had room ([`crate::model::unified::oom_at_limit`]).
+fn holders_here(
+    common: &Common,
+    oom: &crate::oom::Oom,
+) -> (Option<Here>, Option<crate::model::unified::LimitVerdict>) {
+    read_here(common, oom).unwrap_or((None, None))
+}
+
+type HereAndLimit = (Option<Here>, Option<crate::model::unified::LimitVerdict>);
+
+fn read_here(common: &Common, oom: &crate::oom::Oom) -> Option<HereAndLimit> {
     let pids: Vec<u32> = oom.facts.other_processes.iter().map(|p| p.pid).collect();
     if pids.is_empty() && oom.device_index.is_none() {
         return None;
@@ -164,24 +180,41 @@ fn holders_here(common: &Common, oom: &crate::oom::Oom) -> Option<Here> {
         .devices
         .iter()
         .find(|d| d.processes.iter().any(|p| pids.contains(&p.pid)));
+    let limited = || {
+        // Inside a limited cgroup CUDA reports the limit as the capacity: the GPU is the
+        // error's number, whatever its own capacity.
+        let d = sample
+            .devices
+            .iter()
+            .find(|d| Some(d.index) == oom.device_index)?;
+        crate::model::unified::oom_at_limit(oom.facts.total_bytes, oom.facts.requested_bytes, d)
+    };
+    let limit = by_pid
+        .and_then(|d| {
+            crate::model::unified::oom_at_limit(oom.facts.total_bytes, oom.facts.requested_bytes, d)
+        })
+        .or_else(limited);
     let (d, matched_by) = match by_pid {
         Some(d) => (d, "pid"),
         None => {
-            let index = oom.device_index?;
-            let d = sample.devices.iter().find(|d| d.index == index)?;
-            (
-                same_capacity(d, oom.facts.total_bytes?).then_some(d)?,
-                "index",
-            )
+            let found = oom
+                .device_index
+                .and_then(|index| sample.devices.iter().find(|d| d.index == index))
+                .filter(|d| oom.facts.total_bytes.is_some_and(|t| same_capacity(d, t)));
+            match found {
+                Some(d) => (d, "index"),
+                None => return Some((None, limit)),
+            }
         }
     };
-    (!d.holders.is_empty()).then(|| Here {
+    let here = (!d.holders.is_empty()).then(|| Here {
         gpu: d.index,
         matched_by,
         read_at: sample.timestamp,
         unattributed_bytes: d.unattributed_bytes(),
         holders: d.holders.clone(),
-    })
+    });
+    Some((here, limit))
 }
 
 /// How long explain waits for this host's driver.
@@ -294,6 +327,10 @@ struct Before {
     at_from: &'static str,
     gpu: u32,
     events: Vec<String>,
+    /// The error was raised at the recorded container's GPU memory limit while the GPU had
+    /// room (said as `container_limit`, as for this host).
+    #[serde(skip)]
+    at_limit: Option<crate::model::unified::LimitVerdict>,
 }
 
 fn before_in_recording(
@@ -344,6 +381,13 @@ fn before_in_recording(
         .map(|d| d.index)
         .or(oom.device_index)
         .unwrap_or(0);
+    let at_limit = last_sample
+        .devices
+        .iter()
+        .find(|d| d.index == gpu)
+        .and_then(|d| {
+            crate::model::unified::oom_at_limit(oom.facts.total_bytes, oom.facts.requested_bytes, d)
+        });
     let mine = oom.facts.likely_self_pid;
     let refs: Vec<&crate::model::Sample> = samples.iter().collect();
     let events = crate::model::timeline::neighbours(&refs, gpu, &|p| Some(p.pid) == mine, at)
@@ -356,6 +400,7 @@ fn before_in_recording(
         at_from,
         gpu,
         events,
+        at_limit,
     })
 }
 

@@ -3,8 +3,8 @@
 use std::process::ExitCode;
 
 use crate::cli::{Common, ReplayArgs};
-use crate::feed::Source;
 use crate::console::usage_error;
+use crate::feed::Source;
 use crate::store::recording::{resolve_at, Reader};
 
 pub fn run(common: &Common, args: &ReplayArgs) -> anyhow::Result<ExitCode> {

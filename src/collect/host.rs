@@ -33,6 +33,7 @@ struct Facts {
     start_time: Option<u64>,
     container: Option<String>,
     owner: Option<std::sync::Arc<crate::model::owner::Owner>>,
+    cgroup: Option<std::sync::Arc<str>>,
     state: Option<char>,
     parent_pid: Option<u32>,
 }
@@ -47,6 +48,7 @@ impl Facts {
         p.start_time = self.start_time;
         p.container.clone_from(&self.container);
         p.owner.clone_from(&self.owner);
+        p.cgroup.clone_from(&self.cgroup);
         p.state = self.state;
         p.parent_pid = self.parent_pid;
     }
@@ -236,6 +238,7 @@ impl HostLookup {
                     start_time: start_s.map(|s| s as u64),
                     container: raw.owner.as_ref().map(|o| o.container_label()),
                     owner: raw.owner.map(std::sync::Arc::new),
+                    cgroup: raw.cgroup,
                     state: Some(stat.state),
                     parent_pid: Some(stat.ppid),
                 },
@@ -351,6 +354,8 @@ struct Raw {
     uid: Option<u32>,
     command: Option<String>,
     owner: Option<crate::model::owner::Owner>,
+    /// Its cgroup v2 path, from the same read as the owner.
+    cgroup: Option<std::sync::Arc<str>>,
 }
 
 impl Raw {
@@ -369,15 +374,22 @@ impl Raw {
         let command = read_into(&format!("/proc/{pid}/cmdline"), buf)
             .then(|| command_line(buf))
             .flatten();
-        let owner = read_into(&format!("/proc/{pid}/cgroup"), buf)
-            .then(|| super::owner::owner_of(&String::from_utf8_lossy(buf)))
-            .flatten();
+        let (owner, cgroup) = if read_into(&format!("/proc/{pid}/cgroup"), buf) {
+            let text = String::from_utf8_lossy(buf);
+            (
+                super::owner::owner_of(&text),
+                crate::model::unified::cgroup_v2_path(&text).map(std::sync::Arc::from),
+            )
+        } else {
+            (None, None)
+        };
         Some(Raw {
             stat,
             name,
             uid,
             command,
             owner,
+            cgroup,
         })
     }
 }

@@ -19,6 +19,7 @@ pub mod remote;
 pub mod sampler;
 pub mod source;
 pub mod system;
+pub mod unified;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -797,6 +797,8 @@ fn node_process(
         gpu_instance_id: gi,
         compute_instance_id: None,
         peak_bytes: None,
+        cgroup: None,
+        gpu_limit: None,
     }
 }
 

@@ -114,6 +114,8 @@ pub struct Sampler {
     watching: Option<(std::sync::mpsc::Receiver<HealthEvent>, StopOnDrop)>,
     /// Xid counts and watch state, per device index.
     xids: Vec<crate::model::health::Health>,
+    /// Shared memory and the container's GPU memory limit ([`super::unified`]).
+    unified: super::unified::Watch,
 }
 
 /// Sets its flag when dropped: the event watcher's thread then ends within a wait.
@@ -183,6 +185,7 @@ impl Sampler {
             kubelet: None,
             last: TickTimings::default(),
             xids: vec![crate::model::health::Health::default(); count],
+            unified: super::unified::Watch::for_source(source.kind),
             events: source.events,
             watching: None,
         }
@@ -451,6 +454,7 @@ impl Sampler {
             error: self.error.clone(),
             host: self.system.as_mut().map(SystemStats::read),
         };
+        self.unified.update(&mut sample.devices);
         let t2 = Instant::now();
         if let Some(host) = self.host.as_mut() {
             let focus = self.focus.as_ref().map(|f| Arc::clone(&f.borrow()));
@@ -465,6 +469,7 @@ impl Sampler {
             }
         }
         self.exited.name(&mut sample.devices);
+        self.unified.update_owners(&mut sample.devices);
         let t3 = Instant::now();
         if let Some(dir) = &self.probe_dir {
             probe::merge(&mut sample.devices, self.probe_cache.get(dir));

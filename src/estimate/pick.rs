@@ -39,7 +39,12 @@ pub struct Candidate {
     pub name: Option<String>,
     pub mig_profile: Option<String>,
     pub gpu_instance_id: Option<u32>,
+    /// Its room: the free memory (on a part that reports none, what the system can still
+    /// give), within the container's GPU memory limit.
     pub free_bytes: Option<u64>,
+    /// The container's hard limit on this GPU when it is what bounds `free_bytes`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit_bytes: Option<u64>,
     /// Of `free_bytes`, held for a job launched from the queue that has not taken it yet.
     #[serde(skip_serializing_if = "is_zero")]
     pub held_bytes: u64,
@@ -190,7 +195,8 @@ fn candidates(devices: &[Device]) -> Vec<(Candidate, Option<String>)> {
                     name: d.name.clone(),
                     mig_profile: None,
                     gpu_instance_id: None,
-                    free_bytes: d.memory.free_bytes,
+                    free_bytes: crate::model::unified::device_room(d),
+                    limit_bytes: crate::model::unified::binding_limit(d),
                     held_bytes: 0,
                     processes: procs.len(),
                     idle: idle(&procs),
@@ -209,6 +215,7 @@ fn candidates(devices: &[Device]) -> Vec<(Candidate, Option<String>)> {
                     mig_profile: m.profile.clone().or_else(|| Some("?".into())),
                     gpu_instance_id: m.gpu_instance_id,
                     free_bytes: m.memory.free_bytes,
+                    limit_bytes: None,
                     held_bytes: 0,
                     processes: procs.len(),
                     idle: idle(&procs),
@@ -289,6 +296,13 @@ pub fn screen(devices: &[Device], req: &Request) -> (Vec<Candidate>, Vec<Rejecte
                         fmt_bytes(f),
                         fmt_bytes(held.min(f)),
                         fmt_bytes(n - f.saturating_sub(held))
+                    )
+                } else if let Some(limit) = c.limit_bytes {
+                    format!(
+                        "{} free within this container's GPU memory limit of {}, {} short",
+                        fmt_bytes(f),
+                        fmt_bytes(limit),
+                        fmt_bytes(n - f)
                     )
                 } else {
                     format!("{} free, {} short", fmt_bytes(f), fmt_bytes(n - f))

@@ -8,10 +8,10 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 
 use super::Event;
-use crate::store::recording::Writer;
 use crate::collect::sampler::{self, Focus, Sampler};
 use crate::collect::source::{Opened, Opening};
 use crate::model::Sample;
+use crate::store::recording::Writer;
 
 /// How often the driver is looked for while it initialises.
 const POLL: Duration = Duration::from_millis(100);

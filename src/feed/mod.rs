@@ -12,11 +12,11 @@ use std::time::{Duration, SystemTime};
 
 use tokio::sync::{mpsc, watch};
 
-use crate::store::recording::{Reader, Writer};
 use crate::collect::remote::Client;
 use crate::collect::sampler::Focus;
 use crate::collect::source::OpenError;
 use crate::model::Sample;
+use crate::store::recording::{Reader, Writer};
 
 /// What a feed reads.
 pub enum Source {

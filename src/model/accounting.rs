@@ -194,72 +194,6 @@ pub fn job_peak_text(peaks: &std::collections::BTreeMap<u32, u64>) -> Option<Str
     Some(text)
 }
 
-/// The post-mortem's lines on processes that exited in the [`super::timeline::WINDOW`] before
-/// `until` on GPU `gpu`, as the driver's accounting tells them in any of `samples` (one that
-/// exited just before the error is listed only in a later sample): "pid 4121 (alice, python)
-/// peaked at 31.0 GiB and exited 2 s before the error". `mine` tells the job's processes.
-pub fn exited_before(
-    samples: &[&super::Sample],
-    gpu: u32,
-    mine: &dyn Fn(&super::Process) -> bool,
-    until: SystemTime,
-) -> Vec<super::timeline::Event> {
-    let from = until
-        .checked_sub(super::timeline::WINDOW)
-        .unwrap_or(SystemTime::UNIX_EPOCH);
-    let mut seen: Vec<&ExitedProcess> = Vec::new();
-    for s in samples {
-        let Some(a) = s
-            .devices
-            .iter()
-            .find(|d| d.index == gpu)
-            .and_then(|d| d.accounting.as_ref())
-        else {
-            continue;
-        };
-        for e in &a.exited {
-            let in_window = e.ended_at.is_some_and(|t| t >= from && t <= until);
-            let dup = seen
-                .iter()
-                .any(|o| o.pid == e.pid && o.started_at == e.started_at);
-            if in_window && !dup {
-                seen.push(e);
-            }
-        }
-    }
-    let mut events: Vec<super::timeline::Event> = seen
-        .into_iter()
-        .filter_map(|e| {
-            let mut p = super::Process::from_nvml(e.pid, super::ProcessKind::Compute, None);
-            (p.user, p.name) = (e.user.clone(), e.name.clone());
-            if mine(&p) {
-                return None;
-            }
-            let peak = e.peak_bytes?;
-            let before = until
-                .duration_since(e.ended_at?)
-                .unwrap_or_default()
-                .as_secs();
-            let who = match (e.user.as_deref(), e.name.as_deref()) {
-                (Some(u), Some(n)) => format!(" ({u}, {n})"),
-                (Some(x), None) | (None, Some(x)) => format!(" ({x})"),
-                (None, None) => String::new(),
-            };
-            Some(super::timeline::Event {
-                text: format!(
-                    "pid {}{who} peaked at {} and exited {before} s before the error (the \
-                     driver's accounting)",
-                    e.pid,
-                    crate::units::fmt_bytes(peak)
-                ),
-                bytes: peak,
-            })
-        })
-        .collect();
-    events.sort_by_key(|e| std::cmp::Reverse(e.bytes));
-    events
-}
-
 mod opt_rfc3339 {
     use serde::{Deserialize, Deserializer, Serializer};
     use std::time::SystemTime;
@@ -358,31 +292,17 @@ mod tests {
     }
 
     #[test]
-    fn the_post_mortem_names_a_neighbour_that_peaked_and_exited_before_the_error() {
+    fn the_job_peak_names_each_of_its_processes_peak() {
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
         let mut e = exited(4121, 2, now);
         e.peak_bytes = Some(31 << 30);
-        e.user = Some("alice".into());
-        let acc = |list: Vec<ExitedProcess>| {
+        let after = sample_at(
+            1_000_001,
             Some(Accounting {
                 enabled: Some(true),
-                exited: list,
+                exited: vec![e],
                 ..Accounting::default()
-            })
-        };
-        // Listed in the sample after the error, and again in the next: said once.
-        let after = sample_at(1_000_001, acc(vec![e.clone(), exited(9, 300, now)]));
-        let again = sample_at(1_000_002, acc(vec![e.clone()]));
-        let events = exited_before(&[&after, &again], 0, &|_| false, now);
-        assert_eq!(events.len(), 1, "{events:?}");
-        assert_eq!(
-            events[0].text,
-            "pid 4121 (alice) peaked at 31.0 GiB and exited 2 s before the error (the driver's \
-             accounting)"
-        );
-        assert!(
-            exited_before(&[&after], 0, &|p| p.pid == 4121, now).is_empty(),
-            "the job's own"
+            }),
         );
         let mut peaks = std::collections::BTreeMap::new();
         let pids = [4121].into_iter().collect();

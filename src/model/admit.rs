@@ -154,6 +154,13 @@ impl Device {
             keep(&mut p.gpu_instance_id, |i| i < MAX_INSTANCE_ID);
             keep(&mut p.compute_instance_id, |i| i < MAX_INSTANCE_ID);
             keep(&mut p.peak_bytes, |b| b <= limit);
+            if let Some(l) = p.gpu_limit.as_mut() {
+                let mut checked = Some(l.as_ref().clone());
+                check_unified(&mut None, &mut checked);
+                if let Some(c) = checked.filter(|c| c != l.as_ref()) {
+                    *l = std::sync::Arc::new(c);
+                }
+            }
             if let Some(a) = p.allocator.as_mut() {
                 for v in [
                     &mut a.allocated_bytes,
@@ -212,6 +219,7 @@ impl Device {
         for m in &mut self.mig {
             m.check(limit);
         }
+        check_unified(&mut self.shared_memory, &mut self.container_limit);
         let health = &mut self.health;
         health.xids.truncate(MAX_XIDS);
         if let Some(a) = self.accounting.as_mut() {
@@ -507,6 +515,31 @@ pub(crate) fn full_sample(text: &dyn Fn(&str) -> String) -> Sample {
                 name: t("exited name"),
             }],
         }),
+        shared_memory: Some(crate::model::unified::SharedMemory {
+            method: crate::model::unified::MemoryMethod::ProcessSum,
+            gpu_held_bytes: Some(12 * gib),
+            system_total_bytes: Some(128 * gib),
+            system_available_bytes: Some(60 * gib),
+            headroom_bytes: Some(gib),
+            pressure: Some(crate::model::unified::Pressure {
+                some_avg10: 3.5,
+                full_avg10: Some(1.0),
+            }),
+            coherent_mode: Some(crate::model::unified::CoherentMode::Numa),
+            hbm_node: Some(crate::model::unified::HbmNode {
+                node: 1,
+                total_bytes: Some(96 * gib),
+                free_bytes: Some(40 * gib),
+                host_bytes: Some(6 * gib),
+            }),
+        }),
+        container_limit: Some(crate::model::unified::GpuLimit {
+            cgroup: text("cgroup"),
+            source: crate::model::unified::LimitSource::Dmem,
+            hard_bytes: Some(8 * gib),
+            soft_bytes: None,
+            used_bytes: Some(7 * gib),
+        }),
     };
     d.field_errors.insert("fan", text("field error"));
     Sample {
@@ -528,6 +561,48 @@ pub(crate) fn full_sample(text: &dyn Fn(&str) -> String) -> Sample {
             load_average: Some([1.0, 1.0, 1.0]),
             uptime_s: Some(86_400),
         }),
+    }
+}
+
+/// Numbers from elsewhere (a node's API, a recording) checked as the admission boundary
+/// checks the rest (this module): a figure past any host's memory or a pressure outside
+/// 0–100 is not a reading, and a limit whose use exceeds it by more than any host holds is
+/// dropped.
+pub fn check_unified(
+    shared: &mut Option<super::unified::SharedMemory>,
+    limit: &mut Option<super::unified::GpuLimit>,
+) {
+    let max = limits::MAX_HOST_MEMORY;
+    let ok = |v: &mut Option<u64>| {
+        if v.is_some_and(|x| x > max) {
+            *v = None;
+        }
+    };
+    if let Some(s) = shared.as_mut() {
+        for v in [
+            &mut s.gpu_held_bytes,
+            &mut s.system_total_bytes,
+            &mut s.system_available_bytes,
+            &mut s.headroom_bytes,
+        ] {
+            ok(v);
+        }
+        if let Some(n) = s.hbm_node.as_mut() {
+            for v in [&mut n.total_bytes, &mut n.free_bytes, &mut n.host_bytes] {
+                ok(v);
+            }
+        }
+        let pct = |x: f64| x.is_finite() && (0.0..=100.0).contains(&x);
+        if s.pressure
+            .is_some_and(|p| !pct(p.some_avg10) || p.full_avg10.is_some_and(|f| !pct(f)))
+        {
+            s.pressure = None;
+        }
+    }
+    if let Some(l) = limit.as_mut() {
+        for v in [&mut l.hard_bytes, &mut l.soft_bytes, &mut l.used_bytes] {
+            ok(v);
+        }
     }
 }
 

@@ -15,6 +15,7 @@ pub mod queue;
 pub mod rollup;
 pub mod run;
 pub mod timeline;
+pub mod unified;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
@@ -101,6 +102,12 @@ impl Sample {
                         std::sync::Arc::make_mut(owner).texts_mut(f);
                     }
                 }
+                if let Some(l) = p.gpu_limit.as_mut() {
+                    // Shared by a cgroup's processes: copied only when its name changes.
+                    if l.cgroup.chars().any(crate::text::is_unsafe) {
+                        f(&mut std::sync::Arc::make_mut(l).cgroup);
+                    }
+                }
                 if let Some(a) = p.allocator.as_mut() {
                     f(&mut a.framework);
                     each(&mut a.framework_version, f);
@@ -133,6 +140,9 @@ impl Sample {
                     each(&mut e.user, f);
                     each(&mut e.name, f);
                 }
+            }
+            if let Some(l) = d.container_limit.as_mut() {
+                f(&mut l.cgroup);
             }
         }
     }
@@ -176,6 +186,7 @@ impl Sample {
                         }))
                         .map(String::as_str)
                         .chain(p.owner.iter().flat_map(|o| o.texts()))
+                        .chain(p.gpu_limit.iter().map(|l| l.cgroup.as_str()))
                 }))
                 .chain(
                     d.holders
@@ -201,6 +212,7 @@ impl Sample {
                         )
                         .map(String::as_str)
                 }))
+                .chain(d.container_limit.as_ref().map(|l| l.cgroup.as_str()))
             });
         top.map(String::as_str).chain(devices)
     }
@@ -332,6 +344,13 @@ pub struct Device {
     /// `accounting`, an old recording).
     #[serde(default)]
     pub accounting: Option<accounting::Accounting>,
+    /// Memory the GPU shares with the host (unified or coherent parts), and how its GPU-held
+    /// figure was obtained; absent for a discrete GPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_memory: Option<unified::SharedMemory>,
+    /// The GPU memory limit of the container gpumon runs in, on this GPU; absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_limit: Option<unified::GpuLimit>,
 }
 
 /// The highest used memory (NVML v2 `used`) a device reached between two readings: a spike of
@@ -618,6 +637,15 @@ pub struct Process {
     /// (`maxMemoryUsage`); `None` where accounting is off or does not know the process.
     #[serde(default)]
     pub peak_bytes: Option<u64>,
+    /// Its cgroup v2 path (`/kubepods/…`), from `/proc/PID/cgroup`; `None` where not read or
+    /// on cgroup v1 only. Not serialised: the owner says who, [`Process::gpu_limit`] the limit.
+    #[serde(skip)]
+    pub cgroup: Option<std::sync::Arc<str>>,
+    /// The GPU memory limit of the cgroup that holds it on this GPU, and that cgroup's use
+    /// ([`unified::GpuLimit`]); `None`: no limit, or none read. Shared by the cgroup's
+    /// processes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_limit: Option<std::sync::Arc<unified::GpuLimit>>,
 }
 
 /// What a framework's caching allocator says about one process on one GPU.
@@ -827,6 +855,8 @@ impl Process {
             gpu_instance_id: None,
             compute_instance_id: None,
             peak_bytes: None,
+            cgroup: None,
+            gpu_limit: None,
         }
     }
 

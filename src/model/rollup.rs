@@ -74,6 +74,18 @@ pub struct Row {
     /// Memory held by processes idle for at least `idle_after`; `None` until gpumon has
     /// watched that long.
     pub idle_bytes: Option<u64>,
+    /// The GPU memory limits of the cgroups its processes are in, one per cgroup and GPU,
+    /// in GPU then cgroup order; empty where none is set or read.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub limits: Vec<OwnerLimit>,
+}
+
+/// A limit that bounds some of a row's processes on one GPU.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OwnerLimit {
+    pub gpu: u32,
+    #[serde(flatten)]
+    pub limit: super::unified::GpuLimit,
 }
 
 /// A process, as the tracker tells it from another with the same pid: GPU, pid, start time.
@@ -190,7 +202,20 @@ impl Usage {
                     mean_sm_percent: None,
                     gpu_hours: None,
                     idle_bytes: knows_idle.then_some(0),
+                    limits: Vec::new(),
                 });
+                if let Some(l) = &p.gpu_limit {
+                    if !row
+                        .limits
+                        .iter()
+                        .any(|o| o.gpu == d.index && o.limit.cgroup == l.cgroup)
+                    {
+                        row.limits.push(OwnerLimit {
+                            gpu: d.index,
+                            limit: l.as_ref().clone(),
+                        });
+                    }
+                }
                 if !row.gpus.contains(&d.index) {
                     row.gpus.push(d.index);
                 }
@@ -208,6 +233,8 @@ impl Usage {
             .into_values()
             .map(|mut r| {
                 r.gpus.sort_unstable();
+                r.limits
+                    .sort_by(|a, b| (a.gpu, &a.limit.cgroup).cmp(&(b.gpu, &b.limit.cgroup)));
                 let k = (by, r.key.clone());
                 r.mean_sm_percent = self
                     .sm

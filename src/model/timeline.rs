@@ -114,7 +114,7 @@ pub fn neighbours(
             events.push(Event { text, bytes: b - a });
         }
     }
-    events.extend(super::accounting::exited_before(samples, gpu, mine, until));
+    events.extend(exited_before(samples, gpu, mine, until));
     if let Some(peak) = peak_before(&window, until) {
         events.insert(0, peak);
     }
@@ -193,6 +193,70 @@ pub fn course(points: &[u64], at_most: usize) -> Option<String> {
             .collect::<Vec<_>>()
             .join(" → "),
     )
+}
+
+/// The post-mortem's lines on processes that exited in the [`WINDOW`] before
+/// `until` on GPU `gpu`, as the driver's accounting tells them in any of `samples` (one that
+/// exited just before the error is listed only in a later sample): "pid 4121 (alice, python)
+/// peaked at 31.0 GiB and exited 2 s before the error". `mine` tells the job's processes.
+fn exited_before(
+    samples: &[&super::Sample],
+    gpu: u32,
+    mine: &dyn Fn(&super::Process) -> bool,
+    until: SystemTime,
+) -> Vec<Event> {
+    let from = until.checked_sub(WINDOW).unwrap_or(SystemTime::UNIX_EPOCH);
+    let mut seen: Vec<&super::accounting::ExitedProcess> = Vec::new();
+    for s in samples {
+        let Some(a) = s
+            .devices
+            .iter()
+            .find(|d| d.index == gpu)
+            .and_then(|d| d.accounting.as_ref())
+        else {
+            continue;
+        };
+        for e in &a.exited {
+            let in_window = e.ended_at.is_some_and(|t| t >= from && t <= until);
+            let dup = seen
+                .iter()
+                .any(|o| o.pid == e.pid && o.started_at == e.started_at);
+            if in_window && !dup {
+                seen.push(e);
+            }
+        }
+    }
+    let mut events: Vec<Event> = seen
+        .into_iter()
+        .filter_map(|e| {
+            let mut p = super::Process::from_nvml(e.pid, super::ProcessKind::Compute, None);
+            (p.user, p.name) = (e.user.clone(), e.name.clone());
+            if mine(&p) {
+                return None;
+            }
+            let peak = e.peak_bytes?;
+            let before = until
+                .duration_since(e.ended_at?)
+                .unwrap_or_default()
+                .as_secs();
+            let who = match (e.user.as_deref(), e.name.as_deref()) {
+                (Some(u), Some(n)) => format!(" ({u}, {n})"),
+                (Some(x), None) | (None, Some(x)) => format!(" ({x})"),
+                (None, None) => String::new(),
+            };
+            Some(Event {
+                text: format!(
+                    "pid {}{who} peaked at {} and exited {before} s before the error (the \
+                     driver's accounting)",
+                    e.pid,
+                    crate::units::fmt_bytes(peak)
+                ),
+                bytes: peak,
+            })
+        })
+        .collect();
+    events.sort_by_key(|e| std::cmp::Reverse(e.bytes));
+    events
 }
 
 #[cfg(test)]
@@ -324,5 +388,56 @@ mod tests {
         );
         assert_eq!(course(&[GIB], 4), None);
         assert_eq!(course(&[GIB, GIB], 4).as_deref(), Some("1.0 GiB"));
+    }
+
+    #[test]
+    fn the_post_mortem_names_a_neighbour_that_peaked_and_exited_before_the_error() {
+        use crate::model::accounting::{Accounting, ExitedProcess};
+        let exited = |pid: u32, ago_s: u64, now: SystemTime| ExitedProcess {
+            pid,
+            peak_bytes: Some(u64::from(pid) << 20),
+            started_at: None,
+            ended_at: Some(now - Duration::from_secs(ago_s)),
+            user: None,
+            name: None,
+        };
+        let sample_at = |secs: u64, accounting: Option<Accounting>| Sample {
+            timestamp: SystemTime::UNIX_EPOCH + Duration::from_secs(secs),
+            hostname: None,
+            source: "nvml",
+            driver_version: None,
+            cuda_version: None,
+            devices: vec![Device {
+                accounting,
+                ..Default::default()
+            }],
+            error: None,
+            host: None,
+        };
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let mut e = exited(4121, 2, now);
+        e.peak_bytes = Some(31 << 30);
+        e.user = Some("alice".into());
+        let acc = |list: Vec<ExitedProcess>| {
+            Some(Accounting {
+                enabled: Some(true),
+                exited: list,
+                ..Accounting::default()
+            })
+        };
+        // Listed in the sample after the error, and again in the next: said once.
+        let after = sample_at(1_000_001, acc(vec![e.clone(), exited(9, 300, now)]));
+        let again = sample_at(1_000_002, acc(vec![e.clone()]));
+        let events = exited_before(&[&after, &again], 0, &|_| false, now);
+        assert_eq!(events.len(), 1, "{events:?}");
+        assert_eq!(
+            events[0].text,
+            "pid 4121 (alice) peaked at 31.0 GiB and exited 2 s before the error (the driver's \
+             accounting)"
+        );
+        assert!(
+            exited_before(&[&after], 0, &|p| p.pid == 4121, now).is_empty(),
+            "the job's own"
+        );
     }
 }

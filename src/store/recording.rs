@@ -1179,6 +1179,9 @@ mod columns {
         peak: &'a Option<MemoryPeak>,
         #[serde(skip_serializing_if = "Option::is_none")]
         accounting: &'a Option<crate::model::accounting::Accounting>,
+        shared_memory: &'a Option<crate::model::unified::SharedMemory>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        container_limit: &'a Option<crate::model::unified::GpuLimit>,
     }
 
     /// The columns that rarely change first, those that move every sample last: the
@@ -1269,6 +1272,8 @@ mod columns {
                 health,
                 peak,
                 accounting,
+                shared_memory,
+                container_limit,
             } = d;
             DeviceColumns {
                 index: *index,
@@ -1294,6 +1299,8 @@ mod columns {
                 health,
                 peak,
                 accounting,
+                shared_memory,
+                container_limit,
             }
         }
     }
@@ -1323,6 +1330,9 @@ mod columns {
                     // Not serialised.
                     state: _,
                     parent_pid: _,
+                    cgroup: _,
+                    // Not recorded per process: the device's `container_limit` is.
+                    gpu_limit: _,
                 } = p;
                 c.gpu_instance_id.push(*gpu_instance_id);
                 c.compute_instance_id.push(*compute_instance_id);

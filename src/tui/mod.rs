@@ -10,6 +10,7 @@ pub mod fleet;
 pub mod input;
 pub mod keys;
 pub mod panel;
+pub mod shared;
 pub mod signal;
 pub mod terminal;
 pub mod theme;

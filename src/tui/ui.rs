@@ -16,9 +16,7 @@ use super::widgets::{
 /// Every key of the dashboard, as the help shows them.
 pub use super::widgets::help::KEYS;
 
-/// Smallest terminal the dashboard draws into.
-pub const MIN_WIDTH: u16 = 40;
-pub const MIN_HEIGHT: u16 = 10;
+pub use super::widgets::{GpuLayout, MIN_HEIGHT, MIN_WIDTH};
 /// Lines kept for the process table (header included) before GPUs go compact.
 const TABLE_MIN: u16 = 6;
 
@@ -103,15 +101,6 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
         Mode::Details => details::draw(frame, body, app),
         _ => {}
     }
-}
-
-/// How the GPUs are laid out: `full` gives each its line, its gauge and a chart of `chart`
-/// rows; otherwise one line each, and one chart of `chart` rows for the selected GPU.
-pub struct GpuLayout {
-    pub full: bool,
-    pub chart: u16,
-    /// Rows the GPUs take in all.
-    pub rows: u16,
 }
 
 /// Spare rows go to history: the table keeps what its rows need (at least [`TABLE_MIN`], at

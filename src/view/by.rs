@@ -124,6 +124,7 @@ pub fn render(
     for r in &body {
         let _ = writeln!(out, "{}", line(r.each_ref().map(String::as_str)));
     }
+    out.push_str(&limits(rows));
     if rows
         .iter()
         .any(|r| r.gpu_hours.is_none() || r.idle_bytes.is_none())
@@ -141,6 +142,29 @@ pub fn render(
     out
 }
 
+/// The GPU memory limits of the rows' cgroups, one line each under the table ("" without
+/// any), not wrapped: a cgroup's path is copied whole. The key and the cgroup are escaped,
+/// as every view prints them.
+fn limits(rows: &[Row]) -> String {
+    let mut out = String::new();
+    for r in rows {
+        for l in &r.limits {
+            let text = format!(
+                "{} on GPU {}: {}",
+                r.key,
+                l.gpu,
+                crate::model::unified::limit_text(&l.limit)
+            );
+            let _ = writeln!(out, "{}", crate::text::escape(&text));
+        }
+    }
+    if out.is_empty() {
+        out
+    } else {
+        format!("GPU memory limits:\n{out}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,6 +178,7 @@ mod tests {
             mean_sm_percent: Some(12.4),
             gpu_hours: Some(1.5),
             idle_bytes: idle,
+            limits: Vec::new(),
         }
     }
 
@@ -216,5 +241,46 @@ mod tests {
             "{t:?}"
         );
         assert!(t.contains("evil.service"), "{t}");
+    }
+
+    /// An owner's cgroup limits are said under the table, one line per cgroup and GPU, the
+    /// cgroup escaped; without limits there is no such section.
+    #[test]
+    fn owner_limits_under_the_table() {
+        use crate::model::rollup::OwnerLimit;
+        use crate::model::unified::{GpuLimit, LimitSource};
+        let mut r = row("k8s ml/train", None);
+        r.limits = vec![OwnerLimit {
+            gpu: 3,
+            limit: GpuLimit {
+                cgroup: "/kubepods/pod-1/c\u{1b}[2J1".into(),
+                source: LimitSource::Dmem,
+                hard_bytes: Some(8 << 30),
+                soft_bytes: None,
+                used_bytes: Some(7 << 30),
+            },
+        }];
+        let render = |rows: &[Row]| {
+            render(
+                rows,
+                GroupBy::Owner,
+                Duration::from_secs(600),
+                Paint(false),
+                200,
+            )
+        };
+        let t = render(std::slice::from_ref(&r));
+        assert!(t.contains("GPU memory limits:\n"), "{t}");
+        assert!(
+            t.contains(
+                "k8s ml/train on GPU 3: 7.0 GiB of 8.0 GiB (dmem limit of cgroup /kubepods/pod-1/c"
+            ),
+            "{t}"
+        );
+        assert!(
+            !t.chars().any(|c| c != '\n' && crate::text::is_unsafe(c)),
+            "{t:?}"
+        );
+        assert!(!render(&[row("host", None)]).contains("limits"));
     }
 }

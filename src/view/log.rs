@@ -205,6 +205,35 @@ const DEVICE_FIELDS: &[(&str, Kind, DeviceGetter)] = &[
     ("clocks_event_reasons.active", Kind::Number, |_, d| {
         Cell::int(d.health.clock_event_reasons)
     }),
+    // Unified memory and this container's GPU memory limit (`crate::model::unified`): how
+    // the GPU-held figure was obtained (`nvml` measured, `process_sum` derived), the
+    // system's room, PSI, and the limit; empty where they do not apply.
+    ("memory.method", Kind::Text, |_, d| {
+        Cell::opt(crate::model::unified::method_of(d).map(|m| m.as_str()))
+    }),
+    ("memory.gpu_held", Kind::Bytes, |_, d| {
+        Cell::int(crate::model::unified::gpu_held_of(d))
+    }),
+    ("memory.headroom", Kind::Bytes, |_, d| {
+        Cell::int(d.shared_memory.as_ref().and_then(|s| s.headroom_bytes))
+    }),
+    ("memory.pressure", Kind::Number, |_, d| {
+        Cell::float(
+            d.shared_memory
+                .as_ref()
+                .and_then(|s| s.pressure)
+                .map(|p| p.some_avg10),
+        )
+    }),
+    ("cgroup.name", Kind::Text, |_, d| {
+        Cell::opt(d.container_limit.as_ref().map(|l| l.cgroup.as_str()))
+    }),
+    ("cgroup.limit", Kind::Bytes, |_, d| {
+        Cell::int(d.container_limit.as_ref().and_then(|l| l.hard_bytes))
+    }),
+    ("cgroup.used", Kind::Bytes, |_, d| {
+        Cell::int(d.container_limit.as_ref().and_then(|l| l.used_bytes))
+    }),
 ];
 
 /// The device fields that stay filled for a stalled or failed device: who it is, and why it

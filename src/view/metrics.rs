@@ -18,6 +18,8 @@
 //! OpenMetrics body without its `# EOF` line, with the counters' HELP and TYPE lines named
 //! as their samples are ([`prometheus_text`]).
 
+pub mod shared;
+
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
@@ -131,6 +133,8 @@ pub fn redact(sample: &Sample, labels: ProcessLabels) -> Sample {
             {
                 p.owner = None;
                 p.container = None;
+                // The cgroup's path names the owner as well.
+                p.gpu_limit = None;
             }
         }
         for h in &mut d.holders {
@@ -639,20 +643,7 @@ impl Gpumon {
             let command = p.command.as_deref().or(p.name.as_deref());
             labels.push(("command", label(cut_command(command).as_deref())));
         }
-        let owner = p.owner.as_deref();
-        if opts.process_labels.pod {
-            if let Some(o) = owner.filter(|o| o.kind == OwnerKind::Kubernetes) {
-                // Kubernetes bounds these (253 characters), and so does the kubelet module.
-                labels.push(("pod", label(Some(&o.name))));
-                labels.push(("namespace", label(o.namespace.as_deref())));
-                labels.push(("container", label(o.container.as_deref())));
-            }
-        }
-        if opts.process_labels.job {
-            if let Some(o) = owner.filter(|o| o.kind == OwnerKind::Slurm) {
-                labels.push(("slurm_job", label(o.job.as_deref().or(Some(&o.name)))));
-            }
-        }
+        owner_labels(p.owner.as_deref(), opts.process_labels, &mut labels);
         // Last, so every series lists its labels in one order.
         if let Some(gi) = p.gpu_instance_id {
             labels.push(("GPU_I_ID", gi.to_string()));
@@ -729,11 +720,34 @@ pub fn encode(sample: &Sample, sampled_in: Duration, opts: &Options) -> String {
     encode_with(sample, sampled_in, opts, &Usage::default())
 }
 
+/// A process's owner's labels, as `--process-labels` asks for them: dcgm-exporter's `pod`,
+/// `namespace` and `container` for a pod with `pod`, `slurm_job` with `job`.
+pub(super) fn owner_labels(
+    owner: Option<&crate::model::owner::Owner>,
+    asked: ProcessLabels,
+    labels: &mut Labels,
+) {
+    if asked.pod {
+        if let Some(o) = owner.filter(|o| o.kind == OwnerKind::Kubernetes) {
+            // Kubernetes bounds these (253 characters), and so does the kubelet module.
+            labels.push(("pod", label(Some(&o.name))));
+            labels.push(("namespace", label(o.namespace.as_deref())));
+            labels.push(("container", label(o.container.as_deref())));
+        }
+    }
+    if asked.job {
+        if let Some(o) = owner.filter(|o| o.kind == OwnerKind::Slurm) {
+            labels.push(("slurm_job", label(o.job.as_deref().or(Some(&o.name)))));
+        }
+    }
+}
+
 /// [`encode`] with what serve counts over time.
 pub fn encode_with(sample: &Sample, sampled_in: Duration, opts: &Options, usage: &Usage) -> String {
     let mut r = Registry::default();
     let dcgm = opts.dcgm.then(|| Dcgm::register(&mut r));
     let g = Gpumon::register(&mut r);
+    let shared = shared::Series::register_for(&mut r, sample);
     let idle = int(
         &mut r,
         ours::IDLE_HELD_BYTES,
@@ -780,6 +794,10 @@ pub fn encode_with(sample: &Sample, sampled_in: Duration, opts: &Options, usage:
             dcgm.record(d, &hostname);
         }
         g.record(d, opts);
+        if let Some(shared) = &shared {
+            shared.record(d);
+            shared.record_owners(d, opts.process_labels);
+        }
     }
     set_int(
         &build,

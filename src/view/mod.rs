@@ -6,6 +6,7 @@ pub mod accounting;
 pub mod by;
 pub mod estimate;
 pub mod fleet;
+pub mod limit;
 pub mod log;
 pub mod metrics;
 pub mod once;

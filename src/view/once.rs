@@ -454,6 +454,9 @@ fn device(out: &mut String, d: &Device, name_width: usize, paint: Paint, width: 
             }
         );
     }
+    for n in crate::model::unified::notes(d) {
+        let _ = writeln!(out, "{}", fit(&format!("    {n}"), width));
+    }
     for (i, m) in d.mig.iter().enumerate() {
         mig_line(out, d, m, i + 1 == d.mig.len(), paint, width);
     }

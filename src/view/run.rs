@@ -401,6 +401,10 @@ fn summary(
         paint.bold(&format!("Live, in the last sample{ago}:"))
     );
     let _ = writeln!(out, "  {}", split_line(d, p));
+    let (said, asked) = (oom.facts.total_bytes, oom.facts.requested_bytes);
+    if let Some(v) = crate::model::unified::oom_at_limit(said, asked, d) {
+        out.push_str(&crate::view::limit::render(&v, paint, width));
+    }
     let series: Vec<Figures> = before
         .iter()
         .rev()

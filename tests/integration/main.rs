@@ -21,3 +21,4 @@ mod sampling;
 mod serve;
 mod stall;
 mod torch_trace;
+mod unified;

@@ -24,7 +24,7 @@ use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::{Device as NvDevice, Nvml};
 use nvml_wrapper_sys::bindings::nvmlReturn_enum_NVML_ERROR_INSUFFICIENT_SIZE;
 
-use super::nvml::describe;
+use super::describe;
 use crate::model::accounting::{prune, Accounting, ExitedProcess};
 use crate::model::Process;
 

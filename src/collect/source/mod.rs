@@ -6,6 +6,7 @@
 
 pub mod accounting;
 pub mod nvml;
+pub mod nvml_limits;
 pub mod scenario;
 pub mod simulated;
 
@@ -257,6 +258,20 @@ pub fn mean_by_pid(samples: &[UtilSample]) -> Vec<UtilSample> {
             ..s
         })
         .collect()
+}
+
+/// A short, user-facing reason for an NVML error, for every reader of the driver.
+pub fn describe(e: &nvml_wrapper::error::NvmlError) -> String {
+    match e {
+        nvml_wrapper::error::NvmlError::NotSupported => "not supported".into(),
+        nvml_wrapper::error::NvmlError::NoPermission => "no permission".into(),
+        nvml_wrapper::error::NvmlError::GpuLost => "GPU is lost".into(),
+        nvml_wrapper::error::NvmlError::FailedToLoadSymbol(_) => {
+            "not available in this driver".into()
+        }
+        nvml_wrapper::error::NvmlError::Timeout => "timed out".into(),
+        other => other.to_string(),
+    }
 }
 
 #[cfg(test)]

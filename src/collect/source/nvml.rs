@@ -16,6 +16,8 @@ use std::sync::Arc;
 use nvml_wrapper::enum_wrappers::device::TemperatureSensor;
 use nvml_wrapper::enums::device::UsedGpuMemory;
 use nvml_wrapper::error::NvmlError;
+
+pub use super::describe;
 use nvml_wrapper::{Device as NvDevice, Nvml};
 use nvml_wrapper_sys::bindings::{nvmlProcessInfo_t, nvmlReturn_enum_NVML_ERROR_INSUFFICIENT_SIZE};
 
@@ -121,18 +123,6 @@ pub fn has_v3_stride_bug(driver: &str) -> bool {
     }
 }
 
-/// A short, user-facing reason for an NVML error.
-pub fn describe(e: &NvmlError) -> String {
-    match e {
-        NvmlError::NotSupported => "not supported".into(),
-        NvmlError::NoPermission => "no permission".into(),
-        NvmlError::GpuLost => "GPU is lost".into(),
-        NvmlError::FailedToLoadSymbol(_) => "not available in this driver".into(),
-        NvmlError::Timeout => "timed out".into(),
-        other => other.to_string(),
-    }
-}
-
 impl NvmlSource {
     /// Loads NVML from `lib` (default: the driver's `libnvidia-ml.so.1`), initialises it once
     /// and lists the devices. This can block for as long as the driver does: see
@@ -153,6 +143,7 @@ impl NvmlSource {
                 },
                 other => OpenError::Init(other.to_string()),
             })?;
+        super::nvml_limits::load(path);
         let driver_version = nvml.sys_driver_version().ok();
         let cuda_version = nvml.sys_cuda_driver_version().ok().map(cuda_version_string);
         let v3_broken = driver_version.as_deref().is_some_and(has_v3_stride_bug);
@@ -321,6 +312,7 @@ impl NvmlDevice {
             .map(|mw| mw as f64 / 1000.0);
         out.fan_percent = field(dev.fan_speed(0), "fan", &mut errors);
         out.health = self.health(nvml, &dev);
+        out.container_limit = crate::collect::unified::nvml_limit(&dev);
         if self.mig_on(&dev) {
             out.mig = read_mig(nvml, &dev);
             // An unprivileged caller (in a container) may not read a MIG GPU's aggregates:

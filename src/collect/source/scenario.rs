@@ -96,6 +96,28 @@ pub struct DeviceSpec {
     /// NVML accounting mode (per-process peaks); absent: NOT_SUPPORTED.
     #[serde(default)]
     pub accounting: Option<accounting::AccountingSpec>,
+    /// A cgroup's GPU memory limit on this GPU, as `nvmlDeviceGetMemoryLimits_v1` (R615)
+    /// answers it; absent: the call answers NOT_SUPPORTED (no limit set).
+    #[serde(default)]
+    pub memory_limit: Option<MemoryLimitSpec>,
+}
+
+/// A cgroup's GPU memory limit (R615, "MPS v3 memory partitioning").
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryLimitSpec {
+    /// The cgroup's path below the cgroup root (`/kubepods/pod1`): the call answers for a
+    /// `nameSpace` that ends with it, NOT_SUPPORTED for any other.
+    pub cgroup: String,
+    /// Absent: no hard limit (NVML's `ULLONG_MAX`).
+    #[serde(default)]
+    pub hard_mib: Option<u64>,
+    /// Absent: no soft limit (0).
+    #[serde(default)]
+    pub soft_mib: Option<u64>,
+    /// What the cgroup holds on the GPU.
+    #[serde(default)]
+    pub used_mib: Curve,
 }
 
 /// One MIG device: a GPU instance with its compute instance.
@@ -548,6 +570,8 @@ pub struct DeviceState {
     pub remapped_rows: Option<(u32, u32, bool, bool)>,
     /// The clock event reasons in force, as NVML's bit mask.
     pub clock_reasons: u64,
+    /// The cgroup limit on this GPU: its cgroup, soft, hard (`u64::MAX`: none) and used bytes.
+    pub memory_limit: Option<(String, u64, u64, u64)>,
 }
 
 /// One MIG device at a moment.
@@ -946,6 +970,14 @@ impl Scenario {
                 .filter(|w| t >= w.at_s && w.until_s.is_none_or(|u| t < u))
                 .flat_map(|w| w.reasons.iter().map(|r| r.bit()))
                 .fold(0, |a, b| a | b),
+            memory_limit: spec.memory_limit.as_ref().map(|l| {
+                (
+                    l.cgroup.clone(),
+                    l.soft_mib.map_or(0, |m| mib_to_bytes(m as f64)),
+                    l.hard_mib.map_or(u64::MAX, |m| mib_to_bytes(m as f64)),
+                    mib_to_bytes(l.used_mib.at(t).max(0.0)),
+                )
+            }),
         };
         for f in faults.iter().filter(|f| f.kind == FaultKind::Garbage) {
             state.garbage(f.field, f.value);

@@ -268,11 +268,24 @@ fn health(d: &DeviceState) -> crate::model::health::Health {
 
 /// What NVML would answer for a device in state `d` at scenario time `t`, `wall` being the
 /// wall-clock time then.
+/// A scenario's cgroup limit as NVML R615 would answer it inside that cgroup.
+fn simulated_limit(l: &(String, u64, u64, u64)) -> crate::model::unified::GpuLimit {
+    let (cgroup, soft, hard, used) = l;
+    let raw = super::nvml_limits::GetMemoryLimitsV1 {
+        name_space: std::ptr::null(),
+        soft_limit: *soft,
+        hard_limit: *hard,
+        current_used: *used,
+    };
+    super::nvml_limits::from_struct(&raw, cgroup)
+}
+
 fn device(d: &DeviceState, t: f64, wall: SystemTime, util_seen: &mut bool) -> Device {
     if d.lost {
         return Device::failed(d.index, "GPU is lost".into());
     }
     let mut dev = Device {
+        container_limit: d.memory_limit.as_ref().map(simulated_limit),
         index: d.index,
         uuid: Some(d.uuid.clone()),
         name: Some(d.name.clone()),
@@ -403,6 +416,12 @@ fn device(d: &DeviceState, t: f64, wall: SystemTime, util_seen: &mut bool) -> De
             gpu_instance_id: p.instance.map(|(gi, _)| gi),
             compute_instance_id: p.instance.map(|(_, ci)| ci),
             peak_bytes: None,
+            cgroup: p
+                .cgroup
+                .as_deref()
+                .and_then(crate::model::unified::cgroup_v2_path)
+                .map(std::sync::Arc::from),
+            gpu_limit: None,
         })
         .collect();
     let unsupported_on_mig = d.mig.is_some().then(|| "not supported".to_owned());

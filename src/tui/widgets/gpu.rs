@@ -590,6 +590,7 @@ pub fn draw_gauge(buf: &mut Buffer, area: Rect, d: &Device, app: &App, selected:
     segments.extend(rest);
     draw_segments(buf, area, b.total, &segments, d.stale());
     draw_peak_mark(buf, area, d, b.total);
+    crate::tui::shared::draw_limit_mark(buf, area, d, b.total);
 }
 
 /// A mark on the gauge where used memory reached between frames, when that was above the
@@ -676,6 +677,9 @@ pub fn draw_compact(
             span: Span::styled(flag, style),
             priority: 6,
         });
+    }
+    if let Some(span) = crate::tui::shared::compact_limit(d) {
+        fields.push(Field { span, priority: 2 });
     }
     // Figures right-aligned in a fixed width, so that the bars of all rows line up.
     let figures = memory_figures(d);

@@ -14,7 +14,7 @@ pub fn draw(
     area: Rect,
     app: &mut App,
     sample: &Sample,
-    layout: &super::super::ui::GpuLayout,
+    layout: &super::GpuLayout,
 ) {
     let devices = &sample.devices;
     let buf = frame.buffer_mut();
@@ -54,6 +54,11 @@ pub fn draw(
             let mut row = y + 2;
             let mut room = layout.chart;
             if let Some(line) = gpu::health_line(d, now, area.width).filter(|_| room > 0) {
+                buf.set_line(area.x, row, &line, area.width);
+                row += 1;
+                room -= 1;
+            }
+            if let Some(line) = crate::tui::shared::notes_line(d, area.width).filter(|_| room > 0) {
                 buf.set_line(area.x, row, &line, area.width);
                 row += 1;
                 room -= 1;

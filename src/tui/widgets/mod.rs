@@ -19,7 +19,18 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::Line;
 
-use super::ui::{MIN_HEIGHT, MIN_WIDTH};
+/// Smallest terminal the dashboard draws into.
+pub const MIN_WIDTH: u16 = 40;
+pub const MIN_HEIGHT: u16 = 10;
+
+/// How the GPUs are laid out: `full` gives each its line, its gauge and a chart of `chart`
+/// rows; otherwise one line each, and one chart of `chart` rows for the selected GPU.
+pub struct GpuLayout {
+    pub full: bool,
+    pub chart: u16,
+    /// Rows the GPUs take in all.
+    pub rows: u16,
+}
 
 pub trait RenderInto {
     fn render_into(self, area: Rect, buf: &mut Buffer);

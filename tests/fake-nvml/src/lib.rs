@@ -22,6 +22,7 @@
 //! thread for real, outside the library's lock, so only the calls on the hung device wait.
 #![allow(non_snake_case, non_upper_case_globals, clippy::missing_safety_doc)]
 
+mod limits;
 #[allow(dead_code)]
 #[path = "../../../src/collect/source/scenario.rs"]
 mod scenario;
