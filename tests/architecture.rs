@@ -403,15 +403,13 @@ fn sibling_cycles(files: &[File]) -> Vec<Vec<String>> {
 }
 
 /// Sibling cycles known today, as (folder, a member of the cycle), with why.
-const KNOWN_SIBLING_CYCLES: &[(&str, &str, &str)] = &[
-    (
-        "collect",
-        "prometheus",
-        "the Prometheus reader and the remote reader share their HTTP and node types both ways \
+const KNOWN_SIBLING_CYCLES: &[(&str, &str, &str)] = &[(
+    "collect",
+    "prometheus",
+    "the Prometheus reader and the remote reader share their HTTP and node types both ways \
          (collect::prometheus ↔ collect::remote); goes when the fleet's readers sit behind the \
          feed boundary",
-    ),
-];
+)];
 
 #[test]
 fn only_main_the_dispatcher_and_commands_name_the_command_line() {

@@ -73,7 +73,7 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
         );
         return;
     };
-    let layout = gpu_layout(sample.devices.len() as u16, body.height, app.row_count());
+    let layout = gpu_layout(sample.devices.len() as u16, body.height, users::wanted(app));
     let [gpus, selection, table] = Layout::vertical([
         Constraint::Length(layout.rows),
         Constraint::Length(1),

@@ -143,6 +143,13 @@ pub fn redact(sample: &Sample, labels: ProcessLabels) -> Sample {
             }
             command(&mut h.command);
         }
+        // The exited processes' users too, as the running ones' (their names are kept, as
+        // the running ones' are).
+        for e in d.accounting.iter_mut().flat_map(|a| a.exited.iter_mut()) {
+            if !labels.user {
+                e.user = None;
+            }
+        }
     }
     s
 }
@@ -1115,5 +1122,32 @@ mod tests {
             "no readings of a lost GPU: {text}"
         );
         assert!(!text.contains("DCGM_FI_DEV_FB_USED{gpu=\"0\""), "{text}");
+    }
+
+    #[test]
+    fn an_exited_processs_user_is_served_only_where_asked_and_its_peak_always() {
+        let mut s = sample();
+        s.devices[0].accounting = Some(crate::model::accounting::Accounting {
+            enabled: Some(true),
+            exited: vec![crate::model::accounting::ExitedProcess {
+                pid: 4121,
+                peak_bytes: Some(31 * GIB),
+                started_at: None,
+                ended_at: None,
+                user: Some("alice".into()),
+                name: Some("python".into()),
+            }],
+            ..Default::default()
+        });
+        let exited = |labels| {
+            redact(&s, labels).devices[0]
+                .accounting
+                .as_ref()
+                .map(|a| a.exited[0].clone())
+        };
+        let hidden = exited(ProcessLabels::default()).expect("kept");
+        assert_eq!((hidden.user, hidden.peak_bytes), (None, Some(31 * GIB)));
+        let asked = exited(ProcessLabels::parse("user").expect("labels")).expect("kept");
+        assert_eq!(asked.user.as_deref(), Some("alice"));
     }
 }

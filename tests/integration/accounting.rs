@@ -377,3 +377,154 @@ fn snapshot_the_peak_column_where_accounting_is_on() {
     assert!(row.contains("31.0 GiB"), "{row}");
     insta::assert_snapshot!(terminal.backend());
 }
+
+/// The per-user view (Tab) with the driver's accounting: below the rows, each user's highest
+/// peak among their exited processes, with pid, GPU and how long ago (a hostile user name
+/// escaped); GPU 1's accounting is off, so its exited peaks are N/A, never 0; tiny
+/// terminals draw without panicking.
+#[test]
+fn snapshot_the_per_user_view_names_each_users_highest_exited_peak() {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    use gpumon::model::accounting::{Accounting, ExitedProcess};
+    use gpumon::model::{Device, Memory, Process, ProcessKind, Sample};
+    use ratatui::backend::TestBackend;
+    use ratatui::Terminal;
+    use std::sync::Arc;
+    use std::time::SystemTime;
+    const GIB: u64 = 1 << 30;
+    let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000);
+    let gone = |pid: u32, user: &str, peak: Option<u64>, ago: u64| ExitedProcess {
+        pid,
+        peak_bytes: peak,
+        started_at: None,
+        ended_at: Some(now - Duration::from_secs(ago)),
+        user: Some(user.into()),
+        name: Some("python".into()),
+    };
+    let device = |index: u32, on: bool, procs: &[(u32, &str)], exited: Vec<ExitedProcess>| {
+        let used = 10 * GIB * procs.len() as u64;
+        Device {
+            index,
+            name: Some("NVIDIA H100 80GB HBM3".into()),
+            memory: Memory {
+                total_bytes: Some(80 * GIB),
+                used_bytes: Some(used),
+                free_bytes: Some(80 * GIB - used),
+                reserved_bytes: Some(0),
+            },
+            processes: procs
+                .iter()
+                .map(|&(pid, user)| {
+                    let mut p = Process::from_nvml(pid, ProcessKind::Compute, Some(10 * GIB));
+                    p.user = Some(user.into());
+                    p.command = Some("python train.py".into());
+                    p
+                })
+                .collect(),
+            accounting: Some(Accounting {
+                enabled: Some(on),
+                exited,
+                ..Accounting::default()
+            }),
+            ..Device::default()
+        }
+    };
+    let sample = Arc::new(Sample {
+        timestamp: now,
+        hostname: Some("gpu-node-7".into()),
+        source: "nvml",
+        driver_version: Some("550.54.15".into()),
+        cuda_version: Some("12.4".into()),
+        devices: vec![
+            device(
+                0,
+                true,
+                &[(4200, "alice"), (4201, "bob")],
+                vec![
+                    gone(4121, "alice", Some(31 * GIB), 2),
+                    gone(4122, "alice", Some(2 * GIB), 40),
+                    gone(4123, "carol", None, 75),
+                    gone(4124, "eve\x1b]0;pwned\x07", Some(GIB), 5),
+                ],
+            ),
+            device(1, false, &[(4300, "bob")], Vec::new()),
+        ],
+        error: None,
+        host: None,
+    });
+    let settings =
+        crate::common::dashboard_settings(Duration::from_secs(1), Duration::from_secs(600));
+    let mut app = gpumon::tui::app::App::new(&settings);
+    let mut terminal = Terminal::new(TestBackend::new(120, 30)).expect("terminal");
+    gpumon::tui::render_once(&mut terminal, &mut app, sample.clone()).expect("draw");
+    app.on_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
+    terminal
+        .draw(|f| gpumon::tui::ui::draw(f, &mut app))
+        .expect("draw");
+    let text = terminal.backend().to_string();
+    let line = |what: &str| {
+        text.lines()
+            .find(|l| l.contains(what))
+            .unwrap_or_else(|| panic!("no line with {what}:\n{text}"))
+            .to_owned()
+    };
+    assert!(
+        line("exited in the last 10m").contains("highest peak"),
+        "{text}"
+    );
+    let alice = line("pid 4121");
+    assert!(
+        alice.contains("alice") && alice.contains("31.0 GiB") && alice.contains("exited 2s ago"),
+        "alice's highest, not her newest or her last: {alice}"
+    );
+    assert!(alice.contains("· 2 exited"), "{alice}");
+    assert!(!text.contains("pid 4122"), "one line per user:\n{text}");
+    assert!(line("pid 4123").contains("peak        N/A"), "{text}");
+    assert!(
+        line("pid 4124").contains("eve\\u{1b}]0;pwned\\u{7}"),
+        "{text}"
+    );
+    assert!(!text.contains('\x1b'), "escaped:\n{text}");
+    assert!(
+        line("N/A on GPU 1").contains("accounting off"),
+        "off is N/A, not 0: {text}"
+    );
+    assert!(
+        !text.contains("… "),
+        "the table's area makes room for it:\n{text}"
+    );
+    insta::assert_snapshot!(terminal.backend());
+
+    // Small terminals: never a panic, and the rows keep their place before the section.
+    for (w, h) in [(1, 1), (20, 5), (40, 8), (80, 12), (80, 14), (120, 16)] {
+        let mut small = Terminal::new(TestBackend::new(w, h)).expect("terminal");
+        let mut app = gpumon::tui::app::App::new(&settings);
+        gpumon::tui::render_once(&mut small, &mut app, sample.clone()).expect("draw");
+        app.on_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
+        small
+            .draw(|f| gpumon::tui::ui::draw(f, &mut app))
+            .expect("draw");
+    }
+}
+
+/// `serve`'s `/api/v1/sample` carries each process's `peak_bytes` and the exited processes
+/// with theirs (never a peak where accounting is off).
+#[test]
+fn the_sample_endpoint_carries_the_peaks_and_the_exited_processes() {
+    let scn = scenario(ACCOUNTING);
+    let (_serve, addr) = crate::serve::serve(&scn, "1", &[]);
+    let body = crate::serve::wait_for(
+        &format!("http://{addr}/api/v1/sample"),
+        "a sample with an exited process",
+        |b| b.contains("\"exited\":[{"),
+    );
+    let v: Value = serde_json::from_str(&body).expect("json");
+    let d0 = device(&v, 0);
+    let running = &d0["processes"][0];
+    assert_eq!(running["pid"], 4620000, "{d0:#}");
+    assert_eq!(running["peak_bytes"], 10000 * MIB, "{d0:#}");
+    let exited = &d0["accounting"]["exited"][0];
+    assert_eq!(exited["pid"], 4612100, "{d0:#}");
+    assert_eq!(exited["peak_bytes"], 31744 * MIB, "{d0:#}");
+    assert_eq!(device(&v, 1)["processes"][0]["peak_bytes"], Value::Null);
+}

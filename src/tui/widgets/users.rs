@@ -24,6 +24,7 @@ pub fn draw(buf: &mut Buffer, title: Rect, area: Rect, app: &App) {
     }
     let heads = crate::view::by::heads(v.by);
     let cells: Vec<[String; 7]> = rows.iter().map(crate::view::by::cells).collect();
+    let area = exited(buf, area, cells.len(), app);
     // One more column for the sort mark.
     let w = crate::view::by::widths(&heads, 1, &cells, usize::from(area.width));
     let line = |cells: &[String]| crate::view::by::row(cells, &w);
@@ -71,5 +72,58 @@ pub fn draw(buf: &mut Buffer, title: Rect, area: Rect, app: &App) {
         let text = line(r);
         let padded = format!("{text:<width$}", width = area.width as usize);
         buf.set_stringn(area.x, y, padded, area.width as usize, style);
+    }
+}
+
+/// The rows the table's area should offer (besides its heads): the process table's, or in
+/// the per-user view, where that is more, its rows and the exited processes' section.
+pub fn wanted(app: &App) -> usize {
+    let table = app.row_count();
+    if app.mode != super::super::app::Mode::Users {
+        return table;
+    }
+    let section = app
+        .sample
+        .as_ref()
+        .map(|s| crate::view::accounting::user_lines(s).len())
+        .map_or(0, |n| if n == 0 { 0 } else { n + 1 });
+    table.max(app.user_rows().len().max(1) + section)
+}
+
+/// Draws the exited processes' peaks per user ([`crate::view::accounting::user_lines`]) below
+/// the rows, or at the foot of `area` where the rows fill it: never more than half of it
+/// while there are rows to show, a line "… N more" where not all fit, nothing where fewer
+/// than two lines are left. Returns the area left for the rows.
+fn exited(buf: &mut Buffer, area: Rect, rows: usize, app: &App) -> Rect {
+    let Some(sample) = &app.sample else {
+        return area;
+    };
+    let lines = crate::view::accounting::user_lines(sample);
+    if lines.is_empty() {
+        return area;
+    }
+    let h = usize::from(area.height);
+    // The heads and the rows (or the line that says there are none), then a blank line.
+    let rows_h = 1 + rows.max(1);
+    let room = h.saturating_sub(rows_h + 1).max((h / 2).saturating_sub(1));
+    if room < 2 {
+        return area;
+    }
+    let shown = lines.len().min(room);
+    let top = area.y + (h - shown).min(rows_h + 1) as u16;
+    let width = usize::from(area.width);
+    for (i, line) in lines.iter().take(shown).enumerate() {
+        let (text, style) = if i + 1 == shown && shown < lines.len() {
+            (format!("… {} more", lines.len() - i), theme::dim())
+        } else if i == 0 {
+            (line.clone(), theme::header())
+        } else {
+            (line.clone(), Style::new())
+        };
+        buf.set_stringn(area.x, top + i as u16, text, width, style);
+    }
+    Rect {
+        height: top.saturating_sub(area.y).saturating_sub(1),
+        ..area
     }
 }
