@@ -44,6 +44,16 @@ pub fn fmt_wait(d: std::time::Duration) -> String {
     }
 }
 
+/// An integer as frameworks print it, with or without thousands separators: "25,600,000" →
+/// 25600000.
+pub fn parse_int(s: &str) -> Option<u64> {
+    s.chars()
+        .filter(|c| *c != ',')
+        .collect::<String>()
+        .parse()
+        .ok()
+}
+
 /// Parses one printed size into bytes (binary units).
 pub fn parse_size(s: &str) -> Option<u64> {
     let s = s.trim();

@@ -4,10 +4,6 @@
 //! exact patterns in [`super::known`]. The forks of PyTorch's caching allocator are one family
 //! with a device table.
 
-use std::sync::OnceLock;
-
-use regex::Regex;
-
 use super::known::{self, oom};
 use super::read::{self, Reading, Role};
 use super::{Facts, Framework, MemoryKind, Oom, OtherProcess};
@@ -221,15 +217,6 @@ pub const ALL: &[Family] = &[
         parse: pytorch_loose,
     },
 ];
-
-macro_rules! re {
-    ($name:ident, $pattern:expr) => {
-        fn $name() -> &'static Regex {
-            static RE: OnceLock<Regex> = OnceLock::new();
-            RE.get_or_init(|| Regex::new($pattern).expect(stringify!($name)))
-        }
-    };
-}
 
 /// A fork of PyTorch's caching allocator for another accelerator: the same sentence with its
 /// device word, and what is particular to it.

@@ -4,8 +4,6 @@
 //! where it writes "GB" (PyTorch's MPS allocator before 2.1, PaddlePaddle's
 //! `HumanReadableSize`, TensorFlow's "17.79G"), so all units are binary.
 
-use std::sync::OnceLock;
-
 use regex::Regex;
 
 use super::{Facts, Framework, Oom, OtherProcess};
@@ -13,25 +11,7 @@ use super::{Facts, Framework, Oom, OtherProcess};
 /// A size as frameworks print it: "1.5 GiB", "2.20GiB", "0 bytes", "17.79G", "56.000000MB".
 pub(super) const SIZE: &str = r"(\d+(?:\.\d+)?\s?(?:bytes|[KMGT]i?B|[KMGT]\b|B\b))";
 
-use crate::units::parse_size;
-
-/// "25,600,000" → 25600000.
-fn parse_int(s: &str) -> Option<u64> {
-    s.chars()
-        .filter(|c| *c != ',')
-        .collect::<String>()
-        .parse()
-        .ok()
-}
-
-macro_rules! re {
-    ($name:ident, $pattern:expr) => {
-        fn $name() -> &'static Regex {
-            static RE: OnceLock<Regex> = OnceLock::new();
-            RE.get_or_init(|| Regex::new(&$pattern).expect(stringify!($name)))
-        }
-    };
-}
+use crate::units::{parse_int, parse_size};
 
 re!(
     torch2_re,

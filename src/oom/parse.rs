@@ -2,32 +2,13 @@
 //! in order, over the text joined with spaces and without, then the honest fallback for a GPU
 //! allocation failure in wording no family knows.
 
-use std::sync::OnceLock;
-
 use regex::Regex;
 
 use super::known::{num, oom, sz, SIZE};
 use super::{Facts, Framework, Oom};
 
+use crate::units::parse_int;
 pub use crate::units::parse_size;
-
-/// "25,600,000" → 25600000.
-fn parse_int(s: &str) -> Option<u64> {
-    s.chars()
-        .filter(|c| *c != ',')
-        .collect::<String>()
-        .parse()
-        .ok()
-}
-
-macro_rules! re {
-    ($name:ident, $pattern:expr) => {
-        fn $name() -> &'static Regex {
-            static RE: OnceLock<Regex> = OnceLock::new();
-            RE.get_or_init(|| Regex::new(&$pattern).expect(stringify!($name)))
-        }
-    };
-}
 
 re!(
     hint_re,
