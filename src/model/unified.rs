@@ -409,9 +409,7 @@ pub fn notes(d: &super::Device) -> Vec<String> {
                     fmt_bytes(b)
                 ),
                 // Nothing to sum: no process figures (none listed, or no NVML at all).
-                None => {
-                    "GPU holds N/A (no device memory reported and no process figures)".to_owned()
-                }
+                None => "GPU holds N/A (no device or process figures)".to_owned(),
             },
         };
         let pressure = s

@@ -836,3 +836,61 @@ fn without_nvml_or_an_integrated_gpu_the_driver_is_said_missing() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("no NVIDIA driver found"), "{err}");
 }
+
+/// The dashboard on a Jetson read without NVML: the part's name, load and temperature from
+/// sysfs, its memory N/A (never 0) with the system's headroom and pressure beside it.
+#[test]
+fn snapshot_the_dashboard_on_a_jetson_without_nvml() {
+    use gpumon::collect::source::tegra;
+    let root = tree("jetson-orin");
+    let found = tegra::find(&root).expect("the stand-in's GPU");
+    let watch = gpumon::collect::unified::Watch::new(root);
+    let mut terminal = Terminal::new(TestBackend::new(130, 16)).expect("terminal");
+    let mut app = App::new(&crate::common::dashboard_settings(
+        Duration::from_secs(1),
+        Duration::from_secs(600),
+    ));
+    for t in 0..3 {
+        let mut devices = vec![tegra::read_device(&found)];
+        watch.update(&mut devices);
+        let sample = Arc::new(Sample {
+            timestamp: SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000 + t),
+            hostname: Some("orin-dev".into()),
+            source: "tegra",
+            driver_version: None,
+            cuda_version: None,
+            devices,
+            error: None,
+            host: None,
+        });
+        render_once(&mut terminal, &mut app, sample).expect("draw");
+    }
+    let text = terminal.backend().to_string();
+    for want in [
+        "Jetson Orin (ga10b",
+        "42°C",
+        "31%",
+        "memory not reported: shared with the system",
+        "GPU holds N/A",
+        "46.0 GiB of 61.4 GiB",
+    ] {
+        assert!(text.contains(want), "{want}:\n{text}");
+    }
+    insta::assert_snapshot!(terminal.backend());
+}
+
+/// `pick` on a Jetson without NVML counts the system's headroom (46 GiB) as its room.
+#[test]
+fn pick_on_a_jetson_counts_the_systems_headroom() {
+    let root = tree("jetson-orin");
+    let out = without_nvml(&root)
+        .args(["pick", "--need", "40GiB", "--format", "list"])
+        .output()
+        .expect("pick");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "0\n");
+    let out = without_nvml(&root)
+        .args(["pick", "--need", "50GiB", "--format", "list"])
+        .output()
+        .expect("pick");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+}

@@ -35,7 +35,8 @@ const MAX_FILE: u64 = 4096;
 const MAX_MODEL: usize = 128;
 
 const NO_MEMORY: &str = "not reported: shared with the system";
-const NO_PROCESSES: &str = "not listed: without NVML an integrated GPU's processes are unknown";
+/// Without NVML no process's GPU memory is known: said, so no view takes the list for empty.
+const NO_PROCESSES: &str = "processes not listed (no NVML)";
 
 /// The sysfs paths of an integrated GPU found under a root.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -172,28 +173,33 @@ struct TegraDevice {
 
 impl DeviceReader for TegraDevice {
     fn read(&mut self) -> Device {
-        let f = &self.found;
-        let mut d = Device {
-            index: 0,
-            name: Some(device_name(f)),
-            processes_error: Some(NO_PROCESSES.to_owned()),
-            ..Device::default()
-        };
-        d.field_errors.insert("memory", NO_MEMORY.to_owned());
-        match read(&f.devfreq.join("device/load")).and_then(|t| load_percent(&t)) {
-            Some(p) => d.utilization.gpu_percent = Some(p),
-            None => {
-                d.field_errors
-                    .insert("utilization", "devfreq load unreadable".to_owned());
-            }
-        }
-        d.temperature_c = f
-            .thermal
-            .as_ref()
-            .and_then(|t| read(&t.join("temp")))
-            .and_then(|t| temp_celsius(&t));
-        d
+        read_device(&self.found)
     }
+}
+
+/// One reading of the integrated GPU `f`: its load and temperature; its memory unknown (the
+/// system's figures are added by [`crate::collect::unified::Watch`]).
+pub fn read_device(f: &Found) -> Device {
+    let mut d = Device {
+        index: 0,
+        name: Some(device_name(f)),
+        processes_error: Some(NO_PROCESSES.to_owned()),
+        ..Device::default()
+    };
+    d.field_errors.insert("memory", NO_MEMORY.to_owned());
+    match read(&f.devfreq.join("device/load")).and_then(|t| load_percent(&t)) {
+        Some(p) => d.utilization.gpu_percent = Some(p),
+        None => {
+            d.field_errors
+                .insert("utilization", "devfreq load unreadable".to_owned());
+        }
+    }
+    d.temperature_c = f
+        .thermal
+        .as_ref()
+        .and_then(|t| read(&t.join("temp")))
+        .and_then(|t| temp_celsius(&t));
+    d
 }
 
 #[cfg(test)]
@@ -279,10 +285,7 @@ mod tests {
         let root = dir.path();
         write(root, "sys/class/devfreq/g/device/of_node/name", "gv11b");
         write(root, "sys/class/devfreq/g/device/load", "not a number");
-        let mut r = TegraDevice {
-            found: find(root).expect("found"),
-        };
-        let d = r.read();
+        let d = read_device(&find(root).expect("found"));
         assert_eq!(d.memory.total_bytes, None);
         assert_eq!(d.memory.used_bytes, None);
         assert!(d.field_errors.contains_key("memory"));
