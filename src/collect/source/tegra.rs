@@ -6,7 +6,8 @@
 //! the GPU is the devfreq device under `/sys/class/devfreq/*` whose `device/of_node/name` is
 //! one of [`GPU_NODES`]; `device/load` is its load in tenths of a percent; a thermal zone
 //! whose `type` is `GPU-therm` (or `gpu-thermal`) holds its temperature in millidegrees. The
-//! board is `/proc/device-tree/model`. Its memory is the system's: no GPU-held figure is
+//! board is `/proc/device-tree/model`; its `compatible` (or the GPU node's) must name NVIDIA,
+//! since other SoCs' GPUs are devfreq nodes named `gpu` too. Its memory is the system's: no GPU-held figure is
 //! read here (no process list without NVML), so the device's own memory stays unknown and
 //! [`crate::collect::unified`] adds the system's headroom, marked derived.
 
@@ -117,16 +118,31 @@ fn under(root: &Path, abs: &str) -> PathBuf {
     root.join(abs.trim_start_matches('/'))
 }
 
-/// The integrated GPU under `root`, if the system has one.
+/// Whether a device-tree `compatible` list (NUL-separated) names an NVIDIA part: the SoC's
+/// (`nvidia,tegra234`) or the GPU's own (`nvidia,ga10b`). A Mali or Adreno GPU's devfreq node
+/// is named `gpu` too, and is not a Jetson.
+pub fn names_nvidia(compatible: &str) -> bool {
+    compatible
+        .split('\0')
+        .any(|c| c.trim().to_ascii_lowercase().starts_with("nvidia,"))
+}
+
+/// The integrated GPU under `root`, if the system is a Tegra SoC and has one.
 pub fn find(root: &Path) -> Option<Found> {
+    let tegra = [
+        "/proc/device-tree/compatible",
+        "/sys/firmware/devicetree/base/compatible",
+    ]
+    .iter()
+    .filter_map(|p| read(&under(root, p)))
+    .any(|c| names_nvidia(&c));
     let (devfreq, node) = sorted_entries(&under(root, "/sys/class/devfreq"))
         .into_iter()
         .find_map(|p| {
             let name = clean(&read(&p.join("device/of_node/name"))?)?;
-            GPU_NODES
-                .iter()
-                .any(|(n, _)| *n == name)
-                .then_some((p, name))
+            let nvidia = tegra
+                || read(&p.join("device/of_node/compatible")).is_some_and(|c| names_nvidia(&c));
+            (nvidia && GPU_NODES.iter().any(|(n, _)| *n == name)).then_some((p, name))
         })?;
     let model = [
         "/proc/device-tree/model",
@@ -231,6 +247,30 @@ mod tests {
     }
 
     #[test]
+    fn a_mali_gpu_node_is_not_a_jetson() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        write(
+            root,
+            "proc/device-tree/compatible",
+            "radxa,rock-5b\0rockchip,rk3588\0",
+        );
+        write(
+            root,
+            "sys/class/devfreq/fb000000.gpu/device/of_node/name",
+            "gpu\0",
+        );
+        write(
+            root,
+            "sys/class/devfreq/fb000000.gpu/device/of_node/compatible",
+            "rockchip,rk3588-mali\0arm,mali-valhall-csf\0",
+        );
+        assert_eq!(find(root), None);
+        assert!(names_nvidia("nvidia,p3737-0000\0nvidia,tegra234\0"));
+        assert!(!names_nvidia("arm,mali-bifrost\0"));
+    }
+
+    #[test]
     fn device_tree_strings_lose_their_nul_and_are_bounded() {
         assert_eq!(clean("ga10b\0").as_deref(), Some("ga10b"));
         assert_eq!(clean("\0"), None);
@@ -252,6 +292,12 @@ mod tests {
             root,
             "sys/class/devfreq/17000000.gpu/device/of_node/name",
             "ga10b\0",
+        );
+        assert_eq!(find(root), None, "a GPU node, but nothing says NVIDIA");
+        write(
+            root,
+            "sys/class/devfreq/17000000.gpu/device/of_node/compatible",
+            "nvidia,ga10b\0",
         );
         write(root, "sys/class/thermal/thermal_zone0/type", "CPU-therm\n");
         write(root, "sys/class/thermal/thermal_zone1/type", "GPU-therm\n");
@@ -283,6 +329,11 @@ mod tests {
     fn a_reading_says_memory_unknown_never_zero() {
         let dir = tempfile::tempdir().expect("tempdir");
         let root = dir.path();
+        write(
+            root,
+            "proc/device-tree/compatible",
+            "nvidia,p2972-0000\0nvidia,tegra194\0",
+        );
         write(root, "sys/class/devfreq/g/device/of_node/name", "gv11b");
         write(root, "sys/class/devfreq/g/device/load", "not a number");
         let d = read_device(&find(root).expect("found"));
