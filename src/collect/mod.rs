@@ -63,7 +63,11 @@ pub fn open_source(config: &Config) -> Result<Opened, OpenError> {
     if let Some(path) = &config.scenario {
         return Ok(Simulated::from_file(&path.to_string_lossy())?.open());
     }
-    NvmlSource::open(config.nvml_lib.as_deref())
+    // No NVML at all: an integrated GPU (Jetson) may still be read from sysfs.
+    NvmlSource::open(config.nvml_lib.as_deref()).or_else(|e| match e {
+        OpenError::NoDriver { .. } => source::tegra::open().ok_or(e),
+        other => Err(other),
+    })
 }
 
 /// Opens the source on a thread of its own, so a view can wait for it with a deadline.

@@ -168,12 +168,15 @@ struct Cached {
 }
 
 impl Watch {
-    /// For the driver's source, reading the system under [`root`]. A simulated source
-    /// (`--demo`, `--scenario`) reads nothing of this machine unless `GPUMON_HOST_ROOT` names
-    /// a tree to read: a simulated GPU beside the real host's memory and cgroup limit would
-    /// mix two machines.
+    /// For the driver's source (or a Jetson read from sysfs), reading the system under
+    /// [`root`]. A simulated source (`--demo`, `--scenario`) reads nothing of this machine
+    /// unless `GPUMON_HOST_ROOT` names a tree to read: a simulated GPU beside the real host's
+    /// memory and cgroup limit would mix two machines.
     pub fn for_source(kind: &str) -> Self {
-        if kind == "nvml" || std::env::var_os(ROOT_ENV).is_some_and(|v| !v.is_empty()) {
+        if kind == "nvml"
+            || kind == "tegra"
+            || std::env::var_os(ROOT_ENV).is_some_and(|v| !v.is_empty())
+        {
             Self::new(root())
         } else {
             Watch {

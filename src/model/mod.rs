@@ -31,7 +31,7 @@ pub struct Sample {
     #[serde(serialize_with = "rfc3339", deserialize_with = "from_rfc3339")]
     pub timestamp: SystemTime,
     pub hostname: Option<String>,
-    /// "nvml", "simulated" or "recording".
+    /// "nvml", "simulated", "tegra" (a Jetson read from sysfs) or "recording".
     #[serde(deserialize_with = "source_name")]
     pub source: SourceName,
     pub driver_version: Option<String>,
@@ -252,6 +252,7 @@ fn source_name<'de, D: Deserializer<'de>>(d: D) -> Result<&'static str, D::Error
     Ok(match text.as_str() {
         "nvml" => "nvml",
         "simulated" => "simulated",
+        "tegra" => "tegra",
         _ => "recording",
     })
 }

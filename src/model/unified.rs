@@ -255,7 +255,7 @@ pub fn gpu_held(nvml_used: Option<u64>, processes: &[Option<u64>]) -> (MemoryMet
 /// A table of name fragments, so a new part is a new entry.
 const COHERENT: &[&str] = &["GH200", "GB200", "GB300"];
 /// Parts whose memory is the system's own (no memory of their own): NVML answers NOT_SUPPORTED.
-const UNIFIED: &[&str] = &["GB10", "Orin", "Thor", "Xavier"];
+const UNIFIED: &[&str] = &["GB10", "Orin", "Thor", "Xavier", "Jetson", "Tegra"];
 
 /// What kind of memory a GPU of this name has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -403,10 +403,14 @@ pub fn notes(d: &super::Device) -> Vec<String> {
     if let Some(s) = &d.shared_memory {
         let held = match s.method {
             MemoryMethod::Nvml => format!("GPU holds {} (NVML)", na(s.gpu_held_bytes)),
-            MemoryMethod::ProcessSum => format!(
-                "GPU holds {} (derived: sum of its processes; NVML reports no device memory)",
-                na(s.gpu_held_bytes)
-            ),
+            MemoryMethod::ProcessSum => match s.gpu_held_bytes {
+                Some(b) => format!(
+                    "GPU holds {} (derived: sum of its processes; NVML reports no device memory)",
+                    fmt_bytes(b)
+                ),
+                // Nothing to sum: no process figures (none listed, or no NVML at all).
+                None => "GPU holds N/A (no device or process figures)".to_owned(),
+            },
         };
         let pressure = s
             .pressure

@@ -779,3 +779,118 @@ fn snapshot_the_compact_dashboard_says_the_limit() {
     }
     insta::assert_snapshot!(terminal.backend());
 }
+
+/// gpumon with no NVML to load and the system read under `root`.
+fn without_nvml(root: &Path) -> assert_cmd::Command {
+    let mut cmd = crate::common::gpumon();
+    cmd.args(["--nvml-lib", "/nonexistent/libnvidia-ml.so.1"])
+        .env("GPUMON_HOST_ROOT", root);
+    cmd
+}
+
+/// A Jetson without NVML: its integrated GPU is found in sysfs (devfreq's `of_node` name), its
+/// load and temperature read, its memory the system's: the device's own memory is unknown
+/// (null, never 0), no GPU-held figure is made up, and the headroom is MemAvailable, derived.
+#[test]
+fn a_jetson_without_nvml_is_read_from_sysfs_and_its_memory_said_as_shared() {
+    let v = stdout_json(without_nvml(&tree("jetson-orin")).args(["once", "--json"]));
+    assert_valid(&once_validator(), &v, "jetson-orin");
+    assert_eq!(v["source"], "tegra");
+    let devices = v["devices"].as_array().expect("devices");
+    assert_eq!(devices.len(), 1, "{v:#}");
+    let d = &devices[0];
+    assert_eq!(d["name"], "Jetson Orin (ga10b)");
+    assert_eq!(d["utilization"]["gpu_percent"], 31, "load 312 is 31.2 %");
+    assert_eq!(d["temperature_c"], 42, "GPU-therm, not CPU-therm");
+    for k in ["total_bytes", "used_bytes", "free_bytes"] {
+        assert!(d["memory"][k].is_null(), "{k}: {:#}", d["memory"]);
+    }
+    assert!(d["field_errors"]["memory"].as_str().is_some(), "{d:#}");
+    let shared = &d["shared_memory"];
+    assert_eq!(shared["method"], "process_sum", "{shared:#}");
+    assert!(
+        shared["gpu_held_bytes"].is_null(),
+        "never MemTotal − MemAvailable"
+    );
+    assert_eq!(shared["system_total_bytes"], 64_335_836u64 * 1024);
+    assert_eq!(shared["system_available_bytes"], 48_234_100u64 * 1024);
+    assert_eq!(shared["headroom_bytes"], 48_234_100u64 * 1024);
+    assert_eq!(shared["pressure"]["some_avg10"], 1.5);
+}
+
+/// Without NVML and without an integrated GPU (a devfreq device that is a memory controller,
+/// not a GPU), gpumon says as before that no driver was found.
+#[test]
+fn without_nvml_or_an_integrated_gpu_the_driver_is_said_missing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let emc = dir
+        .path()
+        .join("sys/class/devfreq/3d00000.emc/device/of_node");
+    std::fs::create_dir_all(&emc).expect("mkdir");
+    std::fs::write(emc.join("name"), "external-memory-controller\0").expect("write");
+    let out = without_nvml(dir.path())
+        .args(["once", "--json"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no NVIDIA driver found"), "{err}");
+}
+
+/// The dashboard on a Jetson read without NVML: the part's name, load and temperature from
+/// sysfs, its memory N/A (never 0) with the system's headroom and pressure beside it.
+#[test]
+fn snapshot_the_dashboard_on_a_jetson_without_nvml() {
+    use gpumon::collect::source::tegra;
+    let root = tree("jetson-orin");
+    let found = tegra::find(&root).expect("the stand-in's GPU");
+    let watch = gpumon::collect::unified::Watch::new(root);
+    let mut terminal = Terminal::new(TestBackend::new(130, 16)).expect("terminal");
+    let mut app = App::new(&crate::common::dashboard_settings(
+        Duration::from_secs(1),
+        Duration::from_secs(600),
+    ));
+    for t in 0..3 {
+        let mut devices = vec![tegra::read_device(&found)];
+        watch.update(&mut devices);
+        let sample = Arc::new(Sample {
+            timestamp: SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000 + t),
+            hostname: Some("orin-dev".into()),
+            source: "tegra",
+            driver_version: None,
+            cuda_version: None,
+            devices,
+            error: None,
+            host: None,
+        });
+        render_once(&mut terminal, &mut app, sample).expect("draw");
+    }
+    let text = terminal.backend().to_string();
+    for want in [
+        "Jetson Orin (ga10b",
+        "42°C",
+        "31%",
+        "memory not reported: shared with the system",
+        "GPU holds N/A",
+        "46.0 GiB of 61.4 GiB",
+    ] {
+        assert!(text.contains(want), "{want}:\n{text}");
+    }
+    insta::assert_snapshot!(terminal.backend());
+}
+
+/// `pick` on a Jetson without NVML counts the system's headroom (46 GiB) as its room.
+#[test]
+fn pick_on_a_jetson_counts_the_systems_headroom() {
+    let root = tree("jetson-orin");
+    let out = without_nvml(&root)
+        .args(["pick", "--need", "40GiB", "--format", "list"])
+        .output()
+        .expect("pick");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "0\n");
+    let out = without_nvml(&root)
+        .args(["pick", "--need", "50GiB", "--format", "list"])
+        .output()
+        .expect("pick");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+}

@@ -9,6 +9,7 @@ pub mod nvml;
 pub mod nvml_limits;
 pub mod scenario;
 pub mod simulated;
+pub mod tegra;
 
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -79,7 +80,7 @@ pub trait EventWatcher: Send + 'static {
 
 /// What opening a source found: facts about the system and one reader per device.
 pub struct Opened {
-    /// "nvml" or "simulated".
+    /// "nvml", "simulated" or "tegra".
     pub kind: &'static str,
     pub driver_version: Option<String>,
     pub cuda_version: Option<String>,
