@@ -79,6 +79,8 @@ pub enum SortKey {
     GpuMem,
     /// The driver's peak of the process (accounting mode); shown where accounting is on.
     Peak,
+    /// The hard GPU memory limit of the process's cgroup; shown where some process has one.
+    Limit,
     Sm,
     MemBw,
     Cpu,
@@ -89,7 +91,7 @@ pub enum SortKey {
 
 impl SortKey {
     /// In table order.
-    pub const ALL: [SortKey; 13] = [
+    pub const ALL: [SortKey; 14] = [
         SortKey::Pid,
         SortKey::User,
         SortKey::Owner,
@@ -97,6 +99,7 @@ impl SortKey {
         SortKey::Type,
         SortKey::GpuMem,
         SortKey::Peak,
+        SortKey::Limit,
         SortKey::Sm,
         SortKey::MemBw,
         SortKey::Cpu,
@@ -114,6 +117,7 @@ impl SortKey {
             SortKey::Type => "TYPE",
             SortKey::GpuMem => "GPU MEM",
             SortKey::Peak => "PEAK",
+            SortKey::Limit => "LIMIT",
             SortKey::Sm => "%SM",
             SortKey::MemBw => "%MEM BW",
             SortKey::Cpu => "%CPU",
@@ -122,6 +126,24 @@ impl SortKey {
             SortKey::Command => "COMMAND",
         }
     }
+
+    /// Whether the column has anything to show in `s`: PEAK where some GPU's accounting is
+    /// on, LIMIT where some process's cgroup has a GPU memory limit; the rest always.
+    pub fn shown(self, s: &Sample) -> bool {
+        match self {
+            SortKey::Peak => crate::model::accounting::any_on(&s.devices),
+            SortKey::Limit => s
+                .devices
+                .iter()
+                .any(|d| d.processes.iter().any(|p| p.gpu_limit.is_some())),
+            _ => true,
+        }
+    }
+}
+
+/// The hard GPU memory limit of a process's cgroup (`None`: no limit, or none known).
+pub fn limit_of(p: &Process) -> Option<u64> {
+    p.gpu_limit.as_ref().and_then(|l| l.hard_bytes)
 }
 
 /// What the event loop must do after an input.
@@ -620,6 +642,7 @@ impl App {
                 SortKey::MemBw => pa.mem_bw_percent.cmp(&pb.mem_bw_percent),
                 SortKey::GpuMem => pa.gpu_memory_bytes.cmp(&pb.gpu_memory_bytes),
                 SortKey::Peak => pa.peak_bytes.cmp(&pb.peak_bytes),
+                SortKey::Limit => limit_of(pa).cmp(&limit_of(pb)),
                 SortKey::Cpu => pa
                     .cpu_percent
                     .partial_cmp(&pb.cpu_percent)
@@ -766,15 +789,19 @@ impl App {
             .iter()
             .position(|k| *k == self.table.sort)
             .unwrap_or(0);
-        self.table.sort = SortKey::ALL[(i + by) % n];
-        // PEAK is a column only where some GPU's accounting is on.
-        let peaks = self
-            .sample
-            .as_ref()
-            .is_some_and(|s| crate::model::accounting::any_on(&s.devices));
-        if self.table.sort == SortKey::Peak && !peaks {
-            self.table.sort = SortKey::ALL[(i + 2 * by) % n];
+        // PEAK and LIMIT are columns only where some GPU's accounting is on, where some
+        // process has a limit.
+        let mut j = i;
+        for _ in 0..n {
+            j = (j + by) % n;
+            let k = SortKey::ALL[j];
+            if !matches!(k, SortKey::Peak | SortKey::Limit)
+                || self.sample.as_ref().is_some_and(|s| k.shown(s))
+            {
+                break;
+            }
         }
+        self.table.sort = SortKey::ALL[j];
         self.follow_selection();
         Action::Redraw
     }
@@ -1651,7 +1678,7 @@ mod tests {
         let titles: Vec<SortKey> = app.table.columns.iter().map(|c| c.0).collect();
         let all_but_container: Vec<SortKey> = SortKey::ALL
             .into_iter()
-            .filter(|k| *k != SortKey::Owner && *k != SortKey::Peak)
+            .filter(|k| ![SortKey::Owner, SortKey::Peak, SortKey::Limit].contains(k))
             .collect();
         assert_eq!(
             titles, all_but_container,
@@ -1710,6 +1737,34 @@ mod tests {
         app.on_key(key(KeyCode::Char('<')));
         app.on_key(key(KeyCode::Char('<')));
         assert_eq!(app.table.sort, SortKey::Type);
+    }
+
+    /// LIMIT is a sort step only where some process has a GPU memory limit, and sorts by the
+    /// hard limit.
+    #[test]
+    fn the_limit_column_sorts_where_a_process_has_a_limit() {
+        let mut app = app_with(&[(0, 10, 300, "a"), (0, 11, 200, "b"), (1, 12, 100, "c")]);
+        if let Some(s) = app.sample.as_mut() {
+            let s = Arc::make_mut(s);
+            for (p, hard) in s.devices[0].processes.iter_mut().zip([4u64 << 30, 8 << 30]) {
+                p.gpu_limit = Some(Arc::new(crate::model::unified::GpuLimit {
+                    cgroup: "/kubepods/pod/c".into(),
+                    source: crate::model::unified::LimitSource::Dmem,
+                    hard_bytes: Some(hard),
+                    soft_bytes: None,
+                    used_bytes: None,
+                }));
+            }
+        }
+        assert_eq!(app.table.sort, SortKey::GpuMem);
+        app.on_key(key(KeyCode::Char('>')));
+        assert_eq!(app.table.sort, SortKey::Limit, "PEAK skipped, LIMIT shown");
+        let order: Vec<u32> = (0..app.row_count())
+            .filter_map(|i| app.row(i).map(|r| r.process.pid))
+            .collect();
+        assert_eq!(order, [11, 10, 12], "largest limit first; no limit last");
+        app.on_key(key(KeyCode::Char('<')));
+        assert_eq!(app.table.sort, SortKey::GpuMem);
     }
 
     #[test]

@@ -63,30 +63,56 @@ pub fn cells(r: &Row) -> [String; 7] {
     ]
 }
 
+/// A row's GPU memory limit as the dashboard's per-owner view says it: "limit 8.0 GiB, 7.2
+/// GiB used" for the limit with the least room left (a hard limit unknown, or its use, is
+/// N/A), "+N" where the row's processes are under more limits (other GPUs, other cgroups);
+/// "" without a limit. Figures only: no cgroup path, nothing to escape.
+pub fn limit_cell(r: &Row) -> String {
+    // Least room first; a limit whose room is unknown after those known.
+    let Some(tight) = r
+        .limits
+        .iter()
+        .min_by_key(|l| (l.limit.room_bytes().is_none(), l.limit.room_bytes()))
+    else {
+        return String::new();
+    };
+    let more = match r.limits.len().saturating_sub(1) {
+        0 => String::new(),
+        n => format!(" +{n}"),
+    };
+    format!(
+        "limit {}, {} used{more}",
+        fmt_opt_bytes(tight.limit.hard_bytes),
+        fmt_opt_bytes(tight.limit.used_bytes)
+    )
+}
+
 /// The columns' widths for `heads` (each `head_extra` wider: room for a sort mark) and
 /// `body`, at most `width` in all: the first column (the name) gives way first, to 8.
-pub fn widths(
-    heads: &[&str; 7],
+pub fn widths<const N: usize>(
+    heads: &[&str; N],
     head_extra: usize,
-    body: &[[String; 7]],
+    body: &[[String; N]],
     width: usize,
-) -> [usize; 7] {
+) -> [usize; N] {
     let mut w = heads.map(|h| h.chars().count() + head_extra);
     for r in body {
         for (i, c) in r.iter().enumerate() {
             w[i] = w[i].max(c.chars().count());
         }
     }
-    let rest: usize = w[1..].iter().map(|x| x + 2).sum();
-    w[0] = w[0].min(width.saturating_sub(rest).max(8));
+    let rest: usize = w.iter().skip(1).map(|x| x + 2).sum();
+    if let Some(first) = w.first_mut() {
+        *first = (*first).min(width.saturating_sub(rest).max(8));
+    }
     w
 }
 
 /// One line of the table at widths `w`: the name left-aligned, the figures right-aligned two
 /// apart; a cell longer than its column is cut with "…".
-pub fn row<S: AsRef<str>>(cells: &[S], w: &[usize; 7]) -> String {
+pub fn row<S: AsRef<str>, const N: usize>(cells: &[S], w: &[usize; N]) -> String {
     let mut l = String::new();
-    for (i, c) in cells.iter().enumerate().take(7) {
+    for (i, c) in cells.iter().enumerate().take(N) {
         let c = c.as_ref();
         let c: String = if c.chars().count() > w[i] {
             let cut: String = c.chars().take(w[i].saturating_sub(1)).collect();
@@ -282,5 +308,35 @@ mod tests {
             "{t:?}"
         );
         assert!(!render(&[row("host", None)]).contains("limits"));
+    }
+
+    /// The dashboard's limit cell: the limit with the least room left, N/A for what is not
+    /// known (never 0), "+N" for the others, "" without a limit.
+    #[test]
+    fn the_limit_cell_says_the_tightest_limit() {
+        use crate::model::rollup::OwnerLimit;
+        use crate::model::unified::{GpuLimit, LimitSource};
+        let limit = |gpu: u32, hard: Option<u64>, used: Option<u64>| OwnerLimit {
+            gpu,
+            limit: GpuLimit {
+                cgroup: "/kubepods/pod-1/c1".into(),
+                source: LimitSource::Nvml,
+                hard_bytes: hard,
+                soft_bytes: None,
+                used_bytes: used,
+            },
+        };
+        let mut r = row("k8s ml/train", None);
+        assert_eq!(limit_cell(&r), "");
+        r.limits = vec![limit(0, Some(8 << 30), Some(7 << 30))];
+        assert_eq!(limit_cell(&r), "limit 8.0 GiB, 7.0 GiB used");
+        r.limits = vec![limit(0, None, Some(1 << 30))];
+        assert_eq!(limit_cell(&r), "limit N/A, 1.0 GiB used");
+        r.limits = vec![
+            limit(0, None, None),
+            limit(1, Some(16 << 30), Some(4 << 30)),
+            limit(2, Some(8 << 30), Some(7 << 30)),
+        ];
+        assert_eq!(limit_cell(&r), "limit 8.0 GiB, 7.0 GiB used +2");
     }
 }

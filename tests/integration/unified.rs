@@ -894,3 +894,167 @@ fn pick_on_a_jetson_counts_the_systems_headroom() {
         .expect("pick");
     assert_eq!(out.status.code(), Some(1), "{out:?}");
 }
+
+/// Three processes on the A100 of [`limited`]: one in a pod limited to 8 GiB with 7.2 GiB
+/// used, one in a container (with a hostile name) whose hard limit NVML does not say, and a
+/// host process without a limit.
+fn owners_with_limits(t: u64) -> Vec<Device> {
+    let mut devices = limited(t);
+    let limit = |hard: Option<u64>, used: u64, source: LimitSource, cgroup: &str| {
+        Some(Arc::new(GpuLimit {
+            cgroup: cgroup.into(),
+            source,
+            hard_bytes: hard,
+            soft_bytes: None,
+            used_bytes: Some(used),
+        }))
+    };
+    let d = &mut devices[0];
+    d.container_limit = None;
+    d.processes[0].container = Some("pod-cy".into());
+    d.processes[0].gpu_limit = limit(
+        Some(8 * GIB),
+        7372 * MIB,
+        LimitSource::Dmem,
+        "/kubepods/pod-cy/c1",
+    );
+    let mut dee = Process::from_nvml(7102, ProcessKind::Compute, Some(GIB));
+    dee.user = Some("dee".into());
+    dee.command = Some("python eval.py".into());
+    dee.container = Some("box-dee\x1b]0;pwned\x07".into());
+    dee.gpu_limit = limit(None, GIB, LimitSource::Nvml, "/docker/box-dee");
+    let mut host = Process::from_nvml(7103, ProcessKind::Compute, Some(512 * MIB));
+    host.user = Some("root".into());
+    host.command = Some("python serve.py".into());
+    d.processes.push(dee);
+    d.processes.push(host);
+    devices
+}
+
+fn owners_sample(t: u64) -> Arc<Sample> {
+    Arc::new(Sample {
+        timestamp: SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000 + t),
+        hostname: Some("gpu-node-7".into()),
+        source: "nvml",
+        driver_version: Some("615.71.09".into()),
+        cuda_version: Some("13.4".into()),
+        devices: owners_with_limits(t),
+        error: None,
+        host: None,
+    })
+}
+
+/// The text under a right-aligned column's head in the line for `pid`.
+fn column_cell(text: &str, head: &str, pid: &str) -> String {
+    let lines: Vec<Vec<char>> = text.lines().map(|l| l.chars().collect()).collect();
+    let find = |l: &[char], s: &str| {
+        let s: Vec<char> = s.chars().collect();
+        l.windows(s.len()).position(|w| w == s.as_slice())
+    };
+    let at = lines
+        .iter()
+        .filter(|l| find(l, "PID").is_some())
+        .find_map(|l| find(l, &format!(" {head}")).map(|i| i + 1))
+        .unwrap_or_else(|| panic!("no {head} column:\n{text}"));
+    let end = at + head.chars().count();
+    let row = lines
+        .iter()
+        .find(|l| {
+            let l: String = l.iter().collect();
+            l.trim_start_matches(['"', ' '])
+                .starts_with(&format!("{pid} "))
+        })
+        .unwrap_or_else(|| panic!("no row for {pid}:\n{text}"));
+    row[end.saturating_sub(10)..end.min(row.len())]
+        .iter()
+        .collect::<String>()
+        .trim()
+        .to_owned()
+}
+
+/// The process table: a LIMIT column where some process's cgroup has a GPU memory limit,
+/// with the hard limit, N/A where it is not known, blank for a process without one; no such
+/// column where no process has a limit.
+#[test]
+fn snapshot_the_process_table_shows_each_processs_limit() {
+    let settings =
+        crate::common::dashboard_settings(Duration::from_secs(1), Duration::from_secs(600));
+    let mut app = App::new(&settings);
+    let mut terminal = Terminal::new(TestBackend::new(120, 24)).expect("terminal");
+    for t in 0..3 {
+        render_once(&mut terminal, &mut app, owners_sample(t)).expect("draw");
+    }
+    let text = terminal.backend().to_string();
+    assert_eq!(column_cell(&text, "LIMIT", "7101"), "8.0 GiB", "{text}");
+    assert_eq!(column_cell(&text, "LIMIT", "7102"), "N/A", "{text}");
+    assert_eq!(column_cell(&text, "LIMIT", "7103"), "", "{text}");
+    assert!(!text.contains('\x1b'), "escaped:\n{text}");
+    insta::assert_snapshot!(terminal.backend());
+
+    // Without a limit, no column.
+    let mut app = App::new(&settings);
+    let mut plain = Terminal::new(TestBackend::new(120, 24)).expect("terminal");
+    let mut s = (*owners_sample(0)).clone();
+    for p in &mut s.devices[0].processes {
+        p.gpu_limit = None;
+    }
+    render_once(&mut plain, &mut app, Arc::new(s)).expect("draw");
+    let text = plain.backend().to_string();
+    assert!(
+        text.contains("GPU MEM") && !text.contains("LIMIT"),
+        "{text}"
+    );
+
+    // Small terminals: never a panic.
+    for (w, h) in [(1, 1), (20, 5), (40, 8), (80, 12), (100, 14)] {
+        let mut small = Terminal::new(TestBackend::new(w, h)).expect("terminal");
+        let mut app = App::new(&settings);
+        render_once(&mut small, &mut app, owners_sample(0)).expect("draw");
+    }
+}
+
+/// The dashboard's per-owner view (Tab, then `b`): each owner's limit beside it ("limit 8.0
+/// GiB, 7.2 GiB used"), N/A where the hard limit is not known, nothing for the host's
+/// processes; the owner's name escaped.
+#[test]
+fn snapshot_the_per_owner_view_shows_each_owners_limit() {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    let settings =
+        crate::common::dashboard_settings(Duration::from_secs(1), Duration::from_secs(600));
+    let open = |terminal: &mut Terminal<TestBackend>| {
+        let mut app = App::new(&settings);
+        render_once(terminal, &mut app, owners_sample(0)).expect("draw");
+        app.on_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
+        app.on_key(KeyEvent::new(KeyCode::Char('b'), KeyModifiers::NONE));
+        terminal
+            .draw(|f| gpumon::tui::ui::draw(f, &mut app))
+            .expect("draw");
+    };
+    let mut terminal = Terminal::new(TestBackend::new(120, 24)).expect("terminal");
+    open(&mut terminal);
+    let text = terminal.backend().to_string();
+    let line = |what: &str| {
+        text.lines()
+            .find(|l| l.contains(what))
+            .unwrap_or_else(|| panic!("no line with {what}:\n{text}"))
+            .to_owned()
+    };
+    assert!(line("OWNER").contains("GPU LIMIT"), "{text}");
+    assert!(
+        line("pod-cy").contains("limit 8.0 GiB, 7.2 GiB used"),
+        "{text}"
+    );
+    assert!(
+        line("box-dee\\u{1b}]0;pwned\\u{7}").contains("limit N/A, 1.0 GiB used"),
+        "{text}"
+    );
+    assert!(!line("host").contains("limit"), "{text}");
+    assert!(!text.contains('\x1b'), "escaped:\n{text}");
+    insta::assert_snapshot!(terminal.backend());
+
+    // Small terminals: never a panic.
+    for (w, h) in [(1, 1), (20, 5), (40, 8), (80, 12), (100, 14)] {
+        let mut small = Terminal::new(TestBackend::new(w, h)).expect("terminal");
+        open(&mut small);
+    }
+}

@@ -95,13 +95,16 @@ pub fn draw_selection(buf: &mut Buffer, area: Rect, app: &App, sample: &Sample) 
 }
 
 /// Which columns fit at a width. OWNER shows only when some process has one (a pod, a job, a
-/// container, a service); PEAK only where some GPU's accounting is on (`peaks`).
-fn columns(width: u16, containers: bool, peaks: bool) -> Vec<(SortKey, u16)> {
+/// container, a service); PEAK only where some GPU's accounting is on (`peaks`); LIMIT only
+/// where some process's cgroup has a GPU memory limit (`limits`).
+fn columns(width: u16, containers: bool, peaks: bool, limits: bool) -> Vec<(SortKey, u16)> {
     let min = |k: SortKey| -> u16 {
         match k {
             SortKey::Owner if !containers => u16::MAX,
             SortKey::Peak if !peaks => u16::MAX,
+            SortKey::Limit if !limits => u16::MAX,
             SortKey::Peak => 70,
+            SortKey::Limit => 80,
             SortKey::Owner => 120,
             SortKey::User | SortKey::Cpu => 60,
             SortKey::Sm => 70,
@@ -114,7 +117,9 @@ fn columns(width: u16, containers: bool, peaks: bool) -> Vec<(SortKey, u16)> {
     let w = |k: SortKey| -> u16 {
         match k {
             SortKey::Pid => 8,
-            SortKey::User | SortKey::GpuMem | SortKey::Peak | SortKey::HostMem => 10,
+            SortKey::User | SortKey::GpuMem | SortKey::Peak | SortKey::Limit | SortKey::HostMem => {
+                10
+            }
             SortKey::Gpu => 4,
             SortKey::Type | SortKey::Sm => 5,
             SortKey::MemBw => 8,
@@ -149,6 +154,12 @@ fn cell(key: SortKey, row: &super::super::app::Row, now: SystemTime) -> String {
         SortKey::MemBw => p.mem_bw_percent.map_or_else(na, |v| v.to_string()),
         SortKey::GpuMem => fmt_opt_bytes(p.gpu_memory_bytes),
         SortKey::Peak => fmt_opt_bytes(p.peak_bytes),
+        // Blank without a limit; N/A for a limit whose hard figure is not known.
+        SortKey::Limit => p
+            .gpu_limit
+            .as_ref()
+            .map(|l| fmt_opt_bytes(l.hard_bytes))
+            .unwrap_or_default(),
         SortKey::Cpu => p.cpu_percent.map_or_else(na, |c| format!("{c:.0}")),
         SortKey::HostMem => fmt_opt_bytes(p.host_memory_bytes),
         SortKey::Time => p.age_s(now).map_or_else(na, fmt_age),
@@ -198,17 +209,16 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &mut App) {
                 .any(|p| p.owner.is_some() || p.container.is_some())
         })
     });
-    let peaks = app
-        .sample
-        .as_ref()
-        .is_some_and(|s| crate::model::accounting::any_on(&s.devices));
-    let cols = columns(area.width, containers, peaks);
+    let shown = |k: SortKey| app.sample.as_ref().is_some_and(|s| k.shown(s));
+    let (peaks, limits) = (shown(SortKey::Peak), shown(SortKey::Limit));
+    let cols = columns(area.width, containers, peaks, limits);
     let right_aligned = |k: SortKey| {
         matches!(
             k,
             SortKey::Pid
                 | SortKey::GpuMem
                 | SortKey::Peak
+                | SortKey::Limit
                 | SortKey::Sm
                 | SortKey::MemBw
                 | SortKey::Cpu

@@ -25,6 +25,38 @@ pub fn draw(buf: &mut Buffer, title: Rect, area: Rect, app: &App) {
     let heads = crate::view::by::heads(v.by);
     let cells: Vec<[String; 7]> = rows.iter().map(crate::view::by::cells).collect();
     let area = exited(buf, area, cells.len(), app);
+    // GPU LIMIT only where some row's processes are under a GPU memory limit.
+    if rows.iter().any(|r| !r.limits.is_empty()) {
+        let [a, b, c, d, e, f, g] = heads;
+        let cells = rows
+            .iter()
+            .zip(cells)
+            .map(|(r, [a, b, c, d, e, f, g])| [a, b, c, d, e, f, g, crate::view::by::limit_cell(r)])
+            .collect();
+        table(
+            buf,
+            area,
+            app,
+            &rows,
+            [a, b, c, d, e, f, g, "GPU LIMIT"],
+            cells,
+        );
+    } else {
+        table(buf, area, app, &rows, heads, cells);
+    }
+}
+
+/// The heads (the sorted one marked) and a row per user in `area`, the selected one
+/// highlighted.
+fn table<const N: usize>(
+    buf: &mut Buffer,
+    area: Rect,
+    app: &App,
+    rows: &[crate::model::rollup::Row],
+    heads: [&str; N],
+    cells: Vec<[String; N]>,
+) {
+    let v = &app.users;
     // One more column for the sort mark.
     let w = crate::view::by::widths(&heads, 1, &cells, usize::from(area.width));
     let line = |cells: &[String]| crate::view::by::row(cells, &w);
@@ -39,6 +71,9 @@ pub fn draw(buf: &mut Buffer, title: Rect, area: Rect, app: &App) {
             }
         })
         .collect();
+    if area.height == 0 {
+        return;
+    }
     buf.set_stringn(
         area.x,
         area.y,
@@ -64,7 +99,10 @@ pub fn draw(buf: &mut Buffer, title: Rect, area: Rect, app: &App) {
         let y = area.y + 1 + (i - first) as u16;
         let style = if i == v.selected {
             theme::selected()
-        } else if rows[i].idle_bytes.is_some_and(|b| b > 0) {
+        } else if rows
+            .get(i)
+            .is_some_and(|r| r.idle_bytes.is_some_and(|b| b > 0))
+        {
             theme::warning()
         } else {
             Style::new()
