@@ -58,14 +58,7 @@ where
     B::Error: Send + Sync + 'static,
 {
     if !ACTIVE.swap(true, Ordering::SeqCst) {
-        enable_raw_mode()?;
-        execute!(
-            io::stdout(),
-            EnterAlternateScreen,
-            EnableBracketedPaste,
-            EnableMouseCapture,
-            cursor::Hide
-        )?;
+        take()?;
     }
     execute!(
         io::stdout(),
@@ -97,16 +90,22 @@ pub fn setup() -> io::Result<Terminal<CrosstermBackend<io::Stdout>>> {
             std::process::exit(101);
         }
     }));
-    enable_raw_mode()?;
     ACTIVE.store(true, Ordering::SeqCst);
+    take()?;
+    Terminal::new(CrosstermBackend::new(io::stdout()))
+}
+
+/// Takes the terminal over: raw mode, the alternate screen, paste and mouse reports, no cursor
+/// (what [`restore`] gives back).
+fn take() -> io::Result<()> {
+    enable_raw_mode()?;
     execute!(
         io::stdout(),
         EnterAlternateScreen,
         EnableBracketedPaste,
         EnableMouseCapture,
         cursor::Hide
-    )?;
-    Terminal::new(CrosstermBackend::new(io::stdout()))
+    )
 }
 
 /// What the terminal's reader hands over.
