@@ -1020,18 +1020,14 @@ impl Reader {
     /// The first and last sample's times, from the trailers (an open segment is decoded).
     pub fn span(&self) -> Option<(SystemTime, SystemTime)> {
         let all: Vec<(&PathBuf, &Segment)> = self.all().filter(|(_, s)| !s.empty()).collect();
+        // A closed segment's trailer says its span; an open one is decoded for it.
+        let decoded = |p: &PathBuf, s: &Segment| decode_segment(p, s.clone()).flatten();
         let first = all.iter().find_map(|(p, s)| match s.open {
-            true => decode_segment(p, (*s).clone())
-                .flatten()
-                .next()
-                .map(|s| s.timestamp),
+            true => decoded(p, s).next().map(|s| s.timestamp),
             false => Some(from_ms(s.first_ms)),
         })?;
         let last = all.iter().rev().find_map(|(p, s)| match s.open {
-            true => decode_segment(p, (*s).clone())
-                .flatten()
-                .last()
-                .map(|s| s.timestamp),
+            true => decoded(p, s).last().map(|s| s.timestamp),
             false => Some(from_ms(s.last_ms)),
         })?;
         Some((first, last))
