@@ -103,6 +103,6 @@ pub fn settings(common: &Common, interval: Duration) -> crate::tui::Settings {
         interval,
         history: common.history,
         idle_after: common.idle_after,
-        estimate: crate::tracer::panel_estimate,
+        estimate: crate::cli::panel_estimate,
     }
 }
