@@ -465,7 +465,7 @@ fn from_prometheus(bin: &str, lib: &std::path::Path, scenario: &std::path::Path)
         runs.sort_by(|a, b| a.0.total_cmp(&b.0));
         runs[2]
     };
-    let source = gpumon::collect::prometheus::Source::parse(&url, None).expect("source");
+    let source = gpumon::feed::prometheus::Source::parse(&url, None).expect("source");
     let both = "{__name__=~\"up|gpumon_gpu_info|gpumon_gpu_up|gpumon_gpu_stalled|gpumon_memory_(total|used|free|reserved|unattributed)_bytes|gpumon_idle_held_bytes|gpumon_gpu_utilization_ratio|gpumon_processes|gpumon_user_memory_bytes|DCGM_FI_DEV_FB_(USED|FREE|RESERVED)|DCGM_FI_DEV_GPU_UTIL\"}";
     let (now_ms, now_series, now_bytes) = stats(&source.query());
     let (both_ms, both_series, both_bytes) = stats(both);

@@ -65,7 +65,7 @@ fn frames(w: u16, h: u16, gpus: u32) -> (Duration, Duration) {
         interval: Duration::from_secs(1),
         history: Duration::from_secs(600),
         idle_after: Duration::from_secs(600),
-        estimate: gpumon::tracer::panel_estimate,
+        estimate: gpumon::cli::panel_estimate,
     });
     for t in 0..600 {
         app.history.record(&sample(t, gpus));

@@ -253,9 +253,10 @@ fn every_view(sample: &Sample) -> Vec<(&'static str, String)> {
         }
     }
     // The fleet: a node's sample and summary come through the boundary.
-    let endpoint = crate::collect::remote::Endpoint::parse("n1:9400").expect("endpoint");
-    let node = crate::collect::remote::Node {
-        endpoint: endpoint.clone(),
+    let endpoint = crate::feed::remote::Endpoint::parse("n1:9400").expect("endpoint");
+    let node = crate::model::fleet::NodeReading {
+        name: endpoint.name.clone(),
+        address: format!("{}:{}", endpoint.host, endpoint.port),
         sample: Some(admitted.clone()),
         error: sample
             .error

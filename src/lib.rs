@@ -6,6 +6,8 @@
 //!   holders of unattributed memory and probe reports per process;
 //! - `model`: the immutable `Sample`, its memory `breakdown`, `history`, the per-user
 //!   `rollup` and the `timeline` before an OOM;
+//! - `feed`: what the views are fed, behind one event type: the live sampler, a recording's
+//!   player, the fleet's poller and its network readers (`remote`, `prometheus`);
 //! - the analyses, pure: `oom` (pasted errors) and `estimate` (will a run fit);
 //! - the views: `view` (the `once` report and JSON, the `log` writer, the Prometheus
 //!   exposition) and `tui` (the dashboard);

@@ -1,5 +1,5 @@
 //! The names of the metrics `gpumon serve` exports and the fleet reads back from a Prometheus:
-//! written once here, so the exporter (`view::metrics`) and the reader (`collect::prometheus`)
+//! written once here, so the exporter (`view::metrics`) and the reader (`feed::prometheus`)
 //! cannot drift apart. Counters are named as registered; the exposition adds `_total`.
 
 /// dcgm-exporter's names, in its units (MiB, %, °C, W), so its dashboards and alerts work on gpumon.

@@ -1,18 +1,44 @@
 //! Runs `estimate --torch`'s helper in the user's own interpreter, within a deadline, and
 //! brings back its answer bounded in size (what it means is `estimate::trace`'s business).
+//!
+//! What to trace comes in as an [`Ask`], values and no command line: the command line's
+//! `estimate` flags make one (`cli::EstimateArgs::trace_ask`), for `estimate --torch` and for
+//! the dashboard's estimate panel alike.
 
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::cli::EstimateArgs;
 use crate::estimate::memory::{Dtype, Optimizer, Run};
 use crate::estimate::trace::{self, Fit, Request, TraceError, Traced, HELPER, MAX_ANSWER};
 use crate::text::escape;
 
 /// Stderr kept from the helper (its tail), for a cause when it dies without an answer.
 const MAX_STDERR: usize = 16 << 10;
+
+/// What a trace is asked: the model, the batch and the run, and the interpreter that runs it.
+#[derive(Debug, Clone)]
+pub struct Ask {
+    /// `--torch SPEC`: a module and the callable that builds the model.
+    pub torch: Option<String>,
+    /// `--model config.json`: a Hugging Face config, traced with `--trace`.
+    pub model: Option<PathBuf>,
+    /// `--input SHAPES`, as typed (each may name several tensors).
+    pub input: Vec<String>,
+    /// `--input-fn file.py:callable`: the batch built by the user's own code.
+    pub input_fn: Option<String>,
+    pub batch: u64,
+    pub seq_len: u64,
+    /// The weights' dtype; `None` leaves the model's own.
+    pub dtype: Option<Dtype>,
+    pub mixed_precision: bool,
+    pub optimizer: Optimizer,
+    pub inference: bool,
+    /// The interpreter the helper runs in, and how long it may take.
+    pub python: PathBuf,
+    pub timeout: Duration,
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum TracerError {
@@ -139,7 +165,7 @@ fn torch_dtype(d: Dtype) -> Result<&'static str, String> {
 
 /// What the flags ask of a trace, checked before anything runs: the request, and the spec
 /// as the report names it.
-pub fn check(args: &EstimateArgs) -> Result<(Request, String), String> {
+pub fn check(args: &Ask) -> Result<(Request, String), String> {
     let mut shapes = Vec::new();
     for s in &args.input {
         shapes.append(&mut trace::parse_inputs(s).map_err(|e| format!("--input {e}"))?);
@@ -190,13 +216,10 @@ pub fn check(args: &EstimateArgs) -> Result<(Request, String), String> {
 
 /// Traces the run the flags describe; `best_free` (the most free memory on a GPU here)
 /// decides whether the remedies are re-traced and what the fewest must fit.
-pub fn trace(
-    args: &EstimateArgs,
-    best_free: Option<u64>,
-) -> Result<(Traced, Option<Fit>, Run), String> {
+pub fn trace(args: &Ask, best_free: Option<u64>) -> Result<(Traced, Option<Fit>, Run), String> {
     let (mut request, spec) = check(args)?;
     request.target_bytes = best_free.map(trace::target_for);
-    let answer = run(&args.python, &request, args.trace_timeout).map_err(|e| e.to_string())?;
+    let answer = run(&args.python, &request, args.timeout).map_err(|e| e.to_string())?;
     let (traced, fewest) = trace::parse(&answer, &spec).map_err(|e| match e {
         TraceError::Refused { message, .. } => escape(&message).into_owned(),
         e => e.to_string(),
@@ -214,28 +237,6 @@ pub fn trace(
         args.inference,
     );
     Ok((traced, fewest, run))
-}
-
-/// The dashboard's estimate panel: `estimate`'s flags in one line, `--torch` and `--trace`
-/// included (those run the tracer, for seconds: call it off the UI thread).
-pub fn panel_estimate(line: &str) -> Result<crate::estimate::Estimated, String> {
-    #[derive(clap::Parser)]
-    #[command(name = "estimate", no_binary_name = true)]
-    struct Line {
-        #[command(flatten)]
-        args: EstimateArgs,
-    }
-    let words: Vec<&str> = line.split_whitespace().collect();
-    if !words
-        .iter()
-        .any(|w| *w == "--trace" || *w == "--torch" || w.starts_with("--torch="))
-    {
-        return crate::cli::estimate_line(line)
-            .map(|(s, d, r)| crate::estimate::Estimated::Formula(s, d, r));
-    }
-    let parsed = <Line as clap::Parser>::try_parse_from(words)
-        .map_err(|e| crate::cli::first_error_line(&e))?;
-    trace(&parsed.args, None).map(|t| crate::estimate::Estimated::Traced(Box::new(t)))
 }
 
 #[cfg(test)]

@@ -4,10 +4,11 @@
 //! - only `main.rs` names the dispatcher (`dispatch`);
 //! - the pure modules (`units`, `text`, `model`, `oom`, `estimate`) name only each other, and no
 //!   UI, runtime, driver or command-line crate;
-//! - `collect` names no view, command or the command line;
+//! - `collect` names no view, command, the command line or the feed (it is below the feed);
 //! - between top-level folders, imports go one way: no cycle;
 //! - only `main`, the dispatcher and the commands name the command line (`cli`);
-//! - the text views (`view`) name no collection code and no driver crate;
+//! - the text views (`view`) name no collection code, no feed (the fleet's network readers
+//!   live there) and no driver or network crate;
 //! - inside a folder, its files import one way too: no cycle between siblings.
 //!
 //! Where the code breaks a rule today, the break is listed by name in a `KNOWN_…` list with its
@@ -212,7 +213,7 @@ fn purity_violations(files: &[File]) -> Vec<String> {
     bad
 }
 
-/// Files of `collect` that name a view, a command or the command line.
+/// Files of `collect` that name a view, a command, the command line or the feed.
 fn collection_violations(files: &[File]) -> Vec<String> {
     let mut bad = Vec::new();
     for f in files {
@@ -220,7 +221,8 @@ fn collection_violations(files: &[File]) -> Vec<String> {
             continue;
         }
         for r in references(f) {
-            if ["cli", "cmd", "dispatch", "view", "tui", "console"].contains(&r[0].as_str()) {
+            if ["cli", "cmd", "dispatch", "view", "tui", "console", "feed"].contains(&r[0].as_str())
+            {
                 bad.push(format!(
                     "{} names crate::{}",
                     f.path.display(),
@@ -285,29 +287,30 @@ fn cycle_in(edges: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
 const CLI_USERS: &[&str] = &["main", "dispatch", "cmd", "cli"];
 
 /// Modules outside [`CLI_USERS`] that name the command line today, with why.
-const KNOWN_CLI_USERS: &[(&str, &str)] = &[(
-    "tracer",
-    "the estimate panel's parser (tracer::panel_estimate), which the dashboard command hands \
-     to tui::Settings, reads the panel's line with the CLI's own estimate flags; tui itself \
-     names no CLI. Goes when the tracer's command-side half moves under cmd/",
-)];
+const KNOWN_CLI_USERS: &[(&str, &str)] = &[];
 
-/// Crates that read the driver or the host: what a view must leave to collection.
-const DRIVER_CRATES: &[&str] = &["nvml_wrapper", "nvml_wrapper_sys", "sysinfo"];
+/// Crates that read the driver or the host, or the network: what a view must leave to
+/// collection and to the feed.
+const DRIVER_CRATES: &[&str] = &[
+    "nvml_wrapper",
+    "nvml_wrapper_sys",
+    "sysinfo",
+    "hyper",
+    "hyper_util",
+    "tokio_rustls",
+    "rustls",
+];
+
+/// What a view may not name: this machine's collection, and the feed (the live sampler, the
+/// player and the fleet's network readers).
+const BELOW_VIEWS: &[&str] = &["collect", "feed"];
 
 /// View files that name collection today, with why.
-const KNOWN_VIEW_COLLECTION: &[(&str, &str)] = &[
-    (
-        "view::fleet",
-        "the fleet's rows are the remote and Prometheus readers' own types (collect::remote, \
-         collect::prometheus); goes when the fleet's readers sit behind the feed boundary",
-    ),
-    (
-        "view::once",
-        "whether GPU processes are hidden in a PID namespace is read from /proc at draw time \
+const KNOWN_VIEW_COLLECTION: &[(&str, &str)] = &[(
+    "view::once",
+    "whether GPU processes are hidden in a PID namespace is read from /proc at draw time \
          (collect::host::pids_hidden); goes when the sample carries it",
-    ),
-];
+)];
 
 /// Imports a rule forbids, as (module that imports, what it names) per offending reference.
 type Breaks = Vec<(String, String)>;
@@ -331,7 +334,7 @@ fn cli_violations(files: &[File]) -> Breaks {
     bad
 }
 
-/// Files of `view` that name collection or a driver crate.
+/// Files of `view` that name collection, the feed, or a driver or network crate.
 fn view_violations(files: &[File]) -> Breaks {
     let mut bad = Vec::new();
     for f in files {
@@ -339,7 +342,7 @@ fn view_violations(files: &[File]) -> Breaks {
             continue;
         }
         for r in references(f) {
-            if r[0] == "collect" {
+            if BELOW_VIEWS.contains(&r[0].as_str()) {
                 bad.push((f.module.join("::"), r.join("::")));
             }
         }
@@ -403,13 +406,7 @@ fn sibling_cycles(files: &[File]) -> Vec<Vec<String>> {
 }
 
 /// Sibling cycles known today, as (folder, a member of the cycle), with why.
-const KNOWN_SIBLING_CYCLES: &[(&str, &str, &str)] = &[(
-    "collect",
-    "prometheus",
-    "the Prometheus reader and the remote reader share their HTTP and node types both ways \
-         (collect::prometheus ↔ collect::remote); goes when the fleet's readers sit behind the \
-         feed boundary",
-)];
+const KNOWN_SIBLING_CYCLES: &[(&str, &str, &str)] = &[];
 
 #[test]
 fn only_main_the_dispatcher_and_commands_name_the_command_line() {
@@ -528,6 +525,12 @@ fn the_rules_catch_what_they_forbid() {
     assert_eq!(purity_violations(&[oom]).len(), 1);
     let sampler = file(&["collect", "sampler"], "use crate::view::once;");
     assert_eq!(collection_violations(&[sampler]).len(), 1);
+    let host = file(&["collect", "host"], "use crate::feed::remote::Client;");
+    assert_eq!(
+        collection_violations(&[host]).len(),
+        1,
+        "collect is below the feed"
+    );
 
     let a = file(&["view", "x"], "use crate::tui::y;");
     let b = file(&["tui", "y"], "use crate::view::x;");
@@ -535,16 +538,37 @@ fn the_rules_catch_what_they_forbid() {
 
     let tui = file(&["tui", "app"], "let s = crate::cli::estimate_line(l);");
     let cmd = file(&["cmd", "once"], "use crate::cli::OnceArgs;");
+    let tracer = file(
+        &["tracer"],
+        "pub fn check(args: &crate::cli::EstimateArgs) {}",
+    );
     assert_eq!(
-        cli_violations(&[tui, cmd]).len(),
-        1,
-        "tui may not, a command may"
+        cli_violations(&[tui, cmd, tracer]).len(),
+        2,
+        "tui and the tracer may not, a command may"
     );
     let once = file(
         &["view", "once"],
         "use crate::collect::host;\nuse nvml_wrapper::Nvml;",
     );
     assert_eq!(view_violations(&[once]).len(), 2);
+    let fleet = file(
+        &["view", "fleet"],
+        "use crate::feed::remote::Endpoint;\nuse crate::model::fleet::NodeReading;\n\
+         let c = hyper::Request::get(\"/\");",
+    );
+    assert_eq!(
+        view_violations(&[fleet]).len(),
+        2,
+        "a view names no network reader and no network crate"
+    );
+    let a = file(&["feed", "prometheus"], "use super::remote::request;");
+    let b = file(&["feed", "remote"], "use crate::feed::prometheus::Source;");
+    assert_eq!(
+        sibling_cycles(&[a, b]),
+        [["feed", "prometheus", "remote", "prometheus"]],
+        "the fleet's readers import one way"
+    );
     let bad = vec![("view::once".to_owned(), "collect::host".to_owned())];
     assert_eq!(unknown_and_stale(&bad, &[]).0.len(), 1, "an unlisted break");
     let listed = [("view::once", "why"), ("view::gone", "why")];

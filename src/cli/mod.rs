@@ -20,8 +20,7 @@ pub use parse::{
     parse_auto_gpus, parse_grace, parse_history, parse_idle_after, parse_interval, parse_keep,
     parse_listen, parse_max_size, parse_need, parse_peak_rate, parse_timeout, parse_wait,
 };
-pub use resolve::estimate_line;
-pub(crate) use resolve::first_error_line;
+pub use resolve::{estimate_line, panel_estimate};
 
 #[derive(Debug, Parser)]
 #[command(

@@ -76,6 +76,24 @@ impl EstimateArgs {
         Ok(())
     }
 
+    /// The flags as the tracer takes them (`--torch`, `--trace`).
+    pub fn trace_ask(&self) -> crate::tracer::Ask {
+        crate::tracer::Ask {
+            torch: self.torch.clone(),
+            model: self.model.clone(),
+            input: self.input.clone(),
+            input_fn: self.input_fn.clone(),
+            batch: self.batch,
+            seq_len: self.seq_len,
+            dtype: self.dtype,
+            mixed_precision: self.mixed_precision,
+            optimizer: self.optimizer,
+            inference: self.inference,
+            python: self.python.clone(),
+            timeout: self.trace_timeout,
+        }
+    }
+
     /// The flags as the estimate's model takes them.
     pub fn flags(&self) -> crate::estimate::Flags {
         crate::estimate::Flags {
@@ -105,9 +123,30 @@ impl EstimateArgs {
     }
 }
 
+/// The dashboard's estimate panel: `estimate`'s flags in one line, `--torch` and `--trace`
+/// included (those run the tracer, for seconds: call it off the UI thread).
+pub fn panel_estimate(line: &str) -> Result<crate::estimate::Estimated, String> {
+    #[derive(Parser)]
+    #[command(name = "estimate", no_binary_name = true)]
+    struct Line {
+        #[command(flatten)]
+        args: EstimateArgs,
+    }
+    let words: Vec<&str> = line.split_whitespace().collect();
+    if !words
+        .iter()
+        .any(|w| *w == "--trace" || *w == "--torch" || w.starts_with("--torch="))
+    {
+        return estimate_line(line).map(|(s, d, r)| crate::estimate::Estimated::Formula(s, d, r));
+    }
+    let parsed = Line::try_parse_from(words).map_err(|e| first_error_line(&e))?;
+    crate::tracer::trace(&parsed.args.trace_ask(), None)
+        .map(|t| crate::estimate::Estimated::Traced(Box::new(t)))
+}
+
 /// What clap says is wrong with a line of flags: its first line, without `error: ` (the rest
 /// is usage), for the places that show it in one line (the dashboard's `e` panel).
-pub(crate) fn first_error_line(e: &clap::Error) -> String {
+fn first_error_line(e: &clap::Error) -> String {
     e.to_string()
         .lines()
         .next()

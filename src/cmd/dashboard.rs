@@ -64,7 +64,7 @@ pub fn run(common: &Common) -> anyhow::Result<ExitCode> {
 pub fn fleet(common: &Common, args: &crate::cli::OnceArgs) -> anyhow::Result<ExitCode> {
     use crate::feed::fleet::Nodes;
     let (nodes, client) = match &args.prometheus {
-        Some(url) => match crate::collect::prometheus::open(
+        Some(url) => match crate::feed::prometheus::open(
             url,
             args.selector.as_deref(),
             args.remote_config.as_deref(),
@@ -72,7 +72,7 @@ pub fn fleet(common: &Common, args: &crate::cli::OnceArgs) -> anyhow::Result<Exi
             Ok((source, client)) => (Nodes::Prometheus(source), client),
             Err(e) => return Ok(usage_error(e)),
         },
-        None => match crate::collect::remote::endpoints(
+        None => match crate::feed::remote::endpoints(
             &args.remote,
             args.remote_file.as_deref(),
             args.remote_config.as_deref(),
@@ -81,7 +81,7 @@ pub fn fleet(common: &Common, args: &crate::cli::OnceArgs) -> anyhow::Result<Exi
             Err(e) => return Ok(usage_error(e)),
         },
     };
-    let deadline = common.timeout.unwrap_or(crate::collect::remote::DEADLINE);
+    let deadline = common.timeout.unwrap_or(crate::feed::remote::DEADLINE);
     let interval = common.interval_given.unwrap_or(FLEET_INTERVAL);
     let source = Source::Fleet {
         nodes,
@@ -103,6 +103,6 @@ pub fn settings(common: &Common, interval: Duration) -> crate::tui::Settings {
         interval,
         history: common.history,
         idle_after: common.idle_after,
-        estimate: crate::tracer::panel_estimate,
+        estimate: crate::cli::panel_estimate,
     }
 }

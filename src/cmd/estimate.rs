@@ -67,7 +67,8 @@ fn print(report: &Report, args: &EstimateArgs) -> anyhow::Result<ExitCode> {
 /// `--torch SPEC` (or `--model config.json --trace`): one step of the model itself, traced
 /// on fake tensors in the user's interpreter, each remedy re-traced.
 fn traced(common: &Common, args: &EstimateArgs) -> anyhow::Result<ExitCode> {
-    if let Err(e) = crate::tracer::check(args) {
+    let ask = args.trace_ask();
+    if let Err(e) = crate::tracer::check(&ask) {
         return Ok(usage_error(e));
     }
     let gpus = match read_gpus(common) {
@@ -78,7 +79,7 @@ fn traced(common: &Common, args: &EstimateArgs) -> anyhow::Result<ExitCode> {
         .as_ref()
         .ok()
         .and_then(|l| l.iter().filter_map(|g| g.free_bytes).max());
-    let (traced, fewest, run) = match crate::tracer::trace(args, best_free) {
+    let (traced, fewest, run) = match crate::tracer::trace(&ask, best_free) {
         Ok(t) => t,
         Err(e) => return Ok(usage_error(e)),
     };

@@ -136,11 +136,11 @@ fn print(
 /// `once --remote`: every node's sample, read at once, each within the deadline. Exit status
 /// 0 when every node was read, 1 when some could not be (the others are printed all the same).
 fn fleet(common: &Common, args: &OnceArgs) -> anyhow::Result<ExitCode> {
-    let nodes = match crate::collect::remote::read_nodes(
+    let nodes = match crate::feed::remote::read_nodes(
         &args.remote,
         args.remote_file.as_deref(),
         args.remote_config.as_deref(),
-        common.timeout.unwrap_or(crate::collect::remote::DEADLINE),
+        common.timeout.unwrap_or(crate::feed::remote::DEADLINE),
     ) {
         Ok(n) => n,
         Err(e) => return Ok(usage_error(e)),
@@ -168,13 +168,13 @@ fn fleet(common: &Common, args: &OnceArgs) -> anyhow::Result<ExitCode> {
 /// `once --prometheus`: the fleet as a Prometheus has it, a summary per node. Exit status 0
 /// when every node is up, 1 when some are down, 2 when the Prometheus could not be read.
 fn prometheus(common: &Common, args: &OnceArgs, url: &str) -> anyhow::Result<ExitCode> {
-    use crate::collect::prometheus;
+    use crate::feed::prometheus;
     let (source, client) =
         match prometheus::open(url, args.selector.as_deref(), args.remote_config.as_deref()) {
             Ok(s) => s,
             Err(e) => return Ok(usage_error(e)),
         };
-    let deadline = common.timeout.unwrap_or(crate::collect::remote::DEADLINE);
+    let deadline = common.timeout.unwrap_or(crate::feed::remote::DEADLINE);
     let nodes = match prometheus::read_once(&source, &client, deadline) {
         Ok(n) => n,
         Err(e) => return Ok(usage_error(e)),

@@ -96,11 +96,11 @@ pub fn run(common: &Common, args: &PickArgs) -> anyhow::Result<ExitCode> {
 /// A node that cannot be read is left out with why; the queue of a remote node is its own.
 fn remote(common: &Common, args: &PickArgs, need: Option<u64>) -> anyhow::Result<ExitCode> {
     use crate::estimate::pick::{rank, screen, Candidate, Rejected};
-    let nodes = match crate::collect::remote::read_nodes(
+    let nodes = match crate::feed::remote::read_nodes(
         &args.remote,
         args.remote_file.as_deref(),
         args.remote_config.as_deref(),
-        common.timeout.unwrap_or(crate::collect::remote::DEADLINE),
+        common.timeout.unwrap_or(crate::feed::remote::DEADLINE),
     ) {
         Ok(n) => n,
         Err(e) => return Ok(usage_error(e)),
@@ -116,7 +116,7 @@ fn remote(common: &Common, args: &PickArgs, need: Option<u64>) -> anyhow::Result
     let mut rejected: Vec<(&str, Rejected)> = Vec::new();
     let mut unread: Vec<(&str, &str)> = Vec::new();
     for n in &nodes {
-        let name = n.endpoint.name.as_str();
+        let name = n.name.as_str();
         match &n.sample {
             Some(s) => {
                 let (u, r) = screen(&s.devices, &request);

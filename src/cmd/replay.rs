@@ -38,7 +38,7 @@ pub fn run(common: &Common, args: &ReplayArgs) -> anyhow::Result<ExitCode> {
         interval: common.interval,
         history: common.history,
         idle_after: common.idle_after,
-        estimate: crate::tracer::panel_estimate,
+        estimate: crate::cli::panel_estimate,
     };
     match crate::tui::run(source, settings)? {
         Some(e) => Ok(usage_error(e)),

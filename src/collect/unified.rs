@@ -119,7 +119,7 @@ pub fn dmem_limit(root: &Path, cgroup: &str, pci: (u32, u8, u8, u8)) -> Option<G
 
 /// gpumon's own cgroup v2 path and its directory, read once (a process does not change
 /// containers).
-fn own_cgroup() -> Option<&'static (String, String)> {
+pub fn own_cgroup() -> Option<&'static (String, String)> {
     static OWN: std::sync::OnceLock<Option<(String, String)>> = std::sync::OnceLock::new();
     OWN.get_or_init(|| {
         let root = root();
@@ -129,18 +129,6 @@ fn own_cgroup() -> Option<&'static (String, String)> {
         Some((path, dir.to_string_lossy().into_owned()))
     })
     .as_ref()
-}
-
-/// This container's limit on a GPU as NVML R615 reads it
-/// ([`super::source::nvml_limits`]), called by the NVML reader on its own thread; `None`
-/// where the driver lacks the call or sets no limit. A `dmem` limit read by [`Watch`]
-/// replaces it.
-pub fn nvml_limit(device: &nvml_wrapper::Device) -> Option<GpuLimit> {
-    if !super::source::nvml_limits::available() {
-        return None;
-    }
-    let (path, dir) = own_cgroup()?;
-    super::source::nvml_limits::read(device, dir, path)
 }
 
 /// What the sampler keeps between ticks: the root and gpumon's own cgroup.

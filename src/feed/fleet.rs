@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, watch};
 
-use crate::collect::remote::{fetch_sample, fetch_summaries, Client, Endpoint};
+use super::prometheus::Source as Prometheus;
+use super::remote::{fetch_sample, fetch_summaries, Client, Endpoint};
 use crate::model::fleet::NodeSummary;
 use crate::model::Sample;
 
@@ -42,7 +43,7 @@ pub enum Nodes {
     /// These nodes' `gpumon serve`.
     Listed(Vec<Endpoint>),
     /// A Prometheus: its scrape targets.
-    Prometheus(crate::collect::prometheus::Source),
+    Prometheus(Prometheus),
 }
 
 /// How often the answers that have come are handed over while a round waits on the rest.
@@ -187,7 +188,7 @@ struct Open<'a> {
 /// far, in the rows' order), and the open node's series (its history too, the first time).
 /// `false` once the dashboard has gone.
 async fn prometheus_round(
-    source: &crate::collect::prometheus::Source,
+    source: &Prometheus,
     known: &mut Vec<String>,
     client: &Client,
     deadline: Duration,

@@ -2,9 +2,17 @@
 //! player and the fleet's poller (over `gpumon serve` nodes or a Prometheus's targets) each
 //! hand over the one [`Event`] type through [`Feed`], and a view works on any of them
 //! unchanged. A new source is one more implementation here.
+//!
+//! The fleet's network readers are here too, behind the same boundary: [`remote`] reads other
+//! nodes' `gpumon serve` (and holds the HTTP client), [`prometheus`] reads a Prometheus. The
+//! poller reads through them, and so do the commands that read the fleet once (`once
+//! --remote`, `once --prometheus`, `pick --remote`); what they hand a view is a model type
+//! ([`crate::model::fleet`]), so no view names network code.
 
 pub mod fleet;
 pub mod live;
+pub mod prometheus;
+pub mod remote;
 pub mod replay;
 
 use std::sync::Arc;
@@ -12,11 +20,11 @@ use std::time::{Duration, SystemTime};
 
 use tokio::sync::{mpsc, watch};
 
-use crate::collect::remote::Client;
 use crate::collect::sampler::Focus;
 use crate::collect::source::OpenError;
 use crate::model::Sample;
 use crate::store::recording::{Reader, Writer};
+use remote::Client;
 
 /// What a feed reads.
 pub enum Source {

@@ -13,6 +13,22 @@ use super::Sample;
 /// The `/api/v1/summary` schema version this gpumon writes and reads.
 pub const SUMMARY_VERSION: u64 = 1;
 
+/// One node of the fleet read once, whole (`once --remote`, `pick --remote`): what it is
+/// called, where it was read (`host:port`), its sample or why it could not be read, and how
+/// long the answer (or the failure) took. No credentials: what a view may show.
+#[derive(Debug, Clone)]
+pub struct NodeReading {
+    pub name: String,
+    pub address: String,
+    pub sample: Option<Sample>,
+    pub error: Option<String>,
+    pub took: std::time::Duration,
+}
+
+/// A node as a Prometheus has it: its name (the `Hostname` label where dcgm-exporter gives
+/// one, else the target), its scrape target (`instance`), why it is down, and its summary.
+pub type PromNode = (String, String, Option<String>, NodeSummary);
+
 /// One node as the fleet view shows it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct NodeSummary {

@@ -295,6 +295,322 @@ impl Default for Table {
     }
 }
 
+impl Table {
+    /// Row `i` of the table over `s` (the sample it was ordered for), without building the
+    /// whole list.
+    pub fn row<'a>(&'a self, s: Option<&'a Sample>, i: usize) -> Option<Row<'a>> {
+        let &(d, p) = self.order.get(i)?;
+        self.row_at(s?, d, p)
+    }
+
+    /// The row of process position `p` on device position `d`: a listed process, or past
+    /// the list one of the holders NVML does not list.
+    fn row_at<'a>(&'a self, s: &'a Sample, d: usize, p: usize) -> Option<Row<'a>> {
+        let dev = s.devices.get(d)?;
+        let process = match dev.processes.get(p) {
+            Some(p) => p,
+            None => self
+                .holder_rows
+                .get(d)?
+                .get(p.checked_sub(dev.processes.len())?)?,
+        };
+        Some(Row {
+            gpu: dev.index,
+            process,
+            stale: dev.stale(),
+            holder: dev
+                .holders
+                .iter()
+                .find(|h| h.pid == Some(process.pid))
+                .map(|h| h.reason),
+        })
+    }
+
+    /// How many rows the table has.
+    pub fn row_count(&self) -> usize {
+        self.order.len()
+    }
+
+    /// A new sample: its holders become rows, and the order and the selection follow it.
+    fn take(&mut self, s: &Sample) {
+        self.holder_rows = holder_rows(s);
+        self.follow_selection(Some(s));
+    }
+
+    /// Forgets the selection, the filter and the order (another source is about to feed the
+    /// table).
+    fn reset(&mut self) {
+        self.filter.clear();
+        self.selected = 0;
+        self.selected_pid = None;
+        self.following = false;
+        self.order.clear();
+        self.holder_rows.clear();
+    }
+
+    fn reorder(&mut self, s: Option<&Sample>) {
+        let Some(s) = s else {
+            self.order.clear();
+            return;
+        };
+        let needle = self.filter.to_lowercase();
+        let extra = |di: usize| self.holder_rows.get(di).map_or(0, Vec::len);
+        let mut keyed: Vec<((usize, usize), u32, &Process)> = s
+            .devices
+            .iter()
+            .enumerate()
+            .flat_map(|(di, d)| (0..d.processes.len() + extra(di)).map(move |pi| (di, pi)))
+            .filter_map(|(di, pi)| {
+                let r = self.row_at(s, di, pi)?;
+                (needle.is_empty() || matches_filter(&r, &needle)).then_some((
+                    (di, pi),
+                    r.gpu,
+                    r.process,
+                ))
+            })
+            .collect();
+        let key = self.sort;
+        let descending = self.descending;
+        keyed.sort_by(|&(_, ga, pa), &(_, gb, pb)| {
+            let ord = match key {
+                SortKey::Pid => pa.pid.cmp(&pb.pid),
+                SortKey::User => pa.user.cmp(&pb.user),
+                SortKey::Owner => pa.owner_label().cmp(&pb.owner_label()),
+                SortKey::Gpu => ga.cmp(&gb),
+                SortKey::Type => pa.kind.letter().cmp(pb.kind.letter()),
+                SortKey::Sm => pa.sm_percent.cmp(&pb.sm_percent),
+                SortKey::MemBw => pa.mem_bw_percent.cmp(&pb.mem_bw_percent),
+                SortKey::GpuMem => pa.gpu_memory_bytes.cmp(&pb.gpu_memory_bytes),
+                SortKey::Peak => pa.peak_bytes.cmp(&pb.peak_bytes),
+                SortKey::Limit => limit_of(pa).cmp(&limit_of(pb)),
+                SortKey::Cpu => pa
+                    .cpu_percent
+                    .partial_cmp(&pb.cpu_percent)
+                    .unwrap_or(std::cmp::Ordering::Equal),
+                SortKey::HostMem => pa.host_memory_bytes.cmp(&pb.host_memory_bytes),
+                // Older processes have earlier start times: longest running first when descending.
+                SortKey::Time => pb.start_time.cmp(&pa.start_time),
+                SortKey::Command => pa.command.cmp(&pb.command),
+            };
+            let ord = if descending { ord.reverse() } else { ord };
+            ord.then(ga.cmp(&gb)).then(pa.pid.cmp(&pb.pid))
+        });
+        let order = keyed.into_iter().map(|(at, ..)| at).collect();
+        self.order = order;
+    }
+
+    fn follow_selection(&mut self, s: Option<&Sample>) {
+        self.reorder(s);
+        if !self.following {
+            self.selected = 0;
+            self.remember_selection(s);
+            return;
+        }
+        let index = self.selected_pid.and_then(|(gpu, pid)| {
+            (0..self.row_count()).find(|&i| {
+                self.row(s, i)
+                    .is_some_and(|r| r.gpu == gpu && r.process.pid == pid)
+            })
+        });
+        let len = self.row_count();
+        self.selected = match index {
+            Some(i) => i,
+            None => self.selected.min(len.saturating_sub(1)),
+        };
+        self.remember_selection(s);
+    }
+
+    fn remember_selection(&mut self, s: Option<&Sample>) {
+        self.selected_pid = self.row(s, self.selected).map(|r| (r.gpu, r.process.pid));
+    }
+
+    fn move_selection(&mut self, s: Option<&Sample>, delta: isize) -> Action {
+        let len = self.row_count();
+        if len == 0 {
+            return Action::None;
+        }
+        let next = (self.selected as isize + delta).clamp(0, len as isize - 1) as usize;
+        self.selected = next;
+        self.following = true;
+        self.remember_selection(s);
+        Action::Redraw
+    }
+
+    /// Back to the top of the sort, which the view shows until the user moves again.
+    fn go_to_top(&mut self, s: Option<&Sample>) -> Action {
+        self.following = false;
+        self.selected = 0;
+        self.remember_selection(s);
+        Action::Redraw
+    }
+
+    /// Sorts by `key`; choosing the current key again reverses the order.
+    pub fn sort_by(&mut self, s: Option<&Sample>, key: SortKey) -> Action {
+        if self.sort == key {
+            self.descending = !self.descending;
+        } else {
+            self.sort = key;
+            // Numbers and times read best largest first; names alphabetically.
+            self.descending = !matches!(
+                key,
+                SortKey::User | SortKey::Command | SortKey::Type | SortKey::Owner
+            );
+        }
+        self.follow_selection(s);
+        Action::Redraw
+    }
+
+    /// The next (or, with `by = len - 1`, previous) sort column.
+    fn step_sort(&mut self, s: Option<&Sample>, by: usize) -> Action {
+        let n = SortKey::ALL.len();
+        let i = SortKey::ALL
+            .iter()
+            .position(|k| *k == self.sort)
+            .unwrap_or(0);
+        // PEAK and LIMIT are columns only where some GPU's accounting is on, where some
+        // process has a limit.
+        let mut j = i;
+        for _ in 0..n {
+            j = (j + by) % n;
+            let k = SortKey::ALL[j];
+            if !matches!(k, SortKey::Peak | SortKey::Limit) || s.is_some_and(|s| k.shown(s)) {
+                break;
+            }
+        }
+        self.sort = SortKey::ALL[j];
+        self.follow_selection(s);
+        Action::Redraw
+    }
+
+    /// Shows only the rows whose user, owner, command, pid or GPU contain `filter` (the
+    /// per-user view's Enter), from the top.
+    fn filter_to(&mut self, s: Option<&Sample>, filter: String) {
+        self.filter = filter;
+        self.selected = 0;
+        self.reorder(s);
+        self.remember_selection(s);
+    }
+
+    /// The table's keys on the main screen: the sort (`s` `<` `>` `S` `r`, the number of a
+    /// column on screen), the selection (the arrows, `j`, the pages, Home, End, `g`, `G`),
+    /// the COMMAND column's scroll (← →) and Esc (the filter, else the selection).
+    /// [`Action::None`] for a key that is not the table's.
+    pub fn on_key(&mut self, s: Option<&Sample>, key: KeyEvent) -> Action {
+        match key.code {
+            // Esc clears an active filter, else the selection; it never quits, so a stray
+            // Esc cannot end the session.
+            KeyCode::Esc if !self.filter.is_empty() => {
+                self.filter_to(s, String::new());
+                Action::Redraw
+            }
+            KeyCode::Esc => self.go_to_top(s),
+            KeyCode::Char('s') | KeyCode::Char('>') | KeyCode::Char('.') => self.step_sort(s, 1),
+            KeyCode::Char('<') | KeyCode::Char(',') => self.step_sort(s, SortKey::ALL.len() - 1),
+            KeyCode::Right => {
+                self.command_offset = self.command_offset.saturating_add(8).min(4096);
+                Action::Redraw
+            }
+            KeyCode::Left => {
+                self.command_offset = self.command_offset.saturating_sub(8);
+                Action::Redraw
+            }
+            KeyCode::Char('S') | KeyCode::Char('r') => {
+                self.descending = !self.descending;
+                self.follow_selection(s);
+                Action::Redraw
+            }
+            // The n-th column on screen.
+            KeyCode::Char(c @ '1'..='9') => {
+                let n = (c as u8 - b'1') as usize;
+                match self.columns.get(n).map(|c| c.0) {
+                    Some(key) => self.sort_by(s, key),
+                    None => Action::None,
+                }
+            }
+            KeyCode::Down | KeyCode::Char('j') => self.move_selection(s, 1),
+            KeyCode::Up => self.move_selection(s, -1),
+            KeyCode::PageDown => self.move_selection(s, 10),
+            KeyCode::PageUp => self.move_selection(s, -10),
+            KeyCode::Home | KeyCode::Char('g') => self.go_to_top(s),
+            KeyCode::End | KeyCode::Char('G') => self.move_selection(s, isize::MAX / 2),
+            _ => Action::None,
+        }
+    }
+
+    /// A key while the filter is typed (`/`): Enter keeps it, Esc clears it (both close
+    /// it), and the rows narrow as it changes.
+    pub fn on_filter_key(&mut self, s: Option<&Sample>, key: KeyEvent) -> Typed {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let typed = match key.code {
+            KeyCode::Esc => {
+                self.filter.clear();
+                Typed::Close
+            }
+            KeyCode::Enter => Typed::Close,
+            KeyCode::Backspace => {
+                self.filter.pop();
+                Typed::Changed
+            }
+            KeyCode::Char(c) if !ctrl => {
+                self.filter.push(c);
+                Typed::Changed
+            }
+            _ => return Typed::Ignored,
+        };
+        self.selected = 0;
+        self.reorder(s);
+        self.remember_selection(s);
+        typed
+    }
+
+    /// A paste while the filter is typed: its first line.
+    pub fn paste_filter(&mut self, s: Option<&Sample>, text: &str) {
+        self.filter.push_str(text.lines().next().unwrap_or(""));
+        self.selected = 0;
+        self.reorder(s);
+    }
+
+    /// The mouse over the table: the wheel moves the selection, a click on a row selects it
+    /// and a click on a column's title sorts by it.
+    pub fn on_mouse(&mut self, s: Option<&Sample>, m: MouseEvent) -> Action {
+        match m.kind {
+            MouseEventKind::ScrollDown => self.move_selection(s, 1),
+            MouseEventKind::ScrollUp => self.move_selection(s, -1),
+            MouseEventKind::Down(MouseButton::Left) => {
+                let r = self.area;
+                // A click on a column title sorts by that column.
+                if r.y > 0 && m.row == r.y - 1 {
+                    let hit = self
+                        .columns
+                        .iter()
+                        .find(|(_, x, w)| m.column >= *x && m.column < x.saturating_add(*w))
+                        .map(|c| c.0);
+                    return match hit {
+                        Some(key) => self.sort_by(s, key),
+                        None => Action::None,
+                    };
+                }
+                let inside = m.column >= r.x
+                    && m.column < r.x + r.width
+                    && m.row >= r.y
+                    && m.row < r.y + r.height;
+                if !inside {
+                    return Action::None;
+                }
+                let index = self.first + (m.row - r.y) as usize;
+                if index < self.row_count() {
+                    self.selected = index;
+                    self.following = true;
+                    self.remember_selection(s);
+                    return Action::Redraw;
+                }
+                Action::None
+            }
+            _ => Action::None,
+        }
+    }
+}
+
 /// The per-user view (Tab): what a row is, its sort and its selection.
 #[derive(Debug, Clone)]
 pub struct UsersView {
@@ -421,15 +737,10 @@ impl App {
         self.mode = Mode::Normal;
         self.details = None;
         self.signal = None;
-        self.table.filter.clear();
-        self.table.selected = 0;
-        self.table.selected_pid = None;
-        self.table.following = false;
+        self.table.reset();
         self.gpu_offset = 0;
         self.paused = false;
         self.colours.clear();
-        self.table.order.clear();
-        self.table.holder_rows.clear();
     }
 
     /// A new sample from the sampler. While paused, the screen keeps its snapshot.
@@ -446,10 +757,9 @@ impl App {
         self.history.record(&sample);
         self.usage.record(&sample);
         crate::model::accounting::say_once(&mut self.notice, &mut self.accounting_note, &sample);
-        self.table.holder_rows = holder_rows(&sample);
+        self.table.take(&sample);
         self.sample = Some(sample);
         self.assign_colours();
-        self.follow_selection();
         self.update_details();
         self.track_processes();
         Action::Redraw
@@ -598,65 +908,7 @@ impl App {
     /// Processes across GPUs, filtered and sorted (drawing uses [`App::row`]).
     #[cfg(test)]
     pub fn rows(&self) -> Vec<Row<'_>> {
-        let Some(s) = &self.sample else {
-            return Vec::new();
-        };
-        self.table
-            .order
-            .iter()
-            .filter_map(|&(d, p)| self.row_at(s, d, p))
-            .collect()
-    }
-
-    fn reorder(&mut self) {
-        let Some(s) = &self.sample else {
-            self.table.order.clear();
-            return;
-        };
-        let needle = self.table.filter.to_lowercase();
-        let extra = |di: usize| self.table.holder_rows.get(di).map_or(0, Vec::len);
-        let mut keyed: Vec<((usize, usize), u32, &Process)> = s
-            .devices
-            .iter()
-            .enumerate()
-            .flat_map(|(di, d)| (0..d.processes.len() + extra(di)).map(move |pi| (di, pi)))
-            .filter_map(|(di, pi)| {
-                let r = self.row_at(s, di, pi)?;
-                (needle.is_empty() || matches_filter(&r, &needle)).then_some((
-                    (di, pi),
-                    r.gpu,
-                    r.process,
-                ))
-            })
-            .collect();
-        let key = self.table.sort;
-        let descending = self.table.descending;
-        keyed.sort_by(|&(_, ga, pa), &(_, gb, pb)| {
-            let ord = match key {
-                SortKey::Pid => pa.pid.cmp(&pb.pid),
-                SortKey::User => pa.user.cmp(&pb.user),
-                SortKey::Owner => pa.owner_label().cmp(&pb.owner_label()),
-                SortKey::Gpu => ga.cmp(&gb),
-                SortKey::Type => pa.kind.letter().cmp(pb.kind.letter()),
-                SortKey::Sm => pa.sm_percent.cmp(&pb.sm_percent),
-                SortKey::MemBw => pa.mem_bw_percent.cmp(&pb.mem_bw_percent),
-                SortKey::GpuMem => pa.gpu_memory_bytes.cmp(&pb.gpu_memory_bytes),
-                SortKey::Peak => pa.peak_bytes.cmp(&pb.peak_bytes),
-                SortKey::Limit => limit_of(pa).cmp(&limit_of(pb)),
-                SortKey::Cpu => pa
-                    .cpu_percent
-                    .partial_cmp(&pb.cpu_percent)
-                    .unwrap_or(std::cmp::Ordering::Equal),
-                SortKey::HostMem => pa.host_memory_bytes.cmp(&pb.host_memory_bytes),
-                // Older processes have earlier start times: longest running first when descending.
-                SortKey::Time => pb.start_time.cmp(&pa.start_time),
-                SortKey::Command => pa.command.cmp(&pb.command),
-            };
-            let ord = if descending { ord.reverse() } else { ord };
-            ord.then(ga.cmp(&gb)).then(pa.pid.cmp(&pb.pid))
-        });
-        let order = keyed.into_iter().map(|(at, ..)| at).collect();
-        self.table.order = order;
+        (0..self.row_count()).filter_map(|i| self.row(i)).collect()
     }
 
     /// The pids whose host facts must be fresh every second: the rows on screen, or every pid
@@ -683,127 +935,21 @@ impl App {
 
     /// Row `i` of the table, without building the whole list.
     pub fn row(&self, i: usize) -> Option<Row<'_>> {
-        let s = self.sample.as_ref()?;
-        let &(d, p) = self.table.order.get(i)?;
-        self.row_at(s, d, p)
-    }
-
-    /// The row of process position `p` on device position `d`: a listed process, or past
-    /// the list one of the holders NVML does not list.
-    fn row_at<'a>(&'a self, s: &'a Sample, d: usize, p: usize) -> Option<Row<'a>> {
-        let dev = s.devices.get(d)?;
-        let process = match dev.processes.get(p) {
-            Some(p) => p,
-            None => self
-                .table
-                .holder_rows
-                .get(d)?
-                .get(p.checked_sub(dev.processes.len())?)?,
-        };
-        Some(Row {
-            gpu: dev.index,
-            process,
-            stale: dev.stale(),
-            holder: dev
-                .holders
-                .iter()
-                .find(|h| h.pid == Some(process.pid))
-                .map(|h| h.reason),
-        })
+        self.table.row(self.sample.as_deref(), i)
     }
 
     /// How many rows the table has.
     pub fn row_count(&self) -> usize {
-        self.table.order.len()
+        self.table.row_count()
     }
 
     pub fn selected_row(&self) -> Option<Row<'_>> {
         self.row(self.table.selected)
     }
 
-    fn follow_selection(&mut self) {
-        self.reorder();
-        if !self.table.following {
-            self.table.selected = 0;
-            self.remember_selection();
-            return;
-        }
-        let index = self.table.selected_pid.and_then(|(gpu, pid)| {
-            (0..self.row_count()).find(|&i| {
-                self.row(i)
-                    .is_some_and(|r| r.gpu == gpu && r.process.pid == pid)
-            })
-        });
-        let len = self.row_count();
-        self.table.selected = match index {
-            Some(i) => i,
-            None => self.table.selected.min(len.saturating_sub(1)),
-        };
-        self.remember_selection();
-    }
-
-    fn remember_selection(&mut self) {
-        self.table.selected_pid = self.selected_row().map(|r| (r.gpu, r.process.pid));
-    }
-
-    fn move_selection(&mut self, delta: isize) -> Action {
-        let len = self.row_count();
-        if len == 0 {
-            return Action::None;
-        }
-        let next = (self.table.selected as isize + delta).clamp(0, len as isize - 1) as usize;
-        self.table.selected = next;
-        self.table.following = true;
-        self.remember_selection();
-        Action::Redraw
-    }
-
-    /// Back to the top of the sort, which the view shows until the user moves again.
-    fn go_to_top(&mut self) -> Action {
-        self.table.following = false;
-        self.table.selected = 0;
-        self.remember_selection();
-        Action::Redraw
-    }
-
-    /// Sorts by `key`; choosing the current key again reverses the order.
+    /// Sorts the table by `key`; choosing the current key again reverses the order.
     pub fn sort_by(&mut self, key: SortKey) -> Action {
-        if self.table.sort == key {
-            self.table.descending = !self.table.descending;
-        } else {
-            self.table.sort = key;
-            // Numbers and times read best largest first; names alphabetically.
-            self.table.descending = !matches!(
-                key,
-                SortKey::User | SortKey::Command | SortKey::Type | SortKey::Owner
-            );
-        }
-        self.follow_selection();
-        Action::Redraw
-    }
-
-    /// The next (or, with `by = len - 1`, previous) sort column.
-    fn step_sort(&mut self, by: usize) -> Action {
-        let n = SortKey::ALL.len();
-        let i = SortKey::ALL
-            .iter()
-            .position(|k| *k == self.table.sort)
-            .unwrap_or(0);
-        // PEAK and LIMIT are columns only where some GPU's accounting is on, where some
-        // process has a limit.
-        let mut j = i;
-        for _ in 0..n {
-            j = (j + by) % n;
-            let k = SortKey::ALL[j];
-            if !matches!(k, SortKey::Peak | SortKey::Limit)
-                || self.sample.as_ref().is_some_and(|s| k.shown(s))
-            {
-                break;
-            }
-        }
-        self.table.sort = SortKey::ALL[j];
-        self.follow_selection();
-        Action::Redraw
+        self.table.sort_by(self.sample.as_deref(), key)
     }
 
     fn step_interval(&mut self, up: bool) -> Action {
@@ -868,11 +1014,7 @@ impl App {
                 Action::Redraw
             }
             Mode::Filter => {
-                self.table
-                    .filter
-                    .push_str(text.lines().next().unwrap_or(""));
-                self.table.selected = 0;
-                self.reorder();
+                self.table.paste_filter(self.sample.as_deref(), text);
                 Action::Redraw
             }
             // A paste on the main screen is almost always an OOM message: open the panel.
@@ -929,22 +1071,8 @@ impl App {
                 Action::Redraw
             }
             Mode::Filter => {
-                match key.code {
-                    KeyCode::Esc => {
-                        self.table.filter.clear();
-                        self.mode = Mode::Normal;
-                    }
-                    KeyCode::Enter => self.mode = Mode::Normal,
-                    KeyCode::Backspace => {
-                        self.table.filter.pop();
-                    }
-                    KeyCode::Char(c) if !ctrl => self.table.filter.push(c),
-                    _ => return Action::None,
-                }
-                self.table.selected = 0;
-                self.reorder();
-                self.remember_selection();
-                Action::Redraw
+                let typed = self.table.on_filter_key(self.sample.as_deref(), key);
+                self.typed(typed)
             }
             Mode::Oom => {
                 let typed = self.oom.on_key(key);
@@ -1038,11 +1166,8 @@ impl App {
                 let Some(row) = self.user_rows().into_iter().nth(self.users.selected) else {
                     return Action::None;
                 };
-                self.table.filter = row.key;
-                self.table.selected = 0;
+                self.table.filter_to(self.sample.as_deref(), row.key);
                 self.mode = Mode::Normal;
-                self.reorder();
-                self.remember_selection();
             }
             KeyCode::Char('?') | KeyCode::F(1) => {
                 self.mode = Mode::Help;
@@ -1200,16 +1325,6 @@ impl App {
         }
         match key.code {
             KeyCode::Char('q') | KeyCode::F(10) => Action::Quit,
-            // Esc closes what is open (handled above), clears an active filter, else the
-            // selection; it never quits, so a stray Esc cannot end the session.
-            KeyCode::Esc if !self.table.filter.is_empty() => {
-                self.table.filter = String::new();
-                self.table.selected = 0;
-                self.reorder();
-                self.remember_selection();
-                Action::Redraw
-            }
-            KeyCode::Esc => self.go_to_top(),
             KeyCode::Char('?') | KeyCode::F(1) => {
                 self.mode = Mode::Help;
                 self.help_scroll = 0;
@@ -1247,37 +1362,8 @@ impl App {
                 self.mode = Mode::Estimate;
                 Action::Redraw
             }
-            KeyCode::Char('s') | KeyCode::Char('>') | KeyCode::Char('.') => self.step_sort(1),
-            KeyCode::Char('<') | KeyCode::Char(',') => self.step_sort(SortKey::ALL.len() - 1),
-            KeyCode::Right => {
-                self.table.command_offset = self.table.command_offset.saturating_add(8).min(4096);
-                Action::Redraw
-            }
-            KeyCode::Left => {
-                self.table.command_offset = self.table.command_offset.saturating_sub(8);
-                Action::Redraw
-            }
-            KeyCode::Char('S') | KeyCode::Char('r') => {
-                self.table.descending = !self.table.descending;
-                self.follow_selection();
-                Action::Redraw
-            }
-            // The n-th column on screen.
-            KeyCode::Char(c @ '1'..='9') => {
-                let n = (c as u8 - b'1') as usize;
-                match self.table.columns.get(n).map(|c| c.0) {
-                    Some(key) => self.sort_by(key),
-                    None => Action::None,
-                }
-            }
-            KeyCode::Down | KeyCode::Char('j') => self.move_selection(1),
-            KeyCode::Up => self.move_selection(-1),
             KeyCode::Char('k') | KeyCode::F(9) => self.open_signal(),
             KeyCode::Enter => self.open_details(),
-            KeyCode::PageDown => self.move_selection(10),
-            KeyCode::PageUp => self.move_selection(-10),
-            KeyCode::Home | KeyCode::Char('g') => self.go_to_top(),
-            KeyCode::End | KeyCode::Char('G') => self.move_selection(isize::MAX / 2),
             KeyCode::Char(']') => {
                 let n = self.sample.as_ref().map_or(0, |s| s.devices.len());
                 self.gpu_offset = (self.gpu_offset + 1).min(n.saturating_sub(1));
@@ -1287,7 +1373,8 @@ impl App {
                 self.gpu_offset = self.gpu_offset.saturating_sub(1);
                 Action::Redraw
             }
-            _ => Action::None,
+            // The rest are the process table's (its sort, selection, scroll, and Esc).
+            _ => self.table.on_key(self.sample.as_deref(), key),
         }
     }
 
@@ -1296,42 +1383,7 @@ impl App {
         if self.mode != Mode::Normal {
             return Action::None;
         }
-        match m.kind {
-            MouseEventKind::ScrollDown => self.move_selection(1),
-            MouseEventKind::ScrollUp => self.move_selection(-1),
-            MouseEventKind::Down(MouseButton::Left) => {
-                let r = self.table.area;
-                // A click on a column title sorts by that column.
-                if r.y > 0 && m.row == r.y - 1 {
-                    let hit = self
-                        .table
-                        .columns
-                        .iter()
-                        .find(|(_, x, w)| m.column >= *x && m.column < x.saturating_add(*w))
-                        .map(|c| c.0);
-                    return match hit {
-                        Some(key) => self.sort_by(key),
-                        None => Action::None,
-                    };
-                }
-                let inside = m.column >= r.x
-                    && m.column < r.x + r.width
-                    && m.row >= r.y
-                    && m.row < r.y + r.height;
-                if !inside {
-                    return Action::None;
-                }
-                let index = self.table.first + (m.row - r.y) as usize;
-                if index < self.row_count() {
-                    self.table.selected = index;
-                    self.table.following = true;
-                    self.remember_selection();
-                    return Action::Redraw;
-                }
-                Action::None
-            }
-            _ => Action::None,
-        }
+        self.table.on_mouse(self.sample.as_deref(), m)
     }
 }
 

@@ -243,8 +243,8 @@ mod tests {
 
     use super::*;
     use crate::feed::replay::{Command, Playback};
-    use crate::model::{Device, Memory, Sample};
-    use crate::tui::app::Mode;
+    use crate::model::{Device, Memory, Process, ProcessKind, Sample};
+    use crate::tui::app::{Mode, SortKey};
 
     const GIB: u64 = 1 << 30;
 
@@ -462,5 +462,212 @@ mod tests {
             "the panel holds other flags"
         );
         assert!(app.estimate.inputs.is_none());
+    }
+
+    /// GPU 0: pids 10 (ana, 30 GiB) and 11 (bob, 10 GiB); GPU 1: pids 20 (bob, 20 GiB) and
+    /// 21 (cy, 5 GiB).
+    fn four_processes() -> Event {
+        let mut devices: Vec<Device> = (0..2)
+            .map(|i| Device {
+                index: i,
+                ..Device::default()
+            })
+            .collect();
+        for (gpu, pid, gib, user) in [
+            (0, 10, 30, "ana"),
+            (0, 11, 10, "bob"),
+            (1, 20, 20, "bob"),
+            (1, 21, 5, "cy"),
+        ] {
+            let mut p = Process::from_nvml(pid, ProcessKind::Compute, Some(gib * GIB));
+            p.user = Some(user.into());
+            p.command = Some(format!("python job{pid}.py"));
+            devices[gpu].processes.push(p);
+        }
+        live(
+            Arc::new(Sample {
+                devices,
+                ..(*sample(0, 0)).clone()
+            }),
+            Vec::new(),
+        )
+    }
+
+    /// The table's rows, top first, by pid.
+    fn pids(app: &App) -> Vec<u32> {
+        (0..app.row_count())
+            .filter_map(|i| app.row(i))
+            .map(|r| r.process.pid)
+            .collect()
+    }
+
+    fn selected(app: &App) -> Option<u32> {
+        app.selected_row().map(|r| r.process.pid)
+    }
+
+    #[test]
+    fn the_tables_keys_sort_it() {
+        let mut app = app();
+        step(&mut app, four_processes());
+        assert_eq!(pids(&app), [10, 20, 11, 21], "GPU memory, largest first");
+        assert_eq!(step(&mut app, key(KeyCode::Char('S'))), Action::Redraw);
+        assert_eq!(pids(&app), [21, 11, 20, 10], "S reverses");
+        step(&mut app, key(KeyCode::Char('r')));
+        assert_eq!(pids(&app), [10, 20, 11, 21], "and r");
+        // `s` steps to the next column shown: no GPU has accounting on and no process a
+        // limit, so PEAK and LIMIT are skipped.
+        assert_eq!(step(&mut app, key(KeyCode::Char('s'))), Action::Redraw);
+        assert_eq!(app.table.sort, SortKey::Sm);
+        step(&mut app, key(KeyCode::Char('<')));
+        assert_eq!(app.table.sort, SortKey::GpuMem, "< steps back");
+        step(&mut app, key(KeyCode::Char('>')));
+        assert_eq!(app.table.sort, SortKey::Sm, "> as s");
+        // A number sorts by that column on screen; again, it reverses.
+        app.table.columns = vec![(SortKey::Pid, 0, 6), (SortKey::User, 7, 8)];
+        step(&mut app, key(KeyCode::Char('1')));
+        assert_eq!(pids(&app), [21, 20, 11, 10], "PID, largest first");
+        step(&mut app, key(KeyCode::Char('1')));
+        assert_eq!(pids(&app), [10, 11, 20, 21]);
+        step(&mut app, key(KeyCode::Char('2')));
+        assert_eq!(app.table.sort, SortKey::User);
+        assert!(!app.table.descending, "names A to Z");
+        assert_eq!(
+            step(&mut app, key(KeyCode::Char('9'))),
+            Action::None,
+            "no ninth column on screen"
+        );
+    }
+
+    #[test]
+    fn the_tables_keys_move_the_selection_and_esc_goes_back_to_the_top() {
+        let mut app = app();
+        step(&mut app, four_processes());
+        assert_eq!(selected(&app), Some(10));
+        assert_eq!(step(&mut app, key(KeyCode::Down)), Action::Redraw);
+        assert_eq!(selected(&app), Some(20));
+        assert!(app.table.following, "a row chosen is followed");
+        step(&mut app, key(KeyCode::Char('j')));
+        assert_eq!(selected(&app), Some(11));
+        step(&mut app, key(KeyCode::Up));
+        assert_eq!(selected(&app), Some(20));
+        step(&mut app, key(KeyCode::End));
+        assert_eq!(selected(&app), Some(21));
+        step(&mut app, key(KeyCode::Home));
+        assert_eq!(selected(&app), Some(10));
+        assert!(!app.table.following, "the top of the sort again");
+        step(&mut app, key(KeyCode::PageDown));
+        assert_eq!(selected(&app), Some(21), "a page, within the rows");
+        step(&mut app, key(KeyCode::Char('g')));
+        assert_eq!(selected(&app), Some(10));
+        step(&mut app, key(KeyCode::Char('G')));
+        assert_eq!(selected(&app), Some(21));
+        step(&mut app, key(KeyCode::PageUp));
+        assert_eq!(selected(&app), Some(10));
+        step(&mut app, key(KeyCode::Down));
+        assert_eq!(step(&mut app, key(KeyCode::Esc)), Action::Redraw);
+        assert_eq!(selected(&app), Some(10), "Esc: back to the top");
+        assert_eq!(app.mode, Mode::Normal);
+        // ← → scroll the COMMAND column.
+        step(&mut app, key(KeyCode::Right));
+        assert_eq!(app.table.command_offset, 8);
+        step(&mut app, key(KeyCode::Left));
+        assert_eq!(app.table.command_offset, 0);
+    }
+
+    #[test]
+    fn the_filter_is_typed_after_a_slash_and_esc_clears_it() {
+        let mut app = app();
+        step(&mut app, four_processes());
+        step(&mut app, key(KeyCode::Char('/')));
+        assert_eq!(app.mode, Mode::Filter);
+        for c in "bob".chars() {
+            assert_eq!(step(&mut app, key(KeyCode::Char(c))), Action::Redraw);
+        }
+        assert_eq!(pids(&app), [20, 11]);
+        // While typing, the main screen's keys are letters of the filter.
+        assert_eq!(step(&mut app, key(KeyCode::Char('q'))), Action::Redraw);
+        assert_eq!(app.table.filter, "bobq");
+        assert!(pids(&app).is_empty());
+        step(&mut app, key(KeyCode::Backspace));
+        assert_eq!(pids(&app), [20, 11]);
+        assert_eq!(step(&mut app, key(KeyCode::F(5))), Action::None);
+        step(&mut app, key(KeyCode::Enter));
+        assert_eq!(app.mode, Mode::Normal);
+        assert_eq!(app.table.filter, "bob", "Enter keeps it");
+        // On the main screen, Esc clears it before anything else.
+        step(&mut app, key(KeyCode::Down));
+        assert_eq!(selected(&app), Some(11));
+        step(&mut app, key(KeyCode::Esc));
+        assert_eq!(app.table.filter, "");
+        assert_eq!(pids(&app), [10, 20, 11, 21]);
+        // A paste while typing: its first line; Esc there clears it and closes.
+        step(&mut app, key(KeyCode::Char('/')));
+        step(&mut app, Event::Input(Term::Paste("gpu1\nana".into())));
+        assert_eq!(pids(&app), [20, 21]);
+        step(&mut app, key(KeyCode::Esc));
+        assert_eq!((app.mode, app.table.filter.as_str()), (Mode::Normal, ""));
+        assert_eq!(pids(&app).len(), 4);
+    }
+
+    /// The table's keys reach it from the main screen only: the help, the per-user view and
+    /// a replay's cursor keep theirs.
+    #[test]
+    fn the_tables_keys_go_to_it_only_from_the_main_screen() {
+        let mut app = app();
+        step(&mut app, four_processes());
+        step(&mut app, key(KeyCode::Char('?')));
+        step(&mut app, key(KeyCode::Char('j')));
+        assert_eq!((app.mode, app.help_scroll), (Mode::Help, 1));
+        assert_eq!(selected(&app), Some(10), "j scrolled the help");
+        step(&mut app, key(KeyCode::Esc));
+        step(&mut app, key(KeyCode::Tab));
+        assert_eq!(app.mode, Mode::Users);
+        let users_sort = app.users.sort;
+        step(&mut app, key(KeyCode::Char('s')));
+        assert_ne!(app.users.sort, users_sort);
+        assert_eq!(
+            app.table.sort,
+            SortKey::GpuMem,
+            "s sorted the users, not the table"
+        );
+        step(&mut app, key(KeyCode::Esc));
+        app.replay = Some(crate::tui::app::ReplayView::new("run.gpumon"));
+        assert_eq!(
+            step(&mut app, key(KeyCode::Right)),
+            Action::Replay(Command::Step(1))
+        );
+        assert_eq!(
+            app.table.command_offset, 0,
+            "→ moved the recording's cursor"
+        );
+        assert_eq!(step(&mut app, key(KeyCode::Down)), Action::Redraw);
+        assert_eq!(selected(&app), Some(20), "↓ is the table's in a replay too");
+    }
+
+    #[test]
+    fn the_mouse_selects_a_row_and_sorts_by_a_title() {
+        use crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
+        let mut app = app();
+        step(&mut app, four_processes());
+        app.table.area = ratatui::layout::Rect::new(0, 5, 80, 10);
+        app.table.columns = vec![(SortKey::Pid, 0, 6), (SortKey::User, 7, 8)];
+        let at = |kind, column, row| {
+            Event::Input(Term::Mouse(MouseEvent {
+                kind,
+                column,
+                row,
+                modifiers: KeyModifiers::NONE,
+            }))
+        };
+        let click = MouseEventKind::Down(MouseButton::Left);
+        assert_eq!(step(&mut app, at(click, 3, 7)), Action::Redraw);
+        assert_eq!(selected(&app), Some(11));
+        step(&mut app, at(MouseEventKind::ScrollDown, 3, 7));
+        assert_eq!(selected(&app), Some(21));
+        assert_eq!(step(&mut app, at(click, 8, 4)), Action::Redraw);
+        assert_eq!(app.table.sort, SortKey::User, "a click on USER's title");
+        // Under an overlay, the table takes no click.
+        step(&mut app, key(KeyCode::Char('?')));
+        assert_eq!(step(&mut app, at(click, 3, 5)), Action::None);
     }
 }

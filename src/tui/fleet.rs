@@ -11,8 +11,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
 use super::theme;
-use crate::collect::remote::Endpoint;
 use crate::feed::fleet::Nodes;
+use crate::feed::remote::Endpoint;
 use crate::model::fleet::{Filter, GpuState, GpuSummary, NodeSummary, RowRef, SortBy};
 use crate::units::fmt_bytes;
 

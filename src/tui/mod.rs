@@ -144,15 +144,19 @@ where
     }
 }
 
-/// Settings for tests: `interval` and `history`, idle after 10 minutes, the real estimate
-/// parser.
+/// Settings for tests: `interval` and `history`, idle after 10 minutes, and the estimate
+/// model's own flags parser (`key=value` words over a 7B shape): the command line's, which the
+/// dashboard command hands over, is the command line's to test, and `tui` names no CLI.
 #[cfg(test)]
 pub(crate) fn test_settings(interval: Duration, history: Duration) -> Settings {
     Settings {
         interval,
         history,
         idle_after: Duration::from_secs(600),
-        estimate: crate::tracer::panel_estimate,
+        estimate: |line| {
+            crate::estimate::testing::flags(line)
+                .map(|(s, d, r)| crate::estimate::Estimated::Formula(s, d, r))
+        },
     }
 }
 

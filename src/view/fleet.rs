@@ -6,9 +6,7 @@ use std::time::SystemTime;
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 
-use crate::collect::prometheus::PromNode;
-use crate::collect::remote::Node;
-use crate::model::fleet::GpuState;
+use crate::model::fleet::{GpuState, NodeReading, PromNode};
 use crate::text::Paint;
 use crate::units::fmt_bytes;
 
@@ -18,20 +16,17 @@ pub const SCHEMA_VERSION: u32 = 1;
 /// The fleet as `once --remote --json` prints it.
 pub struct FleetJson<'a> {
     pub timestamp: SystemTime,
-    pub nodes: &'a [Node],
+    pub nodes: &'a [NodeReading],
 }
 
-struct NodeJson<'a>(&'a Node);
+struct NodeJson<'a>(&'a NodeReading);
 
 impl Serialize for NodeJson<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let n = self.0;
         let mut m = s.serialize_struct("Node", 6)?;
-        m.serialize_field("name", &n.endpoint.name)?;
-        m.serialize_field(
-            "endpoint",
-            &format!("{}:{}", n.endpoint.host, n.endpoint.port),
-        )?;
+        m.serialize_field("name", &n.name)?;
+        m.serialize_field("endpoint", &n.address)?;
         m.serialize_field("error", &n.error)?;
         m.serialize_field("took_ms", &(n.took.as_millis() as u64))?;
         m.serialize_field("sample", &n.sample.as_ref().map(super::once::to_json))?;
@@ -68,7 +63,7 @@ impl Serialize for FleetJson<'_> {
 
 /// The fleet as text: a line of totals, then each node's `once` report under its name, or its
 /// error.
-pub fn render(nodes: &[Node], paint: Paint, width: usize) -> String {
+pub fn render(nodes: &[NodeReading], paint: Paint, width: usize) -> String {
     let mut out = String::new();
     let (mut gpus, mut used, mut total, mut unread) = (0usize, 0u64, 0u64, 0usize);
     for n in nodes {
@@ -106,10 +101,9 @@ pub fn render(nodes: &[Node], paint: Paint, width: usize) -> String {
             out,
             "\n{}",
             paint.bold(&format!(
-                "── {} ({}:{}) ──",
-                crate::text::escape(&n.endpoint.name),
-                n.endpoint.host,
-                n.endpoint.port
+                "── {} ({}) ──",
+                crate::text::escape(&n.name),
+                n.address
             ))
         );
         match (&n.sample, &n.error) {
@@ -242,15 +236,4 @@ pub fn render_summaries(nodes: &[PromNode], paint: Paint) -> String {
         }
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn the_fleet_reads_the_schema_once_writes() {
-        assert_eq!(
-            crate::collect::remote::SCHEMA,
-            u64::from(super::super::once::SCHEMA_VERSION)
-        );
-    }
 }

@@ -108,6 +108,6 @@ pub fn dashboard_settings(
         interval,
         history,
         idle_after: std::time::Duration::from_secs(600),
-        estimate: gpumon::tracer::panel_estimate,
+        estimate: gpumon::cli::panel_estimate,
     }
 }

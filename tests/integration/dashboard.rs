@@ -1005,9 +1005,9 @@ fn snapshot_estimate_panel_against_the_selected_gpu() {
         .take_estimate_request()
         .expect("a request for the files");
     assert!(app.take_estimate_request().is_none());
-    let result = gpumon::tracer::panel_estimate(&flags);
+    let result = gpumon::cli::panel_estimate(&flags);
     // A result for other flags (typed on since) is dropped.
-    let _ = app.on_estimate("--params 1B", gpumon::tracer::panel_estimate("--params 1B"));
+    let _ = app.on_estimate("--params 1B", gpumon::cli::panel_estimate("--params 1B"));
     assert!(app.estimate.reading);
     let _ = app.on_estimate(&flags, result);
     terminal
@@ -1033,7 +1033,7 @@ fn snapshot_estimate_panel_against_the_selected_gpu() {
     // A typo says what is wrong instead of a report.
     app.on_paste(" --batchh 2");
     let flags = app.take_estimate_request().expect("a request");
-    let result = gpumon::tracer::panel_estimate(&flags);
+    let result = gpumon::cli::panel_estimate(&flags);
     let _ = app.on_estimate(&flags, result);
     terminal
         .draw(|f| gpumon::tui::ui::draw(f, &mut app))

@@ -453,7 +453,7 @@ fn the_estimate_panel_traces_a_model() {
         spec("small_mlp"),
         py.display()
     );
-    let estimated = gpumon::tracer::panel_estimate(&line).expect("traced");
+    let estimated = gpumon::cli::panel_estimate(&line).expect("traced");
     assert!(matches!(estimated, gpumon::estimate::Estimated::Traced(_)));
     let gpu = gpumon::estimate::GpuFree {
         index: 0,
@@ -465,7 +465,7 @@ fn the_estimate_panel_traces_a_model() {
     let text = gpumon::view::estimate::render(&estimated.report(Ok(vec![gpu])));
     assert!(text.contains("traced on fake tensors"), "{text}");
     assert!(text.contains("[0] GPU") && text.contains("fits"), "{text}");
-    let e = gpumon::tracer::panel_estimate(&format!(
+    let e = gpumon::cli::panel_estimate(&format!(
         "--torch {} --python {}",
         spec("small_mlp"),
         py.display()

@@ -312,7 +312,7 @@ impl NvmlDevice {
             .map(|mw| mw as f64 / 1000.0);
         out.fan_percent = field(dev.fan_speed(0), "fan", &mut errors);
         out.health = self.health(nvml, &dev);
-        out.container_limit = crate::collect::unified::nvml_limit(&dev);
+        out.container_limit = super::nvml_limits::own_limit(&dev);
         if self.mig_on(&dev) {
             out.mig = read_mig(nvml, &dev);
             // An unprivileged caller (in a container) may not read a MIG GPU's aggregates:

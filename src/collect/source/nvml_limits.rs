@@ -57,6 +57,18 @@ pub fn available() -> bool {
     SYMBOL.get().copied().flatten().is_some()
 }
 
+/// This container's limit on a GPU as NVML R615 reads it, for gpumon's own cgroup
+/// ([`crate::collect::unified::own_cgroup`]), called by the NVML reader on its own thread;
+/// `None` where the driver lacks the call or sets no limit. A `dmem` limit read by
+/// [`crate::collect::unified::Watch`] replaces it.
+pub fn own_limit(device: &nvml_wrapper::Device) -> Option<GpuLimit> {
+    if !available() {
+        return None;
+    }
+    let (path, dir) = crate::collect::unified::own_cgroup()?;
+    read(device, dir, path)
+}
+
 /// The limit of the cgroup at `cgroup_dir` (a full path under `/sys/fs/cgroup`), named
 /// `cgroup` in the result, on the GPU `device`. `None` where the driver lacks the call, sets
 /// no limit for that cgroup (NOT_SUPPORTED, NOT_FOUND) or answers anything else.

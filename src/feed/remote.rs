@@ -1,4 +1,5 @@
-//! Other nodes' samples, read from their `gpumon serve` (`/api/v1/sample`): the fleet's source.
+//! Other nodes' samples, read from their `gpumon serve` (`/api/v1/sample`): the fleet's source,
+//! and the HTTP client the Prometheus reader ([`super::prometheus`]) reads through too.
 //!
 //! Every node is asked at once (at most [`CONCURRENCY`] at a time), each within its own
 //! deadline, so a slow or dead node is marked with why and never delays the others, the same
@@ -16,7 +17,7 @@ use hyper::{Request, StatusCode};
 use hyper_util::rt::TokioIo;
 use serde::Serialize;
 
-use crate::model::fleet::{NodeSummary, SUMMARY_VERSION};
+use crate::model::fleet::{NodeReading, NodeSummary, SUMMARY_VERSION};
 use crate::model::Sample;
 
 /// Requests in flight at once.
@@ -31,7 +32,7 @@ const MAX_PASSWORD: u64 = 64 << 10;
 /// How long a node may take when no `--timeout` is given.
 pub const DEADLINE: Duration = Duration::from_secs(2);
 /// The `once --json` schema version this gpumon reads (`view::once::SCHEMA_VERSION`, which a
-/// test there checks against this).
+/// test here checks against this).
 pub const SCHEMA: u64 = 1;
 
 /// One node to read.
@@ -247,20 +248,13 @@ impl Client {
     }
 }
 
-/// One node as read.
-#[derive(Debug, Clone)]
-pub struct Node {
-    pub endpoint: Endpoint,
-    pub sample: Option<Sample>,
-    /// Why it could not be read.
-    pub error: Option<String>,
-    /// How long the answer (or the failure) took.
-    pub took: Duration,
-}
-
 /// Reads every endpoint's sample, each within `deadline`, at most [`CONCURRENCY`] at once;
 /// the nodes in the order given.
-pub async fn fetch_all(endpoints: &[Endpoint], client: &Client, deadline: Duration) -> Vec<Node> {
+pub async fn fetch_all(
+    endpoints: &[Endpoint],
+    client: &Client,
+    deadline: Duration,
+) -> Vec<NodeReading> {
     each(endpoints, client, deadline, None, |ep, client| async move {
         fetch(&ep, &client).await
     })
@@ -272,8 +266,9 @@ pub async fn fetch_all(endpoints: &[Endpoint], client: &Client, deadline: Durati
             Ok(s) => (Some(s), None),
             Err(e) => (None, Some(e)),
         };
-        Node {
-            endpoint: ep.clone(),
+        NodeReading {
+            name: ep.name.clone(),
+            address: format!("{}:{}", ep.host, ep.port),
             sample,
             error,
             took,
@@ -416,7 +411,7 @@ pub fn read_nodes(
     file: Option<&Path>,
     config: Option<&Path>,
     deadline: Duration,
-) -> Result<Vec<Node>, String> {
+) -> Result<Vec<NodeReading>, String> {
     let (endpoints, client) = endpoints(list, file, config)?;
     block_on(fetch_all(&endpoints, &client, deadline))
 }
@@ -655,6 +650,12 @@ mod tests {
             .contains("newer gpumon"));
     }
 
+    /// The reader reads the schema `once --json` and `serve` write.
+    #[test]
+    fn the_fleet_reads_the_schema_once_writes() {
+        assert_eq!(SCHEMA, u64::from(crate::view::once::SCHEMA_VERSION));
+    }
+
     /// S10: an endpoint's credentials never appear in a message, parse errors included.
     #[test]
     fn credentials_are_never_quoted() {
@@ -670,12 +671,6 @@ mod tests {
         }
         let e = Endpoint::parse_file("n1 bob:HUNTER2@127.0.0.1\n").expect_err("no port");
         assert!(!e.contains("HUNTER2") && e.contains("line 1"), "{e}");
-        let Err(e) =
-            crate::collect::prometheus::Source::parse("http://alice:S3CRET@127.0.0.1", None)
-        else {
-            panic!("no port, yet parsed");
-        };
-        assert!(!e.contains("S3CRET"), "{e}");
         assert_eq!(redact("http://u:p@h:1/x"), "http://…@h:1/x");
         assert_eq!(redact("h:1"), "h:1");
     }

@@ -17,7 +17,7 @@ use serde::Deserialize;
 use super::remote::{answer, request, Client, Endpoint};
 use crate::metric_names::{dcgm, ours, UP};
 use crate::model::admit::unix_time;
-use crate::model::fleet::{GpuState, GpuSummary, NodeSummary, TopUser, SUMMARY_VERSION};
+use crate::model::fleet::{GpuState, GpuSummary, NodeSummary, PromNode, TopUser, SUMMARY_VERSION};
 use crate::model::owner::{Owner, OwnerKind};
 use crate::model::{
     AllocatorStats, Device, Memory, MigDevice, Process, ProcessKind, Sample, Utilization,
@@ -387,10 +387,6 @@ struct Node {
     gpus: BTreeMap<(u32, Option<u32>), Gpu>,
     users: BTreeMap<String, f64>,
 }
-
-/// A node as a Prometheus has it: its name (the `Hostname` label where dcgm-exporter gives
-/// one, else the target), its scrape target (`instance`), why it is down, and its summary.
-pub type PromNode = (String, String, Option<String>, NodeSummary);
 
 /// An instant query's answer, grouped by scrape target (`instance`).
 pub fn nodes(body: &[u8]) -> Result<Vec<PromNode>, String> {
@@ -1098,6 +1094,15 @@ mod tests {
         assert!(s
             .selector(NODE_NAMES, Some(r#"a"b\c:1"#))
             .contains(r#"instance="a\"b\\c:1",job="gpu""#));
+    }
+
+    /// S10: the credentials in a Prometheus's URL never appear in a message.
+    #[test]
+    fn credentials_are_never_quoted() {
+        let Err(e) = Source::parse("http://alice:S3CRET@127.0.0.1", None) else {
+            panic!("no port, yet parsed");
+        };
+        assert!(!e.contains("S3CRET"), "{e}");
     }
 
     #[test]
