@@ -626,19 +626,6 @@ pub fn container_of(cgroup: &str) -> Option<String> {
     super::owner::owner_of(cgroup).map(|o| o.container_label())
 }
 
-/// Whether the views should say that GPU processes are hidden: gpumon runs in a child PID
-/// namespace (a container), so NVML's host pids name nothing here and their user, command and
-/// host figures cannot be read.
-pub fn pids_hidden(sample: &crate::model::Sample) -> bool {
-    sample.source == "nvml"
-        && sample.devices.iter().any(|d| !d.processes.is_empty())
-        && in_child_pid_namespace()
-}
-
-/// What the headers say when [`pids_hidden`].
-pub const PIDS_HIDDEN: &str = "in a container: GPU processes' users and commands are not \
-visible (run with --pid=host to see them)";
-
 /// This machine's host name, for headers and records.
 pub fn hostname() -> Option<String> {
     static NAME: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();

@@ -68,6 +68,7 @@ impl SystemStats {
                 .all(|v| v.is_finite() && *v >= 0.0)
                 .then_some([load.one, load.five, load.fifteen]),
             uptime_s: (uptime > 0).then_some(uptime),
+            pids_hidden: super::host::in_child_pid_namespace(),
         }
     }
 }

@@ -560,6 +560,7 @@ pub(crate) fn full_sample(text: &dyn Fn(&str) -> String) -> Sample {
             swap_used_bytes: Some(0),
             load_average: Some([1.0, 1.0, 1.0]),
             uptime_s: Some(86_400),
+            pids_hidden: false,
         }),
     }
 }

@@ -62,9 +62,23 @@ pub struct HostStats {
     /// Runnable and waiting tasks averaged over 1, 5 and 15 minutes.
     pub load_average: Option<[f64; 3]>,
     pub uptime_s: Option<u64>,
+    /// gpumon read this host from a child PID namespace (a container without `--pid=host`):
+    /// the pids NVML names are the host's and name nothing in its `/proc`. Carried in the
+    /// sample (and written only when true) so a recording or a remote node's sample says what
+    /// was true where it was taken, not where it is viewed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pids_hidden: bool,
 }
 
 impl Sample {
+    /// Whether views should say that GPU processes' users and commands cannot be known here:
+    /// NVML lists processes, and the host they were read on could not see their pids.
+    pub fn pids_hidden(&self) -> bool {
+        self.source == "nvml"
+            && self.devices.iter().any(|d| !d.processes.is_empty())
+            && self.host.is_some_and(|h| h.pids_hidden)
+    }
+
     /// Every text in the sample that a process or the driver chose (commands, users, names,
     /// GPU names, errors that quote the driver), each visited mutably.
     fn texts_mut(&mut self, f: &mut impl FnMut(&mut String)) {
@@ -1088,6 +1102,49 @@ impl Device {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Processes hidden by a PID namespace are said from the sample's own flag (where it was
+    /// read), only for NVML's lists, and only where there are processes to hide.
+    #[test]
+    fn pids_hidden_is_the_samples_own_fact() {
+        let gpu = |procs: usize| Device {
+            processes: (0..procs)
+                .map(|i| Process::from_nvml(100 + i as u32, ProcessKind::Compute, Some(1 << 30)))
+                .collect(),
+            ..Device::default()
+        };
+        let sample = |source: SourceName, hidden: Option<bool>, procs: usize| Sample {
+            timestamp: SystemTime::UNIX_EPOCH,
+            hostname: None,
+            source,
+            driver_version: None,
+            cuda_version: None,
+            devices: vec![gpu(procs)],
+            error: None,
+            host: hidden.map(|pids_hidden| HostStats {
+                pids_hidden,
+                ..HostStats::default()
+            }),
+        };
+        assert!(sample("nvml", Some(true), 1).pids_hidden());
+        assert!(!sample("nvml", Some(false), 1).pids_hidden());
+        // The host not read: nothing is known, nothing is said.
+        assert!(!sample("nvml", None, 1).pids_hidden());
+        assert!(!sample("nvml", Some(true), 0).pids_hidden());
+        assert!(!sample("simulated", Some(true), 1).pids_hidden());
+        // Written only when true, read back as written; older samples lack it.
+        let json = serde_json::to_value(HostStats::default()).expect("json");
+        assert!(json.get("pids_hidden").is_none(), "{json}");
+        let back: HostStats = serde_json::from_value(
+            serde_json::to_value(HostStats {
+                pids_hidden: true,
+                ..HostStats::default()
+            })
+            .expect("json"),
+        )
+        .expect("read back");
+        assert!(back.pids_hidden);
+    }
 
     #[test]
     fn used_fraction_never_divides_by_zero() {

@@ -168,6 +168,10 @@ pub fn host_fields(h: &HostStats) -> Vec<(u8, String)> {
     vec![(1, cpu), (0, mem), (3, swap), (2, load), (4, up)]
 }
 
+/// What the views say when [`Sample::pids_hidden`](crate::model::Sample::pids_hidden).
+pub const PIDS_HIDDEN: &str = "in a container: GPU processes' users and commands are not \
+visible (run with --pid=host to see them)";
+
 /// [`host_fields`] joined by `sep`, the lowest-ranked dropped until the line fits `width`;
 /// `None` when not even one fits.
 pub fn host_line(h: &HostStats, width: usize, sep: &str) -> Option<String> {
@@ -229,12 +233,8 @@ pub fn render_width(sample: &Sample, paint: Paint, width: usize) -> String {
     if let Some(e) = &sample.error {
         let _ = writeln!(out, "{}", paint.red(&format!("error: {e}")));
     }
-    if crate::collect::host::pids_hidden(sample) {
-        let _ = writeln!(
-            out,
-            "{}",
-            paint.yellow(&fit(crate::collect::host::PIDS_HIDDEN, width))
-        );
+    if sample.pids_hidden() {
+        let _ = writeln!(out, "{}", paint.yellow(&fit(PIDS_HIDDEN, width)));
     }
     if sample.devices.is_empty() && sample.error.is_none() {
         let _ = writeln!(out, "no GPUs found");
@@ -717,6 +717,7 @@ mod tests {
             swap_used_bytes: Some(0),
             load_average: Some([35.2, 33.9, 30.1]),
             uptime_s: Some(12 * 86400 + 4 * 3600),
+            pids_hidden: false,
         };
         assert_eq!(
             host_line(&h, 200, "  ").as_deref(),

@@ -100,6 +100,7 @@ const HOST: HostStats = HostStats {
     swap_used_bytes: Some(0),
     load_average: Some([35.2, 33.9, 30.1]),
     uptime_s: Some(12 * 86400 + 4 * 3600),
+    pids_hidden: false,
 };
 
 /// A dashboard after `steps` one-second samples of `make(t)`.

@@ -189,6 +189,7 @@ fn dashboard_capture() -> String {
                 swap_used_bytes: Some(0),
                 load_average: Some([18.2, 17.9, 15.3]),
                 uptime_s: Some(9 * 86400 + 3 * 3600),
+                pids_hidden: false,
             }),
         });
         if k < SECONDS {

@@ -252,6 +252,8 @@ fn pids_of_another_pid_namespace() {
     assert_eq!(h["bytes"].as_u64(), Some(3072 * MIB));
     // Its host facts are not read from a /proc where the pid is someone else.
     assert_eq!(sample["devices"][0]["processes"][0]["command"], Value::Null);
+    // The sample says so itself, for a recording or a fleet view read elsewhere.
+    assert_eq!(sample["host"]["pids_hidden"], true, "{sample:#}");
     let _ = host.kill();
     let _ = host.wait();
 
@@ -279,6 +281,7 @@ fn pids_of_another_pid_namespace() {
     let _ = ns.wait();
     assert_eq!(sample["devices"][0]["processes"][0]["command"], "sleep 300");
     assert!(holders(&sample, 0).is_empty(), "{sample:#}");
+    assert_eq!(sample["host"].get("pids_hidden"), None, "{sample:#}");
 }
 
 /// gpumon as an unprivileged user cannot read root's open files: the worker holding the GPU

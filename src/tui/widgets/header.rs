@@ -88,10 +88,10 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
             spans.push(sep());
             spans.push(Span::styled(e.clone(), theme::error()));
         }
-        if crate::collect::host::pids_hidden(s) {
+        if s.pids_hidden() {
             spans.push(sep());
             spans.push(Span::styled(
-                crate::collect::host::PIDS_HIDDEN,
+                crate::view::once::PIDS_HIDDEN,
                 theme::warning(),
             ));
         }
