@@ -17,8 +17,9 @@ mod resolve;
 
 use parse::{choice, parse_gpu, parse_step_marker};
 pub use parse::{
-    parse_auto_gpus, parse_grace, parse_history, parse_idle_after, parse_interval, parse_keep,
-    parse_listen, parse_max_size, parse_need, parse_peak_rate, parse_timeout, parse_wait,
+    parse_auto_gpus, parse_demo_machine, parse_grace, parse_history, parse_idle_after,
+    parse_interval, parse_keep, parse_listen, parse_max_size, parse_need, parse_peak_rate,
+    parse_timeout, parse_wait,
 };
 pub use resolve::estimate_line;
 pub(crate) use resolve::first_error_line;
@@ -79,11 +80,11 @@ pub struct Cli {
         long,
         value_name = "LIST",
         value_delimiter = ',',
-        conflicts_with_all = ["demo", "scenario", "record"]
+        conflicts_with_all = ["demo", "demo_machine", "scenario", "record"]
     )]
     pub remote: Vec<String>,
     /// The fleet view's nodes, one a line: [NAME] HOST:PORT (`#` starts a comment)
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["demo", "scenario", "record"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["demo", "demo_machine", "scenario", "record"])]
     pub remote_file: Option<PathBuf>,
     /// The fleet view from a Prometheus that scrapes gpumon serve or dcgm-exporter:
     /// http[s]://[user:password@]HOST:PORT[/PREFIX], one query a refresh; a node opened
@@ -91,7 +92,7 @@ pub struct Cli {
     #[arg(
         long,
         value_name = "URL",
-        conflicts_with_all = ["demo", "scenario", "record", "remote", "remote_file"]
+        conflicts_with_all = ["demo", "demo_machine", "scenario", "record", "remote", "remote_file"]
     )]
     pub prometheus: Option<String>,
     /// With --prometheus: only the series matching these labels: '{job="gpumon"}'
@@ -112,6 +113,12 @@ pub struct SourceArgs {
     /// Show simulated GPUs (a training run on two GPUs) instead of reading NVML
     #[arg(long, conflicts_with = "scenario")]
     pub demo: bool,
+
+    /// Show this simulated machine instead of reading NVML (implies --demo): training (the
+    /// default demo), spark (a DGX Spark: a GB10 whose memory is the system's), gh200 (a
+    /// GH200 in NUMA mode, two containers with GPU memory limits)
+    #[arg(long, value_name = "MACHINE", value_parser = parse_demo_machine, conflicts_with = "scenario")]
+    pub demo_machine: Option<crate::collect::source::simulated::DemoMachine>,
 
     /// Show simulated GPUs from a scenario file (see assets/scenarios/README.md)
     #[arg(long, value_name = "FILE")]
@@ -155,6 +162,8 @@ pub struct SamplingArgs {
 #[derive(Debug, Clone)]
 pub struct Common {
     pub demo: bool,
+    /// `--demo-machine` (with it, `demo` is set).
+    pub demo_machine: crate::collect::source::simulated::DemoMachine,
     pub scenario: Option<PathBuf>,
     pub nvml_lib: Option<String>,
     pub interval: Duration,

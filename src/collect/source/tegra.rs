@@ -179,6 +179,8 @@ pub fn open() -> Option<Opened> {
         // Real pids, were any listed; a stand-in root is not this machine's /proc.
         host_lookup: std::env::var_os(ROOT_ENV).is_none_or(|v| v.is_empty()),
         events: None,
+        limits: false,
+        host: None,
     })
 }
 
