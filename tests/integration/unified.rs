@@ -816,6 +816,9 @@ fn a_jetson_without_nvml_is_read_from_sysfs_and_its_memory_said_as_shared() {
     assert_eq!(shared["system_available_bytes"], 48_234_100u64 * 1024);
     assert_eq!(shared["headroom_bytes"], 48_234_100u64 * 1024);
     assert_eq!(shared["pressure"]["some_avg10"], 1.5);
+    // The clock (cur_freq, 1 300 500 000 Hz) and rail gating (railgate_enable 1) jtop reads.
+    assert_eq!(d["soc_gpu"]["clock_mhz"], 1301, "{d:#}");
+    assert_eq!(d["soc_gpu"]["rail_gating"], true);
 }
 
 /// Without NVML and without an integrated GPU (a devfreq device that is a memory controller,
@@ -845,7 +848,7 @@ fn snapshot_the_dashboard_on_a_jetson_without_nvml() {
     let root = tree("jetson-orin");
     let found = tegra::find(&root).expect("the stand-in's GPU");
     let watch = gpumon::collect::unified::Watch::new(root);
-    let mut terminal = Terminal::new(TestBackend::new(130, 16)).expect("terminal");
+    let mut terminal = Terminal::new(TestBackend::new(180, 16)).expect("terminal");
     let mut app = App::new(&crate::common::dashboard_settings(
         Duration::from_secs(1),
         Duration::from_secs(600),
@@ -873,6 +876,7 @@ fn snapshot_the_dashboard_on_a_jetson_without_nvml() {
         "memory not reported: shared with the system",
         "GPU holds N/A",
         "46.0 GiB of 61.4 GiB",
+        "GPU clock 1301 MHz, rail gating on (sysfs)",
     ] {
         assert!(text.contains(want), "{want}:\n{text}");
     }
