@@ -14,6 +14,13 @@
 //! reads every device that has no call outstanding, so a hung device is skipped, never
 //! waited for. Each reading then carries the highest used memory since the previous one
 //! ([`MemoryPeak`]), which a reading once a second would miss.
+//!
+//! The sampler hands each device the cgroups of its processes ([`Readers::set_cgroups`]);
+//! each reading then also asks the device for their GPU memory limits
+//! ([`DeviceReader::read_limits`], `nvmlDeviceGetMemoryLimits_v1`), on the same worker and
+//! within the same single outstanding call, so the driver is never called from the sampler's
+//! thread and a hung device holds up only itself. [`Readers::read_limits`] asks for the
+//! limits alone, for a view that samples once.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, MutexGuard};
