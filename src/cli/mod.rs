@@ -993,6 +993,32 @@ mod tests {
             );
         }
         assert!(Cli::try_parse_from(["gpumon", "man", "--demo"]).is_err());
+        // `--demo-machine` implies the demo, before or after the command; `--demo` alone is
+        // the training run; an unknown machine names the known ones.
+        use crate::collect::source::simulated::DemoMachine;
+        let spark = Cli::try_parse_from(["gpumon", "--demo-machine", "spark", "once"])
+            .expect("--demo-machine");
+        let c = spark.common(None, None);
+        assert!(c.demo);
+        assert_eq!(c.demo_machine, DemoMachine::Spark);
+        let Some(Command::Once(Deferred(args))) =
+            &Cli::try_parse_from(["gpumon", "once", "--demo-machine", "GH200"])
+                .expect("after the command")
+                .command
+        else {
+            panic!("once")
+        };
+        let c = Cli::try_parse_from(["gpumon"])
+            .expect("bare")
+            .common(Some(&args.source), None);
+        assert_eq!((c.demo, c.demo_machine), (true, DemoMachine::Gh200));
+        let plain = Cli::try_parse_from(["gpumon", "--demo"]).expect("--demo");
+        assert_eq!(plain.common(None, None).demo_machine, DemoMachine::Training);
+        let e = Cli::try_parse_from(["gpumon", "--demo-machine", "nope"]).expect_err("unknown");
+        assert!(e.to_string().contains("training, spark, gh200"), "{e}");
+        assert!(
+            Cli::try_parse_from(["gpumon", "--demo-machine", "spark", "--scenario", "x"]).is_err()
+        );
         let before =
             Cli::try_parse_from(["gpumon", "--demo", "--gpu", "1", "log", "--interval", "2s"])
                 .expect("flags before the command");
