@@ -17,8 +17,9 @@ mod resolve;
 
 use parse::{choice, parse_gpu, parse_step_marker};
 pub use parse::{
-    parse_auto_gpus, parse_grace, parse_history, parse_idle_after, parse_interval, parse_keep,
-    parse_listen, parse_max_size, parse_need, parse_peak_rate, parse_timeout, parse_wait,
+    parse_auto_gpus, parse_demo_machine, parse_grace, parse_history, parse_idle_after,
+    parse_interval, parse_keep, parse_listen, parse_max_size, parse_need, parse_peak_rate,
+    parse_timeout, parse_wait,
 };
 pub use resolve::{estimate_line, panel_estimate};
 
@@ -78,11 +79,11 @@ pub struct Cli {
         long,
         value_name = "LIST",
         value_delimiter = ',',
-        conflicts_with_all = ["demo", "scenario", "record"]
+        conflicts_with_all = ["demo", "demo_machine", "scenario", "record"]
     )]
     pub remote: Vec<String>,
     /// The fleet view's nodes, one a line: [NAME] HOST:PORT (`#` starts a comment)
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["demo", "scenario", "record"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["demo", "demo_machine", "scenario", "record"])]
     pub remote_file: Option<PathBuf>,
     /// The fleet view from a Prometheus that scrapes gpumon serve or dcgm-exporter:
     /// http[s]://[user:password@]HOST:PORT[/PREFIX], one query a refresh; a node opened
@@ -90,7 +91,7 @@ pub struct Cli {
     #[arg(
         long,
         value_name = "URL",
-        conflicts_with_all = ["demo", "scenario", "record", "remote", "remote_file"]
+        conflicts_with_all = ["demo", "demo_machine", "scenario", "record", "remote", "remote_file"]
     )]
     pub prometheus: Option<String>,
     /// With --prometheus: only the series matching these labels: '{job="gpumon"}'
@@ -111,6 +112,12 @@ pub struct SourceArgs {
     /// Show simulated GPUs (a training run on two GPUs) instead of reading NVML
     #[arg(long, conflicts_with = "scenario")]
     pub demo: bool,
+
+    /// Show this simulated machine instead of reading NVML (implies --demo): training (the
+    /// default demo), spark (a DGX Spark: a GB10 whose memory is the system's), gh200 (a
+    /// GH200 in NUMA mode, two containers with GPU memory limits)
+    #[arg(long, value_name = "MACHINE", value_parser = parse_demo_machine, conflicts_with = "scenario")]
+    pub demo_machine: Option<crate::collect::source::simulated::DemoMachine>,
 
     /// Show simulated GPUs from a scenario file (see assets/scenarios/README.md)
     #[arg(long, value_name = "FILE")]
@@ -154,6 +161,8 @@ pub struct SamplingArgs {
 #[derive(Debug, Clone)]
 pub struct Common {
     pub demo: bool,
+    /// `--demo-machine` (with it, `demo` is set).
+    pub demo_machine: crate::collect::source::simulated::DemoMachine,
     pub scenario: Option<PathBuf>,
     pub nvml_lib: Option<String>,
     pub interval: Duration,
@@ -983,6 +992,32 @@ mod tests {
             );
         }
         assert!(Cli::try_parse_from(["gpumon", "man", "--demo"]).is_err());
+        // `--demo-machine` implies the demo, before or after the command; `--demo` alone is
+        // the training run; an unknown machine names the known ones.
+        use crate::collect::source::simulated::DemoMachine;
+        let spark = Cli::try_parse_from(["gpumon", "--demo-machine", "spark", "once"])
+            .expect("--demo-machine");
+        let c = spark.common(None, None);
+        assert!(c.demo);
+        assert_eq!(c.demo_machine, DemoMachine::Spark);
+        let Some(Command::Once(Deferred(args))) =
+            &Cli::try_parse_from(["gpumon", "once", "--demo-machine", "GH200"])
+                .expect("after the command")
+                .command
+        else {
+            panic!("once")
+        };
+        let c = Cli::try_parse_from(["gpumon"])
+            .expect("bare")
+            .common(Some(&args.source), None);
+        assert_eq!((c.demo, c.demo_machine), (true, DemoMachine::Gh200));
+        let plain = Cli::try_parse_from(["gpumon", "--demo"]).expect("--demo");
+        assert_eq!(plain.common(None, None).demo_machine, DemoMachine::Training);
+        let e = Cli::try_parse_from(["gpumon", "--demo-machine", "nope"]).expect_err("unknown");
+        assert!(e.to_string().contains("training, spark, gh200"), "{e}");
+        assert!(
+            Cli::try_parse_from(["gpumon", "--demo-machine", "spark", "--scenario", "x"]).is_err()
+        );
         let before =
             Cli::try_parse_from(["gpumon", "--demo", "--gpu", "1", "log", "--interval", "2s"])
                 .expect("flags before the command");

@@ -129,6 +129,17 @@ pub fn parse_history(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// Parses `--demo-machine`: one of the built-in machines, by name.
+pub fn parse_demo_machine(
+    s: &str,
+) -> Result<crate::collect::source::simulated::DemoMachine, String> {
+    use crate::collect::source::simulated::DemoMachine;
+    DemoMachine::from_name(s).ok_or_else(|| {
+        let names: Vec<&str> = DemoMachine::ALL.iter().map(|(n, _)| *n).collect();
+        format!("'{s}' is not a demo machine: {}", names.join(", "))
+    })
+}
+
 /// Parses `--peak-rate`: reads per second, 0 (off) to the most gpumon allows.
 pub fn parse_peak_rate(s: &str) -> Result<f64, String> {
     let max = crate::collect::sampler::MAX_PEAK_RATE;

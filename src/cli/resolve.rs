@@ -17,7 +17,8 @@ impl Cli {
         let top = &self.source;
         let own = source.cloned().unwrap_or_default();
         Common {
-            demo: top.demo || own.demo,
+            demo: top.demo || own.demo || own.demo_machine.is_some() || top.demo_machine.is_some(),
+            demo_machine: own.demo_machine.or(top.demo_machine).unwrap_or_default(),
             scenario: own.scenario.or_else(|| top.scenario.clone()),
             nvml_lib: own.nvml_lib.or_else(|| top.nvml_lib.clone()),
             interval: sampling
@@ -48,6 +49,7 @@ impl Common {
     pub fn collect(&self) -> crate::collect::Config {
         crate::collect::Config {
             demo: self.demo,
+            demo_machine: self.demo_machine,
             scenario: self.scenario.clone(),
             // Empty is unset (dlopen("") would load gpumon itself).
             nvml_lib: self.nvml_lib.clone().filter(|l| !l.trim().is_empty()),

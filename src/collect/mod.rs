@@ -37,6 +37,8 @@ pub const INIT_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct Config {
     /// The built-in demo scenario.
     pub demo: bool,
+    /// Which built-in machine the demo shows.
+    pub demo_machine: source::simulated::DemoMachine,
     /// A scenario file.
     pub scenario: Option<PathBuf>,
     /// The NVML library to load instead of the driver's.
@@ -56,7 +58,7 @@ pub struct Config {
 /// [`start_opening`].
 pub fn open_source(config: &Config) -> Result<Opened, OpenError> {
     if config.demo {
-        return Ok(Simulated::demo()?.open());
+        return Ok(Simulated::demo_machine(config.demo_machine)?.open());
     }
     if let Some(path) = &config.scenario {
         return Ok(Simulated::from_file(&path.to_string_lossy())?.open());

@@ -14,13 +14,20 @@
 //! reads every device that has no call outstanding, so a hung device is skipped, never
 //! waited for. Each reading then carries the highest used memory since the previous one
 //! ([`MemoryPeak`]), which a reading once a second would miss.
+//!
+//! The sampler hands each device the cgroups of its processes ([`Readers::set_cgroups`]);
+//! each reading then also asks the device for their GPU memory limits
+//! ([`DeviceReader::read_limits`], `nvmlDeviceGetMemoryLimits_v1`), on the same worker and
+//! within the same single outstanding call, so the driver is never called from the sampler's
+//! thread and a hung device holds up only itself. [`Readers::read_limits`] asks for the
+//! limits alone, for a view that samples once.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::{JoinHandle, Thread};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::collect::source::{DeviceReader, MemoryNow};
+use crate::collect::source::{CgroupLimits, DeviceReader, MemoryNow};
 use crate::model::{Device, MemoryPeak};
 
 /// A reading of one device and when it arrived.
@@ -42,6 +49,13 @@ struct Slot {
     wanted: AtomicU32,
     /// The last reading, until the sampler takes it.
     reading: Mutex<Option<(Device, Instant)>>,
+    /// The cgroups of the device's processes, as the sampler last handed them: each reading
+    /// asks the device for their GPU memory limits ([`DeviceReader::read_limits`]).
+    cgroups: Mutex<Arc<[Arc<str>]>>,
+    /// The wanted call is the limits alone ([`Readers::read_limits`]), not a reading.
+    limits_only: AtomicBool,
+    /// The limits last read, until the sampler takes them.
+    limits: Mutex<Option<CgroupLimits>>,
 }
 
 struct Shared {
@@ -293,7 +307,24 @@ impl Shared {
                 slot.in_call.store(false, SeqCst);
                 continue;
             }
-            let mut device = lock(&slot.reader).read();
+            let cgroups = Arc::clone(&*lock(&slot.cgroups));
+            if slot.limits_only.swap(false, SeqCst) {
+                let limits = lock(&slot.reader).read_limits(&cgroups);
+                *lock(&slot.limits) = Some(limits);
+                slot.in_call.store(false, SeqCst);
+                self.arrived(ask);
+                continue;
+            }
+            let mut device = {
+                let mut reader = lock(&slot.reader);
+                let device = reader.read();
+                // The limits of the processes' cgroups, on this thread too: a hung device
+                // holds up only itself. A failed device is not asked.
+                if device.error.is_none() {
+                    *lock(&slot.limits) = Some(reader.read_limits(&cgroups));
+                }
+                device
+            };
             let now = Instant::now();
             if self.peak_every().is_some() {
                 let mut hold = lock(&slot.hold);
@@ -344,6 +375,9 @@ impl Readers {
                     hold: Mutex::new(Hold::new(Instant::now())),
                     wanted: AtomicU32::new(0),
                     reading: Mutex::new(None),
+                    cgroups: Mutex::new(Arc::from(Vec::new())),
+                    limits_only: AtomicBool::new(false),
+                    limits: Mutex::new(None),
                 })
                 .collect(),
             ask: AtomicU64::new(0),
@@ -452,6 +486,13 @@ impl Readers {
     /// Asks for one reading of each of `slots` (none of which may have a read outstanding);
     /// `waiter` is told when the last one arrives. Returns at once: whether anything was asked.
     pub fn ask(&mut self, slots: &[usize], waiter: Waiter) -> bool {
+        self.ask_for(slots, waiter, false)
+    }
+
+    /// [`Readers::ask`] for readings, or (`limits_only`) for the cgroups' limits alone. A
+    /// reading asked of a device whose limits-only call has not begun replaces it (a reading
+    /// reads the limits too).
+    fn ask_for(&mut self, slots: &[usize], waiter: Waiter, limits_only: bool) -> bool {
         if slots.is_empty() || self.broken.is_some() {
             return false;
         }
@@ -462,11 +503,37 @@ impl Readers {
             .store((u64::from(self.ask) << 32) | slots.len() as u64, SeqCst);
         for &i in slots {
             if let Some(slot) = self.shared.slots.get(i) {
+                slot.limits_only.store(limits_only, SeqCst);
                 slot.wanted.store(self.ask, SeqCst);
             }
         }
         self.wake_one(false);
         true
+    }
+
+    /// Hands device `slot`'s reader the cgroups of its processes, whose GPU memory limits its
+    /// readings then carry ([`Readers::take_limits`]). Never waits on the device: the list is
+    /// taken by the device's worker before its next call.
+    pub fn set_cgroups(&self, slot: usize, cgroups: Arc<[Arc<str>]>) {
+        if let Some(s) = self.shared.slots.get(slot) {
+            *lock(&s.cgroups) = cgroups;
+        }
+    }
+
+    /// Asks `slots` (none with a call outstanding) for the limits of their cgroups alone, not
+    /// a reading, and waits on this thread until they have answered or `until`: for a view
+    /// that samples once (`once`), whose processes' cgroups are known only after the reading.
+    pub fn read_limits(&mut self, slots: &[usize], until: Instant) {
+        self.wait(slots, until, true);
+    }
+
+    /// The limits read since the last call, per slot.
+    pub fn take_limits(&self, mut f: impl FnMut(usize, CgroupLimits)) {
+        for (slot, s) in self.shared.slots.iter().enumerate() {
+            if let Some(limits) = lock(&s.limits).take() {
+                f(slot, limits);
+            }
+        }
     }
 
     /// Whether every reading of the last ask has arrived.
@@ -499,15 +566,22 @@ impl Readers {
 
     /// [`Readers::ask`], then waits on this thread until all have arrived or `until`.
     pub fn read(&mut self, slots: &[usize], until: Instant) {
+        self.wait(slots, until, false);
+    }
+
+    /// Asks and waits; a round of readings (not of `limits_only`) sets the relay delay.
+    fn wait(&mut self, slots: &[usize], until: Instant, limits_only: bool) {
         let started = Instant::now();
-        if !self.ask(slots, Waiter::Thread(std::thread::current())) {
+        if !self.ask_for(slots, Waiter::Thread(std::thread::current()), limits_only) {
             return;
         }
         let relay = self.relay_delay();
         let mut relay_at = started + relay;
         loop {
             if self.done() {
-                self.completed(started);
+                if !limits_only {
+                    self.completed(started);
+                }
                 return;
             }
             let now = Instant::now();
@@ -761,6 +835,89 @@ mod tests {
             2,
             "one blocked on device 1, one for the others"
         );
+    }
+
+    /// Answers each cgroup's limit as its name's length, counting the calls.
+    struct Limited(u32, Arc<AtomicU32>);
+    impl DeviceReader for Limited {
+        fn read(&mut self) -> Device {
+            Device {
+                index: self.0,
+                ..Device::default()
+            }
+        }
+        fn read_limits(&mut self, cgroups: &[Arc<str>]) -> CgroupLimits {
+            self.1.fetch_add(1, SeqCst);
+            cgroups
+                .iter()
+                .map(|c| {
+                    let limit = crate::model::unified::GpuLimit {
+                        cgroup: c.to_string(),
+                        source: crate::model::unified::LimitSource::Nvml,
+                        hard_bytes: Some(c.len() as u64),
+                        soft_bytes: None,
+                        used_bytes: None,
+                    };
+                    (Arc::clone(c), Some(Arc::new(limit)))
+                })
+                .collect()
+        }
+    }
+
+    /// Each slot's limits as (cgroup, hard limit).
+    type SlotLimits = Vec<(usize, Vec<(String, Option<u64>)>)>;
+
+    fn limits_of(r: &Readers) -> SlotLimits {
+        let mut got = Vec::new();
+        r.take_limits(|slot, l| {
+            let l = l
+                .iter()
+                .map(|(c, l)| (c.to_string(), l.as_ref().and_then(|l| l.hard_bytes)))
+                .collect();
+            got.push((slot, l));
+        });
+        got
+    }
+
+    /// The cgroups handed to a device are asked by its own reader with each reading, or
+    /// alone; a device whose calls hang holds up neither the others' readings nor their
+    /// limits.
+    #[test]
+    fn limits_ride_with_each_devices_reading_and_a_hung_device_holds_up_only_itself() {
+        let (_release, rx) = mpsc::channel();
+        let calls = Arc::new(AtomicU32::new(0));
+        let mut r = Readers::start(vec![
+            Box::new(Limited(0, Arc::clone(&calls))),
+            Box::new(Stuck(Mutex::new(rx))),
+            Box::new(Limited(2, Arc::clone(&calls))),
+        ]);
+        let cg =
+            |names: &[&str]| -> Arc<[Arc<str>]> { names.iter().map(|n| Arc::from(*n)).collect() };
+        r.set_cgroups(0, cg(&["/k/a", "/k/bb"]));
+        r.set_cgroups(1, cg(&["/k/a"]));
+        r.set_cgroups(2, cg(&["/k/ccc"]));
+        r.read(&[0, 1, 2], Instant::now() + Duration::from_millis(500));
+        let mut got = Vec::new();
+        r.take(|reading| got.push(reading.slot));
+        assert_eq!(got, [0, 2], "device 1 hangs");
+        let want = vec![
+            (
+                0,
+                vec![("/k/a".to_owned(), Some(4)), ("/k/bb".to_owned(), Some(5))],
+            ),
+            (2, vec![("/k/ccc".to_owned(), Some(6))]),
+        ];
+        assert_eq!(limits_of(&r), want);
+        // The limits alone, of the devices that answer; no reading comes with them.
+        let before = calls.load(SeqCst);
+        r.read_limits(&[0, 2], Instant::now() + Duration::from_secs(10));
+        assert_eq!(calls.load(SeqCst), before + 2);
+        assert_eq!(limits_of(&r), want);
+        let mut readings = 0;
+        r.take(|_| readings += 1);
+        assert_eq!(readings, 0, "a limits-only round is not a reading");
+        // A reading asked next is a reading again.
+        assert_eq!(one_reading(&mut r, &[0]).len(), 1);
     }
 
     #[test]

@@ -73,6 +73,10 @@ struct DeviceState {
     /// Whether `last` arrived since the previous sample: a reading shown again (late,
     /// stalled) carries no peak, since its window was reported already.
     fresh: bool,
+    /// The cgroups of its processes, as last handed to its reader.
+    cgroups: Arc<[Arc<str>]>,
+    /// Their GPU memory limits as its reader last read them from the driver.
+    limits: crate::collect::source::CgroupLimits,
 }
 
 pub struct Sampler {
@@ -116,6 +120,9 @@ pub struct Sampler {
     xids: Vec<crate::model::health::Health>,
     /// Shared memory and the container's GPU memory limit ([`super::unified`]).
     unified: super::unified::Watch,
+    /// Whether the readers read the limits of their processes' cgroups
+    /// ([`crate::collect::source::DeviceReader::read_limits`]).
+    limits: bool,
 }
 
 /// Sets its flag when dropped: the event watcher's thread then ends within a wait.
@@ -151,6 +158,8 @@ impl Sampler {
                 outstanding: None,
                 last: None,
                 fresh: false,
+                cgroups: Arc::from(Vec::new()),
+                limits: Vec::new(),
             })
             .collect();
         let wants = Wants {
@@ -185,7 +194,8 @@ impl Sampler {
             kubelet: None,
             last: TickTimings::default(),
             xids: vec![crate::model::health::Health::default(); count],
-            unified: super::unified::Watch::for_source(source.kind),
+            unified: super::unified::Watch::for_source(source.kind, source.host),
+            limits: source.limits,
             events: source.events,
             watching: None,
         }
@@ -452,7 +462,15 @@ impl Sampler {
             cuda_version: self.cuda_version.clone(),
             devices,
             error: self.error.clone(),
-            host: self.system.as_mut().map(SystemStats::read),
+            // A simulated machine with a host side of its own is shown beside that, never
+            // beside this machine's CPU and memory.
+            host: match self.system.as_mut() {
+                Some(system) => self
+                    .unified
+                    .simulated_host()
+                    .or_else(|| Some(system.read())),
+                None => None,
+            },
         };
         self.unified.update(&mut sample.devices);
         let t2 = Instant::now();
@@ -469,7 +487,27 @@ impl Sampler {
             }
         }
         self.exited.name(&mut sample.devices);
-        self.unified.update_owners(&mut sample.devices);
+        let new = self.hand_cgroups(&sample.devices);
+        if wait && !new.is_empty() {
+            // A view that samples once (`once`): the processes' cgroups are known only now,
+            // so their limits are asked alone, of the devices that answered (bounded as a
+            // reading is; a device that hangs now holds up only this wait).
+            let until = (t0 + self.budget).max(Instant::now() + super::readers::GRACE_MIN);
+            self.readers.read_limits(&new, until);
+        }
+        let states = &mut self.devices;
+        self.readers.take_limits(|slot, limits| {
+            if let Some(d) = states.get_mut(slot) {
+                d.limits = limits;
+            }
+        });
+        let states = &self.devices;
+        let driver = |index: u32, cgroup: &str| {
+            let d = states.get(index as usize)?;
+            let (_, limit) = d.limits.iter().find(|(c, _)| **c == *cgroup)?;
+            limit.clone()
+        };
+        self.unified.update_owners(&mut sample.devices, &driver);
         let t3 = Instant::now();
         if let Some(dir) = &self.probe_dir {
             probe::merge(&mut sample.devices, self.probe_cache.get(dir));
@@ -482,6 +520,41 @@ impl Sampler {
             assembly: t2 - t1,
         };
         sample
+    }
+
+    /// Hands each device's reader the cgroups of its processes (from the host's lookup, or a
+    /// simulated process's own), whose limits its next reading then reads from the driver.
+    /// The devices with a cgroup whose limit was never read, and no call outstanding.
+    fn hand_cgroups(&mut self, devices: &[Device]) -> Vec<usize> {
+        if !self.limits {
+            return Vec::new();
+        }
+        let mut new = Vec::new();
+        for d in devices.iter().filter(|d| d.error.is_none()) {
+            let slot = d.index as usize;
+            let Some(state) = self.devices.get_mut(slot) else {
+                continue;
+            };
+            let mut cgroups: Vec<Arc<str>> = d
+                .processes
+                .iter()
+                .filter_map(|p| p.cgroup.clone())
+                .collect();
+            cgroups.sort_unstable();
+            cgroups.dedup();
+            if *state.cgroups == *cgroups {
+                continue;
+            }
+            let unread = cgroups
+                .iter()
+                .any(|c| !state.limits.iter().any(|(known, _)| known == c));
+            state.cgroups = Arc::from(cgroups);
+            self.readers.set_cgroups(slot, Arc::clone(&state.cgroups));
+            if unread && state.outstanding.is_none() {
+                new.push(slot);
+            }
+        }
+        new
     }
 
     /// The device as this tick reports it: its reading, or its last one marked by age (late or
@@ -705,6 +778,8 @@ mod tests {
                 error: None,
                 host_lookup: false,
                 events: None,
+                limits: false,
+                host: None,
             },
             Filter {
                 gpus: vec![],
@@ -907,6 +982,8 @@ mod tests {
                     error: None,
                     host_lookup: true,
                     events: None,
+                    limits: false,
+                    host: None,
                 },
                 Filter {
                     gpus: vec![],

@@ -117,6 +117,14 @@ pub fn dmem_limit(root: &Path, cgroup: &str, pci: (u32, u8, u8, u8)) -> Option<G
     None
 }
 
+/// The directory of the cgroup at `cgroup` (below the cgroup root), under [`root`]: what
+/// `nvmlDeviceGetMemoryLimits_v1` takes as its `nameSpace`.
+pub fn cgroup_dir(cgroup: &str) -> String {
+    under(&under(&root(), "/sys/fs/cgroup"), cgroup)
+        .to_string_lossy()
+        .into_owned()
+}
+
 /// gpumon's own cgroup v2 path and its directory, read once (a process does not change
 /// containers).
 pub fn own_cgroup() -> Option<&'static (String, String)> {
@@ -134,6 +142,9 @@ pub fn own_cgroup() -> Option<&'static (String, String)> {
 /// What the sampler keeps between ticks: the root and gpumon's own cgroup.
 pub struct Watch {
     root: PathBuf,
+    /// A simulated machine's own memory (its scenario's `host`), read instead of the files
+    /// under `root`.
+    facts: Option<crate::collect::source::HostFacts>,
     /// gpumon's cgroup v2 path, read once (a process does not change containers); `None`
     /// also where the kernel has no `dmem` controller (`cgroup.controllers` at the root does
     /// not list it), so nothing is looked for each tick.
@@ -160,20 +171,35 @@ impl Watch {
     /// [`root`]. A simulated source (`--demo`, `--scenario`) reads nothing of this machine
     /// unless `GPUMON_HOST_ROOT` names a tree to read: a simulated GPU beside the real host's
     /// memory and cgroup limit would mix two machines.
-    pub fn for_source(kind: &str) -> Self {
+    ///
+    /// A simulated machine that carries its own host side (`facts`: its scenario's `host`)
+    /// is shown beside that and nothing of this machine, `GPUMON_HOST_ROOT` or not.
+    pub fn for_source(kind: &str, facts: Option<crate::collect::source::HostFacts>) -> Self {
+        if let Some(facts) = facts {
+            return Watch {
+                facts: Some(facts),
+                ..Self::disabled()
+            };
+        }
         if kind == "nvml"
             || kind == "tegra"
             || std::env::var_os(ROOT_ENV).is_some_and(|v| !v.is_empty())
         {
             Self::new(root())
         } else {
-            Watch {
-                root: PathBuf::new(),
-                cgroup: None,
-                enabled: false,
-                dmem: false,
-                owners: HashMap::new(),
-            }
+            Self::disabled()
+        }
+    }
+
+    /// Reads nothing.
+    fn disabled() -> Self {
+        Watch {
+            root: PathBuf::new(),
+            facts: None,
+            cgroup: None,
+            enabled: false,
+            dmem: false,
+            owners: HashMap::new(),
         }
     }
 
@@ -185,6 +211,7 @@ impl Watch {
             .filter(|_| dmem);
         Watch {
             root,
+            facts: None,
             cgroup,
             enabled: true,
             dmem,
@@ -194,6 +221,12 @@ impl Watch {
 
     /// Adds each device's container limit and, for shared memory, the system's figures.
     pub fn update(&self, devices: &mut [Device]) {
+        if let Some(facts) = &self.facts {
+            if devices.iter().any(shared) {
+                describe_shared(devices, &facts());
+            }
+            return;
+        }
         if !self.enabled {
             return;
         }
@@ -207,46 +240,75 @@ impl Watch {
                 }
             }
         }
-        let shared = |d: &Device| {
-            d.error.is_none()
-                && unified::part_kind(d.name.as_deref()) != unified::PartKind::Discrete
-        };
         if !devices.iter().any(shared) {
             return;
         }
-        let facts = read_facts(&self.root);
-        for d in devices.iter_mut().filter(|d| shared(d)) {
-            d.shared_memory = unified::describe(d, &facts, d.container_limit.as_ref());
-        }
+        describe_shared(devices, &read_facts(&self.root));
     }
 }
 
 impl Watch {
-    /// Adds to each process the GPU memory limit of the cgroup that holds it, from its
-    /// cgroup's `dmem` files (the nearest level naming the GPU, as for gpumon's own). Called
+    /// A simulated machine's host line: its scenario's memory; the rest (CPU, swap, load,
+    /// uptime) unknown, never this machine's. `None` unless the source carries its host.
+    pub fn simulated_host(&self) -> Option<crate::model::HostStats> {
+        let f = (self.facts.as_ref()?)();
+        Some(crate::model::HostStats {
+            memory_total_bytes: f.total_bytes,
+            memory_available_bytes: f.available_bytes,
+            memory_used_bytes: f
+                .total_bytes
+                .zip(f.available_bytes)
+                .map(|(t, a)| t.saturating_sub(a)),
+            ..Default::default()
+        })
+    }
+}
+
+/// Whether a device's memory is shared with the system (a unified or coherent part that
+/// answered).
+fn shared(d: &Device) -> bool {
+    d.error.is_none() && unified::part_kind(d.name.as_deref()) != unified::PartKind::Discrete
+}
+
+/// Adds to each device whose memory is shared what the system says of it (`facts`).
+pub fn describe_shared(devices: &mut [Device], facts: &SystemFacts) {
+    for d in devices.iter_mut().filter(|d| shared(d)) {
+        d.shared_memory = unified::describe(d, facts, d.container_limit.as_ref());
+    }
+}
+
+/// The limit the driver gave for a cgroup on a device (by index), if any: what the device's
+/// reader read through `nvmlDeviceGetMemoryLimits_v1` ([`crate::collect::readers`]).
+pub type DriverLimit<'a> = &'a dyn Fn(u32, &str) -> Option<Arc<GpuLimit>>;
+
+impl Watch {
+    /// Adds to each process the GPU memory limit of the cgroup that holds it: from its
+    /// cgroup's `dmem` files (the nearest level naming the GPU, as for gpumon's own), else
+    /// the driver's answer for that cgroup (`driver`, read by the device's reader). Called
     /// after the host's lookup, which reads each process's cgroup once, at first sight; the
     /// limit files are read per cgroup, not per process, and again every 5 s
     /// (`OWNER_REFRESH`). Cgroups no process is in any more are forgotten.
-    pub fn update_owners(&mut self, devices: &mut [Device]) {
-        self.update_owners_at(devices, Instant::now());
+    pub fn update_owners(&mut self, devices: &mut [Device], driver: DriverLimit) {
+        self.update_owners_at(devices, driver, Instant::now());
     }
 
-    fn update_owners_at(&mut self, devices: &mut [Device], now: Instant) {
-        if !self.enabled || !self.dmem {
-            return;
-        }
+    fn update_owners_at(&mut self, devices: &mut [Device], driver: DriverLimit, now: Instant) {
+        let dmem = self.enabled && self.dmem;
         for c in self.owners.values_mut() {
             c.seen = false;
         }
         for d in devices.iter_mut() {
-            let Some(pci) = d.pci_bus_id.as_deref().and_then(unified::pci_key) else {
-                continue;
-            };
+            let pci = d.pci_bus_id.as_deref().and_then(unified::pci_key);
+            let index = d.index;
             for p in &mut d.processes {
                 let Some(cgroup) = p.cgroup.clone() else {
                     continue;
                 };
-                p.gpu_limit = self.owner_limit(cgroup, pci, now);
+                let from_dmem = match pci {
+                    Some(pci) if dmem => self.owner_limit(Arc::clone(&cgroup), pci, now),
+                    _ => None,
+                };
+                p.gpu_limit = from_dmem.or_else(|| driver(index, &cgroup));
             }
         }
         self.owners.retain(|_, c| c.seen);
@@ -365,7 +427,7 @@ mod tests {
             ..Device::default()
         }];
         let t0 = Instant::now();
-        w.update_owners_at(&mut devices, t0);
+        w.update_owners_at(&mut devices, &|_, _| None, t0);
         let limits: Vec<_> = devices[0]
             .processes
             .iter()
@@ -389,7 +451,7 @@ mod tests {
         write(root, "/sys/fs/cgroup/k/a/dmem.current", &line(7 * GIB));
         let used = |w: &mut Watch, at: Instant| {
             let mut d = devices.clone();
-            w.update_owners_at(&mut d, at);
+            w.update_owners_at(&mut d, &|_, _| None, at);
             d[0].processes[0]
                 .gpu_limit
                 .as_ref()
@@ -400,7 +462,7 @@ mod tests {
 
         // Only /host's process is left: the limited cgroups are forgotten.
         devices[0].processes.drain(..3);
-        w.update_owners_at(&mut devices, t0 + OWNER_REFRESH);
+        w.update_owners_at(&mut devices, &|_, _| None, t0 + OWNER_REFRESH);
         assert_eq!(w.owners.len(), 1);
     }
 
@@ -423,8 +485,71 @@ mod tests {
             processes: vec![p],
             ..Device::default()
         }];
-        Watch::new(root.to_path_buf()).update_owners(&mut devices);
+        Watch::new(root.to_path_buf()).update_owners(&mut devices, &|_, _| None);
         assert_eq!(devices[0].processes[0].gpu_limit, None);
+    }
+
+    /// The driver's answer (`nvmlDeviceGetMemoryLimits_v1`, read by the device's reader) is a
+    /// process's limit where `dmem` has none; a `dmem` limit replaces it; each figure says
+    /// its source.
+    #[test]
+    fn the_drivers_limit_serves_where_dmem_has_none() {
+        use crate::model::{Process, ProcessKind};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        write(root, "/sys/fs/cgroup/cgroup.controllers", "dmem\n");
+        write(
+            root,
+            "/sys/fs/cgroup/k/a/dmem.max",
+            "drm/0000:01:00.0/vram0 1024\n",
+        );
+        std::fs::create_dir_all(under(root, "/sys/fs/cgroup/k/b")).expect("mkdir");
+        let in_cgroup = |pid, c: &str| {
+            let mut p = Process::from_nvml(pid, ProcessKind::Compute, None);
+            p.cgroup = Some(Arc::from(c));
+            p
+        };
+        let mut devices = vec![Device {
+            index: 3,
+            pci_bus_id: Some("0000:01:00.0".into()),
+            processes: vec![
+                in_cgroup(1, "/k/a"),
+                in_cgroup(2, "/k/b"),
+                in_cgroup(3, "/k/c"),
+            ],
+            ..Device::default()
+        }];
+        let driver = |index: u32, c: &str| {
+            (index == 3 && c != "/k/c").then(|| {
+                Arc::new(GpuLimit {
+                    cgroup: c.to_owned(),
+                    source: LimitSource::Nvml,
+                    hard_bytes: Some(2048),
+                    soft_bytes: None,
+                    used_bytes: Some(0),
+                })
+            })
+        };
+        for w in [Watch::new(root.to_path_buf()), Watch::disabled()] {
+            let dmem = w.dmem;
+            let mut w = w;
+            w.update_owners(&mut devices, &driver);
+            let got: Vec<_> = devices[0]
+                .processes
+                .iter()
+                .map(|p| p.gpu_limit.as_ref().map(|l| (l.source, l.hard_bytes)))
+                .collect();
+            let first = if dmem {
+                (LimitSource::Dmem, Some(1024))
+            } else {
+                (LimitSource::Nvml, Some(2048))
+            };
+            assert_eq!(
+                got,
+                [Some(first), Some((LimitSource::Nvml, Some(2048))), None],
+                "dmem: {dmem}"
+            );
+        }
     }
 
     #[test]

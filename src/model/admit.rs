@@ -220,6 +220,12 @@ impl Device {
             m.check(limit);
         }
         check_unified(&mut self.shared_memory, &mut self.container_limit);
+        // A clock no GPU runs at (the sysfs reader's own bound): unknown.
+        if let Some(g) = self.soc_gpu.as_mut() {
+            if g.clock_mhz.is_some_and(|m| m == 0 || m > 10_000) {
+                g.clock_mhz = None;
+            }
+        }
         let health = &mut self.health;
         health.xids.truncate(MAX_XIDS);
         if let Some(a) = self.accounting.as_mut() {
@@ -540,6 +546,10 @@ pub(crate) fn full_sample(text: &dyn Fn(&str) -> String) -> Sample {
             soft_bytes: None,
             used_bytes: Some(7 * gib),
         }),
+        soc_gpu: Some(crate::model::unified::SocGpu {
+            clock_mhz: Some(1300),
+            rail_gating: Some(true),
+        }),
     };
     d.field_errors.insert("fan", text("field error"));
     Sample {
@@ -727,6 +737,9 @@ mod tests {
         p.sm_percent = Some(u32::MAX);
         d.mig[0].utilization.gpu_percent = Some(4_000);
         d.mig[0].memory.total_bytes = Some(u64::MAX);
+        if let Some(g) = d.soc_gpu.as_mut() {
+            g.clock_mhz = Some(u32::MAX);
+        }
         s.host.as_mut().expect("host").cpu_percent = Some(-5.0);
         let s = s.admit();
         assert_eq!(s.devices.len(), 1, "index 2^32-1 and a repeated 0 left out");
@@ -752,6 +765,7 @@ mod tests {
         );
         assert_eq!(d.mig[0].utilization.gpu_percent, None);
         assert_eq!(d.mig[0].memory, Memory::default());
+        assert_eq!(d.soc_gpu.and_then(|g| g.clock_mhz), None);
         assert_eq!(s.host.expect("host").cpu_percent, None);
     }
 

@@ -366,6 +366,10 @@ pub struct Device {
     /// The GPU memory limit of the container gpumon runs in, on this GPU; absent without one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub container_limit: Option<unified::GpuLimit>,
+    /// An integrated GPU's clock and rail gating from its SoC's sysfs (a Jetson read without
+    /// NVML); absent for any other GPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub soc_gpu: Option<unified::SocGpu>,
 }
 
 /// The highest used memory (NVML v2 `used`) a device reached between two readings: a spike of

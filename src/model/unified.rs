@@ -86,6 +86,36 @@ pub struct SharedMemory {
     pub hbm_node: Option<HbmNode>,
 }
 
+/// An integrated GPU's clock and rail gating, as its SoC's sysfs says them (a Jetson read
+/// without NVML: devfreq's `cur_freq`, the GPU device's `railgate_enable`). Measured; each
+/// `None` where unreadable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SocGpu {
+    /// The GPU's current clock, MHz.
+    pub clock_mhz: Option<u32>,
+    /// Whether rail gating is on: the SoC may cut the GPU's power rail while it is idle.
+    pub rail_gating: Option<bool>,
+}
+
+/// devfreq's `cur_freq` (Hz) as whole MHz; `None` for anything that is not a clock a GPU
+/// runs at (0, above 10 GHz, not a number).
+pub fn clock_mhz(text: &str) -> Option<u32> {
+    let hz: u64 = text.trim().parse().ok()?;
+    (1..=10_000_000_000)
+        .contains(&hz)
+        .then(|| u32::try_from((hz + 500_000) / 1_000_000).ok())
+        .flatten()
+}
+
+/// A sysfs flag (`0` or `1`); `None` for anything else.
+pub fn sysfs_flag(text: &str) -> Option<bool> {
+    match text.trim() {
+        "0" => Some(false),
+        "1" => Some(true),
+        _ => None,
+    }
+}
+
 /// Where a container's GPU memory limit was read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -436,6 +466,18 @@ pub fn notes(d: &super::Device) -> Vec<String> {
             _ => {}
         }
     }
+    // After the memory: what the notes are first for.
+    if let Some(g) = &d.soc_gpu {
+        let clock = g
+            .clock_mhz
+            .map_or_else(|| "N/A".to_owned(), |m| format!("{m} MHz"));
+        let gating = match g.rail_gating {
+            Some(true) => "on",
+            Some(false) => "off",
+            None => "N/A",
+        };
+        out.push(format!("GPU clock {clock}, rail gating {gating} (sysfs)"));
+    }
     out
 }
 
@@ -561,6 +603,19 @@ mod tests {
         assert_eq!(cgroup_v2_path("12:memory:/docker/abc\n"), None);
         assert_eq!(cgroup_v2_path("0::/../../etc\n"), None);
         assert_eq!(cgroup_v2_path("0::relative\n"), None);
+    }
+
+    #[test]
+    fn clocks_are_hz_in_reason_and_flags_are_zero_or_one() {
+        assert_eq!(clock_mhz("1300500000\n"), Some(1301));
+        assert_eq!(clock_mhz("306000000"), Some(306));
+        assert_eq!(clock_mhz("0"), None);
+        assert_eq!(clock_mhz("99999999999"), None);
+        assert_eq!(clock_mhz("-1"), None);
+        assert_eq!(clock_mhz("fast"), None);
+        assert_eq!(sysfs_flag("1\n"), Some(true));
+        assert_eq!(sysfs_flag("0"), Some(false));
+        assert_eq!(sysfs_flag("2"), None);
     }
 
     #[test]

@@ -1178,6 +1178,8 @@ mod columns {
         shared_memory: &'a Option<crate::model::unified::SharedMemory>,
         #[serde(skip_serializing_if = "Option::is_none")]
         container_limit: &'a Option<crate::model::unified::GpuLimit>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        soc_gpu: &'a Option<crate::model::unified::SocGpu>,
     }
 
     /// The columns that rarely change first, those that move every sample last: the
@@ -1270,6 +1272,7 @@ mod columns {
                 accounting,
                 shared_memory,
                 container_limit,
+                soc_gpu,
             } = d;
             DeviceColumns {
                 index: *index,
@@ -1297,6 +1300,7 @@ mod columns {
                 accounting,
                 shared_memory,
                 container_limit,
+                soc_gpu,
             }
         }
     }

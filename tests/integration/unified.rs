@@ -816,6 +816,9 @@ fn a_jetson_without_nvml_is_read_from_sysfs_and_its_memory_said_as_shared() {
     assert_eq!(shared["system_available_bytes"], 48_234_100u64 * 1024);
     assert_eq!(shared["headroom_bytes"], 48_234_100u64 * 1024);
     assert_eq!(shared["pressure"]["some_avg10"], 1.5);
+    // The clock (cur_freq, 1 300 500 000 Hz) and rail gating (railgate_enable 1) jtop reads.
+    assert_eq!(d["soc_gpu"]["clock_mhz"], 1301, "{d:#}");
+    assert_eq!(d["soc_gpu"]["rail_gating"], true);
 }
 
 /// Without NVML and without an integrated GPU (a devfreq device that is a memory controller,
@@ -845,7 +848,7 @@ fn snapshot_the_dashboard_on_a_jetson_without_nvml() {
     let root = tree("jetson-orin");
     let found = tegra::find(&root).expect("the stand-in's GPU");
     let watch = gpumon::collect::unified::Watch::new(root);
-    let mut terminal = Terminal::new(TestBackend::new(130, 16)).expect("terminal");
+    let mut terminal = Terminal::new(TestBackend::new(180, 16)).expect("terminal");
     let mut app = App::new(&crate::common::dashboard_settings(
         Duration::from_secs(1),
         Duration::from_secs(600),
@@ -873,6 +876,7 @@ fn snapshot_the_dashboard_on_a_jetson_without_nvml() {
         "memory not reported: shared with the system",
         "GPU holds N/A",
         "46.0 GiB of 61.4 GiB",
+        "GPU clock 1301 MHz, rail gating on (sysfs)",
     ] {
         assert!(text.contains(want), "{want}:\n{text}");
     }
@@ -1057,4 +1061,305 @@ fn snapshot_the_per_owner_view_shows_each_owners_limit() {
         let mut small = Terminal::new(TestBackend::new(w, h)).expect("terminal");
         open(&mut small);
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The built-in unified machines (`--demo-machine`) and each cgroup's limit from NVML.
+
+/// `once --json` with what changes from run to run (times, the host's name, ages) replaced.
+fn once_redacted(args: &[&str]) -> String {
+    fn redact(v: &mut Value) {
+        match v {
+            Value::Object(map) => {
+                for (k, x) in map.iter_mut() {
+                    if ["timestamp", "hostname", "start_time", "data_age_ms", "at"]
+                        .contains(&k.as_str())
+                        && !x.is_null()
+                    {
+                        *x = Value::String("[redacted]".into());
+                    } else {
+                        redact(x);
+                    }
+                }
+            }
+            Value::Array(a) => a.iter_mut().for_each(redact),
+            _ => {}
+        }
+    }
+    let mut cmd = crate::common::gpumon();
+    cmd.env_remove("GPUMON_HOST_ROOT").args(args);
+    let mut v = stdout_json(&mut cmd);
+    assert_valid(&once_validator(), &v, &args.join(" "));
+    redact(&mut v);
+    serde_json::to_string_pretty(&v).expect("json")
+}
+
+/// `--demo-machine spark`: the GB10's memory is N/A (NVML reports none), the GPU holds the
+/// sum of its processes (derived), and the system's headroom and pressure are the scenario's
+/// own host side, never this machine's: the same with `GPUMON_HOST_ROOT` pointing elsewhere.
+#[test]
+fn snapshot_the_spark_demo_in_once_json() {
+    let json = once_redacted(&[
+        "--demo-machine",
+        "spark",
+        "--peak-rate",
+        "0",
+        "once",
+        "--json",
+    ]);
+    let v: Value = serde_json::from_str(&json).expect("json");
+    let d = &v["devices"][0];
+    assert!(d["memory"]["used_bytes"].is_null(), "{d:#}");
+    let s = &d["shared_memory"];
+    assert_eq!(s["method"], "process_sum");
+    assert_eq!(s["gpu_held_bytes"], (61440 + 3072) * MIB);
+    assert_eq!(s["headroom_bytes"], 44032 * MIB);
+    assert_eq!(s["system_total_bytes"], 122880 * MIB);
+    assert_eq!(s["pressure"]["some_avg10"], 0.4);
+    let elsewhere = stdout_json(
+        crate::common::gpumon()
+            .env("GPUMON_HOST_ROOT", tree("jetson-orin"))
+            .args(["--demo-machine", "spark", "once", "--json"]),
+    );
+    assert_eq!(
+        elsewhere["devices"][0]["shared_memory"]["headroom_bytes"],
+        44032 * MIB,
+        "the scenario's host, not the tree's"
+    );
+    insta::assert_snapshot!(json);
+}
+
+/// `--demo-machine gh200`: the HBM as NUMA node 1 with the host's 6 GiB on it, and each pod's
+/// GPU memory limit from NVML (`nvmlDeviceGetMemoryLimits_v1`, asked for its own cgroup by
+/// the GPU's reader), the host's notebook without one.
+#[test]
+fn snapshot_the_gh200_demo_in_once_json() {
+    let json = once_redacted(&[
+        "--demo-machine",
+        "gh200",
+        "--peak-rate",
+        "0",
+        "once",
+        "--json",
+    ]);
+    let v: Value = serde_json::from_str(&json).expect("json");
+    let d = &v["devices"][0];
+    let s = &d["shared_memory"];
+    assert_eq!(s["coherent_mode"], "numa", "{s:#}");
+    assert_eq!(s["hbm_node"]["host_bytes"], 6 * GIB);
+    let limits: Vec<(Value, Value)> = d["processes"]
+        .as_array()
+        .expect("processes")
+        .iter()
+        .map(|p| (p["pid"].clone(), p["gpu_limit"].clone()))
+        .collect();
+    assert_eq!(limits.len(), 3, "{limits:?}");
+    for (pid, l) in &limits {
+        match pid.as_u64() {
+            Some(6101) => assert_eq!(
+                (l["hard_bytes"].as_u64(), l["source"].as_str()),
+                (Some(40 * GIB), Some("nvml"))
+            ),
+            Some(6201) => assert_eq!(
+                (l["hard_bytes"].as_u64(), l["source"].as_str()),
+                (Some(24 * GIB), Some("nvml"))
+            ),
+            _ => assert!(l.is_null(), "{pid}: {l}"),
+        }
+    }
+    insta::assert_snapshot!(json);
+}
+
+/// The dashboard on `--demo-machine` machines, through the sampler as the dashboard runs it
+/// (one tick; the time, host name and start times fixed).
+fn demo_screen(machine: gpumon::collect::source::simulated::DemoMachine) -> String {
+    use gpumon::collect::sampler::{Filter, Sampler};
+    use gpumon::collect::source::simulated::Simulated;
+    let opened = Simulated::demo_machine(machine).expect("demo").open();
+    let mut sampler = Sampler::new(
+        opened,
+        Filter {
+            gpus: vec![],
+            processes: true,
+            host: true,
+            process_utilization: true,
+            system: false,
+        },
+    );
+    let mut sample = sampler.tick();
+    sample.timestamp = SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000);
+    sample.hostname = Some("demo-node".into());
+    for d in &mut sample.devices {
+        d.data_age_ms = Some(0);
+        for p in &mut d.processes {
+            p.start_time = Some(1_795_000_000 - 3600);
+        }
+    }
+    let mut terminal = Terminal::new(TestBackend::new(160, 30)).expect("terminal");
+    let mut app = App::new(&crate::common::dashboard_settings(
+        Duration::from_secs(1),
+        Duration::from_secs(600),
+    ));
+    render_once(&mut terminal, &mut app, Arc::new(sample)).expect("draw");
+    let text = terminal.backend().to_string();
+    let name = format!("demo_machine_{machine:?}").to_lowercase();
+    insta::assert_snapshot!(name, terminal.backend());
+    text
+}
+
+#[test]
+fn snapshot_the_dashboard_on_the_demo_machines() {
+    use gpumon::collect::source::simulated::DemoMachine;
+    let spark = demo_screen(DemoMachine::Spark);
+    for want in ["NVIDIA GB10", "GPU holds 63.0 GiB", "43.0 GiB of 120.0 GiB"] {
+        assert!(spark.contains(want), "{want}:\n{spark}");
+    }
+    let gh200 = demo_screen(DemoMachine::Gh200);
+    for want in ["HBM as NUMA node 1", "LIMIT", "40.0 GiB"] {
+        assert!(gh200.contains(want), "{want}:\n{gh200}");
+    }
+}
+
+/// A real process (a child of the test) in its real cgroup, listed on two GPUs whose driver
+/// sets that cgroup different limits: each GPU's reader asks its own device for the cgroup
+/// handed to it, and each process row carries its GPU's answer, source `nvml` (no `dmem`
+/// controller in the stand-in root).
+fn child_on_two_gpus(hang_second: bool) -> (Value, std::time::Duration) {
+    let mut child = Command::new("sleep").arg("60").spawn().expect("sleep");
+    let pid = child.id();
+    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default();
+    let cgroup = text
+        .lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .unwrap_or("/")
+        .trim()
+        .to_owned();
+    let root = tempfile::tempdir().expect("root");
+    std::fs::create_dir_all(root.path().join("sys/fs/cgroup")).expect("mkdir");
+    let gpu = |i: u32, hard: u64, used: u64| {
+        format!(
+            r#"{{"name":"NVIDIA H100 80GB HBM3","memory_total_mib":81920,"pci_bus_id":"00000000:0{}:00.0",
+            "processes":[{{"pid":{pid},"memory_mib":{used}}}],
+            "memory_limits":[{{"cgroup":{cg},"hard_mib":{hard},"used_mib":{used}}}]}}"#,
+            i + 1,
+            cg = serde_json::to_string(&cgroup).expect("json"),
+        )
+    };
+    let hang = if hang_second {
+        r#","faults":[{"kind":"hang","device":1,"block_s":30}]"#
+    } else {
+        ""
+    };
+    let scn = crate::common::scenario(&format!(
+        r#"{{"version":1,"devices":[{},{}]{hang}}}"#,
+        gpu(0, 8192, 3072),
+        gpu(1, 4096, 1024)
+    ));
+    let started = Instant::now();
+    let v = stdout_json(
+        gpumon_fake(&scn, 0.0)
+            .env("GPUMON_HOST_ROOT", root.path())
+            .args(["--timeout", "1s", "once", "--json"]),
+    );
+    let took = started.elapsed();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_valid(&once_validator(), &v, "limits per cgroup");
+    (v, took)
+}
+
+fn limit_of(d: &Value) -> (Option<u64>, Option<u64>, Option<&str>) {
+    let l = &d["processes"][0]["gpu_limit"];
+    (
+        l["hard_bytes"].as_u64(),
+        l["used_bytes"].as_u64(),
+        l["source"].as_str(),
+    )
+}
+
+#[test]
+fn each_gpu_reads_its_processes_cgroup_limits_from_nvml() {
+    let (v, _) = child_on_two_gpus(false);
+    let d = v["devices"].as_array().expect("devices");
+    assert_eq!(
+        limit_of(&d[0]),
+        (Some(8 * GIB), Some(3 * GIB), Some("nvml")),
+        "{v:#}"
+    );
+    assert_eq!(
+        limit_of(&d[1]),
+        (Some(4 * GIB), Some(GIB), Some("nvml")),
+        "{v:#}"
+    );
+}
+
+/// GPU 1's calls hang: GPU 0's reading and its process's limit still arrive, within the
+/// deadline, and GPU 1 is said stalled.
+#[test]
+fn a_hung_gpu_holds_up_neither_the_others_readings_nor_their_limits() {
+    let (v, took) = child_on_two_gpus(true);
+    let d = v["devices"].as_array().expect("devices");
+    assert_eq!(
+        limit_of(&d[0]),
+        (Some(8 * GIB), Some(3 * GIB), Some("nvml")),
+        "{v:#}"
+    );
+    assert!(d[1]["error"].as_str().is_some(), "{:#}", d[1]);
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+}
+
+/// Two containers hold processes on one GPU, each limited on it: each process carries its own
+/// container's limit, the host's process none; the per-owner view names both.
+#[test]
+fn two_containers_on_one_gpu_each_with_its_own_nvml_limit() {
+    let scn = crate::common::scenario(
+        r#"{"version":1,"devices":[{"name":"NVIDIA A100-SXM4-80GB","memory_total_mib":81920,
+            "processes":[
+              {"pid":11,"memory_mib":6000,"cgroup":"0::/kubepods/burstable/poda1b2c3d4-0000-4000-8000-000000000001/c0ffee01"},
+              {"pid":21,"memory_mib":2000,"cgroup":"0::/kubepods/burstable/podb1b2c3d4-0000-4000-8000-000000000002/c0ffee02"},
+              {"pid":31,"memory_mib":500,"cgroup":"0::/user.slice"}],
+            "memory_limits":[
+              {"cgroup":"/kubepods/burstable/poda1b2c3d4-0000-4000-8000-000000000001/c0ffee01","hard_mib":8192,"used_mib":6000},
+              {"cgroup":"/kubepods/burstable/podb1b2c3d4-0000-4000-8000-000000000002/c0ffee02","hard_mib":4096,"soft_mib":2048,"used_mib":2000}]}]}"#,
+    );
+    let v = stdout_json(
+        crate::common::gpumon()
+            .env_remove("GPUMON_HOST_ROOT")
+            .arg("--scenario")
+            .arg(&*scn)
+            .args(["once", "--json"]),
+    );
+    let procs = v["devices"][0]["processes"].as_array().expect("processes");
+    let hard: Vec<_> = procs
+        .iter()
+        .map(|p| {
+            let l = &p["gpu_limit"];
+            (
+                p["pid"].as_u64(),
+                l["hard_bytes"].as_u64(),
+                l["source"].as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        hard,
+        [
+            (Some(11), Some(8 * GIB), Some("nvml")),
+            (Some(21), Some(4 * GIB), Some("nvml")),
+            (Some(31), None, None)
+        ]
+    );
+    let out = crate::common::gpumon()
+        .env_remove("GPUMON_HOST_ROOT")
+        .arg("--scenario")
+        .arg(&*scn)
+        .args(["once", "--by", "owner"])
+        .output()
+        .expect("once --by owner");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("NVML limit"), "{text}");
+    assert!(
+        text.contains("8.0 GiB") && text.contains("4.0 GiB"),
+        "{text}"
+    );
 }

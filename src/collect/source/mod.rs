@@ -11,10 +11,20 @@ pub mod scenario;
 pub mod simulated;
 pub mod tegra;
 
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
+use crate::model::unified::{GpuLimit, SystemFacts};
 use crate::model::Device;
+
+/// The GPU memory limits of cgroups on one device as the driver answered them: each cgroup's
+/// path (as `/proc/PID/cgroup` names it) with its limit, `None` where it has none (or the
+/// driver would not say).
+pub type CgroupLimits = Vec<(Arc<str>, Option<Arc<GpuLimit>>)>;
+
+/// A simulated machine's own memory (its scenario's `host`), read in place of this machine's
+/// `/proc` and `/sys`.
+pub type HostFacts = Arc<dyn Fn() -> SystemFacts + Send + Sync>;
 
 /// Reads one device. It runs on a thread of its own and may block for as long as the driver
 /// does; failures become part of the [`Device`], never a panic.
@@ -30,6 +40,60 @@ pub trait DeviceReader: Send + 'static {
     /// has none, which leaves the peak unmeasured rather than low.
     fn read_memory(&mut self) -> Option<MemoryNow> {
         None
+    }
+
+    /// The GPU memory limits of these cgroups on this device (`nvmlDeviceGetMemoryLimits_v1`,
+    /// one call a cgroup), for the processes' owners. Runs on the reader's thread like
+    /// [`DeviceReader::read`], so a hung device holds up only itself. Bounded by the reader:
+    /// each cgroup asked again at most every [`LIMITS_REFRESH`], at most [`MAX_CGROUPS`] of
+    /// them. Empty where the source has no such call.
+    fn read_limits(&mut self, _cgroups: &[Arc<str>]) -> CgroupLimits {
+        Vec::new()
+    }
+}
+
+/// How often the driver is asked again for one cgroup's limits: a limit is set when a
+/// container starts, and its use is shown beside the processes' own figures.
+pub const LIMITS_REFRESH: Duration = Duration::from_secs(5);
+/// The most cgroups whose limits are asked of one device: the containers on a GPU (MPS
+/// serves at most 48 or 60 clients), with room. Past it, a cgroup's limit is not asked
+/// (`None`, never 0).
+pub const MAX_CGROUPS: usize = 128;
+
+/// A cache of cgroups' limits on one device, asked again after [`LIMITS_REFRESH`]; the
+/// cgroups not asked for are forgotten. What the readers of [`DeviceReader::read_limits`]
+/// keep.
+#[derive(Default)]
+pub struct LimitCache {
+    known: std::collections::HashMap<Arc<str>, (Instant, Option<Arc<GpuLimit>>)>,
+}
+
+impl LimitCache {
+    /// Each of the first [`MAX_CGROUPS`] of `cgroups` with its limit, `ask` called for those
+    /// never asked or asked [`LIMITS_REFRESH`] ago.
+    pub fn get(
+        &mut self,
+        cgroups: &[Arc<str>],
+        now: Instant,
+        mut ask: impl FnMut(&str) -> Option<GpuLimit>,
+    ) -> CgroupLimits {
+        let cgroups = &cgroups[..cgroups.len().min(MAX_CGROUPS)];
+        self.known.retain(|c, _| cgroups.contains(c));
+        cgroups
+            .iter()
+            .map(|c| {
+                let due = self
+                    .known
+                    .get(c)
+                    .is_none_or(|(at, _)| now.saturating_duration_since(*at) >= LIMITS_REFRESH);
+                if due {
+                    let limit = ask(c).map(Arc::new);
+                    self.known.insert(Arc::clone(c), (now, limit));
+                }
+                let limit = self.known.get(c).and_then(|(_, l)| l.clone());
+                (Arc::clone(c), limit)
+            })
+            .collect()
     }
 }
 
@@ -93,6 +157,11 @@ pub struct Opened {
     pub host_lookup: bool,
     /// Watches Xid errors, for views that sample over time ([`crate::collect::sampler::Sampler::watch_events`]).
     pub events: Option<Box<dyn EventWatcher>>,
+    /// Whether the readers answer [`DeviceReader::read_limits`]: the sampler hands them the
+    /// cgroups of their processes only then.
+    pub limits: bool,
+    /// A simulated machine's own memory, in place of this machine's files.
+    pub host: Option<HostFacts>,
 }
 
 /// Why no source could be opened.
@@ -343,7 +412,48 @@ mod tests {
             error: None,
             host_lookup: false,
             events: None,
+            limits: false,
+            host: None,
         })
+    }
+
+    /// A cgroup is asked once, then again only after the refresh; cgroups no longer asked
+    /// for are forgotten; past the cap none is asked.
+    #[test]
+    fn limits_are_asked_once_per_cgroup_and_refresh_and_bounded() {
+        let mut cache = LimitCache::default();
+        let asked = std::cell::RefCell::new(Vec::new());
+        let ask = |c: &str| {
+            asked.borrow_mut().push(c.to_owned());
+            (c == "/a").then(|| GpuLimit {
+                cgroup: c.to_owned(),
+                source: crate::model::unified::LimitSource::Nvml,
+                hard_bytes: Some(8),
+                soft_bytes: None,
+                used_bytes: Some(1),
+            })
+        };
+        let (a, b): (Arc<str>, Arc<str>) = (Arc::from("/a"), Arc::from("/b"));
+        let t0 = Instant::now();
+        let got = cache.get(&[Arc::clone(&a), Arc::clone(&b)], t0, ask);
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0].1.as_ref().and_then(|l| l.hard_bytes), Some(8));
+        assert_eq!(got[1].1, None);
+        cache.get(
+            &[Arc::clone(&a), Arc::clone(&b)],
+            t0 + Duration::from_secs(1),
+            ask,
+        );
+        assert_eq!(asked.borrow().len(), 2, "not again within the refresh");
+        cache.get(&[Arc::clone(&a)], t0 + LIMITS_REFRESH, ask);
+        assert_eq!(*asked.borrow(), ["/a", "/b", "/a"]);
+        assert_eq!(cache.known.len(), 1, "/b forgotten");
+        let many: Vec<Arc<str>> = (0..MAX_CGROUPS + 10)
+            .map(|i| Arc::from(format!("/c{i}")))
+            .collect();
+        let got = cache.get(&many, t0, ask);
+        assert_eq!(got.len(), MAX_CGROUPS);
+        assert_eq!(asked.borrow().len(), 3 + MAX_CGROUPS);
     }
 
     #[test]

@@ -89,6 +89,8 @@ pub struct NvmlDevice {
     handle: Option<usize>,
     /// Per-process peaks from accounting mode.
     accounting: super::accounting::AccountingReader,
+    /// The limits of the processes' cgroups, as last asked.
+    limits: super::LimitCache,
 }
 
 /// How often per-process utilisation is asked of the driver: on an H100 the call costs about
@@ -170,6 +172,7 @@ impl NvmlSource {
                             mig_mode: None,
                             handle: None,
                             accounting: Default::default(),
+                            limits: Default::default(),
                         }) as Box<dyn DeviceReader>
                     })
                     .collect(),
@@ -180,7 +183,10 @@ impl NvmlSource {
                 Some(format!("cannot count GPUs: {}", describe(e))),
             ),
         };
+        let limits = super::nvml_limits::available();
         Ok(Opened {
+            limits,
+            host: None,
             kind: "nvml",
             driver_version,
             cuda_version,
@@ -211,7 +217,41 @@ impl DeviceReader for NvmlDevice {
     /// One `nvmlDeviceGetMemoryInfo_v2` on the handle looked up once. v2 only: on a driver
     /// without it the memory-only reads give nothing, and no peak is shown.
     fn read_memory(&mut self) -> Option<super::MemoryNow> {
-        let nvml = self.shared.nvml.as_ref()?;
+        let shared = Arc::clone(&self.shared);
+        let nvml = shared.nvml.as_ref()?;
+        let m = self.device(nvml)?.memory_info().ok()?;
+        Some(super::MemoryNow {
+            used: m.used,
+            total: m.total,
+        })
+    }
+
+    /// `nvmlDeviceGetMemoryLimits_v1` for each cgroup (its directory under the cgroup root
+    /// as `nameSpace`), through [`super::LimitCache`]: a cgroup is asked again at most every
+    /// 5 s. Nothing where the driver lacks the call.
+    fn read_limits(&mut self, cgroups: &[Arc<str>]) -> super::CgroupLimits {
+        if cgroups.is_empty() || !super::nvml_limits::available() {
+            return Vec::new();
+        }
+        let shared = Arc::clone(&self.shared);
+        let Some(nvml) = shared.nvml.as_ref() else {
+            return Vec::new();
+        };
+        let Some(dev) = self.device(nvml) else {
+            return Vec::new();
+        };
+        let now = std::time::Instant::now();
+        self.limits.get(cgroups, now, |cgroup| {
+            let dir = crate::collect::unified::cgroup_dir(cgroup);
+            super::nvml_limits::read(&dev, &dir, cgroup)
+        })
+    }
+}
+
+impl NvmlDevice {
+    /// The device, on its handle looked up once: NVML's handles stay valid until
+    /// `nvmlShutdown`, and looking one up is a driver call.
+    fn device<'n>(&mut self, nvml: &'n Nvml) -> Option<NvDevice<'n>> {
         let handle = match self.handle {
             Some(h) => h,
             None => {
@@ -222,13 +262,8 @@ impl DeviceReader for NvmlDevice {
             }
         };
         // SAFETY: a handle NVML gave for this `nvml`, which `shared` keeps alive.
-        let dev = unsafe {
+        Some(unsafe {
             nvml_wrapper::Device::new(handle as nvml_wrapper_sys::bindings::nvmlDevice_t, nvml)
-        };
-        let m = dev.memory_info().ok()?;
-        Some(super::MemoryNow {
-            used: m.used,
-            total: m.total,
         })
     }
 }

@@ -9,6 +9,15 @@
 //! `hardLimit` and `currentUsed`, in bytes; 32 bytes on 64-bit Linux, with no version field.
 //! A hard limit of `ULLONG_MAX` is no limit (clearing a limit sets soft 0 and hard
 //! `ULLONG_MAX`). This layout is kept here alone, with [`GetMemoryLimitsV1`].
+//!
+//! Checked against NVIDIA's API reference
+//! (<https://docs.nvidia.com/deploy/nvml-api/api/structnvmlGetMemoryLimits__v1__t.html>: the
+//! same four members; "no limit is set when softLimit is 0 and hardLimit is
+//! NVML_DEVICE_MEMORY_LIMIT_MAX") and NVIDIA's Python bindings
+//! (`cuda.bindings.nvml.GetMemoryLimits_v1`). The MPS memory-partitioning guide's example
+//! speaks of `bIsMax` flags; no such member is in the header or the reference, so none is
+//! read. `NVML_DEVICE_MEMORY_LIMIT_MAX`'s value is in none of those sources: `ULLONG_MAX` is
+//! taken as it (what clearing a limit writes).
 
 use std::ffi::{c_char, c_void, CString};
 use std::sync::OnceLock;

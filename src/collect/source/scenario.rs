@@ -38,6 +38,65 @@ pub struct Scenario {
     pub devices: Vec<DeviceSpec>,
     #[serde(default)]
     pub faults: Vec<Fault>,
+    /// The machine's own memory as `/proc` and `/sys` would say it (MemTotal, MemAvailable,
+    /// PSI, NUMA nodes): what a unified or coherent part is shown beside. Used by the
+    /// simulated source only, in place of this machine's files; absent, a simulated GPU is
+    /// shown beside none (or the tree `GPUMON_HOST_ROOT` names).
+    #[serde(default)]
+    pub host: Option<HostSpec>,
+}
+
+/// The host side of a simulated machine.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostSpec {
+    /// `/proc/meminfo`'s MemTotal.
+    pub mem_total_mib: u64,
+    /// `/proc/meminfo`'s MemAvailable (capped at MemTotal).
+    pub mem_available_mib: Curve,
+    /// `/proc/pressure/memory`; absent: the kernel has no PSI.
+    #[serde(default)]
+    pub pressure: Option<PressureSpec>,
+    /// `/sys/devices/system/node/node*` (at most [`MAX_NODES`]).
+    #[serde(default)]
+    pub numa_nodes: Vec<NumaNodeSpec>,
+}
+
+/// PSI's `avg10` shares, in percent (capped at 100).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PressureSpec {
+    pub some_avg10: Curve,
+    #[serde(default)]
+    pub full_avg10: Option<Curve>,
+}
+
+/// One NUMA node: whether it has CPUs (a coherent GPU's HBM in NUMA mode has none), its
+/// MemTotal and MemFree.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NumaNodeSpec {
+    pub id: u32,
+    #[serde(default)]
+    pub cpus: bool,
+    pub total_mib: u64,
+    pub free_mib: Curve,
+}
+
+/// The most NUMA nodes a scenario may have (Linux's MAX_NUMNODES).
+pub const MAX_NODES: usize = 1024;
+/// The most cgroup limits one device may have in a scenario.
+pub const MAX_LIMITS: usize = 4096;
+
+/// The host side at one moment: bytes, percentages within 0–100.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostState {
+    pub total: u64,
+    pub available: u64,
+    /// `some` and `full` avg10.
+    pub pressure: Option<(f64, Option<f64>)>,
+    /// id, has CPUs, total, free.
+    pub nodes: Vec<(u32, bool, u64, u64)>,
 }
 
 fn default_driver() -> String {
@@ -97,9 +156,14 @@ pub struct DeviceSpec {
     #[serde(default)]
     pub accounting: Option<accounting::AccountingSpec>,
     /// A cgroup's GPU memory limit on this GPU, as `nvmlDeviceGetMemoryLimits_v1` (R615)
-    /// answers it; absent: the call answers NOT_SUPPORTED (no limit set).
+    /// answers it; absent: the call answers NOT_SUPPORTED (no limit set). The simulated
+    /// source shows it as the limit of the container gpumon runs in.
     #[serde(default)]
     pub memory_limit: Option<MemoryLimitSpec>,
+    /// The limits of other cgroups on this GPU (the containers of its processes), answered
+    /// by the same call for their own `nameSpace`.
+    #[serde(default)]
+    pub memory_limits: Vec<MemoryLimitSpec>,
 }
 
 /// A cgroup's GPU memory limit (R615, "MPS v3 memory partitioning").
@@ -118,6 +182,18 @@ pub struct MemoryLimitSpec {
     /// What the cgroup holds on the GPU.
     #[serde(default)]
     pub used_mib: Curve,
+}
+
+impl MemoryLimitSpec {
+    /// Its cgroup, soft (0: none), hard (`u64::MAX`: none) and used bytes at time `t`.
+    fn at(&self, t: f64) -> (String, u64, u64, u64) {
+        (
+            self.cgroup.clone(),
+            self.soft_mib.map_or(0, |m| mib_to_bytes(m as f64)),
+            self.hard_mib.map_or(u64::MAX, |m| mib_to_bytes(m as f64)),
+            mib_to_bytes(self.used_mib.at(t).max(0.0)),
+        )
+    }
 }
 
 /// One MIG device: a GPU instance with its compute instance.
@@ -460,6 +536,8 @@ pub enum Field {
     MigAggregates,
     /// The accounting queries (mode, buffer size, pids, per-process stats).
     Accounting,
+    /// `nvmlDeviceGetMemoryLimits_v1`, a cgroup's GPU memory limits.
+    MemoryLimits,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -572,6 +650,8 @@ pub struct DeviceState {
     pub clock_reasons: u64,
     /// The cgroup limit on this GPU: its cgroup, soft, hard (`u64::MAX`: none) and used bytes.
     pub memory_limit: Option<(String, u64, u64, u64)>,
+    /// Other cgroups' limits on this GPU, the same way.
+    pub memory_limits: Vec<(String, u64, u64, u64)>,
 }
 
 /// One MIG device at a moment.
@@ -640,6 +720,25 @@ impl DeviceState {
             .filter(|(f, _)| f.is_none() || *f == field)
             .map(|(_, s)| *s)
             .reduce(f64::max)
+    }
+
+    /// The limit `nvmlDeviceGetMemoryLimits_v1` answers for `name_space` (a cgroup
+    /// directory's full path): the one whose cgroup path it ends with, component by component,
+    /// the longest such; `None` (NOT_SUPPORTED) for a cgroup with no limit.
+    pub fn limit_for(&self, name_space: &str) -> Option<&(String, u64, u64, u64)> {
+        let ns = name_space.trim_end_matches('/');
+        self.memory_limit
+            .iter()
+            .chain(&self.memory_limits)
+            .filter(|(cgroup, ..)| {
+                let c = cgroup.trim_end_matches('/');
+                // "/" (the root) is every path's end; "/a/b" must not match "/xa/b".
+                c.is_empty()
+                    || ns.strip_suffix(c).is_some_and(|head| {
+                        c.starts_with('/') || head.is_empty() || head.ends_with('/')
+                    })
+            })
+            .max_by_key(|(cgroup, ..)| cgroup.trim_end_matches('/').len())
     }
 
     /// The fault on `field`, if any (NOT_SUPPORTED or NO_PERMISSION).
@@ -753,6 +852,25 @@ impl Scenario {
             }) {
                 return Err(ScenarioError::Invalid(format!(
                     "device {i}: each process needs exactly one of pid and pid_file"
+                )));
+            }
+        }
+        if let Some(i) = scenario
+            .devices
+            .iter()
+            .position(|d| d.memory_limits.len() > MAX_LIMITS)
+        {
+            return Err(ScenarioError::Invalid(format!(
+                "device {i} has more than {MAX_LIMITS} memory_limits"
+            )));
+        }
+        if let Some(h) = &scenario.host {
+            if h.mem_total_mib == 0 {
+                return Err(ScenarioError::Invalid("host.mem_total_mib is 0".into()));
+            }
+            if h.numa_nodes.len() > MAX_NODES {
+                return Err(ScenarioError::Invalid(format!(
+                    "host has more than {MAX_NODES} numa_nodes"
                 )));
             }
         }
@@ -970,19 +1088,49 @@ impl Scenario {
                 .filter(|w| t >= w.at_s && w.until_s.is_none_or(|u| t < u))
                 .flat_map(|w| w.reasons.iter().map(|r| r.bit()))
                 .fold(0, |a, b| a | b),
-            memory_limit: spec.memory_limit.as_ref().map(|l| {
-                (
-                    l.cgroup.clone(),
-                    l.soft_mib.map_or(0, |m| mib_to_bytes(m as f64)),
-                    l.hard_mib.map_or(u64::MAX, |m| mib_to_bytes(m as f64)),
-                    mib_to_bytes(l.used_mib.at(t).max(0.0)),
-                )
-            }),
+            memory_limit: spec.memory_limit.as_ref().map(|l| l.at(t)),
+            memory_limits: spec.memory_limits.iter().map(|l| l.at(t)).collect(),
         };
         for f in faults.iter().filter(|f| f.kind == FaultKind::Garbage) {
             state.garbage(f.field, f.value);
         }
         state
+    }
+
+    /// The host side at scenario time `t` (`None`: the scenario has none). Available memory
+    /// and node free memory are capped at their totals, pressures at 0–100.
+    pub fn host_at(&self, t: f64) -> Option<HostState> {
+        let h = self.host.as_ref()?;
+        let total = mib_to_bytes(h.mem_total_mib as f64);
+        let pct = |c: &Curve| {
+            let v = c.at(t);
+            if v.is_finite() {
+                v.clamp(0.0, 100.0)
+            } else {
+                0.0
+            }
+        };
+        Some(HostState {
+            total,
+            available: mib_to_bytes(h.mem_available_mib.at(t)).min(total),
+            pressure: h
+                .pressure
+                .as_ref()
+                .map(|p| (pct(&p.some_avg10), p.full_avg10.as_ref().map(pct))),
+            nodes: h
+                .numa_nodes
+                .iter()
+                .map(|n| {
+                    let total = mib_to_bytes(n.total_mib as f64);
+                    (
+                        n.id,
+                        n.cpus,
+                        total,
+                        mib_to_bytes(n.free_mib.at(t)).min(total),
+                    )
+                })
+                .collect(),
+        })
     }
 
     /// How long `nvmlInit` blocks at scenario time `t`, if an `init_hang` fault says so.
@@ -1064,6 +1212,45 @@ mod tests {
             Ok(s) => s,
             Err(e) => panic!("{e}"),
         }
+    }
+
+    #[test]
+    fn the_host_side_is_capped_and_checked() {
+        let s = one_gpu(
+            r#","host":{"mem_total_mib":1024,"mem_available_mib":{"points":[[0,512],[10,4096]]},
+                "pressure":{"some_avg10":250,"full_avg10":1.5},
+                "numa_nodes":[{"id":1,"total_mib":100,"free_mib":400},{"id":0,"cpus":true,"total_mib":900,"free_mib":10}]}"#,
+        );
+        let h = s.host_at(0.0).expect("host");
+        assert_eq!((h.total, h.available), (1024 * 1048576, 512 * 1048576));
+        assert_eq!(s.host_at(10.0).map(|h| h.available), Some(1024 * 1048576));
+        assert_eq!(h.pressure, Some((100.0, Some(1.5))));
+        assert_eq!(h.nodes[0], (1, false, 100 * 1048576, 100 * 1048576));
+        assert_eq!(one_gpu("").host_at(0.0), None);
+        let zero = r#"{"version":1,"devices":[{"name":"T","memory_total_mib":1}],
+            "host":{"mem_total_mib":0,"mem_available_mib":0}}"#;
+        assert!(Scenario::from_json(zero).is_err());
+    }
+
+    #[test]
+    fn a_limit_answers_for_its_own_cgroup_and_the_longest_wins() {
+        let s = Scenario::from_json(
+            r#"{"version":1,"devices":[{"name":"T","memory_total_mib":1000,
+            "memory_limit":{"cgroup":"/k/a","hard_mib":8},
+            "memory_limits":[{"cgroup":"/k/b","hard_mib":4},{"cgroup":"/k","hard_mib":16}]}]}"#,
+        )
+        .expect("scenario");
+        let d = s.device_at(0, 0.0);
+        let hard = |ns: &str| d.limit_for(ns).map(|l| l.2 / 1048576);
+        assert_eq!(hard("/sys/fs/cgroup/k/a"), Some(8));
+        assert_eq!(hard("/sys/fs/cgroup/k/b/"), Some(4));
+        assert_eq!(hard("/sys/fs/cgroup/k"), Some(16));
+        assert_eq!(
+            hard("/sys/fs/cgroup/xk/b"),
+            None,
+            "not at a component boundary"
+        );
+        assert_eq!(hard("/sys/fs/cgroup/other"), None);
     }
 
     #[test]

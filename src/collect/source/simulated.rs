@@ -4,11 +4,50 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use super::{DeviceReader, OpenError, Opened};
-use crate::collect::source::scenario::{DeviceState, FaultKind, Field, ProcKind, Scenario};
+use crate::collect::source::scenario::{
+    DeviceState, FaultKind, Field, HostState, ProcKind, Scenario,
+};
+use crate::model::unified::{NodeFacts, Pressure, SystemFacts};
 use crate::model::{AllocatorStats, Device, Memory, Process, ProcessKind, Utilization};
 
 /// The built-in scenario behind `--demo`: a training run on two GPUs.
 pub const DEMO: &str = include_str!("../../../assets/scenarios/demo.json");
+/// The built-in scenario behind `--demo-machine spark`: a DGX Spark-like machine, its GB10's
+/// memory the system's, with the host side (`/proc/meminfo`, PSI) in the scenario.
+pub const SPARK: &str = include_str!("../../../assets/scenarios/spark.json");
+/// The built-in scenario behind `--demo-machine gh200`: a GH200-like machine in NUMA mode,
+/// two containers with GPU memory limits on it.
+pub const GH200: &str = include_str!("../../../assets/scenarios/gh200-demo.json");
+
+impl DemoMachine {
+    /// Each machine by the name `--demo-machine` takes.
+    pub const ALL: [(&'static str, DemoMachine); 3] = [
+        ("training", DemoMachine::Training),
+        ("spark", DemoMachine::Spark),
+        ("gh200", DemoMachine::Gh200),
+    ];
+
+    pub fn from_name(name: &str) -> Option<DemoMachine> {
+        Self::ALL
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name.trim()))
+            .map(|(_, m)| *m)
+    }
+}
+
+/// The machines `--demo` can show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DemoMachine {
+    /// A training run on two H100s and an A100 split into MIG instances (the default).
+    #[default]
+    Training,
+    /// A DGX Spark: one GB10 whose memory is the system's (NVML reports none), two
+    /// processes, the system's headroom and memory pressure.
+    Spark,
+    /// A GH200 in NUMA mode (its HBM a NUMA node beside the Grace CPU's memory), and two
+    /// containers on it with GPU memory limits of their own.
+    Gh200,
+}
 
 /// A scenario and its clock, shared by the devices' readers.
 struct Clock {
@@ -36,13 +75,33 @@ pub struct SimulatedDevice {
     index: u32,
     /// The device has given utilisation samples (see [`super::apply_utilization`]).
     util_seen: bool,
+    /// The limits of the processes' cgroups, as last asked.
+    limits: super::LimitCache,
 }
 
 impl Simulated {
     /// The demo starts mid-training (42 s in), so a first snapshot already shows the
     /// activation sawtooth and the notebook on GPU 0.
     pub fn demo() -> Result<Self, OpenError> {
-        Ok(Self::from_json("built-in demo", DEMO)?.at(42.0))
+        Self::demo_machine(DemoMachine::Training)
+    }
+
+    /// One of the built-in machines.
+    pub fn demo_machine(machine: DemoMachine) -> Result<Self, OpenError> {
+        match machine {
+            DemoMachine::Training => Ok(Self::from_json("built-in demo", DEMO)?.at(42.0)),
+            DemoMachine::Spark => Ok(Self::from_json("built-in demo (spark)", SPARK)?.at(30.0)),
+            DemoMachine::Gh200 => Ok(Self::from_json("built-in demo (gh200)", GH200)?.at(30.0)),
+        }
+    }
+
+    /// The scenario's host side at scenario time `t`, as this machine's files would say it;
+    /// `None` where the scenario has none.
+    pub fn host_at(&self, t: f64) -> Option<SystemFacts> {
+        self.scenario
+            .host_at(self.scenario.time(t))
+            .as_ref()
+            .map(facts)
     }
 
     pub fn from_file(path: &str) -> Result<Self, OpenError> {
@@ -78,12 +137,31 @@ impl Simulated {
             self.scenario.cuda_driver_version,
         ));
         let n = self.scenario.devices.len() as u32;
+        let limits = self
+            .scenario
+            .devices
+            .iter()
+            .any(|d| d.memory_limit.is_some() || !d.memory_limits.is_empty());
+        let has_host = self.scenario.host.is_some();
         let clock = Arc::new(Clock {
             scenario: self.scenario,
             started: Instant::now(),
             t0: self.t0,
         });
+        let host: Option<super::HostFacts> = has_host.then(|| {
+            let clock = Arc::clone(&clock);
+            Arc::new(move || {
+                clock
+                    .scenario
+                    .host_at(clock.now())
+                    .as_ref()
+                    .map(facts)
+                    .unwrap_or_default()
+            }) as super::HostFacts
+        });
         Opened {
+            limits,
+            host,
             kind: "simulated",
             driver_version,
             cuda_version,
@@ -93,6 +171,7 @@ impl Simulated {
                         clock: Arc::clone(&clock),
                         index,
                         util_seen: false,
+                        limits: Default::default(),
                     }) as Box<dyn DeviceReader>
                 })
                 .collect(),
@@ -203,6 +282,28 @@ impl DeviceReader for SimulatedDevice {
         d
     }
 
+    /// The scenario's limits for these cgroups (`memory_limit`, `memory_limits`), as the
+    /// fake library's `nvmlDeviceGetMemoryLimits_v1` answers them, with the same bounds as
+    /// NVML's reader; a hang on the device (or on `memory_limits`) blocks first.
+    fn read_limits(&mut self, cgroups: &[Arc<str>]) -> super::CgroupLimits {
+        if cgroups.is_empty() {
+            return Vec::new();
+        }
+        let clock = Arc::clone(&self.clock);
+        let index = self.index;
+        self.limits.get(cgroups, Instant::now(), |cgroup| {
+            let mut d = clock.scenario.device_at(index, clock.now());
+            if let Some(block) = d.hang(Some(Field::MemoryLimits)) {
+                std::thread::sleep(Duration::from_secs_f64(block));
+                d = clock.scenario.device_at(index, clock.now());
+            }
+            if d.lost || d.fault(Field::MemoryLimits).is_some() {
+                return None;
+            }
+            d.limit_for(cgroup).map(simulated_limit)
+        })
+    }
+
     /// The memory as [`DeviceReader::read`] would give it, faults included (a hang blocks).
     fn read_memory(&mut self) -> Option<super::MemoryNow> {
         let mut seen = self.util_seen;
@@ -266,8 +367,28 @@ fn health(d: &DeviceState) -> crate::model::health::Health {
     }
 }
 
-/// What NVML would answer for a device in state `d` at scenario time `t`, `wall` being the
-/// wall-clock time then.
+/// A scenario's host side as this machine's files would say it.
+fn facts(h: &HostState) -> SystemFacts {
+    SystemFacts {
+        total_bytes: Some(h.total),
+        available_bytes: Some(h.available),
+        pressure: h.pressure.map(|(some, full)| Pressure {
+            some_avg10: some,
+            full_avg10: full,
+        }),
+        nodes: h
+            .nodes
+            .iter()
+            .map(|&(id, has_cpus, total, free)| NodeFacts {
+                id,
+                has_cpus,
+                total_bytes: Some(total),
+                free_bytes: Some(free),
+            })
+            .collect(),
+    }
+}
+
 /// A scenario's cgroup limit as NVML R615 would answer it inside that cgroup.
 fn simulated_limit(l: &(String, u64, u64, u64)) -> crate::model::unified::GpuLimit {
     let (cgroup, soft, hard, used) = l;
@@ -280,6 +401,8 @@ fn simulated_limit(l: &(String, u64, u64, u64)) -> crate::model::unified::GpuLim
     super::nvml_limits::from_struct(&raw, cgroup)
 }
 
+/// What NVML would answer for a device in state `d` at scenario time `t`, `wall` being the
+/// wall-clock time then.
 fn device(d: &DeviceState, t: f64, wall: SystemTime, util_seen: &mut bool) -> Device {
     if d.lost {
         return Device::failed(d.index, "GPU is lost".into());

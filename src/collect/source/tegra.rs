@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 
 use super::{DeviceReader, Opened};
 use crate::collect::unified::ROOT_ENV;
+use crate::model::unified::{self, SocGpu};
 use crate::model::Device;
 
 /// The `of_node` names of Jetson's integrated GPUs, with the family each names: TX2 (gp10b),
@@ -179,6 +180,8 @@ pub fn open() -> Option<Opened> {
         // Real pids, were any listed; a stand-in root is not this machine's /proc.
         host_lookup: std::env::var_os(ROOT_ENV).is_none_or(|v| v.is_empty()),
         events: None,
+        limits: false,
+        host: None,
     })
 }
 
@@ -215,6 +218,13 @@ pub fn read_device(f: &Found) -> Device {
         .as_ref()
         .and_then(|t| read(&t.join("temp")))
         .and_then(|t| temp_celsius(&t));
+    // The clock and rail gating jetson-stats reads (`jtop/core/gpu.py`): devfreq's
+    // `cur_freq` (Hz) and the GPU device's `railgate_enable`.
+    d.soc_gpu = Some(SocGpu {
+        clock_mhz: read(&f.devfreq.join("cur_freq")).and_then(|t| unified::clock_mhz(&t)),
+        rail_gating: read(&f.devfreq.join("device/railgate_enable"))
+            .and_then(|t| unified::sysfs_flag(&t)),
+    });
     d
 }
 
@@ -343,5 +353,23 @@ mod tests {
         assert_eq!(d.utilization.gpu_percent, None);
         assert!(d.field_errors.contains_key("utilization"));
         assert_eq!(d.temperature_c, None);
+        assert_eq!(
+            d.soc_gpu,
+            Some(SocGpu {
+                clock_mhz: None,
+                rail_gating: None
+            }),
+            "no cur_freq, no railgate_enable: unknown, never 0"
+        );
+        write(root, "sys/class/devfreq/g/cur_freq", "675000000\n");
+        write(root, "sys/class/devfreq/g/device/railgate_enable", "0\n");
+        let d = read_device(&find(root).expect("found"));
+        assert_eq!(
+            d.soc_gpu,
+            Some(SocGpu {
+                clock_mhz: Some(675),
+                rail_gating: Some(false)
+            })
+        );
     }
 }

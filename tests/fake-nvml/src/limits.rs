@@ -14,8 +14,9 @@ pub struct nvmlGetMemoryLimits_v1_t {
     pub currentUsed: c_ulonglong,
 }
 
-/// Answers for a `nameSpace` that ends with the scenario's cgroup path; NOT_SUPPORTED for a
-/// device without a limit or another cgroup (as a driver with no limit set answers);
+/// Answers for a `nameSpace` that ends with one of the scenario's cgroup paths
+/// (`memory_limit`, `memory_limits`: the longest that matches); NOT_SUPPORTED for a device
+/// without a limit or another cgroup (as a driver with no limit set answers);
 /// INVALID_ARGUMENT for a null structure or name.
 #[no_mangle]
 pub unsafe extern "C" fn nvmlDeviceGetMemoryLimits_v1(
@@ -34,16 +35,10 @@ pub unsafe extern "C" fn nvmlDeviceGetMemoryLimits_v1(
     let name = unsafe { std::ffi::CStr::from_ptr(name) }
         .to_string_lossy()
         .into_owned();
-    with_device(device, None, |_, d| {
-        let Some((cgroup, soft, hard, used)) = &d.memory_limit else {
+    with_device(device, Some(Field::MemoryLimits), |_, d| {
+        let Some((_, soft, hard, used)) = d.limit_for(&name) else {
             return nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED;
         };
-        if !name
-            .trim_end_matches('/')
-            .ends_with(cgroup.trim_end_matches('/'))
-        {
-            return nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED;
-        }
         // SAFETY: non-null pointer checked above; only the out-fields are written.
         unsafe {
             (*limits).softLimit = *soft;
