@@ -182,6 +182,10 @@ pub fn check(args: &EstimateArgs) -> Result<(Request, String), String> {
         dtype: dtype.map(str::to_owned),
         autocast: (args.mixed_precision && !args.inference).then(|| "bfloat16".to_owned()),
         inference: args.inference,
+        checkpointing: (args.torch.is_none()
+            && args.checkpointing == crate::estimate::memory::Checkpointing::Full)
+            .then(|| "full".to_owned()),
+        lora_rank: args.lora_rank.filter(|_| args.torch.is_none()),
         remedies: true,
         target_bytes: None,
     };
@@ -206,13 +210,20 @@ pub fn trace(
         .first()
         .and_then(|s| s.shape.first().copied())
         .unwrap_or(args.batch);
-    let run = trace::run_for(
+    let mut run = trace::run_for(
         batch,
         args.dtype.unwrap_or(Dtype::Fp32),
         args.mixed_precision && !args.inference,
         args.optimizer,
         args.inference,
     );
+    if request.hf_config.is_some() {
+        run.seq_len = args.seq_len;
+        run.lora_rank = request.lora_rank;
+        if request.checkpointing.is_some() {
+            run.checkpointing = crate::estimate::memory::Checkpointing::Full;
+        }
+    }
     Ok((traced, fewest, run))
 }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use clap::{ArgMatches, Args, FromArgMatches, Parser, Subcommand};
 
-use crate::estimate::memory::{Attention, Checkpointing, Dtype, Loss, Optimizer, Quant};
+use crate::estimate::memory::{Attention, Checkpointing, Dtype, Kernels, Loss, Optimizer, Quant};
 use crate::view::log::Format;
 
 mod parse;
@@ -425,6 +425,12 @@ pub struct EstimateArgs {
     /// scores are never stored) or eager (scores, softmax and dropout stored per layer)
     #[arg(long, default_value = "sdpa", value_parser = choice::<Attention>())]
     pub attention: Attention,
+    /// What the layers keep for backward: eager (the modules as transformers writes them:
+    /// RMSNorm's fp32 copy, written-out GELUs such as GPT-2's gelu_new, the gated MLP's four
+    /// tensors, PEFT's fp32 adapter inputs) or fused (Liger, llm.c, Megatron/Transformer
+    /// Engine kernels: Korthikanti et al.'s figures)
+    #[arg(long, default_value = "eager", value_parser = choice::<Kernels>())]
+    pub kernels: Kernels,
     /// Gradient accumulation steps (the effective batch is batch × N)
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
     pub grad_accum: u64,

@@ -101,6 +101,7 @@ impl EstimateArgs {
             loss: self.loss,
             quant: self.quant,
             group_size: self.group_size,
+            kernels: self.kernels,
         }
     }
 }

@@ -64,6 +64,7 @@ pub struct Flags {
     pub loss: memory::Loss,
     pub quant: Option<memory::Quant>,
     pub group_size: u64,
+    pub kernels: memory::Kernels,
 }
 
 /// The model and the run the flags describe: a config or model directory completed (or
@@ -115,6 +116,7 @@ pub fn inputs(args: &Flags) -> Result<(Shape, Option<u64>, Run), String> {
         loss: args.loss,
         quant: args.quant.unwrap_or(memory::Quant::Nf4),
         group_size: args.group_size,
+        kernels: args.kernels,
     };
     if args.quant.is_some() && args.dtype != Dtype::Int4 {
         return Err("--quant describes 4-bit weights: give --dtype int4".into());
@@ -759,6 +761,7 @@ mod tests {
                 intermediate: Some(inter),
                 gated_mlp: gated,
                 tied_embeddings: None,
+                ..Shape::default()
             };
             let run = Run { batch, seq_len: seq, inference, lora_rank: lora, ..training() };
             let r = report(shape, None, run, Ok(vec![gpu(0, None, 80 << 30)]));

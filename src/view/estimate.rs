@@ -502,6 +502,7 @@ mod tests {
                 intermediate: Some(inter),
                 gated_mlp: gated,
                 tied_embeddings: None,
+                ..Shape::default()
             };
             let run = Run { batch, seq_len: seq, inference, lora_rank: lora, ..training() };
             let r = report(shape, None, run, Ok(vec![gpu(0, None, 80 << 30)]));
