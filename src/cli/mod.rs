@@ -283,9 +283,11 @@ pub enum Command {
     /// The model comes from --model (a Hugging Face config.json, or a model directory: its
     /// *.safetensors headers give the exact parameter count) or from --params with optional
     /// shape flags. Parts: weights, gradients, optimizer states (with fp32 master weights under
-    /// mixed precision, as in the ZeRO paper), activations per layer (Korthikanti et al. 2022,
-    /// adapted for grouped-query attention and gated MLPs), the KV cache for --inference, and a
-    /// stated allowance for the CUDA context plus a fragmentation margin. Each GPU's live free
+    /// mixed precision, as in the ZeRO paper), activations per layer (what transformers'
+    /// modules keep, or with --kernels fused Korthikanti et al. 2022's figures; a frozen base
+    /// with --lora-rank; gradients and activations never all held at once), the KV cache for
+    /// --inference, and a stated allowance for the CUDA context plus a fragmentation margin.
+    /// Each GPU's live free
     /// memory is read (NVML, --demo or --scenario); when the run does not fit, what each
     /// standard remedy saves and the fewest that make it fit.
     ///
