@@ -242,7 +242,7 @@ pub fn panel_estimate(line: &str) -> Result<crate::estimate::Estimated, String> 
         .any(|w| *w == "--trace" || *w == "--torch" || w.starts_with("--torch="))
     {
         return crate::cli::estimate_line(line)
-            .map(|(s, d, r)| crate::estimate::Estimated::Formula(s, d, r));
+            .map(|f| crate::estimate::Estimated::Formula(Box::new(f)));
     }
     let parsed = <Line as clap::Parser>::try_parse_from(words)
         .map_err(|e| crate::cli::first_error_line(&e))?;

@@ -210,7 +210,7 @@ pub fn lever_saving(shape: &Shape, run: &Run, lever: Lever) -> Option<u64> {
 /// What the dashboard's estimate panel shows: the formula's inputs, or a trace of the model.
 #[derive(Debug, Clone)]
 pub enum Estimated {
-    Formula(Shape, Option<u64>, Run),
+    Formula(Box<(Shape, Option<u64>, Run)>),
     Traced(Box<(trace::Traced, Option<trace::Fit>, Run)>),
 }
 
@@ -218,9 +218,7 @@ impl Estimated {
     /// The report against `gpus`.
     pub fn report(&self, gpus: Result<Vec<GpuFree>, String>) -> Report {
         match self {
-            Estimated::Formula(shape, on_disk, run) => {
-                report(shape.clone(), *on_disk, run.clone(), gpus)
-            }
+            Estimated::Formula(f) => report(f.0.clone(), f.1, f.2.clone(), gpus),
             Estimated::Traced(t) => trace::report(t.0.clone(), t.1.clone(), t.2.clone(), gpus),
         }
     }
