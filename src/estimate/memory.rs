@@ -1265,6 +1265,27 @@ mod tests {
             activations_per_layer(&gpt2, &fused).expect("known"),
             34 * sbh
         );
+        // Each activation as a trace of a GPT-2 block with `activation_function` set to it
+        // shows it: the tensors of width i it keeps beside the next layer's input (ReLU's
+        // output is that input).
+        for (name, kept) in [
+            ("gelu_fast", 7),
+            ("quick_gelu", 2),
+            ("gelu_python_tanh", 4),
+            ("gelu_pytorch_tanh", 1),
+            ("gelu", 1),
+            ("relu", 0),
+        ] {
+            let shape = Shape {
+                activation: Some(Act::from_config(name)),
+                ..gpt2.clone()
+            };
+            assert_eq!(
+                activations_per_layer(&shape, &r).expect("known"),
+                16 * sbh + (kept + 1) * 2 * sbi + 2 * sbh,
+                "{name}"
+            );
+        }
         // gelu_pytorch_tanh is one kernel: as fused.
         let tanh = Shape {
             activation: Some(Act::from_config("gelu_pytorch_tanh")),
