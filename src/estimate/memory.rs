@@ -441,7 +441,7 @@ pub fn trainable_params(shape: &Shape, run: &Run) -> u64 {
 ///
 /// With LoRA the base weights are frozen, and a frozen linear layer keeps nothing: its
 /// input is needed only for its weight's gradient (`mm` saves `self` only when `mat2`
-/// requires grad). What remains: the norms' fp32 copy (its `pow` still gives the input's
+/// requires grad: `mm`'s entry in PyTorch's tools/autograd/derivatives.yaml). What remains: the norms' fp32 copy (its `pow` still gives the input's
 /// gradient) or a LayerNorm's input, the adapters' input (PEFT's `Linear.forward` casts it to
 /// the fp32 adapters' dtype, `_cast_input_dtype`: one fp32 copy per adapted projection; a
 /// fused recipe such as torchtune keeps 16-bit adapters and one shared input), attention's
@@ -606,7 +606,7 @@ struct Held {
 
 /// The most a training step holds at once of its gradients, activations and logits.
 ///
-/// `zero_grad(set_to_none=True)` (torch.optim's default since PyTorch 2.0) frees the
+/// `zero_grad(set_to_none=True)` (torch/optim/optimizer.py; the default since PyTorch 2.0) frees the
 /// gradients after each step, and backward makes each parameter's gradient (autograd's
 /// `AccumulateGrad`) as it frees that layer's saved activations, from the last layer to the
 /// first. So the peak is the largest of: the end of forward (every layer's activations and
