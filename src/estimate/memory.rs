@@ -606,10 +606,10 @@ struct Held {
 
 /// The most a training step holds at once of its gradients, activations and logits.
 ///
-/// `zero_grad(set_to_none=True)` (torch/optim/optimizer.py; the default since PyTorch 2.0) frees the
-/// gradients after each step, and backward makes each parameter's gradient (autograd's
-/// `AccumulateGrad`) as it frees that layer's saved activations, from the last layer to the
-/// first. So the peak is the largest of: the end of forward (every layer's activations and
+/// `zero_grad(set_to_none=True)` (torch/optim/optimizer.py; the default since PyTorch 2.0)
+/// frees the gradients after each step, and backward makes each parameter's gradient
+/// (autograd's `AccumulateGrad`) as it frees that layer's saved activations, from the last
+/// layer to the first. So the peak is the largest of: the end of forward (every layer's activations and
 /// the logits, no gradients); the start of backward (the activations, the recomputed layer,
 /// the output layer's gradient; the loss has freed the logits); and the end of backward
 /// (every gradient, and the first layer's activations or recomputed working set). The
