@@ -444,7 +444,8 @@ pub fn trainable_params(shape: &Shape, run: &Run) -> u64 {
 /// requires grad: `mm`'s entry in PyTorch's tools/autograd/derivatives.yaml). What remains: the norms' fp32 copy (its `pow` still gives the input's
 /// gradient) or a LayerNorm's input, the adapters' input (PEFT's `Linear.forward` casts it to
 /// the fp32 adapters' dtype, `_cast_input_dtype`: one fp32 copy per adapted projection; a
-/// fused recipe such as torchtune keeps 16-bit adapters and one shared input), attention's
+/// fused recipe such as torchtune keeps 16-bit adapters that take the input as it is,
+/// `LoRALinear.forward` in torchtune/modules/peft/lora.py, so q and v share one), attention's
 /// Q, K, V and output, the MLP's activation (SiLU's input and output and up's output for the
 /// product; not the product, which only the frozen `down` takes), and the dropout masks.
 pub fn activations_per_layer(shape: &Shape, run: &Run) -> Option<u64> {
