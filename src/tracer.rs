@@ -35,6 +35,10 @@ pub struct Ask {
     pub mixed_precision: bool,
     pub optimizer: Optimizer,
     pub inference: bool,
+    /// `--checkpointing` and `--lora-rank`, for a `--model --trace` config (a `--torch`
+    /// model is traced as its own code runs).
+    pub checkpointing: crate::estimate::memory::Checkpointing,
+    pub lora_rank: Option<u64>,
     /// The interpreter the helper runs in, and how long it may take.
     pub python: PathBuf,
     pub timeout: Duration,
@@ -208,6 +212,10 @@ pub fn check(args: &Ask) -> Result<(Request, String), String> {
         dtype: dtype.map(str::to_owned),
         autocast: (args.mixed_precision && !args.inference).then(|| "bfloat16".to_owned()),
         inference: args.inference,
+        checkpointing: (args.torch.is_none()
+            && args.checkpointing == crate::estimate::memory::Checkpointing::Full)
+            .then(|| "full".to_owned()),
+        lora_rank: args.lora_rank.filter(|_| args.torch.is_none()),
         remedies: true,
         target_bytes: None,
     };
@@ -229,13 +237,20 @@ pub fn trace(args: &Ask, best_free: Option<u64>) -> Result<(Traced, Option<Fit>,
         .first()
         .and_then(|s| s.shape.first().copied())
         .unwrap_or(args.batch);
-    let run = trace::run_for(
+    let mut run = trace::run_for(
         batch,
         args.dtype.unwrap_or(Dtype::Fp32),
         args.mixed_precision && !args.inference,
         args.optimizer,
         args.inference,
     );
+    if request.hf_config.is_some() {
+        run.seq_len = args.seq_len;
+        run.lora_rank = request.lora_rank;
+        if request.checkpointing.is_some() {
+            run.checkpointing = crate::estimate::memory::Checkpointing::Full;
+        }
+    }
     Ok((traced, fewest, run))
 }
 

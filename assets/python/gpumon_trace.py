@@ -276,6 +276,9 @@ class Job:
         self.batch = req.get("batch")
         self.seq_len = req.get("seq_len") or 512
         self.inputs = req.get("inputs") or []
+        # `--model --trace` only: the run's own recipe, as transformers and PEFT apply it.
+        self.checkpointing = req.get("checkpointing")
+        self.lora_rank = req.get("lora_rank")
         self.input_fn = None
         if req.get("input_fn"):
             self.input_fn = load_callable(req["input_fn"], "--input-fn")
@@ -300,6 +303,37 @@ class Job:
         except Exception as e:
             raise Refusal("spec", f"{path}: transformers cannot read this config: {first_line(e)}")
         config.use_cache = False
+        try:
+            # transformers passes SDPA no mask (is_causal instead, and grouped-query attention
+            # unexpanded) when no token is padded, unless it is tracing a graph, and it counts
+            # a fake tensor as tracing (masking_utils._ignore_causal_mask_sdpa). The batch
+            # here has no padding: decide as for the real tensors the fake ones stand in for.
+            import transformers.masking_utils as masking
+
+            ignore = masking._ignore_causal_mask_sdpa
+            signature = inspect.signature(ignore)
+
+            def ignore_untraced(*args, **kwargs):
+                try:
+                    a = signature.bind(*args, **kwargs).arguments
+                    local = a.get("local_attention_size")
+                    if (
+                        a.get("padding_mask") is None
+                        and (local is None or a["kv_length"] < local)
+                        and (a["q_length"] == 1 or a["kv_length"] == a["q_length"])
+                    ):
+                        return True
+                except (TypeError, KeyError):
+                    pass
+                return ignore(*args, **kwargs)
+
+            masking._ignore_causal_mask_sdpa = ignore_untraced
+            if hasattr(masking, "find_packed_sequence_indices"):
+                # The ids are one unpacked sequence per row (made here): on real tensors
+                # find_packed_sequence_indices finds no packing and answers None.
+                masking.find_packed_sequence_indices = lambda *args, **kwargs: None
+        except Exception:
+            pass
 
         def build():
             # Fused attention, as transformers picks by default where PyTorch has it.
@@ -382,6 +416,55 @@ class Job:
                 raise Refusal("optimizer", f"torch {torch.__version__} has no torch.optim.Adafactor (2.5 or later)")
             return torch.optim.Adafactor(params, lr=1e-2, **foreach)
         raise Refusal("optimizer", f"--optimizer {name} cannot be traced: trace adamw and read the 8-bit remedy")
+
+
+LORA_TARGETS = ("q_proj", "v_proj", "c_attn", "query_key_value", "query", "value")
+
+
+def apply_lora(torch, model, rank):
+    """LoRA adapters as PEFT adds them, the base frozen. PEFT's default targets
+    (TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING): Llama, Mistral and Qwen2's q_proj and
+    v_proj, GPT-2's c_attn, GPT-NeoX's query_key_value, BERT's query and value. The forward is
+    PEFT's `Linear.forward` (peft/tuners/lora/layer.py): the base layer's output plus
+    lora_B(lora_A(x)) * scaling, x first cast to the adapters' dtype (`_cast_input_dtype`),
+    and the adapters kept in fp32 for a 16-bit base (`get_peft_model`'s
+    `autocast_adapter_dtype`). PEFT itself cannot wrap fake tensors (its `.to()` swaps
+    parameters, which fake tensors refuse), so its forward is written out here."""
+    nn = torch.nn
+
+    class LoraLinear(nn.Module):
+        def __init__(self, base):
+            super().__init__()
+            self.base_layer = base
+            w = base.weight
+            if isinstance(base, nn.Linear):
+                fan_in, fan_out = base.in_features, base.out_features
+            else:  # transformers' Conv1D (GPT-2): weight is (in, out)
+                fan_in, fan_out = w.shape[0], w.shape[1]
+            dtype = torch.float32 if w.dtype in (torch.float16, torch.bfloat16) else w.dtype
+            self.lora_A = nn.Linear(fan_in, rank, bias=False, dtype=dtype)
+            self.lora_B = nn.Linear(rank, fan_out, bias=False, dtype=dtype)
+            self.scaling = 2.0
+
+        def forward(self, x, *args, **kwargs):
+            result = self.base_layer(x, *args, **kwargs)
+            dtype = result.dtype
+            x = x.to(self.lora_A.weight.dtype)
+            result = result + self.lora_B(self.lora_A(x)) * self.scaling
+            return result.to(dtype)
+
+    for p in model.parameters():
+        p.requires_grad_(False)
+    targets = [
+        (name, m) for name, m in model.named_modules()
+        if name.rsplit(".", 1)[-1] in LORA_TARGETS and hasattr(m, "weight") and getattr(m.weight, "dim", lambda: 0)() == 2
+    ]
+    if not targets:
+        raise Refusal("spec", "--lora-rank: the model has none of PEFT's default LoRA targets (" + ", ".join(LORA_TARGETS) + ")")
+    for name, m in targets:
+        parent_name, _, child = name.rpartition(".")
+        parent = model.get_submodule(parent_name) if parent_name else model
+        setattr(parent, child, LoraLinear(m))
 
 
 def blocks_of(torch, model):
@@ -480,6 +563,12 @@ def trace(job, change):
             return plain()
         try:
             key, value = k, v
+            if enable_gqa and k.shape[1] != q.shape[1] and q.dtype in (torch.float16, torch.bfloat16) and attn_mask is None:
+                # Grouped-query attention in 16 bits goes to the flash kernel on a GPU, which
+                # shares each K and V head among its query heads without copying them.
+                return torch.ops.aten._scaled_dot_product_flash_attention(
+                    q, k, v, dropout_p, is_causal, False, scale=scale
+                )[0]
             if enable_gqa and k.shape[1] != q.shape[1]:
                 key = k.repeat_interleave(q.shape[1] // k.shape[1], dim=1)
                 value = v.repeat_interleave(q.shape[1] // v.shape[1], dim=1)
@@ -531,6 +620,16 @@ def trace(job, change):
                     f"{job.spec or job.hf_config} placed {stray[0]} on {dict(model.named_parameters(), **dict(model.named_buffers()))[stray[0]].device} "
                     f"itself (or in another dtype): build it on the default device and dtype, which the trace sets",
                 )
+            if job.hf_config and job.lora_rank:
+                apply_lora(torch, model, int(job.lora_rank))
+            if job.hf_config and job.checkpointing == "full" and not inference:
+                # transformers' own: each decoder layer through torch.utils.checkpoint
+                # (GradientCheckpointingLayer), keeping the layer's input; with a frozen
+                # embedding its output must require grad for the reentrant checkpoint, as
+                # PEFT's prepare_model_for_kbit_training arranges.
+                model.gradient_checkpointing_enable()
+                if job.lora_rank:
+                    model.enable_input_require_grads()
             for n, m in model.named_modules():
                 names[id(m)] = n or "(model)"
             if change.get("inplace"):

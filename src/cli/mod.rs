@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use clap::{ArgMatches, Args, FromArgMatches, Parser, Subcommand};
 
-use crate::estimate::memory::{Attention, Checkpointing, Dtype, Loss, Optimizer, Quant};
+use crate::estimate::memory::{Attention, Checkpointing, Dtype, Kernels, Loss, Optimizer, Quant};
 use crate::view::log::Format;
 
 mod parse;
@@ -291,9 +291,11 @@ pub enum Command {
     /// The model comes from --model (a Hugging Face config.json, or a model directory: its
     /// *.safetensors headers give the exact parameter count) or from --params with optional
     /// shape flags. Parts: weights, gradients, optimizer states (with fp32 master weights under
-    /// mixed precision, as in the ZeRO paper), activations per layer (Korthikanti et al. 2022,
-    /// adapted for grouped-query attention and gated MLPs), the KV cache for --inference, and a
-    /// stated allowance for the CUDA context plus a fragmentation margin. Each GPU's live free
+    /// mixed precision, as in the ZeRO paper), activations per layer (what transformers'
+    /// modules keep, or with --kernels fused Korthikanti et al. 2022's figures; a frozen base
+    /// with --lora-rank; gradients and activations never all held at once), the KV cache for
+    /// --inference, and a stated allowance for the CUDA context plus a fragmentation margin.
+    /// Each GPU's live free
     /// memory is read (NVML, --demo or --scenario); when the run does not fit, what each
     /// standard remedy saves and the fewest that make it fit.
     ///
@@ -433,6 +435,12 @@ pub struct EstimateArgs {
     /// scores are never stored) or eager (scores, softmax and dropout stored per layer)
     #[arg(long, default_value = "sdpa", value_parser = choice::<Attention>())]
     pub attention: Attention,
+    /// What the layers keep for backward: eager (the modules as transformers writes them:
+    /// RMSNorm's fp32 copy, written-out GELUs such as GPT-2's gelu_new, the gated MLP's four
+    /// tensors, PEFT's fp32 adapter inputs) or fused (Liger, llm.c, Megatron/Transformer
+    /// Engine kernels: Korthikanti et al.'s figures)
+    #[arg(long, default_value = "eager", value_parser = choice::<Kernels>())]
+    pub kernels: Kernels,
     /// Gradient accumulation steps (the effective batch is batch × N)
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
     pub grad_accum: u64,

@@ -91,6 +91,8 @@ impl EstimateArgs {
             mixed_precision: self.mixed_precision,
             optimizer: self.optimizer,
             inference: self.inference,
+            checkpointing: self.checkpointing,
+            lora_rank: self.lora_rank,
             python: self.python.clone(),
             timeout: self.trace_timeout,
         }
@@ -121,6 +123,7 @@ impl EstimateArgs {
             loss: self.loss,
             quant: self.quant,
             group_size: self.group_size,
+            kernels: self.kernels,
         }
     }
 }
@@ -139,7 +142,7 @@ pub fn panel_estimate(line: &str) -> Result<crate::estimate::Estimated, String> 
         .iter()
         .any(|w| *w == "--trace" || *w == "--torch" || w.starts_with("--torch="))
     {
-        return estimate_line(line).map(|(s, d, r)| crate::estimate::Estimated::Formula(s, d, r));
+        return estimate_line(line).map(|f| crate::estimate::Estimated::Formula(Box::new(f)));
     }
     let parsed = Line::try_parse_from(words).map_err(|e| first_error_line(&e))?;
     crate::tracer::trace(&parsed.args.trace_ask(), None)

@@ -139,12 +139,16 @@ pub fn own_cgroup() -> Option<&'static (String, String)> {
     .as_ref()
 }
 
+/// A simulated machine's own memory (its scenario's `host`), read in place of this machine's
+/// `/proc` and `/sys`.
+pub type HostFacts = Arc<dyn Fn() -> SystemFacts + Send + Sync>;
+
 /// What the sampler keeps between ticks: the root and gpumon's own cgroup.
 pub struct Watch {
     root: PathBuf,
     /// A simulated machine's own memory (its scenario's `host`), read instead of the files
     /// under `root`.
-    facts: Option<crate::collect::source::HostFacts>,
+    facts: Option<HostFacts>,
     /// gpumon's cgroup v2 path, read once (a process does not change containers); `None`
     /// also where the kernel has no `dmem` controller (`cgroup.controllers` at the root does
     /// not list it), so nothing is looked for each tick.
@@ -174,7 +178,7 @@ impl Watch {
     ///
     /// A simulated machine that carries its own host side (`facts`: its scenario's `host`)
     /// is shown beside that and nothing of this machine, `GPUMON_HOST_ROOT` or not.
-    pub fn for_source(kind: &str, facts: Option<crate::collect::source::HostFacts>) -> Self {
+    pub fn for_source(kind: &str, facts: Option<HostFacts>) -> Self {
         if let Some(facts) = facts {
             return Watch {
                 facts: Some(facts),

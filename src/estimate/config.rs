@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::memory::Shape;
+use super::memory::{Act, Norm, Shape};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -85,6 +85,17 @@ pub fn shape_from_config(text: &str, path: &str) -> Result<Shape, ConfigError> {
             need("intermediate_size")?,
         ))
     };
+    // Residual dropout (after attention and after the MLP): its probability under the
+    // family's name and default (GPT2Config, GPTNeoXConfig, BertConfig).
+    let dropout = |key: &str, default: f64| {
+        let p = v.get(key).and_then(Value::as_f64).unwrap_or(default);
+        Some(p > 0.0)
+    };
+    let act = |key: &str, default: &str| {
+        Some(Act::from_config(
+            v.get(key).and_then(Value::as_str).unwrap_or(default),
+        ))
+    };
     let tied = |default: bool| {
         v.get("tie_word_embeddings")
             .and_then(Value::as_bool)
@@ -115,6 +126,9 @@ pub fn shape_from_config(text: &str, path: &str) -> Result<Shape, ConfigError> {
                 intermediate: Some(inner),
                 gated_mlp: false,
                 tied_embeddings: Some(true),
+                norm: Some(Norm::LayerNorm),
+                activation: act("activation_function", "gelu_new"),
+                residual_dropout: dropout("resid_pdrop", 0.1),
             })
         }
         "gpt_neox" => {
@@ -134,6 +148,9 @@ pub fn shape_from_config(text: &str, path: &str) -> Result<Shape, ConfigError> {
                 vocab: Some(vocab),
                 intermediate: Some(i),
                 gated_mlp: false,
+                norm: Some(Norm::LayerNorm),
+                activation: act("hidden_act", "gelu"),
+                residual_dropout: dropout("hidden_dropout", 0.0),
             })
         }
         "llama" | "mistral" | "qwen2" => {
@@ -161,6 +178,11 @@ pub fn shape_from_config(text: &str, path: &str) -> Result<Shape, ConfigError> {
                 vocab: Some(vocab),
                 intermediate: Some(i),
                 gated_mlp: true,
+                // LlamaRMSNorm, MistralRMSNorm, Qwen2RMSNorm; no residual dropout (their
+                // `attention_dropout` is inside the fused attention, which keeps no mask).
+                norm: Some(Norm::RmsNorm),
+                activation: act("hidden_act", "silu"),
+                residual_dropout: Some(false),
             })
         }
         "bert" => {
@@ -182,6 +204,9 @@ pub fn shape_from_config(text: &str, path: &str) -> Result<Shape, ConfigError> {
                 intermediate: Some(i),
                 gated_mlp: false,
                 tied_embeddings: Some(true),
+                norm: Some(Norm::LayerNorm),
+                activation: act("hidden_act", "gelu"),
+                residual_dropout: dropout("hidden_dropout_prob", 0.1),
             })
         }
         _ => {
@@ -445,6 +470,34 @@ mod tests {
             assert_eq!(shape.kv_heads, Some(kv), "{file}");
             assert_eq!(on_disk, None);
         }
+    }
+
+    #[test]
+    fn norms_activations_and_dropout_from_real_configs() {
+        use super::super::memory::{Act, Norm};
+        for (file, norm, act, dropout) in [
+            // activation_function "gelu_new", resid_pdrop 0.1
+            ("gpt2.json", Norm::LayerNorm, Act::GeluNew, true),
+            // hidden_act "gelu", no hidden_dropout (GPTNeoXConfig's default 0.0)
+            ("pythia-160m.json", Norm::LayerNorm, Act::Gelu, false),
+            ("llama-2-7b.json", Norm::RmsNorm, Act::Silu, false),
+            ("qwen2-0.5b.json", Norm::RmsNorm, Act::Silu, false),
+            ("bert-base-uncased.json", Norm::LayerNorm, Act::Gelu, true),
+        ] {
+            let (shape, _) = load(&fixture(&format!("configs/{file}"))).expect(file);
+            assert_eq!(shape.norm, Some(norm), "{file}");
+            assert_eq!(shape.activation, Some(act), "{file}");
+            assert_eq!(shape.residual_dropout, Some(dropout), "{file}");
+        }
+        // The probability itself decides, and an unknown activation is a fused GELU.
+        let shape = shape_from_config(
+            r#"{"model_type": "gpt2", "n_embd": 64, "n_layer": 2, "n_head": 4, "vocab_size": 100,
+                "resid_pdrop": 0.0, "activation_function": "mystery"}"#,
+            "c.json",
+        )
+        .expect("gpt2");
+        assert_eq!(shape.residual_dropout, Some(false));
+        assert_eq!(shape.activation, Some(Act::Gelu));
     }
 
     #[test]

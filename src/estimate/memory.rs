@@ -8,7 +8,13 @@
 //!   s·b·h·(34 + 5·a·s/h) bytes with 16-bit activations and no recomputation, s·b·h·34 with
 //!   selective recomputation, 2·s·b·h (the layer's input) with full recomputation; adapted
 //!   here for grouped-query attention (K and V shrink by kv_heads/heads) and gated MLPs
-//!   (three matrices of width `intermediate` instead of two of width 4h);
+//!   (three matrices of width `intermediate` instead of two of width 4h). That is what fused
+//!   kernels keep ([`Kernels::Fused`]); the modules as transformers writes them keep more,
+//!   counted term by term from their code and checked against a trace of them
+//!   ([`Kernels::Eager`], the default), and a frozen base (LoRA) keeps less;
+//! - what is held at once: gradients are made during backward as activations are freed, so
+//!   the step's peak is the larger of the end of forward and the end of backward, not their
+//!   sum;
 //! - the KV cache: 2 × layers × kv_heads × head_dim × seq × batch × bytes.
 
 use serde::Serialize;
@@ -31,6 +37,98 @@ pub struct Shape {
     /// (counted as two matrices).
     #[serde(default)]
     pub tied_embeddings: Option<bool>,
+    /// The layers' normalization; `None`: not known (counted as a LayerNorm, which keeps its
+    /// input alone).
+    #[serde(default)]
+    pub norm: Option<Norm>,
+    /// The activation of a non-gated MLP, as the config names it; `None`: not known (counted
+    /// as a fused GELU, which keeps its input alone).
+    #[serde(default)]
+    pub activation: Option<Act>,
+    /// Whether dropout follows the attention and the MLP in training (a 1-byte mask each);
+    /// `None`: not known (counted, as Korthikanti et al. count it).
+    #[serde(default)]
+    pub residual_dropout: Option<bool>,
+}
+
+/// A transformer layer's normalization.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Norm {
+    /// `nn.LayerNorm` (GPT-2, GPT-NeoX, BERT): `native_layer_norm` keeps its input and the
+    /// per-row mean and rstd.
+    LayerNorm,
+    /// RMSNorm (Llama, Mistral, Qwen2, Gemma). As transformers writes it
+    /// (`LlamaRMSNorm.forward`, models/llama/modeling_llama.py) it upcasts the input to fp32,
+    /// keeps that copy for `pow` and the product with the rsqrt, and multiplies the weight by
+    /// the normalized value cast back, which that product keeps: 4 + e bytes a value with
+    /// e-byte activations. A fused RMSNorm (Liger's `LigerRMSNormFunction`) keeps its input
+    /// and the rsqrt.
+    RmsNorm,
+}
+
+/// The activation of a non-gated MLP, by the config's name for it (`hidden_act`, GPT-2's
+/// `activation_function`), as transformers/activations.py implements each (`ACT2CLS`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Act {
+    /// One kernel: `gelu` (`GELUActivation`, `nn.functional.gelu`), `gelu_pytorch_tanh`
+    /// (`GELUTanh`, `gelu(approximate="tanh")`): its input alone.
+    Gelu,
+    /// `gelu_new` (`NewGELUActivation`) and `gelu_python_tanh`, written out in Python:
+    /// `0.5 * x * (1 + tanh(c * (x + 0.044715 * pow(x, 3))))`. `pow` keeps x, `tanh` its
+    /// output, and the last product both its factors: four tensors as wide as x.
+    GeluNew,
+    /// `gelu_fast` (`FastGELUActivation`), written out: seven tensors as wide as x (x and
+    /// `0.044715 * x` for their product, `x * c` and `1 + …` for theirs, `tanh`'s output, and
+    /// both factors of the last product).
+    GeluFast,
+    /// `quick_gelu` (`QuickGELUActivation`, `x * sigmoid(1.702 * x)`): `sigmoid`'s output and
+    /// x.
+    QuickGelu,
+    /// `relu`: its output, which is the next layer's input as well: nothing of its own.
+    Relu,
+    /// `silu`/`swish` (`nn.functional.silu`): its input.
+    Silu,
+}
+
+impl Act {
+    /// The config's name for it; an unknown name is counted as a fused GELU.
+    pub fn from_config(name: &str) -> Act {
+        match name {
+            "gelu_new" | "gelu_python_tanh" => Act::GeluNew,
+            "gelu_fast" => Act::GeluFast,
+            "quick_gelu" => Act::QuickGelu,
+            "relu" => Act::Relu,
+            "silu" | "swish" => Act::Silu,
+            _ => Act::Gelu,
+        }
+    }
+
+    /// Tensors as wide as the MLP that the activation keeps for backward, beside its output
+    /// (which the next linear layer keeps). A fused kernel keeps its input alone.
+    fn saved(self, kernels: Kernels) -> f64 {
+        match (self, kernels) {
+            (Act::Relu, _) => 0.0,
+            (_, Kernels::Fused) | (Act::Gelu | Act::Silu, _) => 1.0,
+            (Act::GeluNew, Kernels::Eager) => 4.0,
+            (Act::GeluFast, Kernels::Eager) => 7.0,
+            (Act::QuickGelu, Kernels::Eager) => 2.0,
+        }
+    }
+}
+
+/// Which kernels the layers run, for what they keep for backward.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kernels {
+    /// The modules as transformers writes them (its default, and what `--model --trace`
+    /// traces): RMSNorm upcast to fp32, written-out GELUs, the gated MLP as
+    /// `down(act(gate(x)) * up(x))`, and PEFT's LoRA adapters in fp32.
+    Eager,
+    /// Fused kernels (Liger's RMSNorm, SwiGLU and GELU, llm.c, Megatron/Transformer Engine):
+    /// Korthikanti et al.'s figures, each norm and activation keeping its input alone.
+    Fused,
 }
 
 impl Shape {
@@ -238,6 +336,11 @@ impl Choice for Loss {
     ];
 }
 
+impl Choice for Kernels {
+    const ALL: &'static [(&'static str, Self)] =
+        &[("eager", Kernels::Eager), ("fused", Kernels::Fused)];
+}
+
 impl Choice for Checkpointing {
     const ALL: &'static [(&'static str, Self)] = &[
         ("none", Checkpointing::None),
@@ -265,6 +368,8 @@ pub struct Run {
     pub quant: Quant,
     /// GPTQ's and AWQ's group size.
     pub group_size: u64,
+    /// What the layers keep for backward: transformers' modules, or fused kernels.
+    pub kernels: Kernels,
 }
 
 /// CUDA context, cuBLAS/cuDNN workspaces and the NCCL buffers of one process: a stated
@@ -283,9 +388,10 @@ pub struct Parts {
     /// Training: the logits and what the loss keeps of them (`None` without a vocabulary).
     pub logits_bytes: Option<u64>,
     pub kv_cache_bytes: Option<u64>,
-    /// Counted above but never held at the same time, so left out of the total: with full
-    /// checkpointing, the smaller of the logits (freed once the loss's backward has run) and
-    /// the recomputed layer's working set (which only exists after that).
+    /// Counted above but never held at the same time, so left out of the total: the
+    /// gradients are made in backward as the activations are freed, and the logits are
+    /// freed before the first layer is recomputed, so the step holds at most the largest of
+    /// the end of forward, the start and the end of backward ([`held_at_peak`]).
     pub not_together_bytes: u64,
     /// The CUDA context allowance plus the fragmentation margin.
     pub overhead_bytes: u64,
@@ -313,41 +419,90 @@ pub fn trainable_params(shape: &Shape, run: &Run) -> u64 {
     }
 }
 
-/// Activation bytes stored per transformer layer for one micro-batch (16-bit activations).
+/// Activation bytes one transformer layer keeps for backward, for one micro-batch.
+///
+/// In units of s·b·h bytes with e-byte activations (2, or 4 training in fp32), i the MLP's
+/// width and r = kv_heads/heads. With fused kernels (Korthikanti et al. 2022, §4.1):
+/// - each of the two norms keeps its input: e;
+/// - attention its input e (the Q, K and V projections'), Q e, K and V e·r each (what the
+///   fused kernel keeps, with its small log-sum-exp), its output e (the output projection's
+///   input) and the 1-byte mask of the dropout after it: e·(3 + 2r) + 1;
+/// - a gated MLP its input e, and the gate's and up's outputs and their product, e·i/h each;
+///   a non-gated one its input, the activation's input and the second matrix's input, and
+///   its dropout mask;
+///
+/// for e = 2, r = 1 and i = 4h: eq. 1's 34·s·b·h without the scores. With transformers'
+/// modules ([`Kernels::Eager`]), checked against a trace of them: an RMSNorm keeps 4 + e
+/// ([`Norm::RmsNorm`]), a written-out GELU more tensors as wide as the MLP ([`Act`]), and
+/// the gated MLP as `LlamaMLP.forward` writes it, `down(act(gate(x)) * up(x))`, four:
+/// SiLU's input and output, up's output and the product (a fused SwiGLU, Liger's
+/// `LigerSiLUMulFunction`, recomputes SiLU in backward). There is no dropout mask where the
+/// config has no residual dropout (Llama, Mistral and Qwen2 have none).
+///
+/// With LoRA the base weights are frozen, and a frozen linear layer keeps nothing: its
+/// input is needed only for its weight's gradient (`mm` saves `self` only when `mat2`
+/// requires grad: `mm`'s entry in PyTorch's tools/autograd/derivatives.yaml). What remains: the norms' fp32 copy (its `pow` still gives the input's
+/// gradient) or a LayerNorm's input, the adapters' input (PEFT's `Linear.forward` casts it to
+/// the fp32 adapters' dtype, `_cast_input_dtype`: one fp32 copy per adapted projection; a
+/// fused recipe such as torchtune keeps 16-bit adapters that take the input as it is,
+/// `LoRALinear.forward` in torchtune/modules/peft/lora.py, so q and v share one), attention's
+/// Q, K, V and output, the MLP's activation (SiLU's input and output and up's output for the
+/// product; not the product, which only the frozen `down` takes), and the dropout masks.
 pub fn activations_per_layer(shape: &Shape, run: &Run) -> Option<u64> {
     let (h, a) = (shape.hidden? as f64, shape.heads? as f64);
     let (s, b) = (run.seq_len as f64, run.batch as f64);
     let sbh = s * b * h;
-    let ratio = shape.kv_heads.map_or(1.0, |kv| kv as f64 / a);
-    // Attention: input 2, Q 2, K and V 2·ratio each, output projection's input 2, dropout
-    // mask 1 (×sbh) = 11·sbh for multi-head attention; scores, softmax and its dropout:
-    // 5·a·s²·b.
-    let attention = sbh * (7.0 + 4.0 * ratio);
-    let scores = 5.0 * a * s * s * b;
-    let mlp = match (shape.gated_mlp, shape.intermediate) {
-        // Input 2·sbh; gate, up and their product 2·s·b·i each.
-        (true, Some(i)) => 2.0 * sbh + 6.0 * s * b * i as f64,
-        // Input 2, activation input 8, second matrix's input 8, dropout mask 1 (4h wide).
-        (_, Some(i)) => sbh * (3.0 + 16.0 * i as f64 / (4.0 * h)),
-        (_, None) => 19.0 * sbh,
-    };
-    let norms = 4.0 * sbh;
-    let stored_scores = match run.attention {
-        Attention::Eager => scores,
-        Attention::Sdpa => 0.0,
-    };
-    let bytes = match run.checkpointing {
-        Checkpointing::None => attention + stored_scores + mlp + norms,
-        Checkpointing::Selective => attention + mlp + norms,
-        Checkpointing::Full => 2.0 * sbh,
-    };
-    // The formula is for 16-bit activations; fp32 training stores twice as much.
-    let width = if run.dtype == Dtype::Fp32 && !run.mixed_precision {
-        2.0
+    let e: f64 = if run.dtype == Dtype::Fp32 && !run.mixed_precision {
+        4.0
     } else {
-        1.0
+        2.0
     };
-    Some((bytes * width) as u64)
+    let r = shape.kv_heads.map_or(1.0, |kv| kv as f64 / a);
+    let eager = run.kernels == Kernels::Eager;
+    let frozen = run.lora_rank.is_some() && !run.inference;
+    let masks = if shape.residual_dropout == Some(false) {
+        0.0
+    } else {
+        2.0
+    };
+    let norm = match (shape.norm, eager, frozen) {
+        (Some(Norm::RmsNorm), true, false) => 4.0 + e,
+        (Some(Norm::RmsNorm), true, true) => e.max(4.0),
+        _ => e,
+    };
+    let width = |i: u64| i as f64 / h;
+    let act = shape.activation.unwrap_or(Act::Gelu);
+    let mlp = match (shape.gated_mlp, shape.intermediate, frozen) {
+        (true, Some(i), false) => e + e * width(i) * if eager { 4.0 } else { 3.0 },
+        (true, Some(i), true) => e * width(i) * if eager { 3.0 } else { 2.0 },
+        (false, Some(i), false) => e + e * width(i) * (act.saved(run.kernels) + 1.0),
+        (false, Some(i), true) => {
+            e * width(i) * (act.saved(run.kernels) + if act == Act::Relu { 1.0 } else { 0.0 })
+        }
+        // No width known: Korthikanti's 4h with a fused GELU.
+        (_, None, false) => e + e * 4.0 * 2.0,
+        (_, None, true) => e * 4.0,
+    };
+    // The projections' input; with LoRA, the adapters' (see above).
+    let adapted = if matches!(shape.family.as_str(), "gpt2" | "gpt_neox") {
+        1.0
+    } else {
+        2.0
+    };
+    let input = match (frozen, eager && e < 4.0) {
+        (false, _) => e,
+        (true, true) => 4.0 * adapted,
+        (true, false) => e,
+    };
+    let attention = input + e * (2.0 + 2.0 * r);
+    let scores = 5.0 * a * s * s * b * e / 2.0;
+    let layer = (2.0 * norm + attention + mlp + masks) * sbh;
+    let bytes = match (run.checkpointing, run.attention) {
+        (Checkpointing::Full, _) => e * sbh,
+        (Checkpointing::None, Attention::Eager) => layer + scores,
+        _ => layer,
+    };
+    Some(bytes as u64)
 }
 
 /// The logits and what the loss keeps of them while training, per micro-batch: s·b·vocab
@@ -433,6 +588,53 @@ pub fn need(shape: &Shape, run: &Run) -> Result<u64, String> {
     }
 }
 
+/// What a training step holds beside the weights and the optimizer states, in bytes.
+#[derive(Debug, Clone, Copy, Default)]
+struct Held {
+    grads: u64,
+    /// The output layer's gradient: the first made in backward.
+    head_grads: u64,
+    /// What every layer keeps at the end of forward (its input alone with full checkpointing).
+    stored: u64,
+    /// One layer's share of `stored`.
+    per_layer: u64,
+    /// The layer being recomputed in backward (full checkpointing), else 0.
+    recomputed: u64,
+    logits: u64,
+    /// Gradient accumulation: the gradients of the earlier micro-batches are held throughout.
+    accumulating: bool,
+}
+
+/// The most a training step holds at once of its gradients, activations and logits.
+///
+/// `zero_grad(set_to_none=True)` (torch/optim/optimizer.py; the default since PyTorch 2.0)
+/// frees the gradients after each step, and backward makes each parameter's gradient
+/// (autograd's `AccumulateGrad`) as it frees that layer's saved activations, from the last
+/// layer to the first. So the peak is the largest of: the end of forward (every layer's activations and
+/// the logits, no gradients); the start of backward (the activations, the recomputed layer,
+/// the output layer's gradient; the loss has freed the logits); and the end of backward
+/// (every gradient, and the first layer's activations or recomputed working set). The
+/// optimizer step holds the gradients alone (a fused or foreach step's temporaries are not
+/// counted). With gradient accumulation the gradients are held from the first micro-batch
+/// on.
+fn held_at_peak(h: &Held) -> u64 {
+    let carried = if h.accumulating { h.grads } else { 0 };
+    let forward = h.stored.saturating_add(h.logits).saturating_add(carried);
+    let backward_start = h
+        .stored
+        .saturating_add(h.recomputed)
+        .saturating_add(if h.accumulating {
+            h.grads
+        } else {
+            h.head_grads
+        });
+    let backward_end = h
+        .grads
+        .saturating_add(h.per_layer)
+        .saturating_add(h.recomputed);
+    forward.max(backward_start).max(backward_end)
+}
+
 /// The estimate for one run.
 pub fn estimate(shape: &Shape, run: &Run) -> Parts {
     let training = !run.inference;
@@ -488,11 +690,27 @@ pub fn estimate(shape: &Shape, run: &Run) -> Parts {
                 .saturating_add(recomputed.unwrap_or(0))
         });
         p.logits_bytes = logits(shape, run);
-        // Backward runs the loss's part first and frees the logits before the first layer is
-        // recomputed: with full checkpointing the two peaks come one after the other. Without
-        // it every layer's activations are still held when the loss is computed.
-        if let (Some(layer), Some(logits)) = (recomputed, p.logits_bytes) {
-            p.not_together_bytes = layer.min(logits);
+        if let (Some(per), Some(all)) = (activations_per_layer(shape, run), p.activations_bytes) {
+            let grads = p.gradients_bytes.unwrap_or(0);
+            // The output layer's gradient is made first in backward (tied or not, it is one
+            // vocab × hidden matrix); adapters leave it frozen.
+            let head = match (run.lora_rank, shape.vocab, shape.hidden) {
+                (None, Some(v), Some(h)) => ((v.saturating_mul(h)) as f64 * grad_bytes) as u64,
+                _ => 0,
+            };
+            let held = held_at_peak(&Held {
+                grads,
+                head_grads: head.min(grads),
+                stored: per.saturating_mul(layers),
+                per_layer: per,
+                recomputed: recomputed.unwrap_or(0),
+                logits: p.logits_bytes.unwrap_or(0),
+                accumulating: run.grad_accum > 1,
+            });
+            p.not_together_bytes = grads
+                .saturating_add(all)
+                .saturating_add(p.logits_bytes.unwrap_or(0))
+                .saturating_sub(held);
         }
     } else {
         p.kv_cache_bytes = kv_cache(shape, run);
@@ -539,6 +757,7 @@ mod tests {
             loss: Loss::Standard,
             quant: Quant::Nf4,
             group_size: 128,
+            kernels: Kernels::Eager,
         }
     }
 
@@ -959,9 +1178,245 @@ mod tests {
                 - activations_per_layer(&gqa, &r).expect("known"),
             3 * sbh
         );
-        // Gated MLP: input 2·sbh plus gate, up and product (2·s·b·i each).
-        let expected = sbh * (7 + 4) + 2 * sbh + 6 * 2048 * 14336 + 4 * sbh;
-        assert_eq!(activations_per_layer(&mha, &r).expect("known"), expected);
+        // Fused kernels: attention 10·sbh and its dropout mask, two norms' inputs, the MLP's
+        // input and its mask, and gate, up and their product (2·s·b·i each).
+        let sbi = 2048 * 14336;
+        let fused = Run {
+            kernels: Kernels::Fused,
+            ..r.clone()
+        };
+        let expected = sbh * (10 + 1) + 4 * sbh + (2 + 1) * sbh + 6 * sbi;
+        assert_eq!(
+            activations_per_layer(&mha, &fused).expect("known"),
+            expected
+        );
+        // As transformers writes it (`down(act(gate(x)) * up(x))`), SiLU's output is kept
+        // for the product as well: 8·s·b·i.
+        assert_eq!(
+            activations_per_layer(&mha, &r).expect("known"),
+            expected + 2 * sbi
+        );
+    }
+
+    /// A layer of Llama-2-7B's shape with its norms and no dropout, as its config says.
+    fn llama_layer() -> Shape {
+        Shape {
+            family: "llama".into(),
+            norm: Some(Norm::RmsNorm),
+            activation: Some(Act::Silu),
+            residual_dropout: Some(false),
+            ..llama_2_7b_whole()
+        }
+    }
+
+    #[test]
+    fn transformers_modules_keep_what_their_code_keeps() {
+        // LlamaDecoderLayer at 2,048 tokens, pure bf16, fused attention; each term as a trace
+        // of transformers' modules shows it (tests/integration/torch_trace.rs).
+        let (s, h, i) = (2048u64, 4096u64, 11008u64);
+        let (sbh, sbi) = (s * h, s * i);
+        let r = Run {
+            attention: Attention::Sdpa,
+            mixed_precision: false,
+            ..run()
+        };
+        let eager = activations_per_layer(&llama_layer(), &r).expect("known");
+        // Two RMSNorms, each its fp32 copy and its 16-bit output (6); Q, K, V, the output
+        // and the projections' input (10); the MLP's input (2) and its four tensors of width
+        // i; no dropout mask.
+        assert_eq!(eager, 2 * 6 * sbh + 10 * sbh + 2 * sbh + 8 * sbi);
+        let fused = Run {
+            kernels: Kernels::Fused,
+            ..r.clone()
+        };
+        let korthikanti = activations_per_layer(&llama_layer(), &fused).expect("known");
+        assert_eq!(korthikanti, 2 * 2 * sbh + 10 * sbh + 2 * sbh + 6 * sbi);
+        // The difference is the norms' fp32 copies and SiLU's output.
+        assert_eq!(eager - korthikanti, 2 * 4 * sbh + 2 * sbi);
+        // Training in fp32: the RMSNorm's fp32 "copy" is its input, so it keeps 4 + 4.
+        let fp32 = Run {
+            dtype: Dtype::Fp32,
+            ..r.clone()
+        };
+        assert_eq!(
+            activations_per_layer(&llama_layer(), &fp32).expect("known"),
+            2 * 8 * sbh + 20 * sbh + 4 * sbh + 16 * sbi
+        );
+        // GPT-2's gelu_new, written out, keeps four tensors of width 4h where a fused GELU
+        // keeps one; the residual dropout keeps two 1-byte masks.
+        let gpt2 = Shape {
+            family: "gpt2".into(),
+            layers: Some(12),
+            hidden: Some(768),
+            heads: Some(12),
+            kv_heads: Some(12),
+            intermediate: Some(3072),
+            norm: Some(Norm::LayerNorm),
+            activation: Some(Act::GeluNew),
+            residual_dropout: Some(true),
+            ..Shape::default()
+        };
+        let (sbh, sbi) = (2048 * 768, 2048 * 3072);
+        assert_eq!(
+            activations_per_layer(&gpt2, &r).expect("known"),
+            4 * sbh + 10 * sbh + 2 * sbh + (4 + 1) * 2 * sbi + 2 * sbh
+        );
+        // Fused, it is Korthikanti et al.'s 34·sbh.
+        assert_eq!(
+            activations_per_layer(&gpt2, &fused).expect("known"),
+            34 * sbh
+        );
+        // Each activation as a trace of a GPT-2 block with `activation_function` set to it
+        // shows it: the tensors of width i it keeps beside the next layer's input (ReLU's
+        // output is that input).
+        for (name, kept) in [
+            ("gelu_fast", 7),
+            ("quick_gelu", 2),
+            ("gelu_python_tanh", 4),
+            ("gelu_pytorch_tanh", 1),
+            ("gelu", 1),
+            ("relu", 0),
+        ] {
+            let shape = Shape {
+                activation: Some(Act::from_config(name)),
+                ..gpt2.clone()
+            };
+            assert_eq!(
+                activations_per_layer(&shape, &r).expect("known"),
+                16 * sbh + (kept + 1) * 2 * sbi + 2 * sbh,
+                "{name}"
+            );
+        }
+        // gelu_pytorch_tanh is one kernel: as fused.
+        let tanh = Shape {
+            activation: Some(Act::from_config("gelu_pytorch_tanh")),
+            ..gpt2
+        };
+        assert_eq!(activations_per_layer(&tanh, &r).expect("known"), 34 * sbh);
+    }
+
+    #[test]
+    fn a_frozen_base_keeps_less_and_peft_keeps_its_adapters_input_in_fp32() {
+        let (s, h, i) = (2048u64, 4096u64, 11008u64);
+        let (sbh, sbi) = (s * h, s * i);
+        let lora = Run {
+            attention: Attention::Sdpa,
+            mixed_precision: false,
+            lora_rank: Some(16),
+            ..run()
+        };
+        // Norms: the fp32 copy alone (4 each); q and v's adapters: an fp32 copy of their
+        // input each (4 each); Q, K, V and the output (8); SiLU's input and output and up's
+        // output (3 × 2·s·b·i). Nothing for the frozen projections' inputs or `down`'s.
+        assert_eq!(
+            activations_per_layer(&llama_layer(), &lora).expect("known"),
+            2 * 4 * sbh + 2 * 4 * sbh + 8 * sbh + 6 * sbi
+        );
+        // A fused recipe (torchtune's LoRA keeps 16-bit adapters; Liger's RMSNorm and SwiGLU):
+        // the norms' inputs, one shared 16-bit input, the attention, gate and up.
+        let fused = Run {
+            kernels: Kernels::Fused,
+            ..lora.clone()
+        };
+        assert_eq!(
+            activations_per_layer(&llama_layer(), &fused).expect("known"),
+            2 * 2 * sbh + 2 * sbh + 8 * sbh + 4 * sbi
+        );
+        // Checkpointed, each layer keeps its input, as with full fine-tuning.
+        let ckpt = Run {
+            checkpointing: Checkpointing::Full,
+            ..lora
+        };
+        assert_eq!(
+            activations_per_layer(&llama_layer(), &ckpt).expect("known"),
+            2 * sbh
+        );
+    }
+
+    #[test]
+    fn gradients_and_activations_are_not_all_held_at_once() {
+        let gib = 1u64 << 30;
+        let h = Held {
+            grads: 10 * gib,
+            head_grads: gib,
+            stored: 8 * gib,
+            per_layer: gib,
+            recomputed: 0,
+            logits: 3 * gib,
+            accumulating: false,
+        };
+        // The end of forward: the activations and the logits, no gradients yet.
+        assert_eq!(held_at_peak(&h), 11 * gib);
+        // The end of backward: every gradient and the first layer's activations.
+        let grads = Held {
+            grads: 20 * gib,
+            ..h
+        };
+        assert_eq!(held_at_peak(&grads), 21 * gib);
+        // With gradient accumulation the gradients are there from the start.
+        let accumulating = Held {
+            accumulating: true,
+            ..h
+        };
+        assert_eq!(held_at_peak(&accumulating), 21 * gib);
+        // Checkpointed: the start of backward holds every layer's input, the recomputed
+        // layer and the output layer's gradient (the logits are gone).
+        let ckpt = Held {
+            grads: gib,
+            stored: 5 * gib,
+            per_layer: 0,
+            recomputed: 2 * gib,
+            logits: gib,
+            ..h
+        };
+        assert_eq!(held_at_peak(&ckpt), 8 * gib);
+    }
+
+    #[test]
+    fn torchtunes_measured_full_fine_tune_with_checkpointing_on_packed_sequences() {
+        // torchtune's README, "Optimization flags": Llama 3.2 3B, full_finetune_single_device,
+        // batch 2, packed to 4,096 tokens, bf16, A100; with compile, the chunked loss and
+        // activation checkpointing: 24.9 GiB peak memory active. AdamW keeps its moments in
+        // bf16, like the parameters.
+        let llama_3_2_3b = Shape {
+            family: "llama".into(),
+            params: 3_212_749_824,
+            layers: Some(28),
+            hidden: Some(3072),
+            heads: Some(24),
+            kv_heads: Some(8),
+            vocab: Some(128_256),
+            intermediate: Some(8192),
+            gated_mlp: true,
+            tied_embeddings: Some(true),
+            norm: Some(Norm::RmsNorm),
+            activation: Some(Act::Silu),
+            residual_dropout: Some(false),
+        };
+        let r = Run {
+            batch: 2,
+            seq_len: 4096,
+            dtype: Dtype::Bf16,
+            mixed_precision: false,
+            optimizer: Optimizer::Adamw,
+            checkpointing: Checkpointing::Full,
+            attention: Attention::Sdpa,
+            loss: Loss::Chunked,
+            ..run()
+        };
+        let managed = |r: &Run| {
+            let p = estimate(&llama_3_2_3b, r);
+            (p.total_bytes - p.overhead_bytes) as f64 / (1u64 << 30) as f64
+        };
+        // Every gradient and one recomputed layer at the end of backward: 25.0 GiB. Adding
+        // the gradients to everything forward keeps said 28.2.
+        let m = managed(&r);
+        assert!((m / 24.9 - 1.0).abs() < 0.03, "{m:.2} GiB");
+        let fused = Run {
+            kernels: Kernels::Fused,
+            ..r
+        };
+        assert!((managed(&fused) / 24.9 - 1.0).abs() < 0.03);
     }
 
     #[test]

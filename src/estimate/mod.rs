@@ -64,6 +64,7 @@ pub struct Flags {
     pub loss: memory::Loss,
     pub quant: Option<memory::Quant>,
     pub group_size: u64,
+    pub kernels: memory::Kernels,
 }
 
 /// The model and the run the flags describe: a config or model directory completed (or
@@ -115,6 +116,7 @@ pub fn inputs(args: &Flags) -> Result<(Shape, Option<u64>, Run), String> {
         loss: args.loss,
         quant: args.quant.unwrap_or(memory::Quant::Nf4),
         group_size: args.group_size,
+        kernels: args.kernels,
     };
     if args.quant.is_some() && args.dtype != Dtype::Int4 {
         return Err("--quant describes 4-bit weights: give --dtype int4".into());
@@ -208,7 +210,7 @@ pub fn lever_saving(shape: &Shape, run: &Run, lever: Lever) -> Option<u64> {
 /// What the dashboard's estimate panel shows: the formula's inputs, or a trace of the model.
 #[derive(Debug, Clone)]
 pub enum Estimated {
-    Formula(Shape, Option<u64>, Run),
+    Formula(Box<(Shape, Option<u64>, Run)>),
     Traced(Box<(trace::Traced, Option<trace::Fit>, Run)>),
 }
 
@@ -216,9 +218,7 @@ impl Estimated {
     /// The report against `gpus`.
     pub fn report(&self, gpus: Result<Vec<GpuFree>, String>) -> Report {
         match self {
-            Estimated::Formula(shape, on_disk, run) => {
-                report(shape.clone(), *on_disk, run.clone(), gpus)
-            }
+            Estimated::Formula(f) => report(f.0.clone(), f.1, f.2.clone(), gpus),
             Estimated::Traced(t) => trace::report(t.0.clone(), t.1.clone(), t.2.clone(), gpus),
         }
     }
@@ -759,6 +759,7 @@ mod tests {
                 intermediate: Some(inter),
                 gated_mlp: gated,
                 tied_embeddings: None,
+                ..Shape::default()
             };
             let run = Run { batch, seq_len: seq, inference, lora_rank: lora, ..training() };
             let r = report(shape, None, run, Ok(vec![gpu(0, None, 80 << 30)]));

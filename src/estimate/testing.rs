@@ -32,6 +32,7 @@ pub(crate) fn flags(line: &str) -> Result<(Shape, Option<u64>, Run), String> {
         loss: memory::Loss::Standard,
         quant: None,
         group_size: 128,
+        kernels: memory::Kernels::Eager,
     };
     for part in line.split_whitespace() {
         let (k, v) = part.split_once('=').unwrap_or((part, ""));
@@ -74,6 +75,9 @@ pub(crate) fn llama7b() -> Shape {
         intermediate: Some(11008),
         gated_mlp: true,
         tied_embeddings: Some(false),
+        norm: Some(memory::Norm::RmsNorm),
+        activation: Some(memory::Act::Silu),
+        residual_dropout: Some(false),
     }
 }
 
@@ -93,6 +97,7 @@ pub(crate) fn training() -> Run {
         loss: memory::Loss::Standard,
         quant: memory::Quant::Nf4,
         group_size: 128,
+        kernels: memory::Kernels::Eager,
     }
 }
 

@@ -104,6 +104,7 @@ pub fn run_for(
         loss: memory::Loss::Standard,
         quant: memory::Quant::Nf4,
         group_size: 128,
+        kernels: memory::Kernels::Eager,
     }
 }
 
@@ -122,6 +123,11 @@ pub struct Request {
     /// torch's dtype name for autocast; `None`: none.
     pub autocast: Option<String>,
     pub inference: bool,
+    /// `--model --trace` only: "full" runs transformers' `gradient_checkpointing_enable()`.
+    pub checkpointing: Option<String>,
+    /// `--model --trace` only: LoRA adapters of this rank on PEFT's default targets, the base
+    /// frozen.
+    pub lora_rank: Option<u64>,
     pub remedies: bool,
     /// The peak the best GPU has room for, once the allowances are taken off.
     pub target_bytes: Option<u64>,

@@ -155,7 +155,7 @@ pub(crate) fn test_settings(interval: Duration, history: Duration) -> Settings {
         idle_after: Duration::from_secs(600),
         estimate: |line| {
             crate::estimate::testing::flags(line)
-                .map(|(s, d, r)| crate::estimate::Estimated::Formula(s, d, r))
+                .map(|f| crate::estimate::Estimated::Formula(Box::new(f)))
         },
     }
 }

@@ -58,7 +58,7 @@ pub fn render_with(r: &Report, layers: Option<usize>) -> String {
     let name = |v: serde_json::Value| v.as_str().map(str::to_owned).unwrap_or_default();
     let _ = writeln!(
         out,
-        "{} parameters ({}), {what}: batch {} × {} tokens{}, {} weights, {} attention, checkpointing {}",
+        "{} parameters ({}), {what}: batch {} × {} tokens{}, {} weights, {} attention, {} kernels, checkpointing {}",
         count(m.params),
         m.family,
         run.batch,
@@ -66,6 +66,7 @@ pub fn render_with(r: &Report, layers: Option<usize>) -> String {
         if run.grad_accum > 1 { format!(" × {} accumulated", run.grad_accum) } else { String::new() },
         name(serde_json::json!(run.dtype)),
         name(serde_json::json!(run.attention)),
+        name(serde_json::json!(run.kernels)),
         name(serde_json::json!(run.checkpointing)),
     );
     out.push('\n');
@@ -118,8 +119,8 @@ pub fn render_with(r: &Report, layers: Option<usize>) -> String {
     if p.not_together_bytes > 0 {
         let _ = writeln!(
             out,
-            "\n  With full checkpointing the logits are freed before the first layer is\n  \
-             recomputed: the smaller of the two is not counted twice."
+            "\n  Not held at once: backward makes the gradients as it frees the activations,\n  \
+             so the step holds the larger of the end of forward and the end of backward."
         );
     }
     out.push('\n');
@@ -502,6 +503,7 @@ mod tests {
                 intermediate: Some(inter),
                 gated_mlp: gated,
                 tied_embeddings: None,
+                ..Shape::default()
             };
             let run = Run { batch, seq_len: seq, inference, lora_rank: lora, ..training() };
             let r = report(shape, None, run, Ok(vec![gpu(0, None, 80 << 30)]));

@@ -587,3 +587,118 @@ fn a_helper_that_answers_badly_is_refused() {
         assert!(!err.contains('\u{1b}'), "escaped: {err}");
     }
 }
+
+/// What the layers of a traced transformers model saved for backward, summed (the modules
+/// under `model.layers.N` or `transformer.h.N`).
+fn layers_saved(j: &Value) -> u64 {
+    j["trace"]["layers"]
+        .as_array()
+        .expect("layers")
+        .iter()
+        .filter(|l| {
+            l["name"]
+                .as_str()
+                .is_some_and(|n| n.contains(".layers.") || n.contains(".h."))
+        })
+        .map(|l| l["saved_bytes"].as_u64().expect("saved"))
+        .sum()
+}
+
+/// The formula's training activations beside a trace of transformers' own modules, for two
+/// small configs written here: a Llama-like one (RMSNorm, gated MLP, grouped-query attention,
+/// no dropout) and a GPT-2-like one (`gelu_new`, LayerNorm, residual dropout); for full
+/// fine-tuning, LoRA (a frozen base) and full checkpointing. Each agrees within 3%: without
+/// the corrections (Korthikanti's terms for every module, LoRA counted as full fine-tuning)
+/// the formula was 29% and 41% low for full fine-tuning, 17% and 32% for LoRA.
+#[test]
+fn the_formula_keeps_what_a_trace_of_transformers_modules_keeps() {
+    let Some(py) = torch_python() else { return };
+    let has = std::process::Command::new(&py)
+        .args(["-c", "import transformers"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has {
+        eprintln!("skipped: transformers is not installed in {}", py.display());
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tmp");
+    let llama = dir.path().join("llama.json");
+    std::fs::write(
+        &llama,
+        r#"{"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 256,
+            "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
+            "intermediate_size": 704, "vocab_size": 1000, "hidden_act": "silu",
+            "tie_word_embeddings": false, "max_position_embeddings": 512}"#,
+    )
+    .expect("write");
+    let gpt2 = dir.path().join("gpt2.json");
+    std::fs::write(
+        &gpt2,
+        r#"{"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "n_embd": 256,
+            "n_layer": 4, "n_head": 4, "vocab_size": 1000, "n_positions": 512,
+            "activation_function": "gelu_new", "resid_pdrop": 0.1, "attn_pdrop": 0.1,
+            "embd_pdrop": 0.1}"#,
+    )
+    .expect("write");
+    let estimate = |config: &std::path::Path, extra: &[&str], trace: bool| -> Value {
+        let mut cmd = gpumon();
+        cmd.args(["--demo", "estimate", "--model"])
+            .arg(config)
+            .args(["--batch", "2", "--seq-len", "128", "--dtype", "bf16"])
+            .args(["--optimizer", "adamw", "--json"])
+            .args(extra);
+        if trace {
+            cmd.arg("--trace").arg("--python").arg(&py);
+        }
+        crate::common::stdout_json(&mut cmd)
+    };
+    let close = |what: &str, formula: u64, traced: u64| {
+        let ratio = formula as f64 / traced as f64;
+        assert!(
+            (ratio - 1.0).abs() < 0.03,
+            "{what}: formula {formula}, trace {traced} ({ratio:.3})"
+        );
+    };
+    for config in [&llama, &gpt2] {
+        let name = config.file_name().expect("name").to_string_lossy();
+        for (what, extra) in [
+            ("full fine-tuning", &[][..]),
+            ("LoRA", &["--lora-rank", "8"][..]),
+        ] {
+            let formula = estimate(config, extra, false);
+            let traced = estimate(config, extra, true);
+            assert_eq!(traced["method"], "traced");
+            close(
+                &format!("{name}, {what}"),
+                formula["parts"]["activations_bytes"]
+                    .as_u64()
+                    .expect("activations"),
+                layers_saved(&traced),
+            );
+        }
+        // Full checkpointing (transformers' gradient_checkpointing_enable): what it spares
+        // at the end of forward, each layer keeping only its input.
+        let per_layer = |j: &Value| {
+            j["parts"]["activations_bytes"]
+                .as_u64()
+                .expect("activations")
+        };
+        let none = estimate(config, &[], false);
+        let full = estimate(config, &["--checkpointing", "full"], false);
+        // The formula's full checkpointing also counts the recomputed layer: one layer's
+        // worth, a quarter of the four layers without it.
+        let spared = per_layer(&none) - (per_layer(&full) - per_layer(&none) / 4);
+        let saved = |j: &Value| {
+            j["trace"]["saved_for_backward_bytes"]
+                .as_u64()
+                .expect("saved")
+        };
+        let traced_none = estimate(config, &[], true);
+        let traced_full = estimate(config, &["--checkpointing", "full"], true);
+        close(
+            &format!("{name}, full checkpointing"),
+            spared,
+            saved(&traced_none) - saved(&traced_full),
+        );
+    }
+}

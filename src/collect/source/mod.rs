@@ -14,7 +14,7 @@ pub mod tegra;
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use crate::model::unified::{GpuLimit, SystemFacts};
+use crate::model::unified::GpuLimit;
 use crate::model::Device;
 
 /// The GPU memory limits of cgroups on one device as the driver answered them: each cgroup's
@@ -22,9 +22,7 @@ use crate::model::Device;
 /// driver would not say).
 pub type CgroupLimits = Vec<(Arc<str>, Option<Arc<GpuLimit>>)>;
 
-/// A simulated machine's own memory (its scenario's `host`), read in place of this machine's
-/// `/proc` and `/sys`.
-pub type HostFacts = Arc<dyn Fn() -> SystemFacts + Send + Sync>;
+pub use super::unified::HostFacts;
 
 /// Reads one device. It runs on a thread of its own and may block for as long as the driver
 /// does; failures become part of the [`Device`], never a panic.
