@@ -52,7 +52,7 @@ fn gpu_check_passes_on_the_fake_library_and_says_why_it_skips() {
             "{check}:\n{report}"
         );
     }
-    for check in ["oom", "snapshot", "growth", "peak"] {
+    for check in ["oom", "snapshot", "growth", "peak", "interference"] {
         let row = summary_row(&report, check);
         assert!(
             row.contains("| SKIP | needs a CUDA GPU"),
