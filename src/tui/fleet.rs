@@ -346,117 +346,145 @@ pub fn draw(buf: &mut Buffer, area: Rect, view: &mut View, interval: Duration) {
             l.render(Rect::new(area.x, y, area.width, 1), buf);
         }
     };
-    line(
-        buf,
-        area.y,
-        Line::from(vec![
-            Span::styled("gpumon fleet", theme::header()),
-            Span::styled(" │ ", theme::dim()),
-            match (&view.prometheus, &view.source_error) {
-                (Some(p), Some(e)) => Span::styled(format!("{p}: {e} │ "), theme::error()),
-                (Some(p), None) => Span::styled(format!("from {p} │ "), theme::dim()),
-                (None, _) => Span::raw(""),
-            },
-            Span::raw(totals(view)),
-            Span::styled(" │ ", theme::dim()),
-            Span::raw(format!("every {}", humantime::format_duration(interval))),
-        ]),
-    );
+    line(buf, area.y, title_line(view, interval));
     let shown = view.shown();
     view.selected = view.selected.min(shown.len().saturating_sub(1));
-    let name_w = view
-        .rows
-        .iter()
-        .map(|r| r.name.chars().count())
-        .max()
-        .unwrap_or(4)
-        .clamp(4, 24);
+    let name_w = name_width(&view.rows);
     let head = format!(
         "{:<name_w$}  {:<9} {:>4} {:>17}  {:<20} GPUs (busy · idle-held · other · free)",
         "NODE", "STATE", "UTIL", "MEMORY", "TOP USER"
     );
     line(buf, area.y + 1, Line::styled(head, theme::dim()));
     let rows_h = area.height.saturating_sub(3) as usize;
-    if view.selected < view.first {
-        view.first = view.selected;
-    } else if rows_h > 0 && view.selected >= view.first + rows_h {
-        view.first = view.selected + 1 - rows_h;
-    }
+    view.scroll_to_selected(rows_h);
     let now = Instant::now();
     for (k, &i) in shown.iter().skip(view.first).take(rows_h).enumerate() {
-        let r = &view.rows[i];
-        let y = area.y + 2 + k as u16;
-        let name: String = r.name.chars().take(name_w).collect();
-        let (state, state_style) = match (&r.error, &r.summary) {
-            (Some(_), _) => (
-                match r.read_at {
-                    Some(t) => format!("down {}", age(now - t)),
-                    None => "down".to_owned(),
-                },
-                theme::error(),
-            ),
-            (None, None) => ("…".to_owned(), theme::dim()),
-            (None, Some(s)) if s.error.is_some() => ("no driver".to_owned(), theme::error()),
-            (None, Some(s)) if s.failed() > 0 => (format!("{} lost", s.failed()), theme::error()),
-            (None, Some(s)) if s.stalled() > 0 => {
-                (format!("{} stalled", s.stalled()), theme::warning())
-            }
-            (None, Some(s)) if s.gpus.iter().any(|g| g.last_xid.is_some()) => {
-                ("xid".to_owned(), theme::warning())
-            }
-            (None, Some(_)) => ("ok".to_owned(), Style::new()),
-        };
-        let stale = r.error.is_some();
-        let s = r.summary.as_ref();
-        let util = s
-            .and_then(NodeSummary::mean_util)
-            .map_or_else(|| "N/A".to_owned(), |u| format!("{u}%"));
-        let mem = s.map_or_else(String::new, |s| {
-            let (u, t) = s.memory();
-            format!("{}/{}", fmt_bytes(u), fmt_bytes(t))
-        });
-        let top = s
-            .and_then(|s| s.top_user.as_ref())
-            .map_or_else(String::new, |t| {
-                let u: String = t.user.chars().take(10).collect();
-                format!("{u} {}", fmt_bytes(t.bytes))
-            });
-        let body_style = if stale { theme::stale() } else { Style::new() };
-        let mut spans = vec![
-            Span::styled(format!("{name:<name_w$}  "), body_style),
-            Span::styled(format!("{state:<9} "), state_style),
-            Span::styled(format!("{util:>4} {mem:>17}  {top:<20} "), body_style),
-        ];
-        match (s, &r.error) {
-            (Some(s), _) => {
-                for g in &s.gpus {
-                    spans.extend(gpu_bar(g));
-                }
-                if let Some(e) = &r.error {
-                    spans.push(Span::styled(e.clone(), theme::error()));
-                }
-            }
-            (None, Some(e)) => spans.push(Span::styled(e.clone(), theme::error())),
-            (None, None) => {}
-        }
-        let mut l = Line::from(spans);
+        let mut l = row_line(&view.rows[i], name_w, now);
         if k + view.first == view.selected {
             l = l.patch_style(theme::selected());
         }
-        line(buf, y, l);
+        line(buf, area.y + 2 + k as u16, l);
     }
     if shown.is_empty() {
-        // No row at all is not a filter's doing: say why (the source's error), or that the
-        // first answers are awaited.
-        let l = match (&view.source_error, view.rows.is_empty()) {
-            (Some(e), true) => Line::styled(format!("no node: {e}"), theme::error()),
-            (None, true) => Line::styled("no node yet", theme::dim()),
-            (_, false) => Line::styled("no node matches the filter", theme::dim()),
-        };
-        line(buf, area.y + 2, l);
+        line(buf, area.y + 2, no_row_line(view));
     }
     let footer = area.y + area.height.saturating_sub(1);
-    let l = if view.typing || !view.filter_text.is_empty() {
+    line(buf, footer, footer_line(view));
+}
+
+impl View {
+    /// Moves the first row shown so that the selected one is among the `rows_h` that fit.
+    fn scroll_to_selected(&mut self, rows_h: usize) {
+        if self.selected < self.first {
+            self.first = self.selected;
+        } else if rows_h > 0 && self.selected >= self.first + rows_h {
+            self.first = self.selected + 1 - rows_h;
+        }
+    }
+}
+
+/// The top line: the source (and its error), the fleet's totals, the polling interval.
+fn title_line(view: &View, interval: Duration) -> Line<'static> {
+    Line::from(vec![
+        Span::styled("gpumon fleet", theme::header()),
+        Span::styled(" │ ", theme::dim()),
+        match (&view.prometheus, &view.source_error) {
+            (Some(p), Some(e)) => Span::styled(format!("{p}: {e} │ "), theme::error()),
+            (Some(p), None) => Span::styled(format!("from {p} │ "), theme::dim()),
+            (None, _) => Span::raw(""),
+        },
+        Span::raw(totals(view)),
+        Span::styled(" │ ", theme::dim()),
+        Span::raw(format!("every {}", humantime::format_duration(interval))),
+    ])
+}
+
+/// The name column's width: the longest name, from 4 to 24 characters.
+fn name_width(rows: &[Row]) -> usize {
+    rows.iter()
+        .map(|r| r.name.chars().count())
+        .max()
+        .unwrap_or(4)
+        .clamp(4, 24)
+}
+
+/// A node's state word and its style: down (and for how long), not read yet, no driver, GPUs
+/// lost or stalled, an Xid, or ok.
+fn node_state(r: &Row, now: Instant) -> (String, Style) {
+    match (&r.error, &r.summary) {
+        (Some(_), _) => (
+            match r.read_at {
+                Some(t) => format!("down {}", age(now - t)),
+                None => "down".to_owned(),
+            },
+            theme::error(),
+        ),
+        (None, None) => ("…".to_owned(), theme::dim()),
+        (None, Some(s)) if s.error.is_some() => ("no driver".to_owned(), theme::error()),
+        (None, Some(s)) if s.failed() > 0 => (format!("{} lost", s.failed()), theme::error()),
+        (None, Some(s)) if s.stalled() > 0 => {
+            (format!("{} stalled", s.stalled()), theme::warning())
+        }
+        (None, Some(s)) if s.gpus.iter().any(|g| g.last_xid.is_some()) => {
+            ("xid".to_owned(), theme::warning())
+        }
+        (None, Some(_)) => ("ok".to_owned(), Style::new()),
+    }
+}
+
+/// One node's row: name, state, mean utilisation, memory, top user, then a bar per GPU and
+/// why it could not be read.
+fn row_line(r: &Row, name_w: usize, now: Instant) -> Line<'static> {
+    let name: String = r.name.chars().take(name_w).collect();
+    let (state, state_style) = node_state(r, now);
+    let s = r.summary.as_ref();
+    let util = s
+        .and_then(NodeSummary::mean_util)
+        .map_or_else(|| "N/A".to_owned(), |u| format!("{u}%"));
+    let mem = s.map_or_else(String::new, |s| {
+        let (u, t) = s.memory();
+        format!("{}/{}", fmt_bytes(u), fmt_bytes(t))
+    });
+    let top = s
+        .and_then(|s| s.top_user.as_ref())
+        .map_or_else(String::new, |t| {
+            let u: String = t.user.chars().take(10).collect();
+            format!("{u} {}", fmt_bytes(t.bytes))
+        });
+    let body_style = if r.error.is_some() {
+        theme::stale()
+    } else {
+        Style::new()
+    };
+    let mut spans = vec![
+        Span::styled(format!("{name:<name_w$}  "), body_style),
+        Span::styled(format!("{state:<9} "), state_style),
+        Span::styled(format!("{util:>4} {mem:>17}  {top:<20} "), body_style),
+    ];
+    if let Some(s) = s {
+        for g in &s.gpus {
+            spans.extend(gpu_bar(g));
+        }
+    }
+    if let Some(e) = &r.error {
+        spans.push(Span::styled(e.clone(), theme::error()));
+    }
+    Line::from(spans)
+}
+
+/// No row at all is not a filter's doing: say why (the source's error), or that the first
+/// answers are awaited.
+fn no_row_line(view: &View) -> Line<'static> {
+    match (&view.source_error, view.rows.is_empty()) {
+        (Some(e), true) => Line::styled(format!("no node: {e}"), theme::error()),
+        (None, true) => Line::styled("no node yet", theme::dim()),
+        (_, false) => Line::styled("no node matches the filter", theme::dim()),
+    }
+}
+
+/// The bottom line: the filter while it is typed or kept, else the keys.
+fn footer_line(view: &View) -> Line<'static> {
+    if view.typing || !view.filter_text.is_empty() {
         let mut spans = vec![
             Span::styled("filter: ", theme::header()),
             Span::raw(view.filter_text.clone()),
@@ -486,8 +514,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, view: &mut View, interval: Duration) {
             Span::styled("/", theme::header()),
             Span::raw(" filter"),
         ])
-    };
-    line(buf, footer, l);
+    }
 }
 
 #[cfg(test)]
@@ -581,6 +608,59 @@ mod tests {
 
     fn key(c: KeyCode) -> KeyEvent {
         KeyEvent::new(c, KeyModifiers::NONE)
+    }
+
+    #[test]
+    fn each_nodes_state_says_its_worst() {
+        let mut v = view();
+        let now = Instant::now();
+        let words: Vec<String> = v.rows.iter().map(|r| node_state(r, now).0).collect();
+        assert_eq!(words, ["ok", "1 lost", "down", "1 stalled"]);
+        v.rows[2].read_at = now.checked_sub(Duration::from_secs(75));
+        assert_eq!(node_state(&v.rows[2], now).0, "down 1m15s");
+        v.rows[0].summary.as_mut().expect("read").gpus[0].last_xid = Some(79);
+        assert_eq!(node_state(&v.rows[0], now).0, "xid");
+        v.rows[0].summary = None;
+        assert_eq!(node_state(&v.rows[0], now).0, "…");
+    }
+
+    #[test]
+    fn the_name_column_fits_the_longest_name_within_4_to_24() {
+        let mut v = view();
+        assert_eq!(name_width(&v.rows), "gpu-a:9400".len());
+        v.rows[1].name = "n".repeat(40);
+        assert_eq!(name_width(&v.rows), 24);
+        assert_eq!(name_width(&[]), 4);
+    }
+
+    #[test]
+    fn the_footer_shows_the_filter_while_it_is_typed_or_kept() {
+        let mut v = view();
+        assert!(footer_line(&v).to_string().starts_with("q quit"));
+        v.typing = true;
+        v.filter_text = "free>=".into();
+        v.filter_error = Some("a size is missing".into());
+        let typed = footer_line(&v).to_string();
+        assert!(typed.starts_with("filter: free>=▏  free>=40G"), "{typed}");
+        assert!(typed.ends_with("Esc clear  a size is missing"), "{typed}");
+        v.typing = false;
+        v.filter_error = None;
+        assert_eq!(footer_line(&v).to_string(), "filter: free>=  (Esc clears)");
+    }
+
+    #[test]
+    fn scrolling_keeps_the_selected_row_in_sight() {
+        let mut v = view();
+        v.selected = 3;
+        v.scroll_to_selected(2);
+        assert_eq!(v.first, 2);
+        v.selected = 1;
+        v.scroll_to_selected(2);
+        assert_eq!(v.first, 1);
+        // No room for a row: nothing to keep in sight.
+        v.selected = 3;
+        v.scroll_to_selected(0);
+        assert_eq!(v.first, 1);
     }
 
     #[test]

@@ -313,6 +313,8 @@ impl Piece {
     }
 }
 
+/// One GPU's line (or its error), then its health and unified-memory notes and its MIG
+/// devices.
 fn device(out: &mut String, d: &Device, name_width: usize, paint: Paint, width: usize) {
     let index = format!("[{}]", d.index);
     let name = d.name.as_deref().unwrap_or("N/A");
@@ -331,116 +333,191 @@ fn device(out: &mut String, d: &Device, name_width: usize, paint: Paint, width: 
         );
         return;
     }
-    let temp = d.temperature_c.map(|t| {
-        let text = format!("{t}°C");
-        Piece::new(text.clone(), paint.level((t as f64 - 30.0) / 60.0, &text))
-    });
-    let util = Piece::plain(na(d.utilization.gpu_percent, "%"));
-    let m = &d.memory;
-    let memory = |bar_w: usize| match (m.used_bytes, m.total_bytes, m.used_fraction()) {
-        (Some(used), Some(total), Some(share)) => {
-            let figures = format!("{:>9} / {:>9}", fmt_bytes(used), fmt_bytes(total));
-            let b = bar(share, bar_w);
-            Piece::new(
-                format!("{b} {figures}"),
-                format!("{} {figures}", paint.level(share, &b)),
-            )
-        }
-        _ => Piece::plain(format!(
-            "memory {}",
-            d.field_errors.get("memory").map_or("N/A", String::as_str)
-        )),
-    };
-    let reserved = m.reserved_bytes.filter(|r| *r > 0).map(|r| {
-        let t = format!("(+{} reserved)", fmt_bytes(r));
-        Piece::new(t.clone(), paint.dim(&t))
-    });
-    // Used memory no listed process accounts for (another container, the driver): say so when
-    // it is more than 1% of the card, so it is not mistaken for one of the rows below.
-    let unattributed = d
-        .breakdown()
-        .and_then(|b| {
-            let u = b.get(PartKind::Unattributed)?;
-            (u > 0 && u >= b.total / 100).then_some(u)
-        })
-        .map(|u| {
-            let t = format!("[{} not attributed]", fmt_bytes(u));
-            Piece::new(t.clone(), paint.yellow(&t))
-        });
-    let power = d.power_draw_w.map(|p| {
-        Piece::plain(match d.power_limit_w {
-            Some(l) => format!("{p:.0} / {l:.0} W"),
-            None => format!("{p:.0} W"),
-        })
-    });
-    // Drop, in this order, what does not fit: the reservation note, power, temperature,
-    // then the bar shrinks, then the name is cut.
-    let mut keep_reserved = reserved.is_some();
-    let mut keep_power = power.is_some();
-    let mut keep_temp = temp.is_some();
-    let mut bar_w = BAR;
-    let mut name_w = name_width;
-    let line_len = |kr: bool, kp: bool, kt: bool, bw: usize, nw: usize| -> usize {
-        let mut n = index.len() + 1 + nw + 3;
-        if kt {
-            n += temp.as_ref().map_or(0, |t| t.plain.chars().count()) + 2;
-        }
-        n += util.plain.chars().count() + 3;
-        n += memory(bw).plain.chars().count();
-        if kr {
-            n += 1 + reserved.as_ref().map_or(0, |r| r.plain.chars().count());
-        }
-        n += unattributed
-            .as_ref()
-            .map_or(0, |u| 1 + u.plain.chars().count());
-        if kp {
-            n += 3 + power.as_ref().map_or(0, |p| p.plain.chars().count());
-        }
-        n
-    };
-    let mut steps = 0;
-    while line_len(keep_reserved, keep_power, keep_temp, bar_w, name_w) > width && steps < 64 {
-        steps += 1;
-        if keep_reserved {
-            keep_reserved = false;
-        } else if keep_power {
-            keep_power = false;
-        } else if keep_temp {
-            keep_temp = false;
-        } else if bar_w > 4 {
-            bar_w -= 1;
-        } else if name_w > 8 {
-            name_w -= 1;
-        } else {
-            break;
-        }
-    }
+    let pieces = Pieces::of(d, paint);
+    let kept = pieces.fit(&index, name_width, width);
     let _ = write!(
         out,
-        "{} {:<name_w$} | ",
+        "{} {:<w$} | ",
         paint.cyan(&index),
-        fit(name, name_w)
+        fit(name, kept.name_w),
+        w = kept.name_w
     );
-    if keep_temp {
-        if let Some(t) = &temp {
+    pieces.write(out, &kept);
+    out.push('\n');
+    notes(out, d, paint, width);
+    for (i, m) in d.mig.iter().enumerate() {
+        mig_line(out, d, m, i + 1 == d.mig.len(), paint, width);
+    }
+}
+
+/// The pieces of a GPU's line after its name; those that may be dropped are `Option`s.
+struct Pieces<'a> {
+    d: &'a Device,
+    paint: Paint,
+    temp: Option<Piece>,
+    util: Piece,
+    reserved: Option<Piece>,
+    unattributed: Option<Piece>,
+    power: Option<Piece>,
+}
+
+/// What of a GPU's line is kept in the width: which optional pieces, the bar's and the name's
+/// widths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Kept {
+    reserved: bool,
+    power: bool,
+    temp: bool,
+    bar_w: usize,
+    name_w: usize,
+}
+
+impl Kept {
+    /// One step of giving up room, in this order: the reservation note, power, temperature,
+    /// then the bar shrinks (to 4), then the name is cut (to 8); `false` when nothing is left
+    /// to give.
+    fn shrink(&mut self) -> bool {
+        if self.reserved {
+            self.reserved = false;
+        } else if self.power {
+            self.power = false;
+        } else if self.temp {
+            self.temp = false;
+        } else if self.bar_w > 4 {
+            self.bar_w -= 1;
+        } else if self.name_w > 8 {
+            self.name_w -= 1;
+        } else {
+            return false;
+        }
+        true
+    }
+}
+
+/// Used memory no listed process accounts for (another container, the driver), when it is
+/// more than 1% of the card, so it is not mistaken for one of the process rows.
+fn unattributed_piece(d: &Device, paint: Paint) -> Option<Piece> {
+    let u = d.breakdown().and_then(|b| {
+        let u = b.get(PartKind::Unattributed)?;
+        (u > 0 && u >= b.total / 100).then_some(u)
+    })?;
+    let t = format!("[{} not attributed]", fmt_bytes(u));
+    Some(Piece::new(t.clone(), paint.yellow(&t)))
+}
+
+impl<'a> Pieces<'a> {
+    fn of(d: &'a Device, paint: Paint) -> Self {
+        Pieces {
+            d,
+            paint,
+            temp: d.temperature_c.map(|t| {
+                let text = format!("{t}°C");
+                Piece::new(text.clone(), paint.level((t as f64 - 30.0) / 60.0, &text))
+            }),
+            util: Piece::plain(na(d.utilization.gpu_percent, "%")),
+            reserved: d.memory.reserved_bytes.filter(|r| *r > 0).map(|r| {
+                let t = format!("(+{} reserved)", fmt_bytes(r));
+                Piece::new(t.clone(), paint.dim(&t))
+            }),
+            unattributed: unattributed_piece(d, paint),
+            power: d.power_draw_w.map(|p| {
+                Piece::plain(match d.power_limit_w {
+                    Some(l) => format!("{p:.0} / {l:.0} W"),
+                    None => format!("{p:.0} W"),
+                })
+            }),
+        }
+    }
+
+    /// The memory bar `bar_w` cells wide and its figures, or why memory is unknown.
+    fn memory(&self, bar_w: usize) -> Piece {
+        let m = &self.d.memory;
+        match (m.used_bytes, m.total_bytes, m.used_fraction()) {
+            (Some(used), Some(total), Some(share)) => {
+                let figures = format!("{:>9} / {:>9}", fmt_bytes(used), fmt_bytes(total));
+                let b = bar(share, bar_w);
+                Piece::new(
+                    format!("{b} {figures}"),
+                    format!("{} {figures}", self.paint.level(share, &b)),
+                )
+            }
+            _ => Piece::plain(format!(
+                "memory {}",
+                self.d
+                    .field_errors
+                    .get("memory")
+                    .map_or("N/A", String::as_str)
+            )),
+        }
+    }
+
+    /// The line's length in characters with `k` kept, after an index `index_len` long.
+    fn len(&self, index_len: usize, k: &Kept) -> usize {
+        let chars = |p: &Option<Piece>| p.as_ref().map_or(0, |p| p.plain.chars().count());
+        let mut n = index_len + 1 + k.name_w + 3;
+        if k.temp {
+            n += chars(&self.temp) + 2;
+        }
+        n += self.util.plain.chars().count() + 3;
+        n += self.memory(k.bar_w).plain.chars().count();
+        if k.reserved {
+            n += 1 + chars(&self.reserved);
+        }
+        n += self
+            .unattributed
+            .as_ref()
+            .map_or(0, |u| 1 + u.plain.chars().count());
+        if k.power {
+            n += 3 + chars(&self.power);
+        }
+        n
+    }
+
+    /// What fits in `width`: every piece there is, then as many steps of [`Kept::shrink`] as
+    /// it takes (at most 64).
+    fn fit(&self, index: &str, name_width: usize, width: usize) -> Kept {
+        let mut k = Kept {
+            reserved: self.reserved.is_some(),
+            power: self.power.is_some(),
+            temp: self.temp.is_some(),
+            bar_w: BAR,
+            name_w: name_width,
+        };
+        let mut steps = 0;
+        while self.len(index.len(), &k) > width && steps < 64 {
+            steps += 1;
+            if !k.shrink() {
+                break;
+            }
+        }
+        k
+    }
+
+    /// The pieces kept, painted, after the name.
+    fn write(&self, out: &mut String, k: &Kept) {
+        if let Some(t) = self.temp.as_ref().filter(|_| k.temp) {
             let _ = write!(out, "{}, ", t.painted);
         }
-    }
-    let _ = write!(out, "{} | {}", util.painted, memory(bar_w).painted);
-    if keep_reserved {
-        if let Some(r) = &reserved {
+        let _ = write!(
+            out,
+            "{} | {}",
+            self.util.painted,
+            self.memory(k.bar_w).painted
+        );
+        if let Some(r) = self.reserved.as_ref().filter(|_| k.reserved) {
             let _ = write!(out, " {}", r.painted);
         }
-    }
-    if let Some(u) = &unattributed {
-        let _ = write!(out, " {}", u.painted);
-    }
-    if keep_power {
-        if let Some(p) = &power {
+        if let Some(u) = &self.unattributed {
+            let _ = write!(out, " {}", u.painted);
+        }
+        if let Some(p) = self.power.as_ref().filter(|_| k.power) {
             let _ = write!(out, " | {}", p.painted);
         }
     }
-    out.push('\n');
+}
+
+/// A GPU's health notes (critical in red) and unified-memory notes, indented under it.
+fn notes(out: &mut String, d: &Device, paint: Paint, width: usize) {
     for n in d.health.notes(std::time::SystemTime::now()) {
         let text = format!("    {}", n.text);
         let text = fit(&text, width);
@@ -456,9 +533,6 @@ fn device(out: &mut String, d: &Device, name_width: usize, paint: Paint, width: 
     }
     for n in crate::model::unified::notes(d) {
         let _ = writeln!(out, "{}", fit(&format!("    {n}"), width));
-    }
-    for (i, m) in d.mig.iter().enumerate() {
-        mig_line(out, d, m, i + 1 == d.mig.len(), paint, width);
     }
 }
 
@@ -643,6 +717,69 @@ mod tests {
                 "2. bob\\u{1b}[2J `python train.py --lr 3e-4` wants 2 idle GPUs, waiting 10s",
             ]
         );
+    }
+
+    #[test]
+    fn a_gpu_line_gives_up_room_in_its_order() {
+        let mut k = Kept {
+            reserved: true,
+            power: true,
+            temp: true,
+            bar_w: 5,
+            name_w: 9,
+        };
+        let mut seen = vec![k];
+        while k.shrink() {
+            seen.push(k);
+        }
+        let kept = |r, p, t, bar_w, name_w| Kept {
+            reserved: r,
+            power: p,
+            temp: t,
+            bar_w,
+            name_w,
+        };
+        assert_eq!(
+            seen,
+            [
+                kept(true, true, true, 5, 9),
+                kept(false, true, true, 5, 9),
+                kept(false, false, true, 5, 9),
+                kept(false, false, false, 5, 9),
+                kept(false, false, false, 4, 9),
+                kept(false, false, false, 4, 8),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_gpu_line_fits_by_dropping_the_reservation_first_and_measures_what_it_writes() {
+        const GIB: u64 = 1 << 30;
+        let mut d = Device {
+            index: 3,
+            name: Some("NVIDIA H100 80GB HBM3".into()),
+            ..Device::default()
+        };
+        (d.temperature_c, d.power_draw_w, d.power_limit_w) = (Some(61), Some(310.0), Some(700.0));
+        let m = &mut d.memory;
+        (m.total_bytes, m.used_bytes) = (Some(80 * GIB), Some(20 * GIB));
+        (m.free_bytes, m.reserved_bytes) = (Some(59 * GIB), Some(GIB));
+        let pieces = Pieces::of(&d, Paint(false));
+        let all = pieces.fit("[3]", 21, 500);
+        assert!(all.reserved && all.power && all.temp, "{all:?}");
+        // The length counted is the length written.
+        let mut out = format!("[3] {:<21} | ", "NVIDIA H100 80GB HBM3");
+        pieces.write(&mut out, &all);
+        assert_eq!(out.chars().count(), pieces.len(3, &all));
+        assert!(
+            out.contains("(+1.0 GiB reserved)") && out.ends_with("| 310 / 700 W"),
+            "{out}"
+        );
+        let one_less = pieces.fit("[3]", 21, pieces.len(3, &all) - 1);
+        assert!(!one_less.reserved && one_less.power, "{one_less:?}");
+        // However narrow, it stops at a 4-cell bar and an 8-character name.
+        let tiny = pieces.fit("[3]", 21, 10);
+        assert_eq!((tiny.temp, tiny.bar_w, tiny.name_w), (false, 4, 8));
     }
 
     #[test]

@@ -254,6 +254,8 @@ fn batch_summary(
     }
 }
 
+/// The end-of-job summary before `--batch`, `--gpus`, snapshots and the recording are added:
+/// the headline, what each GPU held, and after an OOM its report and the live figures.
 fn summary(
     command: &[OsString],
     status: ExitStatus,
@@ -272,88 +274,11 @@ fn summary(
         describe_status(status),
         fmt_age(elapsed.as_secs())
     );
-    if held.peaks.is_empty() {
-        let _ = writeln!(
-            out,
-            "  no GPU process of this run was seen ({} samples taken)",
-            held.samples.len()
-        );
-    }
-    for (gpu, peak) in held.peaks {
-        let pids: Vec<String> = peak.pids.iter().map(u32::to_string).collect();
-        let mut line = format!(
-            "  GPU {gpu} {}: peak memory of the run {} (pid {})",
-            peak.name.as_deref().unwrap_or(""),
-            fmt_bytes(peak.process_bytes),
-            pids.join(", ")
-        );
-        match &peak.framework {
-            Some(fw) => {
-                let _ = write!(
-                    line,
-                    "; {fw} peak allocated {}, peak reserved {}",
-                    fmt_bytes(peak.allocated),
-                    fmt_bytes(peak.reserved)
-                );
-            }
-            None => line.push_str("; no allocator figures (the probe did not report)"),
-        }
-        // The driver's side, named as such: each process's own, where accounting is on;
-        // else the whole GPU's, which counts every process on it.
-        if let Some(text) = crate::model::accounting::job_peak_text(&peak.accounting) {
-            let _ = write!(line, "; {text}");
-        } else if let Some(g) = peak.gpu_used_peak {
-            let _ = write!(
-                line,
-                "; the whole GPU's used memory peaked at {} (NVML, read between samples, every \
-                 process on it)",
-                fmt_bytes(g)
-            );
-        }
-        let _ = writeln!(out, "{line}");
-        for (pid, (g, marker)) in &peak.growth {
-            let _ = writeln!(
-                out,
-                "  pid {pid} on GPU {gpu}: {}",
-                growth_line(g, marker.as_deref())
-            );
-            if let Some(h) = peak.sites.get(pid) {
-                sites_lines(&mut out, h, "    ");
-            }
-        }
-    }
+    held_lines(&mut out, held);
     let Some(oom) = output.analysis.main() else {
         return out;
     };
-    // Memory that grew step after step leads: the batch did not suddenly become too large.
-    let grown: Vec<(u32, u32, &crate::model::StepGrowth)> = held
-        .peaks
-        .iter()
-        .flat_map(|(gpu, p)| p.growth.iter().map(move |(pid, (g, _))| (*gpu, *pid, g)))
-        .collect();
-    if !grown.is_empty() {
-        let _ = writeln!(
-            out,
-            "\n{}",
-            paint.bold("Memory grew step after step before the OOM:")
-        );
-        for (gpu, pid, g) in grown {
-            let _ = writeln!(
-                out,
-                "  pid {pid} on GPU {gpu}: {} had grown {} a step for {} steps (steps {} to {}). \
-                 Something each step keeps alive is the likely cause, not the batch size: a \
-                 loss summed as a tensor (`total_loss += loss` keeps every step's autograd \
-                 history; sum `loss.item()` instead), or outputs, losses or hidden states kept \
-                 in a list or dict (keep `t.item()`, or `t.detach().cpu()`: `.detach()` alone \
-                 still holds the tensor on the GPU)",
-                g.measure,
-                fmt_bytes(g.bytes_per_step),
-                group_digits(g.last_step.saturating_sub(g.since_step)),
-                g.since_step,
-                g.last_step,
-            );
-        }
-    }
+    growth_before_oom(&mut out, held.peaks, paint);
     let _ = writeln!(out, "\n{}", paint.bold("Out of memory in the output:"));
     let layout = crate::oom::render::Layout {
         width: Some(width),
@@ -367,10 +292,116 @@ fn summary(
         paint,
         &layout,
     );
-    // The live numbers sampled just before the error went by.
-    let before: Vec<&Arc<Sample>> = held
+    live_before_oom(&mut out, held, output, oom, paint, width);
+    out
+}
+
+/// Each GPU's peak line, then its processes' growth and the sites that held it.
+fn held_lines(out: &mut String, held: &Held) {
+    if held.peaks.is_empty() {
+        let _ = writeln!(
+            out,
+            "  no GPU process of this run was seen ({} samples taken)",
+            held.samples.len()
+        );
+    }
+    for (gpu, peak) in held.peaks {
+        let _ = writeln!(out, "{}", peak_line(*gpu, peak));
+        for (pid, (g, marker)) in &peak.growth {
+            let _ = writeln!(
+                out,
+                "  pid {pid} on GPU {gpu}: {}",
+                growth_line(g, marker.as_deref())
+            );
+            if let Some(h) = peak.sites.get(pid) {
+                sites_lines(out, h, "    ");
+            }
+        }
+    }
+}
+
+/// `  GPU 0 H100: peak memory of the run …`: the process's peak, the allocator's, the driver's.
+fn peak_line(gpu: u32, peak: &GpuPeak) -> String {
+    let pids: Vec<String> = peak.pids.iter().map(u32::to_string).collect();
+    let mut line = format!(
+        "  GPU {gpu} {}: peak memory of the run {} (pid {})",
+        peak.name.as_deref().unwrap_or(""),
+        fmt_bytes(peak.process_bytes),
+        pids.join(", ")
+    );
+    match &peak.framework {
+        Some(fw) => {
+            let _ = write!(
+                line,
+                "; {fw} peak allocated {}, peak reserved {}",
+                fmt_bytes(peak.allocated),
+                fmt_bytes(peak.reserved)
+            );
+        }
+        None => line.push_str("; no allocator figures (the probe did not report)"),
+    }
+    // The driver's side, named as such: each process's own, where accounting is on;
+    // else the whole GPU's, which counts every process on it.
+    if let Some(text) = crate::model::accounting::job_peak_text(&peak.accounting) {
+        let _ = write!(line, "; {text}");
+    } else if let Some(g) = peak.gpu_used_peak {
+        let _ = write!(
+            line,
+            "; the whole GPU's used memory peaked at {} (NVML, read between samples, every \
+             process on it)",
+            fmt_bytes(g)
+        );
+    }
+    line
+}
+
+/// Memory that grew step after step leads an OOM's report: the batch did not suddenly become
+/// too large.
+fn growth_before_oom(out: &mut String, peaks: &BTreeMap<u32, GpuPeak>, paint: Paint) {
+    let grown: Vec<(u32, u32, &crate::model::StepGrowth)> = peaks
+        .iter()
+        .flat_map(|(gpu, p)| p.growth.iter().map(move |(pid, (g, _))| (*gpu, *pid, g)))
+        .collect();
+    if grown.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\n{}",
+        paint.bold("Memory grew step after step before the OOM:")
+    );
+    for (gpu, pid, g) in grown {
+        let _ = writeln!(
+            out,
+            "  pid {pid} on GPU {gpu}: {} had grown {} a step for {} steps (steps {} to {}). \
+             Something each step keeps alive is the likely cause, not the batch size: a \
+             loss summed as a tensor (`total_loss += loss` keeps every step's autograd \
+             history; sum `loss.item()` instead), or outputs, losses or hidden states kept \
+             in a list or dict (keep `t.item()`, or `t.detach().cpu()`: `.detach()` alone \
+             still holds the tensor on the GPU)",
+            g.measure,
+            fmt_bytes(g.bytes_per_step),
+            group_digits(g.last_step.saturating_sub(g.since_step)),
+            g.since_step,
+            g.last_step,
+        );
+    }
+}
+
+/// The live numbers sampled just before the error went by: the job's split on the GPU that
+/// matters, a unified-memory limit, its change over the last samples, and the last minute.
+fn live_before_oom(
+    out: &mut String,
+    held: &Held,
+    output: &Output,
+    oom: &crate::oom::Oom,
+    paint: Paint,
+    width: usize,
+) {
+    let before: Vec<&Sample> = held
         .samples
         .iter()
+        .map(|s| s.as_ref())
         .filter(|s| output.oom_at.is_none_or(|t| s.timestamp <= t))
         .collect();
     // A process that exits right after its OOM takes its probe report with it, so the very
@@ -380,14 +411,14 @@ fn summary(
     });
     let Some(last) = with_split.or(before.last()) else {
         let _ = writeln!(out, "No sample was taken before the error.");
-        return out;
+        return;
     };
     let Some((d, p)) = focus(last, held.owns, oom.device_index) else {
         let _ = writeln!(
             out,
             "The job had no GPU process in the last sample before the error."
         );
-        return out;
+        return;
     };
     let ago = output
         .oom_at
@@ -405,14 +436,21 @@ fn summary(
     if let Some(v) = crate::model::unified::oom_at_limit(said, asked, d) {
         out.push_str(&crate::view::limit::render(&v, paint, width));
     }
-    let series: Vec<Figures> = before
+    let recent = &before[before.len().saturating_sub(GROWTH)..];
+    if let Some(line) = change_line(&figures(recent, d.index, p.pid)) {
+        let _ = writeln!(out, "  {line}");
+    }
+    let until = output.oom_at.unwrap_or(last.timestamp);
+    last_minute(out, &before, held.owns, until, (d, p), paint);
+}
+
+/// The process's figures in each sample that has it on that GPU, oldest first.
+fn figures(samples: &[&Sample], gpu: u32, pid: u32) -> Vec<Figures> {
+    samples
         .iter()
-        .rev()
-        .take(GROWTH)
-        .rev()
         .filter_map(|s| {
-            let dev = s.devices.iter().find(|x| x.index == d.index)?;
-            let q = dev.processes.iter().find(|q| q.pid == p.pid)?;
+            let dev = s.devices.iter().find(|x| x.index == gpu)?;
+            let q = dev.processes.iter().find(|q| q.pid == pid)?;
             let a = q.allocator.as_ref();
             Some(Figures {
                 allocated: a.and_then(|a| a.allocated_bytes),
@@ -420,41 +458,52 @@ fn summary(
                 process: q.gpu_memory_bytes,
             })
         })
-        .collect();
-    if series.len() >= 2 {
-        // Each figure from its first known value to its last (the probe may start reporting
-        // a few samples in).
-        let change = |name: &str, pick: fn(&Figures) -> Option<u64>| {
-            let a = series.iter().find_map(pick)?;
-            let b = series.iter().rev().find_map(pick)?;
-            let sign = if b >= a { "+" } else { "-" };
-            Some(format!(
-                "{name} {} → {} ({sign}{})",
-                fmt_bytes(a),
-                fmt_bytes(b),
-                fmt_bytes(a.abs_diff(b))
-            ))
-        };
-        let parts: Vec<String> = [
-            change("allocated", |x| x.allocated),
-            change("reserved", |x| x.reserved),
-            change("process", |x| x.process),
-        ]
-        .into_iter()
-        .flatten()
-        .collect();
-        let _ = writeln!(
-            out,
-            "  over the last {} samples: {}",
-            series.len(),
-            parts.join("; ")
-        );
+        .collect()
+}
+
+/// `over the last 5 samples: allocated 1.0 GiB → 2.0 GiB (+1.0 GiB); …`, each figure from its
+/// first known value to its last (the probe may start reporting a few samples in); `None`
+/// under two samples.
+fn change_line(series: &[Figures]) -> Option<String> {
+    if series.len() < 2 {
+        return None;
     }
-    // The last minute on that GPU: the job's course, and what the others did.
-    let until = output.oom_at.unwrap_or(last.timestamp);
-    let minute: Vec<&Sample> = before.iter().map(|s| s.as_ref()).collect();
-    let events = crate::model::timeline::neighbours(&minute, d.index, held.owns, until);
-    let job_course: Vec<u64> = minute
+    let change = |name: &str, pick: fn(&Figures) -> Option<u64>| {
+        let a = series.iter().find_map(pick)?;
+        let b = series.iter().rev().find_map(pick)?;
+        let sign = if b >= a { "+" } else { "-" };
+        Some(format!(
+            "{name} {} → {} ({sign}{})",
+            fmt_bytes(a),
+            fmt_bytes(b),
+            fmt_bytes(a.abs_diff(b))
+        ))
+    };
+    let parts: Vec<String> = [
+        change("allocated", |x| x.allocated),
+        change("reserved", |x| x.reserved),
+        change("process", |x| x.process),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    Some(format!(
+        "over the last {} samples: {}",
+        series.len(),
+        parts.join("; ")
+    ))
+}
+
+/// The job's memory on `gpu` over the minute before `until`, in one measure for the whole
+/// curve: the allocator's reserved when `by_reserved` (samples before the probe reported are
+/// left out), else NVML's figure.
+fn job_course(
+    samples: &[&Sample],
+    until: SystemTime,
+    (gpu, pid): (u32, u32),
+    by_reserved: bool,
+) -> Vec<u64> {
+    samples
         .iter()
         .filter(|s| {
             until
@@ -462,43 +511,53 @@ fn summary(
                 .is_ok_and(|a| a <= crate::model::timeline::WINDOW)
         })
         .filter_map(|s| {
-            let dev = s.devices.iter().find(|x| x.index == d.index)?;
-            let q = dev.processes.iter().find(|q| q.pid == p.pid)?;
-            // One measure for the whole curve: the allocator's reserved when the focus sample
-            // has it (samples before the probe reported are left out), else NVML's figure.
-            if p.allocator.is_some() {
+            let dev = s.devices.iter().find(|x| x.index == gpu)?;
+            let q = dev.processes.iter().find(|q| q.pid == pid)?;
+            if by_reserved {
                 q.allocator.as_ref().and_then(|a| a.reserved_bytes)
             } else {
                 q.gpu_memory_bytes
             }
         })
-        .collect();
-    let course = crate::model::timeline::course(&job_course, 6);
-    if course.is_some() || !events.is_empty() {
+        .collect()
+}
+
+/// The last minute on the focus GPU: the job's course, and what the others did.
+fn last_minute(
+    out: &mut String,
+    before: &[&Sample],
+    owns: &dyn Fn(&Process) -> bool,
+    until: SystemTime,
+    (d, p): (&Device, &Process),
+    paint: Paint,
+) {
+    let events = crate::model::timeline::neighbours(before, d.index, owns, until);
+    let by_reserved = p.allocator.is_some();
+    let course = crate::model::timeline::course(
+        &job_course(before, until, (d.index, p.pid), by_reserved),
+        6,
+    );
+    if course.is_none() && events.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "{}",
+        paint.bold(&format!("The last minute on GPU {}:", d.index))
+    );
+    if let Some(c) = course {
+        let what = if by_reserved { "reserved" } else { "memory" };
+        let _ = writeln!(out, "  this job's {what}: {c}");
+    }
+    if events.is_empty() {
         let _ = writeln!(
             out,
-            "{}",
-            paint.bold(&format!("The last minute on GPU {}:", d.index))
+            "  no other process grew, and no memory appeared without an owner"
         );
-        if let Some(c) = course {
-            let what = if p.allocator.is_some() {
-                "reserved"
-            } else {
-                "memory"
-            };
-            let _ = writeln!(out, "  this job's {what}: {c}");
-        }
-        if events.is_empty() {
-            let _ = writeln!(
-                out,
-                "  no other process grew, and no memory appeared without an owner"
-            );
-        }
-        for e in &events {
-            let _ = writeln!(out, "  {}", e.text);
-        }
     }
-    out
+    for e in &events {
+        let _ = writeln!(out, "  {}", e.text);
+    }
 }
 
 /// All the summary says when the job has ended.
@@ -655,6 +714,84 @@ mod tests {
             "{text}"
         );
         assert!(text.ends_with("  the snapshots' text\n"), "{text}");
+    }
+
+    #[test]
+    fn the_peak_line_names_the_allocator_and_the_drivers_side() {
+        let mut peak = GpuPeak {
+            name: Some("H100".into()),
+            process_bytes: 3 * GIB,
+            gpu_used_peak: Some(5 * GIB),
+            ..GpuPeak::default()
+        };
+        peak.pids.extend([7, 8]);
+        assert_eq!(
+            peak_line(1, &peak),
+            "  GPU 1 H100: peak memory of the run 3.0 GiB (pid 7, 8); no allocator figures (the \
+             probe did not report); the whole GPU's used memory peaked at 5.0 GiB (NVML, read \
+             between samples, every process on it)"
+        );
+        // The process's own accounting wins over the whole GPU's figure.
+        peak.framework = Some("pytorch".into());
+        peak.allocated = GIB;
+        peak.reserved = 2 * GIB;
+        peak.accounting.insert(7, 4 * GIB);
+        assert_eq!(
+            peak_line(1, &peak),
+            "  GPU 1 H100: peak memory of the run 3.0 GiB (pid 7, 8); pytorch peak allocated \
+             1.0 GiB, peak reserved 2.0 GiB; the driver's accounting: pid 7 peaked at 4.0 GiB"
+        );
+    }
+
+    #[test]
+    fn the_change_line_runs_each_figure_from_its_first_known_value_to_its_last() {
+        let f = |allocated, reserved, process| Figures {
+            allocated,
+            reserved,
+            process,
+        };
+        assert_eq!(change_line(&[f(Some(GIB), None, Some(GIB))]), None);
+        assert_eq!(
+            change_line(&[
+                f(None, None, Some(4 * GIB)),
+                f(Some(GIB), Some(2 * GIB), Some(3 * GIB)),
+                f(Some(2 * GIB), None, None),
+            ])
+            .as_deref(),
+            Some(
+                "over the last 3 samples: allocated 1.0 GiB → 2.0 GiB (+1.0 GiB); reserved \
+                 2.0 GiB → 2.0 GiB (+0 B); process 4.0 GiB → 3.0 GiB (-1.0 GiB)"
+            )
+        );
+    }
+
+    #[test]
+    fn the_jobs_course_keeps_the_last_minute_of_its_process_in_one_measure() {
+        let at = |secs: u64, pid: u32, bytes: u64| {
+            let mut s = sample(vec![Process::from_nvml(
+                pid,
+                ProcessKind::Compute,
+                Some(bytes),
+            )]);
+            s.timestamp = SystemTime::UNIX_EPOCH + Duration::from_secs(secs);
+            s
+        };
+        let samples = [
+            at(10, 7, GIB),     // over a minute before
+            at(50, 7, 2 * GIB), // kept
+            at(60, 9, 8 * GIB), // another process
+            at(100, 7, 3 * GIB),
+            at(130, 7, 9 * GIB), // after the error
+        ];
+        let refs: Vec<&Sample> = samples.iter().collect();
+        let until = SystemTime::UNIX_EPOCH + Duration::from_secs(110);
+        assert_eq!(
+            job_course(&refs, until, (0, 7), false),
+            vec![2 * GIB, 3 * GIB]
+        );
+        // By the allocator's reserved, samples without the probe's figures are left out.
+        assert!(job_course(&refs, until, (0, 7), true).is_empty());
+        assert!(job_course(&refs, until, (1, 7), false).is_empty());
     }
 
     #[test]

@@ -20,7 +20,7 @@ use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Widget};
 use super::super::app::App;
 use super::super::theme;
 use crate::model::breakdown::{Breakdown, PartKind};
-use crate::model::history::Column;
+use crate::model::history::{Column, DeviceHistory, Peak};
 use crate::model::Device;
 use crate::units::fmt_age;
 use crate::units::{fmt_bytes, GIB};
@@ -763,8 +763,12 @@ pub fn draw_history(
     if area.height < MIN_CHART || area.width < 20 {
         return;
     }
-    let window = app.history.window;
-    let hist = app.history.device(d.index);
+    let chart = HistoryChart {
+        d,
+        hist: app.history.device(d.index),
+        window: app.history.window,
+        now,
+    };
     let mem_w = area.width * 7 / 10;
     let mem = Rect::new(area.x, area.y + 1, mem_w, area.height - 1);
     let util = Rect::new(
@@ -774,12 +778,38 @@ pub fn draw_history(
         area.height - 1,
     );
     // Header: what the chart shows and its peak; the gauge's legend on the right.
-    let peak = hist.and_then(|h| h.peak_used());
-    // The header says what it can in the room it has: the window, the peak, when, how long ago.
+    let peak = chart.hist.and_then(|h| h.peak_used());
+    let header = history_header(d.index, named, peak, chart.window, now, mem_w as usize);
+    buf.set_stringn(area.x, area.y, &header, mem_w as usize, theme::dim());
+    let legend = legend(has_split(d), util.width);
+    buf.set_stringn(util.x, area.y, legend, util.width as usize, theme::dim());
+    chart.draw_memory(buf, mem, peak);
+    if util.width >= 12 {
+        chart.draw_util(buf, util);
+    }
+}
+
+/// What both history charts of one GPU draw from.
+struct HistoryChart<'a> {
+    d: &'a Device,
+    hist: Option<&'a DeviceHistory>,
+    window: Duration,
+    now: SystemTime,
+}
+
+/// The header says what it can in `width`: the window, the peak, when, how long ago.
+fn history_header(
+    index: u32,
+    named: bool,
+    peak: Option<Peak>,
+    window: Duration,
+    now: SystemTime,
+    width: usize,
+) -> String {
     let mut parts = vec![format!(
         "{}memory over {}",
         if named {
-            format!("[{}] ", d.index)
+            format!("[{index}] ")
         } else {
             String::new()
         },
@@ -791,106 +821,126 @@ pub fn draw_history(
         parts.push(format!(" at {}", clock(p.at)));
         parts.push(format!(" ({} ago)", fmt_age(ago)));
     }
-    while parts.len() > 1 && parts.concat().chars().count() > mem_w as usize {
+    while parts.len() > 1 && parts.concat().chars().count() > width {
         parts.pop();
     }
-    let header = parts.concat();
-    buf.set_stringn(area.x, area.y, &header, mem_w as usize, theme::dim());
-    let legend = match (has_split(d), util.width) {
+    parts.concat()
+}
+
+/// The gauge's legend above the utilisation chart when the allocator's split is shown, as
+/// long as `width` allows; else the chart's name.
+fn legend(split: bool, width: u16) -> &'static str {
+    match (split, width) {
         (true, 40..) => "█ allocated ▓ cached ▒ outside framework",
         (true, 30..) => "█ allocated ▓ cached ▒ outside",
         (true, _) => "█alloc ▓cache ▒outside",
         (false, _) => "util",
-    };
-    buf.set_stringn(util.x, area.y, legend, util.width as usize, theme::dim());
-    let style = if d.stale() {
-        theme::stale()
+    }
+}
+
+/// The window's peak as a point on the memory chart (GiB, seconds before now); `None` when it
+/// is outside the window or in the future.
+fn peak_point(peak: Option<Peak>, now: SystemTime, window: Duration) -> Option<(f64, f64)> {
+    let p = peak?;
+    let ago = now.duration_since(p.at).ok()?.as_secs_f64();
+    (ago <= window.as_secs_f64()).then(|| (-ago, p.value as f64 / GIB as f64))
+}
+
+/// The memory chart's y labels: 0, the middle when there is room, the total in GiB.
+fn gib_labels(total_gib: f64, height: u16) -> Vec<Line<'static>> {
+    if height >= 6 {
+        vec![
+            Line::from("0"),
+            Line::from(format!("{:.0}", total_gib / 2.0)),
+            Line::from(format!("{total_gib:.0} GiB")),
+        ]
     } else {
-        theme::history()
-    };
+        vec![Line::from("0"), Line::from(format!("{total_gib:.0} GiB"))]
+    }
+}
 
-    // Memory, in GiB from 0 to the GPU's total.
-    let total = d
-        .memory
-        .total_bytes
-        .or(peak.map(|p| p.value))
-        .unwrap_or(GIB)
-        .max(1);
-    let points = (mem.width as usize).saturating_sub(8) * 2;
-    let cols = hist.map_or_else(Vec::new, |h| {
-        // Each column is the highest of its readings and the peaks between them.
-        h.columns(now, window, points.max(1), |p| p.top())
-    });
-    let mem_series = segments(&cols, window, GIB as f64);
-    let total_gib = total as f64 / GIB as f64;
-    let mut datasets: Vec<Dataset> = mem_series
-        .iter()
-        .map(|s| {
-            Dataset::default()
-                .marker(Marker::Braille)
-                .graph_type(GraphType::Area)
-                .fill_to_y(0.0)
-                .style(style)
-                .data(s)
-        })
-        .collect();
-    let peak_point: Vec<(f64, f64)> = peak
-        .and_then(|p| {
-            let ago = now.duration_since(p.at).ok()?.as_secs_f64();
-            (ago <= window.as_secs_f64()).then(|| (-ago, p.value as f64 / GIB as f64))
-        })
-        .into_iter()
-        .collect();
-    datasets.push(
-        Dataset::default()
-            .marker(Marker::Dot)
-            .graph_type(GraphType::Scatter)
-            .style(theme::peak())
-            .data(&peak_point),
-    );
-    Chart::new(datasets)
-        .x_axis(time_axis(window))
-        .y_axis(
-            Axis::default()
-                .bounds([0.0, total_gib])
-                .labels(if mem.height >= 6 {
-                    vec![
-                        Line::from("0"),
-                        Line::from(format!("{:.0}", total_gib / 2.0)),
-                        Line::from(format!("{total_gib:.0} GiB")),
-                    ]
-                } else {
-                    vec![Line::from("0"), Line::from(format!("{total_gib:.0} GiB"))]
-                })
-                .style(theme::dim()),
-        )
-        .render(mem, buf);
+impl HistoryChart<'_> {
+    fn style(&self, live: Style) -> Style {
+        if self.d.stale() {
+            theme::stale()
+        } else {
+            live
+        }
+    }
 
-    // Utilisation, 0–100%.
-    if util.width >= 12 {
-        let points = (util.width as usize).saturating_sub(5) * 2;
-        let cols = hist.map_or_else(Vec::new, |h| {
-            h.columns(now, window, points.max(1), |p| p.util().map(u64::from))
+    /// Memory, in GiB from 0 to the GPU's total, with the window's peak as a dot.
+    fn draw_memory(&self, buf: &mut Buffer, mem: Rect, peak: Option<Peak>) {
+        let total = self
+            .d
+            .memory
+            .total_bytes
+            .or(peak.map(|p| p.value))
+            .unwrap_or(GIB)
+            .max(1);
+        let points = (mem.width as usize).saturating_sub(8) * 2;
+        let cols = self.hist.map_or_else(Vec::new, |h| {
+            // Each column is the highest of its readings and the peaks between them.
+            h.columns(self.now, self.window, points.max(1), |p| p.top())
         });
-        let util_series = segments(&cols, window, 1.0);
+        let mem_series = segments(&cols, self.window, GIB as f64);
+        let total_gib = total as f64 / GIB as f64;
+        let style = self.style(theme::history());
+        let mut datasets: Vec<Dataset> = mem_series
+            .iter()
+            .map(|s| {
+                Dataset::default()
+                    .marker(Marker::Braille)
+                    .graph_type(GraphType::Area)
+                    .fill_to_y(0.0)
+                    .style(style)
+                    .data(s)
+            })
+            .collect();
+        let peak_point: Vec<(f64, f64)> = peak_point(peak, self.now, self.window)
+            .into_iter()
+            .collect();
+        datasets.push(
+            Dataset::default()
+                .marker(Marker::Dot)
+                .graph_type(GraphType::Scatter)
+                .style(theme::peak())
+                .data(&peak_point),
+        );
+        Chart::new(datasets)
+            .x_axis(time_axis(self.window))
+            .y_axis(
+                Axis::default()
+                    .bounds([0.0, total_gib])
+                    .labels(gib_labels(total_gib, mem.height))
+                    .style(theme::dim()),
+            )
+            .render(mem, buf);
+    }
+
+    /// Utilisation, 0–100%.
+    fn draw_util(&self, buf: &mut Buffer, util: Rect) {
+        let points = (util.width as usize).saturating_sub(5) * 2;
+        let cols = self.hist.map_or_else(Vec::new, |h| {
+            h.columns(self.now, self.window, points.max(1), |p| {
+                p.util().map(u64::from)
+            })
+        });
+        let util_series = segments(&cols, self.window, 1.0);
+        let style = self.style(theme::level(0.0));
         let datasets: Vec<Dataset> = util_series
             .iter()
             .map(|s| {
                 Dataset::default()
                     .marker(Marker::Braille)
                     .graph_type(GraphType::Line)
-                    .style(if d.stale() {
-                        theme::stale()
-                    } else {
-                        theme::level(0.0)
-                    })
+                    .style(style)
                     .data(s)
             })
             .collect();
         Chart::new(datasets)
             .x_axis(
                 Axis::default()
-                    .bounds([-window.as_secs_f64(), 0.0])
+                    .bounds([-self.window.as_secs_f64(), 0.0])
                     .labels([Line::from(""), Line::from("now")])
                     .style(theme::dim()),
             )
@@ -901,5 +951,83 @@ pub fn draw_history(
                     .style(theme::dim()),
             )
             .render(util, buf);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T0: u64 = 1_700_000_000;
+
+    fn at(secs: u64) -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_secs(secs)
+    }
+
+    #[test]
+    fn the_history_header_drops_whole_parts_to_fit() {
+        let peak = Some(Peak {
+            value: 3 * GIB,
+            at: at(T0),
+        });
+        let window = Duration::from_secs(300);
+        let now = at(T0 + 90);
+        let full = history_header(2, true, peak, window, now, 200);
+        assert_eq!(
+            full,
+            format!(
+                "[2] memory over 5m · peak 3.0 GiB at {} ({} ago)",
+                clock(at(T0)),
+                fmt_age(90)
+            )
+        );
+        let cut = history_header(2, true, peak, window, now, full.chars().count() - 1);
+        assert_eq!(
+            cut,
+            format!("[2] memory over 5m · peak 3.0 GiB at {}", clock(at(T0)))
+        );
+        // The first part stays whatever the width; unnamed, no index.
+        assert_eq!(
+            history_header(2, false, peak, window, now, 3),
+            "memory over 5m"
+        );
+        assert_eq!(
+            history_header(2, false, None, window, now, 200),
+            "memory over 5m"
+        );
+    }
+
+    #[test]
+    fn the_legend_shortens_with_the_width() {
+        assert_eq!(legend(true, 40), "█ allocated ▓ cached ▒ outside framework");
+        assert_eq!(legend(true, 39), "█ allocated ▓ cached ▒ outside");
+        assert_eq!(legend(true, 29), "█alloc ▓cache ▒outside");
+        assert_eq!(legend(false, 80), "util");
+    }
+
+    #[test]
+    fn the_peak_is_a_point_only_inside_the_window() {
+        let window = Duration::from_secs(60);
+        let peak = |secs| {
+            Some(Peak {
+                value: 2 * GIB,
+                at: at(secs),
+            })
+        };
+        assert_eq!(
+            peak_point(peak(T0 - 30), at(T0), window),
+            Some((-30.0, 2.0))
+        );
+        assert_eq!(peak_point(peak(T0 - 61), at(T0), window), None);
+        assert_eq!(peak_point(peak(T0 + 1), at(T0), window), None);
+        assert_eq!(peak_point(None, at(T0), window), None);
+    }
+
+    #[test]
+    fn the_gib_axis_has_a_middle_label_from_six_rows() {
+        let texts =
+            |h| -> Vec<String> { gib_labels(80.0, h).iter().map(|l| l.to_string()).collect() };
+        assert_eq!(texts(6), ["0", "40", "80 GiB"]);
+        assert_eq!(texts(5), ["0", "80 GiB"]);
     }
 }
