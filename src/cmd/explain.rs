@@ -285,9 +285,20 @@ impl LastStamp {
         else {
             return;
         };
-        // Only the head of a line is a log's stamp; a long line is not searched through.
-        let head: String = line.chars().take(200).collect();
-        let Some(c) = re.captures_iter(&head).last() else {
+        // Only the head of a line (200 characters) is a log's stamp; a long line is not
+        // searched through.
+        let end = if line.len() <= 200 {
+            line.len()
+        } else {
+            line.char_indices().nth(200).map_or(line.len(), |(i, _)| i)
+        };
+        let head = &line[..end];
+        // The last stamp found by the regex's fast search, then its parts read from it alone
+        // (the same match: captures on every line cost more than the scan of the input).
+        let Some(m) = re.find_iter(head).last() else {
+            return;
+        };
+        let Some(c) = re.captures(m.as_str()) else {
             return;
         };
         let text = format!("{}T{}Z", &c[1], &c[2]);

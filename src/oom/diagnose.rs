@@ -43,6 +43,9 @@ pub enum Cause {
     /// Not HBM: a compiled program needs more of a TPU core's on-chip memory (VMEM or SMEM)
     /// than the compiler may give it.
     TpuOnChipMemory,
+    /// Not memory running out: a request of 0 bytes, which TensorFlow's allocator refuses (an
+    /// empty tensor reached an op).
+    ZeroByteRequest,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -112,6 +115,7 @@ pub type Rule = fn(&Oom, Option<&Sizing>, &[Finding]) -> Option<Finding>;
 /// The rules that each explain a message alone, by name, in the order they are tried.
 pub const ALONE: &[(&str, Alone)] = &[
     ("unrecognised", unrecognised_message),
+    ("zero-byte-request", zero_byte_request),
     ("vllm-rs", vllm_rs_message),
     ("trtllm-executor", trtllm_executor_message),
     ("vllm-kv-tokens", kv_tokens),
@@ -183,6 +187,28 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
 /// A line no family knows: what it says, no more.
 fn unrecognised_message(oom: &Oom) -> Option<Finding> {
     (oom.framework == Framework::Unknown).then(|| unrecognised(oom))
+}
+
+/// TensorFlow asked its GPU allocator for 0 bytes: the BFC allocator returns no memory for an
+/// empty request (`BFCAllocator::AllocateRawInternal`, "tried to allocate 0 bytes"), and the
+/// Eigen allocator above it reports that as running out (`gpu_device.cc`). No memory is short.
+fn zero_byte_request(oom: &Oom) -> Option<Finding> {
+    (oom.framework == Framework::Tensorflow && oom.facts.requested_bytes == Some(0)).then(|| {
+        Finding {
+            cause: Cause::ZeroByteRequest,
+            title: "A request of 0 bytes: an empty tensor, not memory running out".into(),
+            detail: "TensorFlow's BFC allocator returns no memory for a request of 0 bytes (it logs \
+                     \"tried to allocate 0 bytes\"), and the Eigen allocator of the GPU device \
+                     reports that as running out of memory. An op received an empty tensor: a \
+                     batch, a set of boxes or regions, or a slice that came out with no elements. \
+                     Freeing memory or a smaller batch will not help."
+                .into(),
+            remedies: vec![
+                r("Find the op whose input is empty: the error's op name, or tf.debugging.assert_greater(tf.size(x), 0) before the suspects (Eigen reductions, gathers, ROI ops on zero proposals)."),
+                r("Skip the step or pad the input when a batch can legitimately come out empty (no ground-truth boxes, every sample filtered out)."),
+            ],
+        }
+    })
 }
 
 /// vllm.rs's KV-cache budget or a refused prompt.
@@ -739,6 +765,7 @@ fn request_only(oom: &Oom, _sizing: Option<&Sizing>, out: &[Finding]) -> Option<
                     | Framework::PytorchXla => {}
                     Framework::Jax => v.extend(jax_lower_peak()),
                     Framework::Tensorflow => v.push(r("If another process needs the GPU: TF_FORCE_GPU_ALLOW_GROWTH=true, so TensorFlow does not map the whole card at start-up.")),
+                    Framework::Rocm if oom.format == "rocm-thunk" => v.push(r("The kernel driver (KFD) had no VRAM left for this allocation: `rocm-smi --showmeminfo vram` (or `amd-smi monitor`) shows what the card holds, and a smaller batch or model is the lever in the program above ROCm.")),
                     _ => {
                         v.push(r("TensorFlow sharing the GPU: TF_FORCE_GPU_ALLOW_GROWTH=true, so it does not map the whole card at start-up."));
                         v.push(r("JAX sharing the GPU: XLA_PYTHON_CLIENT_PREALLOCATE=false, or a lower XLA_PYTHON_CLIENT_MEM_FRACTION."));
@@ -1123,6 +1150,14 @@ fn framework_settings(oom: &Oom) -> Option<Finding> {
                 r("Smaller optimization-profile shapes (max batch, resolution)."),
             ],
         ),
+        Framework::Cupy if oom.facts.total_is_limit => (
+            "CuPy's memory pool limit",
+            "The pool's own limit (set_limit, or CUPY_GPU_MEMORY_LIMIT) was reached, not necessarily the GPU: what the pool holds plus the request is over it.",
+            vec![
+                r("Raise the limit if the GPU has room (`gpumon once`): cupy.get_default_memory_pool().set_limit(size=…), or CUPY_GPU_MEMORY_LIMIT (bytes, or a percentage of the GPU)."),
+                r("CuPy releases before cupy/cupy#7679 (July 2023) raised at the limit without first freeing the cached blocks the pool held: mempool.free_all_blocks() before the large allocation, or a newer CuPy."),
+            ],
+        ),
         Framework::Cupy => (
             "CuPy's memory pool",
             "CuPy keeps freed blocks in its pool, but before raising it already released the unused ones and retried: free_all_blocks() will not cure this error.",
@@ -1289,6 +1324,12 @@ fn pinned_host_memory(oom: &Oom) -> Finding {
         remedies.insert(
             0,
             r("TensorFlow: TF_GPU_HOST_MEM_LIMIT_IN_MB caps its pinned host allocator; a size this large usually comes from a dataset or prefetch buffer staged through it."),
+        );
+    }
+    if oom.format == "cupy-pinned" {
+        remedies.insert(
+            0,
+            r("CuPy warned and copied synchronously instead (slower, not a failure): if the job stopped, the error after this warning is the one to read. Copying a large host array in pieces needs smaller staging buffers."),
         );
     }
     remedies.push(r("On Windows (WDDM) pinned host memory is also mapped into the GPU and charged against it: free GPU memory helps there too."));

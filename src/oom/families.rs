@@ -117,6 +117,10 @@ pub const ALL: &[Family] = &[
         parse: known::tensorflow_bfc,
     },
     Family {
+        name: "tensorflow-eigen",
+        parse: tensorflow_eigen,
+    },
+    Family {
         name: "vllm-rs-kvcache",
         parse: known::vllm_rs_kvcache,
     },
@@ -199,6 +203,10 @@ pub const ALL: &[Family] = &[
     Family {
         name: "cuda-driver",
         parse: known::stream_executor,
+    },
+    Family {
+        name: "rocm-thunk",
+        parse: rocm_thunk,
     },
     Family {
         name: "cuda",
@@ -673,6 +681,68 @@ fn tensorflow_eager(t: &str) -> Option<Oom> {
         device,
         Facts::default(),
     ))
+}
+
+re!(
+    tf_eigen_re,
+    r"EigenAllocator for GPU ran out of memory when allocating (\d+)|Ran out of GPU memory when allocating (\d+) bytes for (\S+)"
+);
+
+/// TensorFlow's Eigen allocator on the GPU (`common_runtime/gpu/gpu_device.cc`,
+/// `EigenGpuStreamDevice::allocate`): an Eigen kernel's scratch memory, asked of the device's
+/// BFC allocator, did not come: "Ran out of GPU memory when allocating N bytes for OP" as the
+/// op's error, or, outside an op, a fatal "EigenAllocator for GPU ran out of memory when
+/// allocating N". The BFC allocator refuses a request of 0 bytes (`AllocateRawInternal`
+/// returns null after "tried to allocate 0 bytes"), so N = 0 is an empty tensor, not memory
+/// running out ([`super::diagnose`] says so).
+fn tensorflow_eigen(t: &str) -> Option<Oom> {
+    let c = tf_eigen_re().captures(t)?;
+    let f = Facts {
+        requested_bytes: c.get(1).or_else(|| c.get(2))?.as_str().parse().ok(),
+        ..Facts::default()
+    };
+    Some(oom(Framework::Tensorflow, "tensorflow-eigen", None, f))
+}
+
+re!(
+    rocm_thunk_re,
+    r"\[hsaKmtAllocMemory(?:Align)?\] failed to allocate (\d+) bytes from (device|scratch|host)|hsa_amd_memory_pool_allocate failed[^\n]{0,40}?HSA_STATUS_ERROR_OUT_OF_RESOURCES"
+);
+re!(
+    rocm_pool_size_re,
+    format!(
+        r"allocating {} on device (\d+): hsa_amd_memory_pool_allocate failed",
+        known::SIZE
+    )
+);
+
+/// ROCm below HIP: the kernel driver's thunk (`libhsakmt`, `hsaKmtAllocMemory` in ROCT's
+/// `src/memory.c`, `hsaKmtAllocMemoryAlign` in later releases) prints "[hsaKmtAllocMemory] failed to allocate N bytes from device" when
+/// the KFD cannot give VRAM (`HSAKMT_STATUS_NO_MEMORY`), "from scratch" for a queue's scratch
+/// (device memory too), and "from host" for GPU-mapped system memory: host memory. ROCr's
+/// `hsa_amd_memory_pool_allocate` returns `HSA_STATUS_ERROR_OUT_OF_RESOURCES` for the same
+/// failure, which programs on HSA print with their request where they have one (ggml's HSA
+/// backend: "allocating X MiB on device N: hsa_amd_memory_pool_allocate failed: …").
+fn rocm_thunk(t: &str) -> Option<Oom> {
+    let c = rocm_thunk_re().captures(t)?;
+    let sized = rocm_pool_size_re().captures(t);
+    let requested = match c.get(1) {
+        Some(n) => n.as_str().parse().ok(),
+        None => sized
+            .as_ref()
+            .and_then(|s| s.get(1))
+            .and_then(|m| crate::units::parse_size(m.as_str())),
+    };
+    let device = sized.as_ref().and_then(|s| s.get(2)?.as_str().parse().ok());
+    let f = Facts {
+        requested_bytes: requested,
+        ..Facts::default()
+    };
+    let mut o = oom(Framework::Rocm, "rocm-thunk", device, f);
+    if c.get(2).is_some_and(|m| m.as_str() == "host") {
+        o.memory = MemoryKind::PinnedHost;
+    }
+    Some(o)
 }
 
 #[cfg(test)]

@@ -996,6 +996,7 @@ fn the_schemas_name_every_value_the_code_can_print() {
         Cause::BufferCount,
         Cause::SpilledToSystemMemory,
         Cause::TpuOnChipMemory,
+        Cause::ZeroByteRequest,
     ];
     for c in causes {
         match c {
@@ -1017,7 +1018,8 @@ fn the_schemas_name_every_value_the_code_can_print() {
             | Cause::PinnedHostMemory
             | Cause::BufferCount
             | Cause::SpilledToSystemMemory
-            | Cause::TpuOnChipMemory => {}
+            | Cause::TpuOnChipMemory
+            | Cause::ZeroByteRequest => {}
         }
     }
     let process_kinds = [
