@@ -208,6 +208,7 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "exceeded hbm capacity",
     "larger than buffer maximum",
     "allocation failed for size",
+    "hsa_amd_memory_pool_allocate failed",
 ];
 
 /// [`TRIGGERS`] as one case-insensitive regex: Unicode's case folding, for a line that is not

@@ -2077,6 +2077,32 @@ mod tests {
     }
 
     #[test]
+    fn a_zero_byte_request_is_an_empty_tensor() {
+        let zero = super::super::Facts {
+            requested_bytes: Some(0),
+            ..facts()
+        };
+        let o = message(Framework::Tensorflow, "tensorflow-eigen", zero.clone());
+        let f = diagnose(&o);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].cause, Cause::ZeroByteRequest);
+        assert!(f[0].detail.contains("empty tensor"), "{:?}", f[0]);
+        // A request of some bytes, or another framework's zero, is not this.
+        let some = super::super::Facts {
+            requested_bytes: Some(1 << 20),
+            ..facts()
+        };
+        assert_ne!(
+            diagnose(&message(Framework::Tensorflow, "tensorflow-eigen", some))[0].cause,
+            Cause::ZeroByteRequest
+        );
+        assert_ne!(
+            diagnose(&message(Framework::Cupy, "cupy", zero))[0].cause,
+            Cause::ZeroByteRequest
+        );
+    }
+
+    #[test]
     fn gaudi_device_memory_only_for_its_message() {
         let o = message(
             Framework::Hpu,

@@ -754,6 +754,49 @@ mod tests {
     }
 
     #[test]
+    fn tensorflow_eigen_reads_its_request_zero_included() {
+        let o = tensorflow_eigen(": F tensorflow/core/common_runtime/gpu/gpu_device.cc:103] EigenAllocator for GPU ran out of memory when allocating 0. See error logs for more detailed info.").expect("found");
+        assert_eq!(
+            (o.framework, o.format, o.facts.requested_bytes),
+            (Framework::Tensorflow, "tensorflow-eigen", Some(0))
+        );
+        let o = tensorflow_eigen("ResourceExhaustedError: Ran out of GPU memory when allocating 268435456 bytes for MatMul").expect("found");
+        assert_eq!(o.facts.requested_bytes, Some(256 << 20));
+        assert!(tensorflow_eigen("EigenAllocator for GPU").is_none());
+    }
+
+    /// The thunk's three pools as ROCT's `hsaKmtAllocMemory` names them, and ROCr's status.
+    #[test]
+    fn rocm_thunk_reads_vram_scratch_and_host() {
+        let o = rocm_thunk("[hsaKmtAllocMemory] failed to allocate 33554432 bytes from device")
+            .expect("found");
+        assert_eq!(
+            (o.framework, o.format, o.memory),
+            (Framework::Rocm, "rocm-thunk", MemoryKind::Device)
+        );
+        assert_eq!(o.facts.requested_bytes, Some(32 << 20));
+        let o =
+            rocm_thunk("[hsaKmtAllocMemoryAlign] failed to allocate 2097152 bytes from scratch")
+                .expect("found");
+        assert_eq!(o.memory, MemoryKind::Device);
+        let o = rocm_thunk("[hsaKmtAllocMemory] failed to allocate 4096 bytes from host")
+            .expect("found");
+        assert_eq!(o.memory, MemoryKind::PinnedHost);
+        let o = rocm_thunk("ggml_backend_hsa_buffer_type_alloc_buffer: allocating 144.00 MiB on device 1: hsa_amd_memory_pool_allocate failed: HSA_STATUS_ERROR_OUT_OF_RESOURCES: The runtime failed to allocate the necessary resources.").expect("found");
+        assert_eq!(
+            (o.facts.requested_bytes, o.device_index),
+            (Some(144 << 20), Some(1))
+        );
+        assert!(
+            rocm_thunk(
+                "[hsaKmtAllocMemoryAlign] node 1 address 0x3f81e00000 size 1052672 from host"
+            )
+            .is_none(),
+            "a success is no failure"
+        );
+    }
+
+    #[test]
     fn gaudi_pt_devmem_reads_its_size_in_bytes() {
         let o = gaudi_devmem("RuntimeError: [Rank:0] FATAL ERROR :: MODULE:PT_DEVMEM Allocation failed for size::234881024 (224)MB").expect("found");
         assert_eq!((o.framework, o.format), (Framework::Hpu, "hpu-pt-devmem"));

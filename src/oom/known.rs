@@ -1173,6 +1173,60 @@ mod tests {
         );
     }
 
+    /// CuPy's three sentences as `memory.pyx` formats them: v6's total includes the request;
+    /// v7's "allocated so far" does not; the pool's limit is a limit, not the device.
+    #[test]
+    fn cupy_figures_by_version() {
+        let o = cupy("cupy.cuda.memory.OutOfMemoryError: out of memory to allocate 1073741824 bytes (total 12373894656 bytes)").expect("v6");
+        assert_eq!(
+            (o.format, o.facts.reserved_bytes),
+            ("cupy-old", Some(11_300_152_832))
+        );
+        let o = cupy("OutOfMemoryError: Out of memory allocating 200,000,000,000 bytes (allocated so far: 4,096 bytes).").expect("v7");
+        assert_eq!(o.facts.reserved_bytes, Some(4096));
+        assert_eq!((o.facts.total_bytes, o.facts.total_is_limit), (None, false));
+        let o = cupy("Out of memory allocating 805,306,368 bytes (allocated so far: 536,870,912 bytes, limit set to: 1,073,741,824 bytes).").expect("limit");
+        assert_eq!(o.facts.requested_bytes, Some(805_306_368));
+        assert_eq!(o.facts.reserved_bytes, Some(536_870_912));
+        assert_eq!(
+            (o.facts.total_bytes, o.facts.total_is_limit),
+            (Some(1 << 30), true)
+        );
+        let o = cupy("cupy.cuda.memory.OutOfMemoryError: Out of memory allocating 1,024 bytes.")
+            .expect("bare");
+        assert_eq!(
+            (o.facts.requested_bytes, o.facts.reserved_bytes),
+            (Some(1024), None)
+        );
+        assert!(cupy("RESOURCE_EXHAUSTED: Out of memory allocating 7406166528 bytes.").is_none());
+        let o = pinned_host("UserWarning: Using synchronous transfer as pinned memory (2147483648 bytes) could not be allocated. This generally occurs because of insufficient host memory.").expect("pinned");
+        assert_eq!(
+            (o.framework, o.format, o.memory),
+            (
+                Framework::Cupy,
+                "cupy-pinned",
+                super::super::MemoryKind::PinnedHost
+            )
+        );
+        assert_eq!(o.facts.requested_bytes, Some(2 << 30));
+    }
+
+    #[test]
+    fn ggml_vulkans_sentence_in_each_form() {
+        for (text, device) in [
+            ("ggml_vulkan: Device memory allocation of size 4199040000 failed.\nggml_gallocr_reserve_n: failed to allocate Vulkan1 buffer of size 4571325856", Some(1)),
+            ("Bug: Device memory allocation of size 4199040000 failed.", None),
+            ("ggml_vulkan: Memory allocation of size 4199040000 failed.", None),
+        ] {
+            let o = ggml_vulkan(text).expect(text);
+            assert_eq!((o.facts.requested_bytes, o.device_index), (Some(4_199_040_000), device), "{text}");
+        }
+        assert!(
+            ggml_vulkan("Memory allocation of size 4199040000 failed.").is_none(),
+            "an untagged host malloc is not Vulkan's"
+        );
+    }
+
     #[test]
     fn xla_tpu_hbm_reads_its_breakdown() {
         let o = xla_tpu_hbm("XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space hbm. Used 35.83G of 31.25G hbm. Exceeded hbm capacity by 4.59G.\n\nTotal hbm usage >= 36.09G:\n    reserved        260.00M \n    program          30.11G \n    arguments         5.72G \n\nOutput size 0B; shares 0B with arguments.").expect("found");
