@@ -209,6 +209,8 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "larger than buffer maximum",
     "allocation failed for size",
     "hsa_amd_memory_pool_allocate failed",
+    "failed to alloc device memory",
+    "message=\"allocation failure\"",
 ];
 
 /// [`TRIGGERS`] as one case-insensitive regex: Unicode's case folding, for a line that is not

@@ -116,6 +116,7 @@ pub type Rule = fn(&Oom, Option<&Sizing>, &[Finding]) -> Option<Finding>;
 pub const ALONE: &[(&str, Alone)] = &[
     ("unrecognised", unrecognised_message),
     ("zero-byte-request", zero_byte_request),
+    ("neuron-runtime", neuron_runtime),
     ("vllm-rs", vllm_rs_message),
     ("trtllm-executor", trtllm_executor_message),
     ("vllm-kv-tokens", kv_tokens),
@@ -208,6 +209,48 @@ fn zero_byte_request(oom: &Oom) -> Option<Finding> {
                 r("Skip the step or pad the input when a batch can legitimately come out empty (no ground-truth boxes, every sample filtered out)."),
             ],
         }
+    })
+}
+
+/// The AWS Neuron runtime could not place an allocation in a NeuronCore's HBM. Its report says
+/// what the core holds, by category (Neuron's device-memory guide: tensors, model constants and
+/// code, scratchpad, DMA rings, collectives); the tensors are the application's.
+fn neuron_runtime(oom: &Oom) -> Option<Finding> {
+    if oom.framework != Framework::Neuron {
+        return None;
+    }
+    let f = &oom.facts;
+    let core = oom.device_index.map_or_else(
+        || "a NeuronCore".to_owned(),
+        |d| format!("a NeuronCore of Neuron device {d}"),
+    );
+    let title = match (f.requested_bytes, f.device_used_bytes) {
+        (Some(n), Some(used)) => format!(
+            "{} did not fit on {core}: {} of its HBM was in use",
+            fmt_bytes(n),
+            fmt_bytes(used)
+        ),
+        (Some(n), None) => format!("{} did not fit in a NeuronCore's HBM", fmt_bytes(n)),
+        _ => "The Neuron runtime could not allocate device memory (status 4, a resource)".into(),
+    };
+    let tensors = f
+        .allocated_bytes
+        .map(|t| format!(" Of what was in use, {} were tensors (inputs, outputs, weights the program holds).", fmt_bytes(t)))
+        .unwrap_or_default();
+    Some(Finding {
+        cause: Cause::FrameworkAllocations,
+        title,
+        detail: format!(
+            "Each NeuronCore has its share of the device's HBM for the program's tensors, its \
+             compiled constants and code, scratchpad, DMA rings and collectives; the runtime's \
+             \"current utilization\" is what that core held when the allocation failed, not its \
+             capacity.{tensors}"
+        ),
+        remedies: vec![
+            r("Spread the model over more NeuronCores (a higher tensor-parallel degree, tp_degree in transformers-neuronx and NxD), or use an instance with more of them."),
+            r("Shrink what each core holds: a smaller batch, sequence length or context (n_positions), or a lower-precision checkpoint."),
+            r("See each core's memory by category while it runs with neuron-top; the runtime's nrt_mem_log_device_*.csv, written at the failure, lists every allocation."),
+        ],
     })
 }
 
@@ -762,7 +805,8 @@ fn request_only(oom: &Oom, _sizing: Option<&Sizing>, out: &[Finding]) -> Option<
                     | Framework::Musa
                     | Framework::Gcu
                     | Framework::Hpu
-                    | Framework::PytorchXla => {}
+                    | Framework::PytorchXla
+                    | Framework::Neuron => {}
                     Framework::Jax => v.extend(jax_lower_peak()),
                     Framework::Tensorflow => v.push(r("If another process needs the GPU: TF_FORCE_GPU_ALLOW_GROWTH=true, so TensorFlow does not map the whole card at start-up.")),
                     Framework::Rocm if oom.format == "rocm-thunk" => v.push(r("The kernel driver (KFD) had no VRAM left for this allocation: `rocm-smi --showmeminfo vram` (or `amd-smi monitor`) shows what the card holds, and a smaller batch or model is the lever in the program above ROCm.")),

@@ -209,6 +209,10 @@ pub const ALL: &[Family] = &[
         parse: rocm_thunk,
     },
     Family {
+        name: "neuron-runtime",
+        parse: neuron_runtime,
+    },
+    Family {
         name: "cuda",
         parse: known::raw_cuda,
     },
@@ -745,12 +749,85 @@ fn rocm_thunk(t: &str) -> Option<Oom> {
     Some(o)
 }
 
+re!(
+    neuron_tensor_re,
+    r"Failed to allocate (\d+) bytes on DEVICE for tensor"
+);
+re!(neuron_dmem_re, r"Failed to alloc DEVICE memory: (\d+)");
+re!(
+    neuron_dev_mem_re,
+    format!(
+        r"Failed to allocate {size} \(usage: [^)]*\) on ND (\d+):NC (\d+), current utilization:\s*(?:\*\s*)?total: {size}(?:\s*(?:\*\s*)?tensors: {size})?",
+        size = known::SIZE
+    )
+);
+re!(
+    neuron_status_re,
+    r#"nrt_\w+ status=4 message="Allocation Failure""#
+);
+
+/// The AWS Neuron runtime on Inferentia and Trainium (TDRV, the runtime's device layer): a
+/// NeuronCore's share of HBM could not hold an allocation. `log_dev_mem` reports "Failed to
+/// allocate X (usage: tensors) on ND d:NC c, current utilization:" and what is in use on that
+/// core by category (total, tensors, runtime, DMA rings…); `tensor_allocate` the exact bytes;
+/// the Python side raises `nrt_tensor_allocate status=4 message="Allocation Failure"` (status
+/// 4, a resource). "total" there is what is in use, not the core's capacity. The categories are
+/// those of Neuron's device-memory guide (tensors, model constants and code, scratchpad, DMA
+/// rings, collectives).
+fn neuron_runtime(t: &str) -> Option<Oom> {
+    let report = neuron_dev_mem_re().captures(t);
+    let exact = neuron_tensor_re()
+        .captures(t)
+        .or_else(|| neuron_dmem_re().captures(t))
+        .and_then(|c| c.get(1)?.as_str().parse().ok());
+    if report.is_none() && exact.is_none() && !neuron_status_re().is_match(t) {
+        return None;
+    }
+    let size = |i: usize| {
+        report
+            .as_ref()
+            .and_then(|c| crate::units::parse_size(c.get(i)?.as_str()))
+    };
+    let f = Facts {
+        requested_bytes: exact.or_else(|| size(1)),
+        device_used_bytes: size(4),
+        allocated_bytes: size(5),
+        ..Facts::default()
+    };
+    let device = report
+        .as_ref()
+        .and_then(|c| c.get(2)?.as_str().parse().ok());
+    Some(oom(Framework::Neuron, "neuron-runtime", device, f))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn gib(x: f64) -> u64 {
         (x * (1u64 << 30) as f64).round() as u64
+    }
+
+    #[test]
+    fn neurons_device_memory_report() {
+        let o = neuron_runtime("ERROR TDRV:log_dev_mem Failed to allocate 172.000MB (usage: tensors) on ND 0:NC 0, current utilization: total: 15.855GB tensors: 15.855GB runtime: 1.062KB dma rings: 32.000KB ERROR TDRV:tensor_allocate Failed to allocate 180355072 bytes on DEVICE for tensor UNKNOWN.").expect("found");
+        assert_eq!(
+            (o.framework, o.format, o.device_index),
+            (Framework::Neuron, "neuron-runtime", Some(0))
+        );
+        assert_eq!(o.facts.requested_bytes, Some(180_355_072));
+        assert_eq!(o.facts.device_used_bytes, Some(gib(15.855)));
+        assert_eq!(o.facts.allocated_bytes, Some(gib(15.855)));
+        assert_eq!(
+            o.facts.total_bytes, None,
+            "the report's total is what is in use"
+        );
+        let o = neuron_runtime(
+            r#"RuntimeError: nrt_load_collectives status=4 message="Allocation Failure""#,
+        )
+        .expect("found");
+        assert_eq!(o.facts, Facts::default());
+        assert!(neuron_runtime("nrt_load status=2 message=\"Invalid\"").is_none());
     }
 
     #[test]

@@ -87,6 +87,9 @@ pub enum Framework {
     /// PyTorch/XLA (torch_xla), on TPUs.
     #[serde(rename = "pytorch_xla")]
     PytorchXla,
+    /// AWS Neuron on Inferentia and Trainium: its runtime's device-memory failures (torch-neuronx,
+    /// transformers-neuronx, vLLM on Neuron).
+    Neuron,
     /// A GPU allocation failure in wording no rule knows ([`parse::fallback`]): the figures
     /// that are unambiguous, and no framework's meaning assumed.
     Unknown,
@@ -144,6 +147,7 @@ impl Framework {
             Framework::Hpu => "PyTorch (Intel Gaudi HPU)",
             Framework::Mlx => "MLX",
             Framework::PytorchXla => "PyTorch/XLA",
+            Framework::Neuron => "AWS Neuron",
             Framework::Unknown => "An unrecognised program",
         }
     }

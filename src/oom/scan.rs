@@ -413,8 +413,17 @@ impl Scanner {
         // "failed to allocate CPU buffer" for the same buffer.
         // llama.cpp likewise: the backend's allocation line, then ggml-alloc's "failed to
         // allocate CUDA0 buffer" and the loader's error, for one buffer.
+        // Neuron's runtime likewise: its device layer's lines for one allocation
+        // (`dmem_alloc_internal`, `log_dev_mem`, `tensor_allocate`).
         let one_failure = (new.framework == Framework::Tensorrt
             && old.framework == Framework::Tensorrt)
+            || (new.framework == Framework::Neuron
+                && old.framework == Framework::Neuron
+                && new
+                    .facts
+                    .requested_bytes
+                    .zip(old.facts.requested_bytes)
+                    .is_none_or(|(a, b)| a == b))
             || (new.format == "ggml-cpu-buffer" && old.format == "ggml-cpu-buffer")
             || (new.framework == Framework::Ggml
                 && old.framework == Framework::Ggml

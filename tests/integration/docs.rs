@@ -943,6 +943,7 @@ fn the_schemas_name_every_value_the_code_can_print() {
         Framework::Hpu,
         Framework::Mlx,
         Framework::PytorchXla,
+        Framework::Neuron,
     ];
     for f in frameworks {
         match f {
@@ -973,7 +974,8 @@ fn the_schemas_name_every_value_the_code_can_print() {
             | Framework::Gcu
             | Framework::Hpu
             | Framework::Mlx
-            | Framework::PytorchXla => {}
+            | Framework::PytorchXla
+            | Framework::Neuron => {}
         }
     }
     let causes = [
