@@ -210,6 +210,8 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "allocation failed for size",
     "hsa_amd_memory_pool_allocate failed",
     "failed to alloc device memory",
+    "device oom encountered",
+    "hami-core error",
     "message=\"allocation failure\"",
 ];
 

@@ -117,6 +117,7 @@ pub const ALONE: &[(&str, Alone)] = &[
     ("unrecognised", unrecognised_message),
     ("zero-byte-request", zero_byte_request),
     ("neuron-runtime", neuron_runtime),
+    ("container-limit", container_limit),
     ("vllm-rs", vllm_rs_message),
     ("trtllm-executor", trtllm_executor_message),
     ("vllm-kv-tokens", kv_tokens),
@@ -250,6 +251,40 @@ fn neuron_runtime(oom: &Oom) -> Option<Finding> {
             r("Spread the model over more NeuronCores (a higher tensor-parallel degree, tp_degree in transformers-neuronx and NxD), or use an instance with more of them."),
             r("Shrink what each core holds: a smaller batch, sequence length or context (n_positions), or a lower-precision checkpoint."),
             r("See each core's memory by category while it runs with neuron-top; the runtime's nrt_mem_log_device_*.csv, written at the failure, lists every allocation."),
+        ],
+    })
+}
+
+/// HAMi-core refused an allocation that would take the container past its GPU memory limit:
+/// the pod's share (`nvidia.com/gpumem`), not the GPU, is what ran out.
+fn container_limit(oom: &Oom) -> Option<Finding> {
+    if oom.format != "hami-core" {
+        return None;
+    }
+    let f = &oom.facts;
+    let (Some(with), Some(limit)) = (f.with_request_bytes, f.total_bytes) else {
+        return None;
+    };
+    Some(Finding {
+        cause: Cause::ProcessCap,
+        title: format!(
+            "The container's GPU memory limit, not the GPU: HAMi-core counted {} against its limit of {} ({} over)",
+            fmt_bytes(with),
+            fmt_bytes(limit),
+            fmt_bytes(with.saturating_sub(limit))
+        ),
+        detail: "HAMi-core (preloaded in the pod) checks every allocation against the container's \
+                 limit (CUDA_DEVICE_MEMORY_LIMIT, from the pod's nvidia.com/gpumem) and refuses one \
+                 that would pass it, whatever the GPU has free. It counts the memory it saw \
+                 allocated; allocations it does not intercept are not in its figure."
+            .into(),
+        remedies: vec![
+            est(
+                "Ask for more: raise the pod's nvidia.com/gpumem by at least the shortfall.",
+                Some(with.saturating_sub(limit)),
+            ),
+            r("Or make the job fit its share: a smaller batch or model, as for any GPU this size."),
+            r("If the job fits without HAMi-core (CUDA_DISABLE_CONTROL=true) but not with it, its count of the container's use is off: say so to HAMi with this line."),
         ],
     })
 }

@@ -213,6 +213,10 @@ pub const ALL: &[Family] = &[
         parse: neuron_runtime,
     },
     Family {
+        name: "hami-core",
+        parse: hami_core,
+    },
+    Family {
         name: "cuda",
         parse: known::raw_cuda,
     },
@@ -800,12 +804,63 @@ fn neuron_runtime(t: &str) -> Option<Oom> {
     Some(oom(Framework::Neuron, "neuron-runtime", device, f))
 }
 
+re!(
+    hami_re,
+    r"\[HAMI-core ERROR [^\]]*\]: Device (\d+) OOM (\d+) / (\d+)|vGPU ERROR [^\]]*\]: device OOM encountered: usage=(\d+) limit=(\d+)"
+);
+
+/// HAMi-core (`libvgpu.so`, preloaded in a Kubernetes pod that asks for `nvidia.com/gpumem`):
+/// it checks every allocation against the container's GPU memory limit
+/// (`CUDA_DEVICE_MEMORY_LIMIT`) and refuses one that would pass it. `allocator.c`'s `oom_check`
+/// logs "Device N OOM A / L" with A = the container's use plus the request and L the limit;
+/// its older monitor (`multiprocess_memory_limit.c`) "device OOM encountered: usage=U limit=L".
+/// The limit is the container's, not the GPU's.
+fn hami_core(t: &str) -> Option<Oom> {
+    let c = hami_re().captures(t)?;
+    let n = |i: usize| c.get(i).and_then(|m| m.as_str().parse::<u64>().ok());
+    let f = Facts {
+        with_request_bytes: n(2).or_else(|| n(4)),
+        total_bytes: n(3).or_else(|| n(5)),
+        total_is_limit: true,
+        ..Facts::default()
+    };
+    let device = n(1).and_then(|d| u32::try_from(d).ok());
+    Some(oom(Framework::Cuda, "hami-core", device, f))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn gib(x: f64) -> u64 {
         (x * (1u64 << 30) as f64).round() as u64
+    }
+
+    #[test]
+    fn hami_cores_container_limit() {
+        let o = hami_core("[HAMI-core ERROR (pid:25 thread=139892685178688 allocator.c:53)]: Device 0 OOM 27147995136 / 25757220864").expect("found");
+        assert_eq!(
+            (o.framework, o.format, o.device_index),
+            (Framework::Cuda, "hami-core", Some(0))
+        );
+        assert_eq!(o.facts.with_request_bytes, Some(27_147_995_136));
+        assert_eq!(
+            (o.facts.total_bytes, o.facts.total_is_limit),
+            (Some(25_757_220_864), true)
+        );
+        assert_eq!(
+            o.facts.requested_bytes, None,
+            "the request is not told apart from the use"
+        );
+        let o = hami_core("[4pdvGPU ERROR (pid:99 thread=139987068696320 multiprocess_memory_limit.c:277)]: device OOM encountered: usage=9502195712 limit=8388608000").expect("found");
+        assert_eq!(
+            (o.facts.with_request_bytes, o.facts.total_bytes),
+            (Some(9_502_195_712), Some(8_388_608_000))
+        );
+        assert!(
+            hami_core("[HAMI-core Debug(25:1:allocator.c:60)]: Device 0 current memory 1 / 2")
+                .is_none()
+        );
     }
 
     #[test]

@@ -225,6 +225,10 @@ pub struct Facts {
     /// and after each (TensorRT-LLM's executor: the model, the sampler, the KV cache…); the
     /// one that failed last, with no "after". Empty where the message has no such account.
     pub components: Vec<Component>,
+    /// What a limit enforcer counted against its limit (then `total_bytes`), where it gives only
+    /// that: HAMi-core's "Device N OOM A / L" in a container with a GPU memory limit, the use
+    /// with the request (not told apart), or its older monitor's "usage=U limit=L".
+    pub with_request_bytes: Option<u64>,
 }
 
 /// One component a start-up created (or failed to), and the free memory around it.
