@@ -72,7 +72,7 @@ pub fn run(common: &Common, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
     };
     let before = match (&args.recording, analysis.main()) {
         (Some(path), Some(oom)) => {
-            match before_in_recording(path, args.at.as_deref(), stamp.last, oom) {
+            match before_in_recording(path, args.at.as_deref(), stamp.last(), oom) {
                 Ok(b) => Some(b),
                 Err(e) => {
                     return Ok(usage_error(format!("--recording: {e}")));
@@ -266,55 +266,109 @@ fn render_here(h: &Here, paint: Paint, width: usize) -> String {
 
 /// The last time stamp seen in the input, as logs write them: `2026-11-23 03:12:05`,
 /// `2026-11-23T03:12:05.123Z`, with or without a zone (UTC then).
+///
+/// Only the last one counts, so a line is only kept (its head, in a ring of reused buffers)
+/// when a quick look finds a date's digits in it; the stamps are read at the end, the newest
+/// first, until one is a valid time. Reading each line's stamp as it came cost more than the
+/// rest of `explain` on a log that stamps every line.
 #[derive(Default)]
 struct LastStamp {
-    last: Option<std::time::SystemTime>,
+    candidates: [String; STAMP_CANDIDATES],
+    next: usize,
+    seen: usize,
+}
+
+/// Lines with a date's digits kept, in case the last ones hold no valid time.
+const STAMP_CANDIDATES: usize = 16;
+
+fn stamp_re() -> Option<&'static regex::Regex> {
+    static RE: std::sync::OnceLock<Option<regex::Regex>> = std::sync::OnceLock::new();
+    RE.get_or_init(|| {
+        regex::Regex::new(
+            r"(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(?:[.,](\d{1,9}))?(Z|[+-]\d{2}:?\d{2})?",
+        )
+        .ok()
+    })
+    .as_ref()
+}
+
+/// Whether `head` has `dddd-dd-dd` then `T` or a space and `dd:dd:dd` somewhere: the part of a
+/// stamp the regex cannot do without, so a line it would read is always kept.
+fn has_date_digits(head: &[u8]) -> bool {
+    let digits = |from: usize, n: usize| {
+        head.get(from..from + n)
+            .is_some_and(|d| d.iter().all(u8::is_ascii_digit))
+    };
+    memchr::memchr_iter(b'-', head).any(|i| {
+        i >= 4
+            && digits(i - 4, 4)
+            && digits(i + 1, 2)
+            && head.get(i + 3) == Some(&b'-')
+            && digits(i + 4, 2)
+            && matches!(head.get(i + 6), Some(b'T' | b' '))
+            && digits(i + 7, 2)
+            && head.get(i + 9) == Some(&b':')
+            && digits(i + 10, 2)
+            && head.get(i + 12) == Some(&b':')
+            && digits(i + 13, 2)
+    })
 }
 
 impl LastStamp {
     fn see(&mut self, line: &str) {
-        static RE: std::sync::OnceLock<Option<regex::Regex>> = std::sync::OnceLock::new();
-        let Some(re) = RE
-            .get_or_init(|| {
-                regex::Regex::new(
-                    r"(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(?:[.,](\d{1,9}))?(Z|[+-]\d{2}:?\d{2})?",
-                )
-                .ok()
-            })
-            .as_ref()
-        else {
-            return;
+        // Only the head of a line (200 characters) is a log's stamp; a long line is not
+        // searched through.
+        let end = if line.len() <= 200 {
+            line.len()
+        } else {
+            line.char_indices().nth(200).map_or(line.len(), |(i, _)| i)
         };
-        // Only the head of a line is a log's stamp; a long line is not searched through.
-        let head: String = line.chars().take(200).collect();
-        let Some(c) = re.captures_iter(&head).last() else {
+        let head = &line[..end];
+        if !has_date_digits(head.as_bytes()) {
             return;
-        };
-        let text = format!("{}T{}Z", &c[1], &c[2]);
-        let Ok(mut t) = humantime::parse_rfc3339(&text) else {
-            return;
-        };
-        if let Some(zone) = c.get(4).map(|z| z.as_str()).filter(|z| *z != "Z") {
-            let digits: String = zone.chars().filter(char::is_ascii_digit).collect();
-            let (h, m) = (
-                digits
-                    .get(..2)
-                    .and_then(|h| h.parse::<u64>().ok())
-                    .unwrap_or(0),
-                digits
-                    .get(2..)
-                    .and_then(|m| m.parse::<u64>().ok())
-                    .unwrap_or(0),
-            );
-            let off = std::time::Duration::from_secs(h * 3600 + m * 60);
-            t = if zone.starts_with('+') {
-                t.checked_sub(off).unwrap_or(t)
-            } else {
-                t + off
-            };
         }
-        self.last = Some(t);
+        let slot = &mut self.candidates[self.next];
+        slot.clear();
+        slot.push_str(head);
+        self.next = (self.next + 1) % STAMP_CANDIDATES;
+        self.seen += 1;
     }
+
+    /// The last valid stamp among the lines kept.
+    fn last(&self) -> Option<std::time::SystemTime> {
+        (1..=self.seen.min(STAMP_CANDIDATES)).find_map(|back| {
+            let i = (self.next + STAMP_CANDIDATES - back) % STAMP_CANDIDATES;
+            read_stamp(&self.candidates[i])
+        })
+    }
+}
+
+/// The last time stamp in a line's head, in UTC.
+fn read_stamp(head: &str) -> Option<std::time::SystemTime> {
+    let re = stamp_re()?;
+    let c = re.captures_iter(head).last()?;
+    let text = format!("{}T{}Z", &c[1], &c[2]);
+    let mut t = humantime::parse_rfc3339(&text).ok()?;
+    if let Some(zone) = c.get(4).map(|z| z.as_str()).filter(|z| *z != "Z") {
+        let digits: String = zone.chars().filter(char::is_ascii_digit).collect();
+        let (h, m) = (
+            digits
+                .get(..2)
+                .and_then(|h| h.parse::<u64>().ok())
+                .unwrap_or(0),
+            digits
+                .get(2..)
+                .and_then(|m| m.parse::<u64>().ok())
+                .unwrap_or(0),
+        );
+        let off = std::time::Duration::from_secs(h * 3600 + m * 60);
+        t = if zone.starts_with('+') {
+            t.checked_sub(off).unwrap_or(t)
+        } else {
+            t + off
+        };
+    }
+    Some(t)
 }
 
 /// What a recording says of the minute before an error.
@@ -477,5 +531,39 @@ fn snapshot(path: &std::path::Path, json: bool) -> anyhow::Result<ExitCode> {
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
         Err(e) => Err(e.into()),
         Ok(()) => Ok(ExitCode::SUCCESS),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(text: &str) -> Option<std::time::SystemTime> {
+        humantime::parse_rfc3339(text).ok()
+    }
+
+    /// The last valid stamp wins, whatever follows it; zones are taken out; a date without a
+    /// time is no stamp.
+    #[test]
+    fn the_last_valid_stamp_is_kept() {
+        let mut s = LastStamp::default();
+        assert_eq!(s.last(), None);
+        s.see("2026-11-23 03:12:05,123 INFO step 1");
+        s.see("[rank0]: 2026-11-23T03:12:07.5+02:00 step 2");
+        s.see("saved to run-2026-11-24.log");
+        assert_eq!(s.last(), at("2026-11-23T01:12:07Z"));
+        // Digits of a date that is none: passed over, the stamp before it kept.
+        for _ in 0..3 {
+            s.see("id 2026-13-45 99:99:99 in a table");
+        }
+        assert_eq!(s.last(), at("2026-11-23T01:12:07Z"));
+        s.see(&format!("{} 2026-11-25 10:00:00", "x".repeat(300)));
+        assert_eq!(
+            s.last(),
+            at("2026-11-23T01:12:07Z"),
+            "past the head of a line"
+        );
+        s.see("2026-11-25 10:00:00 done");
+        assert_eq!(s.last(), at("2026-11-25T10:00:00Z"));
     }
 }

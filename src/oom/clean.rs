@@ -4,6 +4,7 @@
 
 use std::sync::OnceLock;
 
+use aho_corasick::{AhoCorasick, AhoCorasickKind};
 use regex::Regex;
 
 /// Longest line kept (longer lines are cut: binary garbage, minified JSON).
@@ -156,33 +157,218 @@ pub fn normalise(line: &str) -> String {
     out
 }
 
+/// The phrases that may start an OOM message, lower-case, each matched anywhere in a line
+/// whatever its case. One list for both matchers below, so that they cannot disagree.
+pub(crate) const TRIGGERS: &[&str] = &[
+    "out of memory",
+    "oom when allocating",
+    "resource_exhausted",
+    "resource exhausted",
+    "ran out of memory trying",
+    "alloc_failed",
+    "failed to allocate",
+    "cudaerrormemoryallocation",
+    "error=2 :",
+    "runtime error (2)",
+    "outofmemoryerror",
+    "no available memory for the cache blocks",
+    "kv cache is needed",
+    "cannot allocate",
+    "tried to allocate",
+    "reserved by pytorch but unallocated",
+    "less than desired gpu memory utilization",
+    "hip_error_outof",
+    "erroroutofdevicememory",
+    "erroroutdevicememory",
+    "device memory allocation of size",
+    "ggml_vulkan: memory allocation of size",
+    "kiogpucommandbuffercallbackerroroutofmemory",
+    "error code 2: outofmemory",
+    "could not be allocated",
+    "out of resource: shared memory",
+    "out of gpu memory",
+    "out of device memory",
+    "out of video memory",
+    "could not allocate",
+    "unable to allocate",
+    "cuda_error_out_of_memory",
+    "out_of_memory",
+    "rmm_error",
+    "pinned host memory",
+    "maximum number of tokens that can be stored in kv cache",
+    "insufficient gpu memory for kvcache",
+    "kvcache tokens, but your prompt requires",
+    "executor creation failed due to insufficient gpu memory",
+    "attempting to reserve",
+    "[metal::malloc]",
+    "maximum allowed buffer size",
+    "can't allocate",
+    "out_of_device_memory",
+    "insufficient memory",
+    "exceeded hbm capacity",
+    "larger than buffer maximum",
+    "allocation failed for size",
+    "hsa_amd_memory_pool_allocate failed",
+    "failed to alloc device memory",
+    "device oom encountered",
+    "hami-core error",
+    "message=\"allocation failure\"",
+];
+
+/// [`TRIGGERS`] as one case-insensitive regex: Unicode's case folding, for a line that is not
+/// ASCII (on ASCII text it matches exactly what [`trigger_ac`] matches).
 fn trigger_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
-        Regex::new(concat!(
-            r"(?i)out of memory|oom when allocating|resource_exhausted|resource exhausted",
-            r"|ran out of memory trying|alloc_failed|failed to allocate|cudaerrormemoryallocation",
-            r"|error=2 :|runtime error \(2\)|outofmemoryerror|no available memory for the cache blocks",
-            r"|kv cache is needed|cannot allocate|tried to allocate|reserved by pytorch but unallocated",
-            r"|less than desired gpu memory utilization|hip_error_outof",
-            r"|errorout(?:of)?devicememory|device memory allocation of size|kiogpucommandbuffercallbackerroroutofmemory",
-            r"|error code 2: outofmemory|could not be allocated|out of resource: shared memory",
-            r"|out of (?:gpu|device|video) memory|could not allocate|unable to allocate",
-            r"|cuda_error_out_of_memory|out_of_memory|rmm_error|pinned host memory",
-            r"|maximum number of tokens that can be stored in kv cache",
-            r"|insufficient gpu memory for kvcache|kvcache tokens, but your prompt requires",
-            r"|executor creation failed due to insufficient gpu memory",
-            r"|attempting to reserve|\[metal::malloc\]|maximum allowed buffer size|can't allocate",
-            r"|out_of_device_memory|insufficient memory|exceeded hbm capacity|larger than buffer maximum",
-            r"|allocation failed for size",
-        ))
-        .expect("trigger regex")
+        let alternatives: Vec<String> = TRIGGERS.iter().map(|t| regex::escape(t)).collect();
+        Regex::new(&format!("(?i){}", alternatives.join("|"))).expect("trigger regex")
     })
 }
 
-/// Cheap test for a line that may start an OOM message (one literal-optimised regex).
+/// [`TRIGGERS`] as one automaton (ASCII case-insensitive): a single pass over an ASCII line.
+fn trigger_ac() -> &'static AhoCorasick {
+    static AC: OnceLock<AhoCorasick> = OnceLock::new();
+    AC.get_or_init(|| {
+        AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .kind(Some(AhoCorasickKind::DFA))
+            .build(TRIGGERS)
+            .expect("trigger automaton")
+    })
+}
+
+/// Whether a line holds a trigger phrase, before the exceptions of [`is_not_a_failure`].
+fn has_trigger(line: &str) -> bool {
+    if line.is_ascii() {
+        trigger_ac().is_match(line)
+    } else {
+        trigger_re().is_match(line)
+    }
+}
+
+/// Cheap test for a line that may start an OOM message.
 pub fn is_trigger(line: &str) -> bool {
-    trigger_re().is_match(line) && !is_not_a_failure(line)
+    has_trigger(line) && !is_not_a_failure(line)
+}
+
+/// What the scanner looks for in a line besides the trigger phrases: TensorFlow's "not a
+/// failure" warnings it counts and its allocator statistics (`Limit:`, `InUse:`), matched here
+/// without their case (a superset: the scanner then checks them exactly).
+const NOTED: &[&str] = &["this is not a failure", "limit:", "inuse:"];
+
+fn noted_ac() -> &'static AhoCorasick {
+    static AC: OnceLock<AhoCorasick> = OnceLock::new();
+    AC.get_or_init(|| {
+        AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .kind(Some(AhoCorasickKind::DFA))
+            .build(TRIGGERS.iter().chain(NOTED))
+            .expect("noted automaton")
+    })
+}
+
+/// A plain line: ASCII, with no escape or control character to strip (a tab or a CR aside, which
+/// stay) and no markup for [`unmark`] to undo (no `&`, backtick or `*`). The scanner tests such
+/// a line as it is, so its quick tests on it are exact.
+pub(crate) fn is_plain(line: &str) -> bool {
+    // No early exit: a fold over the bytes compiles to a loop without branches.
+    line.bytes().fold(true, |ok, b| {
+        ok & (((0x20..0x7f).contains(&b) && b != b'&' && b != b'`' && b != b'*')
+            || b == b'\t'
+            || b == b'\r')
+    })
+}
+
+/// For a plain line ([`is_plain`]): whether it holds nothing the scanner acts on, neither a
+/// trigger phrase nor what [`NOTED`] lists. A superset test: `false` may still be nothing.
+pub(crate) fn is_quiet(plain_line: &str) -> bool {
+    !noted_ac().is_match(plain_line)
+}
+
+/// Whether `head` (a line's start, its leading spaces taken off) could be the second half of a
+/// trigger phrase split between two lines at one of its spaces: it starts with what follows a
+/// space in some phrase. The scanner joins two lines with one space, so a phrase found across
+/// them is split there; a head that continues no phrase cannot complete one.
+pub(crate) fn may_continue_a_trigger(head: &str) -> bool {
+    static BY_FIRST: OnceLock<Vec<Vec<&'static str>>> = OnceLock::new();
+    let by_first = BY_FIRST.get_or_init(|| {
+        let mut by_first = vec![Vec::new(); 256];
+        for t in TRIGGERS {
+            for (i, _) in t.match_indices(' ') {
+                let rest = &t[i + 1..];
+                if let Some(b) = rest.bytes().next() {
+                    by_first[usize::from(b)].push(rest);
+                }
+            }
+        }
+        by_first
+    });
+    let Some(first) = head.bytes().next() else {
+        return false;
+    };
+    let h = head.as_bytes();
+    by_first[usize::from(first.to_ascii_lowercase())]
+        .iter()
+        .any(|rest| h.len() >= rest.len() && h[..rest.len()].eq_ignore_ascii_case(rest.as_bytes()))
+}
+
+/// A line of running text that quotes a failure: its trigger phrases lie only inside quotes (`…`
+/// code spans, or "…" outside them), and the text around the quotes is prose (three words or
+/// more, or a phrase in a script without spaces). A quote in a sentence is a report of a
+/// failure only when it carries the message's own figures (the scanner checks that); a quote
+/// that names the error, `CUDA out of memory` or "RuntimeError: CUDA error: out of memory", is
+/// talk about one. A line wrapped whole in backticks has no text around them and is not a
+/// quote; nor is one with a code fence or a quote left open (a span cut by a wrap).
+pub(crate) fn is_prose_quote(raw: &str) -> bool {
+    if !raw.contains(['`', '"', '\u{201c}', '\u{201d}', '&']) || raw.contains("```") {
+        return false;
+    }
+    // A page's escaped quotes read as quotes.
+    let raw = if raw.contains('&') {
+        std::borrow::Cow::Owned(raw.replace("&quot;", "\"").replace("&#34;", "\""))
+    } else {
+        std::borrow::Cow::Borrowed(raw)
+    };
+    let mut outside = String::new();
+    let mut inside: Vec<String> = Vec::new();
+    // The open quote, if any: a backtick span holds any other quote mark as text.
+    let mut open: Option<char> = None;
+    for c in raw.chars() {
+        match (open, c) {
+            (None, '`') => {
+                open = Some('`');
+                inside.push(String::new());
+            }
+            (None, '"' | '\u{201c}' | '\u{201d}') => {
+                open = Some('"');
+                inside.push(String::new());
+            }
+            (Some('`'), '`') | (Some('"'), '"' | '\u{201c}' | '\u{201d}') => {
+                open = None;
+                outside.push(' ');
+            }
+            (None, c) => outside.push(c),
+            (Some(_), c) => {
+                if let Some(q) = inside.last_mut() {
+                    q.push(c);
+                }
+            }
+        }
+    }
+    if open.is_some() || has_trigger(&outside) || !inside.iter().any(|q| has_trigger(q)) {
+        return false;
+    }
+    let words = outside
+        .split_whitespace()
+        .filter(|w| w.chars().filter(|c| c.is_alphabetic()).count() >= 2)
+        .count();
+    let unspaced_phrase = outside.split_whitespace().any(|w| {
+        w.chars()
+            .filter(|c| c.is_alphabetic() && !c.is_ascii())
+            .count()
+            >= 4
+    });
+    words >= 3 || unspaced_phrase
 }
 
 /// Lines that name an allocation that did not fail the job: TensorFlow's BFC warning that the
@@ -224,6 +410,105 @@ mod tests {
         );
         assert!(has_escapes("a\u{1}b"));
         assert!(!has_escapes("a\tb"));
+    }
+
+    /// The automaton and the regex are built from one list, and on ASCII text they must agree
+    /// line for line: checked on every line of the corpus, as pasted and in other cases.
+    #[test]
+    fn the_automaton_and_the_regex_agree_on_ascii_lines() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/oom");
+        let mut lines = 0;
+        let mut hits = 0;
+        for entry in std::fs::read_dir(&dir).expect("corpus") {
+            let path = entry.expect("entry").path();
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            for line in text.lines().filter(|l| l.is_ascii()) {
+                for l in [
+                    line.to_owned(),
+                    line.to_ascii_uppercase(),
+                    line.to_ascii_lowercase(),
+                ] {
+                    let re = trigger_re().is_match(&l);
+                    assert_eq!(re, trigger_ac().is_match(&l), "{l:?}");
+                    lines += 1;
+                    hits += usize::from(re);
+                }
+            }
+        }
+        assert!(
+            lines > 1000 && hits > 300,
+            "{lines} lines, {hits} with a trigger"
+        );
+        // Off ASCII the regex decides, with Unicode's case folding (the Kelvin sign is a K).
+        assert!(has_trigger("the \u{212a}v cache is needed: 2 GiB"));
+        assert!(!trigger_ac().is_match("the \u{212a}v cache is needed: 2 GiB"));
+    }
+
+    #[test]
+    fn plain_lines_are_ascii_without_controls_or_markup() {
+        assert!(is_plain("step 12 loss 0.31\tlr 3e-4\r"));
+        for line in [
+            "caf\u{e9}",
+            "a\u{1b}[1m",
+            "**bold**",
+            "`code`",
+            "&gt; quote",
+            "a\u{7f}",
+        ] {
+            assert!(!is_plain(line), "{line:?}");
+        }
+        assert!(is_quiet("step 12 loss 0.31"));
+        assert!(!is_quiet("InUse: 3846144"));
+        assert!(!is_quiet("... CUDA OUT OF MEMORY ..."));
+    }
+
+    /// What a line must start with to finish a phrase begun on the line before: the words
+    /// after one of a phrase's spaces.
+    #[test]
+    fn a_head_continues_a_phrase_only_after_a_space_in_it() {
+        for head in [
+            "memory. Tried to allocate",
+            "Allocate 2 GiB",
+            "of memory",
+            "KV cache (4096)",
+        ] {
+            assert!(may_continue_a_trigger(head), "{head:?}");
+        }
+        for head in ["epoch 3 step 9", "outofmem", "[rank0]: x", "", "emory"] {
+            assert!(!may_continue_a_trigger(head), "{head:?}");
+        }
+    }
+
+    /// A sentence quoting a failure is told from a message: the phrase inside quotes only, and
+    /// prose around them.
+    #[test]
+    fn quotes_in_prose_are_told_from_messages() {
+        for line in [
+            "After training some epochs, it runs into `the CUDA out of memory` error.",
+            "I was trying jaxline with 2 local GPUs, but I receive ` RESOURCE_EXHAUSTED: Out of memory while trying to allocate 285212672 bytes.` errors.",
+            "the first launch raises the same \"out of memory\" with 7.3 GB of VRAM free",
+            "运行时出现错误：`RuntimeError: CUDA error: out of memory`，锁页内存不足",
+            "the run died with &quot;CUDA error: out of memory&quot; at the second step",
+        ] {
+            assert!(is_prose_quote(line), "{line:?}");
+        }
+        for line in [
+            // A message, whole, in backticks: no prose around it.
+            "`RuntimeError: CUDA error: out of memory`",
+            // A list of quoted messages, no sentence.
+            "- `can't allocate 3503030272 Bytes of memory on device`, or `failed to allocate SYCL0 buffer`",
+            // The phrase outside the quotes.
+            "RuntimeError: CUDA out of memory. See `torch.cuda.memory_summary()` for the details",
+            // A span cut by a wrap, and a code fence.
+            "I receive ` RESOURCE_EXHAUSTED: Out of memory while trying",
+            "```CUDA out of memory``` when I run the demo script",
+            // Quotes with no failure inside.
+            "set `pin_memory=False` in the loader to make it work",
+        ] {
+            assert!(!is_prose_quote(line), "{line:?}");
+        }
     }
 
     #[test]

@@ -43,6 +43,9 @@ pub enum Cause {
     /// Not HBM: a compiled program needs more of a TPU core's on-chip memory (VMEM or SMEM)
     /// than the compiler may give it.
     TpuOnChipMemory,
+    /// Not memory running out: a request of 0 bytes, which TensorFlow's allocator refuses (an
+    /// empty tensor reached an op).
+    ZeroByteRequest,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -112,6 +115,9 @@ pub type Rule = fn(&Oom, Option<&Sizing>, &[Finding]) -> Option<Finding>;
 /// The rules that each explain a message alone, by name, in the order they are tried.
 pub const ALONE: &[(&str, Alone)] = &[
     ("unrecognised", unrecognised_message),
+    ("zero-byte-request", zero_byte_request),
+    ("neuron-runtime", neuron_runtime),
+    ("container-limit", container_limit),
     ("vllm-rs", vllm_rs_message),
     ("trtllm-executor", trtllm_executor_message),
     ("vllm-kv-tokens", kv_tokens),
@@ -183,6 +189,104 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
 /// A line no family knows: what it says, no more.
 fn unrecognised_message(oom: &Oom) -> Option<Finding> {
     (oom.framework == Framework::Unknown).then(|| unrecognised(oom))
+}
+
+/// TensorFlow asked its GPU allocator for 0 bytes: the BFC allocator returns no memory for an
+/// empty request (`BFCAllocator::AllocateRawInternal`, "tried to allocate 0 bytes"), and the
+/// Eigen allocator above it reports that as running out (`gpu_device.cc`). No memory is short.
+fn zero_byte_request(oom: &Oom) -> Option<Finding> {
+    (oom.framework == Framework::Tensorflow && oom.facts.requested_bytes == Some(0)).then(|| {
+        Finding {
+            cause: Cause::ZeroByteRequest,
+            title: "A request of 0 bytes: an empty tensor, not memory running out".into(),
+            detail: "TensorFlow's BFC allocator returns no memory for a request of 0 bytes (it logs \
+                     \"tried to allocate 0 bytes\"), and the Eigen allocator of the GPU device \
+                     reports that as running out of memory. An op received an empty tensor: a \
+                     batch, a set of boxes or regions, or a slice that came out with no elements. \
+                     Freeing memory or a smaller batch will not help."
+                .into(),
+            remedies: vec![
+                r("Find the op whose input is empty: the error's op name, or tf.debugging.assert_greater(tf.size(x), 0) before the suspects (Eigen reductions, gathers, ROI ops on zero proposals)."),
+                r("Skip the step or pad the input when a batch can legitimately come out empty (no ground-truth boxes, every sample filtered out)."),
+            ],
+        }
+    })
+}
+
+/// The AWS Neuron runtime could not place an allocation in a NeuronCore's HBM. Its report says
+/// what the core holds, by category (Neuron's device-memory guide: tensors, model constants and
+/// code, scratchpad, DMA rings, collectives); the tensors are the application's.
+fn neuron_runtime(oom: &Oom) -> Option<Finding> {
+    if oom.framework != Framework::Neuron {
+        return None;
+    }
+    let f = &oom.facts;
+    let core = oom.device_index.map_or_else(
+        || "a NeuronCore".to_owned(),
+        |d| format!("a NeuronCore of Neuron device {d}"),
+    );
+    let title = match (f.requested_bytes, f.device_used_bytes) {
+        (Some(n), Some(used)) => format!(
+            "{} did not fit on {core}: {} of its HBM was in use",
+            fmt_bytes(n),
+            fmt_bytes(used)
+        ),
+        (Some(n), None) => format!("{} did not fit in a NeuronCore's HBM", fmt_bytes(n)),
+        _ => "The Neuron runtime could not allocate device memory (status 4, a resource)".into(),
+    };
+    let tensors = f
+        .allocated_bytes
+        .map(|t| format!(" Of what was in use, {} were tensors (inputs, outputs, weights the program holds).", fmt_bytes(t)))
+        .unwrap_or_default();
+    Some(Finding {
+        cause: Cause::FrameworkAllocations,
+        title,
+        detail: format!(
+            "Each NeuronCore has its share of the device's HBM for the program's tensors, its \
+             compiled constants and code, scratchpad, DMA rings and collectives; the runtime's \
+             \"current utilization\" is what that core held when the allocation failed, not its \
+             capacity.{tensors}"
+        ),
+        remedies: vec![
+            r("Spread the model over more NeuronCores (a higher tensor-parallel degree, tp_degree in transformers-neuronx and NxD), or use an instance with more of them."),
+            r("Shrink what each core holds: a smaller batch, sequence length or context (n_positions), or a lower-precision checkpoint."),
+            r("See each core's memory by category while it runs with neuron-top; the runtime's nrt_mem_log_device_*.csv, written at the failure, lists every allocation."),
+        ],
+    })
+}
+
+/// HAMi-core refused an allocation that would take the container past its GPU memory limit:
+/// the pod's share (`nvidia.com/gpumem`), not the GPU, is what ran out.
+fn container_limit(oom: &Oom) -> Option<Finding> {
+    if oom.format != "hami-core" {
+        return None;
+    }
+    let f = &oom.facts;
+    let (Some(with), Some(limit)) = (f.with_request_bytes, f.total_bytes) else {
+        return None;
+    };
+    Some(Finding {
+        cause: Cause::ProcessCap,
+        title: format!(
+            "The container's GPU memory limit, not the GPU: HAMi-core counted {} against its limit of {} ({} over)",
+            fmt_bytes(with),
+            fmt_bytes(limit),
+            fmt_bytes(with.saturating_sub(limit))
+        ),
+        detail: "HAMi-core (preloaded in the pod) checks every allocation against the container's \
+                 limit (CUDA_DEVICE_MEMORY_LIMIT, from the pod's nvidia.com/gpumem) and refuses one \
+                 that would pass it, whatever the GPU has free. It counts the memory it saw \
+                 allocated; allocations it does not intercept are not in its figure."
+            .into(),
+        remedies: vec![
+            est(
+                "Ask for more: raise the pod's nvidia.com/gpumem by at least the shortfall.",
+                Some(with.saturating_sub(limit)),
+            ),
+            r("Or make the job fit its share: a smaller batch or model, as for any GPU this size."),
+            r("If the job fits without HAMi-core (CUDA_DISABLE_CONTROL=true) but not with it, its count of the container's use is off: say so to HAMi with this line."),
+        ],
+    })
 }
 
 /// vllm.rs's KV-cache budget or a refused prompt.
@@ -736,9 +840,11 @@ fn request_only(oom: &Oom, _sizing: Option<&Sizing>, out: &[Finding]) -> Option<
                     | Framework::Musa
                     | Framework::Gcu
                     | Framework::Hpu
-                    | Framework::PytorchXla => {}
+                    | Framework::PytorchXla
+                    | Framework::Neuron => {}
                     Framework::Jax => v.extend(jax_lower_peak()),
                     Framework::Tensorflow => v.push(r("If another process needs the GPU: TF_FORCE_GPU_ALLOW_GROWTH=true, so TensorFlow does not map the whole card at start-up.")),
+                    Framework::Rocm if oom.format == "rocm-thunk" => v.push(r("The kernel driver (KFD) had no VRAM left for this allocation: `rocm-smi --showmeminfo vram` (or `amd-smi monitor`) shows what the card holds, and a smaller batch or model is the lever in the program above ROCm.")),
                     _ => {
                         v.push(r("TensorFlow sharing the GPU: TF_FORCE_GPU_ALLOW_GROWTH=true, so it does not map the whole card at start-up."));
                         v.push(r("JAX sharing the GPU: XLA_PYTHON_CLIENT_PREALLOCATE=false, or a lower XLA_PYTHON_CLIENT_MEM_FRACTION."));
@@ -1123,6 +1229,14 @@ fn framework_settings(oom: &Oom) -> Option<Finding> {
                 r("Smaller optimization-profile shapes (max batch, resolution)."),
             ],
         ),
+        Framework::Cupy if oom.facts.total_is_limit => (
+            "CuPy's memory pool limit",
+            "The pool's own limit (set_limit, or CUPY_GPU_MEMORY_LIMIT) was reached, not necessarily the GPU: what the pool holds plus the request is over it.",
+            vec![
+                r("Raise the limit if the GPU has room (`gpumon once`): cupy.get_default_memory_pool().set_limit(size=…), or CUPY_GPU_MEMORY_LIMIT (bytes, or a percentage of the GPU)."),
+                r("CuPy releases before cupy/cupy#7679 (July 2023) raised at the limit without first freeing the cached blocks the pool held: mempool.free_all_blocks() before the large allocation, or a newer CuPy."),
+            ],
+        ),
         Framework::Cupy => (
             "CuPy's memory pool",
             "CuPy keeps freed blocks in its pool, but before raising it already released the unused ones and retried: free_all_blocks() will not cure this error.",
@@ -1289,6 +1403,12 @@ fn pinned_host_memory(oom: &Oom) -> Finding {
         remedies.insert(
             0,
             r("TensorFlow: TF_GPU_HOST_MEM_LIMIT_IN_MB caps its pinned host allocator; a size this large usually comes from a dataset or prefetch buffer staged through it."),
+        );
+    }
+    if oom.format == "cupy-pinned" {
+        remedies.insert(
+            0,
+            r("CuPy warned and copied synchronously instead (slower, not a failure): if the job stopped, the error after this warning is the one to read. Copying a large host array in pieces needs smaller staging buffers."),
         );
     }
     remedies.push(r("On Windows (WDDM) pinned host memory is also mapped into the GPU and charged against it: free GPU memory helps there too."));
@@ -2033,6 +2153,32 @@ mod tests {
                 "{kind:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_zero_byte_request_is_an_empty_tensor() {
+        let zero = super::super::Facts {
+            requested_bytes: Some(0),
+            ..facts()
+        };
+        let o = message(Framework::Tensorflow, "tensorflow-eigen", zero.clone());
+        let f = diagnose(&o);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].cause, Cause::ZeroByteRequest);
+        assert!(f[0].detail.contains("empty tensor"), "{:?}", f[0]);
+        // A request of some bytes, or another framework's zero, is not this.
+        let some = super::super::Facts {
+            requested_bytes: Some(1 << 20),
+            ..facts()
+        };
+        assert_ne!(
+            diagnose(&message(Framework::Tensorflow, "tensorflow-eigen", some))[0].cause,
+            Cause::ZeroByteRequest
+        );
+        assert_ne!(
+            diagnose(&message(Framework::Cupy, "cupy", zero))[0].cause,
+            Cause::ZeroByteRequest
+        );
     }
 
     #[test]

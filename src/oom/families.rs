@@ -117,6 +117,10 @@ pub const ALL: &[Family] = &[
         parse: known::tensorflow_bfc,
     },
     Family {
+        name: "tensorflow-eigen",
+        parse: tensorflow_eigen,
+    },
+    Family {
         name: "vllm-rs-kvcache",
         parse: known::vllm_rs_kvcache,
     },
@@ -199,6 +203,18 @@ pub const ALL: &[Family] = &[
     Family {
         name: "cuda-driver",
         parse: known::stream_executor,
+    },
+    Family {
+        name: "rocm-thunk",
+        parse: rocm_thunk,
+    },
+    Family {
+        name: "neuron-runtime",
+        parse: neuron_runtime,
+    },
+    Family {
+        name: "hami-core",
+        parse: hami_core,
     },
     Family {
         name: "cuda",
@@ -675,12 +691,241 @@ fn tensorflow_eager(t: &str) -> Option<Oom> {
     ))
 }
 
+re!(
+    tf_eigen_re,
+    r"EigenAllocator for GPU ran out of memory when allocating (\d+)|Ran out of GPU memory when allocating (\d+) bytes for (\S+)"
+);
+
+/// TensorFlow's Eigen allocator on the GPU (`common_runtime/gpu/gpu_device.cc`,
+/// `EigenGpuStreamDevice::allocate`): an Eigen kernel's scratch memory, asked of the device's
+/// BFC allocator, did not come: "Ran out of GPU memory when allocating N bytes for OP" as the
+/// op's error, or, outside an op, a fatal "EigenAllocator for GPU ran out of memory when
+/// allocating N". The BFC allocator refuses a request of 0 bytes (`AllocateRawInternal`
+/// returns null after "tried to allocate 0 bytes"), so N = 0 is an empty tensor, not memory
+/// running out ([`super::diagnose`] says so).
+fn tensorflow_eigen(t: &str) -> Option<Oom> {
+    let c = tf_eigen_re().captures(t)?;
+    let f = Facts {
+        requested_bytes: c.get(1).or_else(|| c.get(2))?.as_str().parse().ok(),
+        ..Facts::default()
+    };
+    Some(oom(Framework::Tensorflow, "tensorflow-eigen", None, f))
+}
+
+re!(
+    rocm_thunk_re,
+    r"\[hsaKmtAllocMemory(?:Align)?\] failed to allocate (\d+) bytes from (device|scratch|host)|hsa_amd_memory_pool_allocate failed[^\n]{0,40}?HSA_STATUS_ERROR_OUT_OF_RESOURCES"
+);
+re!(
+    rocm_pool_size_re,
+    format!(
+        r"allocating {} on device (\d+): hsa_amd_memory_pool_allocate failed",
+        known::SIZE
+    )
+);
+
+/// ROCm below HIP: the kernel driver's thunk (`libhsakmt`, `hsaKmtAllocMemory` in ROCT's
+/// `src/memory.c`, `hsaKmtAllocMemoryAlign` in later releases) prints "[hsaKmtAllocMemory] failed to allocate N bytes from device" when
+/// the KFD cannot give VRAM (`HSAKMT_STATUS_NO_MEMORY`), "from scratch" for a queue's scratch
+/// (device memory too), and "from host" for GPU-mapped system memory: host memory. ROCr's
+/// `hsa_amd_memory_pool_allocate` returns `HSA_STATUS_ERROR_OUT_OF_RESOURCES` for the same
+/// failure, which programs on HSA print with their request where they have one (ggml's HSA
+/// backend: "allocating X MiB on device N: hsa_amd_memory_pool_allocate failed: …").
+fn rocm_thunk(t: &str) -> Option<Oom> {
+    let c = rocm_thunk_re().captures(t)?;
+    let sized = rocm_pool_size_re().captures(t);
+    let requested = match c.get(1) {
+        Some(n) => n.as_str().parse().ok(),
+        None => sized
+            .as_ref()
+            .and_then(|s| s.get(1))
+            .and_then(|m| crate::units::parse_size(m.as_str())),
+    };
+    let device = sized.as_ref().and_then(|s| s.get(2)?.as_str().parse().ok());
+    let f = Facts {
+        requested_bytes: requested,
+        ..Facts::default()
+    };
+    let mut o = oom(Framework::Rocm, "rocm-thunk", device, f);
+    if c.get(2).is_some_and(|m| m.as_str() == "host") {
+        o.memory = MemoryKind::PinnedHost;
+    }
+    Some(o)
+}
+
+re!(
+    neuron_tensor_re,
+    r"Failed to allocate (\d+) bytes on DEVICE for tensor"
+);
+re!(neuron_dmem_re, r"Failed to alloc DEVICE memory: (\d+)");
+re!(
+    neuron_dev_mem_re,
+    format!(
+        r"Failed to allocate {size} \(usage: [^)]*\) on ND (\d+):NC (\d+), current utilization:\s*(?:\*\s*)?total: {size}(?:\s*(?:\*\s*)?tensors: {size})?",
+        size = known::SIZE
+    )
+);
+re!(
+    neuron_status_re,
+    r#"nrt_\w+ status=4 message="Allocation Failure""#
+);
+
+/// The AWS Neuron runtime on Inferentia and Trainium (TDRV, the runtime's device layer): a
+/// NeuronCore's share of HBM could not hold an allocation. `log_dev_mem` reports "Failed to
+/// allocate X (usage: tensors) on ND d:NC c, current utilization:" and what is in use on that
+/// core by category (total, tensors, runtime, DMA rings…); `tensor_allocate` the exact bytes;
+/// the Python side raises `nrt_tensor_allocate status=4 message="Allocation Failure"` (status
+/// 4, a resource). "total" there is what is in use, not the core's capacity. The categories are
+/// those of Neuron's device-memory guide (tensors, model constants and code, scratchpad, DMA
+/// rings, collectives).
+fn neuron_runtime(t: &str) -> Option<Oom> {
+    let report = neuron_dev_mem_re().captures(t);
+    let exact = neuron_tensor_re()
+        .captures(t)
+        .or_else(|| neuron_dmem_re().captures(t))
+        .and_then(|c| c.get(1)?.as_str().parse().ok());
+    if report.is_none() && exact.is_none() && !neuron_status_re().is_match(t) {
+        return None;
+    }
+    let size = |i: usize| {
+        report
+            .as_ref()
+            .and_then(|c| crate::units::parse_size(c.get(i)?.as_str()))
+    };
+    let f = Facts {
+        requested_bytes: exact.or_else(|| size(1)),
+        device_used_bytes: size(4),
+        allocated_bytes: size(5),
+        ..Facts::default()
+    };
+    let device = report
+        .as_ref()
+        .and_then(|c| c.get(2)?.as_str().parse().ok());
+    Some(oom(Framework::Neuron, "neuron-runtime", device, f))
+}
+
+re!(
+    hami_re,
+    r"\[HAMI-core ERROR [^\]]*\]: Device (\d+) OOM (\d+) / (\d+)|vGPU ERROR [^\]]*\]: device OOM encountered: usage=(\d+) limit=(\d+)"
+);
+
+/// HAMi-core (`libvgpu.so`, preloaded in a Kubernetes pod that asks for `nvidia.com/gpumem`):
+/// it checks every allocation against the container's GPU memory limit
+/// (`CUDA_DEVICE_MEMORY_LIMIT`) and refuses one that would pass it. `allocator.c`'s `oom_check`
+/// logs "Device N OOM A / L" with A = the container's use plus the request and L the limit;
+/// its older monitor (`multiprocess_memory_limit.c`) "device OOM encountered: usage=U limit=L".
+/// The limit is the container's, not the GPU's.
+fn hami_core(t: &str) -> Option<Oom> {
+    let c = hami_re().captures(t)?;
+    let n = |i: usize| c.get(i).and_then(|m| m.as_str().parse::<u64>().ok());
+    let f = Facts {
+        with_request_bytes: n(2).or_else(|| n(4)),
+        total_bytes: n(3).or_else(|| n(5)),
+        total_is_limit: true,
+        ..Facts::default()
+    };
+    let device = n(1).and_then(|d| u32::try_from(d).ok());
+    Some(oom(Framework::Cuda, "hami-core", device, f))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn gib(x: f64) -> u64 {
         (x * (1u64 << 30) as f64).round() as u64
+    }
+
+    #[test]
+    fn hami_cores_container_limit() {
+        let o = hami_core("[HAMI-core ERROR (pid:25 thread=139892685178688 allocator.c:53)]: Device 0 OOM 27147995136 / 25757220864").expect("found");
+        assert_eq!(
+            (o.framework, o.format, o.device_index),
+            (Framework::Cuda, "hami-core", Some(0))
+        );
+        assert_eq!(o.facts.with_request_bytes, Some(27_147_995_136));
+        assert_eq!(
+            (o.facts.total_bytes, o.facts.total_is_limit),
+            (Some(25_757_220_864), true)
+        );
+        assert_eq!(
+            o.facts.requested_bytes, None,
+            "the request is not told apart from the use"
+        );
+        let o = hami_core("[4pdvGPU ERROR (pid:99 thread=139987068696320 multiprocess_memory_limit.c:277)]: device OOM encountered: usage=9502195712 limit=8388608000").expect("found");
+        assert_eq!(
+            (o.facts.with_request_bytes, o.facts.total_bytes),
+            (Some(9_502_195_712), Some(8_388_608_000))
+        );
+        assert!(
+            hami_core("[HAMI-core Debug(25:1:allocator.c:60)]: Device 0 current memory 1 / 2")
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn neurons_device_memory_report() {
+        let o = neuron_runtime("ERROR TDRV:log_dev_mem Failed to allocate 172.000MB (usage: tensors) on ND 0:NC 0, current utilization: total: 15.855GB tensors: 15.855GB runtime: 1.062KB dma rings: 32.000KB ERROR TDRV:tensor_allocate Failed to allocate 180355072 bytes on DEVICE for tensor UNKNOWN.").expect("found");
+        assert_eq!(
+            (o.framework, o.format, o.device_index),
+            (Framework::Neuron, "neuron-runtime", Some(0))
+        );
+        assert_eq!(o.facts.requested_bytes, Some(180_355_072));
+        assert_eq!(o.facts.device_used_bytes, Some(gib(15.855)));
+        assert_eq!(o.facts.allocated_bytes, Some(gib(15.855)));
+        assert_eq!(
+            o.facts.total_bytes, None,
+            "the report's total is what is in use"
+        );
+        let o = neuron_runtime(
+            r#"RuntimeError: nrt_load_collectives status=4 message="Allocation Failure""#,
+        )
+        .expect("found");
+        assert_eq!(o.facts, Facts::default());
+        assert!(neuron_runtime("nrt_load status=2 message=\"Invalid\"").is_none());
+    }
+
+    #[test]
+    fn tensorflow_eigen_reads_its_request_zero_included() {
+        let o = tensorflow_eigen(": F tensorflow/core/common_runtime/gpu/gpu_device.cc:103] EigenAllocator for GPU ran out of memory when allocating 0. See error logs for more detailed info.").expect("found");
+        assert_eq!(
+            (o.framework, o.format, o.facts.requested_bytes),
+            (Framework::Tensorflow, "tensorflow-eigen", Some(0))
+        );
+        let o = tensorflow_eigen("ResourceExhaustedError: Ran out of GPU memory when allocating 268435456 bytes for MatMul").expect("found");
+        assert_eq!(o.facts.requested_bytes, Some(256 << 20));
+        assert!(tensorflow_eigen("EigenAllocator for GPU").is_none());
+    }
+
+    /// The thunk's three pools as ROCT's `hsaKmtAllocMemory` names them, and ROCr's status.
+    #[test]
+    fn rocm_thunk_reads_vram_scratch_and_host() {
+        let o = rocm_thunk("[hsaKmtAllocMemory] failed to allocate 33554432 bytes from device")
+            .expect("found");
+        assert_eq!(
+            (o.framework, o.format, o.memory),
+            (Framework::Rocm, "rocm-thunk", MemoryKind::Device)
+        );
+        assert_eq!(o.facts.requested_bytes, Some(32 << 20));
+        let o =
+            rocm_thunk("[hsaKmtAllocMemoryAlign] failed to allocate 2097152 bytes from scratch")
+                .expect("found");
+        assert_eq!(o.memory, MemoryKind::Device);
+        let o = rocm_thunk("[hsaKmtAllocMemory] failed to allocate 4096 bytes from host")
+            .expect("found");
+        assert_eq!(o.memory, MemoryKind::PinnedHost);
+        let o = rocm_thunk("ggml_backend_hsa_buffer_type_alloc_buffer: allocating 144.00 MiB on device 1: hsa_amd_memory_pool_allocate failed: HSA_STATUS_ERROR_OUT_OF_RESOURCES: The runtime failed to allocate the necessary resources.").expect("found");
+        assert_eq!(
+            (o.facts.requested_bytes, o.device_index),
+            (Some(144 << 20), Some(1))
+        );
+        assert!(
+            rocm_thunk(
+                "[hsaKmtAllocMemoryAlign] node 1 address 0x3f81e00000 size 1052672 from host"
+            )
+            .is_none(),
+            "a success is no failure"
+        );
     }
 
     #[test]

@@ -181,6 +181,13 @@ re!(
     pinned_re,
     r"(?i)could not allocate pinned host memory of size:? (\d+)|failed to alloc (\d+) bytes on host: CUDA_ERROR_OUT_OF_MEMORY|(?:cuMemAllocHost|cuMemHostAlloc|cudaHostAlloc|cudaMallocHost)\w*\W{1,4}(?:CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|out of memory)"
 );
+// CuPy's staging buffer for an asynchronous copy to the GPU (`_alloc_async_transfer_buffer` in
+// `cupy/_core/core.pyx`): `cudaHostAlloc` failed, CuPy warns (a `PerformanceWarning`) and copies
+// synchronously instead. Pinned host memory, and the array still reaches the GPU.
+re!(
+    cupy_pinned_re,
+    r"Using synchronous transfer as pinned memory \((\d+) bytes\) could not be allocated"
+);
 // XLA's cudaMallocAsync allocator (`gpu_cudamallocasync_allocator.cc`): the device in its
 // name, the request in bytes, and CUDA's free/total on the next line.
 re!(
@@ -229,13 +236,22 @@ re!(
     ggml_buf_re,
     r"failed to allocate (CUDA(\d+)|\w+) buffer of size (\d+)"
 );
-// ggml's Vulkan backend (`ggml-vulkan.cpp`): "Device memory allocation of size N failed."
-// then the vk exception; N is exact. Its Metal backend reports the command buffer's error:
-// "Insufficient Memory (00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)", no size. The
-// 2023 CUDA backend: "CUDA error 2 at ggml-cuda.cu:LINE: out of memory" and "current device: N".
+// ggml's Vulkan backend (`ggml-vulkan.cpp`, `ggml_vk_create_buffer_device`): "ggml_vulkan: Device
+// memory allocation of size N failed." then "ggml_vulkan: " and the vk exception's text; N is
+// exact. Its builds of early 2024 said "Memory allocation of size N failed." for the host-visible
+// memory a UMA device falls back to. Programs on llama.cpp (ollama, koboldcpp, LM Studio) pass
+// the lines through, and an issue's title may keep the sentence without its tag. Its Metal
+// backend reports the command buffer's error: "Insufficient Memory
+// (00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)", no size. The 2023 CUDA backend:
+// "CUDA error 2 at ggml-cuda.cu:LINE: out of memory" and "current device: N".
 re!(
     ggml_vulkan_re,
-    r"ggml_vulkan: Device memory allocation of size (\d+) failed"
+    r"(?:ggml_vulkan: (?:Device )?[Mm]emory|\bDevice memory) allocation of size (\d+) failed"
+);
+// The buffer ggml-alloc wanted on the same device, which names it ("Vulkan0").
+re!(
+    ggml_vulkan_device_re,
+    r"failed to allocate Vulkan(\d+) buffer of size"
 );
 re!(
     ggml_metal_re,
@@ -276,10 +292,14 @@ re!(
         r"\(?{SIZE} KV cache is needed, which is larger than the available KV cache memory \({SIZE}\)"
     )
 );
-// CuPy `cupy/cuda/memory.pyx`: both forms raise `OutOfMemoryError(size, total)` with
-// `total = size + pool.total_bytes()`, after `free_all_blocks()` and a retry: the request plus
-// what the memory pool holds (in use, and cached blocks it could not release). Up to v6 the
-// text is "(total N bytes)", later "(allocated so far: N bytes)". Neither is the device's size.
+// CuPy `cupy/cuda/memory.pyx`, after `free_all_blocks()` and a retry. Up to v6,
+// "out of memory to allocate N bytes (total M bytes)" with `total = size + pool.total_bytes()`:
+// the request plus what the pool holds. From v7 (cupy/cupy#2242, "allocated so far", and the
+// pool's limit of cupy/cupy#2113) `_try_malloc` raises `OutOfMemoryError(size, total - size,
+// limit)`: M is what the pool holds without the request (in use, and cached blocks it could
+// not release), and "limit set to: L bytes" is the pool's cap (`set_limit`,
+// `CUPY_GPU_MEMORY_LIMIT`), when one is set; without a figure (`total == -1`) the sentence ends
+// after the request. Neither M nor L is the device's size.
 // vLLM `v1/worker` (gpu_worker.py `init_device`, later utils.py `request_memory`): at start-up
 // the engine wants `gpu_memory_utilization × total` of the device and refuses when less than
 // that is free. Older builds print "Free memory on device (X/Y GiB)", newer ones name the
@@ -291,7 +311,13 @@ re!(
 );
 re!(
     cupy_re,
-    r"[Oo]ut of memory allocating ([\d,]+) bytes \(allocated so far: ([\d,]+) bytes\)"
+    r"[Oo]ut of memory allocating ([\d,]+) bytes \(allocated so far: ([\d,]+) bytes(?:, limit set to: ([\d,]+) bytes)?\)"
+);
+// The sentence with no figure after the request (`total == -1`): only under CuPy's own class,
+// as other programs say "out of memory allocating N bytes" too.
+re!(
+    cupy_bare_re,
+    r"OutOfMemoryError: Out of memory allocating ([\d,]+) bytes\.(?:\s|$)"
 );
 re!(
     cupy_old_re,
@@ -432,6 +458,15 @@ fn read_trtllm_executor(t: &str) -> Oom {
 /// Pinned (page-locked) host memory: TensorFlow's host allocator, the stream executor's, the
 /// driver's and the runtime's host allocations.
 pub(super) fn pinned_host(t: &str) -> Option<Oom> {
+    if let Some(c) = cupy_pinned_re().captures(t) {
+        let f = Facts {
+            requested_bytes: num(&c, 1),
+            ..Facts::default()
+        };
+        let mut o = oom(Framework::Cupy, "cupy-pinned", None, f);
+        o.memory = super::MemoryKind::PinnedHost;
+        return Some(o);
+    }
     let c = pinned_re().captures(t)?;
     let f = Facts {
         requested_bytes: num(&c, 1).or_else(|| num(&c, 2)),
@@ -964,7 +999,11 @@ pub(super) fn ggml_vulkan(t: &str) -> Option<Oom> {
         requested_bytes: num(&c, 1),
         ..Facts::default()
     };
-    Some(oom(Framework::Ggml, "ggml-vulkan", None, f))
+    let device = ggml_vulkan_device_re()
+        .captures(t)
+        .and_then(|d| num(&d, 1))
+        .and_then(|d| u32::try_from(d).ok());
+    Some(oom(Framework::Ggml, "ggml-vulkan", device, f))
 }
 
 /// ggml's Metal backend: a command buffer ran out of memory.
@@ -1022,20 +1061,28 @@ pub(super) fn paddle(t: &str) -> Option<Oom> {
 
 /// CuPy's memory pool (both wordings).
 pub(super) fn cupy(t: &str) -> Option<Oom> {
-    for (re, format) in [(cupy_re(), "cupy"), (cupy_old_re(), "cupy-old")] {
-        if let Some(c) = re.captures(t) {
-            let requested = num(&c, 1);
-            let f = Facts {
-                requested_bytes: requested,
-                // The printed total includes the request itself.
-                reserved_bytes: num(&c, 2)
-                    .map(|total| total.saturating_sub(requested.unwrap_or(0))),
-                ..Facts::default()
-            };
-            return Some(oom(Framework::Cupy, format, None, f));
-        }
+    let c = cupy_re().captures(t).or_else(|| cupy_bare_re().captures(t));
+    if let Some(c) = c {
+        let limit = num(&c, 3).filter(|l| *l > 0);
+        let f = Facts {
+            requested_bytes: num(&c, 1),
+            // What the pool holds, the request not included.
+            reserved_bytes: num(&c, 2),
+            total_bytes: limit,
+            total_is_limit: limit.is_some(),
+            ..Facts::default()
+        };
+        return Some(oom(Framework::Cupy, "cupy", None, f));
     }
-    None
+    let c = cupy_old_re().captures(t)?;
+    let requested = num(&c, 1);
+    let f = Facts {
+        requested_bytes: requested,
+        // The printed total includes the request itself.
+        reserved_bytes: num(&c, 2).map(|total| total.saturating_sub(requested.unwrap_or(0))),
+        ..Facts::default()
+    };
+    Some(oom(Framework::Cupy, "cupy-old", None, f))
 }
 
 /// TensorRT's allocator, builder tactics and virtual-memory buffers.
@@ -1123,6 +1170,60 @@ mod tests {
         assert_eq!(
             fw("ERROR:  failed on cuMemAllocHost: CUDA_ERROR_OUT_OF_MEMORY - out of memory"),
             Some(Framework::Cuda)
+        );
+    }
+
+    /// CuPy's three sentences as `memory.pyx` formats them: v6's total includes the request;
+    /// v7's "allocated so far" does not; the pool's limit is a limit, not the device.
+    #[test]
+    fn cupy_figures_by_version() {
+        let o = cupy("cupy.cuda.memory.OutOfMemoryError: out of memory to allocate 1073741824 bytes (total 12373894656 bytes)").expect("v6");
+        assert_eq!(
+            (o.format, o.facts.reserved_bytes),
+            ("cupy-old", Some(11_300_152_832))
+        );
+        let o = cupy("OutOfMemoryError: Out of memory allocating 200,000,000,000 bytes (allocated so far: 4,096 bytes).").expect("v7");
+        assert_eq!(o.facts.reserved_bytes, Some(4096));
+        assert_eq!((o.facts.total_bytes, o.facts.total_is_limit), (None, false));
+        let o = cupy("Out of memory allocating 805,306,368 bytes (allocated so far: 536,870,912 bytes, limit set to: 1,073,741,824 bytes).").expect("limit");
+        assert_eq!(o.facts.requested_bytes, Some(805_306_368));
+        assert_eq!(o.facts.reserved_bytes, Some(536_870_912));
+        assert_eq!(
+            (o.facts.total_bytes, o.facts.total_is_limit),
+            (Some(1 << 30), true)
+        );
+        let o = cupy("cupy.cuda.memory.OutOfMemoryError: Out of memory allocating 1,024 bytes.")
+            .expect("bare");
+        assert_eq!(
+            (o.facts.requested_bytes, o.facts.reserved_bytes),
+            (Some(1024), None)
+        );
+        assert!(cupy("RESOURCE_EXHAUSTED: Out of memory allocating 7406166528 bytes.").is_none());
+        let o = pinned_host("UserWarning: Using synchronous transfer as pinned memory (2147483648 bytes) could not be allocated. This generally occurs because of insufficient host memory.").expect("pinned");
+        assert_eq!(
+            (o.framework, o.format, o.memory),
+            (
+                Framework::Cupy,
+                "cupy-pinned",
+                super::super::MemoryKind::PinnedHost
+            )
+        );
+        assert_eq!(o.facts.requested_bytes, Some(2 << 30));
+    }
+
+    #[test]
+    fn ggml_vulkans_sentence_in_each_form() {
+        for (text, device) in [
+            ("ggml_vulkan: Device memory allocation of size 4199040000 failed.\nggml_gallocr_reserve_n: failed to allocate Vulkan1 buffer of size 4571325856", Some(1)),
+            ("Bug: Device memory allocation of size 4199040000 failed.", None),
+            ("ggml_vulkan: Memory allocation of size 4199040000 failed.", None),
+        ] {
+            let o = ggml_vulkan(text).expect(text);
+            assert_eq!((o.facts.requested_bytes, o.device_index), (Some(4_199_040_000), device), "{text}");
+        }
+        assert!(
+            ggml_vulkan("Memory allocation of size 4199040000 failed.").is_none(),
+            "an untagged host malloc is not Vulkan's"
         );
     }
 

@@ -87,6 +87,9 @@ pub enum Framework {
     /// PyTorch/XLA (torch_xla), on TPUs.
     #[serde(rename = "pytorch_xla")]
     PytorchXla,
+    /// AWS Neuron on Inferentia and Trainium: its runtime's device-memory failures (torch-neuronx,
+    /// transformers-neuronx, vLLM on Neuron).
+    Neuron,
     /// A GPU allocation failure in wording no rule knows ([`parse::fallback`]): the figures
     /// that are unambiguous, and no framework's meaning assumed.
     Unknown,
@@ -144,6 +147,7 @@ impl Framework {
             Framework::Hpu => "PyTorch (Intel Gaudi HPU)",
             Framework::Mlx => "MLX",
             Framework::PytorchXla => "PyTorch/XLA",
+            Framework::Neuron => "AWS Neuron",
             Framework::Unknown => "An unrecognised program",
         }
     }
@@ -221,6 +225,10 @@ pub struct Facts {
     /// and after each (TensorRT-LLM's executor: the model, the sampler, the KV cache…); the
     /// one that failed last, with no "after". Empty where the message has no such account.
     pub components: Vec<Component>,
+    /// What a limit enforcer counted against its limit (then `total_bytes`), where it gives only
+    /// that: HAMi-core's "Device N OOM A / L" in a container with a GPU memory limit, the use
+    /// with the request (not told apart), or its older monitor's "usage=U limit=L".
+    pub with_request_bytes: Option<u64>,
 }
 
 /// One component a start-up created (or failed to), and the free memory around it.

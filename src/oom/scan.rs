@@ -6,7 +6,7 @@
 //! (by a terminal, a logger or a comment box); the block is parsed as one. Only the current
 //! block and a few lines of context are kept, so the input can be hundreds of MB.
 
-use super::clean::{ansi_re, cut, has_escapes};
+use super::clean::{ansi_re, cut, has_escapes, is_plain, is_quiet, may_continue_a_trigger};
 pub use super::clean::{is_trigger, normalise, MAX_LINE};
 use super::parse::{parse_block, parse_text, tf_stat};
 use super::{Analysis, Framework};
@@ -56,10 +56,15 @@ impl LineSplitter {
             rest = &rest[1..];
         }
         self.after_cr = false;
-        while let Some(i) = rest.iter().position(|b| *b == b'\n' || *b == b'\r') {
-            self.take(&rest[..i], &mut f);
-            f(&String::from_utf8_lossy(&self.line));
-            self.line.clear();
+        while let Some(i) = memchr::memchr2(b'\n', b'\r', rest) {
+            if self.line.is_empty() && i <= MAX_LINE {
+                // A whole line in this chunk: read where it lies, without a copy.
+                f(&String::from_utf8_lossy(&rest[..i]));
+            } else {
+                self.take(&rest[..i], &mut f);
+                f(&String::from_utf8_lossy(&self.line));
+                self.line.clear();
+            }
             let cr = rest[i] == b'\r';
             rest = &rest[i + 1..];
             if cr {
@@ -176,6 +181,15 @@ pub struct Scanner {
     /// "memory utilization") across two lines.
     tail: String,
     junction: String,
+    /// The previous line was plain ([`is_plain`]) and held no trigger phrase: its tail alone
+    /// holds none either, so only a phrase split at the line break could join it to this line.
+    prev_plain: bool,
+    /// Every trigger line of the open block is a sentence quoting a failure inline
+    /// ([`is_prose_quote`]): what it finds is kept only if the quote carries figures.
+    quoted: bool,
+    /// The one-pass test for quiet lines is on (off only in a test that checks it changes
+    /// nothing).
+    quick: bool,
 }
 
 impl Default for Scanner {
@@ -194,6 +208,9 @@ impl Scanner {
             pending: 0,
             tail: String::new(),
             junction: String::new(),
+            prev_plain: false,
+            quoted: false,
+            quick: true,
         }
     }
 
@@ -229,9 +246,39 @@ impl Scanner {
         self.tail.push_str(raw[from..].trim_end());
     }
 
+    /// Whether a plain line ([`is_plain`]) outside a message holds nothing to act on: no trigger
+    /// phrase, none split between it and the line before, nothing TensorFlow's allocator notes.
+    /// What this passes is exactly what the full test below would pass (each part is a
+    /// superset of what it stands for); it costs one pass over the line.
+    fn is_quiet_line(&self, raw: &str, quiet: bool, prev_plain: bool) -> bool {
+        if !quiet || self.pending > 0 || !self.quick {
+            return false;
+        }
+        let b = raw.as_bytes();
+        let record = b.first() == Some(&b'[')
+            || (b.len() > 5 && b[..4].iter().all(u8::is_ascii_digit) && b[4] == b'-');
+        // As in `trigger_across`: nothing to join, or a record's first line.
+        if self.tail.is_empty() || raw.is_empty() || record {
+            return true;
+        }
+        // The line before had no phrase in its tail, and this one has none in its head: a
+        // phrase across them would continue at this line's start.
+        prev_plain && !may_continue_a_trigger(raw.trim_start())
+    }
+
     pub fn push_line(&mut self, raw: &str) {
         self.analysis.lines += 1;
         let raw = cut(raw);
+        // The common case, a plain line with nothing in it, in one pass: remembered as
+        // context. Anything else takes the full test below.
+        let plain = is_plain(raw);
+        let quiet = plain && is_quiet(raw);
+        let prev_plain = std::mem::replace(&mut self.prev_plain, quiet);
+        if self.is_quiet_line(raw, quiet, prev_plain) {
+            self.keep_tail(raw);
+            self.remember(raw);
+            return;
+        }
         // A colour or a hyperlink inside the message ("out of\x1b[1m memory") hides it from
         // the trigger: test the line without its escapes.
         let stripped;
@@ -248,11 +295,8 @@ impl Scanner {
         self.keep_tail(raw);
         let stat = raw.contains("Limit:") || raw.contains("InUse:");
         if !trigger && !stat && self.pending == 0 {
-            // The common case: remember the line as context, nothing else.
-            let slot = &mut self.before[self.next];
-            slot.clear();
-            slot.push_str(raw);
-            self.next = (self.next + 1) % BEFORE;
+            // Remember the line as context, nothing else.
+            self.remember(raw);
             return;
         }
         let line = normalise(raw);
@@ -283,8 +327,12 @@ impl Scanner {
             if self.pending > 0 && self.starts_new_message(&line) {
                 self.flush();
             }
+            let quote = super::clean::is_prose_quote(raw);
             if self.pending == 0 {
                 self.block = self.context();
+                self.quoted = quote;
+            } else {
+                self.quoted &= quote;
             }
             self.block.push(line);
             self.pending = BLOCK_LINES;
@@ -301,6 +349,14 @@ impl Scanner {
                 self.flush();
             }
         }
+    }
+
+    /// Keeps `raw` in the ring of context lines.
+    fn remember(&mut self, raw: &str) {
+        let slot = &mut self.before[self.next];
+        slot.clear();
+        slot.push_str(raw);
+        self.next = (self.next + 1) % BEFORE;
     }
 
     /// The remembered context lines, oldest first, normalised.
@@ -357,8 +413,17 @@ impl Scanner {
         // "failed to allocate CPU buffer" for the same buffer.
         // llama.cpp likewise: the backend's allocation line, then ggml-alloc's "failed to
         // allocate CUDA0 buffer" and the loader's error, for one buffer.
+        // Neuron's runtime likewise: its device layer's lines for one allocation
+        // (`dmem_alloc_internal`, `log_dev_mem`, `tensor_allocate`).
         let one_failure = (new.framework == Framework::Tensorrt
             && old.framework == Framework::Tensorrt)
+            || (new.framework == Framework::Neuron
+                && old.framework == Framework::Neuron
+                && new
+                    .facts
+                    .requested_bytes
+                    .zip(old.facts.requested_bytes)
+                    .is_none_or(|(a, b)| a == b))
             || (new.format == "ggml-cpu-buffer" && old.format == "ggml-cpu-buffer")
             || (new.framework == Framework::Ggml
                 && old.framework == Framework::Ggml
@@ -378,7 +443,8 @@ impl Scanner {
             return;
         }
         let block = std::mem::take(&mut self.block);
-        if let Some(mut oom) = parse_block(&block) {
+        let quoted = std::mem::take(&mut self.quoted);
+        if let Some(mut oom) = parse_block(&block).filter(|o| !quoted || has_figures(o)) {
             // A Stats block printed before its OOM line: one event, the stats' figures kept.
             if oom.framework == Framework::Tensorflow {
                 if let Some(stats) = self
@@ -456,6 +522,17 @@ impl Scanner {
         self.analysis.fill_group_device();
         self.analysis
     }
+}
+
+/// Whether a message read gives a figure of its own: a size, a count, a limit. A sentence that
+/// quotes a failure inline is a report of one only with them ([`is_prose_quote`]).
+fn has_figures(o: &super::Oom) -> bool {
+    o.facts.known() > 0
+        || o.facts.elements.is_some()
+        || !o.facts.implausible.is_empty()
+        || o.memory_limit_bytes.is_some()
+        || o.buffer_limit.is_some()
+        || o.kv_tokens.is_some()
 }
 
 /// Calls `f` with each line of `reader`, reading in fixed chunks: a line longer than
@@ -819,6 +896,72 @@ Including non-PyTorch memory, this process has 175.06 GiB memory in use.
             text.contains("logged 100 times (the last 64 read)"),
             "{text}"
         );
+    }
+
+    /// The one-pass test for quiet lines changes nothing: every corpus message, as pasted,
+    /// re-wrapped at many widths and buried in a log, reads the same with it and without it.
+    #[test]
+    fn the_quick_path_reads_every_corpus_message_the_same() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/oom");
+        let scan = |text: &str, quick: bool| {
+            let mut s = Scanner::new();
+            s.quick = quick;
+            for line in text.split('\n') {
+                s.push_line(line);
+            }
+            s.finish()
+        };
+        let mut files = 0;
+        for dir in [dir.clone(), dir.join("lookalikes")] {
+            for entry in std::fs::read_dir(&dir).expect("corpus") {
+                let path = entry.expect("entry").path();
+                if path.extension().and_then(|e| e.to_str()) != Some("txt") {
+                    continue;
+                }
+                let text = std::fs::read_to_string(&path).expect("text");
+                files += 1;
+                let log = format!(
+                    "{}{text}{}",
+                    "epoch 3 step 9 loss 0.1 memory allocated 2 GiB\n".repeat(20),
+                    "step 10 allocate the next batch\n".repeat(3)
+                );
+                let mut variants = vec![text.clone(), log];
+                for width in [20, 33, 47, 61, 80, 101, 140] {
+                    let wrapped: Vec<String> = text
+                        .lines()
+                        .map(|l| {
+                            textwrap::fill(l, textwrap::Options::new(width).break_words(false))
+                        })
+                        .collect();
+                    variants.push(wrapped.join("\n"));
+                }
+                for v in variants {
+                    assert_eq!(scan(&v, true), scan(&v, false), "{path:?}:\n{v}");
+                }
+            }
+        }
+        assert!(files > 200, "{files} files");
+    }
+
+    /// The rule for quotes in prose, both ways: a quoted message with its figures is read; a
+    /// quote naming the error is talk about one; the same words as a log line are a message.
+    #[test]
+    fn a_quote_in_prose_is_read_only_with_its_figures() {
+        let found = |t: &str| super::super::analyze(t).main().cloned();
+        let o = found("When trying to run llama-server it crashes with `ggml_vulkan: Device memory allocation of size 3959422976 failed.` with any model I try.").expect("read");
+        assert_eq!(o.facts.requested_bytes, Some(3_959_422_976));
+        for prose in [
+            "After training some epochs, it runs into `the CUDA out of memory` error.",
+            "the run died with `AcceleratorError: CUDA error: out of memory` inside the trainer",
+            "the first kernel launch raises the same \"out of memory\" with 7.3 GB of VRAM free",
+        ] {
+            assert_eq!(found(prose), None, "{prose:?}");
+        }
+        let o = found("AcceleratorError: CUDA error: out of memory").expect("a message");
+        assert_eq!(o.format, "cuda");
+        // A quote, then the message itself: the message is read.
+        let o = found("it fails with `CUDA error: out of memory` again:\nRuntimeError: CUDA error: out of memory").expect("read");
+        assert_eq!(o.format, "cuda");
     }
 
     #[test]

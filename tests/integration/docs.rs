@@ -944,6 +944,7 @@ fn the_schemas_name_every_value_the_code_can_print() {
         Framework::Hpu,
         Framework::Mlx,
         Framework::PytorchXla,
+        Framework::Neuron,
     ];
     for f in frameworks {
         match f {
@@ -974,7 +975,8 @@ fn the_schemas_name_every_value_the_code_can_print() {
             | Framework::Gcu
             | Framework::Hpu
             | Framework::Mlx
-            | Framework::PytorchXla => {}
+            | Framework::PytorchXla
+            | Framework::Neuron => {}
         }
     }
     let causes = [
@@ -997,6 +999,7 @@ fn the_schemas_name_every_value_the_code_can_print() {
         Cause::BufferCount,
         Cause::SpilledToSystemMemory,
         Cause::TpuOnChipMemory,
+        Cause::ZeroByteRequest,
     ];
     for c in causes {
         match c {
@@ -1018,7 +1021,8 @@ fn the_schemas_name_every_value_the_code_can_print() {
             | Cause::PinnedHostMemory
             | Cause::BufferCount
             | Cause::SpilledToSystemMemory
-            | Cause::TpuOnChipMemory => {}
+            | Cause::TpuOnChipMemory
+            | Cause::ZeroByteRequest => {}
         }
     }
     let process_kinds = [

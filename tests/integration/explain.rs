@@ -130,6 +130,7 @@ fn corpus_covers_every_family() {
         "npu",
         "mlx",
         "pytorch_xla",
+        "neuron",
     ] {
         assert!(frameworks.contains(f), "no corpus message for {f}");
     }
