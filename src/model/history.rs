@@ -316,8 +316,14 @@ impl History {
                 let taken = d.data_time(sample.timestamp).map_or(ms, unix_ms);
                 if h.points.back().is_none_or(|p| p.ms < taken) {
                     h.push(
-                        Point::new(taken, d.memory.used_bytes, d.utilization.gpu_percent)
-                            .with_peak(d.peak.map(|p| p.used_bytes)),
+                        // The GPU-held figure: NVML's used, or on a part that reports
+                        // none, its processes' sum (derived); never the host's use.
+                        Point::new(
+                            taken,
+                            super::unified::gpu_held_of(d),
+                            d.utilization.gpu_percent,
+                        )
+                        .with_peak(d.peak.map(|p| p.used_bytes)),
                     );
                 }
             }
@@ -554,6 +560,29 @@ mod tests {
         assert_eq!(p7.max(|p| p.gpu()), Some(100));
         h.track(&s2, &[(0, 8)]);
         assert!(h.process(0, 7).is_none(), "forgotten when no longer wanted");
+    }
+
+    #[test]
+    fn a_part_that_reports_no_memory_records_its_gpu_held_figure() {
+        use crate::model::unified::{MemoryMethod, SharedMemory};
+        let mut h = History::new(Duration::from_secs(60));
+        let mut s = sample(1, None, false);
+        s.devices[0].shared_memory = Some(SharedMemory {
+            method: MemoryMethod::ProcessSum,
+            gpu_held_bytes: Some(63 << 30),
+            system_total_bytes: Some(120 << 30),
+            system_available_bytes: Some(43 << 30),
+            headroom_bytes: Some(43 << 30),
+            pressure: None,
+            coherent_mode: None,
+            hbm_node: None,
+        });
+        h.record(&s);
+        // Not a gap, and not the system's 77 GiB in use: the processes' 63 GiB.
+        assert_eq!(
+            h.device(0).and_then(|d| d.points.back()).map(|p| p.used()),
+            Some(Some(63 << 30))
+        );
     }
 
     #[test]

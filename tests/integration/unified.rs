@@ -873,7 +873,8 @@ fn snapshot_the_dashboard_on_a_jetson_without_nvml() {
         "Jetson Orin (ga10b",
         "42°C",
         "31%",
-        "memory not reported: shared with the system",
+        // The gauge's figures: the system's memory, and no GPU figure invented for it.
+        "shared memory 61.4 GiB: GPU N/A · in use 15.4 GiB (host and GPU) · free 46.0 GiB",
         "GPU holds N/A",
         "46.0 GiB of 61.4 GiB",
         "GPU clock 1301 MHz, rail gating on (sysfs)",
@@ -1211,7 +1212,16 @@ fn demo_screen(machine: gpumon::collect::source::simulated::DemoMachine) -> Stri
 fn snapshot_the_dashboard_on_the_demo_machines() {
     use gpumon::collect::source::simulated::DemoMachine;
     let spark = demo_screen(DemoMachine::Spark);
-    for want in ["NVIDIA GB10", "GPU holds 63.0 GiB", "43.0 GiB of 120.0 GiB"] {
+    for want in [
+        "NVIDIA GB10",
+        "GPU holds 63.0 GiB",
+        "43.0 GiB of 120.0 GiB",
+        // The gauge: the system's 120 GiB, the processes' 63 GiB derived, the host's 14 GiB
+        // (77 GiB in use less the GPU's) apart from it; the chart of the GPU-held figure.
+        "shared memory 120.0 GiB: GPU 63.0 GiB (derived) · host 14.0 GiB · free 43.0 GiB",
+        "GPU-held memory (derived) over 10m",
+        "120 GiB│",
+    ] {
         assert!(spark.contains(want), "{want}:\n{spark}");
     }
     let gh200 = demo_screen(DemoMachine::Gh200);

@@ -65,8 +65,17 @@ pub fn peak_text(d: &Device, now: SystemTime) -> Option<String> {
     Some(format!("peak {} {ago} ago", fmt_bytes(p.used_bytes)))
 }
 
-/// "24.4 GiB / 79.6 GiB (31%)", or why there are no figures.
+/// "24.4 GiB / 79.6 GiB (31%)", the shared pool's figures in short where the GPU's memory
+/// is the system's, or why there are no figures.
 pub fn memory_figures(d: &Device) -> Span<'static> {
+    memory_figures_in(d, true)
+}
+
+/// [`memory_figures`], the shared pool's in full unless `short`.
+fn memory_figures_in(d: &Device, short: bool) -> Span<'static> {
+    if let Some(split) = crate::model::unified::shared_split(d) {
+        return crate::tui::shared::shared_figures(d, &split, short);
+    }
     let m = &d.memory;
     match (m.used_bytes, m.total_bytes, m.used_fraction()) {
         (Some(u), Some(t), Some(share)) => Span::styled(
@@ -198,7 +207,7 @@ pub fn title_line(d: &Device, now: SystemTime, width: u16) -> Line<'static> {
         ),
     ];
     let figures = |priority| Field {
-        span: memory_figures(d),
+        span: memory_figures_in(d, false),
         priority,
     };
     if let Some(e) = device_error(d, now) {
@@ -531,6 +540,10 @@ pub fn has_split(d: &Device) -> bool {
 /// then used-but-unattributed, driver reserved and free.
 pub fn draw_gauge(buf: &mut Buffer, area: Rect, d: &Device, app: &App, selected: Option<u32>) {
     let Some(b) = d.breakdown() else {
+        if let Some(split) = crate::model::unified::shared_split(d) {
+            draw_shared_gauge(buf, area, d, &split);
+            return;
+        }
         let why = d.error.as_deref().unwrap_or("memory N/A");
         buf.set_stringn(
             area.x,
@@ -591,6 +604,31 @@ pub fn draw_gauge(buf: &mut Buffer, area: Rect, d: &Device, app: &App, selected:
     draw_segments(buf, area, b.total, &segments, d.stale());
     draw_peak_mark(buf, area, d, b.total);
     crate::tui::shared::draw_limit_mark(buf, area, d, b.total);
+}
+
+/// The gauge of a part whose memory is the system's (GB10, a Jetson): the system's memory,
+/// split into what the GPU's processes hold (derived, in the charts' colour), what the rest of
+/// the system uses (the host's, never counted as the GPU's), what the container's limit keeps
+/// out of reach and what the system can still give. No peak mark: no peak is measured there.
+fn draw_shared_gauge(
+    buf: &mut Buffer,
+    area: Rect,
+    d: &Device,
+    split: &crate::model::unified::SharedSplit,
+) {
+    let segments = [
+        (split.gpu.unwrap_or(0), "█", theme::history()),
+        (split.host, "▓", theme::unattributed()),
+        (split.beyond_limit, "▒", theme::reserved()),
+        (split.free, "░", theme::free()),
+    ]
+    .map(|(bytes, symbol, style)| Segment {
+        bytes,
+        symbol,
+        style,
+    });
+    draw_segments(buf, area, split.total, &segments, d.stale());
+    crate::tui::shared::draw_limit_mark(buf, area, d, split.total);
 }
 
 /// A mark on the gauge where used memory reached between frames, when that was above the
@@ -749,6 +787,29 @@ fn time_labels(window: Duration) -> Vec<Line<'static>> {
     ]
 }
 
+/// What a history chart's memory series is: the GPU-held figure ([`History::record`]
+/// records [`crate::model::unified::gpu_held_of`]), said as derived where it is the
+/// processes' sum, and as unknown where there is no such figure now (a Jetson read without
+/// NVML lists no process).
+///
+/// [`History::record`]: crate::model::history::History::record
+fn history_subject(d: &Device) -> &'static str {
+    use crate::model::unified::{gpu_held_of, method_of, MemoryMethod};
+    match (method_of(d), gpu_held_of(d)) {
+        (Some(MemoryMethod::ProcessSum), Some(_)) => "GPU-held memory (derived)",
+        (Some(MemoryMethod::ProcessSum), None) => "GPU-held memory (N/A: no process figures)",
+        _ => "memory",
+    }
+}
+
+/// The top of a history chart's memory axis: the GPU's total, or the shared pool's where the
+/// GPU's memory is the system's.
+fn history_total(d: &Device) -> Option<u64> {
+    d.memory
+        .total_bytes
+        .or_else(|| crate::model::unified::shared_split(d).map(|s| s.total))
+}
+
 /// The history of `d` in `area` (at least [`MIN_CHART`] rows): a header with the window's
 /// peak (and the gauge's legend when an allocator split is shown), memory as an area on a
 /// 0–total GiB axis on the left, utilisation on a 0–100% axis on the right.
@@ -777,12 +838,13 @@ pub fn draw_history(
     let peak = hist.and_then(|h| h.peak_used());
     // The header says what it can in the room it has: the window, the peak, when, how long ago.
     let mut parts = vec![format!(
-        "{}memory over {}",
+        "{}{} over {}",
         if named {
             format!("[{}] ", d.index)
         } else {
             String::new()
         },
+        history_subject(d),
         humantime::format_duration(window)
     )];
     if let Some(p) = peak {
@@ -810,9 +872,7 @@ pub fn draw_history(
     };
 
     // Memory, in GiB from 0 to the GPU's total.
-    let total = d
-        .memory
-        .total_bytes
+    let total = history_total(d)
         .or(peak.map(|p| p.value))
         .unwrap_or(GIB)
         .max(1);
