@@ -810,6 +810,26 @@ fn history_total(d: &Device) -> Option<u64> {
         .or_else(|| crate::model::unified::shared_split(d).map(|s| s.total))
 }
 
+/// On the shared pool's chart ([`history_total`]), the most the GPU could hold at each time:
+/// what it held plus what the system could still give (the headroom), a line over the
+/// GPU-held area; the gap between them is the headroom, and the host's use taking memory
+/// brings the line down, never the area up. Empty elsewhere (a discrete or coherent GPU's
+/// chart is of its own memory), and where either figure is unknown.
+fn ceiling_series(d: &Device, app: &App, now: SystemTime, width: u16) -> Vec<Vec<(f64, f64)>> {
+    let Some(h) = app.history.device(d.index) else {
+        return Vec::new();
+    };
+    if crate::model::unified::shared_split(d).is_none() {
+        return Vec::new();
+    }
+    let window = app.history.window;
+    let points = (width as usize).saturating_sub(8) * 2;
+    let cols = h.columns(now, window, points.max(1), |p| {
+        Some(p.used()?.saturating_add(p.headroom()?))
+    });
+    segments(&cols, window, GIB as f64)
+}
+
 /// The history of `d` in `area` (at least [`MIN_CHART`] rows): a header with the window's
 /// peak (and the gauge's legend when an allocator split is shown), memory as an area on a
 /// 0–total GiB axis on the left, utilisation on a 0–100% axis on the right.
@@ -847,6 +867,10 @@ pub fn draw_history(
         history_subject(d),
         humantime::format_duration(window)
     )];
+    let ceiling = ceiling_series(d, app, now, mem.width);
+    if !ceiling.is_empty() {
+        parts.push(" · ⠤ + what the system can still give".to_owned());
+    }
     if let Some(p) = peak {
         let ago = now.duration_since(p.at).map(|d| d.as_secs()).unwrap_or(0);
         parts.push(format!(" · peak {}", fmt_bytes(p.value)));
@@ -894,6 +918,13 @@ pub fn draw_history(
                 .data(s)
         })
         .collect();
+    datasets.extend(ceiling.iter().map(|s| {
+        Dataset::default()
+            .marker(Marker::Braille)
+            .graph_type(GraphType::Line)
+            .style(theme::free())
+            .data(s)
+    }));
     let peak_point: Vec<(f64, f64)> = peak
         .and_then(|p| {
             let ago = now.duration_since(p.at).ok()?.as_secs_f64();
