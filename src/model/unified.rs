@@ -534,6 +534,39 @@ pub fn shared_split(d: &super::Device) -> Option<SharedSplit> {
     SharedSplit::of(d.shared_memory.as_ref()?)
 }
 
+/// The shared pool's split as the views say it, shared and derived so that nobody takes it
+/// for NVML's figure: "shared memory 120.0 GiB: GPU 63.0 GiB (derived) · host 14.0 GiB · free
+/// 43.0 GiB", or in `short` "GPU 63.0 GiB derived / 120.0 GiB shared". Without a GPU figure
+/// (a Jetson read without NVML) the GPU is N/A and what is in use is said as the host's and
+/// the GPU's together.
+pub fn split_text(split: &SharedSplit, short: bool) -> String {
+    use crate::units::fmt_bytes;
+    if short {
+        let gpu = split
+            .gpu
+            .map_or_else(|| "N/A".to_owned(), |g| format!("{} derived", fmt_bytes(g)));
+        return format!("GPU {gpu} / {} shared", fmt_bytes(split.total));
+    }
+    let gpu = split.gpu.map_or_else(
+        || "GPU N/A".to_owned(),
+        |g| format!("GPU {} (derived)", fmt_bytes(g)),
+    );
+    let host = match split.gpu {
+        Some(_) => format!("host {}", fmt_bytes(split.host)),
+        None => format!("in use {} (host and GPU)", fmt_bytes(split.host)),
+    };
+    let beyond = if split.beyond_limit > 0 {
+        format!(" · beyond the limit {}", fmt_bytes(split.beyond_limit))
+    } else {
+        String::new()
+    };
+    format!(
+        "shared memory {}: {gpu} · {host} · free {}{beyond}",
+        fmt_bytes(split.total),
+        fmt_bytes(split.free)
+    )
+}
+
 /// What the system says about its memory, read by `collect::unified` (all measured).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SystemFacts {
@@ -939,6 +972,26 @@ mod tests {
         unknown.system_available_bytes = Some(GIB);
         unknown.system_total_bytes = Some(0);
         assert_eq!(SharedSplit::of(&unknown), None);
+    }
+
+    #[test]
+    fn the_split_is_said_as_shared_and_derived() {
+        let split =
+            SharedSplit::of(&shared(Some(63 * GIB), 120 * GIB, 43 * GIB, 5 * GIB)).expect("split");
+        assert_eq!(
+            split_text(&split, false),
+            "shared memory 120.0 GiB: GPU 63.0 GiB (derived) · host 14.0 GiB · free 5.0 GiB · beyond the limit 38.0 GiB"
+        );
+        assert_eq!(
+            split_text(&split, true),
+            "GPU 63.0 GiB derived / 120.0 GiB shared"
+        );
+        let jetson = SharedSplit::of(&shared(None, 61 * GIB, 46 * GIB, 46 * GIB)).expect("split");
+        assert_eq!(
+            split_text(&jetson, false),
+            "shared memory 61.0 GiB: GPU N/A · in use 15.0 GiB (host and GPU) · free 46.0 GiB"
+        );
+        assert_eq!(split_text(&jetson, true), "GPU N/A / 61.0 GiB shared");
     }
 
     #[test]

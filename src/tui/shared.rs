@@ -11,7 +11,6 @@ use ratatui::text::{Line, Span};
 use super::theme;
 use crate::model::unified::SharedSplit;
 use crate::model::Device;
-use crate::units::fmt_bytes;
 
 /// "╏" at the container's hard limit on a gauge of `total` bytes; nothing without a limit or
 /// with one past the device's total.
@@ -69,42 +68,13 @@ pub fn notes_line(d: &Device, width: u16) -> Option<Line<'static>> {
     Some(Line::from(Span::styled(text, style)))
 }
 
-/// The figures of the shared pool's gauge ([`crate::model::unified::shared_split`]), said as
-/// shared and derived so that nobody takes them for NVML's: "shared memory 120.0 GiB: GPU
-/// 63.0 GiB (derived) · host 14.0 GiB · free 43.0 GiB", or in `short` "GPU 63.0 GiB derived /
-/// 120.0 GiB shared". Without a GPU figure (a Jetson read without NVML) the GPU is N/A and
-/// what is in use is said as the host's and the GPU's together. Coloured by how little the
-/// system can still give.
+/// The figures of the shared pool's gauge ([`crate::model::unified::split_text`]), coloured
+/// by how little the system can still give.
 pub fn shared_figures(d: &Device, split: &SharedSplit, short: bool) -> Span<'static> {
-    let gpu = split
-        .gpu
-        .map_or_else(|| "N/A".to_owned(), |g| format!("{} derived", fmt_bytes(g)));
-    let text = if short {
-        format!("GPU {gpu} / {} shared", fmt_bytes(split.total))
-    } else {
-        let gpu = split.gpu.map_or_else(
-            || "GPU N/A".to_owned(),
-            |g| format!("GPU {} (derived)", fmt_bytes(g)),
-        );
-        let host = match split.gpu {
-            Some(_) => format!("host {}", fmt_bytes(split.host)),
-            None => format!("in use {} (host and GPU)", fmt_bytes(split.host)),
-        };
-        let beyond = if split.beyond_limit > 0 {
-            format!(" · beyond the limit {}", fmt_bytes(split.beyond_limit))
-        } else {
-            String::new()
-        };
-        format!(
-            "shared memory {}: {gpu} · {host} · free {}{beyond}",
-            fmt_bytes(split.total),
-            fmt_bytes(split.free)
-        )
-    };
     let style = if d.stale() {
         theme::stale()
     } else {
         theme::level(1.0 - split.free as f64 / split.total.max(1) as f64)
     };
-    Span::styled(text, style)
+    Span::styled(crate::model::unified::split_text(split, short), style)
 }

@@ -346,10 +346,14 @@ fn device(out: &mut String, d: &Device, name_width: usize, paint: Paint, width: 
                 format!("{} {figures}", paint.level(share, &b)),
             )
         }
-        _ => Piece::plain(format!(
-            "memory {}",
-            d.field_errors.get("memory").map_or("N/A", String::as_str)
-        )),
+        // A part whose memory is the system's: the dashboard's gauge figures, in short.
+        _ => match crate::model::unified::shared_split(d) {
+            Some(split) => Piece::plain(crate::model::unified::split_text(&split, true)),
+            None => Piece::plain(format!(
+                "memory {}",
+                d.field_errors.get("memory").map_or("N/A", String::as_str)
+            )),
+        },
     };
     let reserved = m.reserved_bytes.filter(|r| *r > 0).map(|r| {
         let t = format!("(+{} reserved)", fmt_bytes(r));

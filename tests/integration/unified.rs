@@ -129,7 +129,10 @@ fn a_gb10_sums_its_processes_and_never_counts_the_hosts_use() {
     assert!(
         text.contains("GPU holds 42.0 GiB (derived: sum of its processes")
             && text.contains("the system can still give 60.0 GiB of 120.0 GiB")
-            && text.contains("memory pressure 3.2%"),
+            && text.contains("memory pressure 3.2%")
+            // The GPU's line gives the dashboard gauge's figures: the processes' sum of the
+            // system's memory, not N/A and not the 60 GiB in use.
+            && text.contains("| GPU 42.0 GiB derived / 120.0 GiB shared |"),
         "{text}"
     );
 }
