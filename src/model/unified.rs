@@ -526,9 +526,10 @@ impl SharedSplit {
 }
 
 /// The shared pool's split where the gauge draws it: a device with shared memory whose own
-/// memory NVML does not report (a coherent part's HBM is NVML's, and its gauge stays so).
+/// memory NVML does not report (a coherent part's HBM is NVML's, and its gauge stays so),
+/// and that has readings (a lost or failed device's gauge says why it has none).
 pub fn shared_split(d: &super::Device) -> Option<SharedSplit> {
-    if d.memory.total_bytes.is_some() {
+    if d.memory.total_bytes.is_some() || !d.has_readings() {
         return None;
     }
     SharedSplit::of(d.shared_memory.as_ref()?)
@@ -998,6 +999,11 @@ mod tests {
     fn only_a_part_without_its_own_memory_figures_gets_the_shared_gauge() {
         let mut d = device("NVIDIA GB10", None, &[Some(GIB)]);
         d.shared_memory = Some(shared(Some(GIB), 120 * GIB, 43 * GIB, 43 * GIB));
+        assert!(shared_split(&d).is_some());
+        // Failed: no readings to draw; stalled: its last ones, greyed by the view.
+        d.error = Some("GPU is lost".into());
+        assert_eq!(shared_split(&d), None);
+        d.stalled = true;
         assert!(shared_split(&d).is_some());
         // A GH200: NVML reports the HBM, and its gauge is NVML's.
         let mut d = device("NVIDIA GH200 480GB", Some(GIB), &[Some(GIB)]);
