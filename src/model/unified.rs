@@ -525,6 +525,21 @@ impl SharedSplit {
     }
 }
 
+impl SharedSplit {
+    /// The pool as a process's decomposition reads a device's memory
+    /// ([`super::breakdown::Breakdown::process`]): used is the GPU's part (derived), free what
+    /// the system can still give; the host's part and what lies beyond the limit are no
+    /// process's, so they stay outside every named part (unaccounted), never "other apps".
+    pub fn as_memory(&self) -> super::Memory {
+        super::Memory {
+            total_bytes: Some(self.total),
+            used_bytes: self.gpu,
+            free_bytes: Some(self.free),
+            reserved_bytes: None,
+        }
+    }
+}
+
 /// The shared pool's split where the gauge draws it: a device with shared memory whose own
 /// memory NVML does not report (a coherent part's HBM is NVML's, and its gauge stays so),
 /// and that has readings (a lost or failed device's gauge says why it has none).
@@ -973,6 +988,23 @@ mod tests {
         unknown.system_available_bytes = Some(GIB);
         unknown.system_total_bytes = Some(0);
         assert_eq!(SharedSplit::of(&unknown), None);
+    }
+
+    #[test]
+    fn a_process_on_the_shared_pool_sees_the_other_processes_not_the_host_as_other_apps() {
+        use crate::model::breakdown::{Breakdown, PartKind, ProcessMemory};
+        let split =
+            SharedSplit::of(&shared(Some(63 * GIB), 120 * GIB, 43 * GIB, 43 * GIB)).expect("split");
+        let this = ProcessMemory {
+            total: Some(60 * GIB),
+            ..Default::default()
+        };
+        let b = Breakdown::process(&split.as_memory(), this).expect("breakdown");
+        assert_eq!(b.get(PartKind::ThisProcess), Some(60 * GIB));
+        assert_eq!(b.get(PartKind::OtherApps), Some(3 * GIB));
+        assert_eq!(b.get(PartKind::Free), Some(43 * GIB));
+        // The host's 14 GiB: no process's.
+        assert_eq!(b.get(PartKind::Unaccounted), Some(14 * GIB));
     }
 
     #[test]
