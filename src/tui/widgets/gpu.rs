@@ -922,7 +922,11 @@ pub fn draw_history(
         Dataset::default()
             .marker(Marker::Braille)
             .graph_type(GraphType::Line)
-            .style(theme::free())
+            .style(if d.stale() {
+                theme::stale()
+            } else {
+                theme::free()
+            })
             .data(s)
     }));
     let peak_point: Vec<(f64, f64)> = peak
