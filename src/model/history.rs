@@ -43,6 +43,10 @@ pub struct Point {
     peak: MaybeBytes,
     /// Percent; NVML's 0–100 fits in a byte (anything larger is kept as 255).
     util: Option<u8>,
+    /// On shared memory, what the system could still give ([`crate::model::unified`]'s
+    /// headroom), in MiB: a chart's line needs no finer, and it fits in the padding, so the
+    /// point stays 32 bytes. `u32::MAX` is unknown (and a discrete GPU's).
+    headroom_mib: u32,
 }
 
 impl Point {
@@ -52,7 +56,23 @@ impl Point {
             used: MaybeBytes::new(used),
             peak: MaybeBytes::new(None),
             util: util.map(|u| u8::try_from(u).unwrap_or(u8::MAX)),
+            headroom_mib: u32::MAX,
         }
+    }
+
+    /// With the shared memory's headroom (bytes, kept in whole MiB).
+    pub fn with_headroom(mut self, headroom: Option<u64>) -> Self {
+        self.headroom_mib = headroom.map_or(u32::MAX, |h| {
+            u32::try_from(h >> 20)
+                .unwrap_or(u32::MAX - 1)
+                .min(u32::MAX - 1)
+        });
+        self
+    }
+
+    /// The headroom in bytes (to the MiB); `None` where unknown.
+    pub fn headroom(&self) -> Option<u64> {
+        (self.headroom_mib != u32::MAX).then(|| u64::from(self.headroom_mib) << 20)
     }
 
     /// With the highest used memory since the previous reading ([`crate::model::MemoryPeak`]).
@@ -316,8 +336,15 @@ impl History {
                 let taken = d.data_time(sample.timestamp).map_or(ms, unix_ms);
                 if h.points.back().is_none_or(|p| p.ms < taken) {
                     h.push(
-                        Point::new(taken, d.memory.used_bytes, d.utilization.gpu_percent)
-                            .with_peak(d.peak.map(|p| p.used_bytes)),
+                        // The GPU-held figure: NVML's used, or on a part that reports
+                        // none, its processes' sum (derived); never the host's use.
+                        Point::new(
+                            taken,
+                            super::unified::gpu_held_of(d),
+                            d.utilization.gpu_percent,
+                        )
+                        .with_peak(d.peak.map(|p| p.used_bytes))
+                        .with_headroom(d.shared_memory.as_ref().and_then(|s| s.headroom_bytes)),
                     );
                 }
             }
@@ -554,6 +581,44 @@ mod tests {
         assert_eq!(p7.max(|p| p.gpu()), Some(100));
         h.track(&s2, &[(0, 8)]);
         assert!(h.process(0, 7).is_none(), "forgotten when no longer wanted");
+    }
+
+    #[test]
+    fn a_part_that_reports_no_memory_records_its_gpu_held_figure() {
+        use crate::model::unified::{MemoryMethod, SharedMemory};
+        let mut h = History::new(Duration::from_secs(60));
+        let mut s = sample(1, None, false);
+        s.devices[0].shared_memory = Some(SharedMemory {
+            method: MemoryMethod::ProcessSum,
+            gpu_held_bytes: Some(63 << 30),
+            system_total_bytes: Some(120 << 30),
+            system_available_bytes: Some(43 << 30),
+            headroom_bytes: Some(43 << 30),
+            pressure: None,
+            coherent_mode: None,
+            hbm_node: None,
+        });
+        h.record(&s);
+        // Not a gap, and not the system's 77 GiB in use: the processes' 63 GiB; beside it
+        // what the system can still give.
+        let p = h.device(0).and_then(|d| d.points.back()).copied();
+        assert_eq!(
+            p.map(|p| (p.used(), p.headroom())),
+            Some((Some(63 << 30), Some(43 << 30)))
+        );
+        assert_eq!(Point::new(0, Some(1), None).headroom(), None);
+        assert_eq!(
+            Point::new(0, None, None)
+                .with_headroom(Some((1 << 20) + 5))
+                .headroom(),
+            Some(1 << 20)
+        );
+        assert_eq!(
+            Point::new(0, None, None)
+                .with_headroom(Some(u64::MAX))
+                .headroom(),
+            Some(u64::from(u32::MAX - 1) << 20)
+        );
     }
 
     #[test]

@@ -481,6 +481,108 @@ pub fn notes(d: &super::Device) -> Vec<String> {
     out
 }
 
+/// The shared pool of a part whose memory is the system's (NVML reports none for the device:
+/// GB10, a Jetson), split for the dashboard's gauge. The parts add up to `total` exactly.
+/// The GPU's part is its processes' sum and nothing else: the host's own use is `host`, never
+/// in `gpu` (the host's use rising leaves `gpu` as it was).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SharedSplit {
+    /// The system's memory, MemTotal: measured.
+    pub total: u64,
+    /// What the GPU's processes hold: their sum (derived), cut to `total`. `None` where there
+    /// is no such figure (a Jetson read without NVML lists no process): not invented.
+    pub gpu: Option<u64>,
+    /// In use by the rest of the system: MemTotal − MemAvailable − `gpu` (derived). Where
+    /// `gpu` is unknown, everything in use, the GPU's unknown share with it.
+    pub host: u64,
+    /// What the system can still give within this container's limit: the headroom.
+    pub free: u64,
+    /// What the system could still give but this container's GPU memory limit does not allow.
+    pub beyond_limit: u64,
+}
+
+impl SharedSplit {
+    /// The split of `s`: `None` without MemTotal or MemAvailable (nothing to split). Figures
+    /// that do not agree (processes holding more than the system has in use, a headroom past
+    /// MemAvailable) are cut to fit, the GPU's part last; the text views give the figures
+    /// themselves.
+    pub fn of(s: &SharedMemory) -> Option<SharedSplit> {
+        let total = s.system_total_bytes.filter(|t| *t > 0)?;
+        let available = s.system_available_bytes?.min(total);
+        let gpu = s.gpu_held_bytes.map(|g| g.min(total));
+        let in_use = total - available;
+        // At most `in_use`, so never past what the GPU leaves of the total.
+        let host = in_use.saturating_sub(gpu.unwrap_or(0));
+        let rest = total - gpu.unwrap_or(0) - host;
+        let free = s.headroom_bytes.unwrap_or(available).min(rest);
+        Some(SharedSplit {
+            total,
+            gpu,
+            host,
+            free,
+            beyond_limit: rest - free,
+        })
+    }
+}
+
+impl SharedSplit {
+    /// The pool as a process's decomposition reads a device's memory
+    /// ([`super::breakdown::Breakdown::process`]): used is the GPU's part (derived), free what
+    /// the system can still give; the host's part and what lies beyond the limit are no
+    /// process's, so they stay outside every named part (unaccounted), never "other apps".
+    pub fn as_memory(&self) -> super::Memory {
+        super::Memory {
+            total_bytes: Some(self.total),
+            used_bytes: self.gpu,
+            free_bytes: Some(self.free),
+            reserved_bytes: None,
+        }
+    }
+}
+
+/// The shared pool's split where the gauge draws it: a device with shared memory whose own
+/// memory NVML does not report (a coherent part's HBM is NVML's, and its gauge stays so),
+/// and that has readings (a lost or failed device's gauge says why it has none).
+pub fn shared_split(d: &super::Device) -> Option<SharedSplit> {
+    if d.memory.total_bytes.is_some() || !d.has_readings() {
+        return None;
+    }
+    SharedSplit::of(d.shared_memory.as_ref()?)
+}
+
+/// The shared pool's split as the views say it, shared and derived so that nobody takes it
+/// for NVML's figure: "shared memory 120.0 GiB: GPU 63.0 GiB (derived) · host 14.0 GiB · free
+/// 43.0 GiB", or in `short` "GPU 63.0 GiB derived / 120.0 GiB shared". Without a GPU figure
+/// (a Jetson read without NVML) the GPU is N/A and what is in use is said as the host's and
+/// the GPU's together.
+pub fn split_text(split: &SharedSplit, short: bool) -> String {
+    use crate::units::fmt_bytes;
+    if short {
+        let gpu = split
+            .gpu
+            .map_or_else(|| "N/A".to_owned(), |g| format!("{} derived", fmt_bytes(g)));
+        return format!("GPU {gpu} / {} shared", fmt_bytes(split.total));
+    }
+    let gpu = split.gpu.map_or_else(
+        || "GPU N/A".to_owned(),
+        |g| format!("GPU {} (derived)", fmt_bytes(g)),
+    );
+    let host = match split.gpu {
+        Some(_) => format!("host {}", fmt_bytes(split.host)),
+        None => format!("in use {} (host and GPU)", fmt_bytes(split.host)),
+    };
+    let beyond = if split.beyond_limit > 0 {
+        format!(" · beyond the limit {}", fmt_bytes(split.beyond_limit))
+    } else {
+        String::new()
+    };
+    format!(
+        "shared memory {}: {gpu} · {host} · free {}{beyond}",
+        fmt_bytes(split.total),
+        fmt_bytes(split.free)
+    )
+}
+
 /// What the system says about its memory, read by `collect::unified` (all measured).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SystemFacts {
@@ -838,6 +940,111 @@ mod tests {
         assert_eq!(binding_limit(&d), Some(8 * GIB));
     }
 
+    fn shared(gpu: Option<u64>, total: u64, available: u64, headroom: u64) -> SharedMemory {
+        SharedMemory {
+            method: MemoryMethod::ProcessSum,
+            gpu_held_bytes: gpu,
+            system_total_bytes: Some(total),
+            system_available_bytes: Some(available),
+            headroom_bytes: Some(headroom),
+            pressure: None,
+            coherent_mode: None,
+            hbm_node: None,
+        }
+    }
+
+    #[test]
+    fn the_shared_gauge_splits_the_pool_into_gpu_host_and_free() {
+        // The Spark demo: 120 GiB, 43 GiB available, the processes hold 63 GiB.
+        let s = shared(Some(63 * GIB), 120 * GIB, 43 * GIB, 43 * GIB);
+        let split = SharedSplit::of(&s).expect("split");
+        assert_eq!(
+            (split.gpu, split.host, split.free, split.beyond_limit),
+            (Some(63 * GIB), 14 * GIB, 43 * GIB, 0)
+        );
+        // A container's limit leaves 5 GiB of the 43: the other 38 are beyond it.
+        let split =
+            SharedSplit::of(&shared(Some(63 * GIB), 120 * GIB, 43 * GIB, 5 * GIB)).expect("split");
+        assert_eq!((split.free, split.beyond_limit), (5 * GIB, 38 * GIB));
+        // A Jetson without NVML: no GPU figure, so everything in use is the host's and the
+        // GPU's together, and none of it is drawn as the GPU's.
+        let split = SharedSplit::of(&shared(None, 61 * GIB, 46 * GIB, 46 * GIB)).expect("split");
+        assert_eq!(
+            (split.gpu, split.host, split.free),
+            (None, 15 * GIB, 46 * GIB)
+        );
+        // Figures that disagree (the processes hold more than is in use) fit the total, and
+        // the GPU's part stays its figure.
+        let split = SharedSplit::of(&shared(Some(100 * GIB), 120 * GIB, 43 * GIB, 43 * GIB))
+            .expect("split");
+        assert_eq!(
+            (split.gpu, split.host, split.free),
+            (Some(100 * GIB), 0, 20 * GIB)
+        );
+        // Nothing to split without the system's figures.
+        let mut unknown = shared(Some(GIB), 120 * GIB, 43 * GIB, 43 * GIB);
+        unknown.system_available_bytes = None;
+        assert_eq!(SharedSplit::of(&unknown), None);
+        unknown.system_available_bytes = Some(GIB);
+        unknown.system_total_bytes = Some(0);
+        assert_eq!(SharedSplit::of(&unknown), None);
+    }
+
+    #[test]
+    fn a_process_on_the_shared_pool_sees_the_other_processes_not_the_host_as_other_apps() {
+        use crate::model::breakdown::{Breakdown, PartKind, ProcessMemory};
+        let split =
+            SharedSplit::of(&shared(Some(63 * GIB), 120 * GIB, 43 * GIB, 43 * GIB)).expect("split");
+        let this = ProcessMemory {
+            total: Some(60 * GIB),
+            ..Default::default()
+        };
+        let b = Breakdown::process(&split.as_memory(), this).expect("breakdown");
+        assert_eq!(b.get(PartKind::ThisProcess), Some(60 * GIB));
+        assert_eq!(b.get(PartKind::OtherApps), Some(3 * GIB));
+        assert_eq!(b.get(PartKind::Free), Some(43 * GIB));
+        // The host's 14 GiB: no process's.
+        assert_eq!(b.get(PartKind::Unaccounted), Some(14 * GIB));
+    }
+
+    #[test]
+    fn the_split_is_said_as_shared_and_derived() {
+        let split =
+            SharedSplit::of(&shared(Some(63 * GIB), 120 * GIB, 43 * GIB, 5 * GIB)).expect("split");
+        assert_eq!(
+            split_text(&split, false),
+            "shared memory 120.0 GiB: GPU 63.0 GiB (derived) · host 14.0 GiB · free 5.0 GiB · beyond the limit 38.0 GiB"
+        );
+        assert_eq!(
+            split_text(&split, true),
+            "GPU 63.0 GiB derived / 120.0 GiB shared"
+        );
+        let jetson = SharedSplit::of(&shared(None, 61 * GIB, 46 * GIB, 46 * GIB)).expect("split");
+        assert_eq!(
+            split_text(&jetson, false),
+            "shared memory 61.0 GiB: GPU N/A · in use 15.0 GiB (host and GPU) · free 46.0 GiB"
+        );
+        assert_eq!(split_text(&jetson, true), "GPU N/A / 61.0 GiB shared");
+    }
+
+    #[test]
+    fn only_a_part_without_its_own_memory_figures_gets_the_shared_gauge() {
+        let mut d = device("NVIDIA GB10", None, &[Some(GIB)]);
+        d.shared_memory = Some(shared(Some(GIB), 120 * GIB, 43 * GIB, 43 * GIB));
+        assert!(shared_split(&d).is_some());
+        // Failed: no readings to draw; stalled: its last ones, greyed by the view.
+        d.error = Some("GPU is lost".into());
+        assert_eq!(shared_split(&d), None);
+        d.stalled = true;
+        assert!(shared_split(&d).is_some());
+        // A GH200: NVML reports the HBM, and its gauge is NVML's.
+        let mut d = device("NVIDIA GH200 480GB", Some(GIB), &[Some(GIB)]);
+        d.shared_memory = Some(shared(Some(GIB), 576 * GIB, 400 * GIB, 400 * GIB));
+        assert_eq!(shared_split(&d), None);
+        let d = device("NVIDIA A100-SXM4-40GB", None, &[Some(GIB)]);
+        assert_eq!(shared_split(&d), None);
+    }
+
     proptest! {
         /// On any machine, no GPU figure counts memory the host uses for itself: the host's
         /// own use (MemTotal − MemAvailable, the common fallback) moves, the GPU-held figure
@@ -887,6 +1094,34 @@ mod tests {
             prop_assert!(a.headroom_bytes.is_some_and(|h| h <= available));
             if let Some(h) = hard {
                 prop_assert!(a.headroom_bytes.is_some_and(|x| x <= h.saturating_sub(used)));
+            }
+        }
+
+        /// The shared gauge's GPU part is the processes' figure alone: the host's own use
+        /// rising moves the host's part and the free part, never the GPU's; the parts add up
+        /// to the total.
+        #[test]
+        fn no_gpu_segment_counts_the_hosts_own_use(
+            total in 1u64..(1 << 45),
+            host_a in 0u64..(1 << 45),
+            more in 0u64..(1 << 45),
+            gpu in proptest::option::of(0u64..(1 << 45)),
+            room in proptest::option::of(0u64..(1 << 45)),
+        ) {
+            let split = |host_use: u64| {
+                let available = total.saturating_sub(gpu.unwrap_or(0)).saturating_sub(host_use);
+                let headroom = room.map_or(available, |r| r.min(available));
+                SharedSplit::of(&shared(gpu, total, available, headroom)).expect("split")
+            };
+            let (a, b) = (split(host_a), split(host_a.saturating_add(more)));
+            prop_assert_eq!(a.gpu, b.gpu);
+            prop_assert_eq!(a.gpu, gpu.map(|g| g.min(total)));
+            prop_assert!(b.host >= a.host);
+            for s in [a, b] {
+                prop_assert_eq!(
+                    s.gpu.unwrap_or(0) + s.host + s.free + s.beyond_limit,
+                    s.total
+                );
             }
         }
     }

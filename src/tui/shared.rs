@@ -1,13 +1,15 @@
 //! The dashboard's part of shared memory and container limits ([`crate::model::unified`]):
-//! a mark on the GPU's gauge where this container's limit falls, and the line under the gauge
-//! that says "this container: 7.2 of 8.0 GiB" and, on unified or coherent parts, what is
-//! measured and what is derived.
+//! a mark on the GPU's gauge where this container's limit falls, the figures of the shared
+//! pool's gauge on a part whose memory is the system's, and the line under the gauge that
+//! says "this container: 7.2 of 8.0 GiB" and, on unified or coherent parts, what is measured
+//! and what is derived.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
 use super::theme;
+use crate::model::unified::SharedSplit;
 use crate::model::Device;
 
 /// "╏" at the container's hard limit on a gauge of `total` bytes; nothing without a limit or
@@ -64,4 +66,15 @@ pub fn notes_line(d: &Device, width: u16) -> Option<Line<'static>> {
         theme::warning()
     };
     Some(Line::from(Span::styled(text, style)))
+}
+
+/// The figures of the shared pool's gauge ([`crate::model::unified::split_text`]), coloured
+/// by how little the system can still give.
+pub fn shared_figures(d: &Device, split: &SharedSplit, short: bool) -> Span<'static> {
+    let style = if d.stale() {
+        theme::stale()
+    } else {
+        theme::level(1.0 - split.free as f64 / split.total.max(1) as f64)
+    };
+    Span::styled(crate::model::unified::split_text(split, short), style)
 }

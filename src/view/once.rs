@@ -441,13 +441,17 @@ impl<'a> Pieces<'a> {
                     format!("{} {figures}", self.paint.level(share, &b)),
                 )
             }
-            _ => Piece::plain(format!(
-                "memory {}",
-                self.d
-                    .field_errors
-                    .get("memory")
-                    .map_or("N/A", String::as_str)
-            )),
+            // A part whose memory is the system's: the dashboard's gauge figures, in short.
+            _ => match crate::model::unified::shared_split(self.d) {
+                Some(split) => Piece::plain(crate::model::unified::split_text(&split, true)),
+                None => Piece::plain(format!(
+                    "memory {}",
+                    self.d
+                        .field_errors
+                        .get("memory")
+                        .map_or("N/A", String::as_str)
+                )),
+            },
         }
     }
 

@@ -129,7 +129,10 @@ fn a_gb10_sums_its_processes_and_never_counts_the_hosts_use() {
     assert!(
         text.contains("GPU holds 42.0 GiB (derived: sum of its processes")
             && text.contains("the system can still give 60.0 GiB of 120.0 GiB")
-            && text.contains("memory pressure 3.2%"),
+            && text.contains("memory pressure 3.2%")
+            // The GPU's line gives the dashboard gauge's figures: the processes' sum of the
+            // system's memory, not N/A and not the 60 GiB in use.
+            && text.contains("| GPU 42.0 GiB derived / 120.0 GiB shared |"),
         "{text}"
     );
 }
@@ -449,6 +452,83 @@ fn snapshot_the_dashboard_marks_the_containers_limit() {
     // The mark at 8 of 80 GiB: a tenth of the gauge's width.
     assert!(text.contains('╏'), "{text}");
     insta::assert_snapshot!(terminal.backend());
+}
+
+/// A GB10 in a container with a GPU memory limit of 70 GiB (66 GiB used of it): the shared
+/// pool's gauge draws the GPU's 66 GiB, the host's 10 GiB, the 4 GiB the limit still allows as
+/// free and the rest of MemAvailable beyond the limit; the limit is marked; and as the host's
+/// own use grows, the GPU's part of the bar stays as wide.
+#[test]
+fn the_shared_gauge_keeps_the_gpus_part_whatever_the_host_uses() {
+    use gpumon::model::unified::{MemoryMethod, SharedMemory};
+    let frame = |available: u64| {
+        let mut p = Process::from_nvml(5101, ProcessKind::Compute, Some(66 * GIB));
+        p.user = Some("ana".into());
+        let limit = GpuLimit {
+            cgroup: "/kubepods/pod-ana/c1".into(),
+            source: LimitSource::Nvml,
+            hard_bytes: Some(70 * GIB),
+            soft_bytes: None,
+            used_bytes: Some(66 * GIB),
+        };
+        let device = Device {
+            index: 0,
+            name: Some("NVIDIA GB10".into()),
+            processes: vec![p],
+            shared_memory: Some(SharedMemory {
+                method: MemoryMethod::ProcessSum,
+                gpu_held_bytes: Some(66 * GIB),
+                system_total_bytes: Some(120 * GIB),
+                system_available_bytes: Some(available),
+                headroom_bytes: Some(available.min(4 * GIB)),
+                pressure: None,
+                coherent_mode: None,
+                hbm_node: None,
+            }),
+            container_limit: Some(limit),
+            ..Device::default()
+        };
+        let mut terminal = Terminal::new(TestBackend::new(120, 20)).expect("terminal");
+        let mut app = App::new(&crate::common::dashboard_settings(
+            Duration::from_secs(1),
+            Duration::from_secs(600),
+        ));
+        let sample = Arc::new(Sample {
+            timestamp: SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000),
+            hostname: Some("spark".into()),
+            source: "nvml",
+            driver_version: None,
+            cuda_version: None,
+            devices: vec![device],
+            error: None,
+            host: None,
+        });
+        render_once(&mut terminal, &mut app, sample).expect("draw");
+        terminal.backend().to_string()
+    };
+    let bar = |text: &str| -> String {
+        text.lines()
+            .find(|l| l.contains('█'))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let count = |line: &str, c: char| line.chars().filter(|x| *x == c).count();
+    // 120 GiB: 44 available, so 76 in use: the GPU's 66 and the host's 10.
+    let a = frame(44 * GIB);
+    assert!(
+        a.contains("shared memory 120.0 GiB: GPU 66.0 GiB (derived) · host 10.0 GiB · free 4.0 GiB · beyond the limit 40.0 GiB"),
+        "{a}"
+    );
+    let bar_a = bar(&a);
+    // 66 of 120 GiB of 120 cells; the limit's mark at 70 GiB.
+    assert_eq!(count(&bar_a, '█'), 66, "{bar_a}");
+    assert!(bar_a.contains('╏'), "{bar_a}");
+    // The host takes 30 GiB more: its part grows, the GPU's does not.
+    let b = frame(14 * GIB);
+    let bar_b = bar(&b);
+    assert!(b.contains("GPU 66.0 GiB (derived) · host 40.0 GiB"), "{b}");
+    assert_eq!(count(&bar_b, '█'), 66, "{bar_b}");
+    assert!(count(&bar_b, '▓') > count(&bar_a, '▓'), "{bar_a}\n{bar_b}");
 }
 
 /// A simulated GPU is never shown beside this machine's memory: the simulated source reads
@@ -873,7 +953,8 @@ fn snapshot_the_dashboard_on_a_jetson_without_nvml() {
         "Jetson Orin (ga10b",
         "42°C",
         "31%",
-        "memory not reported: shared with the system",
+        // The gauge's figures: the system's memory, and no GPU figure invented for it.
+        "shared memory 61.4 GiB: GPU N/A · in use 15.4 GiB (host and GPU) · free 46.0 GiB",
         "GPU holds N/A",
         "46.0 GiB of 61.4 GiB",
         "GPU clock 1301 MHz, rail gating on (sysfs)",
@@ -1211,7 +1292,16 @@ fn demo_screen(machine: gpumon::collect::source::simulated::DemoMachine) -> Stri
 fn snapshot_the_dashboard_on_the_demo_machines() {
     use gpumon::collect::source::simulated::DemoMachine;
     let spark = demo_screen(DemoMachine::Spark);
-    for want in ["NVIDIA GB10", "GPU holds 63.0 GiB", "43.0 GiB of 120.0 GiB"] {
+    for want in [
+        "NVIDIA GB10",
+        "GPU holds 63.0 GiB",
+        "43.0 GiB of 120.0 GiB",
+        // The gauge: the system's 120 GiB, the processes' 63 GiB derived, the host's 14 GiB
+        // (77 GiB in use less the GPU's) apart from it; the chart of the GPU-held figure.
+        "shared memory 120.0 GiB: GPU 63.0 GiB (derived) · host 14.0 GiB · free 43.0 GiB",
+        "GPU-held memory (derived) over 10m",
+        "120 GiB│",
+    ] {
         assert!(spark.contains(want), "{want}:\n{spark}");
     }
     let gh200 = demo_screen(DemoMachine::Gh200);

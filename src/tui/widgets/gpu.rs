@@ -65,8 +65,17 @@ pub fn peak_text(d: &Device, now: SystemTime) -> Option<String> {
     Some(format!("peak {} {ago} ago", fmt_bytes(p.used_bytes)))
 }
 
-/// "24.4 GiB / 79.6 GiB (31%)", or why there are no figures.
+/// "24.4 GiB / 79.6 GiB (31%)", the shared pool's figures in short where the GPU's memory
+/// is the system's, or why there are no figures.
 pub fn memory_figures(d: &Device) -> Span<'static> {
+    memory_figures_in(d, true)
+}
+
+/// [`memory_figures`], the shared pool's in full unless `short`.
+fn memory_figures_in(d: &Device, short: bool) -> Span<'static> {
+    if let Some(split) = crate::model::unified::shared_split(d) {
+        return crate::tui::shared::shared_figures(d, &split, short);
+    }
     let m = &d.memory;
     match (m.used_bytes, m.total_bytes, m.used_fraction()) {
         (Some(u), Some(t), Some(share)) => Span::styled(
@@ -198,7 +207,7 @@ pub fn title_line(d: &Device, now: SystemTime, width: u16) -> Line<'static> {
         ),
     ];
     let figures = |priority| Field {
-        span: memory_figures(d),
+        span: memory_figures_in(d, false),
         priority,
     };
     if let Some(e) = device_error(d, now) {
@@ -531,6 +540,10 @@ pub fn has_split(d: &Device) -> bool {
 /// then used-but-unattributed, driver reserved and free.
 pub fn draw_gauge(buf: &mut Buffer, area: Rect, d: &Device, app: &App, selected: Option<u32>) {
     let Some(b) = d.breakdown() else {
+        if let Some(split) = crate::model::unified::shared_split(d) {
+            draw_shared_gauge(buf, area, d, &split);
+            return;
+        }
         let why = d.error.as_deref().unwrap_or("memory N/A");
         buf.set_stringn(
             area.x,
@@ -591,6 +604,31 @@ pub fn draw_gauge(buf: &mut Buffer, area: Rect, d: &Device, app: &App, selected:
     draw_segments(buf, area, b.total, &segments, d.stale());
     draw_peak_mark(buf, area, d, b.total);
     crate::tui::shared::draw_limit_mark(buf, area, d, b.total);
+}
+
+/// The gauge of a part whose memory is the system's (GB10, a Jetson): the system's memory,
+/// split into what the GPU's processes hold (derived, in the charts' colour), what the rest of
+/// the system uses (the host's, never counted as the GPU's), what the container's limit keeps
+/// out of reach and what the system can still give. No peak mark: no peak is measured there.
+fn draw_shared_gauge(
+    buf: &mut Buffer,
+    area: Rect,
+    d: &Device,
+    split: &crate::model::unified::SharedSplit,
+) {
+    let segments = [
+        (split.gpu.unwrap_or(0), "█", theme::history()),
+        (split.host, "▓", theme::unattributed()),
+        (split.beyond_limit, "▒", theme::reserved()),
+        (split.free, "░", theme::free()),
+    ]
+    .map(|(bytes, symbol, style)| Segment {
+        bytes,
+        symbol,
+        style,
+    });
+    draw_segments(buf, area, split.total, &segments, d.stale());
+    crate::tui::shared::draw_limit_mark(buf, area, d, split.total);
 }
 
 /// A mark on the gauge where used memory reached between frames, when that was above the
@@ -749,6 +787,49 @@ fn time_labels(window: Duration) -> Vec<Line<'static>> {
     ]
 }
 
+/// What a history chart's memory series is: the GPU-held figure ([`History::record`]
+/// records [`crate::model::unified::gpu_held_of`]), said as derived where it is the
+/// processes' sum, and as unknown where there is no such figure now (a Jetson read without
+/// NVML lists no process).
+///
+/// [`History::record`]: crate::model::history::History::record
+fn history_subject(d: &Device) -> &'static str {
+    use crate::model::unified::{gpu_held_of, method_of, MemoryMethod};
+    match (method_of(d), gpu_held_of(d)) {
+        (Some(MemoryMethod::ProcessSum), Some(_)) => "GPU-held memory (derived)",
+        (Some(MemoryMethod::ProcessSum), None) => "GPU-held memory (N/A: no process figures)",
+        _ => "memory",
+    }
+}
+
+/// The top of a history chart's memory axis: the GPU's total, or the shared pool's where the
+/// GPU's memory is the system's.
+fn history_total(d: &Device) -> Option<u64> {
+    d.memory
+        .total_bytes
+        .or_else(|| crate::model::unified::shared_split(d).map(|s| s.total))
+}
+
+/// On the shared pool's chart ([`history_total`]), the most the GPU could hold at each time:
+/// what it held plus what the system could still give (the headroom), a line over the
+/// GPU-held area; the gap between them is the headroom, and the host's use taking memory
+/// brings the line down, never the area up. Empty elsewhere (a discrete or coherent GPU's
+/// chart is of its own memory), and where either figure is unknown.
+fn ceiling_series(d: &Device, app: &App, now: SystemTime, width: u16) -> Vec<Vec<(f64, f64)>> {
+    let Some(h) = app.history.device(d.index) else {
+        return Vec::new();
+    };
+    if crate::model::unified::shared_split(d).is_none() {
+        return Vec::new();
+    }
+    let window = app.history.window;
+    let points = (width as usize).saturating_sub(8) * 2;
+    let cols = h.columns(now, window, points.max(1), |p| {
+        Some(p.used()?.saturating_add(p.headroom()?))
+    });
+    segments(&cols, window, GIB as f64)
+}
+
 /// The history of `d` in `area` (at least [`MIN_CHART`] rows): a header with the window's
 /// peak (and the gauge's legend when an allocator split is shown), memory as an area on a
 /// 0–total GiB axis on the left, utilisation on a 0–100% axis on the right.
@@ -779,11 +860,24 @@ pub fn draw_history(
     );
     // Header: what the chart shows and its peak; the gauge's legend on the right.
     let peak = chart.hist.and_then(|h| h.peak_used());
-    let header = history_header(d.index, named, peak, chart.window, now, mem_w as usize);
+    let ceiling = ceiling_series(d, app, now, mem.width);
+    let title = if named {
+        format!("[{}] {}", d.index, history_subject(d))
+    } else {
+        history_subject(d).to_owned()
+    };
+    let header = history_header(
+        &title,
+        !ceiling.is_empty(),
+        peak,
+        chart.window,
+        now,
+        mem_w as usize,
+    );
     buf.set_stringn(area.x, area.y, &header, mem_w as usize, theme::dim());
     let legend = legend(has_split(d), util.width);
     buf.set_stringn(util.x, area.y, legend, util.width as usize, theme::dim());
-    chart.draw_memory(buf, mem, peak);
+    chart.draw_memory(buf, mem, peak, &ceiling);
     if util.width >= 12 {
         chart.draw_util(buf, util);
     }
@@ -797,24 +891,23 @@ struct HistoryChart<'a> {
     now: SystemTime,
 }
 
-/// The header says what it can in `width`: the window, the peak, when, how long ago.
+/// The header says what it can in `width`: what the chart shows (`title`) over the window, the
+/// key of the shared pool's ceiling line (`ceiling`), the peak, when, how long ago.
 fn history_header(
-    index: u32,
-    named: bool,
+    title: &str,
+    ceiling: bool,
     peak: Option<Peak>,
     window: Duration,
     now: SystemTime,
     width: usize,
 ) -> String {
     let mut parts = vec![format!(
-        "{}memory over {}",
-        if named {
-            format!("[{index}] ")
-        } else {
-            String::new()
-        },
+        "{title} over {}",
         humantime::format_duration(window)
     )];
+    if ceiling {
+        parts.push(" · ⠤ + what the system can still give".to_owned());
+    }
     if let Some(p) = peak {
         let ago = now.duration_since(p.at).map(|d| d.as_secs()).unwrap_or(0);
         parts.push(format!(" · peak {}", fmt_bytes(p.value)));
@@ -868,12 +961,16 @@ impl HistoryChart<'_> {
         }
     }
 
-    /// Memory, in GiB from 0 to the GPU's total, with the window's peak as a dot.
-    fn draw_memory(&self, buf: &mut Buffer, mem: Rect, peak: Option<Peak>) {
-        let total = self
-            .d
-            .memory
-            .total_bytes
+    /// Memory, in GiB from 0 to the GPU's total (the shared pool's on a part whose memory is
+    /// the system's, with its `ceiling` line), with the window's peak as a dot.
+    fn draw_memory(
+        &self,
+        buf: &mut Buffer,
+        mem: Rect,
+        peak: Option<Peak>,
+        ceiling: &[Vec<(f64, f64)>],
+    ) {
+        let total = history_total(self.d)
             .or(peak.map(|p| p.value))
             .unwrap_or(GIB)
             .max(1);
@@ -896,6 +993,14 @@ impl HistoryChart<'_> {
                     .data(s)
             })
             .collect();
+        let ceiling_style = self.style(theme::free());
+        datasets.extend(ceiling.iter().map(|s| {
+            Dataset::default()
+                .marker(Marker::Braille)
+                .graph_type(GraphType::Line)
+                .style(ceiling_style)
+                .data(s)
+        }));
         let peak_point: Vec<(f64, f64)> = peak_point(peak, self.now, self.window)
             .into_iter()
             .collect();
@@ -972,7 +1077,7 @@ mod tests {
         });
         let window = Duration::from_secs(300);
         let now = at(T0 + 90);
-        let full = history_header(2, true, peak, window, now, 200);
+        let full = history_header("[2] memory", false, peak, window, now, 200);
         assert_eq!(
             full,
             format!(
@@ -981,19 +1086,36 @@ mod tests {
                 fmt_age(90)
             )
         );
-        let cut = history_header(2, true, peak, window, now, full.chars().count() - 1);
+        let cut = history_header(
+            "[2] memory",
+            false,
+            peak,
+            window,
+            now,
+            full.chars().count() - 1,
+        );
         assert_eq!(
             cut,
             format!("[2] memory over 5m · peak 3.0 GiB at {}", clock(at(T0)))
         );
         // The first part stays whatever the width; unnamed, no index.
         assert_eq!(
-            history_header(2, false, peak, window, now, 3),
+            history_header("memory", false, peak, window, now, 3),
             "memory over 5m"
         );
         assert_eq!(
-            history_header(2, false, None, window, now, 200),
+            history_header("memory", false, None, window, now, 200),
             "memory over 5m"
+        );
+        // A shared pool's chart keys its ceiling line before the peak, and drops it first.
+        let shared = history_header("GPU-held memory (derived)", true, None, window, now, 200);
+        assert_eq!(
+            shared,
+            "GPU-held memory (derived) over 5m · ⠤ + what the system can still give"
+        );
+        assert_eq!(
+            history_header("GPU-held memory (derived)", true, None, window, now, 40),
+            "GPU-held memory (derived) over 5m"
         );
     }
 

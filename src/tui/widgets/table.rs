@@ -42,7 +42,9 @@ pub fn draw_selection(buf: &mut Buffer, area: Rect, app: &App, sample: &Sample) 
         .unwrap_or_else(theme::other_processes);
     buf.set_stringn(area.x, area.y, &head, area.width as usize, colour);
     let x = area.x + head.chars().count() as u16;
-    let Some(b) = Breakdown::process(&d.memory, p.memory()) else {
+    // On a part whose memory is the system's, the shared pool ([`gpu::draw_gauge`]'s).
+    let memory = crate::model::unified::shared_split(d).map_or(d.memory, |s| s.as_memory());
+    let Some(b) = Breakdown::process(&memory, p.memory()) else {
         return;
     };
     let bar_w = (area.width / 10).clamp(6, 20);
