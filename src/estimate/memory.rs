@@ -519,9 +519,12 @@ pub struct LossMoments {
     pub head: u64,
     /// Kept through the rest of backward.
     pub kept: u64,
-    /// The output layer's weight gradient is made in the loss (a fused loss computes it in
-    /// its forward; a chunked one runs the output layer's backward chunk by chunk).
-    pub head_grad_in_loss: bool,
+    /// The output layer's weight gradient is made in the loss's forward (a fused loss
+    /// computes it there).
+    pub head_grad_in_forward: bool,
+    /// The output layer's weight gradient is there during the loss's backward (a chunked
+    /// loss runs the output layer's backward chunk by chunk; a fused one made it before).
+    pub head_grad_in_loss_backward: bool,
 }
 
 /// The logits and what the loss holds of them at each moment of a training step, s·b·vocab
@@ -571,14 +574,16 @@ pub fn loss_moments(shape: &Shape, run: &Run) -> Option<LossMoments> {
             backward: bytes(14.0 * v),
             head: bytes(4.0 * v),
             kept: bytes(2.0 * v),
-            head_grad_in_loss: false,
+            head_grad_in_forward: false,
+            head_grad_in_loss_backward: false,
         },
         Loss::Chunked => LossMoments {
             forward: bytes(2.0 * v + 8.0 * v / 8.0),
             backward: bytes(2.0 * v + 2.0 * v / 8.0),
             head: bytes(2.0 * v / 8.0),
             kept: 0,
-            head_grad_in_loss: true,
+            head_grad_in_forward: false,
+            head_grad_in_loss_backward: true,
         },
         Loss::Fused => {
             let sbh = tokens * shape.hidden? as f64;
@@ -587,7 +592,8 @@ pub fn loss_moments(shape: &Shape, run: &Run) -> Option<LossMoments> {
                 backward: bytes(2.0 * sbh),
                 head: bytes(2.0 * sbh),
                 kept: 0,
-                head_grad_in_loss: true,
+                head_grad_in_forward: true,
+                head_grad_in_loss_backward: true,
             }
         }
     })
@@ -698,21 +704,23 @@ struct Held {
 fn held_at_peak(h: &Held) -> u64 {
     // Gradients there before the output layer's backward: the earlier micro-batches', or the
     // output layer's own where the loss makes it.
-    let early = if h.accumulating {
-        h.grads
-    } else if h.loss.head_grad_in_loss {
-        h.head_grads
-    } else {
-        0
+    let early = |made: bool| {
+        if h.accumulating {
+            h.grads
+        } else if made {
+            h.head_grads
+        } else {
+            0
+        }
     };
     let forward = h
         .stored
         .saturating_add(h.loss.forward)
-        .saturating_add(early);
+        .saturating_add(early(h.loss.head_grad_in_forward));
     let loss_backward = h
         .stored
         .saturating_add(h.loss.backward)
-        .saturating_add(early);
+        .saturating_add(early(h.loss.head_grad_in_loss_backward));
     let head = if h.accumulating {
         h.grads
     } else {
@@ -1460,7 +1468,8 @@ mod tests {
             backward,
             head: 0,
             kept: 0,
-            head_grad_in_loss: false,
+            head_grad_in_forward: false,
+            head_grad_in_loss_backward: false,
         };
         let h = Held {
             grads: 10 * gib,
@@ -1512,7 +1521,8 @@ mod tests {
                 backward: 5 * gib,
                 head: 2 * gib,
                 kept: gib,
-                head_grad_in_loss: false,
+                head_grad_in_forward: false,
+                head_grad_in_loss_backward: false,
             },
             accumulating: false,
         };
@@ -1535,16 +1545,25 @@ mod tests {
             ..h
         };
         assert_eq!(held_at_peak(&late), 22 * gib);
-        // A loss that makes the output layer's gradient itself holds it in its forward and
-        // backward.
-        let fused = Held {
+        // A loss that runs the output layer's backward itself holds its gradient in the
+        // loss's backward; one that makes it in its forward, there too.
+        let chunked = Held {
             loss: LossMoments {
-                head_grad_in_loss: true,
+                head_grad_in_loss_backward: true,
                 ..h.loss
             },
             ..h
         };
-        assert_eq!(held_at_peak(&fused), 14 * gib);
+        assert_eq!(held_at_peak(&chunked), 14 * gib);
+        let fused = Held {
+            loss: LossMoments {
+                forward: 6 * gib,
+                head_grad_in_forward: true,
+                ..chunked.loss
+            },
+            ..h
+        };
+        assert_eq!(held_at_peak(&fused), 15 * gib);
         // With accumulation, every gradient is there at the loss's backward.
         let accumulating = Held {
             accumulating: true,
