@@ -13,8 +13,8 @@
 //!   counted term by term from their code and checked against a trace of them
 //!   ([`Kernels::Eager`], the default), and a frozen base (LoRA) keeps less;
 //! - what is held at once: gradients are made during backward as activations are freed, so
-//!   the step's peak is the larger of the end of forward and the end of backward, not their
-//!   sum;
+//!   the step's peak is the largest of its moments (the end of forward, the loss's backward,
+//!   the output layer's backward, the end of backward), not their sum;
 //! - the KV cache: 2 × layers × kv_heads × head_dim × seq × batch × bytes.
 
 use serde::Serialize;
