@@ -13,8 +13,8 @@
 //!   counted term by term from their code and checked against a trace of them
 //!   ([`Kernels::Eager`], the default), and a frozen base (LoRA) keeps less;
 //! - what is held at once: gradients are made during backward as activations are freed, so
-//!   the step's peak is the larger of the end of forward and the end of backward, not their
-//!   sum;
+//!   the step's peak is the largest of its moments (the end of forward, the loss's backward,
+//!   the output layer's backward, the end of backward), not their sum;
 //! - the KV cache: 2 × layers × kv_heads × head_dim × seq × batch × bytes.
 
 use serde::Serialize;
@@ -385,13 +385,15 @@ pub struct Parts {
     pub gradients_bytes: Option<u64>,
     pub optimizer_bytes: Option<u64>,
     pub activations_bytes: Option<u64>,
-    /// Training: the logits and what the loss keeps of them (`None` without a vocabulary).
+    /// Training: the most the loss holds of the logits at once, in its forward or its
+    /// backward ([`loss_moments`]; `None` without a vocabulary).
     pub logits_bytes: Option<u64>,
     pub kv_cache_bytes: Option<u64>,
     /// Counted above but never held at the same time, so left out of the total: the
-    /// gradients are made in backward as the activations are freed, and the logits are
-    /// freed before the first layer is recomputed, so the step holds at most the largest of
-    /// the end of forward, the start and the end of backward ([`held_at_peak`]).
+    /// gradients are made in backward as the activations are freed, and the loss's backward
+    /// frees most of what it holds before the output layer's, so the step holds at most the
+    /// largest of the end of forward, the loss's backward, the output layer's backward and
+    /// the end of backward ([`held_at_peak`]).
     pub not_together_bytes: u64,
     /// The CUDA context allowance plus the fragmentation margin.
     pub overhead_bytes: u64,
@@ -505,27 +507,103 @@ pub fn activations_per_layer(shape: &Shape, run: &Run) -> Option<u64> {
     Some(bytes as u64)
 }
 
-/// The logits and what the loss keeps of them while training, per micro-batch: s·b·vocab
-/// values in the output layer's 16 bits (2 bytes each), plus the loss's fp32 upcast (4) and
-/// its log-softmax's fp32 output kept for backward (4): 10 bytes a value for the standard
-/// loss; with torchtune's chunked loss (8 chunks) the 16-bit logits plus one chunk's 8,
-/// 3 bytes a value; none kept whole with a fused linear cross-entropy, which works on chunks
-/// of tokens and computes the gradient of the hidden states in its forward: that gradient
-/// (16-bit, 2·s·b·h) and one chunk of logits, which Liger sizes to about as many values as
-/// the hidden states (`chunk_size = BT / ⌈V/H⌉`), up to 8 bytes each while it is made, upcast
-/// to fp32 and cast back: 10·s·b·h, as Liger 0.4.2's benchmark measures. Cut Cross-Entropy
-/// and later Liger releases hold less, so this is the figure that must fit.
-pub fn logits(shape: &Shape, run: &Run) -> Option<u64> {
+/// What the loss holds of the logits at each moment of a training step, per micro-batch, in
+/// bytes (see [`loss_moments`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LossMoments {
+    /// The loss's forward, at its largest.
+    pub forward: u64,
+    /// The loss's own backward, at its largest: the moment the step's peak often is.
+    pub backward: u64,
+    /// While the output layer's backward runs: the logits' gradient it takes, and what is kept.
+    pub head: u64,
+    /// Kept through the rest of backward.
+    pub kept: u64,
+    /// The output layer's weight gradient is made in the loss's forward (a fused loss
+    /// computes it there).
+    pub head_grad_in_forward: bool,
+    /// The output layer's weight gradient is there during the loss's backward (a chunked
+    /// loss runs the output layer's backward chunk by chunk; a fused one made it before).
+    pub head_grad_in_loss_backward: bool,
+}
+
+/// The logits and what the loss holds of them at each moment of a training step, s·b·vocab
+/// values (v) for one micro-batch. `None` for inference or without a vocabulary.
+///
+/// The standard loss, transformers' `ForCausalLMLoss` (`logits = logits.float()`, then
+/// `cross_entropy`, which is `log_softmax` and `nll_loss`): the output layer's 16-bit logits
+/// (2 bytes a value), the fp32 copy (4) and log-softmax's fp32 output (4), which it saves
+/// for backward (`_log_softmax`'s entry in PyTorch's tools/autograd/derivatives.yaml takes
+/// `result`): 10 bytes at the end of forward, the fp32 copy freed when the loss returns.
+/// Backward starts with the loss: `nll_loss_backward` makes an fp32 gradient the size of the
+/// log-probabilities (4) while the saved log-probabilities (4) are alive, then
+/// `_log_softmax_backward_data` makes another (4) from both; with the 16-bit logits, which a
+/// loop that holds the model's output (`outputs = model(**batch); outputs.loss.backward()`)
+/// keeps alive, that is 14 bytes a value (12 where the output is let go first, as
+/// transformers' `Trainer.compute_loss` returns the loss alone and torchtitan's step does
+/// `del pred`; the formula counts 14, since it cannot know the loop). Then the output
+/// layer's backward takes the gradient cast back to 16 bits (2) beside the kept logits (2),
+/// and the kept logits stay to the end of backward (2).
+///
+/// torchtune's `CEWithChunkedOutputLoss` (8 chunks, each upcast in turn inside its compiled
+/// `compute_cross_entropy`, as its recipes compile it): the 16-bit logits and one chunk's
+/// 8 bytes, 3 bytes a value in forward; the compiled chunk keeps its 16-bit input for
+/// backward, which makes each chunk's 16-bit gradient in one kernel: 2 + 2/8 = 2.25 bytes a
+/// value (uncompiled, each chunk's cross-entropy saves its fp32 log-probabilities: 4 bytes a
+/// value more, which the formula does not count). torchtune's recipes `del logits` before
+/// backward, so nothing is kept after. The output layer's backward runs chunk by chunk,
+/// so its weight gradient is there at the loss's backward.
+///
+/// A fused linear cross-entropy (Liger's `LigerFusedLinearCrossEntropyFunction`) keeps no
+/// logits whole: it computes the hidden states' gradient (16-bit, 2·s·b·h) and the output
+/// layer's weight gradient in its forward, with one chunk of logits that Liger sizes to
+/// about as many values as the hidden states (`chunk_size = BT / ⌈V/H⌉`), up to 8 bytes each
+/// while it is made, upcast and cast back: 10·s·b·h, as Liger 0.4.2's benchmark measures
+/// (Cut Cross-Entropy and later Liger releases hold less). Its backward only hands the two
+/// gradients on: 2·s·b·h.
+pub fn loss_moments(shape: &Shape, run: &Run) -> Option<LossMoments> {
     if run.inference {
         return None;
     }
-    let values = (run.seq_len as f64) * (run.batch as f64) * shape.vocab? as f64;
-    let bytes = match run.loss {
-        Loss::Standard => 10.0 * values,
-        Loss::Chunked => 2.0 * values + 8.0 * values / 8.0,
-        Loss::Fused => 10.0 * run.seq_len as f64 * run.batch as f64 * shape.hidden? as f64,
-    };
-    Some(bytes as u64)
+    let tokens = run.seq_len as f64 * run.batch as f64;
+    let v = tokens * shape.vocab? as f64;
+    let bytes = |x: f64| x as u64;
+    Some(match run.loss {
+        Loss::Standard => LossMoments {
+            forward: bytes(10.0 * v),
+            backward: bytes(14.0 * v),
+            head: bytes(4.0 * v),
+            kept: bytes(2.0 * v),
+            head_grad_in_forward: false,
+            head_grad_in_loss_backward: false,
+        },
+        Loss::Chunked => LossMoments {
+            forward: bytes(2.0 * v + 8.0 * v / 8.0),
+            backward: bytes(2.0 * v + 2.0 * v / 8.0),
+            head: bytes(2.0 * v / 8.0),
+            kept: 0,
+            head_grad_in_forward: false,
+            head_grad_in_loss_backward: true,
+        },
+        Loss::Fused => {
+            let sbh = tokens * shape.hidden? as f64;
+            LossMoments {
+                forward: bytes(10.0 * sbh),
+                backward: bytes(2.0 * sbh),
+                head: bytes(2.0 * sbh),
+                kept: 0,
+                head_grad_in_forward: true,
+                head_grad_in_loss_backward: true,
+            }
+        }
+    })
+}
+
+/// The logits and loss part of the estimate: the most the loss holds at once
+/// ([`loss_moments`]): 14 bytes a logit with the standard loss (its backward), 3 with the
+/// chunked one, 10·s·b·h with a fused one (their forward).
+pub fn logits(shape: &Shape, run: &Run) -> Option<u64> {
+    loss_moments(shape, run).map(|m| m.forward.max(m.backward))
 }
 
 /// The KV cache for inference.
@@ -600,7 +678,8 @@ struct Held {
     per_layer: u64,
     /// The layer being recomputed in backward (full checkpointing), else 0.
     recomputed: u64,
-    logits: u64,
+    /// What the loss holds of the logits at each moment.
+    loss: LossMoments,
     /// Gradient accumulation: the gradients of the earlier micro-batches are held throughout.
     accumulating: bool,
 }
@@ -610,29 +689,56 @@ struct Held {
 /// `zero_grad(set_to_none=True)` (torch/optim/optimizer.py; the default since PyTorch 2.0)
 /// frees the gradients after each step, and backward makes each parameter's gradient
 /// (autograd's `AccumulateGrad`) as it frees that layer's saved activations, from the last
-/// layer to the first. So the peak is the largest of: the end of forward (every layer's activations and
-/// the logits, no gradients); the start of backward (the activations, the recomputed layer,
-/// the output layer's gradient; the loss has freed the logits); and the end of backward
-/// (every gradient, and the first layer's activations or recomputed working set). The
-/// optimizer step holds the gradients alone (a fused or foreach step's temporaries are not
-/// counted). With gradient accumulation the gradients are held from the first micro-batch
-/// on.
+/// layer to the first. So the peak is the largest of these moments, each with every layer's
+/// activations until the last two:
+/// - the end of forward: the loss's forward ([`LossMoments::forward`]), no gradients yet;
+/// - the loss's backward, which autograd runs first ([`LossMoments::backward`]);
+/// - the output layer's backward: its weight gradient and the logits' gradient, then the
+///   last layer recomputed (full checkpointing) beside what the loss keeps;
+/// - the end of backward: every gradient, the first layer's activations or recomputed
+///   working set, and what the loss keeps.
+///
+/// The optimizer step holds the gradients alone (a fused or foreach step's temporaries are
+/// not counted). With gradient accumulation the gradients are held from the first
+/// micro-batch on.
 fn held_at_peak(h: &Held) -> u64 {
-    let carried = if h.accumulating { h.grads } else { 0 };
-    let forward = h.stored.saturating_add(h.logits).saturating_add(carried);
+    // Gradients there before the output layer's backward: the earlier micro-batches', or the
+    // output layer's own where the loss makes it.
+    let early = |made: bool| {
+        if h.accumulating {
+            h.grads
+        } else if made {
+            h.head_grads
+        } else {
+            0
+        }
+    };
+    let forward = h
+        .stored
+        .saturating_add(h.loss.forward)
+        .saturating_add(early(h.loss.head_grad_in_forward));
+    let loss_backward = h
+        .stored
+        .saturating_add(h.loss.backward)
+        .saturating_add(early(h.loss.head_grad_in_loss_backward));
+    let head = if h.accumulating {
+        h.grads
+    } else {
+        h.head_grads
+    };
     let backward_start = h
         .stored
-        .saturating_add(h.recomputed)
-        .saturating_add(if h.accumulating {
-            h.grads
-        } else {
-            h.head_grads
-        });
+        .saturating_add(head)
+        .saturating_add(h.loss.head.max(h.recomputed.saturating_add(h.loss.kept)));
     let backward_end = h
         .grads
         .saturating_add(h.per_layer)
-        .saturating_add(h.recomputed);
-    forward.max(backward_start).max(backward_end)
+        .saturating_add(h.recomputed)
+        .saturating_add(h.loss.kept);
+    forward
+        .max(loss_backward)
+        .max(backward_start)
+        .max(backward_end)
 }
 
 /// The estimate for one run.
@@ -704,7 +810,7 @@ pub fn estimate(shape: &Shape, run: &Run) -> Parts {
                 stored: per.saturating_mul(layers),
                 per_layer: per,
                 recomputed: recomputed.unwrap_or(0),
-                logits: p.logits_bytes.unwrap_or(0),
+                loss: loss_moments(shape, run).unwrap_or_default(),
                 accumulating: run.grad_accum > 1,
             });
             p.not_together_bytes = grads
@@ -894,10 +1000,12 @@ mod tests {
             ..run()
         };
         let values = 8192 * 128_256u64;
-        // transformers: 16-bit logits, their fp32 upcast, the fp32 log-softmax: 10 bytes.
-        assert_eq!(logits(&shape, &r), Some(10 * values));
+        // transformers: 16-bit logits, their fp32 upcast, the fp32 log-softmax: 10 bytes in
+        // forward; in the loss's backward the kept logits, the log-softmax and two fp32
+        // gradients: 14.
+        assert_eq!(logits(&shape, &r), Some(14 * values));
         let p = estimate(&shape, &r);
-        assert_eq!(p.logits_bytes, Some(10 * values));
+        assert_eq!(p.logits_bytes, Some(14 * values));
         // Not counted twice: the activations are the layers' alone.
         assert_eq!(
             p.activations_bytes,
@@ -913,11 +1021,14 @@ mod tests {
                     .expect("known")
             )
         );
-        // torchtune's chunked loss: the 16-bit logits and one chunk of 8 upcast: 3 bytes.
+        // torchtune's chunked loss: the 16-bit logits and one chunk of 8 upcast, 3 bytes in
+        // forward; in backward, compiled, the 16-bit logits and one chunk's gradient, 2.25.
         let chunked = Run {
             loss: Loss::Chunked,
             ..r.clone()
         };
+        let m = loss_moments(&shape, &chunked).expect("known");
+        assert_eq!((m.forward, m.backward), (3 * values, 9 * values / 4));
         assert_eq!(logits(&shape, &chunked), Some(3 * values));
         // A fused linear cross-entropy: the hidden states' gradient and one chunk.
         let fused = Run {
@@ -950,16 +1061,32 @@ mod tests {
             optimizer: Optimizer::Adamw,
             ..run()
         };
+        // The standard loss's peak is its backward: no gradient made yet (all of them are
+        // "not held together"), every layer's activations and 14 bytes a logit. torchtitan's
+        // step does `del pred` before backward, so 12 are allocated there, but the 16-bit
+        // logits' freed block stays reserved (it cannot hold a 4-byte gradient).
+        let p = estimate(&shape, &standard);
+        assert_eq!(Some(p.not_together_bytes), p.gradients_bytes);
+        let values = 8192.0 * 128_256.0;
+        assert_eq!(p.logits_bytes, Some((14.0 * values) as u64));
+        // #996 cut the whole logits in 8 chunks, eager (not torchtune's chunks of the output
+        // layer, compiled, which `--loss chunked` counts): each chunk's cross-entropy saves
+        // its fp32 log-probabilities until backward, so at the last chunk the 16-bit logits
+        // (2), seven chunks' log-probabilities (3.5) and the chunk being upcast (0.5 + 0.5),
+        // and in backward one chunk's gradient more, reserved: 7 bytes a logit. The reserved
+        // memory saved is 7 bytes a logit and the margin: 7.53 GiB.
+        let chunks = 7.0 * values;
+        let saved =
+            (p.logits_bytes.expect("known") as f64 - chunks) * (1.0 + FRAGMENTATION_MARGIN) / gib;
+        assert!((saved / 7.32 - 1.0).abs() < 0.05, "{saved:.2} GiB");
+        // torchtune's compiled chunks hold less at their peak (3 bytes a logit, in forward),
+        // so the formula's saving for them is larger.
         let chunked = Run {
             loss: Loss::Chunked,
             ..standard.clone()
         };
-        // The reserved memory is the estimate's total, margin included.
-        let saved = (estimate(&shape, &standard).total_bytes
-            - estimate(&shape, &chunked).total_bytes) as f64
-            / gib;
-        // 7 bytes a logit (10 → 3) and the margin: 7.53 GiB.
-        assert!((saved / 7.32 - 1.0).abs() < 0.05, "{saved:.2} GiB");
+        let formula = (p.total_bytes - estimate(&shape, &chunked).total_bytes) as f64 / gib;
+        assert!(formula > saved, "{formula:.2} GiB");
     }
 
     #[test]
@@ -1336,13 +1463,21 @@ mod tests {
     #[test]
     fn gradients_and_activations_are_not_all_held_at_once() {
         let gib = 1u64 << 30;
+        let loss = |forward: u64, backward: u64| LossMoments {
+            forward,
+            backward,
+            head: 0,
+            kept: 0,
+            head_grad_in_forward: false,
+            head_grad_in_loss_backward: false,
+        };
         let h = Held {
             grads: 10 * gib,
             head_grads: gib,
             stored: 8 * gib,
             per_layer: gib,
             recomputed: 0,
-            logits: 3 * gib,
+            loss: loss(3 * gib, 0),
             accumulating: false,
         };
         // The end of forward: the activations and the logits, no gradients yet.
@@ -1359,17 +1494,121 @@ mod tests {
             ..h
         };
         assert_eq!(held_at_peak(&accumulating), 21 * gib);
-        // Checkpointed: the start of backward holds every layer's input, the recomputed
-        // layer and the output layer's gradient (the logits are gone).
+        // Checkpointed: the output layer's backward holds every layer's input, its gradient,
+        // then the recomputed layer.
         let ckpt = Held {
             grads: gib,
             stored: 5 * gib,
             per_layer: 0,
             recomputed: 2 * gib,
-            logits: gib,
+            loss: loss(gib, 0),
             ..h
         };
         assert_eq!(held_at_peak(&ckpt), 8 * gib);
+    }
+
+    #[test]
+    fn the_losss_backward_is_a_moment_of_its_own() {
+        let gib = 1u64 << 30;
+        let h = Held {
+            grads: 10 * gib,
+            head_grads: gib,
+            stored: 8 * gib,
+            per_layer: gib,
+            recomputed: 0,
+            loss: LossMoments {
+                forward: 3 * gib,
+                backward: 5 * gib,
+                head: 2 * gib,
+                kept: gib,
+                head_grad_in_forward: false,
+                head_grad_in_loss_backward: false,
+            },
+            accumulating: false,
+        };
+        // The loss's backward, with every layer's activations and no gradient: 8 + 5, not
+        // the forward's 8 + 3, and not summed with the gradients made after it.
+        assert_eq!(held_at_peak(&h), 13 * gib);
+        // The output layer's backward: its gradient (1) and the logits' gradient (2).
+        let head = Held {
+            loss: LossMoments {
+                backward: 0,
+                head: 4 * gib,
+                ..h.loss
+            },
+            ..h
+        };
+        assert_eq!(held_at_peak(&head), 13 * gib);
+        // What the loop keeps of the logits is there at the end of backward.
+        let late = Held {
+            grads: 20 * gib,
+            ..h
+        };
+        assert_eq!(held_at_peak(&late), 22 * gib);
+        // A loss that runs the output layer's backward itself holds its gradient in the
+        // loss's backward; one that makes it in its forward, there too.
+        let chunked = Held {
+            loss: LossMoments {
+                head_grad_in_loss_backward: true,
+                ..h.loss
+            },
+            ..h
+        };
+        assert_eq!(held_at_peak(&chunked), 14 * gib);
+        let fused = Held {
+            loss: LossMoments {
+                forward: 6 * gib,
+                head_grad_in_forward: true,
+                ..chunked.loss
+            },
+            ..h
+        };
+        assert_eq!(held_at_peak(&fused), 15 * gib);
+        // With accumulation, every gradient is there at the loss's backward.
+        let accumulating = Held {
+            accumulating: true,
+            ..h
+        };
+        assert_eq!(held_at_peak(&accumulating), 23 * gib);
+    }
+
+    #[test]
+    fn the_standard_losss_backward_holds_14_bytes_a_logit_at_the_peak() {
+        // GPT-2 small, pure bf16 AdamW, batch 4 × 1,024: the step's peak is the loss's
+        // backward: every layer's activations and 14 bytes a logit (the kept 16-bit logits,
+        // the saved log-probabilities and the two fp32 gradients), no gradient yet.
+        let shape = Shape {
+            family: "gpt2".into(),
+            params: 124_439_808,
+            layers: Some(12),
+            hidden: Some(768),
+            heads: Some(12),
+            kv_heads: Some(12),
+            vocab: Some(50_257),
+            intermediate: Some(3072),
+            tied_embeddings: Some(true),
+            norm: Some(Norm::LayerNorm),
+            activation: Some(Act::GeluNew),
+            residual_dropout: Some(true),
+            ..Shape::default()
+        };
+        let r = Run {
+            batch: 4,
+            seq_len: 1024,
+            mixed_precision: false,
+            optimizer: Optimizer::Adamw,
+            attention: Attention::Sdpa,
+            ..run()
+        };
+        let values = 4 * 1024 * 50_257u64;
+        let m = loss_moments(&shape, &r).expect("known");
+        assert_eq!((m.forward, m.backward), (10 * values, 14 * values));
+        let p = estimate(&shape, &r);
+        assert_eq!(p.logits_bytes, Some(14 * values));
+        let acts = p.activations_bytes.expect("known");
+        let weights_and_states = p.weights_bytes + p.optimizer_bytes.expect("known");
+        let managed = p.total_bytes - p.overhead_bytes;
+        assert_eq!(managed, weights_and_states + acts + 14 * values);
     }
 
     #[test]

@@ -120,7 +120,7 @@ pub fn render_with(r: &Report, layers: Option<usize>) -> String {
         let _ = writeln!(
             out,
             "\n  Not held at once: backward makes the gradients as it frees the activations,\n  \
-             so the step holds the larger of the end of forward and the end of backward."
+             so the step holds the largest of its moments, the loss's backward among them."
         );
     }
     out.push('\n');
