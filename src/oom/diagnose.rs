@@ -168,13 +168,15 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
     if let Some(fork) = super::families::fork(oom.framework) {
         for_the_fork(&mut out, fork);
     }
-    // A request no GPU could hold is the story: said first.
+    // A request no GPU could hold is the story: said first, and the findings that would size
+    // the job to it (shrink or shard the tensor, another process holds memory) left out.
     if oom
         .facts
         .implausible
         .iter()
         .any(|i| i.field == "requested_bytes")
     {
+        out.retain(|x| !matches!(x.cause, Cause::RequestExceedsTotal | Cause::RequestOnly));
         if let Some(i) = out
             .iter()
             .position(|x| x.cause == Cause::ImplausibleFigures)
@@ -922,7 +924,14 @@ fn implausible_figures(oom: &Oom, _sizing: Option<&Sizing>, _out: &[Finding]) ->
                 .map(|i| i.why.clone())
                 .collect::<Vec<_>>()
                 .join(". "),
-            remedies: Vec::new(),
+            remedies: if f.implausible.iter().any(|i| i.field == "requested_bytes") {
+                vec![
+                    r("Print the shapes going into the operation the traceback ends in (or run it once on the CPU with a small input): one dimension will be far larger than meant, or negative before a cast to unsigned."),
+                    r("If it is the allocator's first region at start-up (TensorFlow or XLA reserving memory before any operation ran), the runtime was told a wrong device size: compare what `gpumon once` (or nvidia-smi, rocm-smi) reports with the framework's start-up log, and match the driver to the framework's runtime version."),
+                ]
+            } else {
+                Vec::new()
+            },
         });
     }
     None

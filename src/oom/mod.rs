@@ -691,6 +691,19 @@ mod tests {
         assert_eq!(f.implausible[0].field, "requested_bytes");
         assert_eq!(f.implausible[0].said_bytes, 92332837830656);
         assert!(f.implausible[0].why.contains("no GPU holds that"));
+        // The request is the story; nothing sizes the job to it.
+        let d = diagnose::diagnose(a.main().expect("found"));
+        assert_eq!(d[0].cause, diagnose::Cause::ImplausibleFigures);
+        assert!(d[0].remedies.iter().any(|r| r.text.contains("shapes")));
+        let big = analyze("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 13535.00 GiB. GPU 0 has a total capacity of 23.65 GiB of which 11.06 MiB is free.");
+        let o = big.main().expect("found");
+        assert_eq!(o.facts.requested_bytes, Some(13535 << 30));
+        let d = diagnose::diagnose(o);
+        assert_eq!(d[0].cause, diagnose::Cause::ImplausibleFigures);
+        assert!(d.iter().all(|x| !matches!(
+            x.cause,
+            diagnose::Cause::RequestExceedsTotal | diagnose::Cause::RequestOnly
+        )));
 
         let a = analyze(
             "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a \
