@@ -200,8 +200,9 @@ pub struct Facts {
     /// and prints no "this process" clause.
     pub likely_self_pid: Option<u32>,
     pub derived: Vec<&'static str>,
-    /// Figures the message states that cannot be true, each taken out (its field is
-    /// `None`) with what it likely means: never believed, never summed.
+    /// Figures the message states that cannot be true, with what they likely mean: each taken
+    /// out (its field is `None`), never believed, never summed; except a request, which is
+    /// what the program asked for and stays as printed.
     pub implausible: Vec<Implausible>,
     /// XLA's "reservable": the most a reservation at the bottom of a TPU's HBM could have
     /// had (contiguous free memory), beside its free total.
