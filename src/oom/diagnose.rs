@@ -823,7 +823,9 @@ fn request_only(oom: &Oom, _sizing: Option<&Sizing>, out: &[Finding]) -> Option<
                 "{} could not be allocated; the message gives no other figure",
                 need.map(fmt_bytes).unwrap_or_default()
             ),
-            detail: if oom.framework == Framework::Rmm {
+            detail: if oom.format == "rmm-pool" {
+                "RMM's pool could not grow by this much without passing the maximum size it was given (maximum_pool_size, dask-cuda's --rmm-pool-size), or its upstream could not supply it: the pool's limit, not necessarily the GPU's. The message gives no other figure.".into()
+            } else if oom.framework == Framework::Rmm {
                 "RMM's device memory resource could not allocate this much: the GPU (or RMM's pool on it) was full. The message gives no other figure.".into()
             } else if oom.framework == Framework::Tensorflow
                 && matches!(oom.format, "cuda-driver" | "rocm-driver")

@@ -617,11 +617,13 @@ re!(
 // Runtime's UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY (39), Level Zero's own
 // ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY, and the older Plugin Interface's PI_ERROR_OUT_OF_RESOURCES
 // (-5), which the Level Zero plugin returned for ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY (DPC++'s
-// `pi_level_zero.cpp`, `ze2piResult`); "Native API failed. Native API returns: N (CODE)" is
-// SYCL's exception text around them.
+// `pi_level_zero.cpp`, `ze2piResult`), and Unified Runtime's UR_RESULT_ERROR_OUT_OF_RESOURCES
+// (40) that llama.cpp and stable-diffusion.cpp meet when a model does not fit (ggml-org/ggml#1072,
+// intel/ipex-llm#12872); "Native API failed. Native API returns: N (CODE)" is SYCL's exception
+// text around them. The two generic "resources" codes count only beside ggml's own words.
 re!(
     ggml_vulkan_oom_re,
-    r"ErrorOutOfDeviceMemory|(?:UR|ZE)_RESULT_ERROR_OUT_OF_DEVICE_MEMORY|PI_ERROR_OUT_OF_RESOURCES"
+    r"ErrorOutOfDeviceMemory|(?:UR|ZE)_RESULT_ERROR_OUT_OF_DEVICE_MEMORY|(?:PI_ERROR|UR_RESULT_ERROR)_OUT_OF_RESOURCES"
 );
 // llama.cpp's own words (its functions, its programs, ollama's runner): SYCL alone is not
 // llama.cpp (PyTorch's XPU, oneAPI programs).

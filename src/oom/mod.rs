@@ -845,5 +845,10 @@ mod tests {
                 .main()
                 .is_none()
         );
+        assert!(
+            analyze("Native API returns: 40 (UR_RESULT_ERROR_OUT_OF_RESOURCES)")
+                .main()
+                .is_none()
+        );
     }
 }
