@@ -213,6 +213,11 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "device oom encountered",
     "hami-core error",
     "message=\"allocation failure\"",
+    "allocating <= available",
+    "allocating_memory <= available_memory",
+    "maximum pool size exceeded",
+    "pi_error_out_of_resources",
+    "ur_result_error_out_of_resources",
 ];
 
 /// [`TRIGGERS`] as one case-insensitive regex: Unicode's case folding, for a line that is not

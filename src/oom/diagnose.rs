@@ -168,13 +168,15 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
     if let Some(fork) = super::families::fork(oom.framework) {
         for_the_fork(&mut out, fork);
     }
-    // A request no GPU could hold is the story: said first.
+    // A request no GPU could hold is the story: said first, and the findings that would size
+    // the job to it (shrink or shard the tensor, another process holds memory) left out.
     if oom
         .facts
         .implausible
         .iter()
         .any(|i| i.field == "requested_bytes")
     {
+        out.retain(|x| !matches!(x.cause, Cause::RequestExceedsTotal | Cause::RequestOnly));
         if let Some(i) = out
             .iter()
             .position(|x| x.cause == Cause::ImplausibleFigures)
@@ -821,8 +823,14 @@ fn request_only(oom: &Oom, _sizing: Option<&Sizing>, out: &[Finding]) -> Option<
                 "{} could not be allocated; the message gives no other figure",
                 need.map(fmt_bytes).unwrap_or_default()
             ),
-            detail: if oom.framework == Framework::Rmm {
+            detail: if oom.format == "rmm-pool" {
+                "RMM's pool could not grow by this much without passing the maximum size it was given (maximum_pool_size, dask-cuda's --rmm-pool-size), or its upstream could not supply it: the pool's limit, not necessarily the GPU's. The message gives no other figure.".into()
+            } else if oom.framework == Framework::Rmm {
                 "RMM's device memory resource could not allocate this much: the GPU (or RMM's pool on it) was full. The message gives no other figure.".into()
+            } else if oom.framework == Framework::Tensorflow
+                && matches!(oom.format, "cuda-driver" | "rocm-driver")
+            {
+                "TensorFlow's BFC allocator asked the driver for a new region of this size, not for one tensor. When a region cannot be had it asks again for 90% of it (bfc_allocator.cc, Extend's backpedal), down to the size of the tensor that needed it, so a series of falling sizes is one attempt and the last line is the smallest it tried. If none succeeds TensorFlow reports the tensor's own out-of-memory error next; if the paste ends here, a later, smaller region may have been granted. At start-up it is TensorFlow reserving most of the GPU while another process holds part of it.".into()
             } else {
                 "A runtime's allocator line carries only the request. At start-up it is often TensorFlow or JAX reserving most of the GPU while another process already holds part of it; later it is the job's own growth.".into()
             },
@@ -897,23 +905,35 @@ fn settings(oom: &Oom, _sizing: Option<&Sizing>, _out: &[Finding]) -> Option<Fin
 fn implausible_figures(oom: &Oom, _sizing: Option<&Sizing>, _out: &[Finding]) -> Option<Finding> {
     let f = &oom.facts;
     if !f.implausible.is_empty() {
+        let only_request = f.implausible.iter().all(|i| i.field == "requested_bytes");
         return Some(Finding {
             cause: Cause::ImplausibleFigures,
-            title: format!(
-                "{} in the message cannot be true; left out",
-                if f.implausible.len() == 1 {
-                    "A figure"
-                } else {
-                    "Figures"
-                }
-            ),
+            title: if only_request {
+                "The request is larger than any GPU: a size computed wrongly".to_owned()
+            } else {
+                format!(
+                    "{} in the message cannot be true; left out",
+                    if f.implausible.len() == 1 {
+                        "A figure"
+                    } else {
+                        "Figures"
+                    }
+                )
+            },
             detail: f
                 .implausible
                 .iter()
                 .map(|i| i.why.clone())
                 .collect::<Vec<_>>()
                 .join(". "),
-            remedies: Vec::new(),
+            remedies: if f.implausible.iter().any(|i| i.field == "requested_bytes") {
+                vec![
+                    r("Print the shapes going into the operation the traceback ends in (or run it once on the CPU with a small input): one dimension will be far larger than meant, or negative before a cast to unsigned."),
+                    r("If it is the allocator's first region at start-up (TensorFlow or XLA reserving memory before any operation ran), the runtime was told a wrong device size: compare what `gpumon once` (or nvidia-smi, rocm-smi) reports with the framework's start-up log, and match the driver to the framework's runtime version."),
+                ]
+            } else {
+                Vec::new()
+            },
         });
     }
     None
@@ -1381,6 +1401,23 @@ fn unrecognised(oom: &Oom) -> Finding {
     detail.push_str(
         " What the program's own figures mean (allocated, cached, reserved) is not assumed.",
     );
+    if oom.format == "level-zero" {
+        return Finding {
+            cause: Cause::Unrecognised,
+            title: "An Intel GPU (SYCL on Level Zero) ran out of device memory".into(),
+            detail: "The SYCL runtime reports Level Zero's out-of-device-memory code (Unified \
+                     Runtime's UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY, 39; ZE_RESULT_… from Level \
+                     Zero itself): a device allocation on an Intel GPU failed. Which program \
+                     asked, and for how much, the text does not say. On an integrated GPU \
+                     device memory is a share of system RAM."
+                .into(),
+            remedies: vec![
+                r("See what the GPU holds: `xpu-smi stats -d 0` (or `intel_gpu_top`); close other programs using it."),
+                r("Ask for less at once: a smaller model, batch or context (llama.cpp: lower -ngl, a smaller -c, a quantised KV cache; PyTorch XPU: a smaller batch)."),
+                r("One allocation over 4 GiB needs Level Zero's relaxed limit on Intel GPUs: UR_L0_ENABLE_RELAXED_ALLOCATION_LIMITS=1."),
+            ],
+        };
+    }
     Finding {
         cause: Cause::Unrecognised,
         title: "A GPU allocation failed, in a message gpumon does not know".into(),
@@ -1689,10 +1726,41 @@ type StackRule = fn(&Oom) -> Option<Finding>;
 
 /// The stacks' own rules, by name.
 const STACK_RULES: &[(&str, StackRule)] = &[
+    ("paddle-enforce", paddle_enforce),
     ("xla-tpu-reserve", xla_tpu_reserve),
     ("mlx-buffer-size", mlx_buffer_size),
     ("mlx-command-buffer", mlx_command_buffer),
 ];
+
+/// PaddlePaddle Fluid (before 1.5) takes its GPU memory as chunks of a fixed share of the card
+/// (`gpu_info.cc`, `GpuMaxChunkSize`) and checks each against the free memory first: the
+/// request is that chunk, not a tensor.
+fn paddle_enforce(oom: &Oom) -> Option<Finding> {
+    if oom.format != "paddle-enforce" {
+        return None;
+    }
+    let f = &oom.facts;
+    let na = || "N/A".to_owned();
+    Some(Finding {
+        cause: Cause::DeviceInUse,
+        title: format!(
+            "Paddle's allocator wanted a chunk of {}; {} of the GPU was free",
+            f.requested_bytes.map_or_else(na, fmt_bytes),
+            f.free_bytes.map_or_else(na, fmt_bytes)
+        ),
+        detail: "PaddlePaddle Fluid before 1.5 takes GPU memory in chunks of \
+                 FLAGS_fraction_of_gpu_memory_to_use × (total − 5%) (gpu_info.cc, \
+                 GpuMaxChunkSize) and checks each chunk against the memory the driver reports \
+                 free. At start-up this fails when another process holds part of the card; \
+                 later, when the job's own earlier chunks have taken the rest."
+            .into(),
+        remedies: vec![
+            r("See what holds the GPU: `gpumon once`; run on a GPU nothing else uses (CUDA_VISIBLE_DEVICES=N)."),
+            r("A smaller chunk: export FLAGS_fraction_of_gpu_memory_to_use below the share that is free (e.g. 0.5; the default was 0.92)."),
+            r("If it fails after some steps, the job itself is growing: a smaller batch size."),
+        ],
+    })
+}
 
 /// The TPU runtime could not reserve a compiled program's memory at the bottom of HBM. With
 /// more free than the program needs but less of it reservable, the free memory is in pieces;

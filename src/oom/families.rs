@@ -189,6 +189,10 @@ pub const ALL: &[Family] = &[
         parse: known::paddle,
     },
     Family {
+        name: "paddle-enforce",
+        parse: known::paddle_enforce,
+    },
+    Family {
         name: "cupy",
         parse: known::cupy,
     },
@@ -609,11 +613,21 @@ re!(
     ggml_metal_max_re,
     r"ggml_metal_add_buffer: buffer '[^']*' size (\d+) is larger than buffer maximum of (\d+)"
 );
+// Vulkan's vk::Result, and the SYCL runtime's codes for device memory under Level Zero: Unified
+// Runtime's UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY (39), Level Zero's own
+// ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY, and the older Plugin Interface's PI_ERROR_OUT_OF_RESOURCES
+// (-5), which the Level Zero plugin returned for ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY (DPC++'s
+// `pi_level_zero.cpp`, `ze2piResult`), and Unified Runtime's UR_RESULT_ERROR_OUT_OF_RESOURCES
+// (40) that llama.cpp and stable-diffusion.cpp meet when a model does not fit (ggml-org/ggml#1072,
+// intel/ipex-llm#12872); "Native API failed. Native API returns: N (CODE)" is SYCL's exception
+// text around them. The two generic "resources" codes count only beside ggml's own words.
 re!(
     ggml_vulkan_oom_re,
-    r"ErrorOutOfDeviceMemory|UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY"
+    r"ErrorOutOfDeviceMemory|(?:UR|ZE)_RESULT_ERROR_OUT_OF_DEVICE_MEMORY|(?:PI_ERROR|UR_RESULT_ERROR)_OUT_OF_RESOURCES"
 );
-re!(ggml_context_re, r"(?i)ggml|llama|whisper|sycl");
+// llama.cpp's own words (its functions, its programs, ollama's runner): SYCL alone is not
+// llama.cpp (PyTorch's XPU, oneAPI programs).
+re!(ggml_context_re, r"(?i)ggml|llama|whisper");
 
 /// llama.cpp's backends other than CUDA's own line (ggml-alloc's "failed to allocate Vulkan0
 /// buffer of size N", SYCL's "can't allocate N Bytes", Metal's "failed to allocate buffer,
@@ -660,12 +674,15 @@ fn ggml_backend(t: &str) -> Option<Oom> {
         return Some(oom(Framework::Ggml, format, device, f));
     }
     let m = ggml_vulkan_oom_re().find(t)?;
-    ggml_context_re().is_match(t).then_some(())?;
-    let format = if m.as_str().starts_with("UR_") {
-        "ggml-sycl"
-    } else {
-        "ggml-vulkan"
-    };
+    let sycl = !m.as_str().starts_with("Error");
+    if !ggml_context_re().is_match(t) {
+        // A Level Zero device out of memory with no program's words around it: an Intel GPU
+        // through SYCL, whose program the text does not say. PI_ERROR_OUT_OF_RESOURCES alone
+        // is not enough (the plugin returned it for other resources too).
+        return (sycl && m.as_str().contains("OUT_OF_DEVICE_MEMORY"))
+            .then(|| oom(Framework::Unknown, "level-zero", None, Facts::default()));
+    }
+    let format = if sycl { "ggml-sycl" } else { "ggml-vulkan" };
     Some(oom(Framework::Ggml, format, None, Facts::default()))
 }
 

@@ -84,10 +84,12 @@ re!(
 );
 // TensorFlow/XLA stream executor, `cuda_driver.cc` and `rocm/rocm_driver.cc`: the size as
 // `HumanReadableNumBytes` and the exact byte count.
+// ROCm's `ToString(hipError_t)` prints a code it has no name for as "hipError_t(N)": 1002 is
+// the old HIP's hipErrorMemoryAllocation (TF 1.x on ROCm 1.x–2.x, "hipError_t(1002)").
 re!(
     stream_exec_re,
     format!(
-        r"failed to allocate {SIZE} \((\d+) bytes\) from device: (CUDA_ERROR_OUT_OF_MEMORY|HIP_ERROR_OutOfMemory)"
+        r"failed to allocate {SIZE} \((\d+) bytes\) from device: (CUDA_ERROR_OUT_OF_MEMORY|HIP_ERROR_OutOfMemory|hipErrorOutOfMemory|hipError_t\((?:2|1002)\))"
     )
 );
 // JAX: "… allocate 7406166528 bytes." (jaxlib up to 0.4), "… allocate 160.02GiB with allocator
@@ -160,6 +162,24 @@ re!(
 re!(
     rmm_size_re,
     r"RMM_ERROR_OUT_OF_MEMORY \(4\) Attempted to allocate: (\d+) bytes"
+);
+// RMM since rapidsai/rmm#1827 (25.04) names the request in its out_of_memory texts: the pool
+// (`pool_memory_resource.hpp`, `try_to_expand`) and the arena say "Maximum pool size exceeded
+// (failed to allocate X): REASON", X from `rmm::detail::format_bytes` ("1.000000 GiB").
+re!(
+    rmm_failed_re,
+    format!(r"Maximum pool size exceeded \(failed to allocate {SIZE}\)")
+);
+// PaddlePaddle Fluid before 1.5 (`paddle/fluid/platform/gpu_info.cc`, `GpuMaxChunkSize`):
+// `PADDLE_ENFORCE_LE(allocating, available)`, both in bytes. `allocating` is the chunk the
+// buddy allocator takes at once, FLAGS_fraction_of_gpu_memory_to_use × (total − a 5% reserve);
+// `available` is cudaMemGetInfo's free memory (less 256 bytes, at most total − the reserve).
+// Paddle's enforce printed "enforce allocating <= available failed, A > B"; after
+// PaddlePaddle/Paddle#12591 (August 2018), "Expected allocating <= available, but received
+// allocating:A > available:B".
+re!(
+    paddle_enforce_re,
+    r"enforce allocating <= available failed, (\d+) > (\d+)|Expected allocating(?:_memory)? <= available(?:_memory)?, but received allocating(?:_memory)?:(\d+) > available(?:_memory)?:(\d+)"
 );
 // libcudf's CUDA check (`cudf/utilities/error.hpp`, `CUDF_CUDA_TRY`): "CUDA error encountered
 // at: FILE:LINE: 2 cudaErrorMemoryAllocation out of memory" (the error number, name and string);
@@ -563,7 +583,8 @@ pub(super) fn rmm(t: &str) -> Option<Oom> {
     let f = Facts {
         requested_bytes: rmm_size_re()
             .captures(t)
-            .and_then(|c| c.get(1)?.as_str().parse().ok()),
+            .and_then(|c| c.get(1)?.as_str().parse().ok())
+            .or_else(|| rmm_failed_re().captures(t).and_then(|c| sz(&c, 1))),
         ..Facts::default()
     };
     Some(oom(Framework::Rmm, format, None, f))
@@ -1022,6 +1043,18 @@ pub(super) fn ggml_cuda(t: &str) -> Option<Oom> {
     Some(oom(Framework::Ggml, "ggml-cuda", None, Facts::default()))
 }
 
+/// PaddlePaddle Fluid's first-chunk check (before 1.5): the chunk it takes at once against the
+/// free memory, in bytes.
+pub(super) fn paddle_enforce(t: &str) -> Option<Oom> {
+    let c = paddle_enforce_re().captures(t)?;
+    let f = Facts {
+        requested_bytes: num(&c, 1).or_else(|| num(&c, 3)),
+        free_bytes: num(&c, 2).or_else(|| num(&c, 4)),
+        ..Facts::default()
+    };
+    Some(oom(Framework::Paddle, "paddle-enforce", None, f))
+}
+
 /// PaddlePaddle's CUDA allocator (device-wide use, or this process's under a limit).
 pub(super) fn paddle(t: &str) -> Option<Oom> {
     let c = paddle_re().captures(t)?;
@@ -1126,10 +1159,19 @@ pub(super) fn stream_executor(t: &str) -> Option<Oom> {
         requested_bytes: num(&c, 2).or(sz(&c, 1)),
         ..Facts::default()
     };
-    let (framework, format) = if c.get(3).is_some_and(|m| m.as_str().starts_with("HIP")) {
-        (Framework::Rocm, "rocm-driver")
-    } else {
-        (Framework::Cuda, "cuda-driver")
+    let hip = c
+        .get(3)
+        .is_some_and(|m| m.as_str().to_ascii_lowercase().starts_with("hip"));
+    // The log line's own path names TensorFlow ("E tensorflow/stream_executor/rocm/
+    // rocm_driver.cc:601]", "tensorflow/compiler/xla/stream_executor/cuda/cuda_driver.cc"):
+    // TensorFlow's BFC allocator asking the driver for a region. JAX's builds of the same file
+    // print "external/org_tensorflow/…" or "external/xla/…", and stay the runtime's.
+    let tensorflow = t.contains("tensorflow/") && !t.contains("org_tensorflow");
+    let format = if hip { "rocm-driver" } else { "cuda-driver" };
+    let framework = match (tensorflow, hip) {
+        (true, _) => Framework::Tensorflow,
+        (false, true) => Framework::Rocm,
+        (false, false) => Framework::Cuda,
     };
     Some(oom(framework, format, None, f))
 }

@@ -200,8 +200,9 @@ pub struct Facts {
     /// and prints no "this process" clause.
     pub likely_self_pid: Option<u32>,
     pub derived: Vec<&'static str>,
-    /// Figures the message states that cannot be true, each taken out (its field is
-    /// `None`) with what it likely means: never believed, never summed.
+    /// Figures the message states that cannot be true, with what they likely mean: each taken
+    /// out (its field is `None`), never believed, never summed; except a request, which is
+    /// what the program asked for and stays as printed.
     pub implausible: Vec<Implausible>,
     /// XLA's "reservable": the most a reservation at the bottom of a TPU's HBM could have
     /// had (contiguous free memory), beside its free total.
@@ -251,7 +252,8 @@ impl Component {
     }
 }
 
-/// A figure the message states that cannot be true.
+/// A figure the message states that cannot be true. It is left out (its field is unknown),
+/// except a request, which is what the program asked for and is kept as printed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Implausible {
     /// The field it would have filled (`allocated_bytes`, …).
@@ -335,7 +337,9 @@ impl Facts {
     fn drop_implausible(&mut self) {
         let unit = |b: u64| crate::units::fmt_bytes(b);
         // A request no GPU could hold (the largest hold under 300 GiB): a size computed from a
-        // bad shape, not a tensor anyone meant.
+        // bad shape, not a tensor anyone meant. Noted, and kept as printed: it is what the
+        // program asked for, and the figure is the diagnosis (a misread total, free or in-use
+        // figure below is a parse error instead, and is left out).
         if let Some(n) = self.requested_bytes.filter(|n| *n >= IMPLAUSIBLE_REQUEST) {
             self.implausible.push(Implausible {
                 field: "requested_bytes",
@@ -348,7 +352,6 @@ impl Facts {
                     unit(n)
                 ),
             });
-            self.requested_bytes = None;
         }
         // "This process has 0 bytes" beside gigabytes the framework holds: the driver could not
         // attribute memory to processes (Windows' WDDM, WSL, some containers), so the figure is
@@ -684,10 +687,24 @@ mod tests {
              device: HIP_ERROR_OutOfMemory",
         );
         let f = &a.main().expect("found").facts;
-        assert_eq!(f.requested_bytes, None);
+        // Kept as printed: the figure is the diagnosis.
+        assert_eq!(f.requested_bytes, Some(92332837830656));
         assert_eq!(f.implausible[0].field, "requested_bytes");
         assert_eq!(f.implausible[0].said_bytes, 92332837830656);
         assert!(f.implausible[0].why.contains("no GPU holds that"));
+        // The request is the story; nothing sizes the job to it.
+        let d = diagnose::diagnose(a.main().expect("found"));
+        assert_eq!(d[0].cause, diagnose::Cause::ImplausibleFigures);
+        assert!(d[0].remedies.iter().any(|r| r.text.contains("shapes")));
+        let big = analyze("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 13535.00 GiB. GPU 0 has a total capacity of 23.65 GiB of which 11.06 MiB is free.");
+        let o = big.main().expect("found");
+        assert_eq!(o.facts.requested_bytes, Some(13535 << 30));
+        let d = diagnose::diagnose(o);
+        assert_eq!(d[0].cause, diagnose::Cause::ImplausibleFigures);
+        assert!(d.iter().all(|x| !matches!(
+            x.cause,
+            diagnose::Cause::RequestExceedsTotal | diagnose::Cause::RequestOnly
+        )));
 
         let a = analyze(
             "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a \
@@ -772,5 +789,66 @@ mod tests {
         assert!(f.derived.contains(&"spilled_bytes"));
         let a = analyze("RuntimeError: MPS backend out of memory (MPS allocated: 7.08 GB, other allocations: 3.36 MB, max allowed: 7.16 GB). Tried to allocate 96.00 MB on private pool.");
         assert!(a.main().expect("found").facts.implausible.is_empty());
+    }
+
+    /// Issue 42's last gaps: Paddle Fluid's chunk check, RMM's pool limit with and without its
+    /// size, TensorFlow's stream executor on old HIP, and Level Zero's code without llama.cpp.
+    #[test]
+    fn paddle_enforce_rmm_pool_hip_codes_and_level_zero_are_read() {
+        let main = |t: &str| analyze(t).main().cloned().expect("an OOM");
+        let o = main("paddle.fluid.core.EnforceNotMet: enforce allocating <= available failed, 10513462067 > 1369702144\n at [/paddle/paddle/fluid/platform/gpu_info.cc:89]");
+        assert_eq!(
+            (o.framework, o.format),
+            (Framework::Paddle, "paddle-enforce")
+        );
+        assert_eq!(o.facts.requested_bytes, Some(10_513_462_067));
+        assert_eq!(o.facts.free_bytes, Some(1_369_702_144));
+        let o = main("EnforceNotMet: Data check failed. Expected allocating_memory <= available_memory, but received allocating_memory:20998685852 > available_memory:1645149952.");
+        assert_eq!(
+            (o.format, o.facts.requested_bytes, o.facts.free_bytes),
+            ("paddle-enforce", Some(20_998_685_852), Some(1_645_149_952))
+        );
+        // A number in the wrong order is not this check.
+        assert!(analyze("enforce allocating <= available failed")
+            .main()
+            .is_none());
+
+        let o = main("MemoryError: std::bad_alloc: RMM failure at:/x/rmm/include/rmm/mr/device/pool_memory_resource.hpp:179: Maximum pool size exceeded");
+        assert_eq!((o.framework, o.format), (Framework::Rmm, "rmm-pool"));
+        assert_eq!(o.facts.requested_bytes, None);
+        let o = main("MemoryError: std::bad_alloc: out_of_memory: RMM failure at:/x/rmm/mr/pool_memory_resource.hpp:257: Maximum pool size exceeded (failed to allocate 1.500000 GiB): Maximum pool size exceeded");
+        assert_eq!(o.facts.requested_bytes, Some(3 << 29));
+        // Another library's pool at its size is not a GPU's.
+        assert!(analyze("Error: Maximum pool size exceeded: 64")
+            .main()
+            .is_none());
+
+        let o = main("E tensorflow/stream_executor/rocm/rocm_driver.cc:601] failed to allocate 7.35G (7889485824 bytes) from device: hipError_t(1002)");
+        assert_eq!(
+            (o.framework, o.format),
+            (Framework::Tensorflow, "rocm-driver")
+        );
+        assert_eq!(o.facts.requested_bytes, Some(7_889_485_824));
+        // JAX's build of the same file stays the runtime's.
+        let o = main("E external/org_tensorflow/tensorflow/compiler/xla/stream_executor/cuda/cuda_driver.cc:802] failed to allocate 1.00G (1073741824 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY: out of memory");
+        assert_eq!(o.framework, Framework::Cuda);
+
+        let o = main("  what():  Native API failed. Native API returns: 39 (UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)");
+        assert_eq!((o.framework, o.format), (Framework::Unknown, "level-zero"));
+        let d = diagnose::diagnose(&o);
+        assert!(d[0].title.contains("Intel GPU"), "{}", d[0].title);
+        let o = main("llama_model_load: error loading model: Native API failed. Native API returns: -5 (PI_ERROR_OUT_OF_RESOURCES) -5 (PI_ERROR_OUT_OF_RESOURCES)");
+        assert_eq!((o.framework, o.format), (Framework::Ggml, "ggml-sycl"));
+        // PI's generic code with no program's words is not read as memory.
+        assert!(
+            analyze("Native API returns: -5 (PI_ERROR_OUT_OF_RESOURCES)")
+                .main()
+                .is_none()
+        );
+        assert!(
+            analyze("Native API returns: 40 (UR_RESULT_ERROR_OUT_OF_RESOURCES)")
+                .main()
+                .is_none()
+        );
     }
 }

@@ -321,9 +321,13 @@ mod tests {
             "E tensorflow/compiler/xla/stream_executor/rocm/rocm_driver.cc:606] failed to alloc\n\
              ate 127.99TiB (140729850295296 bytes) from device: HIP_ERROR_OutOf\nMemory",
         );
-        assert_eq!((o.framework, o.format), (Framework::Rocm, "rocm-driver"));
-        // Read exactly, then flagged: no GPU holds 128 TiB.
-        assert_eq!(o.facts.requested_bytes, None);
+        // The log's own path names TensorFlow.
+        assert_eq!(
+            (o.framework, o.format),
+            (Framework::Tensorflow, "rocm-driver")
+        );
+        // Read exactly, and flagged: no GPU holds 128 TiB (kept: it is what was asked for).
+        assert_eq!(o.facts.requested_bytes, Some(140_729_850_295_296));
         assert_eq!(o.facts.implausible[0].said_bytes, 140_729_850_295_296);
         // vLLM's guard cut inside a number.
         let o = found(
