@@ -311,6 +311,7 @@ fn not_device_memory(oom: &Oom) -> Option<Finding> {
     Some(match oom.memory {
         super::MemoryKind::SharedMemory => shared_memory(oom),
         super::MemoryKind::Host if oom.format == "pytorch-cpu" => cpu_allocator(oom),
+        super::MemoryKind::Host if oom.format == "tensorflow-cpu" => tf_cpu_allocator(oom),
         super::MemoryKind::Host => host_memory(oom),
         super::MemoryKind::Buffers => buffer_count(oom),
         super::MemoryKind::PinnedHost => pinned_host_memory(oom),
@@ -1867,6 +1868,26 @@ fn cpu_allocator(oom: &Oom) -> Finding {
             r("See what the host has free (free -h) and what else holds it; a container's memory limit counts too."),
             r("Load weights straight to the device or lazily: torch.load(..., mmap=True, map_location=\"cuda\"), safetensors, or from_pretrained(..., low_cpu_mem_usage=True, device_map=\"auto\")."),
             r("Fewer or lighter DataLoader workers, and a smaller batch, if the host fills during training."),
+        ],
+    }
+}
+
+/// TensorFlow's CPU allocator (`cpu`, oneDNN's `mklcpu`): a tensor placed on the host.
+fn tf_cpu_allocator(oom: &Oom) -> Finding {
+    Finding {
+        cause: Cause::HostMemory,
+        title: format!(
+            "The host's RAM ran out{}: TensorFlow's CPU allocator, not a GPU",
+            oom.facts
+                .requested_bytes
+                .map(|b| format!(" allocating {}", fmt_bytes(b)))
+                .unwrap_or_default()
+        ),
+        detail: "The tensor was placed on /device:CPU:0 (no GPU visible to TensorFlow, an op with no GPU kernel, or a tf.device(\"/cpu:0\") scope) and the host allocator could not get it. The GPU's memory is not involved.".into(),
+        remedies: vec![
+            r("See what the host has free (free -h) and what else holds it; a container's memory limit counts too."),
+            r("Check that TensorFlow sees the GPU (tf.config.list_physical_devices(\"GPU\")); if it does not, every tensor lands in host RAM."),
+            r("A smaller batch, or a tf.data pipeline that streams instead of holding the dataset in memory."),
         ],
     }
 }

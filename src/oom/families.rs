@@ -37,6 +37,10 @@ pub const ALL: &[Family] = &[
         parse: pytorch_cpu,
     },
     Family {
+        name: "tensorflow-cpu",
+        parse: tensorflow_cpu,
+    },
+    Family {
         name: "xla-tpu-reserve",
         parse: xla_tpu_reserve,
     },
@@ -444,6 +448,34 @@ fn pytorch_cpu(t: &str) -> Option<Oom> {
         ..Facts::default()
     };
     let mut o = oom(Framework::Pytorch, "pytorch-cpu", None, f);
+    o.memory = MemoryKind::Host;
+    Some(o)
+}
+
+re!(
+    tf_cpu_re,
+    r"(?i)OOM when allocating tensor\b[^\n]{0,200}?(?:/device:CPU:\d+|\bby allocator (\w*cpu\w*)\b)|\bAllocator \((\w*cpu\w*)\) ran out of memory trying to allocate"
+);
+
+/// TensorFlow's CPU allocators: `cpu` (`core/framework/cpu_allocator_impl.cc`), oneDNN's
+/// `mklcpu` (`core/common_runtime/mkl_cpu_allocator.h`) and any other named for the CPU, or a
+/// tensor placed on `/device:CPU:N`. The same "OOM when allocating tensor" sentence as the
+/// GPU's BFC allocator, but of the host's RAM. The figures are read as for the GPU's.
+fn tensorflow_cpu(t: &str) -> Option<Oom> {
+    let m = tf_cpu_re().find(t)?;
+    let rest = &t[m.start()..];
+    let mut o = known::tensorflow_oom(rest)
+        .or_else(|| known::tensorflow_bfc(rest))
+        .unwrap_or_else(|| {
+            oom(
+                Framework::Tensorflow,
+                "tensorflow-cpu",
+                None,
+                Facts::default(),
+            )
+        });
+    o.format = "tensorflow-cpu";
+    o.device_index = None;
     o.memory = MemoryKind::Host;
     Some(o)
 }
@@ -1093,6 +1125,36 @@ mod tests {
         let o = pytorch_cpu("RuntimeError: [enforce fail at alloc_cpu.cpp:114] data. DefaultCPUAllocator: not enough memory: you tried to allocate 1073741824 bytes.").expect("found");
         assert_eq!(o.memory, MemoryKind::Host);
         assert_eq!(o.facts.requested_bytes, Some(1 << 30));
+    }
+
+    /// TensorFlow's CPU allocators print the GPU's sentence; the allocator or the device says
+    /// it is the host's RAM. The GPU's BFC allocator is not taken for one.
+    #[test]
+    fn tensorflows_cpu_allocators_are_host_memory() {
+        for text in [
+            "OOM when allocating tensor with shape[24,1,2304,1152,3] and type float on /job:localhost/replica:0/task:0/device:CPU:0 by allocator cpu",
+            "ResourceExhaustedError: OOM when allocating tensor with shape[32,64,224,224] and type float on /job:localhost/replica:0/task:0/device:CPU:0 by allocator mklcpu",
+            "OOM when allocating tensor with shape[1024,1024] and type float by allocator mklcpu",
+            "Allocator (mklcpu) ran out of memory trying to allocate 1.00GiB (rounded to 1073741824)",
+        ] {
+            let o = tensorflow_cpu(text).expect(text);
+            assert_eq!(
+                (o.format, o.memory, o.device_index),
+                ("tensorflow-cpu", MemoryKind::Host, None),
+                "{text}"
+            );
+        }
+        let o = tensorflow_cpu(
+            "OOM when allocating tensor with shape[1024,1024,256] and type float on /job:localhost/replica:0/task:0/device:CPU:0 by allocator cpu",
+        )
+        .expect("found");
+        assert_eq!(o.facts.requested_bytes, Some(1 << 30));
+        for text in [
+            "OOM when allocating tensor with shape[3,3,512,1024] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc [Op:Mul]",
+            "Allocator (GPU_0_bfc) ran out of memory trying to allocate 2.14GiB",
+        ] {
+            assert!(tensorflow_cpu(text).is_none(), "{text}");
+        }
     }
 
     #[test]
