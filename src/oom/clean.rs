@@ -213,6 +213,12 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "device oom encountered",
     "hami-core error",
     "message=\"allocation failure\"",
+    "cuda failure 2 ",
+    "cuda execution failed with error 2",
+    "curesult",
+    "cuda error 2",
+    "cudaerror 2",
+    "failed res=2",
 ];
 
 /// [`TRIGGERS`] as one case-insensitive regex: Unicode's case folding, for a line that is not

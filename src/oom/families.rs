@@ -221,6 +221,10 @@ pub const ALL: &[Family] = &[
         parse: hami_core,
     },
     Family {
+        name: "cuda-code",
+        parse: cuda_code,
+    },
+    Family {
         name: "cuda",
         parse: known::raw_cuda,
     },
@@ -860,6 +864,58 @@ fn hami_core(t: &str) -> Option<Oom> {
     Some(oom(Framework::Cuda, "hami-core", device, f))
 }
 
+// CUDA's out-of-memory error as other libraries relay it. Its number is 2 in both APIs
+// (`cudaErrorMemoryAllocation` in the runtime's `driver_types.h`, `CUDA_ERROR_OUT_OF_MEMORY`
+// in the driver's `cuda.h`); any other number is another error.
+re!(
+    cuda_thrust_re,
+    r"thrust::|\b(?:parallel_for|for_each|transform|reduce|scan|sort|merge_sort|radix_sort|copy_if|fill|get_temporary_buffer)\w*:? (?:failed|error)[^\n]{0,40}?: ?cudaErrorMemoryAllocation"
+);
+// NCCL's CUDACHECK (`src/include/checks.h`): "Cuda failure %d '%s'", older "Cuda failure '%s'".
+re!(cuda_nccl_re, r"Cuda failure (?:(\d+) )?'([^']{1,80})'");
+// spconv 1.x and tensorview's TV_CHECK_CUDA_ERR: "<file> <line> cuda execution failed with error 2".
+re!(
+    cuda_spconv_re,
+    r"(?i)cuda execution failed with error (\d+)\b"
+);
+// A bare number: `CUresult=2`, `CUDA error 2`, `cudaError 2`, or a cuMemAlloc-family call's
+// result (`cuMemoryAllocate failed res=2`, HAMi-core's allocator.c).
+re!(
+    cuda_number_re,
+    r"\bCUresult\s*[=:]?\s*\(?(\d+)\b|\bCUDA (?:error|Error|ERROR)(?: code)?\s*[=:#]?\s*\(?(\d+)\)?(?:[^\d.]|$)|\bcudaError(?:_t)?\s*[=:]?\s*(\d+)\b|\b(?:cuMem\w*Alloc\w*|cuMemoryAllocate|cuMemCreate|cudaMalloc\w*)\b[^\n]{0,80}?\b(?:res|ret|result|status|err|error|code|returned)\s*[=:]?\s*(\d+)\b"
+);
+
+/// CUDA's own out-of-memory error relayed by another library, which the format names: Thrust
+/// (`thrust::system_error`, "parallel_for failed: cudaErrorMemoryAllocation: out of memory"),
+/// NCCL ("Cuda failure 2 'out of memory'"), spconv/tensorview ("cuda execution failed with
+/// error 2"), HAMi-core's hooked allocator ("cuMemoryAllocate failed res=2"), or a bare code
+/// (`CUresult=2`, `CUDA error 2`). The driver or runtime said it; the message has no figures.
+/// A number other than 2 is another error, never read as memory.
+fn cuda_code(t: &str) -> Option<Oom> {
+    let found = |format| Some(oom(Framework::Cuda, format, None, Facts::default()));
+    if t.contains("cudaErrorMemoryAllocation") && cuda_thrust_re().is_match(t) {
+        return found("cuda-thrust");
+    }
+    if let Some(c) = cuda_nccl_re().captures(t) {
+        let code = c.get(1).map(|m| m.as_str());
+        if code == Some("2") || (code.is_none() && c.get(2)?.as_str() == "out of memory") {
+            return found("cuda-nccl");
+        }
+    }
+    if let Some(c) = cuda_spconv_re().captures(t) {
+        return (c.get(1)?.as_str() == "2")
+            .then_some(())
+            .and_then(|()| found("cuda-spconv"));
+    }
+    let c = cuda_number_re().captures(t)?;
+    let code = (1..=4).find_map(|i| c.get(i))?.as_str();
+    (code == "2").then_some(())?;
+    if t.contains("HAMI-core") || t.contains("4pdvGPU") {
+        return found("cuda-hami-core");
+    }
+    found("cuda-code")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1154,6 +1210,43 @@ mod tests {
             "Allocator (GPU_0_bfc) ran out of memory trying to allocate 2.14GiB",
         ] {
             assert!(tensorflow_cpu(text).is_none(), "{text}");
+        }
+    }
+
+    /// CUDA's error 2 relayed by Thrust, NCCL, spconv, HAMi-core or as a bare number; any
+    /// other number is not memory.
+    #[test]
+    fn cudas_error_2_as_other_libraries_print_it() {
+        let cases = [
+            ("terminate called after throwing an instance of 'thrust::system::system_error' what(): parallel_for failed: cudaErrorMemoryAllocation: out of memory", "cuda-thrust"),
+            ("merge_sort: failed on 2nd step: cudaErrorMemoryAllocation: out of memory", "cuda-thrust"),
+            ("host:1:2 [0] include/alloc.h:178 NCCL WARN Cuda failure 'out of memory'", "cuda-nccl"),
+            ("enqueue.cc:123 NCCL WARN Cuda failure 2 'out of memory'", "cuda-nccl"),
+            ("RuntimeError: src/spconv/indice.cu 125 cuda execution failed with error 2", "cuda-spconv"),
+            ("[HAMI-core ERROR (pid:7 thread=1 allocator.c:115)]: cuMemoryAllocate failed res=2", "cuda-hami-core"),
+            ("cuMemAlloc_v2 failed: CUresult=2", "cuda-code"),
+            ("RuntimeError: CUDA error 2 in cuMemAlloc", "cuda-code"),
+            ("CUDA error (2) at kernel.cu:40", "cuda-code"),
+            ("cudaMalloc returned 2", "cuda-code"),
+        ];
+        for (text, format) in cases {
+            let o = cuda_code(text).expect(text);
+            assert_eq!((o.framework, o.format), (Framework::Cuda, format), "{text}");
+            assert_eq!(o.facts, Facts::default(), "{text}");
+        }
+        for text in [
+            "what(): parallel_for failed: cudaErrorIllegalAddress: an illegal memory access was encountered",
+            "NCCL WARN Cuda failure 'invalid resource handle'",
+            "NCCL WARN Cuda failure 700 'an illegal memory access was encountered'",
+            "src/spconv/indice.cu 120 cuda execution failed with error 98",
+            "cuda execution failed with error 700 an illegal memory access was encountered",
+            "[HAMI-core ERROR (pid:27 allocator.c:166)]: remove_chunk a_list length is 0 res=0",
+            "cuMemAlloc failed: CUresult=700",
+            "CUDA error 209 at foo.cu:12",
+            "CUDA error 2.5 seconds",
+            "cudaMalloc returned 20",
+        ] {
+            assert!(cuda_code(text).is_none(), "{text}");
         }
     }
 
