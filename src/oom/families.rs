@@ -401,8 +401,16 @@ re!(
 );
 re!(
     ascend_rtmalloc_re,
-    r"rtMalloc fail[^\n]{0,80}?size:\s*(\d+)(?:, device_id:\s*(\d+))?"
+    r"(?:rtMalloc|[Mm]alloc|[Aa]lloc(?:ate)?)(?: device memory| physical memory| memory)? fail(?:ed)?[^\n]{0,200}?\bsize\s*[:=]\s*(\d+)(?:,\s*device_?id\s*[:=]\s*(\d+))?"
 );
+// The device where the trace names it elsewhere: torch_npu's error line ("(PID:28794,
+// Device:2, RankID:2) ERR00100"), a runtime line's `device_id`, "open device 2 failed".
+re!(
+    ascend_device_re,
+    r"\bDevice:\s*(\d+), RankID|\bdevice_id\s*[:=]\s*(\d+)|\bopen device (\d+) failed"
+);
+// torchrun's rank prefixes left inside a line (a paste collapsed onto one line).
+re!(ascend_rank_re, r"\[rank\d+\]:\s*");
 
 /// Huawei Ascend's CANN runtime (`EL0004`, "Memory_Allocation_Failure"): device memory that
 /// the runtime itself, the graph engine (GE: "requested by GE module", `rtMalloc` for page
@@ -410,14 +418,25 @@ re!(
 /// not torch_npu's caching allocator, whose sentence is [`pytorch_fork`]'s. The size is the
 /// first failed `rtMalloc`'s, where the trace has one.
 fn ascend_runtime(t: &str) -> Option<Oom> {
-    let m = ascend_el0004_re().find(t)?;
+    let t = if t.contains("[rank") {
+        ascend_rank_re().replace_all(t, "")
+    } else {
+        std::borrow::Cow::Borrowed(t)
+    };
+    let m = ascend_el0004_re().find(&t)?;
     let rest = &t[m.start()..];
     let c = ascend_rtmalloc_re().captures(rest);
     let f = Facts {
         requested_bytes: c.as_ref().and_then(|c| c.get(1)?.as_str().parse().ok()),
         ..Facts::default()
     };
-    let device = c.as_ref().and_then(|c| c.get(2)?.as_str().parse().ok());
+    let device = c
+        .as_ref()
+        .and_then(|c| c.get(2)?.as_str().parse().ok())
+        .or_else(|| {
+            let c = ascend_device_re().captures(&t)?;
+            (1..=3).find_map(|i| c.get(i)?.as_str().parse().ok())
+        });
     Some(oom(Framework::Npu, "ascend-el0004", device, f))
 }
 
@@ -1038,6 +1057,20 @@ mod tests {
         .expect("found");
         assert_eq!(o.facts.requested_bytes, None);
         assert!(ascend_runtime("EL0004 is the code for a memory failure").is_none());
+        // torchrun's prefixes, left inside a paste collapsed onto one line; the device from
+        // torch_npu's error line when no runtime line names it.
+        let o = ascend_runtime("[rank1]: [ERROR] 2025-08-26-03:59:04 (PID:28794, Device:1, RankID:1) ERR00100 PTA call acl api failed [rank1]: EL0004: [PID: 28794] 2025-08-26-03:58:55.257.127 Failed to allocate memory. [rank1]:         Possible Cause: Available memory is insufficient. [rank1]:         TraceBack (most recent call last): [rank1]:         Call rtMalloc fail, purpose:feature map,used for op input and output., size:5368709120 [rank1]:         malloc physical memory failed, runtime result = 207001").expect("found");
+        assert_eq!(
+            (o.device_index, o.facts.requested_bytes),
+            (Some(1), Some(5 << 30))
+        );
+        let o = ascend_runtime("[rank3]: EL0004: [PID: 1] Failed to allocate memory. [rank3]: alloc device memory failed, size=1073741824, device_id=3").expect("found");
+        assert_eq!(
+            (o.device_index, o.facts.requested_bytes),
+            (Some(3), Some(1 << 30))
+        );
+        let o = ascend_runtime("EL0004: [PID: 1613532] Failed to allocate memory. allocate device memory failed.[FUNC:Init][FILE:memory_pool_manager.cc][LINE:50] open device 2 failed, runtime result = 507033.").expect("found");
+        assert_eq!((o.device_index, o.facts.requested_bytes), (Some(2), None));
     }
 
     /// XLA's report for VMEM or SMEM is a core's on-chip memory against the compiler's
