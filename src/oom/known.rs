@@ -43,7 +43,7 @@ re!(
 re!(
     torch_split_re,
     format!(
-        r"Of the allocated memory {SIZE} is allocated by PyTorch, (?:with {SIZE} allocated in private pools \(e\.g\., CUDA Graphs\), )?and {SIZE} is reserved by PyTorch but unallocated"
+        r"Of the allocated memory {SIZE} is allocated by PyTorch, (?:with {SIZE} allocated in private pools \(e\.g\., [^)]{{1,40}}\), )?and {SIZE} is reserved by PyTorch but unallocated"
     )
 );
 re!(
@@ -1153,6 +1153,17 @@ pub(super) fn raw_cuda(t: &str) -> Option<Oom> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// ROCm's hipified allocator names its graphs "HIP Graphs" in the private-pool clause;
+    /// the split must still be read, whatever the graph API's name.
+    #[test]
+    fn the_private_pool_clause_names_any_graph_api() {
+        for graphs in ["CUDA Graphs", "HIP Graphs", "XPU Graphs"] {
+            let text = format!("Of the allocated memory 1017.01 MiB is allocated by PyTorch, with 17.00 MiB allocated in private pools (e.g., {graphs}), and 54.99 MiB is reserved by PyTorch but unallocated.");
+            let c = torch_split_re().captures(&text).expect(graphs);
+            assert_eq!(sz(&c, 2), Some(17 << 20), "{graphs}");
+        }
+    }
 
     /// Regression: re-wrapped at 84 columns, the stream executor's line lost the log prefix
     /// that named TensorFlow and was read as CUDA's.
