@@ -377,6 +377,95 @@ pub(crate) fn is_prose_quote(raw: &str) -> bool {
     words >= 3 || unspaced_phrase
 }
 
+/// A message carried inside an escaped string, as a Rust `{:?}` panic (text-generation-inference's
+/// router: `Err(Generation("CUDA out of memory. …"))`) or an HTTP JSON body (`{"error": "…\n…"}`)
+/// prints it: the first double-quoted string on the line that holds a trigger phrase and whose
+/// escapes are clearly there (`\n`, `\"`, `\\`, `\t`, `\uXXXX`), decoded into the lines it
+/// stood for (or TensorFlow's allocator statistics). The text before the string and after it are lines of their own (context, not the
+/// message). `None` when the line has no such string: nothing is unescaped on a guess (a Windows
+/// path's `\new` is not a line break). One pass over the line, which [`cut`] bounds.
+pub(crate) fn unescape_string(line: &str) -> Option<Vec<String>> {
+    if !line.contains('\\') || !line.contains('"') {
+        return None;
+    }
+    let b = line.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'"' {
+            i += 1;
+            continue;
+        }
+        // A string literal from here to its closing quote (or the line's end, for a cut one).
+        let open = i;
+        let mut j = i + 1;
+        let mut escapes = false;
+        while j < b.len() && b[j] != b'"' {
+            if b[j] == b'\\' && j + 1 < b.len() {
+                escapes |= matches!(b[j + 1], b'n' | b'"' | b'\\' | b't' | b'r' | b'u');
+                j += 2;
+            } else {
+                j += 1;
+            }
+        }
+        let close = j.min(b.len());
+        let body = &line[open + 1..close];
+        // A trigger phrase, or what the scanner notes besides (TensorFlow's Stats block).
+        if escapes && (has_trigger(body) || noted_ac().is_match(body)) {
+            let mut out = Vec::new();
+            let before = line[..open].trim();
+            if !before.is_empty() {
+                out.push(before.to_owned());
+            }
+            out.extend(decode(body).split('\n').map(str::to_owned));
+            let after = line.get(close + 1..).unwrap_or("").trim();
+            if !after.is_empty() {
+                out.push(after.to_owned());
+            }
+            return Some(out);
+        }
+        i = close + 1;
+    }
+    None
+}
+
+/// A string literal's escapes decoded (JSON's and Rust's `{:?}`'s): `\n` a line break, `\t` a
+/// space, `\r` nothing, `\uXXXX` its character, `\"`, `\\`, `\/` and `\'` themselves; any
+/// other backslash is kept as it was.
+fn decode(body: &str) -> String {
+    let mut out = String::with_capacity(body.len());
+    let mut chars = body.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('n') => out.push('\n'),
+            Some('t') => out.push(' '),
+            Some('r') => {}
+            Some('u') => {
+                let hex: String = chars.clone().take(4).collect();
+                match u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32) {
+                    Some(ch) if hex.len() == 4 => {
+                        out.push(ch);
+                        for _ in 0..4 {
+                            chars.next();
+                        }
+                    }
+                    _ => out.push_str("\\u"),
+                }
+            }
+            Some(q @ ('"' | '\\' | '/' | '\'')) => out.push(q),
+            Some(other) => {
+                out.push('\\');
+                out.push(other);
+            }
+            None => out.push('\\'),
+        }
+    }
+    out
+}
+
 /// Lines that name an allocation that did not fail the job: TensorFlow's BFC warning that the
 /// caller will retry (`freed_by_count`, "not a failure"), however it is wrapped, and a failed
 /// `mlock` of a host buffer (llama.cpp pins the model in RAM if it can and runs on if not).
@@ -515,6 +604,38 @@ mod tests {
         ] {
             assert!(!is_prose_quote(line), "{line:?}");
         }
+    }
+
+    /// A JSON body's or a Rust panic's string is decoded into its lines, the wrapper kept
+    /// apart; a line with no escaped string holding a trigger is left alone.
+    #[test]
+    fn an_escaped_string_is_decoded_into_its_lines() {
+        assert_eq!(
+            unescape_string(
+                r#"{"error":"CUDA out of memory. Tried to allocate 2.00 GiB.\nGPU 0 has a \"total\" capacity\u0021","error_type":"generation"}"#
+            ),
+            Some(vec![
+                "{\"error\":".to_owned(),
+                "CUDA out of memory. Tried to allocate 2.00 GiB.".to_owned(),
+                "GPU 0 has a \"total\" capacity!".to_owned(),
+                ",\"error_type\":\"generation\"}".to_owned(),
+            ])
+        );
+        let v = unescape_string(r#"thread 'main' panicked at 'called `Result::unwrap()` on an `Err` value: Generation("Request failed: CUDA out of memory.\nTraceback (most recent call last):\n  File \"x.py\"")', router/src/main.rs:10:5"#).expect("decoded");
+        assert_eq!(v[1], "Request failed: CUDA out of memory.");
+        assert_eq!(v[3], "  File \"x.py\"");
+        assert_eq!(v[4], ")', router/src/main.rs:10:5");
+        for line in [
+            r#"RuntimeError: CUDA out of memory. See "C:\new\nvidia" for more"#,
+            r#"{"error":"CUDA out of memory. Tried to allocate 2.00 GiB."}"#,
+            r#"{"log":"step 12\nloss 0.3"}"#,
+            "no quotes \\n here: out of memory",
+        ] {
+            assert_eq!(unescape_string(line), None, "{line}");
+        }
+        // A cut string (no closing quote) and a bad \u escape are read as far as they go.
+        let v = unescape_string(r#"{"error":"out of memory\nGPU 0 \uZZ"#).expect("decoded");
+        assert_eq!(v[2], "GPU 0 \\uZZ");
     }
 
     #[test]
