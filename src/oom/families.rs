@@ -161,6 +161,10 @@ pub const ALL: &[Family] = &[
         parse: known::jax,
     },
     Family {
+        name: "xla-stream-executor",
+        parse: xla_stream_executor,
+    },
+    Family {
         name: "onnxruntime-bfcarena",
         parse: known::onnxruntime_bfcarena,
     },
@@ -883,6 +887,86 @@ fn hami_core(t: &str) -> Option<Oom> {
     Some(oom(Framework::Cuda, "hami-core", device, f))
 }
 
+// XLA's stream executor for CUDA (`xla/stream_executor/cuda/cuda_driver.cc`, and its
+// `platform_util.cc` creating one per device): a device allocation, a unified-memory one
+// (XLA retries with it where it is asked to), and the primary context that could not be
+// created, with the device's total that the driver reported.
+re!(
+    xla_se_device_re,
+    format!(
+        r"failed to allocate {} \((\d+) bytes\) from device: (?:\w+: )?CUDA_ERROR_OUT_OF_MEMORY",
+        known::SIZE
+    )
+);
+re!(
+    xla_se_unified_re,
+    r"failed to alloc (\d+) bytes unified memory; result: CUDA_ERROR_OUT_OF_MEMORY"
+);
+re!(
+    xla_se_context_re,
+    r"cuDevicePrimaryCtxRetain: CUDA_ERROR_OUT_OF_MEMORY[^;\n]{0,40}(?:; total memory reported: (\d+))?"
+);
+re!(
+    xla_se_ordinal_re,
+    r"device ordinal (\d+)|StreamExecutor for CUDA:(\d+)"
+);
+// Where the text says JAX: jaxlib's bundled XLA (`external/org_tensorflow/…`, `external/xla/…`),
+// jaxlib's or JAX's own modules in a traceback.
+re!(
+    xla_jax_re,
+    r"external/org_tensorflow/|external/xla/|\bjaxlib\b|\bjax[./]|site-packages/jax/|XlaRuntimeError"
+);
+
+/// JAX (or PyTorch/XLA) through XLA's stream executor: the framework where the paths or the
+/// traceback name it, the device where the message gives its ordinal, the request or the
+/// device's total. TensorFlow's own build (`tensorflow/…`, `external/local_xla/…`) and a bare
+/// driver line are left to the stream executor's other readers.
+fn xla_stream_executor(t: &str) -> Option<Oom> {
+    let framework = if torch_xla_re().is_match(t) {
+        Framework::PytorchXla
+    } else if xla_jax_re().is_match(t) {
+        Framework::Jax
+    } else {
+        // The unified-memory retry is XLA's alone; without a name it is CUDA's driver that
+        // refused.
+        return xla_se_unified_re().captures(t).map(|c| {
+            let f = Facts {
+                requested_bytes: c.get(1).and_then(|m| m.as_str().parse().ok()),
+                ..Facts::default()
+            };
+            oom(Framework::Cuda, "xla-unified-memory", None, f)
+        });
+    };
+    let ordinal = || {
+        let c = xla_se_ordinal_re().captures(t)?;
+        (1..=2).find_map(|i| c.get(i)?.as_str().parse().ok())
+    };
+    if let Some(c) = xla_se_device_re().captures(t) {
+        let n = c.len();
+        let f = Facts {
+            requested_bytes: c
+                .get(n - 1)
+                .and_then(|m| m.as_str().parse().ok())
+                .or_else(|| known::sz(&c, 1)),
+            ..Facts::default()
+        };
+        return Some(oom(framework, "xla-device-alloc", ordinal(), f));
+    }
+    if let Some(c) = xla_se_unified_re().captures(t) {
+        let f = Facts {
+            requested_bytes: c.get(1).and_then(|m| m.as_str().parse().ok()),
+            ..Facts::default()
+        };
+        return Some(oom(framework, "xla-unified-memory", ordinal(), f));
+    }
+    let c = xla_se_context_re().captures(t)?;
+    let f = Facts {
+        total_bytes: c.get(1).and_then(|m| m.as_str().parse().ok()),
+        ..Facts::default()
+    };
+    Some(oom(framework, "xla-context", ordinal(), f))
+}
+
 // CUDA's out-of-memory error as other libraries relay it. Its number is 2 in both APIs
 // (`cudaErrorMemoryAllocation` in the runtime's `driver_types.h`, `CUDA_ERROR_OUT_OF_MEMORY`
 // in the driver's `cuda.h`); any other number is another error.
@@ -1244,6 +1328,32 @@ mod tests {
         ] {
             assert!(tensorflow_cpu(text).is_none(), "{text}");
         }
+    }
+
+    /// XLA's stream executor under JAX: the framework from jaxlib's paths or JAX's traceback,
+    /// the device ordinal, the request or the driver's total; TensorFlow's own build is left
+    /// to the stream executor's reader.
+    #[test]
+    fn jax_through_xlas_stream_executor() {
+        let o = xla_stream_executor("W external/org_tensorflow/tensorflow/compiler/xla/service/platform_util.cc:200] unable to create StreamExecutor for CUDA:2: failed initializing StreamExecutor for CUDA device ordinal 2: INTERNAL: failed call to cuDevicePrimaryCtxRetain: CUDA_ERROR_OUT_OF_MEMORY: out of memory; total memory reported: 34089730048").expect("found");
+        assert_eq!(
+            (o.framework, o.format, o.device_index, o.facts.total_bytes),
+            (Framework::Jax, "xla-context", Some(2), Some(34_089_730_048))
+        );
+        let o = xla_stream_executor("E external/xla/xla/stream_executor/cuda/cuda_driver.cc:1010] failed to allocate 3.00GiB (3221225472 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY: out of memory").expect("found");
+        assert_eq!(
+            (o.framework, o.format, o.facts.requested_bytes),
+            (Framework::Jax, "xla-device-alloc", Some(3 << 30))
+        );
+        let o = xla_stream_executor("E0101 cuda_driver.cc:1050] failed to alloc 2147483648 bytes unified memory; result: CUDA_ERROR_OUT_OF_MEMORY: out of memory  File \"/x/site-packages/jax/_src/api.py\", line 1").expect("found");
+        assert_eq!(
+            (o.framework, o.format, o.facts.requested_bytes),
+            (Framework::Jax, "xla-unified-memory", Some(2 << 30))
+        );
+        let o = xla_stream_executor("failed to alloc 2147483648 bytes unified memory; result: CUDA_ERROR_OUT_OF_MEMORY: out of memory").expect("found");
+        assert_eq!(o.framework, Framework::Cuda);
+        assert!(xla_stream_executor("E tensorflow/compiler/xla/stream_executor/cuda/cuda_driver.cc:802] failed to allocate 14.75G (15837691904 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY: out of memory").is_none());
+        assert!(xla_stream_executor("E external/local_xla/xla/stream_executor/cuda/cuda_driver.cc:1] failed to allocate 1.00G (1073741824 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY").is_none());
     }
 
     /// CUDA's error 2 relayed by Thrust, NCCL, spconv, HAMi-core or as a bare number; any
