@@ -337,17 +337,24 @@ pub(crate) fn is_prose_quote(raw: &str) -> bool {
     };
     let mut outside = String::new();
     let mut inside: Vec<String> = Vec::new();
+    // Quotes that are data, not a writer's: a JSON value or a call's argument, opened right
+    // after `:`, `(`, `[` or `=` (`{"msg":"KoboldAI ran out of memory: …"}`, `Err("…")`).
+    let mut data: Vec<bool> = Vec::new();
+    let mut prev = ' ';
     // The open quote, if any: a backtick span holds any other quote mark as text.
     let mut open: Option<char> = None;
     for c in raw.chars() {
+        let before = std::mem::replace(&mut prev, c);
         match (open, c) {
             (None, '`') => {
                 open = Some('`');
                 inside.push(String::new());
+                data.push(false);
             }
             (None, '"' | '\u{201c}' | '\u{201d}') => {
                 open = Some('"');
                 inside.push(String::new());
+                data.push(matches!(before, ':' | '(' | '[' | '='));
             }
             (Some('`'), '`') | (Some('"'), '"' | '\u{201c}' | '\u{201d}') => {
                 open = None;
@@ -362,6 +369,9 @@ pub(crate) fn is_prose_quote(raw: &str) -> bool {
         }
     }
     if open.is_some() || has_trigger(&outside) || !inside.iter().any(|q| has_trigger(q)) {
+        return false;
+    }
+    if inside.iter().zip(&data).any(|(q, d)| *d && has_trigger(q)) {
         return false;
     }
     let words = outside
@@ -601,6 +611,9 @@ mod tests {
             "```CUDA out of memory``` when I run the demo script",
             // Quotes with no failure inside.
             "set `pin_memory=False` in the loader to make it work",
+            // An HTTP body's JSON value and a Rust error's argument: data, not a writer's quote.
+            r#"Kobold returned error: 507 INSUFFICIENT STORAGE {"detail":{"msg":"KoboldAI ran out of memory: CUDA error: out of memory","type":"out_of_memory.unknown.unknown"}}"#,
+            r#"the router panicked with an error value Generation("CUDA error: out of memory") at startup"#,
         ] {
             assert!(!is_prose_quote(line), "{line:?}");
         }
