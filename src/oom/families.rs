@@ -481,7 +481,7 @@ fn pytorch_cpu(t: &str) -> Option<Oom> {
 
 re!(
     tf_cpu_re,
-    r"(?i)OOM when allocating tensor\b[^\n]{0,200}?(?:/device:CPU:\d+|\bby allocator (\w*cpu\w*)\b)|\bAllocator \((\w*cpu\w*)\) ran out of memory trying to allocate"
+    r"(?i)OOM when allocating tensor\b[^\n]{0,200}?(?:/device:CPU:\d+|\bby allocator (\w*(?:cpu|_host_bfc)\w*)\b)|\bAllocator \((\w*(?:cpu|_host_bfc)\w*)\) ran out of memory trying to allocate"
 );
 
 /// TensorFlow's CPU allocators: `cpu` (`core/framework/cpu_allocator_impl.cc`), oneDNN's
@@ -501,9 +501,16 @@ fn tensorflow_cpu(t: &str) -> Option<Oom> {
                 Facts::default(),
             )
         });
-    o.format = "tensorflow-cpu";
     o.device_index = None;
-    o.memory = MemoryKind::Host;
+    // `gpu_host_bfc` / `cuda_host_bfc` (`gpu_host_allocator.h`): the page-locked host memory
+    // TensorFlow stages copies to and from the GPU through.
+    if rest.contains("_host_bfc") {
+        o.format = "tensorflow-pinned-host";
+        o.memory = MemoryKind::PinnedHost;
+    } else {
+        o.format = "tensorflow-cpu";
+        o.memory = MemoryKind::Host;
+    }
     Some(o)
 }
 
@@ -1322,6 +1329,15 @@ mod tests {
         )
         .expect("found");
         assert_eq!(o.facts.requested_bytes, Some(1 << 30));
+        let o = tensorflow_cpu("Allocator (gpu_host_bfc) ran out of memory trying to allocate 1.00GiB (rounded to 1073741824)requested by op IteratorGetNext").expect("found");
+        assert_eq!(
+            (o.format, o.memory, o.facts.requested_bytes),
+            (
+                "tensorflow-pinned-host",
+                MemoryKind::PinnedHost,
+                Some(1 << 30)
+            )
+        );
         for text in [
             "OOM when allocating tensor with shape[3,3,512,1024] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc [Op:Mul]",
             "Allocator (GPU_0_bfc) ran out of memory trying to allocate 2.14GiB",
