@@ -218,6 +218,12 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "maximum pool size exceeded",
     "pi_error_out_of_resources",
     "ur_result_error_out_of_resources",
+    "cuda failure 2 ",
+    "cuda execution failed with error 2",
+    "curesult",
+    "cuda error 2",
+    "cudaerror 2",
+    "failed res=2",
 ];
 
 /// [`TRIGGERS`] as one case-insensitive regex: Unicode's case folding, for a line that is not
@@ -336,17 +342,24 @@ pub(crate) fn is_prose_quote(raw: &str) -> bool {
     };
     let mut outside = String::new();
     let mut inside: Vec<String> = Vec::new();
+    // Quotes that are data, not a writer's: a JSON value or a call's argument, opened right
+    // after `:`, `(`, `[` or `=` (`{"msg":"KoboldAI ran out of memory: …"}`, `Err("…")`).
+    let mut data: Vec<bool> = Vec::new();
+    let mut prev = ' ';
     // The open quote, if any: a backtick span holds any other quote mark as text.
     let mut open: Option<char> = None;
     for c in raw.chars() {
+        let before = std::mem::replace(&mut prev, c);
         match (open, c) {
             (None, '`') => {
                 open = Some('`');
                 inside.push(String::new());
+                data.push(false);
             }
             (None, '"' | '\u{201c}' | '\u{201d}') => {
                 open = Some('"');
                 inside.push(String::new());
+                data.push(matches!(before, ':' | '(' | '[' | '='));
             }
             (Some('`'), '`') | (Some('"'), '"' | '\u{201c}' | '\u{201d}') => {
                 open = None;
@@ -363,6 +376,9 @@ pub(crate) fn is_prose_quote(raw: &str) -> bool {
     if open.is_some() || has_trigger(&outside) || !inside.iter().any(|q| has_trigger(q)) {
         return false;
     }
+    if inside.iter().zip(&data).any(|(q, d)| *d && has_trigger(q)) {
+        return false;
+    }
     let words = outside
         .split_whitespace()
         .filter(|w| w.chars().filter(|c| c.is_alphabetic()).count() >= 2)
@@ -374,6 +390,95 @@ pub(crate) fn is_prose_quote(raw: &str) -> bool {
             >= 4
     });
     words >= 3 || unspaced_phrase
+}
+
+/// A message carried inside an escaped string, as a Rust `{:?}` panic (text-generation-inference's
+/// router: `Err(Generation("CUDA out of memory. …"))`) or an HTTP JSON body (`{"error": "…\n…"}`)
+/// prints it: the first double-quoted string on the line that holds a trigger phrase and whose
+/// escapes are clearly there (`\n`, `\"`, `\\`, `\t`, `\uXXXX`), decoded into the lines it
+/// stood for (or TensorFlow's allocator statistics). The text before the string and after it are lines of their own (context, not the
+/// message). `None` when the line has no such string: nothing is unescaped on a guess (a Windows
+/// path's `\new` is not a line break). One pass over the line, which [`cut`] bounds.
+pub(crate) fn unescape_string(line: &str) -> Option<Vec<String>> {
+    if !line.contains('\\') || !line.contains('"') {
+        return None;
+    }
+    let b = line.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'"' {
+            i += 1;
+            continue;
+        }
+        // A string literal from here to its closing quote (or the line's end, for a cut one).
+        let open = i;
+        let mut j = i + 1;
+        let mut escapes = false;
+        while j < b.len() && b[j] != b'"' {
+            if b[j] == b'\\' && j + 1 < b.len() {
+                escapes |= matches!(b[j + 1], b'n' | b'"' | b'\\' | b't' | b'r' | b'u');
+                j += 2;
+            } else {
+                j += 1;
+            }
+        }
+        let close = j.min(b.len());
+        let body = &line[open + 1..close];
+        // A trigger phrase, or what the scanner notes besides (TensorFlow's Stats block).
+        if escapes && (has_trigger(body) || noted_ac().is_match(body)) {
+            let mut out = Vec::new();
+            let before = line[..open].trim();
+            if !before.is_empty() {
+                out.push(before.to_owned());
+            }
+            out.extend(decode(body).split('\n').map(str::to_owned));
+            let after = line.get(close + 1..).unwrap_or("").trim();
+            if !after.is_empty() {
+                out.push(after.to_owned());
+            }
+            return Some(out);
+        }
+        i = close + 1;
+    }
+    None
+}
+
+/// A string literal's escapes decoded (JSON's and Rust's `{:?}`'s): `\n` a line break, `\t` a
+/// space, `\r` nothing, `\uXXXX` its character, `\"`, `\\`, `\/` and `\'` themselves; any
+/// other backslash is kept as it was.
+fn decode(body: &str) -> String {
+    let mut out = String::with_capacity(body.len());
+    let mut chars = body.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('n') => out.push('\n'),
+            Some('t') => out.push(' '),
+            Some('r') => {}
+            Some('u') => {
+                let hex: String = chars.clone().take(4).collect();
+                match u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32) {
+                    Some(ch) if hex.len() == 4 => {
+                        out.push(ch);
+                        for _ in 0..4 {
+                            chars.next();
+                        }
+                    }
+                    _ => out.push_str("\\u"),
+                }
+            }
+            Some(q @ ('"' | '\\' | '/' | '\'')) => out.push(q),
+            Some(other) => {
+                out.push('\\');
+                out.push(other);
+            }
+            None => out.push('\\'),
+        }
+    }
+    out
 }
 
 /// Lines that name an allocation that did not fail the job: TensorFlow's BFC warning that the
@@ -511,9 +616,44 @@ mod tests {
             "```CUDA out of memory``` when I run the demo script",
             // Quotes with no failure inside.
             "set `pin_memory=False` in the loader to make it work",
+            // An HTTP body's JSON value and a Rust error's argument: data, not a writer's quote.
+            r#"Kobold returned error: 507 INSUFFICIENT STORAGE {"detail":{"msg":"KoboldAI ran out of memory: CUDA error: out of memory","type":"out_of_memory.unknown.unknown"}}"#,
+            r#"the router panicked with an error value Generation("CUDA error: out of memory") at startup"#,
         ] {
             assert!(!is_prose_quote(line), "{line:?}");
         }
+    }
+
+    /// A JSON body's or a Rust panic's string is decoded into its lines, the wrapper kept
+    /// apart; a line with no escaped string holding a trigger is left alone.
+    #[test]
+    fn an_escaped_string_is_decoded_into_its_lines() {
+        assert_eq!(
+            unescape_string(
+                r#"{"error":"CUDA out of memory. Tried to allocate 2.00 GiB.\nGPU 0 has a \"total\" capacity\u0021","error_type":"generation"}"#
+            ),
+            Some(vec![
+                "{\"error\":".to_owned(),
+                "CUDA out of memory. Tried to allocate 2.00 GiB.".to_owned(),
+                "GPU 0 has a \"total\" capacity!".to_owned(),
+                ",\"error_type\":\"generation\"}".to_owned(),
+            ])
+        );
+        let v = unescape_string(r#"thread 'main' panicked at 'called `Result::unwrap()` on an `Err` value: Generation("Request failed: CUDA out of memory.\nTraceback (most recent call last):\n  File \"x.py\"")', router/src/main.rs:10:5"#).expect("decoded");
+        assert_eq!(v[1], "Request failed: CUDA out of memory.");
+        assert_eq!(v[3], "  File \"x.py\"");
+        assert_eq!(v[4], ")', router/src/main.rs:10:5");
+        for line in [
+            r#"RuntimeError: CUDA out of memory. See "C:\new\nvidia" for more"#,
+            r#"{"error":"CUDA out of memory. Tried to allocate 2.00 GiB."}"#,
+            r#"{"log":"step 12\nloss 0.3"}"#,
+            "no quotes \\n here: out of memory",
+        ] {
+            assert_eq!(unescape_string(line), None, "{line}");
+        }
+        // A cut string (no closing quote) and a bad \u escape are read as far as they go.
+        let v = unescape_string(r#"{"error":"out of memory\nGPU 0 \uZZ"#).expect("decoded");
+        assert_eq!(v[2], "GPU 0 \\uZZ");
     }
 
     #[test]

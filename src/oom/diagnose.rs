@@ -313,6 +313,7 @@ fn not_device_memory(oom: &Oom) -> Option<Finding> {
     Some(match oom.memory {
         super::MemoryKind::SharedMemory => shared_memory(oom),
         super::MemoryKind::Host if oom.format == "pytorch-cpu" => cpu_allocator(oom),
+        super::MemoryKind::Host if oom.format == "tensorflow-cpu" => tf_cpu_allocator(oom),
         super::MemoryKind::Host => host_memory(oom),
         super::MemoryKind::Buffers => buffer_count(oom),
         super::MemoryKind::PinnedHost => pinned_host_memory(oom),
@@ -745,6 +746,11 @@ fn no_numbers(oom: &Oom, _sizing: Option<&Sizing>, _out: &[Finding]) -> Option<F
                 "trtllm-ipc" => "TensorRT-LLM could not allocate its inter-GPU (IPC) communication buffers, which tensor parallelism needs on every GPU: the GPUs were already full.".into(),
                 "mxnet" => "MXNet's GPU memory pool could not get memory from cudaMalloc; it had already released its cached blocks and retried. The message gives no size.".into(),
                 "rmm-pool" => "RMM's pool reached the maximum size it was given (maximum_pool_size, dask-cuda's --rmm-pool-size): the pool's limit, not necessarily the GPU's, was hit.".into(),
+                "cuda-thrust" => "Thrust (or CUB under it) could not get device memory for an algorithm's temporary storage: CUDA's runtime answered cudaErrorMemoryAllocation and Thrust raised it as thrust::system_error. The GPU was full, usually with this program's own data (or a caching allocator's cache), or other processes. The message gives no size.".into(),
+                "cuda-nccl" => "NCCL relayed CUDA's error 2 (out of memory): it could not allocate its communication buffers (NCCL_BUFFSIZE per channel and peer) or its kernels' memory on a GPU that was already full. The message gives no size.".into(),
+                "cuda-spconv" => "spconv (through tensorview) relayed CUDA's error 2, cudaErrorMemoryAllocation: a sparse convolution's index or feature buffers did not fit; they grow with the number of active voxels (a smaller voxel size or a larger point cloud needs more). The message gives no size.".into(),
+                "cuda-hami-core" => "HAMi-core's hooked allocator passed the allocation to the driver, which answered 2 (CUDA_ERROR_OUT_OF_MEMORY): the GPU itself was full, not only the container's limit. The message gives no size.".into(),
+                "cuda-code" => "CUDA's error 2 (cudaErrorMemoryAllocation / CUDA_ERROR_OUT_OF_MEMORY), printed as a bare number by the library that called it. The message gives no size.".into(),
                 "libcudf" => "A CUDA call inside libcudf (cuDF's C++ library) could not allocate: device memory outside RMM's pool (Thrust or CUB scratch, a library's own buffer) while the GPU was full, usually with cuDF's own data. The message gives no size.".into(),
                 "rmm" => "RAPIDS Memory Manager's device memory resource could not allocate: the GPU (or RMM's pool on it) was full. The message gives no size.".into(),
                 "numba-context" => "Numba could not create a CUDA context (cuInit or cuCtxCreate): there was no room for one on the GPU (a context takes a few hundred MiB), usually because other processes fill it, or the GPU is in exclusive-process mode and taken.".into(),
@@ -1935,6 +1941,26 @@ fn cpu_allocator(oom: &Oom) -> Finding {
             r("See what the host has free (free -h) and what else holds it; a container's memory limit counts too."),
             r("Load weights straight to the device or lazily: torch.load(..., mmap=True, map_location=\"cuda\"), safetensors, or from_pretrained(..., low_cpu_mem_usage=True, device_map=\"auto\")."),
             r("Fewer or lighter DataLoader workers, and a smaller batch, if the host fills during training."),
+        ],
+    }
+}
+
+/// TensorFlow's CPU allocator (`cpu`, oneDNN's `mklcpu`): a tensor placed on the host.
+fn tf_cpu_allocator(oom: &Oom) -> Finding {
+    Finding {
+        cause: Cause::HostMemory,
+        title: format!(
+            "The host's RAM ran out{}: TensorFlow's CPU allocator, not a GPU",
+            oom.facts
+                .requested_bytes
+                .map(|b| format!(" allocating {}", fmt_bytes(b)))
+                .unwrap_or_default()
+        ),
+        detail: "The tensor was placed on /device:CPU:0 (no GPU visible to TensorFlow, an op with no GPU kernel, or a tf.device(\"/cpu:0\") scope) and the host allocator could not get it. The GPU's memory is not involved.".into(),
+        remedies: vec![
+            r("See what the host has free (free -h) and what else holds it; a container's memory limit counts too."),
+            r("Check that TensorFlow sees the GPU (tf.config.list_physical_devices(\"GPU\")); if it does not, every tensor lands in host RAM."),
+            r("A smaller batch, or a tf.data pipeline that streams instead of holding the dataset in memory."),
         ],
     }
 }

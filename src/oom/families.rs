@@ -37,6 +37,10 @@ pub const ALL: &[Family] = &[
         parse: pytorch_cpu,
     },
     Family {
+        name: "tensorflow-cpu",
+        parse: tensorflow_cpu,
+    },
+    Family {
         name: "xla-tpu-reserve",
         parse: xla_tpu_reserve,
     },
@@ -157,6 +161,10 @@ pub const ALL: &[Family] = &[
         parse: known::jax,
     },
     Family {
+        name: "xla-stream-executor",
+        parse: xla_stream_executor,
+    },
+    Family {
         name: "onnxruntime-bfcarena",
         parse: known::onnxruntime_bfcarena,
     },
@@ -219,6 +227,10 @@ pub const ALL: &[Family] = &[
     Family {
         name: "hami-core",
         parse: hami_core,
+    },
+    Family {
+        name: "cuda-code",
+        parse: cuda_code,
     },
     Family {
         name: "cuda",
@@ -397,8 +409,16 @@ re!(
 );
 re!(
     ascend_rtmalloc_re,
-    r"rtMalloc fail[^\n]{0,80}?size:\s*(\d+)(?:, device_id:\s*(\d+))?"
+    r"(?:rtMalloc|[Mm]alloc|[Aa]lloc(?:ate)?)(?: device memory| physical memory| memory)? fail(?:ed)?[^\n]{0,200}?\bsize\s*[:=]\s*(\d+)(?:,\s*device_?id\s*[:=]\s*(\d+))?"
 );
+// The device where the trace names it elsewhere: torch_npu's error line ("(PID:28794,
+// Device:2, RankID:2) ERR00100"), a runtime line's `device_id`, "open device 2 failed".
+re!(
+    ascend_device_re,
+    r"\bDevice:\s*(\d+), RankID|\bdevice_id\s*[:=]\s*(\d+)|\bopen device (\d+) failed"
+);
+// torchrun's rank prefixes left inside a line (a paste collapsed onto one line).
+re!(ascend_rank_re, r"\[rank\d+\]:\s*");
 
 /// Huawei Ascend's CANN runtime (`EL0004`, "Memory_Allocation_Failure"): device memory that
 /// the runtime itself, the graph engine (GE: "requested by GE module", `rtMalloc` for page
@@ -406,14 +426,25 @@ re!(
 /// not torch_npu's caching allocator, whose sentence is [`pytorch_fork`]'s. The size is the
 /// first failed `rtMalloc`'s, where the trace has one.
 fn ascend_runtime(t: &str) -> Option<Oom> {
-    let m = ascend_el0004_re().find(t)?;
+    let t = if t.contains("[rank") {
+        ascend_rank_re().replace_all(t, "")
+    } else {
+        std::borrow::Cow::Borrowed(t)
+    };
+    let m = ascend_el0004_re().find(&t)?;
     let rest = &t[m.start()..];
     let c = ascend_rtmalloc_re().captures(rest);
     let f = Facts {
         requested_bytes: c.as_ref().and_then(|c| c.get(1)?.as_str().parse().ok()),
         ..Facts::default()
     };
-    let device = c.as_ref().and_then(|c| c.get(2)?.as_str().parse().ok());
+    let device = c
+        .as_ref()
+        .and_then(|c| c.get(2)?.as_str().parse().ok())
+        .or_else(|| {
+            let c = ascend_device_re().captures(&t)?;
+            (1..=3).find_map(|i| c.get(i)?.as_str().parse().ok())
+        });
     Some(oom(Framework::Npu, "ascend-el0004", device, f))
 }
 
@@ -449,6 +480,41 @@ fn pytorch_cpu(t: &str) -> Option<Oom> {
     };
     let mut o = oom(Framework::Pytorch, "pytorch-cpu", None, f);
     o.memory = MemoryKind::Host;
+    Some(o)
+}
+
+re!(
+    tf_cpu_re,
+    r"(?i)OOM when allocating tensor\b[^\n]{0,200}?(?:/device:CPU:\d+|\bby allocator (\w*(?:cpu|_host_bfc)\w*)\b)|\bAllocator \((\w*(?:cpu|_host_bfc)\w*)\) ran out of memory trying to allocate"
+);
+
+/// TensorFlow's CPU allocators: `cpu` (`core/framework/cpu_allocator_impl.cc`), oneDNN's
+/// `mklcpu` (`core/common_runtime/mkl_cpu_allocator.h`) and any other named for the CPU, or a
+/// tensor placed on `/device:CPU:N`. The same "OOM when allocating tensor" sentence as the
+/// GPU's BFC allocator, but of the host's RAM. The figures are read as for the GPU's.
+fn tensorflow_cpu(t: &str) -> Option<Oom> {
+    let m = tf_cpu_re().find(t)?;
+    let rest = &t[m.start()..];
+    let mut o = known::tensorflow_oom(rest)
+        .or_else(|| known::tensorflow_bfc(rest))
+        .unwrap_or_else(|| {
+            oom(
+                Framework::Tensorflow,
+                "tensorflow-cpu",
+                None,
+                Facts::default(),
+            )
+        });
+    o.device_index = None;
+    // `gpu_host_bfc` / `cuda_host_bfc` (`gpu_host_allocator.h`): the page-locked host memory
+    // TensorFlow stages copies to and from the GPU through.
+    if rest.contains("_host_bfc") {
+        o.format = "tensorflow-pinned-host";
+        o.memory = MemoryKind::PinnedHost;
+    } else {
+        o.format = "tensorflow-cpu";
+        o.memory = MemoryKind::Host;
+    }
     Some(o)
 }
 
@@ -845,6 +911,138 @@ fn hami_core(t: &str) -> Option<Oom> {
     Some(oom(Framework::Cuda, "hami-core", device, f))
 }
 
+// XLA's stream executor for CUDA (`xla/stream_executor/cuda/cuda_driver.cc`, and its
+// `platform_util.cc` creating one per device): a device allocation, a unified-memory one
+// (XLA retries with it where it is asked to), and the primary context that could not be
+// created, with the device's total that the driver reported.
+re!(
+    xla_se_device_re,
+    format!(
+        r"failed to allocate {} \((\d+) bytes\) from device: (?:\w+: )?CUDA_ERROR_OUT_OF_MEMORY",
+        known::SIZE
+    )
+);
+re!(
+    xla_se_unified_re,
+    r"failed to alloc (\d+) bytes unified memory; result: CUDA_ERROR_OUT_OF_MEMORY"
+);
+re!(
+    xla_se_context_re,
+    r"cuDevicePrimaryCtxRetain: CUDA_ERROR_OUT_OF_MEMORY[^;\n]{0,40}(?:; total memory reported: (\d+))?"
+);
+re!(
+    xla_se_ordinal_re,
+    r"device ordinal (\d+)|StreamExecutor for CUDA:(\d+)"
+);
+// Where the text says JAX: jaxlib's bundled XLA (`external/org_tensorflow/…`, `external/xla/…`),
+// jaxlib's or JAX's own modules in a traceback.
+re!(
+    xla_jax_re,
+    r"external/org_tensorflow/|external/xla/|\bjaxlib\b|\bjax[./]|site-packages/jax/|XlaRuntimeError"
+);
+
+/// JAX (or PyTorch/XLA) through XLA's stream executor: the framework where the paths or the
+/// traceback name it, the device where the message gives its ordinal, the request or the
+/// device's total. TensorFlow's own build (`tensorflow/…`, `external/local_xla/…`) and a bare
+/// driver line are left to the stream executor's other readers.
+fn xla_stream_executor(t: &str) -> Option<Oom> {
+    let framework = if torch_xla_re().is_match(t) {
+        Framework::PytorchXla
+    } else if xla_jax_re().is_match(t) {
+        Framework::Jax
+    } else {
+        // The unified-memory retry is XLA's alone; without a name it is CUDA's driver that
+        // refused.
+        return xla_se_unified_re().captures(t).map(|c| {
+            let f = Facts {
+                requested_bytes: c.get(1).and_then(|m| m.as_str().parse().ok()),
+                ..Facts::default()
+            };
+            oom(Framework::Cuda, "xla-unified-memory", None, f)
+        });
+    };
+    let ordinal = || {
+        let c = xla_se_ordinal_re().captures(t)?;
+        (1..=2).find_map(|i| c.get(i)?.as_str().parse().ok())
+    };
+    if let Some(c) = xla_se_device_re().captures(t) {
+        let n = c.len();
+        let f = Facts {
+            requested_bytes: c
+                .get(n - 1)
+                .and_then(|m| m.as_str().parse().ok())
+                .or_else(|| known::sz(&c, 1)),
+            ..Facts::default()
+        };
+        return Some(oom(framework, "xla-device-alloc", ordinal(), f));
+    }
+    if let Some(c) = xla_se_unified_re().captures(t) {
+        let f = Facts {
+            requested_bytes: c.get(1).and_then(|m| m.as_str().parse().ok()),
+            ..Facts::default()
+        };
+        return Some(oom(framework, "xla-unified-memory", ordinal(), f));
+    }
+    let c = xla_se_context_re().captures(t)?;
+    let f = Facts {
+        total_bytes: c.get(1).and_then(|m| m.as_str().parse().ok()),
+        ..Facts::default()
+    };
+    Some(oom(framework, "xla-context", ordinal(), f))
+}
+
+// CUDA's out-of-memory error as other libraries relay it. Its number is 2 in both APIs
+// (`cudaErrorMemoryAllocation` in the runtime's `driver_types.h`, `CUDA_ERROR_OUT_OF_MEMORY`
+// in the driver's `cuda.h`); any other number is another error.
+re!(
+    cuda_thrust_re,
+    r"thrust::|\b(?:parallel_for|for_each|transform|reduce|scan|sort|merge_sort|radix_sort|copy_if|fill|get_temporary_buffer)\w*:? (?:failed|error)[^\n]{0,40}?: ?cudaErrorMemoryAllocation"
+);
+// NCCL's CUDACHECK (`src/include/checks.h`): "Cuda failure %d '%s'", older "Cuda failure '%s'".
+re!(cuda_nccl_re, r"Cuda failure (?:(\d+) )?'([^']{1,80})'");
+// spconv 1.x and tensorview's TV_CHECK_CUDA_ERR: "<file> <line> cuda execution failed with error 2".
+re!(
+    cuda_spconv_re,
+    r"(?i)cuda execution failed with error (\d+)\b"
+);
+// A bare number: `CUresult=2`, `CUDA error 2`, `cudaError 2`, or a cuMemAlloc-family call's
+// result (`cuMemoryAllocate failed res=2`, HAMi-core's allocator.c).
+re!(
+    cuda_number_re,
+    r"\bCUresult\s*[=:]?\s*\(?(\d+)\b|\bCUDA (?:error|Error|ERROR)(?: code)?\s*[=:#]?\s*\(?(\d+)\)?(?:[^\d.]|$)|\bcudaError(?:_t)?\s*[=:]?\s*(\d+)\b|\b(?:cuMem\w*Alloc\w*|cuMemoryAllocate|cuMemCreate|cudaMalloc\w*)\b[^\n]{0,80}?\b(?:res|ret|result|status|err|error|code|returned)\s*[=:]?\s*(\d+)\b"
+);
+
+/// CUDA's own out-of-memory error relayed by another library, which the format names: Thrust
+/// (`thrust::system_error`, "parallel_for failed: cudaErrorMemoryAllocation: out of memory"),
+/// NCCL ("Cuda failure 2 'out of memory'"), spconv/tensorview ("cuda execution failed with
+/// error 2"), HAMi-core's hooked allocator ("cuMemoryAllocate failed res=2"), or a bare code
+/// (`CUresult=2`, `CUDA error 2`). The driver or runtime said it; the message has no figures.
+/// A number other than 2 is another error, never read as memory.
+fn cuda_code(t: &str) -> Option<Oom> {
+    let found = |format| Some(oom(Framework::Cuda, format, None, Facts::default()));
+    if t.contains("cudaErrorMemoryAllocation") && cuda_thrust_re().is_match(t) {
+        return found("cuda-thrust");
+    }
+    if let Some(c) = cuda_nccl_re().captures(t) {
+        let code = c.get(1).map(|m| m.as_str());
+        if code == Some("2") || (code.is_none() && c.get(2)?.as_str() == "out of memory") {
+            return found("cuda-nccl");
+        }
+    }
+    if let Some(c) = cuda_spconv_re().captures(t) {
+        return (c.get(1)?.as_str() == "2")
+            .then_some(())
+            .and_then(|()| found("cuda-spconv"));
+    }
+    let c = cuda_number_re().captures(t)?;
+    let code = (1..=4).find_map(|i| c.get(i))?.as_str();
+    (code == "2").then_some(())?;
+    if t.contains("HAMI-core") || t.contains("4pdvGPU") {
+        return found("cuda-hami-core");
+    }
+    found("cuda-code")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -967,6 +1165,20 @@ mod tests {
         .expect("found");
         assert_eq!(o.facts.requested_bytes, None);
         assert!(ascend_runtime("EL0004 is the code for a memory failure").is_none());
+        // torchrun's prefixes, left inside a paste collapsed onto one line; the device from
+        // torch_npu's error line when no runtime line names it.
+        let o = ascend_runtime("[rank1]: [ERROR] 2025-08-26-03:59:04 (PID:28794, Device:1, RankID:1) ERR00100 PTA call acl api failed [rank1]: EL0004: [PID: 28794] 2025-08-26-03:58:55.257.127 Failed to allocate memory. [rank1]:         Possible Cause: Available memory is insufficient. [rank1]:         TraceBack (most recent call last): [rank1]:         Call rtMalloc fail, purpose:feature map,used for op input and output., size:5368709120 [rank1]:         malloc physical memory failed, runtime result = 207001").expect("found");
+        assert_eq!(
+            (o.device_index, o.facts.requested_bytes),
+            (Some(1), Some(5 << 30))
+        );
+        let o = ascend_runtime("[rank3]: EL0004: [PID: 1] Failed to allocate memory. [rank3]: alloc device memory failed, size=1073741824, device_id=3").expect("found");
+        assert_eq!(
+            (o.device_index, o.facts.requested_bytes),
+            (Some(3), Some(1 << 30))
+        );
+        let o = ascend_runtime("EL0004: [PID: 1613532] Failed to allocate memory. allocate device memory failed.[FUNC:Init][FILE:memory_pool_manager.cc][LINE:50] open device 2 failed, runtime result = 507033.").expect("found");
+        assert_eq!((o.device_index, o.facts.requested_bytes), (Some(2), None));
     }
 
     /// XLA's report for VMEM or SMEM is a core's on-chip memory against the compiler's
@@ -1110,6 +1322,108 @@ mod tests {
         let o = pytorch_cpu("RuntimeError: [enforce fail at alloc_cpu.cpp:114] data. DefaultCPUAllocator: not enough memory: you tried to allocate 1073741824 bytes.").expect("found");
         assert_eq!(o.memory, MemoryKind::Host);
         assert_eq!(o.facts.requested_bytes, Some(1 << 30));
+    }
+
+    /// TensorFlow's CPU allocators print the GPU's sentence; the allocator or the device says
+    /// it is the host's RAM. The GPU's BFC allocator is not taken for one.
+    #[test]
+    fn tensorflows_cpu_allocators_are_host_memory() {
+        for text in [
+            "OOM when allocating tensor with shape[24,1,2304,1152,3] and type float on /job:localhost/replica:0/task:0/device:CPU:0 by allocator cpu",
+            "ResourceExhaustedError: OOM when allocating tensor with shape[32,64,224,224] and type float on /job:localhost/replica:0/task:0/device:CPU:0 by allocator mklcpu",
+            "OOM when allocating tensor with shape[1024,1024] and type float by allocator mklcpu",
+            "Allocator (mklcpu) ran out of memory trying to allocate 1.00GiB (rounded to 1073741824)",
+        ] {
+            let o = tensorflow_cpu(text).expect(text);
+            assert_eq!(
+                (o.format, o.memory, o.device_index),
+                ("tensorflow-cpu", MemoryKind::Host, None),
+                "{text}"
+            );
+        }
+        let o = tensorflow_cpu(
+            "OOM when allocating tensor with shape[1024,1024,256] and type float on /job:localhost/replica:0/task:0/device:CPU:0 by allocator cpu",
+        )
+        .expect("found");
+        assert_eq!(o.facts.requested_bytes, Some(1 << 30));
+        let o = tensorflow_cpu("Allocator (gpu_host_bfc) ran out of memory trying to allocate 1.00GiB (rounded to 1073741824)requested by op IteratorGetNext").expect("found");
+        assert_eq!(
+            (o.format, o.memory, o.facts.requested_bytes),
+            (
+                "tensorflow-pinned-host",
+                MemoryKind::PinnedHost,
+                Some(1 << 30)
+            )
+        );
+        for text in [
+            "OOM when allocating tensor with shape[3,3,512,1024] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc [Op:Mul]",
+            "Allocator (GPU_0_bfc) ran out of memory trying to allocate 2.14GiB",
+        ] {
+            assert!(tensorflow_cpu(text).is_none(), "{text}");
+        }
+    }
+
+    /// XLA's stream executor under JAX: the framework from jaxlib's paths or JAX's traceback,
+    /// the device ordinal, the request or the driver's total; TensorFlow's own build is left
+    /// to the stream executor's reader.
+    #[test]
+    fn jax_through_xlas_stream_executor() {
+        let o = xla_stream_executor("W external/org_tensorflow/tensorflow/compiler/xla/service/platform_util.cc:200] unable to create StreamExecutor for CUDA:2: failed initializing StreamExecutor for CUDA device ordinal 2: INTERNAL: failed call to cuDevicePrimaryCtxRetain: CUDA_ERROR_OUT_OF_MEMORY: out of memory; total memory reported: 34089730048").expect("found");
+        assert_eq!(
+            (o.framework, o.format, o.device_index, o.facts.total_bytes),
+            (Framework::Jax, "xla-context", Some(2), Some(34_089_730_048))
+        );
+        let o = xla_stream_executor("E external/xla/xla/stream_executor/cuda/cuda_driver.cc:1010] failed to allocate 3.00GiB (3221225472 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY: out of memory").expect("found");
+        assert_eq!(
+            (o.framework, o.format, o.facts.requested_bytes),
+            (Framework::Jax, "xla-device-alloc", Some(3 << 30))
+        );
+        let o = xla_stream_executor("E0101 cuda_driver.cc:1050] failed to alloc 2147483648 bytes unified memory; result: CUDA_ERROR_OUT_OF_MEMORY: out of memory  File \"/x/site-packages/jax/_src/api.py\", line 1").expect("found");
+        assert_eq!(
+            (o.framework, o.format, o.facts.requested_bytes),
+            (Framework::Jax, "xla-unified-memory", Some(2 << 30))
+        );
+        let o = xla_stream_executor("failed to alloc 2147483648 bytes unified memory; result: CUDA_ERROR_OUT_OF_MEMORY: out of memory").expect("found");
+        assert_eq!(o.framework, Framework::Cuda);
+        assert!(xla_stream_executor("E tensorflow/compiler/xla/stream_executor/cuda/cuda_driver.cc:802] failed to allocate 14.75G (15837691904 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY: out of memory").is_none());
+        assert!(xla_stream_executor("E external/local_xla/xla/stream_executor/cuda/cuda_driver.cc:1] failed to allocate 1.00G (1073741824 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY").is_none());
+    }
+
+    /// CUDA's error 2 relayed by Thrust, NCCL, spconv, HAMi-core or as a bare number; any
+    /// other number is not memory.
+    #[test]
+    fn cudas_error_2_as_other_libraries_print_it() {
+        let cases = [
+            ("terminate called after throwing an instance of 'thrust::system::system_error' what(): parallel_for failed: cudaErrorMemoryAllocation: out of memory", "cuda-thrust"),
+            ("merge_sort: failed on 2nd step: cudaErrorMemoryAllocation: out of memory", "cuda-thrust"),
+            ("host:1:2 [0] include/alloc.h:178 NCCL WARN Cuda failure 'out of memory'", "cuda-nccl"),
+            ("enqueue.cc:123 NCCL WARN Cuda failure 2 'out of memory'", "cuda-nccl"),
+            ("RuntimeError: src/spconv/indice.cu 125 cuda execution failed with error 2", "cuda-spconv"),
+            ("[HAMI-core ERROR (pid:7 thread=1 allocator.c:115)]: cuMemoryAllocate failed res=2", "cuda-hami-core"),
+            ("cuMemAlloc_v2 failed: CUresult=2", "cuda-code"),
+            ("RuntimeError: CUDA error 2 in cuMemAlloc", "cuda-code"),
+            ("CUDA error (2) at kernel.cu:40", "cuda-code"),
+            ("cudaMalloc returned 2", "cuda-code"),
+        ];
+        for (text, format) in cases {
+            let o = cuda_code(text).expect(text);
+            assert_eq!((o.framework, o.format), (Framework::Cuda, format), "{text}");
+            assert_eq!(o.facts, Facts::default(), "{text}");
+        }
+        for text in [
+            "what(): parallel_for failed: cudaErrorIllegalAddress: an illegal memory access was encountered",
+            "NCCL WARN Cuda failure 'invalid resource handle'",
+            "NCCL WARN Cuda failure 700 'an illegal memory access was encountered'",
+            "src/spconv/indice.cu 120 cuda execution failed with error 98",
+            "cuda execution failed with error 700 an illegal memory access was encountered",
+            "[HAMI-core ERROR (pid:27 allocator.c:166)]: remove_chunk a_list length is 0 res=0",
+            "cuMemAlloc failed: CUresult=700",
+            "CUDA error 209 at foo.cu:12",
+            "CUDA error 2.5 seconds",
+            "cudaMalloc returned 20",
+        ] {
+            assert!(cuda_code(text).is_none(), "{text}");
+        }
     }
 
     #[test]

@@ -20,6 +20,13 @@ re!(
     )
 );
 re!(torch_allowed_re, format!(r"{SIZE} allowed;"));
+// The allocated clause alone, for a message cut after it (a client that truncates the text).
+re!(
+    torch_allocated_re,
+    format!(
+        r"Of the allocated memory {SIZE} is allocated by PyTorch(?:, with {SIZE} allocated in private pools \(e\.g\., [^)]{{1,40}}\))?"
+    )
+);
 // PyTorch's cudaMallocAsync backend (`c10/cuda/CUDAMallocAsyncAllocator.cpp`, chosen with
 // PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync, ComfyUI's --cuda-malloc): "Currently
 // allocated" is `pytorch_used_bytes`, its live allocations; "Device limit" and "Free" come
@@ -43,7 +50,7 @@ re!(
 re!(
     torch_split_re,
     format!(
-        r"Of the allocated memory {SIZE} is allocated by PyTorch, (?:with {SIZE} allocated in private pools \(e\.g\., CUDA Graphs\), )?and {SIZE} is reserved by PyTorch but unallocated"
+        r"Of the allocated memory {SIZE} is allocated by PyTorch, (?:with {SIZE} allocated in private pools \(e\.g\., [^)]{{1,40}}\), )?and {SIZE} is reserved by PyTorch but unallocated"
     )
 );
 re!(
@@ -630,6 +637,9 @@ pub(super) fn pytorch_2x(t: &str) -> Option<Oom> {
         f.allocated_bytes = sz(&s, 1);
         f.private_pool_bytes = sz(&s, 2);
         f.reserved_unallocated_bytes = sz(&s, 3);
+    } else if let Some(s) = torch_allocated_re().captures(t) {
+        f.allocated_bytes = sz(&s, 1);
+        f.private_pool_bytes = sz(&s, 2);
     }
     let dev = c.get(1).map_or("CUDA", |m| m.as_str());
     Some(oom(
@@ -1195,6 +1205,38 @@ pub(super) fn raw_cuda(t: &str) -> Option<Oom> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A 2.x message cut after its allocated clause (a client truncating the text) keeps what
+    /// is there: the allocated figure, and the private pools where the cut came after them.
+    #[test]
+    fn a_2x_message_cut_after_the_allocated_clause() {
+        let head = "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.65 GiB of which 1.50 GiB is free. Including non-PyTorch memory, this process has 22.13 GiB memory in use. ";
+        let o = pytorch_2x(&format!(
+            "{head}Of the allocated memory 20.00 GiB is allocated by PyTorch, and 1..."
+        ))
+        .expect("found");
+        assert_eq!(o.facts.allocated_bytes, Some(20 << 30));
+        assert_eq!(o.facts.reserved_unallocated_bytes, None);
+        let o = pytorch_2x(&format!("{head}Of the allocated memory 20.00 GiB is allocated by PyTorch, with 1.00 GiB allocated in private pools (e.g., CUDA Graphs), and 2"))
+            .expect("found");
+        assert_eq!(
+            (o.facts.allocated_bytes, o.facts.private_pool_bytes),
+            (Some(20 << 30), Some(1 << 30))
+        );
+        let o = pytorch_2x(&format!("{head}Of the allocated memory 20.0")).expect("found");
+        assert_eq!(o.facts.allocated_bytes, None, "a cut figure is not read");
+    }
+
+    /// ROCm's hipified allocator names its graphs "HIP Graphs" in the private-pool clause;
+    /// the split must still be read, whatever the graph API's name.
+    #[test]
+    fn the_private_pool_clause_names_any_graph_api() {
+        for graphs in ["CUDA Graphs", "HIP Graphs", "XPU Graphs"] {
+            let text = format!("Of the allocated memory 1017.01 MiB is allocated by PyTorch, with 17.00 MiB allocated in private pools (e.g., {graphs}), and 54.99 MiB is reserved by PyTorch but unallocated.");
+            let c = torch_split_re().captures(&text).expect(graphs);
+            assert_eq!(sz(&c, 2), Some(17 << 20), "{graphs}");
+        }
+    }
 
     /// Regression: re-wrapped at 84 columns, the stream executor's line lost the log prefix
     /// that named TensorFlow and was read as CUDA's.

@@ -829,9 +829,9 @@ mod tests {
             (Framework::Tensorflow, "rocm-driver")
         );
         assert_eq!(o.facts.requested_bytes, Some(7_889_485_824));
-        // JAX's build of the same file stays the runtime's.
+        // JAX's build of the same file (jaxlib's Bazel path) is JAX's, not TensorFlow's.
         let o = main("E external/org_tensorflow/tensorflow/compiler/xla/stream_executor/cuda/cuda_driver.cc:802] failed to allocate 1.00G (1073741824 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY: out of memory");
-        assert_eq!(o.framework, Framework::Cuda);
+        assert_eq!(o.framework, Framework::Jax);
 
         let o = main("  what():  Native API failed. Native API returns: 39 (UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)");
         assert_eq!((o.framework, o.format), (Framework::Unknown, "level-zero"));

@@ -63,6 +63,15 @@ fn missing_parts(o: &Oom) -> Vec<&'static str> {
         "mps" if f.requested_bytes.is_none() => {
             out.push("the request (\"Tried to allocate … on … pool\")")
         }
+        // 2.x always ends with its split of what PyTorch holds; a paste cut before it (a
+        // client truncating the text, a log line cut) lacks those figures.
+        "pytorch-2.x" if f.reserved_unallocated_bytes.is_none() => {
+            out.push(if f.allocated_bytes.is_some() {
+                "the end of the message: what PyTorch reserved but left unallocated"
+            } else {
+                "the end of the message: what PyTorch allocated and reserved"
+            })
+        }
         "tensorflow-oom" if f.requested_bytes.is_none() && f.elements.is_some() => {
             out.push("the tensor's dtype (\"and type …\"), so its size in bytes")
         }
@@ -168,6 +177,27 @@ mod tests {
     }
 
     const GIB: u64 = 1 << 30;
+
+    /// A 2.x message cut short says which of its figures the cut took; a whole one says none.
+    #[test]
+    fn a_cut_2x_message_says_what_it_lacks() {
+        let head = "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.50 GiB is free. ";
+        let o = one(&format!(
+            "{head}Of the allocated memory 70.00 GiB is allocated by PyTorch, and 6.00 GiB"
+        ));
+        assert_eq!(o.facts.allocated_bytes, Some(70 * GIB));
+        assert_eq!(
+            o.missing,
+            vec!["the end of the message: what PyTorch reserved but left unallocated"]
+        );
+        let o = one(&format!("{head}Including non-PyTorch memory, this"));
+        assert_eq!(
+            o.missing,
+            vec!["the end of the message: what PyTorch allocated and reserved"]
+        );
+        let o = one(&format!("{head}Of the allocated memory 70.00 GiB is allocated by PyTorch, and 6.00 GiB is reserved by PyTorch but unallocated."));
+        assert!(o.missing.is_empty());
+    }
     const MIB: u64 = 1 << 20;
 
     /// One case per family (the corpus in assets/oom holds the real-world variants).

@@ -190,6 +190,8 @@ pub struct Scanner {
     /// The one-pass test for quiet lines is on (off only in a test that checks it changes
     /// nothing).
     quick: bool,
+    /// How deep inside escaped strings the line being read lies.
+    unescaped: u8,
 }
 
 impl Default for Scanner {
@@ -211,6 +213,7 @@ impl Scanner {
             prev_plain: false,
             quoted: false,
             quick: true,
+            unescaped: 0,
         }
     }
 
@@ -278,6 +281,20 @@ impl Scanner {
             self.keep_tail(raw);
             self.remember(raw);
             return;
+        }
+        // A message inside an escaped string (a JSON body, a Rust `{:?}` panic): read as the
+        // lines it stands for. Twice at most, for a string escaped inside another.
+        if self.unescaped < 2 {
+            if let Some(lines) = super::clean::unescape_string(raw) {
+                let counted = self.analysis.lines;
+                self.unescaped += 1;
+                for l in lines {
+                    self.push_line(&l);
+                }
+                self.unescaped -= 1;
+                self.analysis.lines = counted;
+                return;
+            }
         }
         // A colour or a hyperlink inside the message ("out of\x1b[1m memory") hides it from
         // the trigger: test the line without its escapes.

@@ -934,6 +934,18 @@ enum Paste {
     Html,
     /// A control byte inside a line, at this fraction of its length.
     Control(u8, f64),
+    /// The whole message as one escaped string: an HTTP JSON body (KoboldAI's 507), or a Rust
+    /// `{:?}` panic (text-generation-inference's router).
+    Json,
+    RustDebug,
+}
+
+/// `text` escaped as JSON and Rust's `{:?}` escape a string: backslashes, quotes, line breaks.
+fn escaped(text: &str) -> String {
+    text.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\r', "\\r")
+        .replace('\n', "\\n")
 }
 
 fn wrap_at(line: &str, width: usize) -> String {
@@ -981,6 +993,14 @@ fn paste(text: &str, how: &Paste) -> String {
                 .replace('>', "&gt;")
                 .replace('"', "&quot;")
         }),
+        Paste::Json => format!(
+            "{{\"error\":\"{}\",\"error_type\":\"generation\"}}",
+            escaped(text)
+        ),
+        Paste::RustDebug => format!(
+            "thread 'tokio-runtime-worker' panicked at 'called `Result::unwrap()` on an `Err` value: Generation(\"{}\")', router/src/main.rs:10:5",
+            escaped(text)
+        ),
         Paste::Control(byte, at) => each(&|l| {
             let mut i = ((l.len() as f64) * at) as usize;
             while !l.is_char_boundary(i) {
@@ -1025,6 +1045,27 @@ fn pinned_host_tensorflow_rewrapped_at_84_columns_reads_the_same() {
     assert_eq!(figures(&paste(&text, &Paste::Wrap(84))), figures(&text));
 }
 
+/// Every corpus message, whole, inside a JSON body's string and inside a Rust `{:?}` panic,
+/// reads the same figures as pasted plain: the escaped string is decoded into its lines.
+#[test]
+fn every_corpus_message_reads_the_same_inside_an_escaped_string() {
+    let mut wrong = Vec::new();
+    for (name, text, _) in corpus() {
+        let want = figures(&text);
+        for how in [Paste::Json, Paste::RustDebug] {
+            if figures(&paste(&text, &how)) != want {
+                wrong.push(format!("{name} as {how:?}"));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} differ:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+}
+
 fn paste_strategy() -> impl Strategy<Value = Paste> {
     prop_oneof![
         (40usize..200).prop_map(Paste::Wrap),
@@ -1042,6 +1083,8 @@ fn paste_strategy() -> impl Strategy<Value = Paste> {
         Just(Paste::Ansi),
         Just(Paste::Crlf),
         Just(Paste::Html),
+        Just(Paste::Json),
+        Just(Paste::RustDebug),
         (
             prop::sample::select(vec![0u8, 1, 7, 0x0b, 0x0c, 0x1f, 0x7f]),
             0.0f64..1.0
