@@ -393,7 +393,7 @@ pub struct Parts {
     /// gradients are made in backward as the activations are freed, and the loss's backward
     /// frees most of what it holds before the output layer's, so the step holds at most the
     /// largest of the end of forward, the loss's backward, the output layer's backward and
-    /// the end of backward ([`held_at_peak`]).
+    /// the end of backward (`held_at_peak`).
     pub not_together_bytes: u64,
     /// The CUDA context allowance plus the fragmentation margin.
     pub overhead_bytes: u64,
