@@ -62,6 +62,9 @@ fn gpu_check_passes_on_the_fake_library_and_says_why_it_skips() {
     // The comparisons really ran: every process the scenario lists was compared by pid.
     assert!(report.contains("| 0 | memory used |"), "{report}");
     assert!(report.contains("| orphaned (parent exited) |"), "{report}");
+    // R615's limits call, answered by the fake for this process's cgroup, agrees with
+    // gpumon's container_limit.
+    assert!(report.contains("| 64.00 GiB (nvml) | yes |"), "{report}");
     for raw in ["once.json", "nvml-direct.json", "nvml-call-times-ns.json"] {
         assert!(out.path().join(raw).is_file(), "{raw} was not written");
     }
