@@ -627,6 +627,36 @@ fn layers_saved(j: &Value) -> u64 {
         .sum()
 }
 
+/// Two small transformers configs written for the formula-against-trace tests, with `vocab`
+/// entries: a Llama-like one (RMSNorm, gated MLP, grouped-query attention, no dropout) and a
+/// GPT-2-like one (`gelu_new`, LayerNorm, residual dropout). The directory holds them.
+fn small_configs(vocab: u32) -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+    let dir = tempfile::tempdir().expect("tmp");
+    let llama = dir.path().join("llama.json");
+    std::fs::write(
+        &llama,
+        format!(
+            r#"{{"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 256,
+                "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
+                "intermediate_size": 704, "vocab_size": {vocab}, "hidden_act": "silu",
+                "tie_word_embeddings": false, "max_position_embeddings": 512}}"#
+        ),
+    )
+    .expect("write");
+    let gpt2 = dir.path().join("gpt2.json");
+    std::fs::write(
+        &gpt2,
+        format!(
+            r#"{{"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "n_embd": 256,
+                "n_layer": 4, "n_head": 4, "vocab_size": {vocab}, "n_positions": 512,
+                "activation_function": "gelu_new", "resid_pdrop": 0.1, "attn_pdrop": 0.1,
+                "embd_pdrop": 0.1}}"#
+        ),
+    )
+    .expect("write");
+    (dir, llama, gpt2)
+}
+
 /// The formula's training activations beside a trace of transformers' own modules, for two
 /// small configs written here: a Llama-like one (RMSNorm, gated MLP, grouped-query attention,
 /// no dropout) and a GPT-2-like one (`gelu_new`, LayerNorm, residual dropout); for full
@@ -638,25 +668,7 @@ fn the_formula_keeps_what_a_trace_of_transformers_modules_keeps() {
     let Some(py) = transformers_python() else {
         return;
     };
-    let dir = tempfile::tempdir().expect("tmp");
-    let llama = dir.path().join("llama.json");
-    std::fs::write(
-        &llama,
-        r#"{"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 256,
-            "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
-            "intermediate_size": 704, "vocab_size": 1000, "hidden_act": "silu",
-            "tie_word_embeddings": false, "max_position_embeddings": 512}"#,
-    )
-    .expect("write");
-    let gpt2 = dir.path().join("gpt2.json");
-    std::fs::write(
-        &gpt2,
-        r#"{"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "n_embd": 256,
-            "n_layer": 4, "n_head": 4, "vocab_size": 1000, "n_positions": 512,
-            "activation_function": "gelu_new", "resid_pdrop": 0.1, "attn_pdrop": 0.1,
-            "embd_pdrop": 0.1}"#,
-    )
-    .expect("write");
+    let (_dir, llama, gpt2) = small_configs(1000);
     let estimate = |config: &std::path::Path, extra: &[&str], trace: bool| -> Value {
         let mut cmd = gpumon();
         cmd.args(["--demo", "estimate", "--model"])
@@ -731,25 +743,7 @@ fn the_formulas_peak_is_the_traces_at_the_losss_backward() {
     let Some(py) = transformers_python() else {
         return;
     };
-    let dir = tempfile::tempdir().expect("tmp");
-    let llama = dir.path().join("llama.json");
-    std::fs::write(
-        &llama,
-        r#"{"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 256,
-            "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
-            "intermediate_size": 704, "vocab_size": 32000, "hidden_act": "silu",
-            "tie_word_embeddings": false, "max_position_embeddings": 512}"#,
-    )
-    .expect("write");
-    let gpt2 = dir.path().join("gpt2.json");
-    std::fs::write(
-        &gpt2,
-        r#"{"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "n_embd": 256,
-            "n_layer": 4, "n_head": 4, "vocab_size": 32000, "n_positions": 512,
-            "activation_function": "gelu_new", "resid_pdrop": 0.1, "attn_pdrop": 0.1,
-            "embd_pdrop": 0.1}"#,
-    )
-    .expect("write");
+    let (_dir, llama, gpt2) = small_configs(32000);
     for config in [&llama, &gpt2] {
         let name = config.file_name().expect("name").to_string_lossy();
         for extra in [
