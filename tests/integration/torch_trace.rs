@@ -657,6 +657,25 @@ fn small_configs(vocab: u32) -> (tempfile::TempDir, std::path::PathBuf, std::pat
     (dir, llama, gpt2)
 }
 
+/// `estimate --json` for a [`small_configs`] config at batch 2 × 128 tokens, bf16 AdamW, with
+/// `extra` flags: by the formula, or traced in `python` where one is given.
+fn small_estimate(
+    config: &std::path::Path,
+    extra: &[&str],
+    python: Option<&std::path::Path>,
+) -> Value {
+    let mut cmd = gpumon();
+    cmd.args(["--demo", "estimate", "--model"])
+        .arg(config)
+        .args(["--batch", "2", "--seq-len", "128", "--dtype", "bf16"])
+        .args(["--optimizer", "adamw", "--json"])
+        .args(extra);
+    if let Some(py) = python {
+        cmd.arg("--trace").arg("--python").arg(py);
+    }
+    crate::common::stdout_json(&mut cmd)
+}
+
 /// The formula's training activations beside a trace of transformers' own modules, for two
 /// small configs written here: a Llama-like one (RMSNorm, gated MLP, grouped-query attention,
 /// no dropout) and a GPT-2-like one (`gelu_new`, LayerNorm, residual dropout); for full
@@ -669,17 +688,8 @@ fn the_formula_keeps_what_a_trace_of_transformers_modules_keeps() {
         return;
     };
     let (_dir, llama, gpt2) = small_configs(1000);
-    let estimate = |config: &std::path::Path, extra: &[&str], trace: bool| -> Value {
-        let mut cmd = gpumon();
-        cmd.args(["--demo", "estimate", "--model"])
-            .arg(config)
-            .args(["--batch", "2", "--seq-len", "128", "--dtype", "bf16"])
-            .args(["--optimizer", "adamw", "--json"])
-            .args(extra);
-        if trace {
-            cmd.arg("--trace").arg("--python").arg(&py);
-        }
-        crate::common::stdout_json(&mut cmd)
+    let estimate = |config: &std::path::Path, extra: &[&str], trace: bool| {
+        small_estimate(config, extra, trace.then_some(py.as_path()))
     };
     let close = |what: &str, formula: u64, traced: u64| {
         let ratio = formula as f64 / traced as f64;
@@ -751,20 +761,8 @@ fn the_formulas_peak_is_the_traces_at_the_losss_backward() {
             &["--lora-rank", "8"][..],
             &["--checkpointing", "full"][..],
         ] {
-            let estimate = |trace: bool| -> Value {
-                let mut cmd = gpumon();
-                cmd.args(["--demo", "estimate", "--model"])
-                    .arg(config)
-                    .args(["--batch", "2", "--seq-len", "128", "--dtype", "bf16"])
-                    .args(["--optimizer", "adamw", "--json"])
-                    .args(extra);
-                if trace {
-                    cmd.arg("--trace").arg("--python").arg(&py);
-                }
-                crate::common::stdout_json(&mut cmd)
-            };
-            let formula = estimate(false);
-            let traced = estimate(true);
+            let formula = small_estimate(config, extra, None);
+            let traced = small_estimate(config, extra, Some(py.as_path()));
             let parts = &formula["parts"];
             let peak = parts["total_bytes"].as_u64().expect("total")
                 - parts["overhead_bytes"].as_u64().expect("overhead");

@@ -432,16 +432,7 @@ fn snapshot_the_dashboard_marks_the_containers_limit() {
         Duration::from_secs(600),
     ));
     for t in 0..5 {
-        let sample = Arc::new(Sample {
-            timestamp: SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000 + t),
-            hostname: Some("gpu-node-7".into()),
-            source: "nvml",
-            driver_version: Some("615.71.09".into()),
-            cuda_version: Some("13.4".into()),
-            devices: limited(t),
-            error: None,
-            host: None,
-        });
+        let sample = node7_sample(t, limited(t));
         render_once(&mut terminal, &mut app, sample).expect("draw");
     }
     let text = terminal.backend().to_string();
@@ -834,16 +825,7 @@ fn snapshot_the_compact_dashboard_says_the_limit() {
             .collect()
     };
     for t in 0..3 {
-        let sample = Arc::new(Sample {
-            timestamp: SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000 + t),
-            hostname: Some("gpu-node-7".into()),
-            source: "nvml",
-            driver_version: Some("615.71.09".into()),
-            cuda_version: Some("13.4".into()),
-            devices: devices(t),
-            error: None,
-            host: None,
-        });
+        let sample = node7_sample(t, devices(t));
         render_once(&mut terminal, &mut app, sample).expect("draw");
     }
     let text = terminal.backend().to_string();
@@ -1016,17 +998,22 @@ fn owners_with_limits(t: u64) -> Vec<Device> {
     devices
 }
 
-fn owners_sample(t: u64) -> Arc<Sample> {
+/// A sample of the node the limits tests draw ("gpu-node-7", R615 driver) at second `t`.
+fn node7_sample(t: u64, devices: Vec<Device>) -> Arc<Sample> {
     Arc::new(Sample {
         timestamp: SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000 + t),
         hostname: Some("gpu-node-7".into()),
         source: "nvml",
         driver_version: Some("615.71.09".into()),
         cuda_version: Some("13.4".into()),
-        devices: owners_with_limits(t),
+        devices,
         error: None,
         host: None,
     })
+}
+
+fn owners_sample(t: u64) -> Arc<Sample> {
+    node7_sample(t, owners_with_limits(t))
 }
 
 /// The text under a right-aligned column's head in the line for `pid`.
