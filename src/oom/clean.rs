@@ -224,6 +224,12 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "cuda error 2",
     "cudaerror 2",
     "failed res=2",
+    // PyTorch's allocator warning of a failed cudaMalloc (`CUDACachingAllocator.cpp`).
+    "allocation failed with oom",
+    // Text Generation Inference's warm-up and router (`flash_causal_lm.py`, `backends/v3`).
+    "not enough memory to handle",
+    // SGLang's KV pool with no room after the weights (`model_runner.py`).
+    "please try to increase --mem-fraction-static",
 ];
 
 /// [`TRIGGERS`] as one case-insensitive regex: Unicode's case folding, for a line that is not

@@ -21,6 +21,10 @@ pub struct Family {
 /// Adding a framework adds an entry here, its reader and its tests.
 pub const ALL: &[Family] = &[
     Family {
+        name: "npu-pinned-host",
+        parse: npu_pinned_host,
+    },
+    Family {
         name: "pytorch-fork",
         parse: pytorch_fork,
     },
@@ -93,6 +97,10 @@ pub const ALL: &[Family] = &[
         parse: known::pytorch_2x,
     },
     Family {
+        name: "pytorch-alloc-warning",
+        parse: pytorch_alloc_warning,
+    },
+    Family {
         name: "pytorch-cudamallocasync",
         parse: known::pytorch_cudamallocasync,
     },
@@ -123,6 +131,18 @@ pub const ALL: &[Family] = &[
     Family {
         name: "tensorflow-eigen",
         parse: tensorflow_eigen,
+    },
+    Family {
+        name: "tgi",
+        parse: tgi,
+    },
+    Family {
+        name: "vllm-warmup",
+        parse: vllm_warmup,
+    },
+    Family {
+        name: "sglang",
+        parse: sglang,
     },
     Family {
         name: "vllm-rs-kvcache",
@@ -336,6 +356,10 @@ re!(
     r"\b(NPU|MLU|MUSA|GCU|HPU) out of memory\b[^\n]{0,40}?(?:Tried to allocate|\.)"
 );
 re!(
+    fork_device_id_re,
+    r"^\S+ out of memory\. device id: (\d{1,3})\b"
+);
+re!(
     loose_re,
     r"(?i)\b(CUDA|HIP|XPU) out of memory\. Tried to allocate"
 );
@@ -381,7 +405,17 @@ fn pytorch_fork(t: &str) -> Option<Oom> {
     let fork = FORKS.iter().find(|f| f.word == word)?;
     let from = c.get(0)?.start();
     let r = read::read(&t[from..]);
-    let device = read::device_named(&t[from..], &[word]).and_then(|d| d.index);
+    // Moore Threads' torch_musa names the device "GPU N" in both its sentences
+    // (`MUSACachingAllocator.cpp`: v1.0.0's "(GPU 0; …", v2.1.1's ". GPU 0 has a total
+    // capacity"), as PyTorch's own does; torch_npu, torch_mlu and torch_gcu print their word.
+    let device = read::device_named(&t[from..], &[word, "GPU"])
+        .and_then(|d| d.index)
+        .or_else(|| {
+            // torch_npu's failed graph load (`NpuUtils.cpp`, `IsOomError`): "NPU out of
+            // memory. device id: N".
+            let c = fork_device_id_re().captures(&t[from..])?;
+            c.get(1)?.as_str().parse().ok()
+        });
     let format = pytorch_format(t, "pytorch-fork-2.x", "pytorch-fork-1.x");
     Some(oom(fork.framework, format, device, pytorch_facts(&r)))
 }
@@ -403,19 +437,148 @@ fn pytorch_loose(t: &str) -> Option<Oom> {
     Some(oom(framework, format, device, pytorch_facts(&r)))
 }
 
+// PyTorch's caching allocator logs each failed cudaMalloc before it frees its cache and
+// retries (`c10/cuda/CUDACachingAllocator.cpp`, `alloc_block`, recent releases, logged from
+// line 3933/3934: `LOG(WARNING) << "memory allocation failed with OOM on device " << device
+// << " while trying to allocate " << size << " bytes (free: " << free << ", total: " << total
+// << ")."`; some builds stop after "bytes."). The size is the segment it asked the driver for
+// (`p.alloc_size`, what "Tried to allocate" prints), in bytes; free and total are
+// cudaMemGetInfo's, read after the failure.
+re!(
+    torch_alloc_warning_re,
+    r"memory allocation failed with OOM on device (\d+)\s+while trying to allocate (\d+) bytes(?:\s*\(free: (\d+), total: (\d+)\))?"
+);
+
+/// PyTorch's allocator warning that a cudaMalloc failed. It comes before the allocator frees
+/// its cache and retries, and once more if the retry fails too; only then does it raise "CUDA
+/// out of memory. Tried to allocate …" for the same size (one failure: the raise, which says
+/// more, is the one explained). A warning with no raise after it was a retry that succeeded.
+fn pytorch_alloc_warning(t: &str) -> Option<Oom> {
+    let c = torch_alloc_warning_re().captures(t)?;
+    let num = |i: usize| c.get(i).and_then(|m| m.as_str().parse::<u64>().ok());
+    let f = Facts {
+        requested_bytes: num(2),
+        free_bytes: num(3),
+        total_bytes: num(4),
+        ..Facts::default()
+    };
+    // ROCm's build hipifies the file to HIPCachingAllocator.cpp; the sentence is the same.
+    let framework = if t.contains("HIPCachingAllocator") {
+        Framework::Hip
+    } else {
+        Framework::Pytorch
+    };
+    let device = num(1).and_then(|d| u32::try_from(d).ok());
+    Some(oom(framework, "pytorch-alloc-warning", device, f))
+}
+
+// Text Generation Inference's Python shard (`server/text_generation_server/models/
+// flash_causal_lm.py`, `warmup`): since v1.1.1 (huggingface/text-generation-inference@96a982ad)
+// a torch.cuda.OutOfMemoryError while it runs a prefill of `--max-batch-prefill-tokens`
+// becomes "Not enough memory to handle N prefill tokens. You need to decrease
+// `--max-batch-prefill-tokens`"; v0.9 said "N total tokens with M prefill tokens". The router
+// (`backends/v3/src/lib.rs`, `V3Error::NotEnoughMemory`) refuses to start when the KV-cache
+// blocks the warm-up left hold fewer tokens than `--max-total-tokens`: "Not enough memory to
+// handle `max_total_tokens=N`".
+re!(
+    tgi_re,
+    r"Not enough memory to handle (?:(\d+) (?:total tokens with (\d+) )?prefill tokens|`?max_total_tokens=(\d+)`?)"
+);
+
+/// Text Generation Inference: its warm-up prefill ran out of device memory, or the KV cache
+/// left after it is smaller than the tokens asked for. Counts of tokens, not bytes: the
+/// PyTorch message the warm-up caught (printed first, its cause) has the figures, and is read
+/// with it as one failure.
+fn tgi(t: &str) -> Option<Oom> {
+    let c = tgi_re().captures(t)?;
+    let format = if c.get(3).is_some() {
+        "tgi-max-total-tokens"
+    } else {
+        "tgi-warmup"
+    };
+    Some(oom(Framework::Tgi, format, None, Facts::default()))
+}
+
+// vLLM's v1 GPU model runner (`vllm/v1/worker/gpu_model_runner.py`, `_dummy_sampler_run`,
+// `_dummy_pooler_run`): an "out of memory" RuntimeError while it warms up the sampler (or the
+// pooler) for max_num_seqs requests at once, after the KV cache took its share, is raised
+// again as "CUDA out of memory occurred when warming up sampler with N dummy requests. Please
+// try lowering `max_num_seqs` or `gpu_memory_utilization` when initializing the engine."
+re!(
+    vllm_warmup_re,
+    r"out of memory occurred when warming up (?:sampler|pooler)\b[^\n]{0,80}? with (\d+) dummy requests"
+);
+
+/// vLLM's sampler (or pooler) warm-up ran out of device memory: what the PyTorch error before
+/// it (its cause) said is read with it as one failure.
+fn vllm_warmup(t: &str) -> Option<Oom> {
+    vllm_warmup_re().is_match(t).then_some(())?;
+    Some(oom(Framework::Vllm, "vllm-warmup", None, Facts::default()))
+}
+
+// SGLang (`python/sglang/srt/model_executor/model_runner.py`, `init_memory_pool`; later
+// `pool_configurator.py`, `MemoryPoolConfig`): after the weights, the static pool
+// (`--mem-fraction-static` of the memory free at start) leaves no room for KV-cache tokens:
+// "Not enough memory. Please try to increase --mem-fraction-static." (newer builds add
+// " Current value: mem_fraction_static=F"). At run time its KV pool has no slot left
+// (`mem_cache/common.py`, `alloc_for_extend` / `alloc_for_decode`): "Prefill out of memory.
+// Try to lower your batch size.\nTry to allocate N tokens." ("Decode out of memory" alike).
+re!(
+    sglang_re,
+    r"Not enough memory\. Please try to increase --mem-fraction-static\.?(?:\s*Current value: mem_fraction_static=(\d*\.?\d+))?|(Prefill|Decode) out of memory\. Try to lower your batch size\.?(?:\s*Try to allocate (\d+) tokens)?"
+);
+
+/// SGLang's KV-cache pool: too small to start, or full at run time (counts of tokens).
+fn sglang(t: &str) -> Option<Oom> {
+    let c = sglang_re().captures(t)?;
+    let format = match c.get(2).map(|m| m.as_str()) {
+        Some("Prefill") => "sglang-prefill",
+        Some(_) => "sglang-decode",
+        None => "sglang-kv-pool",
+    };
+    let mut o = oom(Framework::Sglang, format, None, Facts::default());
+    o.kv_fraction = c.get(1).and_then(|m| m.as_str().parse().ok());
+    Some(o)
+}
+
+// torch_npu's pinned host allocator (`torch_npu/csrc/core/npu/CachingHostAllocator.cpp`,
+// master and v2.1.0 on): "Malloc pin memory failed, host out of memory, Rried to allocate
+// size: N, total_allocated_memory: A, total_reserved_memory: R." (the typo is the source's).
+// N is the request in bytes; A is the allocator's active bytes and R its allocated bytes.
+re!(
+    npu_pinned_re,
+    r"Malloc pin memory failed, host out of memory,? \w+ to allocate size: (\d+)"
+);
+
+/// torch_npu could not allocate pinned host memory: the host's RAM, not the NPU's.
+fn npu_pinned_host(t: &str) -> Option<Oom> {
+    let c = npu_pinned_re().captures(t)?;
+    let f = Facts {
+        requested_bytes: c.get(1).and_then(|m| m.as_str().parse().ok()),
+        ..Facts::default()
+    };
+    let mut o = oom(Framework::Npu, "npu-pinned-host", None, f);
+    o.memory = MemoryKind::PinnedHost;
+    Some(o)
+}
+
 re!(
     ascend_el0004_re,
     r"EL0004\b\)?:?[^\n]{0,80}?Failed to allocate memory"
 );
+// The runtime's traceback lines that carry the size: GE's "Call rtMalloc fail, purpose: …,
+// size:N, device_id:D", the driver's "DevMemAlloc huge page failed: deviceId=D, type=2,
+// size=N" (`npu_driver.cc`), "alloc device memory failed … size=N": an allocation word, a few
+// words, "fail", then the size within the line.
 re!(
     ascend_rtmalloc_re,
-    r"(?:rtMalloc|[Mm]alloc|[Aa]lloc(?:ate)?)(?: device memory| physical memory| memory)? fail(?:ed)?[^\n]{0,200}?\bsize\s*[:=]\s*(\d+)(?:,\s*device_?id\s*[:=]\s*(\d+))?"
+    r"(?:rtMalloc|[Mm]alloc|[Aa]lloc(?:ate)?|allocation)(?: [\w ]{1,30}?)? fail(?:ed|ure)?\b[^\n]{0,200}?\bsize\s*[:=]\s*(\d+)(?:,\s*device_?id\s*[:=]\s*(\d+))?"
 );
 // The device where the trace names it elsewhere: torch_npu's error line ("(PID:28794,
 // Device:2, RankID:2) ERR00100"), a runtime line's `device_id`, "open device 2 failed".
 re!(
     ascend_device_re,
-    r"\bDevice:\s*(\d+), RankID|\bdevice_id\s*[:=]\s*(\d+)|\bopen device (\d+) failed"
+    r"\bDevice:\s*(\d+), RankID|\bdevice_?[iI]d\s*[:=]\s*(\d+)|\bopen device (\d+) failed"
 );
 // torchrun's rank prefixes left inside a line (a paste collapsed onto one line).
 re!(ascend_rank_re, r"\[rank\d+\]:\s*");

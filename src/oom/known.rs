@@ -20,11 +20,12 @@ re!(
     )
 );
 re!(torch_allowed_re, format!(r"{SIZE} allowed;"));
-// The allocated clause alone, for a message cut after it (a client that truncates the text).
+// The allocated clause alone, for a message cut after it (a client that truncates the text),
+// or inside it: "Of the allocated memory X" names X whatever is cut after it.
 re!(
     torch_allocated_re,
     format!(
-        r"Of the allocated memory {SIZE} is allocated by PyTorch(?:, with {SIZE} allocated in private pools \(e\.g\., [^)]{{1,40}}\))?"
+        r"Of the allocated memory {SIZE}(?: is allocated by PyTorch(?:, with {SIZE} allocated in private pools \(e\.g\., [^)]{{1,40}}\))?)?"
     )
 );
 // PyTorch's cudaMallocAsync backend (`c10/cuda/CUDAMallocAsyncAllocator.cpp`, chosen with

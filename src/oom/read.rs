@@ -94,12 +94,14 @@ impl Reading {
 
 /// A size as frameworks print it: every unit spelling (bytes, B, KiB/KB/K, MiB/MB/M,
 /// GiB/GB/G, TiB/TB/T), thousands separators, and the exact count in parentheses that some
-/// add ("2.99GiB (3206250496B)", "1.5 GiB (1610612736 bytes)").
+/// add ("2.99GiB (3206250496B)", "1.5 GiB (1610612736 bytes)"). A unit run into the next
+/// word "is" is still a unit: Cambricon's torch_mlu (`caching_allocator.cpp`, r1.22_pt2.1.0
+/// and master) prints `format_size(device_free), "is free. "`, so "1.19 GiBis free".
 fn size_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
         Regex::new(
-            r"\b(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s?(bytes|Bytes|byte|B|KiB|KB|kB|K|MiB|MB|M|GiB|GB|G|TiB|TB|T)\b(?:\s*\((\d+)\s?(?:bytes|B)\))?",
+            r"\b(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s?(bytes|Bytes|byte|B|KiB|KB|kB|K|MiB|MB|M|GiB|GB|G|TiB|TB|T)(?:is)?\b(?:\s*\((\d+)\s?(?:bytes|B)\))?",
         )
         .expect("size regex")
     })
@@ -165,6 +167,9 @@ const BEFORE: &[(&str, Role)] = &[
     ("request for", Role::Request),
     ("requested", Role::Request),
     ("requested:", Role::Request),
+    // torch_npu's fraction check (`NPUCachingAllocator.cpp`, master): "…would exceed
+    // per_process_memory_fraction limit. Requested size: 2.00 GiB".
+    ("requested size:", Role::Request),
     ("requires", Role::Request),
     ("total capacity of", Role::Total),
     ("total capacty of", Role::Total),
@@ -182,6 +187,8 @@ const BEFORE: &[(&str, Role)] = &[
     ("available:", Role::Free),
     ("in use:", Role::InUse),
     ("allocated:", Role::Allocated),
+    // PyTorch 2.x's "Of the allocated memory X is allocated by PyTorch", cut after X.
+    ("of the allocated memory", Role::Allocated),
     ("reserved:", Role::Reserved),
 ];
 

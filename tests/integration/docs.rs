@@ -945,6 +945,8 @@ fn the_schemas_name_every_value_the_code_can_print() {
         Framework::Mlx,
         Framework::PytorchXla,
         Framework::Neuron,
+        Framework::Tgi,
+        Framework::Sglang,
     ];
     for f in frameworks {
         match f {
@@ -976,7 +978,9 @@ fn the_schemas_name_every_value_the_code_can_print() {
             | Framework::Hpu
             | Framework::Mlx
             | Framework::PytorchXla
-            | Framework::Neuron => {}
+            | Framework::Neuron
+            | Framework::Tgi
+            | Framework::Sglang => {}
         }
     }
     let causes = [
