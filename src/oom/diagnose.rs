@@ -2741,6 +2741,54 @@ mod tests {
         assert_eq!(cause(spill, &pytorch(f)), None);
     }
 
+    /// The serving stacks' own flags (TGI's launcher, SGLang's server arguments, vLLM's engine
+    /// arguments), each checked in its source, and none of another stack's.
+    #[test]
+    fn serving_stacks_get_their_own_flags() {
+        let all = |text: &str| {
+            findings(text)
+                .iter()
+                .flat_map(|f| {
+                    std::iter::once(f.title.clone())
+                        .chain(std::iter::once(f.detail.clone()))
+                        .chain(f.remedies.iter().map(|r| r.text.clone()))
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let tgi = all("RuntimeError: Not enough memory to handle 4096 prefill tokens. You need to decrease `--max-batch-prefill-tokens`");
+        assert!(tgi.contains("--max-batch-prefill-tokens") && tgi.contains("--num-shard"));
+        assert!(!tgi.contains("gpu_memory_utilization") && !tgi.contains("--mem-fraction-static"));
+        let tgi = all("Not enough memory to handle `max_total_tokens=8192`");
+        assert!(tgi.contains("--max-total-tokens"), "{tgi}");
+        let sgl =
+            all("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.");
+        assert!(sgl.contains("Raise --mem-fraction-static") && sgl.contains("--tp-size"));
+        assert!(!sgl.contains("gpu_memory_utilization"));
+        let sgl = all("Decode out of memory. Try to lower your batch size.");
+        assert!(sgl.contains("--max-running-requests"), "{sgl}");
+        let vllm = all("RuntimeError: CUDA out of memory occurred when warming up sampler with 256 dummy requests. Please try lowering `max_num_seqs` or `gpu_memory_utilization` when initializing the engine.");
+        assert!(vllm.contains("max_num_seqs") && vllm.contains("lower gpu_memory_utilization"));
+        assert!(!vllm.contains("Raise gpu_memory_utilization"));
+    }
+
+    /// PyTorch's allocator warning alone says that the allocator retries, and that no error
+    /// after it means the retry succeeded; torch_npu's pinned-host failure names its own call.
+    #[test]
+    fn the_allocator_warning_and_torch_npus_pinned_host_memory() {
+        let f = findings("[W CUDACachingAllocator.cpp:3933] memory allocation failed with OOM on device 0 while trying to allocate 31457280 bytes (free: 47579136, total: 16684941312).");
+        let w = f
+            .iter()
+            .find(|x| x.title.contains("retries"))
+            .expect("the warning's finding");
+        assert!(w.detail.contains("the retry succeeded"));
+        let f = findings("RuntimeError: Malloc pin memory failed, host out of memory, Rried to allocate size: 2147483648, total_allocated_memory: 1073741824, total_reserved_memory: 1073741824.");
+        assert_eq!(f[0].cause, Cause::PinnedHostMemory);
+        assert!(f[0].detail.contains("not the NPU's memory"));
+        assert!(f[0].remedies[0].text.contains("host_empty_cache"));
+        assert!(!f[0].remedies.iter().any(|r| r.text.contains("WDDM")));
+    }
+
     #[test]
     fn settings_are_the_frameworks_own_and_not_for_a_tpu() {
         let o = message(Framework::Jax, "jax", facts());

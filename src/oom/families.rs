@@ -1395,6 +1395,155 @@ mod tests {
         );
     }
 
+    /// PyTorch's allocator warning (`CUDACachingAllocator.cpp`, `alloc_block`'s LOG(WARNING)),
+    /// in c10's log format with and without torchrun's prefix, with and without the
+    /// cudaMemGetInfo figures; the raise that follows for the same size is the same failure.
+    #[test]
+    fn pytorchs_allocator_warning_of_a_failed_cuda_malloc() {
+        let o = pytorch_alloc_warning("[W903 13:41:51.709566905 CUDACachingAllocator.cpp:3934] memory allocation failed with OOM on device 0 while trying to allocate 42949672960 bytes (free: 33136967680, total: 33668857856).").expect("found");
+        assert_eq!(
+            (o.framework, o.format, o.device_index),
+            (Framework::Pytorch, "pytorch-alloc-warning", Some(0))
+        );
+        assert_eq!(o.facts.requested_bytes, Some(42_949_672_960));
+        assert_eq!(o.facts.free_bytes, Some(33_136_967_680));
+        assert_eq!(o.facts.total_bytes, Some(33_668_857_856));
+        let a = crate::oom::analyze("[rank3]:[W914 03:50:36.437786958 CUDACachingAllocator.cpp:3933] memory allocation failed with OOM on device 3 while trying to allocate 3221225472 bytes.");
+        let o = a.main().expect("found");
+        assert_eq!(o.device_index, Some(3));
+        assert_eq!(o.facts.requested_bytes, Some(3 << 30));
+        assert_eq!(o.facts.free_bytes, None);
+        // Wrapped by a log viewer between "while" and "trying".
+        let a = crate::oom::analyze("[W CUDACachingAllocator.cpp:3933] memory allocation failed with OOM on device 0 while\n trying to allocate 31457280 bytes (free: 47579136, total: 16684941312).");
+        assert_eq!(a.main().and_then(|o| o.facts.free_bytes), Some(47_579_136));
+        // The warning, then the raise for the same 40 GiB: one failure, the raise explained.
+        let a = crate::oom::analyze("[W903 13:41:51.709566905 CUDACachingAllocator.cpp:3934] memory allocation failed with OOM on device 0 while trying to allocate 42949672960 bytes (free: 33136967680, total: 33668857856).\nTraceback (most recent call last):\n  File \"train.py\", line 9, in <module>\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 40.00 GiB. GPU 0 has a total capacity of 31.36 GiB of which 30.86 GiB is free. Including non-PyTorch memory, this process has 512.00 MiB memory in use. Of the allocated memory 0 bytes is allocated by PyTorch, and 0 bytes is reserved by PyTorch but unallocated.");
+        assert_eq!(a.repeats(), 2);
+        assert_eq!(a.main().map(|o| o.format), Some("pytorch-2.x"));
+        let o = pytorch_alloc_warning("[W HIPCachingAllocator.cpp:3933] memory allocation failed with OOM on device 1 while trying to allocate 2097152 bytes.").expect("found");
+        assert_eq!(o.framework, Framework::Hip);
+    }
+
+    /// torch_musa prints "GPU N" in both its sentences (`MUSACachingAllocator.cpp`, v1.0.0 and
+    /// v2.1.1); torch_mlu runs "is" into the free figure (`caching_allocator.cpp`,
+    /// r1.22_pt2.1.0); torch_gcu prints "GCU N".
+    #[test]
+    fn each_forks_device_word_and_spacing() {
+        let o = pytorch_fork("MUSA out of memory. Tried to allocate 20.00 MiB (GPU 2; 79.99 GiB total capacity; 78.00 GiB already allocated; 10.00 MiB free; 70.00 GiB allowed; 78.50 GiB reserved in total by PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation.  See documentation for Memory Management and PYTORCH_MUSA_ALLOC_CONF").expect("found");
+        assert_eq!((o.framework, o.device_index), (Framework::Musa, Some(2)));
+        assert_eq!(o.facts.allowed_bytes, Some(70 << 30));
+        assert_eq!(o.facts.reserved_bytes, Some(gib(78.5)));
+        let o = pytorch_fork("MUSA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity of 47.99 GiB of which 1.19 GiB is free. 40.00 GiB allowed; Of the allocated memory 40.00 GiB is allocated by PyTorch, with 100.00 MiB allocated in private pools (e.g., MUSA Graphs), and 3.50 GiB is reserved by PyTorch but unallocated.").expect("found");
+        assert_eq!((o.format, o.device_index), ("pytorch-fork-2.x", Some(1)));
+        assert_eq!(o.facts.private_pool_bytes, Some(100 << 20));
+        let o = pytorch_fork("MLU out of memory. Tried to allocate 2.00 GiB. MLU 1 has a total capacity of 79.10 GiB of which 1.19 GiBis free. Of the allocated memory 70.00 GiB is allocated by PyTorch, and 3.50 GiB is reserved by PyTorch but unallocated.").expect("found");
+        assert_eq!(o.facts.free_bytes, Some(gib(1.19)));
+        assert_eq!(o.facts.total_bytes, Some(gib(79.10)));
+        let o = pytorch_fork("GCU out of memory. Tried to allocate 2.00 GiB. GCU 3 has a total capacity of 63.98 GiB of which 1.19 GiB is free. Of the allocated memory 58.00 GiB is allocated by PyTorch, and 3.50 GiB is reserved by PyTorch but unallocated.").expect("found");
+        assert_eq!((o.framework, o.device_index), (Framework::Gcu, Some(3)));
+    }
+
+    /// torch_npu's other sentences (`NPUCachingAllocator.cpp`, `NPUWorkspaceAllocator.cpp`,
+    /// `NpuUtils.cpp` on master; v1.8.1's "cached" form).
+    #[test]
+    fn torch_npus_other_sentences() {
+        let o = pytorch_fork("NPU out of memory. Allocation was preemptively rejected because it would exceed per_process_memory_fraction limit. Requested size: 2.00 GiB").expect("found");
+        assert_eq!(o.facts.requested_bytes, Some(2 << 30));
+        let o = pytorch_fork("NPU out of memory. NPUWorkspaceAllocator tried to allocate 3.00 GiB(NPU 5; 60.96 GiB total capacity; 1.25 GiB free). If you want to reduce memory usage, take a try to set the environment variable TASK_QUEUE_ENABLE=1.").expect("found");
+        assert_eq!(o.device_index, Some(5));
+        assert_eq!(
+            (o.facts.requested_bytes, o.facts.free_bytes),
+            (Some(3 << 30), Some(gib(1.25)))
+        );
+        let o = pytorch_fork("NPU out of memory. device id: 3").expect("found");
+        assert_eq!(o.device_index, Some(3));
+        let o = pytorch_fork("NPU out of memory. Tried to allocate 1.50 GiB (NPU 0; 30.21 GiB total capacity; 27.02 GiB already allocated; 3.00 MiB free; 27.97 GiB cached)").expect("found");
+        assert_eq!(o.facts.reserved_unallocated_bytes, Some(gib(27.97)));
+        assert_eq!(o.facts.free_bytes, Some(3 << 20));
+    }
+
+    /// torch_npu's pinned host allocator (`CachingHostAllocator.cpp`): the host's RAM.
+    #[test]
+    fn torch_npus_pinned_host_allocator_is_host_memory() {
+        let a = crate::oom::analyze("RuntimeError: Malloc pin memory failed, host out of memory, Rried to allocate size: 2147483648, total_allocated_memory: 1073741824, total_reserved_memory: 1073741824. You might be able to retry after freeing up memory using torch_npu.npu.host_empty_cache().");
+        let o = a.main().expect("found");
+        assert_eq!(
+            (o.framework, o.format, o.memory),
+            (Framework::Npu, "npu-pinned-host", MemoryKind::PinnedHost)
+        );
+        assert_eq!(o.facts.requested_bytes, Some(2 << 30));
+    }
+
+    /// The runtime's traceback lines that give the size, under torchrun's prefixes: the driver's
+    /// huge-page allocation, and an allocation "failed, size=N".
+    #[test]
+    fn ascend_el0004_reads_the_drivers_size_lines() {
+        let a = crate::oom::analyze("[rank1]: [ERROR] 2024-11-20-10:23:19 (PID:3321, Device:1, RankID:1) ERR00100 PTA call acl api failed\n[rank1]: EL0004: [PID: 3321] 2024-11-20-10:23:19.551.392 Failed to allocate memory.\n[rank1]:         Possible Cause: Available memory is insufficient.\n[rank1]:         Solution: Close applications not in use.\n[rank1]:         TraceBack (most recent call last):\n[rank1]:         DevMemAlloc huge page failed: deviceId=1, type=2, size=2147483648, retCode=0x7020016[FUNC:DevMemAlloc][FILE:npu_driver.cc][LINE:1207]");
+        let o = a.main().expect("found");
+        assert_eq!(o.format, "ascend-el0004");
+        assert_eq!(
+            (o.facts.requested_bytes, o.device_index),
+            (Some(2 << 30), Some(1))
+        );
+        let o = ascend_runtime("EL0004: Failed to allocate memory. TraceBack (most recent call last): The memory allocation failed, size=1073741824, memType=2").expect("found");
+        assert_eq!(o.facts.requested_bytes, Some(1 << 30));
+    }
+
+    /// TGI's warm-up (`flash_causal_lm.py`, v1.1.1 on) after the PyTorch error it caught is one
+    /// failure with PyTorch's figures; the router's Rust `{:?}` of the shard's error keeps the
+    /// memory-fraction clause; the router's token check (`backends/v3/src/lib.rs`).
+    #[test]
+    fn text_generation_inference() {
+        let a = crate::oom::analyze("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.95 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.33 GiB is free. Including non-PyTorch memory, this process has 77.80 GiB memory in use. 71.24 GiB allowed; Of the allocated memory 74.39 GiB is allocated by PyTorch, and 2.63 GiB is reserved by PyTorch but unallocated.\n\nThe above exception was the direct cause of the following exception:\n\nTraceback (most recent call last):\n    raise RuntimeError(\nRuntimeError: Not enough memory to handle 4096 prefill tokens. You need to decrease `--max-batch-prefill-tokens`");
+        assert_eq!(a.total, 1, "one failure");
+        let o = a.main().expect("found");
+        assert_eq!((o.framework, o.format), (Framework::Tgi, "tgi-warmup"));
+        assert_eq!(o.facts.allowed_bytes, Some(gib(71.24)));
+        assert_eq!(o.facts.requested_bytes, Some(gib(1.95)));
+        assert_eq!(o.device_index, Some(0));
+        let a = crate::oom::analyze("thread 'main' panicked at 'called `Result::unwrap()` on an `Err` value: Warmup(Generation(\"CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 22.19 GiB total capacity; 19.37 GiB already allocated; 1.53 GiB free; 22.19 GiB allowed; 19.50 GiB reserved in total by PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation.  See documentation for Memory Management and PYTORCH_CUDA_ALLOC_CONF\"))', router/src/main.rs:216:18");
+        let o = a.main().expect("found");
+        assert_eq!(o.facts.allowed_bytes, Some(gib(22.19)));
+        assert_eq!(o.facts.free_bytes, Some(gib(1.53)));
+        let o = tgi("Error: Warmup(Generation(\"Not enough memory to handle 4096 total tokens with 4096 prefill tokens. You need to decrease `--max-batch-total-tokens` or `--max-batch-prefill-tokens`\"))").expect("found");
+        assert_eq!(o.format, "tgi-warmup");
+        let a = crate::oom::analyze(
+            "ERROR text_generation_launcher: Not enough memory to handle `max_total_tokens=8192`",
+        );
+        assert_eq!(a.main().map(|o| o.format), Some("tgi-max-total-tokens"));
+    }
+
+    /// vLLM's sampler warm-up (`v1/worker/gpu_model_runner.py`) after the PyTorch error it
+    /// caught: one failure with PyTorch's figures.
+    #[test]
+    fn vllms_sampler_warm_up() {
+        let a = crate::oom::analyze("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1002.00 MiB. GPU 0 has a total capacity of 23.54 GiB of which 771.44 MiB is free. Including non-PyTorch memory, this process has 22.78 GiB memory in use. Of the allocated memory 21.96 GiB is allocated by PyTorch, and 336.53 MiB is reserved by PyTorch but unallocated.\n\nThe above exception was the direct cause of the following exception:\n\nRuntimeError: CUDA out of memory occurred when warming up sampler with 256 dummy requests. Please try lowering `max_num_seqs` or `gpu_memory_utilization` when initializing the engine.");
+        assert_eq!(a.total, 1);
+        let o = a.main().expect("found");
+        assert_eq!((o.framework, o.format), (Framework::Vllm, "vllm-warmup"));
+        assert_eq!(o.facts.requested_bytes, Some(1002 << 20));
+        assert!(vllm_warmup("CUDA out of memory occurred when warming up pooler (task='embed') with 64 dummy requests. Please try lowering `max_num_seqs`").is_some());
+    }
+
+    /// SGLang's KV pool (`model_runner.py` / `pool_configurator.py`, `mem_cache/common.py`);
+    /// its CUDA-graph failure message names --mem-fraction-static without any memory failure.
+    #[test]
+    fn sglangs_kv_pool() {
+        let o = sglang("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=0.6").expect("found");
+        assert_eq!(
+            (o.framework, o.format),
+            (Framework::Sglang, "sglang-kv-pool")
+        );
+        assert_eq!(o.kv_fraction, Some(0.6));
+        let o = sglang(
+            "Prefill out of memory. Try to lower your batch size.\nTry to allocate 2177 tokens.",
+        )
+        .expect("found");
+        assert_eq!(o.format, "sglang-prefill");
+        let a = crate::oom::analyze("Exception: Capture cuda graph failed: Ninja build failed.\nPossible solutions:\n1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)\n2. set --cuda-graph-max-bs to a smaller value (e.g., 16)");
+        assert!(a.main().is_none(), "not a memory failure");
+    }
+
     #[test]
     fn every_fork_in_the_2x_form() {
         for f in FORKS {

@@ -380,6 +380,21 @@ mod tests {
         assert_eq!(r.device.and_then(|d| d.index), Some(1));
     }
 
+    /// Role words and spellings of the forks' sentences: torch_mlu's "GiBis free", torch_npu's
+    /// "Requested size:", a 2.x sentence cut inside its allocated clause.
+    #[test]
+    fn a_unit_run_into_is_a_requested_size_and_a_cut_allocated_clause() {
+        let r = read("MLU 1 has a total capacity of 79.10 GiB of which 1.19 GiBis free. ");
+        assert_eq!(r.first(Role::Free), Some(gib(1.19)));
+        assert_eq!(r.first(Role::Total), Some(gib(79.10)));
+        let r = read("would exceed per_process_memory_fraction limit. Requested size: 2.00 GiB");
+        assert_eq!(r.first(Role::Request), Some(2 << 30));
+        let r = read("Of the allocated memory 74.39 GiB is allocated by");
+        assert_eq!(r.first(Role::Allocated), Some(gib(74.39)));
+        // "is" must be a word of its own after the unit: "5 Bison" is no size.
+        assert!(read("5 Bison").figures.is_empty());
+    }
+
     #[test]
     fn xla_units_without_b_and_the_reserve_clauses() {
         let r = read("RESOURCE_EXHAUSTED: Error loading program 'jit_train_step': Attempting to reserve 26.25G at the bottom of memory. That was not possible. There are 25.52G free, 0B reserved, and 25.52G reservable.");
