@@ -224,8 +224,9 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "cuda error 2",
     "cudaerror 2",
     "failed res=2",
-    // PyTorch's allocator warning of a failed cudaMalloc (`CUDACachingAllocator.cpp`).
-    "allocation failed with oom",
+    // PyTorch's allocator warning of a failed cudaMalloc or segment mapping
+    // (`CUDACachingAllocator.cpp`, 2.13).
+    "failed with oom on device",
     // Text Generation Inference's warm-up and router (`flash_causal_lm.py`, `backends/v3`).
     "not enough memory to handle",
     // SGLang's KV pool with no room after the weights (`model_runner.py`).

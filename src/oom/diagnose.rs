@@ -166,6 +166,13 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
         }
     }
     rank_by_memory(&mut out, oom);
+    // PyTorch's allocator warning alone is first of all a retry, which may have succeeded.
+    if oom.format == "pytorch-alloc-warning" {
+        if let Some(i) = out.iter().position(|x| x.title.contains("it retries")) {
+            let note = out.remove(i);
+            out.insert(0, note);
+        }
+    }
     if let Some(fork) = super::families::fork(oom.framework) {
         for_the_fork(&mut out, fork);
     }
@@ -914,7 +921,7 @@ fn allocator_warning(oom: &Oom, _sizing: Option<&Sizing>, _out: &[Finding]) -> O
     (oom.format == "pytorch-alloc-warning").then(|| Finding {
         cause: Cause::FrameworkSettings,
         title: "PyTorch's allocator warned that the driver refused a segment; it retries before it fails".into(),
-        detail: "The caching allocator logs this warning when cudaMalloc refuses a segment (the size it asked for, and the device's free and total memory just after), then frees every cached block it can and tries again; it logs the warning again if that fails too, and only then raises \"CUDA out of memory. Tried to allocate …\" for the same size. With no such error after the warnings, the retry succeeded: the job ran on, paying for a cache it had to rebuild.".into(),
+        detail: "The caching allocator (PyTorch 2.13) logs this warning when the driver refuses a segment, or the physical memory of an expandable segment (the size it asked for, and the device's free and total memory just after), then frees every cached block it can and tries again; it logs the warning again if that fails too, and only then raises \"CUDA out of memory. Tried to allocate …\" for the same size. With no such error after the warnings, the retry succeeded: the job ran on, paying for a cache it had to rebuild.".into(),
         remedies: vec![
             r("If the job stopped, the error after these warnings is the failure: read it (or paste the two together) for what PyTorch itself held."),
             r("Warnings that keep coming without an error mean the device is nearly full and the cache is flushed each time: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, or a little less work per step, stops the churn."),

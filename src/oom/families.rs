@@ -438,15 +438,18 @@ fn pytorch_loose(t: &str) -> Option<Oom> {
 }
 
 // PyTorch's caching allocator logs each failed cudaMalloc before it frees its cache and
-// retries (`c10/cuda/CUDACachingAllocator.cpp`, `alloc_block`, recent releases, logged from
-// line 3933/3934: `LOG(WARNING) << "memory allocation failed with OOM on device " << device
-// << " while trying to allocate " << size << " bytes (free: " << free << ", total: " << total
-// << ")."`; some builds stop after "bytes."). The size is the segment it asked the driver for
-// (`p.alloc_size`, what "Tried to allocate" prints), in bytes; free and total are
-// cudaMemGetInfo's, read after the failure.
+// retries (`c10/cuda/CUDACachingAllocator.cpp`, `alloc_block`, added by pytorch/pytorch#180946
+// in 2.13, v2.13.0 lines 3928-3947: `LOG(WARNING) << "memory allocation failed with OOM on
+// device " << device << " while trying to allocate " << size << " bytes (free: " << free << ",
+// total: " << total << ")."`), and the same for an expandable segment whose physical memory
+// could not be mapped ("expandable_segments: memory mapping failed with OOM on device 0 while
+// trying to map 20971520 bytes (free: …, total: …)"). pytorch/pytorch#193195: it fires on
+// retries that then succeed; pytorch/pytorch#193391 later made it LOG(INFO). The size is the
+// segment asked of the driver (`p.alloc_size`, what "Tried to allocate" prints), in bytes;
+// free and total are cudaMemGetInfo's, read after the failure.
 re!(
     torch_alloc_warning_re,
-    r"memory allocation failed with OOM on device (\d+)\s+while trying to allocate (\d+) bytes(?:\s*\(free: (\d+), total: (\d+)\))?"
+    r"memory (?:allocation|mapping) failed with OOM on device (\d+)\s+while trying to (?:allocate|map) (\d+) bytes(?:\s*\(free: (\d+), total: (\d+)\))?"
 );
 
 /// PyTorch's allocator warning that a cudaMalloc failed. It comes before the allocator frees
@@ -1422,6 +1425,12 @@ mod tests {
         assert_eq!(a.main().map(|o| o.format), Some("pytorch-2.x"));
         let o = pytorch_alloc_warning("[W HIPCachingAllocator.cpp:3933] memory allocation failed with OOM on device 1 while trying to allocate 2097152 bytes.").expect("found");
         assert_eq!(o.framework, Framework::Hip);
+        // An expandable segment's physical memory that could not be mapped.
+        let o = pytorch_alloc_warning("expandable_segments: memory mapping failed with OOM on device 0 while trying to map 20971520 bytes (free: 20250624, total: 51043958784)").expect("found");
+        assert_eq!(
+            (o.facts.requested_bytes, o.facts.free_bytes, o.device_index),
+            (Some(20 << 20), Some(20_250_624), Some(0))
+        );
     }
 
     /// torch_musa prints "GPU N" in both its sentences (`MUSACachingAllocator.cpp`, v1.0.0 and

@@ -660,8 +660,10 @@ pub(super) fn pytorch_cudamallocasync(t: &str) -> Option<Oom> {
         requested_bytes: sz(&c, 3),
         total_bytes: total,
         free_bytes: sz(&c, 5),
-        // Unset, the limit is 2^64 bytes: no cap.
-        allowed_bytes: sz(&c, 6).filter(|l| total.is_none_or(|t| *l < t)),
+        // Unset, the limit is 2^64 bytes (`UINT64_MAX`, "17179869184.00 GiB"): no cap. A
+        // fraction of 1.0 prints the device's own size (Text Generation Inference sets
+        // CUDA_MEMORY_FRACTION=1.0 by default): a cap, kept as printed.
+        allowed_bytes: sz(&c, 6).filter(|l| *l < 1 << 60),
         ..Facts::default()
     };
     if let (Some(t), Some(a), Some(fr)) = (total, f.allocated_bytes, f.free_bytes) {
