@@ -1829,6 +1829,7 @@ const STACK_RULES: &[(&str, StackRule)] = &[
     ("paddle-enforce", paddle_enforce),
     ("xla-tpu-reserve", xla_tpu_reserve),
     ("mlx-buffer-size", mlx_buffer_size),
+    ("mps-buffer-size", mps_buffer_size),
     ("mlx-command-buffer", mlx_command_buffer),
 ];
 
@@ -1978,6 +1979,29 @@ fn mlx_buffer_size(oom: &Oom) -> Option<Finding> {
             r("Compute logits only for the tokens you need (the last one when generating), not the whole prompt."),
             r("A quantised model (4- or 8-bit) or a quantised KV cache (mlx_lm's --kv-bits) makes the large arrays smaller; a smaller batch or resolution does the same for other models."),
             r("mx.metal.set_memory_limit / set_wired_limit change how much MLX may use in all, not the size of one buffer: they do not help here."),
+        ],
+    })
+}
+
+/// PyTorch's MPS allocator refused one tensor over the Metal device's maxBufferLength
+/// (`MPSAllocator.mm`, `alloc_buffer_block`): no memory was asked for, and the high-watermark
+/// ratio does not enter into it.
+fn mps_buffer_size(oom: &Oom) -> Option<Finding> {
+    if oom.format != "mps-buffer-size" {
+        return None;
+    }
+    Some(Finding {
+        cause: Cause::RequestExceedsTotal,
+        title: format!(
+            "One tensor of {} is larger than the largest buffer Metal allows on this Mac",
+            oom.facts
+                .requested_bytes
+                .map_or_else(|| "this size".into(), fmt_bytes)
+        ),
+        detail: "PyTorch's MPS allocator checks each tensor against the Metal device's maxBufferLength before it allocates anything: this is one tensor, not the total, and freeing memory or PYTORCH_MPS_HIGH_WATERMARK_RATIO does not change the limit.".into(),
+        remedies: vec![
+            r("Make that tensor smaller: a smaller batch, resolution or sequence; in diffusers, pipe.enable_attention_slicing() or a tiled VAE decode splits the largest ones."),
+            r("Split the operation into chunks along the batch or sequence, or run that step on the CPU."),
         ],
     })
 }

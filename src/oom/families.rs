@@ -117,6 +117,10 @@ pub const ALL: &[Family] = &[
         parse: known::pytorch_10,
     },
     Family {
+        name: "mps-buffer-size",
+        parse: mps_buffer_size,
+    },
+    Family {
         name: "mps",
         parse: known::mps,
     },
@@ -542,6 +546,25 @@ fn sglang(t: &str) -> Option<Oom> {
     let mut o = oom(Framework::Sglang, format, None, Facts::default());
     o.kv_fraction = c.get(1).and_then(|m| m.as_str().parse().ok());
     Some(o)
+}
+
+// PyTorch's MPS allocator (`aten/src/ATen/mps/MPSAllocator.mm`, `alloc_buffer_block`):
+// `TORCH_CHECK(size < m_max_buffer_size, "Invalid buffer size: ", format_size(size))`, where
+// the limit is the Metal device's maxBufferLength: one tensor larger than a single Metal
+// buffer may be, before any memory is asked for.
+re!(
+    mps_buffer_re,
+    r"Invalid buffer size: (\d+(?:\.\d+)?\s?(?:[KMGT]i?B|bytes))"
+);
+
+/// PyTorch on Apple GPUs refused one tensor over Metal's largest buffer.
+fn mps_buffer_size(t: &str) -> Option<Oom> {
+    let c = mps_buffer_re().captures(t)?;
+    let f = Facts {
+        requested_bytes: c.get(1).and_then(|m| crate::units::parse_size(m.as_str())),
+        ..Facts::default()
+    };
+    Some(oom(Framework::Mps, "mps-buffer-size", None, f))
 }
 
 // torch_npu's pinned host allocator (`torch_npu/csrc/core/npu/CachingHostAllocator.cpp`,
@@ -1532,6 +1555,17 @@ mod tests {
         assert_eq!((o.framework, o.format), (Framework::Vllm, "vllm-warmup"));
         assert_eq!(o.facts.requested_bytes, Some(1002 << 20));
         assert!(vllm_warmup("CUDA out of memory occurred when warming up pooler (task='embed') with 64 dummy requests. Please try lowering `max_num_seqs`").is_some());
+    }
+
+    /// PyTorch MPS's single-buffer check (`MPSAllocator.mm`), in both unit spellings.
+    #[test]
+    fn mps_invalid_buffer_size_is_one_tensor() {
+        let o = mps_buffer_size("RuntimeError: Invalid buffer size: 37.25 GB").expect("found");
+        assert_eq!((o.framework, o.format), (Framework::Mps, "mps-buffer-size"));
+        assert_eq!(o.facts.requested_bytes, Some(gib(37.25)));
+        let o = mps_buffer_size("Invalid buffer size: 372.53 GiB").expect("found");
+        assert_eq!(o.facts.requested_bytes, Some(gib(372.53)));
+        assert!(mps_buffer_size("Invalid buffer size: 0x12").is_none());
     }
 
     /// SGLang's KV pool (`model_runner.py` / `pool_configurator.py`, `mem_cache/common.py`);
