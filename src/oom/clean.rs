@@ -229,6 +229,8 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "failed with oom on device",
     // Text Generation Inference's warm-up and router (`flash_causal_lm.py`, `backends/v3`).
     "not enough memory to handle",
+    // DeepSpeed's inference workspace (`inference_context.h`).
+    "workspace can't be allocated",
     // PyTorch MPS's one-buffer limit (`MPSAllocator.mm`).
     "invalid buffer size:",
     // SGLang's KV pool with no room after the weights (`model_runner.py`).

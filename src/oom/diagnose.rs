@@ -1290,6 +1290,16 @@ fn framework_settings(oom: &Oom) -> Option<Finding> {
                 r("Give the pool more: a higher --mem-fraction-static if the GPU has room, --kv-cache-dtype fp8_e4m3, or more GPUs (--tp-size)."),
             ],
         ),
+        // microsoft/DeepSpeed `deepspeed/inference/config.py` (`max_out_tokens`, alias
+        // `max_tokens`; `tensor_parallel.tp_size`) and `inference_context.h` (`GenWorkSpace`).
+        Framework::Deepspeed => (
+            "DeepSpeed's inference workspace",
+            "DeepSpeed's inference kernels take one workspace at the first forward, sized from max_out_tokens and the batch (activations and the KV cache of that many tokens), and need at least that much, plus a margin, free beside the weights.",
+            vec![
+                r("Lower max_out_tokens (init_inference(..., max_out_tokens=N), alias max_tokens; default 1024) or the batch size."),
+                r("Shard the model over more GPUs (tensor_parallel={\"tp_size\": N}) so each holds less, or free what else holds the GPU (`gpumon once`)."),
+            ],
+        ),
         Framework::Onnxruntime => (
             "ONNX Runtime's arena",
             "The CUDA execution provider grows a BFC arena that it does not shrink by default.",

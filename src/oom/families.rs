@@ -149,6 +149,10 @@ pub const ALL: &[Family] = &[
         parse: sglang,
     },
     Family {
+        name: "deepspeed-workspace",
+        parse: deepspeed_workspace,
+    },
+    Family {
         name: "vllm-rs-kvcache",
         parse: known::vllm_rs_kvcache,
     },
@@ -565,6 +569,34 @@ fn mps_buffer_size(t: &str) -> Option<Oom> {
         ..Facts::default()
     };
     Some(oom(Framework::Mps, "mps-buffer-size", None, f))
+}
+
+// DeepSpeed's inference kernels (`csrc/transformer/inference/includes/inference_context.h`,
+// `GenWorkSpace`): at the first forward they size one workspace from the free memory; when
+// less than the minimum is free they print "Requested:\t%lu\nFree:\t%lu\nTotal:\t%lu\n"
+// (bytes: the minimum, cudaMemGetInfo's free and total) and throw "Workspace can't be
+// allocated, no enough memory."
+re!(
+    deepspeed_ws_re,
+    r"Workspace can't be allocated, no enough memory"
+);
+re!(
+    deepspeed_ws_figures_re,
+    r"Requested:\s*(\d+)\s+Free:\s*(\d+)\s+Total:\s*(\d+)"
+);
+
+/// DeepSpeed's inference workspace did not fit in the free device memory.
+fn deepspeed_workspace(t: &str) -> Option<Oom> {
+    deepspeed_ws_re().is_match(t).then_some(())?;
+    let c = deepspeed_ws_figures_re().captures(t);
+    let num = |i: usize| c.as_ref()?.get(i)?.as_str().parse::<u64>().ok();
+    let f = Facts {
+        requested_bytes: num(1),
+        free_bytes: num(2),
+        total_bytes: num(3),
+        ..Facts::default()
+    };
+    Some(oom(Framework::Deepspeed, "deepspeed-workspace", None, f))
 }
 
 // torch_npu's pinned host allocator (`torch_npu/csrc/core/npu/CachingHostAllocator.cpp`,
@@ -1555,6 +1587,30 @@ mod tests {
         assert_eq!((o.framework, o.format), (Framework::Vllm, "vllm-warmup"));
         assert_eq!(o.facts.requested_bytes, Some(1002 << 20));
         assert!(vllm_warmup("CUDA out of memory occurred when warming up pooler (task='embed') with 64 dummy requests. Please try lowering `max_num_seqs`").is_some());
+    }
+
+    /// DeepSpeed's inference workspace (`inference_context.h`): the figures it prints before
+    /// the exception, in bytes, when the paste has them.
+    #[test]
+    fn deepspeeds_inference_workspace() {
+        let a = crate::oom::analyze("Requested:\t4831838208\nFree:\t1073741824\nTotal:\t25769803776\nTraceback (most recent call last):\n  File \"run.py\", line 3, in <module>\nRuntimeError: Workspace can't be allocated, no enough memory.");
+        let o = a.main().expect("found");
+        assert_eq!(
+            (o.framework, o.format),
+            (Framework::Deepspeed, "deepspeed-workspace")
+        );
+        assert_eq!(
+            (
+                o.facts.requested_bytes,
+                o.facts.free_bytes,
+                o.facts.total_bytes
+            ),
+            (Some(4_831_838_208), Some(1 << 30), Some(24 << 30))
+        );
+        let o =
+            deepspeed_workspace("RuntimeError: Workspace can't be allocated, no enough memory.")
+                .expect("found");
+        assert_eq!(o.facts.requested_bytes, None);
     }
 
     /// PyTorch MPS's single-buffer check (`MPSAllocator.mm`), in both unit spellings.

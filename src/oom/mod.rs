@@ -94,6 +94,8 @@ pub enum Framework {
     Tgi,
     /// SGLang's memory pools (the KV cache it sizes from `--mem-fraction-static`).
     Sglang,
+    /// DeepSpeed's inference kernels (their workspace, sized at the first forward).
+    Deepspeed,
     /// A GPU allocation failure in wording no rule knows ([`parse::fallback`]): the figures
     /// that are unambiguous, and no framework's meaning assumed.
     Unknown,
@@ -154,6 +156,7 @@ impl Framework {
             Framework::Neuron => "AWS Neuron",
             Framework::Tgi => "Text Generation Inference",
             Framework::Sglang => "SGLang",
+            Framework::Deepspeed => "DeepSpeed",
             Framework::Unknown => "An unrecognised program",
         }
     }

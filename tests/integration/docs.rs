@@ -947,6 +947,7 @@ fn the_schemas_name_every_value_the_code_can_print() {
         Framework::Neuron,
         Framework::Tgi,
         Framework::Sglang,
+        Framework::Deepspeed,
     ];
     for f in frameworks {
         match f {
@@ -980,7 +981,8 @@ fn the_schemas_name_every_value_the_code_can_print() {
             | Framework::PytorchXla
             | Framework::Neuron
             | Framework::Tgi
-            | Framework::Sglang => {}
+            | Framework::Sglang
+            | Framework::Deepspeed => {}
         }
     }
     let causes = [
