@@ -227,8 +227,11 @@ pub(crate) const TRIGGERS: &[&str] = &[
     // PyTorch's allocator warning of a failed cudaMalloc or segment mapping
     // (`CUDACachingAllocator.cpp`, 2.13).
     "failed with oom on device",
-    // Text Generation Inference's warm-up and router (`flash_causal_lm.py`, `backends/v3`).
-    "not enough memory to handle",
+    // Text Generation Inference's warm-up and router (`flash_causal_lm.py`, `backends/v3`),
+    // each in its own words (a sentence that only says "not enough memory" is no message).
+    "prefill tokens. you need to decrease",
+    "not enough memory to handle `max_total_tokens=",
+    "not enough memory to handle max_total_tokens=",
     // DeepSpeed's inference workspace (`inference_context.h`).
     "workspace can't be allocated",
     // PyTorch MPS's one-buffer limit (`MPSAllocator.mm`).

@@ -1575,6 +1575,13 @@ mod tests {
             "ERROR text_generation_launcher: Not enough memory to handle `max_total_tokens=8192`",
         );
         assert_eq!(a.main().map(|o| o.format), Some("tgi-max-total-tokens"));
+        let a = crate::oom::analyze(
+            "Error: there is not enough memory to handle this request on the GPU",
+        );
+        assert!(
+            a.main().is_none(),
+            "TGI's words, not any sentence like them"
+        );
     }
 
     /// vLLM's sampler warm-up (`v1/worker/gpu_model_runner.py`) after the PyTorch error it
