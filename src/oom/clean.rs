@@ -224,6 +224,20 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "cuda error 2",
     "cudaerror 2",
     "failed res=2",
+    // PyTorch's allocator warning of a failed cudaMalloc or segment mapping
+    // (`CUDACachingAllocator.cpp`, 2.13).
+    "failed with oom on device",
+    // Text Generation Inference's warm-up and router (`flash_causal_lm.py`, `backends/v3`),
+    // each in its own words (a sentence that only says "not enough memory" is no message).
+    "prefill tokens. you need to decrease",
+    "not enough memory to handle `max_total_tokens=",
+    "not enough memory to handle max_total_tokens=",
+    // DeepSpeed's inference workspace (`inference_context.h`).
+    "workspace can't be allocated",
+    // PyTorch MPS's one-buffer limit (`MPSAllocator.mm`).
+    "invalid buffer size:",
+    // SGLang's KV pool with no room after the weights (`model_runner.py`).
+    "please try to increase --mem-fraction-static",
 ];
 
 /// [`TRIGGERS`] as one case-insensitive regex: Unicode's case folding, for a line that is not

@@ -146,6 +146,7 @@ pub const RULES: &[(&str, Rule)] = &[
     ("unexplained", unexplained),
     ("spilled", spill),
     ("framework-settings", settings),
+    ("allocator-warning", allocator_warning),
     ("implausible-figures", implausible_figures),
 ];
 
@@ -165,6 +166,13 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
         }
     }
     rank_by_memory(&mut out, oom);
+    // PyTorch's allocator warning alone is first of all a retry, which may have succeeded.
+    if oom.format == "pytorch-alloc-warning" {
+        if let Some(i) = out.iter().position(|x| x.title.contains("it retries")) {
+            let note = out.remove(i);
+            out.insert(0, note);
+        }
+    }
     if let Some(fork) = super::families::fork(oom.framework) {
         for_the_fork(&mut out, fork);
     }
@@ -906,6 +914,21 @@ fn settings(oom: &Oom, _sizing: Option<&Sizing>, _out: &[Finding]) -> Option<Fin
     framework_settings(oom)
 }
 
+/// PyTorch's allocator warning alone (`CUDACachingAllocator.cpp`, `alloc_block`): the driver
+/// refused a segment, and the allocator frees its cache and retries before it raises. When the
+/// raise follows, the two are one failure and the raise is explained instead.
+fn allocator_warning(oom: &Oom, _sizing: Option<&Sizing>, _out: &[Finding]) -> Option<Finding> {
+    (oom.format == "pytorch-alloc-warning").then(|| Finding {
+        cause: Cause::FrameworkSettings,
+        title: "PyTorch's allocator warned that the driver refused a segment; it retries before it fails".into(),
+        detail: "The caching allocator (PyTorch 2.13) logs this warning when the driver refuses a segment, or the physical memory of an expandable segment (the size it asked for, and the device's free and total memory just after), then frees every cached block it can and tries again; it logs the warning again if that fails too, and only then raises \"CUDA out of memory. Tried to allocate …\" for the same size. With no such error after the warnings, the retry succeeded: the job ran on, paying for a cache it had to rebuild.".into(),
+        remedies: vec![
+            r("If the job stopped, the error after these warnings is the failure: read it (or paste the two together) for what PyTorch itself held."),
+            r("Warnings that keep coming without an error mean the device is nearly full and the cache is flushed each time: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, or a little less work per step, stops the churn."),
+        ],
+    })
+}
+
 /// Figures that cannot be true: said after the causes (a note on the message, not a
 /// cause of the failure).
 fn implausible_figures(oom: &Oom, _sizing: Option<&Sizing>, _out: &[Finding]) -> Option<Finding> {
@@ -1208,6 +1231,18 @@ fn framework_settings(oom: &Oom) -> Option<Finding> {
             "\"max allowed\" is PyTorch's limit, PYTORCH_MPS_HIGH_WATERMARK_RATIO (default 1.7) × the GPU's recommended working set, not the Mac's memory. The allocator already released its cached buffers and retried before it raised, so torch.mps.empty_cache() will not help.",
             vec![r("Raising the ratio (at most 2.0), torch.mps.set_per_process_memory_fraction(…), or 0.0 for no limit may let it fit — but, as the message warns, it may cause system failure: macOS swaps or kills processes. Prefer making the job smaller.")],
         ),
+        // vllm-project/vllm `vllm/v1/worker/gpu_model_runner.py` (`_dummy_sampler_run`, run by
+        // `profile_run` and again by `compile_or_warm_up_model` in `gpu_worker.py`, after the
+        // KV cache is allocated).
+        Framework::Vllm if oom.format == "vllm-warmup" => (
+            "vLLM's sampler warm-up",
+            "vLLM runs the sampler (or the pooler) on max_num_seqs dummy requests at once, while profiling memory and again in its warm-up after the KV cache has taken gpu_memory_utilization × the GPU less the weights: its logits and buffers, max_num_seqs × the vocabulary, did not fit in what was left.",
+            vec![
+                r("Lower max_num_seqs (--max-num-seqs): the sampler's buffers grow with it and with the vocabulary."),
+                r("Or lower gpu_memory_utilization, which leaves more of the GPU outside vLLM's budget for the warm-up and CUDA graphs (as the message says)."),
+                r("Another process on the GPU takes from the same remainder: `gpumon once` lists them."),
+            ],
+        ),
         Framework::Vllm => (
             "vLLM's memory budget",
             "vLLM takes gpu_memory_utilization × the GPU for weights, activations and the KV cache; the KV cache gets what is left.",
@@ -1216,6 +1251,53 @@ fn framework_settings(oom: &Oom) -> Option<Finding> {
                 r("Lower max_model_len (and max_num_seqs) so fewer KV-cache blocks are needed."),
                 r("Split the model: tensor_parallel_size=N; or a quantized model / kv_cache_dtype=\"fp8\"."),
                 r("enforce_eager=True skips CUDA-graph capture memory."),
+            ],
+        ),
+        // huggingface/text-generation-inference `launcher/src/main.rs` (its flags),
+        // `flash_causal_lm.py` (`warmup`) and `backends/v3/src/lib.rs` (`NotEnoughMemory`).
+        Framework::Tgi if oom.format == "tgi-max-total-tokens" => (
+            "Text Generation Inference's token budget",
+            "After its warm-up TGI gives the KV cache what is left of the GPU (--cuda-memory-fraction of it) and counts the tokens that fit; the router refuses to start when that is fewer than --max-total-tokens, the most one request may hold.",
+            vec![
+                r("Lower --max-total-tokens (and --max-input-tokens below it) to what the log says fits."),
+                r("Leave the KV cache more room: shard the model over more GPUs (--num-shard), quantize it (--quantize), or store the cache in fp8 (--kv-cache-dtype fp8_e4m3fn / fp8_e5m2)."),
+            ],
+        ),
+        Framework::Tgi => (
+            "Text Generation Inference's warm-up",
+            "At start-up TGI runs one prefill of --max-batch-prefill-tokens tokens, then sizes its KV cache from what is left: that prefill did not fit beside the weights. \"allowed\" in PyTorch's message, where it is printed, is --cuda-memory-fraction of the GPU.",
+            vec![
+                r("Lower --max-batch-prefill-tokens (at least --max-input-tokens, which may have to come down with it)."),
+                r("Shard the model over more GPUs (--num-shard) or quantize it (--quantize) so the weights leave room."),
+                r("Raise --cuda-memory-fraction (default 1.0) only if it was set below 1 and nothing else needs the GPU."),
+            ],
+        ),
+        // sgl-project/sglang `python/sglang/srt/server_args.py` (--mem-fraction-static,
+        // --max-running-requests, --chunked-prefill-size, --tp-size) and `model_runner.py`.
+        Framework::Sglang if oom.format == "sglang-kv-pool" => (
+            "SGLang's static memory pool",
+            "SGLang reserves --mem-fraction-static of the GPU for the weights and the KV-cache pool; after the weights that share had no room for a single KV-cache token. The rest of the GPU is left for activations and CUDA graphs.",
+            vec![
+                r("Raise --mem-fraction-static (as the message says) when activations and CUDA graphs need less than the rest: a smaller --cuda-graph-max-bs or --chunked-prefill-size lets them."),
+                r("Or make the weights smaller per GPU: shard with --tp-size N, or a quantized model (--quantization fp8)."),
+            ],
+        ),
+        Framework::Sglang => (
+            "SGLang's KV-cache pool is full",
+            "The scheduler could not get KV-cache slots for this batch from its pool (sized by --mem-fraction-static at start), even after evicting the prefix cache: a count of tokens, not a failed device allocation.",
+            vec![
+                r("Admit less at once: lower --max-running-requests, or --chunked-prefill-size for long prompts."),
+                r("Give the pool more: a higher --mem-fraction-static if the GPU has room, --kv-cache-dtype fp8_e4m3, or more GPUs (--tp-size)."),
+            ],
+        ),
+        // microsoft/DeepSpeed `deepspeed/inference/config.py` (`max_out_tokens`, alias
+        // `max_tokens`; `tensor_parallel.tp_size`) and `inference_context.h` (`GenWorkSpace`).
+        Framework::Deepspeed => (
+            "DeepSpeed's inference workspace",
+            "DeepSpeed's inference kernels take one workspace at the first forward, sized from max_out_tokens and the batch (activations and the KV cache of that many tokens), and need at least that much, plus a margin, free beside the weights.",
+            vec![
+                r("Lower max_out_tokens (init_inference(..., max_out_tokens=N), alias max_tokens; default 1024) or the batch size."),
+                r("Shard the model over more GPUs (tensor_parallel={\"tp_size\": N}) so each holds less, or free what else holds the GPU (`gpumon once`)."),
             ],
         ),
         Framework::Onnxruntime => (
@@ -1448,23 +1530,45 @@ fn pinned_host_memory(oom: &Oom) -> Finding {
             r("TensorFlow: TF_GPU_HOST_MEM_LIMIT_IN_MB caps its pinned host allocator; a size this large usually comes from a dataset or prefetch buffer staged through it."),
         );
     }
+    // torch_npu's `CachingHostAllocator.cpp` suggests its own call in the message.
+    if oom.format == "npu-pinned-host" {
+        remedies.insert(
+            0,
+            r("torch_npu keeps freed pinned blocks cached: torch_npu.npu.host_empty_cache() returns them to the host (as its message suggests) before the large copy."),
+        );
+    }
     if oom.format == "cupy-pinned" {
         remedies.insert(
             0,
             r("CuPy warned and copied synchronously instead (slower, not a failure): if the job stopped, the error after this warning is the one to read. Copying a large host array in pieces needs smaller staging buffers."),
         );
     }
-    remedies.push(r("On Windows (WDDM) pinned host memory is also mapped into the GPU and charged against it: free GPU memory helps there too."));
+    if oom.framework != Framework::Npu {
+        remedies.push(r("On Windows (WDDM) pinned host memory is also mapped into the GPU and charged against it: free GPU memory helps there too."));
+    }
     Finding {
         cause: Cause::PinnedHostMemory,
         title: "Pinned (page-locked) host memory ran out, not the GPU's memory".into(),
-        detail: format!(
-            "This is not the GPU's memory: CUDA could not page-lock {} of host RAM for fast copies \
-             (CUDA_ERROR_OUT_OF_MEMORY is also what the driver returns for host allocations). The \
-             operating system must keep pinned pages resident, so the host's free RAM and its \
-             locked-memory limit bound it.",
-            need.map_or_else(|| "a buffer".into(), |b| format!("a buffer of {}", fmt_bytes(b)))
-        ),
+        detail: if oom.framework == Framework::Npu {
+            format!(
+                "This is not the NPU's memory: torch_npu's host allocator could not page-lock {} \
+                 of host RAM for copies to and from the NPU (the runtime's \
+                 ACL_ERROR_RT_MEMORY_ALLOCATION). The operating system must keep pinned pages \
+                 resident, so the host's free RAM and its locked-memory limit bound it.",
+                need.map_or_else(
+                    || "a buffer".into(),
+                    |b| format!("a buffer of {}", fmt_bytes(b))
+                )
+            )
+        } else {
+            format!(
+                "This is not the GPU's memory: CUDA could not page-lock {} of host RAM for fast copies \
+                 (CUDA_ERROR_OUT_OF_MEMORY is also what the driver returns for host allocations). The \
+                 operating system must keep pinned pages resident, so the host's free RAM and its \
+                 locked-memory limit bound it.",
+                need.map_or_else(|| "a buffer".into(), |b| format!("a buffer of {}", fmt_bytes(b)))
+            )
+        },
         remedies,
     }
 }
@@ -1735,6 +1839,7 @@ const STACK_RULES: &[(&str, StackRule)] = &[
     ("paddle-enforce", paddle_enforce),
     ("xla-tpu-reserve", xla_tpu_reserve),
     ("mlx-buffer-size", mlx_buffer_size),
+    ("mps-buffer-size", mps_buffer_size),
     ("mlx-command-buffer", mlx_command_buffer),
 ];
 
@@ -1884,6 +1989,29 @@ fn mlx_buffer_size(oom: &Oom) -> Option<Finding> {
             r("Compute logits only for the tokens you need (the last one when generating), not the whole prompt."),
             r("A quantised model (4- or 8-bit) or a quantised KV cache (mlx_lm's --kv-bits) makes the large arrays smaller; a smaller batch or resolution does the same for other models."),
             r("mx.metal.set_memory_limit / set_wired_limit change how much MLX may use in all, not the size of one buffer: they do not help here."),
+        ],
+    })
+}
+
+/// PyTorch's MPS allocator refused one tensor over the Metal device's maxBufferLength
+/// (`MPSAllocator.mm`, `alloc_buffer_block`): no memory was asked for, and the high-watermark
+/// ratio does not enter into it.
+fn mps_buffer_size(oom: &Oom) -> Option<Finding> {
+    if oom.format != "mps-buffer-size" {
+        return None;
+    }
+    Some(Finding {
+        cause: Cause::RequestExceedsTotal,
+        title: format!(
+            "One tensor of {} is larger than the largest buffer Metal allows on this Mac",
+            oom.facts
+                .requested_bytes
+                .map_or_else(|| "this size".into(), fmt_bytes)
+        ),
+        detail: "PyTorch's MPS allocator checks each tensor against the Metal device's maxBufferLength before it allocates anything: this is one tensor, not the total, and freeing memory or PYTORCH_MPS_HIGH_WATERMARK_RATIO does not change the limit.".into(),
+        remedies: vec![
+            r("Make that tensor smaller: a smaller batch, resolution or sequence; in diffusers, pipe.enable_attention_slicing() or a tiled VAE decode splits the largest ones."),
+            r("Split the operation into chunks along the batch or sequence, or run that step on the CPU."),
         ],
     })
 }
@@ -2652,6 +2780,54 @@ mod tests {
         );
         f.spilled_bytes = None;
         assert_eq!(cause(spill, &pytorch(f)), None);
+    }
+
+    /// The serving stacks' own flags (TGI's launcher, SGLang's server arguments, vLLM's engine
+    /// arguments), each checked in its source, and none of another stack's.
+    #[test]
+    fn serving_stacks_get_their_own_flags() {
+        let all = |text: &str| {
+            findings(text)
+                .iter()
+                .flat_map(|f| {
+                    std::iter::once(f.title.clone())
+                        .chain(std::iter::once(f.detail.clone()))
+                        .chain(f.remedies.iter().map(|r| r.text.clone()))
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let tgi = all("RuntimeError: Not enough memory to handle 4096 prefill tokens. You need to decrease `--max-batch-prefill-tokens`");
+        assert!(tgi.contains("--max-batch-prefill-tokens") && tgi.contains("--num-shard"));
+        assert!(!tgi.contains("gpu_memory_utilization") && !tgi.contains("--mem-fraction-static"));
+        let tgi = all("Not enough memory to handle `max_total_tokens=8192`");
+        assert!(tgi.contains("--max-total-tokens"), "{tgi}");
+        let sgl =
+            all("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.");
+        assert!(sgl.contains("Raise --mem-fraction-static") && sgl.contains("--tp-size"));
+        assert!(!sgl.contains("gpu_memory_utilization"));
+        let sgl = all("Decode out of memory. Try to lower your batch size.");
+        assert!(sgl.contains("--max-running-requests"), "{sgl}");
+        let vllm = all("RuntimeError: CUDA out of memory occurred when warming up sampler with 256 dummy requests. Please try lowering `max_num_seqs` or `gpu_memory_utilization` when initializing the engine.");
+        assert!(vllm.contains("max_num_seqs") && vllm.contains("lower gpu_memory_utilization"));
+        assert!(!vllm.contains("Raise gpu_memory_utilization"));
+    }
+
+    /// PyTorch's allocator warning alone says that the allocator retries, and that no error
+    /// after it means the retry succeeded; torch_npu's pinned-host failure names its own call.
+    #[test]
+    fn the_allocator_warning_and_torch_npus_pinned_host_memory() {
+        let f = findings("[W CUDACachingAllocator.cpp:3933] memory allocation failed with OOM on device 0 while trying to allocate 31457280 bytes (free: 47579136, total: 16684941312).");
+        let w = f
+            .iter()
+            .find(|x| x.title.contains("retries"))
+            .expect("the warning's finding");
+        assert!(w.detail.contains("the retry succeeded"));
+        let f = findings("RuntimeError: Malloc pin memory failed, host out of memory, Rried to allocate size: 2147483648, total_allocated_memory: 1073741824, total_reserved_memory: 1073741824.");
+        assert_eq!(f[0].cause, Cause::PinnedHostMemory);
+        assert!(f[0].detail.contains("not the NPU's memory"));
+        assert!(f[0].remedies[0].text.contains("host_empty_cache"));
+        assert!(!f[0].remedies.iter().any(|r| r.text.contains("WDDM")));
     }
 
     #[test]

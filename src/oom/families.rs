@@ -21,6 +21,10 @@ pub struct Family {
 /// Adding a framework adds an entry here, its reader and its tests.
 pub const ALL: &[Family] = &[
     Family {
+        name: "npu-pinned-host",
+        parse: npu_pinned_host,
+    },
+    Family {
         name: "pytorch-fork",
         parse: pytorch_fork,
     },
@@ -93,6 +97,10 @@ pub const ALL: &[Family] = &[
         parse: known::pytorch_2x,
     },
     Family {
+        name: "pytorch-alloc-warning",
+        parse: pytorch_alloc_warning,
+    },
+    Family {
         name: "pytorch-cudamallocasync",
         parse: known::pytorch_cudamallocasync,
     },
@@ -109,6 +117,10 @@ pub const ALL: &[Family] = &[
         parse: known::pytorch_10,
     },
     Family {
+        name: "mps-buffer-size",
+        parse: mps_buffer_size,
+    },
+    Family {
         name: "mps",
         parse: known::mps,
     },
@@ -123,6 +135,22 @@ pub const ALL: &[Family] = &[
     Family {
         name: "tensorflow-eigen",
         parse: tensorflow_eigen,
+    },
+    Family {
+        name: "tgi",
+        parse: tgi,
+    },
+    Family {
+        name: "vllm-warmup",
+        parse: vllm_warmup,
+    },
+    Family {
+        name: "sglang",
+        parse: sglang,
+    },
+    Family {
+        name: "deepspeed-workspace",
+        parse: deepspeed_workspace,
     },
     Family {
         name: "vllm-rs-kvcache",
@@ -336,6 +364,10 @@ re!(
     r"\b(NPU|MLU|MUSA|GCU|HPU) out of memory\b[^\n]{0,40}?(?:Tried to allocate|\.)"
 );
 re!(
+    fork_device_id_re,
+    r"^\S+ out of memory\. device id: (\d{1,3})\b"
+);
+re!(
     loose_re,
     r"(?i)\b(CUDA|HIP|XPU) out of memory\. Tried to allocate"
 );
@@ -381,7 +413,17 @@ fn pytorch_fork(t: &str) -> Option<Oom> {
     let fork = FORKS.iter().find(|f| f.word == word)?;
     let from = c.get(0)?.start();
     let r = read::read(&t[from..]);
-    let device = read::device_named(&t[from..], &[word]).and_then(|d| d.index);
+    // Moore Threads' torch_musa names the device "GPU N" in both its sentences
+    // (`MUSACachingAllocator.cpp`: v1.0.0's "(GPU 0; …", v2.1.1's ". GPU 0 has a total
+    // capacity"), as PyTorch's own does; torch_npu, torch_mlu and torch_gcu print their word.
+    let device = read::device_named(&t[from..], &[word, "GPU"])
+        .and_then(|d| d.index)
+        .or_else(|| {
+            // torch_npu's failed graph load (`NpuUtils.cpp`, `IsOomError`): "NPU out of
+            // memory. device id: N".
+            let c = fork_device_id_re().captures(&t[from..])?;
+            c.get(1)?.as_str().parse().ok()
+        });
     let format = pytorch_format(t, "pytorch-fork-2.x", "pytorch-fork-1.x");
     Some(oom(fork.framework, format, device, pytorch_facts(&r)))
 }
@@ -403,19 +445,198 @@ fn pytorch_loose(t: &str) -> Option<Oom> {
     Some(oom(framework, format, device, pytorch_facts(&r)))
 }
 
+// PyTorch's caching allocator logs each failed cudaMalloc before it frees its cache and
+// retries (`c10/cuda/CUDACachingAllocator.cpp`, `alloc_block`, added by pytorch/pytorch#180946
+// in 2.13, v2.13.0 lines 3928-3947: `LOG(WARNING) << "memory allocation failed with OOM on
+// device " << device << " while trying to allocate " << size << " bytes (free: " << free << ",
+// total: " << total << ")."`), and the same for an expandable segment whose physical memory
+// could not be mapped ("expandable_segments: memory mapping failed with OOM on device 0 while
+// trying to map 20971520 bytes (free: …, total: …)"). pytorch/pytorch#193195: it fires on
+// retries that then succeed; pytorch/pytorch#193391 later made it LOG(INFO). The size is the
+// segment asked of the driver (`p.alloc_size`, what "Tried to allocate" prints), in bytes;
+// free and total are cudaMemGetInfo's, read after the failure.
+re!(
+    torch_alloc_warning_re,
+    r"memory (?:allocation|mapping) failed with OOM on device (\d+)\s+while trying to (?:allocate|map) (\d+) bytes(?:\s*\(free: (\d+), total: (\d+)\))?"
+);
+
+/// PyTorch's allocator warning that a cudaMalloc failed. It comes before the allocator frees
+/// its cache and retries, and once more if the retry fails too; only then does it raise "CUDA
+/// out of memory. Tried to allocate …" for the same size (one failure: the raise, which says
+/// more, is the one explained). A warning with no raise after it was a retry that succeeded.
+fn pytorch_alloc_warning(t: &str) -> Option<Oom> {
+    let c = torch_alloc_warning_re().captures(t)?;
+    let num = |i: usize| c.get(i).and_then(|m| m.as_str().parse::<u64>().ok());
+    let f = Facts {
+        requested_bytes: num(2),
+        free_bytes: num(3),
+        total_bytes: num(4),
+        ..Facts::default()
+    };
+    // ROCm's build hipifies the file to HIPCachingAllocator.cpp; the sentence is the same.
+    let framework = if t.contains("HIPCachingAllocator") {
+        Framework::Hip
+    } else {
+        Framework::Pytorch
+    };
+    let device = num(1).and_then(|d| u32::try_from(d).ok());
+    Some(oom(framework, "pytorch-alloc-warning", device, f))
+}
+
+// Text Generation Inference's Python shard (`server/text_generation_server/models/
+// flash_causal_lm.py`, `warmup`): since v1.1.1 (huggingface/text-generation-inference@96a982ad)
+// a torch.cuda.OutOfMemoryError while it runs a prefill of `--max-batch-prefill-tokens`
+// becomes "Not enough memory to handle N prefill tokens. You need to decrease
+// `--max-batch-prefill-tokens`"; v0.9 said "N total tokens with M prefill tokens". The router
+// (`backends/v3/src/lib.rs`, `V3Error::NotEnoughMemory`) refuses to start when the KV-cache
+// blocks the warm-up left hold fewer tokens than `--max-total-tokens`: "Not enough memory to
+// handle `max_total_tokens=N`".
+re!(
+    tgi_re,
+    r"Not enough memory to handle (?:(\d+) (?:total tokens with (\d+) )?prefill tokens|`?max_total_tokens=(\d+)`?)"
+);
+
+/// Text Generation Inference: its warm-up prefill ran out of device memory, or the KV cache
+/// left after it is smaller than the tokens asked for. Counts of tokens, not bytes: the
+/// PyTorch message the warm-up caught (printed first, its cause) has the figures, and is read
+/// with it as one failure.
+fn tgi(t: &str) -> Option<Oom> {
+    let c = tgi_re().captures(t)?;
+    let format = if c.get(3).is_some() {
+        "tgi-max-total-tokens"
+    } else {
+        "tgi-warmup"
+    };
+    Some(oom(Framework::Tgi, format, None, Facts::default()))
+}
+
+// vLLM's v1 GPU model runner (`vllm/v1/worker/gpu_model_runner.py`, `_dummy_sampler_run`,
+// `_dummy_pooler_run`): an "out of memory" RuntimeError while it warms up the sampler (or the
+// pooler) for max_num_seqs requests at once, after the KV cache took its share, is raised
+// again as "CUDA out of memory occurred when warming up sampler with N dummy requests. Please
+// try lowering `max_num_seqs` or `gpu_memory_utilization` when initializing the engine."
+re!(
+    vllm_warmup_re,
+    r"out of memory occurred when warming up (?:sampler|pooler)\b[^\n]{0,80}? with (\d+) dummy requests"
+);
+
+/// vLLM's sampler (or pooler) warm-up ran out of device memory: what the PyTorch error before
+/// it (its cause) said is read with it as one failure.
+fn vllm_warmup(t: &str) -> Option<Oom> {
+    vllm_warmup_re().is_match(t).then_some(())?;
+    Some(oom(Framework::Vllm, "vllm-warmup", None, Facts::default()))
+}
+
+// SGLang (`python/sglang/srt/model_executor/model_runner.py`, `init_memory_pool`; later
+// `pool_configurator.py`, `MemoryPoolConfig`): after the weights, the static pool
+// (`--mem-fraction-static` of the memory free at start) leaves no room for KV-cache tokens:
+// "Not enough memory. Please try to increase --mem-fraction-static." (newer builds add
+// " Current value: mem_fraction_static=F"). At run time its KV pool has no slot left
+// (`mem_cache/common.py`, `alloc_for_extend` / `alloc_for_decode`): "Prefill out of memory.
+// Try to lower your batch size.\nTry to allocate N tokens." ("Decode out of memory" alike).
+re!(
+    sglang_re,
+    r"Not enough memory\. Please try to increase --mem-fraction-static\.?(?:\s*Current value: mem_fraction_static=(\d*\.?\d+))?|(Prefill|Decode) out of memory\. Try to lower your batch size\.?(?:\s*Try to allocate (\d+) tokens)?"
+);
+
+/// SGLang's KV-cache pool: too small to start, or full at run time (counts of tokens).
+fn sglang(t: &str) -> Option<Oom> {
+    let c = sglang_re().captures(t)?;
+    let format = match c.get(2).map(|m| m.as_str()) {
+        Some("Prefill") => "sglang-prefill",
+        Some(_) => "sglang-decode",
+        None => "sglang-kv-pool",
+    };
+    let mut o = oom(Framework::Sglang, format, None, Facts::default());
+    o.kv_fraction = c.get(1).and_then(|m| m.as_str().parse().ok());
+    Some(o)
+}
+
+// PyTorch's MPS allocator (`aten/src/ATen/mps/MPSAllocator.mm`, `alloc_buffer_block`):
+// `TORCH_CHECK(size < m_max_buffer_size, "Invalid buffer size: ", format_size(size))`, where
+// the limit is the Metal device's maxBufferLength: one tensor larger than a single Metal
+// buffer may be, before any memory is asked for.
+re!(
+    mps_buffer_re,
+    r"Invalid buffer size: (\d+(?:\.\d+)?\s?(?:[KMGT]i?B|bytes))"
+);
+
+/// PyTorch on Apple GPUs refused one tensor over Metal's largest buffer.
+fn mps_buffer_size(t: &str) -> Option<Oom> {
+    let c = mps_buffer_re().captures(t)?;
+    let f = Facts {
+        requested_bytes: c.get(1).and_then(|m| crate::units::parse_size(m.as_str())),
+        ..Facts::default()
+    };
+    Some(oom(Framework::Mps, "mps-buffer-size", None, f))
+}
+
+// DeepSpeed's inference kernels (`csrc/transformer/inference/includes/inference_context.h`,
+// `GenWorkSpace`): at the first forward they size one workspace from the free memory; when
+// less than the minimum is free they print "Requested:\t%lu\nFree:\t%lu\nTotal:\t%lu\n"
+// (bytes: the minimum, cudaMemGetInfo's free and total) and throw "Workspace can't be
+// allocated, no enough memory."
+re!(
+    deepspeed_ws_re,
+    r"Workspace can't be allocated, no enough memory"
+);
+re!(
+    deepspeed_ws_figures_re,
+    r"Requested:\s*(\d+)\s+Free:\s*(\d+)\s+Total:\s*(\d+)"
+);
+
+/// DeepSpeed's inference workspace did not fit in the free device memory.
+fn deepspeed_workspace(t: &str) -> Option<Oom> {
+    deepspeed_ws_re().is_match(t).then_some(())?;
+    let c = deepspeed_ws_figures_re().captures(t);
+    let num = |i: usize| c.as_ref()?.get(i)?.as_str().parse::<u64>().ok();
+    let f = Facts {
+        requested_bytes: num(1),
+        free_bytes: num(2),
+        total_bytes: num(3),
+        ..Facts::default()
+    };
+    Some(oom(Framework::Deepspeed, "deepspeed-workspace", None, f))
+}
+
+// torch_npu's pinned host allocator (`torch_npu/csrc/core/npu/CachingHostAllocator.cpp`,
+// master and v2.1.0 on): "Malloc pin memory failed, host out of memory, Rried to allocate
+// size: N, total_allocated_memory: A, total_reserved_memory: R." (the typo is the source's).
+// N is the request in bytes; A is the allocator's active bytes and R its allocated bytes.
+re!(
+    npu_pinned_re,
+    r"Malloc pin memory failed, host out of memory,? \w+ to allocate size: (\d+)"
+);
+
+/// torch_npu could not allocate pinned host memory: the host's RAM, not the NPU's.
+fn npu_pinned_host(t: &str) -> Option<Oom> {
+    let c = npu_pinned_re().captures(t)?;
+    let f = Facts {
+        requested_bytes: c.get(1).and_then(|m| m.as_str().parse().ok()),
+        ..Facts::default()
+    };
+    let mut o = oom(Framework::Npu, "npu-pinned-host", None, f);
+    o.memory = MemoryKind::PinnedHost;
+    Some(o)
+}
+
 re!(
     ascend_el0004_re,
     r"EL0004\b\)?:?[^\n]{0,80}?Failed to allocate memory"
 );
+// The runtime's traceback lines that carry the size: GE's "Call rtMalloc fail, purpose: …,
+// size:N, device_id:D", the driver's "DevMemAlloc huge page failed: deviceId=D, type=2,
+// size=N" (`npu_driver.cc`), "alloc device memory failed … size=N": an allocation word, a few
+// words, "fail", then the size within the line.
 re!(
     ascend_rtmalloc_re,
-    r"(?:rtMalloc|[Mm]alloc|[Aa]lloc(?:ate)?)(?: device memory| physical memory| memory)? fail(?:ed)?[^\n]{0,200}?\bsize\s*[:=]\s*(\d+)(?:,\s*device_?id\s*[:=]\s*(\d+))?"
+    r"(?:rtMalloc|[Mm]alloc|[Aa]lloc(?:ate)?|allocation)(?: [\w ]{1,30}?)? fail(?:ed|ure)?\b[^\n]{0,200}?\bsize\s*[:=]\s*(\d+)(?:,\s*device_?id\s*[:=]\s*(\d+))?"
 );
 // The device where the trace names it elsewhere: torch_npu's error line ("(PID:28794,
 // Device:2, RankID:2) ERR00100"), a runtime line's `device_id`, "open device 2 failed".
 re!(
     ascend_device_re,
-    r"\bDevice:\s*(\d+), RankID|\bdevice_id\s*[:=]\s*(\d+)|\bopen device (\d+) failed"
+    r"\bDevice:\s*(\d+), RankID|\bdevice_?[iI]d\s*[:=]\s*(\d+)|\bopen device (\d+) failed"
 );
 // torchrun's rank prefixes left inside a line (a paste collapsed onto one line).
 re!(ascend_rank_re, r"\[rank\d+\]:\s*");
@@ -1230,6 +1451,203 @@ mod tests {
             o.facts.free_bytes,
             Some((848.37 * (1u64 << 20) as f64).round() as u64)
         );
+    }
+
+    /// PyTorch's allocator warning (`CUDACachingAllocator.cpp`, `alloc_block`'s LOG(WARNING)),
+    /// in c10's log format with and without torchrun's prefix, with and without the
+    /// cudaMemGetInfo figures; the raise that follows for the same size is the same failure.
+    #[test]
+    fn pytorchs_allocator_warning_of_a_failed_cuda_malloc() {
+        let o = pytorch_alloc_warning("[W903 13:41:51.709566905 CUDACachingAllocator.cpp:3934] memory allocation failed with OOM on device 0 while trying to allocate 42949672960 bytes (free: 33136967680, total: 33668857856).").expect("found");
+        assert_eq!(
+            (o.framework, o.format, o.device_index),
+            (Framework::Pytorch, "pytorch-alloc-warning", Some(0))
+        );
+        assert_eq!(o.facts.requested_bytes, Some(42_949_672_960));
+        assert_eq!(o.facts.free_bytes, Some(33_136_967_680));
+        assert_eq!(o.facts.total_bytes, Some(33_668_857_856));
+        let a = crate::oom::analyze("[rank3]:[W914 03:50:36.437786958 CUDACachingAllocator.cpp:3933] memory allocation failed with OOM on device 3 while trying to allocate 3221225472 bytes.");
+        let o = a.main().expect("found");
+        assert_eq!(o.device_index, Some(3));
+        assert_eq!(o.facts.requested_bytes, Some(3 << 30));
+        assert_eq!(o.facts.free_bytes, None);
+        // Wrapped by a log viewer between "while" and "trying".
+        let a = crate::oom::analyze("[W CUDACachingAllocator.cpp:3933] memory allocation failed with OOM on device 0 while\n trying to allocate 31457280 bytes (free: 47579136, total: 16684941312).");
+        assert_eq!(a.main().and_then(|o| o.facts.free_bytes), Some(47_579_136));
+        // The warning, then the raise for the same 40 GiB: one failure, the raise explained.
+        let a = crate::oom::analyze("[W903 13:41:51.709566905 CUDACachingAllocator.cpp:3934] memory allocation failed with OOM on device 0 while trying to allocate 42949672960 bytes (free: 33136967680, total: 33668857856).\nTraceback (most recent call last):\n  File \"train.py\", line 9, in <module>\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 40.00 GiB. GPU 0 has a total capacity of 31.36 GiB of which 30.86 GiB is free. Including non-PyTorch memory, this process has 512.00 MiB memory in use. Of the allocated memory 0 bytes is allocated by PyTorch, and 0 bytes is reserved by PyTorch but unallocated.");
+        assert_eq!(a.repeats(), 2);
+        assert_eq!(a.main().map(|o| o.format), Some("pytorch-2.x"));
+        let o = pytorch_alloc_warning("[W HIPCachingAllocator.cpp:3933] memory allocation failed with OOM on device 1 while trying to allocate 2097152 bytes.").expect("found");
+        assert_eq!(o.framework, Framework::Hip);
+        // An expandable segment's physical memory that could not be mapped.
+        let o = pytorch_alloc_warning("expandable_segments: memory mapping failed with OOM on device 0 while trying to map 20971520 bytes (free: 20250624, total: 51043958784)").expect("found");
+        assert_eq!(
+            (o.facts.requested_bytes, o.facts.free_bytes, o.device_index),
+            (Some(20 << 20), Some(20_250_624), Some(0))
+        );
+    }
+
+    /// torch_musa prints "GPU N" in both its sentences (`MUSACachingAllocator.cpp`, v1.0.0 and
+    /// v2.1.1); torch_mlu runs "is" into the free figure (`caching_allocator.cpp`,
+    /// r1.22_pt2.1.0); torch_gcu prints "GCU N".
+    #[test]
+    fn each_forks_device_word_and_spacing() {
+        let o = pytorch_fork("MUSA out of memory. Tried to allocate 20.00 MiB (GPU 2; 79.99 GiB total capacity; 78.00 GiB already allocated; 10.00 MiB free; 70.00 GiB allowed; 78.50 GiB reserved in total by PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation.  See documentation for Memory Management and PYTORCH_MUSA_ALLOC_CONF").expect("found");
+        assert_eq!((o.framework, o.device_index), (Framework::Musa, Some(2)));
+        assert_eq!(o.facts.allowed_bytes, Some(70 << 30));
+        assert_eq!(o.facts.reserved_bytes, Some(gib(78.5)));
+        let o = pytorch_fork("MUSA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity of 47.99 GiB of which 1.19 GiB is free. 40.00 GiB allowed; Of the allocated memory 40.00 GiB is allocated by PyTorch, with 100.00 MiB allocated in private pools (e.g., MUSA Graphs), and 3.50 GiB is reserved by PyTorch but unallocated.").expect("found");
+        assert_eq!((o.format, o.device_index), ("pytorch-fork-2.x", Some(1)));
+        assert_eq!(o.facts.private_pool_bytes, Some(100 << 20));
+        let o = pytorch_fork("MLU out of memory. Tried to allocate 2.00 GiB. MLU 1 has a total capacity of 79.10 GiB of which 1.19 GiBis free. Of the allocated memory 70.00 GiB is allocated by PyTorch, and 3.50 GiB is reserved by PyTorch but unallocated.").expect("found");
+        assert_eq!(o.facts.free_bytes, Some(gib(1.19)));
+        assert_eq!(o.facts.total_bytes, Some(gib(79.10)));
+        let o = pytorch_fork("GCU out of memory. Tried to allocate 2.00 GiB. GCU 3 has a total capacity of 63.98 GiB of which 1.19 GiB is free. Of the allocated memory 58.00 GiB is allocated by PyTorch, and 3.50 GiB is reserved by PyTorch but unallocated.").expect("found");
+        assert_eq!((o.framework, o.device_index), (Framework::Gcu, Some(3)));
+    }
+
+    /// torch_npu's other sentences (`NPUCachingAllocator.cpp`, `NPUWorkspaceAllocator.cpp`,
+    /// `NpuUtils.cpp` on master; v1.8.1's "cached" form).
+    #[test]
+    fn torch_npus_other_sentences() {
+        let o = pytorch_fork("NPU out of memory. Allocation was preemptively rejected because it would exceed per_process_memory_fraction limit. Requested size: 2.00 GiB").expect("found");
+        assert_eq!(o.facts.requested_bytes, Some(2 << 30));
+        let o = pytorch_fork("NPU out of memory. NPUWorkspaceAllocator tried to allocate 3.00 GiB(NPU 5; 60.96 GiB total capacity; 1.25 GiB free). If you want to reduce memory usage, take a try to set the environment variable TASK_QUEUE_ENABLE=1.").expect("found");
+        assert_eq!(o.device_index, Some(5));
+        assert_eq!(
+            (o.facts.requested_bytes, o.facts.free_bytes),
+            (Some(3 << 30), Some(gib(1.25)))
+        );
+        let o = pytorch_fork("NPU out of memory. device id: 3").expect("found");
+        assert_eq!(o.device_index, Some(3));
+        let o = pytorch_fork("NPU out of memory. Tried to allocate 1.50 GiB (NPU 0; 30.21 GiB total capacity; 27.02 GiB already allocated; 3.00 MiB free; 27.97 GiB cached)").expect("found");
+        assert_eq!(o.facts.reserved_unallocated_bytes, Some(gib(27.97)));
+        assert_eq!(o.facts.free_bytes, Some(3 << 20));
+    }
+
+    /// torch_npu's pinned host allocator (`CachingHostAllocator.cpp`): the host's RAM.
+    #[test]
+    fn torch_npus_pinned_host_allocator_is_host_memory() {
+        let a = crate::oom::analyze("RuntimeError: Malloc pin memory failed, host out of memory, Rried to allocate size: 2147483648, total_allocated_memory: 1073741824, total_reserved_memory: 1073741824. You might be able to retry after freeing up memory using torch_npu.npu.host_empty_cache().");
+        let o = a.main().expect("found");
+        assert_eq!(
+            (o.framework, o.format, o.memory),
+            (Framework::Npu, "npu-pinned-host", MemoryKind::PinnedHost)
+        );
+        assert_eq!(o.facts.requested_bytes, Some(2 << 30));
+    }
+
+    /// The runtime's traceback lines that give the size, under torchrun's prefixes: the driver's
+    /// huge-page allocation, and an allocation "failed, size=N".
+    #[test]
+    fn ascend_el0004_reads_the_drivers_size_lines() {
+        let a = crate::oom::analyze("[rank1]: [ERROR] 2024-11-20-10:23:19 (PID:3321, Device:1, RankID:1) ERR00100 PTA call acl api failed\n[rank1]: EL0004: [PID: 3321] 2024-11-20-10:23:19.551.392 Failed to allocate memory.\n[rank1]:         Possible Cause: Available memory is insufficient.\n[rank1]:         Solution: Close applications not in use.\n[rank1]:         TraceBack (most recent call last):\n[rank1]:         DevMemAlloc huge page failed: deviceId=1, type=2, size=2147483648, retCode=0x7020016[FUNC:DevMemAlloc][FILE:npu_driver.cc][LINE:1207]");
+        let o = a.main().expect("found");
+        assert_eq!(o.format, "ascend-el0004");
+        assert_eq!(
+            (o.facts.requested_bytes, o.device_index),
+            (Some(2 << 30), Some(1))
+        );
+        let o = ascend_runtime("EL0004: Failed to allocate memory. TraceBack (most recent call last): The memory allocation failed, size=1073741824, memType=2").expect("found");
+        assert_eq!(o.facts.requested_bytes, Some(1 << 30));
+    }
+
+    /// TGI's warm-up (`flash_causal_lm.py`, v1.1.1 on) after the PyTorch error it caught is one
+    /// failure with PyTorch's figures; the router's Rust `{:?}` of the shard's error keeps the
+    /// memory-fraction clause; the router's token check (`backends/v3/src/lib.rs`).
+    #[test]
+    fn text_generation_inference() {
+        let a = crate::oom::analyze("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.95 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.33 GiB is free. Including non-PyTorch memory, this process has 77.80 GiB memory in use. 71.24 GiB allowed; Of the allocated memory 74.39 GiB is allocated by PyTorch, and 2.63 GiB is reserved by PyTorch but unallocated.\n\nThe above exception was the direct cause of the following exception:\n\nTraceback (most recent call last):\n    raise RuntimeError(\nRuntimeError: Not enough memory to handle 4096 prefill tokens. You need to decrease `--max-batch-prefill-tokens`");
+        assert_eq!(a.total, 1, "one failure");
+        let o = a.main().expect("found");
+        assert_eq!((o.framework, o.format), (Framework::Tgi, "tgi-warmup"));
+        assert_eq!(o.facts.allowed_bytes, Some(gib(71.24)));
+        assert_eq!(o.facts.requested_bytes, Some(gib(1.95)));
+        assert_eq!(o.device_index, Some(0));
+        let a = crate::oom::analyze("thread 'main' panicked at 'called `Result::unwrap()` on an `Err` value: Warmup(Generation(\"CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 22.19 GiB total capacity; 19.37 GiB already allocated; 1.53 GiB free; 22.19 GiB allowed; 19.50 GiB reserved in total by PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation.  See documentation for Memory Management and PYTORCH_CUDA_ALLOC_CONF\"))', router/src/main.rs:216:18");
+        let o = a.main().expect("found");
+        assert_eq!(o.facts.allowed_bytes, Some(gib(22.19)));
+        assert_eq!(o.facts.free_bytes, Some(gib(1.53)));
+        let o = tgi("Error: Warmup(Generation(\"Not enough memory to handle 4096 total tokens with 4096 prefill tokens. You need to decrease `--max-batch-total-tokens` or `--max-batch-prefill-tokens`\"))").expect("found");
+        assert_eq!(o.format, "tgi-warmup");
+        let a = crate::oom::analyze(
+            "ERROR text_generation_launcher: Not enough memory to handle `max_total_tokens=8192`",
+        );
+        assert_eq!(a.main().map(|o| o.format), Some("tgi-max-total-tokens"));
+        let a = crate::oom::analyze(
+            "Error: there is not enough memory to handle this request on the GPU",
+        );
+        assert!(
+            a.main().is_none(),
+            "TGI's words, not any sentence like them"
+        );
+    }
+
+    /// vLLM's sampler warm-up (`v1/worker/gpu_model_runner.py`) after the PyTorch error it
+    /// caught: one failure with PyTorch's figures.
+    #[test]
+    fn vllms_sampler_warm_up() {
+        let a = crate::oom::analyze("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1002.00 MiB. GPU 0 has a total capacity of 23.54 GiB of which 771.44 MiB is free. Including non-PyTorch memory, this process has 22.78 GiB memory in use. Of the allocated memory 21.96 GiB is allocated by PyTorch, and 336.53 MiB is reserved by PyTorch but unallocated.\n\nThe above exception was the direct cause of the following exception:\n\nRuntimeError: CUDA out of memory occurred when warming up sampler with 256 dummy requests. Please try lowering `max_num_seqs` or `gpu_memory_utilization` when initializing the engine.");
+        assert_eq!(a.total, 1);
+        let o = a.main().expect("found");
+        assert_eq!((o.framework, o.format), (Framework::Vllm, "vllm-warmup"));
+        assert_eq!(o.facts.requested_bytes, Some(1002 << 20));
+        assert!(vllm_warmup("CUDA out of memory occurred when warming up pooler (task='embed') with 64 dummy requests. Please try lowering `max_num_seqs`").is_some());
+    }
+
+    /// DeepSpeed's inference workspace (`inference_context.h`): the figures it prints before
+    /// the exception, in bytes, when the paste has them.
+    #[test]
+    fn deepspeeds_inference_workspace() {
+        let a = crate::oom::analyze("Requested:\t4831838208\nFree:\t1073741824\nTotal:\t25769803776\nTraceback (most recent call last):\n  File \"run.py\", line 3, in <module>\nRuntimeError: Workspace can't be allocated, no enough memory.");
+        let o = a.main().expect("found");
+        assert_eq!(
+            (o.framework, o.format),
+            (Framework::Deepspeed, "deepspeed-workspace")
+        );
+        assert_eq!(
+            (
+                o.facts.requested_bytes,
+                o.facts.free_bytes,
+                o.facts.total_bytes
+            ),
+            (Some(4_831_838_208), Some(1 << 30), Some(24 << 30))
+        );
+        let o =
+            deepspeed_workspace("RuntimeError: Workspace can't be allocated, no enough memory.")
+                .expect("found");
+        assert_eq!(o.facts.requested_bytes, None);
+    }
+
+    /// PyTorch MPS's single-buffer check (`MPSAllocator.mm`), in both unit spellings.
+    #[test]
+    fn mps_invalid_buffer_size_is_one_tensor() {
+        let o = mps_buffer_size("RuntimeError: Invalid buffer size: 37.25 GB").expect("found");
+        assert_eq!((o.framework, o.format), (Framework::Mps, "mps-buffer-size"));
+        assert_eq!(o.facts.requested_bytes, Some(gib(37.25)));
+        let o = mps_buffer_size("Invalid buffer size: 372.53 GiB").expect("found");
+        assert_eq!(o.facts.requested_bytes, Some(gib(372.53)));
+        assert!(mps_buffer_size("Invalid buffer size: 0x12").is_none());
+    }
+
+    /// SGLang's KV pool (`model_runner.py` / `pool_configurator.py`, `mem_cache/common.py`);
+    /// its CUDA-graph failure message names --mem-fraction-static without any memory failure.
+    #[test]
+    fn sglangs_kv_pool() {
+        let o = sglang("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=0.6").expect("found");
+        assert_eq!(
+            (o.framework, o.format),
+            (Framework::Sglang, "sglang-kv-pool")
+        );
+        assert_eq!(o.kv_fraction, Some(0.6));
+        let o = sglang(
+            "Prefill out of memory. Try to lower your batch size.\nTry to allocate 2177 tokens.",
+        )
+        .expect("found");
+        assert_eq!(o.format, "sglang-prefill");
+        let a = crate::oom::analyze("Exception: Capture cuda graph failed: Ninja build failed.\nPossible solutions:\n1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)\n2. set --cuda-graph-max-bs to a smaller value (e.g., 16)");
+        assert!(a.main().is_none(), "not a memory failure");
     }
 
     #[test]

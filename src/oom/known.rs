@@ -20,11 +20,12 @@ re!(
     )
 );
 re!(torch_allowed_re, format!(r"{SIZE} allowed;"));
-// The allocated clause alone, for a message cut after it (a client that truncates the text).
+// The allocated clause alone, for a message cut after it (a client that truncates the text),
+// or inside it: "Of the allocated memory X" names X whatever is cut after it.
 re!(
     torch_allocated_re,
     format!(
-        r"Of the allocated memory {SIZE} is allocated by PyTorch(?:, with {SIZE} allocated in private pools \(e\.g\., [^)]{{1,40}}\))?"
+        r"Of the allocated memory {SIZE}(?: is allocated by PyTorch(?:, with {SIZE} allocated in private pools \(e\.g\., [^)]{{1,40}}\))?)?"
     )
 );
 // PyTorch's cudaMallocAsync backend (`c10/cuda/CUDAMallocAsyncAllocator.cpp`, chosen with
@@ -659,8 +660,10 @@ pub(super) fn pytorch_cudamallocasync(t: &str) -> Option<Oom> {
         requested_bytes: sz(&c, 3),
         total_bytes: total,
         free_bytes: sz(&c, 5),
-        // Unset, the limit is 2^64 bytes: no cap.
-        allowed_bytes: sz(&c, 6).filter(|l| total.is_none_or(|t| *l < t)),
+        // Unset, the limit is 2^64 bytes (`UINT64_MAX`, "17179869184.00 GiB"): no cap. A
+        // fraction of 1.0 prints the device's own size (Text Generation Inference sets
+        // CUDA_MEMORY_FRACTION=1.0 by default): a cap, kept as printed.
+        allowed_bytes: sz(&c, 6).filter(|l| *l < 1 << 60),
         ..Facts::default()
     };
     if let (Some(t), Some(a), Some(fr)) = (total, f.allocated_bytes, f.free_bytes) {

@@ -90,6 +90,12 @@ pub enum Framework {
     /// AWS Neuron on Inferentia and Trainium: its runtime's device-memory failures (torch-neuronx,
     /// transformers-neuronx, vLLM on Neuron).
     Neuron,
+    /// Hugging Face Text Generation Inference: its warm-up and the router's token budget.
+    Tgi,
+    /// SGLang's memory pools (the KV cache it sizes from `--mem-fraction-static`).
+    Sglang,
+    /// DeepSpeed's inference kernels (their workspace, sized at the first forward).
+    Deepspeed,
     /// A GPU allocation failure in wording no rule knows ([`parse::fallback`]): the figures
     /// that are unambiguous, and no framework's meaning assumed.
     Unknown,
@@ -148,6 +154,9 @@ impl Framework {
             Framework::Mlx => "MLX",
             Framework::PytorchXla => "PyTorch/XLA",
             Framework::Neuron => "AWS Neuron",
+            Framework::Tgi => "Text Generation Inference",
+            Framework::Sglang => "SGLang",
+            Framework::Deepspeed => "DeepSpeed",
             Framework::Unknown => "An unrecognised program",
         }
     }
@@ -298,7 +307,7 @@ pub struct Oom {
     #[serde(skip)]
     pub kv_tokens: Option<(u64, u64)>,
     /// vllm.rs's kv_fraction: the share of the memory free after the weights that its KV
-    /// cache may take.
+    /// cache may take; SGLang's mem_fraction_static where its message prints it.
     #[serde(skip)]
     pub kv_fraction: Option<f64>,
 }

@@ -94,12 +94,14 @@ impl Reading {
 
 /// A size as frameworks print it: every unit spelling (bytes, B, KiB/KB/K, MiB/MB/M,
 /// GiB/GB/G, TiB/TB/T), thousands separators, and the exact count in parentheses that some
-/// add ("2.99GiB (3206250496B)", "1.5 GiB (1610612736 bytes)").
+/// add ("2.99GiB (3206250496B)", "1.5 GiB (1610612736 bytes)"). A unit run into the next
+/// word "is" is still a unit: Cambricon's torch_mlu (`caching_allocator.cpp`, r1.22_pt2.1.0
+/// and master) prints `format_size(device_free), "is free. "`, so "1.19 GiBis free".
 fn size_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
         Regex::new(
-            r"\b(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s?(bytes|Bytes|byte|B|KiB|KB|kB|K|MiB|MB|M|GiB|GB|G|TiB|TB|T)\b(?:\s*\((\d+)\s?(?:bytes|B)\))?",
+            r"\b(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s?(bytes|Bytes|byte|B|KiB|KB|kB|K|MiB|MB|M|GiB|GB|G|TiB|TB|T)(?:is)?\b(?:\s*\((\d+)\s?(?:bytes|B)\))?",
         )
         .expect("size regex")
     })
@@ -165,6 +167,9 @@ const BEFORE: &[(&str, Role)] = &[
     ("request for", Role::Request),
     ("requested", Role::Request),
     ("requested:", Role::Request),
+    // torch_npu's fraction check (`NPUCachingAllocator.cpp`, master): "…would exceed
+    // per_process_memory_fraction limit. Requested size: 2.00 GiB".
+    ("requested size:", Role::Request),
     ("requires", Role::Request),
     ("total capacity of", Role::Total),
     ("total capacty of", Role::Total),
@@ -182,6 +187,8 @@ const BEFORE: &[(&str, Role)] = &[
     ("available:", Role::Free),
     ("in use:", Role::InUse),
     ("allocated:", Role::Allocated),
+    // PyTorch 2.x's "Of the allocated memory X is allocated by PyTorch", cut after X.
+    ("of the allocated memory", Role::Allocated),
     ("reserved:", Role::Reserved),
 ];
 
@@ -371,6 +378,21 @@ mod tests {
         );
         assert_eq!(r.first(Role::Cached), Some(gib(3.5)));
         assert_eq!(r.device.and_then(|d| d.index), Some(1));
+    }
+
+    /// Role words and spellings of the forks' sentences: torch_mlu's "GiBis free", torch_npu's
+    /// "Requested size:", a 2.x sentence cut inside its allocated clause.
+    #[test]
+    fn a_unit_run_into_is_a_requested_size_and_a_cut_allocated_clause() {
+        let r = read("MLU 1 has a total capacity of 79.10 GiB of which 1.19 GiBis free. ");
+        assert_eq!(r.first(Role::Free), Some(gib(1.19)));
+        assert_eq!(r.first(Role::Total), Some(gib(79.10)));
+        let r = read("would exceed per_process_memory_fraction limit. Requested size: 2.00 GiB");
+        assert_eq!(r.first(Role::Request), Some(2 << 30));
+        let r = read("Of the allocated memory 74.39 GiB is allocated by");
+        assert_eq!(r.first(Role::Allocated), Some(gib(74.39)));
+        // "is" must be a word of its own after the unit: "5 Bison" is no size.
+        assert!(read("5 Bison").figures.is_empty());
     }
 
     #[test]

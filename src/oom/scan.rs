@@ -500,6 +500,20 @@ impl Scanner {
                     oom.hint = cause.hint;
                 }
             }
+            // Text Generation Inference's and vLLM's warm-ups raise their own error from the
+            // torch.cuda.OutOfMemoryError they caught (Python prints the cause first): one
+            // event, PyTorch's figures with the server's meaning.
+            if matches!(oom.format, "tgi-warmup" | "vllm-warmup") {
+                if let Some(cause) = self.analysis.ooms.pop_if(|o| {
+                    matches!(o.framework, Framework::Pytorch | Framework::Hip)
+                        && o.memory == super::MemoryKind::Device
+                }) {
+                    self.analysis.total -= 1;
+                    oom.facts = cause.facts;
+                    oom.device_index = oom.device_index.or(cause.device_index);
+                    oom.hint = cause.hint;
+                }
+            }
             self.keep(oom);
         }
     }

@@ -945,6 +945,9 @@ fn the_schemas_name_every_value_the_code_can_print() {
         Framework::Mlx,
         Framework::PytorchXla,
         Framework::Neuron,
+        Framework::Tgi,
+        Framework::Sglang,
+        Framework::Deepspeed,
     ];
     for f in frameworks {
         match f {
@@ -976,7 +979,10 @@ fn the_schemas_name_every_value_the_code_can_print() {
             | Framework::Hpu
             | Framework::Mlx
             | Framework::PytorchXla
-            | Framework::Neuron => {}
+            | Framework::Neuron
+            | Framework::Tgi
+            | Framework::Sglang
+            | Framework::Deepspeed => {}
         }
     }
     let causes = [
