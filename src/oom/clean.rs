@@ -224,6 +224,8 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "cuda error 2",
     "cudaerror 2",
     "failed res=2",
+    "memory layout cannot be allocated",
+    "requires more system memory",
 ];
 
 /// [`TRIGGERS`] as one case-insensitive regex: Unicode's case folding, for a line that is not
