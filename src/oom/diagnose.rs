@@ -1381,7 +1381,7 @@ fn host_memory(oom: &Oom) -> Finding {
     }
 }
 
-/// Ollama's check before loading (`llm/server.go`, v0.3 to v0.12): the part of the model that
+/// Ollama's check before loading (`llm/server.go`, before v0.30): the part of the model that
 /// would stay in system memory (the layers not offloaded, and the rest of the layout's CPU
 /// share) against free RAM plus free swap. Nothing was allocated; Ollama refused to start.
 fn ollama_system_memory(oom: &Oom) -> Finding {

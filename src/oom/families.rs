@@ -821,8 +821,9 @@ fn ggml_cuda_check(t: &str) -> Option<Oom> {
     ))
 }
 
-// Ollama's Go server before its llama-server runner (`llm/server.go`, v0.3 to v0.12, removed by
-// ollama/ollama#16031): the layout of the model's layers over the GPUs and system memory that
+// Ollama's Go server before v0.30 made llama-server its only runner (`llm/server.go`, removed
+// by ollama/ollama#16031; the layout error from v0.12's new engine, the system-memory check
+// older): the layout of the model's layers over the GPUs and system memory that
 // could not be allocated ("memory layout cannot be allocated", "… with num_gpu = N" where the
 // user fixed the layer count, so it does not back off); the part of the model kept in system
 // memory over what is free ("model requires more system memory (X) than is available (Y)",
