@@ -226,6 +226,7 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "failed res=2",
     "memory layout cannot be allocated",
     "requires more system memory",
+    "not enough memory left",
 ];
 
 /// [`TRIGGERS`] as one case-insensitive regex: Unicode's case folding, for a line that is not

@@ -749,6 +749,7 @@ fn no_numbers(oom: &Oom, _sizing: Option<&Sizing>, _out: &[Finding]) -> Option<F
                 "ollama-layout" => "Ollama could not allocate the layout it chose for the model's layers over the GPUs and system memory (with num_gpu set, it does not back off to fewer GPU layers). The message gives no size.".into(),
                 "ollama-runner" => "Ollama's llama.cpp runner stopped because a device allocation (cudaMalloc) failed while loading the model or its context. The message gives no size.".into(),
                 "cuda-ctranslate2" => "CTranslate2 (faster-whisper, WhisperX) relayed CUDA's out-of-memory error from its own check: the model, its beams or a batch did not fit on the GPU. The message gives no size.".into(),
+                "wgpu-device" => "wgpu's device could not allocate memory for a buffer or a texture (wgpu-core's DeviceError::OutOfMemory, \"Not enough memory left\"): the GPU back end (Vulkan, Metal, D3D12) ran out of device memory; Vulkan's out-of-host-memory answer is reported the same way. The message gives no size.".into(),
                 "cuda-check-return" => "A library's CUDA_CHECK_RETURN (bitsandbytes' ops.cu and NVIDIA's samples) printed CUDA's out-of-memory error with its source line and exited. The message gives no size.".into(),
                 "trtllm" => "A TensorRT-LLM runtime buffer (its activations, the KV cache or a decoding buffer, sized by the engine's max_batch_size, max_num_tokens and max_seq_len) did not fit. The message gives no size.".into(),
                 "trtllm-ipc" => "TensorRT-LLM could not allocate its inter-GPU (IPC) communication buffers, which tensor parallelism needs on every GPU: the GPUs were already full.".into(),
@@ -863,7 +864,8 @@ fn request_only(oom: &Oom, _sizing: Option<&Sizing>, out: &[Finding]) -> Option<
                     | Framework::Gcu
                     | Framework::Hpu
                     | Framework::PytorchXla
-                    | Framework::Neuron => {}
+                    | Framework::Neuron
+                    | Framework::Wgpu => {}
                     Framework::Jax => v.extend(jax_lower_peak()),
                     Framework::Tensorflow => v.push(r("If another process needs the GPU: TF_FORCE_GPU_ALLOW_GROWTH=true, so TensorFlow does not map the whole card at start-up.")),
                     Framework::Rocm if oom.format == "rocm-thunk" => v.push(r("The kernel driver (KFD) had no VRAM left for this allocation: `rocm-smi --showmeminfo vram` (or `amd-smi monitor`) shows what the card holds, and a smaller batch or model is the lever in the program above ROCm.")),

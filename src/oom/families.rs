@@ -249,6 +249,10 @@ pub const ALL: &[Family] = &[
         parse: cuda_library_check,
     },
     Family {
+        name: "wgpu",
+        parse: wgpu,
+    },
+    Family {
         name: "cuda",
         parse: known::raw_cuda,
     },
@@ -880,6 +884,22 @@ fn cuda_library_check(t: &str) -> Option<Oom> {
     Some(oom(Framework::Cuda, format, None, Facts::default()))
 }
 
+// wgpu-core's `DeviceError::OutOfMemory` (`wgpu-core/src/device/mod.rs`, 0.13 to 24:
+// "Not enough memory left", with a full stop from 0.18), which wgpu-hal returns when the back end
+// answers out of memory (Vulkan's ERROR_OUT_OF_DEVICE_MEMORY or _HOST_MEMORY, Metal's and
+// D3D12's), wrapped by wgpu's error sink as "wgpu error: Validation Error / Caused by: In
+// Device::create_buffer / Not enough memory left." (the call that failed named).
+re!(
+    wgpu_re,
+    r"[Ii]n (?:Device|Queue)::(\w+)[^\n]{0,200}?Not enough memory left|wgpu[^\n]{0,200}?Not enough memory left"
+);
+
+/// wgpu's device out of memory: Burn's and Candle's wgpu back ends, Bevy, other Rust programs.
+fn wgpu(t: &str) -> Option<Oom> {
+    wgpu_re().find(t)?;
+    Some(oom(Framework::Wgpu, "wgpu-device", None, Facts::default()))
+}
+
 re!(
     tf_eager_re,
     r"(?:ResourceExhaustedError|RESOURCE_EXHAUSTED)\b[^\n]{0,300}?failed to allocate memory|failed to allocate memory \[Op:\w+\]"
@@ -1206,6 +1226,8 @@ mod tests {
             ("Error: model requires more system memory (12.3 GiB) than is available (8.0 GiB)", Framework::Ggml, "ollama-system-memory", MemoryKind::Host, None, Some(gib(12.3))),
             ("RuntimeError: CUDA failed with error out of memory", Framework::Cuda, "cuda-ctranslate2", MemoryKind::Device, None, None),
             ("Error out of memory at line 380 in file /src/csrc/ops.cu", Framework::Cuda, "cuda-check-return", MemoryKind::Device, None, None),
+            ("wgpu error: Validation Error  Caused by:     In Device::create_buffer     Not enough memory left.", Framework::Wgpu, "wgpu-device", MemoryKind::Device, None, None),
+            ("thread 'main' panicked at 'Error in Device::create_texture: Not enough memory left'", Framework::Wgpu, "wgpu-device", MemoryKind::Device, None, None),
         ];
         for &(text, framework, format, memory, device, request) in cases {
             let o = parse_text(text).expect(text);

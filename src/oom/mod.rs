@@ -90,6 +90,9 @@ pub enum Framework {
     /// AWS Neuron on Inferentia and Trainium: its runtime's device-memory failures (torch-neuronx,
     /// transformers-neuronx, vLLM on Neuron).
     Neuron,
+    /// wgpu's device (WebGPU in Rust: Burn's and Candle's wgpu back ends, other programs on
+    /// wgpu): its out-of-memory error for a buffer or a texture.
+    Wgpu,
     /// A GPU allocation failure in wording no rule knows ([`parse::fallback`]): the figures
     /// that are unambiguous, and no framework's meaning assumed.
     Unknown,
@@ -148,6 +151,7 @@ impl Framework {
             Framework::Mlx => "MLX",
             Framework::PytorchXla => "PyTorch/XLA",
             Framework::Neuron => "AWS Neuron",
+            Framework::Wgpu => "wgpu",
             Framework::Unknown => "An unrecognised program",
         }
     }

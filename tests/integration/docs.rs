@@ -945,6 +945,7 @@ fn the_schemas_name_every_value_the_code_can_print() {
         Framework::Mlx,
         Framework::PytorchXla,
         Framework::Neuron,
+        Framework::Wgpu,
     ];
     for f in frameworks {
         match f {
@@ -976,7 +977,8 @@ fn the_schemas_name_every_value_the_code_can_print() {
             | Framework::Hpu
             | Framework::Mlx
             | Framework::PytorchXla
-            | Framework::Neuron => {}
+            | Framework::Neuron
+            | Framework::Wgpu => {}
         }
     }
     let causes = [
