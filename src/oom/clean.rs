@@ -359,6 +359,11 @@ pub(crate) fn quotes_a_whole_failure(raw: &str) -> bool {
 /// goes through them (`aten/src/ATen/cuda/CachingHostAllocator.cpp` calls
 /// `C10_CUDA_CHECK(cudaHostAlloc(ptr, size, cudaHostAllocDefault))`, v2.1 to v2.9).
 pub(crate) fn names_pinned_host(text: &str) -> bool {
+    // Pinning turned off ("with pin_memory=False it still fails") rules it out, not in.
+    static OFF: OnceLock<Regex> = OnceLock::new();
+    let off =
+        OFF.get_or_init(|| Regex::new(r"(?i)pin_memory\s*=\s*false").expect("pinning off regex"));
+    let text = off.replace_all(text, "");
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
         Regex::new(concat!(
@@ -368,7 +373,7 @@ pub(crate) fn names_pinned_host(text: &str) -> bool {
         ))
         .expect("pinned regex")
     })
-    .is_match(text)
+    .is_match(&text)
 }
 
 /// The quotes of a line of running text that quotes a failure ([`is_prose_quote`]), each one's
@@ -707,6 +712,7 @@ mod tests {
             "cudaMalloc failed: out of memory",
             "pinpoint the memory leak",
             "CUDA out of memory",
+            "with pin_memory=False it still fails",
         ] {
             assert!(!names_pinned_host(text), "{text:?}");
         }

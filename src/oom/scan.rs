@@ -1019,6 +1019,9 @@ Including non-PyTorch memory, this process has 175.06 GiB memory in use.
             let o = found(pinned).expect("read");
             assert_eq!(o.memory, MemoryKind::PinnedHost, "{pinned:?}");
         }
+        // Pinning turned off is no tie to it.
+        let o = found("with pin_memory=False the run still dies with `AcceleratorError: CUDA error: out of memory` at once").expect("read");
+        assert_eq!(o.memory, MemoryKind::Device);
         // A device allocation named in the quote stays the device's, whatever the sentence says.
         let o = found("with pin_memory=True it dies with `MXNetError: cudaMalloc retry failed: out of memory` at once").expect("read");
         assert_eq!(o.memory, MemoryKind::Device);
