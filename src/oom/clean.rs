@@ -238,6 +238,9 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "invalid buffer size:",
     // SGLang's KV pool with no room after the weights (`model_runner.py`).
     "please try to increase --mem-fraction-static",
+    "memory layout cannot be allocated",
+    "requires more system memory",
+    "not enough memory left",
 ];
 
 /// [`TRIGGERS`] as one case-insensitive regex: Unicode's case folding, for a line that is not
@@ -345,8 +348,53 @@ pub(crate) fn may_continue_a_trigger(head: &str) -> bool {
 /// talk about one. A line wrapped whole in backticks has no text around them and is not a
 /// quote; nor is one with a code fence or a quote left open (a span cut by a wrap).
 pub(crate) fn is_prose_quote(raw: &str) -> bool {
+    prose_quotes(raw).is_some()
+}
+
+/// A sentence that quotes a whole failure line as the program raised it: a quote holding a
+/// trigger phrase opens with its exception class (`MXNetError: cudaMalloc retry failed: out of
+/// memory`, `AcceleratorError: CUDA error: out of memory`, `AcceleratorError("…")`). That is a
+/// report of a failure, figures or not, where a quote of the error's name (`the CUDA out of
+/// memory`, "out of memory") is talk about one.
+pub(crate) fn quotes_a_whole_failure(raw: &str) -> bool {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let class = RE.get_or_init(|| {
+        Regex::new(r"^\s*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\s*[:(]")
+            .expect("class regex")
+    });
+    prose_quotes(raw)
+        .is_some_and(|inside| inside.iter().any(|q| has_trigger(q) && class.is_match(q)))
+}
+
+/// Words that tie a failure to pinned (page-locked) host memory: CUDA's host allocations
+/// (`cudaHostAlloc`, `cudaMallocHost`, `cudaHostRegister`, the driver's `cuMemHostAlloc`,
+/// `cuMemAllocHost`, `cuMemHostRegister`) fail with the same out-of-memory code as a device
+/// allocation (`cudaErrorMemoryAllocation`, runtime API's error 2), and PyTorch's `pin_memory`
+/// goes through them (`aten/src/ATen/cuda/CachingHostAllocator.cpp` calls
+/// `C10_CUDA_CHECK(cudaHostAlloc(ptr, size, cudaHostAllocDefault))`, v2.1 to v2.9).
+pub(crate) fn names_pinned_host(text: &str) -> bool {
+    // Pinning turned off ("with pin_memory=False it still fails") rules it out, not in.
+    static OFF: OnceLock<Regex> = OnceLock::new();
+    let off =
+        OFF.get_or_init(|| Regex::new(r"(?i)pin_memory\s*=\s*false").expect("pinning off regex"));
+    let text = off.replace_all(text, "");
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(concat!(
+            r"(?i)cuda(?:HostAlloc|MallocHost|HostRegister)|cuMem(?:HostAlloc|AllocHost|HostRegister)",
+            r"|CachingHostAllocator|\bpin_memory\b|\bpin(?:ned)? memory\b|\bpinned host\b",
+            r"|\bpage[- ]?lock|锁页|页锁定",
+        ))
+        .expect("pinned regex")
+    })
+    .is_match(&text)
+}
+
+/// The quotes of a line of running text that quotes a failure ([`is_prose_quote`]), each one's
+/// text; `None` when the line is not one.
+fn prose_quotes(raw: &str) -> Option<Vec<String>> {
     if !raw.contains(['`', '"', '\u{201c}', '\u{201d}', '&']) || raw.contains("```") {
-        return false;
+        return None;
     }
     // A page's escaped quotes read as quotes.
     let raw = if raw.contains('&') {
@@ -388,10 +436,10 @@ pub(crate) fn is_prose_quote(raw: &str) -> bool {
         }
     }
     if open.is_some() || has_trigger(&outside) || !inside.iter().any(|q| has_trigger(q)) {
-        return false;
+        return None;
     }
     if inside.iter().zip(&data).any(|(q, d)| *d && has_trigger(q)) {
-        return false;
+        return None;
     }
     let words = outside
         .split_whitespace()
@@ -403,7 +451,7 @@ pub(crate) fn is_prose_quote(raw: &str) -> bool {
             .count()
             >= 4
     });
-    words >= 3 || unspaced_phrase
+    (words >= 3 || unspaced_phrase).then_some(inside)
 }
 
 /// A message carried inside an escaped string, as a Rust `{:?}` panic (text-generation-inference's
@@ -635,6 +683,52 @@ mod tests {
             r#"the router panicked with an error value Generation("CUDA error: out of memory") at startup"#,
         ] {
             assert!(!is_prose_quote(line), "{line:?}");
+        }
+    }
+
+    /// A quote of the whole failure line, exception class first, is a report; a quote of the
+    /// error's name is not.
+    #[test]
+    fn a_quoted_whole_failure_line_is_told_from_the_errors_name() {
+        for line in [
+            "使用单张GeForce GTX 750 Ti显卡，显存是2G，在训练RetinaFace时报`MXNetError: cudaMalloc retry failed: out of memory`错误",
+            "the run died with `AcceleratorError: CUDA error: out of memory` inside the trainer",
+            "past what `cuMemHostAlloc` will give raises `AcceleratorError(\"CUDA error: out of memory\")` and leaves the error set",
+            "it crashed with `torch.OutOfMemoryError: CUDA out of memory.` on the second step",
+        ] {
+            assert!(quotes_a_whole_failure(line), "{line:?}");
+        }
+        for line in [
+            "After training some epochs, it runs into `the CUDA out of memory` error.",
+            "the first launch raises the same \"out of memory\" with 7.3 GB of VRAM free",
+            "it fails with `CUDA error: out of memory` on every run",
+            // A message, not a quote in prose.
+            "`RuntimeError: CUDA error: out of memory`",
+        ] {
+            assert!(!quotes_a_whole_failure(line), "{line:?}");
+        }
+    }
+
+    /// CUDA's host allocations and PyTorch's pinning are named; a device allocation is not.
+    #[test]
+    fn words_for_pinned_host_memory() {
+        for text in [
+            "could not page-lock the base, falling back to pageable RAM",
+            "DataLoader(pin_memory=True)",
+            "cudaHostAlloc failed",
+            "cuMemHostAlloc will give",
+            "锁页内存不足",
+            "Caught RuntimeError in pin memory thread for device 0.",
+        ] {
+            assert!(names_pinned_host(text), "{text:?}");
+        }
+        for text in [
+            "cudaMalloc failed: out of memory",
+            "pinpoint the memory leak",
+            "CUDA out of memory",
+            "with pin_memory=False it still fails",
+        ] {
+            assert!(!names_pinned_host(text), "{text:?}");
         }
     }
 

@@ -322,6 +322,9 @@ fn not_device_memory(oom: &Oom) -> Option<Finding> {
         super::MemoryKind::SharedMemory => shared_memory(oom),
         super::MemoryKind::Host if oom.format == "pytorch-cpu" => cpu_allocator(oom),
         super::MemoryKind::Host if oom.format == "tensorflow-cpu" => tf_cpu_allocator(oom),
+        super::MemoryKind::Host if oom.format == "ollama-system-memory" => {
+            ollama_system_memory(oom)
+        }
         super::MemoryKind::Host => host_memory(oom),
         super::MemoryKind::Buffers => buffer_count(oom),
         super::MemoryKind::PinnedHost => pinned_host_memory(oom),
@@ -750,6 +753,12 @@ fn no_numbers(oom: &Oom, _sizing: Option<&Sizing>, _out: &[Finding]) -> Option<F
                 "cublas" | "cudnn" => "cuBLAS/cuDNN could not allocate its handle or workspace: the GPU was already full when the library initialised, usually with this program's own cached memory or another process.".into(),
                 "ggml-metal" => "Metal ran out of memory executing a command buffer: llama.cpp's model, KV cache and compute buffers did not fit in what macOS lets the GPU use (its recommended working set, about two thirds to three quarters of the Mac's memory).".into(),
                 "ggml-cuda" => "llama.cpp's CUDA backend (2023 builds) could not allocate; the message gives no size.".into(),
+                "ggml-cuda-check" => "llama.cpp's CUDA backend (or its ROCm/HIP or MUSA build) got out of memory from a CUDA call: a weight, KV-cache or compute buffer, or its memory pool growing during a step, did not fit on the GPU it names. The message gives no size.".into(),
+                "ollama-layout" => "Ollama could not allocate the layout it chose for the model's layers over the GPUs and system memory (with num_gpu set, it does not back off to fewer GPU layers). The message gives no size.".into(),
+                "ollama-runner" => "Ollama's llama.cpp runner stopped because a device allocation (cudaMalloc) failed while loading the model or its context. The message gives no size.".into(),
+                "cuda-ctranslate2" => "CTranslate2 (faster-whisper, WhisperX) relayed CUDA's out-of-memory error from its own check: the model, its beams or a batch did not fit on the GPU. The message gives no size.".into(),
+                "wgpu-device" => "wgpu's device could not allocate memory for a buffer or a texture (wgpu-core's DeviceError::OutOfMemory, \"Not enough memory left\"): the GPU back end (Vulkan, Metal, D3D12) ran out of device memory; Vulkan's out-of-host-memory answer is reported the same way. The message gives no size.".into(),
+                "cuda-check-return" => "A library's CUDA_CHECK_RETURN (bitsandbytes' ops.cu and NVIDIA's samples) printed CUDA's out-of-memory error with its source line and exited. The message gives no size.".into(),
                 "trtllm" => "A TensorRT-LLM runtime buffer (its activations, the KV cache or a decoding buffer, sized by the engine's max_batch_size, max_num_tokens and max_seq_len) did not fit. The message gives no size.".into(),
                 "trtllm-ipc" => "TensorRT-LLM could not allocate its inter-GPU (IPC) communication buffers, which tensor parallelism needs on every GPU: the GPUs were already full.".into(),
                 "mxnet" => "MXNet's GPU memory pool could not get memory from cudaMalloc; it had already released its cached blocks and retried. The message gives no size.".into(),
@@ -863,7 +872,8 @@ fn request_only(oom: &Oom, _sizing: Option<&Sizing>, out: &[Finding]) -> Option<
                     | Framework::Gcu
                     | Framework::Hpu
                     | Framework::PytorchXla
-                    | Framework::Neuron => {}
+                    | Framework::Neuron
+                    | Framework::Wgpu => {}
                     Framework::Jax => v.extend(jax_lower_peak()),
                     Framework::Tensorflow => v.push(r("If another process needs the GPU: TF_FORCE_GPU_ALLOW_GROWTH=true, so TensorFlow does not map the whole card at start-up.")),
                     Framework::Rocm if oom.format == "rocm-thunk" => v.push(r("The kernel driver (KFD) had no VRAM left for this allocation: `rocm-smi --showmeminfo vram` (or `amd-smi monitor`) shows what the card holds, and a smaller batch or model is the lever in the program above ROCm.")),
@@ -1451,6 +1461,34 @@ fn host_memory(oom: &Oom) -> Finding {
                 "Offload more layers to the GPU (-ngl) so fewer weights stay in host memory, or \
                use a smaller quantisation of the model.",
             ),
+        ],
+    }
+}
+
+/// Ollama's check before loading (`llm/server.go`, before v0.30): the part of the model that
+/// would stay in system memory (the layers not offloaded, and the rest of the layout's CPU
+/// share) against free RAM plus free swap. Nothing was allocated; Ollama refused to start.
+fn ollama_system_memory(oom: &Oom) -> Finding {
+    let f = &oom.facts;
+    let sizes = match (f.requested_bytes, f.free_bytes) {
+        (Some(n), Some(a)) => format!(
+            " ({} against {} free RAM and swap)",
+            fmt_bytes(n),
+            fmt_bytes(a)
+        ),
+        _ => String::new(),
+    };
+    Finding {
+        cause: Cause::HostMemory,
+        title: "Ollama found too little system memory for the model, not GPU memory".into(),
+        detail: format!(
+            "This is not the GPU's memory: before loading, Ollama sums what the model would keep \
+             in system memory (the layers it would not offload to the GPUs){sizes} and refuses when that exceeds free RAM plus free swap."
+        ),
+        remedies: vec![
+            r("Free system memory (free -h; other loaded models: ollama ps, ollama stop) or add swap."),
+            r("A smaller context (num_ctx / OLLAMA_CONTEXT_LENGTH) or a smaller quantisation of the model."),
+            r("More of the model on the GPUs (num_gpu, or free VRAM) so less stays in system memory."),
         ],
     }
 }

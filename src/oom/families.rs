@@ -29,6 +29,10 @@ pub const ALL: &[Family] = &[
         parse: pytorch_fork,
     },
     Family {
+        name: "ggml-cann",
+        parse: ggml_cann,
+    },
+    Family {
         name: "ascend-el0004",
         parse: ascend_runtime,
     },
@@ -259,6 +263,22 @@ pub const ALL: &[Family] = &[
     Family {
         name: "cuda-code",
         parse: cuda_code,
+    },
+    Family {
+        name: "ggml-cuda-check",
+        parse: ggml_cuda_check,
+    },
+    Family {
+        name: "ollama",
+        parse: ollama,
+    },
+    Family {
+        name: "cuda-library-check",
+        parse: cuda_library_check,
+    },
+    Family {
+        name: "wgpu",
+        parse: wgpu,
     },
     Family {
         name: "cuda",
@@ -894,7 +914,7 @@ fn mlx(t: &str) -> Option<Oom> {
 
 re!(
     ggml_buffer_re,
-    r"failed to allocate ([A-Za-z]+?)(\d*) buffer of size (\d+)|([a-z]+)_buffer_type_alloc_buffer: (?:can't allocate|error: failed to allocate buffer, size =) ([\d.]+ ?(?:Bytes|MiB|GiB|KiB|B))|can't allocate (\d+) Bytes of memory on device"
+    r"failed to allocate ([A-Za-z]+?)(\d*) buffer of size (\d+)|([a-z]+)_buffer_type_alloc_buffer: (?:can't allocate|error: failed to allocate buffer, size =) ([\d.]+ ?(?:Bytes|MiB|GiB|KiB|B))|can't allocate (\d+) Bytes of memory on device|unable to allocate ([A-Za-z]+?)(\d*) buffer\b"
 );
 re!(
     ggml_metal_max_re,
@@ -935,6 +955,7 @@ fn ggml_backend(t: &str) -> Option<Oom> {
         let backend = c
             .get(1)
             .or_else(|| c.get(4))
+            .or_else(|| c.get(7))
             .map_or("sycl".to_owned(), |m| m.as_str().to_ascii_lowercase());
         if backend == "cpu" {
             return None;
@@ -945,7 +966,10 @@ fn ggml_backend(t: &str) -> Option<Oom> {
                 .get(5)
                 .and_then(|m| crate::units::parse_size(&m.as_str().replace("Bytes", "bytes"))),
         };
-        let device = c.get(2).and_then(|d| d.as_str().parse().ok());
+        let device = c
+            .get(2)
+            .or_else(|| c.get(8))
+            .and_then(|d| d.as_str().parse().ok());
         let format = match backend.as_str() {
             "vulkan" => "ggml-vulkan",
             "sycl" => "ggml-sycl",
@@ -971,6 +995,130 @@ fn ggml_backend(t: &str) -> Option<Oom> {
     }
     let format = if sycl { "ggml-sycl" } else { "ggml-vulkan" };
     Some(oom(Framework::Ggml, format, None, Facts::default()))
+}
+
+// ggml's CANN backend (`ggml-cann/ggml-cann.cpp`, `ggml_backend_cann_buffer_type_alloc_buffer`,
+// b3000 to b7000): "%s: allocating %.2f MiB on device %d: aclrtMalloc failed: %s" with CANN's
+// recent error message (EL0004 for memory). It comes before the CANN runtime's own reader, which
+// would read the EL0004 text without llama.cpp's request and device.
+re!(
+    ggml_cann_re,
+    format!(
+        r"allocating {} on device (\d+): aclrtMalloc failed",
+        known::SIZE
+    )
+);
+
+/// llama.cpp on Huawei Ascend (ggml's CANN backend): the buffer it asked for, and the NPU.
+fn ggml_cann(t: &str) -> Option<Oom> {
+    let c = ggml_cann_re().captures(t)?;
+    let f = Facts {
+        requested_bytes: known::sz(&c, 1),
+        ..Facts::default()
+    };
+    let device = known::num(&c, 2).and_then(|d| u32::try_from(d).ok());
+    Some(oom(Framework::Ggml, "ggml-cann", device, f))
+}
+
+// ggml's CUDA backend, also built for ROCm/HIP and MUSA (`ggml-cuda/common.cuh` and
+// `ggml-cuda.cu`, `ggml_cuda_error`, b1500 to b7000): GGML_CUDA_NAME " error: %s\n  current
+// device: %d, in function %s at %s:%d\n  %s\n", GGML_CUDA_NAME being "CUDA", "ROCm" or "MUSA".
+re!(
+    ggml_cuda_check_re,
+    r"\b(CUDA|ROCm|MUSA) error: out of memory\s*current device: (\d+), in function \S+ at (\S+)"
+);
+
+/// llama.cpp's CUDA check on any of its CUDA-like backends: the device, no size. The function's
+/// file names ggml (`ggml-cuda.cu`, `ggml-cuda/…`), or the paste does.
+fn ggml_cuda_check(t: &str) -> Option<Oom> {
+    let c = ggml_cuda_check_re().captures(t)?;
+    let ours =
+        c.get(3).is_some_and(|p| p.as_str().contains("ggml")) || ggml_context_re().is_match(t);
+    if !ours {
+        return None;
+    }
+    let device = known::num(&c, 2).and_then(|d| u32::try_from(d).ok());
+    Some(oom(
+        Framework::Ggml,
+        "ggml-cuda-check",
+        device,
+        Facts::default(),
+    ))
+}
+
+// Ollama's Go server before v0.30 made llama-server its only runner (`llm/server.go`, removed
+// by ollama/ollama#16031; the layout error from v0.12's new engine, the system-memory check
+// older): the layout of the model's layers over the GPUs and system memory that
+// could not be allocated ("memory layout cannot be allocated", "… with num_gpu = N" where the
+// user fixed the layer count, so it does not back off); the part of the model kept in system
+// memory over what is free ("model requires more system memory (X) than is available (Y)",
+// `format.HumanBytes2`, host RAM plus swap); and the runner's own failure relayed ("llama runner
+// process has terminated: cudaMalloc failed: out of memory", `llm/status.go`'s error prefixes).
+re!(
+    ollama_re,
+    r"memory layout cannot be allocated(?: with num_gpu = (\d+))?|model requires more system memory \(([^)]{1,32})\) than is available \(([^)]{1,32})\)|llama runner process has terminated: (?:error:? ?)?(?:cudaMalloc|hipMalloc) failed: out of memory"
+);
+
+/// Ollama's own words for a model that does not fit; its runner is llama.cpp's (framework ggml).
+fn ollama(t: &str) -> Option<Oom> {
+    let c = ollama_re().captures(t)?;
+    if let Some(need) = c.get(2) {
+        let f = Facts {
+            requested_bytes: crate::units::parse_size(need.as_str()),
+            free_bytes: c.get(3).and_then(|m| crate::units::parse_size(m.as_str())),
+            ..Facts::default()
+        };
+        let mut o = oom(Framework::Ggml, "ollama-system-memory", None, f);
+        o.memory = MemoryKind::Host;
+        return Some(o);
+    }
+    let format = if c
+        .get(0)
+        .is_some_and(|m| m.as_str().starts_with("memory layout"))
+    {
+        "ollama-layout"
+    } else {
+        "ollama-runner"
+    };
+    Some(oom(Framework::Ggml, format, None, Facts::default()))
+}
+
+// Libraries whose own CUDA check relays the runtime's error string: CTranslate2 (faster-whisper,
+// WhisperX; `include/ctranslate2/cuda/utils.h`, v1 to v4: `THROW_RUNTIME_ERROR("CUDA failed with
+// error " + cudaGetErrorString(status))`, in onmt's day with " at FILE:LINE"), and the
+// `CUDA_CHECK_RETURN` macro of NVIDIA's samples that bitsandbytes kept (`csrc/ops.cuh`, 0.35 to
+// 0.43: `fprintf(stderr, "Error %s at line %d in file %s\n", cudaGetErrorString(...), …)`).
+re!(
+    cuda_library_check_re,
+    r"CUDA failed with error out of memory|\bError out of memory at line \d+ in file (\S+)"
+);
+
+/// CUDA's out-of-memory code as a library's own check words it: framework `cuda`, the relay in
+/// the format. Neither names the call, so no size.
+fn cuda_library_check(t: &str) -> Option<Oom> {
+    let c = cuda_library_check_re().captures(t)?;
+    let format = if c.get(1).is_some() {
+        "cuda-check-return"
+    } else {
+        "cuda-ctranslate2"
+    };
+    Some(oom(Framework::Cuda, format, None, Facts::default()))
+}
+
+// wgpu-core's `DeviceError::OutOfMemory` (`wgpu-core/src/device/mod.rs`, 0.13 to 24:
+// "Not enough memory left", with a full stop from 0.18), which wgpu-hal returns when the back end
+// answers out of memory (Vulkan's ERROR_OUT_OF_DEVICE_MEMORY or _HOST_MEMORY, Metal's and
+// D3D12's), wrapped by wgpu's error sink as "wgpu error: Validation Error / Caused by: In
+// Device::create_buffer / Not enough memory left." (the call that failed named).
+re!(
+    wgpu_re,
+    r"[Ii]n (?:Device|Queue)::(\w+)[^\n]{0,200}?Not enough memory left|wgpu[^\n]{0,200}?Not enough memory left"
+);
+
+/// wgpu's device out of memory: Burn's and Candle's wgpu back ends, Bevy, other Rust programs.
+fn wgpu(t: &str) -> Option<Oom> {
+    wgpu_re().find(t)?;
+    Some(oom(Framework::Wgpu, "wgpu-device", None, Facts::default()))
 }
 
 re!(
@@ -1270,6 +1418,59 @@ mod tests {
 
     fn gib(x: f64) -> u64 {
         (x * (1u64 << 30) as f64).round() as u64
+    }
+
+    /// llama.cpp's backends, Ollama, CTranslate2 and bitsandbytes, each from its format string
+    /// (the files and versions at each reader), read through the whole table so that its order
+    /// is tested too: (text, framework, format, memory, device, request).
+    #[test]
+    fn llama_cpp_ollama_and_library_checks_from_their_format_strings() {
+        use super::super::parse::parse_text;
+        type Case = (
+            &'static str,
+            Framework,
+            &'static str,
+            MemoryKind,
+            Option<u32>,
+            Option<u64>,
+        );
+        let cases: &[Case] = &[
+            ("ggml_backend_cann_buffer_type_alloc_buffer: allocating 2048.00 MiB on device 3: aclrtMalloc failed: EL0004: [PID: 1234] Failed to allocate memory.", Framework::Ggml, "ggml-cann", MemoryKind::Device, Some(3), Some(2 << 30)),
+            ("CUDA error: out of memory   current device: 2, in function ggml_backend_cuda_synchronize at ggml/src/ggml-cuda/ggml-cuda.cu:2455   cudaStreamSynchronize(cuda_ctx->stream())", Framework::Ggml, "ggml-cuda-check", MemoryKind::Device, Some(2), None),
+            ("ROCm error: out of memory   current device: 0, in function alloc at /src/ggml/src/ggml-cuda/ggml-cuda.cu:375   ggml_cuda_device_malloc(&ptr, look_ahead_size, device)", Framework::Ggml, "ggml-cuda-check", MemoryKind::Device, Some(0), None),
+            ("MUSA error: out of memory   current device: 1, in function alloc at /ws/ggml/src/ggml-cuda/ggml-cuda.cu:375", Framework::Ggml, "ggml-cuda-check", MemoryKind::Device, Some(1), None),
+            ("llama_model_load: error loading model: unable to allocate CUDA1 buffer", Framework::Ggml, "ggml", MemoryKind::Device, Some(1), None),
+            ("llama_model_load: error loading model: unable to allocate ROCm0 buffer", Framework::Ggml, "ggml-rocm", MemoryKind::Device, Some(0), None),
+            ("Error: 500 Internal Server Error: memory layout cannot be allocated", Framework::Ggml, "ollama-layout", MemoryKind::Device, None, None),
+            ("Error: memory layout cannot be allocated with num_gpu = 99", Framework::Ggml, "ollama-layout", MemoryKind::Device, None, None),
+            ("Error: llama runner process has terminated: cudaMalloc failed: out of memory", Framework::Ggml, "ollama-runner", MemoryKind::Device, None, None),
+            ("Error: model requires more system memory (12.3 GiB) than is available (8.0 GiB)", Framework::Ggml, "ollama-system-memory", MemoryKind::Host, None, Some(gib(12.3))),
+            ("RuntimeError: CUDA failed with error out of memory", Framework::Cuda, "cuda-ctranslate2", MemoryKind::Device, None, None),
+            ("Error out of memory at line 380 in file /src/csrc/ops.cu", Framework::Cuda, "cuda-check-return", MemoryKind::Device, None, None),
+            ("wgpu error: Validation Error  Caused by:     In Device::create_buffer     Not enough memory left.", Framework::Wgpu, "wgpu-device", MemoryKind::Device, None, None),
+            ("thread 'main' panicked at 'Error in Device::create_texture: Not enough memory left'", Framework::Wgpu, "wgpu-device", MemoryKind::Device, None, None),
+        ];
+        for &(text, framework, format, memory, device, request) in cases {
+            let o = parse_text(text).expect(text);
+            assert_eq!(
+                (
+                    o.framework,
+                    o.format,
+                    o.memory,
+                    o.device_index,
+                    o.facts.requested_bytes
+                ),
+                (framework, format, memory, device, request),
+                "{text}"
+            );
+        }
+        // The CUDA check's words without ggml's: not llama.cpp's.
+        let o = parse_text("ROCm error: out of memory current device: 0, in function foo at /src/mylib/kernel.cu:10");
+        assert_ne!(o.map(|o| o.framework), Some(Framework::Ggml));
+        // Ollama's system-memory check reads what is available beside the need.
+        let o = ollama("model requires more system memory (12.3 GiB) than is available (8.0 GiB)")
+            .expect("read");
+        assert_eq!(o.facts.free_bytes, Some(8 << 30));
     }
 
     #[test]

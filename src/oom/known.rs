@@ -224,10 +224,11 @@ re!(
 );
 re!(xla_free_total_re, r"Free memory/Total memory: (\d+)/(\d+)");
 // MXNet's GPU storage (`src/storage/pooled_storage_manager.h`, `gpu_device_storage.h`): the
-// pool released what it caches and retried before "cudaMalloc retry failed".
+// pool released what it caches and retried before "cudaMalloc retry failed". Python's
+// `MXNetError: ` before the sentence names MXNet where the path was left out (a quote in prose).
 re!(
     mxnet_re,
-    r"(?:pooled_storage_manager\.h|gpu_device_storage\.h|storage_manager)\S*:\d*:?\s*(?:cudaMalloc(?: retry)? failed: out of memory|Memory allocation failed)"
+    r"(?:pooled_storage_manager\.h|gpu_device_storage\.h|storage_manager)\S*:\d*:?\s*(?:cudaMalloc(?: retry)? failed: out of memory|Memory allocation failed)|MXNetError: cudaMalloc(?: retry)? failed: out of memory"
 );
 // TensorRT-LLM's CUDA check (`tensorrt_llm/common/cudaUtils.h`): "[TensorRT-LLM][ERROR] CUDA
 // runtime error in <call>: out of memory (<file>:<line>)"; the file says which buffer.

@@ -96,6 +96,9 @@ pub enum Framework {
     Sglang,
     /// DeepSpeed's inference kernels (their workspace, sized at the first forward).
     Deepspeed,
+    /// wgpu's device (WebGPU in Rust: Burn's and Candle's wgpu back ends, other programs on
+    /// wgpu): its out-of-memory error for a buffer or a texture.
+    Wgpu,
     /// A GPU allocation failure in wording no rule knows ([`parse::fallback`]): the figures
     /// that are unambiguous, and no framework's meaning assumed.
     Unknown,
@@ -157,6 +160,7 @@ impl Framework {
             Framework::Tgi => "Text Generation Inference",
             Framework::Sglang => "SGLang",
             Framework::Deepspeed => "DeepSpeed",
+            Framework::Wgpu => "wgpu",
             Framework::Unknown => "An unrecognised program",
         }
     }

@@ -92,6 +92,47 @@ re!(
     r"Allocator \([^)]*\) ran out of memory trying to allocate \S+? ?(?:with ?freed_by_count=\d+|\.? ?The ?caller ?indicates)|failed to mlock \S+ buffer[^:]*: Cannot allocate memory|ggml_vulkan: Failed to allocate pinned memory(?: ?\([^)]*\)|\. ?ggml_vulkan: [^:]{0,160}: ?Error\w+)"
 );
 
+// PyTorch's DataLoader pins each batch in a thread of its own
+// (`torch/utils/data/_utils/pin_memory.py`, v1.0 to v2.9): only the `pin_memory(data, device)`
+// call is wrapped, `ExceptionWrapper(where=f"in pin memory thread for device {device_id}")`, and
+// the main process re-raises it as "Caught RuntimeError in pin memory thread for device N."
+// with the thread's traceback, whose frames lie in that file. `Tensor.pin_memory` allocates
+// from the CachingHostAllocator (`cudaHostAlloc`): page-locked host memory.
+re!(
+    pin_thread_re,
+    r#"in pin memory thread for device (\d+)|_utils[/\\]pin_memory\.py"?, line \d+"#
+);
+
+/// A message that relays CUDA's out-of-memory code without naming the call that failed
+/// (`CUDA error: out of memory`): the code a host allocation returns as well (`cudaHostAlloc`,
+/// `cudaHostRegister`, `cudaErrorMemoryAllocation` in `driver_types.h`), so the text around it
+/// decides which memory it was. A message that names its allocator (PyTorch's caching
+/// allocator, `cudaMalloc`, `cuMemAlloc`) is the device's.
+pub(super) fn relays_cuda_code(o: &Oom) -> bool {
+    o.memory == super::MemoryKind::Device
+        && matches!(o.framework, Framework::Cuda | Framework::Pytorch)
+        && o.format == "cuda"
+        && o.facts.known() == 0
+}
+
+/// PyTorch's pin-memory thread failing with CUDA's out-of-memory code: pinned host memory
+/// (`pytorch-pin-memory`), with the device the thread serves. A traceback that reaches
+/// `torch.cuda.set_device` failed creating a context on the GPU instead, and is left as read.
+fn pin_memory_thread(found: &mut Oom, text: &str) {
+    let Some(c) = pin_thread_re().captures(text) else {
+        return;
+    };
+    if !relays_cuda_code(found) || text.contains("set_device") {
+        return;
+    }
+    found.framework = Framework::Pytorch;
+    found.format = "pytorch-pin-memory";
+    found.memory = super::MemoryKind::PinnedHost;
+    if let Some(d) = num(&c, 1).and_then(|d| u32::try_from(d).ok()) {
+        found.device_index = Some(d);
+    }
+}
+
 /// Parses one block of normalised lines; `None` when it is not an OOM after all.
 pub fn parse_block(lines: &[String]) -> Option<Oom> {
     // Allocations that did not fail (TensorFlow's retried BFC warnings, a failed mlock) are
@@ -118,6 +159,7 @@ pub fn parse_block(lines: &[String]) -> Option<Oom> {
     let mut found = parse_text(&spaced)
         .or_else(|| parse_text(&not_a_failure_re().replace_all(&lines.concat(), "")))
         .or_else(|| fallback(&trigger, &spaced))?;
+    pin_memory_thread(&mut found, &spaced);
     if found.device_index.is_none() {
         found.device_index = device_hint_re().captures(&spaced).and_then(|c| {
             (1..=4)
@@ -177,6 +219,40 @@ mod tests {
     }
 
     const GIB: u64 = 1 << 30;
+
+    /// DataLoader's pin-memory thread (`torch/utils/data/_utils/pin_memory.py`: the message
+    /// from `ExceptionWrapper(where=f"in pin memory thread for device {device_id}")`, 2.8's
+    /// `AcceleratorError` as well as `RuntimeError`) is pinned host memory, with its device;
+    /// the same error elsewhere stays the device's.
+    #[test]
+    fn the_pin_memory_thread_is_pinned_host_memory() {
+        let o = one(concat!(
+            "RuntimeError: Caught RuntimeError in pin memory thread for device 1.\n",
+            "Original Traceback (most recent call last):\n",
+            "  File \"/usr/lib/python3.11/site-packages/torch/utils/data/_utils/pin_memory.py\", line 37, in do_one_step\n",
+            "    data = pin_memory(data, device)\n",
+            "RuntimeError: CUDA error: out of memory",
+        ));
+        assert_eq!(
+            (o.framework, o.format, o.memory, o.device_index),
+            (
+                Framework::Pytorch,
+                "pytorch-pin-memory",
+                super::super::MemoryKind::PinnedHost,
+                Some(1)
+            )
+        );
+        let o = one("torch.AcceleratorError: Caught AcceleratorError in pin memory thread for device 0.\ntorch.AcceleratorError: CUDA error: out of memory");
+        assert_eq!(o.memory, super::super::MemoryKind::PinnedHost);
+        let o = one("RuntimeError: CUDA error: out of memory");
+        assert_eq!(o.memory, super::super::MemoryKind::Device);
+        // The caching allocator's own message names the device: never pinned.
+        let o = one(concat!(
+            "  File \"/x/torch/utils/data/_utils/pin_memory.py\", line 55, in pin_memory\n",
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.50 GiB is free.",
+        ));
+        assert_eq!(o.memory, super::super::MemoryKind::Device);
+    }
 
     /// A 2.x message cut short says which of its figures the cut took; a whole one says none.
     #[test]

@@ -187,6 +187,12 @@ pub struct Scanner {
     /// Every trigger line of the open block is a sentence quoting a failure inline
     /// ([`is_prose_quote`]): what it finds is kept only if the quote carries figures.
     quoted: bool,
+    /// One of those sentences quotes a whole failure line, exception class and all
+    /// ([`super::clean::quotes_a_whole_failure`]): a report of one, figures or not.
+    whole: bool,
+    /// One of those sentences ties the failure to pinned host memory
+    /// ([`super::clean::names_pinned_host`]).
+    pinned: bool,
     /// The one-pass test for quiet lines is on (off only in a test that checks it changes
     /// nothing).
     quick: bool,
@@ -212,6 +218,8 @@ impl Scanner {
             junction: String::new(),
             prev_plain: false,
             quoted: false,
+            whole: false,
+            pinned: false,
             quick: true,
             unescaped: 0,
         }
@@ -348,8 +356,14 @@ impl Scanner {
             if self.pending == 0 {
                 self.block = self.context();
                 self.quoted = quote;
+                self.whole = false;
+                self.pinned = false;
             } else {
                 self.quoted &= quote;
+            }
+            if quote {
+                self.whole |= super::clean::quotes_a_whole_failure(raw);
+                self.pinned |= super::clean::names_pinned_host(raw);
             }
             self.block.push(line);
             self.pending = BLOCK_LINES;
@@ -461,7 +475,18 @@ impl Scanner {
         }
         let block = std::mem::take(&mut self.block);
         let quoted = std::mem::take(&mut self.quoted);
-        if let Some(mut oom) = parse_block(&block).filter(|o| !quoted || has_figures(o)) {
+        let whole = std::mem::take(&mut self.whole);
+        let pinned = std::mem::take(&mut self.pinned);
+        // A sentence quoting a failure is a report of one when the quote carries its figures
+        // or is the whole failure line as a known framework raised it; where the writer ties it
+        // to pinning host memory, CUDA's out-of-memory code came from a host allocation.
+        let report = |o: &super::Oom| {
+            !quoted || has_figures(o) || (whole && o.framework != Framework::Unknown)
+        };
+        if let Some(mut oom) = parse_block(&block).filter(report) {
+            if quoted && pinned && super::parse::relays_cuda_code(&oom) {
+                oom.memory = super::MemoryKind::PinnedHost;
+            }
             // A Stats block printed before its OOM line: one event, the stats' figures kept.
             if oom.framework == Framework::Tensorflow {
                 if let Some(stats) = self
@@ -974,20 +999,46 @@ Including non-PyTorch memory, this process has 175.06 GiB memory in use.
         assert!(files > 200, "{files} files");
     }
 
-    /// The rule for quotes in prose, both ways: a quoted message with its figures is read; a
-    /// quote naming the error is talk about one; the same words as a log line are a message.
+    /// The rule for quotes in prose, both ways: a quoted message with its figures, or the whole
+    /// failure line with its exception class, is read (as pinned host memory where the sentence
+    /// ties it to pinning); a quote naming the error is talk about one; the same words as a log
+    /// line are a message.
     #[test]
-    fn a_quote_in_prose_is_read_only_with_its_figures() {
+    fn a_quote_in_prose_is_read_with_its_figures_or_whole() {
+        use super::super::MemoryKind;
         let found = |t: &str| super::super::analyze(t).main().cloned();
         let o = found("When trying to run llama-server it crashes with `ggml_vulkan: Device memory allocation of size 3959422976 failed.` with any model I try.").expect("read");
         assert_eq!(o.facts.requested_bytes, Some(3_959_422_976));
         for prose in [
             "After training some epochs, it runs into `the CUDA out of memory` error.",
-            "the run died with `AcceleratorError: CUDA error: out of memory` inside the trainer",
             "the first kernel launch raises the same \"out of memory\" with 7.3 GB of VRAM free",
+            "it fails with `CUDA error: out of memory` on every run",
         ] {
             assert_eq!(found(prose), None, "{prose:?}");
         }
+        // The whole failure line, exception class and all, quoted in a sentence: a report.
+        let o = found(
+            "the run died with `AcceleratorError: CUDA error: out of memory` inside the trainer",
+        )
+        .expect("read");
+        assert_eq!((o.format, o.memory), ("cuda", MemoryKind::Device));
+        let o = found("使用单张GeForce GTX 750 Ti显卡，显存是2G，在训练RetinaFace时报`MXNetError: cudaMalloc retry failed: out of memory`错误").expect("read");
+        assert_eq!(o.framework, Framework::Mxnet);
+        // Tied to pinning host memory by the sentence around it: CUDA's code came from a
+        // host allocation.
+        for pinned in [
+            "运行时出现错误：`RuntimeError: CUDA error: out of memory`，锁页内存不足",
+            "printed \"could not page-lock the base\", and the run died with `AcceleratorError: CUDA error: out of memory` inside the trainer",
+        ] {
+            let o = found(pinned).expect("read");
+            assert_eq!(o.memory, MemoryKind::PinnedHost, "{pinned:?}");
+        }
+        // Pinning turned off is no tie to it.
+        let o = found("with pin_memory=False the run still dies with `AcceleratorError: CUDA error: out of memory` at once").expect("read");
+        assert_eq!(o.memory, MemoryKind::Device);
+        // A device allocation named in the quote stays the device's, whatever the sentence says.
+        let o = found("with pin_memory=True it dies with `MXNetError: cudaMalloc retry failed: out of memory` at once").expect("read");
+        assert_eq!(o.memory, MemoryKind::Device);
         let o = found("AcceleratorError: CUDA error: out of memory").expect("a message");
         assert_eq!(o.format, "cuda");
         // A quote, then the message itself: the message is read.

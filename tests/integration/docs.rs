@@ -948,6 +948,7 @@ fn the_schemas_name_every_value_the_code_can_print() {
         Framework::Tgi,
         Framework::Sglang,
         Framework::Deepspeed,
+        Framework::Wgpu,
     ];
     for f in frameworks {
         match f {
@@ -982,7 +983,8 @@ fn the_schemas_name_every_value_the_code_can_print() {
             | Framework::Neuron
             | Framework::Tgi
             | Framework::Sglang
-            | Framework::Deepspeed => {}
+            | Framework::Deepspeed
+            | Framework::Wgpu => {}
         }
     }
     let causes = [

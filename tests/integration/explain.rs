@@ -131,6 +131,7 @@ fn corpus_covers_every_family() {
         "mlx",
         "pytorch_xla",
         "neuron",
+        "wgpu",
     ] {
         assert!(frameworks.contains(f), "no corpus message for {f}");
     }
