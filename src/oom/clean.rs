@@ -224,6 +224,11 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "cuda error 2",
     "cudaerror 2",
     "failed res=2",
+    "cuda failed with error 2",
+    "hiperror_t error",
+    "curand_status_allocation_failed",
+    "memory isn't enough and alloc failed",
+    "is more than total mem size",
 ];
 
 /// [`TRIGGERS`] as one case-insensitive regex: Unicode's case folding, for a line that is not
@@ -489,6 +494,7 @@ pub fn is_not_a_failure(line: &str) -> bool {
         || line.contains("freed_by_count")
         || line.contains("performance gains if more memory")
         || line.contains("mlock")
+        || line.contains("(may not be an issue e.g. torch allocator")
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ pub mod clean;
 pub mod diagnose;
 pub mod families;
 pub mod known;
+pub mod libraries;
 pub mod parse;
 pub mod pickle;
 pub mod read;
@@ -90,6 +91,16 @@ pub enum Framework {
     /// AWS Neuron on Inferentia and Trainium: its runtime's device-memory failures (torch-neuronx,
     /// transformers-neuronx, vLLM on Neuron).
     Neuron,
+    /// XGBoost's GPU algorithms (its own allocator's message, or CUDA errors it relays).
+    Xgboost,
+    /// CatBoost's GPU training (its stack-like device memory pool).
+    Catboost,
+    /// LightGBM's CUDA build.
+    Lightgbm,
+    /// FAISS's GPU indexes (StandardGpuResources).
+    Faiss,
+    /// MindSpore on Ascend or GPU (its device memory pool).
+    Mindspore,
     /// A GPU allocation failure in wording no rule knows ([`parse::fallback`]): the figures
     /// that are unambiguous, and no framework's meaning assumed.
     Unknown,
@@ -148,6 +159,11 @@ impl Framework {
             Framework::Mlx => "MLX",
             Framework::PytorchXla => "PyTorch/XLA",
             Framework::Neuron => "AWS Neuron",
+            Framework::Xgboost => "XGBoost (GPU)",
+            Framework::Catboost => "CatBoost (GPU)",
+            Framework::Lightgbm => "LightGBM (CUDA)",
+            Framework::Faiss => "FAISS (GPU)",
+            Framework::Mindspore => "MindSpore",
             Framework::Unknown => "An unrecognised program",
         }
     }

@@ -945,6 +945,11 @@ fn the_schemas_name_every_value_the_code_can_print() {
         Framework::Mlx,
         Framework::PytorchXla,
         Framework::Neuron,
+        Framework::Xgboost,
+        Framework::Catboost,
+        Framework::Lightgbm,
+        Framework::Faiss,
+        Framework::Mindspore,
     ];
     for f in frameworks {
         match f {
@@ -976,7 +981,12 @@ fn the_schemas_name_every_value_the_code_can_print() {
             | Framework::Hpu
             | Framework::Mlx
             | Framework::PytorchXla
-            | Framework::Neuron => {}
+            | Framework::Neuron
+            | Framework::Xgboost
+            | Framework::Catboost
+            | Framework::Lightgbm
+            | Framework::Faiss
+            | Framework::Mindspore => {}
         }
     }
     let causes = [
