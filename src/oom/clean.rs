@@ -229,6 +229,7 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "curand_status_allocation_failed",
     "memory isn't enough and alloc failed",
     "is more than total mem size",
+    "is smaller than requested bytes of",
 ];
 
 /// [`TRIGGERS`] as one case-insensitive regex: Unicode's case folding, for a line that is not

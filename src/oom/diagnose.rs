@@ -752,6 +752,7 @@ fn no_numbers(oom: &Oom, _sizing: Option<&Sizing>, _out: &[Finding]) -> Option<F
                 "cuda-spconv" => "spconv (through tensorview's CUDA checks, in spconv 1.x and 2.x) relayed CUDA's error 2, cudaErrorMemoryAllocation: a sparse convolution's index or feature buffers did not fit; they grow with the number of active voxels (a smaller voxel size or a larger point cloud needs more). The message gives no size.".into(),
                 "cuda-torch-memory-saver" => "torch_memory_saver (the memory saver SGLang and verl use to release a paused engine's weights and KV cache) got CUDA's error 2 from cuMemCreate: the GPU had no room for the physical memory it maps. On a resume this means something took the memory released while paused (the training side of a co-located job, another process). The message gives no size.".into(),
                 "cusolver" | "cufft" | "cusparse" | "curand" => format!("{} could not allocate its handle's or its work's device memory ({}): the GPU was already full, usually with this program's own memory (a caching allocator's cache) or another process. The message gives no size.", match oom.format { "cusolver" => "cuSOLVER", "cufft" => "cuFFT", "cusparse" => "cuSPARSE", _ => "cuRAND" }, match oom.format { "cusolver" => "CUSOLVER_STATUS_ALLOC_FAILED", "cufft" => "CUFFT_ALLOC_FAILED", "cusparse" => "CUSPARSE_STATUS_ALLOC_FAILED", _ => "CURAND_STATUS_ALLOCATION_FAILED" }),
+                "tensorflow-gpu-init" => "TensorFlow could not create its CUDA context on this GPU at start-up (gpu_device.cc: cudaSetDevice, then cudaFree(nullptr)): the card had no room left for a context, usually because other processes (another TensorFlow process maps most of the card by default) hold it.".into(),
                 "cuda-hami-core" => "HAMi-core's hooked allocator passed the allocation to the driver, which answered 2 (CUDA_ERROR_OUT_OF_MEMORY): the GPU itself was full, not only the container's limit. The message gives no size.".into(),
                 "cuda-code" => "CUDA's error 2 (cudaErrorMemoryAllocation / CUDA_ERROR_OUT_OF_MEMORY), printed as a bare number by the library that called it. The message gives no size.".into(),
                 "libcudf" => "A CUDA call inside libcudf (cuDF's C++ library) could not allocate: device memory outside RMM's pool (Thrust or CUB scratch, a library's own buffer) while the GPU was full, usually with cuDF's own data. The message gives no size.".into(),
@@ -2283,6 +2284,19 @@ fn gpu_library(oom: &Oom) -> Option<Finding> {
                 ],
             )
         }
+        Framework::Onnxruntime if oom.format == "onnxruntime-arena-limit" => (
+            Cause::FrameworkSettings,
+            match (req.as_deref(), f.free_bytes) {
+                (Some(n), Some(left)) => format!("ONNX Runtime's arena reached its memory limit: {n} requested, {} left under the limit", fmt_bytes(left)),
+                _ => "ONNX Runtime's arena reached its memory limit".into(),
+            },
+            "ONNX Runtime's BFC arena would not grow past its memory limit (the CUDA execution provider's gpu_mem_limit), so no cudaMalloc was tried: the limit, not necessarily the GPU, was reached. The arena keeps what it has allocated for reuse and does not give it back by default, so it only grows over a session's life.".into(),
+            vec![
+                r("Raise gpu_mem_limit in the CUDA execution provider's options, if the GPU has room (`gpumon once`)."),
+                r("arena_extend_strategy='kSameAsRequested' grows the arena by what is asked instead of doubling it (kNextPowerOfTwo, the default)."),
+                r("Smaller inputs or batches per run; or let the arena shrink after each run (RunOptions config 'memory.enable_memory_arena_shrinkage' = 'gpu:0'), or recreate the session to give its memory back."),
+            ],
+        ),
         _ => return None,
     };
     Some(Finding {

@@ -190,6 +190,10 @@ pub const ALL: &[Family] = &[
         parse: known::onnxruntime_bfcarena,
     },
     Family {
+        name: "onnxruntime-arena-limit",
+        parse: libraries::onnxruntime_arena_limit,
+    },
+    Family {
         name: "ggml",
         parse: known::ggml,
     },
@@ -272,6 +276,10 @@ pub const ALL: &[Family] = &[
     Family {
         name: "tensorflow-eager",
         parse: tensorflow_eager,
+    },
+    Family {
+        name: "tensorflow-gpu-init",
+        parse: tensorflow_gpu_init,
     },
     Family {
         name: "pytorch-loose",
@@ -1120,6 +1128,27 @@ fn cuda_code(t: &str) -> Option<Oom> {
     found("cuda-code")
 }
 
+// TensorFlow's GPU device start-up (`tensorflow/core/common_runtime/gpu/gpu_device.cc`):
+// "CUDA runtime implicit initialization on GPU:<n> failed. Status: <cudaGetErrorString>" when
+// cudaSetDevice or cudaFree(nullptr) fails; only "out of memory" is memory (the same line says
+// "device kernel image is invalid" for a build without the GPU's architecture).
+re!(
+    tf_gpu_init_re,
+    r"CUDA runtime implicit initialization on GPU:(\d+) failed\. Status: out of memory"
+);
+
+/// TensorFlow could not create its CUDA context on a GPU: no room left for one.
+fn tensorflow_gpu_init(t: &str) -> Option<Oom> {
+    let c = tf_gpu_init_re().captures(t)?;
+    let device = c.get(1)?.as_str().parse().ok();
+    Some(oom(
+        Framework::Tensorflow,
+        "tensorflow-gpu-init",
+        device,
+        Facts::default(),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1513,6 +1542,16 @@ mod tests {
         ] {
             assert!(cuda_code(text).is_none(), "{text}");
         }
+    }
+
+    #[test]
+    fn tensorflow_gpu_init_only_when_out_of_memory() {
+        let o = tensorflow_gpu_init("tensorflow.python.framework.errors_impl.InternalError: CUDA runtime implicit initialization on GPU:1 failed. Status: out of memory").expect("found");
+        assert_eq!(
+            (o.framework, o.format, o.device_index),
+            (Framework::Tensorflow, "tensorflow-gpu-init", Some(1))
+        );
+        assert!(tensorflow_gpu_init("InternalError: CUDA runtime implicit initialization on GPU:0 failed. Status: device kernel image is invalid").is_none());
     }
 
     /// torch_memory_saver's ROCm build: hipErrorOutOfMemory is 2 as well.

@@ -309,11 +309,56 @@ pub(super) fn paddle_device(t: &str) -> Option<Oom> {
     Some(oom(Framework::Paddle, format, device, f))
 }
 
+// ONNX Runtime's BFC arena at its limit (`onnxruntime/core/framework/bfc_arena.cc`, Extend):
+// "Available memory of <limit - allocated> is smaller than requested bytes of <rounded>", when
+// growing the arena would pass its memory limit (the CUDA EP's `gpu_mem_limit`), before any
+// cudaMalloc is tried.
+re!(
+    ort_arena_limit_re,
+    r"Available memory of (\d+) is smaller than requested bytes of (\d+)"
+);
+
+/// ONNX Runtime's arena refused to grow past its limit: the request and what was left under
+/// the limit.
+pub(super) fn onnxruntime_arena_limit(t: &str) -> Option<Oom> {
+    let c = ort_arena_limit_re().captures(t)?;
+    let f = Facts {
+        requested_bytes: c.get(2)?.as_str().parse().ok(),
+        free_bytes: c.get(1)?.as_str().parse().ok(),
+        ..Facts::default()
+    };
+    Some(oom(
+        Framework::Onnxruntime,
+        "onnxruntime-arena-limit",
+        None,
+        f,
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     const MIB: u64 = 1 << 20;
+
+    #[test]
+    fn onnxruntime_arena_at_its_limit() {
+        let o = onnxruntime_arena_limit("Non-zero status code returned while running Cast node 'graph_output_cast0' ... BFCArena::AllocateRawInternal Available memory of 34699008 is smaller than requested bytes of 945041920").expect("found");
+        assert_eq!(
+            (
+                o.framework,
+                o.format,
+                o.facts.requested_bytes,
+                o.facts.free_bytes
+            ),
+            (
+                Framework::Onnxruntime,
+                "onnxruntime-arena-limit",
+                Some(945_041_920),
+                Some(34_699_008)
+            )
+        );
+    }
 
     #[test]
     fn paddle_on_xpus_and_custom_devices() {
