@@ -230,6 +230,7 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "memory isn't enough and alloc failed",
     "is more than total mem size",
     "is smaller than requested bytes of",
+    "cuda error: 2",
 ];
 
 /// [`TRIGGERS`] as one case-insensitive regex: Unicode's case folding, for a line that is not

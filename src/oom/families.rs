@@ -1064,11 +1064,12 @@ re!(
     cuda_memory_saver_re,
     r"\[torch_memory_saver[^\]]{0,12}\] (CUresult|cudaError|hipError_t|hipError) error:? {0,2}(?:result=)?(\d+)\b"
 );
-// A bare number: `CUresult=2`, `CUDA error 2`, `cudaError 2`, or a cuMemAlloc-family call's
+// A bare number: `CUresult=2`, `CUDA error 2` (nvdiffrast's NVDR_CHECK_CUDA_ERROR: "Cuda error:
+// 2[cudaMalloc(…);]"), `cudaError 2`, or a cuMemAlloc-family call's
 // result (`cuMemoryAllocate failed res=2`, HAMi-core's allocator.c).
 re!(
     cuda_number_re,
-    r"\bCUresult\s*[=:]?\s*\(?(\d+)\b|\bCUDA (?:error|Error|ERROR)(?: code)?\s*[=:#]?\s*\(?(\d+)\)?(?:[^\d.]|$)|\bcudaError(?:_t)?\s*[=:]?\s*(\d+)\b|\b(?:cuMem\w*Alloc\w*|cuMemoryAllocate|cuMemCreate|cudaMalloc\w*)\b[^\n]{0,80}?\b(?:res|ret|result|status|err|error|code|returned)\s*[=:]?\s*(\d+)\b"
+    r"\bCUresult\s*[=:]?\s*\(?(\d+)\b|\b(?:CUDA|Cuda) (?:error|Error|ERROR)(?: code)?\s*[=:#]?\s*\(?(\d+)\)?(?:[^\d.]|$)|\bcudaError(?:_t)?\s*[=:]?\s*(\d+)\b|\b(?:cuMem\w*Alloc\w*|cuMemoryAllocate|cuMemCreate|cudaMalloc\w*)\b[^\n]{0,80}?\b(?:res|ret|result|status|err|error|code|returned)\s*[=:]?\s*(\d+)\b"
 );
 
 /// CUDA's own out-of-memory error relayed by another library, which the format names: Thrust
@@ -1509,6 +1510,7 @@ mod tests {
             ("cuMemAlloc_v2 failed: CUresult=2", "cuda-code"),
             ("RuntimeError: CUDA error 2 in cuMemAlloc", "cuda-code"),
             ("CUDA error (2) at kernel.cu:40", "cuda-code"),
+            ("RuntimeError: Cuda error: 2[cudaMalloc(&m_gpuPtr, bytes);]", "cuda-code"),
             ("cudaMalloc returned 2", "cuda-code"),
             ("RuntimeError: TensorStorage /io/include/tensorview/tensor.h 168 cuda failed with error 2 out of memory. use CUDA_LAUNCH_BLOCKING=1 to get correct traceback.", "cuda-spconv"),
             ("[torch_memory_saver.cpp] CUresult error  result=2 file=csrc/torch_memory_saver.cpp func=cu_mem_create line=103 (5)", "cuda-torch-memory-saver"),
@@ -1534,6 +1536,7 @@ mod tests {
             "cuMemAlloc failed: CUresult=700",
             "CUDA error 209 at foo.cu:12",
             "CUDA error 2.5 seconds",
+            "RuntimeError: Cuda error: 700[cudaMemcpy(&x, y, n, cudaMemcpyDeviceToHost);]",
             "cudaMalloc returned 20",
             "cuda failed with error 700 an illegal memory access was encountered. use CUDA_LAUNCH_BLOCKING=1 to get correct traceback.",
             "[torch_memory_saver.cpp] CUresult error  result=1 file=csrc/torch_memory_saver.cpp func=resume line=214",
