@@ -231,6 +231,7 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "is more than total mem size",
     "is smaller than requested bytes of",
     "cuda error: 2",
+    "not enough memory resources are available",
 ];
 
 /// [`TRIGGERS`] as one case-insensitive regex: Unicode's case folding, for a line that is not

@@ -194,6 +194,10 @@ pub const ALL: &[Family] = &[
         parse: libraries::onnxruntime_arena_limit,
     },
     Family {
+        name: "onnxruntime-dml",
+        parse: libraries::onnxruntime_dml,
+    },
+    Family {
         name: "ggml",
         parse: known::ggml,
     },

@@ -335,11 +335,42 @@ pub(super) fn onnxruntime_arena_limit(t: &str) -> Option<Oom> {
     ))
 }
 
+// ONNX Runtime's DirectML execution provider relays Direct3D 12's HRESULT through WIL's
+// exception text ("…\DmlExecutionProvider\src\BucketizedBufferAllocator.cpp(122)\…: (caller: …)
+// Exception(1) tid(…) 8007000E Not enough memory resources are available to complete this
+// operation."): 0x8007000E is E_OUTOFMEMORY, the allocation of a GPU buffer.
+re!(
+    ort_dml_re,
+    r"(?i)DmlExecutionProvider[^\n]{0,400}?\b8007000E\b"
+);
+
+/// ONNX Runtime on DirectML: D3D12 could not allocate a buffer (E_OUTOFMEMORY).
+pub(super) fn onnxruntime_dml(t: &str) -> Option<Oom> {
+    ort_dml_re().is_match(t).then(|| {
+        oom(
+            Framework::Onnxruntime,
+            "onnxruntime-dml",
+            None,
+            Facts::default(),
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     const MIB: u64 = 1 << 20;
+
+    #[test]
+    fn onnxruntime_on_directml() {
+        let o = onnxruntime_dml("Status Message: D:\\a\\_work\\1\\s\\onnxruntime\\core\\providers\\dml\\DmlExecutionProvider\\src\\MLOperatorAuthorImpl.cpp(1978)\\onnxruntime_pybind11_state.pyd!00007FFBDC8EBB9F: (caller: 00007FFBDCFFDEFF) Exception(3) tid(4304) 8007000E Not enough memory resources are available to complete this operation.").expect("found");
+        assert_eq!(
+            (o.framework, o.format),
+            (Framework::Onnxruntime, "onnxruntime-dml")
+        );
+        assert!(onnxruntime_dml("DmlExecutionProvider\\src\\x.cpp(1): Exception(1) tid(1) 887A0005 The GPU device instance has been suspended.").is_none());
+    }
 
     #[test]
     fn onnxruntime_arena_at_its_limit() {
