@@ -232,6 +232,7 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "is smaller than requested bytes of",
     "cuda error: 2",
     "not enough memory resources are available",
+    "memory object allocation failure",
 ];
 
 /// [`TRIGGERS`] as one case-insensitive regex: Unicode's case folding, for a line that is not

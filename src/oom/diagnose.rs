@@ -2210,6 +2210,16 @@ fn gpu_library(oom: &Oom) -> Option<Finding> {
                 ],
             )
         }
+        Framework::Lightgbm if oom.format == "lightgbm-opencl" => (
+            Cause::NoNumbers,
+            "LightGBM's OpenCL GPU learner could not allocate a device buffer".into(),
+            "OpenCL answered CL_MEM_OBJECT_ALLOCATION_FAILURE through Boost.Compute (\"Memory Object Allocation Failure\") for a buffer of LightGBM's GPU learner (device_type='gpu'), which holds the binned feature data and histograms. OpenCL caps a single buffer at the device's CL_DEVICE_MAX_MEM_ALLOC_SIZE, on NVIDIA's driver a quarter of the card, so this can fail with memory still free. The message gives no size.".into(),
+            vec![
+                r("A smaller max_bin, or fewer rows or features per training, shrinks the binned data on the GPU."),
+                r("LightGBM 4's CUDA learner (device_type='cuda') allocates with cudaMalloc, without OpenCL's per-buffer cap."),
+                see(),
+            ],
+        ),
         Framework::Lightgbm => (
             Cause::NoNumbers,
             "LightGBM's CUDA code ran out of device memory".into(),

@@ -144,12 +144,33 @@ re!(
     r"\[LightGBM\] \[Fatal\] (?:\[CUDA\]|CUDA_RUNTIME:) out of memory\b"
 );
 
-/// LightGBM's CUDA build: a CUDA call returned error 2. (Its OpenCL build's failures come
-/// through Boost.Compute and name no library of their own.)
+// LightGBM's OpenCL GPU learner (`device_type='gpu'`) allocates through Boost.Compute, whose
+// `opencl_error::what()` is the OpenCL status's text (`boost/compute/exception/opencl_error.hpp`):
+// CL_MEM_OBJECT_ALLOCATION_FAILURE is "Memory Object Allocation Failure", a device buffer; its
+// "Out of Host Memory" is the host's.
+re!(
+    opencl_alloc_re,
+    r"(?:boost::compute::opencl_error|LightGBMError)[^\n]{0,80}?(?:what\(\): {0,4}|: )Memory Object Allocation Failure"
+);
+
+/// LightGBM on a GPU: its CUDA build's CUDA error 2, or its OpenCL learner's failed buffer.
 pub(super) fn lightgbm(t: &str) -> Option<Oom> {
-    lightgbm_cuda_re()
-        .is_match(t)
-        .then(|| oom(Framework::Lightgbm, "lightgbm-cuda", None, Facts::default()))
+    if lightgbm_cuda_re().is_match(t) {
+        return Some(oom(
+            Framework::Lightgbm,
+            "lightgbm-cuda",
+            None,
+            Facts::default(),
+        ));
+    }
+    opencl_alloc_re().is_match(t).then(|| {
+        oom(
+            Framework::Lightgbm,
+            "lightgbm-opencl",
+            None,
+            Facts::default(),
+        )
+    })
 }
 
 // FAISS's `StandardGpuResourcesImpl::allocMemory` (`faiss/gpu/StandardGpuResources.cpp`,
