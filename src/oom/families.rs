@@ -230,6 +230,10 @@ pub const ALL: &[Family] = &[
         parse: libraries::paddle_device,
     },
     Family {
+        name: "paddle-cuda",
+        parse: libraries::paddle_cuda,
+    },
+    Family {
         name: "paddle-enforce",
         parse: known::paddle_enforce,
     },

@@ -377,11 +377,57 @@ pub(super) fn onnxruntime_dml(t: &str) -> Option<Oom> {
     })
 }
 
+// PaddlePaddle relaying a CUDA status from a call outside its allocator: 2.x's
+// PADDLE_ENFORCE_GPU_SUCCESS ("(External) CUDA error(2), out of memory." with its "[Hint:
+// 'cudaErrorMemoryAllocation'…]", `paddle/phi/core/enforce.h`), 1.6's PADDLE_ENFORCE_CUDA_SUCCESS
+// ("PaddleCheckError: out of memory at [<file>]"); and glog's CHECK_EQ(cudaSuccess, …) on a
+// CUDA status as Paddle v1 and others print it ("Check failed: cudaSuccess == cudaStat (0 vs.
+// 2)").
+re!(
+    paddle_cuda_re,
+    r"\(External\) (?:CUDA|Cuda) error\((\d+)\), |PaddleCheckError: out of memory at \["
+);
+re!(
+    glog_cuda_check_re,
+    r"Check failed: cudaSuccess == \w+ \(0 vs\. (\d+)\)"
+);
+
+/// A CUDA call's error 2 relayed by PaddlePaddle's checks (or glog's CHECK on a CUDA status).
+pub(super) fn paddle_cuda(t: &str) -> Option<Oom> {
+    if let Some(c) = paddle_cuda_re().captures(t) {
+        return (c.get(1).is_none_or(|m| m.as_str() == "2"))
+            .then(|| oom(Framework::Paddle, "paddle-cuda", None, Facts::default()));
+    }
+    let c = glog_cuda_check_re().captures(t)?;
+    (c.get(1)?.as_str() == "2").then(|| oom(Framework::Cuda, "cuda-code", None, Facts::default()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     const MIB: u64 = 1 << 20;
+
+    #[test]
+    fn paddle_relays_cudas_error_2() {
+        for t in [
+            "OSError: (External) CUDA error(2), out of memory.   [Hint: 'cudaErrorMemoryAllocation'. The API call failed because it was unable to allocate enough memory to perform the requested operation. ] (at ..\\paddle\\fluid\\platform\\stream\\cuda_stream.cc:45)",
+            "PaddleCheckError: out of memory at [/paddle/paddle/fluid/platform/device_context.cc:219]",
+        ] {
+            let o = paddle_cuda(t).expect(t);
+            assert_eq!((o.framework, o.format), (Framework::Paddle, "paddle-cuda"), "{t}");
+        }
+        let o = paddle_cuda(
+            "F0310 Check failed: cudaSuccess == cudaStat (0 vs. 2) Cuda Error: out of memory",
+        )
+        .expect("found");
+        assert_eq!((o.framework, o.format), (Framework::Cuda, "cuda-code"));
+        assert!(paddle_cuda(
+            "OSError: (External) CUDA error(700), an illegal memory access was encountered."
+        )
+        .is_none());
+        assert!(paddle_cuda("Check failed: cudaSuccess == cudaStat (0 vs. 77) Cuda Error: an illegal memory access was encountered").is_none());
+    }
 
     #[test]
     fn onnxruntime_on_directml() {
