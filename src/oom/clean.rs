@@ -241,6 +241,15 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "memory layout cannot be allocated",
     "requires more system memory",
     "not enough memory left",
+    "cuda failed with error 2",
+    "hiperror_t error",
+    "curand_status_allocation_failed",
+    "memory isn't enough and alloc failed",
+    "is more than total mem size",
+    "is smaller than requested bytes of",
+    "cuda error: 2",
+    "not enough memory resources are available",
+    "memory object allocation failure",
 ];
 
 /// [`TRIGGERS`] as one case-insensitive regex: Unicode's case folding, for a line that is not
@@ -551,6 +560,7 @@ pub fn is_not_a_failure(line: &str) -> bool {
         || line.contains("freed_by_count")
         || line.contains("performance gains if more memory")
         || line.contains("mlock")
+        || line.contains("(may not be an issue e.g. torch allocator")
 }
 
 #[cfg(test)]

@@ -121,6 +121,7 @@ pub const ALONE: &[(&str, Alone)] = &[
     ("vllm-rs", vllm_rs_message),
     ("trtllm-executor", trtllm_executor_message),
     ("vllm-kv-tokens", kv_tokens),
+    ("gpu-library", gpu_library),
     ("not-device-memory", not_device_memory),
     ("xla-tpu-hbm", xla_tpu_hbm),
     ("xpu-4gb-limit", xpu_4gb_limit),
@@ -765,7 +766,12 @@ fn no_numbers(oom: &Oom, _sizing: Option<&Sizing>, _out: &[Finding]) -> Option<F
                 "rmm-pool" => "RMM's pool reached the maximum size it was given (maximum_pool_size, dask-cuda's --rmm-pool-size): the pool's limit, not necessarily the GPU's, was hit.".into(),
                 "cuda-thrust" => "Thrust (or CUB under it) could not get device memory for an algorithm's temporary storage: CUDA's runtime answered cudaErrorMemoryAllocation and Thrust raised it as thrust::system_error. The GPU was full, usually with this program's own data (or a caching allocator's cache), or other processes. The message gives no size.".into(),
                 "cuda-nccl" => "NCCL relayed CUDA's error 2 (out of memory): it could not allocate its communication buffers (NCCL_BUFFSIZE per channel and peer) or its kernels' memory on a GPU that was already full. The message gives no size.".into(),
-                "cuda-spconv" => "spconv (through tensorview) relayed CUDA's error 2, cudaErrorMemoryAllocation: a sparse convolution's index or feature buffers did not fit; they grow with the number of active voxels (a smaller voxel size or a larger point cloud needs more). The message gives no size.".into(),
+                "cuda-spconv" => "spconv (through tensorview's CUDA checks, in spconv 1.x and 2.x) relayed CUDA's error 2, cudaErrorMemoryAllocation: a sparse convolution's index or feature buffers did not fit; they grow with the number of active voxels (a smaller voxel size or a larger point cloud needs more). The message gives no size.".into(),
+                "cuda-torch-memory-saver" => "torch_memory_saver (the memory saver SGLang and verl use to release a paused engine's weights and KV cache) got CUDA's error 2 from cuMemCreate: the GPU had no room for the physical memory it maps. On a resume this means something took the memory released while paused (the training side of a co-located job, another process). The message gives no size.".into(),
+                "cusolver" | "cufft" | "cusparse" | "curand" => format!("{} could not allocate its handle's or its work's device memory ({}): the GPU was already full, usually with this program's own memory (a caching allocator's cache) or another process. The message gives no size.", match oom.format { "cusolver" => "cuSOLVER", "cufft" => "cuFFT", "cusparse" => "cuSPARSE", _ => "cuRAND" }, match oom.format { "cusolver" => "CUSOLVER_STATUS_ALLOC_FAILED", "cufft" => "CUFFT_ALLOC_FAILED", "cusparse" => "CUSPARSE_STATUS_ALLOC_FAILED", _ => "CURAND_STATUS_ALLOCATION_FAILED" }),
+                "paddle-cuda" => "A CUDA call in PaddlePaddle outside its allocator (a stream, a cuBLAS or cuDNN handle, a kernel's workspace; PADDLE_ENFORCE_GPU_SUCCESS) returned error 2, cudaErrorMemoryAllocation: the GPU was already full, usually with memory Paddle's allocator holds (it keeps freed blocks for reuse) or other processes. The message gives no size.".into(),
+                "onnxruntime-dml" => "ONNX Runtime's DirectML execution provider got E_OUTOFMEMORY (0x8007000E) from Direct3D 12: a GPU buffer could not be allocated in the card's memory (on an integrated GPU, the share of system memory it may use). The message gives no size.".into(),
+                "tensorflow-gpu-init" => "TensorFlow could not create its CUDA context on this GPU at start-up (gpu_device.cc: cudaSetDevice, then cudaFree(nullptr)): the card had no room left for a context, usually because other processes (another TensorFlow process maps most of the card by default) hold it.".into(),
                 "cuda-hami-core" => "HAMi-core's hooked allocator passed the allocation to the driver, which answered 2 (CUDA_ERROR_OUT_OF_MEMORY): the GPU itself was full, not only the container's limit. The message gives no size.".into(),
                 "cuda-code" => "CUDA's error 2 (cudaErrorMemoryAllocation / CUDA_ERROR_OUT_OF_MEMORY), printed as a bare number by the library that called it. The message gives no size.".into(),
                 "libcudf" => "A CUDA call inside libcudf (cuDF's C++ library) could not allocate: device memory outside RMM's pool (Thrust or CUB scratch, a library's own buffer) while the GPU was full, usually with cuDF's own data. The message gives no size.".into(),
@@ -2320,6 +2326,165 @@ fn for_the_fork(out: &mut [Finding], fork: &super::families::Fork) {
     }
 }
 
+/// The libraries with allocators of their own (XGBoost, CatBoost, LightGBM, FAISS, MindSpore):
+/// what their figures are, from their sources (see `libraries.rs`), and their own levers, not a
+/// framework's.
+fn gpu_library(oom: &Oom) -> Option<Finding> {
+    let f = &oom.facts;
+    let req = f.requested_bytes.map(fmt_bytes);
+    let see =
+        || r("See what else holds the GPU: `gpumon once` lists every process and its memory.");
+    let (cause, title, detail, remedies) = match oom.framework {
+        Framework::Xgboost => {
+            let title = match (req.as_deref(), f.free_bytes) {
+                (Some(n), Some(free)) => format!("XGBoost could not allocate {n} on the GPU; {} was free", fmt_bytes(free)),
+                (Some(n), None) => format!("XGBoost could not allocate {n} on the GPU"),
+                _ => "XGBoost's GPU code ran out of device memory".into(),
+            };
+            let detail = if oom.format == "xgboost-thrust" {
+                "A CUDA call in XGBoost's GPU code returned error 2 (out of memory) and was raised as a thrust::system_error. XGBoost keeps the training data on the GPU in its compressed ELLPACK form, with gradients and histograms beside it; the message gives no size."
+            } else if f.free_bytes.zip(f.requested_bytes).is_some_and(|(free, n)| n <= free) {
+                "XGBoost's allocator (dh::detail::ThrowOOMError) prints the device's free memory (cudaMemGetInfo) at the failure. It was larger than the request, so the free memory was split into pieces too small for it, or another allocation took it in between."
+            } else {
+                "XGBoost's allocator (dh::detail::ThrowOOMError) prints the device's free memory (cudaMemGetInfo) at the failure and the request: the GPU was full, with the training data in its compressed ELLPACK form, gradients, histograms and prediction caches, or other processes."
+            };
+            (
+                if oom.format == "xgboost-thrust" { Cause::NoNumbers } else { Cause::FrameworkAllocations },
+                title,
+                detail.to_owned(),
+                vec![
+                    r("Build the training data with xgboost.QuantileDMatrix (from CuPy/cuDF arrays or a DataIter) instead of DMatrix: it is quantised as it is read, without a full copy of the raw data on the GPU."),
+                    r("Data larger than the GPU: external memory (ExtMemQuantileDMatrix from XGBoost 3.0) keeps the pages in host memory and streams them; or spread it over more GPUs with xgboost.dask."),
+                    r("A smaller max_bin shrinks the histograms and the quantised matrix."),
+                    see(),
+                ],
+            )
+        }
+        Framework::Catboost => {
+            let title = match (req.as_deref(), f.free_bytes) {
+                (Some(n), Some(free)) => format!("CatBoost's GPU memory pool could not fit {n}; {} was left in the pool", fmt_bytes(free)),
+                _ => "CatBoost's GPU code ran out of device memory".into(),
+            };
+            (
+                if oom.format == "catboost-pool" { Cause::FrameworkAllocations } else { Cause::NoNumbers },
+                title,
+                "CatBoost takes one pool at start-up, gpu_ram_part (default 0.95) of the GPU's memory, and serves its buffers from it (stack_like_memory_pool.h); \"Free\" is what is left in that pool after defragmenting, not on the device.".into(),
+                vec![
+                    r("Keep categorical features' data in host memory: gpu_cat_features_storage='CpuPinnedMemory'."),
+                    r("Run one GPU training at a time (a hyper-parameter search that trains several models in parallel shares the card), and free the GPU of other processes before training; gpu_ram_part up to 1.0 when nothing else needs the card."),
+                    r("Train on a sample of the rows, or fewer features."),
+                    see(),
+                ],
+            )
+        }
+        Framework::Lightgbm if oom.format == "lightgbm-opencl" => (
+            Cause::NoNumbers,
+            "LightGBM's OpenCL GPU learner could not allocate a device buffer".into(),
+            "OpenCL answered CL_MEM_OBJECT_ALLOCATION_FAILURE through Boost.Compute (\"Memory Object Allocation Failure\") for a buffer of LightGBM's GPU learner (device_type='gpu'), which holds the binned feature data and histograms. OpenCL caps a single buffer at the device's CL_DEVICE_MAX_MEM_ALLOC_SIZE, on NVIDIA's driver a quarter of the card, so this can fail with memory still free. The message gives no size.".into(),
+            vec![
+                r("A smaller max_bin, or fewer rows or features per training, shrinks the binned data on the GPU."),
+                r("LightGBM 4's CUDA learner (device_type='cuda') allocates with cudaMalloc, without OpenCL's per-buffer cap."),
+                see(),
+            ],
+        ),
+        Framework::Lightgbm => (
+            Cause::NoNumbers,
+            "LightGBM's CUDA code ran out of device memory".into(),
+            "A CUDA call in LightGBM's CUDA build (CUDASUCCESS_OR_FATAL, cuda_utils.h) returned error 2, out of memory. The message gives no size.".into(),
+            vec![
+                see(),
+                r("Get numbers: run the job under `gpumon log --processes --interval 200ms` and read the last samples before the failure."),
+            ],
+        ),
+        Framework::Faiss => {
+            let n = req.unwrap_or_else(|| "memory".into());
+            let (detail, remedies) = match oom.format {
+                "faiss-temp-buffer" => (
+                    "FAISS could not reserve its temporary-memory stack: StandardGpuResources takes it as one block (512 MiB on cards up to 4 GiB, 1 GiB up to 8 GiB, at most 1.5 GiB) when it first starts on a device (StackDeviceMemory.cpp), so the GPU was already nearly full before the index was used, often with another library's memory in the same process (a framework's cache) or other processes.",
+                    vec![
+                        r("Start FAISS's GPU resources before the other library fills the GPU, or free that memory first (a caching allocator's cache: torch.cuda.empty_cache())."),
+                        r("StandardGpuResources.setTempMemory(bytes) reserves a smaller stack (noTempMemory() for none; larger needs are then allocated one by one)."),
+                        see(),
+                    ],
+                ),
+                "faiss-temp-overflow" => (
+                    "One search's or add's scratch need was larger than FAISS's temporary-memory stack, so it was allocated alone (TemporaryMemoryOverflow), and that cudaMalloc failed. It grows with the number of queries and k in one call.",
+                    vec![
+                        r("Search (or add) in smaller batches of queries, or with a smaller k: the scratch need scales with both."),
+                        see(),
+                    ],
+                ),
+                _ => (
+                    "FAISS could not allocate an index's own data (its vectors, codes or inverted lists) on the GPU: the index does not fit beside what the card already holds. The message gives no other figure.",
+                    vec![
+                        r("Shard the index over several GPUs (faiss.index_cpu_to_all_gpus with GpuMultipleClonerOptions.shard = True)."),
+                        r("Store it smaller: float16 for a flat index (GpuIndexFlatConfig.useFloat16), or a compressed index (IVF-PQ) instead of a flat one."),
+                        see(),
+                    ],
+                ),
+            };
+            (
+                Cause::RequestOnly,
+                format!("FAISS could not cudaMalloc {n} on the GPU"),
+                detail.to_owned(),
+                remedies,
+            )
+        }
+        Framework::Mindspore if oom.memory == super::MemoryKind::Host => (
+            Cause::HostMemory,
+            format!(
+                "The host's RAM ran out{}: MindSpore's CPU device, not an accelerator",
+                req.map(|n| format!(" allocating {n}")).unwrap_or_default()
+            ),
+            "MindSpore prints \"Memory isn't enough and alloc failed\" without a Device(id:…) for its CPU device context: a kernel's output on the host could not be allocated.".into(),
+            vec![
+                r("See what the host has free (free -h) and what else holds it; a container's memory limit counts too."),
+                r("A smaller batch_size, or check for an unexpectedly large shape in the kernel the message names."),
+            ],
+        ),
+        Framework::Mindspore => {
+            let limit = oom.format == "mindspore-pool";
+            let title = match (req.as_deref(), f.total_bytes) {
+                (Some(n), Some(t)) if limit => format!("MindSpore's memory pool could not fit {n}; its limit is {}", fmt_bytes(t)),
+                (Some(n), Some(t)) => format!("MindSpore could not fit {n} of static memory on a device with {} of HBM", fmt_bytes(t)),
+                (Some(n), None) => format!("MindSpore could not allocate {n} on the device"),
+                _ => "MindSpore ran out of device memory".into(),
+            };
+            (
+                Cause::FrameworkAllocations,
+                title,
+                "MindSpore takes the device's memory into its own pool at start-up, up to max_device_memory, and serves every kernel's outputs and the graph's static memory from it: when the pool is full, the allocation fails (the kernel named in the message is where, not necessarily why).".into(),
+                vec![
+                    r("Reduce batch_size, as MindSpore's own message says, or look for an unexpectedly large shape."),
+                    r("Recompute activations instead of keeping them: cell.recompute() on the repeated blocks."),
+                    r("If other processes do not need the device, a larger pool: mindspore.set_context(max_device_memory=\"…GB\") (mindspore.runtime.set_memory(max_size=…) in newer releases)."),
+                    see(),
+                ],
+            )
+        }
+        Framework::Onnxruntime if oom.format == "onnxruntime-arena-limit" => (
+            Cause::FrameworkSettings,
+            match (req.as_deref(), f.free_bytes) {
+                (Some(n), Some(left)) => format!("ONNX Runtime's arena reached its memory limit: {n} requested, {} left under the limit", fmt_bytes(left)),
+                _ => "ONNX Runtime's arena reached its memory limit".into(),
+            },
+            "ONNX Runtime's BFC arena would not grow past its memory limit (the CUDA execution provider's gpu_mem_limit), so no cudaMalloc was tried: the limit, not necessarily the GPU, was reached. The arena keeps what it has allocated for reuse and does not give it back by default, so it only grows over a session's life.".into(),
+            vec![
+                r("Raise gpu_mem_limit in the CUDA execution provider's options, if the GPU has room (`gpumon once`)."),
+                r("arena_extend_strategy='kSameAsRequested' grows the arena by what is asked instead of doubling it (kNextPowerOfTwo, the default)."),
+                r("Smaller inputs or batches per run; or let the arena shrink after each run (RunOptions config 'memory.enable_memory_arena_shrinkage' = 'gpu:0'), or recreate the session to give its memory back."),
+            ],
+        ),
+        _ => return None,
+    };
+    Some(Finding {
+        cause,
+        title,
+        detail,
+        remedies,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -2347,6 +2512,38 @@ mod tests {
     /// What a general rule says about a message, with no findings before it.
     fn cause(rule: Rule, oom: &Oom) -> Option<Cause> {
         rule(oom, None, &[]).map(|x| x.cause)
+    }
+
+    /// The libraries with allocators of their own get their own levers, never a framework's
+    /// (no PyTorch, TensorFlow or JAX setting), and MindSpore's CPU device is host memory.
+    #[test]
+    fn gpu_libraries_get_their_own_levers() {
+        let texts = [
+            "Memory allocation error on worker 0: std::bad_alloc: cudaErrorMemoryAllocation: out of memory\n- Free memory: 8126464\n- Requested memory: 33554432",
+            "(NCudaLib::TOutOfMemoryError) catboost/cuda/cuda_lib/memory_pool/stack_like_memory_pool.h:303: Error: Out of memory. Requested 8880 MB; Free 5902.061425 MB",
+            "[LightGBM] [Fatal] [CUDA] out of memory /LightGBM/src/cuda/cuda_utils.cpp 26",
+            "Error: 'err == cudaSuccess' failed: StandardGpuResources: alloc fail type TemporaryMemoryBuffer dev 0 space Device stream 0x1 size 1610612736 bytes (cudaMalloc error out of memory [2])",
+            "RuntimeError: Memory not enough: Device(id:0) memory isn't enough and alloc failed, kernel name: Default/Conv2D-op1, alloc size: 536870912B.",
+        ];
+        for text in texts {
+            let f = findings(text);
+            assert_eq!(f.len(), 1, "{text}: {f:?}");
+            let all: String = f[0].remedies.iter().map(|r| r.text.as_str()).collect();
+            for framework_lever in ["PYTORCH_", "TF_FORCE", "XLA_PYTHON"] {
+                assert!(!all.contains(framework_lever), "{text}: {all}");
+            }
+        }
+        let f = findings("Error: 'err == cudaSuccess' failed: StandardGpuResources: alloc fail type TemporaryMemoryBuffer dev 0 space Device stream 0x1 size 1610612736 bytes (cudaMalloc error out of memory [2])");
+        assert!(f[0]
+            .remedies
+            .iter()
+            .any(|r| r.text.contains("setTempMemory")));
+        let f = findings("StandardGpuResources: alloc fail type TemporaryMemoryOverflow dev 0 space Device stream 0x7effcc5f47a0 size 4513349632 bytes (cudaMalloc error out of memory [2])");
+        assert!(f[0].remedies[0].text.contains("smaller batches"), "{f:?}");
+        let f = findings("RuntimeError: Memory isn't enough and alloc failed, kernel name: Default/Add-op1, alloc size: 4096B.");
+        assert_eq!(f[0].cause, Cause::HostMemory);
+        let f = findings("Memory allocation error on worker 0: std::bad_alloc: cudaErrorMemoryAllocation: out of memory\n- Free memory: 11310923776\n- Requested memory: 47996");
+        assert!(f[0].detail.contains("larger than the request"), "{f:?}");
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! with a device table.
 
 use super::known::{self, oom};
+use super::libraries;
 use super::read::{self, Reading, Role};
 use super::{Facts, Framework, MemoryKind, Oom, OtherProcess};
 
@@ -63,6 +64,26 @@ pub const ALL: &[Family] = &[
     Family {
         name: "mlx",
         parse: mlx,
+    },
+    Family {
+        name: "xgboost",
+        parse: libraries::xgboost,
+    },
+    Family {
+        name: "catboost",
+        parse: libraries::catboost,
+    },
+    Family {
+        name: "lightgbm",
+        parse: libraries::lightgbm,
+    },
+    Family {
+        name: "faiss",
+        parse: libraries::faiss,
+    },
+    Family {
+        name: "mindspore",
+        parse: libraries::mindspore,
     },
     Family {
         name: "pinned-host",
@@ -201,6 +222,14 @@ pub const ALL: &[Family] = &[
         parse: known::onnxruntime_bfcarena,
     },
     Family {
+        name: "onnxruntime-arena-limit",
+        parse: libraries::onnxruntime_arena_limit,
+    },
+    Family {
+        name: "onnxruntime-dml",
+        parse: libraries::onnxruntime_dml,
+    },
+    Family {
         name: "ggml",
         parse: known::ggml,
     },
@@ -227,6 +256,14 @@ pub const ALL: &[Family] = &[
     Family {
         name: "paddle",
         parse: known::paddle,
+    },
+    Family {
+        name: "paddle-device",
+        parse: libraries::paddle_device,
+    },
+    Family {
+        name: "paddle-cuda",
+        parse: libraries::paddle_cuda,
     },
     Family {
         name: "paddle-enforce",
@@ -261,6 +298,10 @@ pub const ALL: &[Family] = &[
         parse: hami_core,
     },
     Family {
+        name: "cuda-thrust",
+        parse: libraries::thrust,
+    },
+    Family {
         name: "cuda-code",
         parse: cuda_code,
     },
@@ -291,6 +332,10 @@ pub const ALL: &[Family] = &[
     Family {
         name: "tensorflow-eager",
         parse: tensorflow_eager,
+    },
+    Family {
+        name: "tensorflow-gpu-init",
+        parse: tensorflow_gpu_init,
     },
     Family {
         name: "pytorch-loose",
@@ -1369,26 +1414,59 @@ re!(
 );
 // NCCL's CUDACHECK (`src/include/checks.h`): "Cuda failure %d '%s'", older "Cuda failure '%s'".
 re!(cuda_nccl_re, r"Cuda failure (?:(\d+) )?'([^']{1,80})'");
-// spconv 1.x and tensorview's TV_CHECK_CUDA_ERR: "<file> <line> cuda execution failed with error 2".
+// spconv 1.x and tensorview's TV_CHECK_CUDA_ERR: "<file> <line> cuda execution failed with error 2";
+// spconv 2.x's tensorview (cumm, `include/tensorview/core/defs.h`, TV_CHECK_CUDA_ERR_V2 and
+// TV_CUDART_RESULT_CHECK): "cuda failed with error 2 out of memory. use CUDA_LAUNCH_BLOCKING=1
+// to get correct traceback."
 re!(
     cuda_spconv_re,
-    r"(?i)cuda execution failed with error (\d+)\b"
+    r"(?i)\bcuda (?:execution )?failed with error (\d+)\b"
 );
-// A bare number: `CUresult=2`, `CUDA error 2`, `cudaError 2`, or a cuMemAlloc-family call's
+// The CUDA math libraries' "could not allocate" statuses, as their headers name them
+// (`cusolver_common.h` CUSOLVER_STATUS_ALLOC_FAILED = 3, `cufft.h` CUFFT_ALLOC_FAILED = 2,
+// `cusparse.h` CUSPARSE_STATUS_ALLOC_FAILED = 3, `curand.h` CURAND_STATUS_ALLOCATION_FAILED =
+// 102) and PyTorch relays them ("cusolver error: CUSOLVER_STATUS_ALLOC_FAILED, when calling
+// `cusolverDnCreate(handle)`", "cuFFT error: CUFFT_ALLOC_FAILED"). cuBLAS's and cuDNN's are
+// read with the raw CUDA errors.
+re!(
+    cuda_library_status_re,
+    r"\b(?:CUSOLVER_STATUS_ALLOC_FAILED|CUFFT_ALLOC_FAILED|CUSPARSE_STATUS_ALLOC_FAILED|CURAND_STATUS_ALLOCATION_FAILED)\b"
+);
+// torch_memory_saver (sglang's memory saver, `csrc/utils.h`): CURESULT_CHECK and
+// CUDA_ERROR_CHECK print "[torch_memory_saver.cpp] CUresult error: 2 (out of memory)  file=…"
+// and "… cudaError error: 2 (…)" since July 2025 (commit 8935904), before it "CUresult error
+// result=2 file=… func=cu_mem_create line=103"; its ROCm build "hipError_t error result=2"
+// (hipErrorOutOfMemory is 2 as well).
+re!(
+    cuda_memory_saver_re,
+    r"\[torch_memory_saver[^\]]{0,12}\] (CUresult|cudaError|hipError_t|hipError) error:? {0,2}(?:result=)?(\d+)\b"
+);
+// A bare number: `CUresult=2`, `CUDA error 2` (nvdiffrast's NVDR_CHECK_CUDA_ERROR: "Cuda error:
+// 2[cudaMalloc(…);]"), `cudaError 2`, or a cuMemAlloc-family call's
 // result (`cuMemoryAllocate failed res=2`, HAMi-core's allocator.c).
 re!(
     cuda_number_re,
-    r"\bCUresult\s*[=:]?\s*\(?(\d+)\b|\bCUDA (?:error|Error|ERROR)(?: code)?\s*[=:#]?\s*\(?(\d+)\)?(?:[^\d.]|$)|\bcudaError(?:_t)?\s*[=:]?\s*(\d+)\b|\b(?:cuMem\w*Alloc\w*|cuMemoryAllocate|cuMemCreate|cudaMalloc\w*)\b[^\n]{0,80}?\b(?:res|ret|result|status|err|error|code|returned)\s*[=:]?\s*(\d+)\b"
+    r"\bCUresult\s*[=:]?\s*\(?(\d+)\b|\b(?:CUDA|Cuda) (?:error|Error|ERROR)(?: code)?\s*[=:#]?\s*\(?(\d+)\)?(?:[^\d.]|$)|\bcudaError(?:_t)?\s*[=:]?\s*(\d+)\b|\b(?:cuMem\w*Alloc\w*|cuMemoryAllocate|cuMemCreate|cudaMalloc\w*)\b[^\n]{0,80}?\b(?:res|ret|result|status|err|error|code|returned)\s*[=:]?\s*(\d+)\b"
 );
 
 /// CUDA's own out-of-memory error relayed by another library, which the format names: Thrust
 /// (`thrust::system_error`, "parallel_for failed: cudaErrorMemoryAllocation: out of memory"),
 /// NCCL ("Cuda failure 2 'out of memory'"), spconv/tensorview ("cuda execution failed with
 /// error 2"), HAMi-core's hooked allocator ("cuMemoryAllocate failed res=2"), or a bare code
-/// (`CUresult=2`, `CUDA error 2`). The driver or runtime said it; the message has no figures.
-/// A number other than 2 is another error, never read as memory.
+/// (`CUresult=2`, `CUDA error 2`), torch_memory_saver's checks ("CUresult error: 2"), or a CUDA
+/// math library's allocation status (cuSOLVER, cuFFT, cuSPARSE, cuRAND). The driver or runtime
+/// said it; the message has no figures. A number other than 2 is another error, never read as
+/// memory.
 fn cuda_code(t: &str) -> Option<Oom> {
     let found = |format| Some(oom(Framework::Cuda, format, None, Facts::default()));
+    if let Some(m) = cuda_library_status_re().find(t) {
+        return found(match m.as_str() {
+            "CUSOLVER_STATUS_ALLOC_FAILED" => "cusolver",
+            "CUFFT_ALLOC_FAILED" => "cufft",
+            "CUSPARSE_STATUS_ALLOC_FAILED" => "cusparse",
+            _ => "curand",
+        });
+    }
     if t.contains("cudaErrorMemoryAllocation") && cuda_thrust_re().is_match(t) {
         return found("cuda-thrust");
     }
@@ -1397,6 +1475,22 @@ fn cuda_code(t: &str) -> Option<Oom> {
         if code == Some("2") || (code.is_none() && c.get(2)?.as_str() == "out of memory") {
             return found("cuda-nccl");
         }
+    }
+    if let Some(c) = cuda_memory_saver_re().captures(t) {
+        if c.get(2)?.as_str() != "2" {
+            return None;
+        }
+        let framework = if c.get(1)?.as_str().starts_with("hip") {
+            Framework::Rocm
+        } else {
+            Framework::Cuda
+        };
+        return Some(oom(
+            framework,
+            "cuda-torch-memory-saver",
+            None,
+            Facts::default(),
+        ));
     }
     if let Some(c) = cuda_spconv_re().captures(t) {
         return (c.get(1)?.as_str() == "2")
@@ -1410,6 +1504,27 @@ fn cuda_code(t: &str) -> Option<Oom> {
         return found("cuda-hami-core");
     }
     found("cuda-code")
+}
+
+// TensorFlow's GPU device start-up (`tensorflow/core/common_runtime/gpu/gpu_device.cc`):
+// "CUDA runtime implicit initialization on GPU:<n> failed. Status: <cudaGetErrorString>" when
+// cudaSetDevice or cudaFree(nullptr) fails; only "out of memory" is memory (the same line says
+// "device kernel image is invalid" for a build without the GPU's architecture).
+re!(
+    tf_gpu_init_re,
+    r"CUDA runtime implicit initialization on GPU:(\d+) failed\. Status: out of memory"
+);
+
+/// TensorFlow could not create its CUDA context on a GPU: no room left for one.
+fn tensorflow_gpu_init(t: &str) -> Option<Oom> {
+    let c = tf_gpu_init_re().captures(t)?;
+    let device = c.get(1)?.as_str().parse().ok();
+    Some(oom(
+        Framework::Tensorflow,
+        "tensorflow-gpu-init",
+        device,
+        Facts::default(),
+    ))
 }
 
 #[cfg(test)]
@@ -2022,7 +2137,16 @@ mod tests {
             ("cuMemAlloc_v2 failed: CUresult=2", "cuda-code"),
             ("RuntimeError: CUDA error 2 in cuMemAlloc", "cuda-code"),
             ("CUDA error (2) at kernel.cu:40", "cuda-code"),
+            ("RuntimeError: Cuda error: 2[cudaMalloc(&m_gpuPtr, bytes);]", "cuda-code"),
             ("cudaMalloc returned 2", "cuda-code"),
+            ("RuntimeError: TensorStorage /io/include/tensorview/tensor.h 168 cuda failed with error 2 out of memory. use CUDA_LAUNCH_BLOCKING=1 to get correct traceback.", "cuda-spconv"),
+            ("[torch_memory_saver.cpp] CUresult error  result=2 file=csrc/torch_memory_saver.cpp func=cu_mem_create line=103 (5)", "cuda-torch-memory-saver"),
+            ("[torch_memory_saver.cpp] CUresult error: 2 (out of memory)  file=csrc/core.cpp func=resume line=185", "cuda-torch-memory-saver"),
+            ("[torch_memory_saver.cpp] cudaError error: 2 (out of memory)  file=csrc/core.cpp func=resume line=172", "cuda-torch-memory-saver"),
+            ("RuntimeError: cusolver error: CUSOLVER_STATUS_ALLOC_FAILED, when calling `cusolverDnCreate(handle)`", "cusolver"),
+            ("RuntimeError: cuFFT error: CUFFT_ALLOC_FAILED", "cufft"),
+            ("CUSPARSE_STATUS_ALLOC_FAILED", "cusparse"),
+            ("curandGenerateNormal failed: CURAND_STATUS_ALLOCATION_FAILED", "curand"),
         ];
         for (text, format) in cases {
             let o = cuda_code(text).expect(text);
@@ -2039,10 +2163,35 @@ mod tests {
             "cuMemAlloc failed: CUresult=700",
             "CUDA error 209 at foo.cu:12",
             "CUDA error 2.5 seconds",
+            "RuntimeError: Cuda error: 700[cudaMemcpy(&x, y, n, cudaMemcpyDeviceToHost);]",
             "cudaMalloc returned 20",
+            "cuda failed with error 700 an illegal memory access was encountered. use CUDA_LAUNCH_BLOCKING=1 to get correct traceback.",
+            "[torch_memory_saver.cpp] CUresult error  result=1 file=csrc/torch_memory_saver.cpp func=resume line=214",
+            "[torch_memory_saver.cpp] cudaError error: 700 (an illegal memory access was encountered)  file=csrc/core.cpp func=resume line=172",
+            "CUSOLVER_STATUS_EXECUTION_FAILED",
         ] {
             assert!(cuda_code(text).is_none(), "{text}");
         }
+    }
+
+    #[test]
+    fn tensorflow_gpu_init_only_when_out_of_memory() {
+        let o = tensorflow_gpu_init("tensorflow.python.framework.errors_impl.InternalError: CUDA runtime implicit initialization on GPU:1 failed. Status: out of memory").expect("found");
+        assert_eq!(
+            (o.framework, o.format, o.device_index),
+            (Framework::Tensorflow, "tensorflow-gpu-init", Some(1))
+        );
+        assert!(tensorflow_gpu_init("InternalError: CUDA runtime implicit initialization on GPU:0 failed. Status: device kernel image is invalid").is_none());
+    }
+
+    /// torch_memory_saver's ROCm build: hipErrorOutOfMemory is 2 as well.
+    #[test]
+    fn torch_memory_saver_on_rocm() {
+        let o = cuda_code("[torch_memory_saver.cpp] hipError_t error  result=2 file=csrc/torch_memory_saver_hip.cpp func=cu_mem_create line=103").expect("found");
+        assert_eq!(
+            (o.framework, o.format),
+            (Framework::Rocm, "cuda-torch-memory-saver")
+        );
     }
 
     #[test]

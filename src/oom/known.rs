@@ -523,6 +523,25 @@ pub(super) fn pinned_host(t: &str) -> Option<Oom> {
 }
 
 /// XLA's cudaMallocAsync allocator: the request, and CUDA's free/total on the next line.
+/// Whose build of XLA's (or TSL's) allocators logged a line: TensorFlow's own tree
+/// (`tensorflow/core/…`, `tensorflow/tsl/…`, and from 2.16 `external/local_xla/…`) or jaxlib's
+/// bundled copy (`external/xla/…`, `external/org_tensorflow/…`), or JAX's words elsewhere.
+fn xla_build(t: &str, default: Framework) -> Framework {
+    let jax = t.contains("external/xla/")
+        || t.contains("external/org_tensorflow/")
+        || t.contains("jaxlib")
+        || t.contains("site-packages/jax/")
+        || t.contains("XlaRuntimeError");
+    let tensorflow = t.contains("external/local_xla/")
+        || ((t.contains("tensorflow/core/") || t.contains("tensorflow/tsl/"))
+            && !t.contains("org_tensorflow"));
+    match (jax, tensorflow) {
+        (true, false) => Framework::Jax,
+        (false, true) => Framework::Tensorflow,
+        _ => default,
+    }
+}
+
 pub(super) fn xla_cudamallocasync(t: &str) -> Option<Oom> {
     let c = xla_async_re().captures(t)?;
     let (free, total) = xla_free_total_re()
@@ -535,7 +554,7 @@ pub(super) fn xla_cudamallocasync(t: &str) -> Option<Oom> {
         ..Facts::default()
     };
     Some(oom(
-        Framework::Jax,
+        xla_build(t, Framework::Jax),
         "xla-cudamallocasync",
         num(&c, 1).map(|d| d as u32),
         f,
@@ -596,7 +615,16 @@ pub(super) fn rmm(t: &str) -> Option<Oom> {
             .or_else(|| rmm_failed_re().captures(t).and_then(|c| sz(&c, 1))),
         ..Facts::default()
     };
-    Some(oom(Framework::Rmm, format, None, f))
+    let mut o = oom(Framework::Rmm, format, None, f);
+    // RMM's host resources throw the same out_of_memory from RMM_CUDA_TRY_ALLOC around
+    // cudaMallocHost / cudaHostAlloc (`mr/host/pinned_memory_resource.hpp`,
+    // `mr/pinned_host_memory_resource.hpp`, `numa_region_pinned_host_memory_resource`), and
+    // the error names the header it was raised in: page-locked host memory, not the GPU's.
+    if t.contains("pinned_memory_resource") || t.contains("pinned_host_memory_resource") {
+        o.format = "rmm-pinned";
+        o.memory = super::MemoryKind::PinnedHost;
+    }
+    Some(o)
 }
 
 /// Numba's driver wrapper: cuMemAlloc, or a context that could not be created.
@@ -804,7 +832,14 @@ pub(super) fn tensorflow_bfc(t: &str) -> Option<Oom> {
     let device = c
         .get(1)
         .and_then(|m| m.as_str().rsplit('_').next()?.parse().ok());
-    Some(oom(Framework::Tensorflow, "tensorflow-bfc", device, f))
+    // The BFC allocator is TSL's, shared by TensorFlow and XLA: jaxlib's builds log it from
+    // `external/xla/xla/tsl/framework/bfc_allocator.cc`.
+    Some(oom(
+        xla_build(t, Framework::Tensorflow),
+        "tensorflow-bfc",
+        device,
+        f,
+    ))
 }
 
 /// vllm.rs: the KV cache does not fit its budget.
@@ -1209,6 +1244,53 @@ pub(super) fn raw_cuda(t: &str) -> Option<Oom> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rmms_pinned_host_resources_are_host_memory() {
+        for t in [
+            "MemoryError: std::bad_alloc: out_of_memory: CUDA error at: /opt/conda/include/rmm/mr/host/pinned_memory_resource.hpp:157: cudaErrorMemoryAllocation out of memory",
+            "std::bad_alloc: out_of_memory: CUDA error (failed to allocate 4096 bytes) at: /rmm/cpp/src/mr/pinned_host_memory_resource.cpp:61: cudaErrorMemoryAllocation out of memory",
+        ] {
+            let o = rmm(t).expect(t);
+            assert_eq!(
+                (o.format, o.memory),
+                ("rmm-pinned", super::super::MemoryKind::PinnedHost),
+                "{t}"
+            );
+        }
+        let o = rmm("MemoryError: std::bad_alloc: out_of_memory: CUDA error at: /opt/conda/include/rmm/mr/device/cuda_memory_resource.hpp:60: cudaErrorMemoryAllocation out of memory").expect("found");
+        assert_eq!(o.memory, super::super::MemoryKind::Device);
+    }
+
+    /// TSL's BFC allocator and XLA's cudaMallocAsync allocator are shared by TensorFlow and
+    /// jaxlib: the path in the log line says whose build printed it.
+    #[test]
+    fn the_shared_allocators_name_their_build() {
+        let bfc = "Allocator (GPU_0_bfc) ran out of memory trying to allocate 16.00GiB (rounded to 17179869184)requested by op ";
+        let o = tensorflow_bfc(&format!(
+            "W external/xla/xla/tsl/framework/bfc_allocator.cc:482] {bfc}"
+        ))
+        .expect("found");
+        assert_eq!(o.framework, Framework::Jax);
+        let o = tensorflow_bfc(&format!(
+            "W external/local_xla/xla/tsl/framework/bfc_allocator.cc:482] {bfc}"
+        ))
+        .expect("found");
+        assert_eq!(o.framework, Framework::Tensorflow);
+        assert_eq!(
+            tensorflow_bfc(bfc).expect("found").framework,
+            Framework::Tensorflow
+        );
+        let async_line = "gpu_async_0 cuMemAllocAsync failed to allocate 4294967296 bytes: CUDA error: out of memory (CUDA_ERROR_OUT_OF_MEMORY)\n Reported by CUDA: Free memory/Total memory: 1048576000/16945512448";
+        let o = xla_cudamallocasync(&format!("E tensorflow/core/common_runtime/gpu/gpu_cudamallocasync_allocator.cc:288] {async_line}")).expect("found");
+        assert_eq!(o.framework, Framework::Tensorflow);
+        let o = xla_cudamallocasync(&format!("E external/xla/xla/stream_executor/gpu/gpu_cudamallocasync_allocator.cc:250] {async_line}")).expect("found");
+        assert_eq!(o.framework, Framework::Jax);
+        assert_eq!(
+            xla_cudamallocasync(async_line).expect("found").framework,
+            Framework::Jax
+        );
+    }
 
     /// A 2.x message cut after its allocated clause (a client truncating the text) keeps what
     /// is there: the allocated figure, and the private pools where the cut came after them.

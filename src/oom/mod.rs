@@ -21,6 +21,7 @@ pub mod clean;
 pub mod diagnose;
 pub mod families;
 pub mod known;
+pub mod libraries;
 pub mod parse;
 pub mod pickle;
 pub mod read;
@@ -99,6 +100,16 @@ pub enum Framework {
     /// wgpu's device (WebGPU in Rust: Burn's and Candle's wgpu back ends, other programs on
     /// wgpu): its out-of-memory error for a buffer or a texture.
     Wgpu,
+    /// XGBoost's GPU algorithms (its own allocator's message, or CUDA errors it relays).
+    Xgboost,
+    /// CatBoost's GPU training (its stack-like device memory pool).
+    Catboost,
+    /// LightGBM's CUDA build.
+    Lightgbm,
+    /// FAISS's GPU indexes (StandardGpuResources).
+    Faiss,
+    /// MindSpore on Ascend or GPU (its device memory pool).
+    Mindspore,
     /// A GPU allocation failure in wording no rule knows ([`parse::fallback`]): the figures
     /// that are unambiguous, and no framework's meaning assumed.
     Unknown,
@@ -161,6 +172,11 @@ impl Framework {
             Framework::Sglang => "SGLang",
             Framework::Deepspeed => "DeepSpeed",
             Framework::Wgpu => "wgpu",
+            Framework::Xgboost => "XGBoost (GPU)",
+            Framework::Catboost => "CatBoost (GPU)",
+            Framework::Lightgbm => "LightGBM (CUDA)",
+            Framework::Faiss => "FAISS (GPU)",
+            Framework::Mindspore => "MindSpore",
             Framework::Unknown => "An unrecognised program",
         }
     }

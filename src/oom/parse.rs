@@ -19,10 +19,11 @@ re!(
     r"^(Limit|InUse|MaxInUse|NumAllocs|MaxAllocSize):\s+(\d+)\s*$"
 );
 // Where a message names its device outside its own pattern: ggml's "current device: N", ONNX
-// Runtime's CudaCall "GPU=N", TensorFlow's allocator name GPU_N_bfc, a torch device string.
+// Runtime's (and CNTK's) CudaCall "; GPU=N ;" (between its fields, not a sentence's "per
+// GPU=1"), TensorFlow's allocator name GPU_N_bfc, a torch device string.
 re!(
     device_hint_re,
-    r"current device: (\d+)|\bGPU=(\d+)|\bGPU_(\d+)_bfc|\b(?:cuda|hip|xpu):(\d+)\b"
+    r"current device: (\d+)|; ?GPU=(\d+) ?;|\bGPU_(\d+)_bfc|\b(?:cuda|hip|xpu):(\d+)\b"
 );
 
 /// A TensorFlow allocator statistic line ("InUse: 3846144").
@@ -86,10 +87,12 @@ fn missing_parts(o: &Oom) -> Vec<&'static str> {
 // buffer (`ggml_backend_vk_host_buffer_type_alloc_buffer` catches the `vk::SystemError`, logs
 // it, in parentheses or, in older builds, on the next line as "ggml_vulkan: <what>", and falls
 // back to a plain CPU buffer): host memory, whatever Vulkan's error code says, and the run
-// goes on; a device failure after it is read as usual.
+// goes on; a device failure after it is read as usual. torch_memory_saver's cuMemCreate warning
+// (`csrc/utils.h`: "(may not be an issue e.g. torch allocator will free cache and retry)")
+// hands the failure back to PyTorch's allocator, which retries; its own error follows if not.
 re!(
     not_a_failure_re,
-    r"Allocator \([^)]*\) ran out of memory trying to allocate \S+? ?(?:with ?freed_by_count=\d+|\.? ?The ?caller ?indicates)|failed to mlock \S+ buffer[^:]*: Cannot allocate memory|ggml_vulkan: Failed to allocate pinned memory(?: ?\([^)]*\)|\. ?ggml_vulkan: [^:]{0,160}: ?Error\w+)"
+    r"Allocator \([^)]*\) ran out of memory trying to allocate \S+? ?(?:with ?freed_by_count=\d+|\.? ?The ?caller ?indicates)|failed to mlock \S+ buffer[^:]*: Cannot allocate memory|\[torch_memory_saver\.cpp\] (?:cu|hip)MemCreate \w+ \(may not be an issue[^)]{0,80}\)|ggml_vulkan: Failed to allocate pinned memory(?: ?\([^)]*\)|\. ?ggml_vulkan: [^:]{0,160}: ?Error\w+)"
 );
 
 // PyTorch's DataLoader pins each batch in a thread of its own

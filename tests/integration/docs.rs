@@ -949,6 +949,11 @@ fn the_schemas_name_every_value_the_code_can_print() {
         Framework::Sglang,
         Framework::Deepspeed,
         Framework::Wgpu,
+        Framework::Xgboost,
+        Framework::Catboost,
+        Framework::Lightgbm,
+        Framework::Faiss,
+        Framework::Mindspore,
     ];
     for f in frameworks {
         match f {
@@ -984,7 +989,12 @@ fn the_schemas_name_every_value_the_code_can_print() {
             | Framework::Tgi
             | Framework::Sglang
             | Framework::Deepspeed
-            | Framework::Wgpu => {}
+            | Framework::Wgpu
+            | Framework::Xgboost
+            | Framework::Catboost
+            | Framework::Lightgbm
+            | Framework::Faiss
+            | Framework::Mindspore => {}
         }
     }
     let causes = [
