@@ -838,13 +838,31 @@ fn xla_tpu_reserve(t: &str) -> Option<Oom> {
     let whole = c.get(0)?;
     let reserve = c.get(1)?.as_str() == "reserve";
     let r = read::read(&t[whole.start()..]);
-    let f = Facts {
-        requested_bytes: r.first(Role::Request),
+    // Newer runtimes add a table ("HBM capacity 8.00G:", "Currently allocated: 6.08G (
+    // 6,532,939,776 bytes)", "Program requirement: 3.95G ( 4,237,689,856 bytes)"): the
+    // requirement is the same request as the sentence's rounded "reserve 3.95G", in exact
+    // bytes, so the last request read wins.
+    let mut f = Facts {
+        requested_bytes: r
+            .figures
+            .iter()
+            .rev()
+            .find(|f| f.role == Some(Role::Request))
+            .map(|f| f.bytes),
+        total_bytes: r.first(Role::Total),
+        allocated_bytes: r.first(Role::Allocated),
         free_bytes: r.first(Role::Free),
         reserved_bytes: r.first(Role::Reserved),
         reservable_bytes: r.first(Role::Reservable),
         ..Facts::default()
     };
+    // "reserved" is what earlier programs hold at the bottom of HBM, not an allocator's pool
+    // around the allocations: what the table leaves unexplained is capacity less allocated
+    // and free, not capacity less free and that reservation.
+    if let (Some(total), Some(a), Some(fr)) = (f.total_bytes, f.allocated_bytes, f.free_bytes) {
+        f.unaccounted_bytes = Some(total.saturating_sub(a.saturating_add(fr)));
+        f.derived.push("unaccounted_bytes");
+    }
     let device = read::device_named(t, &["TPU"]).and_then(|d| d.index);
     let format = if reserve {
         "xla-tpu-reserve"
@@ -2002,6 +2020,24 @@ mod tests {
         assert_eq!(o.facts.free_bytes, Some(gib(7.48)));
         assert_eq!(o.facts.reserved_bytes, Some(0));
         assert_eq!(o.facts.reservable_bytes, Some(gib(7.48)));
+    }
+
+    /// The table newer TPU runtimes print under the reserve failure (libtpu is closed; the
+    /// wording of the task's paste): the exact bytes of "Program requirement" win over the
+    /// sentence's rounded "reserve 3.95G", thousands separators and all.
+    #[test]
+    fn the_tpu_reservation_table_gives_exact_bytes() {
+        let t = "RuntimeError: Bad StatusOr access: RESOURCE_EXHAUSTED: Error allocating device buffer: Attempting to reserve 3.95G at the bottom of memory. That was not possible. There are 1.92G free, 0B reserved, and 1.92G reservable.\nHBM capacity 8.00G:\nTop-of-Memory reserved: 529.00M ( 554,696,704 bytes)\nCurrently allocated: 6.08G ( 6,532,939,776 bytes)\nProgram requirement: 3.95G ( 4,237,689,856 bytes)\nAvailable after request: -2.55G ( -2,738,163,712 bytes)";
+        let o = xla_tpu_reserve(t).expect("found");
+        assert_eq!(o.format, "xla-tpu-reserve");
+        assert_eq!(o.facts.requested_bytes, Some(4_237_689_856));
+        assert_eq!(o.facts.allocated_bytes, Some(6_532_939_776));
+        assert_eq!(o.facts.total_bytes, Some(8 << 30));
+        assert_eq!(o.facts.free_bytes, Some(gib(1.92)));
+        assert_eq!(o.facts.reserved_bytes, Some(0));
+        assert_eq!(o.facts.reservable_bytes, Some(gib(1.92)));
+        // 8.00G less 6,532,939,776 allocated and 1.92G free: the rounding, nothing outside.
+        assert!(o.facts.unaccounted_bytes.is_some_and(|u| u < 64 << 20));
     }
 
     #[test]

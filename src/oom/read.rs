@@ -94,14 +94,15 @@ impl Reading {
 
 /// A size as frameworks print it: every unit spelling (bytes, B, KiB/KB/K, MiB/MB/M,
 /// GiB/GB/G, TiB/TB/T), thousands separators, and the exact count in parentheses that some
-/// add ("2.99GiB (3206250496B)", "1.5 GiB (1610612736 bytes)"). A unit run into the next
+/// add ("2.99GiB (3206250496B)", "1.5 GiB (1610612736 bytes)", the TPU runtime's "3.95G (
+/// 4,237,689,856 bytes)"): the exact count wins over the rounded figure. A unit run into the next
 /// word "is" is still a unit: Cambricon's torch_mlu (`caching_allocator.cpp`, r1.22_pt2.1.0
 /// and master) prints `format_size(device_free), "is free. "`, so "1.19 GiBis free".
 fn size_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
         Regex::new(
-            r"\b(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s?(bytes|Bytes|byte|B|KiB|KB|kB|K|MiB|MB|M|GiB|GB|G|TiB|TB|T)(?:is)?\b(?:\s*\((\d+)\s?(?:bytes|B)\))?",
+            r"\b(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s?(bytes|Bytes|byte|B|KiB|KB|kB|K|MiB|MB|M|GiB|GB|G|TiB|TB|T)(?:is)?\b(?:\s*\(\s?(\d{1,3}(?:,\d{3})+|\d+)\s?(?:bytes|B)\))?",
         )
         .expect("size regex")
     })
@@ -171,6 +172,11 @@ const BEFORE: &[(&str, Role)] = &[
     // per_process_memory_fraction limit. Requested size: 2.00 GiB".
     ("requested size:", Role::Request),
     ("requires", Role::Request),
+    // The TPU runtime's table under its reserve failure ("HBM capacity 8.00G:", "Program
+    // requirement: 3.95G ( 4,237,689,856 bytes)"); libtpu is closed, the wording is from
+    // pastes of it (see `families::xla_tpu_reserve`).
+    ("program requirement:", Role::Request),
+    ("hbm capacity", Role::Total),
     ("total capacity of", Role::Total),
     ("total capacty of", Role::Total),
     ("total memory", Role::Total),
@@ -283,7 +289,7 @@ pub fn read(text: &str) -> Reading {
         let (Some(num), Some(unit)) = (c.get(1), c.get(2)) else {
             continue;
         };
-        let bytes = match c.get(3).and_then(|m| m.as_str().parse::<u64>().ok()) {
+        let bytes = match c.get(3).and_then(|m| parse_count(m.as_str())) {
             Some(exact) => Some(exact),
             None if num.as_str().contains(',') => {
                 let n = parse_count(num.as_str());
@@ -360,6 +366,18 @@ mod tests {
         assert_eq!(r.first(Role::Reserved), Some(gib(57.55)));
         let d = r.device.expect("a device");
         assert_eq!((d.word.as_str(), d.index), ("NPU", Some(3)));
+    }
+
+    /// A rounded size with its exact count after it, however spaced and separated: the count
+    /// wins ("2.99GiB (3206250496B)", the TPU runtime's "6.08G ( 6,532,939,776 bytes)").
+    #[test]
+    fn exact_bytes_in_parentheses_beat_the_rounded_figure() {
+        let r = read("Currently allocated: 6.08G ( 6,532,939,776 bytes)");
+        assert_eq!(r.first(Role::Allocated), Some(6_532_939_776));
+        let r = read("Tried to allocate 2.99GiB (3206250496B)");
+        assert_eq!(r.first(Role::Request), Some(3_206_250_496));
+        let r = read("Program requirement: 3.95G (4,237,689,856 bytes)");
+        assert_eq!(r.first(Role::Request), Some(4_237_689_856));
     }
 
     #[test]
