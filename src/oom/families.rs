@@ -42,6 +42,10 @@ pub const ALL: &[Family] = &[
         parse: gaudi_devmem,
     },
     Family {
+        name: "hpu-synhelper",
+        parse: gaudi_synhelper,
+    },
+    Family {
         name: "pytorch-cpu",
         parse: pytorch_cpu,
     },
@@ -738,6 +742,34 @@ re!(
     gaudi_devmem_re,
     r"MODULE:PT_DEVMEM\s+Allocation failed for size::?\s*(\d+)"
 );
+
+re!(
+    gaudi_synhelper_re,
+    r"MODULE:SYNHELPER\s+(?:(\w+)\s+)?Allocation of size\s*::?\s*(\d+)\s+failed"
+);
+
+/// The same bridge's SynapseAI helper module (`SYNHELPER`, "SynapseAI helper" in the bridge's
+/// log-module mask, PT_HPU_LOG_MOD_MASK 0x8, docs.habana.ai/en/v1.8.0/PyTorch/Runtime_Flags):
+/// "FATAL ERROR :: MODULE:SYNHELPER workspace Allocation of size ::10737418240 failed". The
+/// workspace is the scratch memory a compiled graph (a recipe) needs on the HPU when it is
+/// launched; the size is in bytes. A host allocation named as such is not read.
+fn gaudi_synhelper(t: &str) -> Option<Oom> {
+    let c = gaudi_synhelper_re().captures(t)?;
+    let what = c.get(1).map_or("", |m| m.as_str());
+    if what.eq_ignore_ascii_case("host") || what.eq_ignore_ascii_case("pinned") {
+        return None;
+    }
+    let f = Facts {
+        requested_bytes: c.get(2)?.as_str().parse().ok(),
+        ..Facts::default()
+    };
+    let format = if what.eq_ignore_ascii_case("workspace") {
+        "hpu-synhelper-workspace"
+    } else {
+        "hpu-synhelper"
+    };
+    Some(oom(Framework::Hpu, format, None, f))
+}
 
 /// Intel Gaudi's PyTorch bridge (`habana_frameworks.torch`): its device-memory module
 /// (`PT_DEVMEM`) could not allocate a block of the HPU's HBM: "FATAL ERROR :: MODULE:PT_DEVMEM
@@ -1696,6 +1728,22 @@ mod tests {
             .is_none(),
             "a success is no failure"
         );
+    }
+
+    /// Gaudi's SynapseAI helper failing the workspace of a compiled graph: the size in bytes
+    /// after "::". A host allocation in the same words is not the HPU's.
+    #[test]
+    fn gaudi_synhelper_workspace() {
+        let o = gaudi_synhelper("RuntimeError: FATAL ERROR :: MODULE:SYNHELPER workspace Allocation of size ::10737418240 failed").expect("found");
+        assert_eq!(
+            (o.framework, o.format, o.facts.requested_bytes),
+            (Framework::Hpu, "hpu-synhelper-workspace", Some(10 << 30))
+        );
+        assert!(gaudi_synhelper(
+            "FATAL ERROR :: MODULE:SYNHELPER host Allocation of size ::4096 failed"
+        )
+        .is_none());
+        assert!(gaudi_synhelper("FATAL ERROR :: MODULE:SYNHELPER synLaunch failed").is_none());
     }
 
     #[test]
