@@ -1220,16 +1220,13 @@ re!(
     tf_eager_re,
     r"(?:ResourceExhaustedError|RESOURCE_EXHAUSTED)\b[^\n]{0,300}?failed to allocate memory|failed to allocate memory \[Op:\w+\]"
 );
-re!(tf_device_re, r"device:GPU:(\d+)|/GPU:(\d+)");
 
 /// TensorFlow 2's eager error (`ResourceExhaustedError: … failed to allocate memory
 /// [Op:AddV2]`): the op that failed, its device; the size is in the BFC line before it, when
 /// the paste has it.
 fn tensorflow_eager(t: &str) -> Option<Oom> {
     tf_eager_re().find(t)?;
-    let device = tf_device_re()
-        .captures(t)
-        .and_then(|c| c.get(1).or_else(|| c.get(2))?.as_str().parse().ok());
+    let device = known::tf_device_index(t);
     Some(oom(
         Framework::Tensorflow,
         "tensorflow-eager",

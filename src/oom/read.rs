@@ -113,7 +113,10 @@ fn device_re() -> &'static Regex {
     RE.get_or_init(|| {
         Regex::new(concat!(
             r"\b(CUDA|GPU|NPU|XPU|MLU|MUSA|GCU|HPU|TPU|HIP|Device|device)(?: |_|#)?(\d{1,3})(?:\b|_)",
-            r"|\b((?i:cuda|npu|xpu|mlu|musa|gcu|hpu|hip|tpu|gpu)):(\d{1,3})\b",
+            r"|\b((?i:cuda|npu|xpu|mlu|musa|gcu|hpu|hip|tpu|gpu|dml)):(\d{1,3})\b",
+            // TensorFlow's full device names (`device_name_utils.cc`): any type, a
+            // PluggableDevice's own (`/device:APU:0`) or tensorflow-directml's `DML`.
+            r"|/device:([A-Za-z][A-Za-z0-9_]{0,15}):(\d{1,3})\b",
             r"|\b(hbm)\b",
         ))
         .expect("device regex")
@@ -315,19 +318,25 @@ pub fn read(text: &str) -> Reading {
         });
         prev_end = whole.end();
     }
-    let device = device_re().captures(text).map(|c| {
-        let word = c
-            .get(1)
-            .or_else(|| c.get(3))
-            .or_else(|| c.get(5))
-            .map_or("", |m| m.as_str())
-            .to_ascii_uppercase();
-        let index = c
-            .get(2)
-            .or_else(|| c.get(4))
-            .and_then(|m| m.as_str().parse().ok());
-        Device { word, index }
-    });
+    // A CPU device (`/device:CPU:0`) is the host's memory, never the device a message names.
+    let device = device_re()
+        .captures_iter(text)
+        .map(|c| {
+            let word = c
+                .get(1)
+                .or_else(|| c.get(3))
+                .or_else(|| c.get(5))
+                .or_else(|| c.get(7))
+                .map_or("", |m| m.as_str())
+                .to_ascii_uppercase();
+            let index = c
+                .get(2)
+                .or_else(|| c.get(4))
+                .or_else(|| c.get(6))
+                .and_then(|m| m.as_str().parse().ok());
+            Device { word, index }
+        })
+        .find(|d| !d.word.ends_with("CPU"));
     Reading { figures, device }
 }
 
@@ -336,8 +345,19 @@ pub fn device_named(text: &str, words: &[&str]) -> Option<Device> {
     device_re()
         .captures_iter(text)
         .filter_map(|c| {
-            let word = c.get(1).or_else(|| c.get(3))?.as_str().to_ascii_uppercase();
-            let index: u32 = c.get(2).or_else(|| c.get(4))?.as_str().parse().ok()?;
+            let word = c
+                .get(1)
+                .or_else(|| c.get(3))
+                .or_else(|| c.get(5))?
+                .as_str()
+                .to_ascii_uppercase();
+            let index: u32 = c
+                .get(2)
+                .or_else(|| c.get(4))
+                .or_else(|| c.get(6))?
+                .as_str()
+                .parse()
+                .ok()?;
             words.contains(&word.as_str()).then_some(Device {
                 word,
                 index: Some(index),
@@ -370,6 +390,34 @@ mod tests {
 
     /// A rounded size with its exact count after it, however spaced and separated: the count
     /// wins ("2.99GiB (3206250496B)", the TPU runtime's "6.08G ( 6,532,939,776 bytes)").
+    /// Device names as TensorFlow and the others print them; a CPU device is never the one.
+    #[test]
+    fn device_names_of_every_spelling() {
+        for (text, word, index) in [
+            (
+                "on /job:localhost/replica:0/task:0/device:DML:1 by allocator",
+                "DML",
+                1,
+            ),
+            ("on /job:localhost/replica:0/task:0/device:APU:2", "APU", 2),
+            ("/device:CPU:0 then /device:XPU:3", "XPU", 3),
+            ("Exception in device=TPU:4", "TPU", 4),
+            ("TPU_0(process=0,(0,0,0,0))", "TPU", 0),
+            ("on hpu:0", "HPU", 0),
+            ("npu:3 out of memory", "NPU", 3),
+            ("mlu:0", "MLU", 0),
+        ] {
+            let d = read(text).device.expect(text);
+            assert_eq!((d.word.as_str(), d.index), (word, Some(index)), "{text}");
+        }
+        assert_eq!(
+            read("on /job:localhost/replica:0/task:0/device:CPU:0").device,
+            None
+        );
+        let d = device_named("/device:CPU:0 /device:DML:2", &["DML"]).expect("DML");
+        assert_eq!(d.index, Some(2));
+    }
+
     #[test]
     fn exact_bytes_in_parentheses_beat_the_rounded_figure() {
         let r = read("Currently allocated: 6.08G ( 6,532,939,776 bytes)");
