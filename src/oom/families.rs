@@ -345,6 +345,10 @@ pub const ALL: &[Family] = &[
         name: "pytorch-loose",
         parse: pytorch_loose,
     },
+    Family {
+        name: "oom-class-cut",
+        parse: oom_class_cut,
+    },
 ];
 
 /// A fork of PyTorch's caching allocator for another accelerator: the same sentence with its
@@ -512,6 +516,83 @@ fn pytorch_loose(t: &str) -> Option<Oom> {
     let device = read::device_named(&t[from..], &["GPU", "DEVICE"]).and_then(|d| d.index);
     let format = pytorch_format(t, "pytorch-2.x", "pytorch-1.5");
     Some(oom(framework, format, device, pytorch_facts(&r)))
+}
+
+// An exception class that by itself means a device out-of-memory, then ": " and the first
+// words of that framework's own message, however little of it is left (a paste cut short, a
+// sentence that runs the error into its words, in any language). Each class and message start
+// from its source:
+// - PyTorch's `torch.OutOfMemoryError` (`torch.cuda.OutOfMemoryError` before 2.3), raised by
+//   `TORCH_CHECK_WITH(OutOfMemoryError, …)`: "CUDA out of memory." (the caching allocator,
+//   `c10/cuda/CUDACachingAllocator.cpp`, v2.5.0; "HIP" in ROCm builds), "XPU out of memory."
+//   (`c10/xpu/XPUCachingAllocator.cpp`), "Allocation on device N would exceed allowed memory."
+//   (`c10/cuda/CUDAMallocAsyncAllocator.cpp`, v2.5.0).
+// - CuPy's `cupy.cuda.memory.OutOfMemoryError` (`cupy/cuda/memory.pyx`, v13): "Out of memory
+//   allocating {:,} bytes (allocated so far: {:,} bytes".
+// - TensorFlow's `ResourceExhaustedError` only with its allocator's words, "OOM when allocating".
+// - jaxlib's `XlaRuntimeError` only with "RESOURCE_EXHAUSTED: Out of memory".
+// A class named alone ("how to avoid torch.cuda.OutOfMemoryError?") is talk, not a report.
+re!(
+    oom_class_re,
+    concat!(
+        r"(?:\btorch\.(?:cuda\.|xpu\.)?)?\bOutOfMemoryError:\s*(?:(CUDA|HIP|XPU) out of memory|Allocation on device(?: (\d{1,3}))?)",
+        r"|\bcupy(?:_backends)?\.cuda\.memory\.OutOfMemoryError:\s*Out of memory allocating(?: (\d{1,3}(?:,\d{3})+|\d+) bytes)?",
+        r"|\bResourceExhaustedError:\s*(?:[^\n]{0,120}?\s)?OOM when allocating",
+        r"|\bXlaRuntimeError:\s*RESOURCE_EXHAUSTED:\s*Out of memory",
+    )
+);
+
+/// A device out-of-memory told by its exception class and the start of its message, cut short
+/// (see [`oom_class_re`]): what figures the rest still carries are read by role; the device
+/// from "Allocation on device N" or the device the text names.
+fn oom_class_cut(t: &str) -> Option<Oom> {
+    let c = oom_class_re().captures(t)?;
+    let whole = c.get(0)?;
+    let rest = &t[whole.start()..];
+    let r = read::read(rest);
+    // A question that names the error ("How to fix torch.cuda.OutOfMemoryError: CUDA out of
+    // memory?") asks about one; with no figure of its own it reports none.
+    let line_end = rest.find('\n').unwrap_or(rest.len());
+    let asks = rest[..line_end].trim_end().ends_with(['?', '\u{ff1f}']);
+    if asks && r.figures.is_empty() {
+        return None;
+    }
+    let class = whole.as_str();
+    let (framework, format) = if let Some(dev) = c.get(1) {
+        let framework = match dev.as_str() {
+            "HIP" => Framework::Hip,
+            "XPU" => Framework::Xpu,
+            _ => Framework::Pytorch,
+        };
+        (framework, "pytorch-cut")
+    } else if class.contains("Allocation on device") {
+        (Framework::Pytorch, "pytorch-cudamallocasync")
+    } else if class.starts_with("cupy") {
+        (Framework::Cupy, "cupy")
+    } else if class.contains("OOM when allocating") {
+        // A tensor placed on the CPU is the host's RAM ([`tensorflow_cpu`]).
+        if rest.contains("/device:CPU:") {
+            return None;
+        }
+        (Framework::Tensorflow, "tensorflow-oom")
+    } else {
+        (xla_framework(t), "jax")
+    };
+    let mut f = pytorch_facts(&r);
+    if framework == Framework::Cupy {
+        f = Facts {
+            requested_bytes: c
+                .get(3)
+                .and_then(|m| m.as_str().replace(',', "").parse().ok()),
+            ..Facts::default()
+        };
+    }
+    let device = c
+        .get(2)
+        .and_then(|m| m.as_str().parse().ok())
+        .or_else(|| known::tf_device_index(rest))
+        .or_else(|| read::device_named(rest, &["GPU", "CUDA", "HIP", "XPU"]).and_then(|d| d.index));
+    Some(oom(framework, format, device, f))
 }
 
 // PyTorch's caching allocator logs each failed cudaMalloc before it frees its cache and
@@ -1725,6 +1806,52 @@ mod tests {
             .is_none(),
             "a success is no failure"
         );
+    }
+
+    /// An exception class that means a device OOM, then the start of its framework's own
+    /// message, cut short and run into prose: a report, with what figures are left; the class
+    /// alone, a question with no figure, a host error of the same name, a CPU tensor: not.
+    #[test]
+    fn an_oom_class_with_its_message_cut_short() {
+        let o = oom_class_cut("我用4090跑这个模型，还是一直出现torch.OutOfMemoryError: Allocation on device 0 would exceed allowed memory. (out of memory)").expect("found");
+        assert_eq!(
+            (o.framework, o.format, o.device_index),
+            (Framework::Pytorch, "pytorch-cudamallocasync", Some(0))
+        );
+        let o =
+            oom_class_cut("一直出现torch.OutOfMemoryError: Allocation on device").expect("found");
+        assert_eq!(
+            (o.format, o.device_index),
+            ("pytorch-cudamallocasync", None)
+        );
+        let o = oom_class_cut("I keep getting torch.cuda.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB. GPU 1 has a tot").expect("found");
+        assert_eq!(
+            (o.framework, o.device_index, o.facts.requested_bytes),
+            (Framework::Hip, Some(1), Some(2 << 30))
+        );
+        let o = oom_class_cut("got cupy.cuda.memory.OutOfMemoryError: Out of memory allocating 1,073,741,824 bytes (allocated so").expect("found");
+        assert_eq!(
+            (o.framework, o.facts.requested_bytes),
+            (Framework::Cupy, Some(1 << 30))
+        );
+        let o = oom_class_cut("tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor with shape[8,1024] on /job:localhost/replica:0/task:0/device:DML:0 by").expect("found");
+        assert_eq!(
+            (o.framework, o.device_index),
+            (Framework::Tensorflow, Some(0))
+        );
+        let o = oom_class_cut("运行时报错jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to").expect("found");
+        assert_eq!(o.framework, Framework::Jax);
+        for not in [
+            "how to avoid torch.cuda.OutOfMemoryError?",
+            "except torch.cuda.OutOfMemoryError:",
+            "How to fix torch.cuda.OutOfMemoryError: CUDA out of memory?",
+            "java.lang.OutOfMemoryError: Java heap space",
+            "ResourceExhaustedError: OOM when allocating tensor on /job:localhost/replica:0/task:0/device:CPU:0",
+            "tensorflow.python.framework.errors_impl.ResourceExhaustedError: failed to connect",
+            "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: too many open files",
+        ] {
+            assert!(oom_class_cut(not).is_none(), "{not:?}");
+        }
     }
 
     /// Gaudi's SynapseAI helper failing the workspace of a compiled graph: the size in bytes
