@@ -250,6 +250,9 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "cuda error: 2",
     "not enough memory resources are available",
     "memory object allocation failure",
+    // Intel Gaudi's SynapseAI helper (`habana_frameworks.torch`): "MODULE:SYNHELPER workspace
+    // Allocation of size ::N failed".
+    "module:synhelper",
 ];
 
 /// [`TRIGGERS`] as one case-insensitive regex: Unicode's case folding, for a line that is not

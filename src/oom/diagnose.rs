@@ -128,6 +128,7 @@ pub const ALONE: &[(&str, Alone)] = &[
     ("vllm-startup", vllm_startup_guard),
     ("ascend-runtime", ascend_runtime),
     ("gaudi-device-memory", gaudi_device_memory),
+    ("gaudi-graph-workspace", gaudi_graph_workspace),
 ];
 
 /// The general rules, by name, in the order their findings are said (before ranking by size).
@@ -2195,6 +2196,43 @@ fn gaudi_device_memory(oom: &Oom) -> Option<Finding> {
     })
 }
 
+/// Gaudi's SynapseAI helper (`SYNHELPER`) could not allocate the workspace of a compiled graph
+/// (a recipe: lazy mode's accumulated ops or a torch.compile region, PT_HPU_LAZY_MODE in
+/// docs.habana.ai/en/latest/PyTorch/Runtime_Flags), or another of its device allocations. Only
+/// the size is given; remedies that Habana documents for the graph itself are not certain to
+/// shrink its workspace, so none is suggested beyond finding room on the card.
+fn gaudi_graph_workspace(oom: &Oom) -> Option<Finding> {
+    let workspace = match oom.format {
+        "hpu-synhelper-workspace" => true,
+        "hpu-synhelper" => false,
+        _ => return None,
+    };
+    let size = oom
+        .facts
+        .requested_bytes
+        .map_or_else(|| "A block".to_owned(), fmt_bytes);
+    let (title, detail) = if workspace {
+        (
+            format!("{size} of HPU memory for a compiled graph's workspace could not be allocated (Gaudi's SYNHELPER)"),
+            "Gaudi runs a compiled graph (a recipe: the ops lazy mode accumulated, or a torch.compile region) with scratch memory of its own, its workspace, allocated on the HPU when the graph is launched; the card had no room for it beside the tensors and other graphs' memory. The message gives no other figure.",
+        )
+    } else {
+        (
+            format!("{size} of the HPU's memory could not be allocated (Gaudi's SYNHELPER)"),
+            "Gaudi's SynapseAI helper, under the PyTorch bridge, found no room on the HPU for this allocation. The message gives no other figure.",
+        )
+    };
+    Some(Finding {
+        cause: Cause::RequestOnly,
+        title,
+        detail: detail.into(),
+        remedies: vec![
+            r("See each HPU's memory and processes: `hl-smi`; pick free cards with HABANA_VISIBLE_MODULES."),
+            r("Make the job fit one card: a smaller batch or shorter sequences, or shard the model across several HPUs (DeepSpeed) when the weights alone are too large."),
+        ],
+    })
+}
+
 /// A TPU core's VMEM or SMEM: on-chip memory the compiler allots per program, so neither the
 /// HBM remedies (sharding, rematerialisation) nor freeing memory apply. VMEM's limit is XLA's
 /// scoped VMEM limit (`--xla_tpu_scoped_vmem_limit_kib`, a part of the physical VMEM; Pallas
@@ -2657,6 +2695,23 @@ mod tests {
         assert!(x.remedies[0].text.contains("hl-smi"));
         let o = message(Framework::Hpu, "pytorch-fork-2.x", facts());
         assert!(gaudi_device_memory(&o).is_none());
+    }
+
+    #[test]
+    fn gaudi_graph_workspace_only_for_synhelper() {
+        let o = message(
+            Framework::Hpu,
+            "hpu-synhelper-workspace",
+            super::super::Facts {
+                requested_bytes: Some(10 * GIB),
+                ..facts()
+            },
+        );
+        let x = gaudi_graph_workspace(&o).expect("a finding");
+        assert!(x.title.contains("workspace"), "{}", x.title);
+        assert!(x.remedies[0].text.contains("hl-smi"));
+        let o = message(Framework::Hpu, "hpu-pt-devmem", facts());
+        assert!(gaudi_graph_workspace(&o).is_none());
     }
 
     #[test]

@@ -42,6 +42,10 @@ pub const ALL: &[Family] = &[
         parse: gaudi_devmem,
     },
     Family {
+        name: "hpu-synhelper",
+        parse: gaudi_synhelper,
+    },
+    Family {
         name: "pytorch-cpu",
         parse: pytorch_cpu,
     },
@@ -341,6 +345,10 @@ pub const ALL: &[Family] = &[
         name: "pytorch-loose",
         parse: pytorch_loose,
     },
+    Family {
+        name: "oom-class-cut",
+        parse: oom_class_cut,
+    },
 ];
 
 /// A fork of PyTorch's caching allocator for another accelerator: the same sentence with its
@@ -508,6 +516,83 @@ fn pytorch_loose(t: &str) -> Option<Oom> {
     let device = read::device_named(&t[from..], &["GPU", "DEVICE"]).and_then(|d| d.index);
     let format = pytorch_format(t, "pytorch-2.x", "pytorch-1.5");
     Some(oom(framework, format, device, pytorch_facts(&r)))
+}
+
+// An exception class that by itself means a device out-of-memory, then ": " and the first
+// words of that framework's own message, however little of it is left (a paste cut short, a
+// sentence that runs the error into its words, in any language). Each class and message start
+// from its source:
+// - PyTorch's `torch.OutOfMemoryError` (`torch.cuda.OutOfMemoryError` before 2.3), raised by
+//   `TORCH_CHECK_WITH(OutOfMemoryError, …)`: "CUDA out of memory." (the caching allocator,
+//   `c10/cuda/CUDACachingAllocator.cpp`, v2.5.0; "HIP" in ROCm builds), "XPU out of memory."
+//   (`c10/xpu/XPUCachingAllocator.cpp`), "Allocation on device N would exceed allowed memory."
+//   (`c10/cuda/CUDAMallocAsyncAllocator.cpp`, v2.5.0).
+// - CuPy's `cupy.cuda.memory.OutOfMemoryError` (`cupy/cuda/memory.pyx`, v13): "Out of memory
+//   allocating {:,} bytes (allocated so far: {:,} bytes".
+// - TensorFlow's `ResourceExhaustedError` only with its allocator's words, "OOM when allocating".
+// - jaxlib's `XlaRuntimeError` only with "RESOURCE_EXHAUSTED: Out of memory".
+// A class named alone ("how to avoid torch.cuda.OutOfMemoryError?") is talk, not a report.
+re!(
+    oom_class_re,
+    concat!(
+        r"(?:\btorch\.(?:cuda\.|xpu\.)?)?\bOutOfMemoryError:\s*(?:(CUDA|HIP|XPU) out of memory|Allocation on device(?: (\d{1,3}))?)",
+        r"|\bcupy(?:_backends)?\.cuda\.memory\.OutOfMemoryError:\s*Out of memory allocating(?: (\d{1,3}(?:,\d{3})+|\d+) bytes)?",
+        r"|\bResourceExhaustedError:\s*(?:[^\n]{0,120}?\s)?OOM when allocating",
+        r"|\bXlaRuntimeError:\s*RESOURCE_EXHAUSTED:\s*Out of memory",
+    )
+);
+
+/// A device out-of-memory told by its exception class and the start of its message, cut short
+/// (see [`oom_class_re`]): what figures the rest still carries are read by role; the device
+/// from "Allocation on device N" or the device the text names.
+fn oom_class_cut(t: &str) -> Option<Oom> {
+    let c = oom_class_re().captures(t)?;
+    let whole = c.get(0)?;
+    let rest = &t[whole.start()..];
+    let r = read::read(rest);
+    // A question that names the error ("How to fix torch.cuda.OutOfMemoryError: CUDA out of
+    // memory?") asks about one; with no figure of its own it reports none.
+    let line_end = rest.find('\n').unwrap_or(rest.len());
+    let asks = rest[..line_end].trim_end().ends_with(['?', '\u{ff1f}']);
+    if asks && r.figures.is_empty() {
+        return None;
+    }
+    let class = whole.as_str();
+    let (framework, format) = if let Some(dev) = c.get(1) {
+        let framework = match dev.as_str() {
+            "HIP" => Framework::Hip,
+            "XPU" => Framework::Xpu,
+            _ => Framework::Pytorch,
+        };
+        (framework, "pytorch-cut")
+    } else if class.contains("Allocation on device") {
+        (Framework::Pytorch, "pytorch-cudamallocasync")
+    } else if class.starts_with("cupy") {
+        (Framework::Cupy, "cupy")
+    } else if class.contains("OOM when allocating") {
+        // A tensor placed on the CPU is the host's RAM ([`tensorflow_cpu`]).
+        if rest.contains("/device:CPU:") {
+            return None;
+        }
+        (Framework::Tensorflow, "tensorflow-oom")
+    } else {
+        (xla_framework(t), "jax")
+    };
+    let mut f = pytorch_facts(&r);
+    if framework == Framework::Cupy {
+        f = Facts {
+            requested_bytes: c
+                .get(3)
+                .and_then(|m| m.as_str().replace(',', "").parse().ok()),
+            ..Facts::default()
+        };
+    }
+    let device = c
+        .get(2)
+        .and_then(|m| m.as_str().parse().ok())
+        .or_else(|| known::tf_device_index(rest))
+        .or_else(|| read::device_named(rest, &["GPU", "CUDA", "HIP", "XPU"]).and_then(|d| d.index));
+    Some(oom(framework, format, device, f))
 }
 
 // PyTorch's caching allocator logs each failed cudaMalloc before it frees its cache and
@@ -739,6 +824,34 @@ re!(
     r"MODULE:PT_DEVMEM\s+Allocation failed for size::?\s*(\d+)"
 );
 
+re!(
+    gaudi_synhelper_re,
+    r"MODULE:SYNHELPER\s+(?:(\w+)\s+)?Allocation of size\s*::?\s*(\d+)\s+failed"
+);
+
+/// The same bridge's SynapseAI helper module (`SYNHELPER`, "SynapseAI helper" in the bridge's
+/// log-module mask, PT_HPU_LOG_MOD_MASK 0x8, docs.habana.ai/en/v1.8.0/PyTorch/Runtime_Flags):
+/// "FATAL ERROR :: MODULE:SYNHELPER workspace Allocation of size ::10737418240 failed". The
+/// workspace is the scratch memory a compiled graph (a recipe) needs on the HPU when it is
+/// launched; the size is in bytes. A host allocation named as such is not read.
+fn gaudi_synhelper(t: &str) -> Option<Oom> {
+    let c = gaudi_synhelper_re().captures(t)?;
+    let what = c.get(1).map_or("", |m| m.as_str());
+    if what.eq_ignore_ascii_case("host") || what.eq_ignore_ascii_case("pinned") {
+        return None;
+    }
+    let f = Facts {
+        requested_bytes: c.get(2)?.as_str().parse().ok(),
+        ..Facts::default()
+    };
+    let format = if what.eq_ignore_ascii_case("workspace") {
+        "hpu-synhelper-workspace"
+    } else {
+        "hpu-synhelper"
+    };
+    Some(oom(Framework::Hpu, format, None, f))
+}
+
 /// Intel Gaudi's PyTorch bridge (`habana_frameworks.torch`): its device-memory module
 /// (`PT_DEVMEM`) could not allocate a block of the HPU's HBM: "FATAL ERROR :: MODULE:PT_DEVMEM
 /// Allocation failed for size::3288334336 (3136)MB", the size in bytes, then MiB. Not the
@@ -838,13 +951,31 @@ fn xla_tpu_reserve(t: &str) -> Option<Oom> {
     let whole = c.get(0)?;
     let reserve = c.get(1)?.as_str() == "reserve";
     let r = read::read(&t[whole.start()..]);
-    let f = Facts {
-        requested_bytes: r.first(Role::Request),
+    // Newer runtimes add a table ("HBM capacity 8.00G:", "Currently allocated: 6.08G (
+    // 6,532,939,776 bytes)", "Program requirement: 3.95G ( 4,237,689,856 bytes)"): the
+    // requirement is the same request as the sentence's rounded "reserve 3.95G", in exact
+    // bytes, so the last request read wins.
+    let mut f = Facts {
+        requested_bytes: r
+            .figures
+            .iter()
+            .rev()
+            .find(|f| f.role == Some(Role::Request))
+            .map(|f| f.bytes),
+        total_bytes: r.first(Role::Total),
+        allocated_bytes: r.first(Role::Allocated),
         free_bytes: r.first(Role::Free),
         reserved_bytes: r.first(Role::Reserved),
         reservable_bytes: r.first(Role::Reservable),
         ..Facts::default()
     };
+    // "reserved" is what earlier programs hold at the bottom of HBM, not an allocator's pool
+    // around the allocations: what the table leaves unexplained is capacity less allocated
+    // and free, not capacity less free and that reservation.
+    if let (Some(total), Some(a), Some(fr)) = (f.total_bytes, f.allocated_bytes, f.free_bytes) {
+        f.unaccounted_bytes = Some(total.saturating_sub(a.saturating_add(fr)));
+        f.derived.push("unaccounted_bytes");
+    }
     let device = read::device_named(t, &["TPU"]).and_then(|d| d.index);
     let format = if reserve {
         "xla-tpu-reserve"
@@ -1170,16 +1301,13 @@ re!(
     tf_eager_re,
     r"(?:ResourceExhaustedError|RESOURCE_EXHAUSTED)\b[^\n]{0,300}?failed to allocate memory|failed to allocate memory \[Op:\w+\]"
 );
-re!(tf_device_re, r"device:GPU:(\d+)|/GPU:(\d+)");
 
 /// TensorFlow 2's eager error (`ResourceExhaustedError: … failed to allocate memory
 /// [Op:AddV2]`): the op that failed, its device; the size is in the BFC line before it, when
 /// the paste has it.
 fn tensorflow_eager(t: &str) -> Option<Oom> {
     tf_eager_re().find(t)?;
-    let device = tf_device_re()
-        .captures(t)
-        .and_then(|c| c.get(1).or_else(|| c.get(2))?.as_str().parse().ok());
+    let device = known::tf_device_index(t);
     Some(oom(
         Framework::Tensorflow,
         "tensorflow-eager",
@@ -1680,6 +1808,68 @@ mod tests {
         );
     }
 
+    /// An exception class that means a device OOM, then the start of its framework's own
+    /// message, cut short and run into prose: a report, with what figures are left; the class
+    /// alone, a question with no figure, a host error of the same name, a CPU tensor: not.
+    #[test]
+    fn an_oom_class_with_its_message_cut_short() {
+        let o = oom_class_cut("我用4090跑这个模型，还是一直出现torch.OutOfMemoryError: Allocation on device 0 would exceed allowed memory. (out of memory)").expect("found");
+        assert_eq!(
+            (o.framework, o.format, o.device_index),
+            (Framework::Pytorch, "pytorch-cudamallocasync", Some(0))
+        );
+        let o =
+            oom_class_cut("一直出现torch.OutOfMemoryError: Allocation on device").expect("found");
+        assert_eq!(
+            (o.format, o.device_index),
+            ("pytorch-cudamallocasync", None)
+        );
+        let o = oom_class_cut("I keep getting torch.cuda.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB. GPU 1 has a tot").expect("found");
+        assert_eq!(
+            (o.framework, o.device_index, o.facts.requested_bytes),
+            (Framework::Hip, Some(1), Some(2 << 30))
+        );
+        let o = oom_class_cut("got cupy.cuda.memory.OutOfMemoryError: Out of memory allocating 1,073,741,824 bytes (allocated so").expect("found");
+        assert_eq!(
+            (o.framework, o.facts.requested_bytes),
+            (Framework::Cupy, Some(1 << 30))
+        );
+        let o = oom_class_cut("tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor with shape[8,1024] on /job:localhost/replica:0/task:0/device:DML:0 by").expect("found");
+        assert_eq!(
+            (o.framework, o.device_index),
+            (Framework::Tensorflow, Some(0))
+        );
+        let o = oom_class_cut("运行时报错jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to").expect("found");
+        assert_eq!(o.framework, Framework::Jax);
+        for not in [
+            "how to avoid torch.cuda.OutOfMemoryError?",
+            "except torch.cuda.OutOfMemoryError:",
+            "How to fix torch.cuda.OutOfMemoryError: CUDA out of memory?",
+            "java.lang.OutOfMemoryError: Java heap space",
+            "ResourceExhaustedError: OOM when allocating tensor on /job:localhost/replica:0/task:0/device:CPU:0",
+            "tensorflow.python.framework.errors_impl.ResourceExhaustedError: failed to connect",
+            "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: too many open files",
+        ] {
+            assert!(oom_class_cut(not).is_none(), "{not:?}");
+        }
+    }
+
+    /// Gaudi's SynapseAI helper failing the workspace of a compiled graph: the size in bytes
+    /// after "::". A host allocation in the same words is not the HPU's.
+    #[test]
+    fn gaudi_synhelper_workspace() {
+        let o = gaudi_synhelper("RuntimeError: FATAL ERROR :: MODULE:SYNHELPER workspace Allocation of size ::10737418240 failed").expect("found");
+        assert_eq!(
+            (o.framework, o.format, o.facts.requested_bytes),
+            (Framework::Hpu, "hpu-synhelper-workspace", Some(10 << 30))
+        );
+        assert!(gaudi_synhelper(
+            "FATAL ERROR :: MODULE:SYNHELPER host Allocation of size ::4096 failed"
+        )
+        .is_none());
+        assert!(gaudi_synhelper("FATAL ERROR :: MODULE:SYNHELPER synLaunch failed").is_none());
+    }
+
     #[test]
     fn gaudi_pt_devmem_reads_its_size_in_bytes() {
         let o = gaudi_devmem("RuntimeError: [Rank:0] FATAL ERROR :: MODULE:PT_DEVMEM Allocation failed for size::234881024 (224)MB").expect("found");
@@ -2002,6 +2192,24 @@ mod tests {
         assert_eq!(o.facts.free_bytes, Some(gib(7.48)));
         assert_eq!(o.facts.reserved_bytes, Some(0));
         assert_eq!(o.facts.reservable_bytes, Some(gib(7.48)));
+    }
+
+    /// The table newer TPU runtimes print under the reserve failure (libtpu is closed; the
+    /// wording of the task's paste): the exact bytes of "Program requirement" win over the
+    /// sentence's rounded "reserve 3.95G", thousands separators and all.
+    #[test]
+    fn the_tpu_reservation_table_gives_exact_bytes() {
+        let t = "RuntimeError: Bad StatusOr access: RESOURCE_EXHAUSTED: Error allocating device buffer: Attempting to reserve 3.95G at the bottom of memory. That was not possible. There are 1.92G free, 0B reserved, and 1.92G reservable.\nHBM capacity 8.00G:\nTop-of-Memory reserved: 529.00M ( 554,696,704 bytes)\nCurrently allocated: 6.08G ( 6,532,939,776 bytes)\nProgram requirement: 3.95G ( 4,237,689,856 bytes)\nAvailable after request: -2.55G ( -2,738,163,712 bytes)";
+        let o = xla_tpu_reserve(t).expect("found");
+        assert_eq!(o.format, "xla-tpu-reserve");
+        assert_eq!(o.facts.requested_bytes, Some(4_237_689_856));
+        assert_eq!(o.facts.allocated_bytes, Some(6_532_939_776));
+        assert_eq!(o.facts.total_bytes, Some(8 << 30));
+        assert_eq!(o.facts.free_bytes, Some(gib(1.92)));
+        assert_eq!(o.facts.reserved_bytes, Some(0));
+        assert_eq!(o.facts.reservable_bytes, Some(gib(1.92)));
+        // 8.00G less 6,532,939,776 allocated and 1.92G free: the rounding, nothing outside.
+        assert!(o.facts.unaccounted_bytes.is_some_and(|u| u < 64 << 20));
     }
 
     #[test]

@@ -82,8 +82,27 @@ re!(
 );
 re!(
     tf_tensor_re,
-    r"OOM when allocating tensor (?:with|of) shape ?\[([\d,\s]*)\](?: and type (\w+))?(?: on [^ ]*?(?:GPU|gpu):(\d+))?(?: by allocator (\w+))?"
+    r"OOM when allocating tensor (?:with|of) shape ?\[([\d,\s]*)\](?: and type (\w+))?(?: on (\S+))?(?: by allocator (\w+))?"
 );
+// TensorFlow's device names (`tensorflow/core/util/device_name_utils.cc`, `ParseFullName`:
+// "/job:J/replica:R/task:T/device:TYPE:ID", and the legacy "/gpu:0"): any device type, the
+// GPU, tensorflow-directml's `DML`, a PluggableDevice's own (`XPU`, `APU`…), XLA's `XLA_GPU`.
+re!(
+    tf_device_name_re,
+    r"/device:([A-Za-z][A-Za-z0-9_]{0,15}):(\d{1,3})\b|/((?i:gpu|xpu|tpu|dml)):(\d{1,3})\b"
+);
+
+/// The index of the first device a TensorFlow device name gives that is not a CPU: a tensor
+/// on `/device:CPU:0` is in the host's memory ([`super::families`] reads that as host).
+pub(super) fn tf_device_index(t: &str) -> Option<u32> {
+    tf_device_name_re().captures_iter(t).find_map(|c| {
+        let kind = c.get(1).or_else(|| c.get(3))?.as_str();
+        if kind.to_ascii_uppercase().ends_with("CPU") {
+            return None;
+        }
+        c.get(2).or_else(|| c.get(4))?.as_str().parse().ok()
+    })
+}
 re!(
     tf_bfc_re,
     format!(
@@ -818,7 +837,7 @@ pub(super) fn tensorflow_oom(t: &str) -> Option<Oom> {
     if let Some(b) = tf_bfc_re().captures(t) {
         f.requested_bytes = num(&b, 3).or(sz(&b, 2)).or(f.requested_bytes);
     }
-    let device = num(&c, 3).map(|d| d as u32);
+    let device = c.get(3).and_then(|m| tf_device_index(m.as_str()));
     Some(oom(Framework::Tensorflow, "tensorflow-oom", device, f))
 }
 
@@ -1244,6 +1263,24 @@ pub(super) fn raw_cuda(t: &str) -> Option<Oom> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The device of "OOM when allocating tensor … on <device>": any type TensorFlow names, not
+    /// a CPU.
+    #[test]
+    fn tensorflow_devices_of_every_type() {
+        for (dev, index) in [
+            ("/job:localhost/replica:0/task:0/device:DML:1", Some(1)),
+            ("/job:localhost/replica:0/task:0/device:GPU:2", Some(2)),
+            ("/job:localhost/replica:0/task:0/device:XPU:3", Some(3)),
+            ("/job:localhost/replica:0/task:0/device:APU:0", Some(0)),
+            ("/job:localhost/replica:0/task:0/gpu:1", Some(1)),
+            ("/job:localhost/replica:0/task:0/device:CPU:0", None),
+        ] {
+            let t = format!("ResourceExhaustedError: OOM when allocating tensor with shape[1024,1024] and type float on {dev} by allocator x_bfc");
+            let o = tensorflow_oom(&t).expect("found");
+            assert_eq!(o.device_index, index, "{dev}");
+        }
+    }
 
     #[test]
     fn rmms_pinned_host_resources_are_host_memory() {

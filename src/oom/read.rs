@@ -94,14 +94,15 @@ impl Reading {
 
 /// A size as frameworks print it: every unit spelling (bytes, B, KiB/KB/K, MiB/MB/M,
 /// GiB/GB/G, TiB/TB/T), thousands separators, and the exact count in parentheses that some
-/// add ("2.99GiB (3206250496B)", "1.5 GiB (1610612736 bytes)"). A unit run into the next
+/// add ("2.99GiB (3206250496B)", "1.5 GiB (1610612736 bytes)", the TPU runtime's "3.95G (
+/// 4,237,689,856 bytes)"): the exact count wins over the rounded figure. A unit run into the next
 /// word "is" is still a unit: Cambricon's torch_mlu (`caching_allocator.cpp`, r1.22_pt2.1.0
 /// and master) prints `format_size(device_free), "is free. "`, so "1.19 GiBis free".
 fn size_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
         Regex::new(
-            r"\b(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s?(bytes|Bytes|byte|B|KiB|KB|kB|K|MiB|MB|M|GiB|GB|G|TiB|TB|T)(?:is)?\b(?:\s*\((\d+)\s?(?:bytes|B)\))?",
+            r"\b(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s?(bytes|Bytes|byte|B|KiB|KB|kB|K|MiB|MB|M|GiB|GB|G|TiB|TB|T)(?:is)?\b(?:\s*\(\s?(\d{1,3}(?:,\d{3})+|\d+)\s?(?:bytes|B)\))?",
         )
         .expect("size regex")
     })
@@ -112,7 +113,10 @@ fn device_re() -> &'static Regex {
     RE.get_or_init(|| {
         Regex::new(concat!(
             r"\b(CUDA|GPU|NPU|XPU|MLU|MUSA|GCU|HPU|TPU|HIP|Device|device)(?: |_|#)?(\d{1,3})(?:\b|_)",
-            r"|\b((?i:cuda|npu|xpu|mlu|musa|gcu|hpu|hip|tpu|gpu)):(\d{1,3})\b",
+            r"|\b((?i:cuda|npu|xpu|mlu|musa|gcu|hpu|hip|tpu|gpu|dml)):(\d{1,3})\b",
+            // TensorFlow's full device names (`device_name_utils.cc`): any type, a
+            // PluggableDevice's own (`/device:APU:0`) or tensorflow-directml's `DML`.
+            r"|/device:([A-Za-z][A-Za-z0-9_]{0,15}):(\d{1,3})\b",
             r"|\b(hbm)\b",
         ))
         .expect("device regex")
@@ -171,6 +175,11 @@ const BEFORE: &[(&str, Role)] = &[
     // per_process_memory_fraction limit. Requested size: 2.00 GiB".
     ("requested size:", Role::Request),
     ("requires", Role::Request),
+    // The TPU runtime's table under its reserve failure ("HBM capacity 8.00G:", "Program
+    // requirement: 3.95G ( 4,237,689,856 bytes)"); libtpu is closed, the wording is from
+    // pastes of it (see `families::xla_tpu_reserve`).
+    ("program requirement:", Role::Request),
+    ("hbm capacity", Role::Total),
     ("total capacity of", Role::Total),
     ("total capacty of", Role::Total),
     ("total memory", Role::Total),
@@ -283,7 +292,7 @@ pub fn read(text: &str) -> Reading {
         let (Some(num), Some(unit)) = (c.get(1), c.get(2)) else {
             continue;
         };
-        let bytes = match c.get(3).and_then(|m| m.as_str().parse::<u64>().ok()) {
+        let bytes = match c.get(3).and_then(|m| parse_count(m.as_str())) {
             Some(exact) => Some(exact),
             None if num.as_str().contains(',') => {
                 let n = parse_count(num.as_str());
@@ -309,19 +318,25 @@ pub fn read(text: &str) -> Reading {
         });
         prev_end = whole.end();
     }
-    let device = device_re().captures(text).map(|c| {
-        let word = c
-            .get(1)
-            .or_else(|| c.get(3))
-            .or_else(|| c.get(5))
-            .map_or("", |m| m.as_str())
-            .to_ascii_uppercase();
-        let index = c
-            .get(2)
-            .or_else(|| c.get(4))
-            .and_then(|m| m.as_str().parse().ok());
-        Device { word, index }
-    });
+    // A CPU device (`/device:CPU:0`) is the host's memory, never the device a message names.
+    let device = device_re()
+        .captures_iter(text)
+        .map(|c| {
+            let word = c
+                .get(1)
+                .or_else(|| c.get(3))
+                .or_else(|| c.get(5))
+                .or_else(|| c.get(7))
+                .map_or("", |m| m.as_str())
+                .to_ascii_uppercase();
+            let index = c
+                .get(2)
+                .or_else(|| c.get(4))
+                .or_else(|| c.get(6))
+                .and_then(|m| m.as_str().parse().ok());
+            Device { word, index }
+        })
+        .find(|d| !d.word.ends_with("CPU"));
     Reading { figures, device }
 }
 
@@ -330,8 +345,19 @@ pub fn device_named(text: &str, words: &[&str]) -> Option<Device> {
     device_re()
         .captures_iter(text)
         .filter_map(|c| {
-            let word = c.get(1).or_else(|| c.get(3))?.as_str().to_ascii_uppercase();
-            let index: u32 = c.get(2).or_else(|| c.get(4))?.as_str().parse().ok()?;
+            let word = c
+                .get(1)
+                .or_else(|| c.get(3))
+                .or_else(|| c.get(5))?
+                .as_str()
+                .to_ascii_uppercase();
+            let index: u32 = c
+                .get(2)
+                .or_else(|| c.get(4))
+                .or_else(|| c.get(6))?
+                .as_str()
+                .parse()
+                .ok()?;
             words.contains(&word.as_str()).then_some(Device {
                 word,
                 index: Some(index),
@@ -360,6 +386,46 @@ mod tests {
         assert_eq!(r.first(Role::Reserved), Some(gib(57.55)));
         let d = r.device.expect("a device");
         assert_eq!((d.word.as_str(), d.index), ("NPU", Some(3)));
+    }
+
+    /// A rounded size with its exact count after it, however spaced and separated: the count
+    /// wins ("2.99GiB (3206250496B)", the TPU runtime's "6.08G ( 6,532,939,776 bytes)").
+    /// Device names as TensorFlow and the others print them; a CPU device is never the one.
+    #[test]
+    fn device_names_of_every_spelling() {
+        for (text, word, index) in [
+            (
+                "on /job:localhost/replica:0/task:0/device:DML:1 by allocator",
+                "DML",
+                1,
+            ),
+            ("on /job:localhost/replica:0/task:0/device:APU:2", "APU", 2),
+            ("/device:CPU:0 then /device:XPU:3", "XPU", 3),
+            ("Exception in device=TPU:4", "TPU", 4),
+            ("TPU_0(process=0,(0,0,0,0))", "TPU", 0),
+            ("on hpu:0", "HPU", 0),
+            ("npu:3 out of memory", "NPU", 3),
+            ("mlu:0", "MLU", 0),
+        ] {
+            let d = read(text).device.expect(text);
+            assert_eq!((d.word.as_str(), d.index), (word, Some(index)), "{text}");
+        }
+        assert_eq!(
+            read("on /job:localhost/replica:0/task:0/device:CPU:0").device,
+            None
+        );
+        let d = device_named("/device:CPU:0 /device:DML:2", &["DML"]).expect("DML");
+        assert_eq!(d.index, Some(2));
+    }
+
+    #[test]
+    fn exact_bytes_in_parentheses_beat_the_rounded_figure() {
+        let r = read("Currently allocated: 6.08G ( 6,532,939,776 bytes)");
+        assert_eq!(r.first(Role::Allocated), Some(6_532_939_776));
+        let r = read("Tried to allocate 2.99GiB (3206250496B)");
+        assert_eq!(r.first(Role::Request), Some(3_206_250_496));
+        let r = read("Program requirement: 3.95G (4,237,689,856 bytes)");
+        assert_eq!(r.first(Role::Request), Some(4_237_689_856));
     }
 
     #[test]
