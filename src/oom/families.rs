@@ -229,6 +229,10 @@ pub const ALL: &[Family] = &[
         parse: hami_core,
     },
     Family {
+        name: "cuda-programs",
+        parse: super::api::cuda_programs,
+    },
+    Family {
         name: "cuda-code",
         parse: cuda_code,
     },
@@ -239,6 +243,14 @@ pub const ALL: &[Family] = &[
     Family {
         name: "ggml-backend",
         parse: ggml_backend,
+    },
+    Family {
+        name: "gpu-api",
+        parse: super::api::gpu_api,
+    },
+    Family {
+        name: "cuda-relay",
+        parse: super::api::cuda_words,
     },
     Family {
         name: "tensorflow-eager",

@@ -17,6 +17,7 @@ macro_rules! re {
     };
 }
 
+pub mod api;
 pub mod clean;
 pub mod diagnose;
 pub mod families;
@@ -90,6 +91,26 @@ pub enum Framework {
     /// AWS Neuron on Inferentia and Trainium: its runtime's device-memory failures (torch-neuronx,
     /// transformers-neuronx, vLLM on Neuron).
     Neuron,
+    /// An OpenCL program's device allocation (`CL_MEM_OBJECT_ALLOCATION_FAILURE`), no program named.
+    #[serde(rename = "opencl")]
+    OpenCl,
+    /// A Vulkan program's device allocation (`VK_ERROR_OUT_OF_DEVICE_MEMORY`), no program named.
+    Vulkan,
+    /// Direct3D 12 / DirectML's `E_OUTOFMEMORY` (ONNX Runtime's DirectML provider, WinML).
+    #[serde(rename = "directml")]
+    DirectMl,
+    /// Metal's `MTLCommandBufferErrorOutOfMemory`, no program named.
+    Metal,
+    /// LightGBM's GPU build (OpenCL through Boost.Compute).
+    #[serde(rename = "lightgbm")]
+    LightGbm,
+    /// Darknet (pjreddie's and AlexeyAB's YOLO), relaying CUDA's status.
+    Darknet,
+    /// BVLC Caffe and its forks, relaying CUDA's status through glog's CHECK.
+    Caffe,
+    /// OpenCV's CUDA modules (`cv::cuda`), relaying CUDA's status.
+    #[serde(rename = "opencv")]
+    OpenCv,
     /// A GPU allocation failure in wording no rule knows ([`parse::fallback`]): the figures
     /// that are unambiguous, and no framework's meaning assumed.
     Unknown,
@@ -148,6 +169,14 @@ impl Framework {
             Framework::Mlx => "MLX",
             Framework::PytorchXla => "PyTorch/XLA",
             Framework::Neuron => "AWS Neuron",
+            Framework::OpenCl => "OpenCL",
+            Framework::Vulkan => "Vulkan",
+            Framework::DirectMl => "DirectML (Direct3D 12)",
+            Framework::Metal => "Metal",
+            Framework::LightGbm => "LightGBM (GPU, OpenCL)",
+            Framework::Darknet => "Darknet",
+            Framework::Caffe => "Caffe",
+            Framework::OpenCv => "OpenCV (CUDA)",
             Framework::Unknown => "An unrecognised program",
         }
     }

@@ -945,6 +945,14 @@ fn the_schemas_name_every_value_the_code_can_print() {
         Framework::Mlx,
         Framework::PytorchXla,
         Framework::Neuron,
+        Framework::OpenCl,
+        Framework::Vulkan,
+        Framework::DirectMl,
+        Framework::Metal,
+        Framework::LightGbm,
+        Framework::Darknet,
+        Framework::Caffe,
+        Framework::OpenCv,
     ];
     for f in frameworks {
         match f {
@@ -976,7 +984,15 @@ fn the_schemas_name_every_value_the_code_can_print() {
             | Framework::Hpu
             | Framework::Mlx
             | Framework::PytorchXla
-            | Framework::Neuron => {}
+            | Framework::Neuron
+            | Framework::OpenCl
+            | Framework::Vulkan
+            | Framework::DirectMl
+            | Framework::Metal
+            | Framework::LightGbm
+            | Framework::Darknet
+            | Framework::Caffe
+            | Framework::OpenCv => {}
         }
     }
     let causes = [
