@@ -547,9 +547,11 @@ re!(
 // OpenCV's CUDA modules: cv::Exception with code -217 (`cv::Error::GpuApiCallError`) around
 // cudaGetErrorString: "(-217:Gpu API call) out of memory in function 'allocate'" (4.x), "Gpu
 // API call (out of memory) in …" (2.x/3.x, `modules/core/src/cuda/gpu_mat.cu`).
+// `modules/core/src/cuda_host_mem.cpp` (cv::cuda::HostMem, page-locked host memory through
+// cudaHostAlloc) fails with the same words: pinned host memory, not the device's.
 re!(
     opencv_re,
-    r"\(-217:Gpu API call\) out of memory|Gpu API call \(out of memory\)"
+    r"(cuda_host_mem\.cpp:\d+: error: )?\(-217:Gpu API call\) out of memory|Gpu API call \(out of memory\)(?: in [\w:~<>]+, file \S*(cuda_host_mem\.cpp))?"
 );
 // The plain CUDA relays C++ programs print with cudaGetErrorString: the gpuErrchk idiom
 // ("GPUassert: out of memory file.cu 42"), the CUDA samples' checks ("CUDA error in file 'x.cu'
@@ -587,8 +589,12 @@ pub fn cuda_programs(t: &str) -> Option<Oom> {
             None
         };
     }
-    if opencv_re().is_match(t) {
-        return found(Framework::OpenCv, "opencv-cuda");
+    if let Some(c) = opencv_re().captures(t) {
+        let mut o = oom(Framework::OpenCv, "opencv-cuda", None, Facts::default());
+        if c.get(1).or_else(|| c.get(2)).is_some() {
+            o.memory = MemoryKind::PinnedHost;
+        }
+        return Some(o);
     }
     if darknet_re().is_match(t) && darknet_words_re().is_match(t) {
         return found(Framework::Darknet, "darknet-cuda");
@@ -620,6 +626,9 @@ pub fn finding(o: &Oom) -> Option<Finding> {
         }
         _ => return None,
     };
+    if o.memory == MemoryKind::PinnedHost {
+        return None;
+    }
     if o.memory == MemoryKind::Host {
         return Some(Finding {
             cause: Cause::HostMemory,
@@ -636,11 +645,7 @@ pub fn finding(o: &Oom) -> Option<Finding> {
         });
     }
     let program = match o.framework {
-        Framework::Caffe
-        | Framework::Darknet
-        | Framework::OpenCv
-        | Framework::LightGbm
-        | Framework::DirectMl => {
+        Framework::Caffe | Framework::Darknet | Framework::OpenCv | Framework::LightGbm => {
             format!("{} relays ", o.framework.name())
         }
         _ => "The program relays ".to_owned(),
@@ -851,12 +856,20 @@ mod tests {
             (" Try to set subdivisions=64 in your cfg-file. \n CUDA Error: out of memory\nDarknet error location: ./src/dark_cuda.c, check_error, line #70\nCUDA Error: out of memory: File exists", Framework::Darknet, "darknet-cuda"),
             ("OpenCV(4.5.1) /tmp/opencv/modules/core/src/cuda/gpu_mat.cu:116: error: (-217:Gpu API call) out of memory in function 'allocate'", Framework::OpenCv, "opencv-cuda"),
             ("GPUassert: out of memory kernel.cu 42", Framework::Cuda, "cuda-relay"),
+            ("OpenCV Error: Gpu API call (out of memory) in CudaFuncTable::mallocPitch, file E:\\opencv\\sources\\modules\\dynamicuda\\include\\opencv2/dynamicuda/dynamicuda.hpp, line 1134", Framework::OpenCv, "opencv-cuda"),
             ("CUDA error in file 'main.cu' in line 123 : out of memory.", Framework::Cuda, "cuda-relay"),
         ];
         for (text, fw, format) in cases {
             let o = read(text).unwrap_or_else(|| panic!("not found: {text}"));
             assert_eq!((o.framework, o.format), (*fw, *format), "{text}");
         }
+        // cv::cuda::HostMem's page-locked buffer (opencv/opencv#23392).
+        let o = read("opencv/modules/core/src/cuda_host_mem.cpp:95: error: (-217:Gpu API call) out of memory in function 'allocate'").expect("found");
+        assert_eq!(o.memory, MemoryKind::PinnedHost);
+        assert_eq!(
+            crate::oom::diagnose::diagnose(&o)[0].cause,
+            crate::oom::diagnose::Cause::PinnedHostMemory
+        );
         for text in [
             "F0412 12:00:00.123456 12345 syncedmem.cpp:56] Check failed: error == cudaSuccess (77 vs. 0)  an illegal memory access was encountered",
             "F0412 12:00:00.1 1 cudnn_conv_layer.cpp:53] Check failed: status == CUDNN_STATUS_SUCCESS (4 vs. 0)  CUDNN_STATUS_INTERNAL_ERROR",
