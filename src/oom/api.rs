@@ -127,7 +127,8 @@ const D3DERR_OUTOFVIDEOMEMORY: i64 = 0x8876_017C_i64 - (1 << 32);
 ///   Host Memory"; PyOpenCL drops the `CL_` ("clCreateBuffer failed: MEM_OBJECT_ALLOCATION_FAILURE").
 /// - Vulkan: `vulkan_core.h` `VK_ERROR_OUT_OF_HOST_MEMORY = -1`, `VK_ERROR_OUT_OF_DEVICE_MEMORY
 ///   = -2`; vulkan.hpp's `to_string` ("ErrorOutOfDeviceMemory") and exception classes
-///   (`vk::OutOfDeviceMemoryError`), ash's `Debug` ("ERROR_OUT_OF_DEVICE_MEMORY").
+///   (`vk::OutOfDeviceMemoryError`), ash's `Debug` ("ERROR_OUT_OF_DEVICE_MEMORY"), vulkano's
+///   `OomError(OutOfDeviceMemory)`.
 /// - Level Zero: `ze_api.h` `ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY = 0x70000001`,
 ///   `ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY = 0x70000002`.
 /// - Metal: `MTLCommandBuffer.h` `MTLCommandBufferErrorOutOfMemory = 8`, whose NSError reads
@@ -186,6 +187,7 @@ pub const STATUSES: &[Status] = &[
             "ErrorOutOfHostMemory",
             "OutOfHostMemoryError",
             "ERROR_OUT_OF_HOST_MEMORY",
+            "OutOfHostMemory",
         ],
     ),
     st(
@@ -197,6 +199,7 @@ pub const STATUSES: &[Status] = &[
             "ErrorOutOfDeviceMemory",
             "OutOfDeviceMemoryError",
             "ERROR_OUT_OF_DEVICE_MEMORY",
+            "OutOfDeviceMemory",
         ],
     ),
     st(
@@ -327,10 +330,11 @@ re!(
     opencl_number_re,
     r"(?:\bOpenCL\b|(?i:opencl)|\bcl[A-Z][A-Za-z]+\b|\bCL\b)[^\n]{0,80}?(?i:\b(?:error|err|code|status|returned|result|errcode)\b)\W{0,4}(?:(?i:code)\W{0,3})?(-\d{1,3})\b"
 );
-// Vulkan's: "VkResult -2", "vkAllocateMemory failed with error -2", "VkResult = -1".
+// Vulkan's: "VkResult=-1", "vkAllocateMemory failed -2", "Failure in vkAllocateMemory at 191
+// mvulkan.cpp  ErrCode=-2" (VulkanXMRMiner), "vulkan error: out of host memory (-1)".
 re!(
     vulkan_number_re,
-    r"\bVkResult\W{0,4}(-\d{1,10})\b|\bvk[A-Z][A-Za-z]+\b[^\n]{0,80}?(?i:\b(?:error|result|returned|code|failed)\b)\W{0,4}(?:(?i:code)\W{0,3})?(-\d{1,10})\b"
+    r"\bVkResult\W{0,4}(-\d{1,10})\b|\bvk[A-Z][A-Za-z]+\b[^\n]{0,80}?(?i:\b(?:error|result|returned|code|errcode|failed)\b)\W{0,4}(?:(?i:code)\W{0,3})?(-\d{1,10})\b|(?i:\bvulkan error\b)[^\n]{0,60}?\((-\d{1,10})\)"
 );
 // Windows' HRESULTs: hex with or without 0x (ONNX Runtime's DirectML provider prints
 // "Exception(3) tid(2a8c) 8007000E …"), the signed decimal .NET prints (-2147024882), the
@@ -767,6 +771,8 @@ mod tests {
             ("vkAllocateMemory failed: VK_ERROR_OUT_OF_DEVICE_MEMORY", Framework::Vulkan, "api-VK_ERROR_OUT_OF_DEVICE_MEMORY"),
             ("thread 'main' panicked at src/gpu.rs:88:10: called `Result::unwrap()` on an `Err` value: ERROR_OUT_OF_DEVICE_MEMORY", Framework::Vulkan, "api-VK_ERROR_OUT_OF_DEVICE_MEMORY"),
             ("vkAllocateMemory returned error -2", Framework::Vulkan, "api-VK_ERROR_OUT_OF_DEVICE_MEMORY"),
+            ("Error: vkAllocateMemory failed -2", Framework::Vulkan, "api-VK_ERROR_OUT_OF_DEVICE_MEMORY"),
+            ("thread '<main>' panicked at 'called `Result::unwrap()` on an `Err` value: OomError(OutOfDeviceMemory)', ../src/libcore\\result.rs:746", Framework::Vulkan, "api-VK_ERROR_OUT_OF_DEVICE_MEMORY"),
             ("Microsoft.ML.OnnxRuntime.OnnxRuntimeException: [ErrorCode:RuntimeException] D:\\a\\_work\\1\\s\\onnxruntime\\core\\providers\\dml\\DmlExecutionProvider\\src\\MLOperatorAuthorImpl.cpp(2448)\\onnxruntime.DLL!00007FFA9B0E6B8A: (caller: 00007FFA9B0E6A33) Exception(3) tid(2a8c) 8007000E Not enough memory resources are available to complete this operation.", Framework::DirectMl, "api-E_OUTOFMEMORY"),
             ("System.Runtime.InteropServices.COMException (0x8007000E): DirectML device creation failed", Framework::DirectMl, "api-E_OUTOFMEMORY"),
             ("D3D12 CreateCommittedResource failed: HRESULT -2147024882", Framework::DirectMl, "api-E_OUTOFMEMORY"),
@@ -796,6 +802,8 @@ mod tests {
             "vk::Device::allocateMemory: ErrorOutOfHostMemory",
             "clCreateCommandQueue failed: CL_OUT_OF_HOST_MEMORY",
             "OpenCL error -6",
+            "panic: vulkan error: vulkan error: out of host memory (-1)",
+            "thread 'main' panicked at 'called `Result::unwrap()` on an `Err` value: OomError(OutOfHostMemory)', src/libcore/result.rs:997:5",
             "zeMemAllocHost: ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY",
             "synHostMalloc failed: synStatus 3 [Out of HOST memory (OOM)]",
             "DirectML: HRESULT 0x80070008",
