@@ -564,7 +564,7 @@ re!(
 // CUDA's status 2 said in words.
 re!(
     cuda_words_re,
-    r"(?i)\bGPUassert: out of memory\b|\bcuda\w*\s+(?:error|failure|exception|status)\b[^\n]{0,160}?[\s:(\-]out of memory\b"
+    r"(?i)\bGPUassert: out of memory\b|\bcuda\w*\]?:?\s+(?:error|failure|exception|status)\b[^\n]{0,160}?[\s:(\-]out of memory\b"
 );
 
 /// Caffe, Darknet, OpenCV and the plain C++ relays of CUDA's out-of-memory status (no figures:
@@ -866,6 +866,8 @@ mod tests {
             ("GPUassert: out of memory kernel.cu 42", Framework::Cuda, "cuda-relay"),
             ("OpenCV Error: Gpu API call (out of memory) in CudaFuncTable::mallocPitch, file E:\\opencv\\sources\\modules\\dynamicuda\\include\\opencv2/dynamicuda/dynamicuda.hpp, line 1134", Framework::OpenCv, "opencv-cuda"),
             ("CUDA error in file 'main.cu' in line 123 : out of memory.", Framework::Cuda, "cuda-relay"),
+            ("[CUDA] Error: out of memory", Framework::Cuda, "cuda-relay"),
+            ("CUDA error in func ethash_generate_dag at line 173 calling cudaGetLastError() failed with error out of memory", Framework::Cuda, "cuda-relay"),
         ];
         for (text, fw, format) in cases {
             let o = read(text).unwrap_or_else(|| panic!("not found: {text}"));
