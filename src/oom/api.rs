@@ -141,8 +141,10 @@ const D3DERR_OUTOFVIDEOMEMORY: i64 = 0x8876_017C_i64 - (1 << 32);
 ///   device), so none is listed.
 /// - NPP: `nppdefs.h` `NPP_NO_MEMORY_ERROR = -4`, `NPP_MEMORY_ALLOCATION_ERR = -9` (CUDA 12).
 /// - SynapseAI: `synapse_common_types.h` `synOutOfHostMemory = 3`, `synOutOfDeviceMemory = 4`;
-///   the PyTorch bridge's `synStatus` strings "Out of HOST memory (OOM)", "Out of Device memory
-///   (OOM)".
+///   `synFailedToAllocateDeviceMemory = 14`; the runtime's status strings (its `synSingleton`'s
+///   SYN_STR table: "Out of HOST memory (OOM)", "Out of Device memory (OOM)", "Failed to
+///   allocate Device memory", and `synFail` 26 "Generic failure", not memory), which the PyTorch
+///   bridge prints as "synStatus=synStatus N [text]" (HabanaAI/vllm-fork#484).
 pub const STATUSES: &[Status] = &[
     st(Api::Cuda, "CUDA_ERROR_OUT_OF_MEMORY", 2, Kind::Device, &[]),
     st(Api::Cuda, "cudaErrorMemoryAllocation", 2, Kind::Device, &[]),
@@ -269,6 +271,17 @@ pub const STATUSES: &[Status] = &[
         Kind::Device,
         &["Out of Device memory (OOM)"],
     ),
+    // Its text is a common phrase: it counts beside Gaudi's own words only.
+    Status {
+        needs_context: true,
+        ..st(
+            Api::Synapse,
+            "synFailedToAllocateDeviceMemory",
+            14,
+            Kind::Device,
+            &["Failed to allocate Device memory"],
+        )
+    },
 ];
 
 /// The status `number` has in `api`, where the table lists it.
@@ -323,6 +336,10 @@ re!(
 re!(
     ze_words_re,
     r"\bze[A-Z][A-Za-z]+\b|(?i:level[ _-]?zero)|\bL0\b|\bZE_"
+);
+re!(
+    synapse_words_re,
+    r"\bsyn[A-Z][A-Za-z]+\b|(?i:synapse|habana|\bhpu\b|gaudi)"
 );
 // OpenCL's numbers: "clCreateBuffer failed with error -4", "OpenCL error code: -4",
 // "CL error -5 (CL_OUT_OF_RESOURCES)".
@@ -424,6 +441,7 @@ fn has_context(api: Api, t: &str) -> bool {
         Api::OpenCl => opencl_words_re().is_match(t),
         Api::Windows => windows_gpu_words_re().is_match(t),
         Api::LevelZero => ze_words_re().is_match(t),
+        Api::Synapse => synapse_words_re().is_match(t),
         _ => true,
     }
 }
@@ -781,6 +799,7 @@ mod tests {
             ("nppiResize_8u_C3R failed: NppStatus -9", Framework::Cuda, "api-NPP_MEMORY_ALLOCATION_ERR"),
             ("RuntimeError: Graph compile failed. synStatus=synStatus 4 [Out of Device memory (OOM)]. compile", Framework::Hpu, "api-synOutOfDeviceMemory"),
             ("synDeviceMalloc failed: synOutOfDeviceMemory", Framework::Hpu, "api-synOutOfDeviceMemory"),
+            ("[PT_BRIDGE] synDeviceMalloc failed. synStatus=synStatus 14 [Failed to allocate Device memory].", Framework::Hpu, "api-synFailedToAllocateDeviceMemory"),
             ("zeMemAllocDevice returned 0x70000002", Framework::Unknown, "api-ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY"),
             ("Error Domain=MTLCommandBufferErrorDomain Code=8 \"Insufficient Memory\"", Framework::Metal, "api-MTLCommandBufferErrorOutOfMemory"),
             ("Error: hipMalloc(&ptr, bytes) failed: hipErrorOutOfMemory", Framework::Rocm, "api-hipErrorOutOfMemory"),
@@ -839,6 +858,14 @@ mod tests {
             let found = read(text).filter(|o| o.memory == MemoryKind::Device);
             assert!(found.is_none(), "{text}: {found:?}");
         }
+    }
+
+    /// Gaudi's "Failed to allocate Device memory" is a common phrase: without Gaudi's words it
+    /// is not Gaudi's (the honest fallback keeps it, framework unknown).
+    #[test]
+    fn a_common_phrase_is_not_claimed_for_gaudi() {
+        let o = read("render.c:42: Failed to allocate Device memory").expect("the fallback");
+        assert_eq!(o.framework, Framework::Unknown);
     }
 
     #[test]

@@ -252,6 +252,7 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "nppstatus",
     "synoutofdevicememory",
     "synoutofhostmemory",
+    "synfailedtoallocatedevicememory",
     "synstatus",
     "0x70000001",
     "0x70000002",
