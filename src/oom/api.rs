@@ -582,7 +582,7 @@ re!(
 // CUDA's status 2 said in words.
 re!(
     cuda_words_re,
-    r"(?i)\bGPUassert: out of memory\b|\bcuda\w*\]?:?\s+(?:error|failure|exception|status)\b[^\n]{0,160}?[\s:(\-]out of memory\b"
+    r"(?i)\bGPUassert:\s*out of memory|\bcuda\w*\]?:?\s+(?:error|failure|exception|status)\b[^\n]{0,160}?[\s:(\-]out of memory\b"
 );
 
 /// Caffe, Darknet, OpenCV and the plain C++ relays of CUDA's out-of-memory status (no figures:
