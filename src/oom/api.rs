@@ -144,7 +144,7 @@ const D3DERR_OUTOFVIDEOMEMORY: i64 = 0x8876_017C_i64 - (1 << 32);
 ///   `synFailedToAllocateDeviceMemory = 14`; the runtime's status strings (its `synSingleton`'s
 ///   SYN_STR table: "Out of HOST memory (OOM)", "Out of Device memory (OOM)", "Failed to
 ///   allocate Device memory", and `synFail` 26 "Generic failure", not memory), which the PyTorch
-///   bridge prints as "synStatus=synStatus N [text]" (HabanaAI/vllm-fork#484).
+///   bridge prints as `synStatus=synStatus N [text]` (HabanaAI/vllm-fork#484).
 pub const STATUSES: &[Status] = &[
     st(Api::Cuda, "CUDA_ERROR_OUT_OF_MEMORY", 2, Kind::Device, &[]),
     st(Api::Cuda, "cudaErrorMemoryAllocation", 2, Kind::Device, &[]),
