@@ -253,6 +253,48 @@ pub(crate) const TRIGGERS: &[&str] = &[
     // Intel Gaudi's SynapseAI helper (`habana_frameworks.torch`): "MODULE:SYNHELPER workspace
     // Allocation of size ::N failed".
     "module:synhelper",
+    // GPU APIs' memory statuses as programs relay them (`api.rs`): names and API-specific
+    // words only. A bare "error code -2" is no trigger: such lines can fill a log, and every
+    // triggered line costs a parse.
+    "mem_object_allocation_failure",
+    "memory object allocation failure",
+    "out_of_resources",
+    "out_of_host_memory",
+    "out of host memory",
+    "outofhostmemory",
+    "hiperroroutofmemory",
+    "hiperrormemoryallocation",
+    "mtlcommandbuffererror",
+    "8007000e",
+    "2147024882",
+    "2147942414",
+    "80070008",
+    "2147024888",
+    "2147942408",
+    "8876017c",
+    "2005532292",
+    "2289435004",
+    "d3derr_outofvideomemory",
+    "not enough memory resources",
+    "没有足够的内存资源",
+    "npp_memory_allocation_err",
+    "npp_no_memory_error",
+    "nppstatus",
+    "synoutofdevicememory",
+    "synoutofhostmemory",
+    "synfailedtoallocatedevicememory",
+    "synstatus",
+    "0x70000001",
+    "0x70000002",
+    "1879048193",
+    "1879048194",
+    "vkresult",
+    "opencl error",
+    "errcode=-2",
+    "outofdevicememory",
+    "== cudasuccess (",
+    "cuda malloc failed",
+    "try to set subdivisions",
 ];
 
 /// [`TRIGGERS`] as one case-insensitive regex: Unicode's case folding, for a line that is not

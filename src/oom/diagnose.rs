@@ -114,6 +114,7 @@ pub type Rule = fn(&Oom, Option<&Sizing>, &[Finding]) -> Option<Finding>;
 
 /// The rules that each explain a message alone, by name, in the order they are tried.
 pub const ALONE: &[(&str, Alone)] = &[
+    ("gpu-api", super::api::finding),
     ("unrecognised", unrecognised_message),
     ("zero-byte-request", zero_byte_request),
     ("neuron-runtime", neuron_runtime),

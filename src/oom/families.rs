@@ -306,6 +306,10 @@ pub const ALL: &[Family] = &[
         parse: libraries::thrust,
     },
     Family {
+        name: "cuda-programs",
+        parse: super::api::cuda_programs,
+    },
+    Family {
         name: "cuda-code",
         parse: cuda_code,
     },
@@ -332,6 +336,14 @@ pub const ALL: &[Family] = &[
     Family {
         name: "ggml-backend",
         parse: ggml_backend,
+    },
+    Family {
+        name: "gpu-api",
+        parse: super::api::gpu_api,
+    },
+    Family {
+        name: "cuda-relay",
+        parse: super::api::cuda_words,
     },
     Family {
         name: "tensorflow-eager",

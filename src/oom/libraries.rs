@@ -163,7 +163,9 @@ pub(super) fn lightgbm(t: &str) -> Option<Oom> {
             Facts::default(),
         ));
     }
-    opencl_alloc_re().is_match(t).then(|| {
+    // Boost.Compute's words alone are any OpenCL program's (the GPU-API table reads them);
+    // LightGBM's only where the text names it.
+    (opencl_alloc_re().is_match(t) && t.to_ascii_lowercase().contains("lightgbm")).then(|| {
         oom(
             Framework::Lightgbm,
             "lightgbm-opencl",

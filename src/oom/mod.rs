@@ -17,6 +17,7 @@ macro_rules! re {
     };
 }
 
+pub mod api;
 pub mod clean;
 pub mod diagnose;
 pub mod families;
@@ -104,12 +105,29 @@ pub enum Framework {
     Xgboost,
     /// CatBoost's GPU training (its stack-like device memory pool).
     Catboost,
-    /// LightGBM's CUDA build.
+    /// LightGBM's GPU builds (CUDA, and OpenCL through Boost.Compute).
     Lightgbm,
     /// FAISS's GPU indexes (StandardGpuResources).
     Faiss,
     /// MindSpore on Ascend or GPU (its device memory pool).
     Mindspore,
+    /// An OpenCL program's device allocation (`CL_MEM_OBJECT_ALLOCATION_FAILURE`), no program named.
+    #[serde(rename = "opencl")]
+    OpenCl,
+    /// A Vulkan program's device allocation (`VK_ERROR_OUT_OF_DEVICE_MEMORY`), no program named.
+    Vulkan,
+    /// Direct3D 12 / DirectML's `E_OUTOFMEMORY` (ONNX Runtime's DirectML provider, WinML).
+    #[serde(rename = "directml")]
+    DirectMl,
+    /// Metal's `MTLCommandBufferErrorOutOfMemory`, no program named.
+    Metal,
+    /// Darknet (pjreddie's and AlexeyAB's YOLO), relaying CUDA's status.
+    Darknet,
+    /// BVLC Caffe and its forks, relaying CUDA's status through glog's CHECK.
+    Caffe,
+    /// OpenCV's CUDA modules (`cv::cuda`), relaying CUDA's status.
+    #[serde(rename = "opencv")]
+    OpenCv,
     /// A GPU allocation failure in wording no rule knows ([`parse::fallback`]): the figures
     /// that are unambiguous, and no framework's meaning assumed.
     Unknown,
@@ -174,9 +192,16 @@ impl Framework {
             Framework::Wgpu => "wgpu",
             Framework::Xgboost => "XGBoost (GPU)",
             Framework::Catboost => "CatBoost (GPU)",
-            Framework::Lightgbm => "LightGBM (CUDA)",
+            Framework::Lightgbm => "LightGBM (GPU)",
             Framework::Faiss => "FAISS (GPU)",
             Framework::Mindspore => "MindSpore",
+            Framework::OpenCl => "OpenCL",
+            Framework::Vulkan => "Vulkan",
+            Framework::DirectMl => "DirectML (Direct3D 12)",
+            Framework::Metal => "Metal",
+            Framework::Darknet => "Darknet",
+            Framework::Caffe => "Caffe",
+            Framework::OpenCv => "OpenCV (CUDA)",
             Framework::Unknown => "An unrecognised program",
         }
     }

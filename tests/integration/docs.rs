@@ -954,6 +954,13 @@ fn the_schemas_name_every_value_the_code_can_print() {
         Framework::Lightgbm,
         Framework::Faiss,
         Framework::Mindspore,
+        Framework::OpenCl,
+        Framework::Vulkan,
+        Framework::DirectMl,
+        Framework::Metal,
+        Framework::Darknet,
+        Framework::Caffe,
+        Framework::OpenCv,
     ];
     for f in frameworks {
         match f {
@@ -994,7 +1001,14 @@ fn the_schemas_name_every_value_the_code_can_print() {
             | Framework::Catboost
             | Framework::Lightgbm
             | Framework::Faiss
-            | Framework::Mindspore => {}
+            | Framework::Mindspore
+            | Framework::OpenCl
+            | Framework::Vulkan
+            | Framework::DirectMl
+            | Framework::Metal
+            | Framework::Darknet
+            | Framework::Caffe
+            | Framework::OpenCv => {}
         }
     }
     let causes = [

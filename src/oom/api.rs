@@ -1,0 +1,918 @@
+//! The GPU APIs' own out-of-memory statuses, by name and by number ([`STATUSES`]), as any
+//! program relays them in its own words: a C++ exception's `what()`, a C# or Java exception, a
+//! Rust `{:?}`, `error code -4`, an HRESULT in hex or decimal, Windows' localised text. The
+//! table says which API each status belongs to and which memory it is about: the device's
+//! (a device OOM), the host's (never a device OOM), or, for OpenCL's `CL_OUT_OF_RESOURCES`,
+//! resources that are memory only where the failed call allocates. A status not in the table is
+//! not memory and is not found here. Also the classic C++ programs that relay CUDA's "out of
+//! memory" in their own words ([`cuda_programs`]): Caffe's glog checks, Darknet, OpenCV.
+
+use regex::Regex;
+
+use super::diagnose::{Cause, Finding, Remedy};
+use super::known::{oom, SIZE};
+use super::{Facts, Framework, MemoryKind, Oom};
+
+/// A GPU API whose out-of-memory statuses programs relay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    Cuda,
+    Hip,
+    OpenCl,
+    Vulkan,
+    LevelZero,
+    Metal,
+    /// Windows' HRESULTs as Direct3D 12 and DirectML return them (and ONNX Runtime's DirectML
+    /// execution provider relays them).
+    Windows,
+    /// NVIDIA's Performance Primitives (NPP), on CUDA.
+    Npp,
+    /// Intel Gaudi's SynapseAI runtime and graph compiler.
+    Synapse,
+}
+
+impl Api {
+    pub fn name(self) -> &'static str {
+        match self {
+            Api::Cuda => "CUDA",
+            Api::Hip => "HIP (ROCm)",
+            Api::OpenCl => "OpenCL",
+            Api::Vulkan => "Vulkan",
+            Api::LevelZero => "Level Zero",
+            Api::Metal => "Metal",
+            Api::Windows => "Direct3D 12 / DirectML",
+            Api::Npp => "NVIDIA NPP",
+            Api::Synapse => "Intel Gaudi's SynapseAI",
+        }
+    }
+
+    /// The framework an OOM of this API is said to come from when no program is named.
+    fn framework(self) -> Framework {
+        match self {
+            Api::Cuda | Api::Npp => Framework::Cuda,
+            Api::Hip => Framework::Rocm,
+            Api::OpenCl => Framework::OpenCl,
+            Api::Vulkan => Framework::Vulkan,
+            Api::LevelZero => Framework::Unknown,
+            Api::Metal => Framework::Metal,
+            Api::Windows => Framework::DirectMl,
+            Api::Synapse => Framework::Hpu,
+        }
+    }
+}
+
+/// Which memory a status is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// The device's memory: a device OOM.
+    Device,
+    /// The host's RAM: never a device OOM.
+    Host,
+    /// OpenCL's `CL_OUT_OF_RESOURCES`: "a failure to allocate resources required by the OpenCL
+    /// implementation on the device" (the OpenCL 3.0 API spec, appendix "Error codes"). On
+    /// NVIDIA's implementation it is what a device allocation that does not fit returns, but
+    /// also what an out-of-bounds access in a kernel surfaces as at the next read
+    /// (clEnqueueReadBuffer) — so it is read as memory only beside an allocating call.
+    Resources,
+}
+
+/// One status of one API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Status {
+    pub api: Api,
+    /// The name in the API's header.
+    pub name: &'static str,
+    /// Its value in the header (HRESULTs as the signed 32-bit value their hex spells).
+    pub number: i64,
+    pub kind: Kind,
+    /// How wrappers spell it besides the header's name (vulkan.hpp's `to_string`, ash's
+    /// `Debug`, PyOpenCL without the `CL_` prefix, the API's error-string functions).
+    pub spellings: &'static [&'static str],
+    /// Whether a spelling (not the header's name) counts only beside the API's own words.
+    pub needs_context: bool,
+}
+
+const fn st(
+    api: Api,
+    name: &'static str,
+    number: i64,
+    kind: Kind,
+    spellings: &'static [&'static str],
+) -> Status {
+    Status {
+        api,
+        name,
+        number,
+        kind,
+        spellings,
+        needs_context: false,
+    }
+}
+
+/// E_OUTOFMEMORY, 0x8007000E, as a signed 32-bit value.
+const E_OUTOFMEMORY: i64 = 0x8007_000E_i64 - (1 << 32);
+/// ERROR_NOT_ENOUGH_MEMORY as an HRESULT, 0x80070008.
+const HRESULT_NOT_ENOUGH_MEMORY: i64 = 0x8007_0008_i64 - (1 << 32);
+/// D3DERR_OUTOFVIDEOMEMORY, 0x8876017C (Direct3D 9's `d3d9.h`).
+const D3DERR_OUTOFVIDEOMEMORY: i64 = 0x8876_017C_i64 - (1 << 32);
+
+/// Every API's memory statuses. Sources (each header's values):
+/// - CUDA: `cuda.h` `CUDA_ERROR_OUT_OF_MEMORY = 2`; `driver_types.h`
+///   `cudaErrorMemoryAllocation = 2` (cudaGetErrorString: "out of memory").
+/// - HIP: `hip/hip_runtime_api.h` `hipErrorOutOfMemory = 2`, and its deprecated alias
+///   `hipErrorMemoryAllocation = 2` (ROCm 6.x).
+/// - OpenCL: `CL/cl.h` `CL_MEM_OBJECT_ALLOCATION_FAILURE -4`, `CL_OUT_OF_RESOURCES -5`,
+///   `CL_OUT_OF_HOST_MEMORY -6`; Boost.Compute's `opencl_error::to_string` (what LightGBM's GPU
+///   build prints) spells them "Memory Object Allocation Failure", "Out of Resources", "Out of
+///   Host Memory"; PyOpenCL drops the `CL_` ("clCreateBuffer failed: MEM_OBJECT_ALLOCATION_FAILURE").
+/// - Vulkan: `vulkan_core.h` `VK_ERROR_OUT_OF_HOST_MEMORY = -1`, `VK_ERROR_OUT_OF_DEVICE_MEMORY
+///   = -2`; vulkan.hpp's `to_string` ("ErrorOutOfDeviceMemory") and exception classes
+///   (`vk::OutOfDeviceMemoryError`), ash's `Debug` ("ERROR_OUT_OF_DEVICE_MEMORY"), vulkano's
+///   `OomError(OutOfDeviceMemory)`.
+/// - Level Zero: `ze_api.h` `ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY = 0x70000001`,
+///   `ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY = 0x70000002`.
+/// - Metal: `MTLCommandBuffer.h` `MTLCommandBufferErrorOutOfMemory = 8`, whose NSError reads
+///   "Insufficient Memory (00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)".
+/// - Windows: `winerror.h` `E_OUTOFMEMORY` 0x8007000E ("Not enough memory resources are available
+///   to complete this operation"), which Direct3D 12 returns when a resource's heap cannot be
+///   made and DirectML passes on; `ERROR_NOT_ENOUGH_MEMORY` as an HRESULT, 0x80070008 ("…to
+///   process this command"), the Win32 heap's; `d3d9.h` `D3DERR_OUTOFVIDEOMEMORY` 0x8876017C.
+///   No `DXGI_ERROR_…` is about memory (`DXGI_ERROR_DEVICE_REMOVED`, 0x887A0005, is a lost
+///   device), so none is listed.
+/// - NPP: `nppdefs.h` `NPP_NO_MEMORY_ERROR = -4`, `NPP_MEMORY_ALLOCATION_ERR = -9` (CUDA 12).
+/// - SynapseAI: `synapse_common_types.h` `synOutOfHostMemory = 3`, `synOutOfDeviceMemory = 4`;
+///   `synFailedToAllocateDeviceMemory = 14`; the runtime's status strings (its `synSingleton`'s
+///   SYN_STR table: "Out of HOST memory (OOM)", "Out of Device memory (OOM)", "Failed to
+///   allocate Device memory", and `synFail` 26 "Generic failure", not memory), which the PyTorch
+///   bridge prints as `synStatus=synStatus N [text]` (HabanaAI/vllm-fork#484).
+pub const STATUSES: &[Status] = &[
+    st(Api::Cuda, "CUDA_ERROR_OUT_OF_MEMORY", 2, Kind::Device, &[]),
+    st(Api::Cuda, "cudaErrorMemoryAllocation", 2, Kind::Device, &[]),
+    st(Api::Hip, "hipErrorOutOfMemory", 2, Kind::Device, &[]),
+    st(Api::Hip, "hipErrorMemoryAllocation", 2, Kind::Device, &[]),
+    st(
+        Api::OpenCl,
+        "CL_MEM_OBJECT_ALLOCATION_FAILURE",
+        -4,
+        Kind::Device,
+        &[
+            "MEM_OBJECT_ALLOCATION_FAILURE",
+            "Memory Object Allocation Failure",
+        ],
+    ),
+    Status {
+        needs_context: true,
+        ..st(
+            Api::OpenCl,
+            "CL_OUT_OF_RESOURCES",
+            -5,
+            Kind::Resources,
+            &["OUT_OF_RESOURCES", "Out of Resources"],
+        )
+    },
+    Status {
+        needs_context: true,
+        ..st(
+            Api::OpenCl,
+            "CL_OUT_OF_HOST_MEMORY",
+            -6,
+            Kind::Host,
+            &["OUT_OF_HOST_MEMORY", "Out of Host Memory"],
+        )
+    },
+    st(
+        Api::Vulkan,
+        "VK_ERROR_OUT_OF_HOST_MEMORY",
+        -1,
+        Kind::Host,
+        &[
+            "ErrorOutOfHostMemory",
+            "OutOfHostMemoryError",
+            "ERROR_OUT_OF_HOST_MEMORY",
+            "OutOfHostMemory",
+        ],
+    ),
+    st(
+        Api::Vulkan,
+        "VK_ERROR_OUT_OF_DEVICE_MEMORY",
+        -2,
+        Kind::Device,
+        &[
+            "ErrorOutOfDeviceMemory",
+            "OutOfDeviceMemoryError",
+            "ERROR_OUT_OF_DEVICE_MEMORY",
+            "OutOfDeviceMemory",
+        ],
+    ),
+    st(
+        Api::LevelZero,
+        "ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY",
+        0x7000_0001,
+        Kind::Host,
+        &[],
+    ),
+    st(
+        Api::LevelZero,
+        "ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY",
+        0x7000_0002,
+        Kind::Device,
+        &[],
+    ),
+    st(
+        Api::Metal,
+        "MTLCommandBufferErrorOutOfMemory",
+        8,
+        Kind::Device,
+        &["kIOGPUCommandBufferCallbackErrorOutOfMemory"],
+    ),
+    Status {
+        needs_context: true,
+        ..st(
+            Api::Windows,
+            "E_OUTOFMEMORY",
+            E_OUTOFMEMORY,
+            Kind::Device,
+            &[
+                "Not enough memory resources are available to complete this operation",
+                "没有足够的内存资源",
+            ],
+        )
+    },
+    Status {
+        needs_context: true,
+        ..st(
+            Api::Windows,
+            "ERROR_NOT_ENOUGH_MEMORY",
+            HRESULT_NOT_ENOUGH_MEMORY,
+            Kind::Host,
+            &["Not enough memory resources are available to process this command"],
+        )
+    },
+    st(
+        Api::Windows,
+        "D3DERR_OUTOFVIDEOMEMORY",
+        D3DERR_OUTOFVIDEOMEMORY,
+        Kind::Device,
+        &[],
+    ),
+    st(Api::Npp, "NPP_NO_MEMORY_ERROR", -4, Kind::Device, &[]),
+    st(Api::Npp, "NPP_MEMORY_ALLOCATION_ERR", -9, Kind::Device, &[]),
+    st(
+        Api::Synapse,
+        "synOutOfHostMemory",
+        3,
+        Kind::Host,
+        &["Out of HOST memory (OOM)"],
+    ),
+    st(
+        Api::Synapse,
+        "synOutOfDeviceMemory",
+        4,
+        Kind::Device,
+        &["Out of Device memory (OOM)"],
+    ),
+    // Its text is a common phrase: it counts beside Gaudi's own words only.
+    Status {
+        needs_context: true,
+        ..st(
+            Api::Synapse,
+            "synFailedToAllocateDeviceMemory",
+            14,
+            Kind::Device,
+            &["Failed to allocate Device memory"],
+        )
+    },
+];
+
+/// The status `number` has in `api`, where the table lists it.
+pub fn by_number(api: Api, number: i64) -> Option<&'static Status> {
+    STATUSES.iter().find(|s| s.api == api && s.number == number)
+}
+
+/// Every name and spelling, longest first (so that a name wins over a spelling inside it), as
+/// one alternation with word boundaries; the header names are matched with their case, the
+/// wrappers' prose spellings without it.
+fn names_re() -> &'static Regex {
+    static RE: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    RE.get_or_init(|| {
+        let mut all: Vec<String> = STATUSES
+            .iter()
+            .flat_map(|s| std::iter::once(s.name).chain(s.spellings.iter().copied()))
+            .map(|n| {
+                let e = regex::escape(n);
+                if n.contains(' ') {
+                    format!("(?i:{e})")
+                } else if n.is_ascii() {
+                    format!(r"\b{e}\b")
+                } else {
+                    e
+                }
+            })
+            .collect();
+        all.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        Regex::new(&all.join("|")).expect("names_re")
+    })
+}
+
+/// The status a name or spelling stands for.
+fn by_name(found: &str) -> Option<&'static Status> {
+    STATUSES.iter().find(|s| {
+        s.name == found
+            || s.spellings
+                .iter()
+                .any(|sp| sp.eq_ignore_ascii_case(found) || *sp == found)
+    })
+}
+
+// Each API's own words around a bare number or a context-bound spelling.
+re!(
+    opencl_words_re,
+    r"\bOpenCL\b|(?i:opencl)|\bcl[A-Z][A-Za-z]+\b|\bCL_[A-Z_]+\b|boost::compute|pyopencl|LightGBM|\[clblast\]|CLBlast"
+);
+re!(
+    windows_gpu_words_re,
+    r"(?i)directml|\bdml|d3d12|d3d11|direct3d|\bdxgi|directx|\bgpu\b|vram|video memory|onnxruntime_providers_dml|\bwinml\b"
+);
+re!(
+    ze_words_re,
+    r"\bze[A-Z][A-Za-z]+\b|(?i:level[ _-]?zero)|\bL0\b|\bZE_"
+);
+re!(
+    synapse_words_re,
+    r"\bsyn[A-Z][A-Za-z]+\b|(?i:synapse|habana|\bhpu\b|gaudi)"
+);
+// OpenCL's numbers: "clCreateBuffer failed with error -4", "OpenCL error code: -4",
+// "CL error -5 (CL_OUT_OF_RESOURCES)".
+re!(
+    opencl_number_re,
+    r"(?:\bOpenCL\b|(?i:opencl)|\bcl[A-Z][A-Za-z]+\b|\bCL\b)[^\n]{0,80}?(?i:\b(?:error|err|code|status|returned|result|errcode)\b)\W{0,4}(?:(?i:code)\W{0,3})?(-\d{1,3})\b"
+);
+// Vulkan's: "VkResult=-1", "vkAllocateMemory failed -2", "Failure in vkAllocateMemory at 191
+// mvulkan.cpp  ErrCode=-2" (VulkanXMRMiner), "vulkan error: out of host memory (-1)".
+re!(
+    vulkan_number_re,
+    r"\bVkResult\W{0,4}(-\d{1,10})\b|\bvk[A-Z][A-Za-z]+\b[^\n]{0,80}?(?i:\b(?:error|result|returned|code|errcode|failed)\b)\W{0,4}(?:(?i:code)\W{0,3})?(-\d{1,10})\b|(?i:\bvulkan error\b)[^\n]{0,60}?\((-\d{1,10})\)"
+);
+// Windows' HRESULTs: hex with or without 0x (ONNX Runtime's DirectML provider prints
+// "Exception(3) tid(2a8c) 8007000E …"), the signed decimal .NET prints (-2147024882), the
+// unsigned one. ERROR_NOT_ENOUGH_MEMORY and D3D9's out-of-video-memory likewise.
+re!(
+    hresult_re,
+    r"(?i)\b(?:0x)?(8007000E|80070008|8876017C)\b|(-2147024882|-2147024888|-2005532292)\b|\b(2147942414|2147942408|2289435004)\b"
+);
+// Level Zero's hex results outside their names: "ze_result_t = 0x70000002".
+re!(ze_number_re, r"(?i)\b0x(7000000[12])\b|\b(187904819[34])\b");
+// SynapseAI: "synStatus=synStatus 4 [Out of Device memory (OOM)]", "status: 4[synOutOfDeviceMemory]".
+re!(
+    synapse_number_re,
+    r"\bsynStatus\W{0,3}(?:synStatus\s*)?(\d{1,3})\b|\bstatus:?\s*(\d{1,3})\s*\[syn[A-Za-z]+\]"
+);
+// NPP: "NppStatus -9", "NPP error -9", "NPP status: -9".
+re!(
+    npp_number_re,
+    r"\bNppStatus\W{0,4}(-\d{1,5})\b|\bNPP\b[^\n]{0,40}?(?i:\b(?:error|status|code)\b)\W{0,4}(-\d{1,5})\b"
+);
+// Metal's NSError: "Error Domain=MTLCommandBufferErrorDomain Code=8".
+re!(
+    metal_number_re,
+    r"MTLCommandBufferErrorDomain\W{0,4}Code\W{0,3}(\d{1,3})\b"
+);
+// CL_OUT_OF_RESOURCES counts as memory only where the failed call allocates.
+re!(
+    allocating_re,
+    r"clCreateBuffer|clCreateImage|clSVMAlloc|(?i:allocat|out of memory|\bmalloc)"
+);
+
+/// The first status the text names, by name or by number, with the API's context where its
+/// spelling needs one.
+fn find_status(t: &str) -> Option<&'static Status> {
+    let named = names_re().find_iter(t).find_map(|m| {
+        let s = by_name(m.as_str())?;
+        let ok = !s.needs_context || has_context(s.api, t);
+        ok.then_some(s)
+    });
+    if named.is_some() {
+        return named;
+    }
+    let first = |c: regex::Captures<'_>| -> Option<String> {
+        (1..c.len())
+            .find_map(|i| c.get(i))
+            .map(|m| m.as_str().to_owned())
+    };
+    let num = |s: &str| s.parse::<i64>().ok();
+    if let Some(c) = hresult_re().captures(t) {
+        let n = match first(c)?.to_ascii_uppercase().as_str() {
+            "8007000E" | "-2147024882" | "2147942414" => E_OUTOFMEMORY,
+            "80070008" | "-2147024888" | "2147942408" => HRESULT_NOT_ENOUGH_MEMORY,
+            _ => D3DERR_OUTOFVIDEOMEMORY,
+        };
+        let s = by_number(Api::Windows, n)?;
+        return (!s.needs_context || has_context(Api::Windows, t)).then_some(s);
+    }
+    let numbered: [(Api, &Regex); 5] = [
+        (Api::OpenCl, opencl_number_re()),
+        (Api::Vulkan, vulkan_number_re()),
+        (Api::Synapse, synapse_number_re()),
+        (Api::Npp, npp_number_re()),
+        (Api::Metal, metal_number_re()),
+    ];
+    for (api, re) in numbered {
+        for c in re.captures_iter(t) {
+            if let Some(s) = first(c).and_then(|n| by_number(api, num(&n)?)) {
+                return Some(s);
+            }
+        }
+    }
+    if has_context(Api::LevelZero, t) {
+        if let Some(c) = ze_number_re().captures(t) {
+            let n = first(c)?;
+            let n = i64::from_str_radix(&n, 16)
+                .ok()
+                .filter(|_| n.starts_with('7') && n.len() == 8)
+                .or_else(|| num(&n))?;
+            return by_number(Api::LevelZero, n);
+        }
+    }
+    None
+}
+
+fn has_context(api: Api, t: &str) -> bool {
+    match api {
+        Api::OpenCl => opencl_words_re().is_match(t),
+        Api::Windows => windows_gpu_words_re().is_match(t),
+        Api::LevelZero => ze_words_re().is_match(t),
+        Api::Synapse => synapse_words_re().is_match(t),
+        _ => true,
+    }
+}
+
+// Programs that relay an API's status in their own words, named where the text names them.
+re!(
+    program_re,
+    r"(?i)\b(lightgbm|darknet|caffe|opencv|directml|dmlexecutionprovider)\b|(?-i:\bcv::cuda)"
+);
+
+fn program(t: &str) -> Option<Framework> {
+    let c = program_re().captures(t)?;
+    Some(
+        match c.get(1).map(|m| m.as_str().to_ascii_lowercase()).as_deref() {
+            Some("lightgbm") => Framework::Lightgbm,
+            Some("darknet") => Framework::Darknet,
+            Some("caffe") => Framework::Caffe,
+            Some("directml" | "dmlexecutionprovider") => Framework::DirectMl,
+            _ => Framework::OpenCv,
+        },
+    )
+}
+
+re!(
+    request_re,
+    format!(r"(?i)\b(?:allocat\w*|request\w*|size)\b\D{{0,24}}?{SIZE}|\b(\d{{4,}}) ?bytes\b")
+);
+re!(
+    device_re,
+    r"(?i)\b(?:gpu|device)(?:[ _]?(?:id|index|ordinal))?\s*[#:=]?\s*(\d{1,2})\b"
+);
+
+/// The one value all of `re`'s matches agree on; `None` where there is none or they differ.
+fn agreed(re: &Regex, t: &str, read: impl Fn(&regex::Captures) -> Option<u64>) -> Option<u64> {
+    let mut found = None;
+    for c in re.captures_iter(t) {
+        let v = read(&c)?;
+        if found.is_some_and(|f| f != v) {
+            return None;
+        }
+        found = Some(v);
+    }
+    found
+}
+
+/// The size and device a relay prints, where it prints exactly one of each.
+fn figures(t: &str) -> (Facts, Option<u32>) {
+    let requested = agreed(request_re(), t, |c| {
+        super::known::sz(c, 1).or_else(|| c.get(2)?.as_str().parse().ok())
+    });
+    let device = agreed(device_re(), t, |c| c.get(1)?.as_str().parse().ok())
+        .and_then(|d| u32::try_from(d).ok());
+    let f = Facts {
+        requested_bytes: requested,
+        ..Facts::default()
+    };
+    (f, device)
+}
+
+/// The format name of a status's OOM: `api-<name>`, so that the diagnosis can find the status
+/// again ([`status_of`]).
+fn format_of(s: &Status) -> &'static str {
+    // The table is static, so each name's format is made once.
+    static FORMATS: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+    let all = FORMATS.get_or_init(|| {
+        STATUSES
+            .iter()
+            .map(|s| &*Box::leak(format!("api-{}", s.name).into_boxed_str()))
+            .collect()
+    });
+    STATUSES
+        .iter()
+        .position(|x| x == s)
+        .and_then(|i| all.get(i).copied())
+        .unwrap_or("api")
+}
+
+/// The status an OOM of [`gpu_api`] was read from.
+pub fn status_of(o: &Oom) -> Option<&'static Status> {
+    let name = o.format.strip_prefix("api-")?;
+    STATUSES.iter().find(|s| s.name == name)
+}
+
+/// A GPU API's memory status relayed by any program: a device status is a device OOM (of the
+/// program where the text names it, else of the API), a host status is the host's memory,
+/// `CL_OUT_OF_RESOURCES` counts only beside an allocating call. Read after every framework's
+/// own family, so a framework that relays a status keeps its meaning.
+pub fn gpu_api(t: &str) -> Option<Oom> {
+    let s = find_status(t)?;
+    if s.kind == Kind::Resources && !allocating_re().is_match(t) {
+        return None;
+    }
+    let (f, device) = figures(t);
+    let framework = program(t).unwrap_or(s.api.framework());
+    let mut o = oom(framework, format_of(s), device, f);
+    if s.kind == Kind::Host {
+        o.memory = MemoryKind::Host;
+        o.device_index = None;
+    }
+    Some(o)
+}
+
+// Caffe's CUDA_CHECK (`include/caffe/util/device_alternate.hpp`: `CHECK_EQ(error, cudaSuccess)
+// << " " << cudaGetErrorString(error)`), and its CUBLAS_CHECK and CUDNN_CHECK, as glog prints a
+// failed CHECK_EQ: "Check failed: error == cudaSuccess (2 vs. 0)  out of memory". Any program's
+// glog check of the same statuses reads the same. cudaErrorMemoryAllocation is 2,
+// CUBLAS_STATUS_ALLOC_FAILED 3, CUDNN_STATUS_ALLOC_FAILED 2.
+re!(
+    glog_check_re,
+    r"Check failed: [^\n]{0,80}?== ?(cudaSuccess|CUBLAS_STATUS_SUCCESS|CUDNN_STATUS_SUCCESS) \((\d{1,4}) vs\. 0\)"
+);
+// Darknet (pjreddie `src/cuda.c` and AlexeyAB `src/dark_cuda.c`, `check_error`): printf("CUDA
+// Error: %s\n", cudaGetErrorString(status)) (AlexeyAB also "CUDA Error Prev: %s"), then
+// `error()` (AlexeyAB: perror, so ": <errno text>" follows); `cuda_make_array` fails with
+// "Cuda malloc failed" (AlexeyAB first prints " Try to set subdivisions=64 in your cfg-file.").
+// No size and no device are printed.
+re!(
+    darknet_re,
+    r"CUDA Error(?: Prev)?: out of memory|(?i:\bcuda malloc failed\b)|Try to set subdivisions=64 in your cfg-file"
+);
+re!(
+    darknet_words_re,
+    r"(?i)darknet|dark_cuda\.c|src/cuda\.c|check_error|subdivisions|\.cfg\b|yolo"
+);
+// OpenCV's CUDA modules: cv::Exception with code -217 (`cv::Error::GpuApiCallError`) around
+// cudaGetErrorString: "(-217:Gpu API call) out of memory in function 'allocate'" (4.x), "Gpu
+// API call (out of memory) in …" (2.x/3.x, `modules/core/src/cuda/gpu_mat.cu`).
+// `modules/core/src/cuda_host_mem.cpp` (cv::cuda::HostMem, page-locked host memory through
+// cudaHostAlloc) fails with the same words: pinned host memory, not the device's.
+re!(
+    opencv_re,
+    r"(cuda_host_mem\.cpp:\d+: error: )?\(-217:Gpu API call\) out of memory|Gpu API call \(out of memory\)(?: in [\w:~<>]+, file \S*(cuda_host_mem\.cpp))?"
+);
+// The plain CUDA relays C++ programs print with cudaGetErrorString: the gpuErrchk idiom
+// ("GPUassert: out of memory file.cu 42"), the CUDA samples' checks ("CUDA error in file 'x.cu'
+// in line 123 : out of memory.", "CUDA error at x.cu:42 code=2(cudaErrorMemoryAllocation)"), a
+// program's own exception class ("CUDA Error: out of memory"). Whatever the prefix, it is
+// CUDA's status 2 said in words.
+re!(
+    cuda_words_re,
+    r"(?i)\bGPUassert:\s*out of memory|\bcuda\w*\]?:?\s+(?:error|failure|exception|status)\b[^\n]{0,160}?[\s:(\-]out of memory\b"
+);
+
+/// Caffe, Darknet, OpenCV and the plain C++ relays of CUDA's out-of-memory status (no figures:
+/// none of them prints a size or a device). Read before the generic CUDA readers, so that the
+/// program that printed it is named.
+pub fn cuda_programs(t: &str) -> Option<Oom> {
+    let found = |framework, format| Some(oom(framework, format, None, Facts::default()));
+    if let Some(c) = glog_check_re().captures(t) {
+        let code = c.get(2)?.as_str();
+        let oom_code = match c.get(1)?.as_str() {
+            "CUBLAS_STATUS_SUCCESS" => "3",
+            _ => "2",
+        };
+        if code != oom_code {
+            return None;
+        }
+        let caffe = program(t) == Some(Framework::Caffe)
+            || t.contains("syncedmem.cpp")
+            || t.contains("math_functions.c");
+        // cuBLAS's and cuDNN's checks outside Caffe are left to the readers that name them.
+        return if caffe {
+            found(Framework::Caffe, "caffe-check")
+        } else if c.get(1)?.as_str() == "cudaSuccess" {
+            found(Framework::Cuda, "glog-check")
+        } else {
+            None
+        };
+    }
+    if let Some(c) = opencv_re().captures(t) {
+        let mut o = oom(Framework::OpenCv, "opencv-cuda", None, Facts::default());
+        if c.get(1).or_else(|| c.get(2)).is_some() {
+            o.memory = MemoryKind::PinnedHost;
+        }
+        return Some(o);
+    }
+    if darknet_re().is_match(t) && darknet_words_re().is_match(t) {
+        return found(Framework::Darknet, "darknet-cuda");
+    }
+    None
+}
+
+/// CUDA's "out of memory" in a C++ program's own words, with no program named: after every
+/// framework's reader.
+pub fn cuda_words(t: &str) -> Option<Oom> {
+    cuda_words_re().is_match(t).then(|| {
+        let (f, device) = figures(t);
+        oom(Framework::Cuda, "cuda-relay", device, f)
+    })
+}
+
+/// The diagnosis of an OOM read here: which API said it, what its status means, and what
+/// helps (a program's own remedy only where its source or documentation says it).
+pub fn finding(o: &Oom) -> Option<Finding> {
+    let status = status_of(o);
+    let said = match (status, o.format) {
+        (Some(s), _) => format!("{}'s {} ({})", s.api.name(), s.name, number_text(s)),
+        (None, "caffe-check" | "glog-check") => {
+            "CUDA's status 2, cudaErrorMemoryAllocation (\"out of memory\"), in a glog CHECK"
+                .to_owned()
+        }
+        (None, "darknet-cuda" | "opencv-cuda" | "cuda-relay") => {
+            "CUDA's status 2, cudaErrorMemoryAllocation (\"out of memory\")".to_owned()
+        }
+        _ => return None,
+    };
+    if o.memory == MemoryKind::PinnedHost {
+        return None;
+    }
+    if o.memory == MemoryKind::Host {
+        return Some(Finding {
+            cause: Cause::HostMemory,
+            title: "The host's RAM ran out, not the GPU's memory".into(),
+            detail: format!(
+                "The program relays {said}: an allocation of host memory (the driver's or \
+                 runtime's own bookkeeping, a staging or mapped buffer) failed. The GPU's memory \
+                 is not what ran out."
+            ),
+            remedies: vec![
+                rm("See what the host has free (`free -h`) and what else holds it; a container's memory limit or `ulimit -v` counts too."),
+                rm("Lower what the program keeps in host memory at once (batch, input size, the number of buffers or queues it creates)."),
+            ],
+        });
+    }
+    let program = match o.framework {
+        Framework::Caffe | Framework::Darknet | Framework::OpenCv | Framework::Lightgbm => {
+            format!("{} relays ", o.framework.name())
+        }
+        _ => "The program relays ".to_owned(),
+    };
+    let mut detail =
+        format!("{program}{said}: a device allocation did not fit in the GPU's free memory.");
+    let meaning = match status.map(|s| (s.api, s.kind)) {
+        Some((Api::OpenCl, Kind::Resources)) => " CL_OUT_OF_RESOURCES means the implementation could not get resources on the device; beside an allocation that is most often memory (NVIDIA's OpenCL returns it for a buffer that does not fit), but the same code is what an out-of-bounds access in a kernel surfaces as, so check the kernel's indices if memory was free.",
+        Some((Api::Windows, _)) => " E_OUTOFMEMORY is Windows' generic out-of-memory code: Direct3D 12 returns it when a resource's heap cannot be made, which on a discrete GPU is its dedicated memory, on an integrated GPU (or once the driver spills) the shared system memory; a host allocation failing inside DirectML reads the same.",
+        Some((Api::Synapse, _)) => " On Gaudi this is the HPU's HBM: a tensor, or the workspace the graph compiler needs for a compiled graph, did not fit.",
+        Some((Api::Metal, _)) => " Metal refused the command buffer: what the work needs exceeds what macOS lets the GPU wire (its recommended working set, a share of the unified memory).",
+        _ => "",
+    };
+    detail.push_str(meaning);
+    detail.push_str(match o.facts.requested_bytes {
+        Some(_) => " The size is the one the message prints; what held the rest of the memory is not in the text.",
+        None => " The message gives no size, and what held the memory is not in the text.",
+    });
+    let mut remedies = vec![rm(match status.map(|s| s.api) {
+        Some(Api::Synapse) => "See each HPU's memory and processes: `hl-smi`.",
+        Some(Api::LevelZero) => "See what the GPU holds: `xpu-smi stats -d 0` (or `intel_gpu_top`); close other programs using it.",
+        Some(Api::Windows) => "See what the GPU holds: Task Manager → Performance → GPU shows dedicated and shared GPU memory, and the Details tab's GPU memory columns each process's share; close other programs using it.",
+        Some(Api::Metal) => "See what else uses the Mac's memory (Activity Monitor → Memory); close other GPU programs.",
+        _ => "See what holds the GPU now: `gpumon once` lists every process and its memory; close other programs using it.",
+    })];
+    match o.framework {
+        // AlexeyAB/darknet README ("if error Out of memory occurs then in .cfg-file you should
+        // increase subdivisions=16, 32 or 64") and `dark_cuda.c`'s own hint.
+        Framework::Darknet => remedies.push(rm("Raise `subdivisions` in the .cfg (16, 32 or 64): each forward pass then holds batch/subdivisions images, and the batch stays the same; or lower `width`/`height`.")),
+        // Caffe's `solver.proto`: iter_size accumulates gradients over that many batches.
+        Framework::Caffe => remedies.push(rm("Lower `batch_size` in the data layers of the train and test nets (the test net is on the GPU too), and raise the solver's `iter_size` by the same factor to keep the effective batch.")),
+        _ => remedies.push(rm("Ask for less at once: a smaller batch, image or tile size, model or buffer; or run it on a GPU with more free memory.")),
+    }
+    remedies.push(rm("Get numbers: run the job under `gpumon log --processes --interval 200ms` (or `gpumon run`) and read the last samples before the failure."));
+    Some(Finding {
+        cause: if o.facts.requested_bytes.is_some() {
+            Cause::RequestOnly
+        } else {
+            Cause::NoNumbers
+        },
+        // The program where the text names it, else the API.
+        title: format!(
+            "{} ran out of device memory",
+            match status {
+                Some(s) if o.framework == s.api.framework() => s.api.name(),
+                _ => o.framework.name(),
+            }
+        ),
+        detail,
+        remedies,
+    })
+}
+
+fn rm(text: &str) -> Remedy {
+    Remedy {
+        text: text.to_owned(),
+        saves_bytes: None,
+    }
+}
+
+/// A status's number as its header writes it: hex for HRESULTs and Level Zero's results.
+fn number_text(s: &Status) -> String {
+    match s.api {
+        Api::Windows => format!("0x{:08X}", s.number as u32),
+        Api::LevelZero => format!("0x{:08X}", s.number),
+        _ => s.number.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(t: &str) -> Option<Oom> {
+        crate::oom::analyze(t).main().cloned()
+    }
+
+    #[test]
+    fn every_name_and_spelling_finds_its_own_status() {
+        for s in STATUSES {
+            for n in std::iter::once(&s.name).chain(s.spellings) {
+                let m = names_re().find(n).map(|m| m.as_str());
+                assert_eq!(m, Some(*n), "{n}");
+                assert_eq!(by_name(n), Some(s), "{n}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_numbers_are_the_headers() {
+        assert_eq!(E_OUTOFMEMORY, -2_147_024_882);
+        assert_eq!(HRESULT_NOT_ENOUGH_MEMORY, -2_147_024_888);
+        assert_eq!(D3DERR_OUTOFVIDEOMEMORY, -2_005_532_292);
+        assert_eq!(
+            by_number(Api::OpenCl, -4).map(|s| s.name),
+            Some("CL_MEM_OBJECT_ALLOCATION_FAILURE")
+        );
+        assert_eq!(
+            by_number(Api::Npp, -9).map(|s| s.name),
+            Some("NPP_MEMORY_ALLOCATION_ERR")
+        );
+        assert_eq!(
+            by_number(Api::LevelZero, 0x7000_0002).map(|s| s.kind),
+            Some(Kind::Device)
+        );
+        assert!(by_number(Api::OpenCl, -11).is_none(), "a build failure");
+    }
+
+    /// Each API's device status, by name and by number, in the wrappings programs print.
+    #[test]
+    fn device_statuses_are_device_ooms() {
+        let cases: &[(&str, Framework, &str)] = &[
+            ("clCreateBuffer failed: CL_MEM_OBJECT_ALLOCATION_FAILURE", Framework::OpenCl, "api-CL_MEM_OBJECT_ALLOCATION_FAILURE"),
+            ("pyopencl._cl.MemoryError: clEnqueueNDRangeKernel failed: MEM_OBJECT_ALLOCATION_FAILURE", Framework::OpenCl, "api-CL_MEM_OBJECT_ALLOCATION_FAILURE"),
+            ("terminate called after throwing an instance of 'boost::wrapexcept<boost::compute::opencl_error>'\n  what():  Memory Object Allocation Failure", Framework::OpenCl, "api-CL_MEM_OBJECT_ALLOCATION_FAILURE"),
+            ("[LightGBM] [Fatal] Memory Object Allocation Failure", Framework::Lightgbm, "api-CL_MEM_OBJECT_ALLOCATION_FAILURE"),
+            ("OpenCL error: clEnqueueWriteBuffer failed with error code -4", Framework::OpenCl, "api-CL_MEM_OBJECT_ALLOCATION_FAILURE"),
+            ("clCreateBuffer returned CL_OUT_OF_RESOURCES (-5) allocating 2147483648 bytes", Framework::OpenCl, "api-CL_OUT_OF_RESOURCES"),
+            ("vkAllocateMemory failed: VK_ERROR_OUT_OF_DEVICE_MEMORY", Framework::Vulkan, "api-VK_ERROR_OUT_OF_DEVICE_MEMORY"),
+            ("thread 'main' panicked at src/gpu.rs:88:10: called `Result::unwrap()` on an `Err` value: ERROR_OUT_OF_DEVICE_MEMORY", Framework::Vulkan, "api-VK_ERROR_OUT_OF_DEVICE_MEMORY"),
+            ("vkAllocateMemory returned VkResult -2", Framework::Vulkan, "api-VK_ERROR_OUT_OF_DEVICE_MEMORY"),
+            ("Failure in vkAllocateMemory at 191 mvulkan.cpp  ErrCode=-2", Framework::Vulkan, "api-VK_ERROR_OUT_OF_DEVICE_MEMORY"),
+            ("thread '<main>' panicked at 'called `Result::unwrap()` on an `Err` value: OomError(OutOfDeviceMemory)', ../src/libcore\\result.rs:746", Framework::Vulkan, "api-VK_ERROR_OUT_OF_DEVICE_MEMORY"),
+            ("Microsoft.ML.OnnxRuntime.OnnxRuntimeException: [ErrorCode:RuntimeException] D:\\a\\_work\\1\\s\\onnxruntime\\core\\providers\\dml\\DmlExecutionProvider\\src\\MLOperatorAuthorImpl.cpp(2448)\\onnxruntime.DLL!00007FFA9B0E6B8A: (caller: 00007FFA9B0E6A33) Exception(3) tid(2a8c) 8007000E Not enough memory resources are available to complete this operation.", Framework::Onnxruntime, "onnxruntime-dml"),
+            ("System.Runtime.InteropServices.COMException (0x8007000E): DirectML device creation failed", Framework::DirectMl, "api-E_OUTOFMEMORY"),
+            ("D3D12 CreateCommittedResource failed: HRESULT -2147024882", Framework::DirectMl, "api-E_OUTOFMEMORY"),
+            ("DmlExecutionProvider: 没有足够的内存资源，无法完成此操作。", Framework::DirectMl, "api-E_OUTOFMEMORY"),
+            ("ManagedCuda.NPP.NPPException: NPP_MEMORY_ALLOCATION_ERR", Framework::Cuda, "api-NPP_MEMORY_ALLOCATION_ERR"),
+            ("nppiResize_8u_C3R failed: NppStatus -9", Framework::Cuda, "api-NPP_MEMORY_ALLOCATION_ERR"),
+            ("RuntimeError: Graph compile failed. synStatus=synStatus 4 [Out of Device memory (OOM)]. compile", Framework::Hpu, "api-synOutOfDeviceMemory"),
+            ("synDeviceMalloc failed: synOutOfDeviceMemory", Framework::Hpu, "api-synOutOfDeviceMemory"),
+            ("[PT_BRIDGE] synDeviceMalloc failed. synStatus=synStatus 14 [Failed to allocate Device memory].", Framework::Hpu, "api-synFailedToAllocateDeviceMemory"),
+            ("zeMemAllocDevice returned 0x70000002", Framework::Unknown, "api-ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY"),
+            ("Error Domain=MTLCommandBufferErrorDomain Code=8 \"Insufficient Memory\"", Framework::Metal, "api-MTLCommandBufferErrorOutOfMemory"),
+            ("Error: hipMalloc(&ptr, bytes) failed: hipErrorOutOfMemory", Framework::Rocm, "api-hipErrorOutOfMemory"),
+        ];
+        for (text, fw, format) in cases {
+            let o = read(text).unwrap_or_else(|| panic!("not found: {text}"));
+            assert_eq!(
+                (o.framework, o.format, o.memory),
+                (*fw, *format, MemoryKind::Device),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn host_statuses_are_host_memory() {
+        for text in [
+            "vkCreateBuffer failed: VK_ERROR_OUT_OF_HOST_MEMORY",
+            "vk::Device::allocateMemory: ErrorOutOfHostMemory",
+            "clCreateCommandQueue failed: CL_OUT_OF_HOST_MEMORY",
+            "OpenCL error -6",
+            "panic: vulkan error: vulkan error: out of host memory (-1)",
+            "thread 'main' panicked at 'called `Result::unwrap()` on an `Err` value: OomError(OutOfHostMemory)', src/libcore/result.rs:997:5",
+            "zeMemAllocHost: ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY",
+            "synHostMalloc failed: synStatus 3 [Out of HOST memory (OOM)]",
+            "DirectML: HRESULT 0x80070008",
+        ] {
+            let o = read(text).unwrap_or_else(|| panic!("not found: {text}"));
+            assert_eq!(o.memory, MemoryKind::Host, "{text}");
+            let f = crate::oom::diagnose::diagnose(&o);
+            assert_eq!(
+                f[0].cause,
+                crate::oom::diagnose::Cause::HostMemory,
+                "{text}"
+            );
+        }
+    }
+
+    /// Statuses that are not memory, numbers of other APIs, and a generic code without a GPU
+    /// API's words are not found.
+    #[test]
+    fn other_statuses_are_not_found() {
+        for text in [
+            "clBuildProgram failed with error -11",
+            "clEnqueueReadBuffer failed: CL_OUT_OF_RESOURCES",
+            "OpenCL error -5",
+            "vkQueueSubmit failed: VK_ERROR_DEVICE_LOST",
+            "VkResult -4",
+            "synStatus=synStatus 26 [Generic failure]",
+            "Exception(1) tid(4790) 887A0005 The GPU device instance has been suspended.",
+            "System.OutOfMemoryException: Exception of type 'System.OutOfMemoryException' was thrown. (0x8007000E)",
+            "Not enough memory resources are available to process this command. (Exception from HRESULT: 0x80070008)",
+            "NppStatus -6",
+            "error code -4",
+        ] {
+            let found = read(text).filter(|o| o.memory == MemoryKind::Device);
+            assert!(found.is_none(), "{text}: {found:?}");
+        }
+    }
+
+    /// Gaudi's "Failed to allocate Device memory" is a common phrase: without Gaudi's words it
+    /// is not Gaudi's (the honest fallback keeps it, framework unknown).
+    #[test]
+    fn a_common_phrase_is_not_claimed_for_gaudi() {
+        let o = read("render.c:42: Failed to allocate Device memory").expect("the fallback");
+        assert_eq!(o.framework, Framework::Unknown);
+    }
+
+    #[test]
+    fn a_relay_s_size_and_device_are_read() {
+        let o = read("OpenCL error: clCreateBuffer(size=2147483648 bytes) on device 1 failed: CL_MEM_OBJECT_ALLOCATION_FAILURE").expect("found");
+        assert_eq!(o.facts.requested_bytes, Some(2_147_483_648));
+        assert_eq!(o.device_index, Some(1));
+        let o = read("vkAllocateMemory: failed to allocate 512.00 MiB on GPU 0: VK_ERROR_OUT_OF_DEVICE_MEMORY").expect("found");
+        assert_eq!(o.facts.requested_bytes, Some(512 << 20));
+        assert_eq!(o.device_index, Some(0));
+    }
+
+    #[test]
+    fn caffe_darknet_and_opencv() {
+        let cases: &[(&str, Framework, &str)] = &[
+            ("F0412 12:00:00.123456 12345 syncedmem.cpp:56] Check failed: error == cudaSuccess (2 vs. 0)  out of memory\n*** Check failure stack trace: ***\n    @     0x7f1d2a0b1daa  (unknown)\n    @     0x7f1d2a8a0b4e  caffe::SyncedMemory::to_gpu()", Framework::Caffe, "caffe-check"),
+            // glog's prefix (which names the file) is taken off before reading: without Caffe's
+            // frames the check is CUDA's.
+            ("F0412 12:00:00.123456 12345 syncedmem.cpp:56] Check failed: error == cudaSuccess (2 vs. 0)  out of memory", Framework::Cuda, "glog-check"),
+            ("F1203 08:11:21.612 1 math_functions.cu:79] Check failed: status == CUBLAS_STATUS_SUCCESS (3 vs. 0)  CUBLAS_STATUS_ALLOC_FAILED\n*** Check failure stack trace: ***\n    @     0x7f2b  caffe::caffe_gpu_gemm<>()", Framework::Caffe, "caffe-check"),
+            ("F0101 00:00:00.000 1 gpu_ops.cc:9] Check failed: e == cudaSuccess (2 vs. 0)  out of memory", Framework::Cuda, "glog-check"),
+            ("CUDA Error: out of memory\ndarknet: ./src/cuda.c:36: check_error: Assertion `0' failed.", Framework::Darknet, "darknet-cuda"),
+            (" Try to set subdivisions=64 in your cfg-file. \n CUDA Error: out of memory\nDarknet error location: ./src/dark_cuda.c, check_error, line #70\nCUDA Error: out of memory: File exists", Framework::Darknet, "darknet-cuda"),
+            ("OpenCV(4.5.1) /tmp/opencv/modules/core/src/cuda/gpu_mat.cu:116: error: (-217:Gpu API call) out of memory in function 'allocate'", Framework::OpenCv, "opencv-cuda"),
+            ("GPUassert: out of memory kernel.cu 42", Framework::Cuda, "cuda-relay"),
+            ("OpenCV Error: Gpu API call (out of memory) in CudaFuncTable::mallocPitch, file E:\\opencv\\sources\\modules\\dynamicuda\\include\\opencv2/dynamicuda/dynamicuda.hpp, line 1134", Framework::OpenCv, "opencv-cuda"),
+            ("CUDA error in file 'main.cu' in line 123 : out of memory.", Framework::Cuda, "cuda-relay"),
+            ("[CUDA] Error: out of memory", Framework::Cuda, "cuda-relay"),
+            ("CUDA error in func ethash_generate_dag at line 173 calling cudaGetLastError() failed with error out of memory", Framework::Cuda, "cuda-relay"),
+        ];
+        for (text, fw, format) in cases {
+            let o = read(text).unwrap_or_else(|| panic!("not found: {text}"));
+            assert_eq!((o.framework, o.format), (*fw, *format), "{text}");
+        }
+        // cv::cuda::HostMem's page-locked buffer (opencv/opencv#23392).
+        let o = read("opencv/modules/core/src/cuda_host_mem.cpp:95: error: (-217:Gpu API call) out of memory in function 'allocate'").expect("found");
+        assert_eq!(o.memory, MemoryKind::PinnedHost);
+        assert_eq!(
+            crate::oom::diagnose::diagnose(&o)[0].cause,
+            crate::oom::diagnose::Cause::PinnedHostMemory
+        );
+        for text in [
+            "F0412 12:00:00.123456 12345 syncedmem.cpp:56] Check failed: error == cudaSuccess (77 vs. 0)  an illegal memory access was encountered",
+            "F0412 12:00:00.1 1 cudnn_conv_layer.cpp:53] Check failed: status == CUDNN_STATUS_SUCCESS (4 vs. 0)  CUDNN_STATUS_INTERNAL_ERROR",
+            "CUDA Error: an illegal memory access was encountered\ndarknet: ./src/cuda.c:36: check_error: Assertion `0' failed.",
+        ] {
+            assert!(read(text).is_none(), "{text}");
+        }
+    }
+}
