@@ -428,8 +428,7 @@ impl Scanner {
         self.parsed
     }
 
-    /// Lines that fell past a full block ([`MAX_BLOCK_LINES`], [`MAX_BLOCK_BYTES`]): counted,
-    /// not read.
+    /// Lines that fell past a full block (64 lines or 32 KiB): counted, not read.
     pub fn overflow_lines(&self) -> u64 {
         self.overflow
     }
