@@ -84,6 +84,32 @@ fn main() {
         );
     }
 
+    // Runs of trigger lines that read as one message (a retry logged every step): the scan's
+    // cost per line stays flat as the run grows (it grew with the lines before).
+    for n in [400usize, 4_000, 40_000] {
+        for (what, make) in [
+            (
+                "prose naming OOM",
+                (|i| format!("warning {i}: we are out of memory again\n")) as fn(usize) -> String,
+            ),
+            ("a CUDA OOM per step", |i| {
+                format!("step {i}: RuntimeError: CUDA error: out of memory\n")
+            }),
+        ] {
+            let log: String = (0..n).map(make).collect();
+            let mut times: Vec<Duration> = (0..5)
+                .map(|_| {
+                    let t = Instant::now();
+                    let mut s = Scanner::new();
+                    for_each_line(log.as_bytes(), |l| s.push_line(l)).expect("read");
+                    s.finish();
+                    t.elapsed()
+                })
+                .collect();
+            println!("scan of {n} lines of {what}: {}", summary(&mut times));
+        }
+    }
+
     // The release binary from start to exit on the prefixed log, beside the builds to compare
     // (GPUMON_BENCH_BIN names an already built binary instead of building target/bench-user).
     let bin = std::env::var("GPUMON_BENCH_BIN").unwrap_or_else(|_| common::user_binary());

@@ -35,6 +35,13 @@ const JOIN: usize = 64;
 const BLOCK_LINES: usize = 12;
 /// Lines of context kept before a trigger line.
 const BEFORE: usize = 8;
+/// The most lines and bytes one block holds: a run of trigger lines that read as one message
+/// (a retry logged every step, prose that names OOM on every line) would otherwise grow the
+/// block without bound and have it joined and parsed again at each new line, a cost that grows
+/// with the lines before. Past these the block's further lines are counted, not kept or read
+/// again (every corpus message is well under both).
+const MAX_BLOCK_LINES: usize = 64;
+const MAX_BLOCK_BYTES: usize = 32 * 1024;
 
 /// Cuts a byte stream into lines of at most [`MAX_LINE`] bytes, whatever the chunks it
 /// arrives in, so memory stays bounded for inputs of any size or shape. A line ends at a
@@ -174,6 +181,15 @@ pub struct Scanner {
     before: [String; BEFORE],
     next: usize,
     block: Vec<String>,
+    /// Bytes in `block`, bounded by [`MAX_BLOCK_BYTES`] (and one line).
+    block_bytes: usize,
+    /// The open block as parsed, kept until the block changes: a full block's further lines
+    /// are compared with it without parsing it again.
+    open: Option<Option<super::Oom>>,
+    /// Lines of open blocks past [`MAX_BLOCK_LINES`] or [`MAX_BLOCK_BYTES`], counted, not kept.
+    overflow: u64,
+    /// Bytes handed to the parsers so far ([`Scanner::parsed_bytes`]).
+    parsed: u64,
     /// Lines still to collect into the current block.
     pending: usize,
     /// The end of the previous line, and a buffer for it joined to the next line's start: a
@@ -213,6 +229,10 @@ impl Scanner {
             before: Default::default(),
             next: 0,
             block: Vec::new(),
+            block_bytes: 0,
+            open: None,
+            overflow: 0,
+            parsed: 0,
             pending: 0,
             tail: String::new(),
             junction: String::new(),
@@ -355,6 +375,8 @@ impl Scanner {
             let quote = super::clean::is_prose_quote(raw);
             if self.pending == 0 {
                 self.block = self.context();
+                self.block_bytes = self.block.iter().map(String::len).sum();
+                self.open = None;
                 self.quoted = quote;
                 self.whole = false;
                 self.pinned = false;
@@ -365,7 +387,7 @@ impl Scanner {
                 self.whole |= super::clean::quotes_a_whole_failure(raw);
                 self.pinned |= super::clean::names_pinned_host(raw);
             }
-            self.block.push(line);
+            self.push_block(line);
             self.pending = BLOCK_LINES;
             return;
         }
@@ -375,11 +397,40 @@ impl Scanner {
             if !super::parse::is_component_line(&line) {
                 self.pending -= 1;
             }
-            self.block.push(line);
+            self.push_block(line);
             if self.pending == 0 {
                 self.flush();
             }
         }
+    }
+
+    /// Adds `line` to the open block, or counts it where the block is full
+    /// ([`MAX_BLOCK_LINES`], [`MAX_BLOCK_BYTES`]).
+    fn push_block(&mut self, line: String) {
+        if self.block.len() >= MAX_BLOCK_LINES || self.block_bytes >= MAX_BLOCK_BYTES {
+            self.overflow += 1;
+            return;
+        }
+        self.block_bytes += line.len();
+        self.block.push(line);
+        self.open = None;
+    }
+
+    /// [`parse_block`], its input counted in [`Scanner::parsed_bytes`].
+    fn parse_counted(&mut self, block: &[String]) -> Option<super::Oom> {
+        self.parsed += block.iter().map(|l| l.len() as u64 + 1).sum::<u64>();
+        parse_block(block)
+    }
+
+    /// Bytes handed to the parsers so far: the work of the scan beyond its one pass, linear
+    /// in the input because a block is bounded and parsed again only when it changes.
+    pub fn parsed_bytes(&self) -> u64 {
+        self.parsed
+    }
+
+    /// Lines that fell past a full block (64 lines or 32 KiB): counted, not read.
+    pub fn overflow_lines(&self) -> u64 {
+        self.overflow
     }
 
     /// Keeps `raw` in the ring of context lines.
@@ -406,12 +457,18 @@ impl Scanner {
 
     /// A trigger line that is a complete OOM of its own while the open block already holds
     /// one: a repeated or second error, not the continuation of a wrapped message.
-    fn starts_new_message(&self, line: &str) -> bool {
+    fn starts_new_message(&mut self, line: &str) -> bool {
         // A traceback's source line (`raise ValueError("No available memory…")`) is not an error.
         if line.starts_with("raise ") {
             return false;
         }
-        let Some(old) = parse_block(&self.block) else {
+        if self.open.is_none() {
+            let block = std::mem::take(&mut self.block);
+            self.open = Some(self.parse_counted(&block));
+            self.block = block;
+        }
+        self.parsed += line.len() as u64;
+        let Some(Some(old)) = &self.open else {
             return false;
         };
         let Some(new) = parse_text(line) else {
@@ -474,6 +531,8 @@ impl Scanner {
             return;
         }
         let block = std::mem::take(&mut self.block);
+        self.block_bytes = 0;
+        self.open = None;
         let quoted = std::mem::take(&mut self.quoted);
         let whole = std::mem::take(&mut self.whole);
         let pinned = std::mem::take(&mut self.pinned);
@@ -483,7 +542,7 @@ impl Scanner {
         let report = |o: &super::Oom| {
             !quoted || has_figures(o) || (whole && o.framework != Framework::Unknown)
         };
-        if let Some(mut oom) = parse_block(&block).filter(report) {
+        if let Some(mut oom) = self.parse_counted(&block).filter(report) {
             if quoted && pinned && super::parse::relays_cuda_code(&oom) {
                 oom.memory = super::MemoryKind::PinnedHost;
             }
@@ -952,6 +1011,38 @@ Including non-PyTorch memory, this process has 175.06 GiB memory in use.
             text.contains("logged 100 times (the last 64 read)"),
             "{text}"
         );
+    }
+
+    /// A run of trigger lines that read as one message (a retry logged every step, prose that
+    /// names OOM on every line): the parsers' work is linear in the run, not quadratic (each
+    /// line used to have the whole run joined and parsed again), and the reading is the same
+    /// however long the run.
+    #[test]
+    fn a_run_of_one_message_costs_the_same_per_line() {
+        let runs: [fn(usize) -> String; 3] = [
+            |i| format!("warning {i}: we are out of memory again"),
+            |i| format!("step {i}: RuntimeError: CUDA error: out of memory"),
+            // Long lines: the block's byte bound.
+            |i| format!("step {i}: out of memory {}", "x ".repeat(4000)),
+        ];
+        for make in runs {
+            let scan = |n: usize| {
+                let mut s = Scanner::new();
+                for i in 0..n {
+                    s.push_line(&make(i));
+                }
+                let (work, overflow) = (s.parsed_bytes(), s.overflow_lines());
+                let a = s.finish();
+                (work, overflow, a.total, a.repeats())
+            };
+            let (w1, o1, t1, r1) = scan(300);
+            let (w2, o2, t2, r2) = scan(600);
+            let input: u64 = (300..600).map(|i| make(i).len() as u64).sum();
+            // The second 300 lines cost what they hold, a few times over at most.
+            assert!(w2 - w1 <= 4 * input, "{}: {w1} then {w2}", make(0));
+            assert!(o2 > o1 && o1 > 0, "{}: the run fills a block", make(0));
+            assert_eq!((t1, r1), (t2, r2), "{}", make(0));
+        }
     }
 
     /// The one-pass test for quiet lines changes nothing: every corpus message, as pasted,
