@@ -295,7 +295,7 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "== cudasuccess (",
     "cuda malloc failed",
     "try to set subdivisions",
-    // FAISS before 1.5 (`FAISS_ASSERT_FMT` in `gpu/utils/MemorySpace.cpp`): no status words.
+    // FAISS up to 1.5.0 (`FAISS_ASSERT_FMT` in `gpu/utils/MemorySpace.cpp`): no status words.
     "failed to cudamalloc",
     // Sophgo's libsophon (`bmlib_memory.cpp`) and BMRuntime.
     "bm_alloc_gmem failed",

@@ -3252,4 +3252,22 @@ mod tests {
             "{all}"
         );
     }
+
+    /// A Sophgo TPU's bmlib failure is read as the TPU's heap, with libsophon's tools only:
+    /// no NVIDIA view, no TensorFlow or JAX setting.
+    #[test]
+    fn a_sophgo_tpu_gets_libsophon_remedies() {
+        let f = findings("[bmlib_memory][error] bm_alloc_gmem failed, dev_id = 2, size = 0x5eec00\nAlloc Device Memory Failed! Program Terminated.");
+        let first = f.first().expect("a finding");
+        assert!(first.title.contains("on TPU 2"), "{}", first.title);
+        let all: String = f
+            .iter()
+            .flat_map(|x| x.remedies.iter().map(|r| r.text.clone()))
+            .collect();
+        assert!(all.contains("bm-smi"), "{all}");
+        assert!(
+            !all.contains("gpumon once") && !all.contains("TF_FORCE_GPU_ALLOW_GROWTH"),
+            "{all}"
+        );
+    }
 }

@@ -189,7 +189,8 @@ re!(
     faiss_old_re,
     r"(?i)failed to cudaMalloc (\d+) bytes(?: on device (\d+))? \(error (\d+)\b"
 );
-// FAISS before 1.5 (`gpu/utils/MemorySpace.cpp`, v1.2.1 to v1.4.0, `allocMemorySpace`):
+// FAISS up to 1.5.0 (`gpu/utils/MemorySpace.cpp`, v1.2.1 to v1.5.0, `allocMemorySpace`; 1.5.1
+// switched to the "(error N …)" form above):
 // `FAISS_ASSERT_FMT(cudaMalloc(p, size) == cudaSuccess, "Failed to cudaMalloc %zu bytes",
 // size)` (and "Failed to cudaMallocManaged %zu bytes" for unified memory), which `FaissAssert.h`
 // prints as "Faiss assertion '<expr>' failed in <function> at <file>:<line>; details: <msg>"
@@ -659,7 +660,7 @@ mod tests {
             (o.device_index, o.facts.requested_bytes),
             (None, Some(47_064_032))
         );
-        // Before 1.5: FAISS_ASSERT_FMT's "Faiss assertion … details:" (`FaissAssert.h`, v1.4.0).
+        // Up to 1.5.0: FAISS_ASSERT_FMT's "Faiss assertion … details:" (`FaissAssert.h`, v1.4.0).
         let o = faiss("Faiss assertion 'cudaMalloc(p, size) == cudaSuccess' failed in void faiss::gpu::allocMemorySpace(faiss::gpu::MemorySpace, void**, size_t) at utils/MemorySpace.cpp:18; details: Failed to cudaMalloc 838860800 bytes\nAborted (core dumped)").expect("found");
         assert_eq!(
             (o.framework, o.format, o.memory, o.facts.requested_bytes),
