@@ -398,6 +398,7 @@ re!(
     metal_number_re,
     r"MTLCommandBufferErrorDomain\W{0,4}Code\W{0,3}(\d{1,3})\b"
 );
+re!(cuda_named_re, r"(?i:cuda|\bgpu\b)|\bcu[A-Z]\w+");
 // cudarc's `DriverError` Debug form with cuGetErrorString's text for CUDA_ERROR_OUT_OF_MEMORY
 // ("out of memory"); the first field, the status's name, is not relied on (a terminal wrap or
 // OCR may split it). An `Option`'s `Some("…")` from versions that kept the lookup's result.
@@ -416,6 +417,11 @@ re!(
 fn find_status(t: &str) -> Option<&'static Status> {
     let named = names_re().find_iter(t).find_map(|m| {
         let s = by_name(m.as_str())?;
+        // A C# enum's bare `ErrorOutOfMemory` is ManagedCuda's or cudafy's only beside CUDA's
+        // words (other .NET libraries name their own host failures the same).
+        if m.as_str() == "ErrorOutOfMemory" && !cuda_named_re().is_match(t) {
+            return None;
+        }
         let ok = !s.needs_context || has_context(s.api, t);
         ok.then_some(s)
     });
@@ -895,6 +901,8 @@ mod tests {
             "NppStatus -6",
             "error code -4",
             "Error: DriverError(CUDA_ERROR_ILLEGAL_ADDRESS, \"an illegal memory access was encountered\")",
+            // Another .NET library's own enum of the same name, host memory.
+            "MelissaData.ProgramStatus: ErrorOutOfMemory",
         ] {
             let found = read(text).filter(|o| o.memory == MemoryKind::Device);
             assert!(found.is_none(), "{text}: {found:?}");
