@@ -129,7 +129,7 @@ const D3DERR_OUTOFVIDEOMEMORY: i64 = 0x8876_017C_i64 - (1 << 32);
 ///   `Debug` (`src/driver/result.rs`, 0.9 to 0.16: `debug_tuple("DriverError").field(&self.0)
 ///   .field(&error_string)`) prints the driver's own text beside the name,
 ///   `DriverError(CUDA_ERROR_OUT_OF_MEMORY, "out of memory")`, which is read without the name
-///   (a wrapped or OCR'd paste may break it: [`cudarc_re`]).
+///   (a wrapped or OCR'd paste may break it: `cudarc_re`).
 /// - HIP: `hip/hip_runtime_api.h` `hipErrorOutOfMemory = 2`, and its deprecated alias
 ///   `hipErrorMemoryAllocation = 2` (ROCm 6.x).
 /// - OpenCL: `CL/cl.h` `CL_MEM_OBJECT_ALLOCATION_FAILURE -4`, `CL_OUT_OF_RESOURCES -5`,
