@@ -119,6 +119,17 @@ const D3DERR_OUTOFVIDEOMEMORY: i64 = 0x8876_017C_i64 - (1 << 32);
 /// Every API's memory statuses. Sources (each header's values):
 /// - CUDA: `cuda.h` `CUDA_ERROR_OUT_OF_MEMORY = 2`; `driver_types.h`
 ///   `cudaErrorMemoryAllocation = 2` (cudaGetErrorString: "out of memory").
+///   .NET and Julia bindings spell CUDA_ERROR_OUT_OF_MEMORY their own way: ManagedCuda's
+///   `CUResult.ErrorOutOfMemory` (`ManagedCUDA/CudaTypes.cs`; its `CudaException` message is
+///   "ErrorOutOfMemory: " + the driver's description, `cuda.h` "The API call failed because it
+///   was unable to allocate enough memory [or other resources] to perform the requested
+///   operation."), cudafy's GASS.CUDA `CUResult.ErrorOutOfMemory`, CUDA.jl's
+///   `OutOfGPUMemoryError` (`lib/cudadrv/memory.jl`); Alea, ILGPU and JCuda print the header's
+///   names (`CUDA_ERROR_OUT_OF_MEMORY`, `cudaErrorMemoryAllocation`) as CuPy does. cudarc's
+///   `Debug` (`src/driver/result.rs`, 0.9 to 0.16: `debug_tuple("DriverError").field(&self.0)
+///   .field(&error_string)`) prints the driver's own text beside the name,
+///   `DriverError(CUDA_ERROR_OUT_OF_MEMORY, "out of memory")`, which is read without the name
+///   (a wrapped or OCR'd paste may break it: `cudarc_re`).
 /// - HIP: `hip/hip_runtime_api.h` `hipErrorOutOfMemory = 2`, and its deprecated alias
 ///   `hipErrorMemoryAllocation = 2` (ROCm 6.x).
 /// - OpenCL: `CL/cl.h` `CL_MEM_OBJECT_ALLOCATION_FAILURE -4`, `CL_OUT_OF_RESOURCES -5`,
@@ -146,7 +157,17 @@ const D3DERR_OUTOFVIDEOMEMORY: i64 = 0x8876_017C_i64 - (1 << 32);
 ///   allocate Device memory", and `synFail` 26 "Generic failure", not memory), which the PyTorch
 ///   bridge prints as `synStatus=synStatus N [text]` (HabanaAI/vllm-fork#484).
 pub const STATUSES: &[Status] = &[
-    st(Api::Cuda, "CUDA_ERROR_OUT_OF_MEMORY", 2, Kind::Device, &[]),
+    st(
+        Api::Cuda,
+        "CUDA_ERROR_OUT_OF_MEMORY",
+        2,
+        Kind::Device,
+        &[
+            "ErrorOutOfMemory",
+            "OutOfGPUMemoryError",
+            "The API call failed because it was unable to allocate enough memory",
+        ],
+    ),
     st(Api::Cuda, "cudaErrorMemoryAllocation", 2, Kind::Device, &[]),
     st(Api::Hip, "hipErrorOutOfMemory", 2, Kind::Device, &[]),
     st(Api::Hip, "hipErrorMemoryAllocation", 2, Kind::Device, &[]),
@@ -377,6 +398,14 @@ re!(
     metal_number_re,
     r"MTLCommandBufferErrorDomain\W{0,4}Code\W{0,3}(\d{1,3})\b"
 );
+re!(cuda_named_re, r"(?i:cuda|\bgpu\b)|\bcu[A-Z]\w+");
+// cudarc's `DriverError` Debug form with cuGetErrorString's text for CUDA_ERROR_OUT_OF_MEMORY
+// ("out of memory"); the first field, the status's name, is not relied on (a terminal wrap or
+// OCR may split it). An `Option`'s `Some("…")` from versions that kept the lookup's result.
+re!(
+    cudarc_re,
+    r#"\bDriverError\([A-Za-z0-9_ ]{1,60}, ?(?:Some\()?"out of memory"\)?\)"#
+);
 // CL_OUT_OF_RESOURCES counts as memory only where the failed call allocates.
 re!(
     allocating_re,
@@ -388,11 +417,21 @@ re!(
 fn find_status(t: &str) -> Option<&'static Status> {
     let named = names_re().find_iter(t).find_map(|m| {
         let s = by_name(m.as_str())?;
+        // A C# enum's bare `ErrorOutOfMemory` is ManagedCuda's or cudafy's only beside CUDA's
+        // words (other .NET libraries name their own host failures the same).
+        if m.as_str() == "ErrorOutOfMemory" && !cuda_named_re().is_match(t) {
+            return None;
+        }
         let ok = !s.needs_context || has_context(s.api, t);
         ok.then_some(s)
     });
     if named.is_some() {
         return named;
+    }
+    if cudarc_re().is_match(t) {
+        return STATUSES
+            .iter()
+            .find(|s| s.name == "CUDA_ERROR_OUT_OF_MEMORY");
     }
     let first = |c: regex::Captures<'_>| -> Option<String> {
         (1..c.len())
@@ -781,6 +820,13 @@ mod tests {
     fn device_statuses_are_device_ooms() {
         let cases: &[(&str, Framework, &str)] = &[
             ("clCreateBuffer failed: CL_MEM_OBJECT_ALLOCATION_FAILURE", Framework::OpenCl, "api-CL_MEM_OBJECT_ALLOCATION_FAILURE"),
+            // .NET and Julia bindings (ManagedCuda's CudaException: the enum's name and cuda.h's
+            // description; CUDA.jl's exception), and cudarc's Debug form with its name broken.
+            ("Unhandled Exception: ManagedCuda.CudaException: ErrorOutOfMemory: The API call failed because it was unable to allocate enough memory to perform the requested operation.\n   at ManagedCuda.CudaDeviceVariable`1..ctor(SizeT size)", Framework::Cuda, "api-CUDA_ERROR_OUT_OF_MEMORY"),
+            ("Cudafy.Host.CudafyHostException: CUDA.NET exception: ErrorOutOfMemory.", Framework::Cuda, "api-CUDA_ERROR_OUT_OF_MEMORY"),
+            ("ERROR: LoadError: CUDA.OutOfGPUMemoryError(1073741824, CUDA.MemoryInfo(...))", Framework::Cuda, "api-CUDA_ERROR_OUT_OF_MEMORY"),
+            ("Error: DriverError(CUDA_ERROR_OUT_O F_MEMORY, \"out of memory\")", Framework::Cuda, "api-CUDA_ERROR_OUT_OF_MEMORY"),
+            ("called `Result::unwrap()` on an `Err` value: DriverError(CUDA_ERROR_OUT_OF_\nMEMORY, \"out of memory\")", Framework::Cuda, "api-CUDA_ERROR_OUT_OF_MEMORY"),
             ("pyopencl._cl.MemoryError: clEnqueueNDRangeKernel failed: MEM_OBJECT_ALLOCATION_FAILURE", Framework::OpenCl, "api-CL_MEM_OBJECT_ALLOCATION_FAILURE"),
             ("terminate called after throwing an instance of 'boost::wrapexcept<boost::compute::opencl_error>'\n  what():  Memory Object Allocation Failure", Framework::OpenCl, "api-CL_MEM_OBJECT_ALLOCATION_FAILURE"),
             ("[LightGBM] [Fatal] Memory Object Allocation Failure", Framework::Lightgbm, "api-CL_MEM_OBJECT_ALLOCATION_FAILURE"),
@@ -854,6 +900,9 @@ mod tests {
             "Not enough memory resources are available to process this command. (Exception from HRESULT: 0x80070008)",
             "NppStatus -6",
             "error code -4",
+            "Error: DriverError(CUDA_ERROR_ILLEGAL_ADDRESS, \"an illegal memory access was encountered\")",
+            // Another .NET library's own enum of the same name, host memory.
+            "MelissaData.ProgramStatus: ErrorOutOfMemory",
         ] {
             let found = read(text).filter(|o| o.memory == MemoryKind::Device);
             assert!(found.is_none(), "{text}: {found:?}");

@@ -295,6 +295,15 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "== cudasuccess (",
     "cuda malloc failed",
     "try to set subdivisions",
+    // FAISS up to 1.5.0 (`FAISS_ASSERT_FMT` in `gpu/utils/MemorySpace.cpp`): no status words.
+    "failed to cudamalloc",
+    // Sophgo's libsophon (`bmlib_memory.cpp`) and BMRuntime.
+    "bm_alloc_gmem failed",
+    "device mem alloc failed",
+    // CUDA.jl's allocator (`OutOfGPUMemoryError`), and ManagedCuda's and cudafy's name of
+    // CUDA_ERROR_OUT_OF_MEMORY (`CUResult.ErrorOutOfMemory`).
+    "outofgpumemoryerror",
+    "erroroutofmemory",
 ];
 
 /// [`TRIGGERS`] as one case-insensitive regex: Unicode's case folding, for a line that is not
@@ -459,13 +468,22 @@ fn prose_quotes(raw: &str) -> Option<Vec<String>> {
     let mut outside = String::new();
     let mut inside: Vec<String> = Vec::new();
     // Quotes that are data, not a writer's: a JSON value or a call's argument, opened right
-    // after `:`, `(`, `[` or `=` (`{"msg":"KoboldAI ran out of memory: …"}`, `Err("…")`).
+    // after `:`, `(`, `[` or `=` (`{"msg":"KoboldAI ran out of memory: …"}`, `Err("…")`), or
+    // after a comma inside an open parenthesis (a later argument, a Debug tuple's second field:
+    // cudarc's `DriverError(CUDA_ERROR_OUT_OF_MEMORY, "out of memory")`).
     let mut data: Vec<bool> = Vec::new();
     let mut prev = ' ';
+    // The last character before the current run of spaces, and the parentheses open outside
+    // quotes.
+    let mut before_spaces = ' ';
+    let mut depth = 0usize;
     // The open quote, if any: a backtick span holds any other quote mark as text.
     let mut open: Option<char> = None;
     for c in raw.chars() {
         let before = std::mem::replace(&mut prev, c);
+        if before != ' ' {
+            before_spaces = before;
+        }
         match (open, c) {
             (None, '`') => {
                 open = Some('`');
@@ -475,13 +493,22 @@ fn prose_quotes(raw: &str) -> Option<Vec<String>> {
             (None, '"' | '\u{201c}' | '\u{201d}') => {
                 open = Some('"');
                 inside.push(String::new());
-                data.push(matches!(before, ':' | '(' | '[' | '='));
+                data.push(
+                    matches!(before, ':' | '(' | '[' | '=') || (before_spaces == ',' && depth > 0),
+                );
             }
             (Some('`'), '`') | (Some('"'), '"' | '\u{201c}' | '\u{201d}') => {
                 open = None;
                 outside.push(' ');
             }
-            (None, c) => outside.push(c),
+            (None, c) => {
+                match c {
+                    '(' => depth += 1,
+                    ')' => depth = depth.saturating_sub(1),
+                    _ => {}
+                }
+                outside.push(c)
+            }
             (Some(_), c) => {
                 if let Some(q) = inside.last_mut() {
                     q.push(c);
@@ -718,6 +745,8 @@ mod tests {
             "the first launch raises the same \"out of memory\" with 7.3 GB of VRAM free",
             "运行时出现错误：`RuntimeError: CUDA error: out of memory`，锁页内存不足",
             "the run died with &quot;CUDA error: out of memory&quot; at the second step",
+            // A comma outside any parenthesis is the writer's.
+            "it fails at the second step, \"out of memory\" again and again",
         ] {
             assert!(is_prose_quote(line), "{line:?}");
         }
@@ -736,6 +765,8 @@ mod tests {
             // An HTTP body's JSON value and a Rust error's argument: data, not a writer's quote.
             r#"Kobold returned error: 507 INSUFFICIENT STORAGE {"detail":{"msg":"KoboldAI ran out of memory: CUDA error: out of memory","type":"out_of_memory.unknown.unknown"}}"#,
             r#"the router panicked with an error value Generation("CUDA error: out of memory") at startup"#,
+            // A Debug tuple's later field (cudarc's DriverError, its name broken by a wrap).
+            r#"Error: DriverError(CUDA_ERROR_OUT_O F_MEMORY, "out of memory") when loading"#,
         ] {
             assert!(!is_prose_quote(line), "{line:?}");
         }

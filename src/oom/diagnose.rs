@@ -118,6 +118,7 @@ pub const ALONE: &[(&str, Alone)] = &[
     ("unrecognised", unrecognised_message),
     ("zero-byte-request", zero_byte_request),
     ("neuron-runtime", neuron_runtime),
+    ("sophgo-bmlib", sophgo_bmlib),
     ("container-limit", container_limit),
     ("vllm-rs", vllm_rs_message),
     ("trtllm-executor", trtllm_executor_message),
@@ -264,6 +265,41 @@ fn neuron_runtime(oom: &Oom) -> Option<Finding> {
             r("Spread the model over more NeuronCores (a higher tensor-parallel degree, tp_degree in transformers-neuronx and NxD), or use an instance with more of them."),
             r("Shrink what each core holds: a smaller batch, sequence length or context (n_positions), or a lower-precision checkpoint."),
             r("See each core's memory by category while it runs with neuron-top; the runtime's nrt_mem_log_device_*.csv, written at the failure, lists every allocation."),
+        ],
+    })
+}
+
+/// A Sophgo TPU's device memory (libsophon's bmlib, `bmlib/src/bmlib_memory.cpp`): the
+/// request did not fit in the heap it was asked from (BM_ERR_NOMEM). The device memory is split
+/// into heaps (the NPU's for tensors and models, the VPP's and VPU's for images and video);
+/// Sophgo's SDK FAQ (its BMCV section, "bm_malloc_device_byte_heap error … bm_alloc_gmem
+/// failed") names the heap asked for, usually the VPP heap (heap 1) for a bm_image, its usage
+/// in `/sys/kernel/debug/ion/bm_vpp_heap_dump/summary`, and the fix: long-lived memory
+/// allocated once at start, short-lived memory freed at once. The device tool is `bm-smi`,
+/// not NVIDIA's, so gpumon's own views are not offered.
+fn sophgo_bmlib(oom: &Oom) -> Option<Finding> {
+    if oom.framework != Framework::Sophgo {
+        return None;
+    }
+    let on = oom
+        .device_index
+        .map_or_else(String::new, |d| format!(" on TPU {d}"));
+    let title = match oom.facts.requested_bytes {
+        Some(n) => format!("libsophon could not allocate {}{on}", fmt_bytes(n)),
+        None => format!("libsophon could not allocate device memory{on}"),
+    };
+    Some(Finding {
+        cause: Cause::FrameworkAllocations,
+        title,
+        detail: "bmlib found no room for the request in the device-memory heap it was asked \
+                 from (the NPU's for a model's tensors, the VPP's or VPU's for images and video \
+                 frames): what this program and others on the same TPU hold left too little. The \
+                 message gives no other figure."
+            .into(),
+        remedies: vec![
+            r("See each device's memory while it runs with `bm-smi` (libsophon's tool)."),
+            r("For an image (bm_image) the heap is usually the VPP's: watch its usage with `sudo cat /sys/kernel/debug/ion/bm_vpp_heap_dump/summary`."),
+            r("Hold less at once on that device: allocate long-lived buffers once at start and free short-lived ones at once (bm_image_destroy, bm_free_device); fewer models or video streams per TPU."),
         ],
     })
 }
@@ -3213,6 +3249,24 @@ mod tests {
         assert!(all.contains("npu-smi info"), "{all}");
         assert!(
             !all.contains("PYTORCH_CUDA_ALLOC_CONF") && !all.contains("gpumon once"),
+            "{all}"
+        );
+    }
+
+    /// A Sophgo TPU's bmlib failure is read as the TPU's heap, with libsophon's tools only:
+    /// no NVIDIA view, no TensorFlow or JAX setting.
+    #[test]
+    fn a_sophgo_tpu_gets_libsophon_remedies() {
+        let f = findings("[bmlib_memory][error] bm_alloc_gmem failed, dev_id = 2, size = 0x5eec00\nAlloc Device Memory Failed! Program Terminated.");
+        let first = f.first().expect("a finding");
+        assert!(first.title.contains("on TPU 2"), "{}", first.title);
+        let all: String = f
+            .iter()
+            .flat_map(|x| x.remedies.iter().map(|r| r.text.clone()))
+            .collect();
+        assert!(all.contains("bm-smi"), "{all}");
+        assert!(
+            !all.contains("gpumon once") && !all.contains("TF_FORCE_GPU_ALLOW_GROWTH"),
             "{all}"
         );
     }

@@ -86,6 +86,10 @@ pub const ALL: &[Family] = &[
         parse: libraries::faiss,
     },
     Family {
+        name: "sophgo",
+        parse: libraries::sophgo,
+    },
+    Family {
         name: "mindspore",
         parse: libraries::mindspore,
     },
@@ -1268,7 +1272,19 @@ fn ollama(t: &str) -> Option<Oom> {
     } else {
         "ollama-runner"
     };
-    Some(oom(Framework::Ggml, format, None, Facts::default()))
+    // The runner's own log beside Ollama's line: ggml-alloc's "ggml_gallocr_reserve_n: failed to
+    // allocate CUDA0 buffer of size N" (`ggml/src/ggml-alloc.c`) or ggml-backend's
+    // "…_buffer_type_alloc_buffer: allocating N MiB on device D" names the request and the
+    // device Ollama's line leaves out; the most specific figures win.
+    let mut f = Facts::default();
+    let mut device = None;
+    if format == "ollama-runner" {
+        if let Some(g) = ggml_backend(t).filter(|g| g.memory == MemoryKind::Device) {
+            f.requested_bytes = g.facts.requested_bytes;
+            device = g.device_index;
+        }
+    }
+    Some(oom(Framework::Ggml, format, device, f))
 }
 
 // Libraries whose own CUDA check relays the runtime's error string: CTranslate2 (faster-whisper,
@@ -1699,6 +1715,10 @@ mod tests {
             ("Error: 500 Internal Server Error: memory layout cannot be allocated", Framework::Ggml, "ollama-layout", MemoryKind::Device, None, None),
             ("Error: memory layout cannot be allocated with num_gpu = 99", Framework::Ggml, "ollama-layout", MemoryKind::Device, None, None),
             ("Error: llama runner process has terminated: cudaMalloc failed: out of memory", Framework::Ggml, "ollama-runner", MemoryKind::Device, None, None),
+            // The runner's ggml-alloc line beside it gives the request and the device.
+            ("Error: llama runner process has terminated: cudaMalloc failed: out of memory\nggml_gallocr_reserve_n: failed to allocate CUDA0 buffer of size 838447104", Framework::Ggml, "ollama-runner", MemoryKind::Device, Some(0), Some(838_447_104)),
+            // ggml's own line read first gives the same figures.
+            ("ggml_backend_cuda_buffer_type_alloc_buffer: allocating 1024.00 MiB on device 1: cudaMalloc failed: out of memory\nggml_gallocr_reserve_n: failed to allocate CUDA1 buffer of size 1073741824\nError: llama runner process has terminated: cudaMalloc failed: out of memory", Framework::Ggml, "ggml", MemoryKind::Device, Some(1), Some(1 << 30)),
             ("Error: model requires more system memory (12.3 GiB) than is available (8.0 GiB)", Framework::Ggml, "ollama-system-memory", MemoryKind::Host, None, Some(gib(12.3))),
             ("RuntimeError: CUDA failed with error out of memory", Framework::Cuda, "cuda-ctranslate2", MemoryKind::Device, None, None),
             ("Error out of memory at line 380 in file /src/csrc/ops.cu", Framework::Cuda, "cuda-check-return", MemoryKind::Device, None, None),

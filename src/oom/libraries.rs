@@ -189,6 +189,17 @@ re!(
     faiss_old_re,
     r"(?i)failed to cudaMalloc (\d+) bytes(?: on device (\d+))? \(error (\d+)\b"
 );
+// FAISS up to 1.5.0 (`gpu/utils/MemorySpace.cpp`, v1.2.1 to v1.5.0, `allocMemorySpace`; 1.5.1
+// switched to the "(error N …)" form above):
+// `FAISS_ASSERT_FMT(cudaMalloc(p, size) == cudaSuccess, "Failed to cudaMalloc %zu bytes",
+// size)` (and "Failed to cudaMallocManaged %zu bytes" for unified memory), which `FaissAssert.h`
+// prints as "Faiss assertion '<expr>' failed in <function> at <file>:<line>; details: <msg>"
+// and aborts. No status is printed: a failed cudaMalloc of the index's own data, which is the
+// device being full (the only other failures, a bad device or context, fail earlier calls).
+re!(
+    faiss_assert_re,
+    r"Faiss assertion '[^'\n]{0,80}cudaMalloc(?:Managed)?\([^'\n]{0,60}== ?cudaSuccess' failed[^\n]{0,400}?Failed to cudaMalloc(?:Managed)? (\d+) bytes"
+);
 
 /// FAISS's GPU resources: a `cudaMalloc` for an index's data or its temporary memory failed.
 /// Only CUDA's error 2 is memory.
@@ -212,6 +223,13 @@ pub(super) fn faiss(t: &str) -> Option<Oom> {
         };
         return Some(oom(Framework::Faiss, format, device, f));
     }
+    if let Some(c) = faiss_assert_re().captures(t) {
+        let f = Facts {
+            requested_bytes: c.get(1)?.as_str().parse().ok(),
+            ..Facts::default()
+        };
+        return Some(oom(Framework::Faiss, "faiss-alloc", None, f));
+    }
     let c = faiss_old_re().captures(t)?;
     if c.get(3)?.as_str() != "2" || !(t.contains("faiss") || t.contains("Faiss")) {
         return None;
@@ -222,6 +240,49 @@ pub(super) fn faiss(t: &str) -> Option<Oom> {
     };
     let device = c.get(2).and_then(|m| m.as_str().parse().ok());
     Some(oom(Framework::Faiss, "faiss-alloc", device, f))
+}
+
+// Sophgo's libsophon (BM1684/BM1684X/BM1688 TPUs), `bmlib/src/bmlib_memory.cpp`
+// (`bm_malloc_device_mem` and its heap-mask variants, libsophon 0.4 to 0.5): "bm_alloc_gmem
+// failed, dev_id = %d, size = 0x%x" through `bmlib_log` with the tag `bmlib_memory`
+// ("[bmlib_memory][error] …"), returning BM_ERR_NOMEM; in its memory-pool mode "No memory in
+// device mem". BMRuntime (`bmrt`) then reports the same request in decimal: "[BMRT]
+// [must_alloc_device_mem:N] FATAL:device mem alloc failed: size=4759552[0x48a000] …", and
+// sophon-stream's STREAM_CHECK "Alloc Device Memory Failed! Program Terminated.".
+re!(
+    bmlib_re,
+    r"bm_alloc_gmem failed, dev_id ?= ?(\d{1,3}), size ?= ?0x([0-9a-fA-F]{1,16})\b|\bdevice mem alloc failed: size=(\d{1,20})\b"
+);
+re!(
+    bmlib_words_re,
+    r"\[bmlib_memory\]|\[BMRT\]|\bbm_[a-z_]+|bmrt|sophon|BM_CHECK"
+);
+
+/// A Sophgo TPU's device memory (libsophon's bmlib): the request, read from bmlib's hex size
+/// or BMRuntime's decimal one, and the device (`dev_id`).
+pub(super) fn sophgo(t: &str) -> Option<Oom> {
+    if !bmlib_words_re().is_match(t) {
+        return None;
+    }
+    let mut f = Facts::default();
+    let mut device = None;
+    for c in bmlib_re().captures_iter(head(t, 20_000)) {
+        if let Some(hex) = c.get(2) {
+            if device.is_none() {
+                device = c.get(1).and_then(|d| d.as_str().parse().ok());
+            }
+            f.requested_bytes = f
+                .requested_bytes
+                .or_else(|| u64::from_str_radix(hex.as_str(), 16).ok());
+        } else if let Some(dec) = c.get(3) {
+            f.requested_bytes = f.requested_bytes.or_else(|| dec.as_str().parse().ok());
+        }
+        if f.requested_bytes.is_some() && device.is_some() {
+            break;
+        }
+    }
+    f.requested_bytes?;
+    Some(oom(Framework::Sophgo, "sophgo-bmlib", device, f))
 }
 
 // MindSpore's runtime (`mindspore/ccsrc/runtime/graph_scheduler/actor/…`, the
@@ -599,8 +660,48 @@ mod tests {
             (o.device_index, o.facts.requested_bytes),
             (None, Some(47_064_032))
         );
+        // Up to 1.5.0: FAISS_ASSERT_FMT's "Faiss assertion … details:" (`FaissAssert.h`, v1.4.0).
+        let o = faiss("Faiss assertion 'cudaMalloc(p, size) == cudaSuccess' failed in void faiss::gpu::allocMemorySpace(faiss::gpu::MemorySpace, void**, size_t) at utils/MemorySpace.cpp:18; details: Failed to cudaMalloc 838860800 bytes\nAborted (core dumped)").expect("found");
+        assert_eq!(
+            (o.framework, o.format, o.memory, o.facts.requested_bytes),
+            (
+                Framework::Faiss,
+                "faiss-alloc",
+                MemoryKind::Device,
+                Some(800 * MIB)
+            )
+        );
+        // Another assertion's details are not an allocation.
+        assert!(faiss("Faiss assertion 'err == cudaSuccess' failed in void faiss::gpu::runL2Norm at Distance.cu:10; details: CUDA error 700").is_none());
         assert!(faiss("StandardGpuResources: alloc fail type FlatData dev 0 space Device stream 0 size 1024 bytes (cudaMalloc error an illegal memory access was encountered [700])").is_none());
         assert!(faiss("StandardGpuResources: alloc fail type TemporaryMemoryBuffer dev 0 space Temporary stream 0x1 size 1024 bytes (no temp space); retrying as MemorySpace::Device").is_none());
+    }
+
+    #[test]
+    fn sophgo_forms() {
+        // libsophon's format string (`bmlib_memory.cpp`), then BMRuntime's line.
+        let o = sophgo("[bmlib_memory][error] bm_alloc_gmem failed, dev_id = 1, size = 0x639c00\nAlloc Device Memory Failed! Program Terminated.").expect("found");
+        assert_eq!(
+            (o.framework, o.format, o.device_index, o.memory),
+            (
+                Framework::Sophgo,
+                "sophgo-bmlib",
+                Some(1),
+                MemoryKind::Device
+            )
+        );
+        assert_eq!(o.facts.requested_bytes, Some(0x639c00));
+        let o = sophgo("[BMRT][must_alloc_device_mem:2682] FATAL:device mem alloc failed: size=4759552[0x48a000] type_len=1 status=5 desc=io_mem").expect("found");
+        assert_eq!(
+            (o.device_index, o.facts.requested_bytes),
+            (None, Some(4_759_552))
+        );
+        // Without libsophon's words, and without a size, nothing.
+        assert!(sophgo("device mem alloc failed: size=100").is_none());
+        assert!(sophgo("[bmlib_memory][error] bm_alloc_gmem failed").is_none());
+        assert!(
+            sophgo("[bmlib_memory][error] bm_alloc_gmem failed, dev_id = 0, size = 0xZZ").is_none()
+        );
     }
 
     #[test]

@@ -109,6 +109,8 @@ pub enum Framework {
     Lightgbm,
     /// FAISS's GPU indexes (StandardGpuResources).
     Faiss,
+    /// Sophgo's TPUs (BM1684, BM1684X, BM1688) through libsophon's bmlib and BMRuntime.
+    Sophgo,
     /// MindSpore on Ascend or GPU (its device memory pool).
     Mindspore,
     /// An OpenCL program's device allocation (`CL_MEM_OBJECT_ALLOCATION_FAILURE`), no program named.
@@ -194,6 +196,7 @@ impl Framework {
             Framework::Catboost => "CatBoost (GPU)",
             Framework::Lightgbm => "LightGBM (GPU)",
             Framework::Faiss => "FAISS (GPU)",
+            Framework::Sophgo => "Sophgo TPU (libsophon)",
             Framework::Mindspore => "MindSpore",
             Framework::OpenCl => "OpenCL",
             Framework::Vulkan => "Vulkan",

@@ -290,7 +290,7 @@ pub fn render_oom_repeated(
     let w = layout.width;
     let word = match super::families::fork(oom.framework) {
         Some(fork) => fork.word,
-        None if oom.format.starts_with("xla-tpu") => "TPU",
+        None if oom.format.starts_with("xla-tpu") || oom.format == "sophgo-bmlib" => "TPU",
         None => "GPU",
     };
     let device = oom

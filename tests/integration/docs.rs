@@ -953,6 +953,7 @@ fn the_schemas_name_every_value_the_code_can_print() {
         Framework::Catboost,
         Framework::Lightgbm,
         Framework::Faiss,
+        Framework::Sophgo,
         Framework::Mindspore,
         Framework::OpenCl,
         Framework::Vulkan,
@@ -1001,6 +1002,7 @@ fn the_schemas_name_every_value_the_code_can_print() {
             | Framework::Catboost
             | Framework::Lightgbm
             | Framework::Faiss
+            | Framework::Sophgo
             | Framework::Mindspore
             | Framework::OpenCl
             | Framework::Vulkan
