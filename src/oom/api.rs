@@ -9,7 +9,6 @@
 
 use regex::Regex;
 
-use super::diagnose::{Cause, Finding, Remedy};
 use super::known::{oom, SIZE};
 use super::{Facts, Framework, MemoryKind, Oom};
 
@@ -47,7 +46,7 @@ impl Api {
     }
 
     /// The framework an OOM of this API is said to come from when no program is named.
-    fn framework(self) -> Framework {
+    pub fn framework(self) -> Framework {
         match self {
             Api::Cuda | Api::Npp => Framework::Cuda,
             Api::Hip => Framework::Rocm,
@@ -672,110 +671,6 @@ pub fn cuda_words(t: &str) -> Option<Oom> {
     })
 }
 
-/// The diagnosis of an OOM read here: which API said it, what its status means, and what
-/// helps (a program's own remedy only where its source or documentation says it).
-pub fn finding(o: &Oom) -> Option<Finding> {
-    let status = status_of(o);
-    let said = match (status, o.format) {
-        (Some(s), _) => format!("{}'s {} ({})", s.api.name(), s.name, number_text(s)),
-        (None, "caffe-check" | "glog-check") => {
-            "CUDA's status 2, cudaErrorMemoryAllocation (\"out of memory\"), in a glog CHECK"
-                .to_owned()
-        }
-        (None, "darknet-cuda" | "opencv-cuda" | "cuda-relay") => {
-            "CUDA's status 2, cudaErrorMemoryAllocation (\"out of memory\")".to_owned()
-        }
-        _ => return None,
-    };
-    if o.memory == MemoryKind::PinnedHost {
-        return None;
-    }
-    if o.memory == MemoryKind::Host {
-        return Some(Finding {
-            cause: Cause::HostMemory,
-            title: "The host's RAM ran out, not the GPU's memory".into(),
-            detail: format!(
-                "The program relays {said}: an allocation of host memory (the driver's or \
-                 runtime's own bookkeeping, a staging or mapped buffer) failed. The GPU's memory \
-                 is not what ran out."
-            ),
-            remedies: vec![
-                rm("See what the host has free (`free -h`) and what else holds it; a container's memory limit or `ulimit -v` counts too."),
-                rm("Lower what the program keeps in host memory at once (batch, input size, the number of buffers or queues it creates)."),
-            ],
-        });
-    }
-    let program = match o.framework {
-        Framework::Caffe | Framework::Darknet | Framework::OpenCv | Framework::Lightgbm => {
-            format!("{} relays ", o.framework.name())
-        }
-        _ => "The program relays ".to_owned(),
-    };
-    let mut detail =
-        format!("{program}{said}: a device allocation did not fit in the GPU's free memory.");
-    let meaning = match status.map(|s| (s.api, s.kind)) {
-        Some((Api::OpenCl, Kind::Resources)) => " CL_OUT_OF_RESOURCES means the implementation could not get resources on the device; beside an allocation that is most often memory (NVIDIA's OpenCL returns it for a buffer that does not fit), but the same code is what an out-of-bounds access in a kernel surfaces as, so check the kernel's indices if memory was free.",
-        Some((Api::Windows, _)) => " E_OUTOFMEMORY is Windows' generic out-of-memory code: Direct3D 12 returns it when a resource's heap cannot be made, which on a discrete GPU is its dedicated memory, on an integrated GPU (or once the driver spills) the shared system memory; a host allocation failing inside DirectML reads the same.",
-        Some((Api::Synapse, _)) => " On Gaudi this is the HPU's HBM: a tensor, or the workspace the graph compiler needs for a compiled graph, did not fit.",
-        Some((Api::Metal, _)) => " Metal refused the command buffer: what the work needs exceeds what macOS lets the GPU wire (its recommended working set, a share of the unified memory).",
-        _ => "",
-    };
-    detail.push_str(meaning);
-    detail.push_str(match o.facts.requested_bytes {
-        Some(_) => " The size is the one the message prints; what held the rest of the memory is not in the text.",
-        None => " The message gives no size, and what held the memory is not in the text.",
-    });
-    let mut remedies = vec![rm(match status.map(|s| s.api) {
-        Some(Api::Synapse) => "See each HPU's memory and processes: `hl-smi`.",
-        Some(Api::LevelZero) => "See what the GPU holds: `xpu-smi stats -d 0` (or `intel_gpu_top`); close other programs using it.",
-        Some(Api::Windows) => "See what the GPU holds: Task Manager → Performance → GPU shows dedicated and shared GPU memory, and the Details tab's GPU memory columns each process's share; close other programs using it.",
-        Some(Api::Metal) => "See what else uses the Mac's memory (Activity Monitor → Memory); close other GPU programs.",
-        _ => "See what holds the GPU now: `gpumon once` lists every process and its memory; close other programs using it.",
-    })];
-    match o.framework {
-        // AlexeyAB/darknet README ("if error Out of memory occurs then in .cfg-file you should
-        // increase subdivisions=16, 32 or 64") and `dark_cuda.c`'s own hint.
-        Framework::Darknet => remedies.push(rm("Raise `subdivisions` in the .cfg (16, 32 or 64): each forward pass then holds batch/subdivisions images, and the batch stays the same; or lower `width`/`height`.")),
-        // Caffe's `solver.proto`: iter_size accumulates gradients over that many batches.
-        Framework::Caffe => remedies.push(rm("Lower `batch_size` in the data layers of the train and test nets (the test net is on the GPU too), and raise the solver's `iter_size` by the same factor to keep the effective batch.")),
-        _ => remedies.push(rm("Ask for less at once: a smaller batch, image or tile size, model or buffer; or run it on a GPU with more free memory.")),
-    }
-    remedies.push(rm("Get numbers: run the job under `gpumon log --processes --interval 200ms` (or `gpumon run`) and read the last samples before the failure."));
-    Some(Finding {
-        cause: if o.facts.requested_bytes.is_some() {
-            Cause::RequestOnly
-        } else {
-            Cause::NoNumbers
-        },
-        // The program where the text names it, else the API.
-        title: format!(
-            "{} ran out of device memory",
-            match status {
-                Some(s) if o.framework == s.api.framework() => s.api.name(),
-                _ => o.framework.name(),
-            }
-        ),
-        detail,
-        remedies,
-    })
-}
-
-fn rm(text: &str) -> Remedy {
-    Remedy {
-        text: text.to_owned(),
-        saves_bytes: None,
-    }
-}
-
-/// A status's number as its header writes it: hex for HRESULTs and Level Zero's results.
-fn number_text(s: &Status) -> String {
-    match s.api {
-        Api::Windows => format!("0x{:08X}", s.number as u32),
-        Api::LevelZero => format!("0x{:08X}", s.number),
-        _ => s.number.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -875,12 +770,6 @@ mod tests {
         ] {
             let o = read(text).unwrap_or_else(|| panic!("not found: {text}"));
             assert_eq!(o.memory, MemoryKind::Host, "{text}");
-            let f = crate::oom::diagnose::diagnose(&o);
-            assert_eq!(
-                f[0].cause,
-                crate::oom::diagnose::Cause::HostMemory,
-                "{text}"
-            );
         }
     }
 
@@ -952,10 +841,6 @@ mod tests {
         // cv::cuda::HostMem's page-locked buffer (opencv/opencv#23392).
         let o = read("opencv/modules/core/src/cuda_host_mem.cpp:95: error: (-217:Gpu API call) out of memory in function 'allocate'").expect("found");
         assert_eq!(o.memory, MemoryKind::PinnedHost);
-        assert_eq!(
-            crate::oom::diagnose::diagnose(&o)[0].cause,
-            crate::oom::diagnose::Cause::PinnedHostMemory
-        );
         for text in [
             "F0412 12:00:00.123456 12345 syncedmem.cpp:56] Check failed: error == cudaSuccess (77 vs. 0)  an illegal memory access was encountered",
             "F0412 12:00:00.1 1 cudnn_conv_layer.cpp:53] Check failed: status == CUDNN_STATUS_SUCCESS (4 vs. 0)  CUDNN_STATUS_INTERNAL_ERROR",

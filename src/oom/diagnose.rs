@@ -3,7 +3,8 @@
 
 use serde::Serialize;
 
-use super::{Framework, Oom};
+use super::api;
+use super::{Framework, MemoryKind, Oom};
 use crate::units::fmt_bytes;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -114,7 +115,7 @@ pub type Rule = fn(&Oom, Option<&Sizing>, &[Finding]) -> Option<Finding>;
 
 /// The rules that each explain a message alone, by name, in the order they are tried.
 pub const ALONE: &[(&str, Alone)] = &[
-    ("gpu-api", super::api::finding),
+    ("gpu-api", gpu_api_finding),
     ("unrecognised", unrecognised_message),
     ("zero-byte-request", zero_byte_request),
     ("neuron-runtime", neuron_runtime),
@@ -2560,8 +2561,132 @@ fn gpu_library(oom: &Oom) -> Option<Finding> {
     })
 }
 
+// A GPU API's status as a program relays it (the table in `api.rs`).
+/// The diagnosis of an OOM read here: which API said it, what its status means, and what
+/// helps (a program's own remedy only where its source or documentation says it).
+fn gpu_api_finding(o: &Oom) -> Option<Finding> {
+    let status = api::status_of(o);
+    let said = match (status, o.format) {
+        (Some(s), _) => format!("{}'s {} ({})", s.api.name(), s.name, number_text(s)),
+        (None, "caffe-check" | "glog-check") => {
+            "CUDA's status 2, cudaErrorMemoryAllocation (\"out of memory\"), in a glog CHECK"
+                .to_owned()
+        }
+        (None, "darknet-cuda" | "opencv-cuda" | "cuda-relay") => {
+            "CUDA's status 2, cudaErrorMemoryAllocation (\"out of memory\")".to_owned()
+        }
+        _ => return None,
+    };
+    if o.memory == MemoryKind::PinnedHost {
+        return None;
+    }
+    if o.memory == MemoryKind::Host {
+        return Some(Finding {
+            cause: Cause::HostMemory,
+            title: "The host's RAM ran out, not the GPU's memory".into(),
+            detail: format!(
+                "The program relays {said}: an allocation of host memory (the driver's or \
+                 runtime's own bookkeeping, a staging or mapped buffer) failed. The GPU's memory \
+                 is not what ran out."
+            ),
+            remedies: vec![
+                api_rm("See what the host has free (`free -h`) and what else holds it; a container's memory limit or `ulimit -v` counts too."),
+                api_rm("Lower what the program keeps in host memory at once (batch, input size, the number of buffers or queues it creates)."),
+            ],
+        });
+    }
+    let program = match o.framework {
+        Framework::Caffe | Framework::Darknet | Framework::OpenCv | Framework::Lightgbm => {
+            format!("{} relays ", o.framework.name())
+        }
+        _ => "The program relays ".to_owned(),
+    };
+    let mut detail =
+        format!("{program}{said}: a device allocation did not fit in the GPU's free memory.");
+    let meaning = match status.map(|s| (s.api, s.kind)) {
+        Some((api::Api::OpenCl, api::Kind::Resources)) => " CL_OUT_OF_RESOURCES means the implementation could not get resources on the device; beside an allocation that is most often memory (NVIDIA's OpenCL returns it for a buffer that does not fit), but the same code is what an out-of-bounds access in a kernel surfaces as, so check the kernel's indices if memory was free.",
+        Some((api::Api::Windows, _)) => " E_OUTOFMEMORY is Windows' generic out-of-memory code: Direct3D 12 returns it when a resource's heap cannot be made, which on a discrete GPU is its dedicated memory, on an integrated GPU (or once the driver spills) the shared system memory; a host allocation failing inside DirectML reads the same.",
+        Some((api::Api::Synapse, _)) => " On Gaudi this is the HPU's HBM: a tensor, or the workspace the graph compiler needs for a compiled graph, did not fit.",
+        Some((api::Api::Metal, _)) => " Metal refused the command buffer: what the work needs exceeds what macOS lets the GPU wire (its recommended working set, a share of the unified memory).",
+        _ => "",
+    };
+    detail.push_str(meaning);
+    detail.push_str(match o.facts.requested_bytes {
+        Some(_) => " The size is the one the message prints; what held the rest of the memory is not in the text.",
+        None => " The message gives no size, and what held the memory is not in the text.",
+    });
+    let mut remedies = vec![api_rm(match status.map(|s| s.api) {
+        Some(api::Api::Synapse) => "See each HPU's memory and processes: `hl-smi`.",
+        Some(api::Api::LevelZero) => "See what the GPU holds: `xpu-smi stats -d 0` (or `intel_gpu_top`); close other programs using it.",
+        Some(api::Api::Windows) => "See what the GPU holds: Task Manager → Performance → GPU shows dedicated and shared GPU memory, and the Details tab's GPU memory columns each process's share; close other programs using it.",
+        Some(api::Api::Metal) => "See what else uses the Mac's memory (Activity Monitor → Memory); close other GPU programs.",
+        _ => "See what holds the GPU now: `gpumon once` lists every process and its memory; close other programs using it.",
+    })];
+    match o.framework {
+        // AlexeyAB/darknet README ("if error Out of memory occurs then in .cfg-file you should
+        // increase subdivisions=16, 32 or 64") and `dark_cuda.c`'s own hint.
+        Framework::Darknet => remedies.push(api_rm("Raise `subdivisions` in the .cfg (16, 32 or 64): each forward pass then holds batch/subdivisions images, and the batch stays the same; or lower `width`/`height`.")),
+        // Caffe's `solver.proto`: iter_size accumulates gradients over that many batches.
+        Framework::Caffe => remedies.push(api_rm("Lower `batch_size` in the data layers of the train and test nets (the test net is on the GPU too), and raise the solver's `iter_size` by the same factor to keep the effective batch.")),
+        _ => remedies.push(api_rm("Ask for less at once: a smaller batch, image or tile size, model or buffer; or run it on a GPU with more free memory.")),
+    }
+    remedies.push(api_rm("Get numbers: run the job under `gpumon log --processes --interval 200ms` (or `gpumon run`) and read the last samples before the failure."));
+    Some(Finding {
+        cause: if o.facts.requested_bytes.is_some() {
+            Cause::RequestOnly
+        } else {
+            Cause::NoNumbers
+        },
+        // The program where the text names it, else the API.
+        title: format!(
+            "{} ran out of device memory",
+            match status {
+                Some(s) if o.framework == s.api.framework() => s.api.name(),
+                _ => o.framework.name(),
+            }
+        ),
+        detail,
+        remedies,
+    })
+}
+
+fn api_rm(text: &str) -> Remedy {
+    Remedy {
+        text: text.to_owned(),
+        saves_bytes: None,
+    }
+}
+
+/// A status's number as its header writes it: hex for HRESULTs and Level Zero's results.
+fn number_text(s: &api::Status) -> String {
+    match s.api {
+        api::Api::Windows => format!("0x{:08X}", s.number as u32),
+        api::Api::LevelZero => format!("0x{:08X}", s.number),
+        _ => s.number.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+
+    /// A GPU API's host status is said to be the host's RAM, and OpenCV's page-locked buffer
+    /// pinned host memory (the statuses are read in `api.rs`).
+    #[test]
+    fn gpu_api_host_statuses_are_said_as_host_memory() {
+        for text in [
+            "vkCreateBuffer failed: VK_ERROR_OUT_OF_HOST_MEMORY",
+            "clCreateCommandQueue failed: CL_OUT_OF_HOST_MEMORY",
+            "synHostMalloc failed: synStatus 3 [Out of HOST memory (OOM)]",
+            "DirectML: HRESULT 0x80070008",
+        ] {
+            let a = crate::oom::analyze(text);
+            let o = a.main().unwrap_or_else(|| panic!("not found: {text}"));
+            assert_eq!(diagnose(o)[0].cause, Cause::HostMemory, "{text}");
+        }
+        let a = crate::oom::analyze("opencv/modules/core/src/cuda_host_mem.cpp:95: error: (-217:Gpu API call) out of memory in function 'allocate'");
+        let o = a.main().expect("found");
+        assert_eq!(diagnose(o)[0].cause, Cause::PinnedHostMemory);
+    }
     use super::*;
     use crate::oom::analyze;
 
