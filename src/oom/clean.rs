@@ -248,8 +248,6 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "is more than total mem size",
     "is smaller than requested bytes of",
     "cuda error: 2",
-    "not enough memory resources are available",
-    "memory object allocation failure",
     // Intel Gaudi's SynapseAI helper (`habana_frameworks.torch`): "MODULE:SYNHELPER workspace
     // Allocation of size ::N failed".
     "module:synhelper",
@@ -262,7 +260,6 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "out_of_host_memory",
     "out of host memory",
     "outofhostmemory",
-    "hiperroroutofmemory",
     "hiperrormemoryallocation",
     "mtlcommandbuffererror",
     "8007000e",
@@ -280,8 +277,6 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "npp_memory_allocation_err",
     "npp_no_memory_error",
     "nppstatus",
-    "synoutofdevicememory",
-    "synoutofhostmemory",
     "synfailedtoallocatedevicememory",
     "synstatus",
     "0x70000001",
