@@ -16,6 +16,11 @@ pub const VERSION: u32 = 1;
 pub const MAX_GRACE_S: f64 = 86_400.0;
 /// GPUs one job may ask for (NVML numbers at most 64 devices).
 pub const MAX_COUNT: u32 = 64;
+/// How far a process's start, as the reader works it out, may lie after the true one: the
+/// kernel gives the start in clock ticks after boot, and the boot's wall-clock time is known
+/// to the second (`store::queue` rounds it), so the start read can be up to half a second
+/// late. An honest entry, written just after its process began, must not be moved by it.
+pub const START_SLACK_S: f64 = 1.0;
 
 /// Where a job stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -119,8 +124,11 @@ impl Entry {
     /// joined is moved into `[started, now]` (no one can have joined before their process
     /// began, so the queue's order cannot be back-dated), its launch likewise, its grace cut
     /// to [`MAX_GRACE_S`], and its user named by the file's owner, not by what it wrote.
+    /// `started` is known only to within [`START_SLACK_S`], which an honest entry is given:
+    /// moving a job that joined 0.2 s after its process began behind one that joined 0.1 s
+    /// later would break the order this exists to keep.
     pub fn trusted(mut self, started: f64, now: f64, user: Option<String>) -> Entry {
-        let started = started.min(now);
+        let started = (started - START_SLACK_S).min(now);
         self.enqueued_at = self.enqueued_at.clamp(started, now);
         self.launched_at = self.launched_at.map(|t| t.clamp(self.enqueued_at, now));
         self.grace_s = self.grace_s.clamp(0.0, MAX_GRACE_S);
@@ -257,6 +265,26 @@ mod tests {
         }
     }
 
+    /// Two jobs that joined 0.1 s apart, each just after its process began, keep their order
+    /// when the reader's idea of their starts is half a second late (the boot time rounded):
+    /// the first is not moved behind the second, by its own reckoning or anyone else's.
+    #[test]
+    fn a_start_read_late_does_not_reorder_honest_entries() {
+        let a = entry(10, 1_000.05, State::Waiting);
+        let b = entry(11, 1_000.15, State::Waiting);
+        let late = 0.5;
+        let read_a = a.clone().trusted(1_000.0 + late, 2_000.0, None);
+        let read_b = b.clone().trusted(1_000.1 + late, 2_000.0, None);
+        assert_eq!(
+            read_a.enqueued_at, a.enqueued_at,
+            "an honest entry is not moved"
+        );
+        assert_eq!(read_b.enqueued_at, b.enqueued_at);
+        let all = vec![read_a, read_b];
+        assert_eq!(ahead(&all, b.key()), 1, "A is ahead of B as B keys itself");
+        assert_eq!(ahead(&all, a.key()), 0);
+    }
+
     /// S6 / C6: what another user's file claims and its writer could choose is bounded by
     /// what it cannot: its process's start (no joining before it: no back-dating the queue's
     /// order), now, the longest grace, the file owner's name; and an entry asking for what no
@@ -270,11 +298,12 @@ mod tests {
         forged.user = Some("mallory".into());
         let forged = forged.trusted(1_500.0, 2_000.0, Some("nobody".into()));
         assert_eq!(
-            forged.enqueued_at, 1_500.0,
+            forged.enqueued_at,
+            1_500.0 - START_SLACK_S,
             "not before its process started"
         );
         assert_eq!(forged.grace_s, MAX_GRACE_S);
-        assert_eq!(forged.launched_at, Some(1_500.0));
+        assert_eq!(forged.launched_at, Some(1_500.0 - START_SLACK_S));
         assert_eq!(forged.user.as_deref(), Some("nobody"));
         let mut waiting = Entry {
             state: State::Waiting,

@@ -344,7 +344,13 @@ impl<'a> Waiter<'a> {
     fn round(&mut self, sample: &Sample) -> anyhow::Result<Round> {
         let _lock = self.locks.take(&self.dir, self.deadline, self.started)?;
         let entries = self.others(sample);
-        let ahead = q::ahead(&entries, self.ticket.entry.key());
+        // Our place as everyone reads it: our entry from the scan, trusted as theirs are.
+        let mine = self.ticket.entry.pid;
+        let me = entries
+            .iter()
+            .find(|e| e.pid == mine)
+            .map_or_else(|| self.ticket.entry.key(), Entry::key);
+        let ahead = q::ahead(&entries, me);
         if ahead > 0 {
             return Ok(Round::Wait(ahead_text(ahead)));
         }
