@@ -7,6 +7,7 @@
 //! not memory and is not found here. Also the classic C++ programs that relay CUDA's "out of
 //! memory" in their own words ([`cuda_programs`]): Caffe's glog checks, Darknet, OpenCV.
 
+use super::lazy::LazyRegex;
 use regex::Regex;
 
 use super::known::{oom, SIZE};
@@ -447,7 +448,7 @@ fn find_status(t: &str) -> Option<&'static Status> {
         let s = by_number(Api::Windows, n)?;
         return (!s.needs_context || has_context(Api::Windows, t)).then_some(s);
     }
-    let numbered: [(Api, &Regex); 5] = [
+    let numbered: [(Api, &LazyRegex); 5] = [
         (Api::OpenCl, opencl_number_re()),
         (Api::Vulkan, vulkan_number_re()),
         (Api::Synapse, synapse_number_re()),
@@ -513,7 +514,7 @@ re!(
 );
 
 /// The one value all of `re`'s matches agree on; `None` where there is none or they differ.
-fn agreed(re: &Regex, t: &str, read: impl Fn(&regex::Captures) -> Option<u64>) -> Option<u64> {
+fn agreed(re: &LazyRegex, t: &str, read: impl Fn(&regex::Captures) -> Option<u64>) -> Option<u64> {
     let mut found = None;
     for c in re.captures_iter(t) {
         let v = read(&c)?;

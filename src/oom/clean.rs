@@ -301,8 +301,9 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "erroroutofmemory",
 ];
 
-/// [`TRIGGERS`] as one case-insensitive regex: Unicode's case folding, for a line that is not
-/// ASCII (on ASCII text it matches exactly what [`trigger_ac`] matches).
+/// [`TRIGGERS`] as one case-insensitive regex, with Unicode's case folding: what
+/// [`has_trigger`] must say on any line (the tests compare them).
+#[cfg(test)]
 fn trigger_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
@@ -311,25 +312,28 @@ fn trigger_re() -> &'static Regex {
     })
 }
 
-/// [`TRIGGERS`] as one automaton (ASCII case-insensitive): a single pass over an ASCII line.
-fn trigger_ac() -> &'static AhoCorasick {
-    static AC: OnceLock<AhoCorasick> = OnceLock::new();
-    AC.get_or_init(|| {
-        AhoCorasick::builder()
-            .ascii_case_insensitive(true)
-            .kind(Some(AhoCorasickKind::DFA))
-            .build(TRIGGERS)
-            .expect("trigger automaton")
-    })
+/// Whether an ASCII line holds one of [`TRIGGERS`]: [`noted_ac`]'s automaton (which holds them
+/// and [`NOTED`]) in one pass, by the patterns it finds. One automaton, not two: building each
+/// was a tenth of a short paste's time.
+fn ascii_trigger(line: &str) -> bool {
+    noted_ac()
+        .find_overlapping_iter(line)
+        .any(|m| m.pattern().as_usize() < TRIGGERS.len())
 }
 
-/// Whether a line holds a trigger phrase, before the exceptions of [`is_not_a_failure`].
+/// Whether a line holds a trigger phrase, before the exceptions of [`is_not_a_failure`]: as
+/// [`trigger_re`] would say, with Unicode's case folding, in one automaton's pass. The phrases'
+/// ASCII bytes never occur inside another character's UTF-8, so the automaton is exact on any
+/// text but for the two characters that fold to an ASCII letter (the long s, the Kelvin sign),
+/// which are read as their letters.
 fn has_trigger(line: &str) -> bool {
-    if line.is_ascii() {
-        trigger_ac().is_match(line)
-    } else {
-        trigger_re().is_match(line)
+    if ascii_trigger(line) {
+        return true;
     }
+    if line.is_ascii() || !line.contains(['\u{17f}', '\u{212a}']) {
+        return false;
+    }
+    ascii_trigger(&line.replace('\u{17f}', "s").replace('\u{212a}', "k"))
 }
 
 /// Cheap test for a line that may start an OOM message.
@@ -661,38 +665,51 @@ mod tests {
         assert!(!has_escapes("a\tb"));
     }
 
-    /// The automaton and the regex are built from one list, and on ASCII text they must agree
-    /// line for line: checked on every line of the corpus, as pasted and in other cases.
+    /// The automaton and the regex are built from one list, and they must agree line for line:
+    /// checked on every line of the corpus, as pasted, in other cases, and with the letters
+    /// that Unicode folds from other characters (the long s, the Kelvin sign) in their place.
     #[test]
-    fn the_automaton_and_the_regex_agree_on_ascii_lines() {
+    fn the_automaton_and_the_regex_agree_on_every_line() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/oom");
         let mut lines = 0;
         let mut hits = 0;
+        let mut foreign = 0;
         for entry in std::fs::read_dir(&dir).expect("corpus") {
             let path = entry.expect("entry").path();
             let Ok(text) = std::fs::read_to_string(&path) else {
                 continue;
             };
-            for line in text.lines().filter(|l| l.is_ascii()) {
+            for line in text.lines() {
+                foreign += usize::from(!line.is_ascii());
                 for l in [
                     line.to_owned(),
                     line.to_ascii_uppercase(),
                     line.to_ascii_lowercase(),
+                    line.replace('s', "\u{17f}"),
+                    line.replace(['k', 'K'], "\u{212a}"),
                 ] {
                     let re = trigger_re().is_match(&l);
-                    assert_eq!(re, trigger_ac().is_match(&l), "{l:?}");
+                    assert_eq!(re, has_trigger(&l), "{l:?}");
                     lines += 1;
                     hits += usize::from(re);
                 }
             }
         }
         assert!(
-            lines > 1000 && hits > 300,
-            "{lines} lines, {hits} with a trigger"
+            lines > 1000 && hits > 300 && foreign >= 10,
+            "{lines} lines, {hits} with a trigger, {foreign} not ASCII"
         );
-        // Off ASCII the regex decides, with Unicode's case folding (the Kelvin sign is a K).
+        // The Kelvin sign is a K to the regex, not to the automaton alone.
         assert!(has_trigger("the \u{212a}v cache is needed: 2 GiB"));
-        assert!(!trigger_ac().is_match("the \u{212a}v cache is needed: 2 GiB"));
+        for l in [
+            "│ RuntimeError: CUDA out of memory. Tried to allocate 2.00 MiB │",
+            "错误：没有足够的内存资源 (0x8007000E)",
+            "显存不足，怎么办？",
+            "ＣＵＤＡ out of memory",
+        ] {
+            assert_eq!(trigger_re().is_match(l), has_trigger(l), "{l:?}");
+        }
+        assert!(!ascii_trigger("the \u{212a}v cache is needed: 2 GiB"));
     }
 
     #[test]

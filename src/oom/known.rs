@@ -4,7 +4,7 @@
 //! where it writes "GB" (PyTorch's MPS allocator before 2.1, PaddlePaddle's
 //! `HumanReadableSize`, TensorFlow's "17.79G"), so all units are binary.
 
-use regex::Regex;
+use super::lazy::LazyRegex;
 
 use super::{Facts, Framework, Oom, OtherProcess};
 
@@ -980,7 +980,7 @@ pub(super) fn xla_tpu_hbm(t: &str) -> Option<Oom> {
     let report = report
         .find("Ran out of memory in memory space")
         .map_or(report, |end| &report[..end]);
-    let part = |re: &Regex| re.captures(report).and_then(|p| sz(&p, 1));
+    let part = |re: &LazyRegex| re.captures(report).and_then(|p| sz(&p, 1));
     let f = Facts {
         requested_bytes: sz(&c, 1),
         total_bytes: sz(&c, 2),

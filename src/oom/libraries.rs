@@ -325,7 +325,7 @@ pub(super) fn mindspore(t: &str) -> Option<Oom> {
         return Some(oom(Framework::Mindspore, "mindspore-pool", None, f));
     }
     if let Some(c) = ms_static_re().captures(t) {
-        let mib = |re: &regex::Regex| {
+        let mib = |re: &super::lazy::LazyRegex| {
             re.captures(t)?
                 .get(1)?
                 .as_str()

@@ -6,13 +6,17 @@
 //! families over `read`'s structural reader and `known`'s exact patterns) → `Facts`
 //! (`derive` fills in what the message implies) → `diagnose` (ranked findings) → `render`.
 
-/// A regex compiled once, on first use: `re!(name, pattern)` defines `fn name() -> &'static
-/// Regex` (a pattern the tests compile; one that does not is a bug, said by its name).
+/// A regex compiled once, the first time a text could match it ([`lazy::LazyRegex`]):
+/// `re!(name, pattern)` defines `fn name() -> &'static LazyRegex` (a pattern the tests compile;
+/// one that does not is a bug, said by its name).
 macro_rules! re {
     ($name:ident, $pattern:expr) => {
-        fn $name() -> &'static ::regex::Regex {
-            static RE: ::std::sync::OnceLock<::regex::Regex> = ::std::sync::OnceLock::new();
-            RE.get_or_init(|| ::regex::Regex::new(&$pattern).expect(stringify!($name)))
+        fn $name() -> &'static $crate::oom::lazy::LazyRegex {
+            static RE: $crate::oom::lazy::LazyRegex =
+                $crate::oom::lazy::LazyRegex::new(stringify!($name), || {
+                    ::std::string::ToString::to_string(&$pattern)
+                });
+            &RE
         }
     };
 }
@@ -22,6 +26,7 @@ pub mod clean;
 pub mod diagnose;
 pub mod families;
 pub mod known;
+pub mod lazy;
 pub mod libraries;
 pub mod parse;
 pub mod pickle;

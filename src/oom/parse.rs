@@ -2,6 +2,7 @@
 //! in order, over the text joined with spaces and without, then the honest fallback for a GPU
 //! allocation failure in wording no family knows.
 
+use super::lazy::LazyRegex;
 use regex::Regex;
 
 use super::known::{num, oom, sz, SIZE};
@@ -508,7 +509,7 @@ re!(
 
 /// The one value a pattern's size captures take in `line`; `None` when it has none or several
 /// different ones (an ambiguous figure is not read).
-fn only_size(re: &Regex, line: &str) -> Option<u64> {
+fn only_size(re: &LazyRegex, line: &str) -> Option<u64> {
     let mut found: Option<u64> = None;
     for c in re.captures_iter(line) {
         let v = (1..c.len()).find_map(|i| sz(&c, i))?;
