@@ -66,7 +66,7 @@ fn main() {
             .map(|_| {
                 let t = Instant::now();
                 let mut s = Scanner::new();
-                for_each_line(bytes, |l| s.push_line(l)).expect("read");
+                for_each_line(bytes, |l, q| s.push_noted(l, q)).expect("read");
                 let a = s.finish();
                 assert_eq!(a.ooms.len(), 1);
                 t.elapsed()
@@ -101,7 +101,7 @@ fn main() {
                 .map(|_| {
                     let t = Instant::now();
                     let mut s = Scanner::new();
-                    for_each_line(log.as_bytes(), |l| s.push_line(l)).expect("read");
+                    for_each_line(log.as_bytes(), |l, q| s.push_noted(l, q)).expect("read");
                     s.finish();
                     t.elapsed()
                 })

@@ -34,9 +34,9 @@ pub fn run(common: &Common, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
             }
             match std::fs::File::open(p) {
                 Ok(file) => (
-                    for_each_line(file, |l| {
+                    for_each_line(file, |l, quiet| {
                         stamp.see(l);
-                        scanner.push_line(l)
+                        scanner.push_noted(l, quiet)
                     }),
                     p.display().to_string(),
                 ),
@@ -54,9 +54,9 @@ pub fn run(common: &Common, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
                 );
             }
             (
-                for_each_line(io::stdin().lock(), |l| {
+                for_each_line(io::stdin().lock(), |l, quiet| {
                     stamp.see(l);
-                    scanner.push_line(l)
+                    scanner.push_noted(l, quiet)
                 }),
                 "standard input".to_owned(),
             )

@@ -369,6 +369,12 @@ pub(crate) fn is_plain(line: &str) -> bool {
     })
 }
 
+/// Where the first of the phrases [`is_quiet`] looks for starts in `bytes` (any number of lines:
+/// no phrase holds a line break), the one that ends first.
+pub(crate) fn noted_at(bytes: &[u8]) -> Option<usize> {
+    noted_ac().find(bytes).map(|m| m.start())
+}
+
 /// For a plain line ([`is_plain`]): whether it holds nothing the scanner acts on, neither a
 /// trigger phrase nor what [`NOTED`] lists. A superset test: `false` may still be nothing.
 pub(crate) fn is_quiet(plain_line: &str) -> bool {

@@ -43,6 +43,15 @@ const BEFORE: usize = 8;
 const MAX_BLOCK_LINES: usize = 64;
 const MAX_BLOCK_BYTES: usize = 32 * 1024;
 
+/// The text of a line's bytes: as it is when it is UTF-8 (checked a word at a time), else with
+/// U+FFFD for what is not.
+fn lossy(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => std::borrow::Cow::Borrowed(s),
+        Err(_) => String::from_utf8_lossy(bytes),
+    }
+}
+
 /// Cuts a byte stream into lines of at most [`MAX_LINE`] bytes, whatever the chunks it
 /// arrives in, so memory stays bounded for inputs of any size or shape. A line ends at a
 /// newline, a CR alone (progress bars, old logs) or a CRLF. A longer line (a JSON log record
@@ -58,31 +67,50 @@ pub struct LineSplitter {
 impl LineSplitter {
     /// Calls `f` with each line completed by `chunk` (without its line break).
     pub fn feed(&mut self, chunk: &[u8], mut f: impl FnMut(&str)) {
+        self.feed_noted(chunk, |line, _| f(line));
+    }
+
+    /// As [`LineSplitter::feed`], with whether the line is known to hold none of the phrases
+    /// the scanner looks for ([`super::clean::is_quiet`] on it would be true): one automaton's
+    /// pass over the chunk decides that for its whole lines, rather than one search per line
+    /// (most of the time spent on a long log). `false` says nothing: the scanner tests the line.
+    pub fn feed_noted(&mut self, chunk: &[u8], mut f: impl FnMut(&str, bool)) {
         let mut rest = chunk;
         if self.after_cr && rest.first() == Some(&b'\n') {
             rest = &rest[1..];
         }
         self.after_cr = false;
+        // Where the first phrase in `rest` starts. No phrase holds a line break, so a phrase
+        // lies within one line, and the first found (the earliest to end) lies in no line after
+        // the first line that holds one: the lines before it hold none.
+        let mut noted = super::clean::noted_at(rest);
         while let Some(i) = memchr::memchr2(b'\n', b'\r', rest) {
             if self.line.is_empty() && i <= MAX_LINE {
                 // A whole line in this chunk: read where it lies, without a copy.
-                f(&String::from_utf8_lossy(&rest[..i]));
+                let quiet = noted.is_none_or(|at| at > i);
+                f(&lossy(&rest[..i]), quiet);
             } else {
-                self.take(&rest[..i], &mut f);
-                f(&String::from_utf8_lossy(&self.line));
+                self.take(&rest[..i], &mut |l| f(l, false));
+                f(&String::from_utf8_lossy(&self.line), false);
                 self.line.clear();
             }
             let cr = rest[i] == b'\r';
-            rest = &rest[i + 1..];
+            let mut step = i + 1;
             if cr {
-                match rest.first() {
-                    Some(b'\n') => rest = &rest[1..],
+                match rest.get(step) {
+                    Some(b'\n') => step += 1,
                     None => self.after_cr = true,
                     Some(_) => {}
                 }
             }
+            rest = &rest[step..];
+            noted = match noted {
+                Some(at) if at >= step => Some(at - step),
+                Some(_) => super::clean::noted_at(rest),
+                None => None,
+            };
         }
-        self.take(rest, &mut f);
+        self.take(rest, &mut |l| f(l, false));
     }
 
     /// Calls `f` with the last line, if the stream did not end with a line break.
@@ -298,12 +326,18 @@ impl Scanner {
     }
 
     pub fn push_line(&mut self, raw: &str) {
+        self.push_noted(raw, false);
+    }
+
+    /// [`Scanner::push_line`], told whether the line is known to hold none of the phrases it
+    /// looks for (as [`for_each_line`] knows it); `false` says nothing.
+    pub fn push_noted(&mut self, raw: &str, known_quiet: bool) {
         self.analysis.lines += 1;
         let raw = cut(raw);
         // The common case, a plain line with nothing in it, in one pass: remembered as
         // context. Anything else takes the full test below.
         let plain = is_plain(raw);
-        let quiet = plain && is_quiet(raw);
+        let quiet = plain && (known_quiet || is_quiet(raw));
         let prev_plain = std::mem::replace(&mut self.prev_plain, quiet);
         if self.is_quiet_line(raw, quiet, prev_plain) {
             self.keep_tail(raw);
@@ -652,10 +686,12 @@ fn has_figures(o: &super::Oom) -> bool {
 
 /// Calls `f` with each line of `reader`, reading in fixed chunks: a line longer than
 /// [`MAX_LINE`] bytes goes out in pieces ([`LineSplitter`]), so memory stays bounded whatever
-/// the input. UTF-16LE input (PowerShell's) is read as text.
+/// the input. UTF-16LE input (PowerShell's) is read as text. With each line, whether it is
+/// known to hold nothing the scanner looks for ([`LineSplitter::feed_noted`];
+/// [`Scanner::push_noted`] takes both).
 pub fn for_each_line(
     mut reader: impl std::io::Read,
-    mut f: impl FnMut(&str),
+    mut f: impl FnMut(&str, bool),
 ) -> std::io::Result<()> {
     let mut chunk = vec![0u8; 64 * 1024];
     let mut split = LineSplitter::default();
@@ -663,15 +699,15 @@ pub fn for_each_line(
     // The first bytes, gathered until there are enough to tell UTF-16 (or the input ends).
     let mut head: Option<Vec<u8>> = Some(Vec::new());
     let mut text = Vec::new();
-    let mut feed = |bytes: &[u8], utf16: &mut Option<Utf16Le>, f: &mut dyn FnMut(&str)| match utf16
-    {
-        Some(u) => {
-            text.clear();
-            u.decode(bytes, &mut text);
-            split.feed(&text, f);
-        }
-        None => split.feed(bytes, f),
-    };
+    let mut feed =
+        |bytes: &[u8], utf16: &mut Option<Utf16Le>, f: &mut dyn FnMut(&str, bool)| match utf16 {
+            Some(u) => {
+                text.clear();
+                u.decode(bytes, &mut text);
+                split.feed_noted(&text, f);
+            }
+            None => split.feed_noted(bytes, f),
+        };
     loop {
         let n = match reader.read(&mut chunk) {
             Ok(n) => n,
@@ -695,13 +731,80 @@ pub fn for_each_line(
             break;
         }
     }
-    split.finish(f);
+    split.finish(|l| f(l, false));
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What the chunk's automaton says of a line is what the scanner's own test would say: the
+    /// same analysis for every corpus text, look-alikes included, read whole, in chunks of a
+    /// few bytes (lines split between chunks), and after a long log of quiet lines with
+    /// phrases on some of them.
+    #[test]
+    fn lines_known_quiet_read_as_lines_tested_one_by_one() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/oom");
+        let mut texts = Vec::new();
+        for d in [dir.clone(), dir.join("lookalikes")] {
+            for entry in std::fs::read_dir(&d).expect("corpus") {
+                let path = entry.expect("entry").path();
+                if path.extension().is_some_and(|e| e == "txt") {
+                    texts.push(std::fs::read(&path).expect("read"));
+                }
+            }
+        }
+        let mut log = String::new();
+        for i in 0..3000 {
+            log.push_str(&format!(
+                "2026-11-26 12:00:{:02} INFO step {i} loss 0.{i}\r\n",
+                i % 60
+            ));
+            if i % 700 == 0 {
+                log.push_str("W0101 Allocator (GPU_0_bfc) ran out of memory trying to allocate 2.0GiB. The caller indicates that this is not a failure\n");
+                log.push_str("Limit: 1234\nInUse: 99\n");
+            }
+        }
+        log.push_str("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.14 GiB of which 1.23 GiB is free.\n");
+        texts.push(log.into_bytes());
+        assert!(texts.len() > 300, "{}", texts.len());
+        for text in &texts {
+            let mut one_by_one = Scanner::new();
+            let mut split = LineSplitter::default();
+            split.feed(text, |l| one_by_one.push_line(l));
+            split.finish(|l| one_by_one.push_line(l));
+            let expected = one_by_one.finish();
+            for size in [3, 64, 4096, 1 << 20] {
+                let mut noted = Scanner::new();
+                let mut split = LineSplitter::default();
+                for chunk in text.chunks(size) {
+                    split.feed_noted(chunk, |l, q| noted.push_noted(l, q));
+                }
+                split.finish(|l| noted.push_line(l));
+                assert_eq!(
+                    noted.finish(),
+                    expected,
+                    "chunks of {size}: {}",
+                    String::from_utf8_lossy(&text[..text.len().min(200)])
+                );
+            }
+        }
+    }
+
+    /// The automaton's first phrase in a run of lines, and none where there is none.
+    #[test]
+    fn a_line_known_quiet_holds_no_phrase() {
+        let mut got = Vec::new();
+        let mut split = LineSplitter::default();
+        split.feed_noted(
+            b"step 1\nRuntimeError: CUDA out of memory\nstep 2\r\nLimit: 3\rstep 3\nlast",
+            |l, q| got.push((l.to_owned(), q)),
+        );
+        split.finish(|l| got.push((l.to_owned(), false)));
+        let quiet: Vec<bool> = got.iter().map(|(_, q)| *q).collect();
+        assert_eq!(quiet, [true, false, true, false, true, false], "{got:?}");
+    }
 
     #[test]
     fn strips_prefixes_colour_and_boxes() {
@@ -918,7 +1021,7 @@ Including non-PyTorch memory, this process has 175.06 GiB memory in use.
         record.push_str("\\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB of which 1.19 GiB is free.\"}\n");
         assert!(record.len() > 4 * MAX_LINE);
         let mut s = Scanner::new();
-        for_each_line(record.as_bytes(), |l| s.push_line(l)).expect("read");
+        for_each_line(record.as_bytes(), |l, q| s.push_noted(l, q)).expect("read");
         let a = s.finish();
         let o = a.main().expect("the OOM at the end");
         assert_eq!(o.facts.requested_bytes, Some(2 << 30));
@@ -963,7 +1066,7 @@ Including non-PyTorch memory, this process has 175.06 GiB memory in use.
                 }
             }
             let mut lines = Vec::new();
-            for_each_line(Chunks(&bytes), |l| lines.push(l.to_owned())).expect("read");
+            for_each_line(Chunks(&bytes), |l, _| lines.push(l.to_owned())).expect("read");
             assert_eq!(lines[0], "step 3", "bom {bom}");
             assert!(lines[1].ends_with("free. 日本"), "{lines:?}");
             let mut s = Scanner::new();
