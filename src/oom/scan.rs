@@ -60,6 +60,8 @@ fn lossy(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
 #[derive(Debug, Default)]
 pub struct LineSplitter {
     line: Vec<u8>,
+    /// The chunk being split, its ASCII letters in lower case, for the phrases' search.
+    lower: Vec<u8>,
     /// The last byte seen was a CR: a LF right after it ends nothing more.
     after_cr: bool,
 }
@@ -80,10 +82,14 @@ impl LineSplitter {
             rest = &rest[1..];
         }
         self.after_cr = false;
-        // Where the first phrase in `rest` starts. No phrase holds a line break, so a phrase
-        // lies within one line, and the first found (the earliest to end) lies in no line after
-        // the first line that holds one: the lines before it hold none.
-        let mut noted = super::clean::noted_at(rest);
+        // Where in `rest` a phrase may start: the lines before hold none (no phrase holds a
+        // line break).
+        let mut lower = std::mem::take(&mut self.lower);
+        lower.clear();
+        lower.extend(rest.iter().map(u8::to_ascii_lowercase));
+        let noted_from =
+            |rest: &[u8]| super::clean::maybe_noted_at(&lower[lower.len() - rest.len()..]);
+        let mut noted = noted_from(rest);
         while let Some(i) = memchr::memchr2(b'\n', b'\r', rest) {
             if self.line.is_empty() && i <= MAX_LINE {
                 // A whole line in this chunk: read where it lies, without a copy.
@@ -106,11 +112,12 @@ impl LineSplitter {
             rest = &rest[step..];
             noted = match noted {
                 Some(at) if at >= step => Some(at - step),
-                Some(_) => super::clean::noted_at(rest),
+                Some(_) => noted_from(rest),
                 None => None,
             };
         }
         self.take(rest, &mut |l| f(l, false));
+        self.lower = lower;
     }
 
     /// Calls `f` with the last line, if the stream did not end with a line break.
