@@ -986,15 +986,29 @@ fn kokkos(t: &str) -> Option<Found> {
     Some(f)
 }
 
+// hashcat's wrappers print "<call>(): <status>". An allocation's own call fails with any of its
+// API's memory statuses; OpenCL implementations (NVIDIA's, AMD's) allocate a buffer lazily, at
+// the first kernel that uses it, so CL_MEM_OBJECT_ALLOCATION_FAILURE from any call
+// (clEnqueueNDRangeKernel) is a buffer that did not fit, while CL_OUT_OF_RESOURCES from a
+// launch is not read as memory.
 re!(
     hashcat_re,
-    r"\b(cuMemAlloc|hipMemAlloc|hipMalloc|clCreateBuffer)\(\): (out of memory|CUDA_ERROR_OUT_OF_MEMORY|hipErrorOutOfMemory|CL_MEM_OBJECT_ALLOCATION_FAILURE|CL_OUT_OF_RESOURCES|CL_OUT_OF_HOST_MEMORY)\b"
+    r"\b(cuMemAlloc|hipMemAlloc|hipMalloc|clCreateBuffer)\(\): (out of memory|CUDA_ERROR_OUT_OF_MEMORY|hipErrorOutOfMemory|CL_MEM_OBJECT_ALLOCATION_FAILURE|CL_OUT_OF_RESOURCES|CL_OUT_OF_HOST_MEMORY)\b|\b(cl[A-Z][A-Za-z]{2,40})\(\): CL_MEM_OBJECT_ALLOCATION_FAILURE\b"
+);
+// hashcat's own words near its failures (the banner may be far above): its start-up lines,
+// its device list ("* Device #2: …"), its benchmark's "Hashmode:" and "Speed.#1".
+re!(
+    hashcat_words_re,
+    r"(?i:hashcat)|Initializing backend runtime for device|Initializing device kernels and memory|(?m:^Hashmode: \d)|\bSpeed\.#\d|\* Device #\d{1,3}: "
 );
 
 fn hashcat(t: &str) -> Option<Found> {
     let c = hashcat_re().captures(t)?;
-    if !t.to_ascii_lowercase().contains("hashcat") {
+    if !hashcat_words_re().is_match(t) {
         return None;
+    }
+    if c.get(3).is_some() {
+        return Some(Found::device(Api::OpenCl));
     }
     let api = match c.get(1)?.as_str() {
         "cuMemAlloc" => Api::Cuda,
@@ -1238,6 +1252,8 @@ mod tests {
             ("hashcat (v6.2.6) starting\n\ncuMemAlloc(): CUDA_ERROR_OUT_OF_MEMORY", "program-hashcat", Framework::Cuda, MemoryKind::Device, None),
             ("hashcat (v6.2.6) starting\n\nclCreateBuffer(): CL_MEM_OBJECT_ALLOCATION_FAILURE", "program-hashcat", Framework::OpenCl, MemoryKind::Device, None),
             ("hashcat (v6.2.6) starting\n\nclCreateBuffer(): CL_OUT_OF_HOST_MEMORY", "program-hashcat", Framework::OpenCl, MemoryKind::Host, None),
+            ("Initializing backend runtime for device #2. Please be patient...cuMemAlloc(): out of memory", "program-hashcat", Framework::Cuda, MemoryKind::Device, None),
+            ("Hashmode: 500 - md5crypt\n\nclEnqueueNDRangeKernel(): CL_MEM_OBJECT_ALLOCATION_FAILURE", "program-hashcat", Framework::OpenCl, MemoryKind::Device, None),
             ("realesrgan-ncnn-vulkan.exe -i in.png -o out.png\nvkAllocateMemory failed -2", "program-ncnn", Framework::Vulkan, MemoryKind::Device, None),
             ("waifu2x-ncnn-vulkan -i a.png -o b.png\nvkAllocateMemory failed -1", "program-ncnn", Framework::Vulkan, MemoryKind::Host, None),
             ("Out of memory on device. To view more detail about available memory on the GPU, use 'gpuDevice()'. If the problem persists, reset the GPU by calling 'gpuDevice(1)'.", "program-matlab", Framework::Cuda, MemoryKind::Device, None),
@@ -1264,6 +1280,7 @@ mod tests {
             "[AVHWFramesContext @ 0x1] cu->cuMemAlloc(&data->ptr, size) failed -> CUDA_ERROR_INVALID_VALUE: invalid argument",
             "Allocation of the device buffer failed. CUDA error #700 (cudaErrorIllegalAddress): an illegal memory access was encountered.",
             "hashcat (v6.2.6) starting\ncuMemAlloc(): an illegal memory access was encountered",
+            "hashcat (v6.2.6) starting\nclEnqueueNDRangeKernel(): CL_OUT_OF_RESOURCES",
             "realesrgan-ncnn-vulkan\nvkAllocateMemory failed -4",
         ] {
             let found = read(text).filter(|o| o.memory == MemoryKind::Device);
