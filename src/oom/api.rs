@@ -782,8 +782,10 @@ pub const PROGRAMS: &[Program] = &[
     },
     // GROMACS (`src/gromacs/gpu_utils/devicebuffer.cuh`, `devicebuffer_hip.h`, 2021 to 2025,
     // `allocateDeviceBuffer`: GMX_RELEASE_ASSERT(stat == cudaSuccess, "Allocation of the device
-    // buffer failed. " + getDeviceErrorString(stat))). mdrun's `-nb`, `-pme`, `-bonded` and
-    // `-update` choose what runs on the GPU, `-ntmpi` how many ranks share it.
+    // buffer failed. " + getDeviceErrorString(stat)), where `cudautils.cuh`'s getDeviceErrorString
+    // is "CUDA error #%d (%s): %s." with the status's name and string, the HIP build's "HIP error
+    // #%d …"). mdrun's `-nb`, `-pme`, `-bonded` and `-update` choose what runs on the GPU,
+    // `-ntmpi` how many ranks share it.
     Program {
         name: "GROMACS",
         format: "program-gromacs",
@@ -842,6 +844,17 @@ pub const PROGRAMS: &[Program] = &[
             "Close other programs that hold the GPU (a game, a browser's hardware acceleration); on a laptop, pick the discrete GPU with `-g`.",
         ],
     },
+    // tiny-cuda-nn's `GPUMemory<T>::resize` (`include/tiny-cuda-nn/gpu_memory.h`, 1.x):
+    // "Could not allocate memory: " + the `CUDA_CHECK_THROW` text of its cudaMalloc ("…
+    // cudaMalloc(&rawptr, n_bytes+DEBUG_GUARD_SIZE*2) failed with error out of memory"), as
+    // instant-ngp and other tiny-cuda-nn programs print it. No size is printed.
+    Program {
+        name: "tiny-cuda-nn",
+        format: "program-tiny-cuda-nn",
+        read: tiny_cuda_nn,
+        meaning: "tiny-cuda-nn could not allocate one of its GPU buffers (the network's parameters and gradients, a training batch, or the program's own data on the GPU, such as instant-ngp's images and density grid).",
+        remedies: &[],
+    },
     // MATLAB's Parallel Computing Toolbox (its gpuArray allocation; the message's own text: "Out
     // of memory on device. To view more detail about available memory on the GPU, use
     // 'gpuDevice()'. If the problem persists, reset the GPU by calling 'gpuDevice(1)'.").
@@ -870,9 +883,11 @@ pub const PROGRAMS: &[Program] = &[
     },
 ];
 
+// Its own sentence at the start of a line, or after Blender's "Error: " (the status bar, the
+// render report), not inside a sentence that only mentions it.
 re!(
     blender_oom_re,
-    r"System is out of GPU (and shared host )?memory|\bOut of memory in (?:cu|hip)[A-Za-z0-9_]+\("
+    r"(?m:^|Error: |\| )System is out of GPU (and shared host )?memory|\bOut of memory in (?:cu|hip)[A-Za-z0-9_]+\("
 );
 re!(
     blender_words_re,
@@ -880,7 +895,7 @@ re!(
 );
 fn blender(t: &str) -> Option<Found> {
     let c = blender_oom_re().captures(t)?;
-    let own = c.get(0)?.as_str().starts_with("System is out of GPU");
+    let own = c.get(0)?.as_str().contains("System is out of GPU");
     if !own && !blender_words_re().is_match(t) {
         return None;
     }
@@ -1038,6 +1053,15 @@ fn ncnn(t: &str) -> Option<Found> {
         f.memory = MemoryKind::Host;
     }
     Some(f)
+}
+
+re!(
+    tcnn_re,
+    r"Could not allocate memory: [^\n]{0,300}?cudaMalloc\(&rawptr, n_bytes ?\+ ?DEBUG_GUARD_SIZE ?\* ?2\) failed with error out of memory"
+);
+
+fn tiny_cuda_nn(t: &str) -> Option<Found> {
+    tcnn_re().is_match(t).then(|| Found::device(Api::Cuda))
 }
 
 re!(
@@ -1256,6 +1280,7 @@ mod tests {
             ("Hashmode: 500 - md5crypt\n\nclEnqueueNDRangeKernel(): CL_MEM_OBJECT_ALLOCATION_FAILURE", "program-hashcat", Framework::OpenCl, MemoryKind::Device, None),
             ("realesrgan-ncnn-vulkan.exe -i in.png -o out.png\nvkAllocateMemory failed -2", "program-ncnn", Framework::Vulkan, MemoryKind::Device, None),
             ("waifu2x-ncnn-vulkan -i a.png -o b.png\nvkAllocateMemory failed -1", "program-ncnn", Framework::Vulkan, MemoryKind::Host, None),
+            ("Uncaught exception: Could not allocate memory: /home/u/instant-ngp/dependencies/tiny-cuda-nn/include/tiny-cuda-nn/gpu_memory.h:123 cudaMalloc(&rawptr, n_bytes+DEBUG_GUARD_SIZE*2) failed with error out of memory", "program-tiny-cuda-nn", Framework::Cuda, MemoryKind::Device, None),
             ("Out of memory on device. To view more detail about available memory on the GPU, use 'gpuDevice()'. If the problem persists, reset the GPU by calling 'gpuDevice(1)'.", "program-matlab", Framework::Cuda, MemoryKind::Device, None),
             ("Out of video memory trying to allocate a rendering resource. Make sure your video card has the minimum required memory, try lowering the resolution and/or closing other applications that are running. Exiting...", "program-unreal", Framework::Unknown, MemoryKind::Device, None),
         ];
@@ -1281,6 +1306,7 @@ mod tests {
             "Allocation of the device buffer failed. CUDA error #700 (cudaErrorIllegalAddress): an illegal memory access was encountered.",
             "hashcat (v6.2.6) starting\ncuMemAlloc(): an illegal memory access was encountered",
             "hashcat (v6.2.6) starting\nclEnqueueNDRangeKernel(): CL_OUT_OF_RESOURCES",
+            "I keep getting System is out of GPU memory when rendering my scene, any idea?",
             "realesrgan-ncnn-vulkan\nvkAllocateMemory failed -4",
         ] {
             let found = read(text).filter(|o| o.memory == MemoryKind::Device);
