@@ -883,11 +883,12 @@ pub const PROGRAMS: &[Program] = &[
     },
 ];
 
-// Its own sentence at the start of a line, or after Blender's "Error: " (the status bar, the
-// render report), not inside a sentence that only mentions it.
+// Its own sentence is a whole line: what follows it (the block's lines are joined with spaces)
+// is the end, or the next line's capital, not a sentence that goes on ("… memory when I
+// render", prose that only mentions it).
 re!(
     blender_oom_re,
-    r"(?m:^|Error: |\| )System is out of GPU (and shared host )?memory|\bOut of memory in (?:cu|hip)[A-Za-z0-9_]+\("
+    r"System is out of GPU (and shared host )?memory(?:\.?\s*$|\.?\s+[A-Z(\[*<>]|[\x60'\x22]|\.\s)|\bOut of memory in (?:cu|hip)[A-Za-z0-9_]+\("
 );
 re!(
     blender_words_re,
@@ -1014,7 +1015,7 @@ re!(
 // its device list ("* Device #2: …"), its benchmark's "Hashmode:" and "Speed.#1".
 re!(
     hashcat_words_re,
-    r"(?i:hashcat)|Initializing backend runtime for device|Initializing device kernels and memory|(?m:^Hashmode: \d)|\bSpeed\.#\d|\* Device #\d{1,3}: "
+    r"(?i:hashcat)|Initializing backend runtime for device|Initializing device kernels and memory|\bHashmode: \d|\bSpeed\.#\d|\* Device #\d{1,3}: "
 );
 
 fn hashcat(t: &str) -> Option<Found> {
