@@ -713,8 +713,8 @@ pub struct Program {
 
 /// Every program, in the order they are tried.
 pub const PROGRAMS: &[Program] = &[
-    // Blender's Cycles, `intern/cycles/device/gpu/device_impl.cpp` (`GPUDevice::generic_alloc`,
-    // 3.x to 4.x; `device/cuda/device_impl.cpp` before 3.5) and `device/metal/device_impl.mm`:
+    // Blender's Cycles, `intern/cycles/device/device.cpp` (`GPUDevice::generic_alloc`, 4.x, the
+    // CUDA, OptiX, HIP and oneAPI back ends) and `device/metal/device_impl.mm`:
     // "System is out of GPU memory" (a device-only buffer did not fit), "System is out of GPU and
     // shared host memory" (nor did the mapped host memory it falls back to for textures);
     // `device/cuda/util.h`'s `cuda_device_assert`: "%s in %s (%s:%d)" with cuew's
@@ -728,26 +728,27 @@ pub const PROGRAMS: &[Program] = &[
         read: blender,
         meaning: "Cycles keeps the whole scene on the GPU (geometry and its BVH, image textures, the render buffers); when a buffer does not fit, textures may move to mapped host memory, and the render stops only when neither has room.",
         remedies: &[
-            "Render ‣ Simplify ‣ Texture Limit (Render) caps image textures at 2048 or 1024 pixels, usually the largest share of a scene.",
+            "Render ‣ Simplify ‣ Texture Limit (Render) caps the size of image textures (2048 or 1024 pixels, for example), often the largest share of a scene.",
             "Render ‣ Performance ‣ Memory: lower Tile Size to 1024 or 512 (render passes and the texture cache then hold one tile at a time).",
-            "Close the viewport render and other GPU programs before rendering (a rendered viewport keeps its own copy of the scene on the GPU), or render on the CPU (Device: CPU), which uses the host's RAM.",
+            "Close other GPU programs before rendering, or render on the CPU (Device: CPU), which uses the host's RAM.",
         ],
     },
-    // FFmpeg's NVENC encoders (`libavcodec/nvenc.c`, 4.x to 7.x, `nvenc_print_error`):
+    // FFmpeg's NVENC encoders (`libavcodec/nvenc.c`, 4.x and later, `nvenc_print_error`):
     // "%s: %s (%d): %s" with `nvenc_errors`' "out of memory" for NV_ENC_ERR_OUT_OF_MEMORY (10):
     // "[h264_nvenc @ 0x…] OpenEncodeSessionEx failed: out of memory (10): (no details)". NVENC
     // answers this at OpenEncodeSessionEx also when a GeForce card's cap on concurrent encode
     // sessions is reached, with the memory free: rigaya/NVEnc's own message for the same status
     // ("This error might occur when shortage of memory, or when trying to encode more than 3
-    // streams by NVEnc. In Geforce, simultaneous encoding is limited …", NVEncCore).
+    // streams by NVEnc. In Geforce, simultaneous encoding is limited …", NVEncCore). The pool of
+    // input and bitstream buffers is sized from `-rc-lookahead` and `-bf` (`nvenc_recalc_surfaces`).
     Program {
         name: "FFmpeg (NVENC)",
         format: "program-ffmpeg-nvenc",
         read: ffmpeg_nvenc,
-        meaning: "NVENC returned NV_ENC_ERR_OUT_OF_MEMORY (10). When it comes from OpenEncodeSessionEx, opening the encoder, it is most often not memory at all: on GeForce cards the driver refuses a session past its cap on concurrent encodes (3 to 8 depending on the driver), and answers this status.",
+        meaning: "NVENC returned NV_ENC_ERR_OUT_OF_MEMORY (10). When it comes from OpenEncodeSessionEx, opening the encoder, it is most often not memory at all: on GeForce cards the driver refuses a session past its cap on concurrent encodes (a few sessions, the number depending on the driver's version), and answers this status.",
         remedies: &[
             "Count the encode sessions already open on the card: `nvidia-smi --query-gpu=encoder.stats.sessionCount --format=csv` (other ffmpeg processes, OBS, a media server's transcodes); run fewer at once.",
-            "If the card is full instead (InitializeEncoder or a buffer failed), encode fewer streams or lower resolutions at once, or fewer B-frames and look-ahead (`-bf`, `-rc-lookahead`), which each hold surfaces on the GPU.",
+            "If the card is full instead (InitializeEncoder or a buffer failed), encode fewer streams or lower resolutions at once, or use a smaller `-rc-lookahead` and fewer B-frames (`-bf`), from which FFmpeg sizes its pool of surfaces.",
         ],
     },
     // FFmpeg's CUDA checks (`libavutil/cuda_check.h`, `ff_cuda_check`: "%s failed" then " ->
@@ -1041,7 +1042,7 @@ fn hashcat(t: &str) -> Option<Found> {
 re!(ncnn_re, r"\bvkAllocateMemory failed (-[12])\b");
 re!(
     ncnn_words_re,
-    r"(?i)ncnn|real-?esrgan|waifu2x|real-?cugan|realsr|rife|\bsrmd\b"
+    r"(?i)ncnn|real-?esrgan|waifu2x|real-?cugan|realsr|\brife\b|\bsrmd\b"
 );
 
 fn ncnn(t: &str) -> Option<Found> {
