@@ -616,11 +616,13 @@ re!(
 // The plain CUDA relays C++ programs print with cudaGetErrorString: the gpuErrchk idiom
 // ("GPUassert: out of memory file.cu 42"), the CUDA samples' checks ("CUDA error in file 'x.cu'
 // in line 123 : out of memory.", "CUDA error at x.cu:42 code=2(cudaErrorMemoryAllocation)"), a
-// program's own exception class ("CUDA Error: out of memory"). Whatever the prefix, it is
-// CUDA's status 2 said in words.
+// program's own exception class ("CUDA Error: out of memory"), dmlc's `CUDA_CALL` (TVM's
+// `src/runtime/cuda/cuda_common.h`, MXNet, DGL, BytePS: `ICHECK(e == cudaSuccess || e ==
+// cudaErrorCudartUnloading) << "CUDA: " << cudaGetErrorString(e)`, "… is false: CUDA: out of
+// memory"). Whatever the prefix, it is CUDA's status 2 said in words.
 re!(
     cuda_words_re,
-    r"(?i)\bGPUassert:\s*out of memory|\bcuda\w*\]?:?\s+(?:error|failure|exception|status)\b[^\n]{0,160}?[\s:(\-]out of memory\b"
+    r"(?i)\bGPUassert:\s*out of memory|\bcuda\w*\]?:?\s+(?:error|failure|exception|status)\b[^\n]{0,160}?[\s:(\-]out of memory\b|(?-i:\bCUDA: out of memory\b)"
 );
 
 /// Caffe, Darknet, OpenCV and the plain C++ relays of CUDA's out-of-memory status (no figures:
@@ -1345,6 +1347,7 @@ mod tests {
             ("OpenCV Error: Gpu API call (out of memory) in CudaFuncTable::mallocPitch, file E:\\opencv\\sources\\modules\\dynamicuda\\include\\opencv2/dynamicuda/dynamicuda.hpp, line 1134", Framework::OpenCv, "opencv-cuda"),
             ("CUDA error in file 'main.cu' in line 123 : out of memory.", Framework::Cuda, "cuda-relay"),
             ("[CUDA] Error: out of memory", Framework::Cuda, "cuda-relay"),
+            ("TVMError: Check failed: (e == cudaSuccess || e == cudaErrorCudartUnloading) is false: CUDA: out of memory", Framework::Cuda, "cuda-relay"),
             ("CUDA error in func ethash_generate_dag at line 173 calling cudaGetLastError() failed with error out of memory", Framework::Cuda, "cuda-relay"),
         ];
         for (text, fw, format) in cases {
