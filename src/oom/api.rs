@@ -819,8 +819,9 @@ pub const PROGRAMS: &[Program] = &[
     // hashcat (`src/ext_cuda.c`, `src/ext_hip.c`, `src/ext_OpenCL.c`, 6.x: `hc_cuMemAlloc`
     // "cuMemAlloc(): %s" with cuGetErrorString, `hc_hipMemAlloc` likewise, `hc_clCreateBuffer`
     // "clCreateBuffer(): %s" with the status's name). hashcat sizes its buffers from the kernel
-    // accel and loops (`-n`, `-u`, or the workload profile `-w`), and `-O` (optimized kernels)
-    // uses shorter password buffers; its own out-of-memory advice is to append -O.
+    // accel (`-n`; the workload profile `-w` only steers the autotuner's kernel time, not the
+    // accel its buffers are sized for, so it is not given), and `-O` (optimized kernels) uses
+    // shorter password buffers; its own out-of-memory advice is to append -O.
     Program {
         name: "hashcat",
         format: "program-hashcat",
@@ -828,7 +829,7 @@ pub const PROGRAMS: &[Program] = &[
         meaning: "hashcat could not allocate one of its buffers on the device; their sizes follow the kernel's accel and loops (the work per call), the attack's password buffers, and the hashes loaded.",
         remedies: &[
             "Append -O (optimized kernels: shorter password buffers, at the cost of a maximum password length).",
-            "Lower the work per call: a lower workload profile (`-w 1` or `-w 2`) or a smaller `-n`/`--kernel-accel`.",
+            "Fix a smaller kernel accel (`-n`/`--kernel-accel`): the buffers are sized for it.",
             "Load fewer hashes per run (split the hash list).",
         ],
     },
