@@ -617,11 +617,13 @@ re!(
 // The plain CUDA relays C++ programs print with cudaGetErrorString: the gpuErrchk idiom
 // ("GPUassert: out of memory file.cu 42"), the CUDA samples' checks ("CUDA error in file 'x.cu'
 // in line 123 : out of memory.", "CUDA error at x.cu:42 code=2(cudaErrorMemoryAllocation)"), a
-// program's own exception class ("CUDA Error: out of memory"). Whatever the prefix, it is
-// CUDA's status 2 said in words.
+// program's own exception class ("CUDA Error: out of memory"), dmlc's `CUDA_CALL` (TVM's
+// `src/runtime/cuda/cuda_common.h`, MXNet, DGL, BytePS: `ICHECK(e == cudaSuccess || e ==
+// cudaErrorCudartUnloading) << "CUDA: " << cudaGetErrorString(e)`, "… is false: CUDA: out of
+// memory"). Whatever the prefix, it is CUDA's status 2 said in words.
 re!(
     cuda_words_re,
-    r"(?i)\bGPUassert:\s*out of memory|\bcuda\w*\]?:?\s+(?:error|failure|exception|status)\b[^\n]{0,160}?[\s:(\-]out of memory\b"
+    r"(?i)\bGPUassert:\s*out of memory|\bcuda\w*\]?:?\s+(?:error|failure|exception|status)\b[^\n]{0,160}?[\s:(\-]out of memory\b|(?-i:\bCUDA: out of memory\b)"
 );
 
 /// Caffe, Darknet, OpenCV and the plain C++ relays of CUDA's out-of-memory status (no figures:
@@ -670,6 +672,443 @@ pub fn cuda_words(t: &str) -> Option<Oom> {
         let (f, device) = figures(t);
         oom(Framework::Cuda, "cuda-relay", device, f)
     })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Programs outside ML training (simulation, rendering, media, password cracking) that print a
+// GPU API's out-of-memory failure in their own words. Each is one entry of [`PROGRAMS`]: how its
+// message is recognised (its own format string, cited at the reader), the API it came from, what
+// it means for that program, and the remedies its own source or documentation gives. A program
+// is named by its format (`program-…`); the framework stays the API's, since the meaning of the
+// status is the API's and only the words and remedies are the program's.
+
+/// What a program's reader found: the API, the figures it prints, and which memory it is.
+struct Found {
+    api: Option<Api>,
+    facts: Facts,
+    device: Option<u32>,
+    memory: MemoryKind,
+}
+
+impl Found {
+    fn device(api: Api) -> Self {
+        Found {
+            api: Some(api),
+            facts: Facts::default(),
+            device: None,
+            memory: MemoryKind::Device,
+        }
+    }
+}
+
+/// A program that prints a GPU's out-of-memory failure in its own words.
+pub struct Program {
+    /// The program as users know it.
+    pub name: &'static str,
+    /// The format its OOMs are read as.
+    pub format: &'static str,
+    read: fn(&str) -> Option<Found>,
+    /// What the failure means for this program (after "what ran out"), from its source.
+    pub meaning: &'static str,
+    /// Its own remedies, each checked in its source or documentation (cited at the entry).
+    pub remedies: &'static [&'static str],
+}
+
+/// Every program, in the order they are tried.
+pub const PROGRAMS: &[Program] = &[
+    // Blender's Cycles, `intern/cycles/device/device.cpp` (`GPUDevice::generic_alloc`, 4.x, the
+    // CUDA, OptiX, HIP and oneAPI back ends) and `device/metal/device_impl.mm`:
+    // "System is out of GPU memory" (a device-only buffer did not fit), "System is out of GPU and
+    // shared host memory" (nor did the mapped host memory it falls back to for textures);
+    // `device/cuda/util.h`'s `cuda_device_assert`: "%s in %s (%s:%d)" with cuew's
+    // `cuewErrorString` ("Out of memory in cuMemAlloc(…) (…/queue.cpp:21)"; before 3.0 "CUDA
+    // error: Out of memory in cuMemAlloc(…), line 568"). Remedies: the Blender manual, Render ‣
+    // Performance ‣ Memory ("Tile Size … When running out of memory, lowering to 1024 or 512
+    // pixels helps"), Render ‣ Simplify ‣ Texture Limit, and rendering on the CPU.
+    Program {
+        name: "Blender Cycles",
+        format: "program-blender",
+        read: blender,
+        meaning: "Cycles keeps the whole scene on the GPU (geometry and its BVH, image textures, the render buffers); when a buffer does not fit, textures may move to mapped host memory, and the render stops only when neither has room.",
+        remedies: &[
+            "Render ‣ Simplify ‣ Texture Limit (Render) caps the size of image textures (2048 or 1024 pixels, for example), often the largest share of a scene.",
+            "Render ‣ Performance ‣ Memory: lower Tile Size to 1024 or 512 (render passes and the texture cache then hold one tile at a time).",
+            "Close other GPU programs before rendering, or render on the CPU (Device: CPU), which uses the host's RAM.",
+        ],
+    },
+    // FFmpeg's NVENC encoders (`libavcodec/nvenc.c`, 4.x and later, `nvenc_print_error`):
+    // "%s: %s (%d): %s" with `nvenc_errors`' "out of memory" for NV_ENC_ERR_OUT_OF_MEMORY (10):
+    // "[h264_nvenc @ 0x…] OpenEncodeSessionEx failed: out of memory (10): (no details)". NVENC
+    // answers this at OpenEncodeSessionEx also when a GeForce card's cap on concurrent encode
+    // sessions is reached, with the memory free: rigaya/NVEnc's own message for the same status
+    // ("This error might occur when shortage of memory, or when trying to encode more than 3
+    // streams by NVEnc. In Geforce, simultaneous encoding is limited …", NVEncCore). The pool of
+    // input and bitstream buffers is sized from `-rc-lookahead` and `-bf` (`nvenc_recalc_surfaces`).
+    Program {
+        name: "FFmpeg (NVENC)",
+        format: "program-ffmpeg-nvenc",
+        read: ffmpeg_nvenc,
+        meaning: "NVENC returned NV_ENC_ERR_OUT_OF_MEMORY (10). When it comes from OpenEncodeSessionEx, opening the encoder, it is most often not memory at all: on GeForce cards the driver refuses a session past its cap on concurrent encodes (a few sessions, the number depending on the driver's version), and answers this status.",
+        remedies: &[
+            "Count the encode sessions already open on the card: `nvidia-smi --query-gpu=encoder.stats.sessionCount --format=csv` (other ffmpeg processes, OBS, a media server's transcodes); run fewer at once.",
+            "If the card is full instead (InitializeEncoder or a buffer failed), encode fewer streams or lower resolutions at once, or use a smaller `-rc-lookahead` and fewer B-frames (`-bf`), from which FFmpeg sizes its pool of surfaces.",
+        ],
+    },
+    // FFmpeg's CUDA checks (`libavutil/cuda_check.h`, `ff_cuda_check`: "%s failed" then " ->
+    // %s: %s" with cuGetErrorName and cuGetErrorString), used by hwcontext_cuda, nvdec, cuviddec
+    // and the CUDA filters: "[AVHWFramesContext @ 0x…] cu->cuMemAlloc(&…) failed ->
+    // CUDA_ERROR_OUT_OF_MEMORY: out of memory", "cuvidCreateDecoder(…) failed -> …".
+    Program {
+        name: "FFmpeg (CUDA)",
+        format: "program-ffmpeg-cuda",
+        read: ffmpeg_cuda,
+        meaning: "A CUDA call of FFmpeg's hardware path (decoder surfaces, the CUDA frames pool, a CUDA filter) returned CUDA_ERROR_OUT_OF_MEMORY.",
+        remedies: &[
+            "Run fewer hardware decodes or transcodes on the card at once, or lower their resolution: each decoder and frames pool holds its surfaces on the GPU.",
+        ],
+    },
+    // OpenMM's arrays (`platforms/cuda/src/CudaArray.cpp`, 7.x to 8.x, `CudaArray::initialize`:
+    // "Error creating array "<<name<<": "<<getErrorString(result)<<" ("<<result<<")", where the
+    // error string is the CUresult's name; `platforms/opencl/src/OpenCLArray.cpp`: the same with
+    // `cl::Error::what()`, the failed call ("clCreateBuffer"), and its code). The array's name
+    // says what did not fit ("interactingAtoms", the neighbour list; "pmeGrid…", PME's grid).
+    // A large periodic box or a small Ewald tolerance makes PME's grid large (the maintainer in
+    // openmm/openmm#3975); each Context holds its own arrays.
+    Program {
+        name: "OpenMM",
+        format: "program-openmm",
+        read: openmm,
+        meaning: "OpenMM could not create one of its arrays on the GPU (the array's name, in the message, says which: the neighbour list, PME's grid, a tabulated function …).",
+        remedies: &[
+            "Check the system's size against the card: a very large periodic box or a small ewaldErrorTolerance makes PME's charge grid large; positions far outside the box inflate the neighbour list.",
+            "Run fewer Contexts on one GPU at once: each Simulation (each replica of a replica-exchange run, each cached Context of openmmtools' ContextCache) holds its own copy of every array.",
+        ],
+    },
+    // GROMACS (`src/gromacs/gpu_utils/devicebuffer.cuh`, `devicebuffer_hip.h`, 2021 to 2025,
+    // `allocateDeviceBuffer`: GMX_RELEASE_ASSERT(stat == cudaSuccess, "Allocation of the device
+    // buffer failed. " + getDeviceErrorString(stat)), where `cudautils.cuh`'s getDeviceErrorString
+    // is "CUDA error #%d (%s): %s." with the status's name and string, the HIP build's "HIP error
+    // #%d …"). mdrun's `-nb`, `-pme`, `-bonded` and `-update` choose what runs on the GPU,
+    // `-ntmpi` how many ranks share it.
+    Program {
+        name: "GROMACS",
+        format: "program-gromacs",
+        read: gromacs,
+        meaning: "mdrun could not allocate a device buffer for the work it offloads to the GPU (non-bonded pairs, PME, bonded interactions, the update).",
+        remedies: &[
+            "Fewer thread-MPI ranks per GPU (`-ntmpi`): each rank keeps its own buffers on the card.",
+            "Offload less: `-pme cpu`, `-bonded cpu` or `-update cpu` keep that work and its buffers on the host.",
+        ],
+    },
+    // Kokkos (`core/src/impl/Kokkos_SharedAlloc.cpp` / `Kokkos_MemorySpace.cpp`, 3.x to 4.x):
+    // "Kokkos failed to allocate memory for label \"<label>\".  Allocation using MemorySpace named
+    // \"<space>\" failed with the following error:  Allocation of size <n> <unit> failed, likely
+    // due to insufficient memory.  (The allocation mechanism was cudaMalloc(). …)". The size is
+    // `human_memory_size` (powers of 1024, 4 significant digits: a 5e9-byte view prints
+    // "4.657 G"). The space names where the memory is: "Cuda", "HIP", "SYCLDeviceUSM" on the
+    // device; "CudaUVM", "HIPManaged" managed; "CudaHostPinned", "HIPHostPinned" pinned host;
+    // "Host" the host. LAMMPS' KOKKOS package and other Kokkos programs print it unchanged.
+    Program {
+        name: "Kokkos",
+        format: "program-kokkos",
+        read: kokkos,
+        meaning: "A Kokkos View (the label in the message names it) could not be allocated in its memory space.",
+        remedies: &[
+            "Run fewer MPI ranks per GPU (each rank allocates its own Views on the card), or spread the problem over more GPUs.",
+        ],
+    },
+    // hashcat (`src/ext_cuda.c`, `src/ext_hip.c`, `src/ext_OpenCL.c`, 6.x: `hc_cuMemAlloc`
+    // "cuMemAlloc(): %s" with cuGetErrorString, `hc_hipMemAlloc` likewise, `hc_clCreateBuffer`
+    // "clCreateBuffer(): %s" with the status's name). hashcat sizes its buffers from the kernel
+    // accel (`-n`; the workload profile `-w` only steers the autotuner's kernel time, not the
+    // accel its buffers are sized for, so it is not given), and `-O` (optimized kernels) uses
+    // shorter password buffers; its own out-of-memory advice is to append -O.
+    Program {
+        name: "hashcat",
+        format: "program-hashcat",
+        read: hashcat,
+        meaning: "hashcat could not allocate one of its buffers on the device; their sizes follow the kernel's accel and loops (the work per call), the attack's password buffers, and the hashes loaded.",
+        remedies: &[
+            "Append -O (optimized kernels: shorter password buffers, at the cost of a maximum password length).",
+            "Fix a smaller kernel accel (`-n`/`--kernel-accel`): the buffers are sized for it.",
+            "Load fewer hashes per run (split the hash list).",
+        ],
+    },
+    // ncnn's Vulkan allocator (`src/allocator.cpp`, `VkAllocator::allocate_memory` and
+    // `allocate_dedicated_memory`: NCNN_LOGE("vkAllocateMemory failed %d", ret)), as the
+    // ncnn-vulkan builds of Real-ESRGAN, waifu2x, Real-CUGAN, RealSR and RIFE print it; -2 is
+    // VK_ERROR_OUT_OF_DEVICE_MEMORY, -1 VK_ERROR_OUT_OF_HOST_MEMORY. Their `-t tile-size`
+    // ("tile size (>=32/0=auto, default=0)") picks how much of the image goes to the GPU at once.
+    Program {
+        name: "ncnn (Vulkan)",
+        format: "program-ncnn",
+        read: ncnn,
+        meaning: "ncnn's Vulkan allocator could not allocate device memory for a blob or weight: the image (or the tile of it processed at once) and the model did not fit beside what the card holds.",
+        remedies: &[
+            "Give a smaller tile explicitly, `-t 256` or `-t 128` (the default 0 picks one from the card's total memory, not what is free), for realesrgan-, waifu2x-, realcugan- and realsr-ncnn-vulkan.",
+            "Close other programs that hold the GPU (a game, a browser's hardware acceleration); on a laptop, pick the discrete GPU with `-g`.",
+        ],
+    },
+    // tiny-cuda-nn's `GPUMemory<T>::resize` (`include/tiny-cuda-nn/gpu_memory.h`, 1.x):
+    // "Could not allocate memory: " + the `CUDA_CHECK_THROW` text of its cudaMalloc ("…
+    // cudaMalloc(&rawptr, n_bytes+DEBUG_GUARD_SIZE*2) failed with error out of memory"), as
+    // instant-ngp and other tiny-cuda-nn programs print it. No size is printed.
+    Program {
+        name: "tiny-cuda-nn",
+        format: "program-tiny-cuda-nn",
+        read: tiny_cuda_nn,
+        meaning: "tiny-cuda-nn could not allocate one of its GPU buffers (the network's parameters and gradients, a training batch, or the program's own data on the GPU, such as instant-ngp's images and density grid).",
+        remedies: &[],
+    },
+    // MATLAB's Parallel Computing Toolbox (its gpuArray allocation; the message's own text: "Out
+    // of memory on device. To view more detail about available memory on the GPU, use
+    // 'gpuDevice()'. If the problem persists, reset the GPU by calling 'gpuDevice(1)'.").
+    Program {
+        name: "MATLAB (gpuArray)",
+        format: "program-matlab",
+        read: matlab,
+        meaning: "A gpuArray (or a GPU function's workspace) did not fit in the GPU's free memory; gpuArrays stay on the device until they are cleared.",
+        remedies: &[
+            "See the device's AvailableMemory with `gpuDevice()`; clear gpuArray variables no longer needed (`clear X`), or `gather` results to the host.",
+            "As the message says, if it persists reset the GPU with `gpuDevice(1)` (or `reset(gpuDevice)`), which frees every gpuArray on it.",
+        ],
+    },
+    // Unreal Engine's renderer (its RHI's out-of-memory exit; the message's own text: "Out of
+    // video memory trying to allocate a rendering resource. Make sure your video card has the
+    // minimum required memory, try lowering the resolution and/or closing other applications
+    // that are running. Exiting...").
+    Program {
+        name: "Unreal Engine",
+        format: "program-unreal",
+        read: unreal,
+        meaning: "The game's renderer could not allocate a texture or buffer in video memory and exited.",
+        remedies: &[
+            "As the message says: lower the resolution (and texture quality), and close other programs using the GPU.",
+        ],
+    },
+];
+
+// Its own sentence is a whole line: what follows it (the block's lines are joined with spaces)
+// is the end, or the next line's capital, not a sentence that goes on ("… memory when I
+// render", prose that only mentions it).
+re!(
+    blender_oom_re,
+    r"System is out of GPU (and shared host )?memory(?:\.?\s*$|\.?\s+[A-Z(\[*<>]|[\x60'\x22]|\.\s)|\bOut of memory in (?:cu|hip)[A-Za-z0-9_]+\("
+);
+re!(
+    blender_words_re,
+    r"(?i)\bblender\b|\bcycles\b|intern[/\\]cycles|\bFra:\d+ Mem:"
+);
+fn blender(t: &str) -> Option<Found> {
+    let c = blender_oom_re().captures(t)?;
+    let own = c.get(0)?.as_str().contains("System is out of GPU");
+    if !own && !blender_words_re().is_match(t) {
+        return None;
+    }
+    let mut f = Found::device(Api::Cuda);
+    if !own && c.get(0)?.as_str().contains(" in hip") {
+        f.api = Some(Api::Hip);
+    }
+    if own {
+        // The GPU device's words are every back end's (CUDA, OptiX, HIP, oneAPI, Metal).
+        f.api = None;
+    }
+    Some(f)
+}
+
+re!(
+    nvenc_re,
+    r"\b([A-Z][A-Za-z]{2,40}) failed: out of memory \(10\)"
+);
+
+fn ffmpeg_nvenc(t: &str) -> Option<Found> {
+    let c = nvenc_re().captures(t)?;
+    let call = c.get(1)?.as_str();
+    let nvenc = t.contains("nvenc") || matches!(call, "OpenEncodeSessionEx" | "InitializeEncoder");
+    nvenc.then(|| Found::device(Api::Cuda))
+}
+
+re!(
+    ffmpeg_cuda_re,
+    r"\b(?:\w+->)?(?:cu|cuvid)[A-Z]\w{1,40}\([^\n]{0,200}?\) failed -> CUDA_ERROR_OUT_OF_MEMORY\b"
+);
+re!(
+    ffmpeg_words_re,
+    r"\[(?:AVHW\w+|h264_\w+|hevc_\w+|av1_\w+|\w+_cuvid|scale_cuda|\w+_nvenc) @ |(?i)\bffmpeg\b"
+);
+
+fn ffmpeg_cuda(t: &str) -> Option<Found> {
+    (ffmpeg_cuda_re().is_match(t) && ffmpeg_words_re().is_match(t))
+        .then(|| Found::device(Api::Cuda))
+}
+
+re!(
+    openmm_re,
+    r"Error creating array [^\s:]{1,80}: (?:(CUDA_(?:ERROR_)?OUT_OF_MEMORY)|(clCreateBuffer)) \((-?\d{1,3})\)|Error creating array [^\s:]{1,80}: (CUDA_(?:ERROR_)?OUT_OF_MEMORY)\b"
+);
+
+fn openmm(t: &str) -> Option<Found> {
+    let c = openmm_re().captures(t)?;
+    if c.get(1).or_else(|| c.get(4)).is_some() {
+        return Some(Found::device(Api::Cuda));
+    }
+    // OpenCL: CL_MEM_OBJECT_ALLOCATION_FAILURE (-4), or CL_OUT_OF_RESOURCES (-5) from the
+    // allocating call itself.
+    let code: i64 = c.get(3)?.as_str().parse().ok()?;
+    matches!(code, -4 | -5).then(|| Found::device(Api::OpenCl))
+}
+
+re!(
+    gromacs_re,
+    r"Allocation of the device buffer failed\.[^\n]{0,120}?(?:cudaErrorMemoryAllocation|hipErrorOutOfMemory|CL_MEM_OBJECT_ALLOCATION_FAILURE|out of memory)"
+);
+
+fn gromacs(t: &str) -> Option<Found> {
+    let m = gromacs_re().find(t)?.as_str();
+    let api = if m.contains("hipError") {
+        Api::Hip
+    } else if m.contains("CL_MEM") {
+        Api::OpenCl
+    } else {
+        Api::Cuda
+    };
+    Some(Found::device(api))
+}
+
+re!(
+    kokkos_re,
+    r#"Kokkos failed to allocate memory for label "[^"\n]{0,200}"\.\s{1,3}Allocation using MemorySpace named "(\w{1,40})"?\s{0,2}failed with the following error:\s{1,3}Allocation of size (\d+(?:\.\d+)?) ?([KMGT]?)B? failed"#
+);
+
+fn kokkos(t: &str) -> Option<Found> {
+    let c = kokkos_re().captures(t)?;
+    let space = c.get(1)?.as_str();
+    let (api, memory) = match space {
+        "Cuda" | "CudaUVM" => (Some(Api::Cuda), MemoryKind::Device),
+        "HIP" | "HIPManaged" => (Some(Api::Hip), MemoryKind::Device),
+        "SYCLDeviceUSM" | "SYCLSharedUSM" => (None, MemoryKind::Device),
+        "CudaHostPinned" | "HIPHostPinned" => (None, MemoryKind::PinnedHost),
+        _ if space.starts_with("Host") || space == "SYCLHostUSM" => (None, MemoryKind::Host),
+        _ => return None,
+    };
+    let v: f64 = c.get(2)?.as_str().parse().ok()?;
+    let scale = match c.get(3).map(|m| m.as_str()) {
+        Some("K") => 1u64 << 10,
+        Some("M") => 1 << 20,
+        Some("G") => 1 << 30,
+        Some("T") => 1 << 40,
+        _ => 1,
+    };
+    let b = v * scale as f64;
+    let mut f = Found::device(Api::Cuda);
+    f.api = api;
+    f.memory = memory;
+    f.facts.requested_bytes = (b.is_finite() && b < u64::MAX as f64).then(|| b.round() as u64);
+    Some(f)
+}
+
+// hashcat's wrappers print "<call>(): <status>". An allocation's own call fails with any of its
+// API's memory statuses; OpenCL implementations (NVIDIA's, AMD's) allocate a buffer lazily, at
+// the first kernel that uses it, so CL_MEM_OBJECT_ALLOCATION_FAILURE from any call
+// (clEnqueueNDRangeKernel) is a buffer that did not fit, while CL_OUT_OF_RESOURCES from a
+// launch is not read as memory.
+re!(
+    hashcat_re,
+    r"\b(cuMemAlloc|hipMemAlloc|hipMalloc|clCreateBuffer)\(\): (out of memory|CUDA_ERROR_OUT_OF_MEMORY|hipErrorOutOfMemory|CL_MEM_OBJECT_ALLOCATION_FAILURE|CL_OUT_OF_RESOURCES|CL_OUT_OF_HOST_MEMORY)\b|\b(cl[A-Z][A-Za-z]{2,40})\(\): CL_MEM_OBJECT_ALLOCATION_FAILURE\b"
+);
+// hashcat's own words near its failures (the banner may be far above): its start-up lines,
+// its device list ("* Device #2: …"), its benchmark's "Hashmode:" and "Speed.#1".
+re!(
+    hashcat_words_re,
+    r"(?i:hashcat)|Initializing backend runtime for device|Initializing device kernels and memory|\bHashmode: \d|\bSpeed\.#\d|\* Device #\d{1,3}: "
+);
+
+fn hashcat(t: &str) -> Option<Found> {
+    let c = hashcat_re().captures(t)?;
+    if !hashcat_words_re().is_match(t) {
+        return None;
+    }
+    if c.get(3).is_some() {
+        return Some(Found::device(Api::OpenCl));
+    }
+    let api = match c.get(1)?.as_str() {
+        "cuMemAlloc" => Api::Cuda,
+        "clCreateBuffer" => Api::OpenCl,
+        _ => Api::Hip,
+    };
+    let mut f = Found::device(api);
+    if c.get(2)?.as_str() == "CL_OUT_OF_HOST_MEMORY" {
+        f.memory = MemoryKind::Host;
+    }
+    Some(f)
+}
+
+re!(ncnn_re, r"\bvkAllocateMemory failed (-[12])\b");
+re!(
+    ncnn_words_re,
+    r"(?i)ncnn|real-?esrgan|waifu2x|real-?cugan|realsr|\brife\b|\bsrmd\b"
+);
+
+fn ncnn(t: &str) -> Option<Found> {
+    let c = ncnn_re().captures(t)?;
+    if !ncnn_words_re().is_match(t) {
+        return None;
+    }
+    let mut f = Found::device(Api::Vulkan);
+    if c.get(1)?.as_str() == "-1" {
+        f.memory = MemoryKind::Host;
+    }
+    Some(f)
+}
+
+re!(
+    tcnn_re,
+    r"Could not allocate memory: [^\n]{0,300}?cudaMalloc\(&rawptr, n_bytes ?\+ ?DEBUG_GUARD_SIZE ?\* ?2\) failed with error out of memory"
+);
+
+fn tiny_cuda_nn(t: &str) -> Option<Found> {
+    tcnn_re().is_match(t).then(|| Found::device(Api::Cuda))
+}
+
+re!(
+    matlab_re,
+    r"Out of memory on device\. To view more detail about available memory on the GPU, use 'gpuDevice\(\)'"
+);
+
+fn matlab(t: &str) -> Option<Found> {
+    matlab_re().is_match(t).then(|| Found::device(Api::Cuda))
+}
+
+re!(
+    unreal_re,
+    r"Out of video memory trying to allocate a rendering resource"
+);
+
+fn unreal(t: &str) -> Option<Found> {
+    unreal_re().is_match(t).then(|| Found {
+        api: None,
+        facts: Facts::default(),
+        device: None,
+        memory: MemoryKind::Device,
+    })
+}
+
+/// A program of [`PROGRAMS`] whose out-of-memory message the text holds: the API's framework
+/// (none where the program's words name no one API), the program's format. Read before the
+/// generic CUDA and API readers, so that the program keeps its name and remedies.
+pub fn gpu_programs(t: &str) -> Option<Oom> {
+    PROGRAMS.iter().find_map(|p| {
+        let found = (p.read)(t)?;
+        let framework = found.api.map_or(Framework::Unknown, Api::framework);
+        let mut o = oom(framework, p.format, found.device, found.facts);
+        o.memory = found.memory;
+        Some(o)
+    })
+}
+
+/// The program an OOM of [`gpu_programs`] was read from.
+pub fn program_of(o: &Oom) -> Option<&'static Program> {
+    PROGRAMS.iter().find(|p| p.format == o.format)
 }
 
 #[cfg(test)]
@@ -817,6 +1256,83 @@ mod tests {
         assert_eq!(o.device_index, Some(0));
     }
 
+    /// Each program's own message, built from its format string (cited at [`PROGRAMS`]): the
+    /// program's format, the API's framework, which memory, and the request where it prints one.
+    #[test]
+    fn programs_in_their_own_words() {
+        let cases: &[(&str, &str, Framework, MemoryKind, Option<u64>)] = &[
+            ("Error: System is out of GPU memory", "program-blender", Framework::Unknown, MemoryKind::Device, None),
+            ("Error: System is out of GPU and shared host memory", "program-blender", Framework::Unknown, MemoryKind::Device, None),
+            ("Out of memory in cuMemAlloc(&device_pointer, size) (intern/cycles/device/cuda/device_impl.cpp:610)", "program-blender", Framework::Cuda, MemoryKind::Device, None),
+            ("Blender 2.93\nCUDA error: Out of memory in cuMemAlloc(&device_pointer, size), line 568", "program-blender", Framework::Cuda, MemoryKind::Device, None),
+            ("[h264_nvenc @ 0x55d0c] OpenEncodeSessionEx failed: out of memory (10): (no details)", "program-ffmpeg-nvenc", Framework::Cuda, MemoryKind::Device, None),
+            ("[hevc_nvenc @ 0x6090380] InitializeEncoder failed: out of memory (10):", "program-ffmpeg-nvenc", Framework::Cuda, MemoryKind::Device, None),
+            ("[AVHWFramesContext @ 0x56] cu->cuMemAlloc(&data->ptr, size) failed -> CUDA_ERROR_OUT_OF_MEMORY: out of memory", "program-ffmpeg-cuda", Framework::Cuda, MemoryKind::Device, None),
+            ("[h264_cuvid @ 0x1] ctx->cvdl->cuvidCreateDecoder(&cudec, &cuinfo) failed -> CUDA_ERROR_OUT_OF_MEMORY: out of memory", "program-ffmpeg-cuda", Framework::Cuda, MemoryKind::Device, None),
+            ("openmm.OpenMMException: Error creating array interactingAtoms: CUDA_ERROR_OUT_OF_MEMORY (2)", "program-openmm", Framework::Cuda, MemoryKind::Device, None),
+            ("Error creating array TabulatedFunction: CUDA_OUT_OF_MEMORY", "program-openmm", Framework::Cuda, MemoryKind::Device, None),
+            ("OpenMMException: Error creating array posq: clCreateBuffer (-4)", "program-openmm", Framework::OpenCl, MemoryKind::Device, None),
+            ("Assertion failed:\nCondition: stat == cudaSuccess\nAllocation of the device buffer failed. CUDA error #2 (cudaErrorMemoryAllocation): out of memory.", "program-gromacs", Framework::Cuda, MemoryKind::Device, None),
+            ("Allocation of the device buffer failed. HIP error #2 (hipErrorOutOfMemory): out of memory.", "program-gromacs", Framework::Rocm, MemoryKind::Device, None),
+            ("Kokkos failed to allocate memory for label \"A\".  Allocation using MemorySpace named \"Cuda\" failed with the following error:  Allocation of size 4 G failed, likely due to insufficient memory.  (The allocation mechanism was cudaMalloc().  The Cuda allocation returned the error code \"cudaErrorMemoryAllocation\".)", "program-kokkos", Framework::Cuda, MemoryKind::Device, Some(4 << 30)),
+            ("Kokkos failed to allocate memory for label \"atom:x\".  Allocation using MemorySpace named \"HIP\" failed with the following error:  Allocation of size 512 M failed, likely due to insufficient memory.", "program-kokkos", Framework::Rocm, MemoryKind::Device, Some(512 << 20)),
+            ("Kokkos failed to allocate memory for label \"v\".  Allocation using MemorySpace named \"Host\" failed with the following error:  Allocation of size 12 G failed, likely due to insufficient memory.", "program-kokkos", Framework::Unknown, MemoryKind::Host, Some(12 << 30)),
+            ("Kokkos failed to allocate memory for label \"buf\".  Allocation using MemorySpace named \"CudaHostPinned\" failed with the following error:  Allocation of size 2 G failed, likely due to insufficient memory.", "program-kokkos", Framework::Unknown, MemoryKind::PinnedHost, Some(2 << 30)),
+            ("hashcat (v6.2.6) starting\n\ncuMemAlloc(): out of memory", "program-hashcat", Framework::Cuda, MemoryKind::Device, None),
+            ("hashcat (v6.2.6) starting\n\ncuMemAlloc(): CUDA_ERROR_OUT_OF_MEMORY", "program-hashcat", Framework::Cuda, MemoryKind::Device, None),
+            ("hashcat (v6.2.6) starting\n\nclCreateBuffer(): CL_MEM_OBJECT_ALLOCATION_FAILURE", "program-hashcat", Framework::OpenCl, MemoryKind::Device, None),
+            ("hashcat (v6.2.6) starting\n\nclCreateBuffer(): CL_OUT_OF_HOST_MEMORY", "program-hashcat", Framework::OpenCl, MemoryKind::Host, None),
+            ("Initializing backend runtime for device #2. Please be patient...cuMemAlloc(): out of memory", "program-hashcat", Framework::Cuda, MemoryKind::Device, None),
+            ("Hashmode: 500 - md5crypt\n\nclEnqueueNDRangeKernel(): CL_MEM_OBJECT_ALLOCATION_FAILURE", "program-hashcat", Framework::OpenCl, MemoryKind::Device, None),
+            ("realesrgan-ncnn-vulkan.exe -i in.png -o out.png\nvkAllocateMemory failed -2", "program-ncnn", Framework::Vulkan, MemoryKind::Device, None),
+            ("waifu2x-ncnn-vulkan -i a.png -o b.png\nvkAllocateMemory failed -1", "program-ncnn", Framework::Vulkan, MemoryKind::Host, None),
+            ("Uncaught exception: Could not allocate memory: /home/u/instant-ngp/dependencies/tiny-cuda-nn/include/tiny-cuda-nn/gpu_memory.h:123 cudaMalloc(&rawptr, n_bytes+DEBUG_GUARD_SIZE*2) failed with error out of memory", "program-tiny-cuda-nn", Framework::Cuda, MemoryKind::Device, None),
+            ("Out of memory on device. To view more detail about available memory on the GPU, use 'gpuDevice()'. If the problem persists, reset the GPU by calling 'gpuDevice(1)'.", "program-matlab", Framework::Cuda, MemoryKind::Device, None),
+            ("Out of video memory trying to allocate a rendering resource. Make sure your video card has the minimum required memory, try lowering the resolution and/or closing other applications that are running. Exiting...", "program-unreal", Framework::Unknown, MemoryKind::Device, None),
+        ];
+        for (text, format, fw, memory, req) in cases {
+            let o = read(text).unwrap_or_else(|| panic!("not found: {text}"));
+            assert_eq!(
+                (o.format, o.framework, o.memory, o.facts.requested_bytes),
+                (*format, *fw, *memory, *req),
+                "{text}"
+            );
+        }
+    }
+
+    /// The same words around another status, or without the program's words where they are
+    /// every program's, are not the program's out-of-memory failure.
+    #[test]
+    fn programs_other_statuses_are_not_theirs() {
+        for text in [
+            "Error creating array posq: CUDA_ERROR_ILLEGAL_ADDRESS (700)",
+            "OpenMMException: Error creating array posq: clCreateBuffer (-30)",
+            "[h264_nvenc @ 0x1] OpenEncodeSessionEx failed: unsupported device (2): (no details)",
+            "[AVHWFramesContext @ 0x1] cu->cuMemAlloc(&data->ptr, size) failed -> CUDA_ERROR_INVALID_VALUE: invalid argument",
+            "Allocation of the device buffer failed. CUDA error #700 (cudaErrorIllegalAddress): an illegal memory access was encountered.",
+            "hashcat (v6.2.6) starting\ncuMemAlloc(): an illegal memory access was encountered",
+            "hashcat (v6.2.6) starting\nclEnqueueNDRangeKernel(): CL_OUT_OF_RESOURCES",
+            "I keep getting System is out of GPU memory when rendering my scene, any idea?",
+            "realesrgan-ncnn-vulkan\nvkAllocateMemory failed -4",
+        ] {
+            let found = read(text).filter(|o| o.memory == MemoryKind::Device);
+            assert!(found.is_none(), "{text}: {found:?}");
+        }
+        // Words every program prints are not one program's.
+        for (text, format) in [
+            (
+                "vkAllocateMemory failed -2",
+                "api-VK_ERROR_OUT_OF_DEVICE_MEMORY",
+            ),
+            ("cuMemAlloc(): CUDA_ERROR_OUT_OF_MEMORY", "cuda"),
+        ] {
+            let o = read(text).unwrap_or_else(|| panic!("not found: {text}"));
+            assert_eq!(o.format, format, "{text}");
+        }
+        assert!(read("Out of memory in cuMemAlloc(&ptr, n)")
+            .is_none_or(|o| !o.format.starts_with("program-")));
+    }
+
     #[test]
     fn caffe_darknet_and_opencv() {
         let cases: &[(&str, Framework, &str)] = &[
@@ -833,6 +1349,7 @@ mod tests {
             ("OpenCV Error: Gpu API call (out of memory) in CudaFuncTable::mallocPitch, file E:\\opencv\\sources\\modules\\dynamicuda\\include\\opencv2/dynamicuda/dynamicuda.hpp, line 1134", Framework::OpenCv, "opencv-cuda"),
             ("CUDA error in file 'main.cu' in line 123 : out of memory.", Framework::Cuda, "cuda-relay"),
             ("[CUDA] Error: out of memory", Framework::Cuda, "cuda-relay"),
+            ("TVMError: Check failed: (e == cudaSuccess || e == cudaErrorCudartUnloading) is false: CUDA: out of memory", Framework::Cuda, "cuda-relay"),
             ("CUDA error in func ethash_generate_dag at line 173 calling cudaGetLastError() failed with error out of memory", Framework::Cuda, "cuda-relay"),
         ];
         for (text, fw, format) in cases {

@@ -299,6 +299,13 @@ pub(crate) const TRIGGERS: &[&str] = &[
     // CUDA_ERROR_OUT_OF_MEMORY (`CUResult.ErrorOutOfMemory`).
     "outofgpumemoryerror",
     "erroroutofmemory",
+    // ncnn's Vulkan allocator (`allocator.cpp`: "vkAllocateMemory failed %d"), as the
+    // ncnn-vulkan upscalers print it.
+    "vkallocatememory failed",
+    // Blender's Cycles when the mapped host memory is full too, and OpenMM's arrays
+    // (`OpenCLArray.cpp`: "Error creating array <name>: clCreateBuffer (-4)").
+    "out of gpu and shared host memory",
+    "error creating array",
 ];
 
 /// [`TRIGGERS`] as one case-insensitive regex, with Unicode's case folding: what

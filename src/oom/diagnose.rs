@@ -2565,6 +2565,9 @@ fn gpu_library(oom: &Oom) -> Option<Finding> {
 /// The diagnosis of an OOM read here: which API said it, what its status means, and what
 /// helps (a program's own remedy only where its source or documentation says it).
 fn gpu_api_finding(o: &Oom) -> Option<Finding> {
+    if let Some(p) = api::program_of(o) {
+        return program_finding(o, p);
+    }
     let status = api::status_of(o);
     let said = match (status, o.format) {
         (Some(s), _) => format!("{}'s {} ({})", s.api.name(), s.name, number_text(s)),
@@ -2650,6 +2653,51 @@ fn gpu_api_finding(o: &Oom) -> Option<Finding> {
     })
 }
 
+/// A program of `api.rs`'s table (Blender, FFmpeg, OpenMM, hashcat …) in its own words: its
+/// meaning and its own remedies, between seeing what holds the GPU and getting numbers. Pinned
+/// host memory is left to the rule for it.
+fn program_finding(o: &Oom, p: &api::Program) -> Option<Finding> {
+    match o.memory {
+        MemoryKind::PinnedHost => return None,
+        MemoryKind::Host => {
+            return Some(Finding {
+                cause: Cause::HostMemory,
+                title: format!("{}: the host's RAM ran out, not the GPU's memory", p.name),
+                detail: format!(
+                    "{} failed to allocate host memory (its message names the host's, not the \
+                     device's). The GPU's memory is not what ran out.",
+                    p.name
+                ),
+                remedies: vec![
+                    api_rm("See what the host has free (`free -h`) and what else holds it; a container's memory limit or `ulimit -v` counts too."),
+                ],
+            });
+        }
+        _ => {}
+    }
+    let mut detail = p.meaning.to_owned();
+    detail.push_str(match o.facts.requested_bytes {
+        Some(_) => " The size is the one the message prints; what held the rest of the memory is not in the text.",
+        None => " The message gives no size, and what held the memory is not in the text.",
+    });
+    let mut remedies = vec![api_rm("See what holds the GPU now: `gpumon once` lists every process and its memory; close other programs using it.")];
+    remedies.extend(p.remedies.iter().map(|r| api_rm(r)));
+    remedies.push(api_rm("Get numbers: run the job under `gpumon log --processes --interval 200ms` (or `gpumon run`) and read the last samples before the failure."));
+    Some(Finding {
+        cause: if o.facts.requested_bytes.is_some() {
+            Cause::RequestOnly
+        } else {
+            Cause::NoNumbers
+        },
+        title: match o.facts.requested_bytes {
+            Some(n) => format!("{} could not allocate {} on the GPU", p.name, fmt_bytes(n)),
+            None => format!("{} ran out of GPU memory", p.name),
+        },
+        detail,
+        remedies,
+    })
+}
+
 fn api_rm(text: &str) -> Remedy {
     Remedy {
         text: text.to_owned(),
@@ -2668,6 +2716,46 @@ fn number_text(s: &api::Status) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    /// A program of `api.rs`'s table is named, with its own meaning and remedies; its host
+    /// and pinned-host failures are said as such.
+    #[test]
+    fn programs_are_named_with_their_own_remedies() {
+        let cases: &[(&str, &str, &str)] = &[
+            ("[h264_nvenc @ 0x4] OpenEncodeSessionEx failed: out of memory (10): (no details)", "FFmpeg (NVENC)", "encoder.stats.sessionCount"),
+            ("Error: System is out of GPU memory", "Blender Cycles", "Texture Limit"),
+            ("openmm.OpenMMException: Error creating array interactingAtoms: CUDA_ERROR_OUT_OF_MEMORY (2)", "OpenMM", "ewaldErrorTolerance"),
+            ("hashcat (v6.2.6) starting\ncuMemAlloc(): CUDA_ERROR_OUT_OF_MEMORY", "hashcat", "-O"),
+            ("realesrgan-ncnn-vulkan -i a.png -o b.png\nvkAllocateMemory failed -2", "ncnn (Vulkan)", "-t 256"),
+            ("Allocation of the device buffer failed. CUDA error #2 (cudaErrorMemoryAllocation): out of memory.", "GROMACS", "-ntmpi"),
+        ];
+        for (text, name, remedy) in cases {
+            let a = crate::oom::analyze(text);
+            let o = a.main().unwrap_or_else(|| panic!("not found: {text}"));
+            let f = &diagnose(o)[0];
+            assert!(f.title.starts_with(name), "{text}: {}", f.title);
+            assert!(
+                f.remedies.iter().any(|r| r.text.contains(remedy)),
+                "{text}: {:?}",
+                f.remedies
+            );
+        }
+        let nvenc = crate::oom::analyze(
+            "[h264_nvenc @ 0x4] OpenEncodeSessionEx failed: out of memory (10)",
+        );
+        let f = &diagnose(nvenc.main().expect("found"))[0];
+        assert!(f.detail.contains("concurrent encodes"), "{}", f.detail);
+        let host = crate::oom::analyze("Kokkos failed to allocate memory for label \"x\".  Allocation using MemorySpace named \"Host\" failed with the following error:  Allocation of size 12 G failed, likely due to insufficient memory.");
+        assert_eq!(
+            diagnose(host.main().expect("found"))[0].cause,
+            Cause::HostMemory
+        );
+        let pinned = crate::oom::analyze("Kokkos failed to allocate memory for label \"b\".  Allocation using MemorySpace named \"CudaHostPinned\" failed with the following error:  Allocation of size 2 G failed, likely due to insufficient memory.");
+        assert_ne!(
+            diagnose(pinned.main().expect("found"))[0].cause,
+            Cause::NoNumbers
+        );
+    }
 
     /// A GPU API's host status is said to be the host's RAM, and OpenCV's page-locked buffer
     /// pinned host memory (the statuses are read in `api.rs`).

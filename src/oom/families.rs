@@ -305,6 +305,12 @@ pub const ALL: &[Family] = &[
         name: "hami-core",
         parse: hami_core,
     },
+    // Simulation, rendering, media and cracking programs in their own words (`api.rs`):
+    // before the generic CUDA and API readers, which would read them nameless.
+    Family {
+        name: "gpu-programs",
+        parse: super::api::gpu_programs,
+    },
     Family {
         name: "cuda-thrust",
         parse: libraries::thrust,
