@@ -299,6 +299,24 @@ pub(crate) const TRIGGERS: &[&str] = &[
     // CUDA_ERROR_OUT_OF_MEMORY (`CUResult.ErrorOutOfMemory`).
     "outofgpumemoryerror",
     "erroroutofmemory",
+    // PyTorch's sentence translated (`families::pytorch_translated`, `read::TRANSLATED`): its
+    // allocation phrase, or its device word before the translation's "out of memory". Only in
+    // lines that are not ASCII, which the regex matcher reads.
+    "尝试分配",
+    "试图分配",
+    "cuda 内存不足",
+    "cuda内存不足",
+    "cuda 显存不足",
+    "cuda显存不足",
+    "割り当てようとしました",
+    "cuda メモリ不足",
+    "cuda のメモリが不足",
+    "할당하려고",
+    "cuda 메모리 부족",
+    "пытался выделить",
+    "попытка выделить",
+    "недостаточно памяти",
+    "не хватает памяти",
 ];
 
 /// [`TRIGGERS`] as one case-insensitive regex: Unicode's case folding, for a line that is not

@@ -365,6 +365,10 @@ pub const ALL: &[Family] = &[
         name: "oom-class-cut",
         parse: oom_class_cut,
     },
+    Family {
+        name: "pytorch-translated",
+        parse: pytorch_translated,
+    },
 ];
 
 /// A fork of PyTorch's caching allocator for another accelerator: the same sentence with its
@@ -609,6 +613,103 @@ fn oom_class_cut(t: &str) -> Option<Oom> {
         .or_else(|| known::tf_device_index(rest))
         .or_else(|| read::device_named(rest, &["GPU", "CUDA", "HIP", "XPU"]).and_then(|d| d.index));
     Some(oom(framework, format, device, f))
+}
+
+// PyTorch's exception class as a translated page leaves it (a class and a device word are not
+// translated) with the translation's words for "out of memory" after it: "RuntimeError: CUDA
+// 内存不足。", "torch.cuda.OutOfMemoryError: CUDA 内存不足。" (errorcanon.top's zh page),
+// and the same sentence in Japanese, Korean and Russian.
+re!(
+    translated_head_re,
+    concat!(
+        r"(?:\b(?:torch\.(?:cuda\.|xpu\.)?)?OutOfMemoryError|\bRuntimeError)\s*[:：]\s*",
+        r"(CUDA|HIP|XPU|NPU|MLU|MUSA|GCU|HPU)\s*(?:的|の)?\s*",
+        r"(?:内存不足|显存不足|内存溢出|メモリ不足|メモリが不足|메모리 부족|메모리가 부족|(?i:недостаточно памяти|не хватает памяти|нехватка памяти))",
+    )
+);
+
+/// Where a program's line starts: a class named inside a sentence has words of that
+/// sentence's script just before it ("遇到 RuntimeError: CUDA 内存不足 时…" is a tip).
+fn starts_a_report(t: &str, at: usize) -> bool {
+    t[..at]
+        .trim_end()
+        .chars()
+        .next_back()
+        .is_none_or(|c| !(c.is_alphanumeric() && !c.is_ascii()))
+}
+
+/// PyTorch's allocator sentence translated into another language, by a browser's page
+/// translation or by hand (see `read::TRANSLATED` for the words): recognised only by its
+/// structure, an allocation phrase with its size and a role clause or a device beside it, or
+/// PyTorch's exception class at the head of a line with the translation's "out of memory".
+/// Prose that only says 显存不足 or メモリ不足 has neither. The figures mean what PyTorch's
+/// (or the fork's) mean; the format says the message was read from a translation.
+fn pytorch_translated(t: &str) -> Option<Oom> {
+    if t.is_ascii() {
+        return None;
+    }
+    let head = translated_head_re()
+        .captures(t)
+        .filter(|c| c.get(0).is_some_and(|m| starts_a_report(t, m.start())));
+    let from = head
+        .as_ref()
+        .and_then(|c| c.get(0))
+        .map_or(0, |m| m.start());
+    let rest = &t[from..];
+    let r = read::read(rest);
+    let roles = [
+        Role::Total,
+        Role::Free,
+        Role::Allocated,
+        Role::Reserved,
+        Role::Cached,
+        Role::ThisProcess,
+    ]
+    .iter()
+    .filter(|role| r.first(**role).is_some())
+    .count();
+    let words = [
+        "GPU", "CUDA", "HIP", "XPU", "NPU", "MLU", "MUSA", "GCU", "HPU",
+    ];
+    let device = read::device_named(rest, &words);
+    let structured = r.has_request() && (roles > 0 || device.is_some());
+    if head.is_none() && !(structured && names_pytorch(rest, device.as_ref())) {
+        return None;
+    }
+    let line_end = rest.find('\n').unwrap_or(rest.len());
+    if head.is_some() && r.figures.is_empty() && rest[..line_end].trim_end().ends_with(['?', '？'])
+    {
+        return None;
+    }
+    let word = head
+        .as_ref()
+        .and_then(|c| c.get(1))
+        .map(|m| m.as_str().to_owned())
+        .or_else(|| device.as_ref().map(|d| d.word.clone()))
+        .unwrap_or_default();
+    let (framework, format) = match FORKS.iter().find(|f| f.word == word) {
+        Some(fork) => (fork.framework, "pytorch-fork-translated"),
+        None => (
+            match word.as_str() {
+                "HIP" => Framework::Hip,
+                "XPU" => Framework::Xpu,
+                _ => Framework::Pytorch,
+            },
+            "pytorch-translated",
+        ),
+    };
+    Some(oom(
+        framework,
+        format,
+        device.and_then(|d| d.index),
+        pytorch_facts(&r),
+    ))
+}
+
+/// Whether a translated allocation failure is PyTorch's: its name, a CUDA device or a fork's
+/// device word (its role words are the caching allocator's, as `read::TRANSLATED` says).
+fn names_pytorch(t: &str, device: Option<&read::Device>) -> bool {
+    t.contains("PyTorch") || t.contains("pytorch") || t.contains("CUDA") || device.is_some()
 }
 
 // PyTorch's caching allocator logs each failed cudaMalloc before it frees its cache and

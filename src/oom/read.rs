@@ -102,7 +102,13 @@ fn size_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
         Regex::new(
-            r"\b(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s?(bytes|Bytes|byte|B|KiB|KB|kB|K|MiB|MB|M|GiB|GB|G|TiB|TB|T)(?:is)?\b(?:\s*\(\s?(\d{1,3}(?:,\d{3})+|\d+)\s?(?:bytes|B)\))?",
+            concat!(
+                r"\b(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s?(?:(bytes|Bytes|byte|B|KiB|KB|kB|K|MiB|MB|M|GiB|GB|G|TiB|TB|T)(?:is)?\b",
+                // A translated page's byte words (see `TRANSLATED_UNITS`): a CJK word runs
+                // into the next one with no boundary between them.
+                r"|(字节|位元組|バイト|바이트)|(байт(?:а|ов)?|ГиБ|МиБ|КиБ|ТиБ)\b)",
+                r"(?:\s*[(（]\s?(\d{1,3}(?:,\d{3})+|\d+)\s?(?:bytes|B|字节)[)）])?",
+            ),
         )
         .expect("size regex")
     })
@@ -201,9 +207,174 @@ const BEFORE: &[(&str, Role)] = &[
     ("reserved:", Role::Reserved),
 ];
 
+/// Where a translated role word stands against its size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    Before,
+    After,
+}
+
+/// The role words of an allocator's sentence as a translation prints them: a page the browser
+/// translated (CSDN, Zhihu, Qiita, Habr read in another language) or a user who translated
+/// the message by hand. Language × role, lower-case, written without the spaces a CJK
+/// translation puts or leaves out (both are matched), most specific first in each language.
+/// The words are a translation's, the figures and their meaning stay the framework's: "已分配"
+/// is PyTorch's "already allocated", "PyTorch 总共保留" its "reserved in total by PyTorch".
+/// From real pastes (the corpus's `translated-*` files: errorcanon.top's zh page, a Chinese
+/// note's hand-translated torch_npu line) and the same machine translation's obvious variants
+/// (空闲/可用/免费 for "free", 保留/预留 for "reserved", 缓存 for 1.0's "cached"). The
+/// Japanese, Korean and Russian words are the plain translations of the roles of PyTorch's
+/// 1.x and 2.x sentences (`c10/cuda/CUDACachingAllocator.cpp`, v1.8.0 and v2.5.0) that issue
+/// 42 lists; no paste of them was found, so unit tests alone hold them.
+const TRANSLATED: &[(&str, Place, &str, Role)] = &[
+    // Chinese.
+    ("zh", Place::Before, "尝试分配", Role::Request),
+    ("zh", Place::Before, "试图分配", Role::Request),
+    ("zh", Place::Before, "总容量", Role::Total),
+    ("zh", Place::Before, "总计", Role::Total),
+    ("zh", Place::Before, "容量", Role::Total),
+    ("zh", Place::Before, "已经分配", Role::Allocated),
+    ("zh", Place::Before, "已分配", Role::Allocated),
+    ("zh", Place::Before, "空闲", Role::Free),
+    ("zh", Place::Before, "可用", Role::Free),
+    ("zh", Place::Before, "免费", Role::Free),
+    ("zh", Place::Before, "其中", Role::Free),
+    ("zh", Place::Before, "总共保留", Role::Reserved),
+    ("zh", Place::Before, "保留", Role::Reserved),
+    ("zh", Place::Before, "预留", Role::Reserved),
+    ("zh", Place::Before, "缓存", Role::Cached),
+    ("zh", Place::Before, "此进程有", Role::ThisProcess),
+    ("zh", Place::Before, "该进程有", Role::ThisProcess),
+    ("zh", Place::After, "总容量", Role::Total),
+    ("zh", Place::After, "已经分配", Role::Allocated),
+    ("zh", Place::After, "已分配", Role::Allocated),
+    ("zh", Place::After, "由pytorch保留但未分配", Role::Cached),
+    ("zh", Place::After, "已保留但未分配", Role::Cached),
+    ("zh", Place::After, "由pytorch分配", Role::Allocated),
+    ("zh", Place::After, "是空闲的", Role::Free),
+    ("zh", Place::After, "空闲", Role::Free),
+    ("zh", Place::After, "可用", Role::Free),
+    ("zh", Place::After, "免费", Role::Free),
+    ("zh", Place::After, "由pytorch总共保留", Role::Reserved),
+    ("zh", Place::After, "总共保留", Role::Reserved),
+    ("zh", Place::After, "保留", Role::Reserved),
+    ("zh", Place::After, "预留", Role::Reserved),
+    ("zh", Place::After, "已缓存", Role::Cached),
+    ("zh", Place::After, "缓存", Role::Cached),
+    // Japanese.
+    ("ja", Place::Before, "総容量", Role::Total),
+    ("ja", Place::Before, "合計容量", Role::Total),
+    ("ja", Place::Before, "空き", Role::Free),
+    ("ja", Place::After, "割り当てようとしました", Role::Request),
+    ("ja", Place::After, "の割り当てを試みました", Role::Request),
+    ("ja", Place::After, "総容量", Role::Total),
+    ("ja", Place::After, "割り当て済み", Role::Allocated),
+    ("ja", Place::After, "すでに割り当て", Role::Allocated),
+    ("ja", Place::After, "空き", Role::Free),
+    ("ja", Place::After, "予約済み", Role::Reserved),
+    ("ja", Place::After, "予約", Role::Reserved),
+    ("ja", Place::After, "キャッシュ", Role::Cached),
+    // Korean.
+    ("ko", Place::Before, "총 용량", Role::Total),
+    ("ko", Place::After, "할당하려고", Role::Request),
+    ("ko", Place::After, "할당을 시도", Role::Request),
+    ("ko", Place::After, "총 용량", Role::Total),
+    ("ko", Place::After, "이미 할당됨", Role::Allocated),
+    ("ko", Place::After, "할당됨", Role::Allocated),
+    ("ko", Place::After, "여유", Role::Free),
+    ("ko", Place::After, "사용 가능", Role::Free),
+    ("ko", Place::After, "예약됨", Role::Reserved),
+    ("ko", Place::After, "캐시됨", Role::Cached),
+    // Russian.
+    ("ru", Place::Before, "пытался выделить", Role::Request),
+    ("ru", Place::Before, "попытался выделить", Role::Request),
+    ("ru", Place::Before, "попытка выделить", Role::Request),
+    ("ru", Place::Before, "общая емкость", Role::Total),
+    ("ru", Place::After, "общей емкости", Role::Total),
+    ("ru", Place::After, "общей ёмкости", Role::Total),
+    ("ru", Place::After, "общая емкость", Role::Total),
+    ("ru", Place::After, "уже выделено", Role::Allocated),
+    ("ru", Place::After, "выделено", Role::Allocated),
+    ("ru", Place::After, "свободно", Role::Free),
+    ("ru", Place::After, "зарезервировано", Role::Reserved),
+    ("ru", Place::After, "кэшировано", Role::Cached),
+];
+
+/// Particles a Japanese or Korean translation puts between a size and its role word ("6.03
+/// GiB が予約されています", "6.03GiB가 이미 할당됨").
+const PARTICLES: &[&str] = &["を", "が", "は", "の", "가 ", "이 ", "은 ", "는 "];
+
+/// A translated role word is a word of its own: a Latin or Cyrillic letter must not run into
+/// it; CJK text has no spaces, so there any neighbour will do.
+fn spaced_letter(c: char) -> bool {
+    c.is_alphanumeric() && (c as u32) < 0x2e80
+}
+
+/// The role a translation's words give a size ([`TRANSLATED`]).
+fn translated_role(before: &str, after: &str) -> Option<Role> {
+    if before.is_ascii() && after.is_ascii() {
+        return None;
+    }
+    let squeeze = |s: &str| s.replace(' ', "");
+    let mut after = after;
+    if let Some(p) = PARTICLES.iter().find(|p| after.starts_with(*p)) {
+        after = after[p.len()..].trim_start();
+    }
+    let (before_squeezed, after_squeezed) = (squeeze(before), squeeze(after));
+    TRANSLATED
+        .iter()
+        .find(|(_, place, w, _)| match place {
+            Place::Before => [before, before_squeezed.as_str()].iter().any(|b| {
+                b.ends_with(w)
+                    && !b[..b.len() - w.len()]
+                        .chars()
+                        .next_back()
+                        .is_some_and(|c| spaced_letter(c) && w.starts_with(spaced_letter))
+            }),
+            Place::After => [after, after_squeezed.as_str()].iter().any(|a| {
+                a.starts_with(w)
+                    && !a[w.len()..]
+                        .chars()
+                        .next()
+                        .is_some_and(|c| spaced_letter(c) && w.ends_with(spaced_letter))
+            }),
+        })
+        .map(|(_, _, _, r)| *r)
+}
+
+/// The byte words of a translated page ("0 字节", "512 байт", "6.23 ГиБ") as the units the
+/// reader knows.
+fn translated_unit(word: &str) -> &'static str {
+    match word {
+        "ГиБ" => "GiB",
+        "МиБ" => "MiB",
+        "КиБ" => "KiB",
+        "ТиБ" => "TiB",
+        _ => "bytes",
+    }
+}
+
 /// Where a clause ends: the role words of one size never reach past these.
+/// A translated page prints the full-width forms (`（GPU 0；总容量 7.79 GiB；…）`), and its
+/// sentences end with `。` and no space.
 fn clause_end(c: char) -> bool {
-    matches!(c, ';' | ',' | '(' | ')' | ':' | '[' | ']' | '\n')
+    matches!(
+        c,
+        ';' | ','
+            | '('
+            | ')'
+            | ':'
+            | '['
+            | ']'
+            | '\n'
+            | '；'
+            | '，'
+            | '（'
+            | '）'
+            | '：'
+            | '、'
+            | '。'
+    )
 }
 
 /// The words after a size, up to the end of its clause (lower-case, at most 48 bytes).
@@ -219,7 +390,7 @@ fn after_words(text: &str) -> String {
     if let Some(i) = s.find(". ") {
         s = &s[..i];
     }
-    s.trim().trim_end_matches('.').to_ascii_lowercase()
+    s.trim().trim_end_matches('.').to_lowercase()
 }
 
 /// The words before a size, back to the end of the previous clause or size.
@@ -229,13 +400,15 @@ fn before_words(text: &str) -> String {
         start += 1;
     }
     let mut s = &text[start..];
-    if let Some(i) = s.rfind([';', ',', '(', ')', '[', ']', '\n']) {
-        s = &s[i + 1..];
+    if let Some(i) = s.rfind([
+        ';', ',', '(', ')', '[', ']', '\n', '；', '，', '（', '）', '、', '。',
+    ]) {
+        s = &s[i + s[i..].chars().next().map_or(1, char::len_utf8)..];
     }
     if let Some(i) = s.rfind(". ") {
         s = &s[i + 2..];
     }
-    s.trim().to_ascii_lowercase()
+    s.trim().to_lowercase()
 }
 
 fn role_of(before: &str, after: &str) -> Option<Role> {
@@ -272,7 +445,9 @@ fn role_of(before: &str, after: &str) -> Option<Role> {
                     .is_none_or(|c| !c.is_alphanumeric())
         })
         .map(|(_, r)| *r);
-    by_after.or(by_before)
+    by_after
+        .or(by_before)
+        .or_else(|| translated_role(before, after))
 }
 
 fn parse_count(s: &str) -> Option<u64> {
@@ -289,25 +464,29 @@ pub fn read(text: &str) -> Reading {
     let mut prev_end = 0;
     for c in size_re().captures_iter(text) {
         let Some(whole) = c.get(0) else { continue };
-        let (Some(num), Some(unit)) = (c.get(1), c.get(2)) else {
+        let Some(num) = c.get(1) else { continue };
+        let Some(unit) = c.get(2).map(|m| m.as_str()).or_else(|| {
+            c.get(3)
+                .or_else(|| c.get(4))
+                .map(|m| translated_unit(m.as_str()))
+        }) else {
             continue;
         };
-        let bytes = match c.get(3).and_then(|m| parse_count(m.as_str())) {
+        let bytes = match c.get(5).and_then(|m| parse_count(m.as_str())) {
             Some(exact) => Some(exact),
             None if num.as_str().contains(',') => {
                 let n = parse_count(num.as_str());
-                let unit = crate::units::parse_size(&format!("1 {}", unit.as_str()));
+                let unit = crate::units::parse_size(&format!("1 {unit}"));
                 n.zip(unit).and_then(|(n, u)| n.checked_mul(u))
             }
-            None => crate::units::parse_size(&format!("{} {}", num.as_str(), unit.as_str()))
-                .or_else(|| {
-                    let u = match unit.as_str() {
-                        "Bytes" | "byte" => "bytes",
-                        "kB" => "KB",
-                        other => other,
-                    };
-                    crate::units::parse_size(&format!("{} {u}", num.as_str()))
-                }),
+            None => crate::units::parse_size(&format!("{} {unit}", num.as_str())).or_else(|| {
+                let u = match unit {
+                    "Bytes" | "byte" => "bytes",
+                    "kB" => "KB",
+                    other => other,
+                };
+                crate::units::parse_size(&format!("{} {u}", num.as_str()))
+            }),
         };
         let Some(bytes) = bytes else { continue };
         let before = before_words(&text[prev_end..whole.start()]);
