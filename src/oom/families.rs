@@ -462,7 +462,7 @@ re!(
 );
 re!(
     loose_re,
-    r"(?i)\b(CUDA|HIP|XPU) out of memory\. Tried to allocate"
+    r"(?i)\b(CUDA|HIP|XPU) out of memory\. (?:Tried|Attempt) to allocate"
 );
 
 /// The facts of a PyTorch-allocator sentence, 1.x form or 2.x, read by role.

@@ -506,6 +506,21 @@ re!(
     r"(?i)\b(?:gpu|device|cuda:)\s*#?(\d{1,3})\b"
 );
 
+/// A sentence in another script that names the error inside it ("…最常见的问题是 RuntimeError:
+/// CUDA out of memory 错误", "Твоя программа падает с криком RuntimeError: CUDA out of
+/// memory."): the words just before the error's English run are that script's. A label that
+/// introduces a paste ends with a colon ("报错：RuntimeError: CUDA error: out of memory").
+fn named_in_foreign_sentence(line: &str) -> bool {
+    let Some(m) = fallback_fail_re().find(line) else {
+        return false;
+    };
+    line[..m.start()]
+        .trim_end_matches(|c: char| c.is_ascii())
+        .chars()
+        .next_back()
+        .is_some_and(|c| c.is_alphanumeric() && !c.is_ascii())
+}
+
 /// The one value a pattern's size captures take in `line`; `None` when it has none or several
 /// different ones (an ambiguous figure is not read).
 fn only_size(re: &Regex, line: &str) -> Option<u64> {
@@ -529,6 +544,7 @@ pub fn fallback(trigger: &str, block: &str) -> Option<Oom> {
         || !fallback_fail_re().is_match(trigger)
         || fallback_host_re().is_match(trigger)
         || prose_re().is_match(trigger)
+        || named_in_foreign_sentence(trigger)
         || !error_mark_re().is_match(trigger)
         || !(fallback_gpu_re().is_match(trigger) || fallback_gpu_re().is_match(block))
     {

@@ -103,7 +103,7 @@ fn size_re() -> &'static Regex {
     RE.get_or_init(|| {
         Regex::new(
             concat!(
-                r"\b(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s?(?:(bytes|Bytes|byte|B|KiB|KB|kB|K|MiB|MB|M|GiB|GB|G|TiB|TB|T)(?:is)?\b",
+                r"\b(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s?(?:(bytes|Bytes|byte|B|KiBs|KiB|KB|kB|K|MiBs|MiB|MB|M|GiBs|GiB|GB|G|TiB|TB|T)(?:is)?\b",
                 // A translated page's byte words (see `TRANSLATED_UNITS`): a CJK word runs
                 // into the next one with no boundary between them.
                 r"|(字节|位元組|バイト|바이트)|(байт(?:а|ов)?|ГиБ|МиБ|КиБ|ТиБ)\b)",
@@ -165,6 +165,11 @@ const AFTER: &[(&str, Role)] = &[
 const BEFORE: &[(&str, Role)] = &[
     ("tried to allocate", Role::Request),
     ("attempting to allocate", Role::Request),
+    // PyTorch's sentence machine-translated back into English from a translated page
+    // (corpus `translated-en-iopenv`): "Attempt to allocate 200.00 MiBs", "PyTorch retains a
+    // total of 6.18 GiB".
+    ("attempt to allocate", Role::Request),
+    ("retains a total of", Role::Reserved),
     ("attempting to reserve", Role::Request),
     ("failed to allocate", Role::Request),
     ("trying to allocate", Role::Request),
@@ -482,6 +487,8 @@ pub fn read(text: &str) -> Reading {
             None => crate::units::parse_size(&format!("{} {unit}", num.as_str())).or_else(|| {
                 let u = match unit {
                     "Bytes" | "byte" => "bytes",
+                    // A machine translation's plural ("200.00 MiBs").
+                    "KiBs" | "MiBs" | "GiBs" => unit.trim_end_matches('s'),
                     "kB" => "KB",
                     other => other,
                 };
