@@ -2540,4 +2540,44 @@ mod tests {
         let o = tensorflow_eager("tensorflow.python.framework.errors_impl.ResourceExhaustedError: {{function_node __wrapped__AddV2_device_/job:localhost/replica:0/task:0/device:GPU:1}} failed to allocate memory [Op:AddV2]").expect("found");
         assert_eq!((o.format, o.device_index), ("tensorflow-eager", Some(1)));
     }
+
+    /// A translated PyTorch sentence is found by its structure, in every spelling the reader
+    /// knows, and keeps PyTorch's (or the fork's) meaning; the format says it was translated.
+    #[test]
+    fn a_translated_sentence_is_found_by_its_structure() {
+        use super::super::parse::parse_text;
+        for (text, framework, device, request) in [
+            ("RuntimeError: CUDA 内存不足。尝试分配 20.00 MiB（GPU 0；总容量 7.79 GiB；已分配 6.03 GiB；空闲 3.56 MiB；PyTorch 总共保留 6.23 GiB）", Framework::Pytorch, Some(0), Some(20 << 20)),
+            // The class and the translation's words alone: a report, with no figure.
+            ("torch.cuda.OutOfMemoryError: CUDA 显存不足。", Framework::Pytorch, None, None),
+            ("RuntimeError: NPU 内存不足。尝试分配 5.03 GiB（NPU 3；总容量 60.96 GiB；已分配 49.47 GiB；空闲 1.32 GiB）", Framework::Npu, Some(3), Some(gib(5.03))),
+            ("RuntimeError: CUDA のメモリが不足しています。2.00 GiB を割り当てようとしました (GPU 1; 23.65 GiB 総容量; 2.00 GiB 空き)", Framework::Pytorch, Some(1), Some(2 << 30)),
+            ("RuntimeError: CUDA 메모리 부족. 2.00 GiB를 할당하려고 했습니다 (GPU 2; 23.65 GiB 총 용량)", Framework::Pytorch, Some(2), Some(2 << 30)),
+            ("RuntimeError: CUDA недостаточно памяти. Пытался выделить 2.00 GiB (GPU 0; 23.65 GiB общей емкости)", Framework::Pytorch, Some(0), Some(2 << 30)),
+        ] {
+            let o = parse_text(text).unwrap_or_else(|| panic!("not found: {text}"));
+            assert_eq!(
+                (o.framework, o.device_index, o.facts.requested_bytes),
+                (framework, device, request),
+                "{text}"
+            );
+            assert!(o.format.ends_with("translated"), "{text}: {}", o.format);
+        }
+    }
+
+    /// Prose in those languages is not a message: a size asked for with no clause of the
+    /// allocator's beside it, the error named in a sentence, a question, a tip.
+    #[test]
+    fn translated_prose_is_not_a_message() {
+        for text in [
+            "32 字节 .ckpt → 尝试分配 40GB（放大 ~12.5 亿倍）",
+            "配置文件的 args 部分提供了容器启动时的参数。 \"--vm-bytes\", \"150M\" 参数告知容器尝试分配 150 MiB 内存。",
+            "遇到 RuntimeError: CUDA 内存不足 时，可以减小 batch size",
+            "为什么会出现 torch.cuda.OutOfMemoryError: CUDA 显存不足？",
+            "模型太大，显存不足，メモリ不足",
+            "44.35 GiB 已分配、仅约 27 MiB 可用",
+        ] {
+            assert!(pytorch_translated(text).is_none(), "{text}");
+        }
+    }
 }

@@ -103,7 +103,9 @@ fn size_re() -> &'static Regex {
     RE.get_or_init(|| {
         Regex::new(
             concat!(
-                r"\b(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s?(?:(bytes|Bytes|byte|B|KiBs|KiB|KB|kB|K|MiBs|MiB|MB|M|GiBs|GiB|GB|G|TiB|TB|T)(?:is)?\b",
+                // ASCII word boundaries: a CJK translation runs its words into the figure
+                // ("试图分配20.00 MiB", "6.03GiB가").
+                r"(?-u:\b)(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s?(?:(bytes|Bytes|byte|B|KiBs|KiB|KB|kB|K|MiBs|MiB|MB|M|GiBs|GiB|GB|G|TiB|TB|T)(?:is)?(?-u:\b)",
                 // A translated page's byte words (see `TRANSLATED_UNITS`): a CJK word runs
                 // into the next one with no boundary between them.
                 r"|(字节|位元組|バイト|바이트)|(байт(?:а|ов)?|ГиБ|МиБ|КиБ|ТиБ)\b)",
@@ -235,6 +237,7 @@ const TRANSLATED: &[(&str, Place, &str, Role)] = &[
     // Chinese.
     ("zh", Place::Before, "尝试分配", Role::Request),
     ("zh", Place::Before, "试图分配", Role::Request),
+    ("zh", Place::Before, "总容量为", Role::Total),
     ("zh", Place::Before, "总容量", Role::Total),
     ("zh", Place::Before, "总计", Role::Total),
     ("zh", Place::Before, "容量", Role::Total),
@@ -307,7 +310,9 @@ const TRANSLATED: &[(&str, Place, &str, Role)] = &[
 
 /// Particles a Japanese or Korean translation puts between a size and its role word ("6.03
 /// GiB が予約されています", "6.03GiB가 이미 할당됨").
-const PARTICLES: &[&str] = &["を", "が", "は", "の", "가 ", "이 ", "은 ", "는 "];
+const PARTICLES: &[&str] = &[
+    "を", "が", "は", "の", "가 ", "이 ", "은 ", "는 ", "를 ", "을 ",
+];
 
 /// A translated role word is a word of its own: a Latin or Cyrillic letter must not run into
 /// it; CJK text has no spaces, so there any neighbour will do.
@@ -698,5 +703,56 @@ mod tests {
     fn words_that_are_not_sizes_are_not_read() {
         let r = read("12 GPUs, 3 Models, step 1200 at 12:00:01, v4-32, 2 Mixed");
         assert!(r.figures.is_empty(), "{:?}", r.figures);
+    }
+
+    /// PyTorch's 1.x sentence as translations print it: the role words before the size
+    /// (zh) or after it with a particle (ja, ko), full-width punctuation, a byte word.
+    #[test]
+    fn translated_role_words_read_the_same_roles() {
+        let mib = |x: f64| (x * (1u64 << 20) as f64).round() as u64;
+        for text in [
+            "RuntimeError: CUDA 内存不足。尝试分配 20.00 MiB（GPU 0；总容量 7.79 GiB；已分配 6.03 GiB；空闲 3.56 MiB；PyTorch 总共保留 6.23 GiB）",
+            "RuntimeError: CUDA内存不足。试图分配20.00 MiB（GPU 0；7.79 GiB 总容量；6.03 GiB 已经分配；3.56 MiB 免费；6.23 GiB 由PyTorch总共保留）",
+            "RuntimeError: CUDA のメモリが不足しています。20.00 MiB を割り当てようとしました (GPU 0; 7.79 GiB 総容量; 6.03 GiB はすでに割り当てられています; 3.56 MiB 空き; PyTorch によって合計 6.23 GiB が予約されています)",
+            "RuntimeError: CUDA 메모리 부족. 20.00 MiB를 할당하려고 했습니다 (GPU 0; 7.79 GiB 총 용량; 6.03 GiB 이미 할당됨; 3.56 MiB 여유; PyTorch에서 총 6.23 GiB 예약됨)",
+            "RuntimeError: CUDA недостаточно памяти. Пытался выделить 20.00 MiB (GPU 0; 7.79 GiB общей емкости; 6.03 GiB уже выделено; 3.56 MiB свободно; 6.23 GiB зарезервировано в общей сложности PyTorch)",
+        ] {
+            let r = read(text);
+            assert_eq!(r.first(Role::Request), Some(20 << 20), "{text}");
+            assert_eq!(r.first(Role::Total), Some(gib(7.79)), "{text}");
+            assert_eq!(r.first(Role::Allocated), Some(gib(6.03)), "{text}");
+            assert_eq!(r.first(Role::Free), Some(mib(3.56)), "{text}");
+            assert_eq!(r.first(Role::Reserved), Some(gib(6.23)), "{text}");
+            assert_eq!(r.device.and_then(|d| d.index), Some(0), "{text}");
+        }
+        // 1.0's "cached", a byte word, the 2.x clauses.
+        let r = read("（GPU 1；总容量 11.17 GiB；已分配 10.90 GiB；空闲 0 字节；30.96 MiB 缓存）");
+        assert_eq!(r.first(Role::Free), Some(0));
+        assert_eq!(r.first(Role::Cached), Some(mib(30.96)));
+        let r = read("GPU 0 的总容量为 4.00 GiB，其中 41.56 MiB 空闲。包括非 PyTorch 内存，此进程有 3.44 GiB 内存在使用。在分配的内存中，2.58 GiB 由 PyTorch 分配，1.90 MiB 由 PyTorch 保留但未分配。");
+        assert_eq!(r.first(Role::Total), Some(4 << 30));
+        assert_eq!(r.first(Role::Free), Some(mib(41.56)));
+        assert_eq!(r.first(Role::ThisProcess), Some(gib(3.44)));
+        assert_eq!(r.first(Role::Allocated), Some(gib(2.58)));
+        assert_eq!(r.first(Role::Cached), Some(mib(1.90)));
+        let r = read("6.23 ГиБ зарезервировано; 512 байт свободно");
+        assert_eq!(r.first(Role::Reserved), Some(gib(6.23)));
+        assert_eq!(r.first(Role::Free), Some(512));
+        // A machine translation back into English.
+        let r =
+            read("Attempt to allocate 200.00 MiBs (GPU 0; PyTorch retains a total of 6.18 GiB)");
+        assert_eq!(r.first(Role::Request), Some(200 << 20));
+        assert_eq!(r.first(Role::Reserved), Some(gib(6.18)));
+    }
+
+    /// A translated word never reads inside another word of a spaced script, and a text
+    /// without translated words reads as before.
+    #[test]
+    fn translated_words_stand_alone_in_spaced_scripts() {
+        let r = read("6.03 GiB невыделено");
+        assert_eq!(r.figures[0].role, None);
+        let r = read("7.79 GiB 总容量之外");
+        assert_eq!(r.first(Role::Total), Some(gib(7.79)));
+        assert_eq!(translated_role("tried to", "free"), None);
     }
 }
