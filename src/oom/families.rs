@@ -622,7 +622,7 @@ fn oom_class_cut(t: &str) -> Option<Oom> {
 re!(
     translated_head_re,
     concat!(
-        r"(?:\b(?:torch\.(?:cuda\.|xpu\.)?)?OutOfMemoryError|\bRuntimeError)\s*[:：]\s*",
+        r"(?:(?-u:\b)(?:torch\.(?:cuda\.|xpu\.)?)?OutOfMemoryError|(?-u:\b)RuntimeError)\s*[:：]\s*",
         r"(CUDA|HIP|XPU|NPU|MLU|MUSA|GCU|HPU)\s*(?:的|の)?\s*",
         r"(?:内存不足|显存不足|内存溢出|メモリ不足|メモリが不足|메모리 부족|메모리가 부족|(?i:недостаточно памяти|не хватает памяти|нехватка памяти))",
     )
@@ -635,7 +635,7 @@ fn starts_a_report(t: &str, at: usize) -> bool {
         .trim_end()
         .chars()
         .next_back()
-        .is_none_or(|c| !(c.is_alphanumeric() && !c.is_ascii()))
+        .is_none_or(|c| !c.is_alphanumeric() || c.is_ascii())
 }
 
 /// PyTorch's allocator sentence translated into another language, by a browser's page
@@ -644,13 +644,17 @@ fn starts_a_report(t: &str, at: usize) -> bool {
 /// PyTorch's exception class at the head of a line with the translation's "out of memory".
 /// Prose that only says 显存不足 or メモリ不足 has neither. The figures mean what PyTorch's
 /// (or the fork's) mean; the format says the message was read from a translation.
-fn pytorch_translated(t: &str) -> Option<Oom> {
-    if t.is_ascii() {
+pub(super) fn pytorch_translated(t: &str) -> Option<Oom> {
+    // Either structure needs a figure or the class: a line of prose with neither is done.
+    if t.is_ascii() || !(t.bytes().any(|b| b.is_ascii_digit()) || t.contains("Error")) {
         return None;
     }
     let head = translated_head_re()
         .captures(t)
         .filter(|c| c.get(0).is_some_and(|m| starts_a_report(t, m.start())));
+    if head.is_none() && !read::translated_request_near_size(t) {
+        return None;
+    }
     let from = head
         .as_ref()
         .and_then(|c| c.get(0))

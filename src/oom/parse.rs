@@ -157,6 +157,20 @@ pub fn parse_block(lines: &[String]) -> Option<Oom> {
                 .find(|l| super::clean::is_trigger(l))
         })
         .unwrap_or_default();
+    // A block that only a translation's phrases triggered is a translated sentence or prose:
+    // its one reader decides.
+    let translated_only = !trigger.is_empty()
+        && lines
+            .iter()
+            .filter(|l| super::clean::is_trigger(l))
+            .all(|l| super::clean::only_translated_trigger(l))
+        && super::clean::only_translated_trigger(&trigger);
+    if translated_only {
+        let mut found = super::families::pytorch_translated(&spaced)?;
+        found.line = crate::text::cut_at_word(&trigger, 300);
+        found.missing = missing_parts(&found);
+        return Some(found);
+    }
     // A terminal wrap can split a word; try the block joined without spaces as well; then the
     // honest fallback on the trigger line.
     let mut found = parse_text(&spaced)

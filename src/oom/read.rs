@@ -106,9 +106,9 @@ fn size_re() -> &'static Regex {
                 // ASCII word boundaries: a CJK translation runs its words into the figure
                 // ("试图分配20.00 MiB", "6.03GiB가").
                 r"(?-u:\b)(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s?(?:(bytes|Bytes|byte|B|KiBs|KiB|KB|kB|K|MiBs|MiB|MB|M|GiBs|GiB|GB|G|TiB|TB|T)(?:is)?(?-u:\b)",
-                // A translated page's byte words (see `TRANSLATED_UNITS`): a CJK word runs
+                // A translated page's byte words (see `translated_unit`): a CJK word runs
                 // into the next one with no boundary between them.
-                r"|(字节|位元組|バイト|바이트)|(байт(?:а|ов)?|ГиБ|МиБ|КиБ|ТиБ)\b)",
+                r"|(字节|位元組|バイト|바이트)|(байт(?:а|ов)?|ГиБ|МиБ|КиБ|ТиБ))",
                 r"(?:\s*[(（]\s?(\d{1,3}(?:,\d{3})+|\d+)\s?(?:bytes|B|字节)[)）])?",
             ),
         )
@@ -120,12 +120,14 @@ fn device_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
         Regex::new(concat!(
-            r"\b(CUDA|GPU|NPU|XPU|MLU|MUSA|GCU|HPU|TPU|HIP|Device|device)(?: |_|#)?(\d{1,3})(?:\b|_)",
-            r"|\b((?i:cuda|npu|xpu|mlu|musa|gcu|hpu|hip|tpu|gpu|dml)):(\d{1,3})\b",
+            // ASCII word boundaries, the same on ASCII text: a translated page's text around
+            // the device word ("在GPU 0上") leaves the faster engines usable.
+            r"(?-u:\b)(CUDA|GPU|NPU|XPU|MLU|MUSA|GCU|HPU|TPU|HIP|Device|device)(?: |_|#)?(\d{1,3})(?:(?-u:\b)|_)",
+            r"|(?-u:\b)((?i:cuda|npu|xpu|mlu|musa|gcu|hpu|hip|tpu|gpu|dml)):(\d{1,3})(?-u:\b)",
             // TensorFlow's full device names (`device_name_utils.cc`): any type, a
             // PluggableDevice's own (`/device:APU:0`) or tensorflow-directml's `DML`.
             r"|/device:([A-Za-z][A-Za-z0-9_]{0,15}):(\d{1,3})\b",
-            r"|\b(hbm)\b",
+            r"|(?-u:\b)(hbm)(?-u:\b)",
         ))
         .expect("device regex")
     })
@@ -350,6 +352,29 @@ fn translated_role(before: &str, after: &str) -> Option<Role> {
             }),
         })
         .map(|(_, _, _, r)| *r)
+}
+
+/// Whether a translation's allocation phrase ([`TRANSLATED`]'s requests) stands next to a
+/// figure: "尝试分配 20.00 MiB", "20.00 MiB を割り当てようとしました". A cheap test before
+/// the reader, so that prose holding the phrase alone costs one search.
+pub(crate) fn translated_request_near_size(text: &str) -> bool {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        let alternatives: Vec<String> = TRANSLATED
+            .iter()
+            .filter(|(_, _, _, role)| *role == Role::Request)
+            .map(|(_, place, word, _)| {
+                let word = regex::escape(word);
+                match place {
+                    Place::Before => format!(r"{word}\s?\d"),
+                    // A particle may stand between ("130.00 MiB を割り当てようとしました").
+                    Place::After => format!(r"\d\s?\S{{1,8}}\s?\S?\s?{word}"),
+                }
+            })
+            .collect();
+        Regex::new(&format!("(?i){}", alternatives.join("|"))).expect("translated request regex")
+    })
+    .is_match(text)
 }
 
 /// The byte words of a translated page ("0 字节", "512 байт", "6.23 ГиБ") as the units the
