@@ -229,9 +229,10 @@ enum Place {
 /// translation puts or leaves out (both are matched), most specific first in each language.
 /// The words are a translation's, the figures and their meaning stay the framework's: "已分配"
 /// is PyTorch's "already allocated", "PyTorch 总共保留" its "reserved in total by PyTorch".
-/// From real pastes (the corpus's `translated-*` files: errorcanon.top's zh page, a Chinese
-/// note's hand-translated torch_npu line) and the same machine translation's obvious variants
-/// (空闲/可用/免费 for "free", 保留/预留 for "reserved", 缓存 for 1.0's "cached"). The
+/// 尝试分配, 总容量 and 已分配 are from a real paste (corpus `translated-zh-errorcanon`,
+/// errorcanon.top's zh page); the other Chinese words are the same machine translation's
+/// obvious variants (空闲/可用/免费 for "free", 保留/预留 for "reserved", 缓存 for 1.0's
+/// "cached"), as issue 42 lists them. The
 /// Japanese, Korean and Russian words are the plain translations of the roles of PyTorch's
 /// 1.x and 2.x sentences (`c10/cuda/CUDACachingAllocator.cpp`, v1.8.0 and v2.5.0) that issue
 /// 42 lists; no paste of them was found, so unit tests alone hold them.
