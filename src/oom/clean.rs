@@ -306,6 +306,24 @@ pub(crate) const TRIGGERS: &[&str] = &[
     // (`OpenCLArray.cpp`: "Error creating array <name>: clCreateBuffer (-4)").
     "out of gpu and shared host memory",
     "error creating array",
+    // PyTorch's sentence translated (`families::pytorch_translated`, `read::TRANSLATED`): its
+    // allocation phrase, or its device word before the translation's "out of memory" (the
+    // automaton matches their UTF-8 bytes as they are).
+    "尝试分配",
+    "试图分配",
+    "cuda 内存不足",
+    "cuda内存不足",
+    "cuda 显存不足",
+    "cuda显存不足",
+    "割り当てようとしました",
+    "cuda メモリ不足",
+    "cuda のメモリが不足",
+    "할당하려고",
+    "cuda 메모리 부족",
+    "пытался выделить",
+    "попытка выделить",
+    "недостаточно памяти",
+    "не хватает памяти",
 ];
 
 /// [`TRIGGERS`] as one case-insensitive regex, with Unicode's case folding: what
@@ -342,6 +360,45 @@ fn has_trigger(line: &str) -> bool {
     }
     ascii_trigger(&line.replace('\u{17f}', "s").replace('\u{212a}', "k"))
 }
+
+/// Whether every trigger phrase of a line is a translation's ([`TRIGGERS`]' phrases that are
+/// not ASCII): such a line can only be a translated sentence, which one family reads
+/// (`families::pytorch_translated`), so prose that happens to hold 尝试分配 costs one reader,
+/// not the whole table.
+pub(crate) fn only_translated_trigger(line: &str) -> bool {
+    if line.is_ascii() {
+        return false;
+    }
+    let folded = if line.contains(['\u{17f}', '\u{212a}']) {
+        std::borrow::Cow::Owned(line.replace('\u{17f}', "s").replace('\u{212a}', "k"))
+    } else {
+        std::borrow::Cow::Borrowed(line)
+    };
+    noted_ac()
+        .find_overlapping_iter(&*folded)
+        .filter_map(|m| TRIGGERS.get(m.pattern().as_usize()))
+        .all(|t| TRANSLATION_PHRASES.contains(t))
+}
+
+/// The phrases of [`TRIGGERS`] that only a translation of PyTorch's sentence holds (a GPU
+/// API's own localised status, "没有足够的内存资源", is not one: its reader is in `api.rs`).
+const TRANSLATION_PHRASES: &[&str] = &[
+    "尝试分配",
+    "试图分配",
+    "cuda 内存不足",
+    "cuda内存不足",
+    "cuda 显存不足",
+    "cuda显存不足",
+    "割り当てようとしました",
+    "cuda メモリ不足",
+    "cuda のメモリが不足",
+    "할당하려고",
+    "cuda 메모리 부족",
+    "пытался выделить",
+    "попытка выделить",
+    "недостаточно памяти",
+    "не хватает памяти",
+];
 
 /// Cheap test for a line that may start an OOM message.
 pub fn is_trigger(line: &str) -> bool {
@@ -949,6 +1006,26 @@ mod tests {
         // A cut string (no closing quote) and a bad \u escape are read as far as they go.
         let v = unescape_string(r#"{"error":"out of memory\nGPU 0 \uZZ"#).expect("decoded");
         assert_eq!(v[2], "GPU 0 \\uZZ");
+    }
+
+    /// The translation's phrases are trigger phrases (one list for the matchers), and a line
+    /// that holds one of them with an English phrase is not a translation's alone.
+    #[test]
+    fn translation_phrases_are_triggers() {
+        for p in TRANSLATION_PHRASES {
+            assert!(TRIGGERS.contains(p), "{p}");
+        }
+        assert!(only_translated_trigger(
+            "RuntimeError: CUDA 内存不足。尝试分配 20.00 MiB"
+        ));
+        assert!(only_translated_trigger("CUDA НЕДОСТАТОЧНО ПАМЯТИ"));
+        assert!(!only_translated_trigger(
+            "RuntimeError: CUDA out of memory. 尝试分配 20.00 MiB"
+        ));
+        assert!(!only_translated_trigger(
+            "DmlExecutionProvider: 没有足够的内存资源，无法完成此操作。"
+        ));
+        assert!(!only_translated_trigger("CUDA out of memory"));
     }
 
     #[test]

@@ -371,6 +371,10 @@ pub const ALL: &[Family] = &[
         name: "oom-class-cut",
         parse: oom_class_cut,
     },
+    Family {
+        name: "pytorch-translated",
+        parse: pytorch_translated,
+    },
 ];
 
 /// A fork of PyTorch's caching allocator for another accelerator: the same sentence with its
@@ -464,7 +468,7 @@ re!(
 );
 re!(
     loose_re,
-    r"(?i)\b(CUDA|HIP|XPU) out of memory\. Tried to allocate"
+    r"(?i)\b(CUDA|HIP|XPU) out of memory\. (?:Tried|Attempt) to allocate"
 );
 
 /// The facts of a PyTorch-allocator sentence, 1.x form or 2.x, read by role.
@@ -615,6 +619,107 @@ fn oom_class_cut(t: &str) -> Option<Oom> {
         .or_else(|| known::tf_device_index(rest))
         .or_else(|| read::device_named(rest, &["GPU", "CUDA", "HIP", "XPU"]).and_then(|d| d.index));
     Some(oom(framework, format, device, f))
+}
+
+// PyTorch's exception class as a translated page leaves it (a class and a device word are not
+// translated) with the translation's words for "out of memory" after it: "RuntimeError: CUDA
+// 内存不足。", "torch.cuda.OutOfMemoryError: CUDA 内存不足。" (errorcanon.top's zh page),
+// and the same sentence in Japanese, Korean and Russian.
+re!(
+    translated_head_re,
+    concat!(
+        r"(?:(?-u:\b)(?:torch\.(?:cuda\.|xpu\.)?)?OutOfMemoryError|(?-u:\b)RuntimeError)\s*[:：]\s*",
+        r"(CUDA|HIP|XPU|NPU|MLU|MUSA|GCU|HPU)\s*(?:的|の)?\s*",
+        r"(?:内存不足|显存不足|内存溢出|メモリ不足|メモリが不足|메모리 부족|메모리가 부족|(?i:недостаточно памяти|не хватает памяти|нехватка памяти))",
+    )
+);
+
+/// Where a program's line starts: a class named inside a sentence has words of that
+/// sentence's script just before it ("遇到 RuntimeError: CUDA 内存不足 时…" is a tip).
+fn starts_a_report(t: &str, at: usize) -> bool {
+    t[..at]
+        .trim_end()
+        .chars()
+        .next_back()
+        .is_none_or(|c| !c.is_alphanumeric() || c.is_ascii())
+}
+
+/// PyTorch's allocator sentence translated into another language, by a browser's page
+/// translation or by hand (see `read::TRANSLATED` for the words): recognised only by its
+/// structure, an allocation phrase with its size and a role clause or a device beside it, or
+/// PyTorch's exception class at the head of a line with the translation's "out of memory".
+/// Prose that only says 显存不足 or メモリ不足 has neither. The figures mean what PyTorch's
+/// (or the fork's) mean; the format says the message was read from a translation.
+pub(super) fn pytorch_translated(t: &str) -> Option<Oom> {
+    // Either structure needs a figure or the class: a line of prose with neither is done.
+    if t.is_ascii() || !(t.bytes().any(|b| b.is_ascii_digit()) || t.contains("Error")) {
+        return None;
+    }
+    let head = translated_head_re()
+        .captures(t)
+        .filter(|c| c.get(0).is_some_and(|m| starts_a_report(t, m.start())));
+    if head.is_none() && !read::translated_request_near_size(t) {
+        return None;
+    }
+    let from = head
+        .as_ref()
+        .and_then(|c| c.get(0))
+        .map_or(0, |m| m.start());
+    let rest = &t[from..];
+    let r = read::read(rest);
+    let roles = [
+        Role::Total,
+        Role::Free,
+        Role::Allocated,
+        Role::Reserved,
+        Role::Cached,
+        Role::ThisProcess,
+    ]
+    .iter()
+    .filter(|role| r.first(**role).is_some())
+    .count();
+    let words = [
+        "GPU", "CUDA", "HIP", "XPU", "NPU", "MLU", "MUSA", "GCU", "HPU",
+    ];
+    let device = read::device_named(rest, &words);
+    let structured = r.has_request() && (roles > 0 || device.is_some());
+    if head.is_none() && !(structured && names_pytorch(rest, device.as_ref())) {
+        return None;
+    }
+    let line_end = rest.find('\n').unwrap_or(rest.len());
+    if head.is_some() && r.figures.is_empty() && rest[..line_end].trim_end().ends_with(['?', '？'])
+    {
+        return None;
+    }
+    let word = head
+        .as_ref()
+        .and_then(|c| c.get(1))
+        .map(|m| m.as_str().to_owned())
+        .or_else(|| device.as_ref().map(|d| d.word.clone()))
+        .unwrap_or_default();
+    let (framework, format) = match FORKS.iter().find(|f| f.word == word) {
+        Some(fork) => (fork.framework, "pytorch-fork-translated"),
+        None => (
+            match word.as_str() {
+                "HIP" => Framework::Hip,
+                "XPU" => Framework::Xpu,
+                _ => Framework::Pytorch,
+            },
+            "pytorch-translated",
+        ),
+    };
+    Some(oom(
+        framework,
+        format,
+        device.and_then(|d| d.index),
+        pytorch_facts(&r),
+    ))
+}
+
+/// Whether a translated allocation failure is PyTorch's: its name, a CUDA device or a fork's
+/// device word (its role words are the caching allocator's, as `read::TRANSLATED` says).
+fn names_pytorch(t: &str, device: Option<&read::Device>) -> bool {
+    t.contains("PyTorch") || t.contains("pytorch") || t.contains("CUDA") || device.is_some()
 }
 
 // PyTorch's caching allocator logs each failed cudaMalloc before it frees its cache and
@@ -2444,5 +2549,45 @@ mod tests {
     fn tensorflow_eager_names_its_device() {
         let o = tensorflow_eager("tensorflow.python.framework.errors_impl.ResourceExhaustedError: {{function_node __wrapped__AddV2_device_/job:localhost/replica:0/task:0/device:GPU:1}} failed to allocate memory [Op:AddV2]").expect("found");
         assert_eq!((o.format, o.device_index), ("tensorflow-eager", Some(1)));
+    }
+
+    /// A translated PyTorch sentence is found by its structure, in every spelling the reader
+    /// knows, and keeps PyTorch's (or the fork's) meaning; the format says it was translated.
+    #[test]
+    fn a_translated_sentence_is_found_by_its_structure() {
+        use super::super::parse::parse_text;
+        for (text, framework, device, request) in [
+            ("RuntimeError: CUDA 内存不足。尝试分配 20.00 MiB（GPU 0；总容量 7.79 GiB；已分配 6.03 GiB；空闲 3.56 MiB；PyTorch 总共保留 6.23 GiB）", Framework::Pytorch, Some(0), Some(20 << 20)),
+            // The class and the translation's words alone: a report, with no figure.
+            ("torch.cuda.OutOfMemoryError: CUDA 显存不足。", Framework::Pytorch, None, None),
+            ("RuntimeError: NPU 内存不足。尝试分配 5.03 GiB（NPU 3；总容量 60.96 GiB；已分配 49.47 GiB；空闲 1.32 GiB）", Framework::Npu, Some(3), Some(gib(5.03))),
+            ("RuntimeError: CUDA のメモリが不足しています。2.00 GiB を割り当てようとしました (GPU 1; 23.65 GiB 総容量; 2.00 GiB 空き)", Framework::Pytorch, Some(1), Some(2 << 30)),
+            ("RuntimeError: CUDA 메모리 부족. 2.00 GiB를 할당하려고 했습니다 (GPU 2; 23.65 GiB 총 용량)", Framework::Pytorch, Some(2), Some(2 << 30)),
+            ("RuntimeError: CUDA недостаточно памяти. Пытался выделить 2.00 GiB (GPU 0; 23.65 GiB общей емкости)", Framework::Pytorch, Some(0), Some(2 << 30)),
+        ] {
+            let o = parse_text(text).unwrap_or_else(|| panic!("not found: {text}"));
+            assert_eq!(
+                (o.framework, o.device_index, o.facts.requested_bytes),
+                (framework, device, request),
+                "{text}"
+            );
+            assert!(o.format.ends_with("translated"), "{text}: {}", o.format);
+        }
+    }
+
+    /// Prose in those languages is not a message: a size asked for with no clause of the
+    /// allocator's beside it, the error named in a sentence, a question, a tip.
+    #[test]
+    fn translated_prose_is_not_a_message() {
+        for text in [
+            "32 字节 .ckpt → 尝试分配 40GB（放大 ~12.5 亿倍）",
+            "配置文件的 args 部分提供了容器启动时的参数。 \"--vm-bytes\", \"150M\" 参数告知容器尝试分配 150 MiB 内存。",
+            "遇到 RuntimeError: CUDA 内存不足 时，可以减小 batch size",
+            "为什么会出现 torch.cuda.OutOfMemoryError: CUDA 显存不足？",
+            "模型太大，显存不足，メモリ不足",
+            "44.35 GiB 已分配、仅约 27 MiB 可用",
+        ] {
+            assert!(pytorch_translated(text).is_none(), "{text}");
+        }
     }
 }

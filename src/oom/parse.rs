@@ -158,6 +158,20 @@ pub fn parse_block(lines: &[String]) -> Option<Oom> {
                 .find(|l| super::clean::is_trigger(l))
         })
         .unwrap_or_default();
+    // A block that only a translation's phrases triggered is a translated sentence or prose:
+    // its one reader decides.
+    let translated_only = !trigger.is_empty()
+        && lines
+            .iter()
+            .filter(|l| super::clean::is_trigger(l))
+            .all(|l| super::clean::only_translated_trigger(l))
+        && super::clean::only_translated_trigger(&trigger);
+    if translated_only {
+        let mut found = super::families::pytorch_translated(&spaced)?;
+        found.line = crate::text::cut_at_word(&trigger, 300);
+        found.missing = missing_parts(&found);
+        return Some(found);
+    }
     // A terminal wrap can split a word; try the block joined without spaces as well; then the
     // honest fallback on the trigger line.
     let mut found = parse_text(&spaced)
@@ -507,6 +521,21 @@ re!(
     r"(?i)\b(?:gpu|device|cuda:)\s*#?(\d{1,3})\b"
 );
 
+/// A sentence in another script that names the error inside it ("…最常见的问题是 RuntimeError:
+/// CUDA out of memory 错误", "Твоя программа падает с криком RuntimeError: CUDA out of
+/// memory."): the words just before the error's English run are that script's. A label that
+/// introduces a paste ends with a colon ("报错：RuntimeError: CUDA error: out of memory").
+fn named_in_foreign_sentence(line: &str) -> bool {
+    let Some(m) = fallback_fail_re().find(line) else {
+        return false;
+    };
+    line[..m.start()]
+        .trim_end_matches(|c: char| c.is_ascii())
+        .chars()
+        .next_back()
+        .is_some_and(|c| c.is_alphanumeric() && !c.is_ascii())
+}
+
 /// The one value a pattern's size captures take in `line`; `None` when it has none or several
 /// different ones (an ambiguous figure is not read).
 fn only_size(re: &LazyRegex, line: &str) -> Option<u64> {
@@ -530,6 +559,7 @@ pub fn fallback(trigger: &str, block: &str) -> Option<Oom> {
         || !fallback_fail_re().is_match(trigger)
         || fallback_host_re().is_match(trigger)
         || prose_re().is_match(trigger)
+        || named_in_foreign_sentence(trigger)
         || !error_mark_re().is_match(trigger)
         || !(fallback_gpu_re().is_match(trigger) || fallback_gpu_re().is_match(block))
     {

@@ -102,7 +102,15 @@ fn size_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
         Regex::new(
-            r"\b(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s?(bytes|Bytes|byte|B|KiB|KB|kB|K|MiB|MB|M|GiB|GB|G|TiB|TB|T)(?:is)?\b(?:\s*\(\s?(\d{1,3}(?:,\d{3})+|\d+)\s?(?:bytes|B)\))?",
+            concat!(
+                // ASCII word boundaries: a CJK translation runs its words into the figure
+                // ("试图分配20.00 MiB", "6.03GiB가").
+                r"(?-u:\b)(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s?(?:(bytes|Bytes|byte|B|KiBs|KiB|KB|kB|K|MiBs|MiB|MB|M|GiBs|GiB|GB|G|TiB|TB|T)(?:is)?(?-u:\b)",
+                // A translated page's byte words (see `translated_unit`): a CJK word runs
+                // into the next one with no boundary between them.
+                r"|(字节|位元組|バイト|바이트)|(байт(?:а|ов)?|ГиБ|МиБ|КиБ|ТиБ))",
+                r"(?:\s*[(（]\s?(\d{1,3}(?:,\d{3})+|\d+)\s?(?:bytes|B|字节)[)）])?",
+            ),
         )
         .expect("size regex")
     })
@@ -112,12 +120,14 @@ fn device_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
         Regex::new(concat!(
-            r"\b(CUDA|GPU|NPU|XPU|MLU|MUSA|GCU|HPU|TPU|HIP|Device|device)(?: |_|#)?(\d{1,3})(?:\b|_)",
-            r"|\b((?i:cuda|npu|xpu|mlu|musa|gcu|hpu|hip|tpu|gpu|dml)):(\d{1,3})\b",
+            // ASCII word boundaries, the same on ASCII text: a translated page's text around
+            // the device word ("在GPU 0上") leaves the faster engines usable.
+            r"(?-u:\b)(CUDA|GPU|NPU|XPU|MLU|MUSA|GCU|HPU|TPU|HIP|Device|device)(?: |_|#)?(\d{1,3})(?:(?-u:\b)|_)",
+            r"|(?-u:\b)((?i:cuda|npu|xpu|mlu|musa|gcu|hpu|hip|tpu|gpu|dml)):(\d{1,3})(?-u:\b)",
             // TensorFlow's full device names (`device_name_utils.cc`): any type, a
             // PluggableDevice's own (`/device:APU:0`) or tensorflow-directml's `DML`.
             r"|/device:([A-Za-z][A-Za-z0-9_]{0,15}):(\d{1,3})\b",
-            r"|\b(hbm)\b",
+            r"|(?-u:\b)(hbm)(?-u:\b)",
         ))
         .expect("device regex")
     })
@@ -159,6 +169,11 @@ const AFTER: &[(&str, Role)] = &[
 const BEFORE: &[(&str, Role)] = &[
     ("tried to allocate", Role::Request),
     ("attempting to allocate", Role::Request),
+    // PyTorch's sentence machine-translated back into English from a translated page
+    // (corpus `translated-en-iopenv`): "Attempt to allocate 200.00 MiBs", "PyTorch retains a
+    // total of 6.18 GiB".
+    ("attempt to allocate", Role::Request),
+    ("retains a total of", Role::Reserved),
     ("attempting to reserve", Role::Request),
     ("failed to allocate", Role::Request),
     ("trying to allocate", Role::Request),
@@ -201,9 +216,201 @@ const BEFORE: &[(&str, Role)] = &[
     ("reserved:", Role::Reserved),
 ];
 
+/// Where a translated role word stands against its size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    Before,
+    After,
+}
+
+/// The role words of an allocator's sentence as a translation prints them: a page the browser
+/// translated (CSDN, Zhihu, Qiita, Habr read in another language) or a user who translated
+/// the message by hand. Language × role, lower-case, written without the spaces a CJK
+/// translation puts or leaves out (both are matched), most specific first in each language.
+/// The words are a translation's, the figures and their meaning stay the framework's: "已分配"
+/// is PyTorch's "already allocated", "PyTorch 总共保留" its "reserved in total by PyTorch".
+/// 尝试分配, 总容量 and 已分配 are from a real paste (corpus `translated-zh-errorcanon`,
+/// errorcanon.top's zh page); the other Chinese words are the same machine translation's
+/// obvious variants (空闲/可用/免费 for "free", 保留/预留 for "reserved", 缓存 for 1.0's
+/// "cached"), as issue 42 lists them. The
+/// Japanese, Korean and Russian words are the plain translations of the roles of PyTorch's
+/// 1.x and 2.x sentences (`c10/cuda/CUDACachingAllocator.cpp`, v1.8.0 and v2.5.0) that issue
+/// 42 lists; no paste of them was found, so unit tests alone hold them.
+const TRANSLATED: &[(&str, Place, &str, Role)] = &[
+    // Chinese.
+    ("zh", Place::Before, "尝试分配", Role::Request),
+    ("zh", Place::Before, "试图分配", Role::Request),
+    ("zh", Place::Before, "总容量为", Role::Total),
+    ("zh", Place::Before, "总容量", Role::Total),
+    ("zh", Place::Before, "总计", Role::Total),
+    ("zh", Place::Before, "容量", Role::Total),
+    ("zh", Place::Before, "已经分配", Role::Allocated),
+    ("zh", Place::Before, "已分配", Role::Allocated),
+    ("zh", Place::Before, "空闲", Role::Free),
+    ("zh", Place::Before, "可用", Role::Free),
+    ("zh", Place::Before, "免费", Role::Free),
+    ("zh", Place::Before, "其中", Role::Free),
+    ("zh", Place::Before, "总共保留", Role::Reserved),
+    ("zh", Place::Before, "保留", Role::Reserved),
+    ("zh", Place::Before, "预留", Role::Reserved),
+    ("zh", Place::Before, "缓存", Role::Cached),
+    ("zh", Place::Before, "此进程有", Role::ThisProcess),
+    ("zh", Place::Before, "该进程有", Role::ThisProcess),
+    ("zh", Place::After, "总容量", Role::Total),
+    ("zh", Place::After, "已经分配", Role::Allocated),
+    ("zh", Place::After, "已分配", Role::Allocated),
+    ("zh", Place::After, "由pytorch保留但未分配", Role::Cached),
+    ("zh", Place::After, "已保留但未分配", Role::Cached),
+    ("zh", Place::After, "由pytorch分配", Role::Allocated),
+    ("zh", Place::After, "是空闲的", Role::Free),
+    ("zh", Place::After, "空闲", Role::Free),
+    ("zh", Place::After, "可用", Role::Free),
+    ("zh", Place::After, "免费", Role::Free),
+    ("zh", Place::After, "由pytorch总共保留", Role::Reserved),
+    ("zh", Place::After, "总共保留", Role::Reserved),
+    ("zh", Place::After, "保留", Role::Reserved),
+    ("zh", Place::After, "预留", Role::Reserved),
+    ("zh", Place::After, "已缓存", Role::Cached),
+    ("zh", Place::After, "缓存", Role::Cached),
+    // Japanese.
+    ("ja", Place::Before, "総容量", Role::Total),
+    ("ja", Place::Before, "合計容量", Role::Total),
+    ("ja", Place::Before, "空き", Role::Free),
+    ("ja", Place::After, "割り当てようとしました", Role::Request),
+    ("ja", Place::After, "の割り当てを試みました", Role::Request),
+    ("ja", Place::After, "総容量", Role::Total),
+    ("ja", Place::After, "割り当て済み", Role::Allocated),
+    ("ja", Place::After, "すでに割り当て", Role::Allocated),
+    ("ja", Place::After, "空き", Role::Free),
+    ("ja", Place::After, "予約済み", Role::Reserved),
+    ("ja", Place::After, "予約", Role::Reserved),
+    ("ja", Place::After, "キャッシュ", Role::Cached),
+    // Korean.
+    ("ko", Place::Before, "총 용량", Role::Total),
+    ("ko", Place::After, "할당하려고", Role::Request),
+    ("ko", Place::After, "할당을 시도", Role::Request),
+    ("ko", Place::After, "총 용량", Role::Total),
+    ("ko", Place::After, "이미 할당됨", Role::Allocated),
+    ("ko", Place::After, "할당됨", Role::Allocated),
+    ("ko", Place::After, "여유", Role::Free),
+    ("ko", Place::After, "사용 가능", Role::Free),
+    ("ko", Place::After, "예약됨", Role::Reserved),
+    ("ko", Place::After, "캐시됨", Role::Cached),
+    // Russian.
+    ("ru", Place::Before, "пытался выделить", Role::Request),
+    ("ru", Place::Before, "попытался выделить", Role::Request),
+    ("ru", Place::Before, "попытка выделить", Role::Request),
+    ("ru", Place::Before, "общая емкость", Role::Total),
+    ("ru", Place::After, "общей емкости", Role::Total),
+    ("ru", Place::After, "общей ёмкости", Role::Total),
+    ("ru", Place::After, "общая емкость", Role::Total),
+    ("ru", Place::After, "уже выделено", Role::Allocated),
+    ("ru", Place::After, "выделено", Role::Allocated),
+    ("ru", Place::After, "свободно", Role::Free),
+    ("ru", Place::After, "зарезервировано", Role::Reserved),
+    ("ru", Place::After, "кэшировано", Role::Cached),
+];
+
+/// Particles a Japanese or Korean translation puts between a size and its role word ("6.03
+/// GiB が予約されています", "6.03GiB가 이미 할당됨").
+const PARTICLES: &[&str] = &[
+    "を", "が", "は", "の", "가 ", "이 ", "은 ", "는 ", "를 ", "을 ",
+];
+
+/// A translated role word is a word of its own: a Latin or Cyrillic letter must not run into
+/// it; CJK text has no spaces, so there any neighbour will do.
+fn spaced_letter(c: char) -> bool {
+    c.is_alphanumeric() && (c as u32) < 0x2e80
+}
+
+/// The role a translation's words give a size ([`TRANSLATED`]).
+fn translated_role(before: &str, after: &str) -> Option<Role> {
+    if before.is_ascii() && after.is_ascii() {
+        return None;
+    }
+    let squeeze = |s: &str| s.replace(' ', "");
+    let mut after = after;
+    if let Some(p) = PARTICLES.iter().find(|p| after.starts_with(*p)) {
+        after = after[p.len()..].trim_start();
+    }
+    let (before_squeezed, after_squeezed) = (squeeze(before), squeeze(after));
+    TRANSLATED
+        .iter()
+        .find(|(_, place, w, _)| match place {
+            Place::Before => [before, before_squeezed.as_str()].iter().any(|b| {
+                b.ends_with(w)
+                    && !b[..b.len() - w.len()]
+                        .chars()
+                        .next_back()
+                        .is_some_and(|c| spaced_letter(c) && w.starts_with(spaced_letter))
+            }),
+            Place::After => [after, after_squeezed.as_str()].iter().any(|a| {
+                a.starts_with(w)
+                    && !a[w.len()..]
+                        .chars()
+                        .next()
+                        .is_some_and(|c| spaced_letter(c) && w.ends_with(spaced_letter))
+            }),
+        })
+        .map(|(_, _, _, r)| *r)
+}
+
+/// Whether a translation's allocation phrase ([`TRANSLATED`]'s requests) stands next to a
+/// figure: "尝试分配 20.00 MiB", "20.00 MiB を割り当てようとしました". A cheap test before
+/// the reader, so that prose holding the phrase alone costs one search.
+pub(crate) fn translated_request_near_size(text: &str) -> bool {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        let alternatives: Vec<String> = TRANSLATED
+            .iter()
+            .filter(|(_, _, _, role)| *role == Role::Request)
+            .map(|(_, place, word, _)| {
+                let word = regex::escape(word);
+                match place {
+                    Place::Before => format!(r"{word}\s?\d"),
+                    // A particle may stand between ("130.00 MiB を割り当てようとしました").
+                    Place::After => format!(r"\d\s?\S{{1,8}}\s?\S?\s?{word}"),
+                }
+            })
+            .collect();
+        Regex::new(&format!("(?i){}", alternatives.join("|"))).expect("translated request regex")
+    })
+    .is_match(text)
+}
+
+/// The byte words of a translated page ("0 字节", "512 байт", "6.23 ГиБ") as the units the
+/// reader knows.
+fn translated_unit(word: &str) -> &'static str {
+    match word {
+        "ГиБ" => "GiB",
+        "МиБ" => "MiB",
+        "КиБ" => "KiB",
+        "ТиБ" => "TiB",
+        _ => "bytes",
+    }
+}
+
 /// Where a clause ends: the role words of one size never reach past these.
+/// A translated page prints the full-width forms (`（GPU 0；总容量 7.79 GiB；…）`), and its
+/// sentences end with `。` and no space.
 fn clause_end(c: char) -> bool {
-    matches!(c, ';' | ',' | '(' | ')' | ':' | '[' | ']' | '\n')
+    matches!(
+        c,
+        ';' | ','
+            | '('
+            | ')'
+            | ':'
+            | '['
+            | ']'
+            | '\n'
+            | '；'
+            | '，'
+            | '（'
+            | '）'
+            | '：'
+            | '、'
+            | '。'
+    )
 }
 
 /// The words after a size, up to the end of its clause (lower-case, at most 48 bytes).
@@ -219,7 +426,7 @@ fn after_words(text: &str) -> String {
     if let Some(i) = s.find(". ") {
         s = &s[..i];
     }
-    s.trim().trim_end_matches('.').to_ascii_lowercase()
+    s.trim().trim_end_matches('.').to_lowercase()
 }
 
 /// The words before a size, back to the end of the previous clause or size.
@@ -229,13 +436,15 @@ fn before_words(text: &str) -> String {
         start += 1;
     }
     let mut s = &text[start..];
-    if let Some(i) = s.rfind([';', ',', '(', ')', '[', ']', '\n']) {
-        s = &s[i + 1..];
+    if let Some(i) = s.rfind([
+        ';', ',', '(', ')', '[', ']', '\n', '；', '，', '（', '）', '、', '。',
+    ]) {
+        s = &s[i + s[i..].chars().next().map_or(1, char::len_utf8)..];
     }
     if let Some(i) = s.rfind(". ") {
         s = &s[i + 2..];
     }
-    s.trim().to_ascii_lowercase()
+    s.trim().to_lowercase()
 }
 
 fn role_of(before: &str, after: &str) -> Option<Role> {
@@ -272,7 +481,9 @@ fn role_of(before: &str, after: &str) -> Option<Role> {
                     .is_none_or(|c| !c.is_alphanumeric())
         })
         .map(|(_, r)| *r);
-    by_after.or(by_before)
+    by_after
+        .or(by_before)
+        .or_else(|| translated_role(before, after))
 }
 
 fn parse_count(s: &str) -> Option<u64> {
@@ -289,25 +500,31 @@ pub fn read(text: &str) -> Reading {
     let mut prev_end = 0;
     for c in size_re().captures_iter(text) {
         let Some(whole) = c.get(0) else { continue };
-        let (Some(num), Some(unit)) = (c.get(1), c.get(2)) else {
+        let Some(num) = c.get(1) else { continue };
+        let Some(unit) = c.get(2).map(|m| m.as_str()).or_else(|| {
+            c.get(3)
+                .or_else(|| c.get(4))
+                .map(|m| translated_unit(m.as_str()))
+        }) else {
             continue;
         };
-        let bytes = match c.get(3).and_then(|m| parse_count(m.as_str())) {
+        let bytes = match c.get(5).and_then(|m| parse_count(m.as_str())) {
             Some(exact) => Some(exact),
             None if num.as_str().contains(',') => {
                 let n = parse_count(num.as_str());
-                let unit = crate::units::parse_size(&format!("1 {}", unit.as_str()));
+                let unit = crate::units::parse_size(&format!("1 {unit}"));
                 n.zip(unit).and_then(|(n, u)| n.checked_mul(u))
             }
-            None => crate::units::parse_size(&format!("{} {}", num.as_str(), unit.as_str()))
-                .or_else(|| {
-                    let u = match unit.as_str() {
-                        "Bytes" | "byte" => "bytes",
-                        "kB" => "KB",
-                        other => other,
-                    };
-                    crate::units::parse_size(&format!("{} {u}", num.as_str()))
-                }),
+            None => crate::units::parse_size(&format!("{} {unit}", num.as_str())).or_else(|| {
+                let u = match unit {
+                    "Bytes" | "byte" => "bytes",
+                    // A machine translation's plural ("200.00 MiBs").
+                    "KiBs" | "MiBs" | "GiBs" => unit.trim_end_matches('s'),
+                    "kB" => "KB",
+                    other => other,
+                };
+                crate::units::parse_size(&format!("{} {u}", num.as_str()))
+            }),
         };
         let Some(bytes) = bytes else { continue };
         let before = before_words(&text[prev_end..whole.start()]);
@@ -512,5 +729,56 @@ mod tests {
     fn words_that_are_not_sizes_are_not_read() {
         let r = read("12 GPUs, 3 Models, step 1200 at 12:00:01, v4-32, 2 Mixed");
         assert!(r.figures.is_empty(), "{:?}", r.figures);
+    }
+
+    /// PyTorch's 1.x sentence as translations print it: the role words before the size
+    /// (zh) or after it with a particle (ja, ko), full-width punctuation, a byte word.
+    #[test]
+    fn translated_role_words_read_the_same_roles() {
+        let mib = |x: f64| (x * (1u64 << 20) as f64).round() as u64;
+        for text in [
+            "RuntimeError: CUDA 内存不足。尝试分配 20.00 MiB（GPU 0；总容量 7.79 GiB；已分配 6.03 GiB；空闲 3.56 MiB；PyTorch 总共保留 6.23 GiB）",
+            "RuntimeError: CUDA内存不足。试图分配20.00 MiB（GPU 0；7.79 GiB 总容量；6.03 GiB 已经分配；3.56 MiB 免费；6.23 GiB 由PyTorch总共保留）",
+            "RuntimeError: CUDA のメモリが不足しています。20.00 MiB を割り当てようとしました (GPU 0; 7.79 GiB 総容量; 6.03 GiB はすでに割り当てられています; 3.56 MiB 空き; PyTorch によって合計 6.23 GiB が予約されています)",
+            "RuntimeError: CUDA 메모리 부족. 20.00 MiB를 할당하려고 했습니다 (GPU 0; 7.79 GiB 총 용량; 6.03 GiB 이미 할당됨; 3.56 MiB 여유; PyTorch에서 총 6.23 GiB 예약됨)",
+            "RuntimeError: CUDA недостаточно памяти. Пытался выделить 20.00 MiB (GPU 0; 7.79 GiB общей емкости; 6.03 GiB уже выделено; 3.56 MiB свободно; 6.23 GiB зарезервировано в общей сложности PyTorch)",
+        ] {
+            let r = read(text);
+            assert_eq!(r.first(Role::Request), Some(20 << 20), "{text}");
+            assert_eq!(r.first(Role::Total), Some(gib(7.79)), "{text}");
+            assert_eq!(r.first(Role::Allocated), Some(gib(6.03)), "{text}");
+            assert_eq!(r.first(Role::Free), Some(mib(3.56)), "{text}");
+            assert_eq!(r.first(Role::Reserved), Some(gib(6.23)), "{text}");
+            assert_eq!(r.device.and_then(|d| d.index), Some(0), "{text}");
+        }
+        // 1.0's "cached", a byte word, the 2.x clauses.
+        let r = read("（GPU 1；总容量 11.17 GiB；已分配 10.90 GiB；空闲 0 字节；30.96 MiB 缓存）");
+        assert_eq!(r.first(Role::Free), Some(0));
+        assert_eq!(r.first(Role::Cached), Some(mib(30.96)));
+        let r = read("GPU 0 的总容量为 4.00 GiB，其中 41.56 MiB 空闲。包括非 PyTorch 内存，此进程有 3.44 GiB 内存在使用。在分配的内存中，2.58 GiB 由 PyTorch 分配，1.90 MiB 由 PyTorch 保留但未分配。");
+        assert_eq!(r.first(Role::Total), Some(4 << 30));
+        assert_eq!(r.first(Role::Free), Some(mib(41.56)));
+        assert_eq!(r.first(Role::ThisProcess), Some(gib(3.44)));
+        assert_eq!(r.first(Role::Allocated), Some(gib(2.58)));
+        assert_eq!(r.first(Role::Cached), Some(mib(1.90)));
+        let r = read("6.23 ГиБ зарезервировано; 512 байт свободно");
+        assert_eq!(r.first(Role::Reserved), Some(gib(6.23)));
+        assert_eq!(r.first(Role::Free), Some(512));
+        // A machine translation back into English.
+        let r =
+            read("Attempt to allocate 200.00 MiBs (GPU 0; PyTorch retains a total of 6.18 GiB)");
+        assert_eq!(r.first(Role::Request), Some(200 << 20));
+        assert_eq!(r.first(Role::Reserved), Some(gib(6.18)));
+    }
+
+    /// A translated word never reads inside another word of a spaced script, and a text
+    /// without translated words reads as before.
+    #[test]
+    fn translated_words_stand_alone_in_spaced_scripts() {
+        let r = read("6.03 GiB невыделено");
+        assert_eq!(r.figures[0].role, None);
+        let r = read("7.79 GiB 总容量之外");
+        assert_eq!(r.first(Role::Total), Some(gib(7.79)));
+        assert_eq!(translated_role("tried to", "free"), None);
     }
 }

@@ -474,6 +474,16 @@ fn figures(out: &mut String, oom: &Oom, paint: Paint, w: Option<usize>) {
             &format!("Not in the paste: {}.", oom.missing.join("; ")),
         );
     }
+    // A translated message (`families::pytorch_translated`): its figures are the framework's.
+    if oom.format.ends_with("-translated") {
+        para(
+            out,
+            w,
+            "  ",
+            "    ",
+            "Read from a translated message; the figures are the framework's.",
+        );
+    }
     let f = &oom.facts;
     let d = |name: &str| f.derived.contains(&name);
     let lw = label_width(w);
@@ -652,6 +662,16 @@ mod tests {
         assert!(text.contains("did not fail there"), "{text}");
         let a = super::super::analyze("nothing here\n");
         assert!(!render(&a, Paint(false)).contains("warned"));
+    }
+
+    /// A translated message says so; the original does not.
+    #[test]
+    fn a_translated_message_is_said_to_be_one() {
+        let note = "Read from a translated message";
+        let a = super::super::analyze("RuntimeError: CUDA 内存不足。尝试分配 20.00 MiB（GPU 0；总容量 7.79 GiB；已分配 6.03 GiB；空闲 3.56 MiB；PyTorch 总共保留 6.23 GiB）\n");
+        assert!(render(&a, Paint(false)).contains(note));
+        let a = super::super::analyze("RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 7.79 GiB total capacity; 6.03 GiB already allocated; 3.56 MiB free; 6.23 GiB reserved in total by PyTorch)\n");
+        assert!(!render(&a, Paint(false)).contains(note));
     }
 
     #[test]

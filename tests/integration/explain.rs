@@ -1120,3 +1120,96 @@ proptest! {
         prop_assert_eq!(got, want, "{} pasted as {:?}", name, how);
     }
 }
+
+/// The figures a translation keeps: the roles of PyTorch's sentence, its device and framework.
+fn translated_figures(text: &str) -> Value {
+    let j = serde_json::to_value(render::to_json(&analyze(text))).expect("json");
+    let b = &j["breakdown"];
+    serde_json::json!({
+        "found": j["found"],
+        "framework": j["framework"],
+        "device_index": j["device_index"],
+        "requested": b["requested_bytes"],
+        "total": b["total_bytes"],
+        "free": b["free_bytes"],
+        "allocated": b["allocated_bytes"],
+        "reserved": b["reserved_bytes"],
+        "cached": b["reserved_unallocated_bytes"],
+        "process": b["process_bytes"],
+    })
+}
+
+/// Every corpus message in PyTorch's 1.x or 2.x sentence, translated as a browser's page
+/// translation or a user prints it (Chinese with the role words before or after the size,
+/// Japanese and Korean with their particles, Russian), reads the same figures as the English
+/// one: the translation keeps the numbers, so the reading must too.
+#[test]
+fn every_translated_pytorch_sentence_reads_the_same_figures() {
+    let one = regex::Regex::new(
+        r"(CUDA|NPU) out of memory\. Tried to allocate (\S+ \S+) \((GPU|NPU) (\d+); (\S+ \S+) total capacity; (\S+ \S+) already allocated; (\S+ \S+) free; (\S+ \S+) reserved in total by PyTorch\)",
+    )
+    .expect("1.x regex");
+    let two = regex::Regex::new(
+        r"CUDA out of memory\. Tried to allocate (\S+ \S+)\. GPU (\d+) has a total capac(?:i)?ty of (\S+ \S+) of which (\S+ \S+) is free\. (?:Process \d+ has \S+ \S+ memory in use\. )*Including non-PyTorch memory, this process has (\S+ \S+) memory in use\. Of the allocated memory (\S+ \S+) is allocated by PyTorch, and (\S+ \S+) is reserved by PyTorch but unallocated\.",
+    )
+    .expect("2.x regex");
+    type Translate = fn(&regex::Captures) -> String;
+    let ones: &[(&str, Translate)] = &[
+        ("zh", |c| {
+            format!("{} 内存不足。尝试分配 {}（{} {}；总容量 {}；已分配 {}；空闲 {}；PyTorch 总共保留 {}）", &c[1], &c[2], &c[3], &c[4], &c[5], &c[6], &c[7], &c[8])
+        }),
+        ("zh-after", |c| {
+            format!("{}内存不足。试图分配{}（{} {}；{} 总容量；{} 已经分配；{} 免费；{} 由PyTorch总共保留）", &c[1], &c[2], &c[3], &c[4], &c[5], &c[6], &c[7], &c[8])
+        }),
+        ("ja", |c| {
+            format!("{} のメモリが不足しています。{} を割り当てようとしました ({} {}; {} 総容量; {} はすでに割り当てられています; {} 空き; PyTorch によって合計 {} が予約されています)", &c[1], &c[2], &c[3], &c[4], &c[5], &c[6], &c[7], &c[8])
+        }),
+        ("ko", |c| {
+            format!("{} 메모리 부족. {}를 할당하려고 했습니다 ({} {}; {} 총 용량; {} 이미 할당됨; {} 여유; PyTorch에서 총 {} 예약됨)", &c[1], &c[2], &c[3], &c[4], &c[5], &c[6], &c[7], &c[8])
+        }),
+        ("ru", |c| {
+            format!("{} недостаточно памяти. Пытался выделить {} ({} {}; {} общей емкости; {} уже выделено; {} свободно; {} зарезервировано в общей сложности PyTorch)", &c[1], &c[2], &c[3], &c[4], &c[5], &c[6], &c[7], &c[8])
+        }),
+    ];
+    let twos: &[(&str, Translate)] = &[("zh", |c| {
+        format!("CUDA 内存不足。尝试分配 {}。GPU {} 的总容量为 {}，其中 {} 空闲。包括非 PyTorch 内存，此进程有 {} 内存在使用。在分配的内存中，{} 由 PyTorch 分配，{} 由 PyTorch 保留但未分配。", &c[1], &c[2], &c[3], &c[4], &c[5], &c[6], &c[7])
+    })];
+    let mut checked = 0;
+    let mut wrong = Vec::new();
+    for (name, text, _) in corpus() {
+        for (re, translations, form) in [(&one, ones, "1.x"), (&two, twos, "2.x")] {
+            let Some(c) = re.captures(&text) else {
+                continue;
+            };
+            let Some(whole) = c.get(0) else { continue };
+            // The other processes' clauses are left out of the 2.x translation.
+            if form == "2.x" && text[whole.range()].contains("Process ") {
+                continue;
+            }
+            let want = translated_figures(&text);
+            for (lang, translate) in translations {
+                let translated = format!(
+                    "{}{}{}",
+                    &text[..whole.start()],
+                    translate(&c),
+                    &text[whole.end()..]
+                );
+                checked += 1;
+                if translated_figures(&translated) != want {
+                    wrong.push(format!(
+                        "{name} ({form}) in {lang}: {} vs {}",
+                        translated_figures(&translated),
+                        want
+                    ));
+                }
+            }
+        }
+    }
+    assert!(checked >= 40, "only {checked} translations checked");
+    assert!(
+        wrong.is_empty(),
+        "{} differ:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+}
