@@ -377,28 +377,16 @@ pub(crate) fn only_translated_trigger(line: &str) -> bool {
     noted_ac()
         .find_overlapping_iter(&*folded)
         .filter_map(|m| TRIGGERS.get(m.pattern().as_usize()))
-        .all(|t| TRANSLATION_PHRASES.contains(t))
+        .all(|t| is_translation_phrase(t))
 }
 
-/// The phrases of [`TRIGGERS`] that only a translation of PyTorch's sentence holds (a GPU
-/// API's own localised status, "没有足够的内存资源", is not one: its reader is in `api.rs`).
-const TRANSLATION_PHRASES: &[&str] = &[
-    "尝试分配",
-    "试图分配",
-    "cuda 内存不足",
-    "cuda内存不足",
-    "cuda 显存不足",
-    "cuda显存不足",
-    "割り当てようとしました",
-    "cuda メモリ不足",
-    "cuda のメモリが不足",
-    "할당하려고",
-    "cuda 메모리 부족",
-    "пытался выделить",
-    "попытка выделить",
-    "недостаточно памяти",
-    "не хватает памяти",
-];
+/// Whether a phrase of [`TRIGGERS`] is one only a translation of PyTorch's sentence holds: the
+/// phrases that are not ASCII, but for GPU APIs' own localised statuses (DirectML's
+/// "没有足够的内存资源", read in `api.rs`).
+fn is_translation_phrase(phrase: &str) -> bool {
+    const LOCALISED_STATUSES: &[&str] = &["没有足够的内存资源"];
+    !phrase.is_ascii() && !LOCALISED_STATUSES.contains(&phrase)
+}
 
 /// Cheap test for a line that may start an OOM message.
 pub fn is_trigger(line: &str) -> bool {
@@ -1008,13 +996,18 @@ mod tests {
         assert_eq!(v[2], "GPU 0 \\uZZ");
     }
 
-    /// The translation's phrases are trigger phrases (one list for the matchers), and a line
-    /// that holds one of them with an English phrase is not a translation's alone.
+    /// The translation's phrases are the trigger phrases that are not ASCII, but for a GPU
+    /// API's localised status, and a line that holds one of them with an English phrase is not
+    /// a translation's alone.
     #[test]
     fn translation_phrases_are_triggers() {
-        for p in TRANSLATION_PHRASES {
-            assert!(TRIGGERS.contains(p), "{p}");
-        }
+        let translated: Vec<&str> = TRIGGERS
+            .iter()
+            .copied()
+            .filter(|t| is_translation_phrase(t))
+            .collect();
+        assert_eq!(translated.len(), 15, "{translated:?}");
+        assert!(translated.contains(&"尝试分配") && translated.contains(&"недостаточно памяти"));
         assert!(only_translated_trigger(
             "RuntimeError: CUDA 内存不足。尝试分配 20.00 MiB"
         ));

@@ -2633,13 +2633,9 @@ fn gpu_api_finding(o: &Oom) -> Option<Finding> {
         Framework::Caffe => remedies.push(api_rm("Lower `batch_size` in the data layers of the train and test nets (the test net is on the GPU too), and raise the solver's `iter_size` by the same factor to keep the effective batch.")),
         _ => remedies.push(api_rm("Ask for less at once: a smaller batch, image or tile size, model or buffer; or run it on a GPU with more free memory.")),
     }
-    remedies.push(api_rm("Get numbers: run the job under `gpumon log --processes --interval 200ms` (or `gpumon run`) and read the last samples before the failure."));
+    remedies.push(get_numbers());
     Some(Finding {
-        cause: if o.facts.requested_bytes.is_some() {
-            Cause::RequestOnly
-        } else {
-            Cause::NoNumbers
-        },
+        cause: request_or_nothing(o),
         // The program where the text names it, else the API.
         title: format!(
             "{} ran out of device memory",
@@ -2651,6 +2647,20 @@ fn gpu_api_finding(o: &Oom) -> Option<Finding> {
         detail,
         remedies,
     })
+}
+
+/// The last remedy when the text gives too few figures: measure the next run.
+fn get_numbers() -> Remedy {
+    api_rm("Get numbers: run the job under `gpumon log --processes --interval 200ms` (or `gpumon run`) and read the last samples before the failure.")
+}
+
+/// What a message that names no holder shows: its request, or nothing.
+fn request_or_nothing(o: &Oom) -> Cause {
+    if o.facts.requested_bytes.is_some() {
+        Cause::RequestOnly
+    } else {
+        Cause::NoNumbers
+    }
 }
 
 /// A program of `api.rs`'s table (Blender, FFmpeg, OpenMM, hashcat …) in its own words: its
@@ -2682,13 +2692,9 @@ fn program_finding(o: &Oom, p: &api::Program) -> Option<Finding> {
     });
     let mut remedies = vec![api_rm("See what holds the GPU now: `gpumon once` lists every process and its memory; close other programs using it.")];
     remedies.extend(p.remedies.iter().map(|r| api_rm(r)));
-    remedies.push(api_rm("Get numbers: run the job under `gpumon log --processes --interval 200ms` (or `gpumon run`) and read the last samples before the failure."));
+    remedies.push(get_numbers());
     Some(Finding {
-        cause: if o.facts.requested_bytes.is_some() {
-            Cause::RequestOnly
-        } else {
-            Cause::NoNumbers
-        },
+        cause: request_or_nothing(o),
         title: match o.facts.requested_bytes {
             Some(n) => format!("{} could not allocate {} on the GPU", p.name, fmt_bytes(n)),
             None => format!("{} ran out of GPU memory", p.name),
