@@ -73,9 +73,10 @@ impl LineSplitter {
     }
 
     /// As [`LineSplitter::feed`], with whether the line is known to hold none of the phrases
-    /// the scanner looks for ([`super::clean::is_quiet`] on it would be true): one automaton's
-    /// pass over the chunk decides that for its whole lines, rather than one search per line
-    /// (most of the time spent on a long log). `false` says nothing: the scanner tests the line.
+    /// the scanner looks for (`clean::is_quiet` on it would be true): one pass over the chunk
+    /// (a vectorised search for pieces of the phrases) decides that for its whole lines, rather
+    /// than the phrases' automaton on each line, most of the time a long log took. `false` says
+    /// nothing: the scanner tests the line.
     pub fn feed_noted(&mut self, chunk: &[u8], mut f: impl FnMut(&str, bool)) {
         let mut rest = chunk;
         if self.after_cr && rest.first() == Some(&b'\n') {
