@@ -886,6 +886,26 @@ pub const PROGRAMS: &[Program] = &[
             "As the message says: lower the resolution (and texture quality), and close other programs using the GPU.",
         ],
     },
+    // ND4J's CUDA backend, under Deeplearning4j (deeplearning4j/deeplearning4j,
+    // `nd4j/nd4j-backends/nd4j-backend-impls/nd4j-cuda/src/main/java/org/nd4j/jita/memory/
+    // CudaMemoryManager.java`, `allocate`, 1.0.0-beta to M2): "Failed to allocate " + bytes +
+    // " bytes from DEVICE [" + device + "] memory" when libnd4j's `mallocDevice` (cudaMalloc)
+    // returned null, and "… bytes from HOST memory" when `mallocHost` (cudaHostAlloc in the
+    // CUDA backend's `NativeOps.cu`: page-locked host memory) did. ND4J's CUDA configuration
+    // (`org/nd4j/jita/conf/Configuration.java`) caps the freed device memory it caches per
+    // device (`setMaximumDeviceCache`). JavaCPP's `org.bytedeco.javacpp.maxbytes` and
+    // `maxphysicalbytes` limit off-heap host memory (JavaCPP's `Pointer`), not the GPU's.
+    Program {
+        name: "ND4J (Deeplearning4j)",
+        format: "program-nd4j",
+        read: nd4j,
+        meaning: "ND4J's CUDA backend could not allocate an array's buffer (cudaMalloc returned nothing); besides the arrays in use, ND4J keeps freed device memory in its own cache and workspaces keep theirs for the next iteration.",
+        remedies: &[
+            "Lower the minibatch size (activations and their gradients grow with it), or the model's size.",
+            "Lower the device memory ND4J caches once freed: `CudaEnvironment.getInstance().getConfiguration().setMaximumDeviceCache(bytes)`, before the first array is made.",
+            "JavaCPP's `-Dorg.bytedeco.javacpp.maxbytes` and `-Dorg.bytedeco.javacpp.maxphysicalbytes` limit off-heap host memory, not the GPU's: raising them does not help here.",
+        ],
+    },
 ];
 
 // Its own sentence is a whole line: what follows it (the block's lines are joined with spaces)
@@ -1093,6 +1113,23 @@ fn unreal(t: &str) -> Option<Found> {
     })
 }
 
+re!(
+    nd4j_re,
+    r"Failed to allocate (\d{1,20}) bytes from (?:DEVICE \[(\d{1,3})\]|(HOST)) memory"
+);
+
+fn nd4j(t: &str) -> Option<Found> {
+    let c = nd4j_re().captures(t)?;
+    let mut f = Found::device(Api::Cuda);
+    f.facts.requested_bytes = c.get(1)?.as_str().parse().ok();
+    f.device = c.get(2).and_then(|m| m.as_str().parse().ok());
+    if c.get(3).is_some() {
+        // `mallocHost`: cudaHostAlloc in the CUDA backend, where this class lives.
+        f.memory = MemoryKind::PinnedHost;
+    }
+    Some(f)
+}
+
 /// A program of [`PROGRAMS`] whose out-of-memory message the text holds: the API's framework
 /// (none where the program's words name no one API), the program's format. Read before the
 /// generic CUDA and API readers, so that the program keeps its name and remedies.
@@ -1289,6 +1326,8 @@ mod tests {
             ("Uncaught exception: Could not allocate memory: /home/u/instant-ngp/dependencies/tiny-cuda-nn/include/tiny-cuda-nn/gpu_memory.h:123 cudaMalloc(&rawptr, n_bytes+DEBUG_GUARD_SIZE*2) failed with error out of memory", "program-tiny-cuda-nn", Framework::Cuda, MemoryKind::Device, None),
             ("Out of memory on device. To view more detail about available memory on the GPU, use 'gpuDevice()'. If the problem persists, reset the GPU by calling 'gpuDevice(1)'.", "program-matlab", Framework::Cuda, MemoryKind::Device, None),
             ("Out of video memory trying to allocate a rendering resource. Make sure your video card has the minimum required memory, try lowering the resolution and/or closing other applications that are running. Exiting...", "program-unreal", Framework::Unknown, MemoryKind::Device, None),
+            ("Exception in thread \"main\" java.lang.RuntimeException: Failed to allocate 4294967296 bytes from DEVICE [0] memory\n\tat org.nd4j.jita.memory.CudaMemoryManager.allocate(CudaMemoryManager.java:76)", "program-nd4j", Framework::Cuda, MemoryKind::Device, Some(4_294_967_296)),
+            ("java.lang.RuntimeException: Failed to allocate 1048576 bytes from HOST memory\n\tat org.nd4j.jita.memory.CudaMemoryManager.allocate(CudaMemoryManager.java:61)", "program-nd4j", Framework::Cuda, MemoryKind::PinnedHost, Some(1_048_576)),
         ];
         for (text, format, fw, memory, req) in cases {
             let o = read(text).unwrap_or_else(|| panic!("not found: {text}"));
@@ -1298,6 +1337,16 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    /// ND4J names the device it allocated on (`getDeviceForCurrentThread`).
+    #[test]
+    fn nd4j_names_its_device() {
+        let o = read("java.lang.RuntimeException: Failed to allocate 2000000000 bytes from DEVICE [1] memory").expect("found");
+        assert_eq!(
+            (o.format, o.device_index, o.facts.requested_bytes),
+            ("program-nd4j", Some(1), Some(2_000_000_000))
+        );
     }
 
     /// The same words around another status, or without the program's words where they are
@@ -1314,6 +1363,7 @@ mod tests {
             "hashcat (v6.2.6) starting\nclEnqueueNDRangeKernel(): CL_OUT_OF_RESOURCES",
             "I keep getting System is out of GPU memory when rendering my scene, any idea?",
             "realesrgan-ncnn-vulkan\nvkAllocateMemory failed -4",
+            "java.lang.RuntimeException: memset failed on device_0",
         ] {
             let found = read(text).filter(|o| o.memory == MemoryKind::Device);
             assert!(found.is_none(), "{text}: {found:?}");

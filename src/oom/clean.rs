@@ -194,6 +194,9 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "cuda_error_out_of_memory",
     "out_of_memory",
     "rmm_error",
+    // RMM's `rmm::bad_alloc` from a failed allocation call (`rmm/detail/error.hpp`), which a
+    // paste may cut short before the CUDA status.
+    "std::bad_alloc: cuda error at:",
     "pinned host memory",
     "maximum number of tokens that can be stored in kv cache",
     "insufficient gpu memory for kvcache",

@@ -103,6 +103,15 @@ pub(super) fn tf_device_index(t: &str) -> Option<u32> {
         c.get(2).or_else(|| c.get(4))?.as_str().parse().ok()
     })
 }
+// The failing node's definition that TensorFlow 1.x's executor appended to the error
+// (`core/framework/node_def_util.cc`, `AttachDef` with `SummarizeNodeDef`, which ends the
+// attributes with `_device="…"`): "[[Node: NAME = Op[…, _device="/job:…/device:GPU:0"](…)]]",
+// in 1.11-1.12 "[[{{node NAME}} = Op[…, _device="…"](…)]]". TF 2's `FormatNodeDefForError`
+// gives the name alone ("[[{{node NAME}}]]"): no device to read there.
+re!(
+    tf_node_device_re,
+    r#"\[\[(?:Node: |\{\{node )[^\n]{0,4000}?\b_device="([^"\n]{0,200})""#
+);
 re!(
     tf_bfc_re,
     format!(
@@ -185,6 +194,12 @@ re!(
 re!(
     rmm_re,
     r"(?i)std::bad_alloc:.*?(?:rmm/|RMM failure|RMM_ERROR)|RMM_ERROR_OUT_OF_MEMORY|rmm::out_of_memory"
+);
+// The CUDA status after the file and line of RMM's message (`RMM_CUDA_TRY_ALLOC`, or before
+// 21.12 `RMM_CUDA_TRY(call, rmm::bad_alloc)`: "CUDA error at: FILE:LINE: NAME STRING").
+re!(
+    rmm_status_re,
+    r"CUDA error(?: \([^)\n]{0,80}\))? at: ?[^\n]{0,400}?:\d+: (cudaError\w{1,60})"
 );
 re!(
     rmm_size_re,
@@ -620,6 +635,18 @@ pub(super) fn rmm(t: &str) -> Option<Oom> {
     if !rmm_re().is_match(t) {
         return None;
     }
+    // `rmm::bad_alloc` is thrown only where an allocation call failed (rapidsai/rmm,
+    // `include/rmm/detail/error.hpp`: v0.15 to 21.10 wrap every status of cudaMalloc in it;
+    // since 21.12 `RMM_CUDA_TRY_ALLOC` throws `out_of_memory` for cudaErrorMemoryAllocation
+    // and `bad_alloc` for the rest), so a message cut short before its status is still a
+    // device allocation that failed. A status that is there and is not about memory (a
+    // sticky cudaErrorIllegalAddress from an earlier kernel) is no out-of-memory.
+    if let Some(c) = rmm_status_re().captures(t) {
+        let status = c.get(1).map_or("", |m| m.as_str());
+        if status != "cudaErrorMemoryAllocation" {
+            return None;
+        }
+    }
     let format = if t.contains("Maximum pool size exceeded") {
         "rmm-pool"
     } else {
@@ -837,8 +864,29 @@ pub(super) fn tensorflow_oom(t: &str) -> Option<Oom> {
     if let Some(b) = tf_bfc_re().captures(t) {
         f.requested_bytes = num(&b, 3).or(sz(&b, 2)).or(f.requested_bytes);
     }
-    let device = c.get(3).and_then(|m| tf_device_index(m.as_str()));
-    Some(oom(Framework::Tensorflow, "tensorflow-oom", device, f))
+    // Early TF 1.x named no device ("OOM when allocating tensor with shape[…]",
+    // `OpKernelContext::allocate_tensor`): the failing node's `_device` after it does.
+    let named = c.get(3).map(|m| m.as_str());
+    let node = if named.is_none() {
+        tf_node_device_re()
+            .captures(&t[c.get(0).map_or(0, |m| m.end())..])
+            .and_then(|n| n.get(1))
+            .map(|m| m.as_str())
+    } else {
+        None
+    };
+    let device = named.or(node).and_then(tf_device_index);
+    let mut o = oom(Framework::Tensorflow, "tensorflow-oom", device, f);
+    // A node placed on the CPU ("/job:…/device:CPU:0", the legacy "/cpu:0") allocated
+    // from the host's allocator: the host's RAM.
+    if node.is_some_and(|d| {
+        let d = d.to_ascii_lowercase();
+        d.contains("/device:cpu:") || d.contains("/cpu:")
+    }) {
+        o.format = "tensorflow-cpu";
+        o.memory = super::MemoryKind::Host;
+    }
+    Some(o)
 }
 
 /// TensorFlow's BFC allocator ran out of memory.
@@ -1297,6 +1345,76 @@ mod tests {
         }
         let o = rmm("MemoryError: std::bad_alloc: out_of_memory: CUDA error at: /opt/conda/include/rmm/mr/device/cuda_memory_resource.hpp:60: cudaErrorMemoryAllocation out of memory").expect("found");
         assert_eq!(o.memory, super::super::MemoryKind::Device);
+    }
+
+    /// A message that names no device takes the failing node's `_device` (TF 1.x's
+    /// `SummarizeNodeDef`, in either bracket form); a CPU node is the host's RAM; TF 2's bare
+    /// `{{node …}}` gives none; a device the message names wins.
+    #[test]
+    fn tensorflow_oom_takes_the_node_s_device() {
+        let oom =
+            "ResourceExhaustedError: OOM when allocating tensor with shape[32,64,224,224]\n\t ";
+        for (node, index) in [
+            (
+                r#"[[Node: conv1/Conv2D = Conv2D[T=DT_FLOAT, data_format="NHWC", padding="SAME", strides=[1, 1, 1, 1], use_cudnn_on_gpu=true, _device="/job:localhost/replica:0/task:0/gpu:1"](Placeholder, conv1/w/read)]]"#,
+                Some(1),
+            ),
+            (
+                r#"[[Node: conv1/Conv2D = Conv2D[T=DT_FLOAT, _device="/job:localhost/replica:0/task:0/device:GPU:0"](Placeholder, conv1/w/read)]]"#,
+                Some(0),
+            ),
+            (
+                r#"[[{{node conv1/Conv2D}} = Conv2D[T=DT_FLOAT, _device="/job:localhost/replica:0/task:0/device:GPU:3"](Placeholder, conv1/w/read)]]"#,
+                Some(3),
+            ),
+            ("[[{{node conv1/Conv2D}}]]", None),
+        ] {
+            let o = tensorflow_oom(&format!("{oom}{node}")).expect(node);
+            assert_eq!(
+                (o.device_index, o.memory, o.facts.elements),
+                (
+                    index,
+                    super::super::MemoryKind::Device,
+                    Some(32 * 64 * 224 * 224)
+                ),
+                "{node}"
+            );
+        }
+        let o = tensorflow_oom(&format!(
+            r#"{oom}[[Node: x = Mul[T=DT_FLOAT, _device="/job:localhost/replica:0/task:0/cpu:0"](a, b)]]"#
+        ))
+        .expect("found");
+        assert_eq!(
+            (o.format, o.memory, o.device_index),
+            ("tensorflow-cpu", super::super::MemoryKind::Host, None)
+        );
+        // The device in the message itself is the allocation's.
+        let o = tensorflow_oom(r#"OOM when allocating tensor with shape[10] and type float on /job:localhost/replica:0/task:0/device:GPU:2 by allocator GPU_2_bfc
+	 [[{{node x}} = Mul[T=DT_FLOAT, _device="/job:localhost/replica:0/task:0/device:GPU:0"](a, b)]]"#).expect("found");
+        assert_eq!(o.device_index, Some(2));
+    }
+
+    /// `rmm::bad_alloc` cut short inside RMM's path is a failed device allocation; with a
+    /// status that is not about memory, or as `rmm::cuda_error` (no "std::bad_alloc"), not.
+    #[test]
+    fn rmms_bad_alloc_cut_short_is_a_failed_allocation() {
+        for t in [
+            "MemoryError: std::bad_alloc: CUDA error at: /opt/conda/envs/rapids/include/rmm/mr/",
+            "MemoryError: std::bad_alloc: CUDA error at: /conda/include/rmm/mr/device/cuda_memory_resource.hpp:69: cudaErrorMemoryAllocation out of memory",
+        ] {
+            let o = rmm(t).expect(t);
+            assert_eq!(
+                (o.framework, o.format, o.memory),
+                (Framework::Rmm, "rmm", super::super::MemoryKind::Device),
+                "{t}"
+            );
+        }
+        for t in [
+            "MemoryError: std::bad_alloc: CUDA error at: /conda/include/rmm/mr/device/cuda_memory_resource.hpp:69: cudaErrorIllegalAddress an illegal memory access was encountered",
+            "RuntimeError: CUDA error at: /conda/include/rmm/mr/device/cuda_memory_resource.hpp:70: cudaErrorIllegalAddress an illegal memory access was encountered",
+        ] {
+            assert!(rmm(t).is_none(), "{t}");
+        }
     }
 
     /// TSL's BFC allocator and XLA's cudaMallocAsync allocator are shared by TensorFlow and

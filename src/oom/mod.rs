@@ -913,4 +913,29 @@ mod tests {
                 .is_none()
         );
     }
+
+    /// Issue 42, h42s: RMM's `bad_alloc` cut short inside its path, and TensorFlow's failing
+    /// node's device, read from whole pastes (the trigger phrases and the message's extent).
+    #[test]
+    fn rmm_cut_short_and_tensorflow_node_device_are_read() {
+        let main = |t: &str| analyze(t).main().cloned().expect("an OOM");
+        let o = main("Traceback (most recent call last):\n  File \"x.py\", line 3, in <module>\nMemoryError: std::bad_alloc: CUDA error at: /opt/conda/envs/rapids/include/rmm/mr/");
+        assert_eq!(
+            (o.framework, o.format, o.memory),
+            (Framework::Rmm, "rmm", MemoryKind::Device)
+        );
+        for t in [
+            "RuntimeError: CUDA error at: /opt/conda/include/rmm/mr/device/cuda_memory_resource.hpp:70: cudaErrorIllegalAddress an illegal memory access was encountered",
+            "MemoryError: std::bad_alloc: CUDA error at: /opt/conda/include/rmm/mr/device/cuda_memory_resource.hpp:69: cudaErrorIllegalAddress an illegal memory access was encountered",
+        ] {
+            assert!(analyze(t).main().is_none(), "{t}");
+        }
+
+        let o = main("W tensorflow/core/framework/op_kernel.cc:993] Resource exhausted: OOM when allocating tensor with shape[256,128,56,56]\nTraceback (most recent call last):\ntensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor with shape[256,128,56,56]\n\t [[Node: conv2/Conv2D = Conv2D[T=DT_FLOAT, data_format=\"NHWC\", padding=\"SAME\", strides=[1, 1, 1, 1], use_cudnn_on_gpu=true, _device=\"/job:localhost/replica:0/task:0/gpu:1\"](pool1/MaxPool, conv2/weights/read)]]");
+        assert_eq!(
+            (o.framework, o.format, o.device_index),
+            (Framework::Tensorflow, "tensorflow-oom", Some(1))
+        );
+        assert_eq!(o.facts.requested_bytes, None);
+    }
 }
