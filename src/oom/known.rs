@@ -196,10 +196,11 @@ re!(
     r"(?i)std::bad_alloc:.*?(?:rmm/|RMM failure|RMM_ERROR)|RMM_ERROR_OUT_OF_MEMORY|rmm::out_of_memory"
 );
 // The CUDA status after the file and line of RMM's message (`RMM_CUDA_TRY_ALLOC`, or before
-// 21.12 `RMM_CUDA_TRY(call, rmm::bad_alloc)`: "CUDA error at: FILE:LINE: NAME STRING").
+// 21.12 `RMM_CUDA_TRY(call, rmm::bad_alloc)`: "CUDA error at: FILE:LINE: NAME STRING"; 0.13's
+// put the line right after the file, with no colon: "….hpp66: NAME STRING").
 re!(
     rmm_status_re,
-    r"CUDA error(?: \([^)\n]{0,80}\))? at: ?[^\n]{0,400}?:\d+: (cudaError\w{1,60})"
+    r"CUDA error(?: \([^)\n]{0,80}\))? at: ?[^\n]{0,400}?:?\d+: (cudaError\w{1,60})"
 );
 re!(
     rmm_size_re,
@@ -1401,6 +1402,7 @@ mod tests {
         for t in [
             "MemoryError: std::bad_alloc: CUDA error at: /opt/conda/envs/rapids/include/rmm/mr/",
             "MemoryError: std::bad_alloc: CUDA error at: /conda/include/rmm/mr/device/cuda_memory_resource.hpp:69: cudaErrorMemoryAllocation out of memory",
+            "MemoryError: std::bad_alloc: CUDA error at: /conda/include/rmm/mr/device/cuda_memory_resource.hpp66: cudaErrorMemoryAllocation out of memory",
         ] {
             let o = rmm(t).expect(t);
             assert_eq!(
@@ -1412,6 +1414,8 @@ mod tests {
         for t in [
             "MemoryError: std::bad_alloc: CUDA error at: /conda/include/rmm/mr/device/cuda_memory_resource.hpp:69: cudaErrorIllegalAddress an illegal memory access was encountered",
             "RuntimeError: CUDA error at: /conda/include/rmm/mr/device/cuda_memory_resource.hpp:70: cudaErrorIllegalAddress an illegal memory access was encountered",
+            // RMM 0.13: the line number right after the file name.
+            "MemoryError: std::bad_alloc: CUDA error at: /conda/include/rmm/mr/device/cuda_memory_resource.hpp66: cudaErrorIllegalAddress an illegal memory access was encountered",
         ] {
             assert!(rmm(t).is_none(), "{t}");
         }
