@@ -355,13 +355,17 @@ fn ascii_trigger(line: &str) -> bool {
 /// text but for the two characters that fold to an ASCII letter (the long s, the Kelvin sign),
 /// which are read as their letters.
 fn has_trigger(line: &str) -> bool {
-    if ascii_trigger(line) {
-        return true;
-    }
+    ascii_trigger(line) || matches!(folded(line), std::borrow::Cow::Owned(l) if ascii_trigger(&l))
+}
+
+/// `line` with the two characters Unicode's case folding takes to ASCII letters (the long s,
+/// the Kelvin sign) as those letters, for the automaton, which folds ASCII only; borrowed when
+/// it has neither.
+fn folded(line: &str) -> std::borrow::Cow<'_, str> {
     if line.is_ascii() || !line.contains(['\u{17f}', '\u{212a}']) {
-        return false;
+        return std::borrow::Cow::Borrowed(line);
     }
-    ascii_trigger(&line.replace('\u{17f}', "s").replace('\u{212a}', "k"))
+    std::borrow::Cow::Owned(line.replace('\u{17f}', "s").replace('\u{212a}', "k"))
 }
 
 /// Whether every trigger phrase of a line is a translation's ([`TRIGGERS`]' phrases that are
@@ -372,13 +376,8 @@ pub(crate) fn only_translated_trigger(line: &str) -> bool {
     if line.is_ascii() {
         return false;
     }
-    let folded = if line.contains(['\u{17f}', '\u{212a}']) {
-        std::borrow::Cow::Owned(line.replace('\u{17f}', "s").replace('\u{212a}', "k"))
-    } else {
-        std::borrow::Cow::Borrowed(line)
-    };
     noted_ac()
-        .find_overlapping_iter(&*folded)
+        .find_overlapping_iter(&*folded(line))
         .filter_map(|m| TRIGGERS.get(m.pattern().as_usize()))
         .all(|t| is_translation_phrase(t))
 }
