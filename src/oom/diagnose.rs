@@ -44,6 +44,9 @@ pub enum Cause {
     /// Not HBM: a compiled program needs more of a TPU core's on-chip memory (VMEM or SMEM)
     /// than the compiler may give it.
     TpuOnChipMemory,
+    /// An AMD APU: HIP's total is the VRAM pool the firmware sets aside, its free also counts
+    /// the system memory the GPU maps through GTT, and no one allocation may exceed the pool.
+    IntegratedGpu,
     /// Not memory running out: a request of 0 bytes, which TensorFlow's allocator refuses (an
     /// empty tensor reached an op).
     ZeroByteRequest,
@@ -136,6 +139,7 @@ pub const ALONE: &[(&str, Alone)] = &[
 
 /// The general rules, by name, in the order their findings are said (before ranking by size).
 pub const RULES: &[(&str, Rule)] = &[
+    ("integrated-gpu", integrated_gpu),
     ("request-exceeds-total", request_exceeds_total),
     ("process-cap", process_cap),
     ("other-processes", other_processes),
@@ -451,8 +455,60 @@ fn vllm_startup_guard(oom: &Oom) -> Option<Finding> {
 }
 
 /// The request alone exceeds the whole card (or the allocator's limit).
+/// HIP on an AMD APU: a free figure above the total is system memory the GPU maps through GTT
+/// (both figures true), and the total is the VRAM pool, which bounds any one allocation:
+/// ROCclr's `ihipMalloc` refuses a size above the device's `maxMemAllocSize_`, the pool times
+/// `GPU_SINGLE_ALLOC_PERCENT` (100 by default; `rocdevice.cpp`), whatever is free.
+fn integrated_gpu(oom: &Oom, _sizing: Option<&Sizing>, _out: &[Finding]) -> Option<Finding> {
+    let f = &oom.facts;
+    if !oom.framework.free_may_exceed_total() {
+        return None;
+    }
+    let beyond = f.free_beyond_total()?;
+    let (total, free) = (f.total_bytes?, f.free_bytes?);
+    let over_pool = f.requested_bytes.filter(|n| *n > total);
+    let title = match over_pool {
+        Some(n) => format!(
+            "One allocation of {} is over the {} HIP allows at once on this APU, though {} is free",
+            fmt_bytes(n),
+            fmt_bytes(total),
+            fmt_bytes(free)
+        ),
+        None => format!(
+            "An APU: {} of the {} free is system memory beyond HIP's {} VRAM pool",
+            fmt_bytes(beyond),
+            fmt_bytes(free),
+            fmt_bytes(total)
+        ),
+    };
+    let mut detail = "On an AMD APU (an integrated GPU: Ryzen AI Max \"Strix Halo\", other Ryzen APUs) HIP reports as the GPU's total the VRAM pool the firmware sets aside, while its free figure also counts the system memory the GPU maps through GTT: free can be larger than total, and both figures are true. HIP refuses any single allocation larger than that pool (hipMalloc checks it against the device's largest allocation, the pool times GPU_SINGLE_ALLOC_PERCENT, 100 by default), whatever is free.".to_owned();
+    detail.push_str(if over_pool.is_some() {
+        " That is this failure: the request is over the pool, and no allocator setting or cleanup changes the limit."
+    } else {
+        " This request was under the pool, so the limit on one allocation is not what failed; the system memory counted as free is shared with the host and bounded by the kernel's GTT size (amdgpu.gttsize, ttm.pages_limit)."
+    });
+    let mut remedies = Vec::new();
+    if over_pool.is_some() {
+        remedies.push(r(format!(
+            "Keep each allocation under {}: a smaller batch or chunk, or the tensor split (a model's weights loaded layer by layer).",
+            fmt_bytes(total)
+        )));
+    }
+    remedies.push(r("Make HIP's pool larger: a larger VRAM carve-out in the firmware (UMA frame buffer size) raises the total and with it the largest allocation. amdgpu.gttsize and ttm.pages_limit raise GTT, which free counts, not the largest allocation; how an APU's total is counted also depends on the ROCm release (check torch.cuda.get_device_properties(0).total_memory after a change)."));
+    Some(Finding {
+        cause: Cause::IntegratedGpu,
+        title,
+        detail,
+        remedies,
+    })
+}
+
 fn request_exceeds_total(oom: &Oom, _sizing: Option<&Sizing>, _out: &[Finding]) -> Option<Finding> {
     let f = &oom.facts;
+    // An APU's request over its VRAM pool is said by `integrated_gpu`, with its own remedies.
+    if oom.framework.free_may_exceed_total() && f.free_beyond_total().is_some() {
+        return None;
+    }
     let need = f.requested_bytes;
     if let (Some(n), Some(t)) = (need, f.total_bytes) {
         if n > t {

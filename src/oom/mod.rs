@@ -163,6 +163,15 @@ pub enum MemoryKind {
 }
 
 impl Framework {
+    /// Whether the runtime's free figure may exceed its total, truly: HIP on an AMD APU
+    /// (Ryzen AI Max "Strix Halo", gfx1151, and other integrated GPUs) reports as its total the
+    /// VRAM pool the firmware sets aside (ROCclr's `globalMemSize_`, the GPU VM segment), while
+    /// its free figure also counts the system memory the GPU maps through GTT
+    /// (ROCm/hip#3892, ROCm/rocm-systems#5596).
+    pub fn free_may_exceed_total(self) -> bool {
+        matches!(self, Framework::Hip | Framework::Rocm)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Framework::Pytorch => "PyTorch (CUDA)",
@@ -294,6 +303,11 @@ pub struct Facts {
     pub with_request_bytes: Option<u64>,
 }
 
+/// How far a figure may pass the total by rounding alone: messages print two decimals.
+fn rounding_slack(total: u64) -> u64 {
+    total / 100 + (1 << 20)
+}
+
 /// One component a start-up created (or failed to), and the free memory around it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Component {
@@ -396,7 +410,21 @@ impl Facts {
     /// Fills in the values the message implies.
     /// Takes out the figures that cannot be true ([`Facts::implausible`]) before anything is
     /// derived from them: memory held on a device above its total capacity.
-    fn drop_implausible(&mut self) {
+    /// Free memory above the device's total, beyond the rounding of printed figures: true only
+    /// where the runtime's free counts memory outside its total (an APU's GTT,
+    /// [`Framework::free_may_exceed_total`]); elsewhere such a figure is left out as
+    /// implausible before this can see it.
+    pub fn free_beyond_total(&self) -> Option<u64> {
+        let total = self
+            .total_bytes
+            .filter(|t| *t > 0 && !self.total_is_limit)?;
+        let free = self.free_bytes?;
+        (free > total.saturating_add(rounding_slack(total))).then(|| free - total)
+    }
+
+    /// `free_may_exceed_total`: the runtime's free figure may count memory beyond its total
+    /// ([`Framework::free_may_exceed_total`]), so a free figure above the total is kept.
+    fn drop_implausible(&mut self, free_may_exceed_total: bool) {
         let unit = |b: u64| crate::units::fmt_bytes(b);
         // A request no GPU could hold (the largest hold under 300 GiB): a size computed from a
         // bad shape, not a tensor anyone meant. Noted, and kept as printed: it is what the
@@ -435,9 +463,7 @@ impl Facts {
         let Some(total) = self.total_bytes.filter(|t| *t > 0 && !self.total_is_limit) else {
             return;
         };
-        // A rounding slack: messages print two decimals.
-        let slack = total / 100 + (1 << 20);
-        let over = |v: &u64| *v > total.saturating_add(slack);
+        let over = |v: &u64| *v > total.saturating_add(rounding_slack(total));
         // Held above the card, up to eight times it: true, and the diagnosis. Windows' driver
         // (sysmem fallback) lets allocations spill into shared system memory once the card is
         // full; the figures are kept and the spill is said.
@@ -472,6 +498,9 @@ impl Facts {
             if field != "free_bytes" && v <= total.saturating_mul(8) {
                 continue;
             }
+            if field == "free_bytes" && free_may_exceed_total {
+                continue;
+            }
             let why = format!(
                 "{what} {} on a device of {}: no device holds that; the figure is misprinted \
                  or the message was edited, so it is left out",
@@ -487,8 +516,9 @@ impl Facts {
         }
     }
 
-    pub fn derive(&mut self) {
-        self.drop_implausible();
+    /// `free_may_exceed_total`: as [`Facts::drop_implausible`] takes it.
+    pub fn derive(&mut self, free_may_exceed_total: bool) {
+        self.drop_implausible(free_may_exceed_total);
         self.find_self_among_others();
         if self.reserved_unallocated_bytes.is_none() {
             if let (Some(r), Some(a)) = (self.reserved_bytes, self.allocated_bytes) {
@@ -513,7 +543,11 @@ impl Facts {
             }
         }
         if self.unaccounted_bytes.is_none() && !self.total_is_limit {
-            if let (Some(t), Some(f)) = (self.total_bytes, self.free_bytes) {
+            // Free above the total (an APU's GTT) leaves nothing to account for in the total.
+            if let (Some(t), Some(f)) = (
+                self.total_bytes,
+                self.free_bytes.filter(|f| Some(*f) <= self.total_bytes),
+            ) {
                 // What the message's figures leave unexplained: with a process total, that is
                 // used by someone not listed; without (1.x), everything outside PyTorch.
                 let mine = self.process_bytes.or(self.reserved_bytes);
@@ -623,7 +657,11 @@ impl Facts {
         if let Some(u) = self.unaccounted_bytes.filter(|u| *u > 0) {
             parts.push(Part::derived(PartKind::Unattributed, Some(u)));
         }
-        parts.push(part(PartKind::Free, self.free_bytes, "free_bytes"));
+        // Free beyond the total (an APU's GTT) is not in the pool the bar draws.
+        let free = self
+            .free_bytes
+            .filter(|_| self.free_beyond_total().is_none());
+        parts.push(part(PartKind::Free, free, "free_bytes"));
         Some(Breakdown::from_parts(total, parts))
     }
 }
@@ -851,6 +889,47 @@ mod tests {
         assert!(f.derived.contains(&"spilled_bytes"));
         let a = analyze("RuntimeError: MPS backend out of memory (MPS allocated: 7.08 GB, other allocations: 3.36 MB, max allowed: 7.16 GB). Tried to allocate 96.00 MB on private pool.");
         assert!(a.main().expect("found").facts.implausible.is_empty());
+    }
+
+    /// HIP on an AMD APU: free above the total is the system memory the GPU maps through GTT,
+    /// kept as printed and explained; the same free figure from CUDA is still left out.
+    #[test]
+    fn an_apus_free_above_its_total_is_kept_for_hip_only() {
+        let hip = "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 16.00 GiB. GPU 0 has a total capacity of 15.49 GiB of which 84.98 GiB is free. Of the allocated memory 1.67 GiB is allocated by PyTorch, and 8.08 GiB is reserved by PyTorch but unallocated.";
+        let gib = |x: f64| (x * (1u64 << 30) as f64).round() as u64;
+        let a = analyze(hip);
+        let o = a.main().expect("found");
+        assert_eq!(o.framework, Framework::Hip);
+        assert_eq!(o.facts.free_bytes, Some(gib(84.98)));
+        assert!(o.facts.implausible.is_empty(), "{:?}", o.facts.implausible);
+        assert_eq!(o.facts.free_beyond_total(), Some(gib(84.98) - gib(15.49)));
+        assert_eq!(o.facts.unaccounted_bytes, None, "nothing is unaccounted");
+        // The bar draws the VRAM pool: no free part beyond it.
+        let b = o.facts.breakdown().expect("a total");
+        assert!(b
+            .parts
+            .iter()
+            .all(|p| p.kind != PartKind::Free || p.bytes.is_none()));
+        let d = diagnose::diagnose(o);
+        assert_eq!(d[0].cause, diagnose::Cause::IntegratedGpu);
+        assert!(d[0].title.contains("16.0 GiB"), "{}", d[0].title);
+        assert!(d
+            .iter()
+            .all(|x| x.cause != diagnose::Cause::RequestExceedsTotal));
+        assert!(d[0].remedies.iter().any(|r| r.text.contains("carve-out")));
+        // Under the pool: the limit on one allocation is not the failure.
+        let a = analyze(&hip.replace("16.00 GiB.", "2.00 GiB."));
+        let d = diagnose::diagnose(a.main().expect("found"));
+        assert_eq!(d[0].cause, diagnose::Cause::IntegratedGpu);
+        assert!(d[0].detail.contains("under the pool"), "{}", d[0].detail);
+        // CUDA's free above its total cannot be true: left out as before.
+        let a = analyze(&hip.replace("HIP", "CUDA"));
+        let o = a.main().expect("found");
+        assert_eq!(o.facts.free_bytes, None);
+        assert_eq!(o.facts.implausible[0].field, "free_bytes");
+        assert!(diagnose::diagnose(o)
+            .iter()
+            .all(|x| x.cause != diagnose::Cause::IntegratedGpu));
     }
 
     /// Issue 42's last gaps: Paddle Fluid's chunk check, RMM's pool limit with and without its

@@ -674,7 +674,7 @@ impl Scanner {
         });
         self.analysis.total -= (before - self.analysis.ooms.len()) as u64;
         for oom in &mut self.analysis.ooms {
-            oom.facts.derive();
+            oom.facts.derive(oom.framework.free_may_exceed_total());
         }
         self.analysis.fill_group_device();
         self.analysis

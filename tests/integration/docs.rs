@@ -1034,6 +1034,7 @@ fn the_schemas_name_every_value_the_code_can_print() {
         Cause::SpilledToSystemMemory,
         Cause::TpuOnChipMemory,
         Cause::ZeroByteRequest,
+        Cause::IntegratedGpu,
     ];
     for c in causes {
         match c {
@@ -1056,7 +1057,8 @@ fn the_schemas_name_every_value_the_code_can_print() {
             | Cause::BufferCount
             | Cause::SpilledToSystemMemory
             | Cause::TpuOnChipMemory
-            | Cause::ZeroByteRequest => {}
+            | Cause::ZeroByteRequest
+            | Cause::IntegratedGpu => {}
         }
     }
     let process_kinds = [
