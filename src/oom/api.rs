@@ -620,10 +620,12 @@ re!(
 // program's own exception class ("CUDA Error: out of memory"), dmlc's `CUDA_CALL` (TVM's
 // `src/runtime/cuda/cuda_common.h`, MXNet, DGL, BytePS: `ICHECK(e == cudaSuccess || e ==
 // cudaErrorCudartUnloading) << "CUDA: " << cudaGetErrorString(e)`, "… is false: CUDA: out of
-// memory"). Whatever the prefix, it is CUDA's status 2 said in words.
+// memory"), and a status in words before the call that returned it, as cuew's checks print it
+// (`cuewErrorString`: "Out of memory in cuMemAlloc(&device_pointer, size)", Blender and other
+// programs on cuew). Whatever the prefix, it is CUDA's status 2 said in words.
 re!(
     cuda_words_re,
-    r"(?i)\bGPUassert:\s*out of memory|\bcuda\w*\]?:?\s+(?:error|failure|exception|status)\b[^\n]{0,160}?[\s:(\-]out of memory\b|(?-i:\bCUDA: out of memory\b)"
+    r"(?i)\bGPUassert:\s*out of memory|\bout of memory in (?-i:cu(?:da)?[A-Z][A-Za-z0-9_]*)\(|\bcuda\w*\]?:?\s+(?:error|failure|exception|status)\b[^\n]{0,160}?[\s:(\-]out of memory\b|(?-i:\bCUDA: out of memory\b)"
 );
 
 /// Caffe, Darknet, OpenCV and the plain C++ relays of CUDA's out-of-memory status (no figures:
@@ -668,10 +670,14 @@ pub fn cuda_programs(t: &str) -> Option<Oom> {
 /// CUDA's "out of memory" in a C++ program's own words, with no program named: after every
 /// framework's reader.
 pub fn cuda_words(t: &str) -> Option<Oom> {
-    cuda_words_re().is_match(t).then(|| {
-        let (f, device) = figures(t);
-        oom(Framework::Cuda, "cuda-relay", device, f)
-    })
+    let m = cuda_words_re().find(t)?;
+    let (f, device) = figures(t);
+    let mut o = oom(Framework::Cuda, "cuda-relay", device, f);
+    // The call that failed allocates page-locked host memory (cuMemAllocHost, cudaHostAlloc).
+    if super::clean::names_pinned_host(m.as_str()) {
+        o.memory = MemoryKind::PinnedHost;
+    }
+    Some(o)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1401,6 +1407,8 @@ mod tests {
             ("[CUDA] Error: out of memory", Framework::Cuda, "cuda-relay"),
             ("TVMError: Check failed: (e == cudaSuccess || e == cudaErrorCudartUnloading) is false: CUDA: out of memory", Framework::Cuda, "cuda-relay"),
             ("CUDA error in func ethash_generate_dag at line 173 calling cudaGetLastError() failed with error out of memory", Framework::Cuda, "cuda-relay"),
+            // cuew's status in words before the call that returned it, with no program named.
+            ("Failed to create CUDA context (Illegal address)\nOut of memory in cuMemAlloc(&device_pointer, size)", Framework::Cuda, "cuda-relay"),
         ];
         for (text, fw, format) in cases {
             let o = read(text).unwrap_or_else(|| panic!("not found: {text}"));
@@ -1409,7 +1417,12 @@ mod tests {
         // cv::cuda::HostMem's page-locked buffer (opencv/opencv#23392).
         let o = read("opencv/modules/core/src/cuda_host_mem.cpp:95: error: (-217:Gpu API call) out of memory in function 'allocate'").expect("found");
         assert_eq!(o.memory, MemoryKind::PinnedHost);
+        // cuew's relay of a host allocation: pinned host memory.
+        let o = read("Out of memory in cuMemAllocHost(&shared_pointer, size)").expect("found");
+        assert_eq!(o.memory, MemoryKind::PinnedHost);
         for text in [
+            "Out of memory in curl_easy_perform(handle)",
+            "Illegal address in cuMemcpyDtoH(mem, ptr, size)",
             "F0412 12:00:00.123456 12345 syncedmem.cpp:56] Check failed: error == cudaSuccess (77 vs. 0)  an illegal memory access was encountered",
             "F0412 12:00:00.1 1 cudnn_conv_layer.cpp:53] Check failed: status == CUDNN_STATUS_SUCCESS (4 vs. 0)  CUDNN_STATUS_INTERNAL_ERROR",
             "CUDA Error: an illegal memory access was encountered\ndarknet: ./src/cuda.c:36: check_error: Assertion `0' failed.",

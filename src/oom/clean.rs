@@ -33,6 +33,15 @@ fn prefix_re() -> &'static Regex {
     })
 }
 
+/// A log prefix's level that says an error: Python's logging and Julia's `ERROR:`, `[ERROR]`,
+/// glog's `E0101 …`, `CRITICAL`, `FATAL`.
+fn error_level_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(r"\b(?:ERROR|CRITICAL|FATAL)\b|\[E\]|^\s*E\d{4} ").expect("level regex")
+    })
+}
+
 /// Terminal escapes a log may carry: CSI (colours, cursor), OSC (titles, OSC 8 hyperlinks)
 /// ended by BEL or by ST (`ESC \\`), DCS/SOS/PM/APC strings, two-byte escapes, their 8-bit
 /// C1 forms, and stray control characters.
@@ -136,7 +145,14 @@ pub fn normalise(line: &str) -> String {
         line.into()
     };
     let clean = unmark(&clean);
-    let clean = prefix_re().replace(&clean, "");
+    let level = prefix_re().find(&clean).map(|m| m.as_str().to_owned());
+    let mut clean = prefix_re().replace(&clean, "");
+    // A line whose only mark of an error is its log level (Julia's "ERROR: Out of GPU memory"):
+    // the level stays, or the line would read as prose.
+    if level.is_some_and(|l| error_level_re().is_match(&l)) && !super::parse::has_error_mark(&clean)
+    {
+        clean = format!("ERROR: {clean}").into();
+    }
     let clean = clean.trim().trim_end_matches(['│', '|']).trim_end();
     // Text that went through a chat or a web page: tabs, no-break and thin spaces become
     // spaces, typographic quotes plain ones, so the messages' own patterns still match.
@@ -187,6 +203,9 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "could not be allocated",
     "out of resource: shared memory",
     "out of gpu memory",
+    "failed to cuda calloc",
+    "failed to cuda malloc",
+    "failed to cuda host alloc",
     "out of device memory",
     "out of video memory",
     "could not allocate",

@@ -637,6 +637,11 @@ fn other_processes(oom: &Oom, _sizing: Option<&Sizing>, _out: &[Finding]) -> Opt
 /// own message asks, then this job.
 fn device_in_use(oom: &Oom, _sizing: Option<&Sizing>, _out: &[Finding]) -> Option<Finding> {
     let f = &oom.facts;
+    // Where the framework's own share is known too (CUDA.jl's pool), the findings on it and on
+    // the memory outside it say more.
+    if f.allocated_bytes.is_some() || f.reserved_bytes.is_some() {
+        return None;
+    }
     if let Some(used) = f.device_used_bytes {
         let gpu = oom
             .device_index
@@ -755,8 +760,16 @@ fn one_large_allocation(oom: &Oom, sizing: Option<&Sizing>, out: &[Finding]) -> 
                         String::new()
                     }
                 );
+                // Memory held outside the allocator, as large as the request, may be other
+                // processes': the message cannot say, so it is not ruled out.
+                let outside = f.unaccounted_bytes.filter(|u| *u >= n && n > 0).is_some();
                 finding.detail = format!(
-                    "No other process and no fragmentation explain it: this one tensor is too large for what the GPU has left. Make it smaller, or split the operation that creates it (the traceback's last frame).{}",
+                    "{} this one tensor is too large for what the GPU has left. Make it smaller, or split the operation that creates it (the traceback's last frame).{}",
+                    if outside {
+                        "No fragmentation explains it, and most of the GPU is held outside the allocator (below):"
+                    } else {
+                        "No other process and no fragmentation explain it:"
+                    },
                     if sizing.is_some() {
                         " Savings below come from gpumon estimate's model of the run you described (--estimate)."
                     } else {
@@ -897,6 +910,8 @@ fn no_numbers(oom: &Oom, _sizing: Option<&Sizing>, _out: &[Finding]) -> Option<F
                 ]
             } else if oom.framework == Framework::Rmm {
                 rmm_remedies(oom)
+            } else if oom.format == "cuda-nccl" {
+                nccl_remedies()
             } else if oom.framework == Framework::Numba {
                 if oom.format == "numba-context" {
                     vec![
@@ -947,7 +962,9 @@ fn request_only(oom: &Oom, _sizing: Option<&Sizing>, out: &[Finding]) -> Option<
                 "{} could not be allocated; the message gives no other figure",
                 need.map(fmt_bytes).unwrap_or_default()
             ),
-            detail: if oom.format == "rmm-pool" {
+            detail: if oom.format == "cuda-nccl" {
+                "NCCL could not allocate this much device memory for a communicator (its buffers, NCCL_BUFFSIZE per channel and peer, and its kernels' memory), which it allocates when a collective first runs on it, usually after the model is loaded: the GPU was already full, usually with the framework's own memory.".into()
+            } else if oom.format == "rmm-pool" {
                 "RMM's pool could not grow by this much without passing the maximum size it was given (maximum_pool_size, dask-cuda's --rmm-pool-size), or its upstream could not supply it: the pool's limit, not necessarily the GPU's. The message gives no other figure.".into()
             } else if oom.framework == Framework::Rmm {
                 "RMM's device memory resource could not allocate this much: the GPU (or RMM's pool on it) was full. The message gives no other figure.".into()
@@ -960,6 +977,8 @@ fn request_only(oom: &Oom, _sizing: Option<&Sizing>, out: &[Finding]) -> Option<
             },
             remedies: if oom.framework == Framework::Rmm {
                 rmm_remedies(oom)
+            } else if oom.format == "cuda-nccl" {
+                nccl_remedies()
             } else {
                 let mut v = vec![r(
                     "See what holds the GPU now: `gpumon once` lists every process and its memory.",
@@ -1275,6 +1294,16 @@ fn within_held(saves: u64, modelled: u64, held: u64) -> u64 {
 }
 
 /// RAPIDS' ways out: who holds the GPU, smaller partitions, spilling, the pool's room.
+/// NCCL's communicator memory (its environment variables, NCCL's documentation): room left
+/// beside the framework, or smaller buffers.
+fn nccl_remedies() -> Vec<Remedy> {
+    vec![
+        r("Leave NCCL room beside the framework: it allocates a communicator's buffers when the first collective runs, after the model is loaded. A smaller batch, or a lower memory fraction where the framework takes one (vLLM's gpu_memory_utilization, SGLang's mem_fraction_static), leaves it space."),
+        r("Shrink what NCCL takes: NCCL_BUFFSIZE (bytes per channel and peer, default 4 MiB), fewer channels (NCCL_MAX_NCHANNELS; NCCL_MAX_CTAS in newer releases), and NCCL_NVLS_ENABLE=0 on NVSwitch systems, where NVLink SHARP takes buffers of its own."),
+        r("See what else holds the GPU: `gpumon once`."),
+    ]
+}
+
 fn rmm_remedies(oom: &Oom) -> Vec<Remedy> {
     vec![
         r("See what holds the GPU: `gpumon once` lists every process and its memory (dask-cuda workers each hold their own pool)."),
@@ -1446,6 +1475,19 @@ fn framework_settings(oom: &Oom) -> Option<Finding> {
             vec![
                 r("Limit the workspace: config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, bytes) (or --memPoolSize with trtexec)."),
                 r("Smaller optimization-profile shapes (max batch, resolution)."),
+            ],
+        ),
+        // JuliaGPU/CUDA.jl `src/pool.jl` (`retry_reclaim`: synchronize, GC.gc(false), GC.gc(true),
+        // trim the pool, before OutOfGPUMemoryError is thrown) and its memory documentation
+        // (`CUDA.unsafe_free!`, JULIA_CUDA_HARD_MEMORY_LIMIT / JULIA_CUDA_SOFT_MEMORY_LIMIT);
+        // AMDGPU.jl's pool works the same way.
+        Framework::Cuda | Framework::Rocm if matches!(oom.format, "cuda-jl" | "amdgpu-jl") => (
+            "Julia's GPU memory pool",
+            "Before it throws OutOfGPUMemoryError the package already waited for pending frees, ran Julia's garbage collector (a quick and then a full collection) and trimmed its pool, and tried again: calling GC.gc() or CUDA.reclaim() yourself will not cure this error. \"Memory pool usage\" is what live arrays hold; \"reserved\" is what the pool keeps from the GPU.",
+            vec![
+                r("Free large arrays as soon as they are done with, without waiting for the garbage collector: CUDA.unsafe_free!(x) (AMDGPU.unsafe_free!(x)) returns their memory at once."),
+                r("A smaller batch, or Float32 (or Float16) arrays in place of Float64."),
+                r("Sharing the GPU with other processes: JULIA_CUDA_HARD_MEMORY_LIMIT (bytes or a percentage) caps what CUDA.jl takes, and JULIA_CUDA_SOFT_MEMORY_LIMIT makes it return memory sooner."),
             ],
         ),
         Framework::Cupy if oom.facts.total_is_limit => (

@@ -4,7 +4,7 @@
 //! exact patterns in [`super::known`]. The forks of PyTorch's caching allocator are one family
 //! with a device table.
 
-use super::known::{self, oom};
+use super::known::{self, oom, SIZE};
 use super::libraries;
 use super::read::{self, Reading, Role};
 use super::{Facts, Framework, MemoryKind, Oom, OtherProcess};
@@ -68,6 +68,10 @@ pub const ALL: &[Family] = &[
     Family {
         name: "mlx",
         parse: mlx,
+    },
+    Family {
+        name: "julia-gpu",
+        parse: julia_gpu,
     },
     Family {
         name: "xgboost",
@@ -1215,6 +1219,70 @@ fn mlx(t: &str) -> Option<Oom> {
         .then(|| oom(Framework::Mlx, "mlx-command-buffer", None, Facts::default()))
 }
 
+// Julia's GPU packages: CUDA.jl's `OutOfGPUMemoryError` (`src/pool.jl`, `Base.showerror`:
+// "Out of GPU memory", " trying to allocate $(Base.format_bytes(sz))" when the size is known,
+// then `pool_status`), AMDGPU.jl's of the same name and status. `pool_status` prints "Effective
+// GPU memory usage: %.2f%% (%s/%s)" (total − free, from cuMemGetInfo, over the total) and
+// "Memory pool usage: %s (%s reserved)" (the pool's live allocations and what it holds);
+// CuArrays (before CUDA.jl) "BinnedPool usage: %s (%s allocated, %s cached)".
+// `Base.format_bytes` prints "1.863 GiB", "6.750 MiB", "512 bytes".
+re!(
+    julia_oom_re,
+    format!(r"\bOut of GPU memory(?: trying to allocate {SIZE})?")
+);
+re!(
+    julia_usage_re,
+    format!(r"Effective GPU memory usage: [\d.]+% \({SIZE}/{SIZE}\)")
+);
+re!(
+    julia_pool_re,
+    format!(
+        r"Memory pool usage: {SIZE} \({SIZE} reserved\)|\w+ usage: {SIZE} \({SIZE} allocated, {SIZE} cached\)"
+    )
+);
+re!(
+    julia_words_re,
+    r"(?i)OutOfGPUMemoryError|Effective GPU memory usage:|\bCUDA\.jl\b|\bAMDGPU\b|\bCuArrays?\b|\bjulia>|\.jl:\d+|\bStacktrace:|\bLoadError\b|\b(?:CUDA|AMDGPU)\.\w"
+);
+
+/// Julia's GPU packages (CUDA.jl, AMDGPU.jl): "Out of GPU memory trying to allocate X" with the
+/// pool's status under it, read only beside Julia's own words (its stack trace, the package).
+fn julia_gpu(t: &str) -> Option<Oom> {
+    let c = julia_oom_re().captures(t)?;
+    if !julia_words_re().is_match(t) {
+        return None;
+    }
+    let after = &t[c.get(0)?.start()..];
+    let mut f = Facts {
+        requested_bytes: known::sz(&c, 1),
+        ..Facts::default()
+    };
+    if let Some(u) = julia_usage_re().captures(after) {
+        f.device_used_bytes = known::sz(&u, 1);
+        f.total_bytes = known::sz(&u, 2);
+    }
+    if let Some(p) = julia_pool_re().captures(after) {
+        if p.get(1).is_some() {
+            f.allocated_bytes = known::sz(&p, 1);
+            f.reserved_bytes = known::sz(&p, 2);
+        } else {
+            f.allocated_bytes = known::sz(&p, 4);
+            f.reserved_unallocated_bytes = known::sz(&p, 5);
+            f.reserved_bytes = known::sz(&p, 3);
+        }
+    }
+    if let (Some(t), Some(u)) = (f.total_bytes, f.device_used_bytes) {
+        f.free_bytes = Some(t.saturating_sub(u));
+        f.derived.push("free_bytes");
+    }
+    let (framework, format) = if t.contains("AMDGPU") {
+        (Framework::Rocm, "amdgpu-jl")
+    } else {
+        (Framework::Cuda, "cuda-jl")
+    };
+    Some(oom(framework, format, None, f))
+}
+
 re!(
     ggml_buffer_re,
     r"failed to allocate ([A-Za-z]+?)(\d*) buffer of size (\d+)|([a-z]+)_buffer_type_alloc_buffer: (?:can't allocate|error: failed to allocate buffer, size =) ([\d.]+ ?(?:Bytes|MiB|GiB|KiB|B))|can't allocate (\d+) Bytes of memory on device|unable to allocate ([A-Za-z]+?)(\d*) buffer\b"
@@ -1681,6 +1749,20 @@ re!(
 );
 // NCCL's CUDACHECK (`src/include/checks.h`): "Cuda failure %d '%s'", older "Cuda failure '%s'".
 re!(cuda_nccl_re, r"Cuda failure (?:(\d+) )?'([^']{1,80})'");
+// NCCL's allocators after a failed CUDA call (`src/include/alloc.h`): `ncclCudaCalloc` and
+// `ncclCudaMalloc` warn "Failed to CUDA calloc %ld bytes" / "Failed to CUDA malloc %ld bytes"
+// (2.19 and later also "Failed to CUDA calloc async %ld bytes"), with the request; the host's
+// `ncclCudaHostCalloc` "Failed to CUDA host alloc %ld bytes" is pinned host memory.
+re!(
+    nccl_alloc_re,
+    r"Failed to CUDA (calloc|malloc|host alloc)(?: async)? (\d+) bytes"
+);
+// NCCL's log prefix (`src/debug.cc`): "%s:%d:%d [%d] " — host, pid, thread and the CUDA device
+// the thread had current (its index after CUDA_VISIBLE_DEVICES) — before the warning.
+re!(
+    nccl_device_re,
+    r"[\w.\-]+:\d+:\d+ \[(\d{1,3})\] \S+ NCCL WARN (?:Cuda failure|Failed to CUDA)"
+);
 // spconv 1.x and tensorview's TV_CHECK_CUDA_ERR: "<file> <line> cuda execution failed with error 2";
 // spconv 2.x's tensorview (cumm, `include/tensorview/core/defs.h`, TV_CHECK_CUDA_ERR_V2 and
 // TV_CUDART_RESULT_CHECK): "cuda failed with error 2 out of memory. use CUDA_LAUNCH_BLOCKING=1
@@ -1737,11 +1819,48 @@ fn cuda_code(t: &str) -> Option<Oom> {
     if t.contains("cudaErrorMemoryAllocation") && cuda_thrust_re().is_match(t) {
         return found("cuda-thrust");
     }
+    let nccl_alloc = nccl_alloc_re().captures(t);
+    let nccl_device = || {
+        nccl_device_re()
+            .captures(t)
+            .and_then(|c| c.get(1)?.as_str().parse().ok())
+    };
     if let Some(c) = cuda_nccl_re().captures(t) {
         let code = c.get(1).map(|m| m.as_str());
         if code == Some("2") || (code.is_none() && c.get(2)?.as_str() == "out of memory") {
-            return found("cuda-nccl");
+            let mut o = oom(
+                Framework::Cuda,
+                "cuda-nccl",
+                nccl_device(),
+                Facts::default(),
+            );
+            if let Some(a) = &nccl_alloc {
+                o.facts.requested_bytes = a.get(2)?.as_str().parse().ok();
+                if a.get(1)?.as_str() == "host alloc" {
+                    o.memory = MemoryKind::PinnedHost;
+                }
+            }
+            return Some(o);
         }
+        // Another CUDA error before NCCL's allocation warning: that failure, not memory.
+        if nccl_alloc.is_some() {
+            return None;
+        }
+    }
+    // NCCL's allocation warning alone: a failed cudaMalloc of that size (its CUDA status line
+    // cut from the paste).
+    if let Some(a) = nccl_alloc {
+        let mut o = oom(
+            Framework::Cuda,
+            "cuda-nccl",
+            nccl_device(),
+            Facts::default(),
+        );
+        o.facts.requested_bytes = a.get(2)?.as_str().parse().ok();
+        if a.get(1)?.as_str() == "host alloc" {
+            o.memory = MemoryKind::PinnedHost;
+        }
+        return Some(o);
     }
     if let Some(c) = cuda_memory_saver_re().captures(t) {
         if c.get(2)?.as_str() != "2" {
@@ -2474,6 +2593,73 @@ mod tests {
         assert!(xla_stream_executor("E external/local_xla/xla/stream_executor/cuda/cuda_driver.cc:1] failed to allocate 1.00G (1073741824 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY").is_none());
     }
 
+    /// NCCL's allocators' warnings (`alloc.h`): the request and the device of the log prefix,
+    /// alone or after NCCL's CUDA check; the host's allocation is pinned host memory.
+    #[test]
+    fn nccls_allocation_warnings_give_the_request_and_device() {
+        let o = cuda_code("ng1:30:31 [3] include/alloc.h:178 NCCL WARN Cuda failure 'out of memory'\nng1:30:31 [3] include/alloc.h:185 NCCL WARN Failed to CUDA calloc 6291456 bytes").expect("found");
+        assert_eq!(
+            (o.format, o.device_index, o.facts.requested_bytes, o.memory),
+            ("cuda-nccl", Some(3), Some(6_291_456), MemoryKind::Device)
+        );
+        for (text, bytes) in [
+            ("NCCL WARN Failed to CUDA calloc async 2432 bytes", 2432),
+            (
+                "alloc.h:120 NCCL WARN Failed to CUDA malloc 536870912 bytes",
+                536_870_912,
+            ),
+        ] {
+            let o = cuda_code(text).expect(text);
+            assert_eq!(
+                (o.format, o.facts.requested_bytes, o.device_index),
+                ("cuda-nccl", Some(bytes), None),
+                "{text}"
+            );
+        }
+        let o = cuda_code("NCCL WARN Failed to CUDA host alloc 1048576 bytes").expect("found");
+        assert_eq!(
+            (o.memory, o.facts.requested_bytes),
+            (MemoryKind::PinnedHost, Some(1 << 20))
+        );
+        // A size in another wording is not NCCL's.
+        assert!(cuda_code("Failed to CUDA calloc some bytes").is_none());
+    }
+
+    /// Julia's GPU packages: CUDA.jl's OutOfGPUMemoryError with its pool's status, without a
+    /// size, CuArrays' older pool line, AMDGPU.jl; the sentence without Julia's words is not.
+    #[test]
+    fn julias_out_of_gpu_memory_error_and_its_pool_status() {
+        let gib = |x: f64| (x * (1u64 << 30) as f64).round() as u64;
+        let o = julia_gpu("ERROR: LoadError: Out of GPU memory trying to allocate 1.863 GiB\nEffective GPU memory usage: 99.73% (7.772 GiB/7.793 GiB)\nMemory pool usage: 5.648 GiB (5.656 GiB reserved)\nStacktrace:").expect("found");
+        assert_eq!((o.framework, o.format), (Framework::Cuda, "cuda-jl"));
+        let f = &o.facts;
+        assert_eq!(f.requested_bytes, Some(gib(1.863)));
+        assert_eq!(
+            (f.total_bytes, f.device_used_bytes),
+            (Some(gib(7.793)), Some(gib(7.772)))
+        );
+        assert_eq!(
+            (f.allocated_bytes, f.reserved_bytes),
+            (Some(gib(5.648)), Some(gib(5.656)))
+        );
+        assert_eq!(f.free_bytes, Some(gib(7.793) - gib(7.772)));
+        assert!(f.derived.contains(&"free_bytes"));
+        let o = julia_gpu("ERROR: Out of GPU memory\nStacktrace:\n  [1] throw_api_error(res::CUDA.cudaError_enum)").expect("found");
+        assert_eq!((o.format, o.facts.known()), ("cuda-jl", 0));
+        let o = julia_gpu("Out of GPU memory trying to allocate 512.000 MiB\nEffective GPU memory usage: 83.49% (10.019 GiB/12.000 GiB)\nCuArrays allocator usage: 7.917 GiB\nBinnedPool usage: 7.917 GiB (6.043 GiB allocated, 1.874 GiB cached)").expect("found");
+        assert_eq!(
+            (
+                o.facts.allocated_bytes,
+                o.facts.reserved_unallocated_bytes,
+                o.facts.reserved_bytes
+            ),
+            (Some(gib(6.043)), Some(gib(1.874)), Some(gib(7.917)))
+        );
+        let o = julia_gpu("Out of GPU memory trying to allocate 2.000 GiB\n  @ AMDGPU ~/.julia/packages/AMDGPU/x/src/memory.jl:12").expect("found");
+        assert_eq!((o.framework, o.format), (Framework::Rocm, "amdgpu-jl"));
+        assert!(julia_gpu("The game says Out of GPU memory when I load the map").is_none());
+    }
+
     /// CUDA's error 2 relayed by Thrust, NCCL, spconv, HAMi-core or as a bare number; any
     /// other number is not memory.
     #[test]
@@ -2520,6 +2706,8 @@ mod tests {
             "[torch_memory_saver.cpp] CUresult error  result=1 file=csrc/torch_memory_saver.cpp func=resume line=214",
             "[torch_memory_saver.cpp] cudaError error: 700 (an illegal memory access was encountered)  file=csrc/core.cpp func=resume line=172",
             "CUSOLVER_STATUS_EXECUTION_FAILED",
+            // NCCL's allocation warning after another CUDA error: that error, not memory.
+            "x.cc:1 NCCL WARN Cuda failure 'an illegal memory access was encountered'\nalloc.h:185 NCCL WARN Failed to CUDA calloc 6291456 bytes",
         ] {
             assert!(cuda_code(text).is_none(), "{text}");
         }

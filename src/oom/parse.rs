@@ -496,6 +496,11 @@ re!(
     prose_re,
     r"(?i)\b(?:i|i'm|i've|i'd|me|my|we|we're|our|you|your)\b|\?\s*$"
 );
+/// Whether `line` has any mark of an error ([`fallback`]'s test against prose).
+pub(super) fn has_error_mark(line: &str) -> bool {
+    error_mark_re().is_match(line)
+}
+
 re!(
     error_mark_re,
     r"(?i)error|fail|exception|abort|fatal|warn|[:'\[]|\d"

@@ -542,7 +542,8 @@ impl Scanner {
         // ggml's CPU backend likewise: the buffer type's failed malloc, then ggml-alloc's
         // "failed to allocate CPU buffer" for the same buffer.
         // llama.cpp likewise: the backend's allocation line, then ggml-alloc's "failed to
-        // allocate CUDA0 buffer" and the loader's error, for one buffer.
+        // allocate CUDA0 buffer" and the loader's error, for one buffer. NCCL likewise: its
+        // CUDA check's "Cuda failure 'out of memory'", then "Failed to CUDA calloc N bytes".
         // Neuron's runtime likewise: its device layer's lines for one allocation
         // (`dmem_alloc_internal`, `log_dev_mem`, `tensor_allocate`).
         let one_failure = (new.framework == Framework::Tensorrt
@@ -555,6 +556,10 @@ impl Scanner {
                     .zip(old.facts.requested_bytes)
                     .is_none_or(|(a, b)| a == b))
             || (new.format == "ggml-cpu-buffer" && old.format == "ggml-cpu-buffer")
+            // NCCL's CUDA check, then its allocator's warning with the size, for one call.
+            || (new.format == "cuda-nccl"
+                && old.format == "cuda-nccl"
+                && old.facts.requested_bytes.is_none())
             || (new.framework == Framework::Ggml
                 && old.framework == Framework::Ggml
                 && ggml_follow_up(line)
@@ -833,9 +838,19 @@ mod tests {
             "E tensorflow"
         );
         assert_eq!(
-            normalise("E0123 12:34:56.789012 1234 bfc_allocator.cc:485] Allocator ran"),
-            "Allocator ran"
+            normalise("E0123 12:34:56.789012 1234 bfc_allocator.cc:485] Allocator (GPU_0_bfc) ran out of memory trying to allocate 1.00GiB"),
+            "Allocator (GPU_0_bfc) ran out of memory trying to allocate 1.00GiB"
         );
+        // Where the level is the line's only mark of an error, it stays; another level goes.
+        assert_eq!(
+            normalise("E0123 12:34:56.789012 1234 x.cc:485] Allocator ran"),
+            "ERROR: Allocator ran"
+        );
+        assert_eq!(
+            normalise("ERROR: Out of GPU memory"),
+            "ERROR: Out of GPU memory"
+        );
+        assert_eq!(normalise("INFO: Out of GPU memory"), "Out of GPU memory");
         assert_eq!(
             normalise(
                 "(EngineCore_DP0 pid=223840) ERROR 10-25 13:08:43 [core.py:708] ValueError: x"
