@@ -806,6 +806,24 @@ pub const PROGRAMS: &[Program] = &[
             "Offload less: `-pme cpu`, `-bonded cpu` or `-update cpu` keep that work and its buffers on the host.",
         ],
     },
+    // RELION's GPU code (`src/acc/cuda/custom_allocator.cuh`, 2.x to 5.x): each process takes one
+    // block of device memory at start-up (`cudaMalloc` of what it may use, the GPU's free memory
+    // shared among the ranks and threads on it, less `--free_gpu_memory`) and hands out pieces of
+    // it; when none is large enough, even after waiting for running kernels, it prints "ERROR:
+    // CudaCustomAllocator out of memory\n [requestedSpace: %lu B]\n [largestContinuousFreeSpace:
+    // %lu B]\n [totalFreeSpace: %lu B]" and its pieces ("(N B)" in use, "[N B]" free, "= N B"
+    // the block's size). RELION's documentation: too many MPI ranks or threads on one GPU.
+    Program {
+        name: "RELION",
+        format: "program-relion",
+        read: relion,
+        meaning: "RELION's own allocator could not find a piece of its pre-allocated block of GPU memory large enough for the request: the block is sized once, at start-up, from the memory free on the GPU and shared among the ranks and threads that use it; when the free space is in pieces (largestContinuousFreeSpace below the request), it is fragmented.",
+        remedies: &[
+            "Fewer MPI ranks per GPU, or more GPUs (`--gpu \"0:1\"`): ranks on one GPU divide its memory between their blocks.",
+            "Fewer threads per rank (`--j`) and a smaller `--pool`: each thread's work is held in the block at once.",
+            "Larger particle boxes need more: downscale the particles (a smaller box) for early classification and refinement.",
+        ],
+    },
     // Kokkos (`core/src/impl/Kokkos_SharedAlloc.cpp` / `Kokkos_MemorySpace.cpp`, 3.x to 4.x):
     // "Kokkos failed to allocate memory for label \"<label>\".  Allocation using MemorySpace named
     // \"<space>\" failed with the following error:  Allocation of size <n> <unit> failed, likely
@@ -1002,6 +1020,29 @@ fn gromacs(t: &str) -> Option<Found> {
 }
 
 re!(
+    relion_re,
+    r"CudaCustomAllocator out of memory\s{0,3}\[requestedSpace: *(\d{1,20}) B\]\s{0,3}\[largestContinuousFreeSpace: *(\d{1,20}) B\]\s{0,3}\[totalFreeSpace: *(\d{1,20}) B\]"
+);
+// The allocator's state after it: its pieces, then "= <block size>B".
+re!(relion_block_re, r"\] = (\d{1,20})B\b");
+
+fn relion(t: &str) -> Option<Found> {
+    let c = relion_re().captures(t)?;
+    let n = |i: usize| c.get(i).and_then(|m| m.as_str().parse::<u64>().ok());
+    let mut f = Found::device(Api::Cuda);
+    f.facts.requested_bytes = n(1);
+    f.facts.free_bytes = n(3);
+    // The block, RELION's own limit, printed just after (the next error's, if any, is further).
+    let after = &t[c.get(0)?.end()..];
+    let next = after.find("CudaCustomAllocator").unwrap_or(after.len());
+    if let Some(b) = relion_block_re().captures(&after[..next]) {
+        f.facts.total_bytes = b.get(1).and_then(|m| m.as_str().parse().ok());
+        f.facts.total_is_limit = f.facts.total_bytes.is_some();
+    }
+    Some(f)
+}
+
+re!(
     kokkos_re,
     r#"Kokkos failed to allocate memory for label "[^"\n]{0,200}"\.\s{1,3}Allocation using MemorySpace named "(\w{1,40})"?\s{0,2}failed with the following error:\s{1,3}Allocation of size (\d+(?:\.\d+)?) ?([KMGT]?)B? failed"#
 );
@@ -1123,8 +1164,28 @@ re!(
     nd4j_re,
     r"Failed to allocate (\d{1,20}) bytes from (?:DEVICE \[(\d{1,3})\]|(HOST)) memory"
 );
+// The same class when libnd4j reports the CUDA call's error (1.0.0-beta7 and later):
+// lastErrorMessage() + "; Bytes: [" + bytes + "]; Error code [" + ec + "]; DEVICE [" + device
+// + "]" ("cudaMalloc failed; Bytes: [1077940224]; Error code [2]; DEVICE [0]"); ec is CUDA's
+// status, 2 out of memory.
+re!(
+    nd4j_code_re,
+    r"(\w+) failed; Bytes: \[(\d{1,20})\]; Error code \[(\d{1,5})\]; DEVICE \[(\d{1,3})\]"
+);
 
 fn nd4j(t: &str) -> Option<Found> {
+    if let Some(c) = nd4j_code_re().captures(t) {
+        if c.get(3)?.as_str() != "2" {
+            return None;
+        }
+        let mut f = Found::device(Api::Cuda);
+        f.facts.requested_bytes = c.get(2)?.as_str().parse().ok();
+        f.device = c.get(4)?.as_str().parse().ok();
+        if super::clean::names_pinned_host(c.get(1)?.as_str()) {
+            f.memory = MemoryKind::PinnedHost;
+        }
+        return Some(f);
+    }
     let c = nd4j_re().captures(t)?;
     let mut f = Found::device(Api::Cuda);
     f.facts.requested_bytes = c.get(1)?.as_str().parse().ok();
@@ -1334,6 +1395,7 @@ mod tests {
             ("Out of video memory trying to allocate a rendering resource. Make sure your video card has the minimum required memory, try lowering the resolution and/or closing other applications that are running. Exiting...", "program-unreal", Framework::Unknown, MemoryKind::Device, None),
             ("Exception in thread \"main\" java.lang.RuntimeException: Failed to allocate 4294967296 bytes from DEVICE [0] memory\n\tat org.nd4j.jita.memory.CudaMemoryManager.allocate(CudaMemoryManager.java:76)", "program-nd4j", Framework::Cuda, MemoryKind::Device, Some(4_294_967_296)),
             ("java.lang.RuntimeException: Failed to allocate 1048576 bytes from HOST memory\n\tat org.nd4j.jita.memory.CudaMemoryManager.allocate(CudaMemoryManager.java:61)", "program-nd4j", Framework::Cuda, MemoryKind::PinnedHost, Some(1_048_576)),
+            ("java.lang.RuntimeException: cudaMalloc failed; Bytes: [1077940224]; Error code [2]; DEVICE [0]\n\tat org.nd4j.jita.memory.CudaMemoryManager.allocate(CudaMemoryManager.java:79)", "program-nd4j", Framework::Cuda, MemoryKind::Device, Some(1_077_940_224)),
         ];
         for (text, format, fw, memory, req) in cases {
             let o = read(text).unwrap_or_else(|| panic!("not found: {text}"));
@@ -1353,6 +1415,11 @@ mod tests {
             (o.format, o.device_index, o.facts.requested_bytes),
             ("program-nd4j", Some(1), Some(2_000_000_000))
         );
+        let o = read("java.lang.RuntimeException: cudaMalloc failed; Bytes: [4096]; Error code [2]; DEVICE [3]").expect("found");
+        assert_eq!(
+            (o.format, o.device_index, o.facts.requested_bytes),
+            ("program-nd4j", Some(3), Some(4096))
+        );
     }
 
     /// The same words around another status, or without the program's words where they are
@@ -1361,6 +1428,7 @@ mod tests {
     fn programs_other_statuses_are_not_theirs() {
         for text in [
             "Error creating array posq: CUDA_ERROR_ILLEGAL_ADDRESS (700)",
+            "java.lang.RuntimeException: cudaMalloc failed; Bytes: [4096]; Error code [700]; DEVICE [0]",
             "OpenMMException: Error creating array posq: clCreateBuffer (-30)",
             "[h264_nvenc @ 0x1] OpenEncodeSessionEx failed: unsupported device (2): (no details)",
             "[AVHWFramesContext @ 0x1] cu->cuMemAlloc(&data->ptr, size) failed -> CUDA_ERROR_INVALID_VALUE: invalid argument",

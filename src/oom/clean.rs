@@ -33,6 +33,12 @@ fn prefix_re() -> &'static Regex {
     })
 }
 
+/// `line` without the log prefixes [`normalise`] takes off (its marks kept): the text as its
+/// writer or program wrote it.
+pub(crate) fn without_log_prefix(line: &str) -> std::borrow::Cow<'_, str> {
+    prefix_re().replace(line, "")
+}
+
 /// A log prefix's level that says an error: Python's logging and Julia's `ERROR:`, `[ERROR]`,
 /// glog's `E0101 …`, `CRITICAL`, `FATAL`.
 fn error_level_re() -> &'static Regex {
@@ -204,6 +210,7 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "out of resource: shared memory",
     "out of gpu memory",
     "failed to cuda calloc",
+    "failed; bytes:",
     "failed to cuda malloc",
     "failed to cuda host alloc",
     "out of device memory",
@@ -267,6 +274,8 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "hiperror_t error",
     "curand_status_allocation_failed",
     "memory isn't enough and alloc failed",
+    "malloc for kernel output failed",
+    "blocks, only",
     "is more than total mem size",
     "is smaller than requested bytes of",
     "cuda error: 2",
@@ -415,9 +424,18 @@ pub fn is_trigger(line: &str) -> bool {
 }
 
 /// What the scanner looks for in a line besides the trigger phrases: TensorFlow's "not a
-/// failure" warnings it counts and its allocator statistics (`Limit:`, `InUse:`), matched here
-/// without their case (a superset: the scanner then checks them exactly).
-const NOTED: &[&str] = &["this is not a failure", "limit:", "inuse:"];
+/// failure" warnings it counts, its allocator statistics (`Limit:`, `InUse:`) and its account
+/// of each GPU at start-up (the device's total memory), matched here without their case (a
+/// superset: the scanner then checks them exactly).
+const NOTED: &[&str] = &[
+    "this is not a failure",
+    "limit:",
+    "inuse:",
+    "with properties",
+    "total memory:",
+    "totalmemory:",
+    "devicememorysize:",
+];
 
 fn noted_ac() -> &'static AhoCorasick {
     static AC: OnceLock<AhoCorasick> = OnceLock::new();

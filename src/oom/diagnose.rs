@@ -511,7 +511,9 @@ fn request_exceeds_total(oom: &Oom, _sizing: Option<&Sizing>, _out: &[Finding]) 
     }
     let need = f.requested_bytes;
     if let (Some(n), Some(t)) = (need, f.total_bytes) {
-        if n > t {
+        // A total printed with two decimals ("7.92GiB") is rounded by up to 5 MiB: a request
+        // within that of it (TensorFlow asking for the whole card at start-up) is not larger.
+        if n > t.saturating_add(8 << 20) {
             let (what, settings) = if f.total_is_limit {
                 ("the allocator's limit", true)
             } else {
@@ -949,19 +951,30 @@ fn no_numbers(oom: &Oom, _sizing: Option<&Sizing>, _out: &[Finding]) -> Option<F
 fn request_only(oom: &Oom, _sizing: Option<&Sizing>, out: &[Finding]) -> Option<Finding> {
     let f = &oom.facts;
     let need = f.requested_bytes;
+    // TensorFlow's region request with only the device's size beside it (from its start-up
+    // lines): still a request alone, the region explained below.
+    let tf_region = oom.framework == Framework::Tensorflow
+        && matches!(oom.format, "cuda-driver" | "rocm-driver");
     if out.is_empty()
         && need.is_some()
-        && f.total_bytes.is_none()
+        && (f.total_bytes.is_none() || tf_region)
         && f.free_bytes.is_none()
         && f.allocated_bytes.is_none()
         && f.reserved_bytes.is_none()
     {
         return Some(Finding {
             cause: Cause::RequestOnly,
-            title: format!(
-                "{} could not be allocated; the message gives no other figure",
-                need.map(fmt_bytes).unwrap_or_default()
-            ),
+            title: match f.total_bytes {
+                Some(t) => format!(
+                    "{} could not be allocated on a GPU of {}; the message gives no other figure",
+                    need.map(fmt_bytes).unwrap_or_default(),
+                    fmt_bytes(t)
+                ),
+                None => format!(
+                    "{} could not be allocated; the message gives no other figure",
+                    need.map(fmt_bytes).unwrap_or_default()
+                ),
+            },
             detail: if oom.format == "cuda-nccl" {
                 "NCCL could not allocate this much device memory for a communicator (its buffers, NCCL_BUFFSIZE per channel and peer, and its kernels' memory), which it allocates when a collective first runs on it, usually after the model is loaded: the GPU was already full, usually with the framework's own memory.".into()
             } else if oom.format == "rmm-pool" {
@@ -972,8 +985,16 @@ fn request_only(oom: &Oom, _sizing: Option<&Sizing>, out: &[Finding]) -> Option<
                 && matches!(oom.format, "cuda-driver" | "rocm-driver")
             {
                 "TensorFlow's BFC allocator asked the driver for a new region of this size, not for one tensor. When a region cannot be had it asks again for 90% of it (bfc_allocator.cc, Extend's backpedal), down to the size of the tensor that needed it, so a series of falling sizes is one attempt and the last line is the smallest it tried. If none succeeds TensorFlow reports the tensor's own out-of-memory error next; if the paste ends here, a later, smaller region may have been granted. At start-up it is TensorFlow reserving most of the GPU while another process holds part of it.".into()
-            } else {
+            } else if matches!(
+                oom.framework,
+                Framework::Cuda | Framework::Rocm | Framework::Unknown
+            ) {
                 "A runtime's allocator line carries only the request. At start-up it is often TensorFlow or JAX reserving most of the GPU while another process already holds part of it; later it is the job's own growth.".into()
+            } else {
+                format!(
+                    "{} could not allocate this much, and its message gives no other figure: whether its own memory or other processes filled the GPU is not in the text.",
+                    oom.framework.name()
+                )
             },
             remedies: if oom.framework == Framework::Rmm {
                 rmm_remedies(oom)
@@ -997,6 +1018,9 @@ fn request_only(oom: &Oom, _sizing: Option<&Sizing>, out: &[Finding]) -> Option<
                     Framework::Jax => v.extend(jax_lower_peak()),
                     Framework::Tensorflow => v.push(r("If another process needs the GPU: TF_FORCE_GPU_ALLOW_GROWTH=true, so TensorFlow does not map the whole card at start-up.")),
                     Framework::Rocm if oom.format == "rocm-thunk" => v.push(r("The kernel driver (KFD) had no VRAM left for this allocation: `rocm-smi --showmeminfo vram` (or `amd-smi monitor`) shows what the card holds, and a smaller batch or model is the lever in the program above ROCm.")),
+                    // A named framework's own findings follow; another framework's settings
+                    // are guesses there.
+                    f if !matches!(f, Framework::Cuda | Framework::Rocm | Framework::Unknown) => {}
                     _ => {
                         v.push(r("TensorFlow sharing the GPU: TF_FORCE_GPU_ALLOW_GROWTH=true, so it does not map the whole card at start-up."));
                         v.push(r("JAX sharing the GPU: XLA_PYTHON_CLIENT_PREALLOCATE=false, or a lower XLA_PYTHON_CLIENT_MEM_FRACTION."));
@@ -2017,12 +2041,30 @@ type StackRule = fn(&Oom) -> Option<Finding>;
 
 /// The stacks' own rules, by name.
 const STACK_RULES: &[(&str, StackRule)] = &[
+    ("rtp-llm-kv-blocks", rtp_llm_kv_blocks),
     ("paddle-enforce", paddle_enforce),
     ("xla-tpu-reserve", xla_tpu_reserve),
     ("mlx-buffer-size", mlx_buffer_size),
     ("mps-buffer-size", mps_buffer_size),
     ("mlx-command-buffer", mlx_command_buffer),
 ];
+
+/// rtp-llm's paged KV cache had fewer free blocks than a request needed: the cache was sized at
+/// start-up from the GPU memory left after the weights; a count of blocks, not a failed device
+/// allocation.
+fn rtp_llm_kv_blocks(oom: &Oom) -> Option<Finding> {
+    let (need, left) = oom.kv_blocks?;
+    Some(Finding {
+        cause: Cause::FrameworkSettings,
+        title: format!("rtp-llm's KV cache had {left} free blocks; the request needed {need}"),
+        detail: "rtp-llm keeps each sequence's keys and values in a paged cache whose blocks it allocates once, at start-up, from the GPU memory left after the weights; a request (its prompt and the tokens it may generate) needed more blocks than the requests already running left free. No device allocation failed: the cache was full.".into(),
+        remedies: vec![
+            r("Admit less at once: fewer concurrent requests, shorter prompts, or a lower max_new_tokens per request."),
+            r("Give the cache more blocks: a smaller or quantised model leaves more of the GPU for it, as does tensor parallelism over more GPUs."),
+            r("See what else holds the GPU (`gpumon once`): memory another process takes at start-up is memory the cache did not get."),
+        ],
+    })
+}
 
 /// PaddlePaddle Fluid (before 1.5) takes its GPU memory as chunks of a fixed share of the card
 /// (`gpu_info.cc`, `GpuMaxChunkSize`) and checks each against the free memory first: the
@@ -2754,7 +2796,11 @@ fn get_numbers() -> Remedy {
 
 /// What a message that names no holder shows: its request, or nothing.
 fn request_or_nothing(o: &Oom) -> Cause {
-    if o.facts.requested_bytes.is_some() {
+    let f = &o.facts;
+    // The program's own limit, with what was free under it: its own allocations filled it.
+    if f.total_is_limit && f.free_bytes.is_some() && f.requested_bytes.is_some() {
+        Cause::FrameworkAllocations
+    } else if f.requested_bytes.is_some() {
         Cause::RequestOnly
     } else {
         Cause::NoNumbers
@@ -2784,10 +2830,22 @@ fn program_finding(o: &Oom, p: &api::Program) -> Option<Finding> {
         _ => {}
     }
     let mut detail = p.meaning.to_owned();
-    detail.push_str(match o.facts.requested_bytes {
-        Some(_) => " The size is the one the message prints; what held the rest of the memory is not in the text.",
-        None => " The message gives no size, and what held the memory is not in the text.",
-    });
+    let f = &o.facts;
+    match (f.requested_bytes, f.free_bytes, f.total_bytes) {
+        (Some(n), Some(free), Some(total)) => detail.push_str(&format!(
+            " It asked for {} with {} free of {}{}.",
+            fmt_bytes(n),
+            fmt_bytes(free),
+            fmt_bytes(total),
+            if f.total_is_limit {
+                " (the program's own limit)"
+            } else {
+                ""
+            }
+        )),
+        (Some(_), _, _) => detail.push_str(" The size is the one the message prints; what held the rest of the memory is not in the text."),
+        (None, _, _) => detail.push_str(" The message gives no size, and what held the memory is not in the text."),
+    }
     let mut remedies = vec![api_rm("See what holds the GPU now: `gpumon once` lists every process and its memory; close other programs using it.")];
     remedies.extend(p.remedies.iter().map(|r| api_rm(r)));
     remedies.push(get_numbers());

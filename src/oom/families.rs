@@ -186,6 +186,10 @@ pub const ALL: &[Family] = &[
         parse: sglang,
     },
     Family {
+        name: "rtp-llm-kv-blocks",
+        parse: rtp_llm_kv_blocks,
+    },
+    Family {
         name: "deepspeed-workspace",
         parse: deepspeed_workspace,
     },
@@ -830,6 +834,28 @@ fn sglang(t: &str) -> Option<Oom> {
     };
     let mut o = oom(Framework::Sglang, format, None, Facts::default());
     o.kv_fraction = c.get(1).and_then(|m| m.as_str().parse().ok());
+    Some(o)
+}
+
+// Alibaba's rtp-llm (maga_transformer) serving a request whose KV cache does not fit in its
+// paged cache's free blocks: "failed to malloc 134 blocks, only 28 blocks left" (its server's
+// error 514, relayed in the OpenAI-compatible API's HTTP 500 body; alibaba/rtp-llm#66). Counts
+// of blocks, not bytes.
+re!(
+    rtp_blocks_re,
+    r"failed to malloc (\d{1,12}) blocks, only (\d{1,12}) blocks left"
+);
+
+fn rtp_llm_kv_blocks(t: &str) -> Option<Oom> {
+    let c = rtp_blocks_re().captures(t)?;
+    let n = |i: usize| c.get(i).and_then(|m| m.as_str().parse::<u64>().ok());
+    let mut o = oom(
+        Framework::RtpLlm,
+        "rtp-llm-kv-blocks",
+        None,
+        Facts::default(),
+    );
+    o.kv_blocks = n(1).zip(n(2));
     Some(o)
 }
 

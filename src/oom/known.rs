@@ -469,6 +469,7 @@ pub(crate) fn oom(
         buffer_limit: None,
         kv_tokens: None,
         kv_fraction: None,
+        kv_blocks: None,
     }
 }
 

@@ -304,6 +304,13 @@ re!(
     r"Out of Memory!!! Request memory size: (\d+)B?"
 );
 re!(ms_hbm_re, r"Device HBM memory size: (\d+)M\b");
+// PyNative mode's kernel launch (`mindspore/ccsrc/runtime/pynative/op_runner.cc`, 2.x): "Malloc
+// for kernel output failed, Memory isn't enough, node:<scope>" (earlier without "Memory isn't
+// enough") when the device context could not allocate the kernel's outputs. No size.
+re!(
+    ms_kernel_output_re,
+    r"Malloc for kernel output failed,(?: Memory isn't enough,)? node: ?(\S+)"
+);
 re!(ms_used_re, r"MindSpore Used memory size: (\d+)M\b");
 re!(
     ms_pool_re,
@@ -340,6 +347,14 @@ pub(super) fn mindspore(t: &str) -> Option<Oom> {
             ..Facts::default()
         };
         return Some(oom(Framework::Mindspore, "mindspore-static", None, f));
+    }
+    if ms_kernel_output_re().is_match(t) {
+        return Some(oom(
+            Framework::Mindspore,
+            "mindspore-kernel-output",
+            None,
+            Facts::default(),
+        ));
     }
     let c = ms_alloc_re().captures(t)?;
     let f = Facts {
@@ -706,6 +721,11 @@ mod tests {
 
     #[test]
     fn mindspore_forms() {
+        let o = mindspore("RuntimeError: Malloc for kernel output failed, Memory isn't enough, node:Default/Cast-op446").expect("found");
+        assert_eq!(
+            (o.framework, o.format, o.facts.known()),
+            (Framework::Mindspore, "mindspore-kernel-output", 0)
+        );
         let o = mindspore("RuntimeError: Memory not enough: Device(id:3) memory isn't enough and alloc failed, kernel name: Default/network-WithLossCell/_backbone-Net/Conv2D-op1, alloc size: 536870912B.").expect("found");
         assert_eq!(
             (o.framework, o.format, o.device_index, o.memory),

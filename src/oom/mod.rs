@@ -101,6 +101,9 @@ pub enum Framework {
     Tgi,
     /// SGLang's memory pools (the KV cache it sizes from `--mem-fraction-static`).
     Sglang,
+    /// Alibaba's rtp-llm (maga_transformer): its paged KV cache's blocks.
+    #[serde(rename = "rtp_llm")]
+    RtpLlm,
     /// DeepSpeed's inference kernels (their workspace, sized at the first forward).
     Deepspeed,
     /// wgpu's device (WebGPU in Rust: Burn's and Candle's wgpu back ends, other programs on
@@ -204,6 +207,7 @@ impl Framework {
             Framework::Neuron => "AWS Neuron",
             Framework::Tgi => "Text Generation Inference",
             Framework::Sglang => "SGLang",
+            Framework::RtpLlm => "rtp-llm",
             Framework::Deepspeed => "DeepSpeed",
             Framework::Wgpu => "wgpu",
             Framework::Xgboost => "XGBoost (GPU)",
@@ -377,6 +381,10 @@ pub struct Oom {
     /// cache may take; SGLang's mem_fraction_static where its message prints it.
     #[serde(skip)]
     pub kv_fraction: Option<f64>,
+    /// A paged KV cache's blocks: those a request needed and those left (rtp-llm's "failed to
+    /// malloc N blocks, only M blocks left"): counts, not bytes.
+    #[serde(skip)]
+    pub kv_blocks: Option<(u64, u64)>,
 }
 
 impl Facts {
@@ -458,6 +466,33 @@ impl Facts {
                 ),
             });
             self.process_bytes = None;
+        }
+        // Held figures no GPU could hold, where the message gives no capacity to weigh them
+        // against (CuPy's "allocated so far: 7,250,273,780,736 bytes"): a counter gone wrong, not
+        // memory; left out, as a misread figure would be.
+        if self.total_bytes.is_none() {
+            let fields: [(&'static str, &mut Option<u64>); 4] = [
+                ("allocated_bytes", &mut self.allocated_bytes),
+                ("reserved_bytes", &mut self.reserved_bytes),
+                ("process_bytes", &mut self.process_bytes),
+                ("device_used_bytes", &mut self.device_used_bytes),
+            ];
+            for (field, value) in fields {
+                let Some(v) = value.filter(|v| *v >= IMPLAUSIBLE_REQUEST) else {
+                    continue;
+                };
+                self.implausible.push(Implausible {
+                    field,
+                    said_bytes: v,
+                    why: format!(
+                        "{} {}: no GPU holds that; the figure is a counter gone wrong or \
+                         misprinted, so it is left out",
+                        field.trim_end_matches("_bytes").replace('_', " "),
+                        unit(v)
+                    ),
+                });
+                *value = None;
+            }
         }
         // A device's capacity; an allocator's limit (MPS's "max allowed") can be exceeded.
         let Some(total) = self.total_bytes.filter(|t| *t > 0 && !self.total_is_limit) else {
@@ -743,12 +778,21 @@ impl Analysis {
             return &[];
         };
         let same = |o: &Oom| {
-            let agree = |a: Option<u64>, b: Option<u64>| a.is_none() || b.is_none() || a == b;
+            // The BFC allocator prints a request rounded up to its 256-byte unit ("rounded to
+            // 29995136256"), the error above it the request itself (29995136128): one size.
+            let same_size = |a: u64, b: u64| a.div_ceil(256) == b.div_ceil(256);
+            let agree = |a: Option<u64>, b: Option<u64>| match (a, b) {
+                (Some(a), Some(b)) => same_size(a, b),
+                _ => true,
+            };
             // XLA's BFC allocator line (shared with TensorFlow, so read as TensorFlow's) before
             // JAX's own error for the same request is one failure.
             let xla = |f: Framework| matches!(f, Framework::Tensorflow | Framework::Jax);
-            let same_request = o.facts.requested_bytes.is_some()
-                && o.facts.requested_bytes == last.facts.requested_bytes;
+            let same_request = o
+                .facts
+                .requested_bytes
+                .zip(last.facts.requested_bytes)
+                .is_some_and(|(a, b)| same_size(a, b));
             (o.framework == last.framework
                 || (same_request && xla(o.framework) && xla(last.framework)))
                 && (o.device_index.is_none()
@@ -888,6 +932,20 @@ mod tests {
         assert_eq!(f.spilled_bytes, Some(gib(16.16) - gib(11.99)));
         assert!(f.derived.contains(&"spilled_bytes"));
         let a = analyze("RuntimeError: MPS backend out of memory (MPS allocated: 7.08 GB, other allocations: 3.36 MB, max allowed: 7.16 GB). Tried to allocate 96.00 MB on private pool.");
+        assert!(a.main().expect("found").facts.implausible.is_empty());
+    }
+
+    /// A held figure no GPU holds, with no capacity beside it, is left out and said.
+    #[test]
+    fn held_figures_beyond_any_gpu_are_left_out_without_a_total() {
+        let a = analyze("OutOfMemoryError: Out of memory allocating 478,456,320 bytes (allocated so far: 7,250,273,780,736 bytes).");
+        let f = &a.main().expect("found").facts;
+        assert_eq!(f.requested_bytes, Some(478_456_320));
+        assert_eq!(f.reserved_bytes, None);
+        assert_eq!(f.implausible[0].field, "reserved_bytes");
+        assert_eq!(f.implausible[0].said_bytes, 7_250_273_780_736);
+        // Below the bound it stands.
+        let a = analyze("OutOfMemoryError: Out of memory allocating 478,456,320 bytes (allocated so far: 7,250,273,780 bytes).");
         assert!(a.main().expect("found").facts.implausible.is_empty());
     }
 

@@ -174,8 +174,17 @@ pub fn parse_block(lines: &[String]) -> Option<Oom> {
     }
     // A terminal wrap can split a word; try the block joined without spaces as well; then the
     // honest fallback on the trigger line.
+    // An escaped string re-wrapped across lines (a panic's `{:?}`, a JSON body) cannot be
+    // unescaped line by line: its `\n` escapes read as the breaks they stand for.
+    let unescaped = || {
+        spaced
+            .contains("\\n")
+            .then(|| parse_text(&spaced.replace("\\n", " ").replace("\\\"", "\"")))
+            .flatten()
+    };
     let mut found = parse_text(&spaced)
         .or_else(|| parse_text(&not_a_failure_re().replace_all(&lines.concat(), "")))
+        .or_else(unescaped)
         .or_else(|| fallback(&trigger, &spaced))?;
     pin_memory_thread(&mut found, &spaced);
     if found.device_index.is_none() {
@@ -461,6 +470,19 @@ mod tests {
         assert_eq!(
             o.facts.free_bytes,
             Some((12.18 * GIB as f64).round() as u64)
+        );
+    }
+
+    /// A panic's `{:?}` string re-wrapped at 40 columns: its `\n` escapes, split from the
+    /// string's quotes, still read as breaks.
+    #[test]
+    fn an_escaped_string_rewrapped_across_lines_still_reads() {
+        let text = "thread 'main' panicked at 'Unable to\nwarmup model: Generation(\"Allocation on\ndevice 0 would exceed allowed memory.\n(out of memory)\\nCurrently allocated    \n: 16.08 GiB\\nRequested               :\n4.83 GiB\\nDevice limit            :\n22.20 GiB\\nFree (according to CUDA):\n11.12 MiB\\nPyTorch limit (set by\nuser-supplied memory fraction)\\n        \n: 22.20 GiB\")',";
+        let o = super::super::analyze(text).main().cloned().expect("an OOM");
+        assert_eq!(o.format, "pytorch-cudamallocasync");
+        assert_eq!(
+            o.facts.allocated_bytes,
+            Some((16.08 * GIB as f64).round() as u64)
         );
     }
 

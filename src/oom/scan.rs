@@ -17,6 +17,23 @@ fn ggml_follow_up(line: &str) -> bool {
     line.contains(" buffer of size ") || line.contains("unable to allocate")
 }
 
+/// A line that opens a dated log record: an ISO date (`2019-01-08 19:06:11.303639: E …`) or
+/// glog's level and date (`E0108 19:06:11.303639 …`) at its start. Lines a program prints
+/// inside one record (a traceback, a message's own lines) carry no date of their own.
+fn starts_a_dated_record(raw: &str) -> bool {
+    let b = raw.trim_start().as_bytes();
+    let iso = b.len() > 10
+        && b[..4].iter().all(u8::is_ascii_digit)
+        && b[4] == b'-'
+        && b[5..7].iter().all(u8::is_ascii_digit)
+        && b[7] == b'-';
+    let glog = b.len() > 6
+        && matches!(b[0], b'E' | b'W' | b'I' | b'F')
+        && b[1..5].iter().all(u8::is_ascii_digit)
+        && b[5] == b' ';
+    iso || glog
+}
+
 /// A line that starts a Python exception's message (`RuntimeError: …`,
 /// `torch.OutOfMemoryError: …`).
 fn exception_head(line: &str) -> bool {
@@ -33,6 +50,10 @@ const JOIN: usize = 64;
 
 /// Lines collected after a trigger line.
 const BLOCK_LINES: usize = 12;
+/// Characters collected after a trigger line, where more than [`BLOCK_LINES`] lines hold them:
+/// a message re-wrapped narrow (a terminal or a page at 40 columns) spreads the same words over
+/// more lines, and its last figures (a device named 11 lines on) stay in its block.
+const BLOCK_CHARS: usize = 960;
 /// Lines of context kept before a trigger line.
 const BEFORE: usize = 8;
 /// The most lines and bytes one block holds: a run of trigger lines that read as one message
@@ -228,6 +249,14 @@ pub struct Scanner {
     parsed: u64,
     /// Lines still to collect into the current block.
     pending: usize,
+    /// Characters still to collect into it ([`BLOCK_CHARS`]): the last line of `pending` is
+    /// not spent while some remain.
+    pending_chars: usize,
+    /// Where in the open block, after its last trigger line, the first line that opens a dated
+    /// log record lies ([`starts_a_dated_record`]).
+    record_at: Option<usize>,
+    /// The open block's last trigger line opened a dated record itself.
+    trigger_dated: bool,
     /// The end of the previous line, and a buffer for it joined to the next line's start: a
     /// message re-wrapped at some width splits its trigger phrase ("less than desired GPU" /
     /// "memory utilization") across two lines.
@@ -250,7 +279,23 @@ pub struct Scanner {
     quick: bool,
     /// How deep inside escaped strings the line being read lies.
     unescaped: u8,
+    /// TensorFlow's start-up account of its GPUs ([`Scanner::note_tf_device`]): each device's
+    /// total memory, the last [`TF_DEVICES`] of them, and the device whose lines follow.
+    tf_totals: Vec<(u32, u64)>,
+    tf_found: Option<u32>,
 }
+
+/// How many of TensorFlow's device accounts a scan keeps.
+const TF_DEVICES: usize = 16;
+
+// TensorFlow's `gpu_device.cc` as it finds each GPU: "Found device 0 with properties:", then
+// the device's memory, by release: 1.0–1.4 "Total memory: 7.92GiB" (and "Free memory: …"),
+// 1.5–1.15 "totalMemory: 10.91GiB freeMemory: 10.75GiB", 2.x "deviceMemorySize: 10.76GiB".
+re!(tf_found_re, r"Found device (\d{1,3}) with properties");
+re!(
+    tf_total_re,
+    r"(?:Total memory|totalMemory|deviceMemorySize): ?(\d+(?:\.\d+)?\s?(?:[KMGT]i?B|bytes))"
+);
 
 impl Default for Scanner {
     fn default() -> Self {
@@ -270,6 +315,11 @@ impl Scanner {
             overflow: 0,
             parsed: 0,
             pending: 0,
+            pending_chars: 0,
+            record_at: None,
+            trigger_dated: false,
+            tf_totals: Vec::new(),
+            tf_found: None,
             tail: String::new(),
             junction: String::new(),
             prev_plain: false,
@@ -380,6 +430,7 @@ impl Scanner {
         }
         let trigger = is_trigger(&super::clean::unmark(raw)) || self.trigger_across(raw);
         self.keep_tail(raw);
+        self.note_tf_device(raw);
         let stat = raw.contains("Limit:") || raw.contains("InUse:");
         if !trigger && !stat && self.pending == 0 {
             // Remember the line as context, nothing else.
@@ -411,12 +462,30 @@ impl Scanner {
             return;
         }
         if trigger {
-            if self.pending > 0 && self.starts_new_message(&line) {
+            // The lines of the open block from the last log record it saw open, after its last
+            // trigger: the start of the record this trigger continues (a header a narrow wrap
+            // put on lines of its own), the new message's context rather than the old one's.
+            let mut carried = Vec::new();
+            // A dated record opened since the open block's last trigger: this trigger is in it,
+            // so it starts another message, whole on its line or not.
+            let new_record = self.record_at.is_some_and(|at| at < self.block.len());
+            if self.pending > 0 && (new_record || self.starts_new_message(&line)) {
+                if let Some(at) = self.record_at.take().filter(|at| *at < self.block.len()) {
+                    carried = self.block.split_off(at);
+                    self.block_bytes = self.block.iter().map(String::len).sum();
+                    self.open = None;
+                }
                 self.flush();
             }
+            self.record_at = None;
+            self.trigger_dated = starts_a_dated_record(raw);
+            // The writer's words, not a log's prefix (a journal's "node01 python[4242]:" is no
+            // prose around a quote).
+            let raw = &*super::clean::without_log_prefix(raw);
             let quote = super::clean::is_prose_quote(raw);
             if self.pending == 0 {
                 self.block = self.context();
+                self.block.append(&mut carried);
                 self.block_bytes = self.block.iter().map(String::len).sum();
                 self.open = None;
                 self.quoted = quote;
@@ -431,12 +500,21 @@ impl Scanner {
             }
             self.push_block(line);
             self.pending = BLOCK_LINES;
+            self.pending_chars = BLOCK_CHARS;
             return;
         }
         if self.pending > 0 {
+            // Where the trigger's own line is dated, so is every line of the log (a prefix on
+            // each): a date then says nothing of where a record starts.
+            if self.record_at.is_none() && !self.trigger_dated && starts_a_dated_record(raw) {
+                self.record_at = Some(self.block.len());
+            }
             // A list of components with their free memory (TensorRT-LLM's executor report)
             // is read whole, however long.
-            if !super::parse::is_component_line(&line) {
+            self.pending_chars = self.pending_chars.saturating_sub(line.len() + 1);
+            if !super::parse::is_component_line(&line)
+                && (self.pending > 1 || self.pending_chars == 0)
+            {
                 self.pending -= 1;
             }
             self.push_block(line);
@@ -564,16 +642,20 @@ impl Scanner {
                 && old.framework == Framework::Ggml
                 && ggml_follow_up(line)
                 && !self.block.iter().any(|l| ggml_follow_up(l)));
-        // A bare CUDA status with no figure after a message of another kind is that message's
+        // A bare API status with no figure after a message of another kind is that message's
         // last words, wrapped onto a line of their own ("…failed to alloc N" / "bytes on host:
-        // CUDA_ERROR_OUT_OF_MEMORY: out of memory").
+        // CUDA_ERROR_OUT_OF_MEMORY: out of memory"; ggml-vulkan's "…allocateMemory:" /
+        // "ErrorOutOfDeviceMemory").
         let bare = new.facts == super::Facts::default();
-        let tail_words = bare && new.framework == Framework::Cuda && old.format != new.format;
+        let tail_words = bare
+            && (new.framework == Framework::Cuda || new.format.starts_with("api-"))
+            && old.format != new.format;
         !(one_failure || tail_words || (new.format == old.format && bare))
     }
 
     fn flush(&mut self) {
         self.pending = 0;
+        self.record_at = None;
         if self.block.is_empty() {
             return;
         }
@@ -584,10 +666,15 @@ impl Scanner {
         let whole = std::mem::take(&mut self.whole);
         let pinned = std::mem::take(&mut self.pinned);
         // A sentence quoting a failure is a report of one when the quote carries its figures
-        // or is the whole failure line as a known framework raised it; where the writer ties it
-        // to pinning host memory, CUDA's out-of-memory code came from a host allocation.
+        // or is the whole failure line as a known framework raised it, or a program's own
+        // sentence (Blender's "System is out of GPU memory": read by its exact words, which
+        // only that program prints); where the writer ties it to pinning host memory, CUDA's
+        // out-of-memory code came from a host allocation.
         let report = |o: &super::Oom| {
-            !quoted || has_figures(o) || (whole && o.framework != Framework::Unknown)
+            !quoted
+                || has_figures(o)
+                || (whole && o.framework != Framework::Unknown)
+                || o.format.starts_with("program-")
         };
         if let Some(mut oom) = self.parse_counted(&block).filter(report) {
             if quoted && pinned && super::parse::relays_cuda_code(&oom) {
@@ -649,6 +736,42 @@ impl Scanner {
         }
     }
 
+    /// Notes TensorFlow's account of a GPU as it starts: the device it found, then that device's
+    /// total memory. A later failure that names no capacity takes it ([`Scanner::finish`]).
+    fn note_tf_device(&mut self, raw: &str) {
+        if let Some(c) = tf_found_re().captures(raw) {
+            self.tf_found = c.get(1).and_then(|m| m.as_str().parse().ok());
+        } else if let (Some(d), Some(c)) = (self.tf_found, tf_total_re().captures(raw)) {
+            let Some(total) = c.get(1).and_then(|m| crate::units::parse_size(m.as_str())) else {
+                return;
+            };
+            self.tf_totals.retain(|(dev, _)| *dev != d);
+            if self.tf_totals.len() >= TF_DEVICES {
+                self.tf_totals.remove(0);
+            }
+            self.tf_totals.push((d, total));
+        }
+    }
+
+    /// The total TensorFlow's start-up gave for the device an OOM names, or for every device
+    /// it found where they are all the same size and the OOM names none.
+    fn tf_total(&self, device: Option<u32>) -> Option<u64> {
+        match device {
+            Some(d) => self
+                .tf_totals
+                .iter()
+                .find(|(dev, _)| *dev == d)
+                .map(|t| t.1),
+            None => {
+                let (_, first) = *self.tf_totals.first()?;
+                self.tf_totals
+                    .iter()
+                    .all(|(_, t)| *t == first)
+                    .then_some(first)
+            }
+        }
+    }
+
     /// Keeps an OOM found: the last [`super::MAX_KEPT`], and the count of all.
     /// One dropped while every kept OOM is one failure with the new one counts as one of its
     /// repetitions ([`super::Analysis::repeats`]).
@@ -678,7 +801,21 @@ impl Scanner {
                 || (o.facts.total_bytes.is_some() && o.facts.allocated_bytes.is_some())
         });
         self.analysis.total -= (before - self.analysis.ooms.len()) as u64;
-        for oom in &mut self.analysis.ooms {
+        // A TensorFlow failure that names no capacity: the device's total from TensorFlow's own
+        // start-up lines (read, not derived: it is the device's size).
+        let totals: Vec<Option<u64>> = self
+            .analysis
+            .ooms
+            .iter()
+            .map(|o| self.tf_total(o.device_index))
+            .collect();
+        for (oom, total) in self.analysis.ooms.iter_mut().zip(totals) {
+            if oom.framework == Framework::Tensorflow
+                && oom.memory == super::MemoryKind::Device
+                && oom.facts.total_bytes.is_none()
+            {
+                oom.facts.total_bytes = total;
+            }
             oom.facts.derive(oom.framework.free_may_exceed_total());
         }
         self.analysis.fill_group_device();
@@ -1239,6 +1376,9 @@ Including non-PyTorch memory, this process has 175.06 GiB memory in use.
         )
         .expect("read");
         assert_eq!((o.format, o.memory), ("cuda", MemoryKind::Device));
+        // A program's own sentence, which only it prints, quoted in a question: a report.
+        let o = found("I keep getting the error message \"System is out of GPU memory\" when going into Rendered View mode.").expect("read");
+        assert_eq!(o.format, "program-blender");
         let o = found("使用单张GeForce GTX 750 Ti显卡，显存是2G，在训练RetinaFace时报`MXNetError: cudaMalloc retry failed: out of memory`错误").expect("read");
         assert_eq!(o.framework, Framework::Mxnet);
         // Tied to pinning host memory by the sentence around it: CUDA's code came from a
@@ -1261,6 +1401,40 @@ Including non-PyTorch memory, this process has 175.06 GiB memory in use.
         // A quote, then the message itself: the message is read.
         let o = found("it fails with `CUDA error: out of memory` again:\nRuntimeError: CUDA error: out of memory").expect("read");
         assert_eq!(o.format, "cuda");
+    }
+
+    /// A log re-wrapped narrow: each record's dated header on a line of its own belongs to the
+    /// failure after it (its path names the framework; a record is one failure, whole on its
+    /// line or not), and a message spread over more lines keeps its last figures in its block.
+    #[test]
+    fn a_narrow_wrap_keeps_each_record_and_its_figures_together() {
+        let analyze = super::super::analyze;
+        let log = "2019-01-08 19:06:11.303639: E\ntensorflow/stream_executor/rocm/rocm_driver.cc:601] failed to allocate\n7.35G (7889485824 bytes) from device: hipError_t(1002)\n2019-01-08 19:06:11.303736: E\ntensorflow/stream_executor/rocm/rocm_driver.cc:601] failed to allocate\n6.61G (7100536832 bytes) from device: hipError_t(1002)";
+        let a = analyze(log);
+        assert_eq!(a.total, 2);
+        let o = a.main().expect("found");
+        assert_eq!(
+            (o.framework, o.facts.requested_bytes),
+            (Framework::Tensorflow, Some(7_100_536_832))
+        );
+        // Every line dated (a prefix on each): a date is no record's start, and a message's
+        // own lines stay together.
+        let dated = "2024-05-01 12:00:01.123 torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n2024-05-01 12:00:01.123 GPU 0 has a total capacity of 15.89 GiB of which 1.02 GiB is free.";
+        let o = analyze(dated).main().cloned().expect("found");
+        assert_eq!(
+            o.facts.total_bytes,
+            Some((15.89 * (1u64 << 30) as f64).round() as u64)
+        );
+        // The device, twelve short lines after the trigger: still in its block.
+        let mut narrow = String::from(
+            "[ERROR] RecentErrMsg: Memory_Allocation_Failure(EL0004): Failed to allocate memory.\n",
+        );
+        for _ in 0..13 {
+            narrow.push_str("Check param failed,\ndev can not be NULL!\n");
+        }
+        narrow.push_str("open device 2 failed, runtime result = 507033.");
+        let short = analyze(&narrow);
+        assert_eq!(short.main().expect("found").device_index, Some(2));
     }
 
     #[test]

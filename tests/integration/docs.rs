@@ -947,6 +947,7 @@ fn the_schemas_name_every_value_the_code_can_print() {
         Framework::Neuron,
         Framework::Tgi,
         Framework::Sglang,
+        Framework::RtpLlm,
         Framework::Deepspeed,
         Framework::Wgpu,
         Framework::Xgboost,
@@ -996,6 +997,7 @@ fn the_schemas_name_every_value_the_code_can_print() {
             | Framework::Neuron
             | Framework::Tgi
             | Framework::Sglang
+            | Framework::RtpLlm
             | Framework::Deepspeed
             | Framework::Wgpu
             | Framework::Xgboost

@@ -1026,13 +1026,15 @@ fn figures(text: &str) -> Value {
 
 /// Pastes of several failures one after another whose lines, re-wrapped narrower than they
 /// were printed, let a failure take a figure from its neighbour (a device from the previous
-/// error's line, two repeated stream-executor failures read as one): known, and left out of
-/// the wrapping property. Every other mutation holds for them.
+/// error's line, two repeated stream-executor failures read as one, an allocator's line and
+/// the error after it read as one): known, and left out of the wrapping property. Every other
+/// mutation holds for them.
 const WRAP_NEIGHBOURS: &[&str] = &[
     "ort-cublas-then-arena",
     "rocm-driver-xla-repeated",
     "xla-cudamallocasync-two-devices",
     "tf-freed-by-series-sleap",
+    "jax-bfc-rounded-request",
 ];
 
 /// Found by a sweep beyond the property's seed: re-wrapped at 84 columns, TensorFlow's
