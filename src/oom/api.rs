@@ -1021,7 +1021,7 @@ fn gromacs(t: &str) -> Option<Found> {
 
 re!(
     relion_re,
-    r"CudaCustomAllocator out of memory\s{0,3}\[requestedSpace: *(\d{1,20}) B\]\s{0,3}\[largestContinuousFreeSpace: *(\d{1,20}) B\]\s{0,3}\[totalFreeSpace: *(\d{1,20}) B\]"
+    r"[Cc]udaCustomAllocator out of memory\s{0,3}\[requestedSpace: *(\d{1,20}) B\]\s{0,3}\[largestContinuousFreeSpace: *(\d{1,20}) B\]\s{0,3}\[totalFreeSpace: *(\d{1,20}) B\]"
 );
 // The allocator's state after it: its pieces, then "= <block size>B".
 re!(relion_block_re, r"\] = (\d{1,20})B\b");

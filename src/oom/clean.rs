@@ -195,6 +195,8 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "outofmemoryerror",
     "no available memory for the cache blocks",
     "kv cache is needed",
+    // The same vLLM sentence's head: a terminal's wrap inside "KV cache" still finds it.
+    "to serve at least one request with the model",
     "cannot allocate",
     "tried to allocate",
     "reserved by pytorch but unallocated",
@@ -210,6 +212,9 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "out of resource: shared memory",
     "out of gpu memory",
     "failed to cuda calloc",
+    "nvml_success ==",
+    "!!! allocation on device",
+    "exception message: allocation on device",
     "failed; bytes:",
     "failed to cuda malloc",
     "failed to cuda host alloc",

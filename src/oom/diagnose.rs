@@ -185,6 +185,11 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
     if let Some(fork) = super::families::fork(oom.framework) {
         for_the_fork(&mut out, fork);
     }
+    // PyTorch's 1 EiB check refuses the size before any allocation: nothing of the allocator's
+    // (its cache, its settings) bears on it.
+    if oom.format == "pytorch-1eb" {
+        out.retain(|x| x.cause == Cause::ImplausibleFigures);
+    }
     // A request no GPU could hold is the story: said first, and the findings that would size
     // the job to it (shrink or shard the tensor, another process holds memory) left out.
     if oom
@@ -875,6 +880,8 @@ fn no_numbers(oom: &Oom, _sizing: Option<&Sizing>, _out: &[Finding]) -> Option<F
                 "mxnet" => "MXNet's GPU memory pool could not get memory from cudaMalloc; it had already released its cached blocks and retried. The message gives no size.".into(),
                 "rmm-pool" => "RMM's pool reached the maximum size it was given (maximum_pool_size, dask-cuda's --rmm-pool-size): the pool's limit, not necessarily the GPU's, was hit.".into(),
                 "cuda-thrust" => "Thrust (or CUB under it) could not get device memory for an algorithm's temporary storage: CUDA's runtime answered cudaErrorMemoryAllocation and Thrust raised it as thrust::system_error. The GPU was full, usually with this program's own data (or a caching allocator's cache), or other processes. The message gives no size.".into(),
+                "pytorch-nvml-assert" => "PyTorch's caching allocator ran out of device memory: it had already freed its cache and retried, and was writing its out-of-memory message, which lists the processes on the GPU through NVML. That NVML call failed (Jetson's Tegra GPUs, a MIG slice or a container refuse it), and the assertion took the message's place (reportProcessMemoryInfo, CUDACachingAllocator.cpp): the allocation failed, but its figures were never printed.".into(),
+                "pytorch-cudamallocasync" => "PyTorch's cudaMallocAsync allocator (PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync, which ComfyUI turns on by default) could not allocate on the device: \"Allocation on device\" is its message, and this one carries no figures.".into(),
                 "cuda-nccl" => "NCCL relayed CUDA's error 2 (out of memory): it could not allocate its communication buffers (NCCL_BUFFSIZE per channel and peer) or its kernels' memory on a GPU that was already full. The message gives no size.".into(),
                 "cuda-spconv" => "spconv (through tensorview's CUDA checks, in spconv 1.x and 2.x) relayed CUDA's error 2, cudaErrorMemoryAllocation: a sparse convolution's index or feature buffers did not fit; they grow with the number of active voxels (a smaller voxel size or a larger point cloud needs more). The message gives no size.".into(),
                 "cuda-torch-memory-saver" => "torch_memory_saver (the memory saver SGLang and verl use to release a paused engine's weights and KV cache) got CUDA's error 2 from cuMemCreate: the GPU had no room for the physical memory it maps. On a resume this means something took the memory released while paused (the training side of a co-located job, another process). The message gives no size.".into(),
@@ -914,6 +921,18 @@ fn no_numbers(oom: &Oom, _sizing: Option<&Sizing>, _out: &[Finding]) -> Option<F
                 rmm_remedies(oom)
             } else if oom.format == "cuda-nccl" {
                 nccl_remedies()
+            } else if oom.format == "pytorch-nvml-assert" {
+                vec![
+                    r("Make the job smaller (a smaller batch or model), or stop what else uses the GPU; on a Jetson the GPU's memory is the system's, so every other process counts."),
+                    r("To read the figures the assertion hid: PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync, whose out-of-memory message does not ask NVML (it reports what PyTorch holds, the request and the free memory)."),
+                    r("See what holds the memory: `gpumon once` (on a Jetson, with its memory shared with the system)."),
+                ]
+            } else if oom.format == "pytorch-cudamallocasync" {
+                vec![
+                    r("A smaller batch, resolution or number of frames; `gpumon once` to see what else holds the GPU."),
+                    r("PyTorch's native allocator (leave out backend:cudaMallocAsync; ComfyUI's --disable-cuda-malloc) frees its cache and retries before it fails, and its message gives the request, the free memory and what PyTorch holds."),
+                    r("In ComfyUI: --lowvram (or --novram) keeps models in system memory and moves to the GPU only what each step needs."),
+                ]
             } else if oom.framework == Framework::Numba {
                 if oom.format == "numba-context" {
                     vec![
@@ -975,7 +994,9 @@ fn request_only(oom: &Oom, _sizing: Option<&Sizing>, out: &[Finding]) -> Option<
                     need.map(fmt_bytes).unwrap_or_default()
                 ),
             },
-            detail: if oom.format == "cuda-nccl" {
+            detail: if oom.format == "xla-constant" {
+                "XLA's stream executor allocates a compiled program's constants straight from the device (CreateOrShareConstant), outside the allocator JAX preallocates its share of the GPU into (XLA_PYTHON_CLIENT_MEM_FRACTION, 75% by default): what was left of the GPU outside that pool was too little for this constant.".into()
+            } else if oom.format == "cuda-nccl" {
                 "NCCL could not allocate this much device memory for a communicator (its buffers, NCCL_BUFFSIZE per channel and peer, and its kernels' memory), which it allocates when a collective first runs on it, usually after the model is loaded: the GPU was already full, usually with the framework's own memory.".into()
             } else if oom.format == "rmm-pool" {
                 "RMM's pool could not grow by this much without passing the maximum size it was given (maximum_pool_size, dask-cuda's --rmm-pool-size), or its upstream could not supply it: the pool's limit, not necessarily the GPU's. The message gives no other figure.".into()
@@ -1109,7 +1130,12 @@ fn implausible_figures(oom: &Oom, _sizing: Option<&Sizing>, _out: &[Finding]) ->
                 .map(|i| i.why.clone())
                 .collect::<Vec<_>>()
                 .join(". "),
-            remedies: if f.implausible.iter().any(|i| i.field == "requested_bytes") {
+            remedies: if oom.format == "pytorch-1eb" {
+                vec![
+                    r("In a distributed job this is most often a collective reading garbage as a length: ranks that call all_gather_object, broadcast_object_list or a pipeline stage's metadata exchange in different orders or different numbers of times (one rank leaving a loop early on a shorter data loader). Make every rank take the same steps, then look at the shapes."),
+                    r("Otherwise print the shapes going into the operation the traceback ends in: one dimension is far larger than meant, or negative before a cast to unsigned."),
+                ]
+            } else if f.implausible.iter().any(|i| i.field == "requested_bytes") {
                 vec![
                     r("Print the shapes going into the operation the traceback ends in (or run it once on the CPU with a small input): one dimension will be far larger than meant, or negative before a cast to unsigned."),
                     r("If it is the allocator's first region at start-up (TensorFlow or XLA reserving memory before any operation ran), the runtime was told a wrong device size: compare what `gpumon once` (or nvidia-smi, rocm-smi) reports with the framework's start-up log, and match the driver to the framework's runtime version."),

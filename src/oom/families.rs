@@ -26,6 +26,10 @@ pub const ALL: &[Family] = &[
         parse: npu_pinned_host,
     },
     Family {
+        name: "pytorch-1eb",
+        parse: pytorch_1eb,
+    },
+    Family {
         name: "pytorch-fork",
         parse: pytorch_fork,
     },
@@ -188,6 +192,10 @@ pub const ALL: &[Family] = &[
     Family {
         name: "rtp-llm-kv-blocks",
         parse: rtp_llm_kv_blocks,
+    },
+    Family {
+        name: "pytorch-nvml-assert",
+        parse: pytorch_nvml_assert,
     },
     Family {
         name: "deepspeed-workspace",
@@ -565,11 +573,15 @@ fn pytorch_loose(t: &str) -> Option<Oom> {
 //   allocating {:,} bytes (allocated so far: {:,} bytes".
 // - TensorFlow's `ResourceExhaustedError` only with its allocator's words, "OOM when allocating".
 // - jaxlib's `XlaRuntimeError` only with "RESOURCE_EXHAUSTED: Out of memory".
+// ComfyUI relays PyTorch's message without its class: its execution log's "!!! Exception
+// during processing !!! Allocation on device" (`execution.py`, `logging.error(f"!!! Exception
+// during processing !!! {ex}")`) and its error report's "Exception Type: torch.OutOfMemoryError"
+// over "Exception Message: …".
 // A class named alone ("how to avoid torch.cuda.OutOfMemoryError?") is talk, not a report.
 re!(
     oom_class_re,
     concat!(
-        r"(?:\btorch\.(?:cuda\.|xpu\.)?)?\bOutOfMemoryError:\s*(?:(CUDA|HIP|XPU) out of memory|Allocation on device(?: (\d{1,3}))?)",
+        r"(?:(?:\btorch\.(?:cuda\.|xpu\.)?)?\bOutOfMemoryError:\s*|!!! Exception during processing !!!\s*|Exception Type:\s*torch\.(?:cuda\.|xpu\.)?OutOfMemoryError\s*-?\s*Exception Message:\s*)(?:(CUDA|HIP|XPU) out of memory|Allocation on device(?: (\d{1,3}))?)",
         r"|\bcupy(?:_backends)?\.cuda\.memory\.OutOfMemoryError:\s*Out of memory allocating(?: (\d{1,3}(?:,\d{3})+|\d+) bytes)?",
         r"|\bResourceExhaustedError:\s*(?:[^\n]{0,120}?\s)?OOM when allocating",
         r"|\bXlaRuntimeError:\s*RESOURCE_EXHAUSTED:\s*Out of memory",
@@ -835,6 +847,53 @@ fn sglang(t: &str) -> Option<Oom> {
     let mut o = oom(Framework::Sglang, format, None, Facts::default());
     o.kv_fraction = c.get(1).and_then(|m| m.as_str().parse().ok());
     Some(o)
+}
+
+// PyTorch's allocators refuse a size of 1 EiB or more before asking for it
+// (`CUDACachingAllocator.cpp` and `CUDAMallocAsyncAllocator.cpp`: `TORCH_CHECK_WITH(
+// OutOfMemoryError, size < one_exa_bytes, "CUDA out of memory. Tried to allocate more than 1EB
+// memory.")`; the forks copy it with their device word): the request is at least 2^60 bytes,
+// a size computed from garbage, not a tensor anyone meant.
+re!(
+    pytorch_1eb_re,
+    r"\b(CUDA|HIP|XPU|NPU|MLU|MUSA|GCU|HPU)? ?out of memory\. Tried to allocate more than 1EB memory"
+);
+
+fn pytorch_1eb(t: &str) -> Option<Oom> {
+    let c = pytorch_1eb_re().captures(t)?;
+    let framework = match c.get(1).map(|m| m.as_str()) {
+        Some("HIP") => Framework::Hip,
+        Some("XPU") => Framework::Xpu,
+        Some(word) if word != "CUDA" => FORKS.iter().find(|f| f.word == word)?.framework,
+        _ => Framework::Pytorch,
+    };
+    let f = Facts {
+        requested_bytes: Some(1 << 60),
+        ..Facts::default()
+    };
+    Some(oom(framework, "pytorch-1eb", None, f))
+}
+
+// PyTorch's caching allocator out of memory on a GPU whose NVML will not list its processes:
+// `reportProcessMemoryInfo` (`c10/cuda/CUDACachingAllocator.cpp`, 2.1 and later), called only
+// where `malloc` raises its out-of-memory error (`if (!block_found)`, after freeing its cache
+// and retrying), asserts each NVML call (`TORCH_INTERNAL_ASSERT(NVML_SUCCESS == r)`, and on
+// nvmlInit_v2 and nvmlDeviceGetHandleByPciBusId_v2): where NVML cannot answer (Jetson's Tegra
+// GPUs, a MIG slice, a container without the query) the assertion replaces the message.
+re!(
+    nvml_assert_re,
+    r"NVML_SUCCESS ==[^\n]{0,120}?INTERNAL ASSERT FAILED at\s*\x22?[^\n\x22]{0,200}CUDACachingAllocator\.cpp"
+);
+
+fn pytorch_nvml_assert(t: &str) -> Option<Oom> {
+    nvml_assert_re().is_match(t).then(|| {
+        oom(
+            Framework::Pytorch,
+            "pytorch-nvml-assert",
+            None,
+            Facts::default(),
+        )
+    })
 }
 
 // Alibaba's rtp-llm (maga_transformer) serving a request whose KV cache does not fit in its
@@ -1705,6 +1764,15 @@ re!(
     xla_se_context_re,
     r"cuDevicePrimaryCtxRetain: CUDA_ERROR_OUT_OF_MEMORY[^;\n]{0,40}(?:; total memory reported: (\d+))?"
 );
+// The stream executor's cache of a compiled program's constants
+// (`GpuExecutor::CreateOrShareConstant`, `xla/stream_executor/gpu/gpu_executor.cc` and
+// `cuda_executor.cc`): "Failed to allocate %d bytes for new constant" when the device
+// allocation (memory space 0) for one constant failed; an Internal status, not
+// RESOURCE_EXHAUSTED.
+re!(
+    xla_se_constant_re,
+    r"Failed to allocate (\d+) bytes for new constant"
+);
 re!(
     xla_se_ordinal_re,
     r"device ordinal (\d+)|StreamExecutor for CUDA:(\d+)"
@@ -1740,6 +1808,13 @@ fn xla_stream_executor(t: &str) -> Option<Oom> {
         let c = xla_se_ordinal_re().captures(t)?;
         (1..=2).find_map(|i| c.get(i)?.as_str().parse().ok())
     };
+    if let Some(c) = xla_se_constant_re().captures(t) {
+        let f = Facts {
+            requested_bytes: c.get(1).and_then(|m| m.as_str().parse().ok()),
+            ..Facts::default()
+        };
+        return Some(oom(framework, "xla-constant", ordinal(), f));
+    }
     if let Some(c) = xla_se_device_re().captures(t) {
         let n = c.len();
         let f = Facts {
@@ -2617,6 +2692,45 @@ mod tests {
         assert_eq!(o.framework, Framework::Cuda);
         assert!(xla_stream_executor("E tensorflow/compiler/xla/stream_executor/cuda/cuda_driver.cc:802] failed to allocate 14.75G (15837691904 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY: out of memory").is_none());
         assert!(xla_stream_executor("E external/local_xla/xla/stream_executor/cuda/cuda_driver.cc:1] failed to allocate 1.00G (1073741824 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY").is_none());
+    }
+
+    /// PyTorch's 1 EiB check, with each allocator's device word; the NVML assertion that replaces
+    /// an out-of-memory message; XLA's constant; ComfyUI's relays of cudaMallocAsync's message.
+    #[test]
+    fn messages_that_stand_in_for_pytorchs_and_xlas_own() {
+        let o = pytorch_1eb(
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate more than 1EB memory.",
+        )
+        .expect("found");
+        assert_eq!(
+            (o.framework, o.format, o.facts.requested_bytes),
+            (Framework::Pytorch, "pytorch-1eb", Some(1 << 60))
+        );
+        let o =
+            pytorch_1eb("RuntimeError: NPU out of memory. Tried to allocate more than 1EB memory")
+                .expect("found");
+        assert_eq!(o.framework, Framework::Npu);
+        assert!(pytorch_1eb("Tried to allocate more than 1 GiB").is_none());
+        let o = pytorch_nvml_assert("RuntimeError: NVML_SUCCESS == r INTERNAL ASSERT FAILED at \"/opt/pytorch/pytorch/c10/cuda/CUDACachingAllocator.cpp\":838").expect("found");
+        assert_eq!(o.format, "pytorch-nvml-assert");
+        // The same assertion elsewhere is not the allocator's out-of-memory path.
+        assert!(pytorch_nvml_assert(
+            "NVML_SUCCESS == r INTERNAL ASSERT FAILED at \"/x/torch/csrc/cuda/Module.cpp\":12"
+        )
+        .is_none());
+        let o = xla_stream_executor("jaxlib.xla_extension.XlaRuntimeError: INTERNAL: Failed to allocate 7077888 bytes for new constant").expect("found");
+        assert_eq!(
+            (o.framework, o.format, o.facts.requested_bytes),
+            (Framework::Jax, "xla-constant", Some(7_077_888))
+        );
+        for text in [
+            "2025-01-17T13:06:38 - !!! Exception during processing !!! Allocation on device ",
+            "- Exception Type: torch.OutOfMemoryError - Exception Message: Allocation on device",
+        ] {
+            let o = oom_class_cut(text).expect(text);
+            assert_eq!(o.format, "pytorch-cudamallocasync", "{text}");
+        }
+        assert!(oom_class_cut("!!! Exception during processing !!! 'NoneType' object").is_none());
     }
 
     /// NCCL's allocators' warnings (`alloc.h`): the request and the device of the log prefix,
