@@ -551,7 +551,8 @@ impl Facts {
         }
     }
 
-    /// `free_may_exceed_total`: as [`Facts::drop_implausible`] takes it.
+    /// `free_may_exceed_total`: whether the runtime's free figure may count memory beyond its total
+    /// ([`Framework::free_may_exceed_total`]): a free figure above the total is then kept.
     pub fn derive(&mut self, free_may_exceed_total: bool) {
         self.drop_implausible(free_may_exceed_total);
         self.find_self_among_others();
