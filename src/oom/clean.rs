@@ -196,7 +196,7 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "no available memory for the cache blocks",
     "kv cache is needed",
     // The same vLLM sentence's head: a terminal's wrap inside "KV cache" still finds it.
-    "to serve at least one request with the model",
+    "to serve at least one request",
     "cannot allocate",
     "tried to allocate",
     "reserved by pytorch but unallocated",
@@ -208,10 +208,12 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "ggml_vulkan: memory allocation of size",
     "kiogpucommandbuffercallbackerroroutofmemory",
     "error code 2: outofmemory",
+    "cuda runtime (out of m",
     "could not be allocated",
     "out of resource: shared memory",
     "out of gpu memory",
     "failed to cuda calloc",
+    "could not allocate collective of size",
     "nvml_success ==",
     "!!! allocation on device",
     "exception message: allocation on device",
@@ -235,6 +237,9 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "executor creation failed due to insufficient gpu memory",
     "attempting to reserve",
     "[metal::malloc]",
+    // The same allocator's sentence where a C++ runtime printed it without its tag
+    // ("libc++abi: terminating due to uncaught exception of type std::runtime_error: …").
+    "which is greater than the maximum allowed buffer size",
     "maximum allowed buffer size",
     "can't allocate",
     "out_of_device_memory",

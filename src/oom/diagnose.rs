@@ -994,7 +994,9 @@ fn request_only(oom: &Oom, _sizing: Option<&Sizing>, out: &[Finding]) -> Option<
                     need.map(fmt_bytes).unwrap_or_default()
                 ),
             },
-            detail: if oom.format == "xla-constant" {
+            detail: if oom.format == "xla-collective" {
+                "XLA could not allocate a buffer this large for a collective (an all-gather, all-reduce or reduce-scatter across devices, sized by the sharded arrays it moves). Such buffers come from a memory space of their own (NCCL's ncclMemAlloc, whose \"Cuda failure 2 'out of memory'\" from allocator.cc may come just before), beside what JAX's allocator already holds: the GPU had too little left for them.".into()
+            } else if oom.format == "xla-constant" {
                 "XLA's stream executor allocates a compiled program's constants straight from the device (CreateOrShareConstant), outside the allocator JAX preallocates its share of the GPU into (XLA_PYTHON_CLIENT_MEM_FRACTION, 75% by default): what was left of the GPU outside that pool was too little for this constant.".into()
             } else if oom.format == "cuda-nccl" {
                 "NCCL could not allocate this much device memory for a communicator (its buffers, NCCL_BUFFSIZE per channel and peer, and its kernels' memory), which it allocates when a collective first runs on it, usually after the model is loaded: the GPU was already full, usually with the framework's own memory.".into()

@@ -1257,7 +1257,7 @@ fn xla_tpu_exceed(t: &str) -> Option<Oom> {
 
 re!(
     mlx_buffer_re,
-    r"\[metal::malloc\] Attempting to allocate (\d+) bytes which is greater than the maximum allowed buffer size of (\d+) bytes"
+    r"(?:\[metal::malloc\] )?Attempting to allocate (\d+) bytes which is greater than the maximum allowed buffer size of (\d+) bytes"
 );
 re!(
     mlx_resource_re,
@@ -1325,6 +1325,13 @@ re!(
         r"Memory pool usage: {SIZE} \({SIZE} reserved\)|\w+ usage: {SIZE} \({SIZE} allocated, {SIZE} cached\)"
     )
 );
+// CuArrays (and CUDA.jl before 2.0): "CuArrays allocator usage: %s" / "CUDA allocator usage:
+// %s", with " (capped at %s)" where a limit is set (`memory.jl`, `usage[]`: what the allocator
+// got from CUDA, its cache included; `usage_limit`).
+re!(
+    julia_allocator_re,
+    format!(r"(?:CuArrays|CUDA) allocator usage: {SIZE}(?: \(capped at {SIZE}\))?")
+);
 re!(
     julia_words_re,
     r"(?i)OutOfGPUMemoryError|Effective GPU memory usage:|\bCUDA\.jl\b|\bAMDGPU\b|\bCuArrays?\b|\bjulia>|\.jl:\d+|\bStacktrace:|\bLoadError\b|\b(?:CUDA|AMDGPU)\.\w"
@@ -1354,6 +1361,20 @@ fn julia_gpu(t: &str) -> Option<Oom> {
             f.allocated_bytes = known::sz(&p, 4);
             f.reserved_unallocated_bytes = known::sz(&p, 5);
             f.reserved_bytes = known::sz(&p, 3);
+        }
+    }
+    // The older allocator's own account: what it holds from CUDA (its cache included), and its
+    // cap. Where the pool's line disagrees (its "Discrepancy … between memory pool and
+    // allocator"), the allocator's holding stands, and the pool's cache is not derived from it.
+    if let Some(a) = julia_allocator_re().captures(after) {
+        let held = known::sz(&a, 1);
+        if held != f.reserved_bytes {
+            f.reserved_unallocated_bytes = None;
+        }
+        f.reserved_bytes = held;
+        f.allowed_bytes = known::sz(&a, 2);
+        if f.allocated_bytes.zip(held).is_some_and(|(a, h)| a > h) {
+            f.allocated_bytes = None;
         }
     }
     if let (Some(t), Some(u)) = (f.total_bytes, f.device_used_bytes) {
@@ -1610,7 +1631,7 @@ fn tensorflow_eager(t: &str) -> Option<Oom> {
 
 re!(
     tf_eigen_re,
-    r"EigenAllocator for GPU ran out of memory when allocating (\d+)|Ran out of GPU memory when allocating (\d+) bytes for (\S+)"
+    r"EigenAllocator for GPU ran out of memory when allocating (\d+)|Ran out of GPU memory when allocating (\d+) bytes for\b"
 );
 
 /// TensorFlow's Eigen allocator on the GPU (`common_runtime/gpu/gpu_device.cc`,
@@ -1626,7 +1647,16 @@ fn tensorflow_eigen(t: &str) -> Option<Oom> {
         requested_bytes: c.get(1).or_else(|| c.get(2))?.as_str().parse().ok(),
         ..Facts::default()
     };
-    Some(oom(Framework::Tensorflow, "tensorflow-eigen", None, f))
+    // The message names no device; the failing node after it may ("…_device=\"/job:…/device:
+    // GPU:0\"").
+    let node = known::tf_failing_node(&t[c.get(0)?.end()..]);
+    let o = oom(
+        Framework::Tensorflow,
+        "tensorflow-eigen",
+        node.and_then(|n| n.device),
+        f,
+    );
+    Some(o)
 }
 
 re!(
@@ -1773,6 +1803,13 @@ re!(
     xla_se_constant_re,
     r"Failed to allocate (\d+) bytes for new constant"
 );
+// XLA's allocator for collectives' buffers (`stream_executor_allocator.cc`,
+// `StreamExecutorAllocator::Allocate` for the collective memory space): "could not allocate
+// collective of size: N", after NCCL's own CUDA check where NCCL allocated it.
+re!(
+    xla_se_collective_re,
+    r"could not allocate collective of size: (\d+)"
+);
 re!(
     xla_se_ordinal_re,
     r"device ordinal (\d+)|StreamExecutor for CUDA:(\d+)"
@@ -1808,12 +1845,17 @@ fn xla_stream_executor(t: &str) -> Option<Oom> {
         let c = xla_se_ordinal_re().captures(t)?;
         (1..=2).find_map(|i| c.get(i)?.as_str().parse().ok())
     };
-    if let Some(c) = xla_se_constant_re().captures(t) {
-        let f = Facts {
-            requested_bytes: c.get(1).and_then(|m| m.as_str().parse().ok()),
-            ..Facts::default()
-        };
-        return Some(oom(framework, "xla-constant", ordinal(), f));
+    for (re, format) in [
+        (xla_se_constant_re(), "xla-constant"),
+        (xla_se_collective_re(), "xla-collective"),
+    ] {
+        if let Some(c) = re.captures(t) {
+            let f = Facts {
+                requested_bytes: c.get(1).and_then(|m| m.as_str().parse().ok()),
+                ..Facts::default()
+            };
+            return Some(oom(framework, format, ordinal(), f));
+        }
     }
     if let Some(c) = xla_se_device_re().captures(t) {
         let n = c.len();
@@ -2137,6 +2179,9 @@ mod tests {
         );
         let o = tensorflow_eigen("ResourceExhaustedError: Ran out of GPU memory when allocating 268435456 bytes for MatMul").expect("found");
         assert_eq!(o.facts.requested_bytes, Some(256 << 20));
+        // The failing node's placement gives the device.
+        let o = tensorflow_eigen("ResourceExhaustedError: Ran out of GPU memory when allocating 1294336000 bytes for \n [[{{node softmax}} = SoftmaxCrossEntropyWithLogits[T=DT_FLOAT, _device=\"/job:localhost/replica:0/task:0/device:GPU:1\"](a, b)]]").expect("found");
+        assert_eq!(o.device_index, Some(1));
         assert!(tensorflow_eigen("EigenAllocator for GPU").is_none());
     }
 
@@ -2795,6 +2840,17 @@ mod tests {
             ),
             (Some(gib(6.043)), Some(gib(1.874)), Some(gib(7.917)))
         );
+        // CuArrays' allocator line: what it holds from CUDA, and its cap.
+        let o = julia_gpu("Out of GPU memory trying to allocate 8.016 MiB\nEffective GPU memory usage: 91.54% (14.446 GiB/15.782 GiB)\nCUDA allocator usage: 13.984 GiB (capped at 14.000 GiB)\nbinned usage: 15.141 KiB (15.141 KiB allocated, 0 bytes cached)\nDiscrepancy of 13.984 GiB between memory pool and allocator!").expect("found");
+        assert_eq!(
+            (
+                o.facts.reserved_bytes,
+                o.facts.allowed_bytes,
+                o.facts.allocated_bytes
+            ),
+            (Some(gib(13.984)), Some(gib(14.0)), Some(15_504))
+        );
+        assert_eq!(o.facts.reserved_unallocated_bytes, None);
         let o = julia_gpu("Out of GPU memory trying to allocate 2.000 GiB\n  @ AMDGPU ~/.julia/packages/AMDGPU/x/src/memory.jl:12").expect("found");
         assert_eq!((o.framework, o.format), (Framework::Rocm, "amdgpu-jl"));
         assert!(julia_gpu("The game says Out of GPU memory when I load the map").is_none());

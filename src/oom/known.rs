@@ -406,8 +406,9 @@ re!(paddle_limit_re, r"`FLAGS_gpu_memory_limit_mb` is (\d+)");
 re!(trt_size_re, r"Requested size was (\d+) bytes");
 // TensorRT's builder when a tactic's scratch memory cannot be had, and its virtual-memory
 // buffers: "Requested amount of [GPU ]memory (N bytes) could not be allocated",
-// "allocating N-byte buffer", "[virtualMemoryBuffer.cpp::resizePhysical::L] Error Code 2:
-// OutOfMemory".
+// "allocating N-byte buffer", and any of its components' "[<file>.cpp::<function>::L] Error
+// Code N: OutOfMemory" (its virtual-memory buffer's resizePhysical, the builder's
+// HybridGlobWriter, …).
 re!(
     trt_amount_re,
     r"Requested amount of (?:GPU )?memory \((\d+) bytes\) could not be allocated"
@@ -415,7 +416,7 @@ re!(
 re!(trt_buffer_re, r"allocating (\d+)-byte buffer");
 re!(
     trt_vm_re,
-    r"(?i)virtualMemoryBuffer\.cpp::resizePhysical::\d+\] Error Code 2: (?:OutOfMemory|out of memory)"
+    r"(?i)\.cpp::[^\]\n]{0,200}::\d+\] Error Code \d+: (?:OutOfMemory|out of memory)"
 );
 re!(
     raw_cuda_re,
@@ -869,26 +870,38 @@ pub(super) fn tensorflow_oom(t: &str) -> Option<Oom> {
     // Early TF 1.x named no device ("OOM when allocating tensor with shape[…]",
     // `OpKernelContext::allocate_tensor`): the failing node's `_device` after it does.
     let named = c.get(3).map(|m| m.as_str());
-    let node = if named.is_none() {
-        tf_node_device_re()
-            .captures(&t[c.get(0).map_or(0, |m| m.end())..])
-            .and_then(|n| n.get(1))
-            .map(|m| m.as_str())
-    } else {
-        None
-    };
-    let device = named.or(node).and_then(tf_device_index);
+    let after = &t[c.get(0).map_or(0, |m| m.end())..];
+    let node = named.is_none().then(|| tf_failing_node(after)).flatten();
+    let device = named
+        .and_then(tf_device_index)
+        .or(node.and_then(|n| n.device));
     let mut o = oom(Framework::Tensorflow, "tensorflow-oom", device, f);
-    // A node placed on the CPU ("/job:…/device:CPU:0", the legacy "/cpu:0") allocated
-    // from the host's allocator: the host's RAM.
-    if node.is_some_and(|d| {
-        let d = d.to_ascii_lowercase();
-        d.contains("/device:cpu:") || d.contains("/cpu:")
-    }) {
+    if node.is_some_and(|n| n.on_cpu) {
         o.format = "tensorflow-cpu";
         o.memory = super::MemoryKind::Host;
     }
     Some(o)
+}
+
+/// Where the failing node of a TensorFlow error was placed (its `_device` after the message).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct TfNode {
+    /// The GPU's index, for a GPU node.
+    pub device: Option<u32>,
+    /// A node placed on the CPU ("/job:…/device:CPU:0", the legacy "/cpu:0") allocated from
+    /// the host's allocator: the host's RAM.
+    pub on_cpu: bool,
+}
+
+/// The failing node's placement in `after` (the text after a TensorFlow message that names no
+/// device), if it gives one.
+pub(super) fn tf_failing_node(after: &str) -> Option<TfNode> {
+    let d = tf_node_device_re().captures(after)?.get(1)?.as_str();
+    let lower = d.to_ascii_lowercase();
+    Some(TfNode {
+        device: tf_device_index(d),
+        on_cpu: lower.contains("/device:cpu:") || lower.contains("/cpu:"),
+    })
 }
 
 /// TensorFlow's BFC allocator ran out of memory.
@@ -1239,7 +1252,10 @@ pub(super) fn cupy(t: &str) -> Option<Oom> {
 /// TensorRT's allocator, builder tactics and virtual-memory buffers.
 pub(super) fn tensorrt(t: &str) -> Option<Oom> {
     let trt_amount = trt_amount_re().captures(t).and_then(|c| num(&c, 1));
-    if (trt_re().is_match(t) && t.to_ascii_lowercase().contains("out of memory"))
+    // A paste cut inside the CUDA status's words ("Cuda Runtime (out of m") still says it.
+    let lower = t.to_ascii_lowercase();
+    if (trt_re().is_match(t)
+        && (lower.contains("out of memory") || lower.contains("cuda runtime (out of m")))
         || trt_vm_re().is_match(t)
         || trt_amount.is_some()
     {

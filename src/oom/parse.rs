@@ -182,10 +182,20 @@ pub fn parse_block(lines: &[String]) -> Option<Oom> {
             .then(|| parse_text(&spaced.replace("\\n", " ").replace("\\\"", "\"")))
             .flatten()
     };
-    let mut found = parse_text(&spaced)
-        .or_else(|| parse_text(&not_a_failure_re().replace_all(&lines.concat(), "")))
-        .or_else(unescaped)
-        .or_else(|| fallback(&trigger, &spaced))?;
+    let joined = || parse_text(&not_a_failure_re().replace_all(&lines.concat(), ""));
+    let mut found = match parse_text(&spaced) {
+        // A terminal's wrap inside a number ("Of the allocated memory 4" / "0.30 GiB is
+        // allocated"): the lines joined as they were printed read the figure the spaced join
+        // splits; the reading with more figures wins.
+        Some(o) if splits_a_number(lines) => match joined() {
+            Some(j) if j.facts.known() > o.facts.known() => j,
+            _ => o,
+        },
+        Some(o) => o,
+        None => joined()
+            .or_else(unescaped)
+            .or_else(|| fallback(&trigger, &spaced))?,
+    };
     pin_memory_thread(&mut found, &spaced);
     if found.device_index.is_none() {
         found.device_index = device_hint_re().captures(&spaced).and_then(|c| {
@@ -200,6 +210,15 @@ pub fn parse_block(lines: &[String]) -> Option<Oom> {
     found.line = crate::text::cut_at_word(&trigger, 300);
     found.missing = missing_parts(&found);
     Some(found)
+}
+
+/// Whether a line break in `lines` falls inside a number: a line that ends in a digit before one
+/// that starts with a digit or a decimal point.
+fn splits_a_number(lines: &[String]) -> bool {
+    lines.windows(2).any(|w| {
+        w[0].ends_with(|c: char| c.is_ascii_digit())
+            && w[1].starts_with(|c: char| c.is_ascii_digit() || c == '.')
+    })
 }
 
 /// A line of TensorRT-LLM's list of components: `Model: 78.60 / 16.02`.
@@ -470,6 +489,17 @@ mod tests {
         assert_eq!(
             o.facts.free_bytes,
             Some((12.18 * GIB as f64).round() as u64)
+        );
+    }
+
+    /// A terminal's wrap inside a number: the figure is read whole.
+    #[test]
+    fn a_wrap_inside_a_number_reads_the_whole_number() {
+        let text = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 8.36 GiB. GPU 1 has a total capacity of 47.50 GiB of which 1.52 GiB is free. Including non-PyTorch memory, this process has 45.97 GiB memory in use. Of the allocated memory 4\n0.30 GiB is allocated by PyTorch, and 4.91 GiB is reserved by PyTorch but unallocated.";
+        let o = super::super::analyze(text).main().cloned().expect("an OOM");
+        assert_eq!(
+            o.facts.allocated_bytes,
+            Some((40.30 * GIB as f64).round() as u64)
         );
     }
 

@@ -291,7 +291,7 @@ const TF_DEVICES: usize = 16;
 // TensorFlow's `gpu_device.cc` as it finds each GPU: "Found device 0 with properties:", then
 // the device's memory, by release: 1.0–1.4 "Total memory: 7.92GiB" (and "Free memory: …"),
 // 1.5–1.15 "totalMemory: 10.91GiB freeMemory: 10.75GiB", 2.x "deviceMemorySize: 10.76GiB".
-re!(tf_found_re, r"Found device (\d{1,3}) with properties");
+re!(tf_found_re, r"\bdevice (\d{1,3}) with properties");
 re!(
     tf_total_re,
     r"(?:Total memory|totalMemory|deviceMemorySize): ?(\d+(?:\.\d+)?\s?(?:[KMGT]i?B|bytes))"
@@ -429,8 +429,8 @@ impl Scanner {
             self.analysis.not_failures += 1;
         }
         let trigger = is_trigger(&super::clean::unmark(raw)) || self.trigger_across(raw);
-        self.keep_tail(raw);
         self.note_tf_device(raw);
+        self.keep_tail(raw);
         let stat = raw.contains("Limit:") || raw.contains("InUse:");
         if !trigger && !stat && self.pending == 0 {
             // Remember the line as context, nothing else.
@@ -634,8 +634,9 @@ impl Scanner {
                     .zip(old.facts.requested_bytes)
                     .is_none_or(|(a, b)| a == b))
             || (new.format == "ggml-cpu-buffer" && old.format == "ggml-cpu-buffer")
-            // NCCL's CUDA check, then its allocator's warning with the size, for one call.
-            || (new.format == "cuda-nccl"
+            // NCCL's CUDA check, then its allocator's warning with the size, for one call;
+            // or XLA's word on the collective's buffer NCCL could not allocate.
+            || (matches!(new.format, "cuda-nccl" | "xla-collective")
                 && old.format == "cuda-nccl"
                 && old.facts.requested_bytes.is_none())
             || (new.framework == Framework::Ggml
@@ -739,7 +740,19 @@ impl Scanner {
     /// Notes TensorFlow's account of a GPU as it starts: the device it found, then that device's
     /// total memory. A later failure that names no capacity takes it ([`Scanner::finish`]).
     fn note_tf_device(&mut self, raw: &str) {
-        if let Some(c) = tf_found_re().captures(raw) {
+        // "Found device 0 with properties:", whole or wrapped after "device" or its number (the
+        // end of the line before joined to this one).
+        let found = tf_found_re().captures(raw).or_else(|| {
+            if !raw.contains("with properties") || self.tail.is_empty() {
+                return None;
+            }
+            self.junction.clear();
+            self.junction.push_str(&self.tail);
+            self.junction.push(' ');
+            self.junction.push_str(raw.trim_start());
+            tf_found_re().captures(&self.junction)
+        });
+        if let Some(c) = found {
             self.tf_found = c.get(1).and_then(|m| m.as_str().parse().ok());
         } else if let (Some(d), Some(c)) = (self.tf_found, tf_total_re().captures(raw)) {
             let Some(total) = c.get(1).and_then(|m| crate::units::parse_size(m.as_str())) else {
@@ -1435,6 +1448,29 @@ Including non-PyTorch memory, this process has 175.06 GiB memory in use.
         narrow.push_str("open device 2 failed, runtime result = 507033.");
         let short = analyze(&narrow);
         assert_eq!(short.main().expect("found").device_index, Some(2));
+    }
+
+    /// TensorFlow's start-up lines give the device's total to a failure that names none, with
+    /// "Found device N with properties" whole or wrapped after "device" or its number; devices
+    /// of different sizes give none to a failure that names no device.
+    #[test]
+    fn tensorflows_start_up_gives_the_devices_total() {
+        let failure = "E tensorflow/stream_executor/cuda/cuda_driver.cc:1002] failed to allocate 7.92G (8508145664 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY";
+        let total = |t: &str| {
+            super::super::analyze(t)
+                .main()
+                .and_then(|o| o.facts.total_bytes)
+        };
+        let gib = |x: f64| (x * (1u64 << 30) as f64).round() as u64;
+        for head in [
+            "I gpu_device.cc:885] Found device 0 with properties: \nname: GTX 1080\nTotal memory: 7.92GiB\n",
+            "I gpu_device.cc:885] Found device\n0 with properties: \ntotalMemory: 7.92GiB freeMemory: 7.81GiB\n",
+            "I gpu_device.cc:885] Found device 0\nwith properties: \npciBusID: 0000:01:00.0 deviceMemorySize: 7.92GiB\n",
+        ] {
+            assert_eq!(total(&format!("{head}{failure}")), Some(gib(7.92)), "{head:?}");
+        }
+        let two = "Found device 0 with properties:\nTotal memory: 7.92GiB\nFound device 1 with properties:\nTotal memory: 11.00GiB\n";
+        assert_eq!(total(&format!("{two}{failure}")), None);
     }
 
     #[test]
