@@ -48,6 +48,16 @@ fn error_level_re() -> &'static Regex {
     })
 }
 
+/// Whether a line carries any mark of an error besides its log level: a word that says one, a
+/// colon, quote or bracket that sets off a message, or a figure.
+pub(super) fn has_error_mark(line: &str) -> bool {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(r"(?i)error|fail|exception|abort|fatal|warn|[:'\[]|\d").expect("mark regex")
+    })
+    .is_match(line)
+}
+
 /// Terminal escapes a log may carry: CSI (colours, cursor), OSC (titles, OSC 8 hyperlinks)
 /// ended by BEL or by ST (`ESC \\`), DCS/SOS/PM/APC strings, two-byte escapes, their 8-bit
 /// C1 forms, and stray control characters.
@@ -155,8 +165,7 @@ pub fn normalise(line: &str) -> String {
     let mut clean = prefix_re().replace(&clean, "");
     // A line whose only mark of an error is its log level (Julia's "ERROR: Out of GPU memory"):
     // the level stays, or the line would read as prose.
-    if level.is_some_and(|l| error_level_re().is_match(&l)) && !super::parse::has_error_mark(&clean)
-    {
+    if level.is_some_and(|l| error_level_re().is_match(&l)) && !has_error_mark(&clean) {
         clean = format!("ERROR: {clean}").into();
     }
     let clean = clean.trim().trim_end_matches(['│', '|']).trim_end();

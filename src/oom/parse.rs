@@ -548,15 +548,6 @@ re!(
     prose_re,
     r"(?i)\b(?:i|i'm|i've|i'd|me|my|we|we're|our|you|your)\b|\?\s*$"
 );
-/// Whether `line` has any mark of an error ([`fallback`]'s test against prose).
-pub(super) fn has_error_mark(line: &str) -> bool {
-    error_mark_re().is_match(line)
-}
-
-re!(
-    error_mark_re,
-    r"(?i)error|fail|exception|abort|fatal|warn|[:'\[]|\d"
-);
 re!(
     fallback_request_re,
     format!(r"(?i)(?:allocat\w*|request\w*|need\w*)\D{{0,24}}?{SIZE}")
@@ -617,7 +608,7 @@ pub fn fallback(trigger: &str, block: &str) -> Option<Oom> {
         || fallback_host_re().is_match(trigger)
         || prose_re().is_match(trigger)
         || named_in_foreign_sentence(trigger)
-        || !error_mark_re().is_match(trigger)
+        || !super::clean::has_error_mark(trigger)
         || !(fallback_gpu_re().is_match(trigger) || fallback_gpu_re().is_match(block))
     {
         return None;
