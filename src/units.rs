@@ -61,8 +61,8 @@ pub fn parse_size(s: &str) -> Option<u64> {
     let (num, unit) = s.split_at(split);
     let value: f64 = num.parse().ok()?;
     let mult: u64 = match unit.trim() {
-        "bytes" | "B" => 1,
-        "KiB" | "KB" | "K" => 1 << 10,
+        "bytes" | "Bytes" | "B" => 1,
+        "KiB" | "KB" | "kB" | "K" => 1 << 10,
         "MiB" | "MB" | "M" => 1 << 20,
         "GiB" | "GB" | "G" => 1 << 30,
         "TiB" | "TB" | "T" => 1 << 40,

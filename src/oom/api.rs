@@ -1139,7 +1139,7 @@ fn tiny_cuda_nn(t: &str) -> Option<Found> {
 
 re!(
     matlab_re,
-    r"Out of memory on device\. To view more detail about available memory on the GPU, use 'gpuDevice\(\)'"
+    r"Out of memory on device\. To view more detail about available memory on the GPU, use ?'gpuDevice\(\)'"
 );
 
 fn matlab(t: &str) -> Option<Found> {

@@ -222,6 +222,8 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "out of resource: shared memory",
     "out of gpu memory",
     "failed to cuda calloc",
+    "memory not available to allocate buffer",
+    "mb space on",
     "could not allocate collective of size",
     "nvml_success ==",
     "!!! allocation on device",
@@ -444,8 +446,8 @@ pub fn is_trigger(line: &str) -> bool {
 
 /// What the scanner looks for in a line besides the trigger phrases: TensorFlow's "not a
 /// failure" warnings it counts, its allocator statistics (`Limit:`, `InUse:`) and its account
-/// of each GPU at start-up (the device's total memory), matched here without their case (a
-/// superset: the scanner then checks them exactly).
+/// of each GPU at start-up (the device's total memory, the memory its allocator is given),
+/// matched here without their case (a superset: the scanner then checks them exactly).
 const NOTED: &[&str] = &[
     "this is not a failure",
     "limit:",
@@ -454,6 +456,7 @@ const NOTED: &[&str] = &[
     "total memory:",
     "totalmemory:",
     "devicememorysize:",
+    "device:gpu:",
 ];
 
 fn noted_ac() -> &'static AhoCorasick {

@@ -190,6 +190,22 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
     if oom.format == "pytorch-1eb" {
         out.retain(|x| x.cause == Cause::ImplausibleFigures);
     }
+    // A device's size or use no GPU has: the message's memory query went wrong, and findings
+    // sized from its other figures (its free memory) are read after that.
+    if oom
+        .facts
+        .implausible
+        .iter()
+        .any(|i| matches!(i.field, "total_bytes" | "device_used_bytes"))
+    {
+        if let Some(i) = out
+            .iter()
+            .position(|x| x.cause == Cause::ImplausibleFigures)
+        {
+            let note = out.remove(i);
+            out.insert(0, note);
+        }
+    }
     // A request no GPU could hold is the story: said first, and the findings that would size
     // the job to it (shrink or shard the tensor, another process holds memory) left out.
     if oom
@@ -974,9 +990,11 @@ fn request_only(oom: &Oom, _sizing: Option<&Sizing>, out: &[Finding]) -> Option<
     // lines): still a request alone, the region explained below.
     let tf_region = oom.framework == Framework::Tensorflow
         && matches!(oom.format, "cuda-driver" | "rocm-driver");
+    // TensorFlow's allocator limit from its start-up line, nothing of what it held.
+    let tf_limit = oom.framework == Framework::Tensorflow && f.total_is_limit;
     if out.is_empty()
         && need.is_some()
-        && (f.total_bytes.is_none() || tf_region)
+        && (f.total_bytes.is_none() || tf_region || tf_limit)
         && f.free_bytes.is_none()
         && f.allocated_bytes.is_none()
         && f.reserved_bytes.is_none()
@@ -994,7 +1012,12 @@ fn request_only(oom: &Oom, _sizing: Option<&Sizing>, out: &[Finding]) -> Option<
                     need.map(fmt_bytes).unwrap_or_default()
                 ),
             },
-            detail: if oom.format == "xla-collective" {
+            detail: if tf_limit {
+                format!(
+                    "TensorFlow gave its allocator {} on this GPU when it created the device (its start-up line \"Created TensorFlow device … with N MB memory\": the memory free then, less what it leaves, or the fraction it was told to take), and this request did not fit in what its own tensors left of it. A small limit means little was free at start-up: another process, or on a board whose GPU shares the system's memory (Jetson), the system itself.",
+                    f.total_bytes.map(fmt_bytes).unwrap_or_default()
+                )
+            } else if oom.format == "xla-collective" {
                 "XLA could not allocate a buffer this large for a collective (an all-gather, all-reduce or reduce-scatter across devices, sized by the sharded arrays it moves). Such buffers come from a memory space of their own (NCCL's ncclMemAlloc, whose \"Cuda failure 2 'out of memory'\" from allocator.cc may come just before), beside what JAX's allocator already holds: the GPU had too little left for them.".into()
             } else if oom.format == "xla-constant" {
                 "XLA's stream executor allocates a compiled program's constants straight from the device (CreateOrShareConstant), outside the allocator JAX preallocates its share of the GPU into (XLA_PYTHON_CLIENT_MEM_FRACTION, 75% by default): what was left of the GPU outside that pool was too little for this constant.".into()

@@ -198,6 +198,18 @@ pub const ALL: &[Family] = &[
         parse: pytorch_nvml_assert,
     },
     Family {
+        name: "miopen",
+        parse: miopen,
+    },
+    Family {
+        name: "imaginairy",
+        parse: imaginairy,
+    },
+    Family {
+        name: "ggml-whisper",
+        parse: ggml_whisper,
+    },
+    Family {
         name: "deepspeed-workspace",
         parse: deepspeed_workspace,
     },
@@ -872,6 +884,73 @@ fn pytorch_1eb(t: &str) -> Option<Oom> {
         ..Facts::default()
     };
     Some(oom(framework, "pytorch-1eb", None, f))
+}
+
+// MIOpen, ROCm's deep-learning kernels (`src/hip/handlehip.cpp`, `Handle::Create`/`Write`
+// buffers): "MIOpen Error: <file>:<line>: Memory not available to allocate buffer: N" when
+// hipMalloc for a kernel's buffer (a convolution's workspace while it tunes) fails; TensorFlow
+// and PyTorch on ROCm print it before their own error.
+re!(
+    miopen_re,
+    r"MIOpen Error: [^\n]{0,200}?Memory not available to allocate buffer: (\d+)"
+);
+
+fn miopen(t: &str) -> Option<Oom> {
+    let c = miopen_re().captures(t)?;
+    let f = Facts {
+        requested_bytes: c.get(1)?.as_str().parse().ok(),
+        ..Facts::default()
+    };
+    Some(oom(Framework::Rocm, "miopen", None, f))
+}
+
+// imaginAIry's model manager (`imaginairy/utils/model_manager.py`) unloads cached models to make
+// room before loading one on the device, and gives up with "Unable to make X MB space on
+// <device>" when it cannot free enough.
+re!(
+    imaginairy_re,
+    r"Unable to make (\d+(?:\.\d+)?) MB space on (mps|cuda)(?::(\d{1,3}))?"
+);
+
+fn imaginairy(t: &str) -> Option<Oom> {
+    let c = imaginairy_re().captures(t)?;
+    let mb: f64 = c.get(1)?.as_str().parse().ok()?;
+    let f = Facts {
+        requested_bytes: Some((mb * (1u64 << 20) as f64).round() as u64),
+        ..Facts::default()
+    };
+    let framework = if c.get(2)?.as_str() == "mps" {
+        Framework::Mps
+    } else {
+        Framework::Pytorch
+    };
+    let device = c.get(3).and_then(|m| m.as_str().parse().ok());
+    Some(oom(framework, "imaginairy", device, f))
+}
+
+// whisper.cpp (on ggml, `src/whisper.cpp`, `whisper_model_load`): "failed to allocate memory
+// for the model" when the backend's buffer for the weights cannot be had; on the device its
+// log names ("whisper_default_buffer_type: using device Vulkan0 (…)", "using CUDA0 backend"),
+// a device allocation. With no GPU named it is not read here (the CPU backend's is host RAM).
+re!(
+    whisper_alloc_re,
+    r"whisper_model_load: failed to allocate memory for the model"
+);
+re!(
+    whisper_device_re,
+    r"using (?:device )?(Vulkan|CUDA|ROCm|SYCL|Metal|MUSA|CANN)(\d*)\b"
+);
+
+fn ggml_whisper(t: &str) -> Option<Oom> {
+    whisper_alloc_re().find(t)?;
+    let c = whisper_device_re().captures(t)?;
+    let device = c.get(2).and_then(|m| m.as_str().parse().ok());
+    Some(oom(
+        Framework::Ggml,
+        "ggml-whisper",
+        device,
+        Facts::default(),
+    ))
 }
 
 // PyTorch's caching allocator out of memory on a GPU whose NVML will not list its processes:
@@ -2973,5 +3052,48 @@ mod tests {
         ] {
             assert!(pytorch_translated(text).is_none(), "{text}");
         }
+    }
+
+    /// MIOpen's buffer, imaginAIry's space on a device and whisper.cpp's model load, each from
+    /// its source's format; whisper.cpp's on the CPU (no device named) is not read as a GPU's.
+    #[test]
+    fn miopen_imaginairy_and_whisper_cpp() {
+        let o = miopen("MIOpen Error: /data/repo/MIOpen/src/hip/handlehip.cpp:70: Memory not available to allocate buffer: 655360000").expect("found");
+        assert_eq!(
+            (o.framework, o.format, o.facts.requested_bytes),
+            (Framework::Rocm, "miopen", Some(655_360_000))
+        );
+        assert!(miopen("Memory not available to allocate buffer: 12").is_none());
+        let o =
+            imaginairy("RuntimeError: Unable to make 4067.4 MB space on mps:0.").expect("found");
+        assert_eq!(
+            (o.framework, o.device_index, o.facts.requested_bytes),
+            (Framework::Mps, Some(0), Some(4_264_978_022))
+        );
+        let o = imaginairy("Unable to make 512.0 MB space on cuda:1").expect("found");
+        assert_eq!(
+            (o.framework, o.device_index, o.facts.requested_bytes),
+            (Framework::Pytorch, Some(1), Some(512 << 20))
+        );
+        let load = "whisper_model_load: failed to allocate memory for the model";
+        for (log, device) in [
+            (
+                "whisper_default_buffer_type: using device Vulkan0 (NVIDIA GeForce MX550)",
+                Some(0),
+            ),
+            ("whisper_backend_init: using CUDA1 backend", Some(1)),
+            ("whisper_backend_init: using Metal backend", None),
+        ] {
+            let o = ggml_whisper(&format!("{log}\n{load}")).expect(log);
+            assert_eq!(
+                (o.framework, o.format, o.device_index),
+                (Framework::Ggml, "ggml-whisper", device),
+                "{log}"
+            );
+        }
+        assert!(ggml_whisper(load).is_none());
+        assert!(
+            ggml_whisper(&format!("whisper_backend_init: using CPU backend\n{load}")).is_none()
+        );
     }
 }

@@ -9,14 +9,14 @@ use super::lazy::LazyRegex;
 use super::{Facts, Framework, Oom, OtherProcess};
 
 /// A size as frameworks print it: "1.5 GiB", "2.20GiB", "0 bytes", "17.79G", "56.000000MB".
-pub(super) const SIZE: &str = r"(\d+(?:\.\d+)?\s?(?:bytes|[KMGT]i?B|[KMGT]\b|B\b))";
+pub(super) const SIZE: &str = r"(\d+(?:\.\d+)?\s?(?:[Bb]ytes|[KMGT]i?B|kB|[KMGT]\b|B\b))";
 
 use crate::units::{parse_int, parse_size};
 
 re!(
     torch2_re,
     format!(
-        r"(?i)\b(CUDA|HIP|XPU) out of memory\. Tried to allocate {SIZE}\. (?:GPU|Device) ?(\d+) ?has a total capaci?ty of {SIZE}(?: of which {SIZE} is free)?"
+        r"(?i)\b(CUDA|HIP|XPU) out of memory\. Tried to allocate {SIZE}\. (?:GPU|Device) ?(\d+)? ?\s?has a total capaci?ty of {SIZE}(?: of which {SIZE} is free)?"
     )
 );
 re!(torch_allowed_re, format!(r"{SIZE} allowed;"));
@@ -115,7 +115,7 @@ re!(
 re!(
     tf_bfc_re,
     format!(
-        r"Allocator \((\w+?)(?:_bfc)?\) ran out of memory trying to allocate {SIZE}(?: \(rounded to (\d+)\))?"
+        r"Allocator(?: \((\w+?)(?:_bfc)?\))? ran out of memory trying to allocate {SIZE}(?: \(rounded to (\d+)(?: Bytes)?\))?"
     )
 );
 // TensorFlow/XLA stream executor, `cuda_driver.cc` and `rocm/rocm_driver.cc`: the size as
@@ -1329,6 +1329,27 @@ pub(super) fn raw_cuda(t: &str) -> Option<Oom> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The BFC allocator's line with its name (TensorFlow's) and without it (Intel's extension,
+    /// whose sizes say "Bytes"); PyTorch 2.x's sentence with its device number left blank.
+    #[test]
+    fn bfc_without_its_name_and_pytorch_without_its_device() {
+        let o = tensorflow_bfc("W bfc_allocator.cc:433] Allocator (GPU_1_bfc) ran out of memory trying to allocate 18.00MiB (rounded to 18874368)requested by op Mul").expect("named");
+        assert_eq!(
+            (o.device_index, o.facts.requested_bytes),
+            (Some(1), Some(18_874_368))
+        );
+        let o = tensorflow_bfc("E itex/core/devices/bfc_allocator.cc:101] Allocator ran out of memory trying to allocate 10529419660 Bytes (rounded to 10529419776 Bytes)").expect("unnamed");
+        assert_eq!(
+            (o.device_index, o.facts.requested_bytes),
+            (None, Some(10_529_419_776))
+        );
+        let o = super::super::parse::parse_text("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.16 GiB. GPU  has a total capacity of 15.77 GiB of which 1012.69 MiB is free.").expect("found");
+        assert_eq!(
+            (o.format, o.device_index, o.facts.free_bytes),
+            ("pytorch-2.x", None, Some(1_061_882_429))
+        );
+    }
 
     /// The device of "OOM when allocating tensor … on <device>": any type TensorFlow names, not
     /// a CPU.

@@ -467,6 +467,23 @@ impl Facts {
             });
             self.process_bytes = None;
         }
+        // A capacity no GPU has (Paddle's "127.994262TB memory has been allocated", its total
+        // derived from it): a figure gone wrong, left out before anything is weighed against it.
+        if let Some(t) = self
+            .total_bytes
+            .filter(|t| *t >= IMPLAUSIBLE_REQUEST && !self.total_is_limit)
+        {
+            self.implausible.push(Implausible {
+                field: "total_bytes",
+                said_bytes: t,
+                why: format!(
+                    "a device of {}: no GPU has that; the figure is misprinted or computed from \
+                     one that is, so it is left out",
+                    unit(t)
+                ),
+            });
+            self.total_bytes = None;
+        }
         // Held figures no GPU could hold, where the message gives no capacity to weigh them
         // against (CuPy's "allocated so far: 7,250,273,780,736 bytes"): a counter gone wrong, not
         // memory; left out, as a misread figure would be.
@@ -822,6 +839,30 @@ pub fn analyze(text: &str) -> Analysis {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A device size no GPU has (Paddle's "127.994262TB memory has been allocated", the total
+    /// derived from it) is left out and said first; an allocator's limit that large (PyTorch's
+    /// "no limit") is not a device's size and stays.
+    #[test]
+    fn a_device_no_gpu_has_is_left_out_and_said_first() {
+        let a = analyze("Out of memory error on GPU 0. Cannot allocate 2.250000kB memory on GPU 0, 127.994262TB memory has been allocated and available memory is only 0.000000B.");
+        let o = a.main().expect("found");
+        assert_eq!(o.facts.total_bytes, None);
+        assert_eq!(o.facts.requested_bytes, Some(2304));
+        assert!(o.facts.implausible.iter().any(|i| i.field == "total_bytes"));
+        assert_eq!(
+            diagnose::diagnose(o)[0].cause,
+            diagnose::Cause::ImplausibleFigures
+        );
+        let mut f = Facts {
+            total_bytes: Some(16 << 40),
+            total_is_limit: true,
+            ..Facts::default()
+        };
+        f.drop_implausible(false);
+        assert_eq!(f.total_bytes, Some(16 << 40));
+        assert!(f.implausible.is_empty());
+    }
 
     /// A request no GPU holds, and "this process has 0 bytes" beside gigabytes allocated, are
     /// flagged and left out, with what they likely mean.

@@ -251,6 +251,9 @@ mod tests {
             Some((17.79 * (1u64 << 30) as f64).round() as u64)
         );
         assert_eq!(parse_size("56.000000MB"), Some(56 << 20));
+        // Paddle's "2.250000kB" and Intel's TensorFlow extension's "10529419660 Bytes".
+        assert_eq!(parse_size("2.250000kB"), Some(2304));
+        assert_eq!(parse_size("10529419660 Bytes"), Some(10_529_419_660));
         assert_eq!(parse_size("12 parsecs"), None);
         assert_eq!(parse_size("1e400 GiB"), None);
         assert_eq!(parse_size("99999999999999999999999 TiB"), None);

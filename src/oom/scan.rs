@@ -283,15 +283,43 @@ pub struct Scanner {
     /// total memory, the last [`TF_DEVICES`] of them, and the device whose lines follow.
     tf_totals: Vec<(u32, u64)>,
     tf_found: Option<u32>,
+    /// The memory TensorFlow's allocator was given on each device as it created it, the last
+    /// [`TF_DEVICES`].
+    tf_limits: Vec<(u32, u64)>,
+    /// A "Created TensorFlow device (…" line read so far, and how many more lines it may take
+    /// (a paste wrapped at a narrow width splits it).
+    tf_created: String,
+    tf_created_lines: u8,
 }
 
 /// How many of TensorFlow's device accounts a scan keeps.
 const TF_DEVICES: usize = 16;
 
+/// Notes `bytes` for device `d` in a bounded list of TensorFlow's start-up figures.
+fn note_device(list: &mut Vec<(u32, u64)>, d: u32, bytes: u64) {
+    list.retain(|(dev, _)| *dev != d);
+    if list.len() >= TF_DEVICES {
+        list.remove(0);
+    }
+    list.push((d, bytes));
+}
+
 // TensorFlow's `gpu_device.cc` as it finds each GPU: "Found device 0 with properties:", then
 // the device's memory, by release: 1.0–1.4 "Total memory: 7.92GiB" (and "Free memory: …"),
 // 1.5–1.15 "totalMemory: 10.91GiB freeMemory: 10.75GiB", 2.x "deviceMemorySize: 10.76GiB".
 re!(tf_found_re, r"\bdevice (\d{1,3}) with properties");
+// And as it creates its device on each: "Created TensorFlow device (/job:…/device:GPU:0 with
+// 67 MB memory)", the memory its allocator may use there (the BFC allocator's limit, in MiB).
+// Read by its parenthesis alone, which no other line prints (1.x says "Creating TensorFlow
+// device (/device:GPU:0 with …"), so that a paste wrapped before it still gives it.
+re!(
+    tf_created_re,
+    r"\(/[^)\s]{0,200}?device:GPU:(\d{1,3})\s+with\s+(\d+)\s+MB\s+memory\)"
+);
+/// How many lines after its start a wrapped "Created TensorFlow device" line may take.
+const TF_CREATED_LINES: u8 = 4;
+/// The most of it kept.
+const TF_CREATED_CHARS: usize = 320;
 re!(
     tf_total_re,
     r"(?:Total memory|totalMemory|deviceMemorySize): ?(\d+(?:\.\d+)?\s?(?:[KMGT]i?B|bytes))"
@@ -320,6 +348,9 @@ impl Scanner {
             trigger_dated: false,
             tf_totals: Vec::new(),
             tf_found: None,
+            tf_limits: Vec::new(),
+            tf_created: String::new(),
+            tf_created_lines: 0,
             tail: String::new(),
             junction: String::new(),
             prev_plain: false,
@@ -368,7 +399,7 @@ impl Scanner {
     /// What this passes is exactly what the full test below would pass (each part is a
     /// superset of what it stands for); it costs one pass over the line.
     fn is_quiet_line(&self, raw: &str, quiet: bool, prev_plain: bool) -> bool {
-        if !quiet || self.pending > 0 || !self.quick {
+        if !quiet || self.pending > 0 || !self.quick || self.tf_created_lines > 0 {
             return false;
         }
         let b = raw.as_bytes();
@@ -740,6 +771,43 @@ impl Scanner {
     /// Notes TensorFlow's account of a GPU as it starts: the device it found, then that device's
     /// total memory. A later failure that names no capacity takes it ([`Scanner::finish`]).
     fn note_tf_device(&mut self, raw: &str) {
+        // "Created TensorFlow device (/job:…/device:GPU:0 with 67 MB memory)": from its
+        // parenthesis, joined with the lines after it where a narrow paste split it.
+        let opens = raw.find("device:GPU:").and_then(|at| raw[..at].rfind("(/"));
+        if let Some(open) = opens {
+            self.tf_created.clear();
+            let mut end = raw.len().min(open + TF_CREATED_CHARS);
+            while !raw.is_char_boundary(end) {
+                end -= 1;
+            }
+            self.tf_created.push_str(&raw[open..end]);
+            self.tf_created_lines = TF_CREATED_LINES;
+        } else if self.tf_created_lines > 0 {
+            self.tf_created_lines -= 1;
+            let room = TF_CREATED_CHARS.saturating_sub(self.tf_created.len());
+            let mut end = raw.trim_start().len().min(room);
+            let more = raw.trim_start();
+            while !more.is_char_boundary(end) {
+                end -= 1;
+            }
+            self.tf_created.push(' ');
+            self.tf_created.push_str(&more[..end]);
+        }
+        if self.tf_created_lines > 0 {
+            if let Some(c) = tf_created_re().captures(&self.tf_created) {
+                let d = c.get(1).and_then(|m| m.as_str().parse::<u32>().ok());
+                let mib = c.get(2).and_then(|m| m.as_str().parse::<u64>().ok());
+                if let (Some(d), Some(bytes)) = (d, mib.and_then(|m| m.checked_mul(1 << 20))) {
+                    note_device(&mut self.tf_limits, d, bytes);
+                }
+                self.tf_created_lines = 0;
+                self.tf_created.clear();
+                return;
+            }
+            if opens.is_some() {
+                return;
+            }
+        }
         // "Found device 0 with properties:", whole or wrapped after "device" or its number (the
         // end of the line before joined to this one).
         let found = tf_found_re().captures(raw).or_else(|| {
@@ -758,29 +826,18 @@ impl Scanner {
             let Some(total) = c.get(1).and_then(|m| crate::units::parse_size(m.as_str())) else {
                 return;
             };
-            self.tf_totals.retain(|(dev, _)| *dev != d);
-            if self.tf_totals.len() >= TF_DEVICES {
-                self.tf_totals.remove(0);
-            }
-            self.tf_totals.push((d, total));
+            note_device(&mut self.tf_totals, d, total);
         }
     }
 
-    /// The total TensorFlow's start-up gave for the device an OOM names, or for every device
-    /// it found where they are all the same size and the OOM names none.
-    fn tf_total(&self, device: Option<u32>) -> Option<u64> {
+    /// TensorFlow's start-up figure (a total or a limit, from `of`) for the device an OOM
+    /// names, or for every device where they are all the same and the OOM names none.
+    fn tf_figure(of: &[(u32, u64)], device: Option<u32>) -> Option<u64> {
         match device {
-            Some(d) => self
-                .tf_totals
-                .iter()
-                .find(|(dev, _)| *dev == d)
-                .map(|t| t.1),
+            Some(d) => of.iter().find(|(dev, _)| *dev == d).map(|t| t.1),
             None => {
-                let (_, first) = *self.tf_totals.first()?;
-                self.tf_totals
-                    .iter()
-                    .all(|(_, t)| *t == first)
-                    .then_some(first)
+                let (_, first) = *of.first()?;
+                of.iter().all(|(_, t)| *t == first).then_some(first)
             }
         }
     }
@@ -814,20 +871,31 @@ impl Scanner {
                 || (o.facts.total_bytes.is_some() && o.facts.allocated_bytes.is_some())
         });
         self.analysis.total -= (before - self.analysis.ooms.len()) as u64;
-        // A TensorFlow failure that names no capacity: the device's total from TensorFlow's own
-        // start-up lines (read, not derived: it is the device's size).
-        let totals: Vec<Option<u64>> = self
+        // A TensorFlow failure that names no capacity takes it from TensorFlow's own start-up
+        // lines (read, not derived): the allocator's limit where TensorFlow said it as it
+        // created the device (its Stats' Limit in effect), else the device's size.
+        let starts: Vec<(Option<u64>, Option<u64>)> = self
             .analysis
             .ooms
             .iter()
-            .map(|o| self.tf_total(o.device_index))
+            .map(|o| {
+                (
+                    Self::tf_figure(&self.tf_limits, o.device_index),
+                    Self::tf_figure(&self.tf_totals, o.device_index),
+                )
+            })
             .collect();
-        for (oom, total) in self.analysis.ooms.iter_mut().zip(totals) {
+        for (oom, (limit, total)) in self.analysis.ooms.iter_mut().zip(starts) {
             if oom.framework == Framework::Tensorflow
                 && oom.memory == super::MemoryKind::Device
                 && oom.facts.total_bytes.is_none()
             {
-                oom.facts.total_bytes = total;
+                // The allocator's limit bounds what its tensors may hold, not the stream
+                // executor's own allocation of the region it grows into (the driver's failure).
+                let region = matches!(oom.format, "cuda-driver" | "rocm-driver");
+                let limit = limit.filter(|_| !region);
+                oom.facts.total_bytes = limit.or(total);
+                oom.facts.total_is_limit = limit.is_some();
             }
             oom.facts.derive(oom.framework.free_may_exceed_total());
         }
@@ -1471,6 +1539,40 @@ Including non-PyTorch memory, this process has 175.06 GiB memory in use.
         }
         let two = "Found device 0 with properties:\nTotal memory: 7.92GiB\nFound device 1 with properties:\nTotal memory: 11.00GiB\n";
         assert_eq!(total(&format!("{two}{failure}")), None);
+    }
+
+    /// "Created TensorFlow device (… GPU:N with M MB memory)" gives the allocator's limit, for
+    /// that device only, before the device's total; a failure with its own Stats keeps its Limit.
+    #[test]
+    fn tensorflows_created_device_gives_the_allocators_limit() {
+        let created = "I gpu_device.cc:1432] Created TensorFlow device (/job:localhost/replica:0/task:0/device:GPU:0 with 67 MB memory) -> physical GPU (device: 0, name: NVIDIA Tegra X1)\n";
+        let found = "Found device 0 with properties:\nTotal memory: 3.87GiB\n";
+        let failure = "W bfc_allocator.cc:433] Allocator (GPU_0_bfc) ran out of memory trying to allocate 18.00MiB (rounded to 18874368)requested by op Mul";
+        let read = |t: &str| {
+            let o = super::super::analyze(t).main().cloned().expect("found");
+            (o.facts.total_bytes, o.facts.total_is_limit)
+        };
+        assert_eq!(
+            read(&format!("{found}{created}{failure}")),
+            (Some(67 << 20), true)
+        );
+        assert_eq!(
+            read(&format!("{found}{failure}")),
+            (Some((3.87 * (1u64 << 30) as f64).round() as u64), false)
+        );
+        let other = failure.replace("GPU_0_bfc", "GPU_1_bfc");
+        assert_eq!(read(&format!("{created}{other}")), (None, false));
+        let stats = format!("{created}{failure}\nStats:\nLimit: 1000000\nInUse: 990000\n");
+        assert_eq!(read(&stats), (Some(1_000_000), true));
+        // Wrapped at a narrow width, and TensorFlow 1.x's wording.
+        let narrow = "I gpu_device.cc:1432] Created TensorFlow device\n(/job:localhost/replica:0/task:0/device:GPU:0\nwith 67\nMB memory) -> physical GPU\n";
+        assert_eq!(read(&format!("{narrow}{failure}")), (Some(67 << 20), true));
+        let old =
+            "Creating TensorFlow device (/device:GPU:0 with 10764 MB memory) -> physical GPU\n";
+        assert_eq!(read(&format!("{old}{failure}")), (Some(10764 << 20), true));
+        // Not the limit of the region the stream executor could not allocate from the device.
+        let region = "E cuda_driver.cc:1002] failed to allocate 7.35G (7889485824 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY";
+        assert_eq!(read(&format!("{created}{region}")), (None, false));
     }
 
     #[test]
