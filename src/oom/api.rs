@@ -930,6 +930,41 @@ pub const PROGRAMS: &[Program] = &[
             "JavaCPP's `-Dorg.bytedeco.javacpp.maxbytes` and `-Dorg.bytedeco.javacpp.maxphysicalbytes` limit off-heap host memory, not the GPU's: raising them does not help here.",
         ],
     },
+    // LAMMPS's GPU package (lammps/lammps, `src/GPU/gpu_extra.h`, `check_flag`): the library's
+    // device initialisation or a pair style's buffers report -3 and LAMMPS stops with "ERROR:
+    // Insufficient memory on accelerator (src/GPU/gpu_extra.h:N)"; its manual's error list:
+    // "There is insufficient memory on one of the devices specified for the gpu package". The
+    // package runs on CUDA, HIP or OpenCL (Geryon), so no one API is named. Each GPU holds the
+    // atoms of the MPI ranks it serves, their ghosts and neighbour lists; `package gpu … split
+    // f` gives the GPU a fraction f of the atoms and the CPU the rest (the manual, `package`).
+    Program {
+        name: "LAMMPS (GPU package)",
+        format: "program-lammps-gpu",
+        read: lammps_gpu,
+        meaning: "A device of LAMMPS's GPU package could not hold its share: the atoms of the MPI ranks it serves, their ghost atoms and neighbour lists, and the pair style's buffers.",
+        remedies: &[
+            "Spread the system over more GPUs (more nodes, `-pk gpu N` with N the GPUs per node): each then holds fewer atoms and their neighbour lists.",
+            "Give the CPU part of the atoms: `package gpu N split 0.75` computes a quarter of them on the host.",
+            "A smaller neighbour skin (`neighbor 1.0 bin`) or cutoff shortens the neighbour lists, often the largest buffers; check with `nvidia-smi` that no other process holds the card.",
+        ],
+    },
+    // Theano's CUDA backend (Theano/Theano, `theano/sandbox/cuda/cuda_ndarray.cu`,
+    // `device_malloc`): "Error allocating %llu bytes of device memory (%s). Driver report %llu
+    // bytes free and %llu bytes total" (cudaMalloc's error string, then cudaMemGetInfo's free
+    // and total). Theano frees intermediate results after each use only with `allow_gc=True`,
+    // its default (its configuration's documentation), and CNMeM (`lib.cnmem`) is the pool the
+    // old backend may preallocate.
+    Program {
+        name: "Theano (CUDA backend)",
+        format: "program-theano",
+        read: theano,
+        meaning: "Theano's CUDA backend could not allocate an array with cudaMalloc; the driver's free and total figures after it are from the moment it failed.",
+        remedies: &[
+            "Lower the batch size (or the model's size): Theano's arrays for each step grow with it.",
+            "Keep `allow_gc=True` (the default) in THEANO_FLAGS: with it False, Theano keeps every intermediate result between calls.",
+            "With CNMeM on (`lib.cnmem`), the fraction it preallocates is the most the program can use: raise it, or set it to 0 to allocate as needed.",
+        ],
+    },
 ];
 
 // Its own sentence is a whole line: what follows it (the block's lines are joined with spaces)
@@ -941,7 +976,14 @@ re!(
 );
 re!(
     blender_words_re,
-    r"(?i)\bblender\b|\bcycles\b|intern[/\\]cycles|\bFra:\d+ Mem:"
+    r"(?i)\bblender\b|\bcycles\b|intern[/\\]cycles|\bFra:\d+ Mem:|\bMem: ?\d+(?:\.\d+)?M, Peak: ?\d"
+);
+// Cycles' own status in Blender's header ("Mem:2960.07M, Peak:2960.07M | CUDA error: …",
+// `blender/session.cpp`: its device memory in use and at its peak, in MiB). Blender's frame
+// line ("Fra:1 Mem:12.34M (0.00M, Peak 56.78M)") is the host's and has no colon after "Peak".
+re!(
+    cycles_status_re,
+    r"\bMem: ?(\d+(?:\.\d+)?)M, Peak: ?(\d+(?:\.\d+)?)M"
 );
 fn blender(t: &str) -> Option<Found> {
     let c = blender_oom_re().captures(t)?;
@@ -956,6 +998,13 @@ fn blender(t: &str) -> Option<Found> {
     if own {
         // The GPU device's words are every back end's (CUDA, OptiX, HIP, oneAPI, Metal).
         f.api = None;
+    }
+    if let Some(c) = cycles_status_re().captures(t) {
+        f.facts.allocated_bytes = c
+            .get(1)
+            .and_then(|m| m.as_str().parse::<f64>().ok())
+            .filter(|v| *v < 1e9)
+            .map(|v| (v * (1u64 << 20) as f64).round() as u64);
     }
     Some(f)
 }
@@ -1141,6 +1190,32 @@ re!(
     matlab_re,
     r"Out of memory on device\. To view more detail about available memory on the GPU, use ?'gpuDevice\(\)'"
 );
+
+re!(lammps_gpu_re, r"Insufficient memory on accelerator\b");
+
+fn lammps_gpu(t: &str) -> Option<Found> {
+    lammps_gpu_re().is_match(t).then(|| Found {
+        api: None,
+        facts: Facts::default(),
+        device: None,
+        memory: MemoryKind::Device,
+    })
+}
+
+re!(
+    theano_re,
+    r"Error allocating (\d+) bytes of device memory \([^)\n]{0,80}\)\.?(?: Driver report (\d+) bytes free and (\d+) bytes total)?"
+);
+
+fn theano(t: &str) -> Option<Found> {
+    let c = theano_re().captures(t)?;
+    let n = |i: usize| c.get(i).and_then(|m| m.as_str().parse::<u64>().ok());
+    let mut f = Found::device(Api::Cuda);
+    f.facts.requested_bytes = n(1);
+    f.facts.free_bytes = n(2);
+    f.facts.total_bytes = n(3);
+    Some(f)
+}
 
 fn matlab(t: &str) -> Option<Found> {
     matlab_re().is_match(t).then(|| Found::device(Api::Cuda))
@@ -1392,6 +1467,8 @@ mod tests {
             ("waifu2x-ncnn-vulkan -i a.png -o b.png\nvkAllocateMemory failed -1", "program-ncnn", Framework::Vulkan, MemoryKind::Host, None),
             ("Uncaught exception: Could not allocate memory: /home/u/instant-ngp/dependencies/tiny-cuda-nn/include/tiny-cuda-nn/gpu_memory.h:123 cudaMalloc(&rawptr, n_bytes+DEBUG_GUARD_SIZE*2) failed with error out of memory", "program-tiny-cuda-nn", Framework::Cuda, MemoryKind::Device, None),
             ("Out of memory on device. To view more detail about available memory on the GPU, use 'gpuDevice()'. If the problem persists, reset the GPU by calling 'gpuDevice(1)'.", "program-matlab", Framework::Cuda, MemoryKind::Device, None),
+            ("ERROR: Insufficient memory on accelerator (src/GPU/gpu_extra.h:38)", "program-lammps-gpu", Framework::Unknown, MemoryKind::Device, None),
+            ("Error allocating 45158400 bytes of device memory (out of memory). Driver report 44666880 bytes free and 536543232 bytes total", "program-theano", Framework::Cuda, MemoryKind::Device, Some(45_158_400)),
             ("Out of video memory trying to allocate a rendering resource. Make sure your video card has the minimum required memory, try lowering the resolution and/or closing other applications that are running. Exiting...", "program-unreal", Framework::Unknown, MemoryKind::Device, None),
             ("Exception in thread \"main\" java.lang.RuntimeException: Failed to allocate 4294967296 bytes from DEVICE [0] memory\n\tat org.nd4j.jita.memory.CudaMemoryManager.allocate(CudaMemoryManager.java:76)", "program-nd4j", Framework::Cuda, MemoryKind::Device, Some(4_294_967_296)),
             ("java.lang.RuntimeException: Failed to allocate 1048576 bytes from HOST memory\n\tat org.nd4j.jita.memory.CudaMemoryManager.allocate(CudaMemoryManager.java:61)", "program-nd4j", Framework::Cuda, MemoryKind::PinnedHost, Some(1_048_576)),
@@ -1497,5 +1574,39 @@ mod tests {
         ] {
             assert!(read(text).is_none(), "{text}");
         }
+    }
+
+    /// Theano's driver figures and Cycles' status figures are read; Blender's frame line (the
+    /// host's memory) is not Cycles' device memory.
+    #[test]
+    fn theano_and_cycles_figures() {
+        let o = read("I'm getting an \"Error allocating 45158400 bytes of device memory (out of memory). Driver report 44666880 bytes free and 536543232 bytes total\" running the example").expect("quoted with figures");
+        assert_eq!(
+            (
+                o.format,
+                o.facts.requested_bytes,
+                o.facts.free_bytes,
+                o.facts.total_bytes
+            ),
+            (
+                "program-theano",
+                Some(45_158_400),
+                Some(44_666_880),
+                Some(536_543_232)
+            )
+        );
+        let o = read("when I hit render i get following error. Mem: 2960.07M, Peak:2960.07M | CUDA error: Out of memory in cuMemAlloc(&device_pointer, size). I'm using a GTX 690").expect("Cycles");
+        assert_eq!(
+            (o.format, o.facts.allocated_bytes),
+            (
+                "program-blender",
+                Some((2960.07 * (1u64 << 20) as f64).round() as u64)
+            )
+        );
+        let o = read("Fra:1 Mem:812.50M (0.00M, Peak 1024.00M) | Blender 2.79\nCUDA error: Out of memory in cuMemAlloc(&device_pointer, size), line 568").expect("frame line");
+        assert_eq!(
+            (o.format, o.facts.allocated_bytes),
+            ("program-blender", None)
+        );
     }
 }

@@ -203,6 +203,10 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "runtime error (2)",
     "outofmemoryerror",
     "no available memory for the cache blocks",
+    // vLLM's start-up profile with nothing left for the KV cache ("… reserved for KV Cache
+    // is -1.05GiB", V1's "Available KV cache memory: -0.54 GiB").
+    "reserved for kv cache is -",
+    "available kv cache memory: -",
     "kv cache is needed",
     // The same vLLM sentence's head: a terminal's wrap inside "KV cache" still finds it.
     "to serve at least one request",
@@ -363,6 +367,8 @@ pub(crate) const TRIGGERS: &[&str] = &[
     // automaton matches their UTF-8 bytes as they are).
     "尝试分配",
     "试图分配",
+    // Paddle's sentence translated ("无法在GPU 0上分配 …内存", `known::paddle_translated`).
+    "上分配",
     "cuda 内存不足",
     "cuda内存不足",
     "cuda 显存不足",
@@ -622,6 +628,23 @@ pub(crate) fn names_pinned_host(text: &str) -> bool {
         .expect("pinned regex")
     })
     .is_match(&text)
+}
+
+/// CUDA's host-pinning calls by their names alone (`cudaHostAlloc`, `cudaMallocHost`,
+/// `cudaHostRegister`, the driver's `cuMemHostAlloc`, `cuMemAllocHost`, `cuMemHostRegister`) and
+/// PyTorch's `CachingHostAllocator`, which makes them: a line after a message that relays
+/// CUDA's out-of-memory code without its call, naming one of them, names the call that failed.
+/// Looser words ("pin_memory", "pinned") are not enough there: a data loader's settings print
+/// them beside device failures.
+pub(crate) fn names_pinning_call(text: &str) -> bool {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(
+            r"\bcuda(?:HostAlloc|MallocHost|HostRegister)\b|\bcuMem(?:HostAlloc|AllocHost|HostRegister)(?:_v2)?\b|\bCachingHostAllocator\b",
+        )
+        .expect("pinning call regex")
+    })
+    .is_match(text)
 }
 
 /// The quotes of a line of running text that quotes a failure ([`is_prose_quote`]), each one's
@@ -1067,8 +1090,9 @@ mod tests {
             .copied()
             .filter(|t| is_translation_phrase(t))
             .collect();
-        assert_eq!(translated.len(), 15, "{translated:?}");
+        assert_eq!(translated.len(), 16, "{translated:?}");
         assert!(translated.contains(&"尝试分配") && translated.contains(&"недостаточно памяти"));
+        assert!(translated.contains(&"上分配"));
         assert!(only_translated_trigger(
             "RuntimeError: CUDA 内存不足。尝试分配 20.00 MiB"
         ));

@@ -132,6 +132,7 @@ pub const ALONE: &[(&str, Alone)] = &[
     ("xla-tpu-hbm", xla_tpu_hbm),
     ("xpu-4gb-limit", xpu_4gb_limit),
     ("vllm-startup", vllm_startup_guard),
+    ("vllm-profile", vllm_profile_budget),
     ("ascend-runtime", ascend_runtime),
     ("gaudi-device-memory", gaudi_device_memory),
     ("gaudi-graph-workspace", gaudi_graph_workspace),
@@ -465,6 +466,76 @@ fn xpu_4gb_limit(oom: &Oom) -> Option<Finding> {
         });
     }
     None
+}
+
+/// vLLM's start-up profile left nothing for the KV cache: its weights, activation peak and
+/// the memory outside PyTorch take all of its share of the GPU (`gpu_memory_utilization ×
+/// total`), each figure as its profile printed it.
+fn vllm_profile_budget(oom: &Oom) -> Option<Finding> {
+    if !matches!(oom.format, "vllm-profile" | "vllm-cache-blocks") {
+        return None;
+    }
+    let f = &oom.facts;
+    let share = f.allowed_bytes?;
+    let torch = f.allocated_bytes?;
+    let outside = f.non_framework_bytes.unwrap_or(0);
+    let taken = torch + outside;
+    let gib = |b: u64| format!("{:.2} GiB", b as f64 / (1u64 << 30) as f64);
+    let of = match (f.gpu_memory_utilization, f.total_bytes) {
+        (Some(u), Some(t)) => format!(" ({u:.2} × {})", gib(t)),
+        _ => String::new(),
+    };
+    let short = taken.saturating_sub(share);
+    let title = if short > 0 {
+        format!(
+            "Weights, activations and memory outside PyTorch take {} of vLLM's {} share{of}: {} short, nothing left for the KV cache",
+            gib(taken),
+            gib(share),
+            gib(short)
+        )
+    } else {
+        format!(
+            "Weights, activations and memory outside PyTorch take {} of vLLM's {} share{of}: too little is left for one KV-cache block",
+            gib(taken),
+            gib(share)
+        )
+    };
+    let mut remedies = Vec::new();
+    match f.total_bytes.filter(|t| *t > 0) {
+        Some(t) if (taken as f64 / t as f64) < 0.95 => {
+            let need = taken as f64 / t as f64;
+            remedies.push(r(format!(
+                "Raise --gpu-memory-utilization well above {need:.2}, the part of the GPU the weights, activations and other memory already take (the KV cache gets what is above it), if nothing else uses the GPU."
+            )));
+        }
+        Some(_) => remedies.push(r(
+            "The weights and activations alone take nearly the whole GPU: no gpu_memory_utilization leaves room for the KV cache, so the model must take less of it (below).",
+        )),
+        None => remedies.push(r(
+            "Raise --gpu-memory-utilization if nothing else uses the GPU: the KV cache gets what is left of that share.",
+        )),
+    }
+    remedies.push(r(
+        "Lower --max-num-batched-tokens (and --max-num-seqs): the activation peak is profiled at that batch. Without chunked prefill it is at least --max-model-len, so a shorter --max-model-len lowers it too.",
+    ));
+    remedies.push(r(
+        "A quantised model (AWQ, GPTQ, FP8) or --tensor-parallel-size N cuts the weights each GPU holds.",
+    ));
+    if outside > share / 10 && outside > 1 << 30 {
+        remedies.insert(
+            0,
+            r(format!(
+                "Memory outside PyTorch grew by {} while vLLM profiled: NCCL and cuBLAS take some, but another process allocating on the GPU at that moment is counted here too. Run vLLM alone on the GPU (`gpumon once` lists what holds it).",
+                gib(outside)
+            )),
+        );
+    }
+    Some(Finding {
+        cause: Cause::FrameworkAllocations,
+        title,
+        detail: "At start-up vLLM profiles one forward pass of the largest batch it will schedule and gives the KV cache what is left of gpu_memory_utilization × the GPU's total after the weights, that pass's activation peak and what memory outside PyTorch grew by. With nothing left it cannot make a single cache block, and the engine stops (\"No available memory for the cache blocks\"). The figures are vLLM's own, to two decimals of a GiB; what PyTorch held is the weights and the activation peak added.".into(),
+        remedies,
+    })
 }
 
 /// vLLM's start-up guard: it wants utilization × total and that much is not free.

@@ -238,6 +238,10 @@ pub const ALL: &[Family] = &[
         parse: known::vllm_cache_blocks,
     },
     Family {
+        name: "vllm-profile",
+        parse: known::vllm_profile,
+    },
+    Family {
         name: "xla-tpu-hbm",
         parse: known::xla_tpu_hbm,
     },

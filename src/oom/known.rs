@@ -115,7 +115,7 @@ re!(
 re!(
     tf_bfc_re,
     format!(
-        r"Allocator(?: \((\w+?)(?:_bfc)?\))? ran out of memory trying to allocate {SIZE}(?: \(rounded to (\d+)(?: Bytes)?\))?"
+        r"(?:Allocator(?: \((\w+?)(?:_bfc)?\))? ran|\bRan) out of memory trying to allocate {SIZE}(?: \(rounded to (\d+)(?: Bytes)?\))?"
     )
 );
 // TensorFlow/XLA stream executor, `cuda_driver.cc` and `rocm/rocm_driver.cc`: the size as
@@ -125,7 +125,7 @@ re!(
 re!(
     stream_exec_re,
     format!(
-        r"failed to allocate {SIZE} \((\d+) bytes\) from device: (CUDA_ERROR_OUT_OF_MEMORY|HIP_ERROR_OutOfMemory|hipErrorOutOfMemory|hipError_t\((?:2|1002)\))"
+        r"failed to allocate {SIZE}(?: \((\d+) bytes\))? from device: (CUDA_ERROR_OUT_OF_MEMORY|HIP_ERROR_OutOfMemory|hipErrorOutOfMemory|hipError_t\((?:2|1002)\))"
     )
 );
 // JAX: "… allocate 7406166528 bytes." (jaxlib up to 0.4), "… allocate 160.02GiB with allocator
@@ -864,8 +864,18 @@ pub(super) fn tensorflow_oom(t: &str) -> Option<Oom> {
         requested_bytes: elements.zip(width).and_then(|(e, w)| e.checked_mul(w)),
         ..Facts::default()
     };
+    // The BFC allocator's line beside it gives the size it rounded, where it is this tensor's:
+    // with no dtype in the message (TF 1.0's "OOM when allocating tensor with shape[…]"), a
+    // size that is no width of its elements is another tensor's failure in the same paste.
     if let Some(b) = tf_bfc_re().captures(t) {
-        f.requested_bytes = num(&b, 3).or(sz(&b, 2)).or(f.requested_bytes);
+        let bfc = num(&b, 3).or(sz(&b, 2));
+        let this = match (bfc, elements, width) {
+            (Some(r), Some(e), None) => size_fits_elements(r, e),
+            _ => true,
+        };
+        if this {
+            f.requested_bytes = bfc.or(f.requested_bytes);
+        }
     }
     // Early TF 1.x named no device ("OOM when allocating tensor with shape[…]",
     // `OpKernelContext::allocate_tensor`): the failing node's `_device` after it does.
@@ -881,6 +891,15 @@ pub(super) fn tensorflow_oom(t: &str) -> Option<Oom> {
         o.memory = super::MemoryKind::Host;
     }
     Some(o)
+}
+
+/// Whether `bytes` (the BFC allocator's size, printed to two decimals or rounded up to 256
+/// bytes) is `elements` of some dtype's width: the same tensor's allocation.
+pub(super) fn size_fits_elements(bytes: u64, elements: u64) -> bool {
+    [1u64, 2, 4, 8]
+        .iter()
+        .filter_map(|w| elements.checked_mul(*w))
+        .any(|exact| bytes.abs_diff(exact) <= 256 + exact / 200)
 }
 
 /// Where the failing node of a TensorFlow error was placed (its `_device` after the message).
@@ -1020,7 +1039,8 @@ pub(super) fn vllm_startup(t: &str) -> Option<Oom> {
     ))
 }
 
-/// vLLM: no memory at all for the cache blocks.
+/// vLLM: no memory at all for the cache blocks; its start-up profile's figures where the
+/// text holds them.
 pub(super) fn vllm_cache_blocks(t: &str) -> Option<Oom> {
     if !t.contains("No available memory for the cache blocks") {
         return None;
@@ -1029,7 +1049,74 @@ pub(super) fn vllm_cache_blocks(t: &str) -> Option<Oom> {
         Framework::Vllm,
         "vllm-cache-blocks",
         None,
-        Facts::default(),
+        vllm_profile_facts(t),
+    ))
+}
+
+// vLLM's start-up profile (0.6.5 to 0.9's V0 `worker.py`, `determine_num_available_blocks`,
+// and V1's `gpu_worker.py` until 0.10): "the current vLLM instance can use total_gpu_memory
+// (T GiB) x gpu_memory_utilization (u) = B GiB", then "model weights take W GiB;
+// non_torch_memory takes N GiB; PyTorch activation peak memory takes A GiB; the rest of the
+// memory reserved for KV Cache is K GiB", K = B − W − N − A. A K at or below zero leaves no
+// cache block, and the engine raises "No available memory for the cache blocks" after it
+// (V1's "Available KV cache memory: K GiB" the same). Each figure is `x / GiB_bytes` printed
+// to two decimals.
+re!(
+    vllm_budget_re,
+    r"total_gpu_memory \((\d+(?:\.\d+)?) ?GiB\) x gpu_memory_utilization \((\d(?:\.\d+)?)\) = (\d+(?:\.\d+)?) ?GiB"
+);
+re!(
+    vllm_split_re,
+    r"model weights take (-?\d+(?:\.\d+)?) ?GiB; non_torch_memory takes (-?\d+(?:\.\d+)?) ?GiB; PyTorch activation peak memory takes (-?\d+(?:\.\d+)?) ?GiB;? the rest of the memory reserved for KV Cache is (-?\d+(?:\.\d+)?) ?GiB"
+);
+re!(
+    vllm_available_re,
+    r"Available KV cache memory: (-\d+(?:\.\d+)?) ?GiB"
+);
+
+/// The figures of vLLM's start-up profile in `t`: the GPU's total, the instance's share of it
+/// (`allowed_bytes`, with the utilization), what PyTorch held at the profile's peak (weights
+/// and activations, `allocated_bytes`, derived as their sum) and the memory outside PyTorch
+/// (`non_framework_bytes`).
+fn vllm_profile_facts(t: &str) -> Facts {
+    let gib = |c: &regex::Captures, i: usize| {
+        c.get(i)
+            .and_then(|m| m.as_str().parse::<f64>().ok())
+            .filter(|v| v.is_finite() && *v >= 0.0 && *v < 1e6)
+            .map(|v| (v * (1u64 << 30) as f64).round() as u64)
+    };
+    let mut f = Facts::default();
+    if let Some(c) = vllm_budget_re().captures(t) {
+        f.total_bytes = gib(&c, 1);
+        f.gpu_memory_utilization = c.get(2).and_then(|m| m.as_str().parse().ok());
+        f.allowed_bytes = gib(&c, 3);
+    }
+    if let Some(c) = vllm_split_re().captures(t) {
+        if let (Some(w), Some(a)) = (gib(&c, 1), gib(&c, 3)) {
+            f.allocated_bytes = Some(w + a);
+            f.derived.push("allocated_bytes");
+        }
+        f.non_framework_bytes = gib(&c, 2);
+    }
+    f
+}
+
+/// vLLM's start-up profile leaving nothing for the KV cache, where the paste ends before the
+/// error it raises (or the error is far below).
+pub(super) fn vllm_profile(t: &str) -> Option<Oom> {
+    let short = vllm_split_re()
+        .captures(t)
+        .and_then(|c| c.get(4)?.as_str().parse::<f64>().ok())
+        .is_some_and(|k| k <= 0.0)
+        || vllm_available_re().is_match(t);
+    if !short {
+        return None;
+    }
+    Some(oom(
+        Framework::Vllm,
+        "vllm-profile",
+        None,
+        vllm_profile_facts(t),
     ))
 }
 
@@ -1186,17 +1273,43 @@ pub(super) fn paddle_enforce(t: &str) -> Option<Oom> {
     Some(oom(Framework::Paddle, "paddle-enforce", None, f))
 }
 
+// The same sentence translated into Chinese by a user or a page ("GPU 0上出现内存不足错误。
+// 无法在GPU 0上分配50.000000MB内存，已分配11.999512 GB内存，可用内存仅为0.000000B。"): the
+// device, the request, what "has been allocated" and what is available, in Paddle's order,
+// each after its clause's words (内存 or 显存 for "memory").
+re!(
+    paddle_zh_re,
+    format!(
+        r"无法在\s*GPU\s*(\d+)\s*上分配\s*{SIZE}\s*的?[内显]存\s*[，,]\s*(?:已经?分配(?:了)?\s*{SIZE}\s*的?[内显]存\s*[，,]\s*)?(?:而|且)?\s*可用的?[内显]存(?:仅为|只有|仅有|为)\s*{SIZE}"
+    )
+);
+
+/// PaddlePaddle's message translated into Chinese ([`paddle_zh_re`]): Paddle's figures, with
+/// Paddle's meaning.
+pub(super) fn paddle_translated(t: &str) -> Option<Oom> {
+    let c = paddle_zh_re().captures(t)?;
+    let mut o = paddle_from(&c, t);
+    o.format = "paddle-translated";
+    Some(o)
+}
+
 /// PaddlePaddle's CUDA allocator (device-wide use, or this process's under a limit).
 pub(super) fn paddle(t: &str) -> Option<Oom> {
     let c = paddle_re().captures(t)?;
-    let used = sz(&c, 3);
-    let free = sz(&c, 4);
+    Some(paddle_from(&c, t))
+}
+
+/// Paddle's figures from its sentence's captures: the device, the request, what "has been
+/// allocated" and what is available.
+fn paddle_from(c: &regex::Captures, t: &str) -> Oom {
+    let used = sz(c, 3);
+    let free = sz(c, 4);
     let limit = paddle_limit_re()
         .captures(t)
         .and_then(|l| num(&l, 1))
         .map(|mb| mb << 20);
     let mut f = Facts {
-        requested_bytes: sz(&c, 2),
+        requested_bytes: sz(c, 2),
         free_bytes: free,
         ..Facts::default()
     };
@@ -1215,12 +1328,7 @@ pub(super) fn paddle(t: &str) -> Option<Oom> {
             }
         }
     }
-    Some(oom(
-        Framework::Paddle,
-        "paddle",
-        num(&c, 1).map(|d| d as u32),
-        f,
-    ))
+    oom(Framework::Paddle, "paddle", num(c, 1).map(|d| d as u32), f)
 }
 
 /// CuPy's memory pool (both wordings).
@@ -1329,6 +1437,84 @@ pub(super) fn raw_cuda(t: &str) -> Option<Oom> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// TensorFlow 1.0's BFC line ("Ran out of memory trying to allocate X.  See logs") gives
+    /// the request of the OOM beside it when the size is a width of its elements, and not when
+    /// it is another tensor's; the stream executor's line without its exact bytes (an issue's
+    /// title) still reads.
+    #[test]
+    fn tf_1_0_bfc_line_and_the_stream_executor_without_bytes() {
+        let bfc = "W bfc_allocator.cc:275] Ran out of memory trying to allocate 24.38MiB.  See logs for memory state.\n";
+        let same = format!("{bfc}W op_kernel.cc:975] Resource exhausted: OOM when allocating tensor with shape[48,8,8,2080]");
+        let o = tensorflow_oom(&same).expect("same tensor");
+        assert_eq!(o.facts.requested_bytes, Some(25_564_283));
+        let other = format!("{bfc}W op_kernel.cc:975] Resource exhausted: OOM when allocating tensor with shape[48,17,17,1088]");
+        let o = tensorflow_oom(&other).expect("another tensor");
+        assert_eq!(
+            (o.facts.requested_bytes, o.facts.elements),
+            (None, Some(48 * 17 * 17 * 1088))
+        );
+        let o = tensorflow_bfc(bfc).expect("alone");
+        assert_eq!(o.facts.requested_bytes, Some(25_564_283));
+        let o = stream_executor("mnist.py: failed to allocate 8.00G from device: hipError_t(1002)")
+            .expect("title");
+        assert_eq!(
+            (o.format, o.facts.requested_bytes),
+            ("rocm-driver", Some(8 << 30))
+        );
+    }
+
+    /// vLLM's start-up profile: its share, what PyTorch held (weights and activation peak) and
+    /// the memory outside it; a failure only where nothing is left for the KV cache.
+    #[test]
+    fn vllms_profile_with_no_room_for_the_cache() {
+        let gib = |x: f64| (x * (1u64 << 30) as f64).round() as u64;
+        let head = "INFO worker.py:267] the current vLLM instance can use total_gpu_memory (8.00GiB) x gpu_memory_utilization (0.70) = 5.60GiB\nINFO worker.py:267] model weights take 5.20GiB; non_torch_memory takes 0.03GiB; PyTorch activation peak memory takes 1.42GiB; the rest of the memory reserved for KV Cache is ";
+        let o = vllm_profile(&format!("{head}-1.05GiB.")).expect("short");
+        let f = &o.facts;
+        assert_eq!(o.format, "vllm-profile");
+        assert_eq!(
+            (
+                f.total_bytes,
+                f.allowed_bytes,
+                f.allocated_bytes,
+                f.non_framework_bytes
+            ),
+            (
+                Some(8 << 30),
+                Some(gib(5.6)),
+                Some(gib(5.2) + gib(1.42)),
+                Some(gib(0.03))
+            )
+        );
+        assert_eq!(f.gpu_memory_utilization, Some(0.7));
+        assert!(vllm_profile(&format!("{head}2.18GiB.")).is_none());
+        // A negative figure outside PyTorch is no memory: left unknown.
+        let o = vllm_profile("model weights take 6.47GiB; non_torch_memory takes -0.05GiB; PyTorch activation peak memory takes 4.93GiB; the rest of the memory reserved for KV Cache is -7.83GiB.").expect("short");
+        assert_eq!(o.facts.non_framework_bytes, None);
+        assert!(vllm_profile("INFO gpu_worker.py] Available KV cache memory: -0.54 GiB").is_some());
+        assert!(vllm_profile("INFO gpu_worker.py] Available KV cache memory: 10.50 GiB").is_none());
+    }
+
+    /// Paddle's sentence translated into Chinese keeps Paddle's figures and meaning.
+    #[test]
+    fn paddles_sentence_translated() {
+        let o = paddle_translated("GPU 0上出现内存不足错误。无法在GPU 0上分配50.000000MB内存，已分配11.999512 GB内存，可用内存仅为0.000000B。").expect("found");
+        assert_eq!(
+            (
+                o.format,
+                o.device_index,
+                o.facts.requested_bytes,
+                o.facts.free_bytes
+            ),
+            ("paddle-translated", Some(0), Some(50 << 20), Some(0))
+        );
+        assert_eq!(
+            o.facts.device_used_bytes,
+            Some((11.999512 * (1u64 << 30) as f64).round() as u64)
+        );
+        assert!(paddle_translated("在GPU上分配内存时显存不足怎么办？").is_none());
+    }
 
     /// The BFC allocator's line with its name (TensorFlow's) and without it (Intel's extension,
     /// whose sizes say "Bytes"); PyTorch 2.x's sentence with its device number left blank.

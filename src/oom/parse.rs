@@ -167,7 +167,8 @@ pub fn parse_block(lines: &[String]) -> Option<Oom> {
             .all(|l| super::clean::only_translated_trigger(l))
         && super::clean::only_translated_trigger(&trigger);
     if translated_only {
-        let mut found = super::families::pytorch_translated(&spaced)?;
+        let mut found = super::known::paddle_translated(&spaced)
+            .or_else(|| super::families::pytorch_translated(&spaced))?;
         found.line = crate::text::cut_at_word(&trigger, 300);
         found.missing = missing_parts(&found);
         return Some(found);

@@ -274,6 +274,10 @@ pub struct Scanner {
     /// One of those sentences ties the failure to pinned host memory
     /// ([`super::clean::names_pinned_host`]).
     pinned: bool,
+    /// A line after the open block's trigger names one of CUDA's host-pinning calls
+    /// ([`super::clean::names_pinning_call`]): where the message relays CUDA's code without its
+    /// call, the call that failed.
+    pinning_after: bool,
     /// The one-pass test for quiet lines is on (off only in a test that checks it changes
     /// nothing).
     quick: bool,
@@ -357,6 +361,7 @@ impl Scanner {
             quoted: false,
             whole: false,
             pinned: false,
+            pinning_after: false,
             quick: true,
             unescaped: 0,
         }
@@ -522,6 +527,7 @@ impl Scanner {
                 self.quoted = quote;
                 self.whole = false;
                 self.pinned = false;
+                self.pinning_after = false;
             } else {
                 self.quoted &= quote;
             }
@@ -535,6 +541,7 @@ impl Scanner {
             return;
         }
         if self.pending > 0 {
+            self.pinning_after |= super::clean::names_pinning_call(raw);
             // Where the trigger's own line is dated, so is every line of the log (a prefix on
             // each): a date then says nothing of where a record starts.
             if self.record_at.is_none() && !self.trigger_dated && starts_a_dated_record(raw) {
@@ -697,6 +704,7 @@ impl Scanner {
         let quoted = std::mem::take(&mut self.quoted);
         let whole = std::mem::take(&mut self.whole);
         let pinned = std::mem::take(&mut self.pinned);
+        let pinning_after = std::mem::take(&mut self.pinning_after);
         // A sentence quoting a failure is a report of one when the quote carries its figures
         // or is the whole failure line as a known framework raised it, or a program's own
         // sentence (Blender's "System is out of GPU memory": read by its exact words, which
@@ -709,7 +717,10 @@ impl Scanner {
                 || o.format.starts_with("program-")
         };
         if let Some(mut oom) = self.parse_counted(&block).filter(report) {
-            if quoted && pinned && super::parse::relays_cuda_code(&oom) {
+            // Or where what follows the message names the host-pinning call it came from
+            // ("cudaAssert: cudaErrorMemoryAllocation out of memory" then "when calling
+            // cudaHostRegister").
+            if ((quoted && pinned) || pinning_after) && super::parse::relays_cuda_code(&oom) {
                 oom.memory = super::MemoryKind::PinnedHost;
             }
             // A Stats block printed before its OOM line: one event, the stats' figures kept.
@@ -724,6 +735,23 @@ impl Scanner {
                     oom.facts.total_is_limit |= stats.facts.total_is_limit;
                     oom.facts.allocated_bytes =
                         oom.facts.allocated_bytes.or(stats.facts.allocated_bytes);
+                }
+            }
+            // TensorFlow's BFC line, then the op's "OOM when allocating tensor" for the same
+            // allocation (its log prints both): one event, the BFC's request beside the
+            // tensor's shape where the size is a width of its elements.
+            if oom.format == "tensorflow-oom" && oom.facts.requested_bytes.is_none() {
+                if let Some(elements) = oom.facts.elements {
+                    let fits = |r: u64| super::known::size_fits_elements(r, elements);
+                    if let Some(bfc) = self.analysis.ooms.pop_if(|o| {
+                        o.format == "tensorflow-bfc"
+                            && o.facts.known() == 1
+                            && o.facts.requested_bytes.is_some_and(fits)
+                    }) {
+                        self.analysis.total -= 1;
+                        oom.facts.requested_bytes = bfc.facts.requested_bytes;
+                        oom.device_index = oom.device_index.or(bfc.device_index);
+                    }
                 }
             }
             // TensorRT-LLM's executor report follows the PyTorch OOM that caused it (Python
@@ -762,6 +790,16 @@ impl Scanner {
                     oom.facts = cause.facts;
                     oom.device_index = oom.device_index.or(cause.device_index);
                     oom.hint = cause.hint;
+                }
+            }
+            // vLLM's error after the start-up profile that left no room for the cache (the
+            // profile's line is read first, as a failure): one event, the profile's figures.
+            if oom.format == "vllm-cache-blocks" {
+                if let Some(profile) = self.analysis.ooms.pop_if(|o| o.format == "vllm-profile") {
+                    self.analysis.total -= 1;
+                    if oom.facts.known() == 0 {
+                        oom.facts = profile.facts;
+                    }
                 }
             }
             self.keep(oom);
@@ -1573,6 +1611,31 @@ Including non-PyTorch memory, this process has 175.06 GiB memory in use.
         // Not the limit of the region the stream executor could not allocate from the device.
         let region = "E cuda_driver.cc:1002] failed to allocate 7.35G (7889485824 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY";
         assert_eq!(read(&format!("{created}{region}")), (None, false));
+    }
+
+    /// CUDA's out-of-memory code relayed without its call, and a line after it that names a
+    /// host-pinning call: pinned host memory; a data loader's words there are not enough.
+    #[test]
+    fn a_pinning_call_named_after_a_relay_is_pinned_host_memory() {
+        let memory = |t: &str| super::super::analyze(t).main().map(|o| o.memory);
+        let relay = "```\ncudaAssert: cudaErrorMemoryAllocation out of memory, file MemManageCUDA.hpp, line 74\n```\n";
+        assert_eq!(
+            memory(&format!(
+                "{relay}when calling cudaHostRegister. Host memory is far from full."
+            )),
+            Some(super::super::MemoryKind::PinnedHost)
+        );
+        assert_eq!(
+            memory(&format!(
+                "{relay}DataLoader(pin_memory=True, num_workers=4)"
+            )),
+            Some(super::super::MemoryKind::Device)
+        );
+        // A message that names its device allocation stays the device's.
+        assert_eq!(
+            memory("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 7.79 GiB total capacity; 5.03 GiB already allocated)\nat CachingHostAllocator"),
+            Some(super::super::MemoryKind::Device)
+        );
     }
 
     #[test]
