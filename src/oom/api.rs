@@ -948,6 +948,23 @@ pub const PROGRAMS: &[Program] = &[
             "A smaller neighbour skin (`neighbor 1.0 bin`) or cutoff shortens the neighbour lists, often the largest buffers; check with `nvidia-smi` that no other process holds the card.",
         ],
     },
+    // Mesa's radeon and amdgpu winsys (`src/gallium/winsys/radeon/drm/radeon_drm_bo.c`,
+    // `…/amdgpu/drm/amdgpu_bo.c`, `radeon_create_bo`/`amdgpu_create_bo`): when the kernel
+    // refuses a buffer object, "radeon: Failed to allocate a buffer:" then its size in bytes,
+    // alignment, domains and flags, one per line (amdgpu's the same with "amdgpu:"). The
+    // domains are the kernel's GEM domains (`radeon_drm.h`, `amdgpu_drm.h`): 4 is VRAM, 2 GTT
+    // (system memory the GPU maps), 1 the CPU's; any OpenCL (Clover, rusticl), OpenGL or Vulkan
+    // (RADV) program on Mesa prints it.
+    Program {
+        name: "Mesa (radeon/amdgpu winsys)",
+        format: "program-mesa-winsys",
+        read: mesa_winsys,
+        meaning: "The kernel driver refused a buffer object Mesa asked for: in VRAM (domain 4), the card's memory was full or too fragmented for it; in GTT (domain 2), the system memory the GPU may map was.",
+        remedies: &[
+            "Make the program's buffers smaller (a smaller image, batch or working set): each failed buffer is one allocation of the size shown.",
+            "See what holds the card's memory: `cat /sys/class/drm/card0/device/mem_info_vram_used` (amdgpu) or `radeontop`; close other GPU programs.",
+        ],
+    },
     // Theano's CUDA backend (Theano/Theano, `theano/sandbox/cuda/cuda_ndarray.cu`,
     // `device_malloc`): "Error allocating %llu bytes of device memory (%s). Driver report %llu
     // bytes free and %llu bytes total" (cudaMalloc's error string, then cudaMemGetInfo's free
@@ -1190,6 +1207,35 @@ re!(
     matlab_re,
     r"Out of memory on device\. To view more detail about available memory on the GPU, use ?'gpuDevice\(\)'"
 );
+
+re!(
+    mesa_winsys_re,
+    r"(?s)\b(?:radeon|amdgpu): +Failed to allocate a buffer:.{0,80}?size +: +(\d+) bytes.{0,160}?domains +: +(\d+)"
+);
+
+fn mesa_winsys(t: &str) -> Option<Found> {
+    let c = mesa_winsys_re().captures(t)?;
+    let domains: u32 = c.get(2)?.as_str().parse().ok()?;
+    // VRAM in the domains is the device's memory; GTT alone is system memory the GPU maps
+    // (pinned); the CPU's domain alone is the host's.
+    let memory = if domains & 4 != 0 {
+        MemoryKind::Device
+    } else if domains & 2 != 0 {
+        MemoryKind::PinnedHost
+    } else {
+        MemoryKind::Host
+    };
+    let facts = Facts {
+        requested_bytes: c.get(1)?.as_str().parse().ok(),
+        ..Facts::default()
+    };
+    Some(Found {
+        api: None,
+        facts,
+        device: None,
+        memory,
+    })
+}
 
 re!(lammps_gpu_re, r"Insufficient memory on accelerator\b");
 
@@ -1467,6 +1513,8 @@ mod tests {
             ("waifu2x-ncnn-vulkan -i a.png -o b.png\nvkAllocateMemory failed -1", "program-ncnn", Framework::Vulkan, MemoryKind::Host, None),
             ("Uncaught exception: Could not allocate memory: /home/u/instant-ngp/dependencies/tiny-cuda-nn/include/tiny-cuda-nn/gpu_memory.h:123 cudaMalloc(&rawptr, n_bytes+DEBUG_GUARD_SIZE*2) failed with error out of memory", "program-tiny-cuda-nn", Framework::Cuda, MemoryKind::Device, None),
             ("Out of memory on device. To view more detail about available memory on the GPU, use 'gpuDevice()'. If the problem persists, reset the GPU by calling 'gpuDevice(1)'.", "program-matlab", Framework::Cuda, MemoryKind::Device, None),
+            ("radeon: Failed to allocate a buffer:\nradeon:    size      : 1073741824 bytes\nradeon:    alignment : 4096 bytes\nradeon:    domains   : 4\nradeon:    flags     : 4", "program-mesa-winsys", Framework::Unknown, MemoryKind::Device, Some(1 << 30)),
+            ("amdgpu: Failed to allocate a buffer:\namdgpu:    size      : 65536 bytes\namdgpu:    alignment : 4096 bytes\namdgpu:    domains   : 2\namdgpu:    flags     : 0", "program-mesa-winsys", Framework::Unknown, MemoryKind::PinnedHost, Some(65536)),
             ("ERROR: Insufficient memory on accelerator (src/GPU/gpu_extra.h:38)", "program-lammps-gpu", Framework::Unknown, MemoryKind::Device, None),
             ("Error allocating 45158400 bytes of device memory (out of memory). Driver report 44666880 bytes free and 536543232 bytes total", "program-theano", Framework::Cuda, MemoryKind::Device, Some(45_158_400)),
             ("Out of video memory trying to allocate a rendering resource. Make sure your video card has the minimum required memory, try lowering the resolution and/or closing other applications that are running. Exiting...", "program-unreal", Framework::Unknown, MemoryKind::Device, None),

@@ -15,10 +15,12 @@ fn prefix_re() -> &'static Regex {
     RE.get_or_init(|| {
         Regex::new(concat!(
             r"^(?:",
-            r"\s*(?:[│|#>*]|//|--)\s?", // comment boxes, quotes, bullets
-            r"|\s*\[rank\d+\]:\s*",     // torchrun
+            // Comment boxes, quotes, bullets; "--" only as a comment's mark, with a space
+            // after it (a wrapped line may start with a flag, "--mem-fraction-static").
+            r"\s*(?:[│|#>*]|//|--(?:\s|$))\s?",
+            r"|\s*\[rank\d+\]:\s*",             // torchrun
             r"|\s*\(\w+(?:_\w+)* pid=\d+\)\s*", // vLLM / Ray workers
-            r"|\s*[\w.\-]+\s+\|\s",     // docker compose service prefixes
+            r"|\s*[\w.\-]+\s+\|\s",             // docker compose service prefixes
             r"|\s*\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?:?\s*", // ISO time
             r"|\s*\[\d{4}-\d\d-\d\d[^\]]*\]\s*", // [2024-01-01 12:00:00]
             r"|\s*[EWIF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+\s+[\w.\-]+:\d+\]\s*", // glog
@@ -259,6 +261,8 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "can't allocate",
     "out_of_device_memory",
     "insufficient memory",
+    // TensorRT 8.0–8.5's skipped tactic ("Device memory is insufficient to use tactic").
+    "device memory is insufficient",
     "exceeded hbm capacity",
     "larger than buffer maximum",
     "allocation failed for size",
@@ -630,17 +634,19 @@ pub(crate) fn names_pinned_host(text: &str) -> bool {
     .is_match(&text)
 }
 
-/// CUDA's host-pinning calls by their names alone (`cudaHostAlloc`, `cudaMallocHost`,
-/// `cudaHostRegister`, the driver's `cuMemHostAlloc`, `cuMemAllocHost`, `cuMemHostRegister`) and
-/// PyTorch's `CachingHostAllocator`, which makes them: a line after a message that relays
-/// CUDA's out-of-memory code without its call, naming one of them, names the call that failed.
+/// CUDA's and HIP's host-pinning calls by their names alone (`cudaHostAlloc`, `cudaMallocHost`,
+/// `cudaHostRegister`, the driver's `cuMemHostAlloc`, `cuMemAllocHost`, `cuMemHostRegister`,
+/// `hipHostMalloc`, `hipHostAlloc`, `hipMallocHost`, `hipHostRegister`), PyTorch's
+/// `CachingHostAllocator` and the Julia packages' `Mem.HostBuffer` (CUDA.jl's and AMDGPU.jl's
+/// page-locked buffers), which make them: a line after a message that relays the runtime's
+/// out-of-memory code without its call, naming one of them, names the call that failed.
 /// Looser words ("pin_memory", "pinned") are not enough there: a data loader's settings print
 /// them beside device failures.
 pub(crate) fn names_pinning_call(text: &str) -> bool {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
         Regex::new(
-            r"\bcuda(?:HostAlloc|MallocHost|HostRegister)\b|\bcuMem(?:HostAlloc|AllocHost|HostRegister)(?:_v2)?\b|\bCachingHostAllocator\b",
+            r"\b(?:cuda|hip)(?:HostAlloc|MallocHost|HostMalloc|HostRegister)\b|\bcuMem(?:HostAlloc|AllocHost|HostRegister)(?:_v2)?\b|\bCachingHostAllocator\b|\bMem\.HostBuffer\b",
         )
         .expect("pinning call regex")
     })
@@ -847,6 +853,19 @@ mod tests {
         assert_eq!(
             normalise("&gt; &gt; RuntimeError: NPU out of memory."),
             "RuntimeError: NPU out of memory."
+        );
+    }
+
+    /// A comment's "--" is a prefix; a flag at a wrapped line's start is the message's.
+    #[test]
+    fn a_flag_at_a_lines_start_is_kept() {
+        assert_eq!(
+            normalise("-- RuntimeError: CUDA out of memory."),
+            "RuntimeError: CUDA out of memory."
+        );
+        assert_eq!(
+            normalise("--mem-fraction-static."),
+            "--mem-fraction-static."
         );
     }
 

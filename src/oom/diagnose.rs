@@ -1083,7 +1083,9 @@ fn request_only(oom: &Oom, _sizing: Option<&Sizing>, out: &[Finding]) -> Option<
                     need.map(fmt_bytes).unwrap_or_default()
                 ),
             },
-            detail: if tf_limit {
+            detail: if oom.format == "tensorrt-tactic" {
+                "TensorRT's builder skipped one tactic (one way to run a layer) whose scratch memory did not fit, and went on with the others: a warning, not the build's failure. The build fails only if no tactic of some layer fits; a skipped fast tactic may leave the engine slower.".into()
+            } else if tf_limit {
                 format!(
                     "TensorFlow gave its allocator {} on this GPU when it created the device (its start-up line \"Created TensorFlow device … with N MB memory\": the memory free then, less what it leaves, or the fraction it was told to take), and this request did not fit in what its own tensors left of it. A small limit means little was free at start-up: another process, or on a board whose GPU shares the system's memory (Jetson), the system itself.",
                     f.total_bytes.map(fmt_bytes).unwrap_or_default()

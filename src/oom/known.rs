@@ -414,6 +414,14 @@ re!(
     r"Requested amount of (?:GPU )?memory \((\d+) bytes\) could not be allocated"
 );
 re!(trt_buffer_re, r"allocating (\d+)-byte buffer");
+// The builder's warning that a tactic was skipped for want of scratch memory (it goes on with
+// others): 8.6 and later "Skipping tactic N due to insufficient memory on requested size of N
+// detected for tactic …", 8.0–8.5 "Tactic Device request: RMB Available: AMB. Device memory is
+// insufficient to use tactic." (MiB).
+re!(
+    trt_tactic_re,
+    r"insufficient memory on requested size of (\d+)|Tactic Device request: (\d+) ?MB Available: (\d+) ?MB\.? Device memory is insufficient"
+);
 re!(
     trt_vm_re,
     r"(?i)\.cpp::[^\]\n]{0,200}::\d+\] Error Code \d+: (?:OutOfMemory|out of memory)"
@@ -563,14 +571,20 @@ pub(super) fn pinned_host(t: &str) -> Option<Oom> {
 /// Whose build of XLA's (or TSL's) allocators logged a line: TensorFlow's own tree
 /// (`tensorflow/core/…`, `tensorflow/tsl/…`, and from 2.16 `external/local_xla/…`) or jaxlib's
 /// bundled copy (`external/xla/…`, `external/org_tensorflow/…`), or JAX's words elsewhere.
+/// Whether `t` holds the source path `path` (written with `/`), with either separator: the
+/// Windows builds' log lines print `T:\src\github\tensorflow\tensorflow\core\…`.
+fn has_path(t: &str, path: &str) -> bool {
+    t.contains(path) || (t.contains('\\') && t.contains(&path.replace('/', "\\")))
+}
+
 fn xla_build(t: &str, default: Framework) -> Framework {
-    let jax = t.contains("external/xla/")
-        || t.contains("external/org_tensorflow/")
+    let jax = has_path(t, "external/xla/")
+        || has_path(t, "external/org_tensorflow/")
         || t.contains("jaxlib")
-        || t.contains("site-packages/jax/")
+        || has_path(t, "site-packages/jax/")
         || t.contains("XlaRuntimeError");
-    let tensorflow = t.contains("external/local_xla/")
-        || ((t.contains("tensorflow/core/") || t.contains("tensorflow/tsl/"))
+    let tensorflow = has_path(t, "external/local_xla/")
+        || ((has_path(t, "tensorflow/core/") || has_path(t, "tensorflow/tsl/"))
             && !t.contains("org_tensorflow"));
     match (jax, tensorflow) {
         (true, false) => Framework::Jax,
@@ -1359,7 +1373,18 @@ pub(super) fn cupy(t: &str) -> Option<Oom> {
 
 /// TensorRT's allocator, builder tactics and virtual-memory buffers.
 pub(super) fn tensorrt(t: &str) -> Option<Oom> {
-    let trt_amount = trt_amount_re().captures(t).and_then(|c| num(&c, 1));
+    let tactic = trt_tactic_re().captures(t);
+    let mib = |i: usize| {
+        tactic
+            .as_ref()
+            .and_then(|c| num(c, i))
+            .and_then(|m| m.checked_mul(1 << 20))
+    };
+    let tactic_request = tactic.as_ref().and_then(|c| num(c, 1)).or_else(|| mib(2));
+    let trt_amount = trt_amount_re()
+        .captures(t)
+        .and_then(|c| num(&c, 1))
+        .or(tactic_request);
     // A paste cut inside the CUDA status's words ("Cuda Runtime (out of m") still says it.
     let lower = t.to_ascii_lowercase();
     if (trt_re().is_match(t)
@@ -1374,9 +1399,20 @@ pub(super) fn tensorrt(t: &str) -> Option<Oom> {
                 .and_then(|c| num(&c, 1))
                 .or(trt_amount)
                 .or_else(|| trt_buffer_re().captures(t).and_then(|c| num(&c, 1))),
+            free_bytes: mib(3),
             ..Facts::default()
         };
-        return Some(oom(Framework::Tensorrt, "tensorrt", None, f));
+        // The skipped tactic alone is a warning of its own.
+        let only_tactic = tactic.is_some()
+            && !trt_re().is_match(t)
+            && !trt_vm_re().is_match(t)
+            && !trt_amount_re().is_match(t);
+        let format = if only_tactic {
+            "tensorrt-tactic"
+        } else {
+            "tensorrt"
+        };
+        return Some(oom(Framework::Tensorrt, format, None, f));
     }
     None
 }
@@ -1408,7 +1444,7 @@ pub(super) fn stream_executor(t: &str) -> Option<Oom> {
     // rocm_driver.cc:601]", "tensorflow/compiler/xla/stream_executor/cuda/cuda_driver.cc"):
     // TensorFlow's BFC allocator asking the driver for a region. JAX's builds of the same file
     // print "external/org_tensorflow/…" or "external/xla/…", and stay the runtime's.
-    let tensorflow = t.contains("tensorflow/") && !t.contains("org_tensorflow");
+    let tensorflow = has_path(t, "tensorflow/") && !t.contains("org_tensorflow");
     let format = if hip { "rocm-driver" } else { "cuda-driver" };
     let framework = match (tensorflow, hip) {
         (true, _) => Framework::Tensorflow,
@@ -1461,6 +1497,18 @@ mod tests {
         assert_eq!(
             (o.format, o.facts.requested_bytes),
             ("rocm-driver", Some(8 << 30))
+        );
+    }
+
+    /// TensorRT's builder skipping a tactic for want of memory, in 8.6's words and 8.0's.
+    #[test]
+    fn tensorrts_skipped_tactic() {
+        let o = tensorrt("[W] UNSUPPORTED_STATESkipping tactic 0 due to insufficient memory on requested size of 11580055552 detected for tactic 0x0000000000000000.Try decreasing the workspace size with IBuilderConfig::setMemoryPoolLimit().").expect("8.6");
+        assert_eq!(o.facts.requested_bytes, Some(11_580_055_552));
+        let o = tensorrt("[W] [TRT] Tactic Device request: 4360MB Available: 2304MB. Device memory is insufficient to use tactic.").expect("8.0");
+        assert_eq!(
+            (o.facts.requested_bytes, o.facts.free_bytes),
+            (Some(4360 << 20), Some(2304 << 20))
         );
     }
 

@@ -113,9 +113,20 @@ re!(
 /// decides which memory it was. A message that names its allocator (PyTorch's caching
 /// allocator, `cudaMalloc`, `cuMemAlloc`) is the device's.
 pub(super) fn relays_cuda_code(o: &Oom) -> bool {
+    // The runtime's status read alone (`api.rs`), CUDA's or HIP's: hipErrorOutOfMemory is what
+    // hipHostMalloc returns too.
+    let status = matches!(
+        o.format,
+        "api-cudaErrorMemoryAllocation"
+            | "api-CUDA_ERROR_OUT_OF_MEMORY"
+            | "api-hipErrorOutOfMemory"
+    );
     o.memory == super::MemoryKind::Device
-        && matches!(o.framework, Framework::Cuda | Framework::Pytorch)
-        && o.format == "cuda"
+        && matches!(
+            o.framework,
+            Framework::Cuda | Framework::Pytorch | Framework::Rocm | Framework::Hip
+        )
+        && (o.format == "cuda" || status)
         && o.facts.known() == 0
 }
 

@@ -294,6 +294,9 @@ pub struct Scanner {
     /// (a paste wrapped at a narrow width splits it).
     tf_created: String,
     tf_created_lines: u8,
+    /// The GPUs whose BFC allocator the log names ("Allocator (GPU_0_bfc)"), its retry warnings
+    /// included, the last [`TF_DEVICES`].
+    tf_allocators: Vec<u32>,
 }
 
 /// How many of TensorFlow's device accounts a scan keeps.
@@ -320,6 +323,8 @@ re!(
     tf_created_re,
     r"\(/[^)\s]{0,200}?device:GPU:(\d{1,3})\s+with\s+(\d+)\s+MB\s+memory\)"
 );
+// The BFC allocator's name in its lines: one per GPU, "GPU_N_bfc".
+re!(tf_allocator_re, r"Allocator \(GPU_(\d{1,3})_bfc\)");
 /// How many lines after its start a wrapped "Created TensorFlow device" line may take.
 const TF_CREATED_LINES: u8 = 4;
 /// The most of it kept.
@@ -355,6 +360,7 @@ impl Scanner {
             tf_limits: Vec::new(),
             tf_created: String::new(),
             tf_created_lines: 0,
+            tf_allocators: Vec::new(),
             tail: String::new(),
             junction: String::new(),
             prev_plain: false,
@@ -809,6 +815,17 @@ impl Scanner {
     /// Notes TensorFlow's account of a GPU as it starts: the device it found, then that device's
     /// total memory. A later failure that names no capacity takes it ([`Scanner::finish`]).
     fn note_tf_device(&mut self, raw: &str) {
+        if let Some(d) = tf_allocator_re()
+            .captures(raw)
+            .and_then(|c| c.get(1)?.as_str().parse::<u32>().ok())
+        {
+            if !self.tf_allocators.contains(&d) {
+                if self.tf_allocators.len() >= TF_DEVICES {
+                    self.tf_allocators.remove(0);
+                }
+                self.tf_allocators.push(d);
+            }
+        }
         // "Created TensorFlow device (/job:…/device:GPU:0 with 67 MB memory)": from its
         // parenthesis, joined with the lines after it where a narrow paste split it.
         let opens = raw.find("device:GPU:").and_then(|at| raw[..at].rfind("(/"));
@@ -934,6 +951,13 @@ impl Scanner {
                 let limit = limit.filter(|_| !region);
                 oom.facts.total_bytes = limit.or(total);
                 oom.facts.total_is_limit = limit.is_some();
+                // The driver's failure names no device; the BFC allocator that asked for the
+                // region does, where the log has only one.
+                if region && oom.device_index.is_none() {
+                    if let [d] = self.tf_allocators[..] {
+                        oom.device_index = Some(d);
+                    }
+                }
             }
             oom.facts.derive(oom.framework.free_may_exceed_total());
         }
@@ -1613,6 +1637,29 @@ Including non-PyTorch memory, this process has 175.06 GiB memory in use.
         assert_eq!(read(&format!("{created}{region}")), (None, false));
     }
 
+    /// The stream executor's failure takes the device of the only BFC allocator the log names
+    /// (its retry warnings included), and not where two are named; a Windows build's paths
+    /// still say TensorFlow.
+    #[test]
+    fn the_driver_failure_takes_the_only_allocators_device() {
+        let warn = |d: u32| {
+            format!(" W T:\\src\\github\\tensorflow\\tensorflow\\core\\common_runtime\\bfc_allocator.cc:219] Allocator (GPU_{d}_bfc) ran out of memory trying to allocate 2.02GiB. The caller indicates that this is not a failure, but may mean that there could be performance gains if more memory were available.\n")
+        };
+        let fail = " E T:\\src\\github\\tensorflow\\tensorflow\\stream_executor\\cuda\\cuda_driver.cc:936] failed to allocate 378.60M (396990720 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY\n";
+        let read = |t: &str| {
+            let o = super::super::analyze(t).main().cloned().expect("found");
+            (o.framework, o.device_index)
+        };
+        assert_eq!(
+            read(&format!("{}{fail}", warn(1))),
+            (Framework::Tensorflow, Some(1))
+        );
+        assert_eq!(
+            read(&format!("{}{}{fail}", warn(0), warn(1))),
+            (Framework::Tensorflow, None)
+        );
+    }
+
     /// CUDA's out-of-memory code relayed without its call, and a line after it that names a
     /// host-pinning call: pinned host memory; a data loader's words there are not enough.
     #[test]
@@ -1630,6 +1677,11 @@ Including non-PyTorch memory, this process has 175.06 GiB memory in use.
                 "{relay}DataLoader(pin_memory=True, num_workers=4)"
             )),
             Some(super::super::MemoryKind::Device)
+        );
+        // HIP's status from AMDGPU.jl, its stack trace naming the page-locked buffer.
+        assert_eq!(
+            memory("ERROR: HIPError(code hipErrorOutOfMemory, out of memory)\nStacktrace:\n  [1] check\n  [3] AMDGPU.Runtime.Mem.HostBuffer(bytesize::Int64, flags::UInt8)"),
+            Some(super::super::MemoryKind::PinnedHost)
         );
         // A message that names its device allocation stays the device's.
         assert_eq!(
