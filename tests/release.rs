@@ -153,9 +153,10 @@ fn the_release_binary_needs_at_most_glibc_2_28() {
     }
 }
 
-/// CI passes the `smoke` profile's build of the same code (scripts/test), whose version needs
-/// are the release profile's; `GPUMON_AARCH64_PROFILE=release scripts/test` checks the release
-/// build itself.
+/// CI passes the `smoke` profile's build of the same code (scripts/test), for both
+/// architectures, whose version needs are the release profile's;
+/// `GPUMON_RELEASE_PROFILE=release GPUMON_AARCH64_PROFILE=release scripts/test` checks the
+/// release builds themselves.
 #[test]
 fn the_aarch64_release_binary_needs_at_most_glibc_2_28() {
     if let Some(path) = artifact("GPUMON_RELEASE_BIN_AARCH64") {
