@@ -1000,7 +1000,7 @@ re!(
 // line ("Fra:1 Mem:12.34M (0.00M, Peak 56.78M)") is the host's and has no colon after "Peak".
 re!(
     cycles_status_re,
-    r"\bMem: ?(\d+(?:\.\d+)?)M, Peak: ?(\d+(?:\.\d+)?)M"
+    r"\bMem: ?(\d+(?:\.\d+)?)M, Peak: ?\d+(?:\.\d+)?M"
 );
 fn blender(t: &str) -> Option<Found> {
     let c = blender_oom_re().captures(t)?;

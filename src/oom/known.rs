@@ -1380,41 +1380,36 @@ pub(super) fn tensorrt(t: &str) -> Option<Oom> {
             .and_then(|c| num(c, i))
             .and_then(|m| m.checked_mul(1 << 20))
     };
+    let amount = trt_amount_re().captures(t).and_then(|c| num(&c, 1));
     let tactic_request = tactic.as_ref().and_then(|c| num(c, 1)).or_else(|| mib(2));
-    let trt_amount = trt_amount_re()
-        .captures(t)
-        .and_then(|c| num(&c, 1))
-        .or(tactic_request);
+    let allocator = trt_re().is_match(t);
+    let vm = trt_vm_re().is_match(t);
     // A paste cut inside the CUDA status's words ("Cuda Runtime (out of m") still says it.
     let lower = t.to_ascii_lowercase();
-    if (trt_re().is_match(t)
-        && (lower.contains("out of memory") || lower.contains("cuda runtime (out of m")))
-        || trt_vm_re().is_match(t)
-        || trt_amount.is_some()
-    {
-        // The fatal resize first; a skipped tactic's request last.
-        let f = Facts {
-            requested_bytes: trt_size_re()
-                .captures(t)
-                .and_then(|c| num(&c, 1))
-                .or(trt_amount)
-                .or_else(|| trt_buffer_re().captures(t).and_then(|c| num(&c, 1))),
-            free_bytes: mib(3),
-            ..Facts::default()
-        };
-        // The skipped tactic alone is a warning of its own.
-        let only_tactic = tactic.is_some()
-            && !trt_re().is_match(t)
-            && !trt_vm_re().is_match(t)
-            && !trt_amount_re().is_match(t);
-        let format = if only_tactic {
-            "tensorrt-tactic"
-        } else {
-            "tensorrt"
-        };
-        return Some(oom(Framework::Tensorrt, format, None, f));
+    let allocator_oom =
+        allocator && (lower.contains("out of memory") || lower.contains("cuda runtime (out of m"));
+    if !(allocator_oom || vm || amount.is_some() || tactic_request.is_some()) {
+        return None;
     }
-    None
+    // The fatal resize first; a skipped tactic's request last.
+    let f = Facts {
+        requested_bytes: trt_size_re()
+            .captures(t)
+            .and_then(|c| num(&c, 1))
+            .or(amount)
+            .or(tactic_request)
+            .or_else(|| trt_buffer_re().captures(t).and_then(|c| num(&c, 1))),
+        free_bytes: mib(3),
+        ..Facts::default()
+    };
+    // The skipped tactic alone is a warning of its own.
+    let only_tactic = tactic.is_some() && !allocator && !vm && amount.is_none();
+    let format = if only_tactic {
+        "tensorrt-tactic"
+    } else {
+        "tensorrt"
+    };
+    Some(oom(Framework::Tensorrt, format, None, f))
 }
 
 /// ONNX Runtime's CUDA provider: no figures.
