@@ -277,7 +277,19 @@ pub const STATUSES: &[Status] = &[
         &[],
     ),
     st(Api::Npp, "NPP_NO_MEMORY_ERROR", -4, Kind::Device, &[]),
-    st(Api::Npp, "NPP_MEMORY_ALLOCATION_ERR", -9, Kind::Device, &[]),
+    // ManagedCuda's NPP images throw `NPPException("Device allocation error")` where
+    // `nppiMalloc_*` returned no memory (`NPP/NPPImage_*.cs`): NPP's device allocation, in
+    // the binding's words, which are NPP's only beside NPP's names.
+    Status {
+        needs_context: true,
+        ..st(
+            Api::Npp,
+            "NPP_MEMORY_ALLOCATION_ERR",
+            -9,
+            Kind::Device,
+            &["Device allocation error"],
+        )
+    },
     st(
         Api::Synapse,
         "synOutOfHostMemory",
@@ -346,6 +358,7 @@ fn by_name(found: &str) -> Option<&'static Status> {
 }
 
 // Each API's own words around a bare number or a context-bound spelling.
+re!(npp_words_re, r"(?i)\bnpp");
 re!(
     opencl_words_re,
     r"\bOpenCL\b|(?i:opencl)|\bcl[A-Z][A-Za-z]+\b|\bCL_[A-Z_]+\b|boost::compute|pyopencl|LightGBM|\[clblast\]|CLBlast"
@@ -481,6 +494,7 @@ fn has_context(api: Api, t: &str) -> bool {
         Api::Windows => windows_gpu_words_re().is_match(t),
         Api::LevelZero => ze_words_re().is_match(t),
         Api::Synapse => synapse_words_re().is_match(t),
+        Api::Npp => npp_words_re().is_match(t),
         _ => true,
     }
 }
@@ -1403,6 +1417,8 @@ mod tests {
             ("DmlExecutionProvider: 没有足够的内存资源，无法完成此操作。", Framework::DirectMl, "api-E_OUTOFMEMORY"),
             ("ManagedCuda.NPP.NPPException: NPP_MEMORY_ALLOCATION_ERR", Framework::Cuda, "api-NPP_MEMORY_ALLOCATION_ERR"),
             ("nppiResize_8u_C3R failed: NppStatus -9", Framework::Cuda, "api-NPP_MEMORY_ALLOCATION_ERR"),
+            // ManagedCuda's NPP image, as Visual Studio shows the exception (kunzmi/managedCuda#8).
+            ("ManagedCuda.NPP.NPPException was caught\n  HResult=-2146233088\n  Message=Device allocation error\n  Source=NPP", Framework::Cuda, "api-NPP_MEMORY_ALLOCATION_ERR"),
             ("RuntimeError: Graph compile failed. synStatus=synStatus 4 [Out of Device memory (OOM)]. compile", Framework::Hpu, "api-synOutOfDeviceMemory"),
             ("synDeviceMalloc failed: synOutOfDeviceMemory", Framework::Hpu, "api-synOutOfDeviceMemory"),
             ("[PT_BRIDGE] synDeviceMalloc failed. synStatus=synStatus 14 [Failed to allocate Device memory].", Framework::Hpu, "api-synFailedToAllocateDeviceMemory"),
@@ -1457,6 +1473,8 @@ mod tests {
             "Error: DriverError(CUDA_ERROR_ILLEGAL_ADDRESS, \"an illegal memory access was encountered\")",
             // Another .NET library's own enum of the same name, host memory.
             "MelissaData.ProgramStatus: ErrorOutOfMemory",
+            // The same words from a program that is not NPP's binding.
+            "RuntimeError: Device allocation error",
         ] {
             let found = read(text).filter(|o| o.memory == MemoryKind::Device);
             assert!(found.is_none(), "{text}: {found:?}");

@@ -199,6 +199,8 @@ pub fn normalise(line: &str) -> String {
 pub(crate) const TRIGGERS: &[&str] = &[
     "out of memory",
     "oom when allocating",
+    // Its report of the largest live tensors (`report_tensor_allocations_upon_oom`).
+    "current usage from device:",
     "resource_exhausted",
     "resource exhausted",
     "ran out of memory trying",
@@ -268,6 +270,8 @@ pub(crate) const TRIGGERS: &[&str] = &[
     // TensorRT 8.0–8.5's skipped tactic ("Device memory is insufficient to use tactic").
     "device memory is insufficient",
     "exceeded hbm capacity",
+    // The same report's breakdown, where a paste starts there.
+    "total hbm usage >=",
     "larger than buffer maximum",
     "allocation failed for size",
     "hsa_amd_memory_pool_allocate failed",
@@ -298,6 +302,8 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "workspace can't be allocated",
     // PyTorch MPS's one-buffer limit (`MPSAllocator.mm`).
     "invalid buffer size:",
+    // Metal's validation layer on a buffer over `maxBufferLength`.
+    "newbufferwith*:length",
     // SGLang's KV pool with no room after the weights (`model_runner.py`).
     "please try to increase --mem-fraction-static",
     "memory layout cannot be allocated",
@@ -339,6 +345,8 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "not enough memory resources",
     "没有足够的内存资源",
     "npp_memory_allocation_err",
+    // ManagedCuda's words for it (`NPPException`), read as NPP's only beside NPP's names.
+    "device allocation error",
     "npp_no_memory_error",
     "nppstatus",
     "synfailedtoallocatedevicememory",

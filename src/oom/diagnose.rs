@@ -2169,6 +2169,7 @@ const STACK_RULES: &[(&str, StackRule)] = &[
     ("paddle-enforce", paddle_enforce),
     ("xla-tpu-reserve", xla_tpu_reserve),
     ("mlx-buffer-size", mlx_buffer_size),
+    ("metal-buffer-validation", metal_buffer_validation),
     ("mps-buffer-size", mps_buffer_size),
     ("mlx-command-buffer", mlx_command_buffer),
 ];
@@ -2336,6 +2337,28 @@ fn mlx_buffer_size(oom: &Oom) -> Option<Finding> {
             r("Compute logits only for the tokens you need (the last one when generating), not the whole prompt."),
             r("A quantised model (4- or 8-bit) or a quantised KV cache (mlx_lm's --kv-bits) makes the large arrays smaller; a smaller batch or resolution does the same for other models."),
             r("mx.metal.set_memory_limit / set_wired_limit change how much MLX may use in all, not the size of one buffer: they do not help here."),
+        ],
+    })
+}
+
+/// Metal's validation layer stopped one buffer over the device's `maxBufferLength`: one buffer,
+/// not the total; no memory was short.
+fn metal_buffer_validation(oom: &Oom) -> Option<Finding> {
+    if oom.format != "metal-buffer-validation" {
+        return None;
+    }
+    let f = &oom.facts;
+    Some(Finding {
+        cause: Cause::RequestExceedsTotal,
+        title: format!(
+            "One Metal buffer of {} is longer than the {} this device allows in one buffer",
+            f.requested_bytes.map_or_else(|| "N/A".into(), fmt_bytes),
+            f.total_bytes.map_or_else(|| "maximum".into(), fmt_bytes),
+        ),
+        detail: "Metal's API validation layer (on when Xcode runs a debug build) asserts when a buffer is longer than the device's maxBufferLength, a fixed size per device and far below its memory on iPhones and iPads. This is one buffer, not the total: freeing memory does not help, and without the validation layer the same call returns no buffer.".into(),
+        remedies: vec![
+            r("Make that one allocation smaller: a smaller or quantised model, a smaller image, context or batch, or tiled processing where the program offers it."),
+            r("Split the data over several buffers, each under the limit (MTLDevice.maxBufferLength gives it at run time)."),
         ],
     })
 }
@@ -3709,6 +3732,10 @@ mod tests {
         assert!(f[0].detail.contains("not bytes"));
         let f = findings("libc++abi: terminating due to uncaught exception of type std::runtime_error: [METAL] Command buffer execution failed: Insufficient Memory (00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)");
         assert!(f[0].title.contains("MLX"), "{}", f[0].title);
+        let f = findings("-[MTLDebugDevice newBufferWithBytesNoCopy:length:options:deallocator:]:700: failed assertion `Buffer Validation\nnewBufferWith*:length 0x6692c000 must not exceed 1024 MB.");
+        assert_eq!(f[0].cause, Cause::RequestExceedsTotal);
+        assert!(f[0].title.contains("1.0 GiB"), "{}", f[0].title);
+        assert!(f[0].detail.contains("maxBufferLength"));
     }
 
     #[test]

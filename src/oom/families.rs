@@ -74,6 +74,10 @@ pub const ALL: &[Family] = &[
         parse: mlx,
     },
     Family {
+        name: "metal-buffer-validation",
+        parse: metal_buffer_validation,
+    },
+    Family {
         name: "julia-gpu",
         parse: julia_gpu,
     },
@@ -176,6 +180,10 @@ pub const ALL: &[Family] = &[
     Family {
         name: "tensorflow-eigen",
         parse: tensorflow_eigen,
+    },
+    Family {
+        name: "tensorflow-usage-report",
+        parse: tensorflow_usage_report,
     },
     Family {
         name: "tgi",
@@ -1387,6 +1395,33 @@ fn mlx(t: &str) -> Option<Oom> {
         .then(|| oom(Framework::Mlx, "mlx-command-buffer", None, Facts::default()))
 }
 
+// Metal's API validation layer (on in a debug run from Xcode) asserting on a buffer longer than
+// the device's `maxBufferLength`: "failed assertion `Buffer Validation\nnewBufferWith*:length
+// 0x%lx must not exceed %lu MB.`" (ggml-org/ggml#647, an iPhone's 1024 MB). The length is
+// hexadecimal bytes; the limit whole MiB.
+re!(
+    metal_validation_re,
+    r"newBufferWith\*:length (0x[0-9A-Fa-f]{1,16}|\d{1,20}) must not exceed (\d{1,9}) MB"
+);
+
+/// A Metal buffer over the device's largest (`maxBufferLength`): one buffer, before any memory
+/// is asked for. Without the validation layer `newBuffer…` returns nil instead.
+fn metal_buffer_validation(t: &str) -> Option<Oom> {
+    let c = metal_validation_re().captures(t)?;
+    let length = c.get(1)?.as_str();
+    let requested = match length.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => length.parse().ok(),
+    };
+    let f = Facts {
+        requested_bytes: requested,
+        total_bytes: c.get(2)?.as_str().parse::<u64>().ok()?.checked_mul(1 << 20),
+        total_is_limit: true,
+        ..Facts::default()
+    };
+    Some(oom(Framework::Metal, "metal-buffer-validation", None, f))
+}
+
 // Julia's GPU packages: CUDA.jl's `OutOfGPUMemoryError` (`src/pool.jl`, `Base.showerror`:
 // "Out of GPU memory", " trying to allocate $(Base.format_bytes(sz))" when the size is known,
 // then `pool_status`), AMDGPU.jl's of the same name and status. `pool_status` prints "Effective
@@ -1717,6 +1752,38 @@ re!(
     r"EigenAllocator for GPU ran out of memory when allocating (\d+)|Ran out of GPU memory when allocating (\d+) bytes for\b"
 );
 
+// TensorFlow's report of the largest live tensors when an op runs out of memory with
+// `report_tensor_allocations_upon_oom` (`StepStatsCollector::ReportAllocsOnResourceExhausted`,
+// `core/common_runtime/step_stats_collector.cc`): "Current usage from device: DEVICE, allocator:
+// NAME" and then "  SIZE from NODE" for each, printed only inside a ResourceExhaustedError.
+re!(
+    tf_usage_report_re,
+    r"Current usage from device: ([^\s,]{1,200}), allocator: (\w{1,60})"
+);
+
+/// The report alone, where a paste starts there (the error's head, with the tensor that did not
+/// fit, left out): TensorFlow's failure on that device's allocator, without its figures. The
+/// sizes it lists are single tensors, not the allocator's totals, and are not summed.
+fn tensorflow_usage_report(t: &str) -> Option<Oom> {
+    let c = tf_usage_report_re().captures(t)?;
+    let device = known::tf_device_index(c.get(1)?.as_str());
+    let mut o = oom(
+        Framework::Tensorflow,
+        "tensorflow-usage-report",
+        device,
+        Facts::default(),
+    );
+    if let Some((format, memory)) = c
+        .get(2)
+        .and_then(|n| known::tf_host_allocator(n.as_str().trim_end_matches("_bfc")))
+    {
+        o.format = format;
+        o.memory = memory;
+        o.device_index = None;
+    }
+    Some(o)
+}
+
 /// TensorFlow's Eigen allocator on the GPU (`common_runtime/gpu/gpu_device.cc`,
 /// `EigenGpuStreamDevice::allocate`): an Eigen kernel's scratch memory, asked of the device's
 /// BFC allocator, did not come: "Ran out of GPU memory when allocating N bytes for OP" as the
@@ -2002,10 +2069,12 @@ re!(
 // `cusparse.h` CUSPARSE_STATUS_ALLOC_FAILED = 3, `curand.h` CURAND_STATUS_ALLOCATION_FAILED =
 // 102) and PyTorch relays them ("cusolver error: CUSOLVER_STATUS_ALLOC_FAILED, when calling
 // `cusolverDnCreate(handle)`", "cuFFT error: CUFFT_ALLOC_FAILED"). cuBLAS's and cuDNN's are
-// read with the raw CUDA errors.
+// read with the raw CUDA errors. cuFFT's own description of its status, "cuFFT failed to
+// allocate GPU or CPU memory" (`cufft.h`'s documentation), is what CUDA.jl's `CUFFTError(code
+// 2, …)` prints.
 re!(
     cuda_library_status_re,
-    r"\b(?:CUSOLVER_STATUS_ALLOC_FAILED|CUFFT_ALLOC_FAILED|CUSPARSE_STATUS_ALLOC_FAILED|CURAND_STATUS_ALLOCATION_FAILED)\b"
+    r"\b(?:CUSOLVER_STATUS_ALLOC_FAILED|CUFFT_ALLOC_FAILED|CUSPARSE_STATUS_ALLOC_FAILED|CURAND_STATUS_ALLOCATION_FAILED)\b|cuFFT failed to allocate GPU or CPU memory"
 );
 // torch_memory_saver (sglang's memory saver, `csrc/utils.h`): CURESULT_CHECK and
 // CUDA_ERROR_CHECK print "[torch_memory_saver.cpp] CUresult error: 2 (out of memory)  file=…"
@@ -2037,7 +2106,7 @@ fn cuda_code(t: &str) -> Option<Oom> {
     if let Some(m) = cuda_library_status_re().find(t) {
         return found(match m.as_str() {
             "CUSOLVER_STATUS_ALLOC_FAILED" => "cusolver",
-            "CUFFT_ALLOC_FAILED" => "cufft",
+            "CUFFT_ALLOC_FAILED" | "cuFFT failed to allocate GPU or CPU memory" => "cufft",
             "CUSPARSE_STATUS_ALLOC_FAILED" => "cusparse",
             _ => "curand",
         });
@@ -2705,6 +2774,16 @@ mod tests {
 
     #[test]
     fn mlx_buffer_size_resource_count_and_command_buffer() {
+        let o = metal_buffer_validation("-[MTLDebugDevice newBufferWithBytesNoCopy:length:options:deallocator:]:700: failed assertion `Buffer Validation\nnewBufferWith*:length 0x6692c000 must not exceed 1024 MB.").expect("found");
+        assert_eq!(
+            (o.framework, o.facts.requested_bytes, o.facts.total_bytes),
+            (Framework::Metal, Some(0x6692_c000), Some(1 << 30))
+        );
+        assert!(o.facts.total_is_limit);
+        assert!(metal_buffer_validation(
+            "newBufferWith*:length 0xffffffffffffffffff must not exceed 1024 MB"
+        )
+        .is_none());
         let o = mlx("RuntimeError: [metal::malloc] Attempting to allocate 128849018880 bytes which is greater than the maximum allowed buffer size of 17179869184 bytes.").expect("found");
         assert_eq!(o.format, "mlx-buffer-size");
         assert_eq!(o.facts.requested_bytes, Some(128_849_018_880));
@@ -2759,6 +2838,27 @@ mod tests {
 
     /// TensorFlow's CPU allocators print the GPU's sentence; the allocator or the device says
     /// it is the host's RAM. The GPU's BFC allocator is not taken for one.
+    #[test]
+    fn tensorflows_usage_report_alone_is_its_failure() {
+        // discuss.tf.wiki/t/topic/171: the report pasted without the error's head.
+        let t = "Current usage from device: /job:localhost/replica:0/task:0/device:GPU:0, allocator: GPU_0_bfc\n  450.14MiB from shared_model/unet_01/BiasAdd-0-1-TransposeNCHWToNHWC-LayoutOptimizer\n  450.00MiB from shared_model/unet_00/Conv2D";
+        let o = tensorflow_usage_report(t).expect("found");
+        assert_eq!(
+            (o.framework, o.format, o.device_index, o.memory),
+            (
+                Framework::Tensorflow,
+                "tensorflow-usage-report",
+                Some(0),
+                MemoryKind::Device
+            )
+        );
+        assert_eq!(o.facts, Facts::default());
+        let host = "Current usage from device: /job:localhost/replica:0/task:0/device:CPU:0, allocator: cpu";
+        let o = tensorflow_usage_report(host).expect("found");
+        assert_eq!((o.memory, o.device_index), (MemoryKind::Host, None));
+        assert!(tensorflow_usage_report("current usage from device is low").is_none());
+    }
+
     #[test]
     fn tensorflows_cpu_allocators_are_host_memory() {
         for text in [
@@ -2961,6 +3061,8 @@ mod tests {
             ("[torch_memory_saver.cpp] cudaError error: 2 (out of memory)  file=csrc/core.cpp func=resume line=172", "cuda-torch-memory-saver"),
             ("RuntimeError: cusolver error: CUSOLVER_STATUS_ALLOC_FAILED, when calling `cusolverDnCreate(handle)`", "cusolver"),
             ("RuntimeError: cuFFT error: CUFFT_ALLOC_FAILED", "cufft"),
+            // CUDA.jl (CuArrays) prints the status's description (ThreeDeconv.jl#2).
+            ("`CUFFTError(code 2, cuFFT failed to allocate GPU or CPU memory)\n`", "cufft"),
             ("CUSPARSE_STATUS_ALLOC_FAILED", "cusparse"),
             ("curandGenerateNormal failed: CURAND_STATUS_ALLOCATION_FAILED", "curand"),
         ];

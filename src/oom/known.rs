@@ -151,6 +151,7 @@ re!(
 );
 // Its breakdown (`Total hbm usage >= 22.47G:` then `reserved 530.00M`, `program 21.95G`,
 // `arguments 0B`, `Output size 0B; shares 0B with arguments.`), the words as XLA prints them.
+re!(xla_usage_total_re, format!(r"Total hbm usage >= {SIZE}:"));
 re!(
     xla_usage_reserved_re,
     format!(r"Total hbm usage >= \S+\s*reserved\s+{SIZE}")
@@ -883,6 +884,7 @@ pub(super) fn tensorflow_oom(t: &str) -> Option<Oom> {
     // The BFC allocator's line beside it gives the size it rounded, where it is this tensor's:
     // with no dtype in the message (TF 1.0's "OOM when allocating tensor with shape[…]"), a
     // size that is no width of its elements is another tensor's failure in the same paste.
+    let mut on_host = None;
     if let Some(b) = tf_bfc_re().captures(t) {
         let bfc = num(&b, 3).or(sz(&b, 2));
         let this = match (bfc, elements, width) {
@@ -891,6 +893,9 @@ pub(super) fn tensorflow_oom(t: &str) -> Option<Oom> {
         };
         if this {
             f.requested_bytes = bfc.or(f.requested_bytes);
+            // The allocator that failed says where the tensor was: `cuda_host_bfc` is the
+            // page-locked host pool, not the GPU's `GPU_0_bfc`.
+            on_host = b.get(1).and_then(|n| tf_host_allocator(n.as_str()));
         }
     }
     // Early TF 1.x named no device ("OOM when allocating tensor with shape[…]",
@@ -906,7 +911,27 @@ pub(super) fn tensorflow_oom(t: &str) -> Option<Oom> {
         o.format = "tensorflow-cpu";
         o.memory = super::MemoryKind::Host;
     }
+    if let Some((format, memory)) = on_host {
+        o.format = format;
+        o.memory = memory;
+        o.device_index = None;
+    }
     Some(o)
+}
+
+/// A TensorFlow allocator of host memory, by its name in "Allocator (NAME_bfc)" (the `_bfc`
+/// taken off): `gpu_host`/`cuda_host` (`gpu_host_allocator.h`), the page-locked memory copies
+/// to and from the GPU are staged through; `cpu`, `mklcpu`, any other named for the CPU, the
+/// host's RAM.
+pub(super) fn tf_host_allocator(name: &str) -> Option<(&'static str, super::MemoryKind)> {
+    let name = name.to_ascii_lowercase();
+    if name.ends_with("_host") || name.contains("_host_") {
+        Some(("tensorflow-pinned-host", super::MemoryKind::PinnedHost))
+    } else if name.contains("cpu") {
+        Some(("tensorflow-cpu", super::MemoryKind::Host))
+    } else {
+        None
+    }
 }
 
 /// Whether `bytes` (the BFC allocator's size, printed to two decimals or rounded up to 256
@@ -1138,7 +1163,9 @@ pub(super) fn vllm_profile(t: &str) -> Option<Oom> {
 
 /// XLA's TPU compiler: the program needs more HBM than a core has.
 pub(super) fn xla_tpu_hbm(t: &str) -> Option<Oom> {
-    let c = xla_hbm_re().captures(t)?;
+    let Some(c) = xla_hbm_re().captures(t) else {
+        return xla_tpu_breakdown(t);
+    };
     // The breakdown that follows ("Total hbm usage >= X:" then reserved, program, arguments,
     // "Output size O; shares S with arguments."), read within the same report only. A part
     // XLA prints as "unknown size" stays unknown.
@@ -1157,6 +1184,34 @@ pub(super) fn xla_tpu_hbm(t: &str) -> Option<Oom> {
         ..Facts::default()
     };
     // TensorFlow's TPU runtime says "Compilation failure:"; JAX's is the default.
+    let framework = if t.contains("Compilation failure") || t.contains("tensorflow") {
+        Framework::Tensorflow
+    } else {
+        Framework::Jax
+    };
+    Some(oom(framework, "xla-tpu-hbm", None, f))
+}
+
+/// The same report pasted from its breakdown on ("Total hbm usage >= X:" then reserved,
+/// program, arguments), its head left out: XLA prints that breakdown only under its
+/// out-of-memory line (`memory_space_assignment` / the TPU compiler's HBM report), so it is
+/// still that failure, with the program's use as the request and the capacity unknown.
+fn xla_tpu_breakdown(t: &str) -> Option<Oom> {
+    let c = xla_usage_total_re().captures(t)?;
+    let report = &t[c.get(0).map_or(0, |m| m.start())..];
+    let part = |re: &LazyRegex| re.captures(report).and_then(|p| sz(&p, 1));
+    let program = part(xla_usage_program_re());
+    let reserved = part(xla_usage_reserved_re());
+    // The breakdown's own lines, not a sentence that happens to say "total hbm usage".
+    program.or(reserved)?;
+    let f = Facts {
+        requested_bytes: sz(&c, 1),
+        runtime_reserved_bytes: reserved,
+        program_bytes: program,
+        arguments_bytes: part(xla_usage_arguments_re()),
+        output_bytes: part(xla_usage_output_re()),
+        ..Facts::default()
+    };
     let framework = if t.contains("Compilation failure") || t.contains("tensorflow") {
         Framework::Tensorflow
     } else {
@@ -1188,8 +1243,10 @@ pub(super) fn jax(t: &str) -> Option<Oom> {
         ..Facts::default()
     };
     if let Some(tot) = jax_total_re().captures(t) {
-        // BufferAssignment: what the compiled program needs in all.
-        f.process_bytes = sz(&tot, 1);
+        // BufferAssignment: the buffers the compiled program needs in all (its parameters,
+        // outputs and temporaries), not what the process holds: the arrays of earlier steps
+        // and other programs are outside it.
+        f.program_bytes = sz(&tot, 1);
     }
     Some(oom(Framework::Jax, "jax", num(&c, 2).map(|d| d as u32), f))
 }
@@ -1475,6 +1532,26 @@ mod tests {
     /// the request of the OOM beside it when the size is a width of its elements, and not when
     /// it is another tensor's; the stream executor's line without its exact bytes (an issue's
     /// title) still reads.
+    #[test]
+    fn a_tensor_the_host_pool_failed_to_hold_is_pinned_host_memory() {
+        // tensorflow/tensorflow#11915: TF 1.x, no dtype; the BFC line after it names the
+        // page-locked pool, and its size is the tensor's (1e9 float32).
+        let t = "W op_kernel.cc:1192] Resource exhausted: OOM when allocating tensor with shape[1000,1000,250,4]\nW bfc_allocator.cc:273] Allocator (cuda_host_bfc) ran out of memory trying to allocate 3.72GiB.  Current allocation summary follows.";
+        let o = tensorflow_oom(t).expect("found");
+        assert_eq!(o.memory, crate::oom::MemoryKind::PinnedHost);
+        assert_eq!(o.format, "tensorflow-pinned-host");
+        let gpu = t.replace("cuda_host_bfc", "GPU_0_bfc");
+        let o = tensorflow_oom(&gpu).expect("found");
+        assert_eq!(o.memory, crate::oom::MemoryKind::Device);
+        assert_eq!(o.format, "tensorflow-oom");
+        // Another tensor's failure in the same paste says nothing of this one's place.
+        let other = t.replace("3.72GiB", "16.00MiB");
+        assert_eq!(
+            tensorflow_oom(&other).expect("found").memory,
+            crate::oom::MemoryKind::Device
+        );
+    }
+
     #[test]
     fn tf_1_0_bfc_line_and_the_stream_executor_without_bytes() {
         let bfc = "W bfc_allocator.cc:275] Ran out of memory trying to allocate 24.38MiB.  See logs for memory state.\n";
@@ -1843,6 +1920,14 @@ mod tests {
             (o.facts.program_bytes, o.facts.runtime_reserved_bytes),
             (None, None)
         );
+        // Pasted from its breakdown on (erfanzar/EasyDeL#95): the program's use, no capacity.
+        let o = xla_tpu_hbm("Total hbm usage >= 9.50G:\n    reserved        530.00M \n    program           8.98G \n    arguments            0B \n\nOutput size 0B; shares 0B with arguments.").expect("found");
+        let g = |x: f64| (x * (1u64 << 30) as f64).round() as u64;
+        assert_eq!(o.facts.requested_bytes, Some(g(9.5)));
+        assert_eq!(o.facts.program_bytes, Some(g(8.98)));
+        assert_eq!(o.facts.runtime_reserved_bytes, Some(530 << 20));
+        assert_eq!(o.facts.total_bytes, None);
+        assert!(xla_tpu_hbm("the total hbm usage >= 9.50G: is what I see").is_none());
     }
 
     #[test]

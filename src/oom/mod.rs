@@ -283,7 +283,9 @@ pub struct Facts {
     /// had (contiguous free memory), beside its free total.
     pub reservable_bytes: Option<u64>,
     /// XLA's TPU compile-time report ("Total hbm usage >= …"): what the compiled program needs
-    /// for itself, its temporaries (activations, gradients) and globals.
+    /// for itself, its temporaries (activations, gradients) and globals; on a GPU, its
+    /// BufferAssignment's "total allocation" (parameters, outputs and temporaries). Not what
+    /// the process holds.
     pub program_bytes: Option<u64>,
     /// The same report: the program's arguments, held in HBM while it runs (parameters,
     /// optimizer state, the batch).
@@ -811,8 +813,20 @@ impl Analysis {
                 .requested_bytes
                 .zip(last.facts.requested_bytes)
                 .is_some_and(|(a, b)| same_size(a, b));
-            (o.framework == last.framework
-                || (same_request && xla(o.framework) && xla(last.framework)))
+            // A runtime's bare status (Level Zero's ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY, an
+            // API's out-of-memory code, no figure) beside the failure of the program above
+            // it is that failure's status, said again: llama.cpp's SYCL backend logs its
+            // failed buffer, then Level Zero's code.
+            let bare_status = |x: &Oom| {
+                (x.format == "level-zero" || x.format.starts_with("api-")) && x.facts.known() == 0
+            };
+            let device = |x: &Oom| x.memory == MemoryKind::Device;
+            // Memory of another kind (TensorFlow's page-locked host pool beside its GPU
+            // allocator) is another failure, whatever the framework.
+            o.memory == last.memory
+                && (o.framework == last.framework
+                    || (same_request && xla(o.framework) && xla(last.framework))
+                    || ((bare_status(o) || bare_status(last)) && device(o) && device(last)))
                 && (o.device_index.is_none()
                     || last.device_index.is_none()
                     || o.device_index == last.device_index)
@@ -1091,6 +1105,27 @@ mod tests {
                 .main()
                 .is_none()
         );
+    }
+
+    /// A runtime's bare status code after a program's failure with figures is that failure's
+    /// status (intel/compute-runtime#984: llama.cpp's SYCL buffer, then Level Zero's code):
+    /// one failure, explained with the program's request. After a failure of the host's
+    /// memory, or with a figure of its own, it is another.
+    #[test]
+    fn a_bare_status_after_a_failure_is_the_same_failure() {
+        let t = "ggml_backend_sycl_buffer_type_alloc_buffer: can't allocate 21583194624 Bytes of memory on device\nalloc_tensor_range: failed to allocate SYCL0 buffer of size 21583194624\n\nzeMemAllocDevice returned 0x70000003 (ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)";
+        let a = analyze(t);
+        let o = a.main().expect("an OOM");
+        assert_eq!(o.framework, Framework::Ggml);
+        assert_eq!(o.facts.requested_bytes, Some(21_583_194_624));
+        assert_eq!(a.repeats(), a.ooms.len());
+        // The code alone is still read.
+        let o =
+            analyze("zeMemAllocDevice returned 0x70000003 (ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)")
+                .main()
+                .cloned()
+                .expect("an OOM");
+        assert_eq!(o.format, "level-zero");
     }
 
     /// Issue 42, h42s: RMM's `bad_alloc` cut short inside its path, and TensorFlow's failing

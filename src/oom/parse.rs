@@ -74,6 +74,13 @@ fn missing_parts(o: &Oom) -> Vec<&'static str> {
                 "the end of the message: what PyTorch allocated and reserved"
             })
         }
+        "tensorflow-usage-report" => out.push(
+            "the error's head (\"OOM when allocating tensor with shape[…]\"): which tensor did not fit",
+        ),
+        // The TPU compiler's report pasted from its breakdown on.
+        "xla-tpu-hbm" if f.total_bytes.is_none() && f.program_bytes.is_some() => {
+            out.push("the report's head (\"Used X of Y hbm\"): the HBM's capacity")
+        }
         "tensorflow-oom" if f.requested_bytes.is_none() && f.elements.is_some() => {
             out.push("the tensor's dtype (\"and type …\"), so its size in bytes")
         }
@@ -542,6 +549,25 @@ mod tests {
         let lines = vec!["I keep running out of memory on my GPU, any idea?".to_owned()];
         assert!(parse_block(&lines).is_none());
     }
+
+    /// A host allocator named as the call that failed is the host's memory, whatever device the
+    /// model was loading for (SYSTRAN/faster-whisper#797: Intel MKL's `mkl_malloc` while
+    /// CTranslate2 loads a model with `device="cuda"`).
+    #[test]
+    fn a_host_allocator_failing_is_not_a_gpu_oom() {
+        for line in [
+            "mkl_malloc: failed to allocate memory",
+            "posix_memalign failed: cannot allocate 4096 bytes for the CUDA staging buffer",
+        ] {
+            let lines = vec![
+                r#"model = WhisperModel("large-v3", device="cuda")"#.to_owned(),
+                line.to_owned(),
+            ];
+            assert!(parse_block(&lines).is_none(), "{line}");
+        }
+        let lines = vec!["cuda_malloc(): failed to allocate 2.00 GiB of CUDA memory".to_owned()];
+        assert!(parse_block(&lines).is_some());
+    }
 }
 
 re!(
@@ -555,7 +581,7 @@ re!(
 // The host's OOM killer and host-memory wordings: not the GPU's.
 re!(
     fallback_host_re,
-    r"(?i)killed process|oom-killer|oom_reaper|out of memory: kill|host memory|cpu memory|system memory|\bram\b|swap|mlock|pinned|page-locked|cpu_?allocator|cpu buffer|\berrno 12\b|(?-i:Cannot allocate memory)"
+    r"(?i)killed process|oom-killer|oom_reaper|out of memory: kill|host memory|cpu memory|system memory|\bram\b|swap|mlock|pinned|page-locked|cpu_?allocator|cpu buffer|\berrno 12\b|(?-i:Cannot allocate memory)|mkl_malloc|posix_memalign|\b(?:je|tc)malloc\b|\bmi_malloc"
 );
 // Sentences about memory rather than a program's report of it: a person writing (first or
 // second person, a question), or a line with no mark of an error at all.

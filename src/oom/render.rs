@@ -553,6 +553,16 @@ fn figures(out: &mut String, oom: &Oom, paint: Paint, w: Option<usize>) {
             d("process_bytes"),
         ),
     }
+    // XLA's account of the compiled program that failed (its TPU report, its BufferAssignment).
+    row(out, "the compiled program (XLA)", f.program_bytes, false);
+    row(out, "  its arguments", f.arguments_bytes, false);
+    row(out, "  its outputs", f.output_bytes, false);
+    row(
+        out,
+        "reserved by the runtime",
+        f.runtime_reserved_bytes,
+        false,
+    );
     for p in &f.other_processes {
         row(
             out,

@@ -730,7 +730,9 @@ impl Scanner {
                 oom.memory = super::MemoryKind::PinnedHost;
             }
             // A Stats block printed before its OOM line: one event, the stats' figures kept.
-            if oom.framework == Framework::Tensorflow {
+            // XLA's BFC allocator is TensorFlow's, and prints the same block before JAX's (or
+            // EXLA's) "Out of memory while trying to allocate".
+            if matches!(oom.framework, Framework::Tensorflow | Framework::Jax) {
                 if let Some(stats) = self
                     .analysis
                     .ooms
@@ -1635,6 +1637,32 @@ Including non-PyTorch memory, this process has 175.06 GiB memory in use.
         // Not the limit of the region the stream executor could not allocate from the device.
         let region = "E cuda_driver.cc:1002] failed to allocate 7.35G (7889485824 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY";
         assert_eq!(read(&format!("{created}{region}")), (None, false));
+    }
+
+    /// TensorFlow's op error for a tensor, then its page-locked host pool's failure for it
+    /// (tensorflow/tensorflow#11915): the host pool's is the failure explained, not the GPU's.
+    #[test]
+    fn a_host_pools_failure_is_not_grouped_with_the_gpus() {
+        let t = "I bfc_allocator.cc:700] Sum Total of in-use chunks: 64.00GiB\nI bfc_allocator.cc:702] Stats: \nLimit:                 68719476736\nInUse:                 68719476736\n\nW op_kernel.cc:1192] Resource exhausted: OOM when allocating tensor with shape[1000,1000,250,4]\nW bfc_allocator.cc:273] Allocator (cuda_host_bfc) ran out of memory trying to allocate 3.72GiB.  Current allocation summary follows.\n";
+        let a = super::super::analyze(t);
+        let o = a.main().expect("found");
+        assert_eq!(o.memory, super::super::MemoryKind::PinnedHost);
+        assert_eq!(a.repeats(), 1);
+    }
+
+    /// XLA's BFC Stats block before JAX's (here EXLA's, through Elixir's Logger) failure line:
+    /// one event, with the allocator's limit and what it holds (elixir-nx/xla#32).
+    #[test]
+    fn xlas_stats_before_its_failure_are_one_event() {
+        let t = "[info] Sum Total of in-use chunks: 3.96GiB\n[info] Stats: \nLimit:                      4928097484\nInUse:                      4248542720\nMaxInUse:                   4248542720\n\n[warning] *****\n[error] Execution of replica 0 failed: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 58982400 bytes.\nBufferAssignment OOM Debugging.\n";
+        let a = super::super::analyze(t);
+        assert_eq!(a.total, 1);
+        let o = a.main().expect("found");
+        assert_eq!(o.framework, Framework::Jax);
+        assert_eq!(o.facts.requested_bytes, Some(58_982_400));
+        assert_eq!(o.facts.total_bytes, Some(4_928_097_484));
+        assert!(o.facts.total_is_limit);
+        assert_eq!(o.facts.allocated_bytes, Some(4_248_542_720));
     }
 
     /// The stream executor's failure takes the device of the only BFC allocator the log names
