@@ -524,7 +524,7 @@ re!(
 );
 re!(
     device_re,
-    r"(?i)\b(?:gpu|device)(?:[ _]?(?:id|index|ordinal))?\s*[#:=]?\s*(\d{1,2})\b"
+    r"(?i)\b(?:gpu|device)(?:[ _]?(?:id|index|ordinal))?\s*[#:=]?\s*(\d{1,2})\b(:[0-9a-f]{2}\.\d)?"
 );
 
 /// The one value all of `re`'s matches agree on; `None` where there is none or they differ.
@@ -545,8 +545,14 @@ fn figures(t: &str) -> (Facts, Option<u32>) {
     let requested = agreed(request_re(), t, |c| {
         super::known::sz(c, 1).or_else(|| c.get(2)?.as_str().parse().ok())
     });
-    let device = agreed(device_re(), t, |c| c.get(1)?.as_str().parse().ok())
-        .and_then(|d| u32::try_from(d).ok());
+    // "device 01:00.0" is a PCI bus address (ethminer's "on CUDA device 01:00.0"), not an index.
+    let device = agreed(device_re(), t, |c| {
+        c.get(2)
+            .is_none()
+            .then(|| c.get(1)?.as_str().parse().ok())
+            .flatten()
+    })
+    .and_then(|d| u32::try_from(d).ok());
     let f = Facts {
         requested_bytes: requested,
         ..Facts::default()
@@ -687,8 +693,15 @@ pub fn cuda_words(t: &str) -> Option<Oom> {
     let m = cuda_words_re().find(t)?;
     let (f, device) = figures(t);
     let mut o = oom(Framework::Cuda, "cuda-relay", device, f);
-    // The call that failed allocates page-locked host memory (cuMemAllocHost, cudaHostAlloc).
-    if super::clean::names_pinned_host(m.as_str()) {
+    // The call that failed allocates page-locked host memory (cuMemAllocHost, cudaHostAlloc),
+    // named in the match or, by its name alone, on the line after it (Charm++'s "Fatal CUDA
+    // Error out of memory at x.cu:790." then "Return value 2 from 'cudaMallocHost(…)'").
+    let next = t[m.end()..]
+        .split('\n')
+        .take(2)
+        .collect::<Vec<_>>()
+        .join("\n");
+    if super::clean::names_pinned_host(m.as_str()) || super::clean::names_pinning_call(&next) {
         o.memory = MemoryKind::PinnedHost;
     }
     Some(o)
@@ -1616,6 +1629,8 @@ mod tests {
             ("OpenCV Error: Gpu API call (out of memory) in CudaFuncTable::mallocPitch, file E:\\opencv\\sources\\modules\\dynamicuda\\include\\opencv2/dynamicuda/dynamicuda.hpp, line 1134", Framework::OpenCv, "opencv-cuda"),
             ("CUDA error in file 'main.cu' in line 123 : out of memory.", Framework::Cuda, "cuda-relay"),
             ("[CUDA] Error: out of memory", Framework::Cuda, "cuda-relay"),
+            // ethminer: a PCI bus address is no device index.
+            ("cu 16:40:30 cuda-0   Unexpected error CUDA error in func dev::eth::CUDAMiner::initEpoch_internal at line 123 out of memory on CUDA device 01:00.0", Framework::Cuda, "cuda-relay"),
             ("TVMError: Check failed: (e == cudaSuccess || e == cudaErrorCudartUnloading) is false: CUDA: out of memory", Framework::Cuda, "cuda-relay"),
             ("CUDA error in func ethash_generate_dag at line 173 calling cudaGetLastError() failed with error out of memory", Framework::Cuda, "cuda-relay"),
             // cuew's status in words before the call that returned it, with no program named.
@@ -1625,6 +1640,15 @@ mod tests {
             let o = read(text).unwrap_or_else(|| panic!("not found: {text}"));
             assert_eq!((o.framework, o.format), (*fw, *format), "{text}");
         }
+        let o = read("Unexpected error CUDA error in func dev::eth::CUDAMiner::initEpoch_internal at line 123 out of memory on CUDA device 01:00.0").expect("found");
+        assert_eq!(o.device_index, None);
+        let o = read("CUDA error in file 'main.cu' in line 12 : out of memory on device 1")
+            .expect("found");
+        assert_eq!(o.device_index, Some(1));
+        // Charm++'s GPU manager names the page-locking call on the next line
+        // (charmplusplus/charm#1488).
+        let o = read("Fatal CUDA Error out of memory at cuda-hybrid-api.cu:790.\nReturn value 2 from 'cudaMallocHost(&pinnedChunk, bufSize * numBuffers)'.").expect("found");
+        assert_eq!(o.memory, MemoryKind::PinnedHost);
         // cv::cuda::HostMem's page-locked buffer (opencv/opencv#23392).
         let o = read("opencv/modules/core/src/cuda_host_mem.cpp:95: error: (-217:Gpu API call) out of memory in function 'allocate'").expect("found");
         assert_eq!(o.memory, MemoryKind::PinnedHost);

@@ -233,6 +233,12 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "could not be allocated",
     "out of resource: shared memory",
     "out of gpu memory",
+    // A program's own check before it allocates ("Not enough GPU RAM free (… free, need …)").
+    "not enough gpu",
+    "not enough free gpu",
+    "not enough vram",
+    "not enough video memory",
+    "not enough device memory",
     "failed to cuda calloc",
     "memory not available to allocate buffer",
     "mb space on",
@@ -370,6 +376,8 @@ pub(crate) const TRIGGERS: &[&str] = &[
     // CUDA.jl's allocator (`OutOfGPUMemoryError`), and ManagedCuda's and cudafy's name of
     // CUDA_ERROR_OUT_OF_MEMORY (`CUResult.ErrorOutOfMemory`).
     "outofgpumemoryerror",
+    // AMDGPU.jl's assertion on a null stream-ordered allocation.
+    "resulted in c_null",
     "erroroutofmemory",
     // ncnn's Vulkan allocator (`allocator.cpp`: "vkAllocateMemory failed %d"), as the
     // ncnn-vulkan upscalers print it.
@@ -775,6 +783,11 @@ fn prose_quotes(raw: &str) -> Option<Vec<String>> {
     if inside.iter().zip(&data).any(|(q, d)| *d && has_trigger(q)) {
         return None;
     }
+    // A test runner's own sentence around the exception it caught, not a writer's: GoogleTest's
+    // "C++ exception with description "…" thrown in the test body."
+    if outside.contains("exception with description") {
+        return None;
+    }
     let words = outside
         .split_whitespace()
         .filter(|w| w.chars().filter(|c| c.is_alphabetic()).count() >= 2)
@@ -1110,6 +1123,8 @@ mod tests {
             r#"the router panicked with an error value Generation("CUDA error: out of memory") at startup"#,
             // A Debug tuple's later field (cudarc's DriverError, its name broken by a wrap).
             r#"Error: DriverError(CUDA_ERROR_OUT_O F_MEMORY, "out of memory") when loading"#,
+            // GoogleTest's report of the exception a test threw (rapidsai/rmm#1486).
+            r#"C++ exception with description "std::bad_alloc: out_of_memory: CUDA error at: /x/rmm/mr/device/cuda_memory_resource.hpp:60: cudaErrorMemoryAllocation out of memory" thrown in the test body."#,
         ] {
             assert!(!is_prose_quote(line), "{line:?}");
         }

@@ -1451,6 +1451,10 @@ re!(
     format!(r"(?:CuArrays|CUDA) allocator usage: {SIZE}(?: \(capped at {SIZE}\))?")
 );
 re!(
+    amdgpu_jl_null_re,
+    format!(r"\bhip\w{{0,30}}Malloc\w{{0,30}} resulted in C_NULL for {SIZE}")
+);
+re!(
     julia_words_re,
     r"(?i)OutOfGPUMemoryError|Effective GPU memory usage:|\bCUDA\.jl\b|\bAMDGPU\b|\bCuArrays?\b|\bjulia>|\.jl:\d+|\bStacktrace:|\bLoadError\b|\b(?:CUDA|AMDGPU)\.\w"
 );
@@ -1458,6 +1462,16 @@ re!(
 /// Julia's GPU packages (CUDA.jl, AMDGPU.jl): "Out of GPU memory trying to allocate X" with the
 /// pool's status under it, read only beside Julia's own words (its stack trace, the package).
 fn julia_gpu(t: &str) -> Option<Oom> {
+    // AMDGPU.jl's `HIPBuffer` (`src/runtime/memory/hip.jl`) asserts that the stream-ordered
+    // allocation gave memory: "hipMallocAsync resulted in C_NULL for 8.000 MiB" where the pool
+    // had none (HIP returned success with a null pointer, ROCm/hip#3223).
+    if let Some(c) = amdgpu_jl_null_re().captures(t) {
+        let f = Facts {
+            requested_bytes: known::sz(&c, 1),
+            ..Facts::default()
+        };
+        return Some(oom(Framework::Rocm, "amdgpu-jl", None, f));
+    }
     let c = julia_oom_re().captures(t)?;
     if !julia_words_re().is_match(t) {
         return None;
@@ -3012,6 +3026,11 @@ mod tests {
         );
         assert_eq!(f.free_bytes, Some(gib(7.793) - gib(7.772)));
         assert!(f.derived.contains(&"free_bytes"));
+        let o = julia_gpu("ERROR: AssertionError: hipMallocAsync resulted in C_NULL for 8.000 MiB\nStacktrace:\n [1] #HIPBuffer#25").expect("found");
+        assert_eq!(
+            (o.framework, o.format, o.facts.requested_bytes),
+            (Framework::Rocm, "amdgpu-jl", Some(8 << 20))
+        );
         let o = julia_gpu("ERROR: Out of GPU memory\nStacktrace:\n  [1] throw_api_error(res::CUDA.cudaError_enum)").expect("found");
         assert_eq!((o.format, o.facts.known()), ("cuda-jl", 0));
         let o = julia_gpu("Out of GPU memory trying to allocate 512.000 MiB\nEffective GPU memory usage: 83.49% (10.019 GiB/12.000 GiB)\nCuArrays allocator usage: 7.917 GiB\nBinnedPool usage: 7.917 GiB (6.043 GiB allocated, 1.874 GiB cached)").expect("found");

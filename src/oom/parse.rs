@@ -550,6 +550,18 @@ mod tests {
         assert!(parse_block(&lines).is_none());
     }
 
+    /// A program's own check before it allocates, in its words: read by structure, the free
+    /// memory and what it needs (NCAR/VAPOR#3236).
+    #[test]
+    fn the_fallback_reads_a_programs_own_check() {
+        let o = one("Not enough GPU RAM free (3686MB free, need at least 4122MB)");
+        assert_eq!(o.framework, Framework::Unknown);
+        assert_eq!(o.facts.free_bytes, Some(3686 << 20));
+        assert_eq!(o.facts.requested_bytes, Some(4122 << 20));
+        let lines = vec!["Not enough RAM free (3686MB free, need at least 4122MB)".to_owned()];
+        assert!(parse_block(&lines).is_none());
+    }
+
     /// A host allocator named as the call that failed is the host's memory, whatever device the
     /// model was loading for (SYSTRAN/faster-whisper#797: Intel MKL's `mkl_malloc` while
     /// CTranslate2 loads a model with `device="cuda"`).
@@ -572,7 +584,7 @@ mod tests {
 
 re!(
     fallback_fail_re,
-    r"(?i)out of (?:gpu |device |video )?memory|failed to allocate|cannot allocate|could not allocate|unable to allocate"
+    r"(?i)out of (?:gpu |device |video )?memory|failed to allocate|cannot allocate|could not allocate|unable to allocate|not enough (?:free )?(?:gpu|vram|video|device)\b"
 );
 re!(
     fallback_gpu_re,
@@ -646,7 +658,13 @@ pub fn fallback(trigger: &str, block: &str) -> Option<Oom> {
     if trigger.is_empty()
         || trigger.starts_with("raise ")
         || !fallback_fail_re().is_match(trigger)
-        || fallback_host_re().is_match(trigger)
+        // "GPU RAM" is the GPU's memory, not the host's RAM.
+        || fallback_host_re().is_match(
+            &trigger
+                .to_ascii_lowercase()
+                .replace("gpu ram", "vram")
+                .replace("video ram", "vram"),
+        )
         || prose_re().is_match(trigger)
         || named_in_foreign_sentence(trigger)
         || !super::clean::has_error_mark(trigger)
