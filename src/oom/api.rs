@@ -911,6 +911,23 @@ pub const PROGRAMS: &[Program] = &[
         meaning: "tiny-cuda-nn could not allocate one of its GPU buffers (the network's parameters and gradients, a training batch, or the program's own data on the GPU, such as instant-ngp's images and density grid).",
         remedies: &[],
     },
+    // NVIDIA PhysX's GPU simulation (`PxgCudaDeviceMemoryAllocator::allocate`, PhysX 4 and 5,
+    // as Isaac Gym, Isaac Sim and Omniverse print it): "PxgCudaDeviceMemoryAllocator fail to
+    // allocate memory %d bytes!! Result = %d", the driver's CUresult (2, CUDA_ERROR_OUT_OF_MEMORY).
+    // Its GPU buffers are sized by the scene's PhysX capacities, which Isaac's task configs set
+    // (`sim.physx.gpu_max_rigid_contact_count`, `gpu_found_lost_pairs_capacity`,
+    // `gpu_heap_capacity`, `gpu_temp_buffer_capacity`, …), and grow with the environments.
+    Program {
+        name: "PhysX (GPU)",
+        format: "program-physx",
+        read: physx,
+        meaning: "PhysX's GPU simulation could not allocate one of its device buffers (contacts and patches, broad-phase pairs, the heap it grows as the scene needs): the environments' bodies and contacts, beside what the renderer and the learning job hold, did not fit.",
+        remedies: &[
+            "Simulate fewer environments at once (num_envs), or simpler collision shapes.",
+            "The PhysX GPU capacities in the task's sim config (gpu_max_rigid_contact_count, gpu_max_rigid_patch_count, gpu_found_lost_pairs_capacity, gpu_heap_capacity, gpu_temp_buffer_capacity) size what PhysX allocates on the GPU: set them near what the scene needs, not far above.",
+            "Run headless (no viewport rendering) so that the renderer's memory is left to the simulation.",
+        ],
+    },
     // MATLAB's Parallel Computing Toolbox (its gpuArray allocation; the message's own text: "Out
     // of memory on device. To view more detail about available memory on the GPU, use
     // 'gpuDevice()'. If the problem persists, reset the GPU by calling 'gpuDevice(1)'.").
@@ -1140,8 +1157,36 @@ re!(
     r#"Kokkos failed to allocate memory for label "[^"\n]{0,200}"\.\s{1,3}Allocation using MemorySpace named "(\w{1,40})"?\s{0,2}failed with the following error:\s{1,3}Allocation of size (\d+(?:\.\d+)?) ?([KMGT]?)B? failed"#
 );
 
+// The status the allocation returned, which Kokkos adds where it has one
+// (`Kokkos_CudaSpace.cpp`: "(The allocation mechanism was cudaMalloc().  The Cuda allocation
+// returned the error code "cudaErrorMemoryAllocation".)"), and its failure modes other than
+// memory (`impl/Kokkos_Error.cpp`: "because of an unknown error", "improperly aligned", "invalid
+// allocation size").
+re!(kokkos_code_re, r#"returned the error code "(\w{1,60})""#);
+re!(
+    kokkos_not_memory_re,
+    r"failed because of an unknown error|improperly aligned|invalid allocation size"
+);
+
 fn kokkos(t: &str) -> Option<Found> {
     let c = kokkos_re().captures(t)?;
+    // Another status than running out (cudaErrorNotSupported on a MIG slice,
+    // kokkos/kokkos#6865) is no OOM, whatever the words around it.
+    let after = &t[c.get(0)?.end()..];
+    let after = &after[..after.len().min(400)];
+    match kokkos_code_re().captures(after) {
+        Some(code) => {
+            let code = code.get(1)?.as_str();
+            if !matches!(
+                code,
+                "cudaErrorMemoryAllocation" | "hipErrorOutOfMemory" | "hipErrorMemoryAllocation"
+            ) {
+                return None;
+            }
+        }
+        None if kokkos_not_memory_re().is_match(after) => return None,
+        None => {}
+    }
     let space = c.get(1)?.as_str();
     let (api, memory) = match space {
         "Cuda" | "CudaUVM" => (Some(Api::Cuda), MemoryKind::Device),
@@ -1225,6 +1270,20 @@ re!(
     tcnn_re,
     r"Could not allocate memory: [^\n]{0,300}?cudaMalloc\(&rawptr, n_bytes ?\+ ?DEBUG_GUARD_SIZE ?\* ?2\) failed with error out of memory"
 );
+
+re!(
+    physx_re,
+    r"PxgCudaDeviceMemoryAllocator fail(?:ed)? to allocate memory (\d{1,20}) bytes!* ?Result ?= ?(\d{1,4})"
+);
+
+fn physx(t: &str) -> Option<Found> {
+    let c = physx_re().captures(t)?;
+    // Another CUresult than 2 is another error.
+    (c.get(2)?.as_str() == "2").then_some(())?;
+    let mut f = Found::device(Api::Cuda);
+    f.facts.requested_bytes = c.get(1)?.as_str().parse().ok();
+    Some(f)
+}
 
 fn tiny_cuda_nn(t: &str) -> Option<Found> {
     tcnn_re().is_match(t).then(|| Found::device(Api::Cuda))
@@ -1552,6 +1611,8 @@ mod tests {
             ("Exception in thread \"main\" java.lang.RuntimeException: Failed to allocate 4294967296 bytes from DEVICE [0] memory\n\tat org.nd4j.jita.memory.CudaMemoryManager.allocate(CudaMemoryManager.java:76)", "program-nd4j", Framework::Cuda, MemoryKind::Device, Some(4_294_967_296)),
             ("java.lang.RuntimeException: Failed to allocate 1048576 bytes from HOST memory\n\tat org.nd4j.jita.memory.CudaMemoryManager.allocate(CudaMemoryManager.java:61)", "program-nd4j", Framework::Cuda, MemoryKind::PinnedHost, Some(1_048_576)),
             ("java.lang.RuntimeException: cudaMalloc failed; Bytes: [1077940224]; Error code [2]; DEVICE [0]\n\tat org.nd4j.jita.memory.CudaMemoryManager.allocate(CudaMemoryManager.java:79)", "program-nd4j", Framework::Cuda, MemoryKind::Device, Some(1_077_940_224)),
+            // isaac-sim/OmniIsaacGymEnvs#11.
+            ("PxgCudaDeviceMemoryAllocator fail to allocate memory 71303168 bytes!! Result = 2", "program-physx", Framework::Cuda, MemoryKind::Device, Some(71_303_168)),
         ];
         for (text, format, fw, memory, req) in cases {
             let o = read(text).unwrap_or_else(|| panic!("not found: {text}"));
@@ -1594,6 +1655,9 @@ mod tests {
             "I keep getting System is out of GPU memory when rendering my scene, any idea?",
             "realesrgan-ncnn-vulkan\nvkAllocateMemory failed -4",
             "java.lang.RuntimeException: memset failed on device_0",
+            "PxgCudaDeviceMemoryAllocator fail to allocate memory 4096 bytes!! Result = 700",
+            // kokkos/kokkos#6865: cudaMalloc on a MIG slice returned cudaErrorNotSupported.
+            "what():  Kokkos failed to allocate memory for label \"Kokkos::InternalScratchSpace\".  Allocation using MemorySpace named \"Cuda\" failed with the following error:  Allocation of size 64.12 K failed because of an unknown error.  (The allocation mechanism was cudaMalloc().  The Cuda allocation returned the error code \"cudaErrorNotSupported\".)",
         ] {
             let found = read(text).filter(|o| o.memory == MemoryKind::Device);
             assert!(found.is_none(), "{text}: {found:?}");

@@ -376,6 +376,10 @@ pub(crate) const TRIGGERS: &[&str] = &[
     // CUDA.jl's allocator (`OutOfGPUMemoryError`), and ManagedCuda's and cudafy's name of
     // CUDA_ERROR_OUT_OF_MEMORY (`CUResult.ErrorOutOfMemory`).
     "outofgpumemoryerror",
+    // OpenVINO's GPU plugin ("[GPU] out of GPU resources").
+    "out of gpu resources",
+    // PhysX's GPU allocator ("PxgCudaDeviceMemoryAllocator fail to allocate memory N bytes").
+    "fail to allocate memory",
     // AMDGPU.jl's assertion on a null stream-ordered allocation.
     "resulted in c_null",
     "erroroutofmemory",

@@ -122,6 +122,10 @@ pub const ALL: &[Family] = &[
         parse: known::trtllm,
     },
     Family {
+        name: "lmdeploy-turbomind",
+        parse: known::turbomind,
+    },
+    Family {
         name: "mxnet",
         parse: known::mxnet,
     },
@@ -378,6 +382,10 @@ pub const ALL: &[Family] = &[
     Family {
         name: "wgpu",
         parse: wgpu,
+    },
+    Family {
+        name: "openvino-gpu",
+        parse: openvino_gpu,
     },
     Family {
         name: "cuda",
@@ -1730,11 +1738,35 @@ fn cuda_library_check(t: &str) -> Option<Oom> {
 // "Not enough memory left", with a full stop from 0.18), which wgpu-hal returns when the back end
 // answers out of memory (Vulkan's ERROR_OUT_OF_DEVICE_MEMORY or _HOST_MEMORY, Metal's and
 // D3D12's), wrapped by wgpu's error sink as "wgpu error: Validation Error / Caused by: In
-// Device::create_buffer / Not enough memory left." (the call that failed named).
+// Device::create_buffer / Not enough memory left." (the call that failed named). From wgpu 25
+// the error sink's own `Error::OutOfMemory` prints "wgpu error: Out of Memory" (ruffle#21982).
 re!(
     wgpu_re,
-    r"[Ii]n (?:Device|Queue)::(\w+)[^\n]{0,200}?Not enough memory left|wgpu[^\n]{0,200}?Not enough memory left"
+    r"[Ii]n (?:Device|Queue)::(\w+)[^\n]{0,200}?Not enough memory left|wgpu[^\n]{0,200}?Not enough memory left|\bwgpu error: Out of Memory\b"
 );
+
+// OpenVINO's GPU plugin (`src/plugins/intel_gpu/src/runtime/ocl/`): `ocl_engine.cpp` answers an
+// OpenCL buffer that could not be allocated (CL_MEM_OBJECT_ALLOCATION_FAILURE,
+// CL_OUT_OF_RESOURCES, CL_OUT_OF_HOST_MEMORY, CL_INVALID_BUFFER_SIZE) with "[GPU] out of GPU
+// resources"; `ocl_stream.cpp` a CL_OUT_OF_RESOURCES from a queued kernel with its own advice
+// ("… Please try to update the driver or reduce memory consumption (use smaller batch size, less
+// streams, lower precision, etc)to avoid CL_OUT_OF_RESOURCES exception").
+re!(
+    openvino_gpu_re,
+    r"\[GPU\] out of GPU resources|reduce memory consumption \(use smaller batch size, less streams, lower precision, etc\) ?to avoid CL_OUT_OF_RESOURCES"
+);
+
+/// OpenVINO on an Intel GPU (or through ONNX Runtime's OpenVINO provider): its OpenCL buffers
+/// did not fit. On an integrated GPU that memory is a share of the system's RAM.
+fn openvino_gpu(t: &str) -> Option<Oom> {
+    openvino_gpu_re().find(t)?;
+    Some(oom(
+        Framework::OpenCl,
+        "openvino-gpu",
+        None,
+        Facts::default(),
+    ))
+}
 
 /// wgpu's device out of memory: Burn's and Candle's wgpu back ends, Bevy, other Rust programs.
 fn wgpu(t: &str) -> Option<Oom> {
@@ -2263,6 +2295,10 @@ mod tests {
             ("Error out of memory at line 380 in file /src/csrc/ops.cu", Framework::Cuda, "cuda-check-return", MemoryKind::Device, None, None),
             ("wgpu error: Validation Error  Caused by:     In Device::create_buffer     Not enough memory left.", Framework::Wgpu, "wgpu-device", MemoryKind::Device, None, None),
             ("thread 'main' panicked at 'Error in Device::create_texture: Not enough memory left'", Framework::Wgpu, "wgpu-device", MemoryKind::Device, None, None),
+            // immich-app/immich#13674, openvinotoolkit/openvino#25141.
+            ("Exception from src/plugins/intel_gpu/src/runtime/ocl/ocl_engine.cpp:185:\n[GPU] out of GPU resources", Framework::OpenCl, "openvino-gpu", MemoryKind::Device, None, None),
+            ("\"Due to the driver bug any subsequent OpenCL API call will cause application hang, so GPU plugin can't finish correctly. Please try to update the driver or reduce memory consumption (use smaller batch size, less streams, lower precision, etc)to avoid CL_OUT_OF_RESOURCES exception\"", Framework::OpenCl, "openvino-gpu", MemoryKind::Device, None, None),
+            ("Error: panicked at /home/runner/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/wgpu-26.0.1/src/backend/wgpu_core.rs:1436:18:\nwgpu error: Out of Memory", Framework::Wgpu, "wgpu-device", MemoryKind::Device, None, None),
         ];
         for &(text, framework, format, memory, device, request) in cases {
             let o = parse_text(text).expect(text);

@@ -274,6 +274,13 @@ re!(
     trtllm_re,
     r"\[TensorRT-LLM\]\[ERROR\].*?CUDA runtime error in .*?: out of memory \(\S*?(\w+)\.(?:cpp|h|cu):\d+\)"
 );
+// LMDeploy's TurboMind engine (`src/turbomind/utils/cuda_utils.h`, `check`): "[TM][ERROR] CUDA
+// runtime error: out of memory <file>:<line>", the file the allocation was in
+// (`memory_utils.cu` for weights and buffers, `allocator.h` for its own allocator).
+re!(
+    turbomind_re,
+    r"\[TM\]\[ERROR\] CUDA runtime error: out of memory\b"
+);
 // TensorRT-LLM's PyTorch backend (`_torch/pyexecutor/py_executor_creator.py`,
 // `_ExecutorMemoryMonitor._maybe_explain_if_oom`): a component of the executor (the model, the
 // sampler, the KV cache…) could not be created; the report gives the total, the free memory
@@ -632,6 +639,17 @@ pub(super) fn trtllm(t: &str) -> Option<Oom> {
         "trtllm"
     };
     Some(oom(Framework::TensorrtLlm, format, None, Facts::default()))
+}
+
+/// LMDeploy's TurboMind: CUDA's out-of-memory status from its own check, no figures.
+pub(super) fn turbomind(t: &str) -> Option<Oom> {
+    turbomind_re().find(t)?;
+    Some(oom(
+        Framework::Cuda,
+        "lmdeploy-turbomind",
+        None,
+        Facts::default(),
+    ))
 }
 
 /// MXNet's GPU storage pool: no figures.
@@ -1928,6 +1946,22 @@ mod tests {
         assert_eq!(o.facts.runtime_reserved_bytes, Some(530 << 20));
         assert_eq!(o.facts.total_bytes, None);
         assert!(xla_tpu_hbm("the total hbm usage >= 9.50G: is what I see").is_none());
+    }
+
+    #[test]
+    fn lmdeploys_turbomind_check() {
+        let o = turbomind("RuntimeError: [TM][ERROR] CUDA runtime error: out of memory /lmdeploy/src/turbomind/utils/memory_utils.cu:32").expect("found");
+        assert_eq!(
+            (o.framework, o.format),
+            (Framework::Cuda, "lmdeploy-turbomind")
+        );
+        assert!(turbomind(
+            "[TM][ERROR] CUDA runtime error: an illegal memory access was encountered /x.cu:1"
+        )
+        .is_none());
+        // Quoted whole in a question, after a full-width colon (OpenGVLab/InternVL#538).
+        let a = crate::oom::analyze("I used lmdeploy to load the 40B model, but I encountered an error：`RuntimeError: [TM][ERROR] CUDA runtime error: out of memory /lmdeploy/src/turbomind/utils/memory_utils.cu:32`. My machine is an A100 80G. What could be the issue?");
+        assert_eq!(a.main().map(|o| o.format), Some("lmdeploy-turbomind"));
     }
 
     #[test]

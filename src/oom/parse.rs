@@ -100,7 +100,7 @@ fn missing_parts(o: &Oom) -> Vec<&'static str> {
 // hands the failure back to PyTorch's allocator, which retries; its own error follows if not.
 re!(
     not_a_failure_re,
-    r"Allocator \([^)]*\) ran out of memory trying to allocate \S+? ?(?:with ?freed_by_count=\d+|\.? ?The ?caller ?indicates)|failed to mlock \S+ buffer[^:]*: Cannot allocate memory|\[torch_memory_saver\.cpp\] (?:cu|hip)MemCreate \w+ \(may not be an issue[^)]{0,80}\)|ggml_vulkan: Failed to allocate pinned memory(?: ?\([^)]*\)|\. ?ggml_vulkan: [^:]{0,160}: ?Error\w+)"
+    r"Allocator \([^)]*\) ran out of memory trying to allocate \S+? ?(?:with ?freed_by_count=\d+|\.? ?The ?caller ?indicates)|failed to mlock \S+ buffer[^:]*: Cannot allocate memory|\[torch_memory_saver\.cpp\] (?:cu|hip)MemCreate \w+ \(may not be an issue[^)]{0,80}\)|ggml_vulkan: Failed to allocate pinned memory(?: ?\([^)]*\)|\. ?ggml_vulkan: [^\n]{0,160}?: ?Error\w+)"
 );
 
 // PyTorch's DataLoader pins each batch in a thread of its own
@@ -202,6 +202,19 @@ pub fn parse_block(lines: &[String]) -> Option<Oom> {
             .flatten()
     };
     let joined = || parse_text(&not_a_failure_re().replace_all(&lines.concat(), ""));
+    // The honest fallback reads the first trigger line it accepts: a writer's sentence that
+    // opens the block ("I'm getting an out of memory error from ggml-cuda.cu,") is not the
+    // program's line below it.
+    let mut said = trigger.clone();
+    let mut fall_back = || {
+        std::iter::once(&trigger)
+            .chain(lines.iter().filter(|l| super::clean::is_trigger(l)))
+            .find_map(|t| Some((fallback(t, &spaced)?, t.clone())))
+            .map(|(o, t)| {
+                said = t;
+                o
+            })
+    };
     let mut found = match parse_text(&spaced) {
         // A terminal's wrap inside a number ("Of the allocated memory 4" / "0.30 GiB is
         // allocated"): the lines joined as they were printed read the figure the spaced join
@@ -211,9 +224,7 @@ pub fn parse_block(lines: &[String]) -> Option<Oom> {
             _ => o,
         },
         Some(o) => o,
-        None => joined()
-            .or_else(unescaped)
-            .or_else(|| fallback(&trigger, &spaced))?,
+        None => joined().or_else(unescaped).or_else(&mut fall_back)?,
     };
     pin_memory_thread(&mut found, &spaced);
     if found.device_index.is_none() {
@@ -226,7 +237,7 @@ pub fn parse_block(lines: &[String]) -> Option<Oom> {
     if let Some(h) = hint_re().find(&spaced) {
         found.hint = Some(h.as_str().to_owned());
     }
-    found.line = crate::text::cut_at_word(&trigger, 300);
+    found.line = crate::text::cut_at_word(&said, 300);
     found.missing = missing_parts(&found);
     Some(found)
 }
@@ -550,6 +561,18 @@ mod tests {
         assert!(parse_block(&lines).is_none());
     }
 
+    /// An allocation that failed with another status than memory's is no OOM, whatever the
+    /// words around it.
+    #[test]
+    fn the_fallback_leaves_failures_with_another_status() {
+        let lines = vec!["what():  Kokkos failed to allocate memory for label \"x\". Allocation using MemorySpace named \"Cuda\" failed: Allocation of size 64.12 K failed because of an unknown error.  (The allocation mechanism was cudaMalloc().  The Cuda allocation returned the error code \"cudaErrorNotSupported\".)".to_owned()];
+        assert!(parse_block(&lines).is_none());
+        let lines = vec![
+            "MyLib failed to allocate 64 KiB on the GPU: cudaErrorMemoryAllocation".to_owned(),
+        ];
+        assert!(parse_block(&lines).is_some());
+    }
+
     /// A program's own check before it allocates, in its words: read by structure, the free
     /// memory and what it needs (NCAR/VAPOR#3236).
     #[test]
@@ -559,6 +582,13 @@ mod tests {
         assert_eq!(o.facts.free_bytes, Some(3686 << 20));
         assert_eq!(o.facts.requested_bytes, Some(4122 << 20));
         let lines = vec!["Not enough RAM free (3686MB free, need at least 4122MB)".to_owned()];
+        assert!(parse_block(&lines).is_none());
+        // The host's words are still read as the host's (yuzu-emu/yuzu#9865).
+        let lines = vec![
+            "Debug <Critical> common/host_memory.cpp:operator():450: Assertion Failed! GPU"
+                .to_owned(),
+            "mprotect failed: Cannot allocate memory".to_owned(),
+        ];
         assert!(parse_block(&lines).is_none());
     }
 
@@ -651,6 +681,30 @@ fn only_size(re: &LazyRegex, line: &str) -> Option<u64> {
     found
 }
 
+re!(gpu_ram_re, r"(?i)\b(?:gpu|video) ram\b");
+// CUDA's and HIP's statuses by name.
+re!(
+    gpu_status_re,
+    r"\b(?:cudaError[A-Z]\w{0,60}|CUDA_ERROR_[A-Z_]{1,60}|hipError[A-Z]\w{0,60})"
+);
+
+/// Whether a line names CUDA's or HIP's status and none of them is running out of memory: the
+/// allocation failed for another reason (Kokkos' "Allocation of size 64.12 K failed because of
+/// an unknown error. (… returned the error code "cudaErrorNotSupported".)" on a MIG slice).
+fn names_another_status(line: &str) -> bool {
+    let mut named = gpu_status_re().find_iter(line).peekable();
+    named.peek().is_some()
+        && named.all(|m| {
+            !matches!(
+                m.as_str(),
+                "cudaErrorMemoryAllocation"
+                    | "CUDA_ERROR_OUT_OF_MEMORY"
+                    | "hipErrorOutOfMemory"
+                    | "hipErrorMemoryAllocation"
+            )
+        })
+}
+
 /// A line that clearly reports a GPU allocation failure in wording no rule knows: found, with
 /// framework "unknown", the request, free and total memory and the device only where the line
 /// gives each once, and the line itself quoted. A framework's meaning is never guessed.
@@ -659,14 +713,10 @@ pub fn fallback(trigger: &str, block: &str) -> Option<Oom> {
         || trigger.starts_with("raise ")
         || !fallback_fail_re().is_match(trigger)
         // "GPU RAM" is the GPU's memory, not the host's RAM.
-        || fallback_host_re().is_match(
-            &trigger
-                .to_ascii_lowercase()
-                .replace("gpu ram", "vram")
-                .replace("video ram", "vram"),
-        )
+        || fallback_host_re().is_match(&gpu_ram_re().replace_all(trigger, "VRAM"))
         || prose_re().is_match(trigger)
         || named_in_foreign_sentence(trigger)
+        || names_another_status(trigger)
         || !super::clean::has_error_mark(trigger)
         || !(fallback_gpu_re().is_match(trigger) || fallback_gpu_re().is_match(block))
     {
