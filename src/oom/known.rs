@@ -1201,13 +1201,17 @@ pub(super) fn xla_tpu_hbm(t: &str) -> Option<Oom> {
         output_bytes: part(xla_usage_output_re()),
         ..Facts::default()
     };
-    // TensorFlow's TPU runtime says "Compilation failure:"; JAX's is the default.
-    let framework = if t.contains("Compilation failure") || t.contains("tensorflow") {
+    Some(oom(tpu_report_framework(t), "xla-tpu-hbm", None, f))
+}
+
+/// The framework a TPU compiler report came through: TensorFlow's TPU runtime says
+/// "Compilation failure:"; JAX's is the default.
+fn tpu_report_framework(t: &str) -> Framework {
+    if t.contains("Compilation failure") || t.contains("tensorflow") {
         Framework::Tensorflow
     } else {
         Framework::Jax
-    };
-    Some(oom(framework, "xla-tpu-hbm", None, f))
+    }
 }
 
 /// The same report pasted from its breakdown on ("Total hbm usage >= X:" then reserved,
@@ -1230,12 +1234,7 @@ fn xla_tpu_breakdown(t: &str) -> Option<Oom> {
         output_bytes: part(xla_usage_output_re()),
         ..Facts::default()
     };
-    let framework = if t.contains("Compilation failure") || t.contains("tensorflow") {
-        Framework::Tensorflow
-    } else {
-        Framework::Jax
-    };
-    Some(oom(framework, "xla-tpu-hbm", None, f))
+    Some(oom(tpu_report_framework(t), "xla-tpu-hbm", None, f))
 }
 
 /// JAX (PjRt): a request on a device ordinal, in bytes.
