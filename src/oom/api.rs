@@ -347,6 +347,15 @@ fn names_re() -> &'static Regex {
     })
 }
 
+/// Whether `name` is CUDA's or HIP's out-of-memory status by its exact name
+/// (`cudaErrorMemoryAllocation`, `CUDA_ERROR_OUT_OF_MEMORY`, `hipErrorOutOfMemory`,
+/// `hipErrorMemoryAllocation`), from [`STATUSES`].
+pub(crate) fn is_gpu_memory_status(name: &str) -> bool {
+    STATUSES
+        .iter()
+        .any(|s| matches!(s.api, Api::Cuda | Api::Hip) && s.name == name)
+}
+
 /// The status a name or spelling stands for.
 fn by_name(found: &str) -> Option<&'static Status> {
     STATUSES.iter().find(|s| {
@@ -1172,18 +1181,10 @@ fn kokkos(t: &str) -> Option<Found> {
     let c = kokkos_re().captures(t)?;
     // Another status than running out (cudaErrorNotSupported on a MIG slice,
     // kokkos/kokkos#6865) is no OOM, whatever the words around it.
-    let after = &t[c.get(0)?.end()..];
-    let after = &after[..after.len().min(400)];
+    let after = super::clean::head(&t[c.get(0)?.end()..], 400);
     match kokkos_code_re().captures(after) {
-        Some(code) => {
-            let code = code.get(1)?.as_str();
-            if !matches!(
-                code,
-                "cudaErrorMemoryAllocation" | "hipErrorOutOfMemory" | "hipErrorMemoryAllocation"
-            ) {
-                return None;
-            }
-        }
+        Some(code) if !is_gpu_memory_status(code.get(1)?.as_str()) => return None,
+        Some(_) => {}
         None if kokkos_not_memory_re().is_match(after) => return None,
         None => {}
     }
@@ -1661,6 +1662,12 @@ mod tests {
         ] {
             let found = read(text).filter(|o| o.memory == MemoryKind::Device);
             assert!(found.is_none(), "{text}: {found:?}");
+        }
+        // Kokkos' status is looked for within 400 bytes, cut at a character's boundary: a
+        // two-byte character across it does not panic.
+        for pad in [0, 1] {
+            let text = format!("Kokkos failed to allocate memory for label \"a\".  Allocation using MemorySpace named \"Cuda\" failed with the following error:  Allocation of size 4 G failed{}{}", " ".repeat(pad), "é".repeat(300));
+            assert!(read(&text).is_some());
         }
         // Words every program prints are not one program's.
         for (text, format) in [

@@ -10,6 +10,15 @@ use regex::Regex;
 /// Longest line kept (longer lines are cut: binary garbage, minified JSON).
 pub const MAX_LINE: usize = 16 * 1024;
 
+/// At most the first `n` bytes of `s`, cut at a character boundary.
+pub(crate) fn head(s: &str, n: usize) -> &str {
+    let mut end = s.len().min(n);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
 /// The log prefixes [`normalise`] takes off. Its classes are ASCII (`[0-9]`, `[0-9A-Za-z_]`,
 /// not Unicode's `\d` and `\w`): every prefix it knows is written in ASCII, and compiled with
 /// Unicode's classes this one pattern took 10 ms, a quarter of the time `explain` took on a short

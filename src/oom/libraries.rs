@@ -4,17 +4,9 @@
 //! library's own format string (cited at the reader); the figures are read by the words the
 //! library prints beside them, and a message that names host memory is said to be host memory.
 
+use super::clean::head;
 use super::known::{oom, sz, SIZE};
 use super::{Facts, Framework, MemoryKind, Oom};
-
-/// At most the first `n` bytes of `s`, cut at a character boundary.
-fn head(s: &str, n: usize) -> &str {
-    let mut end = s.len().min(n);
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
-}
 
 /// A size as XGBoost's `HumanMemUnit` prints it (`src/common/common.cc`: the value over
 /// 1024^n with the unit "GB", "MB", "KB" or "B", no space), or a bare count of bytes as

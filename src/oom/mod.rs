@@ -820,13 +820,12 @@ impl Analysis {
             let bare_status = |x: &Oom| {
                 (x.format == "level-zero" || x.format.starts_with("api-")) && x.facts.known() == 0
             };
-            let device = |x: &Oom| x.memory == MemoryKind::Device;
             // Memory of another kind (TensorFlow's page-locked host pool beside its GPU
             // allocator) is another failure, whatever the framework.
             o.memory == last.memory
                 && (o.framework == last.framework
                     || (same_request && xla(o.framework) && xla(last.framework))
-                    || ((bare_status(o) || bare_status(last)) && device(o) && device(last)))
+                    || ((bare_status(o) || bare_status(last)) && last.memory == MemoryKind::Device))
                 && (o.device_index.is_none()
                     || last.device_index.is_none()
                     || o.device_index == last.device_index)

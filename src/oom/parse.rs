@@ -693,16 +693,7 @@ re!(
 /// an unknown error. (… returned the error code "cudaErrorNotSupported".)" on a MIG slice).
 fn names_another_status(line: &str) -> bool {
     let mut named = gpu_status_re().find_iter(line).peekable();
-    named.peek().is_some()
-        && named.all(|m| {
-            !matches!(
-                m.as_str(),
-                "cudaErrorMemoryAllocation"
-                    | "CUDA_ERROR_OUT_OF_MEMORY"
-                    | "hipErrorOutOfMemory"
-                    | "hipErrorMemoryAllocation"
-            )
-        })
+    named.peek().is_some() && named.all(|m| !super::api::is_gpu_memory_status(m.as_str()))
 }
 
 /// A line that clearly reports a GPU allocation failure in wording no rule knows: found, with
