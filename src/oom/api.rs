@@ -29,6 +29,8 @@ pub enum Api {
     Npp,
     /// Intel Gaudi's SynapseAI runtime and graph compiler.
     Synapse,
+    /// OpenGL (and OpenGL ES) and EGL, as games and Android's renderers report them.
+    OpenGl,
 }
 
 impl Api {
@@ -43,6 +45,7 @@ impl Api {
             Api::Windows => "Direct3D 12 / DirectML",
             Api::Npp => "NVIDIA NPP",
             Api::Synapse => "Intel Gaudi's SynapseAI",
+            Api::OpenGl => "OpenGL",
         }
     }
 
@@ -57,6 +60,7 @@ impl Api {
             Api::Metal => Framework::Metal,
             Api::Windows => Framework::DirectMl,
             Api::Synapse => Framework::Hpu,
+            Api::OpenGl => Framework::OpenGl,
         }
     }
 }
@@ -150,6 +154,10 @@ const D3DERR_OUTOFVIDEOMEMORY: i64 = 0x8876_017C_i64 - (1 << 32);
 ///   process this command"), the Win32 heap's; `d3d9.h` `D3DERR_OUTOFVIDEOMEMORY` 0x8876017C.
 ///   No `DXGI_ERROR_…` is about memory (`DXGI_ERROR_DEVICE_REMOVED`, 0x887A0005, is a lost
 ///   device), so none is listed.
+/// - OpenGL: `GL/gl.h` `GL_OUT_OF_MEMORY 0x0505` ("There is not enough memory left to execute
+///   the command", the specification's words; the state is undefined after it), which Android's
+///   renderers and GL games print by name or as "GL error 0x505"; `EGL/egl.h` `EGL_BAD_ALLOC
+///   0x3003`, EGL's failure to allocate a surface's resources.
 /// - NPP: `nppdefs.h` `NPP_NO_MEMORY_ERROR = -4`, `NPP_MEMORY_ALLOCATION_ERR = -9` (CUDA 12).
 /// - SynapseAI: `synapse_common_types.h` `synOutOfHostMemory = 3`, `synOutOfDeviceMemory = 4`;
 ///   `synFailedToAllocateDeviceMemory = 14`; the runtime's status strings (its `synSingleton`'s
@@ -171,6 +179,8 @@ pub const STATUSES: &[Status] = &[
     st(Api::Cuda, "cudaErrorMemoryAllocation", 2, Kind::Device, &[]),
     st(Api::Hip, "hipErrorOutOfMemory", 2, Kind::Device, &[]),
     st(Api::Hip, "hipErrorMemoryAllocation", 2, Kind::Device, &[]),
+    st(Api::OpenGl, "GL_OUT_OF_MEMORY", 0x0505, Kind::Device, &[]),
+    st(Api::OpenGl, "EGL_BAD_ALLOC", 0x3003, Kind::Device, &[]),
     st(
         Api::OpenCl,
         "CL_MEM_OBJECT_ALLOCATION_FAILURE",
@@ -274,7 +284,8 @@ pub const STATUSES: &[Status] = &[
         "D3DERR_OUTOFVIDEOMEMORY",
         D3DERR_OUTOFVIDEOMEMORY,
         Kind::Device,
-        &[],
+        // DirectDraw's name for the same HRESULT (`ddraw.h`, MAKE_DDHRESULT(380)).
+        &["DDERR_OUTOFVIDEOMEMORY"],
     ),
     st(Api::Npp, "NPP_NO_MEMORY_ERROR", -4, Kind::Device, &[]),
     // ManagedCuda's NPP images throw `NPPException("Device allocation error")` where
@@ -529,7 +540,9 @@ fn program(t: &str) -> Option<Framework> {
 
 re!(
     request_re,
-    format!(r"(?i)\b(?:allocat\w*|request\w*|size)\b\D{{0,24}}?{SIZE}|\b(\d{{4,}}) ?bytes\b")
+    format!(
+        r"(?i)\b(?:allocat\w*|request\w*|size)\b\D{{0,24}}?{SIZE}|\b(\d{{4,}}) ?bytes\b|\bclCreateBuffer\(\s*[^,()]{{1,60}},\s*[^,()]{{1,80}},\s*(\d{{2,}})\s*,"
+    )
 );
 re!(
     device_re,
@@ -551,8 +564,10 @@ fn agreed(re: &LazyRegex, t: &str, read: impl Fn(&regex::Captures) -> Option<u64
 
 /// The size and device a relay prints, where it prints exactly one of each.
 fn figures(t: &str) -> (Facts, Option<u32>) {
+    // clCreateBuffer's size argument as a program's check prints the call ("Failed to
+    // clCreateBuffer(ctx, CL_MEM_READ_WRITE, 48771072, nullptr, ...)").
     let requested = agreed(request_re(), t, |c| {
-        super::known::sz(c, 1).or_else(|| c.get(2)?.as_str().parse().ok())
+        super::known::sz(c, 1).or_else(|| c.get(2).or_else(|| c.get(3))?.as_str().parse().ok())
     });
     // "device 01:00.0" is a PCI bus address (ethminer's "on CUDA device 01:00.0"), not an index.
     let device = agreed(device_re(), t, |c| {
@@ -567,6 +582,41 @@ fn figures(t: &str) -> (Facts, Option<u32>) {
         ..Facts::default()
     };
     (f, device)
+}
+
+/// The size and device a relay's failure line names, where the text's differ (a miner's device
+/// list above "[CUDA] Error gpu 1: <…>:193 "out of memory""; libplacebo's heap sizes below
+/// "Allocation of size 15M failed: VK_ERROR_OUT_OF_DEVICE_MEMORY!"): the failure's own words.
+pub(super) fn figures_on_line(o: &mut Oom, line: &str) {
+    if !(o.format == "cuda-relay" || o.format.starts_with("api-")) {
+        return;
+    }
+    let (f, device) = figures(line);
+    o.device_index = o.device_index.or(device);
+    o.facts.requested_bytes = o.facts.requested_bytes.or(f.requested_bytes);
+}
+
+// libplacebo's list of the device's memory heaps after a failed allocation
+// (`src/vulkan/malloc.c`, `vk_malloc_print_stats`): "0: flags 0x1 size 8018M", the heap's
+// VkMemoryHeapFlags (0x1, VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) and its size in binary units.
+re!(
+    vk_heap_re,
+    r"\b\d{1,2}: flags 0x([0-9a-fA-F]{1,8}) size\s{0,8}(\d{1,7}(?:\.\d+)?)([KMGT])\b"
+);
+
+/// The largest device-local heap a Vulkan program's heap list gives: the card's memory.
+fn vulkan_device_heap(t: &str) -> Option<u64> {
+    vk_heap_re()
+        .captures_iter(t)
+        .filter(|c| {
+            c.get(1)
+                .and_then(|m| u32::from_str_radix(m.as_str(), 16).ok())
+                .is_some_and(|flags| flags & 1 != 0)
+        })
+        .filter_map(|c| {
+            crate::units::parse_size(&format!("{}{}", c.get(2)?.as_str(), c.get(3)?.as_str()))
+        })
+        .max()
 }
 
 /// The format name of a status's OOM: `api-<name>`, so that the diagnosis can find the status
@@ -602,7 +652,10 @@ pub fn gpu_api(t: &str) -> Option<Oom> {
     if s.kind == Kind::Resources && !allocating_re().is_match(t) {
         return None;
     }
-    let (f, device) = figures(t);
+    let (mut f, device) = figures(t);
+    if s.api == Api::Vulkan && s.kind == Kind::Device {
+        f.total_bytes = vulkan_device_heap(t);
+    }
     let framework = program(t).unwrap_or(s.api.framework());
     let mut o = oom(framework, format_of(s), device, f);
     if s.kind == Kind::Host {
@@ -646,7 +699,9 @@ re!(
 // The plain CUDA relays C++ programs print with cudaGetErrorString: the gpuErrchk idiom
 // ("GPUassert: out of memory file.cu 42"), the CUDA samples' checks ("CUDA error in file 'x.cu'
 // in line 123 : out of memory.", "CUDA error at x.cu:42 code=2(cudaErrorMemoryAllocation)"), a
-// program's own exception class ("CUDA Error: out of memory"), dmlc's `CUDA_CALL` (TVM's
+// program's own exception class ("CUDA Error: out of memory"), xmrig-cuda's worker (`thread
+// #0 failed with error <cryptonight_extra_cpu_init>:379 "out of memory"`: the CUDA error's
+// string after the function and line that got it), dmlc's `CUDA_CALL` (TVM's
 // `src/runtime/cuda/cuda_common.h`, MXNet, DGL, BytePS: `ICHECK(e == cudaSuccess || e ==
 // cudaErrorCudartUnloading) << "CUDA: " << cudaGetErrorString(e)`, "… is false: CUDA: out of
 // memory"), and a status in words before the call that returned it, as cuew's checks print it
@@ -654,7 +709,7 @@ re!(
 // programs on cuew). Whatever the prefix, it is CUDA's status 2 said in words.
 re!(
     cuda_words_re,
-    r"(?i)\bGPUassert:\s*out of memory|\bout of memory in (?-i:cu(?:da)?[A-Z][A-Za-z0-9_]*)\(|\bcuda\w*\]?:?\s+(?:error|failure|exception|status)\b[^\n]{0,160}?[\s:(\-]out of memory\b|(?-i:\bCUDA: out of memory\b)"
+    r#"(?i)\bGPUassert:\s*out of memory|\bout of memory in (?-i:cu(?:da)?[A-Z][A-Za-z0-9_]*)\(|\bcuda\w*\]?:?\s+(?:error|failure|exception|status)\b[^\n]{0,160}?[\s:(\-"']out of memory\b|(?-i:\bCUDA: out of memory\b)|(?-i:\bthread #\d{1,3} failed with error <\w{1,80}>:\d{1,6} "out of memory")"#
 );
 
 /// Caffe, Darknet, OpenCV and the plain C++ relays of CUDA's out-of-memory status (no figures:
@@ -1035,6 +1090,105 @@ pub const PROGRAMS: &[Program] = &[
             "With CNMeM on (`lib.cnmem`), the fraction it preallocates is the most the program can use: raise it, or set it to 0 to allocate as needed.",
         ],
     },
+    // COLMAP's SIFT matcher on the GPU (colmap/colmap, `src/colmap/feature/sift.cc`,
+    // `SiftGPUFeatureMatcher`: when SiftGPU's matching returns a negative count, LOG(ERROR) <<
+    // "Feature matching failed. This is probably caused by insufficient GPU memory. Consider
+    // reducing the maximum number of features." (older releases: "… features and/or
+    // matches."). SiftGPU sizes its buffers for the matcher's `max_num_matches` and the
+    // features of both images; the options are `--SiftMatching.*` before 3.12 and
+    // `--FeatureMatching.*` after (its `max_num_matches`, `use_gpu`).
+    Program {
+        name: "COLMAP (SIFT matching)",
+        format: "program-colmap",
+        read: colmap,
+        meaning: "COLMAP's GPU SIFT matcher (SiftGPU) could not match an image pair; COLMAP's own message says it is probably the GPU's memory: its buffers are sized for the maximum number of matches and the features of both images. The pair is left without matches and the run goes on.",
+        remedies: &[
+            "Lower the maximum number of matches, `--FeatureMatching.max_num_matches` (`--SiftMatching.max_num_matches` before COLMAP 3.12; default 32768).",
+            "Extract fewer features per image, `--SiftExtraction.max_num_features`, or from smaller images, `--SiftExtraction.max_image_size`.",
+            "Or match on the CPU: `--FeatureMatching.use_gpu 0` (`--SiftMatching.use_gpu 0` before 3.12), slower but bounded by the host's memory.",
+        ],
+    },
+    // darktable's OpenCL pipeline: a module's OpenCL path that fails prints its tag and the
+    // OpenCL status as a number in older releases ("[local laplacian cl] failed: -4",
+    // `src/iop/local_laplacian.c`; "[opencl_…] couldn't enqueue kernel! -4") and by name in
+    // newer ones (read as OpenCL's status). -4 is CL_MEM_OBJECT_ALLOCATION_FAILURE. darktable
+    // then redoes the module on the CPU. How much of the card it takes is its "headroom"
+    // (`opencl_memory_headroom` in darktablerc, 3.x) or its "darktable resources"
+    // preference (4.x).
+    Program {
+        name: "darktable (OpenCL)",
+        format: "program-darktable",
+        read: darktable,
+        meaning: "A darktable module's OpenCL buffers did not fit on the card (status -4, CL_MEM_OBJECT_ALLOCATION_FAILURE); darktable processes that module on the CPU instead, slowly.",
+        remedies: &[
+            "Leave the driver and other programs more of the card: raise `opencl_memory_headroom` in darktablerc (3.x), or pick a smaller \"darktable resources\" setting in the processing preferences (4.x).",
+            "Export at a smaller size, or tile: heavy modules (local laplacian, diffuse or sharpen) need several copies of the image on the card.",
+        ],
+    },
+    // Qualcomm's Adreno user-mode driver on Android (logcat's Adreno-GSL tag): its buffers come
+    // from the kernel's GPU allocator, kgsl, which maps system RAM for the GPU ("<sharedmem_
+    // gpumem_alloc_id:…>: sharedmem_gpumem_alloc: mmap failed errno 12 Out of memory", then
+    // "<gsl_memory_alloc_pure:…>: GSL MEM ERROR: kgsl_sharedmem_alloc ioctl failed."). A phone's
+    // GPU has no memory of its own: its memory is the system's, shared with every app.
+    Program {
+        name: "Adreno (Android GPU driver)",
+        format: "program-adreno",
+        read: adreno,
+        meaning: "The Adreno driver could not get memory for a GPU buffer (textures, vertex buffers, render targets) from the kernel's GPU allocator (kgsl). A phone's GPU memory is the system's RAM: the app's graphics, its other memory and other apps share it.",
+        remedies: &[
+            "Release what is no longer drawn (delete textures, framebuffers and buffers) and look for graphics created every frame and never freed: `adb shell dumpsys meminfo <package>` shows the app's Graphics and GL memory.",
+            "Load textures and bitmaps at the size they are shown, in compressed GPU formats (ETC2, ASTC), rather than full-size RGBA.",
+        ],
+    },
+    // AMReX's GPU arena (AMReX-Codes/amrex, `Src/Base/AMReX_Arena.cpp`, `allocate_system`):
+    // when the device allocation fails it aborts with "Out of gpu memory. Free: F Asked: A"
+    // (bytes, from the runtime's free memory), on CUDA, HIP or SYCL. The_Arena takes a share of
+    // the device at start (`amrex.the_arena_init_size`, three quarters by default) and grows;
+    // `amrex.the_arena_is_managed=1` makes it managed memory, which may oversubscribe.
+    Program {
+        name: "AMReX (GPU arena)",
+        format: "program-amrex",
+        read: amrex,
+        meaning: "AMReX's arena could not get device memory for an allocation (a FAB, particles, a communication buffer); the free figure is the device's when it failed.",
+        remedies: &[
+            "Spread the problem over more GPUs (more MPI ranks) or make its pieces smaller (`amr.max_grid_size`): each rank's boxes, particles and their communication buffers must fit its GPU.",
+            "Memory outside AMReX's arena (other libraries, another process) must fit beside it: `amrex.the_arena_init_size` sets how much the arena takes at start.",
+            "`amrex.the_arena_is_managed=1` lets the arena use managed memory, which can exceed the GPU's at a cost in speed.",
+        ],
+    },
+    // Legate's mapper (nv-legate/legate, its `BaseMapper`'s out-of-memory report): "Failed to
+    // allocate N bytes on memory M (of kind GPU_FB_MEM) for … There is not enough space because
+    // Legate is reserving R of the available A bytes for the following LogicalStores:". A is
+    // Legate's own pool on that memory (`--fbmem` MiB per GPU for GPU_FB_MEM, `--sysmem` for
+    // SYSTEM_MEM, `--zcmem` for Z_COPY_MEM), R what its live stores hold.
+    Program {
+        name: "Legate",
+        format: "program-legate",
+        read: legate,
+        meaning: "Legate's memory pool on this memory (the share it was given at start, not the whole GPU) could not hold the store being created beside the stores still alive, which it lists.",
+        remedies: &[
+            "Give Legate more of the GPU: a larger `--fbmem` (MiB per GPU) in LEGATE_CONFIG, up to what the GPU has free.",
+            "Run on more GPUs (`--gpus`), so that each holds a smaller part of the arrays.",
+            "Drop references to arrays no longer needed (`del`): the LogicalStores it lists hold memory while their Python objects live.",
+        ],
+    },
+    // Ethash-family GPU miners, whose card must hold the epoch's DAG (a dataset of several GB
+    // that grows every epoch): T-Rex's own check ("Device does not have enough free memory to
+    // hold the DAG for epoch N. Required: X GB, free: Y GB."), lolMiner's ("GPU N: error when
+    // allocating memory or building DAG. Disabling card."), Claymore's ("CUDA error - cannot
+    // allocate big buffer for DAG."). On Windows, CUDA and OpenCL drivers commit host virtual
+    // memory for device allocations, so a page file too small for the cards fails the same way.
+    Program {
+        name: "Ethash miner (DAG)",
+        format: "program-dag-miner",
+        read: dag_miner,
+        meaning: "The miner could not allocate the epoch's DAG on the card. The DAG grows with every epoch; a card whose free memory is smaller than it cannot mine that coin.",
+        remedies: &[
+            "Compare the DAG's size for the current epoch with the card's free memory: when it does not fit, mine an algorithm or coin whose dataset fits the card.",
+            "Free the card: no display or other miner on it while the DAG is built.",
+            "On Windows, make the page file at least as large as the cards' memory together: the drivers commit host memory for what they allocate on the device.",
+        ],
+    },
 ];
 
 // Its own sentence is a whole line: what follows it (the block's lines are joined with spaces)
@@ -1229,7 +1383,23 @@ re!(
     r"(?i:hashcat)|Initializing backend runtime for device|Initializing device kernels and memory|\bHashmode: \d|\bSpeed\.#\d|\* Device #\d{1,3}: "
 );
 
+// hashcat's own check before it allocates (`src/backend.c`): the buffers an attack needs
+// against what the device may allocate, "* Device #N: Not enough allocatable device memory for
+// this attack." (6.x also "… or free host memory for mapping.").
+re!(
+    hashcat_check_re,
+    r"\bNot enough allocatable device memory (?:or free host memory for mapping )?for this attack\b"
+);
+
 fn hashcat(t: &str) -> Option<Found> {
+    if hashcat_check_re().is_match(t) {
+        return Some(Found {
+            api: None,
+            facts: Facts::default(),
+            device: None,
+            memory: MemoryKind::Device,
+        });
+    }
     let c = hashcat_re().captures(t)?;
     if !hashcat_words_re().is_match(t) {
         return None;
@@ -1324,6 +1494,123 @@ fn mesa_winsys(t: &str) -> Option<Found> {
     })
 }
 
+re!(
+    amrex_re,
+    r"\bOut of gpu memory\. Free: (\d{1,20}) Asked: (\d{1,20})"
+);
+
+fn amrex(t: &str) -> Option<Found> {
+    let c = amrex_re().captures(t)?;
+    Some(Found {
+        api: None,
+        facts: Facts {
+            free_bytes: c.get(1)?.as_str().parse().ok(),
+            requested_bytes: c.get(2)?.as_str().parse().ok(),
+            ..Facts::default()
+        },
+        device: None,
+        memory: MemoryKind::Device,
+    })
+}
+
+re!(
+    legate_re,
+    r"\bFailed to allocate (\d{1,20}) bytes on memory \w{1,40} \(of kind (\w{1,20})\)[^\n]{0,600}?\bLegate is reserving (\d{1,20}) of the available (\d{1,20}) bytes"
+);
+
+fn legate(t: &str) -> Option<Found> {
+    let c = legate_re().captures(t)?;
+    let n = |i: usize| c.get(i).and_then(|m| m.as_str().parse::<u64>().ok());
+    let memory = match c.get(2)?.as_str() {
+        "GPU_FB_MEM" | "GPU_MANAGED_MEM" | "GPU_DYNAMIC_MEM" => MemoryKind::Device,
+        "Z_COPY_MEM" => MemoryKind::PinnedHost,
+        _ => MemoryKind::Host,
+    };
+    Some(Found {
+        api: None,
+        facts: Facts {
+            requested_bytes: n(1),
+            allocated_bytes: n(3),
+            // Legate's pool, not the device: a cap on what its stores may take. What is free in
+            // it is not derived (the request failed with more than it unreserved).
+            allowed_bytes: n(4),
+            ..Facts::default()
+        },
+        device: None,
+        memory,
+    })
+}
+
+re!(
+    colmap_re,
+    r"Feature matching failed\. This is probably caused by insufficient GPU memory"
+);
+
+fn colmap(t: &str) -> Option<Found> {
+    colmap_re().is_match(t).then(|| Found {
+        api: None,
+        facts: Facts::default(),
+        device: None,
+        memory: MemoryKind::Device,
+    })
+}
+
+re!(
+    darktable_re,
+    r"\[(?:opencl_[a-z_]{1,40}|[a-z ]{1,40} cl)\] (?:failed:|couldn't enqueue kernel!) ?(-4)\b"
+);
+
+fn darktable(t: &str) -> Option<Found> {
+    darktable_re()
+        .is_match(t)
+        .then(|| Found::device(Api::OpenCl))
+}
+
+re!(
+    adreno_re,
+    r"\bsharedmem_gpumem_alloc: mmap failed errno 12\b|\bGSL MEM ERROR: kgsl_sharedmem_alloc ioctl failed\b"
+);
+
+fn adreno(t: &str) -> Option<Found> {
+    adreno_re().is_match(t).then(|| Found {
+        api: None,
+        facts: Facts::default(),
+        device: None,
+        memory: MemoryKind::Device,
+    })
+}
+
+re!(
+    dag_miner_re,
+    format!(
+        r"(?i)\bdoes not have enough free memory to hold the DAG(?: for epoch \d+)?\.?(?: Required: {SIZE}, free: {SIZE})?|\bGPU ?#?(\d{{1,2}}):? error when allocating memory or building DAG|\bcannot allocate big buffer for DAG\b"
+    )
+);
+re!(dag_device_re, r"\bGPU ?#?(\d{1,2})\b");
+
+fn dag_miner(t: &str) -> Option<Found> {
+    let c = dag_miner_re().captures(t)?;
+    let mut f = Found {
+        api: None,
+        facts: Facts {
+            requested_bytes: super::known::sz(&c, 1),
+            free_bytes: super::known::sz(&c, 2),
+            ..Facts::default()
+        },
+        device: c.get(3).and_then(|m| m.as_str().parse().ok()),
+        memory: MemoryKind::Device,
+    };
+    // The device the miner names beside the failure ("[ID=0, GPU #0]", "GPU 0 failed").
+    if f.device.is_none() {
+        let d = agreed(dag_device_re(), t, |c| c.get(1)?.as_str().parse().ok());
+        f.device = d.and_then(|d| u32::try_from(d).ok());
+    }
+    if t.contains("CUDA error") {
+        f.api = Some(Api::Cuda);
+    }
+    Some(f)
+}
+
 re!(lammps_gpu_re, r"Insufficient memory on accelerator\b");
 
 fn lammps_gpu(t: &str) -> Option<Found> {
@@ -1356,7 +1643,7 @@ fn matlab(t: &str) -> Option<Found> {
 
 re!(
     unreal_re,
-    r"Out of video memory trying to allocate a rendering resource"
+    r"(?i)\bOut of video memory trying to allocate a rendering resource"
 );
 
 fn unreal(t: &str) -> Option<Found> {
@@ -1614,6 +1901,14 @@ mod tests {
             ("java.lang.RuntimeException: cudaMalloc failed; Bytes: [1077940224]; Error code [2]; DEVICE [0]\n\tat org.nd4j.jita.memory.CudaMemoryManager.allocate(CudaMemoryManager.java:79)", "program-nd4j", Framework::Cuda, MemoryKind::Device, Some(1_077_940_224)),
             // isaac-sim/OmniIsaacGymEnvs#11.
             ("PxgCudaDeviceMemoryAllocator fail to allocate memory 71303168 bytes!! Result = 2", "program-physx", Framework::Cuda, MemoryKind::Device, Some(71_303_168)),
+            ("hashcat (v4.2.1) starting...\n* Device #5: Not enough allocatable device memory for this attack.", "program-hashcat", Framework::Unknown, MemoryKind::Device, None),
+            ("ERROR: Feature matching failed. This is probably caused by insufficient GPU memory. Consider reducing the maximum number of features.", "program-colmap", Framework::Unknown, MemoryKind::Device, None),
+            ("[local laplacian cl] failed: -4", "program-darktable", Framework::OpenCl, MemoryKind::Device, None),
+            ("W/Adreno-GSL(11228): <sharedmem_gpumem_alloc_id:1498>: sharedmem_gpumem_alloc: mmap failed errno 12 Out of memory", "program-adreno", Framework::Unknown, MemoryKind::Device, None),
+            ("TREX: Can't find nonce with device [ID=0, GPU #0], Device does not have enough free memory to hold the DAG for epoch 65. Required: 5.08 GB, free: 5.02 GB.", "program-dag-miner", Framework::Unknown, MemoryKind::Device, Some(5_454_608_466)),
+            ("amrex::Abort::0::Out of gpu memory. Free: 4435902464 Asked: 8294402048 !!!", "program-amrex", Framework::Unknown, MemoryKind::Device, Some(8_294_402_048)),
+            ("{legate.mapper}: Failed to allocate 7793280000 bytes on memory 1e00010000000002 (of kind GPU_FB_MEM) for reduction {legate.mapper}: There is not enough space because Legate is reserving 5071753728 of the available 31457280000 bytes for the following LogicalStores:", "program-legate", Framework::Unknown, MemoryKind::Device, Some(7_793_280_000)),
+            ("{legate.mapper}: Failed to allocate 1000000 bytes on memory 1e00000000000000 (of kind SYSTEM_MEM) for reduction {legate.mapper}: There is not enough space because Legate is reserving 5 of the available 60 bytes", "program-legate", Framework::Unknown, MemoryKind::Host, Some(1_000_000)),
         ];
         for (text, format, fw, memory, req) in cases {
             let o = read(text).unwrap_or_else(|| panic!("not found: {text}"));
@@ -1623,6 +1918,43 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    /// OpenGL's and EGL's memory statuses by name; a GPU API's success printed as a failure's
+    /// result is no failure.
+    #[test]
+    fn opengl_statuses_and_a_printed_success() {
+        for t in [
+            "Abort message: 'glTexImage2D error! GL_OUT_OF_MEMORY (0x505)'",
+            "W/HardwareRenderer(17164): EGL error: EGL_BAD_ALLOC",
+        ] {
+            let o = read(t).unwrap_or_else(|| panic!("not found: {t}"));
+            assert_eq!(
+                (o.framework, o.memory),
+                (Framework::OpenGl, MemoryKind::Device),
+                "{t}"
+            );
+        }
+        let t = "[opencl copy_host_to_device_constant] could not allocate oversize buffer on device 'NVIDIA RTX' id=0: CL_SUCCESS";
+        assert!(read(t).is_none(), "{t}");
+    }
+
+    /// A relay's size and device from the failure's own line, where the text's others differ.
+    #[test]
+    fn the_failures_own_line_gives_its_size_and_device() {
+        let t = " * GPU #0:       GeForce GTX 760\n * GPU #1:       GeForce GTX 560 Ti\n[CUDA] Error gpu 1: <cryptonight_extra_cpu_init>:193 \"out of memory\"\n  what():  [CUDA] Error: out of memory";
+        assert_eq!(read(t).and_then(|o| o.device_index), Some(1));
+        let t = "[libplacebo] Allocation of size   15M failed: VK_ERROR_OUT_OF_DEVICE_MEMORY!\n[libplacebo] Memory heaps supported by device:\n[libplacebo]     0: flags 0x1 size 8018M\n[libplacebo]     1: flags 0x0 size   15G\n[libplacebo]     2: flags 0x1 size  214M";
+        let o = read(t).expect("found");
+        assert_eq!(
+            (o.facts.requested_bytes, o.facts.total_bytes),
+            (Some(15 << 20), Some(8018 << 20))
+        );
+        let t = "Failed to clCreateBuffer(ctx, CL_MEM_READ_WRITE, 48771072, nullptr, ...)\nError: ocl_args_d_t::allocMem:284 returned CL_MEM_OBJECT_ALLOCATION_FAILURE.";
+        assert_eq!(
+            read(t).and_then(|o| o.facts.requested_bytes),
+            Some(48_771_072)
+        );
     }
 
     /// ND4J names the device it allocated on (`getDeviceForCurrentThread`).

@@ -324,6 +324,24 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "memory layout cannot be allocated",
     "requires more system memory",
     "not enough memory left",
+    // hashcat's own check (`backend.c`), COLMAP's SIFT matcher (`sift.cc`), darktable's OpenCL
+    // modules with OpenCL's -4, Adreno's kgsl, Ethash miners' DAG (`api.rs`, `PROGRAMS`).
+    "not enough allocatable device memory",
+    "caused by insufficient gpu memory",
+    "cl] failed: -4",
+    "couldn't enqueue kernel! -4",
+    "kgsl_sharedmem_alloc ioctl failed",
+    "enough free memory to hold the dag",
+    "error when allocating memory or building dag",
+    // ExLlamaV2's autosplit, TVM's Relax VM storage (`known.rs`).
+    "egl_bad_alloc",
+    "dxvkmemoryallocator: memory allocation failed",
+    "dderr_outofvideomemory",
+    "memory allocation on device failed",
+    "bfcarena::allocaterawinternal",
+    "thrust::system::detail::bad_alloc",
+    "insufficient vram for model",
+    "storage allocation failure, attempted to allocate",
     "cuda failed with error 2",
     "hiperror_t error",
     "curand_status_allocation_failed",
@@ -488,9 +506,10 @@ pub fn is_trigger(line: &str) -> bool {
 }
 
 /// What the scanner looks for in a line besides the trigger phrases: TensorFlow's "not a
-/// failure" warnings it counts, its allocator statistics (`Limit:`, `InUse:`) and its account
-/// of each GPU at start-up (the device's total memory, the memory its allocator is given),
-/// matched here without their case (a superset: the scanner then checks them exactly).
+/// failure" warnings it counts, its allocator statistics (`Limit:`, `InUse:`), its account
+/// of each GPU at start-up (the device's total memory, the memory its allocator is given) and
+/// other programs' ([`super::banner`]), matched here without their case (a superset: the
+/// scanner then checks them exactly).
 const NOTED: &[&str] = &[
     "this is not a failure",
     "limit:",
@@ -500,6 +519,25 @@ const NOTED: &[&str] = &[
     "totalmemory:",
     "devicememorysize:",
     "device:gpu:",
+    // Programs' start-up accounts of their devices (`banner.rs`): hashcat's and xmrig's device
+    // lists, OpenCL and CUDA device-info keys, `clinfo`.
+    "device #",
+    "cuda gpu",
+    "global mem",
+    "global_mem",
+    "globalmem",
+    "device memory",
+    "device_memory",
+    "memory.total",
+    "mem_alloc",
+    "max mem alloc",
+    "max memory alloc",
+    "maximum memory alloc",
+    "free mem",
+    "free_mem",
+    "memory.free",
+    "mbyte",
+    "gbyte",
 ];
 
 /// How many lines [`noted_ac`] tests with its quick-to-build automaton before it builds the
@@ -680,8 +718,20 @@ pub(crate) fn quotes_a_whole_failure(raw: &str) -> bool {
         Regex::new(r"^\s*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\s*[:(]")
             .expect("class regex")
     });
-    prose_quotes(raw)
-        .is_some_and(|inside| inside.iter().any(|q| has_trigger(q) && class.is_match(q)))
+    // Or a log line's words ending in an API's status constant ("failed to create cublas
+    // handle: CUBLAS_STATUS_ALLOC_FAILED"): a program's message copied, not the error's name.
+    static STATUS: OnceLock<Regex> = OnceLock::new();
+    let status = STATUS.get_or_init(|| {
+        Regex::new(r"\w\s*: ?[A-Z][A-Z0-9]{1,15}(?:_[A-Z0-9]{1,20}){2,8}\s*[.!]?\s*$")
+            .expect("status regex")
+    });
+    // A question about such a line asks about the error; one led by its class reports it.
+    let asks = raw.trim_end().ends_with('?');
+    prose_quotes(raw).is_some_and(|inside| {
+        inside
+            .iter()
+            .any(|q| has_trigger(q) && (class.is_match(q) || (!asks && status.is_match(q))))
+    })
 }
 
 /// Words that tie a failure to pinned (page-locked) host memory: CUDA's host allocations
@@ -767,8 +817,17 @@ fn prose_quotes(raw: &str) -> Option<Vec<String>> {
             (None, '"' | '\u{201c}' | '\u{201d}') => {
                 open = Some('"');
                 inside.push(String::new());
+                // Or after a source location ("<cryptonight_extra_cpu_init>:379 "out of
+                // memory"", xmrig-cuda's worker): a program's log, not a writer's.
+                let located = {
+                    let head = outside.trim_end();
+                    let digits = head.trim_end_matches(|c: char| c.is_ascii_digit());
+                    digits.len() < head.len() && digits.ends_with(':')
+                };
                 data.push(
-                    matches!(before, ':' | '(' | '[' | '=') || (before_spaces == ',' && depth > 0),
+                    matches!(before, ':' | '(' | '[' | '=')
+                        || (before_spaces == ',' && depth > 0)
+                        || located,
                 );
             }
             (Some('`'), '`') | (Some('"'), '"' | '\u{201c}' | '\u{201d}') => {

@@ -2174,6 +2174,9 @@ const STACK_RULES: &[(&str, StackRule)] = &[
     ("metal-buffer-validation", metal_buffer_validation),
     ("mps-buffer-size", mps_buffer_size),
     ("mlx-command-buffer", mlx_command_buffer),
+    ("tvm-storage", tvm_storage),
+    ("exllamav2-autosplit", exllamav2_autosplit),
+    ("max-alloc", over_max_alloc),
 ];
 
 /// rtp-llm's paged KV cache had fewer free blocks than a request needed: the cache was sized at
@@ -2361,6 +2364,68 @@ fn metal_buffer_validation(oom: &Oom) -> Option<Finding> {
         remedies: vec![
             r("Make that one allocation smaller: a smaller or quantised model, a smaller image, context or batch, or tiled processing where the program offers it."),
             r("Split the data over several buffers, each under the limit (MTLDevice.maxBufferLength gives it at run time)."),
+        ],
+    })
+}
+
+/// TVM's Relax VM placed a tensor in a storage region its compiler planned for smaller shapes:
+/// the plan's limit, not the GPU's memory.
+fn tvm_storage(oom: &Oom) -> Option<Finding> {
+    if oom.format != "tvm-storage" {
+        return None;
+    }
+    let f = &oom.facts;
+    Some(Finding {
+        cause: Cause::RequestExceedsTotal,
+        title: format!(
+            "A tensor of {} does not fit the {} storage region the compiled model planned for it",
+            f.requested_bytes.map_or_else(|| "this size".into(), fmt_bytes),
+            f.total_bytes.map_or_else(|| "planned".into(), fmt_bytes),
+        ),
+        detail: "TVM's Relax VM allocates tensors inside storage regions whose sizes the compiler planned ahead for the shapes it was told to expect. A larger input than planned (a prompt past the context or prefill length the model library was compiled for) overflows its region however much the GPU has free: this is the plan's limit, not the device's memory.".into(),
+        remedies: vec![
+            r("Keep the input within what the model library was compiled for (its context window and prefill chunk)."),
+            r("Or compile the model library again for longer inputs: MLC-LLM's `mlc_llm compile … --overrides \"context_window_size=…;prefill_chunk_size=…\"`."),
+        ],
+    })
+}
+
+/// ExLlamaV2's autosplit reached its last GPU with part of the model or the cache unplaced.
+fn exllamav2_autosplit(oom: &Oom) -> Option<Finding> {
+    if oom.format != "exllamav2-autosplit" {
+        return None;
+    }
+    Some(Finding {
+        cause: Cause::NoNumbers,
+        title: "ExLlamaV2 could not place the model and its cache on the GPUs".into(),
+        detail: "ExLlamaV2's autosplit (model.load_autosplit) loads the model's layers and the cache onto each GPU in turn and moves on when one is full; it raised this on the last one: the weights and a cache sized for max_seq_len did not fit in the GPUs' free memory together. The message gives no size.".into(),
+        remedies: vec![
+            r("Shrink the cache: a shorter context (config.max_seq_len before loading), or a quantised cache (ExLlamaV2Cache_Q4, _Q6 or _Q8 instead of ExLlamaV2Cache)."),
+            r("Load a quantisation of the model with fewer bits per weight, or add a GPU."),
+            r("Free the GPUs first: in a notebook, a model loaded earlier still holds its memory until it is deleted."),
+        ],
+    })
+}
+
+/// A request larger than the largest single allocation the device allows (OpenCL's
+/// CL_DEVICE_MAX_MEM_ALLOC_SIZE from the program's start-up lines, IPEX's per-block cap): one
+/// allocation too large, whatever is free.
+fn over_max_alloc(oom: &Oom) -> Option<Finding> {
+    let f = &oom.facts;
+    let (need, max) = (f.requested_bytes?, f.max_alloc_bytes?);
+    if need <= max || oom.format == "xpu-4gb-limit" {
+        return None;
+    }
+    Some(Finding {
+        cause: Cause::RequestExceedsTotal,
+        title: format!(
+            "One allocation of {} is larger than the {} the device allows in one allocation",
+            fmt_bytes(need),
+            fmt_bytes(max)
+        ),
+        detail: "The device caps the size of each single allocation (OpenCL's CL_DEVICE_MAX_MEM_ALLOC_SIZE, often a quarter of its memory), below its total: this one buffer cannot be allocated however much is free.".into(),
+        remedies: vec![
+            r("Make that one buffer smaller (a smaller work size, batch, tile or image), or split it over several buffers under the limit."),
         ],
     })
 }
@@ -2912,6 +2977,7 @@ fn gpu_api_finding(o: &Oom) -> Option<Finding> {
         Some(api::Api::LevelZero) => "See what the GPU holds: `xpu-smi stats -d 0` (or `intel_gpu_top`); close other programs using it.",
         Some(api::Api::Windows) => "See what the GPU holds: Task Manager → Performance → GPU shows dedicated and shared GPU memory, and the Details tab's GPU memory columns each process's share; close other programs using it.",
         Some(api::Api::Metal) => "See what else uses the Mac's memory (Activity Monitor → Memory); close other GPU programs.",
+        Some(api::Api::OpenGl) => "Release textures, framebuffers and buffers no longer drawn, and load textures at the size they are shown. On a phone or an integrated GPU this memory is the system's RAM: `adb shell dumpsys meminfo <package>` shows an Android app's graphics memory.",
         _ => "See what holds the GPU now: `gpumon once` lists every process and its memory; close other programs using it.",
     })];
     match o.framework {

@@ -126,6 +126,14 @@ pub const ALL: &[Family] = &[
         parse: known::turbomind,
     },
     Family {
+        name: "exllamav2-autosplit",
+        parse: known::exllamav2_autosplit,
+    },
+    Family {
+        name: "tvm-storage",
+        parse: known::tvm_storage,
+    },
+    Family {
         name: "mxnet",
         parse: known::mxnet,
     },
@@ -384,6 +392,10 @@ pub const ALL: &[Family] = &[
         parse: wgpu,
     },
     Family {
+        name: "dxvk",
+        parse: dxvk,
+    },
+    Family {
         name: "openvino-gpu",
         parse: openvino_gpu,
     },
@@ -589,8 +601,22 @@ fn pytorch_loose(t: &str) -> Option<Oom> {
     };
     let device = read::device_named(&t[from..], &["GPU", "DEVICE"]).and_then(|d| d.index);
     let format = pytorch_format(t, "pytorch-2.x", "pytorch-1.5");
-    Some(oom(framework, format, device, pytorch_facts(&r)))
+    let mut f = pytorch_facts(&r);
+    // The 1.x sentence puts the total capacity first in its parenthesis ("(GPU 0; 23.65 GiB
+    // total capacity; …"): where a paste lost the words after it ("23.65 GiBry Management",
+    // two lines run together), the figure at that place is still the total.
+    if f.total_bytes.is_none() && format == "pytorch-1.5" {
+        f.total_bytes = torch1_first_re()
+            .captures(&t[from..])
+            .and_then(|c| super::known::sz(&c, 1));
+    }
+    Some(oom(framework, format, device, f))
 }
+
+re!(
+    torch1_first_re,
+    r"^[^\n(]{0,80}\((?:GPU|Device)\s*\d{1,3}; (\d+(?:\.\d+)? ?[KMGT]i?B)"
+);
 
 // An exception class that by itself means a device out-of-memory, then ": " and the first
 // words of that framework's own message, however little of it is left (a paste cut short, a
@@ -1742,7 +1768,7 @@ fn cuda_library_check(t: &str) -> Option<Oom> {
 // the error sink's own `Error::OutOfMemory` prints "wgpu error: Out of Memory" (ruffle#21982).
 re!(
     wgpu_re,
-    r"[Ii]n (?:Device|Queue)::(\w+)[^\n]{0,200}?Not enough memory left|wgpu[^\n]{0,200}?Not enough memory left|\bwgpu error: Out of Memory\b"
+    r"\b(?:[Ii]n )?(?:Device|Queue)::(\w+)[^\n]{0,200}?Not enough memory left|wgpu[^\n]{0,200}?Not enough memory left|\bwgpu error: Out of Memory\b"
 );
 
 // OpenVINO's GPU plugin (`src/plugins/intel_gpu/src/runtime/ocl/`): `ocl_engine.cpp` answers an
@@ -1766,6 +1792,48 @@ fn openvino_gpu(t: &str) -> Option<Oom> {
         None,
         Facts::default(),
     ))
+}
+
+// DXVK's allocator (doitsujin/dxvk, `src/dxvk/dxvk_memory.cpp`, `logMemoryError` and
+// `logMemoryStats`; d9vk, its D3D9 fork, the same): "DxvkMemoryAllocator: Memory allocation
+// failed", the request's "Size: N" (bytes), then one line per Vulkan memory heap, "Heap 0: A MB
+// allocated, U MB used, D MB allocated (driver), B MB budget (driver), T MB total" (d9vk's "B MB
+// available (driver)" is the same budget; without VK_EXT_memory_budget the driver's two are
+// left out). "allocated" is what DXVK holds in its chunks, "used" its live resources, the
+// driver's "allocated" the process's use of the heap and "budget" what VK_EXT_memory_budget
+// says the process may use. Heap 0 is the card's memory on discrete GPUs (NVIDIA's, RADV's and
+// AMD's drivers list the device-local heap first); the others are system memory or the small
+// host-visible window of VRAM.
+re!(
+    dxvk_re,
+    r"DxvkMemoryAllocator: Memory allocation failed\b(?:[^\n]{0,200}?\bSize:\s*(\d{1,20})\b)?"
+);
+re!(
+    dxvk_heap0_re,
+    r"\bHeap 0: (\d{1,9}) MB allocated, (\d{1,9}) MB used,(?: (\d{1,9}) MB allocated \(driver\), (\d{1,9}) MB (?:budget|available) \(driver\),)? (\d{1,9}) MB total\b"
+);
+
+/// DXVK (D3D9/10/11 on Vulkan: Wine, Proton, the Steam Deck) out of device memory, with the first
+/// heap's figures.
+fn dxvk(t: &str) -> Option<Oom> {
+    let c = dxvk_re().captures(t)?;
+    let mut f = Facts {
+        requested_bytes: c.get(1).and_then(|m| m.as_str().parse().ok()),
+        ..Facts::default()
+    };
+    // A wrapped terminal splits the heap's line inside its words ("11670 MB\n budget"): read
+    // with the spaces around the breaks made one.
+    let after = &t[c.get(0)?.start()..];
+    let joined = after.split_whitespace().collect::<Vec<_>>().join(" ");
+    if let Some(h) = dxvk_heap0_re().captures(&joined) {
+        let mib = |i: usize| h.get(i)?.as_str().parse::<u64>().ok()?.checked_mul(1 << 20);
+        f.reserved_bytes = mib(1);
+        f.allocated_bytes = mib(2);
+        f.process_bytes = mib(3);
+        f.allowed_bytes = mib(4);
+        f.total_bytes = mib(5);
+    }
+    Some(oom(Framework::Vulkan, "dxvk", None, f))
 }
 
 /// wgpu's device out of memory: Burn's and Candle's wgpu back ends, Bevy, other Rust programs.

@@ -169,7 +169,7 @@ re!(
 re!(xla_usage_output_re, format!(r"Output size {SIZE}; shares"));
 re!(
     ort_re,
-    r"BFCArena::AllocateRawInternal.*?Failed to allocate memory for requested buffer of size (\d+)"
+    r"BFCArena::AllocateRawInternal.*?Failed to alloc(?:ate memory for requested buffer of size (\d+)|\b)"
 );
 re!(
     ggml_re,
@@ -652,6 +652,47 @@ pub(super) fn turbomind(t: &str) -> Option<Oom> {
     ))
 }
 
+// ExLlamaV2's autosplit (turboderp-org/exllamav2, `exllamav2/model.py`,
+// `load_autosplit_gen`): it loads the model's modules and the cache onto the GPUs in turn,
+// moving to the next GPU when one is full, and raises when the last is: "Insufficient VRAM for
+// model and cache". Its own planner's check, with no figure.
+re!(
+    exllamav2_autosplit_re,
+    r"\bInsufficient VRAM for model and cache\b"
+);
+
+/// ExLlamaV2's autosplit, out of GPUs to place the model and cache on.
+pub(super) fn exllamav2_autosplit(t: &str) -> Option<Oom> {
+    exllamav2_autosplit_re().find(t)?;
+    Some(oom(
+        Framework::Pytorch,
+        "exllamav2-autosplit",
+        None,
+        Facts::default(),
+    ))
+}
+
+// Apache TVM's Relax VM (`src/runtime/relax_vm/memory_manager.cc`, `StorageObj::AllocNDArray`):
+// a tensor placed in a storage region the compiler planned statically did not fit: "Check failed:
+// (offset + needed_size <= this->buffer.size) is false: storage allocation failure, attempted to
+// allocate N at offset O in region that is M bytes" (MLC-LLM and other TVM-compiled models).
+re!(
+    tvm_storage_re,
+    r"storage allocation failure, attempted to allocate (\d{1,20}) at offset (\d{1,20}) in region that is (\d{1,20}) ?bytes"
+);
+
+/// TVM's planned storage region, too small for the tensor placed in it: not the device's memory.
+pub(super) fn tvm_storage(t: &str) -> Option<Oom> {
+    let c = tvm_storage_re().captures(t)?;
+    let f = Facts {
+        requested_bytes: num(&c, 1),
+        total_bytes: num(&c, 3),
+        total_is_limit: true,
+        ..Facts::default()
+    };
+    Some(oom(Framework::Unknown, "tvm-storage", None, f))
+}
+
 /// MXNet's GPU storage pool: no figures.
 pub(super) fn mxnet(t: &str) -> Option<Oom> {
     if !mxnet_re().is_match(t) {
@@ -822,6 +863,10 @@ pub(super) fn pytorch_15(t: &str) -> Option<Oom> {
     // Intel's XPU runtime on first-generation Xe (Arc A-series): one block may not exceed
     // 4 GiB, whatever is free (intel-extension-for-pytorch#325).
     if t.contains("can NOT allocate memory block with size larger than 4GB") {
+        let f = Facts {
+            max_alloc_bytes: Some(4 << 30),
+            ..f
+        };
         return Some(oom(
             Framework::Xpu,
             "xpu-4gb-limit",
@@ -1268,7 +1313,8 @@ pub(super) fn jax(t: &str) -> Option<Oom> {
     Some(oom(Framework::Jax, "jax", num(&c, 2).map(|d| d as u32), f))
 }
 
-/// ONNX Runtime's BFC arena.
+/// ONNX Runtime's BFC arena (its size may be cut off: an issue's title ends at "Failed to
+/// alloc").
 pub(super) fn onnxruntime_bfcarena(t: &str) -> Option<Oom> {
     let c = ort_re().captures(t)?;
     let f = Facts {

@@ -84,9 +84,13 @@ pub(super) fn xgboost(t: &str) -> Option<Oom> {
 
 /// A `thrust::system_error` whose `what()` is CUDA's out-of-memory, from any program (the
 /// XGBoost reader comes first and names its own).
+/// Thrust's own `thrust::system::detail::bad_alloc` (`thrust/system/detail/bad_alloc.h`),
+/// which its CUDA back end throws when a temporary buffer's cudaMalloc fails, is CUDA's
+/// out-of-memory by its class alone (its `what()` may be cut off).
 pub(super) fn thrust(t: &str) -> Option<Oom> {
-    (t.contains("thrust::system") && thrust_what_re().is_match(t))
-        .then(|| oom(Framework::Cuda, "cuda-thrust", None, Facts::default()))
+    ((t.contains("thrust::system") && thrust_what_re().is_match(t))
+        || t.contains("thrust::system::detail::bad_alloc"))
+    .then(|| oom(Framework::Cuda, "cuda-thrust", None, Facts::default()))
 }
 
 // CatBoost's `TStackLikeMemoryPool::Create` (`catboost/cuda/cuda_lib/memory_pool/

@@ -22,6 +22,7 @@ macro_rules! re {
 }
 
 pub mod api;
+pub mod banner;
 pub mod clean;
 pub mod diagnose;
 pub mod families;
@@ -131,6 +132,10 @@ pub enum Framework {
     DirectMl,
     /// Metal's `MTLCommandBufferErrorOutOfMemory`, no program named.
     Metal,
+    /// OpenGL's `GL_OUT_OF_MEMORY` (or EGL's `EGL_BAD_ALLOC`), no program named: games, Android's
+    /// renderers.
+    #[serde(rename = "opengl")]
+    OpenGl,
     /// Darknet (pjreddie's and AlexeyAB's YOLO), relaying CUDA's status.
     Darknet,
     /// BVLC Caffe and its forks, relaying CUDA's status through glog's CHECK.
@@ -220,6 +225,7 @@ impl Framework {
             Framework::Vulkan => "Vulkan",
             Framework::DirectMl => "DirectML (Direct3D 12)",
             Framework::Metal => "Metal",
+            Framework::OpenGl => "OpenGL",
             Framework::Darknet => "Darknet",
             Framework::Caffe => "Caffe",
             Framework::OpenCv => "OpenCV (CUDA)",
@@ -307,6 +313,14 @@ pub struct Facts {
     /// that: HAMi-core's "Device N OOM A / L" in a container with a GPU memory limit, the use
     /// with the request (not told apart), or its older monitor's "usage=U limit=L".
     pub with_request_bytes: Option<u64>,
+    /// The memory free on the device when the program started, as its start-up lines said
+    /// (hashcat's and xmrig's device lists): not the free memory when it failed, which the
+    /// failure did not print ([`banner`]).
+    pub startup_free_bytes: Option<u64>,
+    /// The largest single allocation the device allows, as the program's start-up lines said
+    /// (OpenCL's `CL_DEVICE_MAX_MEM_ALLOC_SIZE`: hashcat's "allocatable", `clinfo`'s "Max memory
+    /// allocation"), where the failure printed no figure of its own ([`banner`]).
+    pub max_alloc_bytes: Option<u64>,
 }
 
 /// How far a figure may pass the total by rounding alone: messages print two decimals.

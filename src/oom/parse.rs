@@ -227,6 +227,7 @@ pub fn parse_block(lines: &[String]) -> Option<Oom> {
         None => joined().or_else(unescaped).or_else(&mut fall_back)?,
     };
     pin_memory_thread(&mut found, &spaced);
+    super::api::figures_on_line(&mut found, &said);
     if found.device_index.is_none() {
         found.device_index = device_hint_re().captures(&spaced).and_then(|c| {
             (1..=4)
@@ -614,11 +615,11 @@ mod tests {
 
 re!(
     fallback_fail_re,
-    r"(?i)out of (?:gpu |device |video )?memory|failed to allocate|cannot allocate|could not allocate|unable to allocate|not enough (?:free )?(?:gpu|vram|video|device)\b"
+    r"(?i)out of (?:gpu |device |video )?memory|failed to allocate|cannot allocate|could not allocate|unable to allocate|not enough (?:free )?(?:gpu|vram|video|device)\b|\ballocation on (?:the )?device failed\b"
 );
 re!(
     fallback_gpu_re,
-    r"(?i)\b(?:gpu|gpus|cuda|cudamalloc|cumemalloc|cumemcreate|vram|hip|rocm|nccl|cudnn|cublas|vulkan|opencl|metal|device memory|video memory|npu|ascend|aclrtmalloc|hccl|xpu|mlu|musa|tpu|hbm)\b"
+    r"(?i)\b(?:gpu|gpus|cuda|cudamalloc|cumemalloc|cumemcreate|vram|hip|rocm|nccl|cudnn|cublas|vulkan|opencl|metal|device memory|video memory|npu|ascend|aclrtmalloc|hccl|xpu|mlu|musa|tpu|hbm|allocation on (?:the )?device)\b"
 );
 // The host's OOM killer and host-memory wordings: not the GPU's.
 re!(
@@ -633,7 +634,9 @@ re!(
 );
 re!(
     fallback_request_re,
-    format!(r"(?i)(?:allocat\w*|request\w*|need\w*)\D{{0,24}}?{SIZE}")
+    format!(
+        r"(?i)(?:allocat\w*|request\w*|need\w*)\D{{0,24}}?{SIZE}|\ballocat\w*\D{{0,40}}?\bof size:?\s*(\d{{4,}})\b(?:\s*[^\sKMGTkmgtB\d]|\s*$)"
+    )
 );
 re!(
     fallback_free_re,
@@ -672,7 +675,8 @@ fn named_in_foreign_sentence(line: &str) -> bool {
 fn only_size(re: &LazyRegex, line: &str) -> Option<u64> {
     let mut found: Option<u64> = None;
     for c in re.captures_iter(line) {
-        let v = (1..c.len()).find_map(|i| sz(&c, i))?;
+        // A count of bytes with no unit where the pattern says so ("of size 9289728").
+        let v = (1..c.len()).find_map(|i| sz(&c, i).or_else(|| c.get(i)?.as_str().parse().ok()))?;
         match found {
             Some(prev) if prev != v => return None,
             _ => found = Some(v),
@@ -693,8 +697,17 @@ re!(
 /// an unknown error. (… returned the error code "cudaErrorNotSupported".)" on a MIG slice).
 fn names_another_status(line: &str) -> bool {
     let mut named = gpu_status_re().find_iter(line).peekable();
-    named.peek().is_some() && named.all(|m| !super::api::is_gpu_memory_status(m.as_str()))
+    (named.peek().is_some() && named.all(|m| !super::api::is_gpu_memory_status(m.as_str())))
+        || success_status_re().is_match(line)
 }
+
+// A GPU API's success status printed as the failure's result ("could not allocate oversize
+// buffer on device '…' id=0: CL_SUCCESS", darktable's own size check before any call): no
+// allocation failed in the API.
+re!(
+    success_status_re,
+    r"[:=]\s*(?:CL_SUCCESS|VK_SUCCESS|CUDA_SUCCESS|cudaSuccess|hipSuccess)\b\s*[.)\]]?\s*$"
+);
 
 /// A line that clearly reports a GPU allocation failure in wording no rule knows: found, with
 /// framework "unknown", the request, free and total memory and the device only where the line

@@ -297,17 +297,24 @@ pub fn render_oom_repeated(
         .device_index
         .map(|d| format!(" on {word} {d}"))
         .unwrap_or_default();
+    // A program read by its own words and no one API (hashcat's own check, COLMAP, Adreno):
+    // named, rather than "an unrecognised program".
+    let who = match super::api::program_of(oom) {
+        Some(p) if oom.framework == super::Framework::Unknown => p.name,
+        _ if oom.format == "dxvk" => "DXVK (Vulkan)",
+        _ => oom.framework.name(),
+    };
     let title = match oom.memory {
-        super::MemoryKind::Device => format!("{} out of memory{device}", oom.framework.name()),
+        super::MemoryKind::Device => format!("{who} out of memory{device}"),
         super::MemoryKind::SharedMemory => {
-            format!("{}: out of on-chip shared memory", oom.framework.name())
+            format!("{who}: out of on-chip shared memory")
         }
-        super::MemoryKind::Host => format!("{}: out of host memory", oom.framework.name()),
+        super::MemoryKind::Host => format!("{who}: out of host memory"),
         super::MemoryKind::PinnedHost => {
-            format!("{}: out of pinned host memory", oom.framework.name())
+            format!("{who}: out of pinned host memory")
         }
         super::MemoryKind::Buffers => {
-            format!("{}: out of Metal buffers", oom.framework.name())
+            format!("{who}: out of Metal buffers")
         }
         super::MemoryKind::TpuOnChip => {
             format!(
@@ -406,7 +413,15 @@ pub fn render_oom_repeated(
     let bar_w = w.map_or(BAR_WIDTH, |w| {
         w.saturating_sub(6 + label_w).clamp(10, BAR_WIDTH)
     });
-    let message = f.breakdown();
+    // A bar with nothing to draw in it (a capacity alone, from a program's start-up lines) is
+    // left out.
+    let message = f.breakdown().filter(|b| {
+        b.parts
+            .iter()
+            .any(|p| p.kind != PartKind::Unaccounted && p.bytes.is_some_and(|x| x > 0))
+            || f.requested_bytes.is_some()
+            || f.free_bytes.is_some()
+    });
     if let Some(b) = &message {
         let label = if layout.live.is_some() {
             format!("{:<10}", "message")
@@ -502,6 +517,19 @@ fn figures(out: &mut String, oom: &Oom, paint: Paint, w: Option<usize>) {
         d("total_bytes"),
     );
     row(out, "free", f.free_bytes, d("free_bytes"));
+    // From the program's start-up lines, not the failure's ([`super::banner`]).
+    row(
+        out,
+        "free when the program started",
+        f.startup_free_bytes,
+        false,
+    );
+    row(
+        out,
+        "largest single allocation allowed",
+        f.max_alloc_bytes,
+        false,
+    );
     row(
         out,
         "in use on the device (all processes)",

@@ -297,6 +297,8 @@ pub struct Scanner {
     /// The GPUs whose BFC allocator the log names ("Allocator (GPU_0_bfc)"), its retry warnings
     /// included, the last [`TF_DEVICES`].
     tf_allocators: Vec<u32>,
+    /// Other programs' start-up accounts of their devices ([`super::banner`]).
+    banners: super::banner::Banners,
 }
 
 /// How many of TensorFlow's device accounts a scan keeps.
@@ -361,6 +363,7 @@ impl Scanner {
             tf_created: String::new(),
             tf_created_lines: 0,
             tf_allocators: Vec::new(),
+            banners: Default::default(),
             tail: String::new(),
             junction: String::new(),
             prev_plain: false,
@@ -472,6 +475,9 @@ impl Scanner {
         }
         let trigger = is_trigger(&super::clean::unmark(raw)) || self.trigger_across(raw);
         self.note_tf_device(raw);
+        if !trigger {
+            self.banners.note(raw);
+        }
         self.keep_tail(raw);
         let stat = raw.contains("Limit:") || raw.contains("InUse:");
         if !trigger && !stat && self.pending == 0 {
@@ -808,6 +814,21 @@ impl Scanner {
                     if oom.facts.known() == 0 {
                         oom.facts = profile.facts;
                     }
+                }
+            }
+            // A failure that printed no figure of the device's takes what the program said of
+            // it as it started (hashcat's, xmrig's device lists; an OpenCL program's device
+            // info): its size and largest allocation, and the memory free then, kept apart.
+            if oom.memory == super::MemoryKind::Device
+                && oom.framework != Framework::Tensorflow
+                && oom.facts.total_bytes.is_none()
+                && oom.facts.free_bytes.is_none()
+            {
+                if let Some(b) = self.banners.for_device(oom.device_index) {
+                    oom.facts.total_bytes = b.total;
+                    oom.facts.startup_free_bytes = b.free;
+                    oom.facts.max_alloc_bytes = b.max_alloc;
+                    oom.device_index = oom.device_index.or(b.device);
                 }
             }
             self.keep(oom);

@@ -960,6 +960,7 @@ fn the_schemas_name_every_value_the_code_can_print() {
         Framework::Vulkan,
         Framework::DirectMl,
         Framework::Metal,
+        Framework::OpenGl,
         Framework::Darknet,
         Framework::Caffe,
         Framework::OpenCv,
@@ -1010,6 +1011,7 @@ fn the_schemas_name_every_value_the_code_can_print() {
             | Framework::Vulkan
             | Framework::DirectMl
             | Framework::Metal
+            | Framework::OpenGl
             | Framework::Darknet
             | Framework::Caffe
             | Framework::OpenCv => {}

@@ -1,0 +1,326 @@
+//! A device's memory as a program printed it at start-up, before it failed: hashcat's and
+//! xmrig's device lists, an OpenCL program's device info, `clinfo`. Their failures print no
+//! figure of their own (a status, "out of memory"); the lines above them give the device's
+//! size, the largest single allocation it allows and what was free when the program started.
+//!
+//! Read line by line as the scanner passes them ([`read_line`]), kept per device
+//! ([`Banners`]), and taken by a failure that printed none ([`Banners::for_device`]). The free
+//! memory is the start-up's, never the failure's: kept apart (`Facts::startup_free_bytes`).
+
+/// What one start-up line (or a device's run of lines) says of a device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Banner {
+    /// The device's index where the program prints one that is the API's (xmrig's "CUDA GPU
+    /// #6"); `None` where it prints its own numbering (hashcat's "Device #2" counts every
+    /// backend's devices from 1) or none.
+    pub device: Option<u32>,
+    pub total: Option<u64>,
+    pub free: Option<u64>,
+    /// The largest single allocation the device allows (OpenCL's
+    /// `CL_DEVICE_MAX_MEM_ALLOC_SIZE`).
+    pub max_alloc: Option<u64>,
+}
+
+impl Banner {
+    fn is_empty(&self) -> bool {
+        self.total.is_none() && self.free.is_none() && self.max_alloc.is_none()
+    }
+
+    /// Whether `other` says nothing against this one: each figure both give is the same.
+    fn agrees(&self, other: &Banner) -> bool {
+        let same = |a: Option<u64>, b: Option<u64>| a.zip(b).is_none_or(|(a, b)| a == b);
+        same(self.total, other.total)
+            && same(self.free, other.free)
+            && same(self.max_alloc, other.max_alloc)
+    }
+}
+
+const MIB: u64 = 1 << 20;
+
+fn mib(c: &regex::Captures, i: usize) -> Option<u64> {
+    c.get(i)?.as_str().parse::<u64>().ok()?.checked_mul(MIB)
+}
+
+// hashcat's device list (`src/backend.c`, `backend_session_begin` … `event_log_info`): before
+// 6.0 "* Device #2: Hawaii, 2047/4096 MB allocatable, 40MCU", the largest allocation
+// (`device_maxmem_alloc`) over the device's memory (`device_global_mem`); from 6.0 "* Device
+// #1: GeForce RTX 2060, 5120/6144 MB (1536 MB allocatable), 30MCU" on OpenCL and "* Device #1:
+// NVIDIA GeForce RTX 2070, 6744/8192 MB, 36MCU" on CUDA and HIP, the memory free when it
+// started (`device_available_mem`) over the device's, then the largest allocation. 3.x printed
+// "- Device #1:" in the same form.
+re!(
+    hashcat_old_re,
+    r"[*-] Device #\d{1,3}: [^\n]{1,200}?, (\d{1,9})/(\d{1,9}) MB allocatable, \d{1,5} ?MCU"
+);
+re!(
+    hashcat_re,
+    r"\* Device #\d{1,3}: [^\n]{1,200}?, (\d{1,9})/(\d{1,9}) MB(?: \((\d{1,9}) MB allocatable\))?, \d{1,5} ?MCU"
+);
+// xmrig's CUDA backend lists each device as it starts ("CUDA GPU #6 09:00.0 NVIDIA GeForce RTX
+// 3070 1905/7001 MHz smx:46 arch:86 mem:6686/8192 MB"): `CudaDevice::freeMemSize()` over
+// `globalMemSize()`, the driver's free and total memory, the index CUDA's.
+re!(
+    xmrig_cuda_re,
+    r"\bCUDA GPU\s{1,8}#(\d{1,2})\b[^\n]{0,200}?\bmem:(\d{1,9})/(\d{1,9}) MB\b"
+);
+// A device-info line, "key: size", at the line's start (after a bullet or an indent): OpenCL
+// programs print `CL_DEVICE_GLOBAL_MEM_SIZE` and `CL_DEVICE_MAX_MEM_ALLOC_SIZE` under their own
+// names ("device memory: 24217 MB, max_mem_alloc_size: 6054 MB", "CL_DEVICE_GLOBAL_MEM_SIZE:
+// 4096 MByte"), `clinfo` as "Global memory size  8589934592 (8GiB)" and "Max memory allocation
+// 2147483648 (2GiB)", CUDA programs `cudaDeviceProp::totalGlobalMem` ("Total global memory:
+// 8 GB") and hashcat's `-I` "Memory.Total...: 6143 MB". Keys only: a failure's own sentence
+// ("failed to allocate device memory: …") is no such line (see [`read_line`]).
+const KEY_SIZE: &str =
+    r"\s*(?:[:=]|\.{2,}:?)?\s*(\d+(?:\.\d+)?)\s?(bytes|[KMGT]i?B(?:yte)?s?|[KMGT]\b)?";
+re!(
+    key_total_re,
+    format!(
+        r"(?i)^[\s*#|>-]{{0,8}}(?:cl_device_global_mem_size|global[ _]mem(?:ory)?(?:[ _]size)?|total[ _]global[ _]mem(?:ory)?|totalglobalmem|device[ _]memory|memory\.total){KEY_SIZE}"
+    )
+);
+re!(
+    key_alloc_re,
+    format!(
+        r"(?i)(?:^[\s*#|>-]{{0,8}}|,\s)(?:cl_device_max_mem_alloc_size|max[ _]mem[ _]alloc(?:ation)?(?:[ _]size)?|max(?:imum)? memory allocation(?: size)?){KEY_SIZE}"
+    )
+);
+// lolMiner's device list ("Device 0:" then "    Memory:  6044 MByte"): a bare "Memory:" key is
+// read only with the unit spelled as these lists spell it.
+re!(
+    key_memory_re,
+    r"(?i)^[\s*#|>-]{0,8}memory:\s*(\d+(?:\.\d+)?)\s?([MG]Byte)s?\b"
+);
+re!(
+    key_free_re,
+    format!(r"(?i)^[\s*#|>-]{{0,8}}(?:free[ _]mem(?:ory)?|memory\.free){KEY_SIZE}")
+);
+
+/// A key's size: a number with its unit, or a count of bytes where none follows (`clinfo`'s
+/// "8589934592 (8GiB)": the exact count first). A bare number too small to be bytes is not read.
+fn key_size(c: &regex::Captures) -> Option<u64> {
+    let n = c.get(1)?.as_str();
+    let Some(unit) = c.get(2) else {
+        return n.parse::<u64>().ok().filter(|b| *b >= MIB);
+    };
+    // Binary multiples whatever the spelling (MB, MiB, MByte, mb), as the frameworks print.
+    let unit = match unit.as_str().to_ascii_lowercase().chars().next()? {
+        'k' => "KiB",
+        'm' => "MiB",
+        'g' => "GiB",
+        't' => "TiB",
+        _ => "bytes",
+    };
+    crate::units::parse_size(&format!("{n} {unit}"))
+}
+
+/// What `line` (a log line as printed, not a failure's) says of a device at start-up.
+pub fn read_line(line: &str) -> Option<Banner> {
+    read(line).map(|(b, _)| b)
+}
+
+/// [`read_line`], and whether the line is a key line (which may continue on the next).
+fn read(line: &str) -> Option<(Banner, bool)> {
+    if let Some(c) = hashcat_old_re().captures(line) {
+        let b = Banner {
+            max_alloc: mib(&c, 1),
+            total: mib(&c, 2),
+            ..Banner::default()
+        };
+        return Some((b, false));
+    }
+    if let Some(c) = hashcat_re().captures(line) {
+        let b = Banner {
+            free: mib(&c, 1),
+            total: mib(&c, 2),
+            max_alloc: mib(&c, 3),
+            ..Banner::default()
+        };
+        return Some((b, false));
+    }
+    if let Some(c) = xmrig_cuda_re().captures(line) {
+        let b = Banner {
+            device: c.get(1).and_then(|m| m.as_str().parse().ok()),
+            free: mib(&c, 2),
+            total: mib(&c, 3),
+            ..Banner::default()
+        };
+        return Some((b, false));
+    }
+    let b = Banner {
+        total: key_total_re()
+            .captures(line)
+            .or_else(|| key_memory_re().captures(line))
+            .and_then(|c| key_size(&c)),
+        max_alloc: key_alloc_re().captures(line).and_then(|c| key_size(&c)),
+        free: key_free_re().captures(line).and_then(|c| key_size(&c)),
+        device: None,
+    };
+    (!b.is_empty()).then_some((b, true))
+}
+
+/// The most devices' accounts a scan keeps.
+const KEPT: usize = 16;
+
+/// The start-up accounts a log has given so far, the last [`KEPT`].
+#[derive(Debug, Default)]
+pub struct Banners {
+    seen: Vec<Banner>,
+    /// The last account came from key lines, which later key lines may add to (`clinfo` gives
+    /// one key a line, with lines of other keys between).
+    open_keys: bool,
+}
+
+impl Banners {
+    /// Notes what `line` says (nothing where it says nothing).
+    pub fn note(&mut self, line: &str) {
+        // The keys start their line, after a log's prefix where there is one.
+        let found = read(line).or_else(|| {
+            let bare = super::clean::without_log_prefix(line);
+            (bare.len() != line.len()).then(|| read(&bare)).flatten()
+        });
+        let Some((b, keys)) = found else {
+            return;
+        };
+        // A key line after another adds to the same device's account, until a figure repeats
+        // (the next device's list). Lines that say nothing change nothing, so that the
+        // scanner may skip them.
+        if keys && self.open_keys {
+            if let Some(last) = self.seen.last_mut() {
+                let free = |a: Option<u64>, b: Option<u64>| a.is_none() || b.is_none();
+                if free(last.total, b.total)
+                    && free(last.free, b.free)
+                    && free(last.max_alloc, b.max_alloc)
+                {
+                    last.total = last.total.or(b.total);
+                    last.free = last.free.or(b.free);
+                    last.max_alloc = last.max_alloc.or(b.max_alloc);
+                    return;
+                }
+            }
+        }
+        if self.seen.len() >= KEPT {
+            self.seen.remove(0);
+        }
+        self.seen.push(b);
+        self.open_keys = keys;
+    }
+
+    /// The account for a failure on `device` (its index as the failure names it): the one
+    /// account with that index, else the account every device's agrees with (one device, or
+    /// several alike); `None` where they differ and nothing tells which.
+    pub fn for_device(&self, device: Option<u32>) -> Option<Banner> {
+        if let Some(d) = device {
+            if let Some(b) = self.seen.iter().rev().find(|b| b.device == Some(d)) {
+                return Some(*b);
+            }
+        }
+        let first = *self.seen.first()?;
+        self.seen
+            .iter()
+            .all(|b| b.agrees(&first) && first.agrees(b))
+            .then(|| {
+                // Alike accounts, each perhaps partial: together.
+                self.seen.iter().fold(first, |acc, b| Banner {
+                    device: acc.device.filter(|d| b.device == Some(*d)),
+                    total: acc.total.or(b.total),
+                    free: acc.free.or(b.free),
+                    max_alloc: acc.max_alloc.or(b.max_alloc),
+                })
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GIB: u64 = 1 << 30;
+
+    #[test]
+    fn hashcat_before_and_after_6_0() {
+        let old = read_line("* Device #2: Hawaii, 2047/4096 MB allocatable, 40MCU").expect("read");
+        assert_eq!(
+            (old.max_alloc, old.total, old.free),
+            (Some(2047 * MIB), Some(4096 * MIB), None)
+        );
+        let v6 =
+            read_line("* Device #1: GeForce RTX 2060, 5120/6144 MB (1536 MB allocatable), 30MCU")
+                .expect("read");
+        assert_eq!(
+            (v6.free, v6.total, v6.max_alloc),
+            (Some(5120 * MIB), Some(6144 * MIB), Some(1536 * MIB))
+        );
+        let cuda =
+            read_line("* Device #1: NVIDIA GeForce RTX 2070, 6744/8192 MB, 36MCU").expect("read");
+        assert_eq!(
+            (cuda.free, cuda.total, cuda.max_alloc),
+            (Some(6744 * MIB), Some(8 * GIB), None)
+        );
+        assert_eq!(
+            read_line("* Device #3: NVIDIA GeForce RTX 2070, skipped"),
+            None
+        );
+    }
+
+    #[test]
+    fn xmrig_names_the_cuda_index() {
+        let b = read_line(" * CUDA GPU     #6 09:00.0 NVIDIA GeForce RTX 3070 1905/7001 MHz smx:46 arch:86 mem:6686/8192 MB").expect("read");
+        assert_eq!(
+            (b.device, b.free, b.total),
+            (Some(6), Some(6686 * MIB), Some(8 * GIB))
+        );
+    }
+
+    #[test]
+    fn key_lines_of_opencl_programs_and_clinfo() {
+        let b = read_line(
+            "device memory: 24217 MB, max_mem_alloc_size: 6054 MB, max_compute_units: 128",
+        )
+        .expect("read");
+        assert_eq!(
+            (b.total, b.max_alloc),
+            (Some(24217 * MIB), Some(6054 * MIB))
+        );
+        let b = read_line("CL_DEVICE_GLOBAL_MEM_SIZE: 4096 MByte").expect("read");
+        assert_eq!(b.total, Some(4 * GIB));
+        let b = read_line("    Memory:  6044 MByte ").expect("read");
+        assert_eq!(b.total, Some(6044 * MIB));
+        assert_eq!(read_line("Memory: 6044 MB"), None);
+        let mut all = Banners::default();
+        all.note("  Global memory size                              8589934592 (8GiB)");
+        all.note("  Max memory allocation                           2147483648 (2GiB)");
+        let b = all.for_device(None).expect("read");
+        assert_eq!((b.total, b.max_alloc), (Some(8 * GIB), Some(2 * GIB)));
+        // A failure's own sentence is not a key line, nor a small bare number.
+        assert_eq!(read_line("Failed to allocate device memory: 1.5 GB"), None);
+        assert_eq!(read_line("global memory: 64"), None);
+    }
+
+    #[test]
+    fn devices_that_differ_give_nothing_without_an_index() {
+        let mut all = Banners::default();
+        all.note("* Device #1: A, 6744/8192 MB, 36MCU");
+        all.note("* Device #2: B, 6744/8192 MB, 36MCU");
+        assert_eq!(all.for_device(None).and_then(|b| b.total), Some(8 * GIB));
+        all.note("* Device #3: C, 3000/4096 MB, 20MCU");
+        assert_eq!(all.for_device(None), None);
+        let mut x = Banners::default();
+        x.note("CUDA GPU #0 01:00.0 A mem:1000/2048 MB");
+        x.note("CUDA GPU #1 02:00.0 B mem:3000/4096 MB");
+        assert_eq!(x.for_device(Some(1)).and_then(|b| b.total), Some(4 * GIB));
+        assert_eq!(x.for_device(None), None);
+    }
+
+    #[test]
+    fn the_kept_accounts_are_bounded() {
+        let mut all = Banners::default();
+        for i in 0..1000 {
+            all.note(&format!(
+                "CUDA GPU #{} 01:00.0 A mem:1000/{} MB",
+                i % 90,
+                2048 + i
+            ));
+        }
+        assert!(all.seen.len() <= KEPT);
+    }
+}
