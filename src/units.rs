@@ -66,6 +66,9 @@ pub fn parse_size(s: &str) -> Option<u64> {
         "MiB" | "MB" | "M" => 1 << 20,
         "GiB" | "GB" | "G" => 1 << 30,
         "TiB" | "TB" | "T" => 1 << 40,
+        // PaddlePaddle's human-readable sizes go on to PB and EB (a garbage request prints so).
+        "PiB" | "PB" => 1 << 50,
+        "EiB" | "EB" => 1 << 60,
         _ => return None,
     };
     let bytes = value * mult as f64;

@@ -401,11 +401,12 @@ re!(
     opencl_number_re,
     r"(?:\bOpenCL\b|(?i:opencl)|\bcl[A-Z][A-Za-z]+\b|\bCL\b)[^\n]{0,80}?(?i:\b(?:error|err|code|status|returned|result|errcode)\b)\W{0,4}(?:(?i:code)\W{0,3})?(-\d{1,3})\b"
 );
-// Vulkan's: "VkResult=-1", "vkAllocateMemory failed -2", "Failure in vkAllocateMemory at 191
+// Vulkan's (and the Vulkan Memory Allocator's, whose calls return VkResult: Godot's "vmaCreateImage
+// failed with error -2."): "VkResult=-1", "vkAllocateMemory failed -2", "Failure in vkAllocateMemory at 191
 // mvulkan.cpp  ErrCode=-2" (VulkanXMRMiner), "vulkan error: out of host memory (-1)".
 re!(
     vulkan_number_re,
-    r"\bVkResult\W{0,4}(-\d{1,10})\b|\bvk[A-Z][A-Za-z]+\b[^\n]{0,80}?(?i:\b(?:error|result|returned|code|errcode|failed)\b)\W{0,4}(?:(?i:code)\W{0,3})?(-\d{1,10})\b|(?i:\bvulkan error\b)[^\n]{0,60}?\((-\d{1,10})\)"
+    r"\bVkResult\W{0,4}(-\d{1,10})\b|\b(?:vk|vma)[A-Z][A-Za-z]+\b[^\n]{0,80}?(?i:\b(?:error|result|returned|code|errcode|failed)\b)\W{0,4}(?:(?i:code)\W{0,3})?(-\d{1,10})\b|(?i:\bvulkan error\b)[^\n]{0,60}?\((-\d{1,10})\)"
 );
 // Windows' HRESULTs: hex with or without 0x (ONNX Runtime's DirectML provider prints
 // "Exception(3) tid(2a8c) 8007000E …"), the signed decimal .NET prints (-2147024882), the
@@ -413,6 +414,10 @@ re!(
 re!(
     hresult_re,
     r"(?i)\b(?:0x)?(8007000E|80070008|8876017C)\b|(-2147024882|-2147024888|-2005532292)\b|\b(2147942414|2147942408|2289435004)\b"
+);
+re!(
+    d3d12_words_re,
+    r"\bID3D12\w{1,40}::\w{1,60} failed: (?i:out of memory)|\bDML allocator out of memory\b"
 );
 // Level Zero's hex results outside their names: "ze_result_t = 0x70000002".
 re!(ze_number_re, r"(?i)\b0x(7000000[12])\b|\b(187904819[34])\b");
@@ -472,6 +477,12 @@ fn find_status(t: &str) -> Option<&'static Status> {
             .map(|m| m.as_str().to_owned())
     };
     let num = |s: &str| s.parse::<i64>().ok();
+    // A Direct3D 12 call's E_OUTOFMEMORY in words, as a program's wrapper prints the HRESULT's
+    // text ("ID3D12Device::CreateCommittedResource failed: Out of memory.", Ebitengine), and
+    // torch-directml's heap allocator (`dml_heap_allocator.cc`: "DML allocator out of memory!").
+    if d3d12_words_re().is_match(t) {
+        return by_number(Api::Windows, E_OUTOFMEMORY);
+    }
     if let Some(c) = hresult_re().captures(t) {
         let n = match first(c)?.to_ascii_uppercase().as_str() {
             "8007000E" | "-2147024882" | "2147942414" => E_OUTOFMEMORY,
@@ -541,12 +552,12 @@ fn program(t: &str) -> Option<Framework> {
 re!(
     request_re,
     format!(
-        r"(?i)\b(?:allocat\w*|request\w*|size)\b\D{{0,24}}?{SIZE}|\b(\d{{4,}}) ?bytes\b|\bclCreateBuffer\(\s*[^,()]{{1,60}},\s*[^,()]{{1,80}},\s*(\d{{2,}})\s*,"
+        r"(?i)\b(?:allocat\w*|request\w*|size)\b\D{{0,24}}?{SIZE}|\b(\d{{4,}}) ?bytes\b|\bclCreateBuffer\(\s*[^,()]{{1,60}},\s*[^,()]{{1,80}},\s*(\d{{2,}})\s*,|\bbuffer size:? (\d{{4,}})(?:\s*$|\s*[^\sKMGTkmgtB\d])"
     )
 );
 re!(
     device_re,
-    r"(?i)\b(?:gpu|device)(?:[ _]?(?:id|index|ordinal))?\s*[#:=]?\s*(\d{1,2})\b(:[0-9a-f]{2}\.\d)?"
+    r"(?i)\b(?:gpu|device)(?:[ _]?(?:id|index|ordinal))?\s*[#:=]?\s*(\d{1,2})(?:(\.\d)|\b)(:[0-9a-f]{2}\.\d)?"
 );
 
 /// The one value all of `re`'s matches agree on; `None` where there is none or they differ.
@@ -567,12 +578,19 @@ fn figures(t: &str) -> (Facts, Option<u32>) {
     // clCreateBuffer's size argument as a program's check prints the call ("Failed to
     // clCreateBuffer(ctx, CL_MEM_READ_WRITE, 48771072, nullptr, ...)").
     let requested = agreed(request_re(), t, |c| {
-        super::known::sz(c, 1).or_else(|| c.get(2).or_else(|| c.get(3))?.as_str().parse().ok())
+        super::known::sz(c, 1).or_else(|| {
+            c.get(2)
+                .or_else(|| c.get(3))
+                .or_else(|| c.get(4))?
+                .as_str()
+                .parse()
+                .ok()
+        })
     });
     // "device 01:00.0" is a PCI bus address (ethminer's "on CUDA device 01:00.0"), not an index.
+    // Nor is a time ("move model to device: 2.7s", a decimal).
     let device = agreed(device_re(), t, |c| {
-        c.get(2)
-            .is_none()
+        (c.get(2).is_none() && c.get(3).is_none())
             .then(|| c.get(1)?.as_str().parse().ok())
             .flatten()
     })
@@ -603,6 +621,49 @@ re!(
     vk_heap_re,
     r"\b\d{1,2}: flags 0x([0-9a-fA-F]{1,8}) size\s{0,8}(\d{1,7}(?:\.\d+)?)([KMGT])\b"
 );
+
+// The JSON statistics AMD's D3D12 Memory Allocator and Vulkan Memory Allocator write
+// (`D3D12MA::Allocator::BuildStatsString`, `vmaBuildStatsString`), which games dump beside a
+// failed allocation: the allocator's blocks ("BlockBytes": what it holds from the device) and
+// live allocations ("AllocationBytes"), the budget and the process's usage of each memory
+// segment ("BudgetBytes", "UsageBytes": DXGI's QueryVideoMemoryInfo, VK_EXT_memory_budget), and
+// D3D12MA's adapter ("DedicatedVideoMemory", "UMA"). The first of each is the totals' (its
+// "Total" section, then the first segment: the local one).
+re!(
+    allocator_stat_re,
+    r#""(BlockBytes|AllocationBytes|BudgetBytes|UsageBytes|DedicatedVideoMemory|UMA)": ?(\d{1,20}|true|false)\b"#
+);
+
+/// Fills `f` from an allocator's JSON statistics in `t`, where it has them.
+fn allocator_stats(t: &str, f: &mut Facts) {
+    let mut uma = None;
+    let mut dedicated = None;
+    for c in allocator_stat_re().captures_iter(t) {
+        let (Some(k), Some(v)) = (c.get(1), c.get(2)) else {
+            continue;
+        };
+        let n = v.as_str().parse::<u64>().ok();
+        let slot = match k.as_str() {
+            "UMA" => {
+                uma = uma.or(Some(v.as_str() == "true"));
+                continue;
+            }
+            "DedicatedVideoMemory" => &mut dedicated,
+            "BlockBytes" => &mut f.reserved_bytes,
+            "AllocationBytes" => &mut f.allocated_bytes,
+            "BudgetBytes" => &mut f.allowed_bytes,
+            _ => &mut f.process_bytes,
+        };
+        if slot.is_none() {
+            *slot = n;
+        }
+    }
+    // On a UMA adapter (an integrated GPU) the dedicated memory is a small carve-out, not what
+    // the GPU may use: no total is read there.
+    if uma == Some(false) {
+        f.total_bytes = f.total_bytes.or(dedicated);
+    }
+}
 
 /// The largest device-local heap a Vulkan program's heap list gives: the card's memory.
 fn vulkan_device_heap(t: &str) -> Option<u64> {
@@ -655,6 +716,9 @@ pub fn gpu_api(t: &str) -> Option<Oom> {
     let (mut f, device) = figures(t);
     if s.api == Api::Vulkan && s.kind == Kind::Device {
         f.total_bytes = vulkan_device_heap(t);
+    }
+    if matches!(s.api, Api::Vulkan | Api::Windows) && s.kind == Kind::Device {
+        allocator_stats(t, &mut f);
     }
     let framework = program(t).unwrap_or(s.api.framework());
     let mut o = oom(framework, format_of(s), device, f);
@@ -712,11 +776,22 @@ re!(
     r#"(?i)\bGPUassert:\s*out of memory|\bout of memory in (?-i:cu(?:da)?[A-Z][A-Za-z0-9_]*)\(|\bcuda\w*\]?:?\s+(?:error|failure|exception|status)\b[^\n]{0,160}?[\s:(\-"']out of memory\b|(?-i:\bCUDA: out of memory\b)|(?-i:\bthread #\d{1,3} failed with error <\w{1,80}>:\d{1,6} "out of memory")"#
 );
 
+re!(
+    caffe2_enforce_re,
+    r"\[enforce fail at [^\]\n]{1,120}\] error == cudaSuccess\. (\d{1,4}) vs 0\."
+);
+
 /// Caffe, Darknet, OpenCV and the plain C++ relays of CUDA's out-of-memory status (no figures:
 /// none of them prints a size or a device). Read before the generic CUDA readers, so that the
 /// program that printed it is named.
 pub fn cuda_programs(t: &str) -> Option<Oom> {
     let found = |framework, format| Some(oom(framework, format, None, Facts::default()));
+    // Caffe2's CUDA_ENFORCE (`caffe2/core/common_gpu.h`): "[enforce fail at event_gpu.cc:17]
+    // error == cudaSuccess. 2 vs 0. Error at: …: out of memory", CUDA's status as a number.
+    if let Some(c) = caffe2_enforce_re().captures(t) {
+        return (c.get(1)?.as_str() == "2")
+            .then(|| oom(Framework::Cuda, "cuda-code", None, Facts::default()));
+    }
     if let Some(c) = glog_check_re().captures(t) {
         let code = c.get(2)?.as_str();
         let oom_code = match c.get(1)?.as_str() {
@@ -788,6 +863,16 @@ struct Found {
 }
 
 impl Found {
+    /// A device failure in a program's own words, no one API named: `facts` as it prints them.
+    fn own(facts: Facts) -> Self {
+        Found {
+            api: None,
+            facts,
+            device: None,
+            memory: MemoryKind::Device,
+        }
+    }
+
     fn device(api: Api) -> Self {
         Found {
             api: Some(api),
@@ -1172,6 +1257,33 @@ pub const PROGRAMS: &[Program] = &[
             "Drop references to arrays no longer needed (`del`): the LogicalStores it lists hold memory while their Python objects live.",
         ],
     },
+    // Roblox's client (and Sober, its Linux build) crashing when its graphics allocator fails:
+    // "RBXCRASH: OutOfMemoryGraphics (Failed to allocate memory. size = N, alignment = A)",
+    // the buffer's size in bytes.
+    Program {
+        name: "Roblox",
+        format: "program-roblox",
+        read: roblox,
+        meaning: "Roblox's renderer could not allocate a graphics buffer (a texture, mesh or render target) and the client crashed: the experience's graphics did not fit in the GPU's memory beside what else holds it.",
+        remedies: &[
+            "Lower the Graphics Quality in Roblox's settings (manual, a few notches down): textures and render targets shrink with it.",
+            "Close other programs that hold the GPU (a browser with hardware acceleration, a game or a video in the background).",
+        ],
+    },
+    // vkd3d-proton (Direct3D 12 on Vulkan, in Proton and Wine), `libs/vkd3d/memory.c`,
+    // `vkd3d_allocate_device_memory`: when a device-local allocation fails it logs "Memory
+    // allocation failed, falling back to system memory." and allocates in host memory instead:
+    // a warning (the game goes on, slower), the card's memory full.
+    Program {
+        name: "vkd3d-proton",
+        format: "program-vkd3d-proton",
+        read: vkd3d_proton,
+        meaning: "vkd3d-proton could not allocate in the card's memory and put the resource in system memory instead: the game goes on, but reads it over PCIe, slower. The game asks for more video memory than is free.",
+        remedies: &[
+            "Lower the game's texture quality and resolution so that its resources fit in the card's memory.",
+            "Close other programs that hold the GPU; on a card with little memory, this warning during loading is expected.",
+        ],
+    },
     // Ethash-family GPU miners, whose card must hold the epoch's DAG (a dataset of several GB
     // that grows every epoch): T-Rex's own check ("Device does not have enough free memory to
     // hold the DAG for epoch N. Required: X GB, free: Y GB."), lolMiner's ("GPU N: error when
@@ -1239,9 +1351,21 @@ re!(
 );
 
 fn ffmpeg_nvenc(t: &str) -> Option<Found> {
+    // The Video Codec SDK's own status name, from any program on NVENC.
+    if t.contains("NV_ENC_ERR_OUT_OF_MEMORY") {
+        return Some(Found::device(Api::Cuda));
+    }
     let c = nvenc_re().captures(t)?;
     let call = c.get(1)?.as_str();
-    let nvenc = t.contains("nvenc") || matches!(call, "OpenEncodeSessionEx" | "InitializeEncoder");
+    let nvenc = t.contains("nvenc")
+        || matches!(
+            call,
+            "OpenEncodeSessionEx"
+                | "InitializeEncoder"
+                | "CreateBitstreamBuffer"
+                | "CreateInputBuffer"
+                | "RegisterResource"
+        );
     nvenc.then(|| Found::device(Api::Cuda))
 }
 
@@ -1393,12 +1517,7 @@ re!(
 
 fn hashcat(t: &str) -> Option<Found> {
     if hashcat_check_re().is_match(t) {
-        return Some(Found {
-            api: None,
-            facts: Facts::default(),
-            device: None,
-            memory: MemoryKind::Device,
-        });
+        return Some(Found::own(Facts::default()));
     }
     let c = hashcat_re().captures(t)?;
     if !hashcat_words_re().is_match(t) {
@@ -1495,22 +1614,41 @@ fn mesa_winsys(t: &str) -> Option<Found> {
 }
 
 re!(
+    roblox_re,
+    r"\bOutOfMemoryGraphics \(Failed to allocate memory\. size = (\d{1,20})"
+);
+
+fn roblox(t: &str) -> Option<Found> {
+    let c = roblox_re().captures(t)?;
+    Some(Found::own(Facts {
+        requested_bytes: c.get(1)?.as_str().parse().ok(),
+        ..Facts::default()
+    }))
+}
+
+re!(
+    vkd3d_proton_re,
+    r"\bvkd3d_allocate_device_memory: Memory allocation failed, falling back to system memory\b"
+);
+
+fn vkd3d_proton(t: &str) -> Option<Found> {
+    vkd3d_proton_re()
+        .is_match(t)
+        .then(|| Found::device(Api::Vulkan))
+}
+
+re!(
     amrex_re,
     r"\bOut of gpu memory\. Free: (\d{1,20}) Asked: (\d{1,20})"
 );
 
 fn amrex(t: &str) -> Option<Found> {
     let c = amrex_re().captures(t)?;
-    Some(Found {
-        api: None,
-        facts: Facts {
-            free_bytes: c.get(1)?.as_str().parse().ok(),
-            requested_bytes: c.get(2)?.as_str().parse().ok(),
-            ..Facts::default()
-        },
-        device: None,
-        memory: MemoryKind::Device,
-    })
+    Some(Found::own(Facts {
+        free_bytes: c.get(1)?.as_str().parse().ok(),
+        requested_bytes: c.get(2)?.as_str().parse().ok(),
+        ..Facts::default()
+    }))
 }
 
 re!(
@@ -1547,12 +1685,9 @@ re!(
 );
 
 fn colmap(t: &str) -> Option<Found> {
-    colmap_re().is_match(t).then(|| Found {
-        api: None,
-        facts: Facts::default(),
-        device: None,
-        memory: MemoryKind::Device,
-    })
+    colmap_re()
+        .is_match(t)
+        .then(|| Found::own(Facts::default()))
 }
 
 re!(
@@ -1572,12 +1707,9 @@ re!(
 );
 
 fn adreno(t: &str) -> Option<Found> {
-    adreno_re().is_match(t).then(|| Found {
-        api: None,
-        facts: Facts::default(),
-        device: None,
-        memory: MemoryKind::Device,
-    })
+    adreno_re()
+        .is_match(t)
+        .then(|| Found::own(Facts::default()))
 }
 
 re!(
@@ -1614,12 +1746,9 @@ fn dag_miner(t: &str) -> Option<Found> {
 re!(lammps_gpu_re, r"Insufficient memory on accelerator\b");
 
 fn lammps_gpu(t: &str) -> Option<Found> {
-    lammps_gpu_re().is_match(t).then(|| Found {
-        api: None,
-        facts: Facts::default(),
-        device: None,
-        memory: MemoryKind::Device,
-    })
+    lammps_gpu_re()
+        .is_match(t)
+        .then(|| Found::own(Facts::default()))
 }
 
 re!(
@@ -1647,12 +1776,9 @@ re!(
 );
 
 fn unreal(t: &str) -> Option<Found> {
-    unreal_re().is_match(t).then(|| Found {
-        api: None,
-        facts: Facts::default(),
-        device: None,
-        memory: MemoryKind::Device,
-    })
+    unreal_re()
+        .is_match(t)
+        .then(|| Found::own(Facts::default()))
 }
 
 re!(

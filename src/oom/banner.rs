@@ -56,6 +56,17 @@ re!(
     hashcat_re,
     r"\* Device #\d{1,3}: [^\n]{1,200}?, (\d{1,9})/(\d{1,9}) MB(?: \((\d{1,9}) MB allocatable\))?, \d{1,5} ?MCU"
 );
+// `hashcat -I` (its backend information) before 6.0: "Memory : 492/1968 MB allocatable", the
+// largest allocation over the device's memory; from 6.0 "Memory.Total...: 6143 MB (limited to
+// 1535 MB allocatable in one block)" (the total read as a key below).
+re!(
+    hashcat_info_re,
+    r"\bMemory\s*:\s*(\d{1,9})/(\d{1,9}) MB allocatable\b"
+);
+re!(
+    hashcat_limited_re,
+    r"\(limited to (\d{1,9}) MB allocatable in one block\)"
+);
 // xmrig's CUDA backend lists each device as it starts ("CUDA GPU #6 09:00.0 NVIDIA GeForce RTX
 // 3070 1905/7001 MHz smx:46 arch:86 mem:6686/8192 MB"): `CudaDevice::freeMemSize()` over
 // `globalMemSize()`, the driver's free and total memory, the index CUDA's.
@@ -137,6 +148,14 @@ fn read(line: &str) -> Option<(Banner, bool)> {
         };
         return Some((b, false));
     }
+    if let Some(c) = hashcat_info_re().captures(line) {
+        let b = Banner {
+            max_alloc: mib(&c, 1),
+            total: mib(&c, 2),
+            ..Banner::default()
+        };
+        return Some((b, false));
+    }
     if let Some(c) = xmrig_cuda_re().captures(line) {
         let b = Banner {
             device: c.get(1).and_then(|m| m.as_str().parse().ok()),
@@ -151,7 +170,10 @@ fn read(line: &str) -> Option<(Banner, bool)> {
             .captures(line)
             .or_else(|| key_memory_re().captures(line))
             .and_then(|c| key_size(&c)),
-        max_alloc: key_alloc_re().captures(line).and_then(|c| key_size(&c)),
+        max_alloc: key_alloc_re()
+            .captures(line)
+            .and_then(|c| key_size(&c))
+            .or_else(|| hashcat_limited_re().captures(line).and_then(|c| mib(&c, 1))),
         free: key_free_re().captures(line).and_then(|c| key_size(&c)),
         device: None,
     };
@@ -283,6 +305,12 @@ mod tests {
         );
         let b = read_line("CL_DEVICE_GLOBAL_MEM_SIZE: 4096 MByte").expect("read");
         assert_eq!(b.total, Some(4 * GIB));
+        let b = read_line("    Memory         : 492/1968 MB allocatable").expect("read");
+        assert_eq!((b.max_alloc, b.total), (Some(492 * MIB), Some(1968 * MIB)));
+        let b =
+            read_line("    Memory.Total...: 6143 MB (limited to 1535 MB allocatable in one block)")
+                .expect("read");
+        assert_eq!((b.max_alloc, b.total), (Some(1535 * MIB), Some(6143 * MIB)));
         let b = read_line("    Memory:  6044 MByte ").expect("read");
         assert_eq!(b.total, Some(6044 * MIB));
         assert_eq!(read_line("Memory: 6044 MB"), None);

@@ -335,6 +335,12 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "error when allocating memory or building dag",
     // ExLlamaV2's autosplit, TVM's Relax VM storage (`known.rs`).
     "egl_bad_alloc",
+    "dml allocator out of memory",
+    "vmacreateimage failed with error -",
+    "vmacreatebuffer failed with error -",
+    "outofmemorygraphics",
+    "falling back to system memory",
+    "ggml_metal_get_buffer: error: buffer is nil",
     "dxvkmemoryallocator: memory allocation failed",
     "dderr_outofvideomemory",
     "memory allocation on device failed",
@@ -538,6 +544,7 @@ const NOTED: &[&str] = &[
     "memory.free",
     "mbyte",
     "gbyte",
+    "mb allocatable",
 ];
 
 /// How many lines [`noted_ac`] tests with its quick-to-build automaton before it builds the

@@ -9,7 +9,7 @@ use super::lazy::LazyRegex;
 use super::{Facts, Framework, Oom, OtherProcess};
 
 /// A size as frameworks print it: "1.5 GiB", "2.20GiB", "0 bytes", "17.79G", "56.000000MB".
-pub(super) const SIZE: &str = r"(\d+(?:\.\d+)?\s?(?:[Bb]ytes|[KMGT]i?B|kB|[KMGT]\b|B\b))";
+pub(super) const SIZE: &str = r"(\d+(?:\.\d+)?\s?(?:[Bb]ytes|[KMGTPE]i?B|kB|[KMGT]\b|B\b))";
 
 use crate::units::{parse_int, parse_size};
 
@@ -1383,11 +1383,39 @@ pub(super) fn ggml_vulkan(t: &str) -> Option<Oom> {
 
 /// ggml's Metal backend: a command buffer ran out of memory.
 pub(super) fn ggml_metal(t: &str) -> Option<Oom> {
-    if !ggml_metal_re().is_match(t) {
+    if ggml_metal_re().is_match(t) {
+        return Some(oom(Framework::Ggml, "ggml-metal", None, Facts::default()));
+    }
+    // llama.cpp's Metal backend of 2023 (`ggml-metal.m`, `ggml_metal_add_buffer`): each buffer
+    // it maps is logged with the running total of Metal's allocated size over the device's
+    // recommendedMaxWorkingSetSize, in MiB ("allocated 'kv' buffer, size = 512.03 MiB, (
+    // 4458.33 / 4096.00)"), with a warning once the total passes it; a tensor whose buffer could
+    // not be had then fails with "ggml_metal_get_buffer: error: buffer is nil". The last
+    // buffer's line gives its size, the total and the working set.
+    if !(t.contains("ggml_metal_get_buffer: error: buffer is nil")
+        && t.contains("greater than the recommended max working set size"))
+    {
         return None;
     }
-    Some(oom(Framework::Ggml, "ggml-metal", None, Facts::default()))
+    let c = ggml_metal_add_re().captures_iter(t).last();
+    let mib = |i: usize| {
+        let v: f64 = c.as_ref()?.get(i)?.as_str().parse().ok()?;
+        Some((v * f64::from(1u32 << 20)).round() as u64)
+    };
+    let f = Facts {
+        requested_bytes: mib(1),
+        allocated_bytes: mib(2),
+        total_bytes: mib(3),
+        total_is_limit: mib(3).is_some(),
+        ..Facts::default()
+    };
+    Some(oom(Framework::Ggml, "ggml-metal", None, f))
 }
+
+re!(
+    ggml_metal_add_re,
+    r"ggml_metal_add_buffer: allocated '[^']{1,40}' buffer, size = *(\d{1,9}(?:\.\d{1,3})?) MiB, \( *(\d{1,9}(?:\.\d{1,3})?) / *(\d{1,9}(?:\.\d{1,3})?)\)"
+);
 
 /// ggml's 2023 CUDA backend.
 pub(super) fn ggml_cuda(t: &str) -> Option<Oom> {

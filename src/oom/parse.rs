@@ -624,7 +624,7 @@ re!(
 // The host's OOM killer and host-memory wordings: not the GPU's.
 re!(
     fallback_host_re,
-    r"(?i)killed process|oom-killer|oom_reaper|out of memory: kill|host memory|cpu memory|system memory|\bram\b|swap|mlock|pinned|page-locked|cpu_?allocator|cpu buffer|\berrno 12\b|(?-i:Cannot allocate memory)|mkl_malloc|posix_memalign|\b(?:je|tc)malloc\b|\bmi_malloc"
+    r"(?i)killed process|oom-killer|oom_reaper|out of memory: kill|host memory|cpu memory|system memory|\bram\b|swap|mlock|pinned|page-locked|cpu_?allocator|cpu buffer|\berrno 12\b|(?-i:Cannot allocate memory)|mkl_malloc|posix_memalign|\b(?:je|tc)malloc\b|\bmi_malloc|\brandomx\b|huge ?pages|\bLLVM ERROR\b"
 );
 // Sentences about memory rather than a program's report of it: a person writing (first or
 // second person, a question), or a line with no mark of an error at all.

@@ -816,21 +816,6 @@ impl Scanner {
                     }
                 }
             }
-            // A failure that printed no figure of the device's takes what the program said of
-            // it as it started (hashcat's, xmrig's device lists; an OpenCL program's device
-            // info): its size and largest allocation, and the memory free then, kept apart.
-            if oom.memory == super::MemoryKind::Device
-                && oom.framework != Framework::Tensorflow
-                && oom.facts.total_bytes.is_none()
-                && oom.facts.free_bytes.is_none()
-            {
-                if let Some(b) = self.banners.for_device(oom.device_index) {
-                    oom.facts.total_bytes = b.total;
-                    oom.facts.startup_free_bytes = b.free;
-                    oom.facts.max_alloc_bytes = b.max_alloc;
-                    oom.device_index = oom.device_index.or(b.device);
-                }
-            }
             self.keep(oom);
         }
     }
@@ -963,6 +948,24 @@ impl Scanner {
                 )
             })
             .collect();
+        // A failure that printed no figure of the device's takes what the program said of it
+        // (hashcat's, xmrig's device lists; an OpenCL program's device info; `hashcat -I`
+        // pasted below the error): its size and largest allocation, and the memory free when
+        // it started, kept apart.
+        for oom in self.analysis.ooms.iter_mut() {
+            if oom.memory == super::MemoryKind::Device
+                && oom.framework != Framework::Tensorflow
+                && oom.facts.total_bytes.is_none()
+                && oom.facts.free_bytes.is_none()
+            {
+                if let Some(b) = self.banners.for_device(oom.device_index) {
+                    oom.facts.total_bytes = b.total;
+                    oom.facts.startup_free_bytes = b.free;
+                    oom.facts.max_alloc_bytes = oom.facts.max_alloc_bytes.or(b.max_alloc);
+                    oom.device_index = oom.device_index.or(b.device);
+                }
+            }
+        }
         for (oom, (limit, total)) in self.analysis.ooms.iter_mut().zip(starts) {
             if oom.framework == Framework::Tensorflow
                 && oom.memory == super::MemoryKind::Device

@@ -297,7 +297,13 @@ fn remedies_are_right_for_each_family() {
                     }
                 }
             }
-            Some("paddle") if j["breakdown"]["device_used_bytes"].is_u64() => {
+            // (A request no GPU could hold is told first: the size itself is the fault.)
+            Some("paddle")
+                if j["breakdown"]["device_used_bytes"].is_u64()
+                    && j["breakdown"]["implausible"]
+                        .as_array()
+                        .is_none_or(|a| a.is_empty()) =>
+            {
                 // The device-wide figure: the other processes come first, never "Paddle's
                 // own tensors fill the card".
                 assert_eq!(findings[0]["cause"], "device_in_use", "{name}");
