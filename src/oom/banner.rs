@@ -183,7 +183,7 @@ fn read(line: &str) -> Option<(Banner, bool)> {
 /// The most devices' accounts a scan keeps.
 const KEPT: usize = 16;
 
-/// The start-up accounts a log has given so far, the last [`KEPT`].
+/// The start-up accounts a log has given so far, the last 16 (`KEPT`).
 #[derive(Debug, Default)]
 pub struct Banners {
     seen: Vec<Banner>,
