@@ -1722,16 +1722,12 @@ re!(dag_device_re, r"\bGPU ?#?(\d{1,2})\b");
 
 fn dag_miner(t: &str) -> Option<Found> {
     let c = dag_miner_re().captures(t)?;
-    let mut f = Found {
-        api: None,
-        facts: Facts {
-            requested_bytes: super::known::sz(&c, 1),
-            free_bytes: super::known::sz(&c, 2),
-            ..Facts::default()
-        },
-        device: c.get(3).and_then(|m| m.as_str().parse().ok()),
-        memory: MemoryKind::Device,
-    };
+    let mut f = Found::own(Facts {
+        requested_bytes: super::known::sz(&c, 1),
+        free_bytes: super::known::sz(&c, 2),
+        ..Facts::default()
+    });
+    f.device = c.get(3).and_then(|m| m.as_str().parse().ok());
     // The device the miner names beside the failure ("[ID=0, GPU #0]", "GPU 0 failed").
     if f.device.is_none() {
         let d = agreed(dag_device_re(), t, |c| c.get(1)?.as_str().parse().ok());

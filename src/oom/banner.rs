@@ -37,7 +37,8 @@ impl Banner {
 
 const MIB: u64 = 1 << 20;
 
-fn mib(c: &regex::Captures, i: usize) -> Option<u64> {
+/// Capture `i`, a whole number of MiB, in bytes.
+pub(super) fn mib(c: &regex::Captures, i: usize) -> Option<u64> {
     c.get(i)?.as_str().parse::<u64>().ok()?.checked_mul(MIB)
 }
 
@@ -124,6 +125,39 @@ fn key_size(c: &regex::Captures) -> Option<u64> {
     crate::units::parse_size(&format!("{n} {unit}"))
 }
 
+/// A device list's line in a fixed format: its pattern, and what its captures say.
+type ListRule = (
+    fn() -> &'static super::lazy::LazyRegex,
+    fn(&regex::Captures) -> Banner,
+);
+
+/// The device lists' fixed formats, tried in order (hashcat's before 6.0 first: its line would
+/// also pass for the later one).
+const LISTS: &[ListRule] = &[
+    (hashcat_old_re, |c| Banner {
+        max_alloc: mib(c, 1),
+        total: mib(c, 2),
+        ..Banner::default()
+    }),
+    (hashcat_re, |c| Banner {
+        free: mib(c, 1),
+        total: mib(c, 2),
+        max_alloc: mib(c, 3),
+        ..Banner::default()
+    }),
+    (hashcat_info_re, |c| Banner {
+        max_alloc: mib(c, 1),
+        total: mib(c, 2),
+        ..Banner::default()
+    }),
+    (xmrig_cuda_re, |c| Banner {
+        device: c.get(1).and_then(|m| m.as_str().parse().ok()),
+        free: mib(c, 2),
+        total: mib(c, 3),
+        ..Banner::default()
+    }),
+];
+
 /// What `line` (a log line as printed, not a failure's) says of a device at start-up.
 pub fn read_line(line: &str) -> Option<Banner> {
     read(line).map(|(b, _)| b)
@@ -131,38 +165,10 @@ pub fn read_line(line: &str) -> Option<Banner> {
 
 /// [`read_line`], and whether the line is a key line (which may continue on the next).
 fn read(line: &str) -> Option<(Banner, bool)> {
-    if let Some(c) = hashcat_old_re().captures(line) {
-        let b = Banner {
-            max_alloc: mib(&c, 1),
-            total: mib(&c, 2),
-            ..Banner::default()
-        };
-        return Some((b, false));
-    }
-    if let Some(c) = hashcat_re().captures(line) {
-        let b = Banner {
-            free: mib(&c, 1),
-            total: mib(&c, 2),
-            max_alloc: mib(&c, 3),
-            ..Banner::default()
-        };
-        return Some((b, false));
-    }
-    if let Some(c) = hashcat_info_re().captures(line) {
-        let b = Banner {
-            max_alloc: mib(&c, 1),
-            total: mib(&c, 2),
-            ..Banner::default()
-        };
-        return Some((b, false));
-    }
-    if let Some(c) = xmrig_cuda_re().captures(line) {
-        let b = Banner {
-            device: c.get(1).and_then(|m| m.as_str().parse().ok()),
-            free: mib(&c, 2),
-            total: mib(&c, 3),
-            ..Banner::default()
-        };
+    let listed = LISTS
+        .iter()
+        .find_map(|(re, read)| re().captures(line).map(|c| read(&c)));
+    if let Some(b) = listed {
         return Some((b, false));
     }
     let b = Banner {

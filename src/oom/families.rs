@@ -1826,7 +1826,7 @@ fn dxvk(t: &str) -> Option<Oom> {
     let after = &t[c.get(0)?.start()..];
     let joined = after.split_whitespace().collect::<Vec<_>>().join(" ");
     if let Some(h) = dxvk_heap0_re().captures(&joined) {
-        let mib = |i: usize| h.get(i)?.as_str().parse::<u64>().ok()?.checked_mul(1 << 20);
+        let mib = |i: usize| super::banner::mib(&h, i);
         f.reserved_bytes = mib(1);
         f.allocated_bytes = mib(2);
         f.process_bytes = mib(3);

@@ -694,7 +694,8 @@ re!(
 
 /// Whether a line names CUDA's or HIP's status and none of them is running out of memory: the
 /// allocation failed for another reason (Kokkos' "Allocation of size 64.12 K failed because of
-/// an unknown error. (… returned the error code "cudaErrorNotSupported".)" on a MIG slice).
+/// an unknown error. (… returned the error code "cudaErrorNotSupported".)" on a MIG slice); or
+/// it prints an API's success as its result ([`success_status_re`]).
 fn names_another_status(line: &str) -> bool {
     let mut named = gpu_status_re().find_iter(line).peekable();
     (named.peek().is_some() && named.all(|m| !super::api::is_gpu_memory_status(m.as_str())))
