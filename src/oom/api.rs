@@ -403,10 +403,12 @@ re!(
 );
 // Vulkan's (and the Vulkan Memory Allocator's, whose calls return VkResult: Godot's "vmaCreateImage
 // failed with error -2."): "VkResult=-1", "vkAllocateMemory failed -2", "Failure in vkAllocateMemory at 191
-// mvulkan.cpp  ErrCode=-2" (VulkanXMRMiner), "vulkan error: out of host memory (-1)".
+// mvulkan.cpp  ErrCode=-2" (VulkanXMRMiner), "vulkan error: out of host memory (-1)", and
+// vkd3d's (Wine's and vkd3d-proton's) "vkd3d_allocate_device_memory: Failed to allocate device
+// memory, vr -2." (`vr`, its name for a VkResult).
 re!(
     vulkan_number_re,
-    r"\bVkResult\W{0,4}(-\d{1,10})\b|\b(?:vk|vma)[A-Z][A-Za-z]+\b[^\n]{0,80}?(?i:\b(?:error|result|returned|code|errcode|failed)\b)\W{0,4}(?:(?i:code)\W{0,3})?(-\d{1,10})\b|(?i:\bvulkan error\b)[^\n]{0,60}?\((-\d{1,10})\)"
+    r"\bVkResult\W{0,4}(-\d{1,10})\b|\b(?:vk|vma)[A-Z][A-Za-z]+\b[^\n]{0,80}?(?i:\b(?:error|result|returned|code|errcode|failed)\b)\W{0,4}(?:(?i:code)\W{0,3})?(-\d{1,10})\b|(?i:\bvulkan error\b)[^\n]{0,60}?\((-\d{1,10})\)|\bvkd3d_\w{1,60}: [^\n]{0,120}?\bvr (-\d{1,10})\b"
 );
 // Windows' HRESULTs: hex with or without 0x (ONNX Runtime's DirectML provider prints
 // "Exception(3) tid(2a8c) 8007000E …"), the signed decimal .NET prints (-2147024882), the
@@ -732,11 +734,29 @@ pub fn gpu_api(t: &str) -> Option<Oom> {
 // Caffe's CUDA_CHECK (`include/caffe/util/device_alternate.hpp`: `CHECK_EQ(error, cudaSuccess)
 // << " " << cudaGetErrorString(error)`), and its CUBLAS_CHECK and CUDNN_CHECK, as glog prints a
 // failed CHECK_EQ: "Check failed: error == cudaSuccess (2 vs. 0)  out of memory". Any program's
-// glog check of the same statuses reads the same. cudaErrorMemoryAllocation is 2,
-// CUBLAS_STATUS_ALLOC_FAILED 3, CUDNN_STATUS_ALLOC_FAILED 2.
+// glog check of the same statuses reads the same, and of the other CUDA libraries' (Caffe's
+// CUFFT checks, a program's own): each status's allocation failure by its number, from the
+// libraries' headers (`GLOG_ALLOC_CODES`).
+/// A glog check's success constant, its library's allocation-failure status by number
+/// (cudaErrorMemoryAllocation and CUDA_ERROR_OUT_OF_MEMORY 2, hipErrorOutOfMemory 2,
+/// CUBLAS_STATUS_ALLOC_FAILED 3, CUDNN_STATUS_ALLOC_FAILED 2, CUFFT_ALLOC_FAILED 2,
+/// CUSPARSE_STATUS_ALLOC_FAILED 2, CUSOLVER_STATUS_ALLOC_FAILED 2,
+/// CURAND_STATUS_ALLOCATION_FAILED 102), and the framework it names.
+const GLOG_ALLOC_CODES: &[(&str, &str, Framework)] = &[
+    ("cudaSuccess", "2", Framework::Cuda),
+    ("CUDA_SUCCESS", "2", Framework::Cuda),
+    ("hipSuccess", "2", Framework::Rocm),
+    ("CUBLAS_STATUS_SUCCESS", "3", Framework::Cuda),
+    ("CUDNN_STATUS_SUCCESS", "2", Framework::Cuda),
+    ("CUFFT_SUCCESS", "2", Framework::Cuda),
+    ("CUSPARSE_STATUS_SUCCESS", "2", Framework::Cuda),
+    ("CUSOLVER_STATUS_SUCCESS", "2", Framework::Cuda),
+    ("CURAND_STATUS_SUCCESS", "102", Framework::Cuda),
+];
+
 re!(
     glog_check_re,
-    r"Check failed: [^\n]{0,80}?== ?(cudaSuccess|CUBLAS_STATUS_SUCCESS|CUDNN_STATUS_SUCCESS) \((\d{1,4}) vs\. 0\)"
+    r"Check failed: [^\n]{0,300}?== ?(cudaSuccess|CUDA_SUCCESS|hipSuccess|CUBLAS_STATUS_SUCCESS|CUDNN_STATUS_SUCCESS|CUFFT_SUCCESS|CUSPARSE_STATUS_SUCCESS|CUSOLVER_STATUS_SUCCESS|CURAND_STATUS_SUCCESS) \((\d{1,4}) vs\. 0\)"
 );
 // Darknet (pjreddie `src/cuda.c` and AlexeyAB `src/dark_cuda.c`, `check_error`): printf("CUDA
 // Error: %s\n", cudaGetErrorString(status)) (AlexeyAB also "CUDA Error Prev: %s"), then
@@ -765,7 +785,9 @@ re!(
 // in line 123 : out of memory.", "CUDA error at x.cu:42 code=2(cudaErrorMemoryAllocation)"), a
 // program's own exception class ("CUDA Error: out of memory"), xmrig-cuda's worker (`thread
 // #0 failed with error <cryptonight_extra_cpu_init>:379 "out of memory"`: the CUDA error's
-// string after the function and line that got it), dmlc's `CUDA_CALL` (TVM's
+// string after the function and line that got it), the HANDLE_ERROR macro of "CUDA by Example"
+// and the programs that copied it ("out of memory in kernel.cu at line 42"; RELION's adds
+// "(error-code 2)"), dmlc's `CUDA_CALL` (TVM's
 // `src/runtime/cuda/cuda_common.h`, MXNet, DGL, BytePS: `ICHECK(e == cudaSuccess || e ==
 // cudaErrorCudartUnloading) << "CUDA: " << cudaGetErrorString(e)`, "… is false: CUDA: out of
 // memory"), and a status in words before the call that returned it, as cuew's checks print it
@@ -773,7 +795,7 @@ re!(
 // programs on cuew). Whatever the prefix, it is CUDA's status 2 said in words.
 re!(
     cuda_words_re,
-    r#"(?i)\bGPUassert:\s*out of memory|\bout of memory in (?-i:cu(?:da)?[A-Z][A-Za-z0-9_]*)\(|\bcuda\w*\]?:?\s+(?:error|failure|exception|status)\b[^\n]{0,160}?[\s:(\-"']out of memory\b|(?-i:\bCUDA: out of memory\b)|(?-i:\bthread #\d{1,3} failed with error <\w{1,80}>:\d{1,6} "out of memory")"#
+    r#"(?i)\bGPUassert:\s*out of memory|\bout of memory in (?-i:cu(?:da)?[A-Z][A-Za-z0-9_]*)\(|\bcuda\w*\]?:?\s+(?:error|failure|exception|status)\b[^\n]{0,160}?[\s:(\-"'<]out of memory\b|(?-i:\bCUDA: out of memory\b)|(?-i:\bthread #\d{1,3} failed with error <\w{1,80}>:\d{1,6} "out of memory")|(?-i:\bout of memory in \S{1,200}\.(?:cu|cuh|h|hpp|cpp|cc|c) at line \d{1,6}\b)"#
 );
 
 re!(
@@ -793,24 +815,24 @@ pub fn cuda_programs(t: &str) -> Option<Oom> {
             .then(|| oom(Framework::Cuda, "cuda-code", None, Facts::default()));
     }
     if let Some(c) = glog_check_re().captures(t) {
-        let code = c.get(2)?.as_str();
-        let oom_code = match c.get(1)?.as_str() {
-            "CUBLAS_STATUS_SUCCESS" => "3",
-            _ => "2",
-        };
-        if code != oom_code {
+        let success = c.get(1)?.as_str();
+        let (_, oom_code, framework) = GLOG_ALLOC_CODES
+            .iter()
+            .find(|(name, _, _)| *name == success)?;
+        if c.get(2)?.as_str() != *oom_code {
             return None;
         }
         let caffe = program(t) == Some(Framework::Caffe)
             || t.contains("syncedmem.cpp")
             || t.contains("math_functions.c");
-        // cuBLAS's and cuDNN's checks outside Caffe are left to the readers that name them.
+        // cuBLAS's and cuDNN's checks outside Caffe are left to the readers that name them
+        // (their status's name follows the numbers).
         return if caffe {
             found(Framework::Caffe, "caffe-check")
-        } else if c.get(1)?.as_str() == "cudaSuccess" {
-            found(Framework::Cuda, "glog-check")
-        } else {
+        } else if matches!(success, "CUBLAS_STATUS_SUCCESS" | "CUDNN_STATUS_SUCCESS") {
             None
+        } else {
+            found(*framework, "glog-check")
         };
     }
     if let Some(c) = opencv_re().captures(t) {
@@ -890,11 +912,37 @@ pub struct Program {
     /// The format its OOMs are read as.
     pub format: &'static str,
     read: fn(&str) -> Option<Found>,
+    /// The device it runs on, in words, and how to see what holds it.
+    pub device: &'static DeviceWords,
     /// What the failure means for this program (after "what ran out"), from its source.
     pub meaning: &'static str,
     /// Its own remedies, each checked in its source or documentation (cited at the entry).
     pub remedies: &'static [&'static str],
 }
+
+/// A program's device in its users' words: what to call it, and how to see what holds it.
+pub struct DeviceWords {
+    pub name: &'static str,
+    pub see: &'static str,
+}
+
+/// A GPU that NVML (or the vendor's own tool) shows.
+const GPU: DeviceWords = DeviceWords {
+    name: "GPU",
+    see: "See what holds the GPU now: `gpumon once` lists every process and its memory; close other programs using it.",
+};
+
+/// A phone's GPU, whose memory is the system's RAM.
+const ANDROID: DeviceWords = DeviceWords {
+    name: "GPU",
+    see: "Close other apps and games running in the background: on a phone the GPU's memory is the system's RAM, which every app shares.",
+};
+
+/// A Tenstorrent card (Grayskull, Wormhole, Blackhole), which NVML does not see.
+const TENSTORRENT: DeviceWords = DeviceWords {
+    name: "Tenstorrent device",
+    see: "See the card's state with `tt-smi`; another process holding the same chip must close first.",
+};
 
 /// Every program, in the order they are tried.
 pub const PROGRAMS: &[Program] = &[
@@ -911,6 +959,7 @@ pub const PROGRAMS: &[Program] = &[
         name: "Blender Cycles",
         format: "program-blender",
         read: blender,
+        device: &GPU,
         meaning: "Cycles keeps the whole scene on the GPU (geometry and its BVH, image textures, the render buffers); when a buffer does not fit, textures may move to mapped host memory, and the render stops only when neither has room.",
         remedies: &[
             "Render ‣ Simplify ‣ Texture Limit (Render) caps the size of image textures (2048 or 1024 pixels, for example), often the largest share of a scene.",
@@ -930,6 +979,7 @@ pub const PROGRAMS: &[Program] = &[
         name: "FFmpeg (NVENC)",
         format: "program-ffmpeg-nvenc",
         read: ffmpeg_nvenc,
+        device: &GPU,
         meaning: "NVENC returned NV_ENC_ERR_OUT_OF_MEMORY (10). When it comes from OpenEncodeSessionEx, opening the encoder, it is most often not memory at all: on GeForce cards the driver refuses a session past its cap on concurrent encodes (a few sessions, the number depending on the driver's version), and answers this status.",
         remedies: &[
             "Count the encode sessions already open on the card: `nvidia-smi --query-gpu=encoder.stats.sessionCount --format=csv` (other ffmpeg processes, OBS, a media server's transcodes); run fewer at once.",
@@ -944,6 +994,7 @@ pub const PROGRAMS: &[Program] = &[
         name: "FFmpeg (CUDA)",
         format: "program-ffmpeg-cuda",
         read: ffmpeg_cuda,
+        device: &GPU,
         meaning: "A CUDA call of FFmpeg's hardware path (decoder surfaces, the CUDA frames pool, a CUDA filter) returned CUDA_ERROR_OUT_OF_MEMORY.",
         remedies: &[
             "Run fewer hardware decodes or transcodes on the card at once, or lower their resolution: each decoder and frames pool holds its surfaces on the GPU.",
@@ -960,6 +1011,7 @@ pub const PROGRAMS: &[Program] = &[
         name: "OpenMM",
         format: "program-openmm",
         read: openmm,
+        device: &GPU,
         meaning: "OpenMM could not create one of its arrays on the GPU (the array's name, in the message, says which: the neighbour list, PME's grid, a tabulated function …).",
         remedies: &[
             "Check the system's size against the card: a very large periodic box or a small ewaldErrorTolerance makes PME's charge grid large; positions far outside the box inflate the neighbour list.",
@@ -976,6 +1028,7 @@ pub const PROGRAMS: &[Program] = &[
         name: "GROMACS",
         format: "program-gromacs",
         read: gromacs,
+        device: &GPU,
         meaning: "mdrun could not allocate a device buffer for the work it offloads to the GPU (non-bonded pairs, PME, bonded interactions, the update).",
         remedies: &[
             "Fewer thread-MPI ranks per GPU (`-ntmpi`): each rank keeps its own buffers on the card.",
@@ -993,6 +1046,7 @@ pub const PROGRAMS: &[Program] = &[
         name: "RELION",
         format: "program-relion",
         read: relion,
+        device: &GPU,
         meaning: "RELION's own allocator could not find a piece of its pre-allocated block of GPU memory large enough for the request: the block is sized once, at start-up, from the memory free on the GPU and shared among the ranks and threads that use it; when the free space is in pieces (largestContinuousFreeSpace below the request), it is fragmented.",
         remedies: &[
             "Fewer MPI ranks per GPU, or more GPUs (`--gpu \"0:1\"`): ranks on one GPU divide its memory between their blocks.",
@@ -1012,6 +1066,7 @@ pub const PROGRAMS: &[Program] = &[
         name: "Kokkos",
         format: "program-kokkos",
         read: kokkos,
+        device: &GPU,
         meaning: "A Kokkos View (the label in the message names it) could not be allocated in its memory space.",
         remedies: &[
             "Run fewer MPI ranks per GPU (each rank allocates its own Views on the card), or spread the problem over more GPUs.",
@@ -1027,6 +1082,7 @@ pub const PROGRAMS: &[Program] = &[
         name: "hashcat",
         format: "program-hashcat",
         read: hashcat,
+        device: &GPU,
         meaning: "hashcat could not allocate one of its buffers on the device; their sizes follow the kernel's accel and loops (the work per call), the attack's password buffers, and the hashes loaded.",
         remedies: &[
             "Append -O (optimized kernels: shorter password buffers, at the cost of a maximum password length).",
@@ -1043,6 +1099,7 @@ pub const PROGRAMS: &[Program] = &[
         name: "ncnn (Vulkan)",
         format: "program-ncnn",
         read: ncnn,
+        device: &GPU,
         meaning: "ncnn's Vulkan allocator could not allocate device memory for a blob or weight: the image (or the tile of it processed at once) and the model did not fit beside what the card holds.",
         remedies: &[
             "Give a smaller tile explicitly, `-t 256` or `-t 128` (the default 0 picks one from the card's total memory, not what is free), for realesrgan-, waifu2x-, realcugan- and realsr-ncnn-vulkan.",
@@ -1057,6 +1114,7 @@ pub const PROGRAMS: &[Program] = &[
         name: "tiny-cuda-nn",
         format: "program-tiny-cuda-nn",
         read: tiny_cuda_nn,
+        device: &GPU,
         meaning: "tiny-cuda-nn could not allocate one of its GPU buffers (the network's parameters and gradients, a training batch, or the program's own data on the GPU, such as instant-ngp's images and density grid).",
         remedies: &[],
     },
@@ -1070,6 +1128,7 @@ pub const PROGRAMS: &[Program] = &[
         name: "PhysX (GPU)",
         format: "program-physx",
         read: physx,
+        device: &GPU,
         meaning: "PhysX's GPU simulation could not allocate one of its device buffers (contacts and patches, broad-phase pairs, the heap it grows as the scene needs): the environments' bodies and contacts, beside what the renderer and the learning job hold, did not fit.",
         remedies: &[
             "Simulate fewer environments at once (num_envs), or simpler collision shapes.",
@@ -1084,6 +1143,7 @@ pub const PROGRAMS: &[Program] = &[
         name: "MATLAB (gpuArray)",
         format: "program-matlab",
         read: matlab,
+        device: &GPU,
         meaning: "A gpuArray (or a GPU function's workspace) did not fit in the GPU's free memory; gpuArrays stay on the device until they are cleared.",
         remedies: &[
             "See the device's AvailableMemory with `gpuDevice()`; clear gpuArray variables no longer needed (`clear X`), or `gather` results to the host.",
@@ -1093,11 +1153,13 @@ pub const PROGRAMS: &[Program] = &[
     // Unreal Engine's renderer (its RHI's out-of-memory exit; the message's own text: "Out of
     // video memory trying to allocate a rendering resource. Make sure your video card has the
     // minimum required memory, try lowering the resolution and/or closing other applications
-    // that are running. Exiting...").
+    // that are running. Exiting...", and for a texture "Out of video memory trying to allocate
+    // a texture! Make sure …").
     Program {
         name: "Unreal Engine",
         format: "program-unreal",
         read: unreal,
+        device: &GPU,
         meaning: "The game's renderer could not allocate a texture or buffer in video memory and exited.",
         remedies: &[
             "As the message says: lower the resolution (and texture quality), and close other programs using the GPU.",
@@ -1116,6 +1178,7 @@ pub const PROGRAMS: &[Program] = &[
         name: "ND4J (Deeplearning4j)",
         format: "program-nd4j",
         read: nd4j,
+        device: &GPU,
         meaning: "ND4J's CUDA backend could not allocate an array's buffer (cudaMalloc returned nothing); besides the arrays in use, ND4J keeps freed device memory in its own cache and workspaces keep theirs for the next iteration.",
         remedies: &[
             "Lower the minibatch size (activations and their gradients grow with it), or the model's size.",
@@ -1134,6 +1197,7 @@ pub const PROGRAMS: &[Program] = &[
         name: "LAMMPS (GPU package)",
         format: "program-lammps-gpu",
         read: lammps_gpu,
+        device: &GPU,
         meaning: "A device of LAMMPS's GPU package could not hold its share: the atoms of the MPI ranks it serves, their ghost atoms and neighbour lists, and the pair style's buffers.",
         remedies: &[
             "Spread the system over more GPUs (more nodes, `-pk gpu N` with N the GPUs per node): each then holds fewer atoms and their neighbour lists.",
@@ -1152,6 +1216,7 @@ pub const PROGRAMS: &[Program] = &[
         name: "Mesa (radeon/amdgpu winsys)",
         format: "program-mesa-winsys",
         read: mesa_winsys,
+        device: &GPU,
         meaning: "The kernel driver refused a buffer object Mesa asked for: in VRAM (domain 4), the card's memory was full or too fragmented for it; in GTT (domain 2), the system memory the GPU may map was.",
         remedies: &[
             "Make the program's buffers smaller (a smaller image, batch or working set): each failed buffer is one allocation of the size shown.",
@@ -1168,6 +1233,7 @@ pub const PROGRAMS: &[Program] = &[
         name: "Theano (CUDA backend)",
         format: "program-theano",
         read: theano,
+        device: &GPU,
         meaning: "Theano's CUDA backend could not allocate an array with cudaMalloc; the driver's free and total figures after it are from the moment it failed.",
         remedies: &[
             "Lower the batch size (or the model's size): Theano's arrays for each step grow with it.",
@@ -1186,6 +1252,7 @@ pub const PROGRAMS: &[Program] = &[
         name: "COLMAP (SIFT matching)",
         format: "program-colmap",
         read: colmap,
+        device: &GPU,
         meaning: "COLMAP's GPU SIFT matcher (SiftGPU) could not match an image pair; COLMAP's own message says it is probably the GPU's memory: its buffers are sized for the maximum number of matches and the features of both images. The pair is left without matches and the run goes on.",
         remedies: &[
             "Lower the maximum number of matches, `--FeatureMatching.max_num_matches` (`--SiftMatching.max_num_matches` before COLMAP 3.12; default 32768).",
@@ -1204,6 +1271,7 @@ pub const PROGRAMS: &[Program] = &[
         name: "darktable (OpenCL)",
         format: "program-darktable",
         read: darktable,
+        device: &GPU,
         meaning: "A darktable module's OpenCL buffers did not fit on the card (status -4, CL_MEM_OBJECT_ALLOCATION_FAILURE); darktable processes that module on the CPU instead, slowly.",
         remedies: &[
             "Leave the driver and other programs more of the card: raise `opencl_memory_headroom` in darktablerc (3.x), or pick a smaller \"darktable resources\" setting in the processing preferences (4.x).",
@@ -1219,6 +1287,7 @@ pub const PROGRAMS: &[Program] = &[
         name: "Adreno (Android GPU driver)",
         format: "program-adreno",
         read: adreno,
+        device: &ANDROID,
         meaning: "The Adreno driver could not get memory for a GPU buffer (textures, vertex buffers, render targets) from the kernel's GPU allocator (kgsl). A phone's GPU memory is the system's RAM: the app's graphics, its other memory and other apps share it.",
         remedies: &[
             "Release what is no longer drawn (delete textures, framebuffers and buffers) and look for graphics created every frame and never freed: `adb shell dumpsys meminfo <package>` shows the app's Graphics and GL memory.",
@@ -1234,6 +1303,7 @@ pub const PROGRAMS: &[Program] = &[
         name: "AMReX (GPU arena)",
         format: "program-amrex",
         read: amrex,
+        device: &GPU,
         meaning: "AMReX's arena could not get device memory for an allocation (a FAB, particles, a communication buffer); the free figure is the device's when it failed.",
         remedies: &[
             "Spread the problem over more GPUs (more MPI ranks) or make its pieces smaller (`amr.max_grid_size`): each rank's boxes, particles and their communication buffers must fit its GPU.",
@@ -1250,6 +1320,7 @@ pub const PROGRAMS: &[Program] = &[
         name: "Legate",
         format: "program-legate",
         read: legate,
+        device: &GPU,
         meaning: "Legate's memory pool on this memory (the share it was given at start, not the whole GPU) could not hold the store being created beside the stores still alive, which it lists.",
         remedies: &[
             "Give Legate more of the GPU: a larger `--fbmem` (MiB per GPU) in LEGATE_CONFIG, up to what the GPU has free.",
@@ -1264,6 +1335,7 @@ pub const PROGRAMS: &[Program] = &[
         name: "Roblox",
         format: "program-roblox",
         read: roblox,
+        device: &GPU,
         meaning: "Roblox's renderer could not allocate a graphics buffer (a texture, mesh or render target) and the client crashed: the experience's graphics did not fit in the GPU's memory beside what else holds it.",
         remedies: &[
             "Lower the Graphics Quality in Roblox's settings (manual, a few notches down): textures and render targets shrink with it.",
@@ -1278,6 +1350,7 @@ pub const PROGRAMS: &[Program] = &[
         name: "vkd3d-proton",
         format: "program-vkd3d-proton",
         read: vkd3d_proton,
+        device: &GPU,
         meaning: "vkd3d-proton could not allocate in the card's memory and put the resource in system memory instead: the game goes on, but reads it over PCIe, slower. The game asks for more video memory than is free.",
         remedies: &[
             "Lower the game's texture quality and resolution so that its resources fit in the card's memory.",
@@ -1294,11 +1367,54 @@ pub const PROGRAMS: &[Program] = &[
         name: "Ethash miner (DAG)",
         format: "program-dag-miner",
         read: dag_miner,
+        device: &GPU,
         meaning: "The miner could not allocate the epoch's DAG on the card. The DAG grows with every epoch; a card whose free memory is smaller than it cannot mine that coin.",
         remedies: &[
             "Compare the DAG's size for the current epoch with the card's free memory: when it does not fit, mine an algorithm or coin whose dataset fits the card.",
             "Free the card: no display or other miner on it while the DAG is built.",
             "On Windows, make the page file at least as large as the cards' memory together: the drivers commit host memory for what they allocate on the device.",
+        ],
+    },
+    // Tenstorrent's TT-Metalium (under TT-NN, tt-forge and tt-xla), tenstorrent/tt-metal,
+    // `tt_metal/impl/allocator/bank_manager.cpp`: "Out of Memory: Not enough space to allocate
+    // {size} B {DRAM|L1|L1_SMALL|TRACE} buffer across {n} banks, where each bank needs to store
+    // {per} B, but bank size is {bank} B (allocated: {a} B, free: {f} B, largest free block:
+    // {l} B)" (older releases stop at "bank size is only {bank} B"). A buffer is interleaved
+    // over the banks in lockstep: every bank holds the same share at the same address, so each
+    // bank's figures times the number of banks are the memory type's. `ttnn.deallocate` frees a
+    // tensor's buffer; `ttnn.open_device(..., l1_small_size=N)` sizes the L1_SMALL region
+    // (0 by default).
+    Program {
+        name: "Tenstorrent TT-Metalium",
+        format: "program-tt-metal",
+        read: tt_metal,
+        device: &TENSTORRENT,
+        meaning: "TT-Metalium's allocator could not place a buffer in the device's DRAM or in its cores' L1 SRAM: a buffer is spread over the banks in lockstep, so every bank needs a free block of its share at the same address. A largest free block smaller than that share, with more free in total, is fragmentation.",
+        remedies: &[
+            "Free tensors no longer needed (`ttnn.deallocate(t)`, or drop the last reference) before the next op, so that their buffers go back to the banks.",
+            "For an L1 buffer: put large tensors in DRAM (`memory_config=ttnn.DRAM_MEMORY_CONFIG`) or shard them over more cores, and use smaller blocks; for L1_SMALL (convolutions' scratch), open the device with a larger `l1_small_size` (its default is 0).",
+            "For DRAM: a smaller batch or sequence length, weights in a smaller data type (bfloat8_b), or the model spread over more chips of a mesh device.",
+        ],
+    },
+    // Dr.Jit (Mitsuba 3, Sionna RT), mitsuba-renderer/drjit-core, `src/malloc.cpp`,
+    // `jitc_malloc`: after a failed allocation it flushes its cache, retries, then raises
+    // "jit_malloc(): out of memory! Could not allocate N bytes of T memory.", T one of its
+    // `alloc_type_name`s ("host", "host-async", "host-pinned", "device"; older releases also
+    // "managed", "managed-read-mostly"); enoki-jit's bare "jit_malloc(): out of memory!" is
+    // its host path (`posix_memalign`). Enoki (Mitsuba 2), `src/cuda/common.cpp`:
+    // "cuda_malloc(): out of memory!" after a trim and a retry of cudaMalloc. Mitsuba's own
+    // troubleshooting page: an out-of-memory in differentiable rendering is the rendering or
+    // autodiff graph exhausting the GPU; reduce the sample count or resolution, or split the
+    // computation into several low sample count passes and average the gradients.
+    Program {
+        name: "Dr.Jit / Enoki (Mitsuba)",
+        format: "program-drjit",
+        read: drjit,
+        device: &GPU,
+        meaning: "Dr.Jit could not allocate a buffer for an array it evaluates (a rendered image, the wavefront of rays, an autodiff graph's intermediate values) after flushing its cache and retrying: what is alive at once did not fit.",
+        remedies: &[
+            "Lower the sample count per pass or the resolution; for a high sample count, render several passes with fewer samples (a different `seed` each) and average them, or their gradients.",
+            "Release arrays and scene results no longer needed (`del` the last reference) before the next render: Dr.Jit frees an array's memory when its last reference goes.",
         ],
     },
 ];
@@ -1509,10 +1625,11 @@ re!(
 
 // hashcat's own check before it allocates (`src/backend.c`): the buffers an attack needs
 // against what the device may allocate, "* Device #N: Not enough allocatable device memory for
-// this attack." (6.x also "… or free host memory for mapping.").
+// this attack." (6.x also "… or free host memory for mapping."); 3.x (`src/opencl.c`): "-
+// Device #N: Device does not provide enough allocatable device-memory to handle this attack".
 re!(
     hashcat_check_re,
-    r"\bNot enough allocatable device memory (?:or free host memory for mapping )?for this attack\b"
+    r"\bNot enough allocatable device memory (?:or free host memory for mapping )?for this attack\b|\bDevice does not provide enough allocatable device-memory to handle this attack\b"
 );
 
 fn hashcat(t: &str) -> Option<Found> {
@@ -1652,6 +1769,60 @@ fn amrex(t: &str) -> Option<Found> {
 }
 
 re!(
+    tt_metal_re,
+    r"\bNot enough space to allocate (\d{1,20}) B (\w{1,20}) buffer across (\d{1,6}) banks,?\s{1,8}where each bank needs to store (\d{1,20}) B(?:,?\s{1,8}but bank size is (?:only )?(\d{1,20}) B(?:\s{1,8}\(allocated: (\d{1,20}) B, free: (\d{1,20}) B, largest free block: (\d{1,20}) B\))?)?"
+);
+
+fn tt_metal(t: &str) -> Option<Found> {
+    let c = tt_metal_re().captures(t)?;
+    let n = |i: usize| c.get(i).and_then(|m| m.as_str().parse::<u64>().ok());
+    let banks = n(3).filter(|&b| b > 0)?;
+    // Each bank's figure over all banks (lockstep allocation): derived, exact.
+    let all = |i: usize| n(i).and_then(|v| v.checked_mul(banks));
+    let mut facts = Facts {
+        requested_bytes: n(1),
+        total_bytes: all(5),
+        allocated_bytes: all(6),
+        free_bytes: all(7),
+        ..Facts::default()
+    };
+    for (field, v) in [
+        ("total_bytes", facts.total_bytes),
+        ("allocated_bytes", facts.allocated_bytes),
+        ("free_bytes", facts.free_bytes),
+    ] {
+        if v.is_some() {
+            facts.derived.push(field);
+        }
+    }
+    Some(Found::own(facts))
+}
+
+re!(
+    drjit_re,
+    r"\b(?:jit_malloc\(\): out of memory! Could not allocate (\d{1,20}) bytes of ([\w-]{1,24}) memory|(jit_malloc)\(\): out of memory!|cuda_malloc\(\): out of memory!)"
+);
+
+fn drjit(t: &str) -> Option<Found> {
+    let c = drjit_re().captures(t)?;
+    // Its allocation types (`alloc_type_name`); enoki-jit's bare message is its host path.
+    let memory = match c.get(2).map(|m| m.as_str()) {
+        Some("host" | "host-async") => MemoryKind::Host,
+        Some("host-pinned") => MemoryKind::PinnedHost,
+        Some(_) => MemoryKind::Device,
+        None if c.get(3).is_some() => MemoryKind::Host,
+        None => MemoryKind::Device,
+    };
+    Some(Found {
+        memory,
+        ..Found::own(Facts {
+            requested_bytes: c.get(1).and_then(|m| m.as_str().parse().ok()),
+            ..Facts::default()
+        })
+    })
+}
+
+re!(
     legate_re,
     r"\bFailed to allocate (\d{1,20}) bytes on memory \w{1,40} \(of kind (\w{1,20})\)[^\n]{0,600}?\bLegate is reserving (\d{1,20}) of the available (\d{1,20}) bytes"
 );
@@ -1715,10 +1886,13 @@ fn adreno(t: &str) -> Option<Found> {
 re!(
     dag_miner_re,
     format!(
-        r"(?i)\bdoes not have enough free memory to hold the DAG(?: for epoch \d+)?\.?(?: Required: {SIZE}, free: {SIZE})?|\bGPU ?#?(\d{{1,2}}):? error when allocating memory or building DAG|\bcannot allocate big buffer for DAG\b"
+        r"(?i)\bdoes not have enough free memory to hold the DAG(?: for epoch \d+)?\.?(?: Required: {SIZE}, free: {SIZE})?|\bGPU ?#?(\d{{1,2}}):? error when allocating memory or building DAG|\bcannot allocate big buffer for DAG\b|\bGPU ?#?(\d{{1,2}}):? insufficient memory for DAG\b"
     )
 );
 re!(dag_device_re, r"\bGPU ?#?(\d{1,2})\b");
+// lolMiner's light cache and DAG log (1.1x): "Done (2645 ms), size of new DAG: 4072 MByte"
+// (MiB), the buffer the card must then hold.
+re!(dag_size_re, r"\bsize of new DAG: (\d{1,7}) MByte\b");
 
 fn dag_miner(t: &str) -> Option<Found> {
     let c = dag_miner_re().captures(t)?;
@@ -1727,7 +1901,17 @@ fn dag_miner(t: &str) -> Option<Found> {
         free_bytes: super::known::sz(&c, 2),
         ..Facts::default()
     });
-    f.device = c.get(3).and_then(|m| m.as_str().parse().ok());
+    f.device = c
+        .get(3)
+        .or_else(|| c.get(4))
+        .and_then(|m| m.as_str().parse().ok());
+    if f.facts.requested_bytes.is_none() {
+        f.facts.requested_bytes = dag_size_re()
+            .captures_iter(t)
+            .last()
+            .and_then(|c| c.get(1)?.as_str().parse::<u64>().ok())
+            .and_then(|m| m.checked_mul(1 << 20));
+    }
     // The device the miner names beside the failure ("[ID=0, GPU #0]", "GPU 0 failed").
     if f.device.is_none() {
         let d = agreed(dag_device_re(), t, |c| c.get(1)?.as_str().parse().ok());
@@ -1768,7 +1952,7 @@ fn matlab(t: &str) -> Option<Found> {
 
 re!(
     unreal_re,
-    r"(?i)\bOut of video memory trying to allocate a rendering resource"
+    r"(?i)\bOut of video memory trying to allocate a (?:rendering resource|texture)"
 );
 
 fn unreal(t: &str) -> Option<Found> {
@@ -1889,6 +2073,7 @@ mod tests {
             ("OpenCL error: clEnqueueWriteBuffer failed with error code -4", Framework::OpenCl, "api-CL_MEM_OBJECT_ALLOCATION_FAILURE"),
             ("clCreateBuffer returned CL_OUT_OF_RESOURCES (-5) allocating 2147483648 bytes", Framework::OpenCl, "api-CL_OUT_OF_RESOURCES"),
             ("vkAllocateMemory failed: VK_ERROR_OUT_OF_DEVICE_MEMORY", Framework::Vulkan, "api-VK_ERROR_OUT_OF_DEVICE_MEMORY"),
+            ("warn:vkd3d_allocate_device_memory: Failed to allocate device memory, vr -2.", Framework::Vulkan, "api-VK_ERROR_OUT_OF_DEVICE_MEMORY"),
             ("thread 'main' panicked at src/gpu.rs:88:10: called `Result::unwrap()` on an `Err` value: ERROR_OUT_OF_DEVICE_MEMORY", Framework::Vulkan, "api-VK_ERROR_OUT_OF_DEVICE_MEMORY"),
             ("vkAllocateMemory returned VkResult -2", Framework::Vulkan, "api-VK_ERROR_OUT_OF_DEVICE_MEMORY"),
             ("Failure in vkAllocateMemory at 191 mvulkan.cpp  ErrCode=-2", Framework::Vulkan, "api-VK_ERROR_OUT_OF_DEVICE_MEMORY"),
@@ -2024,13 +2209,21 @@ mod tests {
             // isaac-sim/OmniIsaacGymEnvs#11.
             ("PxgCudaDeviceMemoryAllocator fail to allocate memory 71303168 bytes!! Result = 2", "program-physx", Framework::Cuda, MemoryKind::Device, Some(71_303_168)),
             ("hashcat (v4.2.1) starting...\n* Device #5: Not enough allocatable device memory for this attack.", "program-hashcat", Framework::Unknown, MemoryKind::Device, None),
+            ("hashcat (v3.10) starting...\n- Device #1: Device does not provide enough allocatable device-memory to handle this attack", "program-hashcat", Framework::Unknown, MemoryKind::Device, None),
             ("ERROR: Feature matching failed. This is probably caused by insufficient GPU memory. Consider reducing the maximum number of features.", "program-colmap", Framework::Unknown, MemoryKind::Device, None),
             ("[local laplacian cl] failed: -4", "program-darktable", Framework::OpenCl, MemoryKind::Device, None),
             ("W/Adreno-GSL(11228): <sharedmem_gpumem_alloc_id:1498>: sharedmem_gpumem_alloc: mmap failed errno 12 Out of memory", "program-adreno", Framework::Unknown, MemoryKind::Device, None),
             ("TREX: Can't find nonce with device [ID=0, GPU #0], Device does not have enough free memory to hold the DAG for epoch 65. Required: 5.08 GB, free: 5.02 GB.", "program-dag-miner", Framework::Unknown, MemoryKind::Device, Some(5_454_608_466)),
+            ("-------\n     Done (2645 ms), size of new DAG: 4072 MByte\n-------\nGPU 0: insufficient memory for DAG epoch 381.\nGPU 0: will be in Zombie mode with reduced hashrate.", "program-dag-miner", Framework::Unknown, MemoryKind::Device, Some(4072 << 20)),
             ("amrex::Abort::0::Out of gpu memory. Free: 4435902464 Asked: 8294402048 !!!", "program-amrex", Framework::Unknown, MemoryKind::Device, Some(8_294_402_048)),
             ("{legate.mapper}: Failed to allocate 7793280000 bytes on memory 1e00010000000002 (of kind GPU_FB_MEM) for reduction {legate.mapper}: There is not enough space because Legate is reserving 5071753728 of the available 31457280000 bytes for the following LogicalStores:", "program-legate", Framework::Unknown, MemoryKind::Device, Some(7_793_280_000)),
             ("{legate.mapper}: Failed to allocate 1000000 bytes on memory 1e00000000000000 (of kind SYSTEM_MEM) for reduction {legate.mapper}: There is not enough space because Legate is reserving 5 of the available 60 bytes", "program-legate", Framework::Unknown, MemoryKind::Host, Some(1_000_000)),
+            ("RuntimeError: TT_FATAL @ bank_manager.cpp:439: false\nOut of Memory: Not enough space to allocate 335544320 B DRAM buffer across 8 banks,\nwhere each bank needs to store 41943040 B, but bank size is 4273390016 B\n(allocated: 4196976832 B, free: 76413184 B, largest free block: 37030336 B)", "program-tt-metal", Framework::Unknown, MemoryKind::Device, Some(335_544_320)),
+            ("Out of Memory: Not enough space to allocate 6400 B L1_SMALL buffer across 25 banks, where each bank needs to store 256 B", "program-tt-metal", Framework::Unknown, MemoryKind::Device, Some(6400)),
+            ("RuntimeError: jit_malloc(): out of memory! Could not allocate 2147483648 bytes of device memory.", "program-drjit", Framework::Unknown, MemoryKind::Device, Some(2_147_483_648)),
+            ("RuntimeError: jit_malloc(): out of memory! Could not allocate 4096 bytes of host-pinned memory.", "program-drjit", Framework::Unknown, MemoryKind::PinnedHost, Some(4096)),
+            ("RuntimeError: jit_malloc(): out of memory!", "program-drjit", Framework::Unknown, MemoryKind::Host, None),
+            ("RuntimeError: cuda_malloc(): out of memory!", "program-drjit", Framework::Unknown, MemoryKind::Device, None),
         ];
         for (text, format, fw, memory, req) in cases {
             let o = read(text).unwrap_or_else(|| panic!("not found: {text}"));
@@ -2040,6 +2233,39 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    /// TT-Metalium's banks hold a buffer in lockstep: each bank's figures times the banks are
+    /// the memory type's, marked derived; the request is as printed. Its device is not a GPU
+    /// NVML sees: the finding names it and its own tool.
+    #[test]
+    fn tt_metal_figures_over_its_banks() {
+        let o = read("TT_FATAL: Out of Memory: Not enough space to allocate 3294625792 B DRAM buffer across 12 banks, where each bank needs to store 274686208 B, but bank size is 1071821792 B (allocated: 784847680 B, free: 286974112 B, largest free block: 216504544 B) (assert.hpp:104)").expect("found");
+        let f = &o.facts;
+        assert_eq!(
+            (
+                f.requested_bytes,
+                f.total_bytes,
+                f.allocated_bytes,
+                f.free_bytes
+            ),
+            (
+                Some(3_294_625_792),
+                Some(1_071_821_792 * 12),
+                Some(784_847_680 * 12),
+                Some(286_974_112 * 12)
+            )
+        );
+        assert_eq!(f.derived, ["total_bytes", "allocated_bytes", "free_bytes"]);
+        let findings = super::super::diagnose::diagnose(&o);
+        assert!(findings[0].title.contains("on the Tenstorrent device"));
+        assert!(findings[0].remedies[0].text.contains("tt-smi"));
+        // The older message ends at the bank's size.
+        let old = read("Out of Memory: Not enough space to allocate 117440512 B DRAM buffer across 12 banks, where each bank needs to store 9787392 B, but bank size is only 1046181792 B (assert.hpp:103)").expect("found");
+        assert_eq!(
+            (old.facts.total_bytes, old.facts.free_bytes),
+            (Some(1_046_181_792 * 12), None)
+        );
     }
 
     /// OpenGL's and EGL's memory statuses by name; a GPU API's success printed as a failure's
@@ -2146,11 +2372,15 @@ mod tests {
             // frames the check is CUDA's.
             ("F0412 12:00:00.123456 12345 syncedmem.cpp:56] Check failed: error == cudaSuccess (2 vs. 0)  out of memory", Framework::Cuda, "glog-check"),
             ("F1203 08:11:21.612 1 math_functions.cu:79] Check failed: status == CUBLAS_STATUS_SUCCESS (3 vs. 0)  CUBLAS_STATUS_ALLOC_FAILED\n*** Check failure stack trace: ***\n    @     0x7f2b  caffe::caffe_gpu_gemm<>()", Framework::Caffe, "caffe-check"),
+            ("F0101 00:00:00.000 1 fft.cpp:40] Check failed: cufftPlanMany(&plan, 2, n, NULL, 1, 0, NULL, 1, 0, CUFFT_R2C, batch) == CUFFT_SUCCESS (2 vs. 0)", Framework::Cuda, "glog-check"),
+            ("F0101 00:00:00.000 1 gpu.cc:9] Check failed: e == hipSuccess (2 vs. 0)", Framework::Rocm, "glog-check"),
             ("F0101 00:00:00.000 1 gpu_ops.cc:9] Check failed: e == cudaSuccess (2 vs. 0)  out of memory", Framework::Cuda, "glog-check"),
             ("CUDA Error: out of memory\ndarknet: ./src/cuda.c:36: check_error: Assertion `0' failed.", Framework::Darknet, "darknet-cuda"),
             (" Try to set subdivisions=64 in your cfg-file. \n CUDA Error: out of memory\nDarknet error location: ./src/dark_cuda.c, check_error, line #70\nCUDA Error: out of memory: File exists", Framework::Darknet, "darknet-cuda"),
             ("OpenCV(4.5.1) /tmp/opencv/modules/core/src/cuda/gpu_mat.cu:116: error: (-217:Gpu API call) out of memory in function 'allocate'", Framework::OpenCv, "opencv-cuda"),
             ("GPUassert: out of memory kernel.cu 42", Framework::Cuda, "cuda-relay"),
+            ("ERROR: out of memory in /home/u/relion2-beta/src/gpu_utils/cuda_mem_utils.h at line 572 (error-code 2)", Framework::Cuda, "cuda-relay"),
+            ("CUDA error !!!!! <out of memory> !!!!! \nat CUDA call error code: # 2402", Framework::Cuda, "cuda-relay"),
             ("OpenCV Error: Gpu API call (out of memory) in CudaFuncTable::mallocPitch, file E:\\opencv\\sources\\modules\\dynamicuda\\include\\opencv2/dynamicuda/dynamicuda.hpp, line 1134", Framework::OpenCv, "opencv-cuda"),
             ("CUDA error in file 'main.cu' in line 123 : out of memory.", Framework::Cuda, "cuda-relay"),
             ("[CUDA] Error: out of memory", Framework::Cuda, "cuda-relay"),
@@ -2183,6 +2413,7 @@ mod tests {
         for text in [
             "Out of memory in curl_easy_perform(handle)",
             "Illegal address in cuMemcpyDtoH(mem, ptr, size)",
+            "F0101 00:00:00.000 1 fft.cpp:40] Check failed: status == CUFFT_SUCCESS (5 vs. 0)",
             "F0412 12:00:00.123456 12345 syncedmem.cpp:56] Check failed: error == cudaSuccess (77 vs. 0)  an illegal memory access was encountered",
             "F0412 12:00:00.1 1 cudnn_conv_layer.cpp:53] Check failed: status == CUDNN_STATUS_SUCCESS (4 vs. 0)  CUDNN_STATUS_INTERNAL_ERROR",
             "CUDA Error: an illegal memory access was encountered\ndarknet: ./src/cuda.c:36: check_error: Assertion `0' failed.",

@@ -102,6 +102,24 @@ re!(
     key_memory_re,
     r"(?i)^[\s*#|>-]{0,8}memory:\s*(\d+(?:\.\d+)?)\s?([MG]Byte)s?\b"
 );
+// lolMiner's header over each device's keys, alone on its line ("Device 0:"): its own
+// numbering, which its failures use too ("GPU 0: insufficient memory for DAG epoch 381.").
+re!(device_header_re, r"^[\s*#|>-]{0,8}Device (\d{1,2}):\s*$");
+
+/// The device a header line names (lolMiner's "Device 0:"), for the key lines under it; after
+/// a log's prefix where there is one.
+pub fn device_header(line: &str) -> Option<u32> {
+    let number = |l: &str| -> Option<u32> {
+        device_header_re()
+            .captures(l)?
+            .get(1)?
+            .as_str()
+            .parse()
+            .ok()
+    };
+    number(line).or_else(|| number(&super::clean::without_log_prefix(line)))
+}
+
 re!(
     key_free_re,
     format!(r"(?i)^[\s*#|>-]{{0,8}}(?:free[ _]mem(?:ory)?|memory\.free){KEY_SIZE}")
@@ -199,15 +217,17 @@ pub struct Banners {
 }
 
 impl Banners {
-    /// Notes what `line` says (nothing where it says nothing).
-    pub fn note(&mut self, line: &str) {
+    /// Notes what `line` says (nothing where it says nothing). True where it opened a new
+    /// account from key lines that names no device: the caller may name it from a header above
+    /// ([`Banners::name_last`]).
+    pub fn note(&mut self, line: &str) -> bool {
         // The keys start their line, after a log's prefix where there is one.
         let found = read(line).or_else(|| {
             let bare = super::clean::without_log_prefix(line);
             (bare.len() != line.len()).then(|| read(&bare)).flatten()
         });
         let Some((b, keys)) = found else {
-            return;
+            return false;
         };
         // A key line after another adds to the same device's account, until a figure repeats
         // (the next device's list). Lines that say nothing change nothing, so that the
@@ -222,7 +242,7 @@ impl Banners {
                     last.total = last.total.or(b.total);
                     last.free = last.free.or(b.free);
                     last.max_alloc = last.max_alloc.or(b.max_alloc);
-                    return;
+                    return false;
                 }
             }
         }
@@ -231,6 +251,14 @@ impl Banners {
         }
         self.seen.push(b);
         self.open_keys = keys;
+        keys && b.device.is_none()
+    }
+
+    /// Names the device of the last account, where it names none.
+    pub fn name_last(&mut self, device: u32) {
+        if let Some(last) = self.seen.last_mut() {
+            last.device = last.device.or(Some(device));
+        }
     }
 
     /// The account for a failure on `device` (its index as the failure names it): the one
@@ -343,6 +371,21 @@ mod tests {
         x.note("CUDA GPU #1 02:00.0 B mem:3000/4096 MB");
         assert_eq!(x.for_device(Some(1)).and_then(|b| b.total), Some(4 * GIB));
         assert_eq!(x.for_device(None), None);
+    }
+
+    /// lolMiner lists each device under its own header ("Device 0:", then keys): a failure
+    /// naming "GPU 0" takes device 0's account, not device 1's.
+    #[test]
+    fn a_header_names_the_keys_under_it() {
+        assert_eq!(device_header("Device 1:"), Some(1));
+        assert_eq!(device_header("Device 1: GeForce GTX 1050 Ti"), None);
+        assert_eq!(device_header("[rank3]: Device 2:"), Some(2));
+        let log = "Setup Miner...\nDevice 0:\n    Name:    GeForce GTX 1050 Ti\n    Address: 1:0\n    Vendor:  NVIDIA Corporation\n    Memory:  4036 MByte\nDevice 1:\n    Name:    Radeon RX 580 Series\n    Memory:  8178 MByte (8158 MByte free)\n     Done (2645 ms), size of new DAG: 4072 MByte\nGPU 0: insufficient memory for DAG epoch 381.\n";
+        let a = crate::oom::analyze(log);
+        let o = a.ooms.last().expect("found");
+        assert_eq!(o.device_index, Some(0));
+        assert_eq!(o.facts.total_bytes, Some(4036 * MIB));
+        assert_eq!(o.facts.requested_bytes, Some(4072 * MIB));
     }
 
     #[test]

@@ -229,6 +229,8 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "to serve at least one request",
     "cannot allocate",
     "tried to allocate",
+    // The caching allocator's sentence re-worded ("Attempting to allocate X (NPU 1; …)").
+    "attempting to allocate",
     "reserved by pytorch but unallocated",
     "less than desired gpu memory utilization",
     "hip_error_outof",
@@ -327,12 +329,15 @@ pub(crate) const TRIGGERS: &[&str] = &[
     // hashcat's own check (`backend.c`), COLMAP's SIFT matcher (`sift.cc`), darktable's OpenCL
     // modules with OpenCL's -4, Adreno's kgsl, Ethash miners' DAG (`api.rs`, `PROGRAMS`).
     "not enough allocatable device memory",
+    "enough allocatable device-memory",
     "caused by insufficient gpu memory",
     "cl] failed: -4",
     "couldn't enqueue kernel! -4",
     "kgsl_sharedmem_alloc ioctl failed",
     "enough free memory to hold the dag",
     "error when allocating memory or building dag",
+    "insufficient memory for dag",
+    "halmemalloc failed",
     // ExLlamaV2's autosplit, TVM's Relax VM storage (`known.rs`).
     "egl_bad_alloc",
     "dml allocator out of memory",
@@ -341,6 +346,7 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "outofmemorygraphics",
     "falling back to system memory",
     "ggml_metal_get_buffer: error: buffer is nil",
+    "failed with status 5",
     "dxvkmemoryallocator: memory allocation failed",
     "dderr_outofvideomemory",
     "memory allocation on device failed",
@@ -399,6 +405,15 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "errcode=-2",
     "outofdevicememory",
     "== cudasuccess (",
+    // Other CUDA libraries' and HIP's glog checks (`api.rs`, `GLOG_ALLOC_CODES`).
+    "== cuda_success (",
+    "== hipsuccess (",
+    "== cufft_success (",
+    "== cusparse_status_success (",
+    "== cusolver_status_success (",
+    "== curand_status_success (",
+    // TT-Metalium's bank allocator, where a paste cut its "Out of Memory:" head.
+    "not enough space to allocate",
     "cuda malloc failed",
     "try to set subdivisions",
     // FAISS up to 1.5.0 (`FAISS_ASSERT_FMT` in `gpu/utils/MemorySpace.cpp`): no status words.
@@ -411,6 +426,7 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "outofgpumemoryerror",
     // OpenVINO's GPU plugin ("[GPU] out of GPU resources").
     "out of gpu resources",
+    "exceeded max size of memory object allocation",
     // PhysX's GPU allocator ("PxgCudaDeviceMemoryAllocator fail to allocate memory N bytes").
     "fail to allocate memory",
     // AMDGPU.jl's assertion on a null stream-ordered allocation.
@@ -718,7 +734,8 @@ pub(crate) fn is_prose_quote(raw: &str) -> bool {
 /// trigger phrase opens with its exception class (`MXNetError: cudaMalloc retry failed: out of
 /// memory`, `AcceleratorError: CUDA error: out of memory`, `AcceleratorError("…")`). That is a
 /// report of a failure, figures or not, where a quote of the error's name (`the CUDA out of
-/// memory`, "out of memory") is talk about one.
+/// memory`, "out of memory") is talk about one. So does a quote ending in an API's status
+/// constant, or naming the source file and line the program failed at.
 pub(crate) fn quotes_a_whole_failure(raw: &str) -> bool {
     static RE: OnceLock<Regex> = OnceLock::new();
     let class = RE.get_or_init(|| {
@@ -732,12 +749,21 @@ pub(crate) fn quotes_a_whole_failure(raw: &str) -> bool {
         Regex::new(r"\w\s*: ?[A-Z][A-Z0-9]{1,15}(?:_[A-Z0-9]{1,20}){2,8}\s*[.!]?\s*$")
             .expect("status regex")
     });
+    // Or a line that names where in the program's source it failed ("out of memory in
+    // …/cuda_mem_utils.h at line 572 (error-code 2)", "… (kernel.cu:42)"): a message copied
+    // whole, not the error's name.
+    static AT: OnceLock<Regex> = OnceLock::new();
+    let at = AT.get_or_init(|| {
+        Regex::new(r"\w\.(?:cu|cuh|h|hpp|cpp|cc|c|py)(?::\d{1,6}\b| at line \d{1,6}\b)")
+            .expect("source location regex")
+    });
     // A question about such a line asks about the error; one led by its class reports it.
     let asks = raw.trim_end().ends_with('?');
     prose_quotes(raw).is_some_and(|inside| {
-        inside
-            .iter()
-            .any(|q| has_trigger(q) && (class.is_match(q) || (!asks && status.is_match(q))))
+        inside.iter().any(|q| {
+            has_trigger(q)
+                && (class.is_match(q) || (!asks && (status.is_match(q) || at.is_match(q))))
+        })
     })
 }
 

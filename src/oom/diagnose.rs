@@ -167,7 +167,12 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
     }
     // The stacks read over the structural reader, each with its own rule.
     if let Some(finding) = STACK_RULES.iter().find_map(|(_, rule)| rule(oom)) {
-        return std::iter::once(finding).chain(spilled(oom)).collect();
+        // A size no device holds is the cause before the stack's own reading of it.
+        return implausible_figures(oom, sizing, &[])
+            .into_iter()
+            .chain(std::iter::once(finding))
+            .chain(spilled(oom))
+            .collect();
     }
     let mut out = Vec::new();
     for (_, rule) in RULES {
@@ -2174,6 +2179,7 @@ const STACK_RULES: &[(&str, StackRule)] = &[
     ("metal-buffer-validation", metal_buffer_validation),
     ("mps-buffer-size", mps_buffer_size),
     ("mlx-command-buffer", mlx_command_buffer),
+    ("ggml-metal-working-set", ggml_metal_working_set),
     ("tvm-storage", tvm_storage),
     ("exllamav2-autosplit", exllamav2_autosplit),
     ("max-alloc", over_max_alloc),
@@ -2471,6 +2477,33 @@ fn mlx_command_buffer(oom: &Oom) -> Option<Finding> {
     })
 }
 
+/// llama.cpp's 2023 Metal backend mapped buffers past the Mac's recommended working set, then
+/// a tensor's buffer or the GPU's work failed (`known::ggml_metal`).
+fn ggml_metal_working_set(oom: &Oom) -> Option<Finding> {
+    let f = &oom.facts;
+    if oom.format != "ggml-metal" || !f.total_is_limit {
+        return None;
+    }
+    let (held, set) = (f.allocated_bytes?, f.total_bytes?);
+    if held <= set {
+        return None;
+    }
+    Some(Finding {
+        cause: Cause::FrameworkAllocations,
+        title: format!(
+            "llama.cpp's Metal buffers total {}, past the {} macOS lets the GPU use",
+            fmt_bytes(held),
+            fmt_bytes(set)
+        ),
+        detail: "The model's weights, the KV cache and the compute buffers were each mapped, but together they exceed the device's recommended working set (recommendedMaxWorkingSetSize, about 2/3 to 3/4 of unified memory); past it the GPU could not keep them resident and its work failed. The size that failed is not printed.".into(),
+        remedies: vec![
+            r("Offload fewer layers (-ngl/--n-gpu-layers) or use a smaller quantisation of the model, so that the buffers fit in the working set."),
+            r("A smaller context (-c/--ctx-size): the KV cache grows with it."),
+            r("On macOS 14 or later the wired limit can be raised (sudo sysctl iogpu.wired_limit_mb=…), at the cost of the memory left to the rest of the system; close other apps, which share the same memory."),
+        ],
+    })
+}
+
 /// MLX's Metal allocator holds as many buffers as the resource limit allows: a count, not
 /// bytes, so memory can be free.
 fn buffer_count(oom: &Oom) -> Finding {
@@ -2557,7 +2590,7 @@ fn ascend_runtime(oom: &Oom) -> Option<Finding> {
             Cause::NoNumbers
         },
         title,
-        detail: "EL0004 comes from CANN, not from torch_npu's allocator: the runtime, the graph engine (GE) or ACL's memory pool asked the device for memory (rtMalloc) and the NPU had none left. That memory is outside PyTorch's account, so PYTORCH_NPU_ALLOC_CONF does not govern it; torch_npu's own cache counts as memory in use. At device open (\"open device … failed\") the memory pool could not even start: other processes fill the NPU.".into(),
+        detail: "EL0004 (with the driver's halMemAlloc under it) comes from CANN, not from torch_npu's allocator: the runtime, the graph engine (GE) or ACL's memory pool asked the device for memory (rtMalloc) and the NPU had none left. That memory is outside PyTorch's account, so PYTORCH_NPU_ALLOC_CONF does not govern it; torch_npu's own cache counts as memory in use. At device open (\"open device … failed\") the memory pool could not even start: other processes fill the NPU.".into(),
         remedies: vec![
             r("See what holds the NPU: `npu-smi info` lists each device's memory and processes; pick free devices with ASCEND_RT_VISIBLE_DEVICES."),
             r("Leave room beside the framework: in vLLM-Ascend a lower --gpu-memory-utilization; in training a smaller batch or shorter sequences."),
@@ -3058,17 +3091,27 @@ fn program_finding(o: &Oom, p: &api::Program) -> Option<Finding> {
                 ""
             }
         )),
+        (Some(n), None, Some(total)) if n > total => detail.push_str(&format!(
+            " It asked for {}, more than the whole device's {}: no amount of freeing makes it fit.",
+            fmt_bytes(n),
+            fmt_bytes(total)
+        )),
         (Some(_), _, _) => detail.push_str(" The size is the one the message prints; what held the rest of the memory is not in the text."),
         (None, _, _) => detail.push_str(" The message gives no size, and what held the memory is not in the text."),
     }
-    let mut remedies = vec![api_rm("See what holds the GPU now: `gpumon once` lists every process and its memory; close other programs using it.")];
+    let mut remedies = vec![api_rm(p.device.see)];
     remedies.extend(p.remedies.iter().map(|r| api_rm(r)));
     remedies.push(get_numbers());
     Some(Finding {
         cause: request_or_nothing(o),
         title: match o.facts.requested_bytes {
-            Some(n) => format!("{} could not allocate {} on the GPU", p.name, fmt_bytes(n)),
-            None => format!("{} ran out of GPU memory", p.name),
+            Some(n) => format!(
+                "{} could not allocate {} on the {}",
+                p.name,
+                fmt_bytes(n),
+                p.device.name
+            ),
+            None => format!("{} ran out of {} memory", p.name, p.device.name),
         },
         detail,
         remedies,

@@ -428,6 +428,10 @@ pub const ALL: &[Family] = &[
         parse: pytorch_loose,
     },
     Family {
+        name: "pytorch-shaped",
+        parse: pytorch_shaped,
+    },
+    Family {
         name: "oom-class-cut",
         parse: oom_class_cut,
     },
@@ -611,6 +615,45 @@ fn pytorch_loose(t: &str) -> Option<Oom> {
             .and_then(|c| super::known::sz(&c, 1));
     }
     Some(oom(framework, format, device, f))
+}
+
+// The caching allocator's 1.x parenthesis after a request, whatever words head it: "… to
+// allocate 386.00 MiB (NPU 1; total capacity 29.49 GiB; allocated 28.90 GiB; …)", as a fork's
+// sentence reads when its reporter re-words or back-translates it.
+re!(
+    shaped_re,
+    format!(
+        r"(?i:\b(?:tried|attempting|attempt|trying) to allocate) {SIZE}\s*\((NPU|MLU|MUSA|GCU|HPU|GPU|CUDA|XPU) ?(\d{{1,3}});"
+    )
+);
+
+/// The caching allocator's sentence by its shape alone: a request, then the parenthesis with
+/// the device and at least two of the allocator's role clauses (total, free, allocated,
+/// reserved, cached). The head words (another wording, a translation back into English) are
+/// not needed; the figures mean what PyTorch's (or the fork's) mean.
+fn pytorch_shaped(t: &str) -> Option<Oom> {
+    let c = shaped_re().captures(t)?;
+    let from = c.get(0)?.start();
+    let r = read::read(&t[from..]);
+    let roles = [
+        Role::Total,
+        Role::Free,
+        Role::Allocated,
+        Role::Reserved,
+        Role::Cached,
+    ]
+    .iter()
+    .filter(|role| r.first(**role).is_some())
+    .count();
+    (r.has_request() && roles >= 2).then_some(())?;
+    let word = c.get(2)?.as_str().to_ascii_uppercase();
+    let (framework, format) = match FORKS.iter().find(|f| f.word == word) {
+        Some(fork) => (fork.framework, "pytorch-fork-1.x"),
+        None if word == "XPU" => (Framework::Xpu, "pytorch-1.5"),
+        None => (Framework::Pytorch, "pytorch-1.5"),
+    };
+    let device = c.get(3).and_then(|m| m.as_str().parse().ok());
+    Some(oom(framework, format, device, pytorch_facts(&r)))
 }
 
 re!(
@@ -1131,6 +1174,26 @@ re!(
 );
 // torchrun's rank prefixes left inside a line (a paste collapsed onto one line).
 re!(ascend_rank_re, r"\[rank\d+\]:\s*");
+// The driver's own line under the same failure, where a paste holds it without EL0004's
+// (CANN's plog, `npu_driver.cc`): "halMemAlloc failed:size=32(Byte), type=17, …,
+// drvRetCode=6, device_id=0!", drvRetCode 6 being DRV_ERROR_OUT_OF_MEMORY
+// (`ascend_hal_error.h`); another code is another error.
+re!(
+    ascend_hal_re,
+    r"\bhalMemAlloc failed:\s*size=(\d{1,20})\(Byte\)[^\n]{0,200}?\bdrvRetCode=(\d{1,10})\b[^\n]{0,60}?\bdevice_id=(\d{1,3})"
+);
+
+/// CANN's driver refusing device memory with DRV_ERROR_OUT_OF_MEMORY, read as EL0004's failure.
+fn ascend_hal(t: &str) -> Option<Oom> {
+    let c = ascend_hal_re().captures(t)?;
+    (c.get(2)?.as_str() == "6").then_some(())?;
+    let f = Facts {
+        requested_bytes: c.get(1)?.as_str().parse().ok(),
+        ..Facts::default()
+    };
+    let device = c.get(3).and_then(|m| m.as_str().parse().ok());
+    Some(oom(Framework::Npu, "ascend-el0004", device, f))
+}
 
 /// Huawei Ascend's CANN runtime (`EL0004`, "Memory_Allocation_Failure"): device memory that
 /// the runtime itself, the graph engine (GE: "requested by GE module", `rtMalloc` for page
@@ -1143,7 +1206,9 @@ fn ascend_runtime(t: &str) -> Option<Oom> {
     } else {
         std::borrow::Cow::Borrowed(t)
     };
-    let m = ascend_el0004_re().find(&t)?;
+    let Some(m) = ascend_el0004_re().find(&t) else {
+        return ascend_hal(&t);
+    };
     let rest = &t[m.start()..];
     let c = ascend_rtmalloc_re().captures(rest);
     let f = Facts {
@@ -1781,17 +1846,26 @@ re!(
     openvino_gpu_re,
     r"\[GPU\] out of GPU resources|reduce memory consumption \(use smaller batch size, less streams, lower precision, etc\) ?to avoid CL_OUT_OF_RESOURCES"
 );
+// `ocl_engine.cpp`'s check before it allocates (`exceed_allocatable_mem_size`): "[GPU] Exceeded
+// max size of memory object allocation: requested N bytes, but max alloc size supported by
+// device is M bytes." M is CL_DEVICE_MAX_MEM_ALLOC_SIZE, the largest single buffer.
+re!(
+    openvino_max_alloc_re,
+    r"\[GPU\] Exceeded max size of memory object allocation: requested (\d{1,20}) bytes, but max alloc size supported by device is (\d{1,20}) bytes"
+);
 
 /// OpenVINO on an Intel GPU (or through ONNX Runtime's OpenVINO provider): its OpenCL buffers
-/// did not fit. On an integrated GPU that memory is a share of the system's RAM.
+/// did not fit, or one buffer was larger than the device allows in one allocation. On an
+/// integrated GPU that memory is a share of the system's RAM.
 fn openvino_gpu(t: &str) -> Option<Oom> {
-    openvino_gpu_re().find(t)?;
-    Some(oom(
-        Framework::OpenCl,
-        "openvino-gpu",
-        None,
-        Facts::default(),
-    ))
+    let mut f = Facts::default();
+    if let Some(c) = openvino_max_alloc_re().captures(t) {
+        f.requested_bytes = c.get(1).and_then(|m| m.as_str().parse().ok());
+        f.max_alloc_bytes = c.get(2).and_then(|m| m.as_str().parse().ok());
+    } else {
+        openvino_gpu_re().find(t)?;
+    }
+    Some(oom(Framework::OpenCl, "openvino-gpu", None, f))
 }
 
 // DXVK's allocator (doitsujin/dxvk, `src/dxvk/dxvk_memory.cpp`, `logMemoryError` and
@@ -2330,6 +2404,10 @@ mod tests {
         (x * (1u64 << 30) as f64).round() as u64
     }
 
+    fn mib(x: f64) -> u64 {
+        (x * (1u64 << 20) as f64).round() as u64
+    }
+
     /// llama.cpp's backends, Ollama, CTranslate2 and bitsandbytes, each from its format string
     /// (the files and versions at each reader), read through the whole table so that its order
     /// is tested too: (text, framework, format, memory, device, request).
@@ -2365,6 +2443,7 @@ mod tests {
             ("thread 'main' panicked at 'Error in Device::create_texture: Not enough memory left'", Framework::Wgpu, "wgpu-device", MemoryKind::Device, None, None),
             // immich-app/immich#13674, openvinotoolkit/openvino#25141.
             ("Exception from src/plugins/intel_gpu/src/runtime/ocl/ocl_engine.cpp:185:\n[GPU] out of GPU resources", Framework::OpenCl, "openvino-gpu", MemoryKind::Device, None, None),
+            ("Check '!exceed_allocatable_mem_size' failed at src/plugins/intel_gpu/src/runtime/ocl/ocl_engine.cpp:115:\n[GPU] Exceeded max size of memory object allocation: requested 8589934592 bytes, but max alloc size supported by device is 4294959104 bytes.Please try to reduce batch size or use lower precision.", Framework::OpenCl, "openvino-gpu", MemoryKind::Device, None, Some(8_589_934_592)),
             ("\"Due to the driver bug any subsequent OpenCL API call will cause application hang, so GPU plugin can't finish correctly. Please try to update the driver or reduce memory consumption (use smaller batch size, less streams, lower precision, etc)to avoid CL_OUT_OF_RESOURCES exception\"", Framework::OpenCl, "openvino-gpu", MemoryKind::Device, None, None),
             ("Error: panicked at /home/runner/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/wgpu-26.0.1/src/backend/wgpu_core.rs:1436:18:\nwgpu error: Out of Memory", Framework::Wgpu, "wgpu-device", MemoryKind::Device, None, None),
         ];
@@ -2724,6 +2803,19 @@ mod tests {
 
     /// The runtime's traceback lines that give the size, under torchrun's prefixes: the driver's
     /// huge-page allocation, and an allocation "failed, size=N".
+    /// CANN's driver line alone (DRV_ERROR_OUT_OF_MEMORY, 6) is the same failure; another
+    /// driver code is not.
+    #[test]
+    fn the_ascend_drivers_own_line() {
+        let t = "[ERROR] RUNTIME(29167,mindie):2025-04-27-07:23:17.709.105 [npu_driver.cc:1274]29953 DevMemAllocManaged:[INIT][DEFAULT][drv api] halMemAlloc failed:size=32(Byte), type=17, moduleId=3, drvFlag=216172782156776448, drvRetCode=6, device_id=0!";
+        let o = ascend_runtime(t).expect("found");
+        assert_eq!(
+            (o.format, o.device_index, o.facts.requested_bytes),
+            ("ascend-el0004", Some(0), Some(32))
+        );
+        assert!(ascend_runtime(&t.replace("drvRetCode=6", "drvRetCode=3")).is_none());
+    }
+
     #[test]
     fn ascend_el0004_reads_the_drivers_size_lines() {
         let a = crate::oom::analyze("[rank1]: [ERROR] 2024-11-20-10:23:19 (PID:3321, Device:1, RankID:1) ERR00100 PTA call acl api failed\n[rank1]: EL0004: [PID: 3321] 2024-11-20-10:23:19.551.392 Failed to allocate memory.\n[rank1]:         Possible Cause: Available memory is insufficient.\n[rank1]:         Solution: Close applications not in use.\n[rank1]:         TraceBack (most recent call last):\n[rank1]:         DevMemAlloc huge page failed: deviceId=1, type=2, size=2147483648, retCode=0x7020016[FUNC:DevMemAlloc][FILE:npu_driver.cc][LINE:1207]");
@@ -3264,6 +3356,42 @@ mod tests {
                 "{text}"
             );
             assert!(o.format.ends_with("translated"), "{text}: {}", o.format);
+        }
+    }
+
+    /// The caching allocator's parenthesis read by its shape, whatever words head it: a fork's
+    /// sentence re-worded into English, each role word before its size. A request with one
+    /// role clause, or none, is not enough.
+    #[test]
+    fn the_allocator_sentence_is_found_by_its_shape() {
+        use super::super::parse::parse_text;
+        let o = parse_text("RuntimeError: NPU memory is insufficient. Attempting to allocate 386.00 MiB (NPU 1; total capacity 29.49 GiB; allocated 28.90 GiB; currently active 28.90 GiB; free 171.96 MiB; PyTorch has reserved a total of 28.95 GiB).").expect("found");
+        assert_eq!(
+            (o.framework, o.format, o.device_index),
+            (Framework::Npu, "pytorch-fork-1.x", Some(1))
+        );
+        let f = &o.facts;
+        assert_eq!(
+            (
+                f.requested_bytes,
+                f.total_bytes,
+                f.allocated_bytes,
+                f.free_bytes,
+                f.reserved_bytes
+            ),
+            (
+                Some(386 << 20),
+                Some(gib(29.49)),
+                Some(gib(28.90)),
+                Some(mib(171.96)),
+                Some(gib(28.95))
+            )
+        );
+        for text in [
+            "Attempting to allocate 386.00 MiB (NPU 1; total capacity 29.49 GiB)",
+            "Attempting to allocate 386.00 MiB (GPU 0; see the log)",
+        ] {
+            assert!(pytorch_shaped(text).is_none(), "{text}");
         }
     }
 

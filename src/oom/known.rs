@@ -1388,13 +1388,17 @@ pub(super) fn ggml_metal(t: &str) -> Option<Oom> {
     }
     // llama.cpp's Metal backend of 2023 (`ggml-metal.m`, `ggml_metal_add_buffer`): each buffer
     // it maps is logged with the running total of Metal's allocated size over the device's
-    // recommendedMaxWorkingSetSize, in MiB ("allocated 'kv' buffer, size = 512.03 MiB, (
-    // 4458.33 / 4096.00)"), with a warning once the total passes it; a tensor whose buffer could
-    // not be had then fails with "ggml_metal_get_buffer: error: buffer is nil". The last
-    // buffer's line gives its size, the total and the working set.
-    if !(t.contains("ggml_metal_get_buffer: error: buffer is nil")
-        && t.contains("greater than the recommended max working set size"))
-    {
+    // recommendedMaxWorkingSetSize, in MiB (printed "MB" before August 2023: "allocated 'kv'
+    // buffer, size = 512.03 MiB, ( 4458.33 / 4096.00)"), with a warning once the total passes
+    // it. Past it, a tensor whose buffer could not be had fails with "ggml_metal_get_buffer:
+    // error: buffer is nil", or the GPU's work fails: "ggml_metal_graph_compute: command buffer
+    // N failed with status 5" (MTLCommandBufferStatusError, whose error is the GPU running out
+    // of memory when the warning precedes it). Every logged buffer was mapped: the last line
+    // gives the running total and the working set, not the size that failed, which is not
+    // printed.
+    let failed = t.contains("ggml_metal_get_buffer: error: buffer is nil")
+        || ggml_metal_status_re().is_match(t);
+    if !(failed && t.contains("greater than the recommended max working set size")) {
         return None;
     }
     let c = ggml_metal_add_re().captures_iter(t).last();
@@ -1403,7 +1407,6 @@ pub(super) fn ggml_metal(t: &str) -> Option<Oom> {
         Some((v * f64::from(1u32 << 20)).round() as u64)
     };
     let f = Facts {
-        requested_bytes: mib(1),
         allocated_bytes: mib(2),
         total_bytes: mib(3),
         total_is_limit: mib(3).is_some(),
@@ -1414,7 +1417,11 @@ pub(super) fn ggml_metal(t: &str) -> Option<Oom> {
 
 re!(
     ggml_metal_add_re,
-    r"ggml_metal_add_buffer: allocated '[^']{1,40}' buffer, size = *(\d{1,9}(?:\.\d{1,3})?) MiB, \( *(\d{1,9}(?:\.\d{1,3})?) / *(\d{1,9}(?:\.\d{1,3})?)\)"
+    r"ggml_metal_add_buffer: allocated '[^']{1,40}' buffer, size = *(\d{1,9}(?:\.\d{1,3})?) Mi?B, \( *(\d{1,9}(?:\.\d{1,3})?) / *(\d{1,9}(?:\.\d{1,3})?)\)"
+);
+re!(
+    ggml_metal_status_re,
+    r"ggml_metal_graph_compute: command buffer \d{1,4} failed with status 5\b"
 );
 
 /// ggml's 2023 CUDA backend.

@@ -619,7 +619,7 @@ re!(
 );
 re!(
     fallback_gpu_re,
-    r"(?i)\b(?:gpu|gpus|cuda|cudamalloc|cumemalloc|cumemcreate|vram|hip|rocm|nccl|cudnn|cublas|vulkan|opencl|metal|device memory|video memory|npu|ascend|aclrtmalloc|hccl|xpu|mlu|musa|tpu|hbm|allocation on (?:the )?device)\b"
+    r"(?i)\b(?:gpu\d{0,2}|gpus|cuda|cudamalloc|cumemalloc|cumemcreate|vram|hip|rocm|nccl|cudnn|cublas|vulkan|opencl|metal|device memory|video memory|npu|ascend|aclrtmalloc|hccl|xpu|mlu|musa|tpu|hbm|allocation on (?:the )?device)\b"
 );
 // The host's OOM killer and host-memory wordings: not the GPU's.
 re!(

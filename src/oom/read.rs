@@ -197,9 +197,17 @@ const BEFORE: &[(&str, Role)] = &[
     ("hbm capacity", Role::Total),
     ("total capacity of", Role::Total),
     ("total capacty of", Role::Total),
+    // The 1.x parenthesis with each role word before its size, as a re-worded or
+    // back-translated fork's sentence prints it ("(NPU 1; total capacity 29.49 GiB; allocated
+    // 28.90 GiB; currently active 28.90 GiB; free 171.96 MiB; PyTorch has reserved a total of
+    // 28.95 GiB)"). A role word after a size still wins.
+    ("total capacity", Role::Total),
     ("total memory", Role::Total),
     ("total:", Role::Total),
+    ("reserved a total of", Role::Reserved),
     ("total of", Role::Total),
+    ("currently active", Role::Active),
+    ("current active", Role::Active),
     ("maximum allowed buffer size of", Role::Limit),
     ("limit of", Role::Limit),
     ("limit:", Role::Limit),
@@ -211,6 +219,9 @@ const BEFORE: &[(&str, Role)] = &[
     ("available:", Role::Free),
     ("in use:", Role::InUse),
     ("allocated:", Role::Allocated),
+    ("already allocated", Role::Allocated),
+    ("allocated", Role::Allocated),
+    ("free", Role::Free),
     // PyTorch 2.x's "Of the allocated memory X is allocated by PyTorch", cut after X.
     ("of the allocated memory", Role::Allocated),
     ("reserved:", Role::Reserved),

@@ -413,14 +413,12 @@ pub fn render_oom_repeated(
     let bar_w = w.map_or(BAR_WIDTH, |w| {
         w.saturating_sub(6 + label_w).clamp(10, BAR_WIDTH)
     });
-    // A bar with nothing to draw in it (a capacity alone, from a program's start-up lines) is
-    // left out.
+    // A bar with nothing to draw in it (a capacity alone, or with a request larger than it,
+    // from a program's start-up lines) is left out: the request is marked under a part.
     let message = f.breakdown().filter(|b| {
         b.parts
             .iter()
             .any(|p| p.kind != PartKind::Unaccounted && p.bytes.is_some_and(|x| x > 0))
-            || f.requested_bytes.is_some()
-            || f.free_bytes.is_some()
     });
     if let Some(b) = &message {
         let label = if layout.live.is_some() {
@@ -505,7 +503,7 @@ fn figures(out: &mut String, oom: &Oom, paint: Paint, w: Option<usize>) {
     let row = |out: &mut String, label: &str, v: Option<u64>, derived: bool| {
         row_w(out, label, v, derived, lw)
     };
-    row(out, "requested", f.requested_bytes, false);
+    row(out, "requested", f.requested_bytes, d("requested_bytes"));
     row(
         out,
         if f.total_is_limit {
@@ -522,32 +520,37 @@ fn figures(out: &mut String, oom: &Oom, paint: Paint, w: Option<usize>) {
         out,
         "free when the program started",
         f.startup_free_bytes,
-        false,
+        d("startup_free_bytes"),
     );
     row(
         out,
         "largest single allocation allowed",
         f.max_alloc_bytes,
-        false,
+        d("max_alloc_bytes"),
     );
     row(
         out,
         "in use on the device (all processes)",
         f.device_used_bytes,
-        false,
+        d("device_used_bytes"),
     );
     let cap = if oom.framework == super::Framework::VllmRs {
         "allowed (KV-cache budget)"
     } else {
         "allowed (per-process cap)"
     };
-    row(out, cap, f.allowed_bytes, false);
-    row(out, "allocated by the framework", f.allocated_bytes, false);
+    row(out, cap, f.allowed_bytes, d("allowed_bytes"));
+    row(
+        out,
+        "allocated by the framework",
+        f.allocated_bytes,
+        d("allocated_bytes"),
+    );
     row(
         out,
         "  of which in private pools (CUDA Graphs)",
         f.private_pool_bytes,
-        false,
+        d("private_pool_bytes"),
     );
     row(
         out,
@@ -582,14 +585,24 @@ fn figures(out: &mut String, oom: &Oom, paint: Paint, w: Option<usize>) {
         ),
     }
     // XLA's account of the compiled program that failed (its TPU report, its BufferAssignment).
-    row(out, "the compiled program (XLA)", f.program_bytes, false);
-    row(out, "  its arguments", f.arguments_bytes, false);
-    row(out, "  its outputs", f.output_bytes, false);
+    row(
+        out,
+        "the compiled program (XLA)",
+        f.program_bytes,
+        d("program_bytes"),
+    );
+    row(
+        out,
+        "  its arguments",
+        f.arguments_bytes,
+        d("arguments_bytes"),
+    );
+    row(out, "  its outputs", f.output_bytes, d("output_bytes"));
     row(
         out,
         "reserved by the runtime",
         f.runtime_reserved_bytes,
-        false,
+        d("runtime_reserved_bytes"),
     );
     for p in &f.other_processes {
         row(

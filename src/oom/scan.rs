@@ -475,8 +475,11 @@ impl Scanner {
         }
         let trigger = is_trigger(&super::clean::unmark(raw)) || self.trigger_across(raw);
         self.note_tf_device(raw);
-        if !trigger {
-            self.banners.note(raw);
+        if !trigger && self.banners.note(raw) {
+            // A device list's header a few lines above its keys (lolMiner's "Device 0:").
+            if let Some(d) = self.recent_device_header() {
+                self.banners.name_last(d);
+            }
         }
         self.keep_tail(raw);
         let stat = raw.contains("Limit:") || raw.contains("InUse:");
@@ -609,6 +612,13 @@ impl Scanner {
         slot.clear();
         slot.push_str(raw);
         self.next = (self.next + 1) % BEFORE;
+    }
+
+    /// The device a header among the remembered lines names, the nearest first.
+    fn recent_device_header(&self) -> Option<u32> {
+        (1..=BEFORE)
+            .map(|i| &self.before[(self.next + BEFORE - i) % BEFORE])
+            .find_map(|l| super::banner::device_header(l))
     }
 
     /// The remembered context lines, oldest first, normalised.
