@@ -385,7 +385,7 @@ re!(
 );
 re!(
     windows_gpu_words_re,
-    r"(?i)directml|\bdml|d3d12|d3d11|direct3d|\bdxgi|directx|\bgpu\b|vram|video memory|onnxruntime_providers_dml|\bwinml\b"
+    r"(?i)directml|\bdml|d3d12|d3d11|direct3d|\bdxgi|directx|\bgpu\b|vram|video memory|onnxruntime_providers_dml|\bwinml\b|(?-i:\bCreate(?:Buffer|Texture[123]D|CommittedResource|PlacedResource|Heap)\b)"
 );
 re!(
     ze_words_re,
@@ -418,8 +418,16 @@ re!(
     r"(?i)\b(?:0x)?(8007000E|80070008|8876017C)\b|(-2147024882|-2147024888|-2005532292)\b|\b(2147942414|2147942408|2289435004)\b"
 );
 re!(
+    moltenvk_lost_re,
+    r"\bLost VkDevice after MTLCommandBuffer [^\n]{0,200}?execution failed \(code (\d{1,3})\)"
+);
+re!(
+    pyopengl_re,
+    r"\bGLError\(\s{0,40}err\s?=\s?1285,\s{0,40}description\s?=\s?b?'out of memory'"
+);
+re!(
     d3d12_words_re,
-    r"\bID3D12\w{1,40}::\w{1,60} failed: (?i:out of memory)|\bDML allocator out of memory\b"
+    r"\bID3D12\w{1,40}::\w{1,60} failed: (?i:out of memory)|\bDML allocator out of memory\b|\bCould not allocate tensor with \d{1,20} bytes\. There is not enough GPU video memory available\b"
 );
 // Level Zero's hex results outside their names: "ze_result_t = 0x70000002".
 re!(ze_number_re, r"(?i)\b0x(7000000[12])\b|\b(187904819[34])\b");
@@ -481,7 +489,14 @@ fn find_status(t: &str) -> Option<&'static Status> {
     let num = |s: &str| s.parse::<i64>().ok();
     // A Direct3D 12 call's E_OUTOFMEMORY in words, as a program's wrapper prints the HRESULT's
     // text ("ID3D12Device::CreateCommittedResource failed: Out of memory.", Ebitengine), and
-    // torch-directml's heap allocator (`dml_heap_allocator.cc`: "DML allocator out of memory!").
+    // torch-directml's heap allocator (`dml_heap_allocator.cc`: "DML allocator out of memory!")
+    // and its tensor allocation ("Could not allocate tensor with N bytes. There is not enough
+    // GPU video memory available!").
+    // PyOpenGL's exception, the GL error by number with glGetError's words: "GLError(\n err =
+    // 1285,\n description = b'out of memory',".
+    if pyopengl_re().is_match(t) {
+        return by_number(Api::OpenGl, 0x0505);
+    }
     if d3d12_words_re().is_match(t) {
         return by_number(Api::Windows, E_OUTOFMEMORY);
     }
@@ -536,6 +551,11 @@ fn has_context(api: Api, t: &str) -> bool {
 re!(
     program_re,
     r"(?i)\b(lightgbm|darknet|caffe|opencv|directml|dmlexecutionprovider)\b|(?-i:\bcv::cuda)"
+);
+
+re!(
+    directml_words_re,
+    r"(?i)directml|\bdml\w{0,30}|onnxruntime|\bwinml\b|\bnot enough GPU video memory available\b"
 );
 
 fn program(t: &str) -> Option<Framework> {
@@ -715,6 +735,15 @@ pub fn gpu_api(t: &str) -> Option<Oom> {
     if s.kind == Kind::Resources && !allocating_re().is_match(t) {
         return None;
     }
+    // MoltenVK answers any failed Metal command buffer with a lost device it labels
+    // VK_ERROR_OUT_OF_DEVICE_MEMORY ("Lost VkDevice after MTLCommandBuffer "…" execution failed
+    // (code 3): Caused GPU Address Fault Error"): memory only where Metal's own code is 8,
+    // MTLCommandBufferErrorOutOfMemory.
+    if let Some(c) = moltenvk_lost_re().captures(t) {
+        if c.get(1)?.as_str() != "8" {
+            return None;
+        }
+    }
     let (mut f, device) = figures(t);
     if s.api == Api::Vulkan && s.kind == Kind::Device {
         f.total_bytes = vulkan_device_heap(t);
@@ -722,7 +751,12 @@ pub fn gpu_api(t: &str) -> Option<Oom> {
     if matches!(s.api, Api::Vulkan | Api::Windows) && s.kind == Kind::Device {
         allocator_stats(t, &mut f);
     }
-    let framework = program(t).unwrap_or(s.api.framework());
+    let framework = program(t).unwrap_or(match s.api {
+        // Windows' HRESULTs are DirectML's only where the text names it (or ONNX Runtime,
+        // WinML, torch-directml); a game's or a graphics program's are Direct3D's.
+        Api::Windows if !directml_words_re().is_match(t) => Framework::Direct3d,
+        api => api.framework(),
+    });
     let mut o = oom(framework, format_of(s), device, f);
     if s.kind == Kind::Host {
         o.memory = MemoryKind::Host;
@@ -795,7 +829,7 @@ re!(
 // programs on cuew). Whatever the prefix, it is CUDA's status 2 said in words.
 re!(
     cuda_words_re,
-    r#"(?i)\bGPUassert:\s*out of memory|\bout of memory in (?-i:cu(?:da)?[A-Z][A-Za-z0-9_]*)\(|\bcuda\w*\]?:?\s+(?:error|failure|exception|status)\b[^\n]{0,160}?[\s:(\-"'<]out of memory\b|(?-i:\bCUDA: out of memory\b)|(?-i:\bthread #\d{1,3} failed with error <\w{1,80}>:\d{1,6} "out of memory")|(?-i:\bout of memory in \S{1,200}\.(?:cu|cuh|h|hpp|cpp|cc|c) at line \d{1,6}\b)"#
+    r#"(?i)\bGPUassert:\s*out of memory|\bout of memory in (?-i:cu(?:da)?[A-Z][A-Za-z0-9_]*)\(|\bcuda\w*\]?:?\s+(?:error|failure|exception|status)\b[^\n]{0,160}?[\s:(\-"'<]out of memory\b|(?-i:\bCUDA: out of memory\b)|(?-i:\b(?:thread #\d{1,3} failed with error|failed to initialize DAG:) <\w{1,80}>:\d{1,6} "out of memory")|(?-i:\bout of memory in \S{1,200}\.(?:cu|cuh|h|hpp|cpp|cc|c) at line \d{1,6}\b)"#
 );
 
 re!(
@@ -942,6 +976,12 @@ const ANDROID: DeviceWords = DeviceWords {
 const TENSTORRENT: DeviceWords = DeviceWords {
     name: "Tenstorrent device",
     see: "See the card's state with `tt-smi`; another process holding the same chip must close first.",
+};
+
+/// CUDA's in-kernel malloc heap, which is not the memory NVML counts.
+const DEVICE_HEAP: DeviceWords = DeviceWords {
+    name: "GPU's malloc heap",
+    see: "In-kernel allocations come from the device's malloc heap, a fixed size (8 MiB by default) set before the first kernel runs: what other processes hold does not change it.",
 };
 
 /// Every program, in the order they are tried.
@@ -1417,6 +1457,66 @@ pub const PROGRAMS: &[Program] = &[
             "Release arrays and scene results no longer needed (`del` the last reference) before the next render: Dr.Jit frees an array's memory when its last reference goes.",
         ],
     },
+    // CUDA.jl's in-kernel allocation (JuliaGPU/CUDA.jl, `src/device/runtime.jl`, `malloc`, and
+    // CUDAnative before it): a kernel's dynamic allocation that the device's malloc heap could
+    // not serve prints "ERROR: Out of dynamic GPU memory (trying to allocate N bytes)" and throws.
+    // The heap is CUDA's `cudaLimitMallocHeapSize`, 8 MiB unless raised before the first kernel
+    // runs (`CUDA.limit!(CUDA.LIMIT_MALLOC_HEAP_SIZE, bytes)`), whatever the GPU has free.
+    Program {
+        name: "CUDA.jl (in-kernel allocation)",
+        format: "program-cudajl-device-malloc",
+        read: cudajl_device_malloc,
+        device: &DEVICE_HEAP,
+        meaning: "A kernel allocated memory while it ran (an array, a boxed value or a string made inside it), and the device's malloc heap, a fixed-size area separate from the memory arrays are allocated in, had no room left.",
+        remedies: &[
+            "Raise the device's malloc heap before the first kernel runs: `CUDA.limit!(CUDA.LIMIT_MALLOC_HEAP_SIZE, 256 * 2^20)` (CUDA's cudaLimitMallocHeapSize).",
+            "Better, keep the kernel from allocating: fixed-size values (StaticArrays' SVector/MVector, tuples) instead of Arrays inside it, and type-stable code (a value whose type the compiler cannot infer is boxed on the heap).",
+        ],
+    },
+    // Mesa's zink, OpenGL on Vulkan (`src/gallium/drivers/zink/zink_bo.c`, `bo_create_internal`):
+    // "zink: couldn't allocate memory: heap=H size=N" where vkAllocateMemory failed for a
+    // buffer or texture, N bytes from Vulkan memory heap H, logged as "MESA: error: …".
+    Program {
+        name: "Mesa zink (OpenGL on Vulkan)",
+        format: "program-zink",
+        read: zink,
+        device: &GPU,
+        meaning: "zink could not get Vulkan memory for an OpenGL buffer, texture or the window's swapchain: the Vulkan driver under it refused the allocation.",
+        remedies: &[
+            "Lower what the program draws at once (resolution, texture quality), and close other programs that use the GPU.",
+            "Where every allocation fails, even small ones, and from the start, the Vulkan driver or the window system's setup (DRI3, the Vulkan driver zink was given) is the likelier cause than memory: try the native OpenGL driver, or check which Vulkan driver zink loads (`MESA_VK_DEVICE_SELECT=list`).",
+        ],
+    },
+    // sgminer and cgminer's scrypt kernels (`ocl.c`, `initCl`): before the scrypt pad buffer is
+    // made they print "Maximum buffer memory device N supports says M" (CL_DEVICE_MAX_MEM_ALLOC_SIZE)
+    // and "Your settings come to S" (bytes; cgminer: "Your scrypt settings come to S"), then
+    // clCreateBuffer fails for it: "Error -61: clCreateBuffer (padbuffer8), decrease TC or
+    // increase LG" (-61, CL_INVALID_BUFFER_SIZE, a buffer over that maximum; -4 where the memory
+    // is not there). The thread concurrency (TC) and the lookup gap (LG) size the pad.
+    Program {
+        name: "sgminer (scrypt pad buffer)",
+        format: "program-sgminer",
+        read: sgminer,
+        device: &GPU,
+        meaning: "The miner's scrypt pad buffer, sized by its thread concurrency and lookup gap, is larger than the one buffer the OpenCL driver allows (or than the memory free): clCreateBuffer refused it.",
+        remedies: &[
+            "As the miner says: lower the thread concurrency (--thread-concurrency, TC) or raise the lookup gap (--lookup-gap, LG), so that the pad fits under the device's largest buffer.",
+            "On AMD's OpenCL driver, GPU_MAX_ALLOC_PERCENT=100 and GPU_SINGLE_ALLOC_PERCENT=100 (set before the miner starts) raise the largest buffer it allows.",
+        ],
+    },
+    // NVIDIA's OpenGL driver on Windows, its fatal dialog when an application's allocation does
+    // not fit: "An application has requested more GPU memory than is available in the system.
+    // The application will now be closed. Error code: 6" (Minecraft and other OpenGL games).
+    Program {
+        name: "NVIDIA OpenGL driver",
+        format: "program-nvidia-opengl",
+        read: nvidia_opengl,
+        device: &GPU,
+        meaning: "NVIDIA's OpenGL driver could not place what the program asked for (textures, buffers, render targets) in the GPU's memory, nor spill it, and closed the program.",
+        remedies: &[
+            "Lower the program's texture and render settings (resolution, render or view distance, shader packs and resource packs in Minecraft), and close other programs that use the GPU.",
+        ],
+    },
 ];
 
 // Its own sentence is a whole line: what follows it (the block's lines are joined with spaces)
@@ -1534,7 +1634,7 @@ fn gromacs(t: &str) -> Option<Found> {
 
 re!(
     relion_re,
-    r"[Cc]udaCustomAllocator out of memory\s{0,3}\[requestedSpace: *(\d{1,20}) B\]\s{0,3}\[largestContinuousFreeSpace: *(\d{1,20}) B\]\s{0,3}\[totalFreeSpace: *(\d{1,20}) B\]"
+    r"[Cc]udaCustomAllocator out of memory\s{0,3}\[requestedSpace: *(\d{1,20}) B\](?:\s{0,3}\[largestContinuousFreeSpace: *(\d{1,20}) B\]\s{0,3}\[totalFreeSpace: *(\d{1,20}) B\])?"
 );
 // The allocator's state after it: its pieces, then "= <block size>B".
 re!(relion_block_re, r"\] = (\d{1,20})B\b");
@@ -1823,6 +1923,70 @@ fn drjit(t: &str) -> Option<Found> {
 }
 
 re!(
+    cudajl_device_malloc_re,
+    r"\bOut of dynamic GPU memory \(trying to allocate (\d{1,20}) bytes\)"
+);
+
+fn cudajl_device_malloc(t: &str) -> Option<Found> {
+    let c = cudajl_device_malloc_re().captures(t)?;
+    let mut f = Found::device(Api::Cuda);
+    f.facts.requested_bytes = c.get(1)?.as_str().parse().ok();
+    Some(f)
+}
+
+re!(
+    zink_re,
+    r"\bzink: couldn't allocate memory: heap=\d{1,2} size=(\d{1,20})"
+);
+
+fn zink(t: &str) -> Option<Found> {
+    let c = zink_re().captures_iter(t).last()?;
+    let mut f = Found::device(Api::Vulkan);
+    f.facts.requested_bytes = c.get(1)?.as_str().parse().ok();
+    Some(f)
+}
+
+re!(
+    sgminer_max_re,
+    r"\bMaximum buffer memory device (\d{1,2}) supports says (\d{1,20})"
+);
+re!(
+    sgminer_settings_re,
+    r"\bYour (?:scrypt )?settings come to (\d{1,20})"
+);
+re!(
+    sgminer_fail_re,
+    r"\bError (-\d{1,3}): clCreateBuffer \(padbuffer8\)"
+);
+
+fn sgminer(t: &str) -> Option<Found> {
+    let fail = sgminer_fail_re().captures(t)?;
+    // Another status than the buffer's size or the memory is another error.
+    matches!(fail.get(1)?.as_str(), "-61" | "-4").then_some(())?;
+    let mut f = Found::device(Api::OpenCl);
+    if let Some(c) = sgminer_max_re().captures_iter(t).last() {
+        f.device = c.get(1).and_then(|m| m.as_str().parse().ok());
+        f.facts.max_alloc_bytes = c.get(2).and_then(|m| m.as_str().parse().ok());
+    }
+    f.facts.requested_bytes = sgminer_settings_re()
+        .captures_iter(t)
+        .last()
+        .and_then(|c| c.get(1)?.as_str().parse().ok());
+    Some(f)
+}
+
+re!(
+    nvidia_opengl_re,
+    r"\bAn application has requested more GPU memory than is\s{1,8}available in the system\b"
+);
+
+fn nvidia_opengl(t: &str) -> Option<Found> {
+    nvidia_opengl_re()
+        .is_match(t)
+        .then(|| Found::device(Api::OpenGl))
+}
+
+re!(
     legate_re,
     r"\bFailed to allocate (\d{1,20}) bytes on memory \w{1,40} \(of kind (\w{1,20})\)[^\n]{0,600}?\bLegate is reserving (\d{1,20}) of the available (\d{1,20}) bytes"
 );
@@ -1874,7 +2038,7 @@ fn darktable(t: &str) -> Option<Found> {
 
 re!(
     adreno_re,
-    r"\bsharedmem_gpumem_alloc: mmap failed errno 12\b|\bGSL MEM ERROR: kgsl_sharedmem_alloc ioctl failed\b"
+    r"\bsharedmem_gpumem_alloc: mmap failed errno 12\b|\bGSL MEM ERROR: kgsl_sharedmem_alloc ioctl failed\b|\bioctl_kgsl_sharedmem_alloc: FATAL ERROR\b"
 );
 
 fn adreno(t: &str) -> Option<Found> {
@@ -1886,10 +2050,35 @@ fn adreno(t: &str) -> Option<Found> {
 re!(
     dag_miner_re,
     format!(
-        r"(?i)\bdoes not have enough free memory to hold the DAG(?: for epoch \d+)?\.?(?: Required: {SIZE}, free: {SIZE})?|\bGPU ?#?(\d{{1,2}}):? error when allocating memory or building DAG|\bcannot allocate big buffer for DAG\b|\bGPU ?#?(\d{{1,2}}):? insufficient memory for DAG\b"
+        r"(?i)\bdoes not have enough free memory to hold the DAG(?: for epoch \d+)?\.?(?: Required: {SIZE}, free: {SIZE})?|\bGPU ?#?(\d{{1,2}}):? error when allocating memory or building DAG|\bcannot allocate big buffer for DAG\b|\bGPU ?#?(\d{{1,2}}):? insufficient memory for DAG\b|\bOnly {SIZE} available\.? Mining suspended on device|\bcould not allocate memory on GPU (\d{{1,2}}) to create DAG\. Current epoch requires {SIZE} memory for DAG but there is only {SIZE} allowed to allocate in single buffer|\bGPU (\d{{1,2}}) ERROR - insufficient useable buffer size \d{{1,20}} vs \d{{1,20}}|\bGPU\d{{1,2}} initMiner error: out of memory"
     )
 );
-re!(dag_device_re, r"\bGPU ?#?(\d{1,2})\b");
+// PhoenixMiner (closed source; its log as printed): "GPU1: Allocating DAG (3.33) GB; good for epoch
+// up to #298", "CUDA error in CudaProgram.cu:373 : out of memory (2)", "GPU1: CUDA memory: 4.00
+// GB total, 3.30 GB free", "GPU1 initMiner error: out of memory". Its GPUs are counted from 1,
+// not CUDA's index: no device is read.
+re!(
+    phoenix_dag_re,
+    r"\bAllocating DAG \((\d{1,4}(?:\.\d{1,3})?)\) GB\b"
+);
+re!(
+    phoenix_memory_re,
+    format!(r"\bCUDA memory: {SIZE} total, {SIZE} free\b")
+);
+re!(dag_device_re, r"\bGPU ?#?(\d{1,2})\b|\bcuda-(\d{1,2})\b");
+// nanominer's check on AMD's OpenCL ("could not allocate memory on GPU 0 to create DAG. Current
+// epoch requires 3071 MB memory for DAG but there is only 2079 MB allowed to allocate in
+// single buffer. Try setting GPU_SINGLE_ALLOC_PERCENT environment variable to 100."): the DAG
+// against the largest single buffer the driver allows. TeamRedMiner's "GPU 3 ERROR -
+// insufficient useable buffer size A vs B" (which is which is not said: no figure read).
+// ethminer and its forks (kawpowminer, `libethash-cuda/CUDAMiner.cpp`, `initEpoch`): "Epoch N
+// requires X GB memory." then, where the device has less, "Only Y GB available. Mining
+// suspended on device …" (`dev::getFormattedMemory`, powers of 1024); its devices are
+// "cuda-N", CUDA's index.
+re!(
+    dag_epoch_re,
+    format!(r"\bEpoch \d{{1,7}} requires {SIZE} memory\b")
+);
 // lolMiner's light cache and DAG log (1.1x): "Done (2645 ms), size of new DAG: 4072 MByte"
 // (MiB), the buffer the card must then hold.
 re!(dag_size_re, r"\bsize of new DAG: (\d{1,7}) MByte\b");
@@ -1901,10 +2090,33 @@ fn dag_miner(t: &str) -> Option<Found> {
         free_bytes: super::known::sz(&c, 2),
         ..Facts::default()
     });
-    f.device = c
-        .get(3)
-        .or_else(|| c.get(4))
+    f.device = [3, 4, 6, 9]
+        .into_iter()
+        .find_map(|i| c.get(i))
         .and_then(|m| m.as_str().parse().ok());
+    if let Some(need) = super::known::sz(&c, 7) {
+        f.facts.requested_bytes = Some(need);
+        f.facts.max_alloc_bytes = super::known::sz(&c, 8);
+    }
+    if let Some(free) = super::known::sz(&c, 5) {
+        f.facts.free_bytes = Some(free);
+        f.facts.requested_bytes = dag_epoch_re()
+            .captures_iter(t)
+            .last()
+            .and_then(|c| super::known::sz(&c, 1));
+    }
+    if c.get(0)?.as_str().contains("initMiner") {
+        f.facts.requested_bytes = phoenix_dag_re()
+            .captures_iter(t)
+            .last()
+            .and_then(|c| crate::units::parse_size(&format!("{} GiB", c.get(1)?.as_str())));
+        if let Some(m) = phoenix_memory_re().captures_iter(t).last() {
+            f.facts.total_bytes = super::known::sz(&m, 1);
+            f.facts.free_bytes = super::known::sz(&m, 2);
+        }
+        f.api = Some(Api::Cuda);
+        return Some(f);
+    }
     if f.facts.requested_bytes.is_none() {
         f.facts.requested_bytes = dag_size_re()
             .captures_iter(t)
@@ -1914,7 +2126,9 @@ fn dag_miner(t: &str) -> Option<Found> {
     }
     // The device the miner names beside the failure ("[ID=0, GPU #0]", "GPU 0 failed").
     if f.device.is_none() {
-        let d = agreed(dag_device_re(), t, |c| c.get(1)?.as_str().parse().ok());
+        let d = agreed(dag_device_re(), t, |c| {
+            c.get(1).or_else(|| c.get(2))?.as_str().parse().ok()
+        });
         f.device = d.and_then(|d| u32::try_from(d).ok());
     }
     if t.contains("CUDA error") {
@@ -1952,7 +2166,7 @@ fn matlab(t: &str) -> Option<Found> {
 
 re!(
     unreal_re,
-    r"(?i)\bOut of video memory trying to allocate a (?:rendering resource|texture)"
+    r"(?i)(?-u:\b)Out of video memory trying to allocate a (?:rendering resource|texture)"
 );
 
 fn unreal(t: &str) -> Option<Found> {
@@ -2080,7 +2294,12 @@ mod tests {
             ("thread '<main>' panicked at 'called `Result::unwrap()` on an `Err` value: OomError(OutOfDeviceMemory)', ../src/libcore\\result.rs:746", Framework::Vulkan, "api-VK_ERROR_OUT_OF_DEVICE_MEMORY"),
             ("Microsoft.ML.OnnxRuntime.OnnxRuntimeException: [ErrorCode:RuntimeException] D:\\a\\_work\\1\\s\\onnxruntime\\core\\providers\\dml\\DmlExecutionProvider\\src\\MLOperatorAuthorImpl.cpp(2448)\\onnxruntime.DLL!00007FFA9B0E6B8A: (caller: 00007FFA9B0E6A33) Exception(3) tid(2a8c) 8007000E Not enough memory resources are available to complete this operation.", Framework::Onnxruntime, "onnxruntime-dml"),
             ("System.Runtime.InteropServices.COMException (0x8007000E): DirectML device creation failed", Framework::DirectMl, "api-E_OUTOFMEMORY"),
-            ("D3D12 CreateCommittedResource failed: HRESULT -2147024882", Framework::DirectMl, "api-E_OUTOFMEMORY"),
+            ("D3D12 CreateCommittedResource failed: HRESULT -2147024882", Framework::Direct3d, "api-E_OUTOFMEMORY"),
+            ("D3D11: Failed to create RenderTexture (3840 x 2160 fmt 27 aa 1), error 0x8007000e", Framework::Direct3d, "api-E_OUTOFMEMORY"),
+            ("RuntimeError: Could not allocate tensor with 530841600 bytes. There is not enough GPU video memory available!", Framework::DirectMl, "api-E_OUTOFMEMORY"),
+            ("`device->CreateBuffer(&desc , 0 , &m_ptr ) FAILED 0x8007000e`", Framework::Direct3d, "api-E_OUTOFMEMORY"),
+            ("KawPow failed to initialize DAG: <kawpow_prepare>:62 \"out of memory\"", Framework::Cuda, "cuda-relay"),
+            ("OpenGL.error.GLError: GLError(\n\terr = 1285,\n\tdescription = b'out of memory',\n\tbaseOperation = glTexImage2D,", Framework::OpenGl, "api-GL_OUT_OF_MEMORY"),
             ("DmlExecutionProvider: 没有足够的内存资源，无法完成此操作。", Framework::DirectMl, "api-E_OUTOFMEMORY"),
             ("ManagedCuda.NPP.NPPException: NPP_MEMORY_ALLOCATION_ERR", Framework::Cuda, "api-NPP_MEMORY_ALLOCATION_ERR"),
             ("nppiResize_8u_C3R failed: NppStatus -9", Framework::Cuda, "api-NPP_MEMORY_ALLOCATION_ERR"),
@@ -2224,6 +2443,16 @@ mod tests {
             ("RuntimeError: jit_malloc(): out of memory! Could not allocate 4096 bytes of host-pinned memory.", "program-drjit", Framework::Unknown, MemoryKind::PinnedHost, Some(4096)),
             ("RuntimeError: jit_malloc(): out of memory!", "program-drjit", Framework::Unknown, MemoryKind::Host, None),
             ("RuntimeError: cuda_malloc(): out of memory!", "program-drjit", Framework::Unknown, MemoryKind::Device, None),
+            ("ERROR: Out of dynamic GPU memory (trying to allocate 8 bytes)\nERROR: a exception was thrown during kernel execution.", "program-cudajl-device-malloc", Framework::Cuda, MemoryKind::Device, Some(8)),
+            ("MESA: error: CreateSwapchainKHR failed with VK_ERROR_OUT_OF_DEVICE_MEMORY\nMESA: error: zink: couldn't allocate memory: heap=0 size=2035712", "program-zink", Framework::Vulkan, MemoryKind::Device, Some(2_035_712)),
+            ("cu 19:17:24 cuda-0    Epoch 345 requires 3.75 GB memory.\n i 19:17:24 kawpowminer Authorized worker ---\ncu 19:17:24 cuda-0    Only 3.75 GB available. Mining suspended on device ...", "program-dag-miner", Framework::Unknown, MemoryKind::Device, Some(4_026_531_840)),
+            ("2021-Sep-13 01:21:54: Error: could not allocate memory on GPU 0 to create DAG. Current epoch requires 3071 MB memory for DAG but there is only 2079 MB allowed to allocate in single buffer. Try setting GPU_SINGLE_ALLOC_PERCENT environment variable to 100.", "program-dag-miner", Framework::Unknown, MemoryKind::Device, Some(3071 << 20)),
+            ("[2022-05-22 23:24:29] GPU 3 ERROR - insufficient useable buffer size 5351931904 vs 5354026624\n[2022-05-22 23:24:29] GPU 3 ERROR - dag buffer mapping failed -1", "program-dag-miner", Framework::Unknown, MemoryKind::Device, None),
+            ("CudaCustomAllocator out of memory\n [requestedSpace:             148560384 B] .........", "program-relion", Framework::Cuda, MemoryKind::Device, Some(148_560_384)),
+            ("**GPU1: Allocating DAG (3.33) GB; good for epoch up to #298\nCUDA error in CudaProgram.cu:373 : out of memory (2)\nGPU1: CUDA memory: 4.00 GB total, 3.30 GB free\nGPU1 initMiner error: out of memory**", "program-dag-miner", Framework::Cuda, MemoryKind::Device, Some(3_575_560_274)),
+            ("E/Adreno-GSL﹕ <ioctl_kgsl_sharedmem_alloc:1532>: ioctl_kgsl_sharedmem_alloc: FATAL ERROR : (null)", "program-adreno", Framework::Unknown, MemoryKind::Device, None),
+            ("[09:41:23] Maximum buffer memory device 0 supports says 134217728\n[09:41:23] Your settings come to 536870912\n[09:41:23] Error -61: clCreateBuffer (padbuffer8), decrease TC or increase LG", "program-sgminer", Framework::OpenCl, MemoryKind::Device, Some(536_870_912)),
+            ("An application has requested more GPU memory than is\navailable in the system.\nThe application will now be closed.\n\n\nError code: 6", "program-nvidia-opengl", Framework::OpenGl, MemoryKind::Device, None),
         ];
         for (text, format, fw, memory, req) in cases {
             let o = read(text).unwrap_or_else(|| panic!("not found: {text}"));
@@ -2417,9 +2646,13 @@ mod tests {
             "F0412 12:00:00.123456 12345 syncedmem.cpp:56] Check failed: error == cudaSuccess (77 vs. 0)  an illegal memory access was encountered",
             "F0412 12:00:00.1 1 cudnn_conv_layer.cpp:53] Check failed: status == CUDNN_STATUS_SUCCESS (4 vs. 0)  CUDNN_STATUS_INTERNAL_ERROR",
             "CUDA Error: an illegal memory access was encountered\ndarknet: ./src/cuda.c:36: check_error: Assertion `0' failed.",
+            // MoltenVK's lost device labelled with the memory status, its Metal cause a fault.
+            "[mvk-error] VK_ERROR_OUT_OF_DEVICE_MEMORY: Lost VkDevice after MTLCommandBuffer \"mainCmd0\" execution failed (code 3): Caused GPU Address Fault Error (0000000b:kIOGPUCommandBufferCallbackErrorPageFault)",
         ] {
             assert!(read(text).is_none(), "{text}");
         }
+        // The same lost device whose Metal cause is memory (code 8) is an out-of-memory.
+        assert!(read("[mvk-error] VK_ERROR_OUT_OF_DEVICE_MEMORY: Lost VkDevice after MTLCommandBuffer \"x\" execution failed (code 8): Insufficient Memory (00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)").is_some());
     }
 
     /// Theano's driver figures and Cycles' status figures are read; Blender's frame line (the

@@ -75,6 +75,18 @@ re!(
     xmrig_cuda_re,
     r"\bCUDA GPU\s{1,8}#(\d{1,2})\b[^\n]{0,200}?\bmem:(\d{1,9})/(\d{1,9}) MB\b"
 );
+// ethminer and its forks (kawpowminer) as they open each CUDA device: "cuda-0    Using Pci Id :
+// 0c:00.0 NVIDIA GeForce GTX 1650 SUPER (Compute 7.5) Memory : 3.81 GB" (`CUDAMiner.cpp`,
+// the device's total memory through `dev::getFormattedMemory`, powers of 1024), CUDA's index.
+re!(
+    ethminer_re,
+    r"\bcuda-(\d{1,2})\s+Using Pci Id\s*:[^\n]{0,200}?\bMemory\s*:\s*(\d{1,6}(?:\.\d{1,3})?) ?GB\b"
+);
+// NBMiner as each device starts: "Device 0 started, Free mem = 5012 MB." (MiB, CUDA's index).
+re!(
+    nbminer_re,
+    r"\bDevice (\d{1,2}) started, Free mem = (\d{1,9}) MB\b"
+);
 // A device-info line, "key: size", at the line's start (after a bullet or an indent): OpenCL
 // programs print `CL_DEVICE_GLOBAL_MEM_SIZE` and `CL_DEVICE_MAX_MEM_ALLOC_SIZE` under their own
 // names ("device memory: 24217 MB, max_mem_alloc_size: 6054 MB", "CL_DEVICE_GLOBAL_MEM_SIZE:
@@ -117,7 +129,12 @@ pub fn device_header(line: &str) -> Option<u32> {
             .parse()
             .ok()
     };
-    number(line).or_else(|| number(&super::clean::without_log_prefix(line)))
+    // As pasted: after a log's prefix, or inside markdown's code spans or bold.
+    number(line).or_else(|| {
+        number(&super::clean::unmark(&super::clean::without_log_prefix(
+            line,
+        )))
+    })
 }
 
 re!(
@@ -166,6 +183,18 @@ const LISTS: &[ListRule] = &[
     (hashcat_info_re, |c| Banner {
         max_alloc: mib(c, 1),
         total: mib(c, 2),
+        ..Banner::default()
+    }),
+    (ethminer_re, |c| Banner {
+        device: c.get(1).and_then(|m| m.as_str().parse().ok()),
+        total: c
+            .get(2)
+            .and_then(|m| crate::units::parse_size(&format!("{} GiB", m.as_str()))),
+        ..Banner::default()
+    }),
+    (nbminer_re, |c| Banner {
+        device: c.get(1).and_then(|m| m.as_str().parse().ok()),
+        free: mib(c, 2),
         ..Banner::default()
     }),
     (xmrig_cuda_re, |c| Banner {
@@ -222,8 +251,10 @@ impl Banners {
     /// ([`Banners::name_last`]).
     pub fn note(&mut self, line: &str) -> bool {
         // The keys start their line, after a log's prefix where there is one.
+        // As pasted: after a log's prefix, or inside markdown's code spans or bold.
         let found = read(line).or_else(|| {
             let bare = super::clean::without_log_prefix(line);
+            let bare = super::clean::unmark(&bare);
             (bare.len() != line.len()).then(|| read(&bare)).flatten()
         });
         let Some((b, keys)) = found else {
@@ -319,6 +350,15 @@ mod tests {
     }
 
     #[test]
+    fn ethminer_names_the_cuda_index() {
+        let b = read_line("cu 19:17:23 cuda-0    Using Pci Id : 0c:00.0 NVIDIA GeForce GTX 1650 SUPER (Compute 7.5) Memory : 3.81 GB").expect("read");
+        assert_eq!(
+            (b.device, b.total),
+            (Some(0), Some((3.81 * GIB as f64).round() as u64))
+        );
+    }
+
+    #[test]
     fn xmrig_names_the_cuda_index() {
         let b = read_line(" * CUDA GPU     #6 09:00.0 NVIDIA GeForce RTX 3070 1905/7001 MHz smx:46 arch:86 mem:6686/8192 MB").expect("read");
         assert_eq!(
@@ -380,6 +420,7 @@ mod tests {
         assert_eq!(device_header("Device 1:"), Some(1));
         assert_eq!(device_header("Device 1: GeForce GTX 1050 Ti"), None);
         assert_eq!(device_header("[rank3]: Device 2:"), Some(2));
+        assert_eq!(device_header("`Device 3:`"), Some(3));
         let log = "Setup Miner...\nDevice 0:\n    Name:    GeForce GTX 1050 Ti\n    Address: 1:0\n    Vendor:  NVIDIA Corporation\n    Memory:  4036 MByte\nDevice 1:\n    Name:    Radeon RX 580 Series\n    Memory:  8178 MByte (8158 MByte free)\n     Done (2645 ms), size of new DAG: 4072 MByte\nGPU 0: insufficient memory for DAG epoch 381.\n";
         let a = crate::oom::analyze(log);
         let o = a.ooms.last().expect("found");

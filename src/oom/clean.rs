@@ -337,7 +337,15 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "enough free memory to hold the dag",
     "error when allocating memory or building dag",
     "insufficient memory for dag",
+    "to create dag. current epoch requires",
+    "insufficient useable buffer size",
+    "ioctl_kgsl_sharedmem_alloc: fatal error",
+    "clcreatebuffer (padbuffer8)",
+    "requested more gpu memory than",
     "halmemalloc failed",
+    "out of dynamic gpu memory",
+    "couldn't allocate memory: heap=",
+    "mining suspended on device",
     // ExLlamaV2's autosplit, TVM's Relax VM storage (`known.rs`).
     "egl_bad_alloc",
     "dml allocator out of memory",
@@ -561,6 +569,8 @@ const NOTED: &[&str] = &[
     "mbyte",
     "gbyte",
     "mb allocatable",
+    "using pci id",
+    "backend allocating",
 ];
 
 /// How many lines [`noted_ac`] tests with its quick-to-build automaton before it builds the
@@ -891,6 +901,25 @@ fn prose_quotes(raw: &str) -> Option<Vec<String>> {
     // A test runner's own sentence around the exception it caught, not a writer's: GoogleTest's
     // "C++ exception with description "…" thrown in the test body."
     if outside.contains("exception with description") {
+        return None;
+    }
+    // An exception's own message that quotes its status (Ryujinx's "VulkanException: Unexpected
+    // API error "ErrorOutOfDeviceMemory"."): the program's words after its class, not a writer's.
+    static CLASS: OnceLock<Regex> = OnceLock::new();
+    let class = CLASS.get_or_init(|| {
+        Regex::new(r"\b[A-Z]\w*(?:Exception|Error): \S").expect("exception class regex")
+    });
+    if class.is_match(&outside) {
+        return None;
+    }
+    // Or its place in the program's source, outside the quote (BEAGLE's `CUDA error: "Out of
+    // memory" from file <GPUInterfaceCUDA.cpp>, line 645.`): a program's message, not a writer's.
+    static PLACE: OnceLock<Regex> = OnceLock::new();
+    let place = PLACE.get_or_init(|| {
+        Regex::new(r"\w\.(?:cu|cuh|c|cc|cpp|h|hpp)>?(?:,? line \d{1,6}\b|:\d{1,6}\b)")
+            .expect("source place regex")
+    });
+    if place.is_match(&outside) {
         return None;
     }
     let words = outside

@@ -2430,9 +2430,15 @@ fn over_max_alloc(oom: &Oom) -> Option<Finding> {
             fmt_bytes(max)
         ),
         detail: "The device caps the size of each single allocation (OpenCL's CL_DEVICE_MAX_MEM_ALLOC_SIZE, often a quarter of its memory), below its total: this one buffer cannot be allocated however much is free.".into(),
-        remedies: vec![
-            r("Make that one buffer smaller (a smaller work size, batch, tile or image), or split it over several buffers under the limit."),
-        ],
+        remedies: {
+            let mut v = vec![r("Make that one buffer smaller (a smaller work size, batch, tile or image), or split it over several buffers under the limit.")];
+            // nanominer's own advice for AMD's OpenCL driver, whose single-buffer cap the
+            // GPU_SINGLE_ALLOC_PERCENT variable sets.
+            if oom.format == "program-dag-miner" {
+                v.push(r("On AMD's OpenCL driver the cap is a share of the card: set GPU_SINGLE_ALLOC_PERCENT=100 (and GPU_MAX_ALLOC_PERCENT=100) before the miner starts, as the miner suggests."));
+            }
+            v
+        },
     })
 }
 
@@ -2995,7 +3001,7 @@ fn gpu_api_finding(o: &Oom) -> Option<Finding> {
         format!("{program}{said}: a device allocation did not fit in the GPU's free memory.");
     let meaning = match status.map(|s| (s.api, s.kind)) {
         Some((api::Api::OpenCl, api::Kind::Resources)) => " CL_OUT_OF_RESOURCES means the implementation could not get resources on the device; beside an allocation that is most often memory (NVIDIA's OpenCL returns it for a buffer that does not fit), but the same code is what an out-of-bounds access in a kernel surfaces as, so check the kernel's indices if memory was free.",
-        Some((api::Api::Windows, _)) => " E_OUTOFMEMORY is Windows' generic out-of-memory code: Direct3D 12 returns it when a resource's heap cannot be made, which on a discrete GPU is its dedicated memory, on an integrated GPU (or once the driver spills) the shared system memory; a host allocation failing inside DirectML reads the same.",
+        Some((api::Api::Windows, _)) => " E_OUTOFMEMORY is Windows' generic out-of-memory code: Direct3D (11 and 12) returns it when a resource or its heap cannot be made, which on a discrete GPU is its dedicated memory, on an integrated GPU (or once the driver spills) the shared system memory; a host allocation failing inside DirectML reads the same.",
         Some((api::Api::Synapse, _)) => " On Gaudi this is the HPU's HBM: a tensor, or the workspace the graph compiler needs for a compiled graph, did not fit.",
         Some((api::Api::Metal, _)) => " Metal refused the command buffer: what the work needs exceeds what macOS lets the GPU wire (its recommended working set, a share of the unified memory).",
         _ => "",
@@ -3019,6 +3025,8 @@ fn gpu_api_finding(o: &Oom) -> Option<Finding> {
         Framework::Darknet => remedies.push(api_rm("Raise `subdivisions` in the .cfg (16, 32 or 64): each forward pass then holds batch/subdivisions images, and the batch stays the same; or lower `width`/`height`.")),
         // Caffe's `solver.proto`: iter_size accumulates gradients over that many batches.
         Framework::Caffe => remedies.push(api_rm("Lower `batch_size` in the data layers of the train and test nets (the test net is on the GPU too), and raise the solver's `iter_size` by the same factor to keep the effective batch.")),
+        // A game's or a graphics program's own API: its settings, not a batch.
+        Framework::Direct3d | Framework::Vulkan | Framework::OpenGl => remedies.push(api_rm("Lower the resolution and texture quality (a game's or a renderer's settings), or the size of what the program creates at once; on a card with little memory, that is what makes it fit.")),
         _ => remedies.push(api_rm("Ask for less at once: a smaller batch, image or tile size, model or buffer; or run it on a GPU with more free memory.")),
     }
     remedies.push(get_numbers());

@@ -1172,6 +1172,13 @@ re!(
     ascend_device_re,
     r"\bDevice:\s*(\d+), RankID|\bdevice_?[iI]d\s*[:=]\s*(\d+)|\bopen device (\d+) failed"
 );
+// HCCL's communication buffers (MC2 operators) under the same failure: "Failed to allocate
+// resource[DeviceMemory] with info [size:2147483648]. Reason: Memory resources are exhausted."
+// Only its device memory: another resource (`resource[qp]`) is not memory of the device's.
+re!(
+    ascend_resource_re,
+    r"\bFailed to allocate resource\[DeviceMemory\] with info \[size:(\d{1,20})\]"
+);
 // torchrun's rank prefixes left inside a line (a paste collapsed onto one line).
 re!(ascend_rank_re, r"\[rank\d+\]:\s*");
 // The driver's own line under the same failure, where a paste holds it without EL0004's
@@ -1212,7 +1219,13 @@ fn ascend_runtime(t: &str) -> Option<Oom> {
     let rest = &t[m.start()..];
     let c = ascend_rtmalloc_re().captures(rest);
     let f = Facts {
-        requested_bytes: c.as_ref().and_then(|c| c.get(1)?.as_str().parse().ok()),
+        requested_bytes: c
+            .as_ref()
+            .and_then(|c| c.get(1)?.as_str().parse().ok())
+            .or_else(|| {
+                let r = ascend_resource_re().captures(rest)?;
+                r.get(1)?.as_str().parse().ok()
+            }),
         ..Facts::default()
     };
     let device = c
@@ -1826,14 +1839,14 @@ fn cuda_library_check(t: &str) -> Option<Oom> {
 }
 
 // wgpu-core's `DeviceError::OutOfMemory` (`wgpu-core/src/device/mod.rs`, 0.13 to 24:
-// "Not enough memory left", with a full stop from 0.18), which wgpu-hal returns when the back end
+// "Not enough memory left", with a full stop from 0.18; before 0.13 "not enough memory left"), which wgpu-hal returns when the back end
 // answers out of memory (Vulkan's ERROR_OUT_OF_DEVICE_MEMORY or _HOST_MEMORY, Metal's and
 // D3D12's), wrapped by wgpu's error sink as "wgpu error: Validation Error / Caused by: In
 // Device::create_buffer / Not enough memory left." (the call that failed named). From wgpu 25
 // the error sink's own `Error::OutOfMemory` prints "wgpu error: Out of Memory" (ruffle#21982).
 re!(
     wgpu_re,
-    r"\b(?:[Ii]n )?(?:Device|Queue)::(\w+)[^\n]{0,200}?Not enough memory left|wgpu[^\n]{0,200}?Not enough memory left|\bwgpu error: Out of Memory\b"
+    r"\b(?:[Ii]n )?(?:Device|Queue)::(\w+)[^\n]{0,200}?(?i:not enough memory left)|wgpu[^\n]{0,200}?(?i:not enough memory left)|\bwgpu error: Out of Memory\b"
 );
 
 // OpenVINO's GPU plugin (`src/plugins/intel_gpu/src/runtime/ocl/`): `ocl_engine.cpp` answers an

@@ -325,7 +325,11 @@ re!(
 // The buffer ggml-alloc wanted on the same device, which names it ("Vulkan0").
 re!(
     ggml_vulkan_device_re,
-    r"failed to allocate Vulkan(\d+) buffer of size"
+    r"(?:failed|unable) to allocate Vulkan(\d+) buffer\b"
+);
+re!(
+    ggml_words_re,
+    r"(?i)ggml|llama|ollama|gguf|koboldcpp|whisper\.cpp|lm studio"
 );
 re!(
     ggml_metal_re,
@@ -1383,7 +1387,9 @@ pub(super) fn ggml_vulkan(t: &str) -> Option<Oom> {
 
 /// ggml's Metal backend: a command buffer ran out of memory.
 pub(super) fn ggml_metal(t: &str) -> Option<Oom> {
-    if ggml_metal_re().is_match(t) {
+    // Metal's own error text: llama.cpp's only beside its words (any Metal program prints it,
+    // and is then read as Metal's status).
+    if ggml_metal_re().is_match(t) && ggml_words_re().is_match(t) {
         return Some(oom(Framework::Ggml, "ggml-metal", None, Facts::default()));
     }
     // llama.cpp's Metal backend of 2023 (`ggml-metal.m`, `ggml_metal_add_buffer`): each buffer

@@ -127,9 +127,13 @@ pub enum Framework {
     OpenCl,
     /// A Vulkan program's device allocation (`VK_ERROR_OUT_OF_DEVICE_MEMORY`), no program named.
     Vulkan,
-    /// Direct3D 12 / DirectML's `E_OUTOFMEMORY` (ONNX Runtime's DirectML provider, WinML).
+    /// DirectML's `E_OUTOFMEMORY` (ONNX Runtime's DirectML provider, WinML, torch-directml).
     #[serde(rename = "directml")]
     DirectMl,
+    /// Direct3D's (9 to 12, DXGI, DirectDraw) out-of-memory HRESULTs from a game or a
+    /// graphics program, no DirectML named.
+    #[serde(rename = "direct3d")]
+    Direct3d,
     /// Metal's `MTLCommandBufferErrorOutOfMemory`, no program named.
     Metal,
     /// OpenGL's `GL_OUT_OF_MEMORY` (or EGL's `EGL_BAD_ALLOC`), no program named: games, Android's
@@ -224,6 +228,7 @@ impl Framework {
             Framework::OpenCl => "OpenCL",
             Framework::Vulkan => "Vulkan",
             Framework::DirectMl => "DirectML (Direct3D 12)",
+            Framework::Direct3d => "Direct3D",
             Framework::Metal => "Metal",
             Framework::OpenGl => "OpenGL",
             Framework::Darknet => "Darknet",

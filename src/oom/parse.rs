@@ -107,11 +107,13 @@ re!(
 // (`torch/utils/data/_utils/pin_memory.py`, v1.0 to v2.9): only the `pin_memory(data, device)`
 // call is wrapped, `ExceptionWrapper(where=f"in pin memory thread for device {device_id}")`, and
 // the main process re-raises it as "Caught RuntimeError in pin memory thread for device N."
-// with the thread's traceback, whose frames lie in that file. `Tensor.pin_memory` allocates
-// from the CachingHostAllocator (`cudaHostAlloc`): page-locked host memory.
+// with the thread's traceback, whose frames lie in that file; a traceback through a
+// `pin_memory` frame (`torch/storage.py`'s `UntypedStorage.pin_memory`) the same.
+// `Tensor.pin_memory` allocates from the CachingHostAllocator (`cudaHostAlloc`): page-locked
+// host memory.
 re!(
     pin_thread_re,
-    r#"in pin memory thread for device (\d+)|_utils[/\\]pin_memory\.py"?, line \d+"#
+    r#"in pin memory thread for device (\d+)|_utils[/\\]pin_memory\.py"?, line \d+|, line \d+, in pin_memory\b"#
 );
 
 /// A message that relays CUDA's out-of-memory code without naming the call that failed
@@ -562,6 +564,22 @@ mod tests {
         assert!(parse_block(&lines).is_none());
     }
 
+    /// A program's exception that addresses its user is its message, not a writer's; a
+    /// cluster's node named "gpu…" and Slurm's cgroup out-of-memory are not a GPU's.
+    #[test]
+    fn the_fallback_reads_an_exception_to_its_user_but_not_slurm() {
+        let o = one("System.OutOfMemoryException: Your graphics card ran out of memory! Please close other programs and reduce your view distance.");
+        assert_eq!(o.format, "unrecognised");
+        for line in [
+            "Your graphics card ran out of memory, what should I do?",
+            "srun: error: gpu20-15: task 0: Out Of Memory",
+        ] {
+            assert!(parse_block(&[line.to_owned()]).is_none(), "{line}");
+        }
+        // A GPU named with its number and a colon is a GPU (GMiner's "on GPU0: …").
+        assert!(parse_block(&["14:49:11 Failed to initialize miner on GPU0: EVGA GeForce RTX 2080 8GB [0000:2d:00.0]: out of memory".to_owned()]).is_some());
+    }
+
     /// An allocation that failed with another status than memory's is no OOM, whatever the
     /// words around it.
     #[test]
@@ -619,18 +637,22 @@ re!(
 );
 re!(
     fallback_gpu_re,
-    r"(?i)\b(?:gpu\d{0,2}|gpus|cuda|cudamalloc|cumemalloc|cumemcreate|vram|hip|rocm|nccl|cudnn|cublas|vulkan|opencl|metal|device memory|video memory|npu|ascend|aclrtmalloc|hccl|xpu|mlu|musa|tpu|hbm|allocation on (?:the )?device)\b"
+    r"(?i)\b(?:gpu|gpus|graphics card|video card|graphics memory|cuda|cudamalloc|cumemalloc|cumemcreate|vram|hip|rocm|nccl|cudnn|cublas|vulkan|opencl|metal|device memory|video memory|npu|ascend|aclrtmalloc|hccl|xpu|mlu|musa|tpu|hbm|allocation on (?:the )?device)\b|\bgpu\d{1,2}:"
 );
 // The host's OOM killer and host-memory wordings: not the GPU's.
 re!(
     fallback_host_re,
-    r"(?i)killed process|oom-killer|oom_reaper|out of memory: kill|host memory|cpu memory|system memory|\bram\b|swap|mlock|pinned|page-locked|cpu_?allocator|cpu buffer|\berrno 12\b|(?-i:Cannot allocate memory)|mkl_malloc|posix_memalign|\b(?:je|tc)malloc\b|\bmi_malloc|\brandomx\b|huge ?pages|\bLLVM ERROR\b"
+    r"(?i)killed process|oom-killer|oom_reaper|out of memory: kill|host memory|cpu memory|system memory|\bram\b|swap|mlock|pinned|page-locked|cpu_?allocator|cpu buffer|\berrno 12\b|(?-i:Cannot allocate memory)|mkl_malloc|posix_memalign|\b(?:je|tc)malloc\b|\bmi_malloc|\brandomx\b|huge ?pages|\bLLVM ERROR\b|oom-kill|\bcgroup\b|\btask \d+: out of memory\b"
 );
 // Sentences about memory rather than a program's report of it: a person writing (first or
 // second person, a question), or a line with no mark of an error at all.
 re!(
     prose_re,
     r"(?i)\b(?:i|i'm|i've|i'd|me|my|we|we're|our|you|your)\b|\?\s*$"
+);
+re!(
+    exception_head_re,
+    r"^\s*(?:[A-Za-z_]\w*\.){0,6}[A-Z]\w*(?:Exception|Error)\s*:"
 );
 re!(
     fallback_request_re,
@@ -719,7 +741,9 @@ pub fn fallback(trigger: &str, block: &str) -> Option<Oom> {
         || !fallback_fail_re().is_match(trigger)
         // "GPU RAM" is the GPU's memory, not the host's RAM.
         || fallback_host_re().is_match(&gpu_ram_re().replace_all(trigger, "VRAM"))
-        || prose_re().is_match(trigger)
+        // A program's exception may address its user ("System.OutOfMemoryException: Your
+        // graphics card ran out of memory!"): the class says it is the program's message.
+        || (prose_re().is_match(trigger) && !exception_head_re().is_match(trigger))
         || named_in_foreign_sentence(trigger)
         || names_another_status(trigger)
         || !super::clean::has_error_mark(trigger)

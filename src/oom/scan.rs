@@ -325,6 +325,10 @@ re!(
     tf_created_re,
     r"\(/[^)\s]{0,200}?device:GPU:(\d{1,3})\s+with\s+(\d+)\s+MB\s+memory\)"
 );
+re!(
+    xla_pool_re,
+    r"\bXLA backend allocating (\d{1,20}) bytes on device (\d{1,3}) for BFCAllocator\b"
+);
 // The BFC allocator's name in its lines: one per GPU, "GPU_N_bfc".
 re!(tf_allocator_re, r"Allocator \(GPU_(\d{1,3})_bfc\)");
 /// How many lines after its start a wrapped "Created TensorFlow device" line may take.
@@ -844,6 +848,17 @@ impl Scanner {
                 self.tf_allocators.push(d);
             }
         }
+        // XLA's GPU client as it starts its allocator (jaxlib, EXLA): "XLA backend allocating
+        // 10251200102 bytes on device 0 for BFCAllocator." (`se_gpu_pjrt_client.cc`): the
+        // allocator's pool, its limit, as TensorFlow's created device gives it.
+        if let Some(c) = xla_pool_re().captures(raw) {
+            let bytes = c.get(1).and_then(|m| m.as_str().parse::<u64>().ok());
+            let d = c.get(2).and_then(|m| m.as_str().parse::<u32>().ok());
+            if let (Some(bytes), Some(d)) = (bytes, d) {
+                note_device(&mut self.tf_limits, d, bytes);
+            }
+            return;
+        }
         // "Created TensorFlow device (/job:…/device:GPU:0 with 67 MB memory)": from its
         // parenthesis, joined with the lines after it where a narrow paste split it.
         let opens = raw.find("device:GPU:").and_then(|at| raw[..at].rfind("(/"));
@@ -958,7 +973,7 @@ impl Scanner {
                 )
             })
             .collect();
-        // A failure that printed no figure of the device's takes what the program said of it
+        // A failure that printed no size of the device's takes what the program said of it
         // (hashcat's, xmrig's device lists; an OpenCL program's device info; `hashcat -I`
         // pasted below the error): its size and largest allocation, and the memory free when
         // it started, kept apart.
@@ -966,18 +981,21 @@ impl Scanner {
             if oom.memory == super::MemoryKind::Device
                 && oom.framework != Framework::Tensorflow
                 && oom.facts.total_bytes.is_none()
-                && oom.facts.free_bytes.is_none()
             {
                 if let Some(b) = self.banners.for_device(oom.device_index) {
                     oom.facts.total_bytes = b.total;
-                    oom.facts.startup_free_bytes = b.free;
+                    // The free memory at start-up only beside a failure that printed none.
+                    if oom.facts.free_bytes.is_none() {
+                        oom.facts.startup_free_bytes = b.free;
+                    }
                     oom.facts.max_alloc_bytes = oom.facts.max_alloc_bytes.or(b.max_alloc);
                     oom.device_index = oom.device_index.or(b.device);
                 }
             }
         }
         for (oom, (limit, total)) in self.analysis.ooms.iter_mut().zip(starts) {
-            if oom.framework == Framework::Tensorflow
+            // JAX's (and EXLA's) XLA allocator the same, from its own start-up line.
+            if matches!(oom.framework, Framework::Tensorflow | Framework::Jax)
                 && oom.memory == super::MemoryKind::Device
                 && oom.facts.total_bytes.is_none()
             {

@@ -959,6 +959,7 @@ fn the_schemas_name_every_value_the_code_can_print() {
         Framework::OpenCl,
         Framework::Vulkan,
         Framework::DirectMl,
+        Framework::Direct3d,
         Framework::Metal,
         Framework::OpenGl,
         Framework::Darknet,
@@ -1010,6 +1011,7 @@ fn the_schemas_name_every_value_the_code_can_print() {
             | Framework::OpenCl
             | Framework::Vulkan
             | Framework::DirectMl
+            | Framework::Direct3d
             | Framework::Metal
             | Framework::OpenGl
             | Framework::Darknet
