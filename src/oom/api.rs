@@ -423,7 +423,7 @@ re!(
 );
 re!(
     pyopengl_re,
-    r"\bGLError\(\s{0,40}err\s?=\s?1285,\s{0,40}description\s?=\s?b?'out of memory'"
+    r"\bGLError\(\s{0,40}err\s?=\s?1285,\s{0,40}description\s?=\s?b?'out of memory'|\bOpenGL error: out of memory\b"
 );
 re!(
     d3d12_words_re,
@@ -493,7 +493,7 @@ fn find_status(t: &str) -> Option<&'static Status> {
     // and its tensor allocation ("Could not allocate tensor with N bytes. There is not enough
     // GPU video memory available!").
     // PyOpenGL's exception, the GL error by number with glGetError's words: "GLError(\n err =
-    // 1285,\n description = b'out of memory',".
+    // 1285,\n description = b'out of memory',"; nimgl's "OpenGL error: out of memory [GLerror]".
     if pyopengl_re().is_match(t) {
         return by_number(Api::OpenGl, 0x0505);
     }
@@ -1517,6 +1517,19 @@ pub const PROGRAMS: &[Program] = &[
             "Lower the program's texture and render settings (resolution, render or view distance, shader packs and resource packs in Minecraft), and close other programs that use the GPU.",
         ],
     },
+    // BitCrack (cuBitCrack, clBitCrack): its logger prints the CUDA or OpenCL error's text,
+    // "[Info] Error: out of memory", when the device context cannot allocate the starting points
+    // and their tables (`-b` blocks × `-t` threads × `-p` points per thread).
+    Program {
+        name: "BitCrack",
+        format: "program-bitcrack",
+        read: bitcrack,
+        device: &GPU,
+        meaning: "BitCrack could not allocate its starting points and their tables on the GPU: their size is blocks × threads × points per thread.",
+        remedies: &[
+            "Lower the points per thread (-p), or the blocks (-b) and threads (-t): the memory BitCrack needs grows with their product.",
+        ],
+    },
 ];
 
 // Its own sentence is a whole line: what follows it (the block's lines are joined with spaces)
@@ -1986,6 +1999,21 @@ fn nvidia_opengl(t: &str) -> Option<Found> {
         .then(|| Found::device(Api::OpenGl))
 }
 
+re!(bitcrack_re, r"\[Info\] Error: out of memory\b");
+re!(
+    bitcrack_words_re,
+    r"(?i)\b(?:cu|cl)?BitCrack\b|\bstarting points\b"
+);
+
+fn bitcrack(t: &str) -> Option<Found> {
+    (bitcrack_re().is_match(t) && bitcrack_words_re().is_match(t)).then_some(())?;
+    Some(if t.contains("clBitCrack") {
+        Found::device(Api::OpenCl)
+    } else {
+        Found::device(Api::Cuda)
+    })
+}
+
 re!(
     legate_re,
     r"\bFailed to allocate (\d{1,20}) bytes on memory \w{1,40} \(of kind (\w{1,20})\)[^\n]{0,600}?\bLegate is reserving (\d{1,20}) of the available (\d{1,20}) bytes"
@@ -2299,6 +2327,7 @@ mod tests {
             ("RuntimeError: Could not allocate tensor with 530841600 bytes. There is not enough GPU video memory available!", Framework::DirectMl, "api-E_OUTOFMEMORY"),
             ("`device->CreateBuffer(&desc , 0 , &m_ptr ) FAILED 0x8007000e`", Framework::Direct3d, "api-E_OUTOFMEMORY"),
             ("KawPow failed to initialize DAG: <kawpow_prepare>:62 \"out of memory\"", Framework::Cuda, "cuda-relay"),
+            ("Error: unhandled exception: OpenGL error: out of memory [GLerror]", Framework::OpenGl, "api-GL_OUT_OF_MEMORY"),
             ("OpenGL.error.GLError: GLError(\n\terr = 1285,\n\tdescription = b'out of memory',\n\tbaseOperation = glTexImage2D,", Framework::OpenGl, "api-GL_OUT_OF_MEMORY"),
             ("DmlExecutionProvider: 没有足够的内存资源，无法完成此操作。", Framework::DirectMl, "api-E_OUTOFMEMORY"),
             ("ManagedCuda.NPP.NPPException: NPP_MEMORY_ALLOCATION_ERR", Framework::Cuda, "api-NPP_MEMORY_ALLOCATION_ERR"),
@@ -2453,6 +2482,7 @@ mod tests {
             ("E/Adreno-GSL﹕ <ioctl_kgsl_sharedmem_alloc:1532>: ioctl_kgsl_sharedmem_alloc: FATAL ERROR : (null)", "program-adreno", Framework::Unknown, MemoryKind::Device, None),
             ("[09:41:23] Maximum buffer memory device 0 supports says 134217728\n[09:41:23] Your settings come to 536870912\n[09:41:23] Error -61: clCreateBuffer (padbuffer8), decrease TC or increase LG", "program-sgminer", Framework::OpenCl, MemoryKind::Device, Some(536_870_912)),
             ("An application has requested more GPU memory than is\navailable in the system.\nThe application will now be closed.\n\n\nError code: 6", "program-nvidia-opengl", Framework::OpenGl, MemoryKind::Device, None),
+            ("[2023-04-27.23:02:15] [Info] Generating 48,640,000 starting points (1855.5MB)\n[2023-04-27.23:02:15] [Info] Error: out of memory", "program-bitcrack", Framework::Cuda, MemoryKind::Device, None),
         ];
         for (text, format, fw, memory, req) in cases {
             let o = read(text).unwrap_or_else(|| panic!("not found: {text}"));

@@ -767,8 +767,13 @@ pub(crate) fn quotes_a_whole_failure(raw: &str) -> bool {
         Regex::new(r"\w\.(?:cu|cuh|h|hpp|cpp|cc|c|py)(?::\d{1,6}\b| at line \d{1,6}\b)")
             .expect("source location regex")
     });
-    // A question about such a line asks about the error; one led by its class reports it.
+    // A question about such a line asks about the error; one led by its class reports it,
+    // unless the question mark follows the quote itself ("…which is "RuntimeError: CUDA
+    // error: out of memory"? I want to get this answer.").
     let asks = raw.trim_end().ends_with('?');
+    if raw.contains("\"?") || raw.contains("\u{201d}?") || raw.contains("`?") {
+        return false;
+    }
     prose_quotes(raw).is_some_and(|inside| {
         inside.iter().any(|q| {
             has_trigger(q)

@@ -635,16 +635,13 @@ fn pytorch_shaped(t: &str) -> Option<Oom> {
     let c = shaped_re().captures(t)?;
     let from = c.get(0)?.start();
     let r = read::read(&t[from..]);
-    let roles = [
+    let roles = r.roles_given(&[
         Role::Total,
         Role::Free,
         Role::Allocated,
         Role::Reserved,
         Role::Cached,
-    ]
-    .iter()
-    .filter(|role| r.first(**role).is_some())
-    .count();
+    ]);
     (r.has_request() && roles >= 2).then_some(())?;
     let word = c.get(2)?.as_str().to_ascii_uppercase();
     let (framework, format) = match FORKS.iter().find(|f| f.word == word) {
@@ -788,17 +785,14 @@ pub(super) fn pytorch_translated(t: &str) -> Option<Oom> {
         .map_or(0, |m| m.start());
     let rest = &t[from..];
     let r = read::read(rest);
-    let roles = [
+    let roles = r.roles_given(&[
         Role::Total,
         Role::Free,
         Role::Allocated,
         Role::Reserved,
         Role::Cached,
         Role::ThisProcess,
-    ]
-    .iter()
-    .filter(|role| r.first(**role).is_some())
-    .count();
+    ]);
     let words = [
         "GPU", "CUDA", "HIP", "XPU", "NPU", "MLU", "MUSA", "GCU", "HPU",
     ];

@@ -657,7 +657,7 @@ re!(
 re!(
     fallback_request_re,
     format!(
-        r"(?i)(?:allocat\w*|request\w*|need\w*)\D{{0,24}}?{SIZE}|\ballocat\w*\D{{0,40}}?\bof size:?\s*(\d{{4,}})\b(?:\s*[^\sKMGTkmgtB\d]|\s*$)"
+        r"(?i)(?:allocat\w*|request\w*|need\w*)\D{{0,24}}?{SIZE}|\ballocat\w*\D{{0,40}}?\bof size:?\s*(\d{{4,}})\b(?:\s*[^\sKMGTkmgtB\d]|\s*$)|\b(?:requirements?|required)\s?[:(=]\s?(\d{{6,}})\)?(?:\s*[^\sKMGTkmgtB\d]|\s*$)"
     )
 );
 re!(
@@ -669,7 +669,7 @@ re!(
 re!(
     fallback_total_re,
     format!(
-        r"(?i){SIZE}\s*total|\btotal(?: capacity| memory)?\s*[:=]?\s*{SIZE}|\b(?:free|available) of {SIZE}"
+        r"(?i){SIZE}\s*total|\btotal(?: capacity| memory)?\s*[:=]?\s*{SIZE}|\b(?:free|available) of {SIZE}|\btotal memory\s?[:(=]\s?(\d{{6,}})\)?(?:\s*[^\sKMGTkmgtB\d]|\s*$)"
     )
 );
 re!(

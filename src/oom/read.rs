@@ -90,6 +90,11 @@ impl Reading {
     pub fn has_request(&self) -> bool {
         self.first(Role::Request).is_some()
     }
+
+    /// How many of `roles` the message gives a figure for.
+    pub fn roles_given(&self, roles: &[Role]) -> usize {
+        roles.iter().filter(|r| self.first(**r).is_some()).count()
+    }
 }
 
 /// A size as frameworks print it: every unit spelling (bytes, B, KiB/KB/K, MiB/MB/M,
