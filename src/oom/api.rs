@@ -1413,6 +1413,7 @@ pub const PROGRAMS: &[Program] = &[
             "Compare the DAG's size for the current epoch with the card's free memory: when it does not fit, mine an algorithm or coin whose dataset fits the card.",
             "Free the card: no display or other miner on it while the DAG is built.",
             "On Windows, make the page file at least as large as the cards' memory together: the drivers commit host memory for what they allocate on the device.",
+            "Where the DAG is over the largest single buffer the driver allows (AMD's OpenCL caps it at a share of the card), set GPU_SINGLE_ALLOC_PERCENT=100 and GPU_MAX_ALLOC_PERCENT=100 before the miner starts, as nanominer suggests.",
         ],
     },
     // Tenstorrent's TT-Metalium (under TT-NN, tt-forge and tt-xla), tenstorrent/tt-metal,
@@ -2524,6 +2525,19 @@ mod tests {
         assert_eq!(
             (old.facts.total_bytes, old.facts.free_bytes),
             (Some(1_046_181_792 * 12), None)
+        );
+    }
+
+    /// A program's request over the largest single allocation is said to be one buffer too
+    /// large (the program's finding stands alone, so it must say it itself).
+    #[test]
+    fn a_programs_buffer_over_the_single_allocation_cap() {
+        let o = read("Error: could not allocate memory on GPU 0 to create DAG. Current epoch requires 3071 MB memory for DAG but there is only 2079 MB allowed to allocate in single buffer.").expect("found");
+        let findings = super::super::diagnose::diagnose(&o);
+        assert!(
+            findings[0].detail.contains("in one allocation"),
+            "{}",
+            findings[0].detail
         );
     }
 

@@ -2430,15 +2430,9 @@ fn over_max_alloc(oom: &Oom) -> Option<Finding> {
             fmt_bytes(max)
         ),
         detail: "The device caps the size of each single allocation (OpenCL's CL_DEVICE_MAX_MEM_ALLOC_SIZE, often a quarter of its memory), below its total: this one buffer cannot be allocated however much is free.".into(),
-        remedies: {
-            let mut v = vec![r("Make that one buffer smaller (a smaller work size, batch, tile or image), or split it over several buffers under the limit.")];
-            // nanominer's own advice for AMD's OpenCL driver, whose single-buffer cap the
-            // GPU_SINGLE_ALLOC_PERCENT variable sets.
-            if oom.format == "program-dag-miner" {
-                v.push(r("On AMD's OpenCL driver the cap is a share of the card: set GPU_SINGLE_ALLOC_PERCENT=100 (and GPU_MAX_ALLOC_PERCENT=100) before the miner starts, as the miner suggests."));
-            }
-            v
-        },
+        remedies: vec![
+            r("Make that one buffer smaller (a smaller work size, batch, tile or image), or split it over several buffers under the limit."),
+        ],
     })
 }
 
@@ -3098,6 +3092,13 @@ fn program_finding(o: &Oom, p: &api::Program) -> Option<Finding> {
             } else {
                 ""
             }
+        )),
+        // One buffer over the largest the device allows (nanominer's DAG on AMD's OpenCL,
+        // sgminer's pad), whatever is free.
+        (Some(n), _, _) if f.max_alloc_bytes.is_some_and(|m| n > m) => detail.push_str(&format!(
+            " It asked for {} in one buffer, more than the {} the device allows in one allocation: that one buffer cannot be made however much is free.",
+            fmt_bytes(n),
+            fmt_bytes(f.max_alloc_bytes.unwrap_or_default())
         )),
         (Some(n), None, Some(total)) if n > total => detail.push_str(&format!(
             " It asked for {}, more than the whole device's {}: no amount of freeing makes it fit.",
