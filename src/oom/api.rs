@@ -189,6 +189,8 @@ pub const STATUSES: &[Status] = &[
         &[
             "MEM_OBJECT_ALLOCATION_FAILURE",
             "Memory Object Allocation Failure",
+            // PyOpenCL 2012's words ("clEnqueueWriteBuffer failed: mem object allocation failure").
+            "mem object allocation failure",
         ],
     ),
     Status {
@@ -792,6 +794,14 @@ re!(
     glog_check_re,
     r"Check failed: [^\n]{0,300}?== ?(cudaSuccess|CUDA_SUCCESS|hipSuccess|CUBLAS_STATUS_SUCCESS|CUDNN_STATUS_SUCCESS|CUFFT_SUCCESS|CUSPARSE_STATUS_SUCCESS|CUSOLVER_STATUS_SUCCESS|CURAND_STATUS_SUCCESS) \((\d{1,4}) vs\. 0\)"
 );
+// The same check where the program adds the status after a colon instead of glog's "(N vs. 0)":
+// dmlc's CHECK with a message, as DGL's CUSPARSE_CALL and CUBLAS_CALL print it
+// (`src/runtime/cuda/cuda_common.h`: "Check failed: e == CUSPARSE_STATUS_SUCCESS: CUSPARSE
+// ERROR: 2").
+re!(
+    glog_colon_re,
+    r"Check failed: [^\n]{0,300}?== ?(cudaSuccess|CUDA_SUCCESS|hipSuccess|CUBLAS_STATUS_SUCCESS|CUDNN_STATUS_SUCCESS|CUFFT_SUCCESS|CUSPARSE_STATUS_SUCCESS|CUSOLVER_STATUS_SUCCESS|CURAND_STATUS_SUCCESS)\)?(?: is false)?: ?(?i:cusparse|cublas|cusolver|cufft|curand|cudnn|cuda|hip) (?i:error):? ?(\d{1,4})\b"
+);
 // Darknet (pjreddie `src/cuda.c` and AlexeyAB `src/dark_cuda.c`, `check_error`): printf("CUDA
 // Error: %s\n", cudaGetErrorString(status)) (AlexeyAB also "CUDA Error Prev: %s"), then
 // `error()` (AlexeyAB: perror, so ": <errno text>" follows); `cuda_make_array` fails with
@@ -848,6 +858,14 @@ pub fn cuda_programs(t: &str) -> Option<Oom> {
         return (c.get(1)?.as_str() == "2")
             .then(|| oom(Framework::Cuda, "cuda-code", None, Facts::default()));
     }
+    if let Some(c) = glog_colon_re().captures(t) {
+        let success = c.get(1)?.as_str();
+        let (_, oom_code, framework) = GLOG_ALLOC_CODES
+            .iter()
+            .find(|(name, _, _)| *name == success)?;
+        return (c.get(2)?.as_str() == *oom_code)
+            .then(|| oom(*framework, "glog-check", None, Facts::default()));
+    }
     if let Some(c) = glog_check_re().captures(t) {
         let success = c.get(1)?.as_str();
         let (_, oom_code, framework) = GLOG_ALLOC_CODES
@@ -882,6 +900,11 @@ pub fn cuda_programs(t: &str) -> Option<Oom> {
     None
 }
 
+re!(
+    pinned_source_re,
+    r"[/\\]\w{0,30}pinned_mem\w{0,30}\.(?:h|hpp|cc|cpp|cu|cuh)\b"
+);
+
 /// CUDA's "out of memory" in a C++ program's own words, with no program named: after every
 /// framework's reader.
 pub fn cuda_words(t: &str) -> Option<Oom> {
@@ -896,7 +919,14 @@ pub fn cuda_words(t: &str) -> Option<Oom> {
         .take(2)
         .collect::<Vec<_>>()
         .join("\n");
-    if super::clean::names_pinned_host(m.as_str()) || super::clean::names_pinning_call(&next) {
+    // Or the source file that raised it, on the same line, is a pinned-memory store's (MXNet's
+    // `src/storage/pinned_memory_storage.h`, whose `Alloc` is `cudaMallocHost`, and any file
+    // named for pinned memory).
+    let head = &t[t[..m.start()].rfind('\n').map_or(0, |i| i + 1)..m.start()];
+    if super::clean::names_pinned_host(m.as_str())
+        || super::clean::names_pinning_call(&next)
+        || pinned_source_re().is_match(head)
+    {
         o.memory = MemoryKind::PinnedHost;
     }
     Some(o)
@@ -1073,6 +1103,92 @@ pub const PROGRAMS: &[Program] = &[
         remedies: &[
             "Fewer thread-MPI ranks per GPU (`-ntmpi`): each rank keeps its own buffers on the card.",
             "Offload less: `-pme cpu`, `-bonded cpu` or `-update cpu` keep that work and its buffers on the host.",
+        ],
+    },
+    // Khronos' validation layer (`VUID-vkAllocateMemory-pAllocateInfo-01713`, VVL's
+    // `ValidateAllocateMemory`): "vkAllocateMemory: attempting to allocate N bytes from heap H,
+    // but size of that heap is only M bytes" — one allocation larger than the whole memory heap
+    // its type belongs to; the driver then fails it. On a discrete GPU a small heap (about 256
+    // MiB) is the device-local, host-visible window (the BAR), not the card's memory.
+    Program {
+        name: "Vulkan's validation layer",
+        format: "program-vulkan-validation",
+        read: vulkan_heap_size,
+        device: &GPU,
+        meaning: "One allocation was larger than the whole Vulkan memory heap it was asked from, so it cannot succeed however much memory is free; a heap of about 256 MiB on a discrete GPU is the host-visible window into its memory (the BAR without Resizable BAR), not the card's memory.",
+        remedies: &[
+            "In the program: allocate large buffers from the device-local heap (a memory type without HOST_VISIBLE) and copy through a staging buffer, or split the allocation under the heap's size.",
+            "As a user: smaller textures or models; where the heap is the BAR, enabling Resizable BAR in the firmware makes it the card's whole memory.",
+        ],
+    },
+    // PG-Strom 5.x's GPU service (`src/gpu_service.c`): its device-memory pool hands out chunks
+    // and returns NULL when it cannot, "failed on gpuMemAlloc(%zu)" with the size; the managed
+    // pool's "failed on gpuMemAllocManaged: %lu" the same; the host's "gpuMemAllocHost" is
+    // pinned host memory. The pool may take `pg_strom.gpu_mempool_max_ratio` of the device's
+    // memory (50% by default), the rest left as working memory; the PostgreSQL HINT names the
+    // device ("device at GPU-0").
+    Program {
+        name: "PG-Strom",
+        format: "program-pg-strom",
+        read: pg_strom,
+        device: &GPU,
+        meaning: "PG-Strom's GPU service could not get a chunk of this size from its device-memory pool: the pool may take pg_strom.gpu_mempool_max_ratio of the GPU (50% by default), and every query running on the GPU draws on it.",
+        remedies: &[
+            "Where the GPU serves PG-Strom alone, raise pg_strom.gpu_mempool_max_ratio (the share of device memory its pool may take).",
+            "Run fewer queries on the GPU at once (pg_strom.max_async_tasks, fewer parallel workers), or limit the GPUs a server uses with pg_strom.cuda_visible_devices so that other programs keep theirs.",
+        ],
+    },
+    // HeavyDB / OmniSciDB (`DataMgr/BufferMgr/BufferMgr.cpp`): its buffer pool for a device,
+    // carved into slabs at start-up, had no room for a chunk even after evicting: "ALLOCATION
+    // failed to find NB throwing out of memory GPU_MGR:D" (`getStringMgrType()`, the device's
+    // id; "CPU_MGR" for the host's pool), then the query's "Query couldn't keep the entire
+    // working set of columns in GPU memory". Its INFO line "… free. Forcing Eviction." is not a
+    // failure. `--gpu-buffer-mem-bytes` sizes the pool per GPU (0: all available), `--res-gpu-mem`
+    // keeps memory outside it.
+    Program {
+        name: "HeavyDB",
+        format: "program-heavydb",
+        read: heavydb,
+        device: &GPU,
+        meaning: "HeavyDB's buffer pool on this GPU had no room for the chunk of columns the query needs, even after evicting what it could: the query's working set of columns is larger than the pool.",
+        remedies: &[
+            "Select fewer columns, or filter on fewer, so the query's working set fits; or run it on more GPUs.",
+            "Give the pool more of the GPU: --gpu-buffer-mem-bytes (per GPU; 0 uses all available) and a smaller --res-gpu-mem, where no other program needs the memory.",
+        ],
+    },
+    // Oxford Nanopore's Guppy basecaller (closed source; its log, 4.x to 6.x): its CUDA memory
+    // manager sets a limit on each device at start-up ("CUDA device 0 (compute 7.5) initialised,
+    // memory limit 11551440896B (11124080640B free)") and logs "CUDA device N reached memory
+    // limit while trying to allocate X bytes, currently at A/L" when a request would pass it. A
+    // request of 0 bytes cannot be what ran out: Guppy logs that line on other failures too
+    // (megalodon#254, where CUDA_ERROR_INVALID_VALUE follows), so it is left to the error after
+    // it. ONT's advice for GPUs with less memory: fewer chunks per runner and runners per device.
+    Program {
+        name: "Guppy",
+        format: "program-guppy",
+        read: guppy,
+        device: &GPU,
+        meaning: "Guppy's memory manager would have passed the limit it set on this GPU at start-up (from the GPU's memory, printed as \"memory limit …B\" when the device is initialised): what it already holds, the basecalling runners' buffers, plus this request.",
+        remedies: &[
+            "Fewer chunks per runner (--chunks_per_runner) and fewer runners per device (--gpu_runners_per_device): each runner holds its batch of chunks on the GPU.",
+            "A smaller model (fast or hac instead of sup) needs less memory per chunk.",
+        ],
+    },
+    // RPCS3's Vulkan renderer (`rpcs3/Emu/RSX/VK/VKGSRender.cpp`): when an allocation from its
+    // heaps or the texture cache fails, `VKGSRender::on_vram_exhausted` evicts cached surfaces
+    // and textures to make room; a fatal error inside it ("Thread terminated due to fatal error:
+    // Verification failed … in function 'bool VKGSRender::on_vram_exhausted(…)'") is video
+    // memory it could not free enough of. Its log names the device's heaps at start-up ("RSX:
+    // Detected 8238 MB of device local memory", "… MB of BAR memory").
+    Program {
+        name: "RPCS3",
+        format: "program-rpcs3",
+        read: rpcs3,
+        device: &GPU,
+        meaning: "RPCS3's Vulkan renderer ran out of video memory for a heap or its texture cache, and its handler for exhausted VRAM (VKGSRender::on_vram_exhausted) could not free enough by evicting cached surfaces and textures.",
+        remedies: &[
+            "Lower the resolution scale (Settings ‣ GPU): render targets grow with its square; close other programs using the GPU.",
+            "Where the log places a heap in BAR memory (\"will attempt to use Re-BAR memory\") and the BAR is small (\"Detected 214 MB of BAR memory\", without Resizable BAR), enabling Resizable BAR in the firmware makes the BAR the card's whole memory.",
         ],
     },
     // RELION's GPU code (`src/acc/cuda/custom_allocator.cuh`, 2.x to 5.x): each process takes one
@@ -1653,6 +1769,107 @@ re!(
 // The allocator's state after it: its pieces, then "= <block size>B".
 re!(relion_block_re, r"\] = (\d{1,20})B\b");
 
+re!(
+    vulkan_heap_size_re,
+    r"vkAllocateMemory: attempting to allocate (\d{1,20}) bytes from heap (\d{1,2}), ?but size of that heap is only (\d{1,20}) bytes"
+);
+
+fn vulkan_heap_size(t: &str) -> Option<Found> {
+    let c = vulkan_heap_size_re().captures_iter(t).last()?;
+    let mut f = Found::device(Api::Vulkan);
+    f.facts.requested_bytes = c.get(1)?.as_str().parse().ok();
+    // The heap's size caps this allocation: the limit it failed against, not the card's.
+    f.facts.max_alloc_bytes = c.get(3)?.as_str().parse().ok();
+    Some(f)
+}
+
+re!(
+    pg_strom_re,
+    r"failed on gpuMemAlloc(Managed|Host)?(?:\((\d{1,20})\)|: (\d{1,20})\b)"
+);
+re!(pg_strom_device_re, r"device at GPU-(\d{1,3})\b");
+
+fn pg_strom(t: &str) -> Option<Found> {
+    let c = pg_strom_re().captures_iter(t).last()?;
+    let mut f = Found::device(Api::Cuda);
+    f.facts.requested_bytes = c.get(2).or(c.get(3)).and_then(|m| m.as_str().parse().ok());
+    if c.get(1).is_some_and(|m| m.as_str() == "Host") {
+        f.memory = MemoryKind::PinnedHost;
+    }
+    f.device = pg_strom_device_re()
+        .captures(&t[c.get(0)?.start()..])
+        .and_then(|d| d.get(1)?.as_str().parse().ok());
+    Some(f)
+}
+
+re!(
+    heavydb_re,
+    r"ALLOCATION failed to find (\d{1,20})B throwing out of memory (GPU|CPU)_MGR:(\d{1,3})"
+);
+
+fn heavydb(t: &str) -> Option<Found> {
+    let c = heavydb_re().captures_iter(t).last()?;
+    let mut f = Found::own(Facts {
+        requested_bytes: c.get(1)?.as_str().parse().ok(),
+        ..Facts::default()
+    });
+    if &c[2] == "CPU" {
+        f.memory = MemoryKind::Host;
+    } else {
+        f.device = c.get(3)?.as_str().parse().ok();
+    }
+    Some(f)
+}
+
+re!(
+    guppy_re,
+    r"CUDA device (\d{1,3}) reached memory limit while trying to allocate (\d{1,20}) bytes, currently at (\d{1,20}) ?/ ?(\d{1,20})"
+);
+re!(
+    guppy_init_re,
+    r"CUDA device (\d{1,3}) \(compute [\d.]{1,8}\) initialised, memory limit (\d{1,20}) ?B \((\d{1,20}) ?B free\)"
+);
+
+fn guppy(t: &str) -> Option<Found> {
+    let c = guppy_re().captures_iter(t).last()?;
+    let n = |c: &regex::Captures, i: usize| c.get(i).and_then(|m| m.as_str().parse::<u64>().ok());
+    let requested = n(&c, 2).filter(|&r| r > 0)?;
+    let device = n(&c, 1).and_then(|d| u32::try_from(d).ok());
+    let mut f = Found::device(Api::Cuda);
+    f.device = device;
+    f.facts.requested_bytes = Some(requested);
+    f.facts.allocated_bytes = n(&c, 3);
+    f.facts.total_bytes = n(&c, 4);
+    f.facts.total_is_limit = f.facts.total_bytes.is_some();
+    // What was free when that device was initialised.
+    f.facts.startup_free_bytes = guppy_init_re()
+        .captures_iter(t)
+        .filter(|i| n(i, 1).and_then(|d| u32::try_from(d).ok()) == device)
+        .last()
+        .and_then(|i| n(&i, 3));
+    Some(f)
+}
+
+re!(
+    rpcs3_re,
+    r"(?s)(?:fatal error|Verification failed|Assertion Failed)[^\n]{0,300}\n?[^\n]{0,400}?in function '[^'\n]{0,40}VKGSRender::on_vram_exhausted\b"
+);
+re!(
+    rpcs3_local_re,
+    r"RSX: Detected (\d{1,9}) MB of device local memory"
+);
+
+fn rpcs3(t: &str) -> Option<Found> {
+    rpcs3_re().find(t)?;
+    let mut f = Found::device(Api::Vulkan);
+    f.facts.total_bytes = rpcs3_local_re()
+        .captures_iter(t)
+        .last()
+        .and_then(|c| c.get(1)?.as_str().parse::<u64>().ok())
+        .map(|mb| mb << 20);
+    Some(f)
+}
+
 fn relion(t: &str) -> Option<Found> {
     let c = relion_re().captures(t)?;
     let n = |i: usize| c.get(i).and_then(|m| m.as_str().parse::<u64>().ok());
@@ -1884,7 +2101,7 @@ fn amrex(t: &str) -> Option<Found> {
 
 re!(
     tt_metal_re,
-    r"\bNot enough space to allocate (\d{1,20}) B (\w{1,20}) buffer across (\d{1,6}) banks,?\s{1,8}where each bank needs to store (\d{1,20}) B(?:,?\s{1,8}but bank size is (?:only )?(\d{1,20}) B(?:\s{1,8}\(allocated: (\d{1,20}) B, free: (\d{1,20}) B, largest free block: (\d{1,20}) B\))?)?"
+    r"\bNot enough space to allocate (\d{1,20}) B (\w{1,20}) buffer across (\d{1,6}) banks,?\s{1,8}where each bank needs to store (\d{1,20})(?: B)?(?:,?\s{1,8}but bank size is (?:only )?(\d{1,20}) B(?:\s{1,8}\(allocated: (\d{1,20}) B, free: (\d{1,20}) B, largest free block: (\d{1,20}) B\))?)?"
 );
 
 fn tt_metal(t: &str) -> Option<Found> {
@@ -2484,6 +2701,15 @@ mod tests {
             ("[09:41:23] Maximum buffer memory device 0 supports says 134217728\n[09:41:23] Your settings come to 536870912\n[09:41:23] Error -61: clCreateBuffer (padbuffer8), decrease TC or increase LG", "program-sgminer", Framework::OpenCl, MemoryKind::Device, Some(536_870_912)),
             ("An application has requested more GPU memory than is\navailable in the system.\nThe application will now be closed.\n\n\nError code: 6", "program-nvidia-opengl", Framework::OpenGl, MemoryKind::Device, None),
             ("[2023-04-27.23:02:15] [Info] Generating 48,640,000 starting points (1855.5MB)\n[2023-04-27.23:02:15] [Info] Error: out of memory", "program-bitcrack", Framework::Cuda, MemoryKind::Device, None),
+            ("[guppy/info] CUDA device 0 (compute 8.6) initialised, memory limit 4100456448B (3938451456B free)\n[guppy/info] CUDA device 0 reached memory limit while trying to allocate 414853888 bytes, currently at 3317279728/4100456448", "program-guppy", Framework::Cuda, MemoryKind::Device, Some(414_853_888)),
+            ("RSX: Detected 8238 MB of device local memory\n·F 0:01:11.574384 SIG: Thread terminated due to fatal error: Verification failed (object: 0x0)\n(in file D:\\a\\rpcs3\\rpcs3\\rpcs3\\Emu\\RSX\\VK\\VKGSRender.cpp:1006[:2], in function 'bool VKGSRender::on_vram_exhausted(rsx::problem_severity)')", "program-rpcs3", Framework::Vulkan, MemoryKind::Device, None),
+            ("Validation Error: [ VUID-vkAllocateMemory-pAllocateInfo-01713 ] Object 0: handle = 0x55d7e6658520, type = VK_OBJECT_TYPE_DEVICE; | MessageID = 0xe9a2b96f | vkAllocateMemory: attempting to allocate 268435456 bytes from heap 2,but size of that heap is only 257949696 bytes.", "program-vulkan-validation", Framework::Vulkan, MemoryKind::Device, Some(268_435_456)),
+            ("psql:ssbm.sql:318: ERROR:  gpu_service.c:1727  failed on gpuMemAllocManaged: 165284232\nHINT:  device at GPU-0, function at gpuservHandleGpuTaskExec", "program-pg-strom", Framework::Cuda, MemoryKind::Device, Some(165_284_232)),
+            ("ERROR:  gpu_service.c:3285  failed on gpuMemAlloc(536878168)", "program-pg-strom", Framework::Cuda, MemoryKind::Device, Some(536_878_168)),
+            ("2021-03-22T19:54:57.705913 E 118135 615 BufferMgr.cpp:410 ALLOCATION failed to find 256000000B throwing out of memory GPU_MGR:1", "program-heavydb", Framework::Unknown, MemoryKind::Device, Some(256_000_000)),
+            ("E 1 BufferMgr.cpp:410 ALLOCATION failed to find 256000000B throwing out of memory CPU_MGR:0", "program-heavydb", Framework::Unknown, MemoryKind::Host, Some(256_000_000)),
+            ("dgl._ffi.base.DGLError: [09:57:10] /opt/dgl/src/array/cuda/csr_transpose.cc:83: Check failed: e == CUSPARSE_STATUS_SUCCESS: CUSPARSE ERROR: 2", "glog-check", Framework::Cuda, MemoryKind::Device, None),
+            ("[17:45:39] g:\\mxnet\\src\\storage\\./pinned_memory_storage.h:54: Check failed: e == cudaSuccess || e == cudaErrorCudartUnloading CUDA: out of memory", "cuda-relay", Framework::Cuda, MemoryKind::PinnedHost, None),
         ];
         for (text, format, fw, memory, req) in cases {
             let o = read(text).unwrap_or_else(|| panic!("not found: {text}"));
@@ -2493,6 +2719,39 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    /// Guppy's figures are its memory manager's: what it holds and its limit on the device,
+    /// with what was free when that device was initialised; a request of 0 bytes is not what
+    /// ran out (nanoporetech/megalodon#254). RPCS3's device-local heap is the card's memory.
+    #[test]
+    fn guppy_and_rpcs3_figures() {
+        let o = read("[guppy/info] CUDA device 1 (compute 7.5) initialised, memory limit 11551440896B (11124080640B free)\n[guppy/info] CUDA device 0 (compute 7.5) initialised, memory limit 4100456448B (3938451456B free)\n[guppy/info] CUDA device 0 reached memory limit while trying to allocate 414853888 bytes, currently at 3317279728/4100456448").expect("found");
+        let f = &o.facts;
+        assert_eq!(
+            (
+                o.device_index,
+                f.allocated_bytes,
+                f.total_bytes,
+                f.total_is_limit,
+                f.startup_free_bytes
+            ),
+            (
+                Some(0),
+                Some(3_317_279_728),
+                Some(4_100_456_448),
+                true,
+                Some(3_938_451_456)
+            )
+        );
+        assert!(read("[guppy/info] CUDA device 0 reached memory limit while trying to allocate 0 bytes, currently at 64/11551440896").is_none());
+        let o = read("·! 0:01:11.550920 RSX: Detected 8238 MB of device local memory\n·F 0:01:11.574384 SIG: Thread terminated due to fatal error: Verification failed (object: 0x0)\n(in file VKGSRender.cpp:1006[:2], in function 'bool VKGSRender::on_vram_exhausted(rsx::problem_severity)')").expect("found");
+        assert_eq!(o.facts.total_bytes, Some(8238 << 20));
+        // The handler named without a failure is not one.
+        assert!(
+            read("in function 'bool VKGSRender::on_vram_exhausted(rsx::problem_severity)'")
+                .is_none()
+        );
     }
 
     /// TT-Metalium's banks hold a buffer in lockstep: each bank's figures times the banks are
@@ -2610,6 +2869,7 @@ mod tests {
             "realesrgan-ncnn-vulkan\nvkAllocateMemory failed -4",
             "java.lang.RuntimeException: memset failed on device_0",
             "PxgCudaDeviceMemoryAllocator fail to allocate memory 4096 bytes!! Result = 700",
+            "Check failed: e == CUSPARSE_STATUS_SUCCESS: CUSPARSE ERROR: 7",
             // kokkos/kokkos#6865: cudaMalloc on a MIG slice returned cudaErrorNotSupported.
             "what():  Kokkos failed to allocate memory for label \"Kokkos::InternalScratchSpace\".  Allocation using MemorySpace named \"Cuda\" failed with the following error:  Allocation of size 64.12 K failed because of an unknown error.  (The allocation mechanism was cudaMalloc().  The Cuda allocation returned the error code \"cudaErrorNotSupported\".)",
         ] {

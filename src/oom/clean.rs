@@ -281,11 +281,11 @@ pub(crate) const TRIGGERS: &[&str] = &[
     // ("libc++abi: terminating due to uncaught exception of type std::runtime_error: …").
     "which is greater than the maximum allowed buffer size",
     "maximum allowed buffer size",
+    // wgpu-core's limit on one buffer (`families.rs`).
+    "is greater than the maximum buffer size",
     "can't allocate",
     "out_of_device_memory",
     "insufficient memory",
-    // TensorRT 8.0–8.5's skipped tactic ("Device memory is insufficient to use tactic").
-    "device memory is insufficient",
     "exceeded hbm capacity",
     // The same report's breakdown, where a paste starts there.
     "total hbm usage >=",
@@ -343,6 +343,15 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "clcreatebuffer (padbuffer8)",
     "requested more gpu memory than",
     "halmemalloc failed",
+    // "RMM allocation of 132.89 GiB failed", "Allocation of 4.00 GiB failed": the fallback
+    // reads it only with its failure and a device's word.
+    "allocation of",
+    // PG-Strom's GPU service, HeavyDB's buffer pool (`api.rs`).
+    "failed on gpumemalloc",
+    "b throwing out of memory",
+    // Guppy's memory manager, RPCS3's handler for exhausted video memory (`api.rs`).
+    "reached memory limit while trying to allocate",
+    "vkgsrender::on_vram_exhausted",
     "out of dynamic gpu memory",
     "couldn't allocate memory: heap=",
     "mining suspended on device",
@@ -361,6 +370,10 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "bfcarena::allocaterawinternal",
     "thrust::system::detail::bad_alloc",
     "insufficient vram for model",
+    "insufficient vram in split for model",
+    // A program's words after catching the framework's error ("Insufficient GPU memory to load
+    // model. Aborting", InvokeAI's model cache): the fallback's.
+    "insufficient gpu memory to",
     "storage allocation failure, attempted to allocate",
     "cuda failed with error 2",
     "hiperror_t error",
@@ -379,6 +392,7 @@ pub(crate) const TRIGGERS: &[&str] = &[
     // triggered line costs a parse.
     "mem_object_allocation_failure",
     "memory object allocation failure",
+    "mem object allocation failure",
     "out_of_resources",
     "out_of_host_memory",
     "out of host memory",
@@ -395,7 +409,8 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "2005532292",
     "2289435004",
     "d3derr_outofvideomemory",
-    "not enough memory resources",
+    // Windows' text for E_OUTOFMEMORY, from "enough" on (a paste may garble its first word).
+    "enough memory resources",
     "没有足够的内存资源",
     "npp_memory_allocation_err",
     // ManagedCuda's words for it (`NPPException`), read as NPP's only beside NPP's names.
@@ -415,6 +430,8 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "== cudasuccess (",
     // Other CUDA libraries' and HIP's glog checks (`api.rs`, `GLOG_ALLOC_CODES`).
     "== cuda_success (",
+    "_status_success: cusparse error:",
+    "_status_success: cublas error:",
     "== hipsuccess (",
     "== cufft_success (",
     "== cusparse_status_success (",
@@ -1030,14 +1047,26 @@ fn decode(body: &str) -> String {
 }
 
 /// Lines that name an allocation that did not fail the job: TensorFlow's BFC warning that the
-/// caller will retry (`freed_by_count`, "not a failure"), however it is wrapped, and a failed
-/// `mlock` of a host buffer (llama.cpp pins the model in RAM if it can and runs on if not).
+/// caller will retry (`freed_by_count`, "not a failure"), however it is wrapped, a failed
+/// `mlock` of a host buffer (llama.cpp pins the model in RAM if it can and runs on if not), and
+/// TensorRT's builder skipping a tactic ([`is_skipped_tactic`]).
 pub fn is_not_a_failure(line: &str) -> bool {
-    line.contains("not a failure")
+    is_skipped_tactic(line)
+        || line.contains("not a failure")
         || line.contains("freed_by_count")
         || line.contains("performance gains if more memory")
         || line.contains("mlock")
         || line.contains("(may not be an issue e.g. torch allocator")
+}
+
+/// TensorRT's builder warning that it skipped a tactic (one way to run a layer) whose scratch
+/// memory did not fit, and went on with the others: 8.6 and later "[W] UNSUPPORTED_STATE:
+/// Skipping tactic N due to insufficient memory on requested size of N detected for tactic …",
+/// 8.0–8.5 "Tactic Device request: 4360MB Available: 2304MB. Device memory is insufficient to
+/// use tactic." The build fails only where no tactic of a layer fits, with an error of its own.
+pub fn is_skipped_tactic(line: &str) -> bool {
+    line.contains("insufficient to use tactic")
+        || (line.contains("kipping tactic") && line.contains("insufficient memory"))
 }
 
 #[cfg(test)]

@@ -1090,9 +1090,7 @@ fn request_only(oom: &Oom, _sizing: Option<&Sizing>, out: &[Finding]) -> Option<
                     need.map(fmt_bytes).unwrap_or_default()
                 ),
             },
-            detail: if oom.format == "tensorrt-tactic" {
-                "TensorRT's builder skipped one tactic (one way to run a layer) whose scratch memory did not fit, and went on with the others: a warning, not the build's failure. The build fails only if no tactic of some layer fits; a skipped fast tactic may leave the engine slower.".into()
-            } else if tf_limit {
+            detail: if tf_limit {
                 format!(
                     "TensorFlow gave its allocator {} on this GPU when it created the device (its start-up line \"Created TensorFlow device … with N MB memory\": the memory free then, less what it leaves, or the fraction it was told to take), and this request did not fit in what its own tensors left of it. A small limit means little was free at start-up: another process, or on a board whose GPU shares the system's memory (Jetson), the system itself.",
                     f.total_bytes.map(fmt_bytes).unwrap_or_default()
@@ -2398,6 +2396,18 @@ fn tvm_storage(oom: &Oom) -> Option<Finding> {
 
 /// ExLlamaV2's autosplit reached its last GPU with part of the model or the cache unplaced.
 fn exllamav2_autosplit(oom: &Oom) -> Option<Finding> {
+    if oom.format == "exllamav3-autosplit" {
+        return Some(Finding {
+            cause: Cause::NoNumbers,
+            title: "ExLlamaV3 could not place the model and its cache on the GPUs".into(),
+            detail: "ExLlamaV3's loader places the model's modules, each with its share of the cache, on each GPU of the split in turn and moves on when one runs out of memory; it raised this when a module did not fit on the last one: the weights and a cache of the size asked for did not fit in the GPUs' free memory together. The message gives no size.".into(),
+            remedies: vec![
+                r("Shrink the cache: a smaller cache size and context (TabbyAPI's cache_size and max_seq_len), or a quantised cache (TabbyAPI's cache_mode Q4, Q6 or Q8)."),
+                r("Load a quantisation of the model with fewer bits per weight, or add a GPU to the split."),
+                r("Free the GPUs first: `gpumon once` shows what else holds them."),
+            ],
+        });
+    }
     if oom.format != "exllamav2-autosplit" {
         return None;
     }
@@ -2429,10 +2439,20 @@ fn over_max_alloc(oom: &Oom) -> Option<Finding> {
             fmt_bytes(need),
             fmt_bytes(max)
         ),
-        detail: "The device caps the size of each single allocation (OpenCL's CL_DEVICE_MAX_MEM_ALLOC_SIZE, often a quarter of its memory), below its total: this one buffer cannot be allocated however much is free.".into(),
-        remedies: vec![
-            r("Make that one buffer smaller (a smaller work size, batch, tile or image), or split it over several buffers under the limit."),
-        ],
+        detail: if oom.format == "wgpu-max-buffer" {
+            "wgpu checks each buffer against the device's max_buffer_size limit before creating it (256 MiB unless the program asks the adapter for more when it requests the device): this one buffer cannot be created however much memory is free.".into()
+        } else {
+            "The device caps the size of each single allocation (OpenCL's CL_DEVICE_MAX_MEM_ALLOC_SIZE, often a quarter of its memory), below its total: this one buffer cannot be allocated however much is free.".into()
+        },
+        remedies: if oom.format == "wgpu-max-buffer" {
+            vec![
+                r("In the program: request the device with a higher max_buffer_size (up to the adapter's own limit, adapter.limits()), or split the data over several buffers; as a user, use a smaller image, texture or scene, and report it to the program's authors."),
+            ]
+        } else {
+            vec![
+                r("Make that one buffer smaller (a smaller work size, batch, tile or image), or split it over several buffers under the limit."),
+            ]
+        },
     })
 }
 

@@ -1919,9 +1919,25 @@ fn dxvk(t: &str) -> Option<Oom> {
 
 /// wgpu's device out of memory: Burn's and Candle's wgpu back ends, Bevy, other Rust programs.
 fn wgpu(t: &str) -> Option<Oom> {
+    // wgpu-core's check before it creates a buffer (`CreateBufferError::MaxBufferSize`): "Buffer
+    // size N is greater than the maximum buffer size (M)", M the device's `max_buffer_size`
+    // limit (256 MiB by default, what the adapter allows where the program asks for more).
+    if let Some(c) = wgpu_max_buffer_re().captures(t) {
+        let f = Facts {
+            requested_bytes: c.get(1).and_then(|m| m.as_str().parse().ok()),
+            max_alloc_bytes: c.get(2).and_then(|m| m.as_str().parse().ok()),
+            ..Facts::default()
+        };
+        return Some(oom(Framework::Wgpu, "wgpu-max-buffer", None, f));
+    }
     wgpu_re().find(t)?;
     Some(oom(Framework::Wgpu, "wgpu-device", None, Facts::default()))
 }
+
+re!(
+    wgpu_max_buffer_re,
+    r"\bBuffer size (\d{1,20}) is greater than the maximum buffer size \((\d{1,20})\)"
+);
 
 re!(
     tf_eager_re,
@@ -2453,6 +2469,11 @@ mod tests {
             ("Check '!exceed_allocatable_mem_size' failed at src/plugins/intel_gpu/src/runtime/ocl/ocl_engine.cpp:115:\n[GPU] Exceeded max size of memory object allocation: requested 8589934592 bytes, but max alloc size supported by device is 4294959104 bytes.Please try to reduce batch size or use lower precision.", Framework::OpenCl, "openvino-gpu", MemoryKind::Device, None, Some(8_589_934_592)),
             ("\"Due to the driver bug any subsequent OpenCL API call will cause application hang, so GPU plugin can't finish correctly. Please try to update the driver or reduce memory consumption (use smaller batch size, less streams, lower precision, etc)to avoid CL_OUT_OF_RESOURCES exception\"", Framework::OpenCl, "openvino-gpu", MemoryKind::Device, None, None),
             ("Error: panicked at /home/runner/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/wgpu-26.0.1/src/backend/wgpu_core.rs:1436:18:\nwgpu error: Out of Memory", Framework::Wgpu, "wgpu-device", MemoryKind::Device, None, None),
+            // ExLlamaV2's autosplit and ExLlamaV3's loader out of GPUs.
+            ("RuntimeError: Insufficient VRAM for model and cache", Framework::Pytorch, "exllamav2-autosplit", MemoryKind::Device, None, None),
+            ("RuntimeError: Insufficient VRAM in split for model and cache", Framework::Pytorch, "exllamav3-autosplit", MemoryKind::Device, None, None),
+            // pop-os/cosmic-files: one buffer over the device's max_buffer_size.
+            ("wgpu error: Validation Error\n\nCaused by:\n    In Device::create_buffer\n      note: label = `image upload buffer`\n    Buffer size 360960000 is greater than the maximum buffer size (268435456)", Framework::Wgpu, "wgpu-max-buffer", MemoryKind::Device, None, Some(360_960_000)),
         ];
         for &(text, framework, format, memory, device, request) in cases {
             let o = parse_text(text).expect(text);

@@ -428,14 +428,6 @@ re!(
     r"Requested amount of (?:GPU )?memory \((\d+) bytes\) could not be allocated"
 );
 re!(trt_buffer_re, r"allocating (\d+)-byte buffer");
-// The builder's warning that a tactic was skipped for want of scratch memory (it goes on with
-// others): 8.6 and later "Skipping tactic N due to insufficient memory on requested size of N
-// detected for tactic …", 8.0–8.5 "Tactic Device request: RMB Available: AMB. Device memory is
-// insufficient to use tactic." (MiB).
-re!(
-    trt_tactic_re,
-    r"insufficient memory on requested size of (\d+)|Tactic Device request: (\d+) ?MB Available: (\d+) ?MB\.? Device memory is insufficient"
-);
 re!(
     trt_vm_re,
     r"(?i)\.cpp::[^\]\n]{0,200}::\d+\] Error Code \d+: (?:OutOfMemory|out of memory)"
@@ -659,21 +651,24 @@ pub(super) fn turbomind(t: &str) -> Option<Oom> {
 // ExLlamaV2's autosplit (turboderp-org/exllamav2, `exllamav2/model.py`,
 // `load_autosplit_gen`): it loads the model's modules and the cache onto the GPUs in turn,
 // moving to the next GPU when one is full, and raises when the last is: "Insufficient VRAM for
-// model and cache". Its own planner's check, with no figure.
+// model and cache". Its own planner's check, with no figure. ExLlamaV3's loader
+// (turboderp-org/exllamav3, `exllamav3/model/model_ls.py`) does the same, module by module,
+// and raises "Insufficient VRAM in split for model and cache" when a module fails to load with
+// an out-of-memory error on the last device.
 re!(
     exllamav2_autosplit_re,
-    r"\bInsufficient VRAM for model and cache\b"
+    r"\bInsufficient VRAM (in split )?for model and cache\b"
 );
 
-/// ExLlamaV2's autosplit, out of GPUs to place the model and cache on.
+/// ExLlamaV2's or ExLlamaV3's autosplit, out of GPUs to place the model and cache on.
 pub(super) fn exllamav2_autosplit(t: &str) -> Option<Oom> {
-    exllamav2_autosplit_re().find(t)?;
-    Some(oom(
-        Framework::Pytorch,
-        "exllamav2-autosplit",
-        None,
-        Facts::default(),
-    ))
+    let c = exllamav2_autosplit_re().captures(t)?;
+    let format = if c.get(1).is_some() {
+        "exllamav3-autosplit"
+    } else {
+        "exllamav2-autosplit"
+    };
+    Some(oom(Framework::Pytorch, format, None, Facts::default()))
 }
 
 // Apache TVM's Relax VM (`src/runtime/relax_vm/memory_manager.cc`, `StorageObj::AllocNDArray`):
@@ -1402,6 +1397,23 @@ pub(super) fn ggml_metal(t: &str) -> Option<Oom> {
     // of memory when the warning precedes it). Every logged buffer was mapped: the last line
     // gives the running total and the working set, not the size that failed, which is not
     // printed.
+    // A buffer it could not map at all (`newBufferWithBytesNoCopy` returned nil): "error:
+    // failed to allocate 'data            ' buffer, size = 19283.21 MiB", its size in MiB
+    // ("MB" before August 2023), beside the device's working set from the start-up log.
+    if let Some(c) = ggml_metal_alloc_re().captures(t) {
+        let mib = |m: Option<regex::Match>| {
+            let v: f64 = m?.as_str().parse().ok()?;
+            Some((v * f64::from(1u32 << 20)).round() as u64)
+        };
+        let set = mib(ggml_metal_set_re().captures(t).and_then(|s| s.get(1)));
+        let f = Facts {
+            requested_bytes: mib(c.get(1)),
+            total_bytes: set,
+            total_is_limit: set.is_some(),
+            ..Facts::default()
+        };
+        return Some(oom(Framework::Ggml, "ggml-metal", None, f));
+    }
     let failed = t.contains("ggml_metal_get_buffer: error: buffer is nil")
         || ggml_metal_status_re().is_match(t);
     if !(failed && t.contains("greater than the recommended max working set size")) {
@@ -1424,6 +1436,14 @@ pub(super) fn ggml_metal(t: &str) -> Option<Oom> {
 re!(
     ggml_metal_add_re,
     r"ggml_metal_add_buffer: allocated '[^']{1,40}' buffer, size = *(\d{1,9}(?:\.\d{1,3})?) Mi?B, \( *(\d{1,9}(?:\.\d{1,3})?) / *(\d{1,9}(?:\.\d{1,3})?)\)"
+);
+re!(
+    ggml_metal_alloc_re,
+    r"ggml_metal_add_buffer: error: failed to allocate '[^']{1,40}' buffer, size = *(\d{1,9}(?:\.\d{1,3})?) ?Mi?B\b"
+);
+re!(
+    ggml_metal_set_re,
+    r"recommendedMaxWorkingSetSize *= *(\d{1,9}(?:\.\d{1,3})?) ?Mi?B\b"
 );
 re!(
     ggml_metal_status_re,
@@ -1534,45 +1554,29 @@ pub(super) fn cupy(t: &str) -> Option<Oom> {
     Some(oom(Framework::Cupy, "cupy-old", None, f))
 }
 
-/// TensorRT's allocator, builder tactics and virtual-memory buffers.
+/// TensorRT's allocator and virtual-memory buffers. A builder's skipped tactic is a warning
+/// (`clean::is_skipped_tactic`), never read here as the failure.
 pub(super) fn tensorrt(t: &str) -> Option<Oom> {
-    let tactic = trt_tactic_re().captures(t);
-    let mib = |i: usize| {
-        tactic
-            .as_ref()
-            .and_then(|c| num(c, i))
-            .and_then(|m| m.checked_mul(1 << 20))
-    };
     let amount = trt_amount_re().captures(t).and_then(|c| num(&c, 1));
-    let tactic_request = tactic.as_ref().and_then(|c| num(c, 1)).or_else(|| mib(2));
     let allocator = trt_re().is_match(t);
     let vm = trt_vm_re().is_match(t);
     // A paste cut inside the CUDA status's words ("Cuda Runtime (out of m") still says it.
     let lower = t.to_ascii_lowercase();
     let allocator_oom =
         allocator && (lower.contains("out of memory") || lower.contains("cuda runtime (out of m"));
-    if !(allocator_oom || vm || amount.is_some() || tactic_request.is_some()) {
+    if !(allocator_oom || vm || amount.is_some()) {
         return None;
     }
-    // The fatal resize first; a skipped tactic's request last.
+    // The fatal resize first.
     let f = Facts {
         requested_bytes: trt_size_re()
             .captures(t)
             .and_then(|c| num(&c, 1))
             .or(amount)
-            .or(tactic_request)
             .or_else(|| trt_buffer_re().captures(t).and_then(|c| num(&c, 1))),
-        free_bytes: mib(3),
         ..Facts::default()
     };
-    // The skipped tactic alone is a warning of its own.
-    let only_tactic = tactic.is_some() && !allocator && !vm && amount.is_none();
-    let format = if only_tactic {
-        "tensorrt-tactic"
-    } else {
-        "tensorrt"
-    };
-    Some(oom(Framework::Tensorrt, format, None, f))
+    Some(oom(Framework::Tensorrt, "tensorrt", None, f))
 }
 
 /// ONNX Runtime's CUDA provider: no figures.
@@ -1678,15 +1682,19 @@ mod tests {
         );
     }
 
-    /// TensorRT's builder skipping a tactic for want of memory, in 8.6's words and 8.0's.
+    /// llama.cpp's 2023 Metal backend could not map a buffer: its size, beside the device's
+    /// working set from the start-up log (ggml-org/llama.cpp#1870).
     #[test]
-    fn tensorrts_skipped_tactic() {
-        let o = tensorrt("[W] UNSUPPORTED_STATESkipping tactic 0 due to insufficient memory on requested size of 11580055552 detected for tactic 0x0000000000000000.Try decreasing the workspace size with IBuilderConfig::setMemoryPoolLimit().").expect("8.6");
-        assert_eq!(o.facts.requested_bytes, Some(11_580_055_552));
-        let o = tensorrt("[W] [TRT] Tactic Device request: 4360MB Available: 2304MB. Device memory is insufficient to use tactic.").expect("8.0");
+    fn ggml_metal_buffer_not_mapped() {
+        let o = ggml_metal("llm_load_tensors: mem required  = 19282.65 MiB\nggml_metal_init: recommendedMaxWorkingSetSize  = 49152.00 MiB\nggml_metal_add_buffer: error: failed to allocate 'data            ' buffer, size = 19283.21 MiB").expect("found");
+        let mib = |x: f64| (x * f64::from(1u32 << 20)).round() as u64;
         assert_eq!(
-            (o.facts.requested_bytes, o.facts.free_bytes),
-            (Some(4360 << 20), Some(2304 << 20))
+            (
+                o.facts.requested_bytes,
+                o.facts.total_bytes,
+                o.facts.total_is_limit
+            ),
+            (Some(mib(19283.21)), Some(mib(49152.0)), true)
         );
     }
 

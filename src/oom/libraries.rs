@@ -433,10 +433,11 @@ pub(super) fn onnxruntime_arena_limit(t: &str) -> Option<Oom> {
 // ONNX Runtime's DirectML execution provider relays Direct3D 12's HRESULT through WIL's
 // exception text ("…\DmlExecutionProvider\src\BucketizedBufferAllocator.cpp(122)\…: (caller: …)
 // Exception(1) tid(…) 8007000E Not enough memory resources are available to complete this
-// operation."): 0x8007000E is E_OUTOFMEMORY, the allocation of a GPU buffer.
+// operation."): 0x8007000E is E_OUTOFMEMORY, the allocation of a GPU buffer, read by its code or
+// by Windows' text for it.
 re!(
     ort_dml_re,
-    r"(?i)DmlExecutionProvider[^\n]{0,400}?\b8007000E\b"
+    r"(?i)DmlExecutionProvider[^\n]{0,400}?(?:\b8007000E\b|\benough memory resources\b)"
 );
 
 /// ONNX Runtime on DirectML: D3D12 could not allocate a buffer (E_OUTOFMEMORY).

@@ -759,6 +759,9 @@ pub struct Analysis {
     /// while cuDNN picks an algorithm, that falls back to one needing less): counted, never
     /// taken for a failure.
     pub not_failures: u64,
+    /// TensorRT's builder warnings that it skipped a tactic for want of scratch memory and went
+    /// on with the others ([`clean::is_skipped_tactic`]): counted, never taken for a failure.
+    pub skipped_tactics: u64,
 }
 
 /// A single request this large is not believed: 1 TiB, more than three times the largest GPU

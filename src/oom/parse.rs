@@ -209,13 +209,26 @@ pub fn parse_block(lines: &[String]) -> Option<Oom> {
     // program's line below it.
     let mut said = trigger.clone();
     let mut fall_back = || {
-        std::iter::once(&trigger)
+        let (mut o, t) = std::iter::once(&trigger)
             .chain(lines.iter().filter(|l| super::clean::is_trigger(l)))
-            .find_map(|t| Some((fallback(t, &spaced)?, t.clone())))
-            .map(|(o, t)| {
-                said = t;
-                o
-            })
+            .find_map(|t| Some((fallback(t, &spaced)?, t.clone())))?;
+        said = t;
+        // A failure said over two lines ("Could not allocate 3D device memory." then "Device 0
+        // alloc 256x256x1500x1 = 98304000 bytes (93 MB) failed in …, out of memory"): the line
+        // after, itself a failure's, gives what the first does not.
+        let next = lines
+            .iter()
+            .position(|l| *l == said)
+            .and_then(|i| lines.get(i + 1));
+        if let Some((next, n)) = next.and_then(|l| Some((l, fallback(l, &spaced)?))) {
+            let (f, g) = (&mut o.facts, n.facts);
+            f.requested_bytes = f.requested_bytes.or(g.requested_bytes);
+            f.free_bytes = f.free_bytes.or(g.free_bytes);
+            f.total_bytes = f.total_bytes.or(g.total_bytes);
+            o.device_index = o.device_index.or(n.device_index);
+            said = format!("{said} {next}");
+        }
+        Some(o)
     };
     let mut found = match parse_text(&spaced) {
         // A terminal's wrap inside a number ("Of the allocated memory 4" / "0.30 GiB is
@@ -580,6 +593,27 @@ mod tests {
         assert!(parse_block(&["14:49:11 Failed to initialize miner on GPU0: EVGA GeForce RTX 2080 8GB [0000:2d:00.0]: out of memory".to_owned()]).is_some());
     }
 
+    /// A program's own sizes in the shapes C++ code prints them: "size = N bytes", a call with
+    /// its size argument, a volume's dimensions multiplied out; and a failure said over two
+    /// lines, read from both (alicevision/Meshroom#1973, hypre-space/hypre#1435).
+    #[test]
+    fn the_fallback_reads_a_programs_sizes() {
+        let o = one("Error allocating storage in void gridtools::hybrid_pointer<double>::allocate_it(::gridtools::uint_t) [T = double] : size = 1048576 bytes   out of memory (CUDA backend)");
+        assert_eq!(o.facts.requested_bytes, Some(1 << 20));
+        let o = one("what():  ! Umpire runtime_error [src/umpire/alloc/CudaMallocAllocator.hpp:38]: cudaMalloc( bytes = 4294967312 ) failed with error: out of memory");
+        assert_eq!(o.facts.requested_bytes, Some(4_294_967_312));
+        let lines = vec![
+            "Could not allocate 3D device memory.".to_owned(),
+            "Device 0 alloc 256x256x1500x1 = 98304000 bytes (93 MB) failed in /src/depthMap/cuda/host/memory.hpp:562, out of memory".to_owned(),
+        ];
+        let o = parse_block(&lines).expect("found");
+        assert_eq!(
+            (o.device_index, o.facts.requested_bytes),
+            (Some(0), Some(98_304_000))
+        );
+        assert!(o.line.starts_with("Could not allocate") && o.line.contains("98304000"));
+    }
+
     /// An allocation that failed with another status than memory's is no OOM, whatever the
     /// words around it.
     #[test]
@@ -633,11 +667,11 @@ mod tests {
 
 re!(
     fallback_fail_re,
-    r"(?i)out of (?:gpu |device |video )?memory|failed to allocate|cannot allocate|could not allocate|unable to allocate|not enough (?:free )?(?:gpu|vram|video|device)\b|\ballocation on (?:the )?device failed\b"
+    r"(?i)out of (?:gpu |device |video )?memory|failed to allocate|cannot allocate|could not allocate|unable to allocate|\ballocation of (?:size )?\d[\d.,]{0,20}\s?[A-Za-z]{0,5}\s(?:bytes\s)?failed\b|not enough (?:free )?(?:gpu|vram|video|device)\b|\binsufficient (?:gpu|vram|video|device) memory\b|\ballocation on (?:the )?device failed\b"
 );
 re!(
     fallback_gpu_re,
-    r"(?i)\b(?:gpu|gpus|graphics card|video card|graphics memory|cuda|cudamalloc|cumemalloc|cumemcreate|vram|hip|rocm|nccl|cudnn|cublas|vulkan|opencl|metal|device memory|video memory|npu|ascend|aclrtmalloc|hccl|xpu|mlu|musa|tpu|hbm|allocation on (?:the )?device)\b|\bgpu\d{1,2}:"
+    r"(?i)\b(?:gpu|gpus|graphics card|video card|graphics memory|cuda|cudamalloc|cumemalloc|cumemcreate|vram|hip|rocm|nccl|cudnn|cublas|vulkan|opencl|metal|device memory|video memory|npu|ascend|aclrtmalloc|hccl|xpu|mlu|musa|tpu|hbm|rmm|allocation on (?:the )?device)\b|\bgpu\d{1,2}:"
 );
 // The host's OOM killer and host-memory wordings: not the GPU's.
 re!(
@@ -657,7 +691,7 @@ re!(
 re!(
     fallback_request_re,
     format!(
-        r"(?i)(?:allocat\w*|request\w*|need\w*)\D{{0,24}}?{SIZE}|\ballocat\w*\D{{0,40}}?\bof size:?\s*(\d{{4,}})\b(?:\s*[^\sKMGTkmgtB\d]|\s*$)|\b(?:requirements?|required)\s?[:(=]\s?(\d{{6,}})\)?(?:\s*[^\sKMGTkmgtB\d]|\s*$)"
+        r"(?i)(?:allocat\w*|request\w*|need\w*)\D{{0,24}}?{SIZE}|\ballocat\w*\D{{0,40}}?\b(?:of|with) size:?\s*(\d{{4,}})\b(?:\s*[^\sKMGTkmgtB\d]|\s*$)|\bsize\s?[:=]\s?{SIZE}|\b\w{{0,20}}alloc\w{{0,20}}\(\s?(?:(?:bytes|size)\s?=\s?)?(\d{{4,20}})\s?\)|\balloc\w{{0,12}}\s[\dx ]{{1,40}}=\s?{SIZE}|\b(?:requirements?|required)\s?[:(=]\s?(\d{{6,}})\)?(?:\s*[^\sKMGTkmgtB\d]|\s*$)"
     )
 );
 re!(

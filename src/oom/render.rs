@@ -40,6 +40,8 @@ pub struct ExplainJson<'a> {
     pub missing: &'a [&'static str],
     /// TensorFlow's warnings that an allocation did not fit but is "not a failure".
     pub not_failures: u64,
+    /// TensorRT's builder warnings that it skipped a tactic for want of scratch memory.
+    pub skipped_tactics: u64,
 }
 
 pub fn to_json(a: &Analysis) -> ExplainJson<'_> {
@@ -72,6 +74,7 @@ pub fn to_json_with<'a>(
         buffer_limit: main.and_then(|o| o.buffer_limit),
         missing: main.map_or(&[][..], |o| o.missing.as_slice()),
         not_failures: a.not_failures,
+        skipped_tactics: a.skipped_tactics,
     }
 }
 
@@ -82,6 +85,14 @@ pub fn to_json_with<'a>(
 fn not_failures(n: u64) -> String {
     format!(
         "TensorFlow's allocator warned {n} time{} that an allocation did not fit, each time saying \"the caller indicates that this is not a failure\": the caller (typically a convolution's scratch space while cuDNN picks an algorithm) went on with one that needs less memory. The job did not fail there; more free GPU memory may only make it faster.",
+        if n == 1 { "" } else { "s" }
+    )
+}
+
+/// TensorRT's skipped tactics, said as what they are (`clean::is_skipped_tactic`).
+fn skipped_tactics(n: u64) -> String {
+    format!(
+        "TensorRT's builder warned {n} time{} that it skipped a tactic (one way to run a layer) whose scratch memory did not fit in the GPU's free memory or the workspace limit, and went on with the others: warnings, not the build's failure. A skipped fast tactic may leave the engine slower. Only where no tactic of a layer fits does the build fail, with an error of its own (\"Could not find any implementation for node …\"); then free GPU memory or raise the workspace limit (IBuilderConfig::setMemoryPoolLimit, trtexec --memPoolSize=workspace:…).",
         if n == 1 { "" } else { "s" }
     )
 }
@@ -254,6 +265,15 @@ pub fn render_with(a: &Analysis, paint: Paint, layout: &Layout) -> String {
                 &not_failures(a.not_failures),
             );
         }
+        if a.skipped_tactics > 0 {
+            para(
+                &mut out,
+                layout.width,
+                "",
+                "  ",
+                &skipped_tactics(a.skipped_tactics),
+            );
+        }
         para(
             &mut out,
             layout.width,
@@ -265,6 +285,20 @@ pub fn render_with(a: &Analysis, paint: Paint, layout: &Layout) -> String {
     };
     let mut out = String::new();
     render_oom_repeated(&mut out, oom, a.total as usize, a.repeats(), paint, layout);
+    // TensorRT logs a tactic's failed allocation as an error, then skips the tactic.
+    if a.skipped_tactics > 0 && oom.framework == super::Framework::Tensorrt {
+        para(
+            &mut out,
+            layout.width,
+            "",
+            "  ",
+            &format!(
+                "Note: TensorRT's builder then skipped {} tactic{} for want of memory and went on with the others. The allocation error above may be that tactic's, not the build's failure: unless the build stopped with an error of its own, the engine was built, perhaps slower.",
+                a.skipped_tactics,
+                if a.skipped_tactics == 1 { "" } else { "s" }
+            ),
+        );
+    }
     out
 }
 
@@ -713,6 +747,27 @@ mod tests {
         assert!(text.contains("did not fail there"), "{text}");
         let a = super::super::analyze("nothing here\n");
         assert!(!render(&a, Paint(false)).contains("warned"));
+    }
+
+    /// TensorRT's skipped tactics are warnings: alone, no failure and said as what they are;
+    /// after a tactic's failed allocation, a note that the build went on.
+    #[test]
+    fn skipped_tactics_are_said_as_such() {
+        let w = "[10/01/2025-08:26:34] [TRT] [W] UNSUPPORTED_STATE: Skipping tactic 9 due to insufficient memory on requested size of 1048576000 detected for tactic 0x8a196054417f1c8a.";
+        let old = "[W] [TRT] Tactic Device request: 4360MB Available: 2304MB. Device memory is insufficient to use tactic.";
+        let a = super::super::analyze(&format!("{w}\n{old}\n"));
+        assert!(a.main().is_none());
+        assert_eq!(a.skipped_tactics, 2);
+        let text = render(&a, Paint(false));
+        assert!(text.contains("skipped a tactic"), "{text}");
+        let a = super::super::analyze(&format!("[TRT] [W] Requested amount of GPU memory (4294967296 bytes) could not be allocated. There may not be enough free memory for allocation to succeed.\n{w}\n"));
+        assert_eq!(
+            a.main().map(|o| o.facts.requested_bytes),
+            Some(Some(4 << 30))
+        );
+        assert!(render(&a, Paint(false)).contains("then skipped 1 tactic for want of memory"));
+        let a = super::super::analyze("nothing here\n");
+        assert!(!render(&a, Paint(false)).contains("tactic"));
     }
 
     /// A translated message says so; the original does not.

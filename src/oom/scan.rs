@@ -477,6 +477,9 @@ impl Scanner {
         if raw.contains("this is not a failure") {
             self.analysis.not_failures += 1;
         }
+        if super::clean::is_skipped_tactic(raw) {
+            self.analysis.skipped_tactics += 1;
+        }
         let trigger = is_trigger(&super::clean::unmark(raw)) || self.trigger_across(raw);
         self.note_tf_device(raw);
         if !trigger && self.banners.note(raw) {
@@ -661,6 +664,23 @@ impl Scanner {
             // size than the open message did: the next failure.
             if old.facts.known() > 0 && exception_head(line) {
                 return true;
+            }
+            // The open message's head again, its figures wrapped onto the next lines (CatBoost's
+            // "Error: Out of memory. Requested" / "27769.47852 MB; Free …" once per GPU worker):
+            // the next failure, whose figures follow. The lines just before the first head that
+            // the block ends with again (a wrapped record's start: "what() ->", a logger's
+            // "E" and source line) are the new message's: carried over to it.
+            if old.facts.known() > 0 {
+                if let Some(k) = self.block.iter().position(|l| l == line) {
+                    let len = self.block.len();
+                    let again = (1..=k.min(len - k - 1))
+                        .take_while(|j| self.block[k - j] == self.block[len - j])
+                        .count();
+                    if again > 0 {
+                        self.record_at = Some(len - again);
+                    }
+                    return true;
+                }
             }
             let asked = super::read::read(line).first(super::read::Role::Request);
             return asked
@@ -1140,6 +1160,26 @@ mod tests {
     }
 
     /// The automaton's first phrase in a run of lines, and none where there is none.
+    /// The same head again with its figures wrapped onto the next line is the next failure
+    /// (catboost/catboost#1414, once per GPU worker, wrapped at 40 columns).
+    #[test]
+    fn a_wrapped_head_repeated_is_the_next_failure() {
+        let one = |r: &str, f: &str| {
+            format!("what() ->\n\"catboost/cuda/cuda_lib/memory_pool/stack_like_memory_pool.h:303:\nError: Out of memory. Requested\n{r} MB; Free {f} MB\"\ntype -> NCudaLib::TOutOfMemoryError\n")
+        };
+        let a = super::super::analyze(&format!(
+            "{}{}",
+            one("27891.06152", "7088.101953"),
+            one("27769.47852", "7089.441796")
+        ));
+        assert_eq!(a.total, 2);
+        let mib = |x: f64| (x * f64::from(1u32 << 20)).round() as u64;
+        assert_eq!(
+            a.main().and_then(|o| o.facts.free_bytes),
+            Some(mib(7089.441796))
+        );
+    }
+
     #[test]
     fn a_line_known_quiet_holds_no_phrase() {
         let mut got = Vec::new();
