@@ -1060,7 +1060,7 @@ pub fn is_not_a_failure(line: &str) -> bool {
 }
 
 /// TensorRT's builder warning that it skipped a tactic (one way to run a layer) whose scratch
-/// memory did not fit, and went on with the others: 8.6 and later "[W] UNSUPPORTED_STATE:
+/// memory did not fit, and went on with the others: 8.6 and later "\[W\] UNSUPPORTED_STATE:
 /// Skipping tactic N due to insufficient memory on requested size of N detected for tactic …",
 /// 8.0–8.5 "Tactic Device request: 4360MB Available: 2304MB. Device memory is insufficient to
 /// use tactic." The build fails only where no tactic of a layer fits, with an error of its own.
