@@ -301,7 +301,9 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "maximum pool size exceeded",
     "pi_error_out_of_resources",
     "ur_result_error_out_of_resources",
-    "cuda failure 2 ",
+    // NCCL's "Cuda failure 2 'out of memory'", ONNX Runtime's and CNTK's "CUDA failure 2: …"
+    "cuda failure 2 '",
+    "cuda failure 2:",
     "cuda execution failed with error 2",
     "curesult",
     "cuda error 2",
@@ -1400,6 +1402,17 @@ mod tests {
             "DmlExecutionProvider: 没有足够的内存资源，无法完成此操作。"
         ));
         assert!(!only_translated_trigger("CUDA out of memory"));
+    }
+
+    /// A phrase split between two lines at a space is found only if the second line starts
+    /// with what follows that space ([`may_continue_a_trigger`]): a phrase ending in a space
+    /// would be complete before the next line, and the quick path would pass over the join.
+    #[test]
+    fn no_trigger_ends_or_starts_with_a_space() {
+        for t in TRIGGERS {
+            assert_eq!(t.trim(), *t, "{t:?}");
+            assert!(!t.contains("  "), "{t:?}");
+        }
     }
 
     #[test]
