@@ -232,9 +232,11 @@ pub fn diagnose_with(oom: &Oom, sizing: Option<&Sizing>) -> Vec<Finding> {
     out
 }
 
-/// A line no family knows: what it says, no more.
+/// A line no family knows (the structural reader's fallback), or a Level Zero status whose
+/// program the text does not say: what it says, no more. A family of no framework's with a
+/// rule of its own (TVM's storage regions) is read by that rule.
 fn unrecognised_message(oom: &Oom) -> Option<Finding> {
-    (oom.framework == Framework::Unknown).then(|| unrecognised(oom))
+    matches!(oom.format, "unrecognised" | "level-zero").then(|| unrecognised(oom))
 }
 
 /// TensorFlow asked its GPU allocator for 0 bytes: the BFC allocator returns no memory for an
@@ -2179,6 +2181,7 @@ const STACK_RULES: &[(&str, StackRule)] = &[
     ("mlx-command-buffer", mlx_command_buffer),
     ("ggml-metal-working-set", ggml_metal_working_set),
     ("tvm-storage", tvm_storage),
+    ("mlc-llm-budget", mlc_llm_budget),
     ("exllamav2-autosplit", exllamav2_autosplit),
     ("max-alloc", over_max_alloc),
 ];
@@ -2383,14 +2386,60 @@ fn tvm_storage(oom: &Oom) -> Option<Finding> {
         cause: Cause::RequestExceedsTotal,
         title: format!(
             "A tensor of {} does not fit the {} storage region the compiled model planned for it",
-            f.requested_bytes.map_or_else(|| "this size".into(), fmt_bytes),
+            f.requested_bytes
+                .map_or_else(|| "this size".into(), fmt_bytes),
             f.total_bytes.map_or_else(|| "planned".into(), fmt_bytes),
         ),
-        detail: "TVM's Relax VM allocates tensors inside storage regions whose sizes the compiler planned ahead for the shapes it was told to expect. A larger input than planned (a prompt past the context or prefill length the model library was compiled for) overflows its region however much the GPU has free: this is the plan's limit, not the device's memory.".into(),
-        remedies: vec![
-            r("Keep the input within what the model library was compiled for (its context window and prefill chunk)."),
-            r("Or compile the model library again for longer inputs: MLC-LLM's `mlc_llm compile … --overrides \"context_window_size=…;prefill_chunk_size=…\"`."),
-        ],
+        detail: if f.total_bytes == Some(0) {
+            "TVM's Relax VM allocates tensors inside storage regions whose sizes the compiler planned ahead. This region has no bytes at all: no input size explains that; the plan itself is wrong (a model library built by another TVM or MLC version than the runtime, or a compiler fault for this target), not the device's memory.".into()
+        } else {
+            "TVM's Relax VM allocates tensors inside storage regions whose sizes the compiler planned ahead for the shapes it was told to expect. A larger input than planned (a prompt past the context or prefill length the model library was compiled for) overflows its region however much the GPU has free: this is the plan's limit, not the device's memory.".into()
+        },
+        remedies: if f.total_bytes == Some(0) {
+            vec![r("Compile the model library again with the same TVM and MLC build as the runtime that loads it; if the region is still empty, report it to the compiler's authors with the model and the target.")]
+        } else {
+            vec![
+                r("Keep the input within what the model library was compiled for (its context window and prefill chunk)."),
+                r("Or compile the model library again for longer inputs: MLC-LLM's `mlc_llm compile … --overrides \"context_window_size=…;prefill_chunk_size=…\"`."),
+            ]
+        },
+    })
+}
+
+/// MLC-LLM's engine refused to start: the weights and its temporary buffers are more than its
+/// share of the GPU (`gpu_memory_utilization` × the total), before any KV cache.
+fn mlc_llm_budget(oom: &Oom) -> Option<Finding> {
+    if oom.format != "mlc-llm-budget" {
+        return None;
+    }
+    let parts = super::known::mlc_budget_parts(&oom.line);
+    let title = match parts {
+        Some((budget, weights, temp)) => format!(
+            "MLC LLM's weights ({}) and temporary buffers ({}) are more than its {} share of the GPU",
+            fmt_bytes(weights),
+            fmt_bytes(temp),
+            fmt_bytes(budget)
+        ),
+        None => "MLC LLM's weights and temporary buffers are more than its share of the GPU".into(),
+    };
+    let weights_alone = parts.is_some_and(|(budget, weights, _)| weights >= budget);
+    let mut remedies = Vec::new();
+    if weights_alone {
+        remedies.push(r("The weights alone exceed the budget: split them over GPUs (`mlc_llm gen_config … --tensor-parallel-shards N`, then compile again) or use a quantisation with fewer bits (q4f16_1 rather than q0f16/q4f32)."));
+    } else {
+        remedies.push(r("Shrink the temporary buffers: a smaller prefill chunk (`mlc_llm gen_config … --prefill-chunk-size`, or `prefill_chunk_size` in the engine's overrides) or a smaller max batch size."));
+    }
+    remedies.push(r("Raise gpu_memory_utilization (`--overrides \"gpu_memory_utilization=…\"`) if nothing else uses the GPU; the KV cache also needs room from that same share."));
+    if !weights_alone {
+        remedies.push(r(
+            "Or split the model over GPUs (--tensor-parallel-shards) or quantise it further.",
+        ));
+    }
+    Some(Finding {
+        cause: Cause::FrameworkSettings,
+        title,
+        detail: "Before loading, MLC LLM's engine adds the model's weights on one GPU and the temporary buffers its compiled functions need (doubled for safety, plus its KV-cache and logit workspaces), and checks the sum against the GPU's total memory × gpu_memory_utilization. Nothing was allocated: the sum did not fit its budget, so no room would remain for the KV cache. The request shown is that sum, derived from the two printed figures.".into(),
+        remedies,
     })
 }
 
@@ -3800,6 +3849,36 @@ mod tests {
         let vllm = all("RuntimeError: CUDA out of memory occurred when warming up sampler with 256 dummy requests. Please try lowering `max_num_seqs` or `gpu_memory_utilization` when initializing the engine.");
         assert!(vllm.contains("max_num_seqs") && vllm.contains("lower gpu_memory_utilization"));
         assert!(!vllm.contains("Raise gpu_memory_utilization"));
+        // TVM's storage region: its own rule, not the fallback's "does not know"; an empty
+        // region is the plan's fault, not the input's length.
+        let tvm = |m: &str| {
+            all(&format!("InternalError: Check failed: (offset + needed_size <= this->buffer.size) is false: storage allocation failure, attempted to allocate {m}"))
+        };
+        let over = tvm("16785408 at offset 0 in region that is 16777216bytes");
+        assert!(
+            over.contains("context_window_size") && !over.contains("does not know"),
+            "{over}"
+        );
+        let empty = tvm("2048 at offset 0 in region that is 0bytes");
+        assert!(
+            empty.contains("same TVM and MLC build") && !empty.contains("context_window_size"),
+            "{empty}"
+        );
+        // MLC LLM: the weights alone over its share, or the temporary buffers pushing them over.
+        let mlc = |w: &str| {
+            all(&format!("Insufficient GPU memory error: The available single GPU memory is 20000.000 MB, which is less than the sum of model weight size ({w} MB) and temporary buffer size (3000.000 MB)."))
+        };
+        let heavy = mlc("21000.000");
+        assert!(
+            heavy.contains("--tensor-parallel-shards") && heavy.contains("weights alone"),
+            "{heavy}"
+        );
+        let light = mlc("18000.000");
+        assert!(
+            light.contains("--prefill-chunk-size") && !light.contains("weights alone"),
+            "{light}"
+        );
+        assert!(!light.contains("--mem-fraction-static") && !light.contains("max_num_seqs"));
     }
 
     /// PyTorch's allocator warning alone says that the allocator retries, and that no error

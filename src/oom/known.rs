@@ -689,7 +689,39 @@ pub(super) fn tvm_storage(t: &str) -> Option<Oom> {
         total_is_limit: true,
         ..Facts::default()
     };
-    Some(oom(Framework::Unknown, "tvm-storage", None, f))
+    Some(oom(Framework::Tvm, "tvm-storage", None, f))
+}
+
+// MLC-LLM's engine (`cpp/serve/config.cc`, `EstimateMemoryUsageOnMode`): before loading, it
+// checks that the weights and its temporary buffers fit in its budget, the GPU's total memory
+// (`TotalDetectGlobalMemory`) × `gpu_memory_utilization`: "Insufficient GPU memory error: The
+// available single GPU memory is B MB, which is less than the sum of model weight size (W MB)
+// and temporary buffer size (T MB)." Each figure is `bytes / 1024 / 1024` to three decimals
+// (`BytesToMegabytesString`), so MiB. A check, not a failed allocation.
+re!(
+    mlc_budget_re,
+    r"Insufficient GPU memory error: The available single GPU memory is (\d+(?:\.\d+)?) MB, which is less than the sum of model weight size \((\d+(?:\.\d+)?) MB\) and temporary buffer size \((\d+(?:\.\d+)?) MB\)"
+);
+
+/// MLC-LLM's start-up check, as printed: its budget, the weights' size and the temporary
+/// buffers' size, in bytes.
+pub(super) fn mlc_budget_parts(t: &str) -> Option<(u64, u64, u64)> {
+    let c = mlc_budget_re().captures(t)?;
+    let mib = |i: usize| parse_size(&format!("{} MiB", c.get(i)?.as_str()));
+    Some((mib(1)?, mib(2)?, mib(3)?))
+}
+
+/// MLC-LLM's start-up check: its weights and temporary buffers (the request, their sum) more
+/// than its share of the GPU (`allowed_bytes`).
+pub(super) fn mlc_budget(t: &str) -> Option<Oom> {
+    let (budget, weights, temp) = mlc_budget_parts(t)?;
+    let f = Facts {
+        allowed_bytes: Some(budget),
+        requested_bytes: Some(weights.saturating_add(temp)),
+        derived: vec!["requested_bytes"],
+        ..Facts::default()
+    };
+    Some(oom(Framework::MlcLlm, "mlc-llm-budget", None, f))
 }
 
 /// MXNet's GPU storage pool: no figures.

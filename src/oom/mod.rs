@@ -102,6 +102,12 @@ pub enum Framework {
     Tgi,
     /// SGLang's memory pools (the KV cache it sizes from `--mem-fraction-static`).
     Sglang,
+    /// MLC LLM's engine (TVM-compiled models): its start-up check of the weights against its
+    /// share of the GPU.
+    #[serde(rename = "mlc_llm")]
+    MlcLlm,
+    /// Apache TVM's runtime (the Relax VM that runs TVM-compiled models, MLC LLM's among them).
+    Tvm,
     /// Alibaba's rtp-llm (maga_transformer): its paged KV cache's blocks.
     #[serde(rename = "rtp_llm")]
     RtpLlm,
@@ -216,6 +222,8 @@ impl Framework {
             Framework::Neuron => "AWS Neuron",
             Framework::Tgi => "Text Generation Inference",
             Framework::Sglang => "SGLang",
+            Framework::MlcLlm => "MLC LLM",
+            Framework::Tvm => "Apache TVM",
             Framework::RtpLlm => "rtp-llm",
             Framework::Deepspeed => "DeepSpeed",
             Framework::Wgpu => "wgpu",

@@ -947,6 +947,8 @@ fn the_schemas_name_every_value_the_code_can_print() {
         Framework::Neuron,
         Framework::Tgi,
         Framework::Sglang,
+        Framework::MlcLlm,
+        Framework::Tvm,
         Framework::RtpLlm,
         Framework::Deepspeed,
         Framework::Wgpu,
@@ -999,6 +1001,8 @@ fn the_schemas_name_every_value_the_code_can_print() {
             | Framework::Neuron
             | Framework::Tgi
             | Framework::Sglang
+            | Framework::MlcLlm
+            | Framework::Tvm
             | Framework::RtpLlm
             | Framework::Deepspeed
             | Framework::Wgpu
