@@ -135,7 +135,8 @@ const D3DERR_OUTOFVIDEOMEMORY: i64 = 0x8876_017C_i64 - (1 << 32);
 ///   `DriverError(CUDA_ERROR_OUT_OF_MEMORY, "out of memory")`, which is read without the name
 ///   (a wrapped or OCR'd paste may break it: `cudarc_re`).
 /// - HIP: `hip/hip_runtime_api.h` `hipErrorOutOfMemory = 2`, and its deprecated alias
-///   `hipErrorMemoryAllocation = 2` (ROCm 6.x).
+///   `hipErrorMemoryAllocation = 2` (ROCm 6.x). cupla's `cuplaErrorMemoryAllocation = 2` is
+///   read as CUDA's, whose runtime's names it copies.
 /// - OpenCL: `CL/cl.h` `CL_MEM_OBJECT_ALLOCATION_FAILURE -4`, `CL_OUT_OF_RESOURCES -5`,
 ///   `CL_OUT_OF_HOST_MEMORY -6`; Boost.Compute's `opencl_error::to_string` (what LightGBM's GPU
 ///   build prints) spells them "Memory Object Allocation Failure", "Out of Resources", "Out of
@@ -179,6 +180,16 @@ pub const STATUSES: &[Status] = &[
     st(Api::Cuda, "cudaErrorMemoryAllocation", 2, Kind::Device, &[]),
     st(Api::Hip, "hipErrorOutOfMemory", 2, Kind::Device, &[]),
     st(Api::Hip, "hipErrorMemoryAllocation", 2, Kind::Device, &[]),
+    // cupla (alpaka's CUDA-like interface, PIConGPU's) names its statuses after the runtime's:
+    // `cuplaErrorMemoryAllocation = 2` (`include/cupla/types.hpp`), raised where a device
+    // buffer could not be allocated on the back end's GPU.
+    st(
+        Api::Cuda,
+        "cuplaErrorMemoryAllocation",
+        2,
+        Kind::Device,
+        &[],
+    ),
     st(Api::OpenGl, "GL_OUT_OF_MEMORY", 0x0505, Kind::Device, &[]),
     st(Api::OpenGl, "EGL_BAD_ALLOC", 0x3003, Kind::Device, &[]),
     st(
@@ -223,6 +234,7 @@ pub const STATUSES: &[Status] = &[
             "OutOfHostMemoryError",
             "ERROR_OUT_OF_HOST_MEMORY",
             "OutOfHostMemory",
+            "VkOutOfHostMemory",
         ],
     ),
     st(
@@ -235,6 +247,8 @@ pub const STATUSES: &[Status] = &[
             "OutOfDeviceMemoryError",
             "ERROR_OUT_OF_DEVICE_MEMORY",
             "OutOfDeviceMemory",
+            // A Java binding's exception class (Cinnabar's `graphics.cinnabar.api.exceptions`).
+            "VkOutOfDeviceMemory",
         ],
     ),
     st(
@@ -421,7 +435,7 @@ re!(
 );
 re!(
     moltenvk_lost_re,
-    r"\bLost VkDevice after MTLCommandBuffer [^\n]{0,200}?execution failed \(code (\d{1,3})\)"
+    r"\b(?:Lost VkDevice after |VK_ERROR_OUT_OF_DEVICE_MEMORY: )MTLCommandBuffer [^\n]{0,200}?execution failed \(code (\d{1,3})\)"
 );
 re!(
     pyopengl_re,
@@ -1060,12 +1074,15 @@ pub const PROGRAMS: &[Program] = &[
     // %s: %s" with cuGetErrorName and cuGetErrorString), used by hwcontext_cuda, nvdec, cuviddec
     // and the CUDA filters: "[AVHWFramesContext @ 0x…] cu->cuMemAlloc(&…) failed ->
     // CUDA_ERROR_OUT_OF_MEMORY: out of memory", "cuvidCreateDecoder(…) failed -> …".
+    // Before 4.0 NVENC created its CUDA context with the status in hex alone
+    // (`libavcodec/nvenc.c`, `nvenc_check_device`: "Failed creating CUDA context for NVENC:
+    // 0x%x"): 0x2 is CUDA_ERROR_OUT_OF_MEMORY.
     Program {
         name: "FFmpeg (CUDA)",
         format: "program-ffmpeg-cuda",
         read: ffmpeg_cuda,
         device: &GPU,
-        meaning: "A CUDA call of FFmpeg's hardware path (decoder surfaces, the CUDA frames pool, a CUDA filter) returned CUDA_ERROR_OUT_OF_MEMORY.",
+        meaning: "A CUDA call of FFmpeg's hardware path (decoder surfaces, the CUDA frames pool, a CUDA filter, the encoder's own CUDA context) returned CUDA_ERROR_OUT_OF_MEMORY.",
         remedies: &[
             "Run fewer hardware decodes or transcodes on the card at once, or lower their resolution: each decoder and frames pool holds its surfaces on the GPU.",
         ],
@@ -1154,6 +1171,166 @@ pub const PROGRAMS: &[Program] = &[
         remedies: &[
             "Select fewer columns, or filter on fewer, so the query's working set fits; or run it on more GPUs.",
             "Give the pool more of the GPU: --gpu-buffer-mem-bytes (per GPU; 0 uses all available) and a smaller --res-gpu-mem, where no other program needs the memory.",
+        ],
+    },
+    // FluidX3D (`src/opencl.hpp`, `Memory::allocate_device_buffer`): it adds each buffer's size
+    // to its own tally of the device (`info.memory_used`, MiB: `capacity()/1048576`) and stops
+    // before one would pass `info.memory` (CL_DEVICE_GLOBAL_MEM_SIZE in MiB): "Device \"NAME\"
+    // does not have enough memory. Allocating another N MB would use a total of U MB / T MB."
+    // (U counts the buffer asked for; forks print "Program" for "Device"). A buffer over the
+    // device's largest allocation: "Memory size is too large at N MB. Device \"NAME\" accepts a
+    // maximum buffer size of M MB." Its README: memory grows with the grid's cell count (the
+    // `resolution(box, VRAM in MB)` helper sizes a grid to a card), FP16S/FP16C memory
+    // compression halves the DDFs, and a domain may be split over several GPUs.
+    Program {
+        name: "FluidX3D",
+        format: "program-fluidx3d",
+        read: fluidx3d,
+        device: &GPU,
+        meaning: "FluidX3D counts the buffers it places on the device and stops before one would pass the device's memory (or its largest single buffer): the simulation's grid at this resolution needs more than this card has. Its count is its own buffers only; what other programs hold is not in it.",
+        remedies: &[
+            "Lower the grid's resolution: memory grows with the number of cells (the cube of the linear resolution). In the setup, `resolution(float3(…), VRAM in MB)` gives the largest grid that fits a given amount of memory.",
+            "Turn on FP16S or FP16C memory compression in src/defines.hpp: it halves the memory of the density distribution functions, the bulk of each cell.",
+            "Or split the domain over several GPUs (the LBM constructor's Dx, Dy, Dz), each holding its share of the cells.",
+        ],
+    },
+    // profanity and its forks (`Dispatcher.cpp`, `OpenCLException`: the failed step, then " (res
+    // = N)" with the OpenCL status): "kernel queueing failed (res = -4)". -4 is
+    // CL_MEM_OBJECT_ALLOCATION_FAILURE: the buffers of the kernel's arguments could not be
+    // allocated on the card. Its device list gives each card's CL_DEVICE_GLOBAL_MEM_SIZE ("GPU0:
+    // NAME, N bytes available, …", read with the other start-up lines). Its work size
+    // (`--work`, `--work-max`, and `--inverse-size` × `--inverse-multiple`, the batch of keys
+    // per kernel) sets how much it allocates per card.
+    Program {
+        name: "profanity",
+        format: "program-profanity",
+        read: profanity,
+        device: &GPU,
+        meaning: "profanity's OpenCL call returned CL_MEM_OBJECT_ALLOCATION_FAILURE (-4): the buffers for its batch of keys did not fit on the card.",
+        remedies: &[
+            "Give it a smaller batch: lower `--inverse-multiple` (and `--work-max`), which set how many keys each card holds at once.",
+        ],
+    },
+    // MegEngine's device allocator (MegEngine/MegEngine, `src/core/impl/comp_node/mem_alloc/
+    // impl.cpp`, `DevMemAllocImpl`/`StreamMemAllocImpl::alloc`): with no free block large enough
+    // and nothing more to take from the device, "out of memory while requesting N bytes; you can
+    // try setting MGB_CUDA_RESERVE_MEMORY to reserve all memory. If there are dynamic variables,
+    // you can also try enabling graph option `enable_grad_var_static_reshape` …". Its docs
+    // (environment variables): MGB_CUDA_RESERVE_MEMORY=1 takes all CUDA memory at start (less
+    // fragmentation), MEGENGINE_INPLACE_UPDATE=1 updates parameters in place; DTR
+    // (`megengine.dtr`) trades recomputation for activation memory.
+    Program {
+        name: "MegEngine",
+        format: "program-megengine",
+        read: megengine,
+        device: &GPU,
+        meaning: "MegEngine's allocator found no free block of this size and could take no more from the device: its blocks, their fragments and the other programs on the GPU left too little.",
+        remedies: &[
+            "Lower the batch size, or let DTR recompute activations instead of keeping them (`megengine.dtr.enable()` with an eviction threshold).",
+            "As the message says: MGB_CUDA_RESERVE_MEMORY=1 takes the whole device at start, which avoids fragments between MegEngine and other allocators; with dynamic shapes, the graph option `enable_grad_var_static_reshape` lets gradients be allocated statically.",
+            "MEGENGINE_INPLACE_UPDATE=1 updates parameters in place, saving up to a copy of them.",
+        ],
+    },
+    // Theano's gpuarray back end (`theano/gpuarray/__init__.py`, `init_dev`): with
+    // `gpuarray.preallocate` set, it checks the size against the free memory before taking it:
+    // "Trying to preallocate %d MB of GPU memory while only %d MB are available." (MB = 1024 *
+    // 1024, each figure cut to a whole MB), and before cuDNN "Can not enable cuDNN as there is
+    // only %d MB of free GPU memory." (below 75 MB). A fraction (≤ 1) preallocates that share of
+    // the total, a larger number that many MB.
+    Program {
+        name: "Theano (gpuarray)",
+        format: "program-theano-gpuarray",
+        read: theano_gpuarray,
+        device: &GPU,
+        meaning: "Theano's gpuarray back end checks the memory it is told to preallocate (gpuarray.preallocate) against what is free when it starts, and stopped: less was free than asked for.",
+        remedies: &[
+            "Preallocate less: a smaller `gpuarray.preallocate` in THEANO_FLAGS (a fraction of the total up to 1, or a size in MB above it), or 0 to allocate as needed.",
+        ],
+    },
+    // tinygrad's HCQ back ends (`tinygrad/runtime/ops_amd.py`, the KFD interface's `alloc`): an
+    // ioctl that fails with ENOMEM becomes "MemoryError: Cannot allocate N bytes: no memory is
+    // available." (older: "Cannot allocate memory: no memory is available"), after tinygrad's
+    // LRU allocator has freed its cache and retried.
+    Program {
+        name: "tinygrad",
+        format: "program-tinygrad",
+        read: tinygrad,
+        device: &GPU,
+        meaning: "The GPU driver refused tinygrad's allocation (ENOMEM), after tinygrad had freed the buffers it caches and tried again.",
+        remedies: &[
+            "Lower the batch size (BS in tinygrad's examples), or shard the model over more GPUs.",
+        ],
+    },
+    // Android's HWUI (`libs/hwui/utils/GLUtils.cpp`, `dumpGLErrors`): each pending GL error,
+    // GL_OUT_OF_MEMORY as "GL error:  Out of memory!", then LOG_ALWAYS_FATAL("GL errors! %s:%d")
+    // with the renderer's file and line: the app's UI renderer aborts.
+    Program {
+        name: "Android HWUI",
+        format: "program-android-hwui",
+        read: android_hwui,
+        device: &ANDROID,
+        meaning: "Android's UI renderer found GL_OUT_OF_MEMORY pending and aborted the app: the driver could not allocate a texture or buffer it needed.",
+        remedies: &[
+            "In the app: fewer or smaller bitmaps and layers on screen at once (hardware layers, large images decoded at full size).",
+        ],
+    },
+    // The Linux kernel's amdgpu driver (`amdgpu_cs.c`, `amdgpu_cs_ioctl`): a command submission
+    // whose buffers could not be made resident, "[drm] *ERROR* Not enough memory for command
+    // submission!" (-ENOMEM); its display code (`amdgpu_dm_plane_helper_prepare_fb`) "Failed to
+    // pin framebuffer with error -12" when a frame cannot be placed in VRAM to scan out. VRAM,
+    // and the system memory the GPU maps through GTT, were full.
+    Program {
+        name: "amdgpu (Linux kernel driver)",
+        format: "program-amdgpu-kernel",
+        read: amdgpu_kernel,
+        device: &GPU,
+        meaning: "The kernel's amdgpu driver could not place the buffers a command submission or a frame needs: VRAM, and the system memory it maps through GTT, were full (-12 is ENOMEM). Every program on the GPU shares them.",
+        remedies: &[
+            "See what holds VRAM and GTT: `amdgpu_top`, or /sys/class/drm/card*/device/mem_info_vram_used and mem_info_gtt_used; close other GPU programs.",
+            "Lower the game's texture quality and resolution.",
+        ],
+    },
+    // Kinetica's resource manager (its log, `ResourceManagement/MemoryTierManager.cpp`): each
+    // GPU's memory is a tier (VRAM) with a capacity its configuration sets (`tier.vram.*`
+    // limits in gpudb.conf); "[VRAM] allocateInTier OOM: Exceeds Tier Capacity", then "[VRAM]
+    // [Allocate] exceeds capacity, needed: N free: F" (bytes).
+    Program {
+        name: "Kinetica",
+        format: "program-kinetica",
+        read: kinetica,
+        device: &GPU,
+        meaning: "Kinetica's VRAM tier, the share of GPU memory its resource manager may use, had less free than the query's columns and results needed.",
+        remedies: &[
+            "Lower the query's working set: fewer columns, filters applied before joins, smaller result sets.",
+            "Where the GPUs serve Kinetica alone, raise the VRAM tier's limit (tier.vram.default.limit, or per GPU, in gpudb.conf).",
+        ],
+    },
+    // Citra's Vulkan renderer and its forks (Azahar, AzaharPlus; `video_core/renderer_vulkan/
+    // vk_stream_buffer.cpp`): "Failed to allocate Stream buffer of preferred size N KiB (flags
+    // { DeviceLocal | HostVisible | … })": the buffer it streams vertices and uniforms through,
+    // in memory the GPU reads and the CPU writes, then an "Unreachable code!" assertion.
+    Program {
+        name: "Citra/Azahar (Vulkan)",
+        format: "program-citra-vulkan",
+        read: citra_vulkan,
+        device: &GPU,
+        meaning: "The emulator's Vulkan renderer could not allocate its stream buffer (vertices and uniforms for each frame) in memory with the flags it asks for, memory the CPU writes and the GPU reads.",
+        remedies: &[
+            "Close other programs using the GPU and update its driver; or switch the emulator's graphics API to OpenGL.",
+        ],
+    },
+    // AliceVision (Meshroom's depth maps, `src/aliceVision/depthMap/cuda/…`): a pitched device
+    // allocation that failed, "Could not allocate pitched device memory." then "Device D alloc N
+    // bytes failed in FILE:LINE, TEXT" with cudaGetErrorString's text. Read only where the text
+    // is "out of memory": other statuses are another failure.
+    Program {
+        name: "AliceVision (Meshroom)",
+        format: "program-alicevision",
+        read: alicevision,
+        device: &GPU,
+        meaning: "AliceVision's depth-map step could not allocate a pitched image buffer on the GPU (cudaMallocPitch: out of memory).",
+        remedies: &[
+            "Raise the DepthMap node's Downscale (each step halves the images' sides), so each image's buffers are a quarter the size.",
         ],
     },
     // Oxford Nanopore's Guppy basecaller (closed source; its log, 4.x to 6.x): its CUDA memory
@@ -1486,7 +1663,7 @@ pub const PROGRAMS: &[Program] = &[
     },
     // Roblox's client (and Sober, its Linux build) crashing when its graphics allocator fails:
     // "RBXCRASH: OutOfMemoryGraphics (Failed to allocate memory. size = N, alignment = A)",
-    // the buffer's size in bytes.
+    // the buffer's size in bytes (Sober's report puts the parenthesis's words on the next line).
     Program {
         name: "Roblox",
         format: "program-roblox",
@@ -1712,12 +1889,20 @@ fn ffmpeg_nvenc(t: &str) -> Option<Found> {
                 | "CreateInputBuffer"
                 | "RegisterResource"
         );
-    nvenc.then(|| Found::device(Api::Cuda))
+    let mut f = nvenc.then(|| Found::device(Api::Cuda))?;
+    // Livepeer's transcoder names the card it used ("Unable to transcode using Nvidia gpu=0",
+    // the CUDA index given to its -nvidia flag).
+    f.device = livepeer_gpu_re()
+        .captures(t)
+        .and_then(|c| c.get(1)?.as_str().parse().ok());
+    Some(f)
 }
+
+re!(livepeer_gpu_re, r"\busing Nvidia gpu=(\d{1,2})\b");
 
 re!(
     ffmpeg_cuda_re,
-    r"\b(?:\w+->)?(?:cu|cuvid)[A-Z]\w{1,40}\([^\n]{0,200}?\) failed -> CUDA_ERROR_OUT_OF_MEMORY\b"
+    r"\b(?:\w+->)?(?:cu|cuvid)[A-Z]\w{1,40}\([^\n]{0,200}?\) failed -> CUDA_ERROR_OUT_OF_MEMORY\b|\bFailed creating CUDA context for NVENC: 0x2\b"
 );
 re!(
     ffmpeg_words_re,
@@ -1806,9 +1991,20 @@ re!(
     heavydb_re,
     r"ALLOCATION failed to find (\d{1,20})B throwing out of memory (GPU|CPU)_MGR:(\d{1,3})"
 );
+// The executor's account of the same failure (`QueryEngine/Execute.cpp`,
+// `getErrorMessageFromCode(ERR_OUT_OF_GPU_MEM)`), alone where the buffer manager's line is
+// not in the paste.
+re!(
+    heavydb_query_re,
+    r"\bQuery couldn't keep the entire working set of columns in GPU memory\b"
+);
 
 fn heavydb(t: &str) -> Option<Found> {
-    let c = heavydb_re().captures_iter(t).last()?;
+    let Some(c) = heavydb_re().captures_iter(t).last() else {
+        return heavydb_query_re()
+            .is_match(t)
+            .then(|| Found::own(Facts::default()));
+    };
     let mut f = Found::own(Facts {
         requested_bytes: c.get(1)?.as_str().parse().ok(),
         ..Facts::default()
@@ -1818,6 +2014,148 @@ fn heavydb(t: &str) -> Option<Found> {
     } else {
         f.device = c.get(3)?.as_str().parse().ok();
     }
+    Some(f)
+}
+
+re!(
+    fluidx3d_re,
+    r#"\b(?:Device|Program) "[^"\n]{1,200}" does not have enough memory\. Allocating another (\d{1,9}) MB would use a total of (\d{1,9}) MB / (\d{1,9}) MB\b"#
+);
+re!(
+    fluidx3d_max_re,
+    r#"\bMemory size is too large at (\d{1,9}) MB\. Device "[^"\n]{1,200}" accepts a maximum buffer size of (\d{1,9}) MB\b"#
+);
+
+fn fluidx3d(t: &str) -> Option<Found> {
+    let mib = |c: &regex::Captures, i: usize| super::banner::mib(c, i);
+    if let Some(c) = fluidx3d_re().captures_iter(t).last() {
+        let (ask, with) = (mib(&c, 1)?, mib(&c, 2)?);
+        let mut f = Found::own(Facts {
+            requested_bytes: Some(ask),
+            total_bytes: mib(&c, 3),
+            allocated_bytes: with.checked_sub(ask),
+            ..Facts::default()
+        });
+        f.facts.derived.push("allocated_bytes");
+        return Some(f);
+    }
+    let c = fluidx3d_max_re().captures_iter(t).last()?;
+    Some(Found::own(Facts {
+        requested_bytes: mib(&c, 1),
+        max_alloc_bytes: mib(&c, 2),
+        ..Facts::default()
+    }))
+}
+
+re!(
+    profanity_re,
+    r"\b(?:kernel queueing failed(?: during initilization)?|failed to [a-z][a-z ]{2,60}) \(res = -4\)"
+);
+
+fn profanity(t: &str) -> Option<Found> {
+    profanity_re()
+        .is_match(t)
+        .then(|| Found::device(Api::OpenCl))
+}
+
+re!(
+    megengine_re,
+    r"\bout of memory while requesting (\d{1,20}) bytes; you can try setting MGB_(?:CUDA|ROCM)_RESERVE_MEMORY\b"
+);
+
+fn megengine(t: &str) -> Option<Found> {
+    let c = megengine_re().captures_iter(t).last()?;
+    let mut f = Found::device(Api::Cuda);
+    f.facts.requested_bytes = c.get(1)?.as_str().parse().ok();
+    Some(f)
+}
+
+re!(
+    theano_gpuarray_re,
+    r"\bTrying to preallocate (\d{1,9}) MB of GPU memory while only (\d{1,9}) MB are available\b|\bCan not enable cuDNN as there is only (\d{1,9}) MB of free GPU memory\b"
+);
+
+fn theano_gpuarray(t: &str) -> Option<Found> {
+    let c = theano_gpuarray_re().captures_iter(t).last()?;
+    let mib = |i: usize| super::banner::mib(&c, i);
+    let mut f = Found::device(Api::Cuda);
+    f.facts.requested_bytes = mib(1);
+    f.facts.free_bytes = mib(2).or_else(|| mib(3));
+    Some(f)
+}
+
+re!(
+    tinygrad_re,
+    r"\bCannot allocate (?:(\d{1,20}) bytes|memory): no memory is available\b"
+);
+
+fn tinygrad(t: &str) -> Option<Found> {
+    let c = tinygrad_re().captures_iter(t).last()?;
+    Some(Found::own(Facts {
+        requested_bytes: c.get(1).and_then(|m| m.as_str().parse().ok()),
+        ..Facts::default()
+    }))
+}
+
+re!(android_hwui_re, r"\bGL error:\s{1,4}Out of memory!");
+
+fn android_hwui(t: &str) -> Option<Found> {
+    android_hwui_re()
+        .is_match(t)
+        .then(|| Found::device(Api::OpenGl))
+}
+
+re!(
+    amdgpu_kernel_re,
+    r"\bNot enough memory for command submission!|\bFailed to pin framebuffer with error -12\b"
+);
+
+fn amdgpu_kernel(t: &str) -> Option<Found> {
+    amdgpu_kernel_re()
+        .is_match(t)
+        .then(|| Found::own(Facts::default()))
+}
+
+re!(
+    kinetica_re,
+    r"\[VRAM\] allocateInTier OOM: Exceeds Tier Capacity|\[VRAM\] \[Allocate\] exceeds capacity, needed: (\d{1,20}) free: (\d{1,20})"
+);
+
+fn kinetica(t: &str) -> Option<Found> {
+    let mut facts = Facts::default();
+    let mut any = false;
+    for c in kinetica_re().captures_iter(t) {
+        any = true;
+        if let Some(n) = c.get(1) {
+            facts.requested_bytes = n.as_str().parse().ok();
+            facts.free_bytes = c.get(2).and_then(|m| m.as_str().parse().ok());
+        }
+    }
+    any.then(|| Found::own(facts))
+}
+
+re!(
+    citra_vulkan_re,
+    r"\bFailed to allocate Stream buffer of preferred size (\d{1,9}) KiB\b"
+);
+
+fn citra_vulkan(t: &str) -> Option<Found> {
+    let c = citra_vulkan_re().captures_iter(t).last()?;
+    let mut f = Found::device(Api::Vulkan);
+    f.facts.requested_bytes = c.get(1)?.as_str().parse::<u64>().ok()?.checked_mul(1024);
+    Some(f)
+}
+
+re!(
+    alicevision_re,
+    r"\bCould not allocate pitched device memory\.[^\n]{0,40}?(?:\n[^\n]{0,40}?)?Device (\d{1,2}) alloc (\d{1,20})[^\n]{0,40}? bytes failed in [^\n]{1,300}?, out of memory\b"
+);
+
+fn alicevision(t: &str) -> Option<Found> {
+    let c = alicevision_re().captures_iter(t).last()?;
+    let mut f = Found::device(Api::Cuda);
+    f.device = c.get(1)?.as_str().parse().ok();
+    f.facts.requested_bytes = c.get(2)?.as_str().parse().ok();
     Some(f)
 }
 
@@ -2061,15 +2399,22 @@ fn mesa_winsys(t: &str) -> Option<Found> {
     })
 }
 
+// On one line in parentheses, or the size on the next line (Sober's crash report).
 re!(
     roblox_re,
-    r"\bOutOfMemoryGraphics \(Failed to allocate memory\. size = (\d{1,20})"
+    r"\bRBXCRASH: OutOfMemoryGraphics\b|\bOutOfMemoryGraphics \(Failed to allocate memory\."
+);
+re!(
+    roblox_size_re,
+    r"\bOutOfMemoryGraphics\b[ (]{0,3}\s{0,4}Failed to allocate memory\. size = (\d{1,20})"
 );
 
 fn roblox(t: &str) -> Option<Found> {
-    let c = roblox_re().captures(t)?;
+    roblox_re().find(t)?;
     Some(Found::own(Facts {
-        requested_bytes: c.get(1)?.as_str().parse().ok(),
+        requested_bytes: roblox_size_re()
+            .captures(t)
+            .and_then(|c| c.get(1)?.as_str().parse().ok()),
         ..Facts::default()
     }))
 }
@@ -2645,6 +2990,21 @@ mod tests {
             ("[hevc_nvenc @ 0x6090380] InitializeEncoder failed: out of memory (10):", "program-ffmpeg-nvenc", Framework::Cuda, MemoryKind::Device, None),
             ("[AVHWFramesContext @ 0x56] cu->cuMemAlloc(&data->ptr, size) failed -> CUDA_ERROR_OUT_OF_MEMORY: out of memory", "program-ffmpeg-cuda", Framework::Cuda, MemoryKind::Device, None),
             ("[h264_cuvid @ 0x1] ctx->cvdl->cuvidCreateDecoder(&cudec, &cuinfo) failed -> CUDA_ERROR_OUT_OF_MEMORY: out of memory", "program-ffmpeg-cuda", Framework::Cuda, MemoryKind::Device, None),
+            ("[h264_nvenc @ 0x7f616007d540] Failed creating CUDA context for NVENC: 0x2\n[h264_nvenc @ 0x7f616007d540] No NVENC capable devices found", "program-ffmpeg-cuda", Framework::Cuda, MemoryKind::Device, None),
+            ("[cupla] Error: </src/pmacc/memory/buffers/DeviceBufferIntern.hpp>:272\nUnhandled exception of type 'St13runtime_error' with message '[cupla] Error: cuplaErrorMemoryAllocation', terminating", "api-cuplaErrorMemoryAllocation", Framework::Cuda, MemoryKind::Device, None),
+            ("Error: Device \"NVIDIA GeForce GTX 1050 Ti\" does not have enough memory. Allocating another 8680 MB would use a total of 11573 MB / 4095 MB.", "program-fluidx3d", Framework::Unknown, MemoryKind::Device, Some(8680 << 20)),
+            ("Error: Memory size is too large at 5000 MB. Device \"Intel(R) Arc(TM) A770 Graphics\" accepts a maximum buffer size of 4095 MB.", "program-fluidx3d", Framework::Unknown, MemoryKind::Device, Some(5000 << 20)),
+            ("warning: local work size abandoned on GPU0\nstd::runtime_error - kernel queueing failed (res = -4)", "program-profanity", Framework::OpenCl, MemoryKind::Device, None),
+            ("RuntimeError: out of memory while requesting 68719476736 bytes; you can try setting MGB_CUDA_RESERVE_MEMORY to reserve all memory.", "program-megengine", Framework::Cuda, MemoryKind::Device, Some(1 << 36)),
+            ("RuntimeError: Trying to preallocate 3832 MB of GPU memory while only 3527 MB are available.", "program-theano-gpuarray", Framework::Cuda, MemoryKind::Device, Some(3832 << 20)),
+            ("MemoryError: Cannot allocate 122341986304 bytes: no memory is available.", "program-tinygrad", Framework::Unknown, MemoryKind::Device, Some(122_341_986_304)),
+            ("GL error:  Out of memory!\nGL errors! frameworks/base/libs/hwui/renderthread/CanvasContext.cpp:544", "program-android-hwui", Framework::OpenGl, MemoryKind::Device, None),
+            ("amdgpu 0000:03:00.0: [drm] *ERROR* Not enough memory for command submission!", "program-amdgpu-kernel", Framework::Unknown, MemoryKind::Device, None),
+            ("MemoryTierManager.cpp:837 - JobId:4035484; [VRAM] [Allocate] exceeds capacity, needed: 4136250367 free: 359383650", "program-kinetica", Framework::Unknown, MemoryKind::Device, Some(4_136_250_367)),
+            ("RBXCRASH: OutOfMemoryGraphics\nFailed to allocate memory. size = 5594112, alignment = 1024", "program-roblox", Framework::Unknown, MemoryKind::Device, Some(5_594_112)),
+            ("Failed to allocate Stream buffer of preferred size 128 KiB (flags { DeviceLocal | HostVisible | HostCoherent })", "program-citra-vulkan", Framework::Vulkan, MemoryKind::Device, Some(128 << 10)),
+            ("[fatal] Could not allocate pitched device memory.\nDevice 1 alloc 79847424 bytes failed in /src/depthMap/cuda/commonStructures.hpp:504, out of memory", "program-alicevision", Framework::Cuda, MemoryKind::Device, Some(79_847_424)),
+            ("E0919 13:02:44.055814  8478 MapDHandler.cpp:2810] Exception: Failed to run the cardinality estimation query: Query couldn't keep the entire working set of columns in GPU memory", "program-heavydb", Framework::Unknown, MemoryKind::Device, None),
             ("openmm.OpenMMException: Error creating array interactingAtoms: CUDA_ERROR_OUT_OF_MEMORY (2)", "program-openmm", Framework::Cuda, MemoryKind::Device, None),
             ("Error creating array TabulatedFunction: CUDA_OUT_OF_MEMORY", "program-openmm", Framework::Cuda, MemoryKind::Device, None),
             ("OpenMMException: Error creating array posq: clCreateBuffer (-4)", "program-openmm", Framework::OpenCl, MemoryKind::Device, None),
@@ -2861,6 +3221,13 @@ mod tests {
             "java.lang.RuntimeException: cudaMalloc failed; Bytes: [4096]; Error code [700]; DEVICE [0]",
             "OpenMMException: Error creating array posq: clCreateBuffer (-30)",
             "[h264_nvenc @ 0x1] OpenEncodeSessionEx failed: unsupported device (2): (no details)",
+            "[h264_nvenc @ 0x1] Failed creating CUDA context for NVENC: 0x3",
+            "[h264_nvenc @ 0x1] Failed creating CUDA context for NVENC: 0x2a",
+            "std::runtime_error - kernel queueing failed (res = -5)",
+            "std::runtime_error - kernel queueing failed (res = -54)",
+            // RobertBeckebans/RBDOOM-3-BFG#970: MoltenVK's status for a Metal page fault.
+            "[mvk-error] VK_ERROR_OUT_OF_DEVICE_MEMORY: MTLCommandBuffer \"vkQueueSubmit MTLCommandBuffer on Queue 0-0\" execution failed (code 3): Caused GPU Address Fault Error (0000000b:kIOGPUCommandBufferCallbackErrorPageFault)",
+            "2020-08-14 host.domain cuda/DeviceMemoryPtr.cpp:133 - VRAM allocation using cudaHostAlloc, size: 2048000000, attempt: 1",
             "[AVHWFramesContext @ 0x1] cu->cuMemAlloc(&data->ptr, size) failed -> CUDA_ERROR_INVALID_VALUE: invalid argument",
             "Allocation of the device buffer failed. CUDA error #700 (cudaErrorIllegalAddress): an illegal memory access was encountered.",
             "hashcat (v6.2.6) starting\ncuMemAlloc(): an illegal memory access was encountered",

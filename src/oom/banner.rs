@@ -87,6 +87,13 @@ re!(
     nbminer_re,
     r"\bDevice (\d{1,2}) started, Free mem = (\d{1,9}) MB\b"
 );
+// profanity's device list ("GPU0: GeForce GTX 1060 3GB, 3157000192 bytes available, 9 compute
+// units", forks "GPU-0: …"): CL_DEVICE_GLOBAL_MEM_SIZE in bytes, its own numbering of the
+// OpenCL devices it found.
+re!(
+    profanity_re,
+    r"\bGPU-?\d{1,2}: [^\n]{1,200}?, (\d{1,20}) bytes available, \d{1,5} compute units\b"
+);
 // A device-info line, "key: size", at the line's start (after a bullet or an indent): OpenCL
 // programs print `CL_DEVICE_GLOBAL_MEM_SIZE` and `CL_DEVICE_MAX_MEM_ALLOC_SIZE` under their own
 // names ("device memory: 24217 MB, max_mem_alloc_size: 6054 MB", "CL_DEVICE_GLOBAL_MEM_SIZE:
@@ -195,6 +202,10 @@ const LISTS: &[ListRule] = &[
     (nbminer_re, |c| Banner {
         device: c.get(1).and_then(|m| m.as_str().parse().ok()),
         free: mib(c, 2),
+        ..Banner::default()
+    }),
+    (profanity_re, |c| Banner {
+        total: c.get(1).and_then(|m| m.as_str().parse().ok()),
         ..Banner::default()
     }),
     (xmrig_cuda_re, |c| Banner {
@@ -322,6 +333,23 @@ mod tests {
     use super::*;
 
     const GIB: u64 = 1 << 30;
+
+    /// profanity's device list: the device's memory in bytes, its own numbering not kept.
+    #[test]
+    fn profanity_device_list() {
+        let b = read_line("\tGPU0: GeForce GTX 1060 3GB, 3157000192 bytes available, 9 compute units (precompiled = yes)").expect("read");
+        assert_eq!(
+            (b.device, b.total, b.free),
+            (None, Some(3_157_000_192), None)
+        );
+        let b = read_line("  GPU-1: Radeon RX 580, 8589934592 bytes available, 36 compute units")
+            .expect("read");
+        assert_eq!(b.total, Some(8 * GIB));
+        assert!(read_line(
+            "dsv4 hash layer: scratch too small (4096 bytes available, 8192 required)"
+        )
+        .is_none());
+    }
 
     #[test]
     fn hashcat_before_and_after_6_0() {

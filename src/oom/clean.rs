@@ -216,6 +216,30 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "alloc_failed",
     "failed to allocate",
     "cudaerrormemoryallocation",
+    "cuplaerrormemoryallocation",
+    // FFmpeg's NVENC before 4.0, CUDA_ERROR_OUT_OF_MEMORY in hex
+    "failed creating cuda context for nvenc: 0x2",
+    // FluidX3D's own checks of its buffers against the device
+    "would use a total of",
+    "accepts a maximum buffer size of",
+    // profanity's OpenCL status -4
+    "(res = -4)",
+    // MegEngine, Theano's gpuarray, tinygrad, HWUI, amdgpu, Kinetica, Roblox, Citra, Neuron
+    "out of memory while requesting",
+    "trying to preallocate",
+    "can not enable cudnn as there is only",
+    "no memory is available",
+    "not enough memory for command submission",
+    "failed to pin framebuffer with error -12",
+    "exceeds tier capacity",
+    "exceeds capacity, needed:",
+    "outofmemorygraphics",
+    "failed to allocate stream buffer of preferred size",
+    "could not allocate pitched device memory",
+    "could not satisfy request for",
+    "exceeded max size of memory allocation",
+    // HeavyDB's executor
+    "couldn't keep the entire working set of columns in gpu memory",
     "error=2 :",
     "runtime error (2)",
     "outofmemoryerror",
@@ -376,6 +400,8 @@ pub(crate) const TRIGGERS: &[&str] = &[
     // A program's words after catching the framework's error ("Insufficient GPU memory to load
     // model. Aborting", InvokeAI's model cache): the fallback's.
     "insufficient gpu memory to",
+    // MLC LLM's start-up check
+    "insufficient gpu memory error",
     "storage allocation failure, attempted to allocate",
     "cuda failed with error 2",
     "hiperror_t error",

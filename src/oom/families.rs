@@ -134,6 +134,10 @@ pub const ALL: &[Family] = &[
         parse: known::tvm_storage,
     },
     Family {
+        name: "mlc-llm-budget",
+        parse: known::mlc_budget,
+    },
+    Family {
         name: "mxnet",
         parse: known::mxnet,
     },
@@ -1239,7 +1243,7 @@ re!(
 
 re!(
     gaudi_synhelper_re,
-    r"MODULE:SYNHELPER\s+(?:(\w+)\s+)?Allocation of size\s*::?\s*(\d+)\s+failed"
+    r"MODULE:(?:PT_)?SYNHELPER\s+(?:(\w+)\s+)?Allocation of size\s*::?\s*(\d+)\s+failed"
 );
 
 /// The same bridge's SynapseAI helper module (`SYNHELPER`, "SynapseAI helper" in the bridge's
@@ -1851,7 +1855,7 @@ re!(
 // streams, lower precision, etc)to avoid CL_OUT_OF_RESOURCES exception").
 re!(
     openvino_gpu_re,
-    r"\[GPU\] out of GPU resources|reduce memory consumption \(use smaller batch size, less streams, lower precision, etc\) ?to avoid CL_OUT_OF_RESOURCES"
+    r"\[GPU\] out of GPU resources|\[GPU\] Exceeded max size of memory allocation\b|reduce memory consumption \(use smaller batch size, less streams, lower precision, etc\) ?to avoid CL_OUT_OF_RESOURCES"
 );
 // `ocl_engine.cpp`'s check before it allocates (`exceed_allocatable_mem_size`): "[GPU] Exceeded
 // max size of memory object allocation: requested N bytes, but max alloc size supported by
@@ -2066,6 +2070,13 @@ re!(
     r"Failed to allocate (\d+) bytes on DEVICE for tensor"
 );
 re!(neuron_dmem_re, r"Failed to alloc DEVICE memory: (\d+)");
+// Older runtimes (NRTD, 2020): a DMA buffer from a device's TDRAM, "[TDRV:dma_mp_allocate_dma_
+// buffer_from_tdram] Could not satisfy request for N bytes from channel" then "TDRAM d/c has no
+// free space", inside an NERR_RESOURCE response.
+re!(
+    neuron_tdram_re,
+    r"\[TDRV:\w{1,60}\] Could not satisfy request for (\d{1,20}) bytes from channel|\[TDRV:\w{1,60}\] TDRAM \d{1,3}/\d{1,3} has no free space"
+);
 re!(
     neuron_dev_mem_re,
     format!(
@@ -2091,8 +2102,13 @@ fn neuron_runtime(t: &str) -> Option<Oom> {
     let exact = neuron_tensor_re()
         .captures(t)
         .or_else(|| neuron_dmem_re().captures(t))
+        .or_else(|| neuron_tdram_re().captures(t))
         .and_then(|c| c.get(1)?.as_str().parse().ok());
-    if report.is_none() && exact.is_none() && !neuron_status_re().is_match(t) {
+    if report.is_none()
+        && exact.is_none()
+        && !neuron_status_re().is_match(t)
+        && !neuron_tdram_re().is_match(t)
+    {
         return None;
     }
     let size = |i: usize| {
@@ -2395,8 +2411,18 @@ fn cuda_code(t: &str) -> Option<Oom> {
     if t.contains("HAMI-core") || t.contains("4pdvGPU") {
         return found("cuda-hami-core");
     }
-    found("cuda-code")
+    let device = gunrock_device_re()
+        .captures(t)
+        .and_then(|c| c.get(1)?.as_str().parse().ok());
+    Some(oom(Framework::Cuda, "cuda-code", device, Facts::default()))
 }
+
+// Gunrock's `GRError` (`gunrock/util/error_utils.cuh`): "[FILE, LINE @ gpu N] MESSAGE (CUDA
+// error E: TEXT)", N the CUDA device the call ran on.
+re!(
+    gunrock_device_re,
+    r"\[[^\]\n]{1,300}, \d{1,6} @ gpu (\d{1,3})\] [^\n]{0,200}?\(CUDA error 2: "
+);
 
 // TensorFlow's GPU device start-up (`tensorflow/core/common_runtime/gpu/gpu_device.cc`):
 // "CUDA runtime implicit initialization on GPU:<n> failed. Status: <cudaGetErrorString>" when
@@ -2472,6 +2498,8 @@ mod tests {
             // ExLlamaV2's autosplit and ExLlamaV3's loader out of GPUs.
             ("RuntimeError: Insufficient VRAM for model and cache", Framework::Pytorch, "exllamav2-autosplit", MemoryKind::Device, None, None),
             ("RuntimeError: Insufficient VRAM in split for model and cache", Framework::Pytorch, "exllamav3-autosplit", MemoryKind::Device, None, None),
+            // MLC LLM's start-up check (mlc-ai/mlc-llm, cpp/serve/config.cc): MiB to three decimals.
+            ("TVMError: Check failed: (output_res.IsOk()) is false: Insufficient GPU memory error: The available single GPU memory is 6000.000 MB, which is less than the sum of model weight size (5000.500 MB) and temporary buffer size (1500.000 MB).", Framework::MlcLlm, "mlc-llm-budget", MemoryKind::Device, None, Some(6_816_268_288)),
             // pop-os/cosmic-files: one buffer over the device's max_buffer_size.
             ("wgpu error: Validation Error\n\nCaused by:\n    In Device::create_buffer\n      note: label = `image upload buffer`\n    Buffer size 360960000 is greater than the maximum buffer size (268435456)", Framework::Wgpu, "wgpu-max-buffer", MemoryKind::Device, None, Some(360_960_000)),
         ];
@@ -3298,6 +3326,7 @@ mod tests {
             ("CUDA error (2) at kernel.cu:40", "cuda-code"),
             ("RuntimeError: Cuda error: 2[cudaMalloc(&m_gpuPtr, bytes);]", "cuda-code"),
             ("cudaMalloc returned 2", "cuda-code"),
+            ("[../gunrock/util/array_utils.cuh, 209 @ gpu 3] value__associate_outs[] cudaMalloc failed (CUDA error 2: out of memory)", "cuda-code"),
             ("RuntimeError: TensorStorage /io/include/tensorview/tensor.h 168 cuda failed with error 2 out of memory. use CUDA_LAUNCH_BLOCKING=1 to get correct traceback.", "cuda-spconv"),
             ("[torch_memory_saver.cpp] CUresult error  result=2 file=csrc/torch_memory_saver.cpp func=cu_mem_create line=103 (5)", "cuda-torch-memory-saver"),
             ("[torch_memory_saver.cpp] CUresult error: 2 (out of memory)  file=csrc/core.cpp func=resume line=185", "cuda-torch-memory-saver"),
@@ -3314,6 +3343,15 @@ mod tests {
             assert_eq!((o.framework, o.format), (Framework::Cuda, format), "{text}");
             assert_eq!(o.facts, Facts::default(), "{text}");
         }
+        // Gunrock's GRError names the device the call ran on.
+        let o = cuda_code("[util/array_utils.cuh, 209 @ gpu 3] labels cudaMalloc failed (CUDA error 2: out of memory)").expect("found");
+        assert_eq!(o.device_index, Some(3));
+        assert_eq!(
+            cuda_code("CUDA error 2 at kernel.cu:40 on gpu 3")
+                .expect("found")
+                .device_index,
+            None
+        );
         for text in [
             "what(): parallel_for failed: cudaErrorIllegalAddress: an illegal memory access was encountered",
             "NCCL WARN Cuda failure 'invalid resource handle'",
