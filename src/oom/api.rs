@@ -2027,7 +2027,7 @@ re!(
 );
 
 fn fluidx3d(t: &str) -> Option<Found> {
-    let mib = |c: &regex::Captures, i: usize| super::banner::mib(c, i);
+    use super::banner::mib;
     if let Some(c) = fluidx3d_re().captures_iter(t).last() {
         let (ask, with) = (mib(&c, 1)?, mib(&c, 2)?);
         let mut f = Found::own(Facts {

@@ -2382,6 +2382,8 @@ fn tvm_storage(oom: &Oom) -> Option<Finding> {
         return None;
     }
     let f = &oom.facts;
+    // A region of no bytes: no input's length explains it.
+    let empty = f.total_bytes == Some(0);
     Some(Finding {
         cause: Cause::RequestExceedsTotal,
         title: format!(
@@ -2390,12 +2392,12 @@ fn tvm_storage(oom: &Oom) -> Option<Finding> {
                 .map_or_else(|| "this size".into(), fmt_bytes),
             f.total_bytes.map_or_else(|| "planned".into(), fmt_bytes),
         ),
-        detail: if f.total_bytes == Some(0) {
+        detail: if empty {
             "TVM's Relax VM allocates tensors inside storage regions whose sizes the compiler planned ahead. This region has no bytes at all: no input size explains that; the plan itself is wrong (a model library built by another TVM or MLC version than the runtime, or a compiler fault for this target), not the device's memory.".into()
         } else {
             "TVM's Relax VM allocates tensors inside storage regions whose sizes the compiler planned ahead for the shapes it was told to expect. A larger input than planned (a prompt past the context or prefill length the model library was compiled for) overflows its region however much the GPU has free: this is the plan's limit, not the device's memory.".into()
         },
-        remedies: if f.total_bytes == Some(0) {
+        remedies: if empty {
             vec![r("Compile the model library again with the same TVM and MLC build as the runtime that loads it; if the region is still empty, report it to the compiler's authors with the model and the target.")]
         } else {
             vec![
