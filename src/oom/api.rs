@@ -654,10 +654,11 @@ pub(super) fn figures_on_line(o: &mut Oom, line: &str) {
 
 // libplacebo's list of the device's memory heaps after a failed allocation
 // (`src/vulkan/malloc.c`, `vk_malloc_print_stats`): "0: flags 0x1 size 8018M", the heap's
-// VkMemoryHeapFlags (0x1, VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) and its size in binary units.
+// VkMemoryHeapFlags (0x1, VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) and its size in binary units. Any
+// gap may be a line break: a paste re-wrapped narrower than libplacebo's prefix splits it.
 re!(
     vk_heap_re,
-    r"\b\d{1,2}: flags 0x([0-9a-fA-F]{1,8}) size\s{0,8}(\d{1,7}(?:\.\d+)?)([KMGT])\b"
+    r"\b\d{1,2}:\s{1,8}flags\s{1,8}0x([0-9a-fA-F]{1,8})\s{1,8}size\s{0,8}(\d{1,7}(?:\.\d+)?)([KMGT])\b"
 );
 
 // The JSON statistics AMD's D3D12 Memory Allocator and Vulkan Memory Allocator write

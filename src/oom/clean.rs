@@ -785,6 +785,17 @@ pub(crate) fn is_prose_quote(raw: &str) -> bool {
     prose_quotes(raw).is_some()
 }
 
+/// Whether `tail` (a line's end) is an exception's class and its colon
+/// (`Ryujinx.Graphics.Vulkan.VulkanException:`): the next line is its message.
+pub(crate) fn ends_with_exception_class(tail: &str) -> bool {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(r"(?:^|[\s(])(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\s*:\s*$")
+            .expect("class regex")
+    })
+    .is_match(tail)
+}
+
 /// A sentence that quotes a whole failure line as the program raised it: a quote holding a
 /// trigger phrase opens with its exception class (`MXNetError: cudaMalloc retry failed: out of
 /// memory`, `AcceleratorError: CUDA error: out of memory`, `AcceleratorError("…")`). That is a

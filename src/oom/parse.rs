@@ -243,6 +243,17 @@ pub fn parse_block(lines: &[String]) -> Option<Oom> {
     };
     pin_memory_thread(&mut found, &spaced);
     super::api::figures_on_line(&mut found, &said);
+    // A wrap that split the failure's own line ("Allocation of" / "size 15M failed: …"): the
+    // sentence goes on in the next line, which gives what the cut does not.
+    if found.facts.requested_bytes.is_none() && !said.trim_end().ends_with(['.', '!', '?']) {
+        if let Some(next) = lines
+            .iter()
+            .position(|l| *l == said)
+            .and_then(|i| lines.get(i + 1))
+        {
+            super::api::figures_on_line(&mut found, &format!("{said} {next}"));
+        }
+    }
     if found.device_index.is_none() {
         found.device_index = device_hint_re().captures(&spaced).and_then(|c| {
             (1..=4)

@@ -261,6 +261,8 @@ pub struct Scanner {
     /// message re-wrapped at some width splits its trigger phrase ("less than desired GPU" /
     /// "memory utilization") across two lines.
     tail: String,
+    /// The line before's tail, once `tail` holds this line's.
+    prev_tail: String,
     junction: String,
     /// The previous line was plain ([`is_plain`]) and held no trigger phrase: its tail alone
     /// holds none either, so only a phrase split at the line break could join it to this line.
@@ -278,6 +280,9 @@ pub struct Scanner {
     /// ([`super::clean::names_pinning_call`]): where the message relays CUDA's code without its
     /// call, the call that failed.
     pinning_after: bool,
+    /// Where the open block's own lines start (its first trigger line; the context is before),
+    /// where it was split from the block before it ([`Scanner::starts_new_message`]).
+    split_at: Option<usize>,
     /// The one-pass test for quiet lines is on (off only in a test that checks it changes
     /// nothing).
     quick: bool,
@@ -369,12 +374,14 @@ impl Scanner {
             tf_allocators: Vec::new(),
             banners: Default::default(),
             tail: String::new(),
+            prev_tail: String::new(),
             junction: String::new(),
             prev_plain: false,
             quoted: false,
             whole: false,
             pinned: false,
             pinning_after: false,
+            split_at: None,
             quick: true,
             unescaped: 0,
         }
@@ -399,7 +406,11 @@ impl Scanner {
         self.junction.push_str(&self.tail);
         self.junction.push(' ');
         self.junction.push_str(raw[..head].trim_start());
+        // A phrase across the break, not one whole in the line before (its own trigger: a
+        // wrapped record's next line, "> [date] [error]" after "VK_ERROR_OUT_OF_DEVICE_MEMORY!",
+        // is no new message).
         is_trigger(&super::clean::unmark(&self.junction))
+            && !is_trigger(&super::clean::unmark(&self.tail))
     }
 
     /// Keeps the end of `raw` for [`Scanner::trigger_across`].
@@ -408,6 +419,7 @@ impl Scanner {
         while !raw.is_char_boundary(from) {
             from += 1;
         }
+        std::mem::swap(&mut self.tail, &mut self.prev_tail);
         self.tail.clear();
         self.tail.push_str(raw[from..].trim_end());
     }
@@ -527,7 +539,8 @@ impl Scanner {
             // A dated record opened since the open block's last trigger: this trigger is in it,
             // so it starts another message, whole on its line or not.
             let new_record = self.record_at.is_some_and(|at| at < self.block.len());
-            if self.pending > 0 && (new_record || self.starts_new_message(&line)) {
+            let split = self.pending > 0 && (new_record || self.starts_new_message(&line));
+            if split {
                 if let Some(at) = self.record_at.take().filter(|at| *at < self.block.len()) {
                     carried = self.block.split_off(at);
                     self.block_bytes = self.block.iter().map(String::len).sum();
@@ -540,7 +553,11 @@ impl Scanner {
             // The writer's words, not a log's prefix (a journal's "node01 python[4242]:" is no
             // prose around a quote).
             let raw = &*super::clean::without_log_prefix(raw);
-            let quote = super::clean::is_prose_quote(raw);
+            // A quote on the line after an exception's class ("…VulkanException:" / "Unexpected
+            // API error "ErrorOutOfDeviceMemory"."), where a wrap put the class on a line of
+            // its own, is the exception's message, not prose.
+            let quote = super::clean::is_prose_quote(raw)
+                && !super::clean::ends_with_exception_class(&self.prev_tail);
             if self.pending == 0 {
                 self.block = self.context();
                 self.block.append(&mut carried);
@@ -550,6 +567,7 @@ impl Scanner {
                 self.whole = false;
                 self.pinned = false;
                 self.pinning_after = false;
+                self.split_at = split.then_some(self.block.len());
             } else {
                 self.quoted &= quote;
             }
@@ -658,6 +676,7 @@ impl Scanner {
         let Some(Some(old)) = &self.open else {
             return false;
         };
+        let (old_known, old_format) = (old.facts.known(), old.format);
         let Some(new) = parse_text(line) else {
             // A line that is not a whole message alone (its end wrapped onto the next line)
             // but raises a new exception after a message with figures, or asks for another
@@ -670,15 +689,9 @@ impl Scanner {
             // the next failure, whose figures follow. The lines just before the first head that
             // the block ends with again (a wrapped record's start: "what() ->", a logger's
             // "E" and source line) are the new message's: carried over to it.
-            if old.facts.known() > 0 {
-                if let Some(k) = self.block.iter().position(|l| l == line) {
-                    let len = self.block.len();
-                    let again = (1..=k.min(len - k - 1))
-                        .take_while(|j| self.block[k - j] == self.block[len - j])
-                        .count();
-                    if again > 0 {
-                        self.record_at = Some(len - again);
-                    }
+            if old_known > 0 {
+                if let Some(at) = head_again(&self.block, line) {
+                    self.record_at = at.or(self.record_at);
                     return true;
                 }
             }
@@ -732,6 +745,14 @@ impl Scanner {
         // CUDA_ERROR_OUT_OF_MEMORY: out of memory"; ggml-vulkan's "…allocateMemory:" /
         // "ErrorOutOfDeviceMemory").
         let bare = new.facts == super::Facts::default();
+        // A figure-less head that opened this message with figures, again (DXVK's "Memory
+        // allocation failed" before each report's "Size:" and heap lines): the next failure.
+        if bare && new.format == old_format && old_known > 0 {
+            if let Some(at) = head_again(&self.block, line) {
+                self.record_at = at.or(self.record_at);
+                return true;
+            }
+        }
         let tail_words = bare
             && (new.framework == Framework::Cuda || new.format.starts_with("api-"))
             && old.format != new.format;
@@ -751,6 +772,7 @@ impl Scanner {
         let whole = std::mem::take(&mut self.whole);
         let pinned = std::mem::take(&mut self.pinned);
         let pinning_after = std::mem::take(&mut self.pinning_after);
+        let split_at = self.split_at.take();
         // A sentence quoting a failure is a report of one when the quote carries its figures
         // or is the whole failure line as a known framework raised it, or a program's own
         // sentence (Blender's "System is out of GPU memory": read by its exact words, which
@@ -763,6 +785,23 @@ impl Scanner {
                 || o.format.starts_with("program-")
         };
         if let Some(mut oom) = self.parse_counted(&block).filter(report) {
+            // A figure-less head again right after a failure of its kind with figures, with no
+            // figure of its own (DXVK's thrown "DxvkMemoryAllocator: Memory allocation failed"
+            // after the report it logged, figures read from that report above it): the same
+            // failure, raised, as two figure-less lines are one.
+            let after_its_report = self
+                .analysis
+                .ooms
+                .last()
+                .is_some_and(|l| l.format == oom.format && l.facts.known() > 0);
+            let raised = after_its_report
+                && split_at.is_some_and(|at| {
+                    self.parse_counted(&block[at.min(block.len())..])
+                        .is_some_and(|o| o.facts == super::Facts::default())
+                });
+            if raised {
+                return;
+            }
             // Or where what follows the message names the host-pinning call it came from
             // ("cudaAssert: cudaErrorMemoryAllocation out of memory" then "when calling
             // cudaHostRegister").
@@ -1049,6 +1088,19 @@ fn has_figures(o: &super::Oom) -> bool {
         || o.memory_limit_bytes.is_some()
         || o.buffer_limit.is_some()
         || o.kv_tokens.is_some()
+}
+
+/// Where `line` is a line `block` already holds (its head, printed again for the next
+/// failure): `Some`, with where the lines just before that head which the block ends with
+/// again start (a wrapped record's start: "what() ->", a logger's "E" and source line), which
+/// are then the next message's, carried over to it.
+fn head_again(block: &[String], line: &str) -> Option<Option<usize>> {
+    let k = block.iter().position(|l| l == line)?;
+    let len = block.len();
+    let again = (1..=k.min(len - k - 1))
+        .take_while(|j| block[k - j] == block[len - j])
+        .count();
+    Some((again > 0).then_some(len - again))
 }
 
 /// Calls `f` with each line of `reader`, reading in fixed chunks: a line longer than
@@ -1815,5 +1867,47 @@ Including non-PyTorch memory, this process has 175.06 GiB memory in use.
         assert!(!is_trigger("Allocator (GPU_0_bfc) ran out of memory trying to allocate 1.02GiB with freed_by_count=0. The caller indicates that this is not a failure"));
         assert!(is_trigger("torch.OutOfMemoryError: CUDA out of memory."));
         assert!(!is_trigger("step 12 loss 0.31"));
+    }
+
+    /// A log whose every record carries a long prefix, re-wrapped narrower than the prefix:
+    /// the record after a whole trigger line ("VK_ERROR_OUT_OF_DEVICE_MEMORY!" then "> [date]
+    /// [error] [FFmpeg]") does not start another message by joining that phrase again, so the
+    /// heap list below stays the failure's; and the failure's line cut by the wrap
+    /// ("Allocation of" / "size 15M failed: …") gives its size from the line that goes on.
+    #[test]
+    fn a_wrapped_records_next_line_continues_its_message() {
+        let t = "> [2025-12-01 10:01:37] [error] [FFmpeg]\n[libplacebo @ 000002396b591900]\n\
+                 Allocation of size   15M failed:\nVK_ERROR_OUT_OF_DEVICE_MEMORY!\n\
+                 > [2025-12-01 10:01:37] [error] [FFmpeg]\n[libplacebo @ 000002396b591900]     0:\n\
+                 flags 0x1 size 8018M\n";
+        let a = super::super::analyze(t);
+        assert_eq!(a.total, 1);
+        let o = a.main().expect("found");
+        assert_eq!(o.facts.total_bytes, Some(8018 << 20));
+        assert_eq!(o.facts.requested_bytes, Some(15 << 20));
+        let t = "> [2025-12-01 10:01:37] [error] [FFmpeg] [libplacebo @ 000002396b591900] Allocation of\n\
+                 size   15M failed: VK_ERROR_OUT_OF_DEVICE_MEMORY!\n";
+        let o = super::super::analyze(t).main().cloned().expect("found");
+        assert_eq!(o.facts.requested_bytes, Some(15 << 20));
+    }
+
+    /// An exception's message in quotes, on the line after its class where a wrap put the class
+    /// (`…VulkanException:` / `Unexpected API error "ErrorOutOfDeviceMemory".`), is the
+    /// program's failure, not a writer quoting one.
+    #[test]
+    fn a_quote_after_an_exceptions_class_is_its_message() {
+        let class = "00:00:11.789 |E| GUI.RenderLoop Application : Unhandled exception caught: \
+                     Ryujinx.Graphics.Vulkan.VulkanException:\n";
+        let message = "Unexpected API error \"ErrorOutOfDeviceMemory\".\n";
+        let a = super::super::analyze(&format!("{class}{message}at Ryujinx.Graphics.Vulkan.ResultExtensions.ThrowOnError(Result result) in\nD:\\a\\VulkanException.cs:line 20\n"));
+        assert_eq!(
+            a.main().map(|o| o.format),
+            Some("api-VK_ERROR_OUT_OF_DEVICE_MEMORY")
+        );
+        // Without the class above it, the same quote in a sentence is talk about the error.
+        let a = super::super::analyze(&format!(
+            "I keep getting {message}when the game boots, any idea?\n"
+        ));
+        assert!(a.main().is_none());
     }
 }
