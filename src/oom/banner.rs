@@ -26,6 +26,14 @@ impl Banner {
         self.total.is_none() && self.free.is_none() && self.max_alloc.is_none()
     }
 
+    /// How many of its figures it gives.
+    fn known(&self) -> usize {
+        [self.total, self.free, self.max_alloc]
+            .iter()
+            .filter(|f| f.is_some())
+            .count()
+    }
+
     /// Whether `other` says nothing against this one: each figure both give is the same.
     fn agrees(&self, other: &Banner) -> bool {
         let same = |a: Option<u64>, b: Option<u64>| a.zip(b).is_none_or(|(a, b)| a == b);
@@ -124,6 +132,23 @@ re!(
 // lolMiner's header over each device's keys, alone on its line ("Device 0:"): its own
 // numbering, which its failures use too ("GPU 0: insufficient memory for DAG epoch 381.").
 re!(device_header_re, r"^[\s*#|>-]{0,8}Device (\d{1,2}):\s*$");
+
+// The first words of each account above (a list's "* Device #1:", xmrig's "CUDA GPU #0",
+// profanity's "GPU0:", a key at the line's start): a line that has them and reads nothing may
+// have its figures wrapped onto the next line.
+re!(
+    head_re,
+    r"(?i)[*-] Device #\d|\bCUDA GPU\s{1,8}#\d|\bUsing Pci Id\b|\bDevice \d{1,2} started\b|\bGPU-?\d{1,2}: |\bMemory\s*:|^[\s*#|>-]{0,8}(?:cl_device_\w+|global[ _]mem|total[ _]global|totalglobalmem|device[ _]memory|memory\.(?:total|free)|max[ _]mem|max(?:imum)? memory|free[ _]mem)"
+);
+
+/// Whether `line` starts a device's account whose figures may be on the next line (a paste
+/// re-wrapped narrower than the list): after a log's prefix where there is one.
+pub fn may_go_on(line: &str) -> bool {
+    head_re().is_match(line)
+        || head_re().is_match(&super::clean::unmark(&super::clean::without_log_prefix(
+            line,
+        )))
+}
 
 /// The device a header line names (lolMiner's "Device 0:"), for the key lines under it; after
 /// a log's prefix where there is one.
@@ -257,20 +282,26 @@ pub struct Banners {
 }
 
 impl Banners {
-    /// Notes what `line` says (nothing where it says nothing). True where it opened a new
+    /// Notes what `line` says: `None` where it says nothing, else whether it opened a new
     /// account from key lines that names no device: the caller may name it from a header above
     /// ([`Banners::name_last`]).
-    pub fn note(&mut self, line: &str) -> bool {
+    pub fn note(&mut self, line: &str) -> Option<bool> {
         // The keys start their line, after a log's prefix where there is one.
         // As pasted: after a log's prefix, or inside markdown's code spans or bold.
-        let found = read(line).or_else(|| {
-            let bare = super::clean::without_log_prefix(line);
-            let bare = super::clean::unmark(&bare);
-            (bare.len() != line.len()).then(|| read(&bare)).flatten()
-        });
-        let Some((b, keys)) = found else {
-            return false;
+        // The line as it is may already read in part (a key after a comma needs no line start:
+        // "gpu-node-07: device memory: 24217 MB, max_mem_alloc_size: 6054 MB"): the reading
+        // that gives more wins.
+        let found = read(line);
+        let bare = super::clean::without_log_prefix(line);
+        let bare = super::clean::unmark(&bare);
+        let found = match (
+            found,
+            (bare.len() != line.len()).then(|| read(&bare)).flatten(),
+        ) {
+            (Some(a), Some(b)) if b.0.known() > a.0.known() => Some(b),
+            (a, b) => a.or(b),
         };
+        let (b, keys) = found?;
         // A key line after another adds to the same device's account, until a figure repeats
         // (the next device's list). Lines that say nothing change nothing, so that the
         // scanner may skip them.
@@ -284,7 +315,7 @@ impl Banners {
                     last.total = last.total.or(b.total);
                     last.free = last.free.or(b.free);
                     last.max_alloc = last.max_alloc.or(b.max_alloc);
-                    return false;
+                    return Some(false);
                 }
             }
         }
@@ -293,7 +324,7 @@ impl Banners {
         }
         self.seen.push(b);
         self.open_keys = keys;
-        keys && b.device.is_none()
+        Some(keys && b.device.is_none())
     }
 
     /// Names the device of the last account, where it names none.

@@ -616,6 +616,8 @@ const NOTED: &[&str] = &[
     "mb allocatable",
     "using pci id",
     "backend allocating",
+    // profanity's device list ("GPU0: GeForce GTX 1060 3GB, 3157000192 bytes available").
+    "bytes available",
 ];
 
 /// How many lines [`noted_ac`] tests with its quick-to-build automaton before it builds the
@@ -889,7 +891,13 @@ fn prose_quotes(raw: &str) -> Option<Vec<String>> {
     }
     // A page's escaped quotes read as quotes.
     let raw = if raw.contains('&') {
-        std::borrow::Cow::Owned(raw.replace("&quot;", "\"").replace("&#34;", "\""))
+        std::borrow::Cow::Owned(
+            raw.replace("&quot;", "\"")
+                .replace("&#34;", "\"")
+                .replace("&lt;", "<")
+                .replace("&gt;", ">")
+                .replace("&amp;", "&"),
+        )
     } else {
         std::borrow::Cow::Borrowed(raw)
     };
@@ -1332,6 +1340,9 @@ mod tests {
             r#"Error: DriverError(CUDA_ERROR_OUT_O F_MEMORY, "out of memory") when loading"#,
             // GoogleTest's report of the exception a test threw (rapidsai/rmm#1486).
             r#"C++ exception with description "std::bad_alloc: out_of_memory: CUDA error at: /x/rmm/mr/device/cuda_memory_resource.hpp:60: cudaErrorMemoryAllocation out of memory" thrown in the test body."#,
+            // BEAGLE's relay, HTML-escaped as a page shows it: the same as the line itself.
+            r#"CUDA error: "Out of memory" from file <GPUInterfaceCUDA.cpp>, line 645."#,
+            "CUDA error: &quot;Out of memory&quot; from file &lt;GPUInterfaceCUDA.cpp&gt;, line 645.",
         ] {
             assert!(!is_prose_quote(line), "{line:?}");
         }

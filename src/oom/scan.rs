@@ -261,6 +261,10 @@ pub struct Scanner {
     /// message re-wrapped at some width splits its trigger phrase ("less than desired GPU" /
     /// "memory utilization") across two lines.
     tail: String,
+    /// The line before, where it held a phrase of a device's start-up account and
+    /// [`super::banner::Banners::note`] read nothing from it (its figures perhaps wrapped onto this line), and
+    /// how many lines it joins ([`Scanner::note_banner`]).
+    banner_head: Option<(String, u8)>,
     /// The line before's tail, once `tail` holds this line's.
     prev_tail: String,
     junction: String,
@@ -374,6 +378,7 @@ impl Scanner {
             tf_allocators: Vec::new(),
             banners: Default::default(),
             tail: String::new(),
+            banner_head: None,
             prev_tail: String::new(),
             junction: String::new(),
             prev_plain: false,
@@ -413,6 +418,29 @@ impl Scanner {
             && !is_trigger(&super::clean::unmark(&self.tail))
     }
 
+    /// [`super::banner::Banners::note`] on `raw`, or on the line before that named a device's memory without
+    /// its figures joined to `raw`: a paste re-wrapped narrower than a device list ("* Device
+    /// #1: GeForce GT 630, 768/1024" / "MB (256 MB allocatable), 2MCU") reads as printed. Up to
+    /// three lines joined.
+    fn note_banner(&mut self, raw: &str, quiet: bool) -> Option<bool> {
+        let head = self.banner_head.take();
+        if let Some(noted) = self.banners.note(raw) {
+            return Some(noted);
+        }
+        let Some((head, lines)) = head else {
+            if !quiet && super::banner::may_go_on(raw) {
+                self.banner_head = Some((raw.trim_end().to_owned(), 1));
+            }
+            return None;
+        };
+        let joined = format!("{head} {}", raw.trim());
+        let noted = self.banners.note(&joined);
+        if noted.is_none() && lines < 2 {
+            self.banner_head = Some((joined, lines + 1));
+        }
+        noted
+    }
+
     /// Keeps the end of `raw` for [`Scanner::trigger_across`].
     fn keep_tail(&mut self, raw: &str) {
         let mut from = raw.len().saturating_sub(JOIN);
@@ -429,7 +457,12 @@ impl Scanner {
     /// What this passes is exactly what the full test below would pass (each part is a
     /// superset of what it stands for); it costs one pass over the line.
     fn is_quiet_line(&self, raw: &str, quiet: bool, prev_plain: bool) -> bool {
-        if !quiet || self.pending > 0 || !self.quick || self.tf_created_lines > 0 {
+        if !quiet
+            || self.pending > 0
+            || !self.quick
+            || self.tf_created_lines > 0
+            || self.banner_head.is_some()
+        {
             return false;
         }
         let b = raw.as_bytes();
@@ -494,7 +527,9 @@ impl Scanner {
         }
         let trigger = is_trigger(&super::clean::unmark(raw)) || self.trigger_across(raw);
         self.note_tf_device(raw);
-        if !trigger && self.banners.note(raw) {
+        if trigger {
+            self.banner_head = None;
+        } else if self.note_banner(raw, quiet) == Some(true) {
             // A device list's header a few lines above its keys (lolMiner's "Device 0:").
             if let Some(d) = self.recent_device_header() {
                 self.banners.name_last(d);
@@ -1909,5 +1944,30 @@ Including non-PyTorch memory, this process has 175.06 GiB memory in use.
             "I keep getting {message}when the game boots, any idea?\n"
         ));
         assert!(a.main().is_none());
+    }
+
+    /// A device list re-wrapped narrower than its lines ("* Device #1: GeForce GT 630," /
+    /// "768/1024 MB (256 MB allocatable), 2MCU") reads as printed; so does one behind a log's
+    /// prefix whose line reads in part as it is (a key after a comma).
+    #[test]
+    fn a_device_list_wrapped_or_prefixed_reads_as_printed() {
+        let failure = "* Device #1: Not enough allocatable device memory for this attack.\n";
+        for list in [
+            "* Device #1: GeForce GT 630, 768/1024 MB (256 MB allocatable), 2MCU\n",
+            "* Device #1: GeForce GT 630,\n768/1024 MB (256 MB allocatable), 2MCU\n",
+            "* Device #1: GeForce GT\n630, 768/1024 MB (256\nMB allocatable), 2MCU\n",
+        ] {
+            let a = super::super::analyze(&format!("{list}\n{failure}"));
+            let f = &a.main().expect("found").facts;
+            assert_eq!(f.total_bytes, Some(1024 << 20), "{list}");
+            assert_eq!(f.max_alloc_bytes, Some(256 << 20), "{list}");
+            assert_eq!(f.startup_free_bytes, Some(768 << 20), "{list}");
+        }
+        let t = "gpu-node-07: device memory: 24217 MB, max_mem_alloc_size: 6054 MB, max_compute_units: 128\n\
+                 gpu-node-07: Status error code: CL_MEM_OBJECT_ALLOCATION_FAILURE (-4)\n";
+        let a = super::super::analyze(t);
+        let f = &a.main().expect("found").facts;
+        assert_eq!(f.total_bytes, Some(24217 << 20));
+        assert_eq!(f.max_alloc_bytes, Some(6054 << 20));
     }
 }
