@@ -439,7 +439,19 @@ re!(
 );
 re!(
     pyopengl_re,
-    r"\bGLError\(\s{0,40}err\s?=\s?1285,\s{0,40}description\s?=\s?b?'out of memory'|\bOpenGL error: out of memory\b"
+    r"\bGLError\(\s{0,40}err\s?=\s?1285,\s{0,40}description\s?=\s?b?'out of memory'|\bOpenGL error: out of memory\b|\b1285: Out of memory\b"
+);
+// Arm's Mali GLES driver, as Android's logcat shows it (`D/MALI: gles_state_set_error_internal`):
+// "[MALI] GLES ctx: 0x7f8fe0d008, error code:0x505" (GL_OUT_OF_MEMORY), then "[MALI] GLES error
+// info: failed to allocate CPU memory": the driver's own words say which memory it could not
+// get, the system's where it says CPU (`mali_cpu_memory_re`).
+re!(
+    mali_gles_re,
+    r"\[MALI\] GLES ctx: 0x[0-9a-fA-F]{1,16}, error code: ?0x0?505\b"
+);
+re!(
+    mali_cpu_memory_re,
+    r"\[MALI\] GLES error info: failed to allocate CPU memory\b"
 );
 re!(
     d3d12_words_re,
@@ -509,8 +521,10 @@ fn find_status(t: &str) -> Option<&'static Status> {
     // and its tensor allocation ("Could not allocate tensor with N bytes. There is not enough
     // GPU video memory available!").
     // PyOpenGL's exception, the GL error by number with glGetError's words: "GLError(\n err =
-    // 1285,\n description = b'out of memory',"; nimgl's "OpenGL error: out of memory [GLerror]".
-    if pyopengl_re().is_match(t) {
+    // 1285,\n description = b'out of memory',"; nimgl's "OpenGL error: out of memory [GLerror]";
+    // Minecraft's check after each frame ("########## GL ERROR ##########", "@ Post render",
+    // "1285: Out of memory": the number and GLU's words for it, ending its log line).
+    if pyopengl_re().is_match(t) || mali_gles_re().is_match(t) {
         return by_number(Api::OpenGl, 0x0505);
     }
     if d3d12_words_re().is_match(t) {
@@ -648,9 +662,24 @@ pub(super) fn figures_on_line(o: &mut Oom, line: &str) {
         return;
     }
     let (f, device) = figures(line);
+    // ethminer's log channel on the failure's line ("cu 19:58:37 cuda-3   Unexpected error …
+    // on CUDA device 05:00.0"): its CUDA index, where the line names the device by bus address.
+    let device = device.or_else(|| {
+        ethminer_channel_re()
+            .captures(line)?
+            .get(1)?
+            .as_str()
+            .parse()
+            .ok()
+    });
     o.device_index = o.device_index.or(device);
     o.facts.requested_bytes = o.facts.requested_bytes.or(f.requested_bytes);
 }
+
+re!(
+    ethminer_channel_re,
+    r"\bcu\s{1,4}\d{1,2}:\d{2}:\d{2}\s{1,4}cuda-(\d{1,2})\s"
+);
 
 // libplacebo's list of the device's memory heaps after a failed allocation
 // (`src/vulkan/malloc.c`, `vk_malloc_print_stats`): "0: flags 0x1 size 8018M", the heap's
@@ -775,7 +804,7 @@ pub fn gpu_api(t: &str) -> Option<Oom> {
         api => api.framework(),
     });
     let mut o = oom(framework, format_of(s), device, f);
-    if s.kind == Kind::Host {
+    if s.kind == Kind::Host || (s.api == Api::OpenGl && mali_cpu_memory_re().is_match(t)) {
         o.memory = MemoryKind::Host;
         o.device_index = None;
     }
@@ -1592,6 +1621,23 @@ pub const PROGRAMS: &[Program] = &[
             "Lower the maximum number of matches, `--FeatureMatching.max_num_matches` (`--SiftMatching.max_num_matches` before COLMAP 3.12; default 32768).",
             "Extract fewer features per image, `--SiftExtraction.max_num_features`, or from smaller images, `--SiftExtraction.max_image_size`.",
             "Or match on the CPU: `--FeatureMatching.use_gpu 0` (`--SiftMatching.use_gpu 0` before 3.12), slower but bounded by the host's memory.",
+        ],
+    },
+    // SiftGPU's CUDA check (pitzer/SiftGPU, `ProgramCU::CheckErrorCUDA`, the matcher COLMAP
+    // bundles): after a step it prints the step's name, a tab and cudaGetErrorString of the last
+    // error ("MultiplyDescriptor:\tout of memory"; some copies add the code, "(2)"). Read where
+    // SiftGPU's or COLMAP's frames are in the paste; illegal accesses often follow, from the
+    // buffer that was never allocated.
+    Program {
+        name: "SiftGPU (COLMAP's SIFT matcher)",
+        format: "program-siftgpu",
+        read: siftgpu,
+        device: &GPU,
+        meaning: "SiftGPU's CUDA check found CUDA's out-of-memory status after one of its steps: a buffer for the descriptors or the matches of an image pair did not fit. The illegal memory accesses that often follow come from that missing buffer, not from a second fault.",
+        remedies: &[
+            "From COLMAP: lower the maximum number of matches, `--FeatureMatching.max_num_matches` (`--SiftMatching.max_num_matches` before COLMAP 3.12), which sizes SiftGPU's match buffers.",
+            "Extract fewer features per image, `--SiftExtraction.max_num_features`, or from smaller images, `--SiftExtraction.max_image_size`.",
+            "Or match on the CPU: `--FeatureMatching.use_gpu 0` (`--SiftMatching.use_gpu 0` before 3.12).",
         ],
     },
     // darktable's OpenCL pipeline: a module's OpenCL path that fails prints its tag and the
@@ -2611,6 +2657,19 @@ re!(
     r"Feature matching failed\. This is probably caused by insufficient GPU memory"
 );
 
+re!(
+    siftgpu_re,
+    r"\b[A-Z][A-Za-z_:]{2,60}:\s{1,8}out of memory(?:\(2\))?(?:\s|$)"
+);
+re!(
+    siftgpu_frames_re,
+    r"\bSift(?:MatchCU|MatchGPU|GPU|MatchCUDA)\b|\bProgramCU::|\bcolmap::\w*Sift"
+);
+
+fn siftgpu(t: &str) -> Option<Found> {
+    (siftgpu_re().is_match(t) && siftgpu_frames_re().is_match(t)).then(|| Found::device(Api::Cuda))
+}
+
 fn colmap(t: &str) -> Option<Found> {
     colmap_re()
         .is_match(t)
@@ -2892,6 +2951,8 @@ mod tests {
             ("`device->CreateBuffer(&desc , 0 , &m_ptr ) FAILED 0x8007000e`", Framework::Direct3d, "api-E_OUTOFMEMORY"),
             ("KawPow failed to initialize DAG: <kawpow_prepare>:62 \"out of memory\"", Framework::Cuda, "cuda-relay"),
             ("Error: unhandled exception: OpenGL error: out of memory [GLerror]", Framework::OpenGl, "api-GL_OUT_OF_MEMORY"),
+            // MultiMC/Launcher#1589: Minecraft's check after a frame.
+            ("[15:19:32] [Client thread/ERROR]: ########## GL ERROR ##########\n[15:19:32] [Client thread/ERROR]: @ Post render\n[15:19:32] [Client thread/ERROR]: 1285: Out of memory", Framework::OpenGl, "api-GL_OUT_OF_MEMORY"),
             ("OpenGL.error.GLError: GLError(\n\terr = 1285,\n\tdescription = b'out of memory',\n\tbaseOperation = glTexImage2D,", Framework::OpenGl, "api-GL_OUT_OF_MEMORY"),
             ("DmlExecutionProvider: 没有足够的内存资源，无法完成此操作。", Framework::DirectMl, "api-E_OUTOFMEMORY"),
             ("ManagedCuda.NPP.NPPException: NPP_MEMORY_ALLOCATION_ERR", Framework::Cuda, "api-NPP_MEMORY_ALLOCATION_ERR"),
@@ -2935,6 +2996,26 @@ mod tests {
 
     /// Statuses that are not memory, numbers of other APIs, and a generic code without a GPU
     /// API's words are not found.
+    /// Arm's Mali GLES driver: GL_OUT_OF_MEMORY by its code, the memory its own words name
+    /// (flutter/flutter#65540).
+    #[test]
+    fn mali_gles_says_which_memory() {
+        let head = "D/MALI: gles_state_set_error_internal:75: [MALI] GLES ctx: 0x7f8fe0d008, error code:0x505\nD/MALI: gles_state_set_error_internal:76: [MALI] GLES error info: ";
+        let o = read(&format!("{head}failed to allocate CPU memory")).expect("found");
+        assert_eq!(
+            (o.format, o.memory),
+            ("api-GL_OUT_OF_MEMORY", MemoryKind::Host)
+        );
+        let o = read(&format!("{head}execution failed")).expect("found");
+        assert_eq!(
+            (o.format, o.memory),
+            ("api-GL_OUT_OF_MEMORY", MemoryKind::Device)
+        );
+        // Another GL error from the same driver.
+        let other = "[MALI] GLES ctx: 0x7f8fe0d008, error code:0x502\n[MALI] GLES error info: invalid operation";
+        assert!(read(other).is_none_or(|o| o.memory != MemoryKind::Device));
+    }
+
     #[test]
     fn other_statuses_are_not_found() {
         for text in [
@@ -2954,6 +3035,8 @@ mod tests {
             "MelissaData.ProgramStatus: ErrorOutOfMemory",
             // The same words from a program that is not NPP's binding.
             "RuntimeError: Device allocation error",
+            // Minecraft's check with another GL error.
+            "[Client thread/ERROR]: ########## GL ERROR ##########\n[Client thread/ERROR]: @ Post render\n[Client thread/ERROR]: 1286: Invalid framebuffer operation",
         ] {
             let found = read(text).filter(|o| o.memory == MemoryKind::Device);
             assert!(found.is_none(), "{text}: {found:?}");
@@ -2996,6 +3079,8 @@ mod tests {
             ("Error: Device \"NVIDIA GeForce GTX 1050 Ti\" does not have enough memory. Allocating another 8680 MB would use a total of 11573 MB / 4095 MB.", "program-fluidx3d", Framework::Unknown, MemoryKind::Device, Some(8680 << 20)),
             ("Error: Memory size is too large at 5000 MB. Device \"Intel(R) Arc(TM) A770 Graphics\" accepts a maximum buffer size of 4095 MB.", "program-fluidx3d", Framework::Unknown, MemoryKind::Device, Some(5000 << 20)),
             ("warning: local work size abandoned on GPU0\nstd::runtime_error - kernel queueing failed (res = -4)", "program-profanity", Framework::OpenCl, MemoryKind::Device, None),
+            // colmap/colmap#103: SiftGPU's check, its frames below.
+            ("MultiplyDescriptor:\tout of memory\nMultiplyDescriptor:\tan illegal memory access was encountered\nPC: @ 0xc2a87b SiftMatchCU::GetBestMatch()", "program-siftgpu", Framework::Cuda, MemoryKind::Device, None),
             ("RuntimeError: out of memory while requesting 68719476736 bytes; you can try setting MGB_CUDA_RESERVE_MEMORY to reserve all memory.", "program-megengine", Framework::Cuda, MemoryKind::Device, Some(1 << 36)),
             ("RuntimeError: Trying to preallocate 3832 MB of GPU memory while only 3527 MB are available.", "program-theano-gpuarray", Framework::Cuda, MemoryKind::Device, Some(3832 << 20)),
             ("MemoryError: Cannot allocate 122341986304 bytes: no memory is available.", "program-tinygrad", Framework::Unknown, MemoryKind::Device, Some(122_341_986_304)),
@@ -3225,6 +3310,8 @@ mod tests {
             "[h264_nvenc @ 0x1] Failed creating CUDA context for NVENC: 0x3",
             "[h264_nvenc @ 0x1] Failed creating CUDA context for NVENC: 0x2a",
             "std::runtime_error - kernel queueing failed (res = -5)",
+            // SiftGPU's check with another status.
+            "MultiplyDescriptor:\tan illegal memory access was encountered\nPC: @ 0xc2a87b SiftMatchCU::GetBestMatch()",
             "std::runtime_error - kernel queueing failed (res = -54)",
             // RobertBeckebans/RBDOOM-3-BFG#970: MoltenVK's status for a Metal page fault.
             "[mvk-error] VK_ERROR_OUT_OF_DEVICE_MEMORY: MTLCommandBuffer \"vkQueueSubmit MTLCommandBuffer on Queue 0-0\" execution failed (code 3): Caused GPU Address Fault Error (0000000b:kIOGPUCommandBufferCallbackErrorPageFault)",
@@ -3298,6 +3385,9 @@ mod tests {
         }
         let o = read("Unexpected error CUDA error in func dev::eth::CUDAMiner::initEpoch_internal at line 123 out of memory on CUDA device 01:00.0").expect("found");
         assert_eq!(o.device_index, None);
+        // ethminer's log channel names the CUDA index where the device is a bus address.
+        let a = crate::oom::analyze("cu 19:58:37 cuda-3   Unexpected error CUDA error in func dev::eth::CUDAMiner::initEpoch_internal at line 123 out of memory on CUDA device 05:00.0");
+        assert_eq!(a.main().and_then(|o| o.device_index), Some(3));
         let o = read("CUDA error in file 'main.cu' in line 12 : out of memory on device 1")
             .expect("found");
         assert_eq!(o.device_index, Some(1));

@@ -169,9 +169,14 @@ pub fn device_header(line: &str) -> Option<u32> {
     })
 }
 
+// The free memory as a key: a start-up line's "free memory: N", nvidia-smi's "memory.free",
+// a program's own check before it loads ("RAD paged load recommended: model=10304.2 MB, free
+// VRAM=11815.5 MB", LichtFeld Studio), at the line's start or after a comma.
 re!(
     key_free_re,
-    format!(r"(?i)^[\s*#|>-]{{0,8}}(?:free[ _]mem(?:ory)?|memory\.free){KEY_SIZE}")
+    format!(
+        r"(?i)(?:^[\s*#|>-]{{0,8}}|,\s)(?:free[ _]mem(?:ory)?|memory\.free|free[ _]vram){KEY_SIZE}"
+    )
 );
 
 /// A key's size: a number with its unit, or a count of bytes where none follows (`clinfo`'s
@@ -455,6 +460,10 @@ mod tests {
         // A failure's own sentence is not a key line, nor a small bare number.
         assert_eq!(read_line("Failed to allocate device memory: 1.5 GB"), None);
         assert_eq!(read_line("global memory: 64"), None);
+        // A program's own check before it loads (LichtFeld Studio), the key after a comma.
+        let b = read_line("RAD paged load recommended: model=10304.2 MB, free VRAM=11815.5 MB")
+            .expect("read");
+        assert_eq!(b.free, Some(12389449728));
     }
 
     #[test]

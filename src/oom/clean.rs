@@ -349,6 +349,10 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "newbufferwith*:length",
     // SGLang's KV pool with no room after the weights (`model_runner.py`).
     "please try to increase --mem-fraction-static",
+    "leave no gpu memory for the kv cache",
+    // Arm's Mali GLES driver's GL_OUT_OF_MEMORY by its code (`api.rs`).
+    "error code:0x505",
+    "error code: 0x505",
     "memory layout cannot be allocated",
     "requires more system memory",
     "not enough memory left",
@@ -610,6 +614,7 @@ const NOTED: &[&str] = &[
     "maximum memory alloc",
     "free mem",
     "free_mem",
+    "free vram",
     "memory.free",
     "mbyte",
     "gbyte",

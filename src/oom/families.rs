@@ -935,8 +935,21 @@ re!(
     r"Not enough memory\. Please try to increase --mem-fraction-static\.?(?:\s*Current value: mem_fraction_static=(\d*\.?\d+))?|(Prefill|Decode) out of memory\. Try to lower your batch size\.?(?:\s*Try to allocate (\d+) tokens)?"
 );
 
+// Its later wording of the same check (`scheduler.py`, 2026): "ValueError: Loaded weights leave
+// no GPU memory for the KV cache under --mem-fraction-static=0.7. Raise --mem-fraction-static
+// above 0.773 (minimum viable = 1 - available/pre = 0.7721)."
+re!(
+    sglang_weights_re,
+    r"Loaded weights leave no GPU memory for the KV cache under\s+--mem-fraction-static=(\d*\.?\d+)"
+);
+
 /// SGLang's KV-cache pool: too small to start, or full at run time (counts of tokens).
 fn sglang(t: &str) -> Option<Oom> {
+    if let Some(c) = sglang_weights_re().captures(t) {
+        let mut o = oom(Framework::Sglang, "sglang-kv-pool", None, Facts::default());
+        o.kv_fraction = c.get(1).and_then(|m| m.as_str().parse().ok());
+        return Some(o);
+    }
     let c = sglang_re().captures(t)?;
     let format = match c.get(2).map(|m| m.as_str()) {
         Some("Prefill") => "sglang-prefill",
@@ -2967,6 +2980,8 @@ mod tests {
     /// its CUDA-graph failure message names --mem-fraction-static without any memory failure.
     #[test]
     fn sglangs_kv_pool() {
+        let o = sglang("ValueError: Loaded weights leave no GPU memory for the KV cache under\n--mem-fraction-static=0.95. Raise --mem-fraction-static above 0.923\n(minimum viable = 1 - available/pre = 0.9224).").expect("found");
+        assert_eq!((o.format, o.kv_fraction), ("sglang-kv-pool", Some(0.95)));
         let o = sglang("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=0.6").expect("found");
         assert_eq!(
             (o.framework, o.format),

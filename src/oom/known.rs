@@ -136,6 +136,20 @@ re!(
         r"(?i:RESOURCE_EXHAUSTED|Resource exhausted): Out of memory (?:while trying to allocate|allocating) {SIZE}(?: with allocator \S+ on device (\d+))?"
     )
 );
+// The same sentence where the paste cut the status before it, kept only beside XLA's own next
+// line ("BufferAssignment OOM Debugging.").
+re!(
+    xla_bare_bytes_re,
+    format!(
+        r"Out of memory (?:while trying to allocate|allocating) {SIZE}(?: with allocator \S+ on device (\d+))?\.?\s*BufferAssignment OOM Debugging"
+    )
+);
+// TensorFlow's Python frames (an XLA-compiled `tf.function`, Keras 3 on its TensorFlow backend
+// with `jit_compile`): XLA's failure raised inside TensorFlow, whose allocator is TensorFlow's.
+re!(
+    tensorflow_frames_re,
+    r"tensorflow/python/|keras/src/backend/tensorflow/|\btensorflow\.python\."
+);
 re!(
     jax_request_re,
     format!(r"Failed to allocate request for {SIZE} \((\d+)B\) on device ordinal (\d+)")
@@ -1328,9 +1342,12 @@ pub(super) fn jax_request(t: &str) -> Option<Oom> {
     ))
 }
 
-/// JAX/XLA's RESOURCE_EXHAUSTED, with BufferAssignment's total where printed.
+/// JAX/XLA's RESOURCE_EXHAUSTED, with BufferAssignment's total where printed; TensorFlow's
+/// where its frames raised it (an XLA-compiled step of TensorFlow or Keras on it).
 pub(super) fn jax(t: &str) -> Option<Oom> {
-    let c = jax_bytes_re().captures(t)?;
+    let c = jax_bytes_re()
+        .captures(t)
+        .or_else(|| xla_bare_bytes_re().captures(t))?;
     let mut f = Facts {
         requested_bytes: sz(&c, 1),
         ..Facts::default()
@@ -1341,7 +1358,11 @@ pub(super) fn jax(t: &str) -> Option<Oom> {
         // and other programs are outside it.
         f.program_bytes = sz(&tot, 1);
     }
-    Some(oom(Framework::Jax, "jax", num(&c, 2).map(|d| d as u32), f))
+    let device = num(&c, 2).map(|d| d as u32);
+    if tensorflow_frames_re().is_match(t) && !t.contains("jax") {
+        return Some(oom(Framework::Tensorflow, "tensorflow-xla", device, f));
+    }
+    Some(oom(Framework::Jax, "jax", device, f))
 }
 
 /// ONNX Runtime's BFC arena (its size may be cut off: an issue's title ends at "Failed to

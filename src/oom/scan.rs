@@ -261,9 +261,9 @@ pub struct Scanner {
     /// message re-wrapped at some width splits its trigger phrase ("less than desired GPU" /
     /// "memory utilization") across two lines.
     tail: String,
-    /// The line before, where it held a phrase of a device's start-up account and
-    /// [`super::banner::Banners::note`] read nothing from it (its figures perhaps wrapped onto this line), and
-    /// how many lines it joins ([`Scanner::note_banner`]).
+    /// The line before, where it opened a device's start-up account and
+    /// [`super::banner::Banners::note`] read nothing from it (its figures perhaps wrapped onto
+    /// this line), and how many lines it joins ([`Scanner::note_banner`]).
     banner_head: Option<(String, u8)>,
     /// The line before's tail, once `tail` holds this line's.
     prev_tail: String,
@@ -418,10 +418,10 @@ impl Scanner {
             && !is_trigger(&super::clean::unmark(&self.tail))
     }
 
-    /// [`super::banner::Banners::note`] on `raw`, or on the line before that named a device's memory without
-    /// its figures joined to `raw`: a paste re-wrapped narrower than a device list ("* Device
-    /// #1: GeForce GT 630, 768/1024" / "MB (256 MB allocatable), 2MCU") reads as printed. Up to
-    /// three lines joined.
+    /// [`super::banner::Banners::note`] on `raw`, or on the line before that opened a device's
+    /// account without its figures joined to `raw`: a paste re-wrapped narrower than a device
+    /// list ("* Device #1: GeForce GT 630, 768/1024" / "MB (256 MB allocatable), 2MCU") reads
+    /// as printed. Up to three lines joined.
     fn note_banner(&mut self, raw: &str, quiet: bool) -> Option<bool> {
         let head = self.banner_head.take();
         if let Some(noted) = self.banners.note(raw) {
