@@ -598,6 +598,9 @@ const NOTED: &[&str] = &[
     "totalmemory:",
     "devicememorysize:",
     "device:gpu:",
+    // TensorFlow's allocator by name ("Allocator (GPU_0_bfc)"), the device its failure is on,
+    // on a line of its own where a wrap cut "ran" from "out of memory".
+    "_bfc)",
     // Programs' start-up accounts of their devices (`banner.rs`): hashcat's and xmrig's device
     // lists, OpenCL and CUDA device-info keys, `clinfo`.
     "device #",
