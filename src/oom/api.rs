@@ -439,7 +439,7 @@ re!(
 );
 re!(
     pyopengl_re,
-    r"\bGLError\(\s{0,40}err\s?=\s?1285,\s{0,40}description\s?=\s?b?'out of memory'|\bOpenGL error: out of memory\b|\b1285: Out of memory\b"
+    r"\bGLError\(\s{0,40}err\s?=\s?1285,\s{0,40}description\s?=\s?b?'out of memory'|\bOpenGL error: out of memory\b|(?s)\bGL ERROR\b.{0,300}?\b1285: Out of memory\b"
 );
 // Arm's Mali GLES driver, as Android's logcat shows it (`D/MALI: gles_state_set_error_internal`):
 // "[MALI] GLES ctx: 0x7f8fe0d008, error code:0x505" (GL_OUT_OF_MEMORY), then "[MALI] GLES error
@@ -3035,6 +3035,8 @@ mod tests {
             "MelissaData.ProgramStatus: ErrorOutOfMemory",
             // The same words from a program that is not NPP's binding.
             "RuntimeError: Device allocation error",
+            // The same number and words from anything but Minecraft's GL check.
+            "gmem.c:1285: Out of memory",
             // Minecraft's check with another GL error.
             "[Client thread/ERROR]: ########## GL ERROR ##########\n[Client thread/ERROR]: @ Post render\n[Client thread/ERROR]: 1286: Invalid framebuffer operation",
         ] {

@@ -171,11 +171,11 @@ pub fn device_header(line: &str) -> Option<u32> {
 
 // The free memory as a key: a start-up line's "free memory: N", nvidia-smi's "memory.free",
 // a program's own check before it loads ("RAD paged load recommended: model=10304.2 MB, free
-// VRAM=11815.5 MB", LichtFeld Studio), at the line's start or after a comma.
+// VRAM=11815.5 MB", LichtFeld Studio), at the line's start, or that one after a comma.
 re!(
     key_free_re,
     format!(
-        r"(?i)(?:^[\s*#|>-]{{0,8}}|,\s)(?:free[ _]mem(?:ory)?|memory\.free|free[ _]vram){KEY_SIZE}"
+        r"(?i)(?:^[\s*#|>-]{{0,8}}(?:free[ _]mem(?:ory)?|memory\.free|free[ _]vram)|,\sfree[ _]vram){KEY_SIZE}"
     )
 );
 

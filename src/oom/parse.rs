@@ -254,6 +254,23 @@ pub fn parse_block(lines: &[String]) -> Option<Oom> {
             super::api::figures_on_line(&mut found, &format!("{said} {next}"));
         }
     }
+    // The same for its device where the wrap left it on the line before ("…miner on" / "GPU0:
+    // EVGA GeForce RTX 2080 8GB" / "[0000:2d:00.0]: out of memory"): a line that ends
+    // mid-sentence, before one that does not start one.
+    if found.device_index.is_none() {
+        let at = lines.iter().position(|l| *l == said);
+        if let Some(before) = at.and_then(|i| i.checked_sub(1)).and_then(|i| lines.get(i)) {
+            let open = !before
+                .trim_end()
+                .ends_with(['.', '!', '?', ':', ';', ')', ']', '"']);
+            let goes_on = said
+                .trim_start()
+                .starts_with(|c: char| c.is_ascii_lowercase() || c == '[' || c == '(');
+            if open && goes_on {
+                super::api::figures_on_line(&mut found, &format!("{before} {said}"));
+            }
+        }
+    }
     if found.device_index.is_none() {
         found.device_index = device_hint_re().captures(&spaced).and_then(|c| {
             (1..=4)

@@ -285,8 +285,11 @@ pub struct Scanner {
     /// call, the call that failed.
     pinning_after: bool,
     /// Where the open block's own lines start (its first trigger line; the context is before),
-    /// where it was split from the block before it ([`Scanner::starts_new_message`]).
+    /// where it was split from a block before it that kept a failure
+    /// ([`Scanner::starts_new_message`]).
     split_at: Option<usize>,
+    /// Failures kept so far ([`Scanner::keep`]), merged ones included.
+    kept: u64,
     /// The one-pass test for quiet lines is on (off only in a test that checks it changes
     /// nothing).
     quick: bool,
@@ -387,6 +390,7 @@ impl Scanner {
             pinned: false,
             pinning_after: false,
             split_at: None,
+            kept: 0,
             quick: true,
             unescaped: 0,
         }
@@ -435,8 +439,13 @@ impl Scanner {
         };
         let joined = format!("{head} {}", raw.trim());
         let noted = self.banners.note(&joined);
-        if noted.is_none() && lines < 2 {
-            self.banner_head = Some((joined, lines + 1));
+        if noted.is_none() {
+            // A new account's head starts afresh; else the joined lines wait for a third.
+            if !quiet && super::banner::may_go_on(raw) {
+                self.banner_head = Some((raw.trim_end().to_owned(), 1));
+            } else if lines < 2 {
+                self.banner_head = Some((joined, lines + 1));
+            }
         }
         noted
     }
@@ -575,13 +584,17 @@ impl Scanner {
             // so it starts another message, whole on its line or not.
             let new_record = self.record_at.is_some_and(|at| at < self.block.len());
             let split = self.pending > 0 && (new_record || self.starts_new_message(&line));
+            // Whether the block split off kept a failure: only then is this one "after" it.
+            let mut split_kept = false;
             if split {
                 if let Some(at) = self.record_at.take().filter(|at| *at < self.block.len()) {
                     carried = self.block.split_off(at);
                     self.block_bytes = self.block.iter().map(String::len).sum();
                     self.open = None;
                 }
+                let kept = self.kept;
                 self.flush();
+                split_kept = self.kept > kept;
             }
             self.record_at = None;
             self.trigger_dated = starts_a_dated_record(raw);
@@ -602,7 +615,7 @@ impl Scanner {
                 self.whole = false;
                 self.pinned = false;
                 self.pinning_after = false;
-                self.split_at = split.then_some(self.block.len());
+                self.split_at = split_kept.then_some(self.block.len());
             } else {
                 self.quoted &= quote;
             }
@@ -1028,6 +1041,7 @@ impl Scanner {
     /// One dropped while every kept OOM is one failure with the new one counts as one of its
     /// repetitions ([`super::Analysis::repeats`]).
     fn keep(&mut self, oom: super::Oom) {
+        self.kept += 1;
         let a = &mut self.analysis;
         a.total += 1;
         let full = a.ooms.len() >= super::MAX_KEPT;
