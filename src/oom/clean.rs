@@ -123,21 +123,7 @@ pub(crate) fn unmark(line: &str) -> std::borrow::Cow<'_, str> {
         } else if let Some(r) = rest.strip_prefix('`') {
             rest = r;
         } else if rest.starts_with('&') {
-            let entity = [
-                ("&gt;", ">"),
-                ("&lt;", "<"),
-                ("&amp;", "&"),
-                ("&quot;", "\""),
-                ("&#39;", "'"),
-                ("&#x27;", "'"),
-                ("&apos;", "'"),
-                ("&nbsp;", " "),
-                ("&#34;", "\""),
-                ("&#62;", ">"),
-                ("&#60;", "<"),
-            ]
-            .into_iter()
-            .find(|(e, _)| rest.starts_with(e));
+            let entity = ENTITIES.iter().find(|(e, _)| rest.starts_with(e));
             match entity {
                 Some((e, c)) => {
                     out.push_str(c);
@@ -151,6 +137,46 @@ pub(crate) fn unmark(line: &str) -> std::borrow::Cow<'_, str> {
         } else {
             out.push('*');
             rest = &rest[1..];
+        }
+    }
+    out.push_str(rest);
+    out.into()
+}
+
+/// The HTML entities a page writes for what a message prints, with what they stand for.
+const ENTITIES: &[(&str, &str)] = &[
+    ("&gt;", ">"),
+    ("&lt;", "<"),
+    ("&amp;", "&"),
+    ("&quot;", "\""),
+    ("&#39;", "'"),
+    ("&#x27;", "'"),
+    ("&apos;", "'"),
+    ("&nbsp;", " "),
+    ("&#34;", "\""),
+    ("&#62;", ">"),
+    ("&#60;", "<"),
+];
+
+/// `text` with its [`ENTITIES`] decoded, in one pass (`&amp;gt;` stays `&gt;`).
+fn decode_entities(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains('&') {
+        return text.into();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find('&') {
+        out.push_str(&rest[..i]);
+        rest = &rest[i..];
+        match ENTITIES.iter().find(|(e, _)| rest.starts_with(e)) {
+            Some((e, c)) => {
+                out.push_str(c);
+                rest = &rest[e.len()..];
+            }
+            None => {
+                out.push('&');
+                rest = &rest[1..];
+            }
         }
     }
     out.push_str(rest);
@@ -800,11 +826,14 @@ pub(crate) fn is_prose_quote(raw: &str) -> bool {
 pub(crate) fn ends_with_exception_class(tail: &str) -> bool {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
-        Regex::new(r"(?:^|[\s(])(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\s*:\s*$")
-            .expect("class regex")
+        Regex::new(&format!(r"(?:^|[\s(]){EXCEPTION_CLASS}\s*:\s*$")).expect("class regex")
     })
     .is_match(tail)
 }
+
+/// An exception's class, with its module path (`torch.OutOfMemoryError`,
+/// `Ryujinx.Graphics.Vulkan.VulkanException`).
+const EXCEPTION_CLASS: &str = r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)";
 
 /// A sentence that quotes a whole failure line as the program raised it: a quote holding a
 /// trigger phrase opens with its exception class (`MXNetError: cudaMalloc retry failed: out of
@@ -815,8 +844,7 @@ pub(crate) fn ends_with_exception_class(tail: &str) -> bool {
 pub(crate) fn quotes_a_whole_failure(raw: &str) -> bool {
     static RE: OnceLock<Regex> = OnceLock::new();
     let class = RE.get_or_init(|| {
-        Regex::new(r"^\s*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\s*[:(]")
-            .expect("class regex")
+        Regex::new(&format!(r"^\s*{EXCEPTION_CLASS}\s*[:(]")).expect("class regex")
     });
     // Or a log line's words ending in an API's status constant ("failed to create cublas
     // handle: CUBLAS_STATUS_ALLOC_FAILED"): a program's message copied, not the error's name.
@@ -898,17 +926,7 @@ fn prose_quotes(raw: &str) -> Option<Vec<String>> {
         return None;
     }
     // A page's escaped quotes read as quotes.
-    let raw = if raw.contains('&') {
-        std::borrow::Cow::Owned(
-            raw.replace("&quot;", "\"")
-                .replace("&#34;", "\"")
-                .replace("&lt;", "<")
-                .replace("&gt;", ">")
-                .replace("&amp;", "&"),
-        )
-    } else {
-        std::borrow::Cow::Borrowed(raw)
-    };
+    let raw = decode_entities(raw);
     let mut outside = String::new();
     let mut inside: Vec<String> = Vec::new();
     // Quotes that are data, not a writer's: a JSON value or a call's argument, opened right

@@ -243,14 +243,11 @@ pub fn parse_block(lines: &[String]) -> Option<Oom> {
     };
     pin_memory_thread(&mut found, &spaced);
     super::api::figures_on_line(&mut found, &said);
+    let at = lines.iter().position(|l| *l == said);
     // A wrap that split the failure's own line ("Allocation of" / "size 15M failed: …"): the
     // sentence goes on in the next line, which gives what the cut does not.
     if found.facts.requested_bytes.is_none() && !said.trim_end().ends_with(['.', '!', '?']) {
-        if let Some(next) = lines
-            .iter()
-            .position(|l| *l == said)
-            .and_then(|i| lines.get(i + 1))
-        {
+        if let Some(next) = at.and_then(|i| lines.get(i + 1)) {
             super::api::figures_on_line(&mut found, &format!("{said} {next}"));
         }
     }
@@ -258,7 +255,6 @@ pub fn parse_block(lines: &[String]) -> Option<Oom> {
     // EVGA GeForce RTX 2080 8GB" / "[0000:2d:00.0]: out of memory"): a line that ends
     // mid-sentence, before one that does not start one.
     if found.device_index.is_none() {
-        let at = lines.iter().position(|l| *l == said);
         if let Some(before) = at.and_then(|i| i.checked_sub(1)).and_then(|i| lines.get(i)) {
             let open = !before
                 .trim_end()

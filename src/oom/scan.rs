@@ -431,19 +431,13 @@ impl Scanner {
         if let Some(noted) = self.banners.note(raw) {
             return Some(noted);
         }
-        let Some((head, lines)) = head else {
-            if !quiet && super::banner::may_go_on(raw) {
-                self.banner_head = Some((raw.trim_end().to_owned(), 1));
-            }
-            return None;
-        };
-        let joined = format!("{head} {}", raw.trim());
-        let noted = self.banners.note(&joined);
+        let joined = head.map(|(head, lines)| (format!("{head} {}", raw.trim()), lines));
+        let noted = joined.as_ref().and_then(|(j, _)| self.banners.note(j));
         if noted.is_none() {
             // A new account's head starts afresh; else the joined lines wait for a third.
             if !quiet && super::banner::may_go_on(raw) {
                 self.banner_head = Some((raw.trim_end().to_owned(), 1));
-            } else if lines < 2 {
+            } else if let Some((joined, lines)) = joined.filter(|(_, lines)| *lines < 2) {
                 self.banner_head = Some((joined, lines + 1));
             }
         }
