@@ -402,6 +402,7 @@ fn not_device_memory(oom: &Oom) -> Option<Finding> {
         super::MemoryKind::Buffers => buffer_count(oom),
         super::MemoryKind::PinnedHost => pinned_host_memory(oom),
         super::MemoryKind::TpuOnChip => tpu_on_chip(oom),
+        super::MemoryKind::PlannedRegion => return tvm_storage(oom),
         super::MemoryKind::Device => return None,
     })
 }

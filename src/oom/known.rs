@@ -703,7 +703,9 @@ pub(super) fn tvm_storage(t: &str) -> Option<Oom> {
         total_is_limit: true,
         ..Facts::default()
     };
-    Some(oom(Framework::Tvm, "tvm-storage", None, f))
+    let mut o = oom(Framework::Tvm, "tvm-storage", None, f);
+    o.memory = super::MemoryKind::PlannedRegion;
+    Some(o)
 }
 
 // MLC-LLM's engine (`cpp/serve/config.cc`, `EstimateMemoryUsageOnMode`): before loading, it

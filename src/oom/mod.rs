@@ -178,6 +178,9 @@ pub enum MemoryKind {
     /// A TPU core's on-chip memory, not its HBM: VMEM (the vector unit's scratch, which
     /// kernels and fusions use) or SMEM (the scalar unit's), allotted per compiled program.
     TpuOnChip,
+    /// A storage region a compiler planned ahead inside the device's memory (TVM's Relax VM,
+    /// MLC LLM): its size is the plan's, whatever the device has free.
+    PlannedRegion,
 }
 
 impl Framework {

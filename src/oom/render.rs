@@ -356,6 +356,9 @@ pub fn render_oom_repeated(
                 oom.framework.name()
             )
         }
+        super::MemoryKind::PlannedRegion => {
+            format!("{who}: a planned storage region overflowed")
+        }
     };
     let _ = writeln!(out, "{}", paint.bold(&title));
     // Past the cap the count is still true; only the last MAX_KEPT messages were read.
@@ -438,6 +441,13 @@ pub fn render_oom_repeated(
                 out,
                 "{}",
                 paint.bold("Not HBM: a TPU core's on-chip memory (VMEM or SMEM).")
+            );
+        }
+        super::MemoryKind::PlannedRegion => {
+            let _ = writeln!(
+                out,
+                "{}",
+                paint.bold("Not the device's free memory: a region the compiler planned ahead.")
             );
         }
     }
