@@ -300,8 +300,10 @@ pub const STATUSES: &[Status] = &[
         "D3DERR_OUTOFVIDEOMEMORY",
         D3DERR_OUTOFVIDEOMEMORY,
         Kind::Device,
-        // DirectDraw's name for the same HRESULT (`ddraw.h`, MAKE_DDHRESULT(380)).
-        &["DDERR_OUTOFVIDEOMEMORY"],
+        // DirectDraw's name for the same HRESULT (`ddraw.h`, MAKE_DDHRESULT(380)), and SDL's
+        // for it (`SDL_render_d3d.c`, `D3D_SetError`: "CreateTexture(D3DPOOL_DEFAULT):
+        // OUTOFVIDEOMEMORY").
+        &["DDERR_OUTOFVIDEOMEMORY", "OUTOFVIDEOMEMORY"],
     ),
     st(Api::Npp, "NPP_NO_MEMORY_ERROR", -4, Kind::Device, &[]),
     // ManagedCuda's NPP images throw `NPPException("Device allocation error")` where
@@ -412,10 +414,11 @@ re!(
     r"\bsyn[A-Z][A-Za-z]+\b|(?i:synapse|habana|\bhpu\b|gaudi)"
 );
 // OpenCL's numbers: "clCreateBuffer failed with error -4", "OpenCL error code: -4",
-// "CL error -5 (CL_OUT_OF_RESOURCES)".
+// "CL error -5 (CL_OUT_OF_RESOURCES)", and cl.hpp's `cl::Error` as ethminer prints it, the call
+// then the status (`what()` and `err()`: "OpenCL Error: clEnqueueNDRangeKernel -4").
 re!(
     opencl_number_re,
-    r"(?:\bOpenCL\b|(?i:opencl)|\bcl[A-Z][A-Za-z]+\b|\bCL\b)[^\n]{0,80}?(?i:\b(?:error|err|code|status|returned|result|errcode)\b)\W{0,4}(?:(?i:code)\W{0,3})?(-\d{1,3})\b"
+    r"\bOpenCL Error: cl[A-Z][A-Za-z]{2,40} (-\d{1,3})\b|(?:\bOpenCL\b|(?i:opencl)|\bcl[A-Z][A-Za-z]+\b|\bCL\b)[^\n]{0,80}?(?i:\b(?:error|err|code|status|returned|result|errcode)\b)\W{0,4}(?:(?i:code)\W{0,3})?(-\d{1,3})\b"
 );
 // Vulkan's (and the Vulkan Memory Allocator's, whose calls return VkResult: Godot's "vmaCreateImage
 // failed with error -2."): "VkResult=-1", "vkAllocateMemory failed -2", "Failure in vkAllocateMemory at 191
@@ -456,6 +459,18 @@ re!(
 re!(
     d3d12_words_re,
     r"\bID3D12\w{1,40}::\w{1,60} failed: (?i:out of memory)|\bDML allocator out of memory\b|\bCould not allocate tensor with \d{1,20} bytes\. There is not enough GPU video memory available\b"
+);
+re!(
+    vulkanmod_re,
+    r"\bFailed to create (?:buffer|image):\s?(-\d{1,10})\b"
+);
+re!(vulkanmod_words_re, r"\bnet\.vulkanmod\b|(?i:vulkanmod)");
+// MoltenVK answers a query pool larger than Metal allows with VK_ERROR_OUT_OF_DEVICE_MEMORY
+// ("vkCreateQueryPool(): Each query pool can support a maximum of 8192 queries."): a limit on
+// the count, no memory.
+re!(
+    moltenvk_query_limit_re,
+    r"VK_ERROR_OUT_OF_DEVICE_MEMORY: vkCreateQueryPool\(\): Each query pool can support a maximum of \d{1,9} queries\.?"
 );
 // Level Zero's hex results outside their names: "ze_result_t = 0x70000002".
 re!(ze_number_re, r"(?i)\b0x(7000000[12])\b|\b(187904819[34])\b");
@@ -529,6 +544,13 @@ fn find_status(t: &str) -> Option<&'static Status> {
     }
     if d3d12_words_re().is_match(t) {
         return by_number(Api::Windows, E_OUTOFMEMORY);
+    }
+    // VulkanMod (a Minecraft renderer on Vulkan, `MemoryManager.createBuffer`): "Failed to
+    // create buffer:-2", VMA's VkResult after its words; Vulkan's only beside its frames.
+    if let Some(c) = vulkanmod_re().captures(t) {
+        if vulkanmod_words_re().is_match(t) {
+            return by_number(Api::Vulkan, num(c.get(1)?.as_str())?);
+        }
     }
     if let Some(c) = hresult_re().captures(t) {
         let n = match first(c)?.to_ascii_uppercase().as_str() {
@@ -777,6 +799,8 @@ pub fn status_of(o: &Oom) -> Option<&'static Status> {
 /// `CL_OUT_OF_RESOURCES` counts only beside an allocating call. Read after every framework's
 /// own family, so a framework that relays a status keeps its meaning.
 pub fn gpu_api(t: &str) -> Option<Oom> {
+    let limits = moltenvk_query_limit_re().replace_all(t, "");
+    let t = limits.as_ref();
     let s = find_status(t)?;
     if s.kind == Kind::Resources && !allocating_re().is_match(t) {
         return None;
@@ -880,10 +904,13 @@ re!(
 // cudaErrorCudartUnloading) << "CUDA: " << cudaGetErrorString(e)`, "… is false: CUDA: out of
 // memory"), and a status in words before the call that returned it, as cuew's checks print it
 // (`cuewErrorString`: "Out of memory in cuMemAlloc(&device_pointer, size)", Blender and other
-// programs on cuew). Whatever the prefix, it is CUDA's status 2 said in words.
+// programs on cuew), and a glog or easylogging CHECK of the runtime's status with its string
+// after it (ThunderGBM's and ThunderSVM's `syncmem.cpp`: `CHECK_EQ(error, cudaSuccess) <<
+// cudaGetErrorString(error)`, "Check failed: [error == cudaSuccess]  out of memory"). Whatever
+// the prefix, it is CUDA's status 2 said in words.
 re!(
     cuda_words_re,
-    r#"(?i)\bGPUassert:\s*out of memory|\bout of memory in (?-i:cu(?:da)?[A-Z][A-Za-z0-9_]*)\(|\bcuda\w*\]?:?\s+(?:error|failure|exception|status)\b[^\n]{0,160}?[\s:(\-"'<]out of memory\b|(?-i:\bCUDA: out of memory\b)|(?-i:\b(?:thread #\d{1,3} failed with error|failed to initialize DAG:) <\w{1,80}>:\d{1,6} "out of memory")|(?-i:\bout of memory in \S{1,200}\.(?:cu|cuh|h|hpp|cpp|cc|c) at line \d{1,6}\b)"#
+    r#"(?i)\bGPUassert:\s*out of memory|\bout of memory in (?-i:cu(?:da)?[A-Z][A-Za-z0-9_]*)\(|\bcuda\w*\]?:?\s+(?:error|failure|exception|status)\b[^\n]{0,160}?[\s:(\-"'<]out of memory\b|(?-i:\bCUDA: out of memory\b)|(?-i:\b(?:thread #\d{1,3} failed with error|failed to initialize DAG:) <\w{1,80}>:\d{1,6} "out of memory")|(?-i:\bout of memory in \S{1,200}\.(?:cu|cuh|h|hpp|cpp|cc|c) at line \d{1,6}\b)|(?-i:\bCheck failed: \[?\s?\w{1,40} == cudaSuccess\s?\]?(?: \(2 vs\. 0\))?\s{1,4}out of memory\b)"#
 );
 
 re!(
@@ -1871,6 +1898,163 @@ pub const PROGRAMS: &[Program] = &[
             "Lower the points per thread (-p), or the blocks (-b) and threads (-t): the memory BitCrack needs grows with their product.",
         ],
     },
+    // NVIDIA DALI (`dali/core/cuda_error.h`): `CUDABadAlloc`, thrown where a CUDA allocation
+    // returns cudaErrorMemoryAllocation, says "CUDA allocation failed"; with the request known,
+    // "Can't allocate N bytes on device D." (or "… on host." for pinned memory). The pipeline
+    // relays it as "Critical error in pipeline: …". Read beside DALI's own words only: other
+    // programs print "CUDA allocation failed" for any failed call.
+    Program {
+        name: "NVIDIA DALI",
+        format: "program-dali",
+        read: dali,
+        device: &GPU,
+        meaning: "DALI's pipeline could not allocate a buffer on the GPU: its decoded and augmented batches, prefetched `prefetch_queue_depth` iterations ahead, and its memory pools are held for every pipeline in the process.",
+        remedies: &[
+            "Lower the batch size or `prefetch_queue_depth` (default 2) of the pipeline: DALI keeps that many batches of every output on the GPU.",
+            "With several pipelines (or one per GPU in one process), build them on different `device_id`s, or fewer at a time: each holds its own buffers and pools.",
+            "Decode on the CPU or in mixed mode with a smaller `device_memory_padding` / `host_memory_padding` for nvJPEG, or free DALI's pools between phases with `nvidia.dali.backend.ReleaseUnusedMemory()`.",
+        ],
+    },
+    // nnabla's caching allocator (sony/nnabla, `src/nbla/memory/allocator.cpp`,
+    // `Allocator::alloc_retry`): a failed allocation prints "Failed to allocate. Freeing memory
+    // cache and retrying.", frees the device's unused cached blocks and tries once more; a second
+    // failure prints "Failed to allocate again." and rethrows. The same allocator serves the CPU
+    // context, so the device is the GPU only where the text names nnabla's CUDA functions
+    // (`…Cuda`, `…CudaCudnn`) or its CUDA extension.
+    Program {
+        name: "nnabla (CUDA extension)",
+        format: "program-nnabla",
+        read: nnabla,
+        device: &GPU,
+        meaning: "nnabla's caching allocator could not get a block from the GPU even after it freed every unused cached block and retried: what the graph's live arrays hold is more than the card has.",
+        remedies: &[
+            "Lower the batch size (or the input length): nnabla's arrays for a forward and backward pass grow with it.",
+            "Clear buffers as the graph runs: `loss.forward(clear_no_need_grad=True)` and `loss.backward(clear_buffer=True)` free intermediate arrays a step does not need again.",
+            "Train in half precision (`get_extension_context('cudnn', type_config='half')`) or with fewer parameters.",
+        ],
+    },
+    // ViSUS and OpenVisus keep their own count of the textures they hold on the GPU against a
+    // budget (OpenVisus `Libs/Gui/src/GLInfo.cpp`, `allocateMemory`: the card's total, from
+    // GL_NVX_gpu_memory_info or `Configuration/GLMemory/total`, times
+    // `Configuration/GLMemory/maximum_memory_allocation_factor`, 0.8 by default). Past it:
+    // OpenVisus's "OpenGL out of memory  reqsize(X) os_free_memory(Y)", the 2013 viewer's
+    // "LimitedResource(GPU) reached its limit  reqsize(X) used(Y) limit(Z)", then "Failed to
+    // acquire gpu memory (X)" (OpenVisus: "Failed to allocate gpu memory (X)"). Sizes from
+    // `StringUtils::getStringFromByteSize`: powers of 1024, "gb", "mb", "kb" or bare bytes.
+    Program {
+        name: "ViSUS / OpenVisus viewer",
+        format: "program-visus",
+        read: visus,
+        device: &GPU,
+        meaning: "The viewer's own count of the textures it holds on the GPU reached its budget (the card's memory times a factor, 0.8 by default), so it refused the next texture before OpenGL was asked; the card itself may still have had room.",
+        remedies: &[
+            "Hide or remove render nodes you do not need (volume renderers each hold their own textures), or view a lower resolution.",
+            "Raise the budget where the card has room: `Configuration/GLMemory/maximum_memory_allocation_factor` (and `Configuration/GLMemory/total`) in visus.config.",
+        ],
+    },
+    // Mesa's drivers for SoC GPUs ask the kernel for each buffer object with their DRM ioctl
+    // and print the failure with errno's words (`src/gallium/drivers/panfrost/pan_bo.c`,
+    // `src/asahi/lib/agx_bo.c`: "DRM_IOCTL_PANFROST_CREATE_BO failed: %m"). ENOMEM ("Cannot
+    // allocate memory") is the kernel refusing the buffer for want of memory; on these GPUs
+    // (Mali's Panfrost, Apple's Asahi) that memory is the system's, shared with the CPU. Other
+    // errno values are not memory.
+    Program {
+        name: "Mesa (kernel buffer objects)",
+        format: "program-mesa-bo",
+        read: mesa_bo,
+        device: &GPU,
+        meaning: "The kernel's GPU driver refused a buffer object Mesa asked for (ENOMEM): on a system-on-chip GPU the buffers come from the system's RAM (or a reserved CMA pool), so it ran out, or was too fragmented for the buffer.",
+        remedies: &[
+            "Close other programs, or give the GPU more room: a larger CMA pool (`cma=` on the kernel command line) where the driver allocates from it.",
+            "Lower the program's resolution, texture sizes or number of buffers.",
+        ],
+    },
+    // PCSX2's GS renderer (`pcsx2/GS/GSState.cpp`): a texture the renderer could not create is
+    // thrown as `std::bad_alloc` ("Texture Out Of Memory"), caught after the draw, which purges
+    // the texture pool and logs "GS: Memory allocation failure."; from 2023 the pool logs it
+    // where it creates the texture (`GSDevice.cpp`, "GS: Memory allocation failure for WxH
+    // texture. Purging pool and retrying.", then "… after purging pool."). The renderer's own
+    // line before it ("Create texture failed: 0x…") carries the API's reason.
+    Program {
+        name: "PCSX2 (GS renderer)",
+        format: "program-pcsx2",
+        read: pcsx2,
+        device: &GPU,
+        meaning: "PCSX2's renderer could not create a texture (it takes any failed creation for memory, purges its texture pool and retries). Where the renderer's line before says `0x887A0005` (DXGI_ERROR_DEVICE_REMOVED) the GPU was lost, a driver reset, not memory; `0x8007000E` (E_OUTOFMEMORY) is the card's memory.",
+        remedies: &[
+            "Lower the internal resolution (upscaling multiplies every render target), and turn off texture replacement or the hash cache, which keep textures on the GPU.",
+            "Try another renderer (Vulkan, Direct3D 11) and an up-to-date driver: a lost device under Direct3D 12 is often the driver's.",
+        ],
+    },
+    // Source 2's Vulkan renderer (Dota 2, Counter-Strike 2; closed source, its log as printed):
+    // "[RenderSystem] Failed to allocate GPU memory for object." then "Attempting fallback GPU
+    // allocation in system memory.", and where that too fails "vkAllocateMemory failed to
+    // allocate GPU memory. Fatal error" (the fallback's status, often VK_ERROR_OUT_OF_HOST_MEMORY,
+    // on the line before). The device's memory ran out first; the status is the fallback's.
+    Program {
+        name: "Source 2 (Vulkan renderer)",
+        format: "program-source2",
+        read: source2,
+        device: &GPU,
+        meaning: "The game's renderer could not place a resource in the GPU's memory, then could not place it in system memory either (the fallback's status is the one printed). Where a VK_ERROR_DEVICE_LOST came just before, the GPU was lost (a driver reset) and the allocations after it fail for that reason, not for memory.",
+        remedies: &[
+            "Lower the texture quality and the render resolution, and close other programs that use the GPU.",
+            "Where the log shows VK_ERROR_DEVICE_LOST first, update or roll back the graphics driver, and check the card's clocks and temperature: the lost device is the failure.",
+        ],
+    },
+    // AMD Radeon ProRender (`RadeonProRender.h`, `RadeonImageFilters.h`): RPR_ERROR_OUT_OF_VIDEO_MEMORY
+    // and RIF_ERROR_OUT_OF_VIDEO_MEMORY are -3, the *_OUT_OF_SYSTEM_MEMORY statuses -2. Its
+    // Python binding (pyrpr, the Blender, Maya and Houdini plug-ins) raises "RPR call
+    // ContextRender(…) returned error code <-3> with error message: …" (the status's name before
+    // the number where it finds one: "<ERROR_OUT_OF_VIDEO_MEMORY<-3>>"); RIF logs
+    // "[ERROR@RIF]: RIF_ERROR_OUT_OF_VIDEO_MEMORY at file …".
+    Program {
+        name: "Radeon ProRender",
+        format: "program-prorender",
+        read: prorender,
+        device: &GPU,
+        meaning: "Radeon ProRender (or its image filters, the denoiser and upscaler) could not allocate the scene's geometry, textures or render buffers in the GPU's memory: status -3, out of video memory.",
+        remedies: &[
+            "Lower what the scene holds on the GPU: the subdivision level (each level multiplies the polygons by four), texture sizes (the plug-in's texture compression and its limit on texture size), and the render resolution.",
+            "Turn off the viewport denoiser or upscaler (Radeon Image Filters hold their own buffers), and render with the CPU added, or on a card with more memory.",
+        ],
+    },
+    // The kernel's DRM drivers that take GPU buffers from the contiguous memory allocator (CMA,
+    // a reserved pool of system RAM): the Raspberry Pi's vc4 ("[drm:vc4_bo_create [vc4]]
+    // *ERROR* Failed to allocate from CMA:" then its buffer statistics; "vc4_v3d …: Failed to
+    // allocate memory for tile binning: -12. You may need to enable CMA or give it more
+    // memory."), and DRM's CMA helper for any such driver (`drm_gem_cma_create`, "vc4-drm
+    // soc:gpu: failed to allocate buffer with size 16777216").
+    Program {
+        name: "Linux DRM driver (CMA)",
+        format: "program-drm-cma",
+        read: drm_cma,
+        device: &GPU,
+        meaning: "The kernel's GPU driver could not take a buffer from the contiguous memory pool (CMA) the GPU's buffers come from: the pool, set at boot, was full or too fragmented for the buffer.",
+        remedies: &[
+            "Give the pool more memory: on a Raspberry Pi, `dtoverlay=vc4-kms-v3d,cma-512` (or `cma-384`, `cma-256`) in config.txt; elsewhere `cma=512M` on the kernel command line.",
+            "Close other graphical programs (each browser tab and window holds buffers), or lower the resolution.",
+        ],
+    },
+    // dlib's CUDA checks (`dlib/cuda/cuda_utils.h`, `cudnn_dlibapi.cpp`, `cublas_dlibapi.cpp`:
+    // CHECK_CUDA, CHECK_CUDNN, CHECK_CUBLAS): "Error while calling cudaMalloc(&data,
+    // new_size*sizeof(float)) in file …/dlib/cuda/gpu_data.cpp:195. code: 2, reason: out of
+    // memory", the call as written, the status and its string. Memory where the string is
+    // CUDA's "out of memory", cuDNN's CUDNN_STATUS_ALLOC_FAILED or cuBLAS's "CUDA Resources
+    // could not be allocated" (some releases print `cudaGetLastError()` as the code, so the
+    // string decides; the code only where a wrap cut the string). A page-locking call
+    // (cudaMallocHost) is host memory. face_recognition's CNN detector runs on it.
+    Program {
+        name: "dlib (CUDA)",
+        format: "program-dlib",
+        read: dlib,
+        device: &GPU,
+        meaning: "dlib's deep-learning code (its CNN face detector, which face_recognition's `model=\"cnn\"` uses, and networks built on dlib::dnn) could not allocate a tensor on the GPU: the image pyramid of each picture and the network's outputs grow with the image's size.",
+        remedies: &[
+            "Give it smaller images, or upsample less: face_recognition's `number_of_times_to_upsample` (default 1) doubles each side of the image, four times the pixels, each time.",
+            "Detect in smaller batches (`batch_face_locations(..., batch_size=…)`), or on the CPU with `model=\"hog\"`.",
+        ],
+    },
 ];
 
 // Its own sentence is a whole line: what follows it (the block's lines are joined with spaces)
@@ -2734,7 +2918,36 @@ re!(
 // (MiB), the buffer the card must then hold.
 re!(dag_size_re, r"\bsize of new DAG: (\d{1,7}) MByte\b");
 
+// SRBMiner-Multi's check before it builds a DAG: "GPU [BUS:04] not enough free memory [need 1543
+// MB : have 1212 MB]" (MiB; the card named by its bus, not an index). NBMiner's "Device 0: out
+// of memory" after "Device 0: DAG - Building, EPOCH 385" (its device index, CUDA's or
+// OpenCL's order): the DAG's buffer did not fit.
+re!(
+    srbminer_re,
+    r"\bnot enough free memory \[need (\d{1,7}) MB : have (\d{1,7}) MB\]"
+);
+re!(nbminer_oom_re, r"\bDevice (\d{1,2}): out of memory\b");
+re!(nbminer_dag_re, r"\bDevice (\d{1,2}): DAG - Building\b");
+
 fn dag_miner(t: &str) -> Option<Found> {
+    if let Some(c) = srbminer_re().captures_iter(t).last() {
+        return Some(Found::own(Facts {
+            requested_bytes: super::banner::mib(&c, 1),
+            free_bytes: super::banner::mib(&c, 2),
+            ..Facts::default()
+        }));
+    }
+    if let Some(c) = nbminer_oom_re().captures_iter(t).last() {
+        let device = c.get(1)?.as_str();
+        if nbminer_dag_re()
+            .captures_iter(t)
+            .any(|d| d.get(1).map(|m| m.as_str()) == Some(device))
+        {
+            let mut f = Found::own(Facts::default());
+            f.device = device.parse().ok();
+            return Some(f);
+        }
+    }
     let c = dag_miner_re().captures(t)?;
     let mut f = Found::own(Facts {
         requested_bytes: super::known::sz(&c, 1),
@@ -2858,6 +3071,190 @@ fn nd4j(t: &str) -> Option<Found> {
     f.device = c.get(2).and_then(|m| m.as_str().parse().ok());
     if c.get(3).is_some() {
         // `mallocHost`: cudaHostAlloc in the CUDA backend, where this class lives.
+        f.memory = MemoryKind::PinnedHost;
+    }
+    Some(f)
+}
+
+// DALI's own words: its pipeline's relay, its module names, its allocator's sized message.
+re!(
+    dali_re,
+    r"\bCritical error in pipeline: CUDA allocation failed\b|\bCan't allocate (\d{1,20}) bytes on (?:device (\d{1,3})|(host))\.|(?s:\b(?:nvidia\.dali|DALI)\b.{0,4000}?\bCUDA allocation failed\b)"
+);
+
+fn dali(t: &str) -> Option<Found> {
+    let c = dali_re().captures_iter(t).last()?;
+    let mut f = Found::own(Facts {
+        requested_bytes: c.get(1).and_then(|m| m.as_str().parse().ok()),
+        ..Facts::default()
+    });
+    f.api = Some(Api::Cuda);
+    f.device = c.get(2).and_then(|m| m.as_str().parse().ok());
+    if c.get(3).is_some() {
+        f.memory = MemoryKind::PinnedHost;
+    }
+    // "Can't allocate … bytes on device" alone is DALI's only beside DALI's words.
+    if c.get(1).is_some() && !dali_words_re().is_match(t) {
+        return None;
+    }
+    Some(f)
+}
+
+re!(
+    dali_words_re,
+    r"(?i)\bdali\b|nvidia\.dali|\bCritical error in pipeline\b"
+);
+
+re!(
+    nnabla_re,
+    r"Failed to allocate\. Freeing memory cache and retrying\.\s{1,8}(?:Failed to allocate\. Freeing memory cache and retrying\.\s{1,8})*Failed to allocate again\."
+);
+re!(
+    nnabla_cuda_re,
+    r"\b[A-Z][A-Za-z0-9]{1,60}Cuda(?:Cudnn)?\b|\bnnabla[-_]ext[-_]cuda\b|\bnnabla_ext\.cuda\b|\bget_extension_context\(\s*['\x22]cud(?:a|nn)"
+);
+
+fn nnabla(t: &str) -> Option<Found> {
+    nnabla_re().find(t)?;
+    nnabla_cuda_re()
+        .is_match(t)
+        .then(|| Found::device(Api::Cuda))
+}
+
+const VISUS_SIZE: &str = r"(\d{1,12}(?:\.\d{1,6})?)(gb|mb|kb)?";
+re!(
+    visus_re,
+    format!(
+        r"\bLimitedResource\(GPU\) reached its limit\s+reqsize\({VISUS_SIZE}\)\s+used\({VISUS_SIZE}\)\s+limit\({VISUS_SIZE}\)|\bOpenGL out of memory\s+reqsize\({VISUS_SIZE}\)\s+os_free_memory\({VISUS_SIZE}\)|\bFailed to (?:acquire|allocate) gpu memory \({VISUS_SIZE}\), GLCreateTexture::setArray failed"
+    )
+);
+
+/// A size as ViSUS prints it: a number, then "gb", "mb" or "kb" (powers of 1024), or bytes.
+fn visus_size(c: &regex::Captures, i: usize) -> Option<u64> {
+    let v: f64 = c.get(i)?.as_str().parse().ok()?;
+    let unit = match c.get(i + 1).map(|m| m.as_str()) {
+        Some("gb") => 1u64 << 30,
+        Some("mb") => 1 << 20,
+        Some("kb") => 1 << 10,
+        _ => 1,
+    };
+    let b = v * unit as f64;
+    (b.is_finite() && b < u64::MAX as f64).then(|| b.round() as u64)
+}
+
+fn visus(t: &str) -> Option<Found> {
+    // The budget's own line says the most; the texture's line after it only the request.
+    let c = visus_re()
+        .captures_iter(t)
+        .filter(|c| c.get(1).is_some() || c.get(7).is_some())
+        .last()
+        .or_else(|| visus_re().captures_iter(t).last())?;
+    let mut f = Found::own(Facts::default());
+    f.api = Some(Api::OpenGl);
+    if c.get(1).is_some() {
+        f.facts.requested_bytes = visus_size(&c, 1);
+        f.facts.allocated_bytes = visus_size(&c, 3);
+        f.facts.allowed_bytes = visus_size(&c, 5);
+    } else if c.get(7).is_some() {
+        f.facts.requested_bytes = visus_size(&c, 7);
+        f.facts.free_bytes = visus_size(&c, 9);
+    } else {
+        f.facts.requested_bytes = visus_size(&c, 11);
+    }
+    Some(f)
+}
+
+re!(
+    mesa_bo_re,
+    r"\bDRM_IOCTL_[A-Z0-9]{2,20}_(?:CREATE_BO|GEM_CREATE|BO_CREATE|GEM_NEW)[A-Z0-9_]{0,20} failed: Cannot allocate memory\b"
+);
+
+fn mesa_bo(t: &str) -> Option<Found> {
+    mesa_bo_re()
+        .is_match(t)
+        .then(|| Found::own(Facts::default()))
+}
+
+re!(
+    pcsx2_re,
+    r"\bGS: Memory allocation failure(?:\.| for \d{1,6}x\d{1,6} texture\b)"
+);
+
+fn pcsx2(t: &str) -> Option<Found> {
+    pcsx2_re().is_match(t).then(|| Found::own(Facts::default()))
+}
+
+re!(
+    source2_re,
+    r"\bFailed to allocate GPU memory for object\.|\bvkAllocateMemory failed to allocate GPU memory\. Fatal error\b"
+);
+
+fn source2(t: &str) -> Option<Found> {
+    source2_re().is_match(t).then(|| {
+        let mut f = Found::own(Facts::default());
+        f.api = Some(Api::Vulkan);
+        f
+    })
+}
+
+re!(
+    prorender_re,
+    r"\b(?:RPR|RIF)_ERROR_OUT_OF_(VIDEO|SYSTEM)_MEMORY\b|\b(?:RPR|RIF) call \w{1,60}\([^\n]{0,600}?\) returned error co(?:de|re) <(?:ERROR_\w{1,40}<)?(-\d{1,3})>"
+);
+
+fn prorender(t: &str) -> Option<Found> {
+    let c = prorender_re().captures_iter(t).last()?;
+    let memory = match (c.get(1).map(|m| m.as_str()), c.get(2).map(|m| m.as_str())) {
+        (Some("VIDEO"), _) | (_, Some("-3")) => MemoryKind::Device,
+        (Some("SYSTEM"), _) | (_, Some("-2")) => MemoryKind::Host,
+        _ => return None,
+    };
+    let mut f = Found::own(Facts::default());
+    f.memory = memory;
+    Some(f)
+}
+
+re!(
+    drm_cma_re,
+    r"\*ERROR\* Failed to allocate from CMA:|\bFailed to allocate memory for tile binning: -12\b|\b[a-z0-9]{2,20}-drm \S{1,60}: failed to allocate buffer with size (\d{1,20})\b"
+);
+
+fn drm_cma(t: &str) -> Option<Found> {
+    drm_cma_re().find(t)?;
+    // The request, where DRM's helper printed it (the last one before the failure).
+    let requested = drm_cma_re()
+        .captures_iter(t)
+        .filter_map(|c| c.get(1)?.as_str().parse().ok())
+        .last();
+    Some(Found::own(Facts {
+        requested_bytes: requested,
+        ..Facts::default()
+    }))
+}
+
+re!(
+    dlib_re,
+    r"\bError while calling (\w{2,60})\([^\n]{0,300}?\) in file [^\n]{1,300}?:\d{1,6}\. code: (\d{1,4}), reason:\s{0,4}([^\n]{0,80})"
+);
+
+fn dlib(t: &str) -> Option<Found> {
+    let c = dlib_re().captures_iter(t).last()?;
+    let call = c.get(1)?.as_str();
+    let code = c.get(2)?.as_str();
+    let reason = c.get(3).map_or("", |m| m.as_str().trim());
+    let memory = if call.starts_with("cudnn") {
+        reason.contains("CUDNN_STATUS_ALLOC_FAILED") || (reason.is_empty() && code == "2")
+    } else if call.starts_with("cublas") {
+        reason.starts_with("CUDA Resources could not be allocated")
+            || (reason.is_empty() && code == "3")
+    } else if call.starts_with("cu") {
+        reason.starts_with("out of memory") || (reason.is_empty() && code == "2")
+    } else {
+        false
+    };
+    memory.then_some(())?;
+    let mut f = Found::device(Api::Cuda);
+    if super::clean::names_pinning_call(call) {
         f.memory = MemoryKind::PinnedHost;
     }
     Some(f)
@@ -3158,6 +3555,24 @@ mod tests {
             ("E 1 BufferMgr.cpp:410 ALLOCATION failed to find 256000000B throwing out of memory CPU_MGR:0", "program-heavydb", Framework::Unknown, MemoryKind::Host, Some(256_000_000)),
             ("dgl._ffi.base.DGLError: [09:57:10] /opt/dgl/src/array/cuda/csr_transpose.cc:83: Check failed: e == CUSPARSE_STATUS_SUCCESS: CUSPARSE ERROR: 2", "glog-check", Framework::Cuda, MemoryKind::Device, None),
             ("[17:45:39] g:\\mxnet\\src\\storage\\./pinned_memory_storage.h:54: Check failed: e == cudaSuccess || e == cudaErrorCudartUnloading CUDA: out of memory", "cuda-relay", Framework::Cuda, MemoryKind::PinnedHost, None),
+            ("2020-04-09 18:12:35,082 FATAL [default] Check failed: [error == cudaSuccess]  out of memory", "cuda-relay", Framework::Cuda, MemoryKind::Device, None),
+            ("RuntimeError: Critical error in pipeline: CUDA allocation failed\nCurrent pipeline object is no longer valid.", "program-dali", Framework::Cuda, MemoryKind::Device, None),
+            ("File \"/x/nvidia/dali/pipeline.py\", line 529, in share_outputs\nRuntimeError: Can't allocate 1073741824 bytes on device 1.", "program-dali", Framework::Cuda, MemoryKind::Device, Some(1 << 30)),
+            ("File \"/x/nvidia/dali/pipeline.py\", line 529, in share_outputs\nRuntimeError: Can't allocate 4096 bytes on host.", "program-dali", Framework::Cuda, MemoryKind::PinnedHost, Some(4096)),
+            ("Failed to allocate. Freeing memory cache and retrying.\nFailed to allocate again.\nError during forward propagation:\n  ConvolutionCudaCudnn", "program-nnabla", Framework::Cuda, MemoryKind::Device, None),
+            ("12:07:51.683 WARNING LIMITEDRESOURCE.32 LimitedResource(GPU) reached its limit  reqsize(157mb) used(432.731mb) limit(512mb)\n12:07:51.685 INFO GLTEXTURE.160 Failed to acquire gpu memory (157mb), GLCreateTexture::setArray failed", "program-visus", Framework::OpenGl, MemoryKind::Device, Some(157 << 20)),
+            ("OpenGL out of memory  reqsize(1.5gb) os_free_memory(800.0mb)\nFailed to upload texture Failed to allocate gpu memory (1.5gb), GLCreateTexture::setArray failed", "program-visus", Framework::OpenGl, MemoryKind::Device, Some(3 << 29)),
+            ("DRM_IOCTL_PANFROST_CREATE_BO failed: Cannot allocate memory\nDRM_IOCTL_PANFROST_MMAP_BO failed: No such file or directory", "program-mesa-bo", Framework::Unknown, MemoryKind::Device, None),
+            ("GS: Memory allocation failure.", "program-pcsx2", Framework::Unknown, MemoryKind::Device, None),
+            ("[GS] GS: Memory allocation failure for 4096x4096 texture after purging pool.", "program-pcsx2", Framework::Unknown, MemoryKind::Device, None),
+            ("[RenderSystem] Failed to allocate GPU memory for object.\n[RenderSystem] Attempting fallback GPU allocation in system memory.\n[RenderSystem] ERROR! VK call failed! result = VK_ERROR_OUT_OF_HOST_MEMORY (vkAllocateMemory)", "program-source2", Framework::Vulkan, MemoryKind::Device, None),
+            ("[ERROR@RIF]: RIF_ERROR_OUT_OF_VIDEO_MEMORY at file AIFilters.cpp line 620", "program-prorender", Framework::Unknown, MemoryKind::Device, None),
+            ("ERROR | RPR call ContextRender(<pyrpr.Context object at 0x12cb83990>) returned error code <-3> with error message: ''", "program-prorender", Framework::Unknown, MemoryKind::Device, None),
+            ("RPR call ContextRender(<pyrpr.Context object at 0x1>) returned error code <ERROR_OUT_OF_SYSTEM_MEMORY<-2>> with error message: ''", "program-prorender", Framework::Unknown, MemoryKind::Host, None),
+            ("kernel: vc4-drm soc:gpu: failed to allocate buffer with size 16777216\nkernel: [drm:vc4_bo_create [vc4]] *ERROR* Failed to allocate from CMA:", "program-drm-cma", Framework::Unknown, MemoryKind::Device, Some(16_777_216)),
+            ("vc4_v3d 3fc00000.v3d: Failed to allocate memory for tile binning: -12. You may need to enable CMA or give it more memory.", "program-drm-cma", Framework::Unknown, MemoryKind::Device, None),
+            ("RuntimeError: Error while calling cudaMalloc(&data, new_size*sizeof(float)) in file /tmp/dlib/dlib/cuda/gpu_data.cpp:195. code: 2, reason: out of memory", "program-dlib", Framework::Cuda, MemoryKind::Device, None),
+            ("RuntimeError: Error while calling cudnnConvolutionForward(context(), &alpha, x, y) in file dlib/cuda/cudnn_dlibapi.cpp:1007. code: 2, reason: CUDNN_STATUS_ALLOC_FAILED", "program-dlib", Framework::Cuda, MemoryKind::Device, None),
         ];
         for (text, format, fw, memory, req) in cases {
             let o = read(text).unwrap_or_else(|| panic!("not found: {text}"));
@@ -3300,6 +3715,26 @@ mod tests {
         );
     }
 
+    /// An API's status where a program prints it in its own order (ethminer's call then number,
+    /// VulkanMod's words then VkResult, SDL's Direct3D name without its prefix), and a
+    /// page-locking call named on the status's line.
+    #[test]
+    fn statuses_in_a_program_s_own_order() {
+        for (text, format) in [
+            ("  ✘  15:16:38|cl-0      Run: 0  ,OpenCL Error: clEnqueueNDRangeKernel -4", "api-CL_MEM_OBJECT_ALLOCATION_FAILURE"),
+            ("java.lang.RuntimeException: Failed to create buffer:-2\n\tat net.vulkanmod.vulkan.memory.MemoryManager.createBuffer(MemoryManager.java:75)", "api-VK_ERROR_OUT_OF_DEVICE_MEMORY"),
+            ("SDL : src/cata_tiles.cpp:393: failed to create texture: CreateTexture(D3DPOOL_DEFAULT): OUTOFVIDEOMEMORY", "api-D3DERR_OUTOFVIDEOMEMORY"),
+        ] {
+            let o = read(text).unwrap_or_else(|| panic!("not found: {text}"));
+            assert_eq!((o.format, o.memory), (format, MemoryKind::Device), "{text}");
+        }
+        let o = read("Error while calling cudaMallocHost(&data, n) in file gpu_data.cpp:181. code: 2, reason: out of memory").expect("found");
+        assert_eq!(
+            (o.format, o.memory),
+            ("program-dlib", MemoryKind::PinnedHost)
+        );
+    }
+
     /// The same words around another status, or without the program's words where they are
     /// every program's, are not the program's out-of-memory failure.
     #[test]
@@ -3329,6 +3764,25 @@ mod tests {
             "Check failed: e == CUSPARSE_STATUS_SUCCESS: CUSPARSE ERROR: 7",
             // kokkos/kokkos#6865: cudaMalloc on a MIG slice returned cudaErrorNotSupported.
             "what():  Kokkos failed to allocate memory for label \"Kokkos::InternalScratchSpace\".  Allocation using MemorySpace named \"Cuda\" failed with the following error:  Allocation of size 64.12 K failed because of an unknown error.  (The allocation mechanism was cudaMalloc().  The Cuda allocation returned the error code \"cudaErrorNotSupported\".)",
+            // Another status in the same checks and retries.
+            "FATAL [default] Check failed: [error == cudaSuccess]  invalid argument",
+            "RPR call ContextRender(<pyrpr.Context object at 0x1>) returned error code <-5> with error message: ''",
+            "DRM_IOCTL_PANFROST_CREATE_BO failed: Invalid argument",
+            // nnabla's CPU context: the same allocator, the host's memory.
+            "Failed to allocate. Freeing memory cache and retrying.\nFailed to allocate again.\nError during forward propagation:\n  AffineCpu",
+            // KhronosGroup/MoltenVK#580: a query pool past Metal's count, said as device memory.
+            "[***MoltenVK ERROR***] VK_ERROR_OUT_OF_DEVICE_MEMORY: vkCreateQueryPool(): Each query pool can support a maximum of 8192 queries.",
+            // astra-toolbox/astra-toolbox#316: a PTX toolchain error, then its failed buffer.
+            "Error: CUDA error 222: the provided PTX was compiled with an unsupported toolchain..\nError: Failed to allocate 512x512 GPU buffer",
+            // dlib's check with another status (CUDA's code is cudaGetLastError's in some
+            // releases: the string decides).
+            "Error while calling cudaMalloc(&data, n) in file gpu_data.cpp:195. code: 2, reason: an illegal memory access was encountered",
+            // VulkanMod with another VkResult (-3, VK_ERROR_INITIALIZATION_FAILED).
+            "java.lang.RuntimeException: Failed to create buffer:-3\n\tat net.vulkanmod.vulkan.memory.MemoryManager.createBuffer(MemoryManager.java:75)",
+            // OpenVINO's force exit follows only CL_OUT_OF_RESOURCES: alone it is not read.
+            "[GPU] force exit.",
+            // davisking/dlib#391: pinned host memory, by its call.
+            "Error while calling cudaMallocHost(&data, new_size*sizeof(float)) in file C:\\dlib\\dlib\\dnn\\gpu_data.cpp:181. code: 2, reason: out of memory",
         ] {
             let found = read(text).filter(|o| o.memory == MemoryKind::Device);
             assert!(found.is_none(), "{text}: {found:?}");

@@ -90,6 +90,20 @@ re!(
     ethminer_re,
     r"\bcuda-(\d{1,2})\s+Using Pci Id\s*:[^\n]{0,200}?\bMemory\s*:\s*(\d{1,6}(?:\.\d{1,3})?) ?GB\b"
 );
+// NBMiner's device table at start-up ("|ID|PCI|  CC|Memory|CU|" then "*| 0| 10| 800| 4096M|32|
+// Radeon RX 570 Series", after its log's "[11:34:22] INFO - "): the device's index and its
+// memory in MiB.
+re!(
+    nbminer_table_re,
+    r"(?:^|[\s-])\*?\|\s{0,3}(\d{1,2})\|\s{0,4}\d{1,4}\|\s{0,4}\d{1,4}\|\s{0,6}(\d{1,7})M\|\s{0,3}\d{1,4}\|"
+);
+// Genoil's ethminer (`libethash-cuda/ethash_cuda_miner.cpp`): "Found suitable CUDA device
+// [GeForce GTX 760] with 2147483648 bytes of GPU memory" (bytes; its own count of devices, so
+// no index).
+re!(
+    genoil_re,
+    r"\bFound suitable CUDA device \[[^\]\n]{1,120}\] with (\d{1,20}) bytes of GPU memory\b"
+);
 // NBMiner as each device starts: "Device 0 started, Free mem = 5012 MB." (MiB, CUDA's index).
 re!(
     nbminer_re,
@@ -229,6 +243,15 @@ const LISTS: &[ListRule] = &[
             .and_then(|m| crate::units::parse_size(&format!("{} GiB", m.as_str()))),
         ..Banner::default()
     }),
+    (nbminer_table_re, |c| Banner {
+        device: c.get(1).and_then(|m| m.as_str().parse().ok()),
+        total: mib(c, 2),
+        ..Banner::default()
+    }),
+    (genoil_re, |c| Banner {
+        total: c.get(1).and_then(|m| m.as_str().parse().ok()),
+        ..Banner::default()
+    }),
     (nbminer_re, |c| Banner {
         device: c.get(1).and_then(|m| m.as_str().parse().ok()),
         free: mib(c, 2),
@@ -344,8 +367,21 @@ impl Banners {
     /// several alike); `None` where they differ and nothing tells which.
     pub fn for_device(&self, device: Option<u32>) -> Option<Banner> {
         if let Some(d) = device {
-            if let Some(b) = self.seen.iter().rev().find(|b| b.device == Some(d)) {
-                return Some(*b);
+            // The device's latest account, with what its earlier ones (a device table, then its
+            // "started" line) add where they do not disagree.
+            let mut own = self.seen.iter().rev().filter(|b| b.device == Some(d));
+            if let Some(last) = own.next() {
+                return Some(own.fold(*last, |acc, b| {
+                    if !acc.agrees(b) {
+                        return acc;
+                    }
+                    Banner {
+                        total: acc.total.or(b.total),
+                        free: acc.free.or(b.free),
+                        max_alloc: acc.max_alloc.or(b.max_alloc),
+                        ..acc
+                    }
+                }));
             }
         }
         let first = *self.seen.first()?;

@@ -422,6 +422,31 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "failed with status 5",
     "dxvkmemoryallocator: memory allocation failed",
     "dderr_outofvideomemory",
+    // SDL's Direct3D 9 renderer names the HRESULT without its prefix (`D3D_SetError`).
+    ": outofvideomemory",
+    // cl.hpp's `cl::Error` as ethminer prints it: the call, then OpenCL's status by number.
+    "opencl error: cl",
+    // DALI's `CUDABadAlloc`, nnabla's allocator's retry, ViSUS's texture budget, PCSX2's
+    // renderer (`api.rs`, `PROGRAMS`).
+    "cuda allocation failed",
+    "can't allocate",
+    "failed to allocate again.",
+    "reached its limit",
+    "failed to acquire gpu memory",
+    "gs: memory allocation failure",
+    "not enough free memory [need",
+    // Source 2's renderer, VulkanMod, Radeon ProRender and its image filters, the kernel's
+    // DRM drivers on CMA (`api.rs`, `PROGRAMS`).
+    "failed to allocate gpu memory for object",
+    "failed to create buffer:",
+    "failed to create image:",
+    "_error_out_of_video_memory",
+    "_error_out_of_system_memory",
+    ") returned error code <",
+    ") returned error core <",
+    "failed to allocate from cma",
+    "failed to allocate memory for tile binning",
+    "failed to allocate buffer with size",
     "memory allocation on device failed",
     "bfcarena::allocaterawinternal",
     "thrust::system::detail::bad_alloc",
@@ -652,6 +677,10 @@ const NOTED: &[&str] = &[
     "backend allocating",
     // profanity's device list ("GPU0: GeForce GTX 1060 3GB, 3157000192 bytes available").
     "bytes available",
+    // Genoil's ethminer ("… with 2147483648 bytes of GPU memory"), NBMiner's device table ("*|
+    // 0| 10| 800| 4096M|32| Radeon RX 570 Series").
+    "bytes of gpu memory",
+    "m|",
 ];
 
 /// How many lines [`noted_ac`] tests with its quick-to-build automaton before it builds the

@@ -1854,10 +1854,12 @@ fn cuda_library_check(t: &str) -> Option<Oom> {
 // answers out of memory (Vulkan's ERROR_OUT_OF_DEVICE_MEMORY or _HOST_MEMORY, Metal's and
 // D3D12's), wrapped by wgpu's error sink as "wgpu error: Validation Error / Caused by: In
 // Device::create_buffer / Not enough memory left." (the call that failed named). From wgpu 25
-// the error sink's own `Error::OutOfMemory` prints "wgpu error: Out of Memory" (ruffle#21982).
+// the error sink's own `Error::OutOfMemory` prints "wgpu error: Out of Memory" (ruffle#21982);
+// Bevy's renderer logs the same error through its own handler (`bevy_render::error_handler`,
+// "Caught rendering error: Out of Memory", 0.17 on).
 re!(
     wgpu_re,
-    r"\b(?:[Ii]n )?(?:Device|Queue)::(\w+)[^\n]{0,200}?(?i:not enough memory left)|wgpu[^\n]{0,200}?(?i:not enough memory left)|\bwgpu error: Out of Memory\b"
+    r"\b(?:[Ii]n )?(?:Device|Queue)::(\w+)[^\n]{0,200}?(?i:not enough memory left)|wgpu[^\n]{0,200}?(?i:not enough memory left)|\bwgpu error: Out of Memory\b|\bbevy_render::error_handler: Caught rendering error: Out of Memory\b"
 );
 
 // OpenVINO's GPU plugin (`src/plugins/intel_gpu/src/runtime/ocl/`): `ocl_engine.cpp` answers an
@@ -1866,9 +1868,16 @@ re!(
 // resources"; `ocl_stream.cpp` a CL_OUT_OF_RESOURCES from a queued kernel with its own advice
 // ("… Please try to update the driver or reduce memory consumption (use smaller batch size, less
 // streams, lower precision, etc)to avoid CL_OUT_OF_RESOURCES exception").
+// `force_exit` (`ocl_common.hpp`) prints "[GPU] force exit." before that advice, and is called
+// only after a CL_OUT_OF_RESOURCES (a paste may keep the status a few lines above, from
+// oneDNN's verbose log, and cut the advice). From 2025, `rethrow` raises "[GPU]
+// CL_OUT_OF_RESOURCES exception." (then "Due to a driver bug, any subsequent OpenCL API call
+// may cause the application to hang …") where the device is still there, and says itself that
+// the status means "an actual lack of memory" or "an out-of-bounds access to GPU memory from a
+// kernel".
 re!(
     openvino_gpu_re,
-    r"\[GPU\] out of GPU resources|\[GPU\] Exceeded max size of memory allocation\b|reduce memory consumption \(use smaller batch size, less streams, lower precision, etc\) ?to avoid CL_OUT_OF_RESOURCES"
+    r"\[GPU\] out of GPU resources|\[GPU\] Exceeded max size of memory allocation\b|reduce memory consumption \(use smaller batch size, less streams, lower precision, etc\) ?to avoid CL_OUT_OF_RESOURCES|\[GPU\] CL_OUT_OF_RESOURCES exception\b|(?s:CL_OUT_OF_RESOURCES.{0,2000}?\[GPU\] force exit\.)"
 );
 // `ocl_engine.cpp`'s check before it allocates (`exceed_allocatable_mem_size`): "[GPU] Exceeded
 // max size of memory object allocation: requested N bytes, but max alloc size supported by
@@ -2427,7 +2436,19 @@ fn cuda_code(t: &str) -> Option<Oom> {
     let device = gunrock_device_re()
         .captures(t)
         .and_then(|c| c.get(1)?.as_str().parse().ok());
-    Some(oom(Framework::Cuda, "cuda-code", device, Facts::default()))
+    let mut o = oom(Framework::Cuda, "cuda-code", device, Facts::default());
+    // The check names the call that failed on the code's line (dlib's "Error while calling
+    // cudaMallocHost(&data, …) in file …gpu_data.cpp:181. code: 2, reason: out of memory"): a
+    // page-locking call's out-of-memory is the host's pinned memory, not the device's.
+    let whole = c.get(0)?;
+    let start = t[..whole.start()].rfind('\n').map_or(0, |i| i + 1);
+    let end = t[whole.end()..]
+        .find('\n')
+        .map_or(t.len(), |i| whole.end() + i);
+    if super::clean::names_pinning_call(&t[start..end]) {
+        o.memory = MemoryKind::PinnedHost;
+    }
+    Some(o)
 }
 
 // Gunrock's `GRError` (`gunrock/util/error_utils.cuh`): "[FILE, LINE @ gpu N] MESSAGE (CUDA
@@ -2507,6 +2528,9 @@ mod tests {
             ("Exception from src/plugins/intel_gpu/src/runtime/ocl/ocl_engine.cpp:185:\n[GPU] out of GPU resources", Framework::OpenCl, "openvino-gpu", MemoryKind::Device, None, None),
             ("Check '!exceed_allocatable_mem_size' failed at src/plugins/intel_gpu/src/runtime/ocl/ocl_engine.cpp:115:\n[GPU] Exceeded max size of memory object allocation: requested 8589934592 bytes, but max alloc size supported by device is 4294959104 bytes.Please try to reduce batch size or use lower precision.", Framework::OpenCl, "openvino-gpu", MemoryKind::Device, None, Some(8_589_934_592)),
             ("\"Due to the driver bug any subsequent OpenCL API call will cause application hang, so GPU plugin can't finish correctly. Please try to update the driver or reduce memory consumption (use smaller batch size, less streams, lower precision, etc)to avoid CL_OUT_OF_RESOURCES exception\"", Framework::OpenCl, "openvino-gpu", MemoryKind::Device, None, None),
+            ("09:43:20 !! [GPU] VLM generate error: Exception from src\\inference\\src\\cpp\\infer_request.cpp:224:\nException from src\\plugins\\intel_gpu\\src\\runtime\\ocl\\ocl_common.hpp:62:\n[GPU] CL_OUT_OF_RESOURCES exception.\n        Due to a driver bug, any subsequent OpenCL API call may cause the application to hang, so the GPU plugin may be unable to finish correctly.", Framework::OpenCl, "openvino-gpu", MemoryKind::Device, None, None),
+            ("onednn_verbose,v1,primitive,error,ocl,errcode -5,CL_OUT_OF_RESOURCES,src/gpu/intel/ocl/ocl_gpu_kernel.cpp:250,src/gpu/intel/ocl/ocl_gpu_kernel.cpp:250\n[GPU] force exit.", Framework::OpenCl, "openvino-gpu", MemoryKind::Device, None, None),
+            ("ERROR bevy_render::error_handler: Caught rendering error: Out of Memory", Framework::Wgpu, "wgpu-device", MemoryKind::Device, None, None),
             ("Error: panicked at /home/runner/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/wgpu-26.0.1/src/backend/wgpu_core.rs:1436:18:\nwgpu error: Out of Memory", Framework::Wgpu, "wgpu-device", MemoryKind::Device, None, None),
             // ExLlamaV2's autosplit and ExLlamaV3's loader out of GPUs.
             ("RuntimeError: Insufficient VRAM for model and cache", Framework::Pytorch, "exllamav2-autosplit", MemoryKind::Device, None, None),

@@ -782,6 +782,20 @@ fn names_another_status(line: &str) -> bool {
         || success_status_re().is_match(line)
 }
 
+// CUDA's error by number with its string, as a program's check prints it before its own failure
+// ("Error: CUDA error 222: the provided PTX was compiled with an unsupported toolchain.." then
+// "Error: Failed to allocate 512x512 GPU buffer", ASTRA's `checkCuda`).
+re!(cuda_error_number_re, r"(?i)\bCUDA error:? (\d{1,3}):");
+
+/// Whether the block's CUDA errors by number are all another than out-of-memory (2), with no
+/// words of running out of memory: the allocation failed because of that error.
+fn follows_another_cuda_error(block: &str) -> bool {
+    let mut codes = cuda_error_number_re().captures_iter(block).peekable();
+    codes.peek().is_some()
+        && codes.all(|c| c.get(1).is_some_and(|m| m.as_str() != "2"))
+        && !block.to_ascii_lowercase().contains("out of memory")
+}
+
 // A GPU API's success status printed as the failure's result ("could not allocate oversize
 // buffer on device '…' id=0: CL_SUCCESS", darktable's own size check before any call): no
 // allocation failed in the API.
@@ -804,6 +818,7 @@ pub fn fallback(trigger: &str, block: &str) -> Option<Oom> {
         || (prose_re().is_match(trigger) && !exception_head_re().is_match(trigger))
         || named_in_foreign_sentence(trigger)
         || names_another_status(trigger)
+        || follows_another_cuda_error(block)
         || !super::clean::has_error_mark(trigger)
         || !(fallback_gpu_re().is_match(trigger) || fallback_gpu_re().is_match(block))
     {
