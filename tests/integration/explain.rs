@@ -1058,13 +1058,16 @@ const WRAP_NEIGHBOURS: &[&str] = &[
 /// block ends before its figures (BEAGLE, GridTools, nnabla). Every other way of pasting holds
 /// for them, and every other message holds at every width.
 const WRAP_LOSSES: &[(&str, &[usize])] = &[
+    ("apollo-perception-caffe-syncedmem", &[40]),
     ("ascend-310p-el0004-alloc-device", &[40]),
     ("beast-beagle-cuda-out-of-memory", &[40, 55, 70]),
     ("caffe-dss-syncedmem-forward", &[40]),
     ("caffe_openpose_syncedmem", &[40]),
     ("catboost-gpu-multiclass-stack-pool", &[55, 70, 85, 130]),
+    ("ccminer-cryptonight-long-state", &[40]),
     ("elixir-exla-bumblebee-sd-2080ti", &[40, 55, 70, 85]),
     ("ethminer-5x1080ti-dag-oom", &[40, 55]),
+    ("ethminer-genoil-gtx760-dag", &[40, 55, 70]),
     ("ffmpeg-nvenc-livepool", &[40, 55, 70]),
     ("gminer-cortex-init-oom", &[40, 55, 70, 85]),
     ("gridtools_100_storage", &[40, 130]),
@@ -1081,6 +1084,7 @@ const WRAP_LOSSES: &[(&str, &[usize])] = &[
     ("meshroom_1973_depthmap", &[40, 55, 70, 85, 100, 130]),
     ("mujoco_warp_926", &[40, 55, 70]),
     ("nbminer-ethash-dag-oom", &[40]),
+    ("nbminer-rx570-dag-oom", &[40]),
     ("nnabla-nvcnet-failed-to-allocate-again", &[40, 55, 70, 85]),
     ("openmvs_713_refinemesh", &[40, 55, 70, 85]),
     ("paddle-enforce-ocr-resnet", &[85]),
@@ -1102,7 +1106,6 @@ const WRAP_LOSSES: &[(&str, &[usize])] = &[
     ),
     ("vapor-gpu-ram-check", &[40, 55]),
     ("vintagestory-gl-oom-german-stack", &[40]),
-    ("weston_vc4_benja_33", &[40, 70, 85]),
     ("xmrig-nvidia-gpu-on-line", &[55]),
     ("xpu_triton_a770_4gb", &[100, 160]),
     ("zjazz-miner-exceeding-gpu-memory", &[40, 55, 70, 85, 100]),
