@@ -90,13 +90,6 @@ re!(
     ethminer_re,
     r"\bcuda-(\d{1,2})\s+Using Pci Id\s*:[^\n]{0,200}?\bMemory\s*:\s*(\d{1,6}(?:\.\d{1,3})?) ?GB\b"
 );
-// NBMiner's device table at start-up ("|ID|PCI|  CC|Memory|CU|" then "*| 0| 10| 800| 4096M|32|
-// Radeon RX 570 Series", after its log's "[11:34:22] INFO - "): the device's index and its
-// memory in MiB.
-re!(
-    nbminer_table_re,
-    r"(?:^|[\s-])\*?\|\s{0,3}(\d{1,2})\|\s{0,4}\d{1,4}\|\s{0,4}\d{1,4}\|\s{0,6}(\d{1,7})M\|\s{0,3}\d{1,4}\|"
-);
 // Genoil's ethminer (`libethash-cuda/ethash_cuda_miner.cpp`): "Found suitable CUDA device
 // [GeForce GTX 760] with 2147483648 bytes of GPU memory" (bytes; its own count of devices, so
 // no index).
@@ -241,11 +234,6 @@ const LISTS: &[ListRule] = &[
         total: c
             .get(2)
             .and_then(|m| crate::units::parse_size(&format!("{} GiB", m.as_str()))),
-        ..Banner::default()
-    }),
-    (nbminer_table_re, |c| Banner {
-        device: c.get(1).and_then(|m| m.as_str().parse().ok()),
-        total: mib(c, 2),
         ..Banner::default()
     }),
     (genoil_re, |c| Banner {

@@ -1084,7 +1084,6 @@ const WRAP_LOSSES: &[(&str, &[usize])] = &[
     ("meshroom_1973_depthmap", &[40, 55, 70, 85, 100, 130]),
     ("mujoco_warp_926", &[40, 55, 70]),
     ("nbminer-ethash-dag-oom", &[40]),
-    ("nbminer-rx570-dag-oom", &[40]),
     ("nnabla-nvcnet-failed-to-allocate-again", &[40, 55, 70, 85]),
     ("openmvs_713_refinemesh", &[40, 55, 70, 85]),
     ("paddle-enforce-ocr-resnet", &[85]),
