@@ -906,11 +906,12 @@ re!(
 // (`cuewErrorString`: "Out of memory in cuMemAlloc(&device_pointer, size)", Blender and other
 // programs on cuew), and a glog or easylogging CHECK of the runtime's status with its string
 // after it (ThunderGBM's and ThunderSVM's `syncmem.cpp`: `CHECK_EQ(error, cudaSuccess) <<
-// cudaGetErrorString(error)`, "Check failed: [error == cudaSuccess]  out of memory"). Whatever
-// the prefix, it is CUDA's status 2 said in words.
+// cudaGetErrorString(error)`, "Check failed: [error == cudaSuccess]  out of memory"), and
+// djeZo's Equihash worker's own words for a failed cudaMalloc (nheqminer, "CUDA: failed to
+// alloc memory"). Whatever the prefix, it is CUDA's status 2 said in words.
 re!(
     cuda_words_re,
-    r#"(?i)\bGPUassert:\s*out of memory|\bout of memory in (?-i:cu(?:da)?[A-Z][A-Za-z0-9_]*)\(|\bcuda\w*\]?:?\s+(?:error|failure|exception|status)\b[^\n]{0,160}?[\s:(\-"'<]out of memory\b|(?-i:\bCUDA: out of memory\b)|(?-i:\b(?:thread #\d{1,3} failed with error|failed to initialize DAG:) <\w{1,80}>:\d{1,6} "out of memory")|(?-i:\bout of memory in \S{1,200}\.(?:cu|cuh|h|hpp|cpp|cc|c) at line \d{1,6}\b)|(?-i:\bCheck failed: \[?\s?\w{1,40} == cudaSuccess\s?\]?(?: \(2 vs\. 0\))?\s{1,4}out of memory\b)"#
+    r#"(?i)\bGPUassert:\s*out of memory|\bout of memory in (?-i:cu(?:da)?[A-Z][A-Za-z0-9_]*)\(|\bcuda\w*\]?:?\s+(?:error|failure|exception|status)\b[^\n]{0,160}?[\s:(\-"'<]out of memory\b|(?-i:\bCUDA: out of memory\b)|(?-i:\b(?:thread #\d{1,3} failed with error|failed to initialize DAG:) <\w{1,80}>:\d{1,6} "out of memory")|(?-i:\bout of memory in \S{1,200}\.(?:cu|cuh|h|hpp|cpp|cc|c) at line \d{1,6}\b)|(?-i:\bCheck failed: \[?\s?\w{1,40} == cudaSuccess\s?\]?(?: \(2 vs\. 0\))?\s{1,4}out of memory\b)|(?-i:\bCUDA: failed to alloc memory\b)"#
 );
 
 re!(
@@ -1908,7 +1909,7 @@ pub const PROGRAMS: &[Program] = &[
         format: "program-dali",
         read: dali,
         device: &GPU,
-        meaning: "DALI's pipeline could not allocate a buffer on the GPU: its decoded and augmented batches, prefetched `prefetch_queue_depth` iterations ahead, and its memory pools are held for every pipeline in the process.",
+        meaning: "DALI's pipeline could not allocate CUDA memory, most often a buffer on the GPU: its decoded and augmented batches, prefetched `prefetch_queue_depth` iterations ahead, and its memory pools are held for every pipeline in the process. Without a size DALI says the same words when pinned host memory (cudaMallocHost) fails; \"on host\" in the sized message says which.",
         remedies: &[
             "Lower the batch size or `prefetch_queue_depth` (default 2) of the pipeline: DALI keeps that many batches of every output on the GPU.",
             "With several pipelines (or one per GPU in one process), build them on different `device_id`s, or fewer at a time: each holds its own buffers and pools.",
@@ -1940,7 +1941,8 @@ pub const PROGRAMS: &[Program] = &[
     // OpenVisus's "OpenGL out of memory  reqsize(X) os_free_memory(Y)", the 2013 viewer's
     // "LimitedResource(GPU) reached its limit  reqsize(X) used(Y) limit(Z)", then "Failed to
     // acquire gpu memory (X)" (OpenVisus: "Failed to allocate gpu memory (X)"). Sizes from
-    // `StringUtils::getStringFromByteSize`: powers of 1024, "gb", "mb", "kb" or bare bytes.
+    // `StringUtils::getStringFromByteSize`: powers of 1024, "gb", "mb", "kb" (upper case from 2019)
+// or bare bytes. The factor was read from visus.config in 2018's code, fixed at 0.8 after.
     Program {
         name: "ViSUS / OpenVisus viewer",
         format: "program-visus",
@@ -1949,7 +1951,7 @@ pub const PROGRAMS: &[Program] = &[
         meaning: "The viewer's own count of the textures it holds on the GPU reached its budget (the card's memory times a factor, 0.8 by default), so it refused the next texture before OpenGL was asked; the card itself may still have had room.",
         remedies: &[
             "Hide or remove render nodes you do not need (volume renderers each hold their own textures), or view a lower resolution.",
-            "Raise the budget where the card has room: `Configuration/GLMemory/maximum_memory_allocation_factor` (and `Configuration/GLMemory/total`) in visus.config.",
+            "Where the card has room, raise the budget: builds of 2018 read `Configuration/GLMemory/maximum_memory_allocation_factor` (0.8 by default) and `Configuration/GLMemory/total` from visus.config; later OpenVisus fixes the factor at 0.8.",
         ],
     },
     // Mesa's drivers for SoC GPUs ask the kernel for each buffer object with their DRM ioctl
@@ -1973,7 +1975,8 @@ pub const PROGRAMS: &[Program] = &[
     // thrown as `std::bad_alloc` ("Texture Out Of Memory"), caught after the draw, which purges
     // the texture pool and logs "GS: Memory allocation failure."; from 2023 the pool logs it
     // where it creates the texture (`GSDevice.cpp`, "GS: Memory allocation failure for WxH
-    // texture. Purging pool and retrying.", then "… after purging pool."). The renderer's own
+    // texture. Purging pool and retrying.", a retry that may succeed, then "… after purging pool."
+// where it did not: only that one and the older line are failures). The renderer's own
     // line before it ("Create texture failed: 0x…") carries the API's reason.
     Program {
         name: "PCSX2 (GS renderer)",
@@ -2053,6 +2056,37 @@ pub const PROGRAMS: &[Program] = &[
         remedies: &[
             "Give it smaller images, or upsample less: face_recognition's `number_of_times_to_upsample` (default 1) doubles each side of the image, four times the pixels, each time.",
             "Detect in smaller batches (`batch_face_locations(..., batch_size=…)`), or on the CPU with `model=\"hog\"`.",
+        ],
+    },    // XMRig's OpenCL back end (`src/backend/opencl/wrappers/OclLib.cpp`, `createBuffer`): "error
+    // CL_INVALID_BUFFER_SIZE when calling clCreateBuffer with buffer size N". OpenCL answers
+    // CL_INVALID_BUFFER_SIZE for a buffer larger than the device's CL_DEVICE_MAX_MEM_ALLOC_SIZE
+    // (its largest single buffer, often a quarter to a half of the card on AMD's drivers): the
+    // cap on one buffer, not the memory free. RandomX's dataset is one buffer of 2080 MiB
+    // (2181038080 bytes).
+    Program {
+        name: "XMRig (OpenCL)",
+        format: "program-xmrig-opencl",
+        read: xmrig_opencl,
+        device: &GPU,
+        meaning: "One buffer XMRig asked OpenCL for is larger than the largest single buffer the device's driver allows (CL_DEVICE_MAX_MEM_ALLOC_SIZE): the cap on one allocation, whatever the card has free. A buffer of 2181038080 bytes is RandomX's 2080 MiB dataset.",
+        remedies: &[
+            "For RandomX, keep the dataset in host memory: `\"dataset_host\": true` in the OpenCL thread's configuration.",
+            "On AMD's OpenCL, raise the single-buffer cap before starting: `GPU_MAX_ALLOC_PERCENT=100` and `GPU_SINGLE_ALLOC_PERCENT=100`.",
+            "Lower the thread's `intensity`: its scratchpads are the intensity times the algorithm's memory per hash.",
+        ],
+    },
+    // rendy's memory allocator (gfx-rs, `rendy-memory/src/heaps/mod.rs`, used by WebRender's
+    // Vulkan port and Amethyst): where no memory type whose heap has room can take the request,
+    // "All suitable heaps are exhausted. Heaps { … }" (its Debug dump of every heap's
+    // allocators) and the allocation fails with OutOfDeviceMemory.
+    Program {
+        name: "rendy (gfx-rs memory allocator)",
+        format: "program-rendy",
+        read: rendy,
+        device: &GPU,
+        meaning: "rendy's allocator found no memory type whose heap could still take the allocation: every heap it may use for the request (the card's memory first) was full.",
+        remedies: &[
+            "Lower what the program keeps on the GPU (resolution, texture and render-target sizes), and close other programs using the GPU.",
         ],
     },
 ];
@@ -2680,7 +2714,22 @@ re!(
     r"\bNot enough space to allocate (\d{1,20}) B (\w{1,20}) buffer across (\d{1,6}) banks,?\s{1,8}where each bank needs to store (\d{1,20})(?: B)?(?:,?\s{1,8}but bank size is (?:only )?(\d{1,20}) B(?:\s{1,8}\(allocated: (\d{1,20}) B, free: (\d{1,20}) B, largest free block: (\d{1,20}) B\))?)?"
 );
 
+// Some tt-metal builds threw the message with its format unfilled and the values after it, one
+// a line ("Not enough space to allocate {} B {} buffer across {} banks, where each bank needs
+// to store {} B" then "148897792", "DRAM", "8", "18612224"): the request, the banks.
+re!(
+    tt_metal_unfilled_re,
+    r"\bNot enough space to allocate \{\} B \{\} buffer across \{\} banks, where each bank needs to store \{\} B\s{1,16}(\d{1,20})\s{1,16}\w{1,20}\s{1,16}(\d{1,6})\s"
+);
+
 fn tt_metal(t: &str) -> Option<Found> {
+    if let Some(c) = tt_metal_unfilled_re().captures(t) {
+        c.get(2)?.as_str().parse::<u64>().ok().filter(|&b| b > 0)?;
+        return Some(Found::own(Facts {
+            requested_bytes: c.get(1)?.as_str().parse().ok(),
+            ..Facts::default()
+        }));
+    }
     let c = tt_metal_re().captures(t)?;
     let n = |i: usize| c.get(i).and_then(|m| m.as_str().parse::<u64>().ok());
     let banks = n(3).filter(|&b| b > 0)?;
@@ -3121,7 +3170,7 @@ fn nnabla(t: &str) -> Option<Found> {
         .then(|| Found::device(Api::Cuda))
 }
 
-const VISUS_SIZE: &str = r"(\d{1,12}(?:\.\d{1,6})?)(gb|mb|kb)?";
+const VISUS_SIZE: &str = r"(\d{1,12}(?:\.\d{1,6})?)((?i:gb|mb|kb))?";
 re!(
     visus_re,
     format!(
@@ -3132,7 +3181,11 @@ re!(
 /// A size as ViSUS prints it: a number, then "gb", "mb" or "kb" (powers of 1024), or bytes.
 fn visus_size(c: &regex::Captures, i: usize) -> Option<u64> {
     let v: f64 = c.get(i)?.as_str().parse().ok()?;
-    let unit = match c.get(i + 1).map(|m| m.as_str()) {
+    let unit = match c
+        .get(i + 1)
+        .map(|m| m.as_str().to_ascii_lowercase())
+        .as_deref()
+    {
         Some("gb") => 1u64 << 30,
         Some("mb") => 1 << 20,
         Some("kb") => 1 << 10,
@@ -3177,7 +3230,7 @@ fn mesa_bo(t: &str) -> Option<Found> {
 
 re!(
     pcsx2_re,
-    r"\bGS: Memory allocation failure(?:\.| for \d{1,6}x\d{1,6} texture\b)"
+    r"\bGS: Memory allocation failure(?:\.| for \d{1,6}x\d{1,6} texture after purging pool\b)"
 );
 
 fn pcsx2(t: &str) -> Option<Found> {
@@ -3242,15 +3295,22 @@ fn dlib(t: &str) -> Option<Found> {
     let call = c.get(1)?.as_str();
     let code = c.get(2)?.as_str();
     let reason = c.get(3).map_or("", |m| m.as_str().trim());
-    let memory = if call.starts_with("cudnn") {
-        reason.contains("CUDNN_STATUS_ALLOC_FAILED") || (reason.is_empty() && code == "2")
+    // dlib's strings for the libraries' allocation status (`cudnn_get_error_string`,
+    // `cublas_get_error_string`, `cusolver_get_error_string`: "CUDA Resources could not be
+    // allocated."), CUDA's own ("out of memory"); the code only where a wrap cut the string.
+    let memory = if reason.starts_with("CUDA Resources could not be allocated")
+        || reason.contains("CUDNN_STATUS_ALLOC_FAILED")
+    {
+        true
+    } else if !reason.is_empty() {
+        call.starts_with("cuda") && reason.starts_with("out of memory")
     } else if call.starts_with("cublas") {
-        reason.starts_with("CUDA Resources could not be allocated")
-            || (reason.is_empty() && code == "3")
-    } else if call.starts_with("cu") {
-        reason.starts_with("out of memory") || (reason.is_empty() && code == "2")
+        code == "3"
     } else {
-        false
+        ["cuda", "cudnn", "cusolver"]
+            .iter()
+            .any(|p| call.starts_with(p))
+            && code == "2"
     };
     memory.then_some(())?;
     let mut f = Found::device(Api::Cuda);
@@ -3258,6 +3318,31 @@ fn dlib(t: &str) -> Option<Found> {
         f.memory = MemoryKind::PinnedHost;
     }
     Some(f)
+}
+
+re!(
+    xmrig_opencl_re,
+    r"\berror CL_INVALID_BUFFER_SIZE when calling clCreateBuffer with buffer size (\d{1,20})\b"
+);
+
+fn xmrig_opencl(t: &str) -> Option<Found> {
+    let c = xmrig_opencl_re().captures_iter(t).last()?;
+    let mut f = Found::device(Api::OpenCl);
+    f.facts.requested_bytes = c.get(1)?.as_str().parse().ok();
+    Some(f)
+}
+
+re!(
+    rendy_re,
+    r"\brendy_memory::heaps: All suitable heaps are exhausted\b|\bAll suitable heaps are exhausted\. Heaps \{"
+);
+
+fn rendy(t: &str) -> Option<Found> {
+    rendy_re().is_match(t).then(|| {
+        let mut f = Found::own(Facts::default());
+        f.api = Some(Api::Vulkan);
+        f
+    })
 }
 
 /// A program of [`PROGRAMS`] whose out-of-memory message the text holds: the API's framework
@@ -3562,6 +3647,7 @@ mod tests {
             ("Failed to allocate. Freeing memory cache and retrying.\nFailed to allocate again.\nError during forward propagation:\n  ConvolutionCudaCudnn", "program-nnabla", Framework::Cuda, MemoryKind::Device, None),
             ("12:07:51.683 WARNING LIMITEDRESOURCE.32 LimitedResource(GPU) reached its limit  reqsize(157mb) used(432.731mb) limit(512mb)\n12:07:51.685 INFO GLTEXTURE.160 Failed to acquire gpu memory (157mb), GLCreateTexture::setArray failed", "program-visus", Framework::OpenGl, MemoryKind::Device, Some(157 << 20)),
             ("OpenGL out of memory  reqsize(1.5gb) os_free_memory(800.0mb)\nFailed to upload texture Failed to allocate gpu memory (1.5gb), GLCreateTexture::setArray failed", "program-visus", Framework::OpenGl, MemoryKind::Device, Some(3 << 29)),
+            ("OpenGL out of memory  reqsize(1.5GB) os_free_memory(800.0MB)", "program-visus", Framework::OpenGl, MemoryKind::Device, Some(3 << 29)),
             ("DRM_IOCTL_PANFROST_CREATE_BO failed: Cannot allocate memory\nDRM_IOCTL_PANFROST_MMAP_BO failed: No such file or directory", "program-mesa-bo", Framework::Unknown, MemoryKind::Device, None),
             ("GS: Memory allocation failure.", "program-pcsx2", Framework::Unknown, MemoryKind::Device, None),
             ("[GS] GS: Memory allocation failure for 4096x4096 texture after purging pool.", "program-pcsx2", Framework::Unknown, MemoryKind::Device, None),
@@ -3572,7 +3658,12 @@ mod tests {
             ("kernel: vc4-drm soc:gpu: failed to allocate buffer with size 16777216\nkernel: [drm:vc4_bo_create [vc4]] *ERROR* Failed to allocate from CMA:", "program-drm-cma", Framework::Unknown, MemoryKind::Device, Some(16_777_216)),
             ("vc4_v3d 3fc00000.v3d: Failed to allocate memory for tile binning: -12. You may need to enable CMA or give it more memory.", "program-drm-cma", Framework::Unknown, MemoryKind::Device, None),
             ("RuntimeError: Error while calling cudaMalloc(&data, new_size*sizeof(float)) in file /tmp/dlib/dlib/cuda/gpu_data.cpp:195. code: 2, reason: out of memory", "program-dlib", Framework::Cuda, MemoryKind::Device, None),
-            ("RuntimeError: Error while calling cudnnConvolutionForward(context(), &alpha, x, y) in file dlib/cuda/cudnn_dlibapi.cpp:1007. code: 2, reason: CUDNN_STATUS_ALLOC_FAILED", "program-dlib", Framework::Cuda, MemoryKind::Device, None),
+            ("RuntimeError: Error while calling cudnnConvolutionForward(context(), &alpha, x, y) in file dlib/cuda/cudnn_dlibapi.cpp:1007. code: 2, reason: CUDA Resources could not be allocated.", "program-dlib", Framework::Cuda, MemoryKind::Device, None),
+            ("Error while calling cusolverDnSgetrf_bufferSize(context(), m, n, a, lda, &work) in file dlib/cuda/cusolver_dlibapi.cpp:120. code: 2, reason: CUDA Resources could not be allocated.", "program-dlib", Framework::Cuda, MemoryKind::Device, None),
+            ("[2022-04-16 00:24:26.907]  opencl   error CL_INVALID_BUFFER_SIZE when calling clCreateBuffer with buffer size 2181038080", "program-xmrig-opencl", Framework::OpenCl, MemoryKind::Device, Some(2_181_038_080)),
+            ("ERROR 2019-07-04T08:04:30Z: rendy_memory::heaps: All suitable heaps are exhausted. Heaps {\n    types: [", "program-rendy", Framework::Vulkan, MemoryKind::Device, None),
+            ("[22:11:06][0x0000700001afe000] CUDA: failed to alloc memory", "cuda-relay", Framework::Cuda, MemoryKind::Device, None),
+            ("RuntimeError: TT_THROW @ tt_metal/impl/allocator/allocator.cpp:107: tt::exception\ninfo:\nOut of Memory: Not enough space to allocate {} B {} buffer across {} banks, where each bank needs to store {} B\n148897792\nDRAM\n8\n18612224\nbacktrace:", "program-tt-metal", Framework::Unknown, MemoryKind::Device, Some(148_897_792)),
         ];
         for (text, format, fw, memory, req) in cases {
             let o = read(text).unwrap_or_else(|| panic!("not found: {text}"));
@@ -3728,6 +3819,8 @@ mod tests {
             let o = read(text).unwrap_or_else(|| panic!("not found: {text}"));
             assert_eq!((o.format, o.memory), (format, MemoryKind::Device), "{text}");
         }
+        let o = read("Cuda error: 2[cudaMallocHost((void**)&h, n);]").expect("found");
+        assert_eq!((o.format, o.memory), ("cuda-code", MemoryKind::PinnedHost));
         let o = read("Error while calling cudaMallocHost(&data, n) in file gpu_data.cpp:181. code: 2, reason: out of memory").expect("found");
         assert_eq!(
             (o.format, o.memory),
@@ -3764,7 +3857,8 @@ mod tests {
             "Check failed: e == CUSPARSE_STATUS_SUCCESS: CUSPARSE ERROR: 7",
             // kokkos/kokkos#6865: cudaMalloc on a MIG slice returned cudaErrorNotSupported.
             "what():  Kokkos failed to allocate memory for label \"Kokkos::InternalScratchSpace\".  Allocation using MemorySpace named \"Cuda\" failed with the following error:  Allocation of size 64.12 K failed because of an unknown error.  (The allocation mechanism was cudaMalloc().  The Cuda allocation returned the error code \"cudaErrorNotSupported\".)",
-            // Another status in the same checks and retries.
+            // Another status in the same checks and retries; PCSX2's retry, which may succeed.
+            "[GS] GS: Memory allocation failure for 4096x4096 texture. Purging pool and retrying.",
             "FATAL [default] Check failed: [error == cudaSuccess]  invalid argument",
             "RPR call ContextRender(<pyrpr.Context object at 0x1>) returned error code <-5> with error message: ''",
             "DRM_IOCTL_PANFROST_CREATE_BO failed: Invalid argument",

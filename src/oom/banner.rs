@@ -97,6 +97,13 @@ re!(
     genoil_re,
     r"\bFound suitable CUDA device \[[^\]\n]{1,120}\] with (\d{1,20}) bytes of GPU memory\b"
 );
+// VanitySearch's device list (`GPUEngine::PrintCudaInfo`, `-l`): "GPU #0 GRID A100D-8C (108x64
+// cores) (Cap 8.0) (8187.9 MB) (Multiple host threads)", CUDA's index and `totalGlobalMem` in
+// MiB.
+re!(
+    vanitysearch_re,
+    r"\bGPU #(\d{1,2}) [^\n]{1,120}?\(\d{1,5}x\d{1,5} cores\) \(Cap \d{1,2}\.\d{1,2}\) \((\d{1,7}(?:\.\d{1,3})?) MB\)"
+);
 // NBMiner as each device starts: "Device 0 started, Free mem = 5012 MB." (MiB, CUDA's index).
 re!(
     nbminer_re,
@@ -234,6 +241,13 @@ const LISTS: &[ListRule] = &[
         total: c
             .get(2)
             .and_then(|m| crate::units::parse_size(&format!("{} GiB", m.as_str()))),
+        ..Banner::default()
+    }),
+    (vanitysearch_re, |c| Banner {
+        device: c.get(1).and_then(|m| m.as_str().parse().ok()),
+        total: c
+            .get(2)
+            .and_then(|m| crate::units::parse_size(&format!("{} MiB", m.as_str()))),
         ..Banner::default()
     }),
     (genoil_re, |c| Banner {

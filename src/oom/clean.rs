@@ -447,6 +447,11 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "failed to allocate from cma",
     "failed to allocate memory for tile binning",
     "failed to allocate buffer with size",
+    // XMRig's OpenCL buffer over the device's single-buffer cap, rendy's allocator, djeZo's
+    // Equihash worker (`api.rs`).
+    "error cl_invalid_buffer_size when calling",
+    "all suitable heaps are exhausted",
+    "failed to alloc memory",
     "memory allocation on device failed",
     "bfcarena::allocaterawinternal",
     "thrust::system::detail::bad_alloc",
@@ -677,8 +682,10 @@ const NOTED: &[&str] = &[
     "backend allocating",
     // profanity's device list ("GPU0: GeForce GTX 1060 3GB, 3157000192 bytes available").
     "bytes available",
-    // Genoil's ethminer ("… with 2147483648 bytes of GPU memory").
+    // Genoil's ethminer ("… with 2147483648 bytes of GPU memory"), VanitySearch's device list
+    // ("GPU #0 GRID A100D-8C (108x64 cores) (Cap 8.0) (8187.9 MB)").
     "bytes of gpu memory",
+    "cores) (cap",
 ];
 
 /// How many lines [`noted_ac`] tests with its quick-to-build automaton before it builds the

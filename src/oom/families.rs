@@ -1251,7 +1251,7 @@ fn ascend_runtime(t: &str) -> Option<Oom> {
 
 re!(
     gaudi_devmem_re,
-    r"MODULE:PT_DEVMEM\s+Allocation failed for size::?\s*(\d+)"
+    r"MODULE:(?:PT_)?DEVMEM\s+Allocation failed for size::?\s*(\d+)"
 );
 
 re!(
