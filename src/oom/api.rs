@@ -3133,11 +3133,8 @@ re!(
 
 fn dali(t: &str) -> Option<Found> {
     let c = dali_re().captures_iter(t).last()?;
-    let mut f = Found::own(Facts {
-        requested_bytes: c.get(1).and_then(|m| m.as_str().parse().ok()),
-        ..Facts::default()
-    });
-    f.api = Some(Api::Cuda);
+    let mut f = Found::device(Api::Cuda);
+    f.facts.requested_bytes = c.get(1).and_then(|m| m.as_str().parse().ok());
     f.device = c.get(2).and_then(|m| m.as_str().parse().ok());
     if c.get(3).is_some() {
         f.memory = MemoryKind::PinnedHost;
@@ -3202,8 +3199,7 @@ fn visus(t: &str) -> Option<Found> {
         .filter(|c| c.get(1).is_some() || c.get(7).is_some())
         .last()
         .or_else(|| visus_re().captures_iter(t).last())?;
-    let mut f = Found::own(Facts::default());
-    f.api = Some(Api::OpenGl);
+    let mut f = Found::device(Api::OpenGl);
     if c.get(1).is_some() {
         f.facts.requested_bytes = visus_size(&c, 1);
         f.facts.allocated_bytes = visus_size(&c, 3);
@@ -3243,11 +3239,7 @@ re!(
 );
 
 fn source2(t: &str) -> Option<Found> {
-    source2_re().is_match(t).then(|| {
-        let mut f = Found::own(Facts::default());
-        f.api = Some(Api::Vulkan);
-        f
-    })
+    source2_re().is_match(t).then(|| Found::device(Api::Vulkan))
 }
 
 re!(
@@ -3338,11 +3330,7 @@ re!(
 );
 
 fn rendy(t: &str) -> Option<Found> {
-    rendy_re().is_match(t).then(|| {
-        let mut f = Found::own(Facts::default());
-        f.api = Some(Api::Vulkan);
-        f
-    })
+    rendy_re().is_match(t).then(|| Found::device(Api::Vulkan))
 }
 
 /// A program of [`PROGRAMS`] whose out-of-memory message the text holds: the API's framework
