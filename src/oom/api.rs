@@ -3177,19 +3177,10 @@ re!(
 
 /// A size as ViSUS prints it: a number, then "gb", "mb" or "kb" (powers of 1024), or bytes.
 fn visus_size(c: &regex::Captures, i: usize) -> Option<u64> {
-    let v: f64 = c.get(i)?.as_str().parse().ok()?;
-    let unit = match c
+    let unit = c
         .get(i + 1)
-        .map(|m| m.as_str().to_ascii_lowercase())
-        .as_deref()
-    {
-        Some("gb") => 1u64 << 30,
-        Some("mb") => 1 << 20,
-        Some("kb") => 1 << 10,
-        _ => 1,
-    };
-    let b = v * unit as f64;
-    (b.is_finite() && b < u64::MAX as f64).then(|| b.round() as u64)
+        .map_or_else(|| "bytes".into(), |m| m.as_str().to_ascii_uppercase());
+    crate::units::parse_size(&format!("{} {unit}", c.get(i)?.as_str()))
 }
 
 fn visus(t: &str) -> Option<Found> {

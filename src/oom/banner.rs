@@ -34,6 +34,16 @@ impl Banner {
             .count()
     }
 
+    /// This account, its gaps filled from `other`'s.
+    fn filled_from(self, other: &Banner) -> Banner {
+        Banner {
+            total: self.total.or(other.total),
+            free: self.free.or(other.free),
+            max_alloc: self.max_alloc.or(other.max_alloc),
+            ..self
+        }
+    }
+
     /// Whether `other` says nothing against this one: each figure both give is the same.
     fn agrees(&self, other: &Banner) -> bool {
         let same = |a: Option<u64>, b: Option<u64>| a.zip(b).is_none_or(|(a, b)| a == b);
@@ -374,14 +384,10 @@ impl Banners {
             let mut own = self.seen.iter().rev().filter(|b| b.device == Some(d));
             if let Some(last) = own.next() {
                 return Some(own.fold(*last, |acc, b| {
-                    if !acc.agrees(b) {
-                        return acc;
-                    }
-                    Banner {
-                        total: acc.total.or(b.total),
-                        free: acc.free.or(b.free),
-                        max_alloc: acc.max_alloc.or(b.max_alloc),
-                        ..acc
+                    if acc.agrees(b) {
+                        acc.filled_from(b)
+                    } else {
+                        acc
                     }
                 }));
             }
@@ -394,9 +400,7 @@ impl Banners {
                 // Alike accounts, each perhaps partial: together.
                 self.seen.iter().fold(first, |acc, b| Banner {
                     device: acc.device.filter(|d| b.device == Some(*d)),
-                    total: acc.total.or(b.total),
-                    free: acc.free.or(b.free),
-                    max_alloc: acc.max_alloc.or(b.max_alloc),
+                    ..acc.filled_from(b)
                 })
             })
     }

@@ -123,17 +123,7 @@ pub(crate) fn unmark(line: &str) -> std::borrow::Cow<'_, str> {
         } else if let Some(r) = rest.strip_prefix('`') {
             rest = r;
         } else if rest.starts_with('&') {
-            let entity = ENTITIES.iter().find(|(e, _)| rest.starts_with(e));
-            match entity {
-                Some((e, c)) => {
-                    out.push_str(c);
-                    rest = &rest[e.len()..];
-                }
-                None => {
-                    out.push('&');
-                    rest = &rest[1..];
-                }
-            }
+            rest = decode_entity(rest, &mut out);
         } else {
             out.push('*');
             rest = &rest[1..];
@@ -167,20 +157,25 @@ fn decode_entities(text: &str) -> std::borrow::Cow<'_, str> {
     let mut rest = text;
     while let Some(i) = rest.find('&') {
         out.push_str(&rest[..i]);
-        rest = &rest[i..];
-        match ENTITIES.iter().find(|(e, _)| rest.starts_with(e)) {
-            Some((e, c)) => {
-                out.push_str(c);
-                rest = &rest[e.len()..];
-            }
-            None => {
-                out.push('&');
-                rest = &rest[1..];
-            }
-        }
+        rest = decode_entity(&rest[i..], &mut out);
     }
     out.push_str(rest);
     out.into()
+}
+
+/// The entity `at` starts with (it starts with `&`) pushed decoded onto `out`, or the `&`
+/// itself where it opens none of [`ENTITIES`]; what follows it.
+fn decode_entity<'a>(at: &'a str, out: &mut String) -> &'a str {
+    match ENTITIES.iter().find(|(e, _)| at.starts_with(e)) {
+        Some((e, c)) => {
+            out.push_str(c);
+            &at[e.len()..]
+        }
+        None => {
+            out.push('&');
+            &at[1..]
+        }
+    }
 }
 
 /// `line` cut to [`MAX_LINE`] bytes on a character boundary.
