@@ -1545,7 +1545,7 @@ pub const PROGRAMS: &[Program] = &[
     // video memory trying to allocate a rendering resource. Make sure your video card has the
     // minimum required memory, try lowering the resolution and/or closing other applications
     // that are running. Exiting...", and for a texture "Out of video memory trying to allocate
-    // a texture! Make sure …").
+    // a texture! Make sure …"); its Vulkan RHI's "Out of Device Memory, Requested=…Kb" (below).
     Program {
         name: "Unreal Engine",
         format: "program-unreal",
@@ -2700,7 +2700,29 @@ re!(
     r"\bOut of gpu memory\. Free: (\d{1,20}) Asked: (\d{1,20})"
 );
 
+// From 2025 (`Arena::out_of_memory_abort`): "Arena out of memory!!!", "Bytes to allocate: N
+// (M MiB)", "Memory type: T", "MPI rank: R", "Error: E". T is "GPU device memory", "GPU
+// managed memory", "GPU memory" (`amrex.abort_on_out_of_gpu_memory`, E "Free memory: F"),
+// "CPU pinned memory" or "CPU memory".
+re!(
+    amrex_arena_re,
+    r"\bArena out of memory!!!\s{1,8}Bytes to allocate: (\d{1,20})(?: \(\d{1,20} MiB\))?\s{1,8}Memory type: (GPU device memory|GPU managed memory|GPU memory|CPU pinned memory|CPU memory)\b(?:\s{1,8}MPI rank: \d{1,9})?(?:\s{1,8}Error: Free memory: (\d{1,20}))?"
+);
+
 fn amrex(t: &str) -> Option<Found> {
+    if let Some(c) = amrex_arena_re().captures_iter(t).last() {
+        let mut f = Found::own(Facts {
+            requested_bytes: c.get(1)?.as_str().parse().ok(),
+            free_bytes: c.get(3).and_then(|m| m.as_str().parse().ok()),
+            ..Facts::default()
+        });
+        f.memory = match c.get(2)?.as_str() {
+            "CPU pinned memory" => MemoryKind::PinnedHost,
+            "CPU memory" => MemoryKind::Host,
+            _ => MemoryKind::Device,
+        };
+        return Some(f);
+    }
     let c = amrex_re().captures(t)?;
     Some(Found::own(Facts {
         free_bytes: c.get(1)?.as_str().parse().ok(),
@@ -3082,7 +3104,24 @@ re!(
     r"(?i)(?-u:\b)Out of video memory trying to allocate a (?:rendering resource|texture)"
 );
 
+// Its Vulkan RHI's fatal allocation failure (`VulkanMemory.cpp`, `FDeviceMemoryManager::Alloc`):
+// "Out of Device Memory, Requested=%.2fKb MemTypeIndex=%d" for VK_ERROR_OUT_OF_DEVICE_MEMORY,
+// "Out of Host Memory, …" for VK_ERROR_OUT_OF_HOST_MEMORY; the size is `allocationSize / 1024`,
+// KiB. The "Failed to allocate … Memory" warning is an allocation allowed to fail: not read.
+re!(
+    unreal_vulkan_re,
+    r"\bOut of (Device|Host) Memory, Requested=(\d{1,15}(?:\.\d{1,6})?)Kb MemTypeIndex=\d{1,3}\b"
+);
+
 fn unreal(t: &str) -> Option<Found> {
+    if let Some(c) = unreal_vulkan_re().captures_iter(t).last() {
+        let mut f = Found::device(Api::Vulkan);
+        f.facts.requested_bytes = crate::units::parse_size(&format!("{} KiB", c.get(2)?.as_str()));
+        if &c[1] == "Host" {
+            f.memory = MemoryKind::Host;
+        }
+        return Some(f);
+    }
     unreal_re()
         .is_match(t)
         .then(|| Found::own(Facts::default()))
@@ -3578,6 +3617,9 @@ mod tests {
             ("ERROR: Insufficient memory on accelerator (src/GPU/gpu_extra.h:38)", "program-lammps-gpu", Framework::Unknown, MemoryKind::Device, None),
             ("Error allocating 45158400 bytes of device memory (out of memory). Driver report 44666880 bytes free and 536543232 bytes total", "program-theano", Framework::Cuda, MemoryKind::Device, Some(45_158_400)),
             ("Out of video memory trying to allocate a rendering resource. Make sure your video card has the minimum required memory, try lowering the resolution and/or closing other applications that are running. Exiting...", "program-unreal", Framework::Unknown, MemoryKind::Device, None),
+            // carla-simulator/carla#2826 (UE 4.24's Vulkan RHI).
+            ("LowLevelFatalError [File:Unknown] [Line: 279] \nOut of Device Memory, Requested=24000.00Kb MemTypeIndex=7\nSignal 11 caught.", "program-unreal", Framework::Vulkan, MemoryKind::Device, Some(24_576_000)),
+            ("LowLevelFatalError [File:Unknown] [Line: 290] \nOut of Host Memory, Requested=512.00Kb MemTypeIndex=2", "program-unreal", Framework::Vulkan, MemoryKind::Host, Some(524_288)),
             ("Exception in thread \"main\" java.lang.RuntimeException: Failed to allocate 4294967296 bytes from DEVICE [0] memory\n\tat org.nd4j.jita.memory.CudaMemoryManager.allocate(CudaMemoryManager.java:76)", "program-nd4j", Framework::Cuda, MemoryKind::Device, Some(4_294_967_296)),
             ("java.lang.RuntimeException: Failed to allocate 1048576 bytes from HOST memory\n\tat org.nd4j.jita.memory.CudaMemoryManager.allocate(CudaMemoryManager.java:61)", "program-nd4j", Framework::Cuda, MemoryKind::PinnedHost, Some(1_048_576)),
             ("java.lang.RuntimeException: cudaMalloc failed; Bytes: [1077940224]; Error code [2]; DEVICE [0]\n\tat org.nd4j.jita.memory.CudaMemoryManager.allocate(CudaMemoryManager.java:79)", "program-nd4j", Framework::Cuda, MemoryKind::Device, Some(1_077_940_224)),
@@ -3591,6 +3633,11 @@ mod tests {
             ("TREX: Can't find nonce with device [ID=0, GPU #0], Device does not have enough free memory to hold the DAG for epoch 65. Required: 5.08 GB, free: 5.02 GB.", "program-dag-miner", Framework::Unknown, MemoryKind::Device, Some(5_454_608_466)),
             ("-------\n     Done (2645 ms), size of new DAG: 4072 MByte\n-------\nGPU 0: insufficient memory for DAG epoch 381.\nGPU 0: will be in Zombie mode with reduced hashrate.", "program-dag-miner", Framework::Unknown, MemoryKind::Device, Some(4072 << 20)),
             ("amrex::Abort::0::Out of gpu memory. Free: 4435902464 Asked: 8294402048 !!!", "program-amrex", Framework::Unknown, MemoryKind::Device, Some(8_294_402_048)),
+            // AMReX-Codes/amrex#4831 (`Arena::out_of_memory_abort`, 2025).
+            ("amrex::Abort::0::Arena out of memory!!!\nBytes to allocate: 1449379584 (1382 MiB)\nMemory type: GPU device memory\nMPI rank: 0\nError: cudaMalloc returned 2: out of memory", "program-amrex", Framework::Unknown, MemoryKind::Device, Some(1_449_379_584)),
+            ("amrex::Abort::3::Arena out of memory!!!\nBytes to allocate: 1048576 (1 MiB)\nMemory type: CPU pinned memory\nMPI rank: 3\nError: cudaHostAlloc returned 2: out of memory", "program-amrex", Framework::Unknown, MemoryKind::PinnedHost, Some(1_048_576)),
+            ("amrex::Abort::0::Arena out of memory!!!\nBytes to allocate: 1048576 (1 MiB)\nMemory type: CPU memory\nMPI rank: 0\nError: std::malloc returned nullptr", "program-amrex", Framework::Unknown, MemoryKind::Host, Some(1_048_576)),
+            ("amrex::Abort::0::Arena out of memory!!!\nBytes to allocate: 8294402048 (7910 MiB)\nMemory type: GPU memory\nMPI rank: 0\nError: Free memory: 4435902464", "program-amrex", Framework::Unknown, MemoryKind::Device, Some(8_294_402_048)),
             ("{legate.mapper}: Failed to allocate 7793280000 bytes on memory 1e00010000000002 (of kind GPU_FB_MEM) for reduction {legate.mapper}: There is not enough space because Legate is reserving 5071753728 of the available 31457280000 bytes for the following LogicalStores:", "program-legate", Framework::Unknown, MemoryKind::Device, Some(7_793_280_000)),
             ("{legate.mapper}: Failed to allocate 1000000 bytes on memory 1e00000000000000 (of kind SYSTEM_MEM) for reduction {legate.mapper}: There is not enough space because Legate is reserving 5 of the available 60 bytes", "program-legate", Framework::Unknown, MemoryKind::Host, Some(1_000_000)),
             ("RuntimeError: TT_FATAL @ bank_manager.cpp:439: false\nOut of Memory: Not enough space to allocate 335544320 B DRAM buffer across 8 banks,\nwhere each bank needs to store 41943040 B, but bank size is 4273390016 B\n(allocated: 4196976832 B, free: 76413184 B, largest free block: 37030336 B)", "program-tt-metal", Framework::Unknown, MemoryKind::Device, Some(335_544_320)),

@@ -328,6 +328,11 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "maximum allowed buffer size",
     // wgpu-core's limit on one buffer (`families.rs`).
     "is greater than the maximum buffer size",
+    // PaddlePaddle 1.x's op warning (`libraries.rs`).
+    "raises an exception paddle::memory::allocation::badalloc",
+    // gfx-hal's `OutOfMemory` as Debug prints it, in wgpu before 0.7 (`families.rs`).
+    "outofmemory(device)",
+    "outofmemory(host)",
     "can't allocate",
     "out_of_device_memory",
     "insufficient memory",

@@ -334,6 +334,10 @@ pub const ALL: &[Family] = &[
         parse: known::paddle_enforce,
     },
     Family {
+        name: "paddle-bad-alloc",
+        parse: libraries::paddle_bad_alloc,
+    },
+    Family {
         name: "cupy",
         parse: known::cupy,
     },
@@ -1956,9 +1960,21 @@ fn wgpu(t: &str) -> Option<Oom> {
         };
         return Some(oom(Framework::Wgpu, "wgpu-max-buffer", None, f));
     }
+    if let Some(c) = gfx_hal_re().captures_iter(t).last() {
+        let mut o = oom(Framework::Wgpu, "wgpu-device", None, Facts::default());
+        if &c[1] == "Host" {
+            o.memory = MemoryKind::Host;
+        }
+        return Some(o);
+    }
     wgpu_re().find(t)?;
     Some(oom(Framework::Wgpu, "wgpu-device", None, Facts::default()))
 }
+
+// wgpu before 0.7 ran on gfx-hal, whose `device::OutOfMemory` is `Host` or `Device`; wgpu-core
+// unwrapped its memory allocator's errors, so a panic prints them by Debug
+// ("`Err` value: AllocationError(OutOfMemory(Device))", gfx-rs/wgpu#548).
+re!(gfx_hal_re, r"[(: ]OutOfMemory\((Device|Host)\)");
 
 re!(
     wgpu_max_buffer_re,
@@ -2531,6 +2547,8 @@ mod tests {
             ("09:43:20 !! [GPU] VLM generate error: Exception from src\\inference\\src\\cpp\\infer_request.cpp:224:\nException from src\\plugins\\intel_gpu\\src\\runtime\\ocl\\ocl_common.hpp:62:\n[GPU] CL_OUT_OF_RESOURCES exception.\n        Due to a driver bug, any subsequent OpenCL API call may cause the application to hang, so the GPU plugin may be unable to finish correctly.", Framework::OpenCl, "openvino-gpu", MemoryKind::Device, None, None),
             ("onednn_verbose,v1,primitive,error,ocl,errcode -5,CL_OUT_OF_RESOURCES,src/gpu/intel/ocl/ocl_gpu_kernel.cpp:250,src/gpu/intel/ocl/ocl_gpu_kernel.cpp:250\n[GPU] force exit.", Framework::OpenCl, "openvino-gpu", MemoryKind::Device, None, None),
             ("ERROR bevy_render::error_handler: Caught rendering error: Out of Memory", Framework::Wgpu, "wgpu-device", MemoryKind::Device, None, None),
+            ("thread 'main' panicked at 'called `Result::unwrap()` on an `Err` value: AllocationError(OutOfMemory(Device))', wgpu-core/src/device/mod.rs:328:22", Framework::Wgpu, "wgpu-device", MemoryKind::Device, None, None),
+            ("thread 'main' panicked at 'called `Result::unwrap()` on an `Err` value: OutOfMemory(Host)', wgpu-core/src/device/mod.rs:1010:14", Framework::Wgpu, "wgpu-device", MemoryKind::Host, None, None),
             ("Error: panicked at /home/runner/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/wgpu-26.0.1/src/backend/wgpu_core.rs:1436:18:\nwgpu error: Out of Memory", Framework::Wgpu, "wgpu-device", MemoryKind::Device, None, None),
             // ExLlamaV2's autosplit and ExLlamaV3's loader out of GPUs.
             ("RuntimeError: Insufficient VRAM for model and cache", Framework::Pytorch, "exllamav2-autosplit", MemoryKind::Device, None, None),

@@ -208,7 +208,7 @@ re!(
 // says "Maximum pool size exceeded".
 re!(
     rmm_re,
-    r"(?i)std::bad_alloc:.*?(?:rmm/|RMM failure|RMM_ERROR)|RMM_ERROR_OUT_OF_MEMORY|rmm::out_of_memory"
+    r"(?i)std::bad_alloc:.*?(?:rmm/|RMM failure|RMM_ERROR)|RMM_ERROR_OUT_OF_MEMORY|rmm::out_of_memory|(?-i:\[FAILURE maximum pool size exceeded: )"
 );
 // The CUDA status after the file and line of RMM's message (`RMM_CUDA_TRY_ALLOC`, or before
 // 21.12 `RMM_CUDA_TRY(call, rmm::bad_alloc)`: "CUDA error at: FILE:LINE: NAME STRING"; 0.13's
@@ -227,6 +227,13 @@ re!(
 re!(
     rmm_failed_re,
     format!(r"Maximum pool size exceeded \(failed to allocate {SIZE}\)")
+);
+// Its reason when the pool is at its maximum (`try_to_expand`), also in the error its logger
+// writes first ("[A][Stream S][Upstream NB][FAILURE maximum pool size exceeded: REASON]"): the
+// pool's size, its maximum (SIZE_MAX when none was set) and the request, each by `format_bytes`.
+re!(
+    rmm_grow_re,
+    format!(r"Not enough room to grow, current/max/try size = {SIZE}, {SIZE}, {SIZE}")
 );
 // PaddlePaddle Fluid before 1.5 (`paddle/fluid/platform/gpu_info.cc`, `GpuMaxChunkSize`):
 // `PADDLE_ENFORCE_LE(allocating, available)`, both in bytes. `allocating` is the chunk the
@@ -773,18 +780,27 @@ pub(super) fn rmm(t: &str) -> Option<Oom> {
             return None;
         }
     }
-    let format = if t.contains("Maximum pool size exceeded") {
-        "rmm-pool"
-    } else {
-        "rmm"
-    };
+    let format =
+        if t.contains("Maximum pool size exceeded") || t.contains("maximum pool size exceeded") {
+            "rmm-pool"
+        } else {
+            "rmm"
+        };
     // RMM before 0.10 (`rmm.h`'s RMM_ALLOC): "RMM call in line N of file F failed with
     // result RMM_ERROR_OUT_OF_MEMORY (4) Attempted to allocate: B bytes."
+    let grow = rmm_grow_re().captures_iter(t).last();
+    let grown = |i: usize| grow.as_ref().and_then(|c| sz(c, i));
+    // No maximum set prints SIZE_MAX (16 EiB): no limit.
+    let max = grown(2).filter(|&b| b < 1 << 60);
     let f = Facts {
         requested_bytes: rmm_size_re()
             .captures(t)
             .and_then(|c| c.get(1)?.as_str().parse().ok())
+            .or_else(|| grown(3))
             .or_else(|| rmm_failed_re().captures(t).and_then(|c| sz(&c, 1))),
+        reserved_bytes: grown(1),
+        total_bytes: max,
+        total_is_limit: max.is_some(),
         ..Facts::default()
     };
     let mut o = oom(Framework::Rmm, format, None, f);
@@ -1442,6 +1458,12 @@ pub(super) fn ggml_metal(t: &str) -> Option<Oom> {
     if ggml_metal_re().is_match(t) && ggml_words_re().is_match(t) {
         return Some(oom(Framework::Ggml, "ggml-metal", None, Facts::default()));
     }
+    // For a day in April 2024 (ggml-org/llama.cpp#6987, then #7010) the failed command
+    // buffer's status was followed by the error's name in ggml's words: "out of memory" for
+    // MTLCommandBufferErrorOutOfMemory.
+    if ggml_metal_named_re().is_match(t) {
+        return Some(oom(Framework::Ggml, "ggml-metal", None, Facts::default()));
+    }
     // llama.cpp's Metal backend of 2023 (`ggml-metal.m`, `ggml_metal_add_buffer`): each buffer
     // it maps is logged with the running total of Metal's allocated size over the device's
     // recommendedMaxWorkingSetSize, in MiB (printed "MB" before August 2023: "allocated 'kv'
@@ -1499,6 +1521,10 @@ re!(
 re!(
     ggml_metal_set_re,
     r"recommendedMaxWorkingSetSize *= *(\d{1,9}(?:\.\d{1,3})?) ?Mi?B\b"
+);
+re!(
+    ggml_metal_named_re,
+    r"ggml_metal_graph_compute: command buffer \d{1,4} failed with status 5\s{1,4}out of memory\b"
 );
 re!(
     ggml_metal_status_re,

@@ -477,11 +477,63 @@ pub(super) fn paddle_cuda(t: &str) -> Option<Oom> {
     (c.get(1)?.as_str() == "2").then(|| oom(Framework::Cuda, "cuda-code", None, Facts::default()))
 }
 
+// PaddlePaddle 1.x's operator warning when an op throws (`framework/operator.cc`, `Run`):
+// "<op> raises an exception paddle::memory::allocation::BadAlloc, <what>". `BadAlloc` is what
+// Paddle's allocators throw when an allocation fails (`memory/allocation/allocator.h`); the
+// allocator in its C++ call stack says which memory: `CUDAAllocator` the GPU's,
+// `CUDAPinnedAllocator` page-locked host memory, `CPUAllocator` the host's. Its summary with
+// the figures ("Out of memory error on GPU 0. Cannot allocate …") is read first where the
+// paste has it.
+re!(
+    paddle_bad_alloc_re,
+    r"\braises an exception paddle::memory::allocation::BadAlloc\b"
+);
+re!(
+    paddle_allocator_re,
+    r"\bpaddle::memory::allocation::(CUDAPinnedAllocator|CUDAAllocator|CPUAllocator)::"
+);
+
+/// PaddlePaddle 1.x's op that raised `BadAlloc`, its memory from the allocator on its stack.
+pub(super) fn paddle_bad_alloc(t: &str) -> Option<Oom> {
+    let at = paddle_bad_alloc_re().find(t)?.end();
+    let allocator = paddle_allocator_re().captures(&t[at..])?;
+    let mut o = oom(
+        Framework::Paddle,
+        "paddle-bad-alloc",
+        None,
+        Facts::default(),
+    );
+    o.memory = match &allocator[1] {
+        "CUDAAllocator" => MemoryKind::Device,
+        "CUDAPinnedAllocator" => MemoryKind::PinnedHost,
+        _ => MemoryKind::Host,
+    };
+    Some(o)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     const MIB: u64 = 1 << 20;
+
+    #[test]
+    fn paddles_bad_alloc_is_the_allocators_memory() {
+        // PaddlePaddle/PaddleSeg#622.
+        let t = "W1125 20:59:23.948345 21299 operator.cc:187] batch_norm raises an exception paddle::memory::allocation::BadAlloc,\n\n--------------------------------------------\nC++ Call Stacks (More useful to developers):\n--------------------------------------------\n0   std::string paddle::platform::GetTraceBackString<std::string>(std::string&&, char const*, int)\n1   paddle::memory::allocation::CUDAAllocator::AllocateImpl(unsigned long)\n2   paddle::memory::allocation::AlignedAllocator::AllocateImpl(unsigned long)";
+        let o = paddle_bad_alloc(t).expect("found");
+        assert_eq!(
+            (o.format, o.memory),
+            ("paddle-bad-alloc", MemoryKind::Device)
+        );
+        let o = paddle_bad_alloc(&t.replace("CUDAAllocator", "CPUAllocator")).expect("found");
+        assert_eq!(o.memory, MemoryKind::Host);
+        let o =
+            paddle_bad_alloc(&t.replace("CUDAAllocator", "CUDAPinnedAllocator")).expect("found");
+        assert_eq!(o.memory, MemoryKind::PinnedHost);
+        // No allocator named: which memory is unknown.
+        assert!(paddle_bad_alloc(&t.replace("CUDAAllocator", "RetryAllocator")).is_none());
+    }
 
     #[test]
     fn paddle_relays_cudas_error_2() {

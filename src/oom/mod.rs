@@ -1105,6 +1105,19 @@ mod tests {
         assert_eq!(o.facts.requested_bytes, None);
         let o = main("MemoryError: std::bad_alloc: out_of_memory: RMM failure at:/x/rmm/mr/pool_memory_resource.hpp:257: Maximum pool size exceeded (failed to allocate 1.500000 GiB): Maximum pool size exceeded");
         assert_eq!(o.facts.requested_bytes, Some(3 << 29));
+        // The pool's size, its maximum and the request, from the reason (NVIDIA/cudf-spark
+        // #12984: RMM's logger writes it first).
+        let o = main("[3482078][14:24:54:629030][error ] [A][Stream 0x1][Upstream 256B][FAILURE maximum pool size exceeded: Not enough room to grow, current/max/try size = 4.000000 KiB, 4.000000 KiB, 256.000000 B]");
+        assert_eq!(o.format, "rmm-pool");
+        assert_eq!(o.facts.requested_bytes, Some(256));
+        assert_eq!(o.facts.reserved_bytes, Some(4096));
+        assert_eq!(
+            (o.facts.total_bytes, o.facts.total_is_limit),
+            (Some(4096), true)
+        );
+        let o = main("MemoryError: std::bad_alloc: out_of_memory: RMM failure at:/x/pool_memory_resource_impl.cpp:73: Maximum pool size exceeded (failed to allocate 10.371208 GiB): Not enough room to grow, current/max/try size = 78.000000 GiB, 16.000000 EiB, 10.371208 GiB");
+        assert_eq!(o.facts.reserved_bytes, Some(78 << 30));
+        assert_eq!((o.facts.total_bytes, o.facts.total_is_limit), (None, false));
         // Another library's pool at its size is not a GPU's.
         assert!(analyze("Error: Maximum pool size exceeded: 64")
             .main()
@@ -1143,6 +1156,22 @@ mod tests {
     /// status (intel/compute-runtime#984: llama.cpp's SYCL buffer, then Level Zero's code):
     /// one failure, explained with the program's request. After a failure of the host's
     /// memory, or with a figure of its own, it is another.
+    #[test]
+    fn llama_cpps_metal_status_named_in_its_words() {
+        // ggml-org/llama.cpp#6987's build: the error's name on the line after the status.
+        let o = analyze("ggml_metal_graph_compute: command buffer 6 failed with status 5\nout of memory\nllama_decode: failed to decode, ret = -3\n")
+            .main()
+            .cloned()
+            .expect("an OOM");
+        assert_eq!((o.framework, o.format), (Framework::Ggml, "ggml-metal"));
+        // The status alone is any error.
+        assert!(
+            analyze("ggml_metal_graph_compute: command buffer 6 failed with status 5\n")
+                .main()
+                .is_none()
+        );
+    }
+
     #[test]
     fn a_bare_status_after_a_failure_is_the_same_failure() {
         let t = "ggml_backend_sycl_buffer_type_alloc_buffer: can't allocate 21583194624 Bytes of memory on device\nalloc_tensor_range: failed to allocate SYCL0 buffer of size 21583194624\n\nzeMemAllocDevice returned 0x70000003 (ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)";
