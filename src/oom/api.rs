@@ -442,7 +442,7 @@ re!(
 );
 re!(
     pyopengl_re,
-    r"\bGLError\(\s{0,40}err\s?=\s?1285,\s{0,40}description\s?=\s?b?'out of memory'|\bOpenGL error: out of memory\b|(?s)\bGL ERROR\b.{0,300}?\b1285: Out of memory\b"
+    r"\bGLError\(\s{0,40}err\s?=\s?1285,\s{0,40}description\s?=\s?b?'out of memory'|\bOpenGL [Ee]rror: out of memory\b|\bThe NVIDIA OpenGL driver has encountered\s{1,4}an out of memory error\b|(?s)\bGL ERROR\b.{0,300}?\b1285: Out of memory\b"
 );
 // Arm's Mali GLES driver, as Android's logcat shows it (`D/MALI: gles_state_set_error_internal`):
 // "[MALI] GLES ctx: 0x7f8fe0d008, error code:0x505" (GL_OUT_OF_MEMORY), then "[MALI] GLES error
@@ -538,7 +538,10 @@ fn find_status(t: &str) -> Option<&'static Status> {
     // PyOpenGL's exception, the GL error by number with glGetError's words: "GLError(\n err =
     // 1285,\n description = b'out of memory',"; nimgl's "OpenGL error: out of memory [GLerror]";
     // Minecraft's check after each frame ("########## GL ERROR ##########", "@ Post render",
-    // "1285: Out of memory": the number and GLU's words for it, ending its log line).
+    // "1285: Out of memory": the number and GLU's words for it, ending its log line); NVIDIA's
+    // GL driver's debug message ("The NVIDIA OpenGL driver has encountered an out of memory
+    // error. This application might behave inconsistently and fail.", through
+    // KHR_debug's callback).
     if pyopengl_re().is_match(t) || mali_gles_re().is_match(t) {
         return by_number(Api::OpenGl, 0x0505);
     }
@@ -1719,6 +1722,56 @@ pub const PROGRAMS: &[Program] = &[
             "`amrex.the_arena_is_managed=1` lets the arena use managed memory, which can exceed the GPU's at a cost in speed.",
         ],
     },
+    // DyNet (clab/dynet, `dynet/cuda.h`, CUDA_CHECK): "CUDA failure in <call>" then CUDA's
+    // string; for cudaErrorMemoryAllocation its pools' sizes (`devices.h`, `show_pool_mem_info`)
+    // and "CUDA is unable to allocate enough GPU memory on GPU:D, at current stage only F MB out
+    // of T MB is free" (cudaMemGetInfo, /1024/1024 truncated). Its pools are fixed at start by `--dynet-mem FOR,BACK,PARAM[,SCRATCH]`
+    // and grow by another block when one is full (`mem.cc`, `dynet/aligned-mem-pool.cc`).
+    Program {
+        name: "DyNet",
+        format: "program-dynet",
+        read: dynet,
+        device: &GPU,
+        meaning: "DyNet's memory pool (forward, backward, parameters or scratch) needed another block on the GPU, and cudaMalloc had no room for it; its \"Memory pool info\" lines give each pool's size.",
+        remedies: &[
+            "Give DyNet's pools what the model needs from the start with `--dynet-mem FOR,BACK,PARAM` (MB each), within the GPU's free memory: a pool that grows later asks for a whole new block.",
+            "Smaller minibatches (or autobatching off) shrink the forward and backward pools; other processes on the GPU (`--dynet-gpu-ids` picks another) take what DyNet cannot.",
+        ],
+    },
+    // Bladebit's CUDA plotter (Chia-Network/bladebit, `cuda/CudaPlotter.cu`): at start it prints
+    // the device's total and free memory, then what its buffers need, "Total Host RAM required
+    // : N bytes" (page-locked through cudaMallocHost) and "GPU RAM required : N bytes", and
+    // allocates them all; a failed one is "CUDA error: 2 (0x2 ) cudaErrorMemoryAllocation : out
+    // of memory" from either. Where the GPU's need is below its free memory, the failure was
+    // the page-locked host memory (about 240 GiB in RAM mode, 128 or 16 GiB with
+    // --disk-128/--disk-16).
+    Program {
+        name: "Bladebit (Chia CUDA plotter)",
+        format: "program-bladebit",
+        read: bladebit,
+        device: &GPU,
+        meaning: "Bladebit allocates all its buffers at start: the GPU's (GPU RAM required) and page-locked host buffers (Total Host RAM required); CUDA's out-of-memory answer comes from either.",
+        remedies: &[
+            "Where the host's RAM is short of the Total Host RAM required, plot with `--disk-128` or `--disk-16` (with `-t1`/`-t2` temporary directories), which need about 128 or 16 GiB of RAM.",
+            "Where the GPU's free memory is short of the GPU RAM required, close what else holds the GPU or pick another with `-d`.",
+        ],
+    },
+    // Marian NMT (marian-nmt/marian-dev, `src/tensors/tensor_allocator.h`): its workspace grows
+    // by whole chunks, logged first, "[memory] Extending reserved space to N MB (device gpuD)"
+    // (N = chunks × 128 or 512 MiB), and `Device::reserve` (`src/tensors/gpu/device.cu`) frees
+    // the old block and asks cudaMalloc for the whole new size; a failure is its CUDA_CHECK,
+    // "CUDA error 2 'out of memory' - …/device.cu:L: cudaMalloc(&data_, size)".
+    Program {
+        name: "Marian NMT",
+        format: "program-marian",
+        read: marian,
+        device: &GPU,
+        meaning: "Marian's workspace (--workspace, in MB) or a tensor allocator that outgrew it needed a larger block on the GPU: it frees the old block and asks for the whole new size at once.",
+        remedies: &[
+            "A smaller `--workspace` (or `--mini-batch-fit` with a smaller workspace, which sizes batches to it) leaves room for the model and its optimizer state beside it.",
+            "Smaller batches (`--mini-batch`, `--maxi-batch`) or shorter sentences (`--max-length`) need less of the workspace.",
+        ],
+    },
     // Legate's mapper (nv-legate/legate, its `BaseMapper`'s out-of-memory report): "Failed to
     // allocate N bytes on memory M (of kind GPU_FB_MEM) for … There is not enough space because
     // Legate is reserving R of the available A bytes for the following LogicalStores:". A is
@@ -2732,6 +2785,103 @@ fn amrex(t: &str) -> Option<Found> {
 }
 
 re!(
+    dynet_free_re,
+    r"\bCUDA is unable to allocate enough GPU memory on GPU:(\d{1,3}), at current stage only (\d{1,9}) MB out of (\d{1,9}) MB is free"
+);
+re!(
+    dynet_failure_re,
+    r"CUDA failure in cudaMalloc\(&ptr, n\)\s{1,4}out of memory\b"
+);
+re!(
+    dynet_words_re,
+    r"\[dynet\]|\bdynet\b|Memory pool info for each devices"
+);
+
+fn dynet(t: &str) -> Option<Found> {
+    let free = dynet_free_re().captures_iter(t).last();
+    if free.is_none() && !(dynet_failure_re().is_match(t) && dynet_words_re().is_match(t)) {
+        return None;
+    }
+    let mib = |c: &regex::Captures, i: usize| {
+        c.get(i)?.as_str().parse::<u64>().ok()?.checked_mul(1 << 20)
+    };
+    let mut f = Found::device(Api::Cuda);
+    if let Some(c) = &free {
+        f.device = c.get(1).and_then(|m| m.as_str().parse().ok());
+        f.facts.free_bytes = mib(c, 2);
+        f.facts.total_bytes = mib(c, 3);
+    }
+    Some(f)
+}
+
+re!(
+    bladebit_re,
+    r"\bCUDA error: 2 \(0x2 ?\) cudaErrorMemoryAllocation\b"
+);
+re!(
+    bladebit_words_re,
+    r"\[Bladebit CUDA Plotter\]|\bTotal Host RAM required\s{0,30}: \d"
+);
+re!(
+    bladebit_gpu_re,
+    r"\bGPU RAM required\s{0,30}: (\d{1,20})\s{1,30}bytes"
+);
+re!(
+    bladebit_free_re,
+    r"\bMemory:\s{1,30}Total\s{0,30}: \d{1,6}(?:\.\d{1,3})? GB\s{1,30}Free\s{0,30}: (\d{1,6}(?:\.\d{1,3})?) GB"
+);
+re!(bladebit_device_re, r"\bSelected cuda device (\d{1,3}) :");
+
+fn bladebit(t: &str) -> Option<Found> {
+    if !(bladebit_re().is_match(t) && bladebit_words_re().is_match(t)) {
+        return None;
+    }
+    let mut f = Found::device(Api::Cuda);
+    f.device = bladebit_device_re()
+        .captures(t)
+        .and_then(|c| c.get(1)?.as_str().parse().ok());
+    let gpu: Option<u64> = bladebit_gpu_re()
+        .captures_iter(t)
+        .last()
+        .and_then(|c| c.get(1)?.as_str().parse().ok());
+    // Its "GB" are 2^30 (`BtoGB`); rounded to two decimals, so a need within 1% of the free
+    // figure is not decided.
+    let free = bladebit_free_re()
+        .captures_iter(t)
+        .last()
+        .and_then(|c| crate::units::parse_size(&format!("{} GiB", c.get(1)?.as_str())));
+    if let (Some(gpu), Some(free)) = (gpu, free) {
+        if gpu.saturating_mul(100) < free.saturating_mul(99) {
+            f.memory = MemoryKind::PinnedHost;
+        }
+    }
+    Some(f)
+}
+
+re!(
+    marian_failure_re,
+    r"\bCUDA error 2 '[^'\n]{0,60}' - [^\n]{0,300}?(?:tensors/gpu/device\.cu|marian)[^\n]{0,200}?cudaMalloc"
+);
+re!(
+    marian_reserve_re,
+    r"\[memory\] Extending reserved space to (\d{1,9}) MB \(device gpu(\d{1,3})\)|\[memory\] Reserving (?:\d{1,12}) (?:MB|B), device gpu(\d{1,3})"
+);
+
+fn marian(t: &str) -> Option<Found> {
+    let at = marian_failure_re().find(t)?.start();
+    let mut f = Found::device(Api::Cuda);
+    // The last reserve logged before the failure: the size it asked for and the device.
+    if let Some(c) = marian_reserve_re().captures_iter(&t[..at]).last() {
+        f.facts.requested_bytes = c
+            .get(1)
+            .and_then(|m| m.as_str().parse::<u64>().ok())
+            .and_then(|mb| mb.checked_mul(1 << 20));
+        f.device = c.get(2).or(c.get(3)).and_then(|m| m.as_str().parse().ok());
+    }
+    Some(f)
+}
+
+re!(
     tt_metal_re,
     r"\bNot enough space to allocate (\d{1,20}) B (\w{1,20}) buffer across (\d{1,6}) banks,?\s{1,8}where each bank needs to store (\d{1,20})(?: B)?(?:,?\s{1,8}but bank size is (?:only )?(\d{1,20}) B(?:\s{1,8}\(allocated: (\d{1,20}) B, free: (\d{1,20}) B, largest free block: (\d{1,20}) B\))?)?"
 );
@@ -2956,7 +3106,7 @@ fn adreno(t: &str) -> Option<Found> {
 re!(
     dag_miner_re,
     format!(
-        r"(?i)\bdoes not have enough free memory to hold the DAG(?: for epoch \d+)?\.?(?: Required: {SIZE}, free: {SIZE})?|\bGPU ?#?(\d{{1,2}}):? error when allocating memory or building DAG|\bcannot allocate big buffer for DAG\b|\bGPU ?#?(\d{{1,2}}):? insufficient memory for DAG\b|\bOnly {SIZE} available\.? Mining suspended on device|\bcould not allocate memory on GPU (\d{{1,2}}) to create DAG\. Current epoch requires {SIZE} memory for DAG but there is only {SIZE} allowed to allocate in single buffer|\bGPU (\d{{1,2}}) ERROR - insufficient useable buffer size \d{{1,20}} vs \d{{1,20}}|\bGPU\d{{1,2}} initMiner error: out of memory"
+        r"(?i)\bdoes not have enough free memory to hold the DAG(?: for epoch \d+)?\.?(?: Required: {SIZE}, free: {SIZE})?|\bGPU ?#?(\d{{1,2}}):? error when allocating memory or building DAG|\bcannot allocate big buffer for DAG\b|\bGPU ?#?(\d{{1,2}}):? insufficient memory for DAG\b|\bOnly {SIZE} available\.? Mining suspended on device|\bcould not allocate memory on GPU (\d{{1,2}}) to create DAG\. Current epoch requires {SIZE} memory for DAG but there is only {SIZE} allowed to allocate in single buffer|\bGPU (\d{{1,2}}) ERROR - insufficient useable buffer size \d{{1,20}} vs \d{{1,20}}|\bGPU\d{{1,2}} initMiner error: out of memory|\bGPU (\d{{1,2}}) ERROR - failed to allocate (?:\w{{1,12}} )?DAG buffer\b"
     )
 );
 // PhoenixMiner (closed source; its log as printed): "GPU1: Allocating DAG (3.33) GB; good for epoch
@@ -2976,7 +3126,8 @@ re!(dag_device_re, r"\bGPU ?#?(\d{1,2})\b|\bcuda-(\d{1,2})\b");
 // epoch requires 3071 MB memory for DAG but there is only 2079 MB allowed to allocate in
 // single buffer. Try setting GPU_SINGLE_ALLOC_PERCENT environment variable to 100."): the DAG
 // against the largest single buffer the driver allows. TeamRedMiner's "GPU 3 ERROR -
-// insufficient useable buffer size A vs B" (which is which is not said: no figure read).
+// insufficient useable buffer size A vs B" (which is which is not said: no figure read), and its
+// "GPU 1 ERROR - failed to allocate ethash DAG buffer" (one a GPU: the last is read).
 // ethminer and its forks (kawpowminer, `libethash-cuda/CUDAMiner.cpp`, `initEpoch`): "Epoch N
 // requires X GB memory." then, where the device has less, "Only Y GB available. Mining
 // suspended on device …" (`dev::getFormattedMemory`, powers of 1024); its devices are
@@ -3019,13 +3170,14 @@ fn dag_miner(t: &str) -> Option<Found> {
             return Some(f);
         }
     }
-    let c = dag_miner_re().captures(t)?;
+    // The last failure: a rig's GPUs fail one after another.
+    let c = dag_miner_re().captures_iter(t).last()?;
     let mut f = Found::own(Facts {
         requested_bytes: super::known::sz(&c, 1),
         free_bytes: super::known::sz(&c, 2),
         ..Facts::default()
     });
-    f.device = [3, 4, 6, 9]
+    f.device = [3, 4, 6, 9, 10]
         .into_iter()
         .find_map(|i| c.get(i))
         .and_then(|m| m.as_str().parse().ok());
@@ -3401,6 +3553,26 @@ mod tests {
     }
 
     #[test]
+    fn dynet_gives_the_free_and_total_it_asked_and_its_pools() {
+        let o = read("CUDA failure in cudaMalloc(&ptr, n) \nout of memory\n\nMemory pool info for each devices: \nDevice GPU:0 - FOR Memory 560MB, BACK Memory 528MB, PARAM Memory 240MB, SCRATCH Memory 128MB. \nDevice CPU - FOR Memory 32MB, BACK Memory 32MB, PARAM Memory 32MB, SCRATCH Memory 32MB. \nCUDA is unable to allocate enough GPU memory on GPU:0, at current stage only 6 MB out of 2004 MB is free. Note due to hardware limitations not all free memories can be allocated.").expect("found");
+        assert_eq!(o.format, "program-dynet");
+        assert_eq!(o.device_index, Some(0));
+        assert_eq!(o.facts.free_bytes, Some(6 << 20));
+        assert_eq!(o.facts.total_bytes, Some(2004 << 20));
+        // The same macro's words in another program are CUDA's, not DyNet's.
+        assert_ne!(
+            read("CUDA failure in cudaMalloc(&ptr, n)\nout of memory").map(|o| o.format),
+            Some("program-dynet")
+        );
+    }
+
+    #[test]
+    fn a_rigs_last_gpu_to_fail_is_the_one_read() {
+        let o = read("[2024-10-11 10:02:17] GPU 3 ERROR - failed to allocate ethash DAG buffer\n[2024-10-11 10:02:17] GPU 3 thread exiting with error.\n[2024-10-11 10:02:17] GPU 1 ERROR - failed to allocate ethash DAG buffer\n[2024-10-11 10:02:17] GPU 1 thread exiting with error.").expect("found");
+        assert_eq!((o.format, o.device_index), ("program-dag-miner", Some(1)));
+    }
+
+    #[test]
     fn the_numbers_are_the_headers() {
         assert_eq!(E_OUTOFMEMORY, -2_147_024_882);
         assert_eq!(HRESULT_NOT_ENOUGH_MEMORY, -2_147_024_888);
@@ -3451,6 +3623,8 @@ mod tests {
             ("`device->CreateBuffer(&desc , 0 , &m_ptr ) FAILED 0x8007000e`", Framework::Direct3d, "api-E_OUTOFMEMORY"),
             ("KawPow failed to initialize DAG: <kawpow_prepare>:62 \"out of memory\"", Framework::Cuda, "cuda-relay"),
             ("Error: unhandled exception: OpenGL error: out of memory [GLerror]", Framework::OpenGl, "api-GL_OUT_OF_MEMORY"),
+            ("OpenGL Error: out of memory(1285)\nIn: /home/u/catkin_ws/src/SuMa/src/core/SurfelMap.cpp on Line: 298", Framework::OpenGl, "api-GL_OUT_OF_MEMORY"),
+            ("System.Exception: Unknown internal debug message. The NVIDIA OpenGL driver has encountered\nan out of memory error. This application might\nbehave inconsistently and fail.", Framework::OpenGl, "api-GL_OUT_OF_MEMORY"),
             // MultiMC/Launcher#1589: Minecraft's check after a frame.
             ("[15:19:32] [Client thread/ERROR]: ########## GL ERROR ##########\n[15:19:32] [Client thread/ERROR]: @ Post render\n[15:19:32] [Client thread/ERROR]: 1285: Out of memory", Framework::OpenGl, "api-GL_OUT_OF_MEMORY"),
             ("OpenGL.error.GLError: GLError(\n\terr = 1285,\n\tdescription = b'out of memory',\n\tbaseOperation = glTexImage2D,", Framework::OpenGl, "api-GL_OUT_OF_MEMORY"),
@@ -3633,6 +3807,14 @@ mod tests {
             ("TREX: Can't find nonce with device [ID=0, GPU #0], Device does not have enough free memory to hold the DAG for epoch 65. Required: 5.08 GB, free: 5.02 GB.", "program-dag-miner", Framework::Unknown, MemoryKind::Device, Some(5_454_608_466)),
             ("-------\n     Done (2645 ms), size of new DAG: 4072 MByte\n-------\nGPU 0: insufficient memory for DAG epoch 381.\nGPU 0: will be in Zombie mode with reduced hashrate.", "program-dag-miner", Framework::Unknown, MemoryKind::Device, Some(4072 << 20)),
             ("amrex::Abort::0::Out of gpu memory. Free: 4435902464 Asked: 8294402048 !!!", "program-amrex", Framework::Unknown, MemoryKind::Device, Some(8_294_402_048)),
+            // Chia-Network/bladebit: the GPU needs 5.72 GiB of its 22.74 free; the host buffers failed.
+            ("[Bladebit CUDA Plotter]\nSelected cuda device 1 : NVIDIA GeForce RTX 3090\n Memory:\n  Total                    : 24.00 GB\n  Free                     : 22.74 GB\n\nTotal Host RAM required   : 258683772928 bytes ( 246700.07 MiB or 240.92 GiB )\nGPU RAM required          : 6140243968   bytes ( 5855.79   MiB or 5.72   GiB )\nAllocating buffers\nCUDA error: 2 (0x2 ) cudaErrorMemoryAllocation : out of memory", "program-bladebit", Framework::Cuda, MemoryKind::PinnedHost, None),
+            ("[Bladebit CUDA Plotter]\nSelected cuda device 0 : NVIDIA GeForce RTX 3060\n Memory:\n  Total                    : 12.00 GB\n  Free                     : 4.10 GB\n\nTotal Host RAM required   : 258683772928 bytes ( 246700.07 MiB or 240.92 GiB )\nGPU RAM required          : 6140243968   bytes ( 5855.79   MiB or 5.72   GiB )\nAllocating buffers\nCUDA error: 2 (0x2 ) cudaErrorMemoryAllocation : out of memory", "program-bladebit", Framework::Cuda, MemoryKind::Device, None),
+            // A Marian transliteration model's --workspace 9000.
+            ("[2020-05-05 18:48:50] [memory] Extending reserved space to 9088 MB (device gpu0)\n[2020-05-05 18:48:50] Error: CUDA error 2 'out of memory' - /home/imo/tools/marian-dev/src/tensors/gpu/device.cu:38: cudaMalloc(&data_, size)\n[2020-05-05 18:48:50] Error: Aborted from virtual void marian::gpu::Device::reserve(size_t) in /home/imo/tools/marian-dev/src/tensors/gpu/device.cu:38", "program-marian", Framework::Cuda, MemoryKind::Device, Some(9088 << 20)),
+            // clab/dynet's CUDA_CHECK (xnmt's CoNaLa baseline).
+            ("CUDA failure in cudaMalloc(&ptr, n) \nout of memory\n\nMemory pool info for each devices: \nDevice GPU:0 - FOR Memory 560MB, BACK Memory 528MB, PARAM Memory 240MB, SCRATCH Memory 128MB. \nDevice CPU - FOR Memory 32MB, BACK Memory 32MB, PARAM Memory 32MB, SCRATCH Memory 32MB. \nCUDA is unable to allocate enough GPU memory on GPU:0, at current stage only 6 MB out of 2004 MB is free. Note due to hardware limitations not all free memories can be allocated.", "program-dynet", Framework::Cuda, MemoryKind::Device, None),
+            ("[dynet] Device(s) selected: 0CUDA failure in cudaMalloc(&ptr, n)\nout of memory\nterminate called after throwing an instance of 'dynet::cuda_exception'", "program-dynet", Framework::Cuda, MemoryKind::Device, None),
             // AMReX-Codes/amrex#4831 (`Arena::out_of_memory_abort`, 2025).
             ("amrex::Abort::0::Arena out of memory!!!\nBytes to allocate: 1449379584 (1382 MiB)\nMemory type: GPU device memory\nMPI rank: 0\nError: cudaMalloc returned 2: out of memory", "program-amrex", Framework::Unknown, MemoryKind::Device, Some(1_449_379_584)),
             ("amrex::Abort::3::Arena out of memory!!!\nBytes to allocate: 1048576 (1 MiB)\nMemory type: CPU pinned memory\nMPI rank: 3\nError: cudaHostAlloc returned 2: out of memory", "program-amrex", Framework::Unknown, MemoryKind::PinnedHost, Some(1_048_576)),
@@ -3650,6 +3832,7 @@ mod tests {
             ("MESA: error: CreateSwapchainKHR failed with VK_ERROR_OUT_OF_DEVICE_MEMORY\nMESA: error: zink: couldn't allocate memory: heap=0 size=2035712", "program-zink", Framework::Vulkan, MemoryKind::Device, Some(2_035_712)),
             ("cu 19:17:24 cuda-0    Epoch 345 requires 3.75 GB memory.\n i 19:17:24 kawpowminer Authorized worker ---\ncu 19:17:24 cuda-0    Only 3.75 GB available. Mining suspended on device ...", "program-dag-miner", Framework::Unknown, MemoryKind::Device, Some(4_026_531_840)),
             ("2021-Sep-13 01:21:54: Error: could not allocate memory on GPU 0 to create DAG. Current epoch requires 3071 MB memory for DAG but there is only 2079 MB allowed to allocate in single buffer. Try setting GPU_SINGLE_ALLOC_PERCENT environment variable to 100.", "program-dag-miner", Framework::Unknown, MemoryKind::Device, Some(3071 << 20)),
+            ("[2024-10-11 10:02:17] GPU 2 ERROR - failed to allocate ethash DAG buffer\n[2024-10-11 10:02:17] GPU 2 thread exiting with error.\n[2024-10-11 10:02:17] GPU 1 ERROR - failed to allocate ethash DAG buffer\n[2024-10-11 10:02:17] GPU 1 thread exiting with error.", "program-dag-miner", Framework::Unknown, MemoryKind::Device, None),
             ("[2022-05-22 23:24:29] GPU 3 ERROR - insufficient useable buffer size 5351931904 vs 5354026624\n[2022-05-22 23:24:29] GPU 3 ERROR - dag buffer mapping failed -1", "program-dag-miner", Framework::Unknown, MemoryKind::Device, None),
             ("CudaCustomAllocator out of memory\n [requestedSpace:             148560384 B] .........", "program-relion", Framework::Cuda, MemoryKind::Device, Some(148_560_384)),
             ("**GPU1: Allocating DAG (3.33) GB; good for epoch up to #298\nCUDA error in CudaProgram.cu:373 : out of memory (2)\nGPU1: CUDA memory: 4.00 GB total, 3.30 GB free\nGPU1 initMiner error: out of memory**", "program-dag-miner", Framework::Cuda, MemoryKind::Device, Some(3_575_560_274)),

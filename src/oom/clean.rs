@@ -329,7 +329,9 @@ pub(crate) const TRIGGERS: &[&str] = &[
     // wgpu-core's limit on one buffer (`families.rs`).
     "is greater than the maximum buffer size",
     // PaddlePaddle 1.x's op warning (`libraries.rs`).
-    "raises an exception paddle::memory::allocation::badalloc",
+    "paddle::memory::allocation::badalloc",
+    // RMM's pool at its maximum, in its reason (`known.rs`): one word no wrap splits.
+    "current/max/try",
     // gfx-hal's `OutOfMemory` as Debug prints it, in wgpu before 0.7 (`families.rs`).
     "outofmemory(device)",
     "outofmemory(host)",

@@ -1671,6 +1671,7 @@ re!(
 // llama.cpp's own words (its functions, its programs, ollama's runner): SYCL alone is not
 // llama.cpp (PyTorch's XPU, oneAPI programs).
 re!(ggml_context_re, r"(?i)ggml|llama|whisper");
+re!(ipex_llm_re, r"\bipex[_-]llm\b");
 
 /// llama.cpp's backends other than CUDA's own line (ggml-alloc's "failed to allocate Vulkan0
 /// buffer of size N", SYCL's "can't allocate N Bytes", Metal's "failed to allocate buffer,
@@ -1725,9 +1726,11 @@ fn ggml_backend(t: &str) -> Option<Oom> {
     if !ggml_context_re().is_match(t) {
         // A Level Zero device out of memory with no program's words around it: an Intel GPU
         // through SYCL, whose program the text does not say. PI_ERROR_OUT_OF_RESOURCES alone
-        // is not enough (the plugin returned it for other resources too).
-        return (sycl && m.as_str().contains("OUT_OF_DEVICE_MEMORY"))
-            .then(|| oom(Framework::Unknown, "level-zero", None, Facts::default()));
+        // is not enough (the plugin returned it for other resources too); beside IPEX-LLM's
+        // words it is a model that does not fit, as beside llama.cpp's (intel/ipex-llm#12872).
+        return (sycl
+            && (m.as_str().contains("OUT_OF_DEVICE_MEMORY") || ipex_llm_re().is_match(t)))
+        .then(|| oom(Framework::Unknown, "level-zero", None, Facts::default()));
     }
     let format = if sycl { "ggml-sycl" } else { "ggml-vulkan" };
     Some(oom(Framework::Ggml, format, None, Facts::default()))

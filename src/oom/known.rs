@@ -208,7 +208,7 @@ re!(
 // says "Maximum pool size exceeded".
 re!(
     rmm_re,
-    r"(?i)std::bad_alloc:.*?(?:rmm/|RMM failure|RMM_ERROR)|RMM_ERROR_OUT_OF_MEMORY|rmm::out_of_memory|(?-i:\[FAILURE maximum pool size exceeded: )"
+    r"(?i)std::bad_alloc:.*?(?:rmm/|RMM failure|RMM_ERROR)|RMM_ERROR_OUT_OF_MEMORY|rmm::out_of_memory|(?-i:\[FAILURE maximum pool size exceeded: |Not enough room to grow, current/max/try size = )"
 );
 // The CUDA status after the file and line of RMM's message (`RMM_CUDA_TRY_ALLOC`, or before
 // 21.12 `RMM_CUDA_TRY(call, rmm::bad_alloc)`: "CUDA error at: FILE:LINE: NAME STRING"; 0.13's
@@ -780,18 +780,20 @@ pub(super) fn rmm(t: &str) -> Option<Oom> {
             return None;
         }
     }
-    let format =
-        if t.contains("Maximum pool size exceeded") || t.contains("maximum pool size exceeded") {
-            "rmm-pool"
-        } else {
-            "rmm"
-        };
-    // RMM before 0.10 (`rmm.h`'s RMM_ALLOC): "RMM call in line N of file F failed with
-    // result RMM_ERROR_OUT_OF_MEMORY (4) Attempted to allocate: B bytes."
     let grow = rmm_grow_re().captures_iter(t).last();
+    let format = if grow.is_some()
+        || t.contains("Maximum pool size exceeded")
+        || t.contains("maximum pool size exceeded")
+    {
+        "rmm-pool"
+    } else {
+        "rmm"
+    };
     let grown = |i: usize| grow.as_ref().and_then(|c| sz(c, i));
     // No maximum set prints SIZE_MAX (16 EiB): no limit.
     let max = grown(2).filter(|&b| b < 1 << 60);
+    // RMM before 0.10 (`rmm.h`'s RMM_ALLOC): "RMM call in line N of file F failed with
+    // result RMM_ERROR_OUT_OF_MEMORY (4) Attempted to allocate: B bytes."
     let f = Facts {
         requested_bytes: rmm_size_re()
             .captures(t)

@@ -1145,6 +1145,9 @@ mod tests {
                 .main()
                 .is_none()
         );
+        // Beside IPEX-LLM's words (a model's weights moved to the XPU), memory.
+        let o = main("  File \"/home/llm/venv/lib/python3.11/site-packages/ipex_llm/transformers/low_bit_linear.py\", line 492, in to\nRuntimeError: Native API failed. Native API returns: -5 (PI_ERROR_OUT_OF_RESOURCES) -5 (PI_ERROR_OUT_OF_RESOURCES)");
+        assert_eq!(o.format, "level-zero");
         assert!(
             analyze("Native API returns: 40 (UR_RESULT_ERROR_OUT_OF_RESOURCES)")
                 .main()
