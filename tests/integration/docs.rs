@@ -783,21 +783,34 @@ fn explain_json_is_what_its_schema_says() {
         shapes.entry(shape).or_insert((f.clone(), j));
     }
     assert!(shapes.len() > 50, "only {} shapes", shapes.len());
-    for (f, mine) in shapes.values() {
-        let out = gpumon()
-            .args(["explain", "--json", "--offline"])
-            .arg(f)
-            .output()
-            .expect("run");
-        let mut j: Value = serde_json::from_slice(&out.stdout).expect("JSON");
-        assert_valid(&v, &j, &f.display().to_string());
-        // Offline: nothing on this machine is asked what holds the device; no recording.
-        for key in ["here", "container_limit", "recording"] {
-            assert_eq!(j[key], Value::Null, "{}: {key}", f.display());
-            j[key] = Value::Null;
+    // One process per shape, as many at once as there are cores (each mostly compiles its
+    // patterns; the tests beside this one mostly wait).
+    let shapes: Vec<_> = shapes.into_values().collect();
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let chunk = shapes.len().div_ceil(threads).max(1);
+    std::thread::scope(|s| {
+        for part in shapes.chunks(chunk) {
+            let v = &v;
+            s.spawn(move || {
+                for (f, mine) in part {
+                    let out = gpumon()
+                        .args(["explain", "--json", "--offline"])
+                        .arg(f)
+                        .output()
+                        .expect("run");
+                    let mut j: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+                    assert_valid(v, &j, &f.display().to_string());
+                    // Offline: nothing on this machine is asked what holds the device; no
+                    // recording.
+                    for key in ["here", "container_limit", "recording"] {
+                        assert_eq!(j[key], Value::Null, "{}: {key}", f.display());
+                        j[key] = Value::Null;
+                    }
+                    assert_eq!(&j, mine, "{}: the binary's JSON differs", f.display());
+                }
+            });
         }
-        assert_eq!(&j, mine, "{}: the binary's JSON differs", f.display());
-    }
+    });
     // Nothing found, and remedies sized by an estimate.
     let none = gpumon()
         .args(["explain", "--json"])
