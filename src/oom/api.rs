@@ -1738,6 +1738,23 @@ pub const PROGRAMS: &[Program] = &[
             "Smaller minibatches (or autobatching off) shrink the forward and backward pools; other processes on the GPU (`--dynet-gpu-ids` picks another) take what DyNet cannot.",
         ],
     },
+    // Jittor (Jittor/jittor, `src/mem/allocator/cuda_device_allocator.cc`): where cudaMalloc
+    // fails it warns "Unable to alloc cuda device memory, use unify memory instead. This may
+    // cause low performance.", prints `display_memory_info` (the device's total, each
+    // allocator's used and unused, "cpu&gpu: … gpu: G cpu: C", "free: cpu(F) gpu(F)", sizes in
+    // powers of 1024) and allocates the block with cudaMallocManaged instead: the job goes on in
+    // unified memory.
+    Program {
+        name: "Jittor",
+        format: "program-jittor",
+        read: jittor,
+        device: &GPU,
+        meaning: "Jittor's device allocator found no room on the GPU and fell back to unified memory (cudaMallocManaged): the job did not stop, but what does not fit now pages between the GPU and the host's memory over PCIe, which is far slower.",
+        remedies: &[
+            "Lower the batch size or the model's size until its working set fits the GPU: every access to a page left in host memory moves it over PCIe.",
+            "`jt.display_memory_info()` shows what Jittor's allocators hold; `jt.gc()` frees the variables no longer referenced.",
+        ],
+    },
     // Bladebit's CUDA plotter (Chia-Network/bladebit, `cuda/CudaPlotter.cu`): at start it prints
     // the device's total and free memory, then what its buffers need, "Total Host RAM required
     // : N bytes" (page-locked through cudaMallocHost) and "GPU RAM required : N bytes", and
@@ -2815,6 +2832,51 @@ fn dynet(t: &str) -> Option<Found> {
 }
 
 re!(
+    jittor_re,
+    r"\bUnable to alloc cuda device memory, use unify memory instead\b"
+);
+re!(
+    jittor_total_re,
+    r"\btotal_device_ram: {0,8}(\d{1,9}(?:\.\d{1,6})? ?[KMGT]?B)\b"
+);
+re!(
+    jittor_used_re,
+    r"\bname: \w{1,20} is_device: 1 used: {0,8}(\d{1,9}(?:\.\d{1,6})? ?[KMGT]?B)\("
+);
+re!(
+    jittor_gpu_re,
+    r"\bcpu&gpu: {0,8}\d{1,9}(?:\.\d{1,6})? ?[KMGT]?B gpu: {0,8}(\d{1,9}(?:\.\d{1,6})? ?[KMGT]?B)\b"
+);
+re!(
+    jittor_free_re,
+    r"\bfree: cpu\( {0,8}[^)\n]{1,20}\) gpu\( {0,8}(\d{1,9}(?:\.\d{1,6})? ?[KMGT]?B)\)"
+);
+
+fn jittor(t: &str) -> Option<Found> {
+    let at = jittor_re().find_iter(t).last()?.end();
+    // Its report after the warning.
+    let after = &t[at..];
+    let size = |re: &super::lazy::LazyRegex| {
+        re.captures(after)
+            .and_then(|c| crate::units::parse_size(c.get(1)?.as_str()))
+    };
+    let mut f = Found::device(Api::Cuda);
+    f.facts.total_bytes = size(jittor_total_re());
+    f.facts.free_bytes = size(jittor_free_re());
+    f.facts.reserved_bytes = size(jittor_gpu_re());
+    // Its device allocators' used memory, added up (derived).
+    let used: Option<u64> = jittor_used_re()
+        .captures_iter(after)
+        .map(|c| crate::units::parse_size(c.get(1)?.as_str()))
+        .try_fold(0u64, |a, b| a.checked_add(b?));
+    if let Some(used) = used.filter(|_| jittor_used_re().is_match(after)) {
+        f.facts.allocated_bytes = Some(used);
+        f.facts.derived.push("allocated_bytes");
+    }
+    Some(f)
+}
+
+re!(
     bladebit_re,
     r"\bCUDA error: 2 \(0x2 ?\) cudaErrorMemoryAllocation\b"
 );
@@ -2844,8 +2906,8 @@ fn bladebit(t: &str) -> Option<Found> {
         .captures_iter(t)
         .last()
         .and_then(|c| c.get(1)?.as_str().parse().ok());
-    // Its "GB" are 2^30 (`BtoGB`); rounded to two decimals, so a need within 1% of the free
-    // figure is not decided.
+    // Its "GB" are 2^30 (an RTX 3090's 24 GiB prints "Total : 24.00 GB"); rounded to two
+    // decimals, so a need within 1% of the free figure is not decided.
     let free = bladebit_free_re()
         .captures_iter(t)
         .last()
@@ -3553,7 +3615,7 @@ mod tests {
     }
 
     #[test]
-    fn dynet_gives_the_free_and_total_it_asked_and_its_pools() {
+    fn dynet_gives_the_free_and_total_it_asked_the_gpu_for() {
         let o = read("CUDA failure in cudaMalloc(&ptr, n) \nout of memory\n\nMemory pool info for each devices: \nDevice GPU:0 - FOR Memory 560MB, BACK Memory 528MB, PARAM Memory 240MB, SCRATCH Memory 128MB. \nDevice CPU - FOR Memory 32MB, BACK Memory 32MB, PARAM Memory 32MB, SCRATCH Memory 32MB. \nCUDA is unable to allocate enough GPU memory on GPU:0, at current stage only 6 MB out of 2004 MB is free. Note due to hardware limitations not all free memories can be allocated.").expect("found");
         assert_eq!(o.format, "program-dynet");
         assert_eq!(o.device_index, Some(0));
@@ -3564,6 +3626,18 @@ mod tests {
             read("CUDA failure in cudaMalloc(&ptr, n)\nout of memory").map(|o| o.format),
             Some("program-dynet")
         );
+    }
+
+    #[test]
+    fn jittor_falling_back_to_unified_memory_gives_its_report() {
+        let o = read("[w 0429 09:00:15.731000 16 cuda_device_allocator.cc:30] Unable to alloc cuda device memory, use unify memory instead. This may cause low performance.\n[i 0429 09:00:15.732000 16 cuda_device_allocator.cc:32]\n=== display_memory_info ===\n total_cpu_ram:    15 B total_device_ram:     6GB\n hold_vars: 445 lived_vars: 554 lived_ops: 135\n name: sfrl is_device: 1 used: 5.369GB(100%) unused: 1.167MB(0.0212%) total:  5.37GB\n name: sfrl is_device: 1 used:     0 B(0%) unused:     1MB(100%) total:     1MB\n name: sfrl is_device: 0 used: 7.431GB(58.1%) unused: 5.369GB(41.9%) total:  12.8GB\n cpu&gpu: 18.17GB gpu: 5.371GB cpu:  12.8GB\n free: cpu(    0 B) gpu(    0 B)").expect("found");
+        assert_eq!(o.format, "program-jittor");
+        assert_eq!(o.facts.total_bytes, Some(6 << 30));
+        assert_eq!(o.facts.free_bytes, Some(0));
+        assert_eq!(o.facts.reserved_bytes, crate::units::parse_size("5.371GB"));
+        // The device allocators' used, not the host's (is_device: 0).
+        assert_eq!(o.facts.allocated_bytes, crate::units::parse_size("5.369GB"));
+        assert!(o.facts.derived.contains(&"allocated_bytes"));
     }
 
     #[test]
@@ -3807,6 +3881,8 @@ mod tests {
             ("TREX: Can't find nonce with device [ID=0, GPU #0], Device does not have enough free memory to hold the DAG for epoch 65. Required: 5.08 GB, free: 5.02 GB.", "program-dag-miner", Framework::Unknown, MemoryKind::Device, Some(5_454_608_466)),
             ("-------\n     Done (2645 ms), size of new DAG: 4072 MByte\n-------\nGPU 0: insufficient memory for DAG epoch 381.\nGPU 0: will be in Zombie mode with reduced hashrate.", "program-dag-miner", Framework::Unknown, MemoryKind::Device, Some(4072 << 20)),
             ("amrex::Abort::0::Out of gpu memory. Free: 4435902464 Asked: 8294402048 !!!", "program-amrex", Framework::Unknown, MemoryKind::Device, Some(8_294_402_048)),
+            // JittorLLMs on a 6 GB GPU.
+            ("[w 0429 09:00:15.731000 16 cuda_device_allocator.cc:30] Unable to alloc cuda device memory, use unify memory instead. This may cause low performance.\n[i 0429 09:00:15.732000 16 cuda_device_allocator.cc:32]\n=== display_memory_info ===\n total_cpu_ram:    15 B total_device_ram:     6GB\n hold_vars: 445 lived_vars: 554 lived_ops: 135\n name: sfrl is_device: 1 used: 5.369GB(100%) unused: 1.167MB(0.0212%) total:  5.37GB\n name: sfrl is_device: 1 used:     0 B(0%) unused:     1MB(100%) total:     1MB\n name: sfrl is_device: 0 used: 7.431GB(58.1%) unused: 5.369GB(41.9%) total:  12.8GB\n cpu&gpu: 18.17GB gpu: 5.371GB cpu:  12.8GB\n free: cpu(    0 B) gpu(    0 B)", "program-jittor", Framework::Cuda, MemoryKind::Device, None),
             // Chia-Network/bladebit: the GPU needs 5.72 GiB of its 22.74 free; the host buffers failed.
             ("[Bladebit CUDA Plotter]\nSelected cuda device 1 : NVIDIA GeForce RTX 3090\n Memory:\n  Total                    : 24.00 GB\n  Free                     : 22.74 GB\n\nTotal Host RAM required   : 258683772928 bytes ( 246700.07 MiB or 240.92 GiB )\nGPU RAM required          : 6140243968   bytes ( 5855.79   MiB or 5.72   GiB )\nAllocating buffers\nCUDA error: 2 (0x2 ) cudaErrorMemoryAllocation : out of memory", "program-bladebit", Framework::Cuda, MemoryKind::PinnedHost, None),
             ("[Bladebit CUDA Plotter]\nSelected cuda device 0 : NVIDIA GeForce RTX 3060\n Memory:\n  Total                    : 12.00 GB\n  Free                     : 4.10 GB\n\nTotal Host RAM required   : 258683772928 bytes ( 246700.07 MiB or 240.92 GiB )\nGPU RAM required          : 6140243968   bytes ( 5855.79   MiB or 5.72   GiB )\nAllocating buffers\nCUDA error: 2 (0x2 ) cudaErrorMemoryAllocation : out of memory", "program-bladebit", Framework::Cuda, MemoryKind::Device, None),

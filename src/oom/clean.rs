@@ -330,6 +330,8 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "is greater than the maximum buffer size",
     // PaddlePaddle 1.x's op warning (`libraries.rs`).
     "paddle::memory::allocation::badalloc",
+    // Jittor's device allocator falling back to unified memory (`api.rs`).
+    "use unify memory instead",
     // RMM's pool at its maximum, in its reason (`known.rs`): one word no wrap splits.
     "current/max/try",
     // gfx-hal's `OutOfMemory` as Debug prints it, in wgpu before 0.7 (`families.rs`).
