@@ -2097,7 +2097,9 @@ pub const PROGRAMS: &[Program] = &[
     // *ERROR* Failed to allocate from CMA:" then its buffer statistics; "vc4_v3d …: Failed to
     // allocate memory for tile binning: -12. You may need to enable CMA or give it more
     // memory."), and DRM's CMA helper for any such driver (`drm_gem_cma_create`, "vc4-drm
-    // soc:gpu: failed to allocate buffer with size 16777216").
+    // soc:gpu: failed to allocate buffer with size 16777216"). vc4's statistics before 4.17
+    // (`vc4_bo.c`, `vc4_bo_stats_dump`): "size bos allocated: Nkb" (every buffer, its cache of
+    // freed ones included) and "size bos used: Nkb" (those in use), KiB.
     Program {
         name: "Linux DRM driver (CMA)",
         format: "program-drm-cma",
@@ -2107,6 +2109,53 @@ pub const PROGRAMS: &[Program] = &[
         remedies: &[
             "Give the pool more memory: on a Raspberry Pi, `dtoverlay=vc4-kms-v3d,cma-512` (or `cma-384`, `cma-256`) in config.txt; elsewhere `cma=512M` on the kernel command line.",
             "Close other graphical programs (each browser tab and window holds buffers), or lower the resolution.",
+        ],
+    },
+    // PPSSPP's emulated PSP kernel (hrydgard/ppsspp, `Common/.../BlockAllocator.cpp`,
+    // `Core/HLE/sceKernelMemory.cpp`): "Block Allocator (08800000-0c000000) failed to allocate N
+    // (HEX) bytes of contiguous memory", "sceKernelAllocPartitionMemory(partition = 5, …):
+    // allocation failed": the game's own memory inside the emulated PSP, not the host's GPU.
+    Program {
+        name: "PPSSPP (emulated PSP memory)",
+        format: "program-ppsspp-guest",
+        read: ppsspp_guest,
+        device: &GPU,
+        meaning: "PPSSPP's emulated PSP kernel could not give the game a block of the PSP's own RAM (its user partition, 24 MB on a PSP-1000, more as a PSP-2000/3000): the emulated console's memory, neither the GPU's nor the host's shortage.",
+        remedies: &[
+            "A game that fails so on PPSSPP but not on a PSP is an emulation issue: report it to PPSSPP with this log. The PSP-2000/3000 model (System settings) emulates the larger RAM, which helps only the games and homebrew that use it.",
+        ],
+    },
+    // gpu-burn (wilicc/gpu-burn): its own check before it allocates (below, `gpu_burn`).
+    Program {
+        name: "gpu-burn",
+        format: "program-gpu-burn",
+        read: gpu_burn,
+        device: &GPU,
+        meaning: "gpu-burn takes a share of the GPU's free memory (90% unless `-m` says otherwise) for its matrices, and that share could not hold two input matrices and one result of the size it prints: it stopped before allocating anything.",
+        remedies: &[
+            "Free the GPU first (the free figure is what other processes left), or give gpu-burn a larger share with `-m N` (MB) or `-m N%`.",
+        ],
+    },
+    // NVIDIA Warp (below, `warp`).
+    Program {
+        name: "NVIDIA Warp",
+        format: "program-warp",
+        read: warp,
+        device: &GPU,
+        meaning: "Warp's allocator got no memory for an array on the device it names (`wp.zeros`, `wp.empty`, `wp.array`); it says so for any failed allocation, so one of a few bytes points to a CUDA context that is not working rather than a full GPU.",
+        remedies: &[
+            "Free arrays no longer needed (Warp frees an array when its last Python reference goes), or allocate fewer, smaller ones per step.",
+        ],
+    },
+    // Flutter's GPU API on Impeller (below, `flutter_gpu`).
+    Program {
+        name: "Flutter GPU (Impeller)",
+        format: "program-flutter-gpu",
+        read: flutter_gpu,
+        device: &ANDROID,
+        meaning: "Impeller's Vulkan allocator could not allocate the DeviceBuffer the app asked for (the Dart exception gives its length): the GPU's memory, on a phone the system's RAM, had no room for it.",
+        remedies: &[
+            "Create DeviceBuffers once and reuse them rather than each frame, and keep each one to what it holds.",
         ],
     },
     // dlib's CUDA checks (`dlib/cuda/cuda_utils.h`, `cudnn_dlibapi.cpp`, `cublas_dlibapi.cpp`:
@@ -3515,10 +3564,102 @@ fn drm_cma(t: &str) -> Option<Found> {
         .captures_iter(t)
         .filter_map(|c| c.get(1)?.as_str().parse().ok())
         .last();
+    let kib = |re: &super::lazy::LazyRegex| {
+        re.captures_iter(t)
+            .last()
+            .and_then(|c| c.get(1)?.as_str().parse::<u64>().ok()?.checked_mul(1024))
+    };
     Some(Found::own(Facts {
         requested_bytes: requested,
+        reserved_bytes: kib(vc4_allocated_re()),
+        allocated_bytes: kib(vc4_used_re()),
         ..Facts::default()
     }))
+}
+
+re!(vc4_allocated_re, r"\bsize bos allocated: (\d{1,12})kb\b");
+re!(vc4_used_re, r"\bsize bos used: (\d{1,12})kb\b");
+
+// gpu-burn (wilicc/gpu-burn, `gpu_burn-drv.cpp`): "Initialized device D with T MB of memory (F
+// MB available, using U MB of it)" (MiB, truncated; U its share of the free memory, 90% by
+// default or `-m`), "Results are N bytes each", and where U cannot hold its matrices (A, B
+// and at least one result) "Couldn't init a GPU test: Low mem for result. aborting.".
+re!(gpu_burn_re, r"\bLow mem for result\. aborting\b");
+re!(
+    gpu_burn_init_re,
+    r"\bInitialized device (\d{1,3}) with (\d{1,9}) MB of memory \((\d{1,9}) MB available, using (\d{1,9}) MB of it\)"
+);
+re!(gpu_burn_result_re, r"\bResults are (\d{1,20}) bytes each\b");
+
+fn gpu_burn(t: &str) -> Option<Found> {
+    gpu_burn_re().find(t)?;
+    let mut f = Found::device(Api::Cuda);
+    if let Some(c) = gpu_burn_init_re().captures_iter(t).last() {
+        let mib = |i: usize| c.get(i)?.as_str().parse::<u64>().ok()?.checked_mul(1 << 20);
+        f.device = c.get(1).and_then(|m| m.as_str().parse().ok());
+        f.facts.total_bytes = mib(2);
+        f.facts.free_bytes = mib(3);
+        f.facts.allowed_bytes = mib(4);
+    }
+    f.facts.requested_bytes = gpu_burn_result_re()
+        .captures_iter(t)
+        .last()
+        .and_then(|c| c.get(1)?.as_str().parse().ok());
+    Some(f)
+}
+
+re!(
+    ppsspp_guest_re,
+    r"\bBlock Allocator \([0-9a-fA-F]{8}-[0-9a-fA-F]{8}\) failed to allocate (\d{1,12}) \([0-9a-fA-F]{1,16}\) bytes of contiguous memory|\bsceKernelAllocPartitionMemory\([^\n]{0,160}?\): allocation failed"
+);
+
+fn ppsspp_guest(t: &str) -> Option<Found> {
+    let c = ppsspp_guest_re().captures_iter(t).last()?;
+    let mut f = Found::own(Facts::default());
+    f.facts.requested_bytes = c.get(1).and_then(|m| m.as_str().parse().ok());
+    f.memory = MemoryKind::Host;
+    Some(f)
+}
+
+// NVIDIA Warp (`warp/context.py`, `Device`/`zeros`): "Memory allocation failed on device: D for
+// N bytes", D "cuda", "cuda:N" or "cpu".
+re!(
+    warp_re,
+    r"\bMemory allocation failed on device: (cuda(?::(\d{1,3}))?|cpu) for (\d{1,20}) bytes\b"
+);
+
+fn warp(t: &str) -> Option<Found> {
+    let c = warp_re().captures_iter(t).last()?;
+    let mut f = Found::device(Api::Cuda);
+    f.device = c.get(2).and_then(|m| m.as_str().parse().ok());
+    f.facts.requested_bytes = c.get(3).and_then(|m| m.as_str().parse().ok());
+    if &c[1] == "cpu" {
+        f.memory = MemoryKind::Host;
+    }
+    Some(f)
+}
+
+// Flutter's GPU API on Impeller (`lib/gpu/device_buffer.cc`, `impeller/renderer/backend/
+// vulkan/allocator_vk.cc`): "Unable to allocate a device buffer: ErrorOutOfDeviceMemory", then
+// "Failed to create device buffer." and the Dart exception "Failed to allocate DeviceBuffer of
+// length N".
+re!(
+    flutter_gpu_re,
+    r"\bUnable to allocate a device buffer: ErrorOutOfDeviceMemory\b"
+);
+re!(
+    flutter_length_re,
+    r"\bFailed to allocate DeviceBuffer of length (\d{1,20})\b"
+);
+
+fn flutter_gpu(t: &str) -> Option<Found> {
+    flutter_gpu_re().find(t)?;
+    let mut f = Found::device(Api::Vulkan);
+    f.facts.requested_bytes = flutter_length_re()
+        .captures_iter(t)
+        .last()
+        .and_then(|c| c.get(1)?.as_str().parse().ok());
+    Some(f)
 }
 
 re!(
@@ -3638,6 +3779,24 @@ mod tests {
         // The device allocators' used, not the host's (is_device: 0).
         assert_eq!(o.facts.allocated_bytes, crate::units::parse_size("5.369GB"));
         assert!(o.facts.derived.contains(&"allocated_bytes"));
+    }
+
+    #[test]
+    fn vc4s_buffer_statistics_are_its_reserve_and_use() {
+        let o = read("[80715.107256] vc4-drm soc:gpu@7e4c0000: failed to allocate buffer with size 1056768\n[80715.107306] [drm:vc4_bo_create [vc4]] *ERROR* Failed to allocate from CMA:\n[80715.107322] [drm] num bos allocated: 707\n[80715.107335] [drm] size bos allocated: 239508kb\n[80715.107350] [drm] num bos used: 701\n[80715.107362] [drm] size bos used: 236148kb\n[80715.107374] [drm] num bos cached: 6\n[80715.107385] [drm] size bos cached: 3360kb").expect("found");
+        assert_eq!(o.format, "program-drm-cma");
+        assert_eq!(o.facts.requested_bytes, Some(1_056_768));
+        assert_eq!(o.facts.reserved_bytes, Some(239_508 << 10));
+        assert_eq!(o.facts.allocated_bytes, Some(236_148 << 10));
+    }
+
+    #[test]
+    fn gpu_burns_share_of_the_free_memory_is_its_limit() {
+        let o = read("Initialized device 0 with 3956 MB of memory (117 MB available, using 105 MB of it), using FLOATS\nResults are 268435456 bytes each, thus performing 68719476734 iterations\nCouldn't init a GPU test: Low mem for result. aborting.").expect("found");
+        assert_eq!(o.device_index, Some(0));
+        assert_eq!(o.facts.total_bytes, Some(3956 << 20));
+        assert_eq!(o.facts.free_bytes, Some(117 << 20));
+        assert_eq!(o.facts.allowed_bytes, Some(105 << 20));
     }
 
     #[test]
@@ -3886,6 +4045,12 @@ mod tests {
             // Chia-Network/bladebit: the GPU needs 5.72 GiB of its 22.74 free; the host buffers failed.
             ("[Bladebit CUDA Plotter]\nSelected cuda device 1 : NVIDIA GeForce RTX 3090\n Memory:\n  Total                    : 24.00 GB\n  Free                     : 22.74 GB\n\nTotal Host RAM required   : 258683772928 bytes ( 246700.07 MiB or 240.92 GiB )\nGPU RAM required          : 6140243968   bytes ( 5855.79   MiB or 5.72   GiB )\nAllocating buffers\nCUDA error: 2 (0x2 ) cudaErrorMemoryAllocation : out of memory", "program-bladebit", Framework::Cuda, MemoryKind::PinnedHost, None),
             ("[Bladebit CUDA Plotter]\nSelected cuda device 0 : NVIDIA GeForce RTX 3060\n Memory:\n  Total                    : 12.00 GB\n  Free                     : 4.10 GB\n\nTotal Host RAM required   : 258683772928 bytes ( 246700.07 MiB or 240.92 GiB )\nGPU RAM required          : 6140243968   bytes ( 5855.79   MiB or 5.72   GiB )\nAllocating buffers\nCUDA error: 2 (0x2 ) cudaErrorMemoryAllocation : out of memory", "program-bladebit", Framework::Cuda, MemoryKind::Device, None),
+            ("39:29:869 user_main    E[SCEKERNEL]: util\\blockallocator.cpp:142 Block Allocator (08800000-0c000000) failed to allocate 1048832 (00100100) bytes of contiguous memory\n39:29:869 user_main    E[SCEKERNEL]: hle\\scekernelmemory.cpp:1032 sceKernelAllocPartitionMemory(partition = 5, , type= 0, size= 1048584, addr= 00000000): allocation failed", "program-ppsspp-guest", Framework::Unknown, MemoryKind::Host, None),
+            // wilicc/gpu-burn on a Jetson with 117 MB free.
+            ("Initialized device 0 with 3956 MB of memory (117 MB available, using 105 MB of it), using FLOATS\nResults are 268435456 bytes each, thus performing 68719476734 iterations\nCouldn't init a GPU test: Low mem for result. aborting.", "program-gpu-burn", Framework::Cuda, MemoryKind::Device, Some(268_435_456)),
+            ("RuntimeError: Memory allocation failed on device: cuda for 120 bytes", "program-warp", Framework::Cuda, MemoryKind::Device, Some(120)),
+            ("RuntimeError: Memory allocation failed on device: cpu for 4096 bytes", "program-warp", Framework::Cuda, MemoryKind::Host, Some(4096)),
+            ("E/flutter (28140): [ERROR:flutter/impeller/renderer/backend/vulkan/allocator_vk.cc(528)] Impeller validation: Unable to allocate a device buffer: ErrorOutOfDeviceMemory\nE/flutter (28140): [ERROR:flutter/lib/gpu/device_buffer.cc(62)] Failed to create device buffer.\nI/flutter (28140): Exception: Failed to allocate DeviceBuffer of length 1024000", "program-flutter-gpu", Framework::Vulkan, MemoryKind::Device, Some(1_024_000)),
             // A Marian transliteration model's --workspace 9000.
             ("[2020-05-05 18:48:50] [memory] Extending reserved space to 9088 MB (device gpu0)\n[2020-05-05 18:48:50] Error: CUDA error 2 'out of memory' - /home/imo/tools/marian-dev/src/tensors/gpu/device.cu:38: cudaMalloc(&data_, size)\n[2020-05-05 18:48:50] Error: Aborted from virtual void marian::gpu::Device::reserve(size_t) in /home/imo/tools/marian-dev/src/tensors/gpu/device.cu:38", "program-marian", Framework::Cuda, MemoryKind::Device, Some(9088 << 20)),
             // clab/dynet's CUDA_CHECK (xnmt's CoNaLa baseline).

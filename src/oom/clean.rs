@@ -330,6 +330,11 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "is greater than the maximum buffer size",
     // PaddlePaddle 1.x's op warning (`libraries.rs`).
     "paddle::memory::allocation::badalloc",
+    // TensorRT 7's builder left with no tactic for a node (`known.rs`).
+    "allocation error during getbesttactic",
+    // gpu-burn's check and NVIDIA Warp's allocator (`api.rs`).
+    "low mem for result",
+    "memory allocation failed on device:",
     // Jittor's device allocator falling back to unified memory (`api.rs`).
     "use unify memory instead",
     // RMM's pool at its maximum, in its reason (`known.rs`): one word no wrap splits.
@@ -892,11 +897,12 @@ pub(crate) fn quotes_a_whole_failure(raw: &str) -> bool {
             .expect("status regex")
     });
     // Or a line that names where in the program's source it failed ("out of memory in
-    // …/cuda_mem_utils.h at line 572 (error-code 2)", "… (kernel.cu:42)"): a message copied
-    // whole, not the error's name.
+    // …/cuda_mem_utils.h at line 572 (error-code 2)", "… (kernel.cu:42)", xmrig-cuda's
+    // "<randomx_prepare>:45"), or the allocation call that failed ("cudaMalloc dev_pos failed:
+    // out of memory"): a message copied whole, not the error's name.
     static AT: OnceLock<Regex> = OnceLock::new();
     let at = AT.get_or_init(|| {
-        Regex::new(r"\w\.(?:cu|cuh|h|hpp|cpp|cc|c|py)(?::\d{1,6}\b| at line \d{1,6}\b)")
+        Regex::new(r"\w\.(?:cu|cuh|h|hpp|cpp|cc|c|py)(?::\d{1,6}\b| at line \d{1,6}\b)|<\w{1,80}>:\d{1,6}\b|\b(?:cuda|hip|cuMem)(?:Malloc|Alloc)\w{0,20} \w{1,60} failed\b")
             .expect("source location regex")
     });
     // A question about such a line asks about the error; one led by its class reports it,
@@ -1425,6 +1431,10 @@ mod tests {
             "the run died with `AcceleratorError: CUDA error: out of memory` inside the trainer",
             "past what `cuMemHostAlloc` will give raises `AcceleratorError(\"CUDA error: out of memory\")` and leaves the error set",
             "it crashed with `torch.OutOfMemoryError: CUDA out of memory.` on the second step",
+            // xmrig-cuda's worker, at its function and line (xmrig/xmrig-cuda).
+            "When using xmrig with CUDA on a RTX 2080 Super error ` thread #0 failed with error <randomx_prepare>:45 \"out of memory\"` occur",
+            // The allocation call that failed, named (a CUDA course's ICP scan matcher).
+            "with \"#define MODEL true\", it always reports \"Cuda error: cudaMalloc dev_pos failed: out of memory.\" I have tried",
         ] {
             assert!(quotes_a_whole_failure(line), "{line:?}");
         }

@@ -1735,6 +1735,31 @@ fn shared_memory(oom: &Oom) -> Finding {
 
 fn host_memory(oom: &Oom) -> Finding {
     let need = oom.facts.requested_bytes;
+    if oom.framework != Framework::Ggml {
+        return Finding {
+            cause: Cause::HostMemory,
+            title: "The host's RAM ran out, not the GPU's memory".into(),
+            detail: format!(
+                "This is not the GPU's memory: {} could not allocate {} of the host's RAM (its \
+                 message names a CPU allocation). The GPU's memory is not what ran out.",
+                match oom.framework {
+                    Framework::Unknown => "the program",
+                    f => f.name(),
+                },
+                need.map_or_else(
+                    || "a buffer".into(),
+                    |b| format!("a buffer of {}", fmt_bytes(b))
+                ),
+            ),
+            remedies: vec![
+                r(
+                    "See what the host has free (free -h) and what else holds it; a container's \
+                   memory limit or ulimit -v counts too.",
+                ),
+                r("Lower what the job keeps in host memory at once (batch, data loaded ahead, buffers), or run it where the host has more RAM."),
+            ],
+        };
+    }
     let detail = format!(
         "This is not the GPU's memory: llama.cpp's CPU backend could not allocate {} of host \
          RAM (an aligned malloc failed). The weights kept on the CPU, its KV cache and its \
@@ -3487,6 +3512,30 @@ mod tests {
         );
         o.format = "pytorch-fork-2.x";
         assert!(ascend_runtime(&o).is_none());
+    }
+
+    #[test]
+    fn host_memory_speaks_of_llama_cpp_only_for_llama_cpp() {
+        let mut o = message(Framework::Paddle, "paddle-bad-alloc", facts());
+        o.memory = super::super::MemoryKind::Host;
+        let x = not_device_memory(&o).expect("a finding");
+        assert_eq!(x.cause, Cause::HostMemory);
+        let all = format!(
+            "{} {}",
+            x.detail,
+            x.remedies
+                .iter()
+                .map(|r| r.text.clone())
+                .collect::<String>()
+        );
+        assert!(!all.contains("llama.cpp") && !all.contains("-ngl"), "{all}");
+        assert!(x.detail.contains("PaddlePaddle"), "{}", x.detail);
+        let mut o = message(Framework::Ggml, "ggml-cpu-buffer", facts());
+        o.memory = super::super::MemoryKind::Host;
+        assert!(not_device_memory(&o)
+            .expect("a finding")
+            .detail
+            .contains("llama.cpp"));
     }
 
     #[test]

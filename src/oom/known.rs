@@ -450,6 +450,10 @@ re!(
 );
 re!(trt_buffer_re, r"allocating (\d+)-byte buffer");
 re!(
+    trt_tactic_re,
+    r"GPU memory allocation error during getBestTactic: ([^\s,]{1,200})"
+);
+re!(
     trt_vm_re,
     r"(?i)\.cpp::[^\]\n]{0,200}::\d+\] Error Code \d+: (?:OutOfMemory|out of memory)"
 );
@@ -1640,6 +1644,20 @@ pub(super) fn cupy(t: &str) -> Option<Oom> {
 /// TensorRT's allocator and virtual-memory buffers. A builder's skipped tactic is a warning
 /// (`clean::is_skipped_tactic`), never read here as the failure.
 pub(super) fn tensorrt(t: &str) -> Option<Oom> {
+    // TensorRT 7's builder: a tactic skipped for want of GPU memory is no failure, but where no
+    // tactic was left for that node the build failed for it ("GPU memory allocation error during
+    // getBestTactic: N" then "Internal error: could not find any implementation for node N").
+    let no_tactic = trt_tactic_re().captures_iter(t).any(|c| {
+        c.get(0).zip(c.get(1)).is_some_and(|(all, node)| {
+            t[all.end()..].contains(&format!(
+                "could not find any implementation for node {}",
+                node.as_str()
+            ))
+        })
+    });
+    if no_tactic {
+        return Some(oom(Framework::Tensorrt, "tensorrt", None, Facts::default()));
+    }
     let amount = trt_amount_re().captures(t).and_then(|c| num(&c, 1));
     let allocator = trt_re().is_match(t);
     let vm = trt_vm_re().is_match(t);

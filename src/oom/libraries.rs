@@ -478,19 +478,22 @@ pub(super) fn paddle_cuda(t: &str) -> Option<Oom> {
 }
 
 // PaddlePaddle 1.x's operator warning when an op throws (`framework/operator.cc`, `Run`):
-// "<op> raises an exception paddle::memory::allocation::BadAlloc, <what>". `BadAlloc` is what
-// Paddle's allocators throw when an allocation fails (`memory/allocation/allocator.h`); the
-// allocator in its C++ call stack says which memory: `CUDAAllocator` the GPU's,
-// `CUDAPinnedAllocator` page-locked host memory, `CPUAllocator` the host's. Its summary with
+// "<op> raises an exception paddle::memory::allocation::BadAlloc, <what>", and 2.x's uncaught
+// "terminate called after throwing an instance of 'paddle::memory::allocation::BadAlloc'".
+// `BadAlloc` is what Paddle's allocators throw when an allocation fails
+// (`memory/allocation/allocator.h`); the allocator in its C++ call stack says which memory:
+// `CUDAAllocator` the GPU's, `CUDAPinnedAllocator` page-locked host memory, `CPUAllocator` the
+// host's; in 2.x's a phi kernel's device context allocating its output (`phi::GPUContext`, or
+// `phi::CPUContext`). Its summary with
 // the figures ("Out of memory error on GPU 0. Cannot allocate …") is read first where the
 // paste has it.
 re!(
     paddle_bad_alloc_re,
-    r"\braises an exception paddle::memory::allocation::BadAlloc\b"
+    r"\braises an exception paddle::memory::allocation::BadAlloc\b|\bthrowing an instance of 'paddle::memory::allocation::BadAlloc'"
 );
 re!(
     paddle_allocator_re,
-    r"\bpaddle::memory::allocation::(CUDAPinnedAllocator|CUDAAllocator|CPUAllocator)::"
+    r"\bpaddle::memory::allocation::(CUDAPinnedAllocator|CUDAAllocator|CPUAllocator)::|\bphi::(GPUContext|CPUContext)\b"
 );
 
 /// PaddlePaddle 1.x's op that raised `BadAlloc`, its memory from the allocator on its stack.
@@ -503,9 +506,9 @@ pub(super) fn paddle_bad_alloc(t: &str) -> Option<Oom> {
         None,
         Facts::default(),
     );
-    o.memory = match &allocator[1] {
-        "CUDAAllocator" => MemoryKind::Device,
-        "CUDAPinnedAllocator" => MemoryKind::PinnedHost,
+    o.memory = match allocator.get(1).or(allocator.get(2)).map(|m| m.as_str()) {
+        Some("CUDAAllocator" | "GPUContext") => MemoryKind::Device,
+        Some("CUDAPinnedAllocator") => MemoryKind::PinnedHost,
         _ => MemoryKind::Host,
     };
     Some(o)
@@ -531,6 +534,10 @@ mod tests {
         let o =
             paddle_bad_alloc(&t.replace("CUDAAllocator", "CUDAPinnedAllocator")).expect("found");
         assert_eq!(o.memory, MemoryKind::PinnedHost);
+        // 2.x's uncaught BadAlloc, a GPU kernel's output (PaddleSpeech's conformer).
+        let t2 = "terminate called after throwing an instance of 'paddle::memory::allocation::BadAlloc'\n  what():\n\n--------------------------------------\nC++ Traceback (most recent call last):\n--------------------------------------\n2   void phi::ScaleKernel<float, phi::GPUContext>(phi::GPUContext const&, phi::DenseTensor const&, float, bool, phi::DenseTensor*)\n3   float* phi::DeviceContext::Alloc<float>(phi::TensorBase*, unsigned long, bool) const";
+        let o = paddle_bad_alloc(t2).expect("found");
+        assert_eq!(o.memory, MemoryKind::Device);
         // No allocator named: which memory is unknown.
         assert!(paddle_bad_alloc(&t.replace("CUDAAllocator", "RetryAllocator")).is_none());
     }

@@ -1160,6 +1160,16 @@ mod tests {
     /// one failure, explained with the program's request. After a failure of the host's
     /// memory, or with a figure of its own, it is another.
     #[test]
+    fn tensorrts_builder_with_no_tactic_left_for_want_of_memory() {
+        let t = "[08/18/2020-19:07:36] [W] [TRT] GPU memory allocation error during getBestTactic: 9_full_with_bias\n[08/18/2020-19:07:36] [E] [TRT] Internal error: could not find any implementation for node 9_full_with_bias, try increasing the workspace size with IBuilder::setMaxWorkspaceSize()";
+        let o = analyze(t).main().cloned().expect("an OOM");
+        assert_eq!((o.framework, o.format), (Framework::Tensorrt, "tensorrt"));
+        // The warning alone: another tactic may have been chosen.
+        let warning = t.lines().next().unwrap_or_default();
+        assert!(analyze(warning).main().is_none());
+    }
+
+    #[test]
     fn llama_cpps_metal_status_named_in_its_words() {
         // ggml-org/llama.cpp#6987's build: the error's name on the line after the status.
         let o = analyze("ggml_metal_graph_compute: command buffer 6 failed with status 5\nout of memory\nllama_decode: failed to decode, ret = -3\n")
