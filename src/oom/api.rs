@@ -3564,8 +3564,10 @@ fn drm_cma(t: &str) -> Option<Found> {
         .captures_iter(t)
         .filter_map(|c| c.get(1)?.as_str().parse().ok())
         .last();
+    // The statistics printed after the last failure, its own.
+    let after = &t[drm_cma_re().find_iter(t).last()?.end()..];
     let kib = |re: &super::lazy::LazyRegex| {
-        re.captures_iter(t)
+        re.captures_iter(after)
             .last()
             .and_then(|c| c.get(1)?.as_str().parse::<u64>().ok()?.checked_mul(1024))
     };
