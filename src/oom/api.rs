@@ -1732,7 +1732,7 @@ pub const PROGRAMS: &[Program] = &[
         format: "program-dynet",
         read: dynet,
         device: &GPU,
-        meaning: "DyNet's memory pool (forward, backward, parameters or scratch) needed another block on the GPU, and cudaMalloc had no room for it; its \"Memory pool info\" lines give each pool's size.",
+        meaning: "DyNet could not get a block for one of its memory pools (forward, backward, parameters or scratch) on the GPU: the pools' first blocks at start (sized by `--dynet-mem`) or another block when one filled; its \"Memory pool info\" lines give each pool's size.",
         remedies: &[
             "Give DyNet's pools what the model needs from the start with `--dynet-mem FOR,BACK,PARAM` (MB each), within the GPU's free memory: a pool that grows later asks for a whole new block.",
             "Smaller minibatches (or autobatching off) shrink the forward and backward pools; other processes on the GPU (`--dynet-gpu-ids` picks another) take what DyNet cannot.",
@@ -1743,7 +1743,18 @@ pub const PROGRAMS: &[Program] = &[
     // cause low performance.", prints `display_memory_info` (the device's total, each
     // allocator's used and unused, "cpu&gpu: … gpu: G cpu: C", "free: cpu(F) gpu(F)", sizes in
     // powers of 1024) and allocates the block with cudaMallocManaged instead: the job goes on in
-    // unified memory.
+    // unified memory. From May 2023 (Jittor/jittor b0ba0d68) it prints the report first and stops:
+    // "Unable to alloc cuda device memory for size N" (below, `jittor_fatal`).
+    Program {
+        name: "Jittor (device allocator)",
+        format: "program-jittor-fatal",
+        read: jittor_fatal,
+        device: &GPU,
+        meaning: "Jittor's device allocator found no room on the GPU for the block (cudaMalloc failed) and stopped; its display_memory_info above the failure lists what its allocators held.",
+        remedies: &[
+            "Lower the batch size or the model's size; `jt.display_memory_info()` shows what Jittor's allocators hold, and `jt.gc()` frees the variables no longer referenced.",
+        ],
+    },
     Program {
         name: "Jittor",
         format: "program-jittor",
@@ -2111,27 +2122,13 @@ pub const PROGRAMS: &[Program] = &[
             "Close other graphical programs (each browser tab and window holds buffers), or lower the resolution.",
         ],
     },
-    // PPSSPP's emulated PSP kernel (hrydgard/ppsspp, `Common/.../BlockAllocator.cpp`,
-    // `Core/HLE/sceKernelMemory.cpp`): "Block Allocator (08800000-0c000000) failed to allocate N
-    // (HEX) bytes of contiguous memory", "sceKernelAllocPartitionMemory(partition = 5, …):
-    // allocation failed": the game's own memory inside the emulated PSP, not the host's GPU.
-    Program {
-        name: "PPSSPP (emulated PSP memory)",
-        format: "program-ppsspp-guest",
-        read: ppsspp_guest,
-        device: &GPU,
-        meaning: "PPSSPP's emulated PSP kernel could not give the game a block of the PSP's own RAM (its user partition, 24 MB on a PSP-1000, more as a PSP-2000/3000): the emulated console's memory, neither the GPU's nor the host's shortage.",
-        remedies: &[
-            "A game that fails so on PPSSPP but not on a PSP is an emulation issue: report it to PPSSPP with this log. The PSP-2000/3000 model (System settings) emulates the larger RAM, which helps only the games and homebrew that use it.",
-        ],
-    },
     // gpu-burn (wilicc/gpu-burn): its own check before it allocates (below, `gpu_burn`).
     Program {
         name: "gpu-burn",
         format: "program-gpu-burn",
         read: gpu_burn,
         device: &GPU,
-        meaning: "gpu-burn takes a share of the GPU's free memory (90% unless `-m` says otherwise) for its matrices, and that share could not hold two input matrices and one result of the size it prints: it stopped before allocating anything.",
+        meaning: "gpu-burn takes a share of the GPU's free memory (90% unless `-m` says otherwise) for its matrices, and that share could not hold two input matrices and a result (\"Results are N bytes each\" is one of them): it stopped before allocating anything.",
         remedies: &[
             "Free the GPU first (the free figure is what other processes left), or give gpu-burn a larger share with `-m N` (MB) or `-m N%`.",
         ],
@@ -2153,9 +2150,9 @@ pub const PROGRAMS: &[Program] = &[
         format: "program-flutter-gpu",
         read: flutter_gpu,
         device: &ANDROID,
-        meaning: "Impeller's Vulkan allocator could not allocate the DeviceBuffer the app asked for (the Dart exception gives its length): the GPU's memory, on a phone the system's RAM, had no room for it.",
+        meaning: "Impeller's Vulkan allocator could not allocate a host-visible buffer (a HostBuffer's new block, or a DeviceBuffer the app made; the Dart exception gives its length): the GPU's memory, on a phone the system's RAM, had no room for it.",
         remedies: &[
-            "Create DeviceBuffers once and reuse them rather than each frame, and keep each one to what it holds.",
+            "Keep one HostBuffer and call `reset()` on it each frame, so its blocks are reused rather than new ones added, and emplace less into it per frame; create DeviceBuffers once, not each frame.",
         ],
     },
     // dlib's CUDA checks (`dlib/cuda/cuda_utils.h`, `cudnn_dlibapi.cpp`, `cublas_dlibapi.cpp`:
@@ -2901,6 +2898,18 @@ re!(
     r"\bfree: cpu\( {0,8}[^)\n]{1,20}\) gpu\( {0,8}(\d{1,9}(?:\.\d{1,6})? ?[KMGT]?B)\)"
 );
 
+re!(
+    jittor_fatal_re,
+    r"\bUnable to alloc cuda device memory for size (\d{1,20})\b"
+);
+
+fn jittor_fatal(t: &str) -> Option<Found> {
+    let c = jittor_fatal_re().captures_iter(t).last()?;
+    let mut f = Found::device(Api::Cuda);
+    f.facts.requested_bytes = c.get(1).and_then(|m| m.as_str().parse().ok());
+    Some(f)
+}
+
 fn jittor(t: &str) -> Option<Found> {
     let at = jittor_re().find_iter(t).last()?.end();
     // Its report after the warning.
@@ -3591,7 +3600,6 @@ re!(
     gpu_burn_init_re,
     r"\bInitialized device (\d{1,3}) with (\d{1,9}) MB of memory \((\d{1,9}) MB available, using (\d{1,9}) MB of it\)"
 );
-re!(gpu_burn_result_re, r"\bResults are (\d{1,20}) bytes each\b");
 
 fn gpu_burn(t: &str) -> Option<Found> {
     gpu_burn_re().find(t)?;
@@ -3603,39 +3611,28 @@ fn gpu_burn(t: &str) -> Option<Found> {
         f.facts.free_bytes = mib(3);
         f.facts.allowed_bytes = mib(4);
     }
-    f.facts.requested_bytes = gpu_burn_result_re()
-        .captures_iter(t)
-        .last()
-        .and_then(|c| c.get(1)?.as_str().parse().ok());
-    Some(f)
-}
-
-re!(
-    ppsspp_guest_re,
-    r"\bBlock Allocator \([0-9a-fA-F]{8}-[0-9a-fA-F]{8}\) failed to allocate (\d{1,12}) \([0-9a-fA-F]{1,16}\) bytes of contiguous memory|\bsceKernelAllocPartitionMemory\([^\n]{0,160}?\): allocation failed"
-);
-
-fn ppsspp_guest(t: &str) -> Option<Found> {
-    let c = ppsspp_guest_re().captures_iter(t).last()?;
-    let mut f = Found::own(Facts::default());
-    f.facts.requested_bytes = c.get(1).and_then(|m| m.as_str().parse().ok());
-    f.memory = MemoryKind::Host;
+    // "Results are N bytes each" is one matrix; its check needs room for three (two inputs
+    // and a result, or in later versions two inputs of another size beside it), and some
+    // versions throw before printing it: no request is read.
     Some(f)
 }
 
 // NVIDIA Warp (`warp/context.py`, `Device`/`zeros`): "Memory allocation failed on device: D for
 // N bytes", D "cuda", "cuda:N" or "cpu".
+// From mid-2023 it raises "Failed to allocate N bytes on device 'cuda:0'" instead. On "cpu" the
+// array may be pinned (`pinned=True`), which the message does not say: host memory either way.
 re!(
     warp_re,
-    r"\bMemory allocation failed on device: (cuda(?::(\d{1,3}))?|cpu) for (\d{1,20}) bytes\b"
+    r"\bMemory allocation failed on device: (cuda(?::(\d{1,3}))?|cpu) for (\d{1,20}) bytes\b|\bFailed to allocate (\d{1,20}) bytes on device '(cuda(?::(\d{1,3}))?|cpu)'"
 );
 
 fn warp(t: &str) -> Option<Found> {
     let c = warp_re().captures_iter(t).last()?;
     let mut f = Found::device(Api::Cuda);
-    f.device = c.get(2).and_then(|m| m.as_str().parse().ok());
-    f.facts.requested_bytes = c.get(3).and_then(|m| m.as_str().parse().ok());
-    if &c[1] == "cpu" {
+    let device = c.get(1).or(c.get(5)).map_or("", |m| m.as_str());
+    f.device = c.get(2).or(c.get(6)).and_then(|m| m.as_str().parse().ok());
+    f.facts.requested_bytes = c.get(3).or(c.get(4)).and_then(|m| m.as_str().parse().ok());
+    if device == "cpu" {
         f.memory = MemoryKind::Host;
     }
     Some(f)
@@ -3644,7 +3641,9 @@ fn warp(t: &str) -> Option<Found> {
 // Flutter's GPU API on Impeller (`lib/gpu/device_buffer.cc`, `impeller/renderer/backend/
 // vulkan/allocator_vk.cc`): "Unable to allocate a device buffer: ErrorOutOfDeviceMemory", then
 // "Failed to create device buffer." and the Dart exception "Failed to allocate DeviceBuffer of
-// length N".
+// length N", which `HostBuffer` throws for a new block (`lib/gpu/lib/src/buffer.dart`: a
+// host-visible DeviceBuffer of `kDefaultBlockLengthInBytes`, 1024000, added when a frame's
+// block overflows).
 re!(
     flutter_gpu_re,
     r"\bUnable to allocate a device buffer: ErrorOutOfDeviceMemory\b"
@@ -3799,6 +3798,8 @@ mod tests {
         assert_eq!(o.facts.total_bytes, Some(3956 << 20));
         assert_eq!(o.facts.free_bytes, Some(117 << 20));
         assert_eq!(o.facts.allowed_bytes, Some(105 << 20));
+        // One matrix's size is not what the check needed.
+        assert_eq!(o.facts.requested_bytes, None);
     }
 
     #[test]
@@ -4042,16 +4043,17 @@ mod tests {
             ("TREX: Can't find nonce with device [ID=0, GPU #0], Device does not have enough free memory to hold the DAG for epoch 65. Required: 5.08 GB, free: 5.02 GB.", "program-dag-miner", Framework::Unknown, MemoryKind::Device, Some(5_454_608_466)),
             ("-------\n     Done (2645 ms), size of new DAG: 4072 MByte\n-------\nGPU 0: insufficient memory for DAG epoch 381.\nGPU 0: will be in Zombie mode with reduced hashrate.", "program-dag-miner", Framework::Unknown, MemoryKind::Device, Some(4072 << 20)),
             ("amrex::Abort::0::Out of gpu memory. Free: 4435902464 Asked: 8294402048 !!!", "program-amrex", Framework::Unknown, MemoryKind::Device, Some(8_294_402_048)),
+            ("[f 0429 09:00:15.732000 16 cuda_device_allocator.cc:33] Unable to alloc cuda device memory for size 1073741824", "program-jittor-fatal", Framework::Cuda, MemoryKind::Device, Some(1 << 30)),
             // JittorLLMs on a 6 GB GPU.
             ("[w 0429 09:00:15.731000 16 cuda_device_allocator.cc:30] Unable to alloc cuda device memory, use unify memory instead. This may cause low performance.\n[i 0429 09:00:15.732000 16 cuda_device_allocator.cc:32]\n=== display_memory_info ===\n total_cpu_ram:    15 B total_device_ram:     6GB\n hold_vars: 445 lived_vars: 554 lived_ops: 135\n name: sfrl is_device: 1 used: 5.369GB(100%) unused: 1.167MB(0.0212%) total:  5.37GB\n name: sfrl is_device: 1 used:     0 B(0%) unused:     1MB(100%) total:     1MB\n name: sfrl is_device: 0 used: 7.431GB(58.1%) unused: 5.369GB(41.9%) total:  12.8GB\n cpu&gpu: 18.17GB gpu: 5.371GB cpu:  12.8GB\n free: cpu(    0 B) gpu(    0 B)", "program-jittor", Framework::Cuda, MemoryKind::Device, None),
             // Chia-Network/bladebit: the GPU needs 5.72 GiB of its 22.74 free; the host buffers failed.
             ("[Bladebit CUDA Plotter]\nSelected cuda device 1 : NVIDIA GeForce RTX 3090\n Memory:\n  Total                    : 24.00 GB\n  Free                     : 22.74 GB\n\nTotal Host RAM required   : 258683772928 bytes ( 246700.07 MiB or 240.92 GiB )\nGPU RAM required          : 6140243968   bytes ( 5855.79   MiB or 5.72   GiB )\nAllocating buffers\nCUDA error: 2 (0x2 ) cudaErrorMemoryAllocation : out of memory", "program-bladebit", Framework::Cuda, MemoryKind::PinnedHost, None),
             ("[Bladebit CUDA Plotter]\nSelected cuda device 0 : NVIDIA GeForce RTX 3060\n Memory:\n  Total                    : 12.00 GB\n  Free                     : 4.10 GB\n\nTotal Host RAM required   : 258683772928 bytes ( 246700.07 MiB or 240.92 GiB )\nGPU RAM required          : 6140243968   bytes ( 5855.79   MiB or 5.72   GiB )\nAllocating buffers\nCUDA error: 2 (0x2 ) cudaErrorMemoryAllocation : out of memory", "program-bladebit", Framework::Cuda, MemoryKind::Device, None),
-            ("39:29:869 user_main    E[SCEKERNEL]: util\\blockallocator.cpp:142 Block Allocator (08800000-0c000000) failed to allocate 1048832 (00100100) bytes of contiguous memory\n39:29:869 user_main    E[SCEKERNEL]: hle\\scekernelmemory.cpp:1032 sceKernelAllocPartitionMemory(partition = 5, , type= 0, size= 1048584, addr= 00000000): allocation failed", "program-ppsspp-guest", Framework::Unknown, MemoryKind::Host, None),
             // wilicc/gpu-burn on a Jetson with 117 MB free.
-            ("Initialized device 0 with 3956 MB of memory (117 MB available, using 105 MB of it), using FLOATS\nResults are 268435456 bytes each, thus performing 68719476734 iterations\nCouldn't init a GPU test: Low mem for result. aborting.", "program-gpu-burn", Framework::Cuda, MemoryKind::Device, Some(268_435_456)),
+            ("Initialized device 0 with 3956 MB of memory (117 MB available, using 105 MB of it), using FLOATS\nResults are 268435456 bytes each, thus performing 68719476734 iterations\nCouldn't init a GPU test: Low mem for result. aborting.", "program-gpu-burn", Framework::Cuda, MemoryKind::Device, None),
             ("RuntimeError: Memory allocation failed on device: cuda for 120 bytes", "program-warp", Framework::Cuda, MemoryKind::Device, Some(120)),
             ("RuntimeError: Memory allocation failed on device: cpu for 4096 bytes", "program-warp", Framework::Cuda, MemoryKind::Host, Some(4096)),
+            ("RuntimeError: Failed to allocate 8589934592 bytes on device 'cuda:0'", "program-warp", Framework::Cuda, MemoryKind::Device, Some(8_589_934_592)),
             ("E/flutter (28140): [ERROR:flutter/impeller/renderer/backend/vulkan/allocator_vk.cc(528)] Impeller validation: Unable to allocate a device buffer: ErrorOutOfDeviceMemory\nE/flutter (28140): [ERROR:flutter/lib/gpu/device_buffer.cc(62)] Failed to create device buffer.\nI/flutter (28140): Exception: Failed to allocate DeviceBuffer of length 1024000", "program-flutter-gpu", Framework::Vulkan, MemoryKind::Device, Some(1_024_000)),
             // A Marian transliteration model's --workspace 9000.
             ("[2020-05-05 18:48:50] [memory] Extending reserved space to 9088 MB (device gpu0)\n[2020-05-05 18:48:50] Error: CUDA error 2 'out of memory' - /home/imo/tools/marian-dev/src/tensors/gpu/device.cu:38: cudaMalloc(&data_, size)\n[2020-05-05 18:48:50] Error: Aborted from virtual void marian::gpu::Device::reserve(size_t) in /home/imo/tools/marian-dev/src/tensors/gpu/device.cu:38", "program-marian", Framework::Cuda, MemoryKind::Device, Some(9088 << 20)),

@@ -335,8 +335,10 @@ pub(crate) const TRIGGERS: &[&str] = &[
     // gpu-burn's check and NVIDIA Warp's allocator (`api.rs`).
     "low mem for result",
     "memory allocation failed on device:",
+    "bytes on device 'cuda",
     // Jittor's device allocator falling back to unified memory (`api.rs`).
     "use unify memory instead",
+    "unable to alloc cuda device memory",
     // RMM's pool at its maximum, in its reason (`known.rs`): one word no wrap splits.
     "current/max/try",
     // gfx-hal's `OutOfMemory` as Debug prints it, in wgpu before 0.7 (`families.rs`).

@@ -984,7 +984,7 @@ fn no_numbers(oom: &Oom, _sizing: Option<&Sizing>, _out: &[Finding]) -> Option<F
                 "cuda-torch-memory-saver" => "torch_memory_saver (the memory saver SGLang and verl use to release a paused engine's weights and KV cache) got CUDA's error 2 from cuMemCreate: the GPU had no room for the physical memory it maps. On a resume this means something took the memory released while paused (the training side of a co-located job, another process). The message gives no size.".into(),
                 "cusolver" | "cufft" | "cusparse" | "curand" => format!("{} could not allocate its handle's or its work's device memory ({}): the GPU was already full, usually with this program's own memory (a caching allocator's cache) or another process. The message gives no size.", match oom.format { "cusolver" => "cuSOLVER", "cufft" => "cuFFT", "cusparse" => "cuSPARSE", _ => "cuRAND" }, match oom.format { "cusolver" => "CUSOLVER_STATUS_ALLOC_FAILED", "cufft" => "CUFFT_ALLOC_FAILED", "cusparse" => "CUSPARSE_STATUS_ALLOC_FAILED", _ => "CURAND_STATUS_ALLOCATION_FAILED" }),
                 "paddle-cuda" => "A CUDA call in PaddlePaddle outside its allocator (a stream, a cuBLAS or cuDNN handle, a kernel's workspace; PADDLE_ENFORCE_GPU_SUCCESS) returned error 2, cudaErrorMemoryAllocation: the GPU was already full, usually with memory Paddle's allocator holds (it keeps freed blocks for reuse) or other processes. The message gives no size.".into(),
-                "paddle-bad-alloc" => "PaddlePaddle's allocator could not allocate for an op (the op is named in the warning) and threw BadAlloc, after its retry allocator had waited for other frees (FLAGS_gpu_allocator_retry_time). The GPU was full with Paddle's own tensors and pool, or other processes. This part of the paste gives no size: Paddle's \"Error Message Summary\" below the C++ stack names it.".into(),
+                "paddle-bad-alloc" => "PaddlePaddle's allocator could not allocate for an op (1.x names the op in its warning) and threw BadAlloc, after its retry allocator had waited for other frees (FLAGS_gpu_allocator_retry_time). The GPU was full with Paddle's own tensors and pool, or other processes. This part of the paste gives no size: Paddle's \"Error Message Summary\" below the C++ stack names it.".into(),
                 "onnxruntime-dml" => "ONNX Runtime's DirectML execution provider got E_OUTOFMEMORY (0x8007000E) from Direct3D 12: a GPU buffer could not be allocated in the card's memory (on an integrated GPU, the share of system memory it may use). The message gives no size.".into(),
                 "tensorflow-gpu-init" => "TensorFlow could not create its CUDA context on this GPU at start-up (gpu_device.cc: cudaSetDevice, then cudaFree(nullptr)): the card had no room left for a context, usually because other processes (another TensorFlow process maps most of the card by default) hold it.".into(),
                 "cuda-hami-core" => "HAMi-core's hooked allocator passed the allocation to the driver, which answered 2 (CUDA_ERROR_OUT_OF_MEMORY): the GPU itself was full, not only the container's limit. The message gives no size.".into(),
@@ -1898,6 +1898,13 @@ fn pinned_host_memory(oom: &Oom) -> Finding {
         remedies.insert(
             0,
             r("torch_npu keeps freed pinned blocks cached: torch_npu.npu.host_empty_cache() returns them to the host (as its message suggests) before the large copy."),
+        );
+    }
+    // A program whose remedies are for its own page-locked buffers (Bladebit's RAM modes).
+    if oom.format == "program-bladebit" {
+        remedies.insert(
+            0,
+            r("Bladebit page-locks all its host buffers at start: where the host's RAM is short of its Total Host RAM required, plot with --disk-128 or --disk-16 (with -t1/-t2 temporary directories), which need about 128 or 16 GiB of RAM."),
         );
     }
     if oom.format == "cupy-pinned" {

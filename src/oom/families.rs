@@ -1671,7 +1671,7 @@ re!(
 // llama.cpp's own words (its functions, its programs, ollama's runner): SYCL alone is not
 // llama.cpp (PyTorch's XPU, oneAPI programs).
 re!(ggml_context_re, r"(?i)ggml|llama|whisper");
-re!(ipex_llm_re, r"\bipex[_-]llm\b");
+re!(ipex_llm_re, r"(?i)\bipex[_-]llm\b");
 
 /// llama.cpp's backends other than CUDA's own line (ggml-alloc's "failed to allocate Vulkan0
 /// buffer of size N", SYCL's "can't allocate N Bytes", Metal's "failed to allocate buffer,
@@ -1723,7 +1723,10 @@ fn ggml_backend(t: &str) -> Option<Oom> {
     }
     let m = ggml_vulkan_oom_re().find(t)?;
     let sycl = !m.as_str().starts_with("Error");
-    if !ggml_context_re().is_match(t) {
+    // IPEX-LLM's own PyTorch path names Llama models without being llama.cpp; its llama.cpp
+    // builds print ggml's words.
+    let ipex = ipex_llm_re().is_match(t) && !t.contains("ggml");
+    if ipex || !ggml_context_re().is_match(t) {
         // A Level Zero device out of memory with no program's words around it: an Intel GPU
         // through SYCL, whose program the text does not say. PI_ERROR_OUT_OF_RESOURCES alone
         // is not enough (the plugin returned it for other resources too); beside IPEX-LLM's

@@ -1649,10 +1649,15 @@ pub(super) fn tensorrt(t: &str) -> Option<Oom> {
     // getBestTactic: N" then "Internal error: could not find any implementation for node N").
     let no_tactic = trt_tactic_re().captures_iter(t).any(|c| {
         c.get(0).zip(c.get(1)).is_some_and(|(all, node)| {
-            t[all.end()..].contains(&format!(
+            let said = format!(
                 "could not find any implementation for node {}",
                 node.as_str()
-            ))
+            );
+            // The same node, not one whose name goes on ("conv1" against "conv10").
+            t[all.end()..].match_indices(&said).any(|(at, _)| {
+                !t[all.end() + at + said.len()..]
+                    .starts_with(|ch: char| ch.is_alphanumeric() || ch == '_')
+            })
         })
     });
     if no_tactic {

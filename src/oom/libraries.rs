@@ -498,8 +498,15 @@ re!(
 
 /// PaddlePaddle 1.x's op that raised `BadAlloc`, its memory from the allocator on its stack.
 pub(super) fn paddle_bad_alloc(t: &str) -> Option<Oom> {
-    let at = paddle_bad_alloc_re().find(t)?.end();
-    let allocator = paddle_allocator_re().captures(&t[at..])?;
+    let head = paddle_bad_alloc_re().find(t)?;
+    let mut frames = paddle_allocator_re().captures_iter(&t[head.end()..]);
+    // 1.x's "C++ Call Stacks" start at the innermost frame; 2.x's "C++ Traceback (most recent
+    // call last)" end at it.
+    let allocator = if head.as_str().starts_with("throwing") {
+        frames.last()?
+    } else {
+        frames.next()?
+    };
     let mut o = oom(
         Framework::Paddle,
         "paddle-bad-alloc",
@@ -538,6 +545,12 @@ mod tests {
         let t2 = "terminate called after throwing an instance of 'paddle::memory::allocation::BadAlloc'\n  what():\n\n--------------------------------------\nC++ Traceback (most recent call last):\n--------------------------------------\n2   void phi::ScaleKernel<float, phi::GPUContext>(phi::GPUContext const&, phi::DenseTensor const&, float, bool, phi::DenseTensor*)\n3   float* phi::DeviceContext::Alloc<float>(phi::TensorBase*, unsigned long, bool) const";
         let o = paddle_bad_alloc(t2).expect("found");
         assert_eq!(o.memory, MemoryKind::Device);
+        // Its innermost frame is the last: a pinned allocator under the GPU kernel's context.
+        let o = paddle_bad_alloc(&format!(
+            "{t2}\n4   paddle::memory::allocation::CUDAPinnedAllocator::AllocateImpl(unsigned long)"
+        ))
+        .expect("found");
+        assert_eq!(o.memory, MemoryKind::PinnedHost);
         // No allocator named: which memory is unknown.
         assert!(paddle_bad_alloc(&t.replace("CUDAAllocator", "RetryAllocator")).is_none());
     }

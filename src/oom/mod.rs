@@ -1164,6 +1164,12 @@ mod tests {
         let t = "[08/18/2020-19:07:36] [W] [TRT] GPU memory allocation error during getBestTactic: 9_full_with_bias\n[08/18/2020-19:07:36] [E] [TRT] Internal error: could not find any implementation for node 9_full_with_bias, try increasing the workspace size with IBuilder::setMaxWorkspaceSize()";
         let o = analyze(t).main().cloned().expect("an OOM");
         assert_eq!((o.framework, o.format), (Framework::Tensorrt, "tensorrt"));
+        // Another node with no implementation is not this one's.
+        assert!(
+            analyze(&t.replace("for node 9_full_with_bias,", "for node 9_full_with_bias2,"))
+                .main()
+                .is_none()
+        );
         // The warning alone: another tactic may have been chosen.
         let warning = t.lines().next().unwrap_or_default();
         assert!(analyze(warning).main().is_none());

@@ -98,9 +98,13 @@ fn missing_parts(o: &Oom) -> Vec<&'static str> {
 // goes on; a device failure after it is read as usual. torch_memory_saver's cuMemCreate warning
 // (`csrc/utils.h`: "(may not be an issue e.g. torch allocator will free cache and retry)")
 // hands the failure back to PyTorch's allocator, which retries; its own error follows if not.
+// PPSSPP's emulated PSP kernel (`BlockAllocator.cpp`, `sceKernelMemory.cpp`): "Block Allocator
+// (08800000-0c000000) failed to allocate N (HEX) bytes of contiguous memory" and
+// "sceKernelAllocPartitionMemory(…): allocation failed" are the game's memory inside the
+// emulated console, neither the GPU's nor the host's.
 re!(
     not_a_failure_re,
-    r"Allocator \([^)]*\) ran out of memory trying to allocate \S+? ?(?:with ?freed_by_count=\d+|\.? ?The ?caller ?indicates)|failed to mlock \S+ buffer[^:]*: Cannot allocate memory|\[torch_memory_saver\.cpp\] (?:cu|hip)MemCreate \w+ \(may not be an issue[^)]{0,80}\)|ggml_vulkan: Failed to allocate pinned memory(?: ?\([^)]*\)|\. ?ggml_vulkan: [^\n]{0,160}?: ?Error\w+)"
+    r"Allocator \([^)]*\) ran out of memory trying to allocate \S+? ?(?:with ?freed_by_count=\d+|\.? ?The ?caller ?indicates)|failed to mlock \S+ buffer[^:]*: Cannot allocate memory|\[torch_memory_saver\.cpp\] (?:cu|hip)MemCreate \w+ \(may not be an issue[^)]{0,80}\)|ggml_vulkan: Failed to allocate pinned memory(?: ?\([^)]*\)|\. ?ggml_vulkan: [^\n]{0,160}?: ?Error\w+)|Block Allocator \([0-9a-fA-F]{8}-[0-9a-fA-F]{8}\) failed to allocate \d{1,12} \([0-9a-fA-F]{1,16}\) bytes of contiguous memory|sceKernelAllocPartitionMemory\([^\n]{0,160}?\): allocation failed"
 );
 
 // PyTorch's DataLoader pins each batch in a thread of its own
@@ -209,8 +213,10 @@ pub fn parse_block(lines: &[String]) -> Option<Oom> {
     // program's line below it.
     let mut said = trigger.clone();
     let mut fall_back = || {
+        // Not a line that says an allocation did not fail, or was not the GPU's.
         let (mut o, t) = std::iter::once(&trigger)
             .chain(lines.iter().filter(|l| super::clean::is_trigger(l)))
+            .filter(|t| !not_a_failure_re().is_match(t))
             .find_map(|t| Some((fallback(t, &spaced)?, t.clone())))?;
         said = t;
         // A failure said over two lines ("Could not allocate 3D device memory." then "Device 0
@@ -464,6 +470,13 @@ mod tests {
 
     /// ggml-vulkan's pinned host buffer that fell back to a CPU buffer is not a failure, with
     /// its exception on the same line or the next; a device failure after it is still read.
+    #[test]
+    fn ppsspps_emulated_psp_memory_is_not_the_gpus() {
+        // PPSSPP's log (hrydgard/ppsspp#14771): the game's memory inside the emulator.
+        let t = "39:29:869 user_main    E[SCEKERNEL]: util\\blockallocator.cpp:142 Block Allocator (08800000-0c000000) failed to allocate 1048832 (00100100) bytes of contiguous memory\n39:29:869 user_main    E[SCEKERNEL]: hle\\scekernelmemory.cpp:1032 sceKernelAllocPartitionMemory(partition = 5, , type= 0, size= 1048584, addr= 00000000): allocation failed";
+        assert!(crate::oom::analyze(t).main().is_none());
+    }
+
     #[test]
     fn ggml_vulkan_pinned_fallback_is_not_a_failure() {
         let block = |ls: &[&str]| {
