@@ -2865,14 +2865,11 @@ fn dynet(t: &str) -> Option<Found> {
     if free.is_none() && !(dynet_failure_re().is_match(t) && dynet_words_re().is_match(t)) {
         return None;
     }
-    let mib = |c: &regex::Captures, i: usize| {
-        c.get(i)?.as_str().parse::<u64>().ok()?.checked_mul(1 << 20)
-    };
     let mut f = Found::device(Api::Cuda);
     if let Some(c) = &free {
         f.device = c.get(1).and_then(|m| m.as_str().parse().ok());
-        f.facts.free_bytes = mib(c, 2);
-        f.facts.total_bytes = mib(c, 3);
+        f.facts.free_bytes = super::banner::mib(c, 2);
+        f.facts.total_bytes = super::banner::mib(c, 3);
     }
     Some(f)
 }
@@ -2992,10 +2989,7 @@ fn marian(t: &str) -> Option<Found> {
     let mut f = Found::device(Api::Cuda);
     // The last reserve logged before the failure: the size it asked for and the device.
     if let Some(c) = marian_reserve_re().captures_iter(&t[..at]).last() {
-        f.facts.requested_bytes = c
-            .get(1)
-            .and_then(|m| m.as_str().parse::<u64>().ok())
-            .and_then(|mb| mb.checked_mul(1 << 20));
+        f.facts.requested_bytes = super::banner::mib(&c, 1);
         f.device = c.get(2).or(c.get(3)).and_then(|m| m.as_str().parse().ok());
     }
     Some(f)
@@ -3605,7 +3599,7 @@ fn gpu_burn(t: &str) -> Option<Found> {
     gpu_burn_re().find(t)?;
     let mut f = Found::device(Api::Cuda);
     if let Some(c) = gpu_burn_init_re().captures_iter(t).last() {
-        let mib = |i: usize| c.get(i)?.as_str().parse::<u64>().ok()?.checked_mul(1 << 20);
+        let mib = |i: usize| super::banner::mib(&c, i);
         f.device = c.get(1).and_then(|m| m.as_str().parse().ok());
         f.facts.total_bytes = mib(2);
         f.facts.free_bytes = mib(3);
