@@ -1731,9 +1731,8 @@ fn ggml_backend(t: &str) -> Option<Oom> {
         // through SYCL, whose program the text does not say. PI_ERROR_OUT_OF_RESOURCES alone
         // is not enough (the plugin returned it for other resources too); beside IPEX-LLM's
         // words it is a model that does not fit, as beside llama.cpp's (intel/ipex-llm#12872).
-        return (sycl
-            && (m.as_str().contains("OUT_OF_DEVICE_MEMORY") || ipex_llm_re().is_match(t)))
-        .then(|| oom(Framework::Unknown, "level-zero", None, Facts::default()));
+        return (sycl && (m.as_str().contains("OUT_OF_DEVICE_MEMORY") || ipex))
+            .then(|| oom(Framework::Unknown, "level-zero", None, Facts::default()));
     }
     let format = if sycl { "ggml-sycl" } else { "ggml-vulkan" };
     Some(oom(Framework::Ggml, format, None, Facts::default()))

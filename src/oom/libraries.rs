@@ -484,9 +484,8 @@ pub(super) fn paddle_cuda(t: &str) -> Option<Oom> {
 // (`memory/allocation/allocator.h`); the allocator in its C++ call stack says which memory:
 // `CUDAAllocator` the GPU's, `CUDAPinnedAllocator` page-locked host memory, `CPUAllocator` the
 // host's; in 2.x's a phi kernel's device context allocating its output (`phi::GPUContext`, or
-// `phi::CPUContext`). Its summary with
-// the figures ("Out of memory error on GPU 0. Cannot allocate …") is read first where the
-// paste has it.
+// `phi::CPUContext`). Its summary with the figures ("Out of memory error on GPU 0. Cannot
+// allocate …") is read first where the paste has it.
 re!(
     paddle_bad_alloc_re,
     r"\braises an exception paddle::memory::allocation::BadAlloc\b|\bthrowing an instance of 'paddle::memory::allocation::BadAlloc'"
@@ -496,7 +495,8 @@ re!(
     r"\bpaddle::memory::allocation::(CUDAPinnedAllocator|CUDAAllocator|CPUAllocator)::|\bphi::(GPUContext|CPUContext)\b"
 );
 
-/// PaddlePaddle 1.x's op that raised `BadAlloc`, its memory from the allocator on its stack.
+/// PaddlePaddle's `BadAlloc` (1.x's op warning, 2.x's uncaught throw), its memory from the
+/// innermost allocator or device context on its stack.
 pub(super) fn paddle_bad_alloc(t: &str) -> Option<Oom> {
     let head = paddle_bad_alloc_re().find(t)?;
     let mut frames = paddle_allocator_re().captures_iter(&t[head.end()..]);
