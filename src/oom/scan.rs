@@ -1653,36 +1653,43 @@ Including non-PyTorch memory, this process has 175.06 GiB memory in use.
             }
             s.finish()
         };
-        let mut files = 0;
+        let mut paths = Vec::new();
         for dir in [dir.clone(), dir.join("lookalikes")] {
             for entry in std::fs::read_dir(&dir).expect("corpus") {
                 let path = entry.expect("entry").path();
-                if path.extension().and_then(|e| e.to_str()) != Some("txt") {
-                    continue;
-                }
-                let text = std::fs::read_to_string(&path).expect("text");
-                files += 1;
-                let log = format!(
-                    "{}{text}{}",
-                    "epoch 3 step 9 loss 0.1 memory allocated 2 GiB\n".repeat(20),
-                    "step 10 allocate the next batch\n".repeat(3)
-                );
-                let mut variants = vec![text.clone(), log];
-                for width in [20, 33, 47, 61, 80, 101, 140] {
-                    let wrapped: Vec<String> = text
-                        .lines()
-                        .map(|l| {
-                            textwrap::fill(l, textwrap::Options::new(width).break_words(false))
-                        })
-                        .collect();
-                    variants.push(wrapped.join("\n"));
-                }
-                for v in variants {
-                    assert_eq!(scan(&v, true), scan(&v, false), "{path:?}:\n{v}");
+                if path.extension().and_then(|e| e.to_str()) == Some("txt") {
+                    paths.push(path);
                 }
             }
         }
-        assert!(files > 200, "{files} files");
+        assert!(paths.len() > 200, "{} files", paths.len());
+        let check = |path: &std::path::PathBuf| {
+            let text = std::fs::read_to_string(path).expect("text");
+            let log = format!(
+                "{}{text}{}",
+                "epoch 3 step 9 loss 0.1 memory allocated 2 GiB\n".repeat(20),
+                "step 10 allocate the next batch\n".repeat(3)
+            );
+            let mut variants = vec![text.clone(), log];
+            for width in [20, 33, 47, 61, 80, 101, 140] {
+                let wrapped: Vec<String> = text
+                    .lines()
+                    .map(|l| textwrap::fill(l, textwrap::Options::new(width).break_words(false)))
+                    .collect();
+                variants.push(wrapped.join("\n"));
+            }
+            for v in variants {
+                assert_eq!(scan(&v, true), scan(&v, false), "{path:?}:\n{v}");
+            }
+        };
+        // Every core: most of the tests beside this one are quick.
+        let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+        std::thread::scope(|s| {
+            for part in paths.chunks(paths.len().div_ceil(threads)) {
+                let check = &check;
+                s.spawn(move || part.iter().for_each(check));
+            }
+        });
     }
 
     /// The rule for quotes in prose, both ways: a quoted message with its figures, or the whole

@@ -8,7 +8,13 @@ use serde_json::Value;
 
 use crate::common::{gpumon, stdout_json};
 
-fn corpus() -> Vec<(String, String, Value)> {
+/// The corpus, read once per test process: the property test below asks for it per case.
+fn corpus() -> &'static [(String, String, Value)] {
+    static CORPUS: std::sync::OnceLock<Vec<(String, String, Value)>> = std::sync::OnceLock::new();
+    CORPUS.get_or_init(read_corpus)
+}
+
+fn read_corpus() -> Vec<(String, String, Value)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/oom");
     let mut out = Vec::new();
     for entry in std::fs::read_dir(&dir).expect("assets/oom") {
@@ -41,7 +47,7 @@ fn every_corpus_message_parses_as_expected() {
         corpus.len()
     );
     let mut failures = Vec::new();
-    for (name, text, json) in &corpus {
+    for (name, text, json) in corpus {
         assert!(
             json["source"].as_str().is_some_and(|s| !s.is_empty()),
             "{name}: no source"
