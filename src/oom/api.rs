@@ -1559,6 +1559,51 @@ pub const PROGRAMS: &[Program] = &[
             "As the message says: lower the resolution (and texture quality), and close other programs using the GPU.",
         ],
     },
+    // Its Vulkan RHI's warning for an allocation allowed to fail (above `unreal_can_fail_re`).
+    Program {
+        name: "Unreal Engine (Vulkan RHI)",
+        format: "program-unreal-can-fail",
+        read: unreal_can_fail,
+        device: &GPU,
+        meaning: "Unreal's Vulkan RHI could not get a block of this memory type for an allocation it is allowed to fail (a new page of one of its heaps, a render target): it warns and the caller tries otherwise, so the game may go on, with less room or slower memory. A fatal \"Out of Device Memory\" follows only when an allocation that must not fail runs out too.",
+        remedies: &[
+            "Lower the resolution and texture quality (the render targets grow with the resolution), and close other programs using the GPU.",
+        ],
+    },
+    // GrinGoldMiner's CUDA trimmer (above `grin_gold_re`).
+    Program {
+        name: "GrinGoldMiner (CUDA trimmer)",
+        format: "program-grin-gold-miner",
+        read: grin_gold_miner,
+        device: &GPU,
+        meaning: "GrinGoldMiner's CUDA trimmer allocates its large buffers at start, and cudaMalloc found no room for the one it names; the free and total figures are the device's just before. The size in its message (\"4GB\") is a label, not always what was asked.",
+        remedies: &[
+            "The trimmer needs its buffers whole beside everything else on the card: close other programs using the GPU (on Windows the desktop's own use counts), or mine on a card with more memory.",
+        ],
+    },
+    // Vintage Story's GL check (above `vintagestory_re`).
+    Program {
+        name: "Vintage Story",
+        format: "program-vintagestory",
+        read: vintagestory,
+        device: &GPU,
+        meaning: "Vintage Story's renderer asked OpenGL for an error after a draw or an upload (CheckGlErrorAlways) and got GL_OUT_OF_MEMORY: the driver could not find memory for a texture, a chunk's mesh or a buffer. On Windows the driver may also place such memory in the system's RAM, which is why the game says the graphics card or the OS.",
+        remedies: &[
+            "As the message says: close other programs and reduce the view distance (the chunks kept in video memory grow with it).",
+            "Mods that add large textures or many entities add to what the card must hold: try without them.",
+        ],
+    },
+    // MoltenVK's host-coherent memory (above `moltenvk_coherent_re`).
+    Program {
+        name: "MoltenVK",
+        format: "program-moltenvk",
+        read: moltenvk_coherent,
+        device: &GPU,
+        meaning: "MoltenVK backs host-coherent Vulkan memory with a single Metal buffer, and Metal caps one buffer's length: the allocation was larger than that limit, whatever the GPU had free.",
+        remedies: &[
+            "Allocate host-coherent memory in blocks below the limit (a sub-allocator such as VMA with a smaller block size), or keep the large resource in device-local memory and upload it through a smaller staging buffer.",
+        ],
+    },
     // ND4J's CUDA backend, under Deeplearning4j (deeplearning4j/deeplearning4j,
     // `nd4j/nd4j-backends/nd4j-backend-impls/nd4j-cuda/src/main/java/org/nd4j/jita/memory/
     // CudaMemoryManager.java`, `allocate`, 1.0.0-beta to M2): "Failed to allocate " + bytes +
@@ -1703,6 +1748,17 @@ pub const PROGRAMS: &[Program] = &[
         remedies: &[
             "Release what is no longer drawn (delete textures, framebuffers and buffers) and look for graphics created every frame and never freed: `adb shell dumpsys meminfo <package>` shows the app's Graphics and GL memory.",
             "Load textures and bitmaps at the size they are shown, in compressed GPU formats (ETC2, ASTC), rather than full-size RGBA.",
+        ],
+    },
+    // Mali's allocation failure as MediaTek's drivers log it (above `mali_bad_alloc_re`).
+    Program {
+        name: "Arm Mali GLES driver",
+        format: "program-mali",
+        read: mali_bad_alloc,
+        device: &ANDROID,
+        meaning: "The Mali GLES driver logged a failed allocation in the function it names (for gles_texture_egl_image_…, while wrapping an EGLImage, a buffer shared with the camera, a video decoder or a WebView, as a texture). A phone's GPU memory is the system's RAM, shared with every app. The same line is also logged, many times a second, by apps that go on drawing correctly: only where images come out black or missing is it the failure to look at.",
+        remedies: &[
+            "Release bitmaps, video frames and WebViews that are no longer shown, and keep fewer images at full size: `adb shell dumpsys meminfo <package>` shows the app's Graphics and GL memory.",
         ],
     },
     // AMReX's GPU arena (AMReX-Codes/amrex, `Src/Base/AMReX_Arena.cpp`, `allocate_system`):
@@ -3217,6 +3273,21 @@ fn adreno(t: &str) -> Option<Found> {
         .then(|| Found::own(Facts::default()))
 }
 
+// Arm's Mali GLES driver as MediaTek's builds log it on Android ("E <app>: == MALI DEBUG ===BAD
+// ALLOC from gles_texture_egl_image_get_2d_template err is 0"): the driver's allocation failed
+// in the named function, here while it wrapped an EGLImage (a buffer shared with a camera, a
+// video decoder or a WebView) as a texture. Closed source; read by its words alone.
+re!(
+    mali_bad_alloc_re,
+    r"== ?MALI DEBUG ?=== ?BAD ALLOC from (gles_\w{1,80})"
+);
+
+fn mali_bad_alloc(t: &str) -> Option<Found> {
+    mali_bad_alloc_re()
+        .is_match(t)
+        .then(|| Found::device(Api::OpenGl))
+}
+
 re!(
     dag_miner_re,
     format!(
@@ -3365,6 +3436,70 @@ fn matlab(t: &str) -> Option<Found> {
     matlab_re().is_match(t).then(|| Found::device(Api::Cuda))
 }
 
+// GrinGoldMiner's CUDA trimmer (mozkomor/GrinGoldMiner, `src/Cudacka/kernel.cu`): at start it
+// prints cudaMemGetInfo's "Currently available amount of device memory: N bytes" and "Total
+// amount of device memory: N bytes", then allocates its buffers; a failure prints "status: " +
+// CUDA's string and "cudaMalloc failed buffer A 4GB!" (or "buffer B 3GB!", "Index array N!").
+// The sizes in those words are labels: one version allocates buffers A and B together under
+// the "buffer A 4GB" message, so no request is read. Its C# host relays the lines, sometimes
+// run together ("…bytesTotal amount…").
+re!(
+    grin_gold_re,
+    r"Currently available amount of device memory: (\d{1,20}) bytes\s*Total amount of device memory: (\d{1,20}) bytes\s*status: out of memory\s*cudaMalloc failed (?:buffer [AB]|Index array)"
+);
+re!(
+    grin_gold_device_re,
+    r"Starting CUDA solver process on device (\d{1,3})\b"
+);
+
+fn grin_gold_miner(t: &str) -> Option<Found> {
+    let c = grin_gold_re().captures_iter(t).last()?;
+    let mut f = Found::device(Api::Cuda);
+    f.facts.free_bytes = c.get(1)?.as_str().parse().ok();
+    f.facts.total_bytes = c.get(2)?.as_str().parse().ok();
+    let before = &t[..c.get(0)?.start()];
+    f.device = grin_gold_device_re()
+        .captures_iter(before)
+        .last()
+        .and_then(|d| d.get(1)?.as_str().parse().ok());
+    Some(f)
+}
+
+// Vintage Story's client (closed source; its crash report as printed): after a draw or an upload
+// it asks OpenGL for an error (`ClientPlatformWindows.CheckGlErrorAlways`) and turns
+// GL_OUT_OF_MEMORY into "System.OutOfMemoryException: Your graphics card ran out of memory!"
+// (1.21: "Either the graphics card or the OS ran out of memory!"), "Please close other programs
+// and reduce your view distance…". Every space may be a wrap.
+re!(
+    vintagestory_re,
+    r"System\.OutOfMemoryException:\s+(?:Your\s+graphics\s+card|Either\s+the\s+graphics\s+card\s+or\s+the\s+OS)\s+ran\s+out\s+of\s+memory!"
+);
+
+fn vintagestory(t: &str) -> Option<Found> {
+    vintagestory_re()
+        .is_match(t)
+        .then(|| Found::device(Api::OpenGl))
+}
+
+// MoltenVK (KhronosGroup/MoltenVK, `MVKDeviceMemory.mm`): host-coherent memory is one Metal
+// buffer, and Metal caps a buffer's length, so a larger allocation fails with
+// VK_ERROR_OUT_OF_DEVICE_MEMORY: "Could not allocate a host-coherent VkDeviceMemory of size %llu
+// bytes. The maximum memory-aligned size of a host-coherent VkDeviceMemory is %llu bytes."
+// (`_allocationSize`, `maxMTLBufferSize`).
+re!(
+    moltenvk_coherent_re,
+    r"Could not allocate a host-coherent VkDeviceMemory of size (\S{1,40}) bytes\. The maximum memory-aligned size of a host-coherent VkDeviceMemory is (\d{1,20}) bytes"
+);
+
+fn moltenvk_coherent(t: &str) -> Option<Found> {
+    let c = moltenvk_coherent_re().captures_iter(t).last()?;
+    let mut f = Found::device(Api::Vulkan);
+    f.facts.requested_bytes = c.get(1)?.as_str().parse().ok();
+    f.facts.total_bytes = c.get(2)?.as_str().parse().ok();
+    f.facts.total_is_limit = true;
+    Some(f)
+}
+
 re!(
     unreal_re,
     r"(?i)(?-u:\b)Out of video memory trying to allocate a (?:rendering resource|texture)"
@@ -3372,12 +3507,30 @@ re!(
 
 // Its Vulkan RHI's fatal allocation failure (`VulkanMemory.cpp`, `FDeviceMemoryManager::Alloc`):
 // "Out of Device Memory, Requested=%.2fKb MemTypeIndex=%d" for VK_ERROR_OUT_OF_DEVICE_MEMORY,
-// "Out of Host Memory, …" for VK_ERROR_OUT_OF_HOST_MEMORY; the size is `allocationSize / 1024`,
-// KiB. The "Failed to allocate … Memory" warning is an allocation allowed to fail: not read.
+// "Out of Host Memory, …" for VK_ERROR_OUT_OF_HOST_MEMORY; UE 4.25 and later "Out of %s Memory,
+// Requested%.2fKB MemTypeIndex=%d" with "Local" or "Host". The size is `allocationSize / 1024`,
+// KiB. An allocation allowed to fail (`bCanFail`) logs a warning instead, "Failed to allocate
+// Device Memory, Requested=%.2fKb …", and the caller goes on (`unreal_can_fail`, below).
 re!(
     unreal_vulkan_re,
-    r"\bOut of (Device|Host) Memory, Requested=(\d{1,15}(?:\.\d{1,6})?)Kb MemTypeIndex=\d{1,3}\b"
+    r"\bOut of (Device|Local|Host) Memory, Requested=?(\d{1,15}(?:\.\d{1,6})?)K[Bb] MemTypeIndex=\d{1,3}\b"
 );
+re!(
+    unreal_can_fail_re,
+    r"\bFailed to allocate (Device|Host) Memory, Requested=(\d{1,15}(?:\.\d{1,6})?)Kb MemTypeIndex=\d{1,3}\b"
+);
+
+/// Unreal's Vulkan RHI's warning for an allocation allowed to fail: the last one's size, with
+/// no fatal failure after it (that one is read by [`unreal`]).
+fn unreal_can_fail(t: &str) -> Option<Found> {
+    let c = unreal_can_fail_re().captures_iter(t).last()?;
+    let mut f = Found::device(Api::Vulkan);
+    f.facts.requested_bytes = crate::units::parse_size(&format!("{} KiB", c.get(2)?.as_str()));
+    if &c[1] == "Host" {
+        f.memory = MemoryKind::Host;
+    }
+    Some(f)
+}
 
 fn unreal(t: &str) -> Option<Found> {
     if let Some(c) = unreal_vulkan_re().captures_iter(t).last() {
@@ -4024,6 +4177,21 @@ mod tests {
             // carla-simulator/carla#2826 (UE 4.24's Vulkan RHI).
             ("LowLevelFatalError [File:Unknown] [Line: 279] \nOut of Device Memory, Requested=24000.00Kb MemTypeIndex=7\nSignal 11 caught.", "program-unreal", Framework::Vulkan, MemoryKind::Device, Some(24_576_000)),
             ("LowLevelFatalError [File:Unknown] [Line: 290] \nOut of Host Memory, Requested=512.00Kb MemTypeIndex=2", "program-unreal", Framework::Vulkan, MemoryKind::Host, Some(524_288)),
+            // UE 4.25 and later: "Local" for the device's, no "=", "KB".
+            ("[2021.01.01-00.00.00:000][  0]LogVulkanRHI: Fatal error: [File:Runtime/VulkanRHI/Private/VulkanMemory.cpp] [Line: 1020] \nOut of Local Memory, Requested262144.00KB MemTypeIndex=7", "program-unreal", Framework::Vulkan, MemoryKind::Device, Some(268_435_456)),
+            // microsoft/AirSim#2477: the warning of an allocation allowed to fail.
+            ("[2020.03.31-09.19.35:504][  0]LogVulkanRHI: Warning: Failed to allocate Device Memory, Requested=262144.00Kb MemTypeIndex=7\n[2020.03.31-09.19.35:509][  0]LogVulkanRHI: Warning: Failed to allocate Device Memory, Requested=262144.00Kb MemTypeIndex=7", "program-unreal-can-fail", Framework::Vulkan, MemoryKind::Device, Some(268_435_456)),
+            // mozkomor/GrinGoldMiner#26: the device's figures before the failed buffer.
+            ("Starting CUDA solver process on device 0\nCurrently available amount of device memory: 7005339648 bytes\nTotal amount of device memory: 8589934592 bytes\nstatus: out of memory\ncudaMalloc failed buffer A 4GB!\nCUDA terminating...", "program-grin-gold-miner", Framework::Cuda, MemoryKind::Device, None),
+            // Cap-go/capacitor-uploader#3: Mali's allocation failure in a MediaTek phone's logcat.
+            ("2024-10-18 13:02:53.029  2284-2441  om.wizdiary.app         com.wizdiary.app                     E  == MALI DEBUG ===BAD ALLOC from gles_texture_egl_image_get_2d_template err is 0", "program-mali", Framework::OpenGl, MemoryKind::Device, None),
+            // anegostudios/VintageStory-Issues#6990 (1.21's wording), re-wrapped at 40 columns.
+            ("System.OutOfMemoryException: Either\nthe graphics card or the OS ran out of\nmemory! Please close other programs and\nreduce your view distance to prevent\nthe game from crashing.\n   at Vintagestory.Client.NoObf.ClientPlatformWindows.CheckGlErrorAlways(String errmsg)", "program-vintagestory", Framework::OpenGl, MemoryKind::Device, None),
+            ("System.OutOfMemoryException: Your graphics card ran out of memory! Please close other programs and reduce your view distance to prevent the game from crashing.", "program-vintagestory", Framework::OpenGl, MemoryKind::Device, None),
+            // KhronosGroup/MoltenVK#1705 (the size redacted by its user).
+            ("[mvk-error] VK_ERROR_OUT_OF_DEVICE_MEMORY: Could not allocate a host-coherent VkDeviceMemory of size 300000000 bytes. The maximum memory-aligned size of a host-coherent VkDeviceMemory is 268435456 bytes.", "program-moltenvk", Framework::Vulkan, MemoryKind::Device, Some(300_000_000)),
+            // A warning, then the fatal failure: the fatal one is read.
+            ("LogVulkanRHI: Warning: Failed to allocate Device Memory, Requested=1024.00Kb MemTypeIndex=7\nOut of Device Memory, Requested=24000.00Kb MemTypeIndex=7", "program-unreal", Framework::Vulkan, MemoryKind::Device, Some(24_576_000)),
             ("Exception in thread \"main\" java.lang.RuntimeException: Failed to allocate 4294967296 bytes from DEVICE [0] memory\n\tat org.nd4j.jita.memory.CudaMemoryManager.allocate(CudaMemoryManager.java:76)", "program-nd4j", Framework::Cuda, MemoryKind::Device, Some(4_294_967_296)),
             ("java.lang.RuntimeException: Failed to allocate 1048576 bytes from HOST memory\n\tat org.nd4j.jita.memory.CudaMemoryManager.allocate(CudaMemoryManager.java:61)", "program-nd4j", Framework::Cuda, MemoryKind::PinnedHost, Some(1_048_576)),
             ("java.lang.RuntimeException: cudaMalloc failed; Bytes: [1077940224]; Error code [2]; DEVICE [0]\n\tat org.nd4j.jita.memory.CudaMemoryManager.allocate(CudaMemoryManager.java:79)", "program-nd4j", Framework::Cuda, MemoryKind::Device, Some(1_077_940_224)),
@@ -4121,6 +4289,34 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    /// GrinGoldMiner's free and total are the device's before the failed buffer (its label's
+    /// "4GB" is not read); MoltenVK's maximum is a limit, not the request, which its user
+    /// redacted here.
+    #[test]
+    fn grin_gold_miner_and_moltenvk_figures() {
+        let o = read("Starting CUDA solver process on device 1\nCurrently available amount of device memory: 7005339648 bytes\nTotal amount of device memory: 8589934592 bytes\nstatus: out of memory\ncudaMalloc failed buffer A 4GB!\nUnexpected data from C++ (expected #r): Currently available amount of device memory: 7005339648 bytesTotal amount of device memory: 8589934592 bytesstatus: out of memorycudaMalloc failed buffer A 4GB!CUDA terminating...#x").expect("found");
+        assert_eq!(o.format, "program-grin-gold-miner");
+        assert_eq!(
+            (
+                o.device_index,
+                o.facts.free_bytes,
+                o.facts.total_bytes,
+                o.facts.requested_bytes
+            ),
+            (Some(1), Some(7_005_339_648), Some(8_589_934_592), None)
+        );
+        let o = read("[mvk-error] VK_ERROR_OUT_OF_DEVICE_MEMORY: Could not allocate a host-coherent VkDeviceMemory of size [xxxxxxxxxx] bytes. The maximum memory-aligned size of a host-coherent VkDeviceMemory is 268435456 bytes.").expect("found");
+        assert_eq!(o.format, "program-moltenvk");
+        assert_eq!(
+            (
+                o.facts.requested_bytes,
+                o.facts.total_bytes,
+                o.facts.total_is_limit
+            ),
+            (None, Some(268_435_456), true)
+        );
     }
 
     /// Guppy's figures are its memory manager's: what it holds and its limit on the device,

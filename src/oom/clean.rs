@@ -335,6 +335,14 @@ pub(crate) const TRIGGERS: &[&str] = &[
     // gpu-burn's check and NVIDIA Warp's allocator (`api.rs`).
     "low mem for result",
     "memory allocation failed on device:",
+    // A program's own words for a failed device allocation (MiguelMonteiro/CRFasRNNLayer's
+    // `DeviceMemoryAllocator.h`: "GPU memory allocation failed (might be due to insufficient
+    // memory)"), read by the fallback.
+    "gpu memory allocation failed",
+    // Mali's allocation failure as MediaTek's drivers log it (`api.rs`).
+    "bad alloc from gles_",
+    // Unreal's Vulkan RHI from 4.25, the device's memory called "Local" (`api.rs`).
+    "out of local memory, requested",
     "bytes on device 'cuda",
     // Jittor's device allocator falling back to unified memory (`api.rs`).
     "use unify memory instead",

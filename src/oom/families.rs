@@ -338,6 +338,10 @@ pub const ALL: &[Family] = &[
         parse: libraries::paddle_bad_alloc,
     },
     Family {
+        name: "paddle-legacy",
+        parse: libraries::paddle_legacy,
+    },
+    Family {
         name: "cupy",
         parse: known::cupy,
     },

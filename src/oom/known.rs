@@ -975,7 +975,8 @@ pub(super) fn pytorch_10(t: &str) -> Option<Oom> {
 
 /// PyTorch's MPS allocator (Apple silicon).
 pub(super) fn mps(t: &str) -> Option<Oom> {
-    let c = mps_re().captures(t)?;
+    // The last of several in one block: a re-wrapped paste can join two failures' lines.
+    let c = mps_re().captures_iter(t).last()?;
     let reserved = sz(&c, 1);
     let outside = sz(&c, 2);
     let limit = sz(&c, 3);

@@ -618,7 +618,7 @@ mod tests {
     /// cluster's node named "gpu…" and Slurm's cgroup out-of-memory are not a GPU's.
     #[test]
     fn the_fallback_reads_an_exception_to_its_user_but_not_slurm() {
-        let o = one("System.OutOfMemoryException: Your graphics card ran out of memory! Please close other programs and reduce your view distance.");
+        let o = one("Engine.Rendering.GpuException: Your video card ran out of memory! Please close other programs and lower the texture quality.");
         assert_eq!(o.format, "unrecognised");
         for line in [
             "Your graphics card ran out of memory, what should I do?",
@@ -673,6 +673,12 @@ mod tests {
         assert_eq!(o.facts.requested_bytes, Some(4122 << 20));
         let lines = vec!["Not enough RAM free (3686MB free, need at least 4122MB)".to_owned()];
         assert!(parse_block(&lines).is_none());
+        // A program's own words for a failed device allocation (MiguelMonteiro/CRFasRNNLayer#18).
+        let o = one("permutohedral_lattice/src/DeviceMemoryAllocator.h:68] GPU memory allocation failed (might be due to insufficient memory)");
+        assert_eq!(
+            (o.framework, o.format),
+            (Framework::Unknown, "unrecognised")
+        );
         // The host's words are still read as the host's (yuzu-emu/yuzu#9865).
         let lines = vec![
             "Debug <Critical> common/host_memory.cpp:operator():450: Assertion Failed! GPU"
@@ -704,7 +710,7 @@ mod tests {
 
 re!(
     fallback_fail_re,
-    r"(?i)out of (?:gpu |device |video )?memory|failed to allocate|cannot allocate|could not allocate|unable to allocate|\ballocation of (?:size )?\d[\d.,]{0,20}\s?[A-Za-z]{0,5}\s(?:bytes\s)?failed\b|not enough (?:free )?(?:gpu|vram|video|device)\b|\binsufficient (?:gpu|vram|video|device) memory\b|\ballocation on (?:the )?device failed\b"
+    r"(?i)out of (?:gpu |device |video )?memory|failed to allocate|cannot allocate|could not allocate|unable to allocate|\ballocation of (?:size )?\d[\d.,]{0,20}\s?[A-Za-z]{0,5}\s(?:bytes\s)?failed\b|not enough (?:free )?(?:gpu|vram|video|device)\b|\binsufficient (?:gpu|vram|video|device) memory\b|\ballocation on (?:the )?device failed\b|\bgpu memory allocation failed\b"
 );
 re!(
     fallback_gpu_re,
