@@ -442,7 +442,7 @@ re!(
 );
 re!(
     pyopengl_re,
-    r"\bGLError\(\s{0,40}err\s?=\s?1285,\s{0,40}description\s?=\s?b?'out of memory'|\bOpenGL [Ee]rror: out of memory\b|\bThe NVIDIA OpenGL driver has encountered\s{1,4}an out of memory error\b|(?s)\bGL ERROR\b.{0,300}?\b1285: Out of memory\b"
+    r"\bGLError\(\s{0,40}err\s?=\s?1285,\s{0,40}description\s?=\s?b?'out of memory'|\bOpenGL [Ee]rror: out of memory\b|\bThe NVIDIA OpenGL driver has encountered\s{1,4}an out of memory error\b|(?s)\bGL ERROR\b.{0,300}?\b1285: Out of memory\b|\bGL error: 1285\b"
 );
 // Arm's Mali GLES driver, as Android's logcat shows it (`D/MALI: gles_state_set_error_internal`):
 // "[MALI] GLES ctx: 0x7f8fe0d008, error code:0x505" (GL_OUT_OF_MEMORY), then "[MALI] GLES error
@@ -537,6 +537,8 @@ fn find_status(t: &str) -> Option<&'static Status> {
     // GPU video memory available!").
     // PyOpenGL's exception, the GL error by number with glGetError's words: "GLError(\n err =
     // 1285,\n description = b'out of memory',"; nimgl's "OpenGL error: out of memory [GLerror]";
+    // RootEncoder's GlUtil.checkGlError ("drawScreen end. GL error: 1285", the number
+    // glGetError returned: 0x0505, GL_OUT_OF_MEMORY);
     // Minecraft's check after each frame ("########## GL ERROR ##########", "@ Post render",
     // "1285: Out of memory": the number and GLU's words for it, ending its log line); NVIDIA's
     // GL driver's debug message ("The NVIDIA OpenGL driver has encountered an out of memory
@@ -1593,6 +1595,18 @@ pub const PROGRAMS: &[Program] = &[
             "Mods that add large textures or many entities add to what the card must hold: try without them.",
         ],
     },
+    // TIGRE's check of each GPU's free memory (above `tigre_re`).
+    Program {
+        name: "TIGRE",
+        format: "program-tigre",
+        read: tigre,
+        device: &GPU,
+        meaning: "TIGRE asks each GPU for its free memory before it splits the reconstruction, and CUDA answered out of memory to that question: the GPU was too full for the CUDA runtime to work on it (no room for its context), or an allocation before it on that GPU had failed.",
+        remedies: &[
+            "Free the GPUs TIGRE uses: it expects at least half of each one free, and another program (often a graphical one) may hold the rest; or pick others with `gpuids` (GpuIds).",
+            "Smaller projections or a smaller image (fewer voxels) need fewer and smaller pieces on each GPU.",
+        ],
+    },
     // MoltenVK's host-coherent memory (above `moltenvk_coherent_re`).
     Program {
         name: "MoltenVK",
@@ -2645,8 +2659,20 @@ fn rpcs3(t: &str) -> Option<Found> {
     Some(f)
 }
 
+// RELION's advice for that error (`src/error.h`, ERRCUDACAOOM), printed where the allocator's
+// figures may be cut from the paste: "You ran out of memory on the GPU(s).\n\nEach MPI-rank
+// running on a GPU increases the use of GPU-memory. …"
+re!(
+    relion_advice_re,
+    r"You ran out of memory on the GPU\(s\)\.\s+Each MPI-rank running on a GPU increases the use of GPU-memory"
+);
+
 fn relion(t: &str) -> Option<Found> {
-    let c = relion_re().captures(t)?;
+    let Some(c) = relion_re().captures(t) else {
+        return relion_advice_re()
+            .is_match(t)
+            .then(|| Found::device(Api::Cuda));
+    };
     let n = |i: usize| c.get(i).and_then(|m| m.as_str().parse::<u64>().ok());
     let mut f = Found::device(Api::Cuda);
     f.facts.requested_bytes = n(1);
@@ -3291,17 +3317,30 @@ fn mali_bad_alloc(t: &str) -> Option<Found> {
 re!(
     dag_miner_re,
     format!(
-        r"(?i)\bdoes not have enough free memory to hold the DAG(?: for epoch \d+)?\.?(?: Required: {SIZE}, free: {SIZE})?|\bGPU ?#?(\d{{1,2}}):? error when allocating memory or building DAG|\bcannot allocate big buffer for DAG\b|\bGPU ?#?(\d{{1,2}}):? insufficient memory for DAG\b|\bOnly {SIZE} available\.? Mining suspended on device|\bcould not allocate memory on GPU (\d{{1,2}}) to create DAG\. Current epoch requires {SIZE} memory for DAG but there is only {SIZE} allowed to allocate in single buffer|\bGPU (\d{{1,2}}) ERROR - insufficient useable buffer size \d{{1,20}} vs \d{{1,20}}|\bGPU\d{{1,2}} initMiner error: out of memory|\bGPU (\d{{1,2}}) ERROR - failed to allocate (?:\w{{1,12}} )?DAG buffer\b"
+        r"(?i)\bdoes not have enough free memory to hold the DAG(?: for epoch \d+)?\.?(?: Required: {SIZE}, free: {SIZE})?|\bGPU ?#?(\d{{1,2}}):? error when allocating memory or building DAG|\bcannot allocate big buffer for DAG\b|\bGPU ?#?(\d{{1,2}}):? insufficient memory for DAG\b|\bOnly {SIZE} available\.? Mining suspended on device|\bcould not allocate memory on GPU (\d{{1,2}}) to create DAG\. Current epoch requires {SIZE} memory for DAG but there is only {SIZE} allowed to allocate in single buffer|\bGPU (\d{{1,2}}) ERROR - insufficient useable buffer size \d{{1,20}} vs \d{{1,20}}|\bGPU\d{{1,2}} initMiner error: out of memory|\bGPU (\d{{1,2}}) ERROR - failed to allocate (?:\w{{1,12}} )?DAG buffer\b|\bGPU (\d{{1,2}}): Allocation of DAG failed with error\b|\bCreating DAG buffer failed: clCreateBuffer: CL_(?:INVALID_BUFFER_SIZE|MEM_OBJECT_ALLOCATION_FAILURE|OUT_OF_RESOURCES)\b|\bGPU can't allocate the DAG in a single chunk\b|\bGPU\d{{1,2}}: Allocating buffers failed with: clCreateBuffer \(-\d{{1,3}}\)"
     )
 );
 // PhoenixMiner (closed source; its log as printed): "GPU1: Allocating DAG (3.33) GB; good for epoch
 // up to #298", "CUDA error in CudaProgram.cu:373 : out of memory (2)", "GPU1: CUDA memory: 4.00
 // GB total, 3.30 GB free", "GPU1 initMiner error: out of memory". Its GPUs are counted from 1,
 // not CUDA's index: no device is read.
+// On AMD's OpenCL: "GPU1: Free VRAM: 3.951 GB; used: 0.049 GB", "GPU1: Allocating DAG for epoch
+// #394 (3.93) GB", "GPU1: Allocating buffers failed with: clCreateBuffer (-61)." (-61,
+// CL_INVALID_BUFFER_SIZE: larger than one buffer may be).
 re!(
     phoenix_dag_re,
-    r"\bAllocating DAG \((\d{1,4}(?:\.\d{1,3})?)\) GB\b"
+    r"\bAllocating DAG (?:for epoch #\d{1,7} )?\((\d{1,4}(?:\.\d{1,3})?)\) GB\b"
 );
+re!(
+    phoenix_vram_re,
+    r"\bFree VRAM: (\d{1,4}(?:\.\d{1,3})?) GB; used: \d{1,4}(?:\.\d{1,3})? GB\b"
+);
+// ethminer's OpenCL miner (`libethash-cl/CLMiner.cpp`): "Creating DAG buffer, size N" (bytes),
+// then "Creating DAG buffer failed: clCreateBuffer: CL_INVALID_BUFFER_SIZE (-61)" where the
+// driver refuses one buffer that large (CL_DEVICE_MAX_MEM_ALLOC_SIZE). lolMiner's "GPU N:
+// Allocation of DAG failed with error: Memory object allocation failure" (its device index;
+// the last of a rig is read); Alethone's "GPU can't allocate the DAG in a single chunk".
+re!(cl_dag_size_re, r"\bCreating DAG buffer, size (\d{1,20})\b");
 re!(
     phoenix_memory_re,
     format!(r"\bCUDA memory: {SIZE} total, {SIZE} free\b")
@@ -3362,7 +3401,7 @@ fn dag_miner(t: &str) -> Option<Found> {
         free_bytes: super::known::sz(&c, 2),
         ..Facts::default()
     });
-    f.device = [3, 4, 6, 9, 10]
+    f.device = [3, 4, 6, 9, 10, 11]
         .into_iter()
         .find_map(|i| c.get(i))
         .and_then(|m| m.as_str().parse().ok());
@@ -3376,6 +3415,25 @@ fn dag_miner(t: &str) -> Option<Found> {
             .captures_iter(t)
             .last()
             .and_then(|c| super::known::sz(&c, 1));
+    }
+    if c.get(0)?.as_str().contains("Allocating buffers failed") {
+        f.facts.requested_bytes = phoenix_dag_re()
+            .captures_iter(t)
+            .last()
+            .and_then(|c| crate::units::parse_size(&format!("{} GiB", c.get(1)?.as_str())));
+        f.facts.free_bytes = phoenix_vram_re()
+            .captures_iter(t)
+            .last()
+            .and_then(|c| crate::units::parse_size(&format!("{} GiB", c.get(1)?.as_str())));
+        f.api = Some(Api::OpenCl);
+        return Some(f);
+    }
+    if c.get(0)?.as_str().starts_with("Creating DAG buffer failed") {
+        f.facts.requested_bytes = cl_dag_size_re()
+            .captures_iter(t)
+            .last()
+            .and_then(|c| c.get(1)?.as_str().parse().ok());
+        f.api = Some(Api::OpenCl);
     }
     if c.get(0)?.as_str().contains("initMiner") {
         f.facts.requested_bytes = phoenix_dag_re()
@@ -3479,6 +3537,19 @@ fn vintagestory(t: &str) -> Option<Found> {
     vintagestory_re()
         .is_match(t)
         .then(|| Found::device(Api::OpenGl))
+}
+
+// TIGRE (CERN/TIGRE, `Common/CUDA/*.cu`, `checkFreeMemory`): before it splits a projection or a
+// backprojection over its GPUs it asks each for its free memory (cudaMemGetInfo) and checks the
+// call with `cudaCheckErrors("Check mem error")`, which reports the message and CUDA's string
+// ("Check mem error" … "out of memory") through MATLAB's or Python's error.
+re!(
+    tigre_re,
+    r"(?s)\bCheck mem error\b.{0,160}?\bout of memory\b"
+);
+
+fn tigre(t: &str) -> Option<Found> {
+    tigre_re().is_match(t).then(|| Found::device(Api::Cuda))
 }
 
 // MoltenVK (KhronosGroup/MoltenVK, `MVKDeviceMemory.mm`): host-coherent memory is one Metal
@@ -4188,6 +4259,18 @@ mod tests {
             // anegostudios/VintageStory-Issues#6990 (1.21's wording), re-wrapped at 40 columns.
             ("System.OutOfMemoryException: Either\nthe graphics card or the OS ran out of\nmemory! Please close other programs and\nreduce your view distance to prevent\nthe game from crashing.\n   at Vintagestory.Client.NoObf.ClientPlatformWindows.CheckGlErrorAlways(String errmsg)", "program-vintagestory", Framework::OpenGl, MemoryKind::Device, None),
             ("System.OutOfMemoryException: Your graphics card ran out of memory! Please close other programs and reduce your view distance to prevent the game from crashing.", "program-vintagestory", Framework::OpenGl, MemoryKind::Device, None),
+            // ethereum-mining/ethminer#584: one buffer larger than the driver allows.
+            (" cl  12:42:24|cl-0      Creating DAG buffer, size 2449472384\n  X  12:42:24|cl-0      Creating DAG buffer failed: clCreateBuffer: CL_INVALID_BUFFER_SIZE (-61)\n  X  12:42:24|cl-0      OpenCL Error: clEnqueueWriteBuffer: CL_INVALID_MEM_OBJECT (-38)", "program-dag-miner", Framework::OpenCl, MemoryKind::Device, Some(2_449_472_384)),
+            // ethereum/webthree-umbrella#6 (Alethone).
+            ("Allocating/mapping single buffer failed with: clCreateBuffer(-61). GPU can't allocate the DAG in a single chunk. Bailing.", "program-dag-miner", Framework::Unknown, MemoryKind::Device, None),
+            // Claymore-Dual/Claymore-Dual-Miner#47 (PhoenixMiner's log on an R9 Fury).
+            ("GPU1: Free VRAM: 3.951 GB; used: 0.049 GB\nGPU1: Disabling DAG pre-allocation (not enough VRAM)\nGPU1: Allocating DAG for epoch #394 (3.93) GB\nGPU1: Allocating buffers failed with: clCreateBuffer (-61).\nFatal error detected. Restarting.", "program-dag-miner", Framework::OpenCl, MemoryKind::Device, Some(4_219_805_368)),
+            // CERN/TIGRE#660: its free-memory check, in MATLAB's words as the user translated them.
+            ("Another device reported an error:\nCheck mem error\nIncorrect use of Atc_mex\nout of memory\n\nError Atb (line 61)", "program-tigre", Framework::Cuda, MemoryKind::Device, None),
+            // pedroSG94/RootEncoder#1727: GL_OUT_OF_MEMORY by its number.
+            ("RuntimeException\n\ncom.pedro.encoder.utils.gl.GlUtil in checkGlError\n\ndrawScreen end. GL error: 1285\n\ncom.pedro.encoder.utils.gl.GlUtil in checkGlError at line 132", "api-GL_OUT_OF_MEMORY", Framework::OpenGl, MemoryKind::Device, None),
+            // 3dem/relion#1075: RELION's advice, the allocator's figures cut from the paste.
+            ("in: /home/supervisor/relion/src/acc/cuda/custom_allocator.cuh, line 539\nERROR: \nERROR: \n\nYou ran out of memory on the GPU(s).\n\nEach MPI-rank running on a GPU increases the use of GPU-memory. Relion\ntries to distribute load over multiple GPUs", "program-relion", Framework::Cuda, MemoryKind::Device, None),
             // KhronosGroup/MoltenVK#1705 (the size redacted by its user).
             ("[mvk-error] VK_ERROR_OUT_OF_DEVICE_MEMORY: Could not allocate a host-coherent VkDeviceMemory of size 300000000 bytes. The maximum memory-aligned size of a host-coherent VkDeviceMemory is 268435456 bytes.", "program-moltenvk", Framework::Vulkan, MemoryKind::Device, Some(300_000_000)),
             // A warning, then the fatal failure: the fatal one is read.
@@ -4317,6 +4400,13 @@ mod tests {
             ),
             (None, Some(268_435_456), true)
         );
+    }
+
+    /// lolMiner's rig: the last GPU to fail is read (Lolliedieb/lolMiner-releases#284).
+    #[test]
+    fn lolminers_last_dag_failure_gives_the_device() {
+        let o = read("GPU 4: Allocation of DAG failed with error: Memory object allocation failure\nGPU 4: will be stopped.\nGPU 0: Allocation of DAG failed with error: Memory object allocation failure\nGPU 0: will be stopped.").expect("found");
+        assert_eq!((o.format, o.device_index), ("program-dag-miner", Some(0)));
     }
 
     /// Guppy's figures are its memory manager's: what it holds and its limit on the device,

@@ -339,6 +339,10 @@ pub(crate) const TRIGGERS: &[&str] = &[
     // `DeviceMemoryAllocator.h`: "GPU memory allocation failed (might be due to insufficient
     // memory)"), read by the fallback.
     "gpu memory allocation failed",
+    // vLLM before 0.6 logs its cache's block count before it raises for none (`known.rs`).
+    "gpu blocks: 0,",
+    // OpenGL's GL_OUT_OF_MEMORY by its number (RootEncoder's check, `api.rs`).
+    "gl error: 1285",
     // Mali's allocation failure as MediaTek's drivers log it (`api.rs`).
     "bad alloc from gles_",
     // Unreal's Vulkan RHI from 4.25, the device's memory called "Local" (`api.rs`).

@@ -1216,7 +1216,10 @@ pub(super) fn vllm_startup(t: &str) -> Option<Oom> {
 /// vLLM: no memory at all for the cache blocks; its start-up profile's figures where the
 /// text holds them.
 pub(super) fn vllm_cache_blocks(t: &str) -> Option<Oom> {
-    if !t.contains("No available memory for the cache blocks") {
+    // Before 0.6 the engine logs the count it made first ("# GPU blocks: 0, # CPU blocks: 256",
+    // `llm_engine.py`/`worker.py`), then raises for a count at or below zero: the count alone,
+    // where a paste ends before the raise, is that failure.
+    if !t.contains("No available memory for the cache blocks") && !vllm_no_blocks_re().is_match(t) {
         return None;
     }
     Some(oom(
@@ -1226,6 +1229,11 @@ pub(super) fn vllm_cache_blocks(t: &str) -> Option<Oom> {
         vllm_profile_facts(t),
     ))
 }
+
+re!(
+    vllm_no_blocks_re,
+    r"\bGPU blocks: 0,\s*(?:#\s?)?CPU blocks: \d"
+);
 
 // vLLM's start-up profile (0.6.5 to 0.9's V0 `worker.py`, `determine_num_available_blocks`,
 // and V1's `gpu_worker.py` until 0.10): "the current vLLM instance can use total_gpu_memory

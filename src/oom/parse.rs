@@ -423,6 +423,8 @@ mod tests {
             ("onnxruntime::BFCArena::AllocateRawInternal Failed to allocate memory for requested buffer of size 939524096", Framework::Onnxruntime, "onnxruntime-bfcarena"),
             ("ggml_backend_cuda_buffer_type_alloc_buffer: allocating 144.00 MiB on device 4: cudaMalloc failed: out of memory", Framework::Ggml, "ggml"),
             ("ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.", Framework::Vllm, "vllm-cache-blocks"),
+            // netease-youdao/QAnything#302: the count before the raise, the paste cut after it.
+            ("INFO 04-27 10:13:05 llm_engine.py:275] # GPU blocks: 0, # CPU blocks: 256\n2024-04-27 10:13:05 | ERROR | stderr | Traceback (most recent call last):", Framework::Vllm, "vllm-cache-blocks"),
             ("cupy.cuda.memory.OutOfMemoryError: Out of memory allocating 25,600,000 bytes (allocated so far: 3,635,267,072 bytes).", Framework::Cupy, "cupy"),
             ("Out of memory error on GPU 0. Cannot allocate 56.000000MB memory on GPU 0, 7.782776GB memory has been allocated and available memory is only 12.750000MB.", Framework::Paddle, "paddle"),
             ("[E] [TRT] safeRuntime.cpp (25) - Cuda Error in nvinfer1::internal::DefaultAllocator::allocate: 2 (out of memory)", Framework::Tensorrt, "tensorrt"),

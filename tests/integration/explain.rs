@@ -1118,6 +1118,7 @@ const WRAP_LOSSES: &[(&str, &[usize])] = &[
         "trtllm-triton-table-cudamallocasync-oom",
         &[40, 55, 70, 85, 100, 130, 160],
     ),
+    ("tt-xla-vllm-dram-oom-n150", &[55]),
     ("vanitysearch-grid-vgpu-oom", &[40, 55]),
     ("vapor-gpu-ram-check", &[40, 55]),
     ("vc4-cma-bo-alloc-0ad", &[40, 55]),
