@@ -3290,13 +3290,27 @@ fn darktable(t: &str) -> Option<Found> {
 
 re!(
     adreno_re,
-    r"\bsharedmem_gpumem_alloc: mmap failed errno 12\b|\bGSL MEM ERROR: kgsl_sharedmem_alloc ioctl failed\b|\bioctl_kgsl_sharedmem_alloc: FATAL ERROR\b"
+    r"\bsharedmem_gpumem_alloc: mmap failed errno 12\b|\bGSL MEM ERROR: kgsl_sharedmem_alloc ioctl failed\b|\bioctl_kgsl_sharedmem_alloc: FATAL ERROR\b|\(IOCTL_KGSL_GPUOBJ_ALLOC\) failed: errno 12\b|\bkgsl_sharedmem_alloc\(\) failed!"
+);
+// Newer Adreno drivers (`gsl_memory_alloc_pure`): "ERROR: kgsl_sharedmem_alloc() failed!
+// Allocation size: (9280 KB); Flags: (0x100600)", after the kernel's IOCTL_KGSL_GPUOBJ_ALLOC
+// answered errno 12 (ENOMEM); the size in KiB.
+re!(
+    adreno_size_re,
+    r"\bkgsl_sharedmem_alloc\(\) failed! Allocation size: \((\d{1,12}) KB\)"
 );
 
 fn adreno(t: &str) -> Option<Found> {
-    adreno_re()
-        .is_match(t)
-        .then(|| Found::own(Facts::default()))
+    if !adreno_re().is_match(t) {
+        return None;
+    }
+    let mut f = Found::own(Facts::default());
+    f.facts.requested_bytes = adreno_size_re()
+        .captures_iter(t)
+        .last()
+        .and_then(|c| c.get(1)?.as_str().parse::<u64>().ok())
+        .and_then(|k| k.checked_mul(1024));
+    Some(f)
 }
 
 // Arm's Mali GLES driver as MediaTek's builds log it on Android ("E <app>: == MALI DEBUG ===BAD
@@ -4267,6 +4281,8 @@ mod tests {
             ("GPU1: Free VRAM: 3.951 GB; used: 0.049 GB\nGPU1: Disabling DAG pre-allocation (not enough VRAM)\nGPU1: Allocating DAG for epoch #394 (3.93) GB\nGPU1: Allocating buffers failed with: clCreateBuffer (-61).\nFatal error detected. Restarting.", "program-dag-miner", Framework::OpenCl, MemoryKind::Device, Some(4_219_805_368)),
             // CERN/TIGRE#660: its free-memory check, in MATLAB's words as the user translated them.
             ("Another device reported an error:\nCheck mem error\nIncorrect use of Atc_mex\nout of memory\n\nError Atb (line 61)", "program-tigre", Framework::Cuda, MemoryKind::Device, None),
+            // pichillilorenzo/flutter_inappwebview#1226: the newer Adreno driver's words and size.
+            ("[ +296 ms] W/Adreno-GSL( 7631): <gsl_ldd_control:565>: ioctl fd 88 code 0xc0300945 (IOCTL_KGSL_GPUOBJ_ALLOC) failed: errno 12 Out of memory\n[   +1 ms] E/Adreno-GSL( 7631): <gsl_memory_alloc_pure:2784>: ERROR: kgsl_sharedmem_alloc() failed! Allocation size: (9280 KB); Flags: (0x100600)", "program-adreno", Framework::Unknown, MemoryKind::Device, Some(9_502_720)),
             // pedroSG94/RootEncoder#1727: GL_OUT_OF_MEMORY by its number.
             ("RuntimeException\n\ncom.pedro.encoder.utils.gl.GlUtil in checkGlError\n\ndrawScreen end. GL error: 1285\n\ncom.pedro.encoder.utils.gl.GlUtil in checkGlError at line 132", "api-GL_OUT_OF_MEMORY", Framework::OpenGl, MemoryKind::Device, None),
             // 3dem/relion#1075: RELION's advice, the allocator's figures cut from the paste.

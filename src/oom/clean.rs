@@ -343,6 +343,9 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "gpu blocks: 0,",
     // OpenGL's GL_OUT_OF_MEMORY by its number (RootEncoder's check, `api.rs`).
     "gl error: 1285",
+    // Newer Adreno drivers (`api.rs`).
+    "kgsl_sharedmem_alloc() failed!",
+    "(ioctl_kgsl_gpuobj_alloc) failed: errno 12",
     // Mali's allocation failure as MediaTek's drivers log it (`api.rs`).
     "bad alloc from gles_",
     // Unreal's Vulkan RHI from 4.25, the device's memory called "Local" (`api.rs`).
