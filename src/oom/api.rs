@@ -1613,9 +1613,10 @@ pub const PROGRAMS: &[Program] = &[
         format: "program-moltenvk",
         read: moltenvk_coherent,
         device: &GPU,
-        meaning: "MoltenVK backs host-coherent Vulkan memory with a single Metal buffer, and Metal caps one buffer's length: the allocation was larger than that limit, whatever the GPU had free.",
+        meaning: "MoltenVK backs host-coherent Vulkan memory with a single Metal buffer, and could not make it: either the allocation is longer than Metal allows one buffer (the maximum the message prints) or Metal had no memory for it.",
         remedies: &[
-            "Allocate host-coherent memory in blocks below the limit (a sub-allocator such as VMA with a smaller block size), or keep the large resource in device-local memory and upload it through a smaller staging buffer.",
+            "Where the size is over the maximum: allocate host-coherent memory in blocks below it (a sub-allocator such as VMA with a smaller block size), or keep the large resource in device-local memory and upload it through a smaller staging buffer.",
+            "Otherwise the device's memory (the system's, on Apple silicon) was short: close other programs using it, or make what the app creates at once smaller.",
         ],
     },
     // ND4J's CUDA backend, under Deeplearning4j (deeplearning4j/deeplearning4j,
@@ -1927,7 +1928,7 @@ pub const PROGRAMS: &[Program] = &[
         format: "program-dag-miner",
         read: dag_miner,
         device: &GPU,
-        meaning: "The miner could not allocate the epoch's DAG on the card. The DAG grows with every epoch; a card whose free memory is smaller than it cannot mine that coin.",
+        meaning: "The miner could not allocate the epoch's DAG on the card: the card's free memory was smaller than the DAG, which grows with every epoch, or, where the failure says CL_INVALID_BUFFER_SIZE (-61) or a single chunk, the driver refused one buffer that large (over CL_DEVICE_MAX_MEM_ALLOC_SIZE, the most one OpenCL buffer may be), whatever was free.",
         remedies: &[
             "Compare the DAG's size for the current epoch with the card's free memory: when it does not fit, mine an algorithm or coin whose dataset fits the card.",
             "Free the card: no display or other miner on it while the DAG is built.",
@@ -2669,9 +2670,15 @@ re!(
 
 fn relion(t: &str) -> Option<Found> {
     let Some(c) = relion_re().captures(t) else {
-        return relion_advice_re()
-            .is_match(t)
-            .then(|| Found::device(Api::Cuda));
+        // The same advice in its HIP and SYCL builds: the API by the source path it names.
+        let api = if t.contains("/acc/hip/") {
+            Api::Hip
+        } else if t.contains("/acc/sycl/") {
+            Api::LevelZero
+        } else {
+            Api::Cuda
+        };
+        return relion_advice_re().is_match(t).then(|| Found::device(api));
     };
     let n = |i: usize| c.get(i).and_then(|m| m.as_str().parse::<u64>().ok());
     let mut f = Found::device(Api::Cuda);
@@ -3331,7 +3338,7 @@ fn mali_bad_alloc(t: &str) -> Option<Found> {
 re!(
     dag_miner_re,
     format!(
-        r"(?i)\bdoes not have enough free memory to hold the DAG(?: for epoch \d+)?\.?(?: Required: {SIZE}, free: {SIZE})?|\bGPU ?#?(\d{{1,2}}):? error when allocating memory or building DAG|\bcannot allocate big buffer for DAG\b|\bGPU ?#?(\d{{1,2}}):? insufficient memory for DAG\b|\bOnly {SIZE} available\.? Mining suspended on device|\bcould not allocate memory on GPU (\d{{1,2}}) to create DAG\. Current epoch requires {SIZE} memory for DAG but there is only {SIZE} allowed to allocate in single buffer|\bGPU (\d{{1,2}}) ERROR - insufficient useable buffer size \d{{1,20}} vs \d{{1,20}}|\bGPU\d{{1,2}} initMiner error: out of memory|\bGPU (\d{{1,2}}) ERROR - failed to allocate (?:\w{{1,12}} )?DAG buffer\b|\bGPU (\d{{1,2}}): Allocation of DAG failed with error\b|\bCreating DAG buffer failed: clCreateBuffer: CL_(?:INVALID_BUFFER_SIZE|MEM_OBJECT_ALLOCATION_FAILURE|OUT_OF_RESOURCES)\b|\bGPU can't allocate the DAG in a single chunk\b|\bGPU\d{{1,2}}: Allocating buffers failed with: clCreateBuffer \(-\d{{1,3}}\)"
+        r"(?i)\bdoes not have enough free memory to hold the DAG(?: for epoch \d+)?\.?(?: Required: {SIZE}, free: {SIZE})?|\bGPU ?#?(\d{{1,2}}):? error when allocating memory or building DAG|\bcannot allocate big buffer for DAG\b|\bGPU ?#?(\d{{1,2}}):? insufficient memory for DAG\b|\bOnly {SIZE} available\.? Mining suspended on device|\bcould not allocate memory on GPU (\d{{1,2}}) to create DAG\. Current epoch requires {SIZE} memory for DAG but there is only {SIZE} allowed to allocate in single buffer|\bGPU (\d{{1,2}}) ERROR - insufficient useable buffer size \d{{1,20}} vs \d{{1,20}}|\bGPU\d{{1,2}} initMiner error: out of memory|\bGPU (\d{{1,2}}) ERROR - failed to allocate (?:\w{{1,12}} )?DAG buffer\b|\bGPU (\d{{1,2}}): Allocation of DAG failed with error\b|\bCreating DAG buffer failed: clCreateBuffer: CL_(?:INVALID_BUFFER_SIZE|MEM_OBJECT_ALLOCATION_FAILURE|OUT_OF_RESOURCES)\b|\bGPU can't allocate the DAG in a single chunk\b|\bGPU(\d{{1,2}}): Allocating buffers failed with: clCreateBuffer \(-(?:4|5|6|61)\)"
     )
 );
 // PhoenixMiner (closed source; its log as printed): "GPU1: Allocating DAG (3.33) GB; good for epoch
@@ -3343,11 +3350,15 @@ re!(
 // CL_INVALID_BUFFER_SIZE: larger than one buffer may be).
 re!(
     phoenix_dag_re,
-    r"\bAllocating DAG (?:for epoch #\d{1,7} )?\((\d{1,4}(?:\.\d{1,3})?)\) GB\b"
+    r"\bAllocating DAG \((\d{1,4}(?:\.\d{1,3})?)\) GB\b"
+);
+re!(
+    phoenix_cl_dag_re,
+    r"\bGPU(\d{1,2}): Allocating DAG for epoch #\d{1,7} \((\d{1,4}(?:\.\d{1,3})?)\) GB\b"
 );
 re!(
     phoenix_vram_re,
-    r"\bFree VRAM: (\d{1,4}(?:\.\d{1,3})?) GB; used: \d{1,4}(?:\.\d{1,3})? GB\b"
+    r"\bGPU(\d{1,2}): Free VRAM: (\d{1,4}(?:\.\d{1,3})?) GB; used: \d{1,4}(?:\.\d{1,3})? GB\b"
 );
 // ethminer's OpenCL miner (`libethash-cl/CLMiner.cpp`): "Creating DAG buffer, size N" (bytes),
 // then "Creating DAG buffer failed: clCreateBuffer: CL_INVALID_BUFFER_SIZE (-61)" where the
@@ -3430,15 +3441,16 @@ fn dag_miner(t: &str) -> Option<Found> {
             .last()
             .and_then(|c| super::known::sz(&c, 1));
     }
-    if c.get(0)?.as_str().contains("Allocating buffers failed") {
-        f.facts.requested_bytes = phoenix_dag_re()
-            .captures_iter(t)
-            .last()
-            .and_then(|c| crate::units::parse_size(&format!("{} GiB", c.get(1)?.as_str())));
-        f.facts.free_bytes = phoenix_vram_re()
-            .captures_iter(t)
-            .last()
-            .and_then(|c| crate::units::parse_size(&format!("{} GiB", c.get(1)?.as_str())));
+    if let Some(gpu) = c.get(12) {
+        // PhoenixMiner on OpenCL: that GPU's DAG and free VRAM, as it logged them.
+        let of_gpu = |re: &LazyRegex| {
+            re.captures_iter(t)
+                .filter(|d| d.get(1).map(|m| m.as_str()) == Some(gpu.as_str()))
+                .last()
+                .and_then(|d| crate::units::parse_size(&format!("{} GiB", d.get(2)?.as_str())))
+        };
+        f.facts.requested_bytes = of_gpu(phoenix_cl_dag_re());
+        f.facts.free_bytes = of_gpu(phoenix_vram_re());
         f.api = Some(Api::OpenCl);
         return Some(f);
     }
@@ -3510,14 +3522,15 @@ fn matlab(t: &str) -> Option<Found> {
 
 // GrinGoldMiner's CUDA trimmer (mozkomor/GrinGoldMiner, `src/Cudacka/kernel.cu`): at start it
 // prints cudaMemGetInfo's "Currently available amount of device memory: N bytes" and "Total
-// amount of device memory: N bytes", then allocates its buffers; a failure prints "status: " +
-// CUDA's string and "cudaMalloc failed buffer A 4GB!" (or "buffer B 3GB!", "Index array N!").
-// The sizes in those words are labels: one version allocates buffers A and B together under
-// the "buffer A 4GB" message, so no request is read. Its C# host relays the lines, sometimes
-// run together ("…bytesTotal amount…").
+// amount of device memory: N bytes", then allocates its buffers; buffer A's failure prints
+// "status: " + CUDA's string and "cudaMalloc failed buffer A 4GB!" just after those figures
+// (buffer B's and the index arrays' come after other lines, with no figures beside them: not
+// read). The size in those words is a label: one version allocates buffers A and B together
+// under the "buffer A 4GB" message, so no request is read. Its C# host relays the lines,
+// sometimes run together ("…bytesTotal amount…").
 re!(
     grin_gold_re,
-    r"Currently available amount of device memory: (\d{1,20}) bytes\s*Total amount of device memory: (\d{1,20}) bytes\s*status: out of memory\s*cudaMalloc failed (?:buffer [AB]|Index array)"
+    r"Currently available amount of device memory: (\d{1,20}) bytes\s*Total amount of device memory: (\d{1,20}) bytes\s*status: out of memory\s*cudaMalloc failed buffer A\b"
 );
 re!(
     grin_gold_device_re,
@@ -3567,21 +3580,22 @@ fn tigre(t: &str) -> Option<Found> {
 }
 
 // MoltenVK (KhronosGroup/MoltenVK, `MVKDeviceMemory.mm`): host-coherent memory is one Metal
-// buffer, and Metal caps a buffer's length, so a larger allocation fails with
-// VK_ERROR_OUT_OF_DEVICE_MEMORY: "Could not allocate a host-coherent VkDeviceMemory of size %llu
-// bytes. The maximum memory-aligned size of a host-coherent VkDeviceMemory is %llu bytes."
-// (`_allocationSize`, `maxMTLBufferSize`).
+// buffer; where `ensureMTLBuffer()` fails, "Could not allocate a host-coherent VkDeviceMemory of
+// size %llu bytes. The maximum memory-aligned size of a host-coherent VkDeviceMemory is %llu
+// bytes." (`_allocationSize`, `maxMTLBufferSize`; newer releases "host-coherent or exportable"),
+// with VK_ERROR_OUT_OF_DEVICE_MEMORY. It fails for a length over that maximum, or where Metal
+// could not make the buffer (`newBufferWithLength` returned nil): the maximum is the largest one
+// allocation may be.
 re!(
     moltenvk_coherent_re,
-    r"Could not allocate a host-coherent VkDeviceMemory of size (\S{1,40}) bytes\. The maximum memory-aligned size of a host-coherent VkDeviceMemory is (\d{1,20}) bytes"
+    r"Could not allocate a host-coherent (?:or exportable )?VkDeviceMemory of size (\S{1,40}) bytes\. The maximum memory-aligned size of a host-coherent (?:or exportable )?VkDeviceMemory is (\d{1,20}) bytes"
 );
 
 fn moltenvk_coherent(t: &str) -> Option<Found> {
     let c = moltenvk_coherent_re().captures_iter(t).last()?;
     let mut f = Found::device(Api::Vulkan);
     f.facts.requested_bytes = c.get(1)?.as_str().parse().ok();
-    f.facts.total_bytes = c.get(2)?.as_str().parse().ok();
-    f.facts.total_is_limit = true;
+    f.facts.max_alloc_bytes = c.get(2)?.as_str().parse().ok();
     Some(f)
 }
 
@@ -3595,7 +3609,8 @@ re!(
 // "Out of Host Memory, …" for VK_ERROR_OUT_OF_HOST_MEMORY; UE 4.25 and later "Out of %s Memory,
 // Requested%.2fKB MemTypeIndex=%d" with "Local" or "Host". The size is `allocationSize / 1024`,
 // KiB. An allocation allowed to fail (`bCanFail`) logs a warning instead, "Failed to allocate
-// Device Memory, Requested=%.2fKb …", and the caller goes on (`unreal_can_fail`, below).
+// Device Memory, Requested=%.2fKb …", and the caller goes on (`unreal_can_fail`, below); 4.2x
+// said "Host Memory" for VK_ERROR_OUT_OF_HOST_MEMORY, later releases "Device" for both.
 re!(
     unreal_vulkan_re,
     r"\bOut of (Device|Local|Host) Memory, Requested=?(\d{1,15}(?:\.\d{1,6})?)K[Bb] MemTypeIndex=\d{1,3}\b"
@@ -3620,7 +3635,10 @@ fn unreal_can_fail(t: &str) -> Option<Found> {
 fn unreal(t: &str) -> Option<Found> {
     if let Some(c) = unreal_vulkan_re().captures_iter(t).last() {
         let mut f = Found::device(Api::Vulkan);
-        f.facts.requested_bytes = crate::units::parse_size(&format!("{} KiB", c.get(2)?.as_str()));
+        // One 4.26-era build passed the size in bytes, unconverted, to "%.2f" (it printed 0.00
+        // or noise): a size of 0 is not read.
+        f.facts.requested_bytes =
+            crate::units::parse_size(&format!("{} KiB", c.get(2)?.as_str())).filter(|b| *b > 0);
         if &c[1] == "Host" {
             f.memory = MemoryKind::Host;
         }
@@ -4411,10 +4429,10 @@ mod tests {
         assert_eq!(
             (
                 o.facts.requested_bytes,
-                o.facts.total_bytes,
-                o.facts.total_is_limit
+                o.facts.max_alloc_bytes,
+                o.facts.total_bytes
             ),
-            (None, Some(268_435_456), true)
+            (None, Some(268_435_456), None)
         );
     }
 

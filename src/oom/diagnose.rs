@@ -867,16 +867,25 @@ fn one_large_allocation(oom: &Oom, sizing: Option<&Sizing>, out: &[Finding]) -> 
                 let outside = f.unaccounted_bytes.filter(|u| *u >= n && n > 0).is_some();
                 // Only the live tensors' figure (no reserve, no process total): what the rest of
                 // the GPU holds, the allocator's cache or other processes, is not in the message.
-                let beyond = match (f.reserved_bytes, f.process_bytes, f.allocated_bytes) {
-                    (None, None, Some(a)) => f
+                // With no figure of the allocator's reserve or the process's total: what the rest
+                // of the GPU holds (the allocator's cache and pool, other processes) is not in
+                // the message.
+                let beyond = match (f.reserved_bytes, f.process_bytes) {
+                    (None, None) if !f.total_is_limit => f
                         .total_bytes
-                        .map(|t| t.saturating_sub(a.saturating_add(fr)))
-                        .filter(|b| *b >= n && Some(*b * 2) >= f.total_bytes),
+                        .map(|t| {
+                            t.saturating_sub(f.allocated_bytes.unwrap_or(0).saturating_add(fr))
+                        })
+                        .filter(|b| *b >= n && Some(b.saturating_mul(2)) >= f.total_bytes),
                     _ => None,
                 };
                 let said = match beyond {
-                    Some(b) if !outside => format!(
+                    Some(b) if !outside && f.allocated_bytes.is_some() => format!(
                         "Most of the GPU, {}, is held beyond the framework's live tensors: by its allocator's cache or by other processes, which the message does not tell apart (`gpumon once` shows the processes). Free that memory, or make this tensor smaller (the traceback's last frame creates it).",
+                        fmt_bytes(b)
+                    ),
+                    Some(b) if !outside => format!(
+                        "Most of the GPU, {}, was in use, and the message does not say by what: this program's own memory (its allocator's pool, its other buffers) or other processes (`gpumon once` shows them). Free that memory, or make this allocation smaller.",
                         fmt_bytes(b)
                     ),
                     _ => format!(
@@ -1003,7 +1012,7 @@ fn no_numbers(oom: &Oom, _sizing: Option<&Sizing>, _out: &[Finding]) -> Option<F
                 "cusolver" | "cufft" | "cusparse" | "curand" => format!("{} could not allocate its handle's or its work's device memory ({}): the GPU was already full, usually with this program's own memory (a caching allocator's cache) or another process. The message gives no size.", match oom.format { "cusolver" => "cuSOLVER", "cufft" => "cuFFT", "cusparse" => "cuSPARSE", _ => "cuRAND" }, match oom.format { "cusolver" => "CUSOLVER_STATUS_ALLOC_FAILED", "cufft" => "CUFFT_ALLOC_FAILED", "cusparse" => "CUSPARSE_STATUS_ALLOC_FAILED", _ => "CURAND_STATUS_ALLOCATION_FAILED" }),
                 "paddle-cuda" => "A CUDA call in PaddlePaddle outside its allocator (a stream, a cuBLAS or cuDNN handle, a kernel's workspace; PADDLE_ENFORCE_GPU_SUCCESS) returned error 2, cudaErrorMemoryAllocation: the GPU was already full, usually with memory Paddle's allocator holds (it keeps freed blocks for reuse) or other processes. The message gives no size.".into(),
                 "paddle-bad-alloc" => "PaddlePaddle's allocator could not allocate for an op (1.x names the op in its warning) and threw BadAlloc, after its retry allocator had waited for other frees (FLAGS_gpu_allocator_retry_time). The GPU was full with Paddle's own tensors and pool, or other processes. This part of the paste gives no size: Paddle's \"Error Message Summary\" below the C++ stack names it.".into(),
-                "paddle-legacy" => "PaddlePaddle 1.x's buddy allocator could not serve the request from its pool, and the GPU had no room for another chunk (its available figure is the device's). \"GPU memory used\" is what the allocator has handed out to tensors, not its pool: the pool takes a share of the GPU set by FLAGS_fraction_of_gpu_memory_to_use and grows by chunks (FLAGS_reallocate_gpu_memory_in_mb), and a request larger than GpuMaxChunkSize is asked of the GPU on its own. What the pool holds beyond the tensors is not in the message.".into(),
+                "paddle-legacy" => "PaddlePaddle 1.x's buddy allocator could not serve the request from its pool, and the GPU had no room for another chunk (its available figure is the device's). Its pool takes a share of the GPU set by FLAGS_fraction_of_gpu_memory_to_use and grows by chunks (FLAGS_reallocate_gpu_memory_in_mb); a request larger than GpuMaxChunkSize is asked of the GPU on its own. Its \"GPU memory used\" counts only the blocks cut from the pool, not those large ones, so it is not what Paddle's tensors hold and is not read: the memory not free is Paddle's (its pool and its large tensors) or other processes'.".into(),
                 "onnxruntime-dml" => "ONNX Runtime's DirectML execution provider got E_OUTOFMEMORY (0x8007000E) from Direct3D 12: a GPU buffer could not be allocated in the card's memory (on an integrated GPU, the share of system memory it may use). The message gives no size.".into(),
                 "tensorflow-gpu-init" => "TensorFlow could not create its CUDA context on this GPU at start-up (gpu_device.cc: cudaSetDevice, then cudaFree(nullptr)): the card had no room left for a context, usually because other processes (another TensorFlow process maps most of the card by default) hold it.".into(),
                 "cuda-hami-core" => "HAMi-core's hooked allocator passed the allocation to the driver, which answered 2 (CUDA_ERROR_OUT_OF_MEMORY): the GPU itself was full, not only the container's limit. The message gives no size.".into(),
@@ -3769,6 +3778,24 @@ mod tests {
         // processes, which the message does not tell apart (PaddlePaddle/Paddle#18819).
         assert!(
             x.detail.starts_with("Most of the GPU, 22.0 GiB, is held beyond the framework's live tensors: by its allocator's cache or by other processes"),
+            "{}",
+            x.detail
+        );
+        // No framework figure at all (PaddlePaddle 1.x's legacy allocator): the message does not
+        // say what holds the rest.
+        let x = one_large_allocation(
+            &pytorch(super::super::Facts {
+                allocated_bytes: None,
+                ..o.facts.clone()
+            }),
+            None,
+            &[],
+        )
+        .expect("a finding");
+        assert!(
+            x.detail.starts_with(
+                "Most of the GPU, 23.0 GiB, was in use, and the message does not say by what"
+            ),
             "{}",
             x.detail
         );

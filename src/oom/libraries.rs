@@ -528,6 +528,9 @@ pub(super) fn paddle_bad_alloc(t: &str) -> Option<Oom> {
 // out. 1.5's LOG(FATAL) runs them together ("…available 5.937500MBtotal 7981694976GpuMinChunk…",
 // the total in bytes); later 1.x separate them with commas and give the total a unit; older ones
 // log each as its own LOG(WARNING) line. Sizes are `HumanReadableSize` ("324.750000kB", 1024-based).
+// "GPU memory used" is the buddy allocator's `Used()`, only the blocks it cut from its pool: a
+// request over GpuMaxChunkSize goes to the system allocator on its own and is not counted, so
+// it is not the live tensors' total and is not read.
 re!(
     paddle_legacy_re,
     format!(
@@ -535,15 +538,14 @@ re!(
     )
 );
 
-/// PaddlePaddle 1.x's legacy (buddy) allocator out of GPU memory: the request, the device's free
-/// and total memory, and what the allocator had handed out.
+/// PaddlePaddle 1.x's legacy (buddy) allocator out of GPU memory: the request and the device's
+/// free and total memory.
 pub(super) fn paddle_legacy(t: &str) -> Option<Oom> {
     let c = paddle_legacy_re().captures_iter(t).last()?;
     let f = Facts {
         requested_bytes: sz(&c, 1),
         free_bytes: sz(&c, 3),
         total_bytes: sz(&c, 4).or_else(|| c.get(5)?.as_str().parse().ok()),
-        allocated_bytes: sz(&c, 6),
         ..Facts::default()
     };
     let device = c.get(2).and_then(|m| m.as_str().parse().ok());
@@ -564,17 +566,16 @@ mod tests {
         assert_eq!(o.facts.requested_bytes, Some(205_312_000));
         assert_eq!(o.facts.free_bytes, Some(6_225_920));
         assert_eq!(o.facts.total_bytes, Some(7_981_694_976));
-        assert_eq!(o.facts.allocated_bytes, Some(332_544));
+        // Its pool's count, which leaves out every block over GpuMaxChunkSize: not read.
+        assert_eq!(o.facts.allocated_bytes, None);
         // Later 1.x: commas, the total with its unit.
         let o = paddle_legacy("Cannot allocate 1.000000GB in GPU 1, available 512.000000MB, total 15.750000GB, GpuMinChunkSize 256.000000B, GpuMaxChunkSize 14.000000GB, GPU memory used: 14.500000GB").expect("read");
         assert_eq!(o.device_index, Some(1));
         assert_eq!(o.facts.total_bytes, Some(16_128 * MIB));
-        assert_eq!(o.facts.allocated_bytes, Some(14_848 * MIB));
         // Older: one warning line each.
         let o = paddle_legacy("W0101 legacy_allocator.cc:100] Cannot allocate 2.000000MB in GPU 0, available 1.000000MB\nW0101 legacy_allocator.cc:101] total 8589934592\nW0101 legacy_allocator.cc:102] GpuMinChunkSize 256.000000B\nW0101 legacy_allocator.cc:103] GpuMaxChunkSize 7.000000GB\nW0101 legacy_allocator.cc:104] GPU memory used: 7.500000GB").expect("read");
         assert_eq!(o.facts.total_bytes, Some(8 << 30));
         assert_eq!(o.facts.free_bytes, Some(MIB));
-        assert_eq!(o.facts.allocated_bytes, Some(7_680 * MIB));
     }
 
     #[test]

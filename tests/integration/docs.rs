@@ -756,12 +756,13 @@ fn explain_json_is_what_its_schema_says() {
     // Every corpus message's JSON, made in this process the way `explain --json` makes it (the
     // streaming scanner, then the renderer; the fields that depend on the machine are null
     // here), is checked against the schema. The binary then runs on messages that between them
-    // give every framework and every cause the corpus has, and its output must be that same
-    // JSON. The binary's path from a file to its JSON is the same for every format; a process
+    // give every framework and every cause the corpus has, and each oddity of bytes it holds,
+    // and its output must be that same JSON. The binary's path from a file to its JSON is the same for every format; a process
     // per message cost CI a quarter of an hour, and one per format, framework and cause (294)
     // two minutes of its two cores.
     let mut causes = std::collections::BTreeSet::new();
     let mut frameworks = std::collections::BTreeSet::new();
+    let mut quirks = std::collections::BTreeSet::new();
     let mut picked = Vec::new();
     for f in &files {
         let mut scanner = gpumon::oom::scan::Scanner::new();
@@ -780,11 +781,30 @@ fn explain_json_is_what_its_schema_says() {
         for finding in j["findings"].as_array().into_iter().flatten() {
             new |= causes.insert(finding["cause"].as_str().unwrap_or_default().to_owned());
         }
+        // And the first file with each oddity of its bytes the binary must read as the scanner
+        // does: CRLF, a byte-order mark, a tab, text beyond ASCII, a line over 1,000 bytes.
+        let bytes = std::fs::read(f).expect("read");
+        for (quirk, has) in [
+            ("crlf", bytes.windows(2).any(|w| w == b"\r\n")),
+            ("bom", bytes.starts_with(&[0xef, 0xbb, 0xbf])),
+            ("tab", bytes.contains(&b'\t')),
+            ("non-ascii", !bytes.is_ascii()),
+            (
+                "long line",
+                bytes.split(|b| *b == b'\n').any(|l| l.len() > 1000),
+            ),
+        ] {
+            if has {
+                new |= quirks.insert(quirk);
+            }
+        }
         if new {
             picked.push((f.clone(), j));
         }
     }
     assert!(frameworks.len() > 30, "only {frameworks:?}");
+    assert!(picked.len() >= 40, "only {} picked", picked.len());
+    assert!(quirks.len() >= 3, "the corpus has only {quirks:?}");
     // As many processes at once as there are cores (each mostly compiles its patterns; the
     // tests beside this one mostly wait).
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
