@@ -3623,7 +3623,11 @@ re!(
 /// Unreal's Vulkan RHI's warning for an allocation allowed to fail: the last one's size, with
 /// no fatal failure after it (that one is read by [`unreal`]).
 fn unreal_can_fail(t: &str) -> Option<Found> {
-    let c = unreal_can_fail_re().captures_iter(t).last()?;
+    unreal_found(&unreal_can_fail_re().captures_iter(t).last()?)
+}
+
+/// Unreal's Vulkan RHI's size (KiB, group 2) and memory (group 1: "Host" is the host's).
+fn unreal_found(c: &regex::Captures) -> Option<Found> {
     let mut f = Found::device(Api::Vulkan);
     f.facts.requested_bytes = crate::units::parse_size(&format!("{} KiB", c.get(2)?.as_str()));
     if &c[1] == "Host" {
@@ -3634,14 +3638,10 @@ fn unreal_can_fail(t: &str) -> Option<Found> {
 
 fn unreal(t: &str) -> Option<Found> {
     if let Some(c) = unreal_vulkan_re().captures_iter(t).last() {
-        let mut f = Found::device(Api::Vulkan);
+        let mut f = unreal_found(&c)?;
         // One 4.26-era build passed the size in bytes, unconverted, to "%.2f" (it printed 0.00
         // or noise): a size of 0 is not read.
-        f.facts.requested_bytes =
-            crate::units::parse_size(&format!("{} KiB", c.get(2)?.as_str())).filter(|b| *b > 0);
-        if &c[1] == "Host" {
-            f.memory = MemoryKind::Host;
-        }
+        f.facts.requested_bytes = f.facts.requested_bytes.filter(|b| *b > 0);
         return Some(f);
     }
     unreal_re()
