@@ -251,10 +251,19 @@ pub fn parse_block(lines: &[String]) -> Option<Oom> {
     super::api::figures_on_line(&mut found, &said);
     let at = lines.iter().position(|l| *l == said);
     // A wrap that split the failure's own line ("Allocation of" / "size 15M failed: …"): the
-    // sentence goes on in the next line, which gives what the cut does not.
-    if found.facts.requested_bytes.is_none() && !said.trim_end().ends_with(['.', '!', '?']) {
-        if let Some(next) = at.and_then(|i| lines.get(i + 1)) {
-            super::api::figures_on_line(&mut found, &format!("{said} {next}"));
+    // sentence goes on in the next lines (up to three: a 40-column wrap of a 130-column line),
+    // which give what the cut does not. Past the first, each must read as the sentence's rest.
+    if let Some(i) = at {
+        let mut sentence = said.clone();
+        for (k, next) in lines.iter().skip(i + 1).take(3).enumerate() {
+            if found.facts.requested_bytes.is_some()
+                || sentence.trim_end().ends_with(['.', '!', '?'])
+                || (k > 0 && !goes_on(next))
+            {
+                break;
+            }
+            sentence = format!("{sentence} {next}");
+            super::api::figures_on_line(&mut found, &sentence);
         }
     }
     // The same for its device where the wrap left it on the line before ("…miner on" / "GPU0:
@@ -262,12 +271,14 @@ pub fn parse_block(lines: &[String]) -> Option<Oom> {
     // mid-sentence, before one that does not start one.
     if found.device_index.is_none() {
         if let Some(before) = at.and_then(|i| i.checked_sub(1)).and_then(|i| lines.get(i)) {
-            let open = !before
-                .trim_end()
-                .ends_with(['.', '!', '?', ':', ';', ')', ']', '"']);
-            let goes_on = said
-                .trim_start()
-                .starts_with(|c: char| c.is_ascii_lowercase() || c == '[' || c == '(');
+            // A line ending in a colon that names an error is its head ("[CUDA] Error gpu 1:"
+            // / "<cryptonight_extra_cpu_init>:193 …"), not a list's.
+            let before = before.trim_end();
+            let open = !before.ends_with(['.', '!', '?', ':', ';', ')', ']', '"'])
+                || (before.ends_with(':') && error_word_re().is_match(before));
+            let goes_on = said.trim_start().starts_with(|c: char| {
+                c.is_ascii_lowercase() || matches!(c, '[' | '(' | '"' | '<')
+            });
             if open && goes_on {
                 super::api::figures_on_line(&mut found, &format!("{before} {said}"));
             }
@@ -286,6 +297,15 @@ pub fn parse_block(lines: &[String]) -> Option<Oom> {
     found.line = crate::text::cut_at_word(&said, 300);
     found.missing = missing_parts(&found);
     Some(found)
+}
+
+re!(error_word_re, r"(?i)\b(?:error|failed|failure|exception)\b");
+
+/// A line that reads as the rest of a sentence a wrap cut: it starts in lower case or with a
+/// figure, not with a capital, a bracket or a mark that opens a record of its own.
+fn goes_on(line: &str) -> bool {
+    line.trim_start()
+        .starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
 }
 
 /// Whether a line break in `lines` falls inside a number: a line that ends in a digit before one

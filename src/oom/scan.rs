@@ -56,6 +56,12 @@ const BLOCK_LINES: usize = 12;
 const BLOCK_CHARS: usize = 960;
 /// Lines of context kept before a trigger line.
 const BEFORE: usize = 8;
+/// Bytes of context kept before a trigger line, where more than [`BEFORE`] lines hold
+/// them: a log re-wrapped narrow (40 columns) spreads the same eight lines over twice as many,
+/// and a figure or device they named (RPCS3's "Detected 8238 MB of device local memory") stays
+/// in the failure's context. Never more than [`BEFORE_MAX`] lines.
+const BEFORE_CHARS: usize = 640;
+const BEFORE_MAX: usize = 24;
 /// The most lines and bytes one block holds: a run of trigger lines that read as one message
 /// (a retry logged every step, prose that names OOM on every line) would otherwise grow the
 /// block without bound and have it joined and parsed again at each new line, a cost that grows
@@ -235,7 +241,7 @@ impl Utf16Le {
 pub struct Scanner {
     analysis: Analysis,
     /// The last raw lines (a ring of reused buffers), normalised only when a trigger needs them.
-    before: [String; BEFORE],
+    before: [String; BEFORE_MAX],
     next: usize,
     block: Vec<String>,
     /// Bytes in `block`, bounded by [`MAX_BLOCK_BYTES`] (and one line).
@@ -678,27 +684,38 @@ impl Scanner {
         let slot = &mut self.before[self.next];
         slot.clear();
         slot.push_str(raw);
-        self.next = (self.next + 1) % BEFORE;
+        self.next = (self.next + 1) % BEFORE_MAX;
     }
 
-    /// The device a header among the remembered lines names, the nearest first.
+    /// The device a header among the last [`BEFORE`] remembered lines names, the nearest first.
     fn recent_device_header(&self) -> Option<u32> {
         (1..=BEFORE)
-            .map(|i| &self.before[(self.next + BEFORE - i) % BEFORE])
+            .map(|i| &self.before[(self.next + BEFORE_MAX - i) % BEFORE_MAX])
             .find_map(|l| super::banner::device_header(l))
     }
 
-    /// The remembered context lines, oldest first, normalised.
+    /// The context, oldest first, normalised: the last [`BEFORE`] remembered lines, and more
+    /// while those taken hold fewer than [`BEFORE_CHARS`] bytes (measured normalised, so that a
+    /// log prefix does not change how far back it goes), up to a blank line. All the remembered
+    /// lines are forgotten.
     fn context(&mut self) -> Vec<String> {
-        let mut out = Vec::with_capacity(BEFORE + BLOCK_LINES + 1);
-        for i in 0..BEFORE {
-            let slot = &mut self.before[(self.next + i) % BEFORE];
+        let mut out = Vec::with_capacity(BEFORE_MAX + BLOCK_LINES + 1);
+        let mut bytes = 0;
+        for n in 0..BEFORE_MAX {
+            let slot = &mut self.before[(self.next + BEFORE_MAX - 1 - n) % BEFORE_MAX];
+            if n >= BEFORE && (bytes >= BEFORE_CHARS || slot.trim().is_empty()) {
+                break;
+            }
             let line = normalise(slot);
-            slot.clear();
+            bytes += line.len();
             if !line.is_empty() {
                 out.push(line);
             }
         }
+        for slot in &mut self.before {
+            slot.clear();
+        }
+        out.reverse();
         out
     }
 

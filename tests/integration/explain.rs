@@ -1057,8 +1057,8 @@ const WRAP_NEIGHBOURS: &[&str] = &[
 /// each is still lost at each width listed, so that the list only shrinks, and that no other
 /// width loses anything). The losses are of three
 /// kinds: a figure or device on a line before the failure's own that a narrow wrap pushes out of
-/// the eight lines of context kept before a trigger (RPCS3's "Detected 8238 MB of device local
-/// memory", OpenMVS's "CUDA device 0 initialized") or splits from the failure's line (gminer's
+/// the context kept before a trigger (eight lines, more up to 640 bytes: Meshroom's device line
+/// at 40 columns) or splits from the failure's line (gminer's
 /// "…miner on" / "GPU0: EVGA …" / "…: out of memory", the device two lines above the phrase); a
 /// framework named by words the wrap splits or moves (a Triton status table's cells, Caffe's
 /// source path beside a CUDA check); and a message whose phrase the wrap splits so that its
@@ -1066,15 +1066,13 @@ const WRAP_NEIGHBOURS: &[&str] = &[
 /// for them, and every other message holds at every width.
 const WRAP_LOSSES: &[(&str, &[usize])] = &[
     ("apollo-perception-caffe-syncedmem", &[40]),
-    ("ascend-310p-el0004-alloc-device", &[40]),
     ("beast-beagle-cuda-out-of-memory", &[40, 55, 70]),
     ("caffe-dss-syncedmem-forward", &[40]),
     ("caffe_openpose_syncedmem", &[40]),
     ("catboost-gpu-multiclass-stack-pool", &[55, 70, 85, 130]),
-    ("ccminer-cryptonight-long-state", &[40]),
     ("ccminer-cryptonight-gtx1080-long-state", &[40]),
+    ("ccminer-cryptonight-long-state", &[40]),
     ("crfasrnn-permutohedral-gpu-alloc", &[70]),
-    ("darknet-win-yolo-obj-oom", &[40, 55]),
     ("elixir-exla-bumblebee-sd-2080ti", &[40, 55, 70, 85]),
     ("ethminer-1050ti-initepoch-oom", &[40, 55]),
     ("ethminer-5x1080ti-dag-oom", &[40, 55]),
@@ -1086,27 +1084,22 @@ const WRAP_LOSSES: &[(&str, &[usize])] = &[
     ("gridtools_100_storage", &[40, 130]),
     ("hypre_1435_umpire", &[40, 55, 130]),
     ("invokeai_insufficient_gpu_memory_load", &[40]),
-    ("isaacgym_256", &[40]),
     ("keras-tf1-bfc-oom-shape-123008x500", &[40, 55, 70, 85, 160]),
     ("kokkos-mi300a-hip-scatterview-alloc", &[40, 85]),
     ("lichtfeld-vk-rad-open", &[55]),
     ("livepool-nvenc-open-session-oom", &[40, 55, 70]),
-    ("llama-metal-working-set-nil", &[40, 55]),
-    ("lotus-bellperson-opencl-fft-mem-alloc", &[40]),
     ("mali-gles-0x505-flutter", &[70, 85, 100, 130]),
     ("mapbox-gl-adreno-gsl-rotation", &[85]),
     ("meshroom_1973_depthmap", &[40, 55, 70, 85, 100, 130]),
-    ("mujoco_warp_926", &[40, 55, 70]),
     ("nbminer-ethash-dag-oom", &[40]),
     ("nbminer-rx570-dag-oom", &[40]),
-    ("nnabla-nvcnet-failed-to-allocate-again", &[40, 55, 70, 85]),
-    ("openmvs_713_refinemesh", &[40, 55, 70, 85]),
+    ("nnabla-nvcnet-failed-to-allocate-again", &[40, 55]),
+    ("openmvs_713_refinemesh", &[40, 55]),
     ("paddle-enforce-ocr-resnet", &[85]),
     ("pocl_1155", &[40]),
     ("profanity-gtx1060-kernel-queueing-res-4", &[40, 55]),
     ("quda-device-malloc-size", &[40, 55]),
     ("raja-camp-hipstreamcreate-oom", &[40]),
-    ("rpcs3_17868_rebar", &[40, 55, 70, 85, 100, 130]),
     ("sbox-vma-out-of-video-memory", &[40]),
     ("tensorflow-device-properties-total", &[85]),
     ("tensorflow-windows-driver-device", &[70, 100]),
@@ -1122,7 +1115,11 @@ const WRAP_LOSSES: &[(&str, &[usize])] = &[
     ("vanitysearch-grid-vgpu-oom", &[40, 55]),
     ("vapor-gpu-ram-check", &[40, 55]),
     ("vc4-cma-bo-alloc-0ad", &[40, 55]),
-    ("xmrig-nvidia-gpu-on-line", &[55]),
+    (
+        "xmrig-nvidia-cryptonight-extra-cpu-init-out-of-memory",
+        &[40],
+    ),
+    ("xmrig-nvidia-gpu-on-line", &[40]),
     ("xpu_triton_a770_4gb", &[100, 160]),
     ("zjazz-miner-exceeding-gpu-memory", &[40, 55, 70, 85, 100]),
 ];
