@@ -442,7 +442,7 @@ re!(
 );
 re!(
     pyopengl_re,
-    r"\bGLError\(\s{0,40}err\s?=\s?1285,\s{0,40}description\s?=\s?b?'out of memory'|\bOpenGL [Ee]rror: out of memory\b|\bThe NVIDIA OpenGL driver has encountered\s{1,4}an out of memory error\b|(?s)\bGL ERROR\b.{0,300}?\b1285: Out of memory\b|\bGL error: 1285\b"
+    r"\bGLError\(\s{0,40}err\s?=\s?1285,\s{0,40}description\s?=\s?b?'out of memory'|\bOpenGL [Ee]rror: out of memory\b|\bThe NVIDIA OpenGL driver has encountered\s{1,4}an out of memory error\b|(?s)\bGL ERROR\b.{0,300}?\b1285: Out of memory\b|\bGL error: 1285\b|(?i:\bGL error: (?:GL_)?out[ _]?of[ _]?memory\b)"
 );
 // Arm's Mali GLES driver, as Android's logcat shows it (`D/MALI: gles_state_set_error_internal`):
 // "[MALI] GLES ctx: 0x7f8fe0d008, error code:0x505" (GL_OUT_OF_MEMORY), then "[MALI] GLES error
@@ -460,6 +460,11 @@ re!(
     d3d12_words_re,
     r"\bID3D12\w{1,40}::\w{1,60} failed: (?i:out of memory)|\bDML allocator out of memory\b|\bCould not allocate tensor with \d{1,20} bytes\. There is not enough GPU video memory available\b"
 );
+re!(
+    gpu_allocator_re,
+    r#"\bAllocation failed for "[^"\n]{1,120}": OutOfMemory\b|\bAllocationError::OutOfMemory\b"#
+);
+re!(d3d12_named_re, r"(?i)\bd3d12|\bdx12\b");
 re!(
     vulkanmod_re,
     r"\bFailed to create (?:buffer|image):\s?(-\d{1,10})\b"
@@ -538,7 +543,9 @@ fn find_status(t: &str) -> Option<&'static Status> {
     // PyOpenGL's exception, the GL error by number with glGetError's words: "GLError(\n err =
     // 1285,\n description = b'out of memory',"; nimgl's "OpenGL error: out of memory [GLerror]";
     // RootEncoder's GlUtil.checkGlError ("drawScreen end. GL error: 1285", the number
-    // glGetError returned: 0x0505, GL_OUT_OF_MEMORY);
+    // glGetError returned: 0x0505, GL_OUT_OF_MEMORY); a check that prints glGetError's value by
+    // its name (OpenTK's `ErrorCode` as C# formats it, "GL Error: OutOfMemory"; OpenRA's
+    // `CheckGLError`, "GL Error: Out Of Memory");
     // Minecraft's check after each frame ("########## GL ERROR ##########", "@ Post render",
     // "1285: Out of memory": the number and GLU's words for it, ending its log line); NVIDIA's
     // GL driver's debug message ("The NVIDIA OpenGL driver has encountered an out of memory
@@ -549,6 +556,18 @@ fn find_status(t: &str) -> Option<&'static Status> {
     }
     if d3d12_words_re().is_match(t) {
         return by_number(Api::Windows, E_OUTOFMEMORY);
+    }
+    // gpu-allocator, the Rust crate many Vulkan and D3D12 programs allocate through (kajiya,
+    // wgpu's D3D12 back end): its `AllocationError::OutOfMemory` is what it returns where
+    // vkAllocateMemory answered VK_ERROR_OUT_OF_DEVICE_MEMORY (`src/vulkan/mod.rs`) or D3D12's
+    // heap creation E_OUTOFMEMORY, as Debug prints it after the program's words ("Allocation
+    // failed for "vertex buffer": OutOfMemory").
+    if gpu_allocator_re().is_match(t) {
+        return if d3d12_named_re().is_match(t) {
+            by_number(Api::Windows, E_OUTOFMEMORY)
+        } else {
+            by_number(Api::Vulkan, -2)
+        };
     }
     // VulkanMod (a Minecraft renderer on Vulkan, `MemoryManager.createBuffer`): "Failed to
     // create buffer:-2", VMA's VkResult after its words; Vulkan's only beside its frames.
@@ -1065,30 +1084,43 @@ pub struct Program {
 pub struct DeviceWords {
     pub name: &'static str,
     pub see: &'static str,
+    /// Whether `gpumon log` sees it (NVML does), so that sampling it gets the numbers.
+    pub sampled: bool,
 }
 
 /// A GPU that NVML (or the vendor's own tool) shows.
 const GPU: DeviceWords = DeviceWords {
     name: "GPU",
     see: "See what holds the GPU now: `gpumon once` lists every process and its memory; close other programs using it.",
+    sampled: true,
 };
 
 /// A phone's GPU, whose memory is the system's RAM.
 const ANDROID: DeviceWords = DeviceWords {
     name: "GPU",
     see: "Close other apps and games running in the background: on a phone the GPU's memory is the system's RAM, which every app shares.",
+    sampled: false,
 };
 
 /// A Tenstorrent card (Grayskull, Wormhole, Blackhole), which NVML does not see.
 const TENSTORRENT: DeviceWords = DeviceWords {
     name: "Tenstorrent device",
     see: "See the card's state with `tt-smi`; another process holding the same chip must close first.",
+    sampled: false,
+};
+
+/// A Huawei Ascend NPU, which `npu-smi` shows.
+const NPU: DeviceWords = DeviceWords {
+    name: "NPU",
+    see: "See what holds the NPU now: `npu-smi info` lists each card's HBM use and the processes on it; another service or a leftover worker on the same card must close first.",
+    sampled: false,
 };
 
 /// CUDA's in-kernel malloc heap, which is not the memory NVML counts.
 const DEVICE_HEAP: DeviceWords = DeviceWords {
     name: "GPU's malloc heap",
     see: "In-kernel allocations come from the device's malloc heap, a fixed size (8 MiB by default) set before the first kernel runs: what other processes hold does not change it.",
+    sampled: false,
 };
 
 /// Every program, in the order they are tried.
@@ -1593,6 +1625,18 @@ pub const PROGRAMS: &[Program] = &[
         remedies: &[
             "As the message says: close other programs and reduce the view distance (the chunks kept in video memory grow with it).",
             "Mods that add large textures or many entities add to what the card must hold: try without them.",
+        ],
+    },
+    // MindIE's warm-up (above `mindie_warmup_re`).
+    Program {
+        name: "MindIE",
+        format: "program-mindie",
+        read: mindie_warmup,
+        device: &NPU,
+        meaning: "MindIE runs a warm-up at start that fills the largest batch its settings allow (maxPrefillTokens tokens of prefill, inputs up to maxInputTokenLen) beside the weights and the KV cache it reserved (npuMemSize per NPU), and the NPU ran out of memory during it: the settings ask for more than the card holds. The setting it names is the one it suggests lowering.",
+        remedies: &[
+            "Lower the setting the message names in mindie-service's config.json: npuMemSize (the KV cache reserved on each NPU, in GB), maxPrefillTokens or maxInputTokenLen (the largest prefill the warm-up runs).",
+            "Spread the model over more NPUs (a larger worldSize, with npuDeviceIds to match), or use a quantised model: the weights on each card shrink.",
         ],
     },
     // TIGRE's check of each GPU's free memory (above `tigre_re`).
@@ -3566,6 +3610,23 @@ fn vintagestory(t: &str) -> Option<Found> {
         .then(|| Found::device(Api::OpenGl))
 }
 
+// MindIE (Huawei's inference server for Ascend, `mindie_llm`'s warm-up): where the model's
+// warm-up raised the NPU's out-of-memory error (`str(e).startswith(NPU_OUT_OF_MEMORY_TAG)`), it
+// logs "Warmup failed, because of model inference out of memory when `npuMemSize` set to N.
+// please try to decrease `npuMemSize`", the multimodal form "…because of multimodal model
+// inference out of memory when `maxInputTokenLen` set to N…". N is a setting, not a figure
+// measured, and is not read.
+re!(
+    mindie_warmup_re,
+    r"\bWarmup failed, because of (?:multimodal )?model inference out of memory when `?\w{1,40}`? set to -?\d{1,9}"
+);
+
+fn mindie_warmup(t: &str) -> Option<Found> {
+    mindie_warmup_re()
+        .is_match(t)
+        .then(|| Found::own(Facts::default()))
+}
+
 // TIGRE (CERN/TIGRE, `Common/CUDA/*.cu`, `checkFreeMemory`): before it splits a projection or a
 // backprojection over its GPUs it asks each for its free memory (cudaMemGetInfo) and checks the
 // call with `cudaCheckErrors("Check mem error")`, which reports the message and CUDA's string
@@ -4125,6 +4186,12 @@ mod tests {
             ("zeMemAllocDevice returned 0x70000002", Framework::Unknown, "api-ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY"),
             ("Error Domain=MTLCommandBufferErrorDomain Code=8 \"Insufficient Memory\"", Framework::Metal, "api-MTLCommandBufferErrorOutOfMemory"),
             ("Error: hipMalloc(&ptr, bytes) failed: hipErrorOutOfMemory", Framework::Rocm, "api-hipErrorOutOfMemory"),
+            // glGetError's value by name: OpenRA's words, OpenTK's enum (OpenRA/OpenRA#15487).
+            ("GL Error: Out Of Memory\n   at OpenRA.Platforms.Default.OpenGL.CheckGLError()", Framework::OpenGl, "api-GL_OUT_OF_MEMORY"),
+            ("GL error: OutOfMemory", Framework::OpenGl, "api-GL_OUT_OF_MEMORY"),
+            // gpu-allocator's OutOfMemory by Debug (EmbarkStudios/kajiya#65), on D3D12 by name.
+            ("Error: Allocation failed for \"vertex buffer\": OutOfMemory", Framework::Vulkan, "api-VK_ERROR_OUT_OF_DEVICE_MEMORY"),
+            ("[dx12] gpu_allocator::AllocationError::OutOfMemory", Framework::Direct3d, "api-E_OUTOFMEMORY"),
         ];
         for (text, fw, format) in cases {
             let o = read(text).unwrap_or_else(|| panic!("not found: {text}"));
@@ -4229,6 +4296,9 @@ mod tests {
     fn programs_in_their_own_words() {
         let cases: &[(&str, &str, Framework, MemoryKind, Option<u64>)] = &[
             ("Error: System is out of GPU memory", "program-blender", Framework::Unknown, MemoryKind::Device, None),
+            // MindIE's warm-up: its setting's value is not read (gpustack/gpustack#3541).
+            ("[llm] [ERROR] [logging.py-348] : Warmup failed, because of multimodal model inference out of memory when `maxInputTokenLen` set to 8192. Please try to decrease `maxPrefillTokens` in config.json of mindie-service.", "program-mindie", Framework::Unknown, MemoryKind::Device, None),
+            ("Warmup failed, because of model inference out of memory when `npuMemSize` set to 8. please try to decrease `npuMemSize`", "program-mindie", Framework::Unknown, MemoryKind::Device, None),
             ("Error: System is out of GPU and shared host memory", "program-blender", Framework::Unknown, MemoryKind::Device, None),
             ("Out of memory in cuMemAlloc(&device_pointer, size) (intern/cycles/device/cuda/device_impl.cpp:610)", "program-blender", Framework::Cuda, MemoryKind::Device, None),
             ("Blender 2.93\nCUDA error: Out of memory in cuMemAlloc(&device_pointer, size), line 568", "program-blender", Framework::Cuda, MemoryKind::Device, None),

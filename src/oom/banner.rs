@@ -131,7 +131,8 @@ re!(
 // names ("device memory: 24217 MB, max_mem_alloc_size: 6054 MB", "CL_DEVICE_GLOBAL_MEM_SIZE:
 // 4096 MByte"), `clinfo` as "Global memory size  8589934592 (8GiB)" and "Max memory allocation
 // 2147483648 (2GiB)", CUDA programs `cudaDeviceProp::totalGlobalMem` ("Total global memory:
-// 8 GB") and hashcat's `-I` "Memory.Total...: 6143 MB". Keys only: a failure's own sentence
+// 8 GB"), hashcat's `-I` "Memory.Total...: 6143 MB", and a device list's "…, Detected total
+// memory: 2048 MB" after a comma (NoncerPro's "GPU#0, Name: GeForce GT 740M, …"). Keys only: a failure's own sentence
 // ("failed to allocate device memory: …") is no such line (see [`read_line`]).
 const KEY_SIZE: &str =
     r"\s*(?:[:=]|\.{2,}:?)?\s*(\d+(?:\.\d+)?)\s?(bytes|[KMGT]i?B(?:yte)?s?|[KMGT]\b)?";
@@ -140,6 +141,10 @@ re!(
     format!(
         r"(?i)^[\s*#|>-]{{0,8}}(?:cl_device_global_mem_size|global[ _]mem(?:ory)?(?:[ _]size)?|total[ _]global[ _]mem(?:ory)?|totalglobalmem|device[ _]memory|memory\.total){KEY_SIZE}"
     )
+);
+re!(
+    key_total_listed_re,
+    format!(r"(?i),\s(?:detected\s)?total[ _]memory{KEY_SIZE}")
 );
 re!(
     key_alloc_re,
@@ -162,7 +167,7 @@ re!(device_header_re, r"^[\s*#|>-]{0,8}Device (\d{1,2}):\s*$");
 // have its figures wrapped onto the next line.
 re!(
     head_re,
-    r"(?i)[*-] Device #\d|\bCUDA GPU\s{1,8}#\d|\bUsing Pci Id\b|\bDevice \d{1,2} started\b|\bGPU-?\d{1,2}: |\bMemory\s*:|^[\s*#|>-]{0,8}(?:cl_device_\w+|global[ _]mem|total[ _]global|totalglobalmem|device[ _]memory|memory\.(?:total|free)|max[ _]mem|max(?:imum)? memory|free[ _]mem)"
+    r"(?i)[*-] Device #\d|\bCUDA GPU\s{1,8}#\d|\bUsing Pci Id\b|\bFound suitable CUDA device\b|\bGPU#\d{1,2}, Name:|\bDevice \d{1,2} started\b|\bGPU-?\d{1,2}: |\bMemory\s*:|^[\s*#|>-]{0,8}(?:cl_device_\w+|global[ _]mem|total[ _]global|totalglobalmem|device[ _]memory|memory\.(?:total|free)|max[ _]mem|max(?:imum)? memory|free[ _]mem)"
 );
 
 /// Whether `line` starts a device's account whose figures may be on the next line (a paste
@@ -297,6 +302,7 @@ fn read(line: &str) -> Option<(Banner, bool)> {
     let b = Banner {
         total: key_total_re()
             .captures(line)
+            .or_else(|| key_total_listed_re().captures(line))
             .or_else(|| key_memory_re().captures(line))
             .and_then(|c| key_size(&c)),
         max_alloc: key_alloc_re()
@@ -427,6 +433,15 @@ mod tests {
             "dsv4 hash layer: scratch too small (4096 bytes available, 8192 required)"
         )
         .is_none());
+    }
+
+    /// A device list's "Detected total memory" after a comma (NoncerPro); not a figure a
+    /// sentence gives with no comma before it.
+    #[test]
+    fn total_memory_after_a_comma() {
+        let b = read_line("    GPU#0, Name: GeForce GT 740M, Detected total memory: 2048 MB, Allocated memory: 0 MB").expect("read");
+        assert_eq!((b.total, b.free), (Some(2 * GIB), None));
+        assert!(read_line("Not enough total memory: 2048 MB").is_none());
     }
 
     #[test]

@@ -343,6 +343,15 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "gpu blocks: 0,",
     // OpenGL's GL_OUT_OF_MEMORY by its number (RootEncoder's check, `api.rs`).
     "gl error: 1285",
+    // A CUDA.jl build's warning as its pool retries (`families.rs`).
+    "cuda memory allocation failed; attempting to free up memory",
+    // A check that prints glGetError's value by name: OpenTK's `ErrorCode` ("GL Error:
+    // OutOfMemory"; OpenRA's words "Out Of Memory" are "out of memory" already).
+    "gl error: outofmemory",
+    "gl error: gl_out_of_memory",
+    // gpu-allocator's `AllocationError::OutOfMemory` by Debug, after a program's words.
+    "\": outofmemory",
+    "allocationerror::outofmemory",
     // Newer Adreno drivers (`api.rs`).
     "kgsl_sharedmem_alloc() failed!",
     "(ioctl_kgsl_gpuobj_alloc) failed: errno 12",
@@ -712,6 +721,11 @@ const NOTED: &[&str] = &[
     // ("GPU #0 GRID A100D-8C (108x64 cores) (Cap 8.0) (8187.9 MB)").
     "bytes of gpu memory",
     "cores) (cap",
+    // The heads of those two lines' accounts, where a wrap put their figures on the next
+    // line: Genoil's "Found suitable CUDA device [GeForce GTX 750 Ti] with", NoncerPro's
+    // "GPU#0, Name: GeForce GT 740M, Detected" / "total memory: 2048 MB".
+    "found suitable cuda device",
+    ", name:",
 ];
 
 /// How many lines [`noted_ac`] tests with its quick-to-build automaton before it builds the
@@ -922,6 +936,15 @@ pub(crate) fn quotes_a_whole_failure(raw: &str) -> bool {
         Regex::new(r"\w\.(?:cu|cuh|h|hpp|cpp|cc|c|py)(?::\d{1,6}\b| at line \d{1,6}\b)|<\w{1,80}>:\d{1,6}\b|\b(?:cuda|hip|cuMem)(?:Malloc|Alloc)\w{0,20} \w{1,60} failed\b")
             .expect("source location regex")
     });
+    // Or a driver's or library's own sentence, which no writer words that way (NVIDIA's GL
+    // driver's "The NVIDIA OpenGL driver has encountered an out of memory error. This
+    // application might behave inconsistently and fail."; Thrust's "parallel_for failed: out of
+    // memory"): quoted, it is the message.
+    static DRIVER: OnceLock<Regex> = OnceLock::new();
+    let driver = DRIVER.get_or_init(|| {
+        Regex::new(r"\bThe NVIDIA OpenGL driver has encountered\s{1,4}an out of memory error\b|\b(?:parallel_for|for_each|transform|reduce|scan|merge_sort|radix_sort|copy_if|get_temporary_buffer)\w*:? failed: (?:cudaErrorMemoryAllocation: )?out of memory\b")
+            .expect("driver sentence regex")
+    });
     // A question about such a line asks about the error; one led by its class reports it,
     // unless the question mark follows the quote itself ("…which is "RuntimeError: CUDA
     // error: out of memory"? I want to get this answer.").
@@ -932,15 +955,17 @@ pub(crate) fn quotes_a_whole_failure(raw: &str) -> bool {
     prose_quotes(raw).is_some_and(|inside| {
         inside.iter().any(|q| {
             has_trigger(q)
-                && (class.is_match(q) || (!asks && (status.is_match(q) || at.is_match(q))))
+                && (class.is_match(q)
+                    || (!asks && (status.is_match(q) || at.is_match(q) || driver.is_match(q))))
         })
     })
 }
 
 /// Words that tie a failure to pinned (page-locked) host memory: CUDA's host allocations
 /// (`cudaHostAlloc`, `cudaMallocHost`, `cudaHostRegister`, the driver's `cuMemHostAlloc`,
-/// `cuMemAllocHost`, `cuMemHostRegister`) fail with the same out-of-memory code as a device
-/// allocation (`cudaErrorMemoryAllocation`, runtime API's error 2), and PyTorch's `pin_memory`
+/// `cuMemAllocHost`, `cuMemHostRegister`; HIP's `hipHostMalloc` and `hipHostRegister`) fail with
+/// the same out-of-memory code as a device allocation (`cudaErrorMemoryAllocation`, runtime
+/// API's error 2; `hipErrorOutOfMemory`), and PyTorch's `pin_memory`
 /// goes through them (`aten/src/ATen/cuda/CachingHostAllocator.cpp` calls
 /// `C10_CUDA_CHECK(cudaHostAlloc(ptr, size, cudaHostAllocDefault))`, v2.1 to v2.9).
 pub(crate) fn names_pinned_host(text: &str) -> bool {
@@ -953,6 +978,7 @@ pub(crate) fn names_pinned_host(text: &str) -> bool {
     RE.get_or_init(|| {
         Regex::new(concat!(
             r"(?i)cuda(?:HostAlloc|MallocHost|HostRegister)|cuMem(?:HostAlloc|AllocHost|HostRegister)",
+            r"|hip(?:HostMalloc|HostAlloc|MallocHost|HostRegister)",
             r"|CachingHostAllocator|\bpin_memory\b|\bpin(?:ned)? memory\b|\bpinned host\b",
             r"|\bpage[- ]?lock|锁页|页锁定",
         ))
@@ -1452,6 +1478,9 @@ mod tests {
             "When using xmrig with CUDA on a RTX 2080 Super error ` thread #0 failed with error <randomx_prepare>:45 \"out of memory\"` occur",
             // The allocation call that failed, named (a CUDA course's ICP scan matcher).
             "with \"#define MODEL true\", it always reports \"Cuda error: cudaMalloc dev_pos failed: out of memory.\" I have tried",
+            // A driver's and a library's own sentences (Asek3/Oculus#774, NVIDIA/thrust#1006).
+            "the game just freezes and then crashes, always with `The NVIDIA OpenGL driver has encountered an out of memory error. This application might behave inconsistently and fail`.",
+            "it threw the \"parallel_for failed: out of memory\" at \"H.resize(2000 * 1024 * 1024, 0);\"",
         ] {
             assert!(quotes_a_whole_failure(line), "{line:?}");
         }
@@ -1476,6 +1505,8 @@ mod tests {
             "cuMemHostAlloc will give",
             "锁页内存不足",
             "Caught RuntimeError in pin memory thread for device 0.",
+            "hipHostRegister returns 2",
+            "hipHostMalloc failed",
         ] {
             assert!(names_pinned_host(text), "{text:?}");
         }

@@ -1666,6 +1666,18 @@ fn framework_settings(oom: &Oom) -> Option<Finding> {
         // trim the pool, before OutOfGPUMemoryError is thrown) and its memory documentation
         // (`CUDA.unsafe_free!`, JULIA_CUDA_HARD_MEMORY_LIMIT / JULIA_CUDA_SOFT_MEMORY_LIMIT);
         // AMDGPU.jl's pool works the same way.
+        // The same pool's retry as it starts, where a build logs it ("CUDA memory allocation
+        // failed; attempting to free up memory..." then "... running a quick GC (freed N)"):
+        // not yet an error.
+        Framework::Cuda if oom.format == "cuda-jl-retry" => (
+            "Julia's GPU memory pool",
+            "CUDA.jl's pool could not get memory for an allocation and began to free its own: it waits for pending frees, then runs Julia's garbage collector and tries again, and throws OutOfGPUMemoryError only where that still leaves too little. The lines after it say how much each step freed; where the job went on, the allocation fitted after a collection, at the cost of the collection's time. \"Memory pool usage\" is what live arrays held; \"reserved\" is what the pool kept from the GPU.",
+            vec![
+                r("Free large arrays as soon as they are done with, without waiting for the garbage collector: CUDA.unsafe_free!(x) returns their memory at once, and the pool then rarely needs to collect."),
+                r("A smaller batch, or Float32 (or Float16) arrays in place of Float64."),
+                r("Sharing the GPU with other processes: JULIA_CUDA_HARD_MEMORY_LIMIT (bytes or a percentage) caps what CUDA.jl takes, and JULIA_CUDA_SOFT_MEMORY_LIMIT makes it return memory sooner."),
+            ],
+        ),
         Framework::Cuda | Framework::Rocm if matches!(oom.format, "cuda-jl" | "amdgpu-jl") => (
             "Julia's GPU memory pool",
             "Before it throws OutOfGPUMemoryError the package already waited for pending frees, ran Julia's garbage collector (a quick and then a full collection) and trimmed its pool, and tried again: calling GC.gc() or CUDA.reclaim() yourself will not cure this error. \"Memory pool usage\" is what live arrays hold; \"reserved\" is what the pool keeps from the GPU.",
@@ -3243,7 +3255,11 @@ fn program_finding(o: &Oom, p: &api::Program) -> Option<Finding> {
     }
     let mut remedies = vec![api_rm(p.device.see)];
     remedies.extend(p.remedies.iter().map(|r| api_rm(r)));
-    remedies.push(get_numbers());
+    // Sampling gets the numbers only on a device NVML sees (not a phone's GPU, an NPU or a
+    // Tenstorrent card), and not inside a kernel's malloc heap.
+    if p.device.sampled {
+        remedies.push(get_numbers());
+    }
     Some(Finding {
         cause: request_or_nothing(o),
         title: match o.facts.requested_bytes {

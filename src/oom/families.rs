@@ -1564,6 +1564,13 @@ re!(
     julia_oom_re,
     format!(r"\bOut of GPU memory(?: trying to allocate {SIZE})?")
 );
+// A CUDA.jl build's warning as its pool starts to free memory and retry, where it logs one
+// ("WARNING: CUDA memory allocation failed; attempting to free up memory..."): the status
+// (`pool_status`) printed before it is read.
+re!(
+    julia_retry_re,
+    r"\bCUDA memory allocation failed; attempting to free up memory\b"
+);
 re!(
     julia_usage_re,
     format!(r"Effective GPU memory usage: [\d.]+% \({SIZE}/{SIZE}\)")
@@ -1603,13 +1610,22 @@ fn julia_gpu(t: &str) -> Option<Oom> {
         };
         return Some(oom(Framework::Rocm, "amdgpu-jl", None, f));
     }
-    let c = julia_oom_re().captures(t)?;
+    let retry = julia_retry_re().find(t);
+    let c = match julia_oom_re().captures(t) {
+        Some(c) => Some(c),
+        None if retry.is_some() => None,
+        None => return None,
+    };
     if !julia_words_re().is_match(t) {
         return None;
     }
-    let after = &t[c.get(0)?.start()..];
+    // The retry's warning follows the pool's status it printed (before, not after, it).
+    let after = match &c {
+        Some(c) => &t[c.get(0)?.start()..],
+        None => t,
+    };
     let mut f = Facts {
-        requested_bytes: known::sz(&c, 1),
+        requested_bytes: c.as_ref().and_then(|c| known::sz(c, 1)),
         ..Facts::default()
     };
     if let Some(u) = julia_usage_re().captures(after) {
@@ -1644,7 +1660,9 @@ fn julia_gpu(t: &str) -> Option<Oom> {
         f.free_bytes = Some(t.saturating_sub(u));
         f.derived.push("free_bytes");
     }
-    let (framework, format) = if t.contains("AMDGPU") {
+    let (framework, format) = if c.is_none() {
+        (Framework::Cuda, "cuda-jl-retry")
+    } else if t.contains("AMDGPU") {
         (Framework::Rocm, "amdgpu-jl")
     } else {
         (Framework::Cuda, "cuda-jl")
@@ -2314,6 +2332,14 @@ re!(
     cuda_thrust_re,
     r"thrust::|\b(?:parallel_for|for_each|transform|reduce|scan|sort|merge_sort|radix_sort|copy_if|fill|get_temporary_buffer)\w*:? (?:failed|error)[^\n]{0,40}?: ?cudaErrorMemoryAllocation"
 );
+// Thrust's CUDA back end raises a failed call with its algorithm's name
+// (`cuda_cub::throw_on_error(status, "parallel_for failed")`); its `system_error::what()`
+// appends the CUDA category's message, which older releases gave as the runtime's words alone
+// ("parallel_for failed: out of memory") and later ones with the error's name first (above).
+re!(
+    thrust_words_re,
+    r"\b(?:parallel_for|for_each|transform|reduce|scan|merge_sort|radix_sort|copy_if|get_temporary_buffer)\w*:? failed: out of memory\b"
+);
 // NCCL's CUDACHECK (`src/include/checks.h`): "Cuda failure %d '%s'", older "Cuda failure '%s'".
 re!(cuda_nccl_re, r"Cuda failure (?:(\d+) )?'([^']{1,80})'");
 // NCCL's allocators after a failed CUDA call (`src/include/alloc.h`): `ncclCudaCalloc` and
@@ -2385,7 +2411,9 @@ fn cuda_code(t: &str) -> Option<Oom> {
             _ => "curand",
         });
     }
-    if t.contains("cudaErrorMemoryAllocation") && cuda_thrust_re().is_match(t) {
+    if (t.contains("cudaErrorMemoryAllocation") && cuda_thrust_re().is_match(t))
+        || thrust_words_re().is_match(t)
+    {
         return found("cuda-thrust");
     }
     let nccl_alloc = nccl_alloc_re().captures(t);
@@ -3325,6 +3353,22 @@ mod tests {
         assert!(cuda_code("Failed to CUDA calloc some bytes").is_none());
     }
 
+    /// A CUDA.jl build's warning as its pool retries: the status printed before it is read.
+    #[test]
+    fn julias_retry_warning_reads_the_status_before_it() {
+        let gib = |x: f64| (x * (1u64 << 30) as f64).round() as u64;
+        let o = julia_gpu("julia> train()\nEffective GPU memory usage: 99.55% (11.688 GiB/11.741 GiB)\nMemory pool usage: 8.505 GiB (10.406 GiB reserved)\nWARNING: CUDA memory allocation failed; attempting to free up memory...\n... running a quick GC (freed 8.292 GiB)").expect("found");
+        assert_eq!((o.framework, o.format), (Framework::Cuda, "cuda-jl-retry"));
+        assert_eq!(o.facts.total_bytes, Some(gib(11.741)));
+        assert_eq!(o.facts.allocated_bytes, Some(gib(8.505)));
+        assert_eq!(o.facts.reserved_bytes, Some(gib(10.406)));
+        // Without Julia's words, the sentence is no one's.
+        assert!(julia_gpu(
+            "WARNING: CUDA memory allocation failed; attempting to free up memory..."
+        )
+        .is_none());
+    }
+
     /// Julia's GPU packages: CUDA.jl's OutOfGPUMemoryError with its pool's status, without a
     /// size, CuArrays' older pool line, AMDGPU.jl; the sentence without Julia's words is not.
     #[test]
@@ -3383,6 +3427,8 @@ mod tests {
         let cases = [
             ("terminate called after throwing an instance of 'thrust::system::system_error' what(): parallel_for failed: cudaErrorMemoryAllocation: out of memory", "cuda-thrust"),
             ("merge_sort: failed on 2nd step: cudaErrorMemoryAllocation: out of memory", "cuda-thrust"),
+            // Older Thrust: the runtime's words alone (NVIDIA/thrust#1006).
+            ("  what():  parallel_for failed: out of memory", "cuda-thrust"),
             ("host:1:2 [0] include/alloc.h:178 NCCL WARN Cuda failure 'out of memory'", "cuda-nccl"),
             ("enqueue.cc:123 NCCL WARN Cuda failure 2 'out of memory'", "cuda-nccl"),
             ("RuntimeError: src/spconv/indice.cu 125 cuda execution failed with error 2", "cuda-spconv"),

@@ -607,6 +607,12 @@ impl Scanner {
             let quote = super::clean::is_prose_quote(raw)
                 && !super::clean::ends_with_exception_class(&self.prev_tail);
             if self.pending == 0 {
+                // The line just before, where it opens the failure's sentence ("hipHostRegister
+                // returns 2 which by definition appears to be:" / "hipErrorOutOfMemory"), may name
+                // the host-pinning call that returned the code.
+                let last = &self.before[(self.next + BEFORE_MAX - 1) % BEFORE_MAX];
+                let pinning_before =
+                    last.trim_end().ends_with(':') && super::clean::names_pinning_call(last);
                 self.block = self.context();
                 self.block.append(&mut carried);
                 self.block_bytes = self.block.iter().map(String::len).sum();
@@ -614,7 +620,7 @@ impl Scanner {
                 self.quoted = quote;
                 self.whole = false;
                 self.pinned = false;
-                self.pinning_after = false;
+                self.pinning_after = pinning_before;
                 self.split_at = split_kept.then_some(self.block.len());
             } else {
                 self.quoted &= quote;

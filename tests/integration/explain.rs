@@ -1077,7 +1077,7 @@ const WRAP_LOSSES: &[(&str, &[usize])] = &[
     ("ethminer-1050ti-initepoch-oom", &[40, 55]),
     ("ethminer-5x1080ti-dag-oom", &[40, 55]),
     ("ethminer-dag-initepoch-1080ti", &[40, 55]),
-    ("ethminer-genoil-gtx760-dag", &[40, 55, 70]),
+    ("ethminer-genoil-gtx760-dag", &[40, 70]),
     ("fastertransformer-triton-cuda-runtime-oom", &[40]),
     ("ffmpeg-nvenc-livepool", &[40, 55, 70]),
     ("gminer-cortex-init-oom", &[40, 55, 70, 85]),
