@@ -54,7 +54,9 @@ pub fn parse_int(s: &str) -> Option<u64> {
         .ok()
 }
 
-/// Parses one printed size into bytes (binary units).
+/// Parses one printed size into bytes (binary units), exactly: the decimal as printed times
+/// the unit, rounded half up ("67109892.01 GiB" is 72058697855260426 bytes, which an `f64`
+/// product misses by 6).
 pub fn parse_size(s: &str) -> Option<u64> {
     let s = s.trim();
     let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
@@ -71,8 +73,24 @@ pub fn parse_size(s: &str) -> Option<u64> {
         "EiB" | "EB" => 1 << 60,
         _ => return None,
     };
+    if let Some(exact) = exact_bytes(num, mult) {
+        return u64::try_from(exact).ok().filter(|b| *b < u64::MAX);
+    }
     let bytes = value * mult as f64;
     (bytes.is_finite() && bytes >= 0.0 && bytes < u64::MAX as f64).then(|| bytes.round() as u64)
+}
+
+/// `num` (digits, at most one point) times `mult`, rounded half up, in integers; `None` where it
+/// has more digits than 128 bits hold exactly (then the `f64` product stands).
+fn exact_bytes(num: &str, mult: u64) -> Option<u128> {
+    let (int, frac) = num.split_once('.').unwrap_or((num, ""));
+    if int.len() + frac.len() > 24 || frac.contains('.') {
+        return None;
+    }
+    let digits: u128 = format!("{int}{frac}").parse().ok()?;
+    let scale = 10u128.checked_pow(u32::try_from(frac.len()).ok()?)?;
+    let product = digits.checked_mul(u128::from(mult))?;
+    Some((product + scale / 2) / scale)
 }
 
 #[cfg(test)]
@@ -91,5 +109,17 @@ mod tests {
         assert_eq!(fmt_bytes(1024 * MIB), "1.0 GiB");
         assert_eq!(fmt_bytes(1023 * MIB), "1023.0 MiB");
         assert_eq!(fmt_bytes(1023), "1023 B");
+    }
+
+    /// A printed size is read exactly, past what an `f64` holds (2^53), and rounded half up.
+    #[test]
+    fn sizes_are_read_exactly() {
+        assert_eq!(parse_size("67109892.01 GiB"), Some(72_058_697_855_260_426));
+        assert_eq!(parse_size("1.5 KiB"), Some(1536));
+        assert_eq!(parse_size("0.5 B"), Some(1));
+        assert_eq!(parse_size("20.00 MiB"), Some(20 << 20));
+        assert_eq!(parse_size(".5 GiB"), Some(GIB / 2));
+        assert_eq!(parse_size("16 EiB"), None);
+        assert_eq!(parse_size("1.2.3 GiB"), None);
     }
 }

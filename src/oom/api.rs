@@ -415,10 +415,12 @@ re!(
 );
 // OpenCL's numbers: "clCreateBuffer failed with error -4", "OpenCL error code: -4",
 // "CL error -5 (CL_OUT_OF_RESOURCES)", and cl.hpp's `cl::Error` as ethminer prints it, the call
-// then the status (`what()` and `err()`: "OpenCL Error: clEnqueueNDRangeKernel -4").
+// then the status (`what()` and `err()`: "OpenCL Error: clEnqueueNDRangeKernel -4"), and
+// CLBlast's own check as llama.cpp's and koboldcpp's CLBlast back end print it ("CLBlast:
+// OpenCL error: clEnqueueNDRangeKernel: -4").
 re!(
     opencl_number_re,
-    r"\bOpenCL Error: cl[A-Z][A-Za-z]{2,40} (-\d{1,3})\b|(?:\bOpenCL\b|(?i:opencl)|\bcl[A-Z][A-Za-z]+\b|\bCL\b)[^\n]{0,80}?(?i:\b(?:error|err|code|status|returned|result|errcode)\b)\W{0,4}(?:(?i:code)\W{0,3})?(-\d{1,3})\b"
+    r"\bOpenCL [Ee]rror: cl[A-Z][A-Za-z]{2,40}:? (-\d{1,3})\b|(?:\bOpenCL\b|(?i:opencl)|\bcl[A-Z][A-Za-z]+\b|\bCL\b)[^\n]{0,80}?(?i:\b(?:error|err|code|status|returned|result|errcode)\b)\W{0,4}(?:(?i:code)\W{0,3})?(-\d{1,3})\b"
 );
 // Vulkan's (and the Vulkan Memory Allocator's, whose calls return VkResult: Godot's "vmaCreateImage
 // failed with error -2."): "VkResult=-1", "vkAllocateMemory failed -2", "Failure in vkAllocateMemory at 191
@@ -1116,6 +1118,13 @@ const NPU: DeviceWords = DeviceWords {
     sampled: false,
 };
 
+/// A Rockchip NPU (RK3566/RK3568/RK3588), whose memory is the system's RAM.
+const RKNPU: DeviceWords = DeviceWords {
+    name: "Rockchip NPU",
+    see: "The NPU allocates from the board's RAM, through its IOMMU or a reserved (CMA) region: close other programs using the NPU or the camera and video units, and read the kernel's log (`dmesg`) for the NPU driver's own failure.",
+    sampled: false,
+};
+
 /// CUDA's in-kernel malloc heap, which is not the memory NVML counts.
 const DEVICE_HEAP: DeviceWords = DeviceWords {
     name: "GPU's malloc heap",
@@ -1625,6 +1634,43 @@ pub const PROGRAMS: &[Program] = &[
         remedies: &[
             "As the message says: close other programs and reduce the view distance (the chunks kept in video memory grow with it).",
             "Mods that add large textures or many entities add to what the card must hold: try without them.",
+        ],
+    },
+    // Qiskit Aer's check before a circuit (above `qiskit_aer_re`).
+    Program {
+        name: "Qiskit Aer",
+        format: "program-qiskit-aer",
+        read: qiskit_aer,
+        device: &GPU,
+        meaning: "Qiskit Aer checks, before it runs a circuit, that the simulation's state fits in the memory it may use, and refused: a statevector holds 2^n amplitudes of 16 bytes (8 in single precision), so each qubit more doubles it (36 qubits need 1 TiB). The maximum it prints is what it may use on the host and on the GPUs together.",
+        remedies: &[
+            "precision='single' halves the statevector; fewer qubits halve it per qubit.",
+            "Spread the state over several GPUs (or GPUs and the host) with blocking_enable=True and blocking_qubits, or run under MPI over several nodes.",
+            "For circuits with little entanglement, method='matrix_product_state' needs far less memory than a statevector.",
+        ],
+    },
+    // BzMiner's check before a DAG or a lookup table (above `bzminer_re`).
+    Program {
+        name: "BzMiner",
+        format: "program-bzminer",
+        read: bzminer,
+        device: &GPU,
+        meaning: "BzMiner checks the GPU's free memory before it builds an algorithm's DAG or lookup table, and found less free than it needs. In dual mining the first algorithm's table (NEXA's lookup table takes several GB) already holds most of the card.",
+        remedies: &[
+            "Dual-mine only on cards with room for both algorithms' tables, or mine the second algorithm alone on the smaller cards.",
+            "Close other programs using the GPU; on Windows the desktop's own use counts.",
+        ],
+    },
+    // Rockchip's NPU runtime (above `rknn_malloc_re`).
+    Program {
+        name: "RKNN runtime",
+        format: "program-rknn",
+        read: rknn_malloc,
+        device: &RKNPU,
+        meaning: "Rockchip's NPU runtime (librknnrt) could not get a buffer for the model's weights, inputs or intermediate tensors from the NPU driver, which allocates from the board's RAM: through the NPU's IOMMU, or, where the IOMMU is off, only from a reserved region that may be a few MiB.",
+        remedies: &[
+            "Check the board's device tree: with the NPU's IOMMU off, the NPU can use only its reserved (CMA) region; turn the IOMMU on or enlarge the region.",
+            "A smaller model or input size, or an int8 model (rknn-toolkit2's quantisation), needs smaller buffers.",
         ],
     },
     // MindIE's warm-up (above `mindie_warmup_re`).
@@ -3610,6 +3656,66 @@ fn vintagestory(t: &str) -> Option<Found> {
         .then(|| Found::device(Api::OpenGl))
 }
 
+// Qiskit Aer's check of a circuit's memory before it runs (its controller's validation of the
+// method's memory requirements): "Insufficient memory to run circuit NAME using the METHOD
+// simulator. Required memory: NM, max memory: HM (Host) + GM (GPU)", in MiB (its `_MB`
+// figures, 2^20 bytes). What it requires is read as the request; its maximum, the host's and
+// the GPUs' together, is no one device's and is not read.
+re!(
+    qiskit_aer_re,
+    r"\bInsufficient memory to run circuit [^\n]{1,200}? simulator\. Required memory: (\d{1,12})M\b"
+);
+
+fn qiskit_aer(t: &str) -> Option<Found> {
+    let c = qiskit_aer_re().captures_iter(t).last()?;
+    let f = Facts {
+        requested_bytes: c.get(1)?.as_str().parse::<u64>().ok()?.checked_mul(1 << 20),
+        ..Facts::default()
+    };
+    Some(Found::own(f))
+}
+
+// BzMiner (closed source; its log as users paste it): "GPU 6:0: Not enough available memory
+// (445.02mb/8.00gb). Requires 1.01gb.", the GPU's free over its total memory, then what the DAG
+// or table needs, in lower-case binary units (an 8 GiB card prints 8.00gb). "GPU 6:0" is a PCI
+// bus, not an index, and is not read.
+re!(
+    bzminer_re,
+    r"(?i)\bNot enough available memory \((\d{1,9}(?:\.\d{1,3})?) ?([kmgt])i?b/(\d{1,9}(?:\.\d{1,3})?) ?([kmgt])i?b\)\.? Requires (\d{1,9}(?:\.\d{1,3})?) ?([kmgt])i?b\b"
+);
+
+fn bzminer(t: &str) -> Option<Found> {
+    let c = bzminer_re().captures_iter(t).last()?;
+    let size = |n: usize, u: usize| {
+        let unit = c.get(u)?.as_str().to_ascii_uppercase();
+        crate::units::parse_size(&format!("{} {unit}iB", c.get(n)?.as_str()))
+    };
+    let f = Facts {
+        free_bytes: size(1, 2),
+        total_bytes: size(3, 4),
+        requested_bytes: size(5, 6),
+        ..Facts::default()
+    };
+    Some(Found::own(f))
+}
+
+// Rockchip's NPU runtime (librknnrt, rknn-toolkit2's `rknn_init`): "failed to malloc npu
+// memory!, size: N, flags: 0xa", the buffer's size in bytes, after the driver's ioctl failed
+// ("failed to allocate handle, ret: -1").
+re!(
+    rknn_malloc_re,
+    r"\bfailed to malloc npu memory!?,? size: (\d{1,20})\b"
+);
+
+fn rknn_malloc(t: &str) -> Option<Found> {
+    let c = rknn_malloc_re().captures_iter(t).last()?;
+    let f = Facts {
+        requested_bytes: c.get(1)?.as_str().parse().ok(),
+        ..Facts::default()
+    };
+    Some(Found::own(f))
+}
+
 // MindIE (Huawei's inference server for Ascend, `mindie_llm`'s warm-up): where the model's
 // warm-up raised the NPU's out-of-memory error (`str(e).startswith(NPU_OUT_OF_MEMORY_TAG)`), it
 // logs "Warmup failed, because of model inference out of memory when `npuMemSize` set to N.
@@ -4296,6 +4402,12 @@ mod tests {
     fn programs_in_their_own_words() {
         let cases: &[(&str, &str, Framework, MemoryKind, Option<u64>)] = &[
             ("Error: System is out of GPU memory", "program-blender", Framework::Unknown, MemoryKind::Device, None),
+            // Qiskit Aer's check before a circuit (Qiskit/qiskit-aer#1646).
+            ("qiskit.exceptions.QiskitError: 'Circuit execution failed: ERROR:  [Experiment 0] Insufficient memory to run circuit circuit-115-714 using the statevector_gpu simulator. Required memory: 1048576M, max memory: 515313M (Host) + 81104M (GPU)'", "program-qiskit-aer", Framework::Unknown, MemoryKind::Device, Some(1 << 40)),
+            // BzMiner's check before a DAG (bzminer/bzminer#283).
+            ("<Error> [zil] GPU 6:0: Not enough available memory (445.02mb/8.00gb). Requires 1.01gb.", "program-bzminer", Framework::Unknown, MemoryKind::Device, Some(1_084_479_242)),
+            // Rockchip's NPU runtime (rockchip-linux/rknn-toolkit2#44).
+            ("E/RKNN: failed to allocate handle, ret: -1\nE/RKNN: failed to malloc npu memory!, size: 59187712, flags: 0x2\nE/RKNN: rknn_init, load model failed!", "program-rknn", Framework::Unknown, MemoryKind::Device, Some(59_187_712)),
             // MindIE's warm-up: its setting's value is not read (gpustack/gpustack#3541).
             ("[llm] [ERROR] [logging.py-348] : Warmup failed, because of multimodal model inference out of memory when `maxInputTokenLen` set to 8192. Please try to decrease `maxPrefillTokens` in config.json of mindie-service.", "program-mindie", Framework::Unknown, MemoryKind::Device, None),
             ("Warmup failed, because of model inference out of memory when `npuMemSize` set to 8. please try to decrease `npuMemSize`", "program-mindie", Framework::Unknown, MemoryKind::Device, None),

@@ -302,6 +302,9 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "nvml_success ==",
     "!!! allocation on device",
     "exception message: allocation on device",
+    // ComfyUI's UI before its error reports: "Error occurred when executing KSampler:", the
+    // exception's text on the lines after (`families.rs`, `oom_class_re`).
+    "error occurred when executing",
     "failed; bytes:",
     "failed to cuda malloc",
     "failed to cuda host alloc",
@@ -343,6 +346,12 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "gpu blocks: 0,",
     // OpenGL's GL_OUT_OF_MEMORY by its number (RootEncoder's check, `api.rs`).
     "gl error: 1285",
+    // Qiskit Aer's check before a circuit (`api.rs`).
+    "insufficient memory to run circuit",
+    // BzMiner's check before a DAG or lookup table (`api.rs`).
+    "not enough available memory (",
+    // Rockchip's NPU runtime (`api.rs`).
+    "failed to malloc npu memory",
     // A CUDA.jl build's warning as its pool retries (`families.rs`).
     "cuda memory allocation failed; attempting to free up memory",
     // A check that prints glGetError's value by name: OpenTK's `ErrorCode` ("GL Error:
@@ -381,6 +390,8 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "device oom encountered",
     "hami-core error",
     "message=\"allocation failure\"",
+    // The same inside an escaped string (a JSON body's `message=\"Allocation Failure\"`).
+    "status=4 message=",
     "allocating <= available",
     "allocating_memory <= available_memory",
     "maximum pool size exceeded",

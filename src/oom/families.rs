@@ -685,13 +685,14 @@ re!(
 // - jaxlib's `XlaRuntimeError` only with "RESOURCE_EXHAUSTED: Out of memory".
 // ComfyUI relays PyTorch's message without its class: its execution log's "!!! Exception
 // during processing !!! Allocation on device" (`execution.py`, `logging.error(f"!!! Exception
-// during processing !!! {ex}")`) and its error report's "Exception Type: torch.OutOfMemoryError"
-// over "Exception Message: …".
+// during processing !!! {ex}")`), its error report's "Exception Type: torch.OutOfMemoryError"
+// over "Exception Message: …", and the message its UI showed before those reports ("Error
+// occurred when executing KSampler:" then the exception's text on a line of its own).
 // A class named alone ("how to avoid torch.cuda.OutOfMemoryError?") is talk, not a report.
 re!(
     oom_class_re,
     concat!(
-        r"(?:(?:\btorch\.(?:cuda\.|xpu\.)?)?\bOutOfMemoryError:\s*|!!! Exception during processing !!!\s*|Exception Type:\s*torch\.(?:cuda\.|xpu\.)?OutOfMemoryError\s*-?\s*Exception Message:\s*)(?:(CUDA|HIP|XPU) out of memory|Allocation on device(?: (\d{1,3}))?)",
+        r"(?:(?:\btorch\.(?:cuda\.|xpu\.)?)?\bOutOfMemoryError:\s*|!!! Exception during processing !!!\s*|\bError occurred when executing [\w .()-]{1,80}:\s*|Exception Type:\s*torch\.(?:cuda\.|xpu\.)?OutOfMemoryError\s*-?\s*Exception Message:\s*)(?:(CUDA|HIP|XPU) out of memory|Allocation on device(?: (\d{1,3}))?)",
         r"|\bcupy(?:_backends)?\.cuda\.memory\.OutOfMemoryError:\s*Out of memory allocating(?: (\d{1,3}(?:,\d{3})+|\d+) bytes)?",
         r"|\bResourceExhaustedError:\s*(?:[^\n]{0,120}?\s)?OOM when allocating",
         r"|\bXlaRuntimeError:\s*RESOURCE_EXHAUSTED:\s*Out of memory",
@@ -1202,22 +1203,34 @@ re!(
 re!(ascend_rank_re, r"\[rank\d+\]:\s*");
 // The driver's own line under the same failure, where a paste holds it without EL0004's
 // (CANN's plog, `npu_driver.cc`): "halMemAlloc failed:size=32(Byte), type=17, …,
-// drvRetCode=6, device_id=0!", drvRetCode 6 being DRV_ERROR_OUT_OF_MEMORY
-// (`ascend_hal_error.h`); another code is another error.
+// drvRetCode=6, device_id=0!", CANN 5's "DevMemAllocHugePageManaged: … halMemAlloc failed:
+// device_id=7, size=15069901824, type=2, env_type=3, drvRetCode=6!" (its keys in another
+// order), drvRetCode 6 being DRV_ERROR_OUT_OF_MEMORY (`ascend_hal_error.h`); another code is
+// another error.
+re!(ascend_hal_re, r"\bhalMemAlloc failed:[^\n!]{0,300}");
 re!(
-    ascend_hal_re,
-    r"\bhalMemAlloc failed:\s*size=(\d{1,20})\(Byte\)[^\n]{0,200}?\bdrvRetCode=(\d{1,10})\b[^\n]{0,60}?\bdevice_id=(\d{1,3})"
+    ascend_hal_key_re,
+    r"\b(size|drvRetCode|device_id)=(\d{1,20})\b"
 );
 
 /// CANN's driver refusing device memory with DRV_ERROR_OUT_OF_MEMORY, read as EL0004's failure.
 fn ascend_hal(t: &str) -> Option<Oom> {
-    let c = ascend_hal_re().captures(t)?;
-    (c.get(2)?.as_str() == "6").then_some(())?;
+    let m = ascend_hal_re().find(t)?;
+    let key = |name: &str| -> Option<u64> {
+        ascend_hal_key_re()
+            .captures_iter(m.as_str())
+            .find(|c| &c[1] == name)?
+            .get(2)?
+            .as_str()
+            .parse()
+            .ok()
+    };
+    (key("drvRetCode")? == 6).then_some(())?;
     let f = Facts {
-        requested_bytes: c.get(1)?.as_str().parse().ok(),
+        requested_bytes: key("size"),
         ..Facts::default()
     };
-    let device = c.get(3).and_then(|m| m.as_str().parse().ok());
+    let device = key("device_id").and_then(|d| u32::try_from(d).ok());
     Some(oom(Framework::Npu, "ascend-el0004", device, f))
 }
 
@@ -2217,14 +2230,16 @@ fn hami_core(t: &str) -> Option<Oom> {
     Some(oom(Framework::Cuda, "hami-core", device, f))
 }
 
-// XLA's stream executor for CUDA (`xla/stream_executor/cuda/cuda_driver.cc`, and its
-// `platform_util.cc` creating one per device): a device allocation, a unified-memory one
+// XLA's stream executor for CUDA (`xla/stream_executor/cuda/cuda_driver.cc`, later
+// `cuda_executor.cc`, and its `platform_util.cc` creating one per device; newer releases put
+// the status's code and an empty message before the driver's, "from device: RESOURCE_EXHAUSTED:
+// : CUDA_ERROR_OUT_OF_MEMORY"): a device allocation, a unified-memory one
 // (XLA retries with it where it is asked to), and the primary context that could not be
 // created, with the device's total that the driver reported.
 re!(
     xla_se_device_re,
     format!(
-        r"failed to allocate {} \((\d+) bytes\) from device: (?:\w+: )?CUDA_ERROR_OUT_OF_MEMORY",
+        r"failed to allocate {} \((\d+) bytes\) from device: (?:\w+: )?(?:: )?CUDA_ERROR_OUT_OF_MEMORY",
         known::SIZE
     )
 );
@@ -2501,8 +2516,18 @@ fn cuda_code(t: &str) -> Option<Oom> {
     if super::clean::names_pinning_call(&t[start..end]) {
         o.memory = MemoryKind::PinnedHost;
     }
+    // Or the size that failed, in bytes, before the code (Gigahorse's plotter: "failed to
+    // allocate 536870912 bytes of MEM_TYPE_DEVICE: CUDA error 2: out of memory").
+    o.facts.requested_bytes = cuda_code_size_re()
+        .captures(&t[start..whole.start()])
+        .and_then(|c| c.get(1)?.as_str().parse().ok());
     Some(o)
 }
+
+re!(
+    cuda_code_size_re,
+    r"\bfailed to allocate (\d{1,20}) bytes\b"
+);
 
 // Gunrock's `GRError` (`gunrock/util/error_utils.cuh`): "[FILE, LINE @ gpu N] MESSAGE (CUDA
 // error E: TEXT)", N the CUDA device the call ran on.
@@ -2962,6 +2987,14 @@ mod tests {
             ("ascend-el0004", Some(0), Some(32))
         );
         assert!(ascend_runtime(&t.replace("drvRetCode=6", "drvRetCode=3")).is_none());
+        // CANN 5's order of the keys (its TensorFlow migration guide's example).
+        let t = "[ERROR] RUNTIME(41852,python3.7):2021-11-11-11:19:04.908.481 [npu_driver.cc:691]50983 DevMemAllocHugePageManaged:[LOAD][LOAD][driver interface] halMemAlloc failed: device_id=7, size=15069901824, type=2, env_type=3, drvRetCode=6!";
+        let o = ascend_runtime(t).expect("found");
+        assert_eq!(
+            (o.device_index, o.facts.requested_bytes),
+            (Some(7), Some(15_069_901_824))
+        );
+        assert!(ascend_runtime(&t.replace("drvRetCode=6", "drvRetCode=4")).is_none());
     }
 
     #[test]
@@ -3455,6 +3488,12 @@ mod tests {
             assert_eq!((o.framework, o.format), (Framework::Cuda, format), "{text}");
             assert_eq!(o.facts, Facts::default(), "{text}");
         }
+        // A size in bytes before the code, on its line (madMAx43v3r/chia-gigahorse#250).
+        let o = cuda_code("  what():  failed to allocate 536870912 bytes of MEM_TYPE_DEVICE: CUDA error 2: out of memory").expect("found");
+        assert_eq!(
+            (o.format, o.facts.requested_bytes),
+            ("cuda-code", Some(512 << 20))
+        );
         // Gunrock's GRError names the device the call ran on.
         let o = cuda_code("[util/array_utils.cuh, 209 @ gpu 3] labels cudaMalloc failed (CUDA error 2: out of memory)").expect("found");
         assert_eq!(o.device_index, Some(3));

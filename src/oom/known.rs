@@ -119,13 +119,15 @@ re!(
     )
 );
 // TensorFlow/XLA stream executor, `cuda_driver.cc` and `rocm/rocm_driver.cc`: the size as
-// `HumanReadableNumBytes` and the exact byte count.
+// `HumanReadableNumBytes` and the exact byte count; newer XLA (`cuda_executor.cc`) puts its
+// status's code and an empty message before the driver's ("from device: RESOURCE_EXHAUSTED: :
+// CUDA_ERROR_OUT_OF_MEMORY").
 // ROCm's `ToString(hipError_t)` prints a code it has no name for as "hipError_t(N)": 1002 is
 // the old HIP's hipErrorMemoryAllocation (TF 1.x on ROCm 1.x–2.x, "hipError_t(1002)").
 re!(
     stream_exec_re,
     format!(
-        r"failed to allocate {SIZE}(?: \((\d+) bytes\))? from device: (CUDA_ERROR_OUT_OF_MEMORY|HIP_ERROR_OutOfMemory|hipErrorOutOfMemory|hipError_t\((?:2|1002)\))"
+        r"failed to allocate {SIZE}(?: \((\d+) bytes\))? from device: (?:RESOURCE_EXHAUSTED: (?:: )?)?(CUDA_ERROR_OUT_OF_MEMORY|HIP_ERROR_OutOfMemory|hipErrorOutOfMemory|hipError_t\((?:2|1002)\))"
     )
 );
 // JAX: "… allocate 7406166528 bytes." (jaxlib up to 0.4), "… allocate 160.02GiB with allocator

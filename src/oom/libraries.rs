@@ -530,11 +530,12 @@ pub(super) fn paddle_bad_alloc(t: &str) -> Option<Oom> {
 // log each as its own LOG(WARNING) line. Sizes are `HumanReadableSize` ("324.750000kB", 1024-based).
 // "GPU memory used" is the buddy allocator's `Used()`, only the blocks it cut from its pool: a
 // request over GpuMaxChunkSize goes to the system allocator on its own and is not counted, so
-// it is not the live tensors' total and is not read.
+// it is not the live tensors' total and is not read. A paste cut after the first line still
+// gives the request, the device and its free memory.
 re!(
     paddle_legacy_re,
     format!(
-        r"Cannot allocate {SIZE} in GPU (\d{{1,3}}), available {SIZE}(?s:.{{0,300}}?)total,? ?(?:{SIZE}|(\d{{1,20}}))(?s:.{{0,600}}?)GPU memory used: {SIZE}"
+        r"Cannot allocate {SIZE} in GPU (\d{{1,3}}), available {SIZE}(?:(?s:.{{0,300}}?)total,? ?(?:{SIZE}|(\d{{1,20}})))?"
     )
 );
 
@@ -576,6 +577,13 @@ mod tests {
         let o = paddle_legacy("W0101 legacy_allocator.cc:100] Cannot allocate 2.000000MB in GPU 0, available 1.000000MB\nW0101 legacy_allocator.cc:101] total 8589934592\nW0101 legacy_allocator.cc:102] GpuMinChunkSize 256.000000B\nW0101 legacy_allocator.cc:103] GpuMaxChunkSize 7.000000GB\nW0101 legacy_allocator.cc:104] GPU memory used: 7.500000GB").expect("read");
         assert_eq!(o.facts.total_bytes, Some(8 << 30));
         assert_eq!(o.facts.free_bytes, Some(MIB));
+        // Cut after its chunk sizes (PaddlePaddle/models#2046), or after its first line.
+        let o = paddle_legacy("W0413 legacy_allocator.cc:191] Cannot allocate 196.000000MB in GPU 0, available 1.214539GB\nW0413 legacy_allocator.cc:194] total 11996954624\nW0413 legacy_allocator.cc:195] GpuMinChunkSize 256.000000B").expect("read");
+        assert_eq!(o.facts.total_bytes, Some(11_996_954_624));
+        assert_eq!(o.facts.requested_bytes, Some(196 * MIB));
+        let o = paddle_legacy("Cannot allocate 196.000000MB in GPU 1, available 1.214539GB")
+            .expect("read");
+        assert_eq!((o.device_index, o.facts.total_bytes), (Some(1), None));
     }
 
     #[test]

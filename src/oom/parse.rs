@@ -732,11 +732,11 @@ mod tests {
 
 re!(
     fallback_fail_re,
-    r"(?i)out of (?:gpu |device |video )?memory|failed to allocate|cannot allocate|could not allocate|unable to allocate|\ballocation of (?:size )?\d[\d.,]{0,20}\s?[A-Za-z]{0,5}\s(?:bytes\s)?failed\b|not enough (?:free )?(?:gpu|vram|video|device)\b|\binsufficient (?:gpu|vram|video|device) memory\b|\ballocation on (?:the )?device failed\b|\bgpu memory allocation failed\b"
+    r"(?i)out of (?:gpu |device |video )?memory|failed to allocate|cannot allocate|could not allocate|unable to allocate|\ballocation of (?:size )?\d[\d.,]{0,20}\s?[A-Za-z]{0,5}\s(?:bytes\s)?failed\b|not enough (?:free )?(?:gpu|vram|video|device)\b|\binsufficient (?:gpu|vram|video|device) memory\b|\ballocation on (?:the )?device failed\b|\bgpu memory allocation failed\b|\berror:? insufficient memory\b"
 );
 re!(
     fallback_gpu_re,
-    r"(?i)\b(?:gpu|gpus|graphics card|video card|graphics memory|cuda|cudamalloc|cumemalloc|cumemcreate|vram|hip|rocm|nccl|cudnn|cublas|vulkan|opencl|metal|device memory|video memory|npu|ascend|aclrtmalloc|hccl|xpu|mlu|musa|tpu|hbm|rmm|allocation on (?:the )?device)\b|\bgpu\d{1,2}:"
+    r"(?i)\b(?:gpu|gpus|graphics card|video card|graphics memory|cuda|cudamalloc|cumemalloc|cumemcreate|vram|hip|rocm|nccl|cudnn|cublas|vulkan|opencl|metal|device memory|video memory|npu|ascend|aclrtmalloc|hccl|xpu|mlu|musa|tpu|hbm|rmm|qnn|htp|hexagon|nvptx\w{0,20}|allocation on (?:the )?device)\b|\bgpu\d{1,2}:"
 );
 // The host's OOM killer and host-memory wordings: not the GPU's.
 re!(
@@ -756,7 +756,7 @@ re!(
 re!(
     fallback_request_re,
     format!(
-        r"(?i)(?:allocat\w*|request\w*|need\w*)\D{{0,24}}?{SIZE}|\ballocat\w*\D{{0,40}}?\b(?:of|with) size:?\s*(\d{{4,}})\b(?:\s*[^\sKMGTkmgtB\d]|\s*$)|\bsize\s?[:=]\s?{SIZE}|\b\w{{0,20}}alloc\w{{0,20}}\(\s?(?:(?:bytes|size)\s?=\s?)?(\d{{4,20}})\s?\)|\balloc\w{{0,12}}\s[\dx ]{{1,40}}=\s?{SIZE}|\b(?:requirements?|required)\s?[:(=]\s?(\d{{6,}})\)?(?:\s*[^\sKMGTkmgtB\d]|\s*$)"
+        r"(?i)(?:allocat\w*|request\w*|need\w*)\D{{0,24}}?{SIZE}|\ballocat\w*\D{{0,40}}?\b(?:of|with) size:?\s*(\d{{4,}})\b(?:\s*[^\sKMGTkmgtB\d]|\s*$)|\bsize\s?[:=]\s?{SIZE}|\b\w{{0,20}}alloc\w{{0,20}}\(\s?(?:(?:bytes|size)\s?=\s?)?(\d{{4,20}})\s?\)|\balloc\w{{0,12}}\s[\dx ]{{1,40}}=\s?{SIZE}|\b(?:requirements?|required)\s?[:(=]\s?(\d{{6,}})\)?(?:\s*[^\sKMGTkmgtB\d]|\s*$)|\bsize\s?[:=]\s?(\d{{6,20}})(?:\s*[^\sKMGTkmgtB\d.]|\s*$)|\({SIZE} (?:chunk|buffer|block)\)"
     )
 );
 re!(
