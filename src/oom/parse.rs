@@ -17,7 +17,7 @@ re!(
 );
 re!(
     tf_stat_re,
-    r"^(Limit|InUse|MaxInUse|NumAllocs|MaxAllocSize):\s+(\d+)\s*$"
+    r"^(Limit|InUse|MaxInUse|NumAllocs|MaxAllocSize):\s+(\d+(?:\.\d+)?)\s?([KMGT]i?B|B)?\s*$"
 );
 // Where a message names its device outside its own pattern: ggml's "current device: N", ONNX
 // Runtime's (and CNTK's) CudaCall "; GPU=N ;" (between its fields, not a sentence's "per
@@ -27,10 +27,16 @@ re!(
     r"current device: (\d+)|; ?GPU=(\d+) ?;|\bGPU_(\d+)_bfc|\b(?:cuda|hip|xpu):(\d+)\b"
 );
 
-/// A TensorFlow allocator statistic line ("InUse: 3846144").
+/// A TensorFlow allocator statistic line ("InUse: 3846144"; newer XLA's BFC allocator prints
+/// the same keys with binary units, "InUse: 81.00GiB", "Reserved: 0B").
 pub fn tf_stat(line: &str) -> Option<(&str, u64)> {
     let c = tf_stat_re().captures(line.trim())?;
-    Some((c.get(1)?.as_str(), parse_int(c.get(2)?.as_str())?))
+    let n = c.get(2)?.as_str();
+    let value = match c.get(3) {
+        Some(unit) => crate::units::parse_size(&format!("{n} {}", unit.as_str()))?,
+        None => parse_int(n)?,
+    };
+    Some((c.get(1)?.as_str(), value))
 }
 
 /// The format of an OOM known only from TensorFlow's (or XLA's) allocator Stats block.
@@ -332,6 +338,20 @@ pub fn parse_text(t: &str) -> Option<Oom> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The allocator's Stats lines in bytes, and with binary units as newer XLA prints them.
+    #[test]
+    fn allocator_stat_lines_in_bytes_and_in_units() {
+        assert_eq!(tf_stat("InUse:  3846144"), Some(("InUse", 3_846_144)));
+        assert_eq!(
+            tf_stat("Limit:                        89.77GiB"),
+            Some(("Limit", 96_389_803_540))
+        );
+        // Not a key the reading keeps.
+        assert!(tf_stat("Reserved:   0B").is_none());
+        assert_eq!(tf_stat("InUse: 81.00GiB"), Some(("InUse", 81 << 30)));
+        assert!(tf_stat("InUse: 81.5").is_none());
+    }
 
     #[test]
     fn sizes_are_binary() {
@@ -773,7 +793,7 @@ re!(
 );
 re!(
     fallback_device_re,
-    r"(?i)\b(?:gpu|device|cuda:)\s*#?(\d{1,3})\b"
+    r"(?i)\b(?:gpu|device|cuda:)\s*[#-]?(\d{1,3})\b"
 );
 
 /// A sentence in another script that names the error inside it ("…最常见的问题是 RuntimeError:
