@@ -90,7 +90,7 @@ fn exact_bytes(num: &str, mult: u64) -> Option<u128> {
     let digits: u128 = format!("{int}{frac}").parse().ok()?;
     let scale = 10u128.checked_pow(u32::try_from(frac.len()).ok()?)?;
     let product = digits.checked_mul(u128::from(mult))?;
-    Some((product + scale / 2) / scale)
+    Some(product.checked_add(scale / 2)? / scale)
 }
 
 #[cfg(test)]
@@ -121,5 +121,7 @@ mod tests {
         assert_eq!(parse_size(".5 GiB"), Some(GIB / 2));
         assert_eq!(parse_size("16 EiB"), None);
         assert_eq!(parse_size("1.2.3 GiB"), None);
+        // Near 2^128 before the rounding: no overflow, and too large for bytes.
+        assert_eq!(parse_size("29.5147905179352825855 EiB"), None);
     }
 }

@@ -564,8 +564,17 @@ fn find_status(t: &str) -> Option<&'static Status> {
     // vkAllocateMemory answered VK_ERROR_OUT_OF_DEVICE_MEMORY (`src/vulkan/mod.rs`) or D3D12's
     // heap creation E_OUTOFMEMORY, as Debug prints it after the program's words ("Allocation
     // failed for "vertex buffer": OutOfMemory").
-    if gpu_allocator_re().is_match(t) {
-        return if d3d12_named_re().is_match(t) {
+    if let Some(m) = gpu_allocator_re().find(t) {
+        // D3D12's where the words just before the failure name it (a log's "[dx12]" on its
+        // line; a block's lines arrive joined), not any adapter listed elsewhere in the paste.
+        let mut start = m.start().saturating_sub(40);
+        while !t.is_char_boundary(start) {
+            start -= 1;
+        }
+        let start = t[start..m.start()]
+            .rfind('\n')
+            .map_or(start, |i| start + i + 1);
+        return if d3d12_named_re().is_match(&t[start..m.end()]) {
             by_number(Api::Windows, E_OUTOFMEMORY)
         } else {
             by_number(Api::Vulkan, -2)
@@ -652,7 +661,7 @@ fn program(t: &str) -> Option<Framework> {
 re!(
     request_re,
     format!(
-        r"(?i)\b(?:allocat\w*|request\w*|size)\b\D{{0,24}}?{SIZE}|\b(\d{{4,}}) ?bytes\b|\bclCreateBuffer\(\s*[^,()]{{1,60}},\s*[^,()]{{1,80}},\s*(\d{{2,}})\s*,|\bbuffer size:? (\d{{4,}})(?:\s*$|\s*[^\sKMGTkmgtB\d])"
+        r"(?i)\b(?:allocat\w*|request\w*|size)\b\D{{0,24}}?{SIZE}|\b(\d{{4,}}) ?bytes\b|\bclCreateBuffer\(\s*[^,()]{{1,60}},\s*[^,()]{{1,80}},\s*(\d{{2,}})\s*,|\bbuffer size:? (\d{{4,}})(?:\s*$|\s*[^\sKMGTkmgtB\d])|\ballocate buffer of length (\d{{4,20}})\b"
     )
 );
 re!(
@@ -676,12 +685,14 @@ fn agreed(re: &LazyRegex, t: &str, read: impl Fn(&regex::Captures) -> Option<u64
 /// The size and device a relay prints, where it prints exactly one of each.
 fn figures(t: &str) -> (Facts, Option<u32>) {
     // clCreateBuffer's size argument as a program's check prints the call ("Failed to
-    // clCreateBuffer(ctx, CL_MEM_READ_WRITE, 48771072, nullptr, ...)").
+    // clCreateBuffer(ctx, CL_MEM_READ_WRITE, 48771072, nullptr, ...)"); IREE's Vulkan
+    // allocator's "failed to allocate buffer of length N" (bytes).
     let requested = agreed(request_re(), t, |c| {
         super::known::sz(c, 1).or_else(|| {
             c.get(2)
                 .or_else(|| c.get(3))
-                .or_else(|| c.get(4))?
+                .or_else(|| c.get(4))
+                .or_else(|| c.get(5))?
                 .as_str()
                 .parse()
                 .ok()
@@ -1115,6 +1126,13 @@ const TENSTORRENT: DeviceWords = DeviceWords {
 const NPU: DeviceWords = DeviceWords {
     name: "NPU",
     see: "See what holds the NPU now: `npu-smi info` lists each card's HBM use and the processes on it; another service or a leftover worker on the same card must close first.",
+    sampled: false,
+};
+
+/// Qiskit Aer's check of a circuit against the memory installed.
+const AER: DeviceWords = DeviceWords {
+    name: "GPU",
+    see: "Aer compares the state's size with the memory installed (the host's RAM and each GPU's total), not with what is free: closing other programs does not change its answer.",
     sampled: false,
 };
 
@@ -1641,8 +1659,8 @@ pub const PROGRAMS: &[Program] = &[
         name: "Qiskit Aer",
         format: "program-qiskit-aer",
         read: qiskit_aer,
-        device: &GPU,
-        meaning: "Qiskit Aer checks, before it runs a circuit, that the simulation's state fits in the memory it may use, and refused: a statevector holds 2^n amplitudes of 16 bytes (8 in single precision), so each qubit more doubles it (36 qubits need 1 TiB). The maximum it prints is what it may use on the host and on the GPUs together.",
+        device: &AER,
+        meaning: "Qiskit Aer checks, before it runs a circuit, that the simulation's state fits in the memory installed, and refused: a statevector holds 2^n amplitudes of 16 bytes (8 in single precision), so each qubit more doubles it (36 qubits need 1 TiB). The maximum it prints is the host's RAM and the GPUs' totals together; nothing was allocated.",
         remedies: &[
             "precision='single' halves the statevector; fewer qubits halve it per qubit.",
             "Spread the state over several GPUs (or GPUs and the host) with blocking_enable=True and blocking_qubits, or run under MPI over several nodes.",
@@ -1667,8 +1685,9 @@ pub const PROGRAMS: &[Program] = &[
         format: "program-rknn",
         read: rknn_malloc,
         device: &RKNPU,
-        meaning: "Rockchip's NPU runtime (librknnrt) could not get a buffer for the model's weights, inputs or intermediate tensors from the NPU driver, which allocates from the board's RAM: through the NPU's IOMMU, or, where the IOMMU is off, only from a reserved region that may be a few MiB.",
+        meaning: "Rockchip's NPU runtime (librknnrt) could not get a buffer for the model's weights, inputs or intermediate tensors from the NPU driver, which allocates from the board's RAM: through the NPU's IOMMU, or, where the IOMMU is off, only from a reserved region that may be a few MiB. The runtime says the same where the driver refused the call for another reason (the errno on the line before).",
         remedies: &[
+            "Where the line before says errno 14, 22 or 38 (not 12), the driver refused the call rather than ran out: check that the rknpu driver is as new as the runtime needs (`dmesg | grep -i rknpu` shows its version) and that no other process holds the NPU.",
             "Check the board's device tree: with the NPU's IOMMU off, the NPU can use only its reserved (CMA) region; turn the IOMMU on or enlarge the region.",
             "A smaller model or input size, or an int8 model (rknn-toolkit2's quantisation), needs smaller buffers.",
         ],
@@ -1679,9 +1698,10 @@ pub const PROGRAMS: &[Program] = &[
         format: "program-mindie",
         read: mindie_warmup,
         device: &NPU,
-        meaning: "MindIE runs a warm-up at start that fills the largest batch its settings allow (maxPrefillTokens tokens of prefill, inputs up to maxInputTokenLen) beside the weights and the KV cache it reserved (npuMemSize per NPU), and the NPU ran out of memory during it: the settings ask for more than the card holds. The setting it names is the one it suggests lowering.",
+        meaning: "MindIE's warm-up at start could not fit what its settings ask for on the NPU: the largest prefill (maxPrefillTokens, inputs up to maxInputTokenLen) beside the weights and the KV cache (npuMemSize per NPU, or with -1 sized from the memory left free). For a multimodal model MindIE checks the NPU's free memory against a threshold set by maxInputTokenLen before the warm-up runs. The setting it names is the one its message suggests changing.",
         remedies: &[
-            "Lower the setting the message names in mindie-service's config.json: npuMemSize (the KV cache reserved on each NPU, in GB), maxPrefillTokens or maxInputTokenLen (the largest prefill the warm-up runs).",
+            "Lower the setting the message names in mindie-service's config.json: maxPrefillTokens or maxInputTokenLen (the largest prefill the warm-up runs), or npuMemSize (the KV cache on each NPU, in GB) where it is not -1.",
+            "Where npuMemSize is -1, the KV cache is sized from a fraction of the free memory (NPU_MEMORY_FRACTION): raise that fraction within what the card holds, or lower maxPrefillTokens.",
             "Spread the model over more NPUs (a larger worldSize, with npuDeviceIds to match), or use a quantised model: the weights on each card shrink.",
         ],
     },
@@ -3428,7 +3448,7 @@ fn mali_bad_alloc(t: &str) -> Option<Found> {
 re!(
     dag_miner_re,
     format!(
-        r"(?i)\bdoes not have enough free memory to hold the DAG(?: for epoch \d+)?\.?(?: Required: {SIZE}, free: {SIZE})?|\bGPU ?#?(\d{{1,2}}):? error when allocating memory or building DAG|\bcannot allocate big buffer for DAG\b|\bGPU ?#?(\d{{1,2}}):? insufficient memory for DAG\b|\bOnly {SIZE} available\.? Mining suspended on device|\bcould not allocate memory on GPU (\d{{1,2}}) to create DAG\. Current epoch requires {SIZE} memory for DAG but there is only {SIZE} allowed to allocate in single buffer|\bGPU (\d{{1,2}}) ERROR - insufficient useable buffer size \d{{1,20}} vs \d{{1,20}}|\bGPU\d{{1,2}} initMiner error: out of memory|\bGPU (\d{{1,2}}) ERROR - failed to allocate (?:\w{{1,12}} )?DAG buffer\b|\bGPU (\d{{1,2}}): Allocation of DAG failed with error\b|\bCreating DAG buffer failed: clCreateBuffer: CL_(?:INVALID_BUFFER_SIZE|MEM_OBJECT_ALLOCATION_FAILURE|OUT_OF_RESOURCES)\b|\bGPU can't allocate the DAG in a single chunk\b|\bGPU(\d{{1,2}}): Allocating buffers failed with: clCreateBuffer \(-(?:4|5|6|61)\)"
+        r"(?i)\bdoes not have enough free memory to hold the DAG(?: for epoch \d+)?\.?(?: Required: {SIZE}, free: {SIZE})?|\bGPU ?#?(\d{{1,2}}):? error when allocating memory (?:or building|for) (?:the )?DAG|\bcannot allocate big buffer for DAG\b|\bGPU ?#?(\d{{1,2}}):? insufficient memory for DAG\b|\bOnly {SIZE} available\.? Mining suspended on device|\bcould not allocate memory on GPU (\d{{1,2}}) to create DAG\. Current epoch requires {SIZE} memory for DAG but there is only {SIZE} allowed to allocate in single buffer|\bGPU (\d{{1,2}}) ERROR - insufficient useable buffer size \d{{1,20}} vs \d{{1,20}}|\bGPU\d{{1,2}} initMiner error: out of memory|\bGPU (\d{{1,2}}) ERROR - failed to allocate (?:\w{{1,12}} )?DAG buffer\b|\bGPU (\d{{1,2}}): Allocation of DAG failed with error\b|\bCreating DAG buffer failed: clCreateBuffer: CL_(?:INVALID_BUFFER_SIZE|MEM_OBJECT_ALLOCATION_FAILURE|OUT_OF_RESOURCES)\b|\bGPU can't allocate the DAG in a single chunk\b|\bGPU(\d{{1,2}}): Allocating buffers failed with: clCreateBuffer \(-(?:4|5|6|61)\)"
     )
 );
 // PhoenixMiner (closed source; its log as printed): "GPU1: Allocating DAG (3.33) GB; good for epoch
@@ -3672,7 +3692,15 @@ fn qiskit_aer(t: &str) -> Option<Found> {
         requested_bytes: c.get(1)?.as_str().parse::<u64>().ok()?.checked_mul(1 << 20),
         ..Facts::default()
     };
-    Some(Found::own(f))
+    let mut found = Found::own(f);
+    // The CPU simulators print the same sentence ("using the statevector simulator … max
+    // memory: 4000M"): the host's memory, where neither the method nor the maximum names a GPU.
+    let whole = c.get(0)?;
+    let maximum = t[whole.end()..].split('\n').next().unwrap_or_default();
+    if !(whole.as_str().contains("_gpu simulator") || maximum.contains("(GPU)")) {
+        found.memory = MemoryKind::Host;
+    }
+    Some(found)
 }
 
 // BzMiner (closed source; its log as users paste it): "GPU 6:0: Not enough available memory
@@ -4298,6 +4326,8 @@ mod tests {
             // gpu-allocator's OutOfMemory by Debug (EmbarkStudios/kajiya#65), on D3D12 by name.
             ("Error: Allocation failed for \"vertex buffer\": OutOfMemory", Framework::Vulkan, "api-VK_ERROR_OUT_OF_DEVICE_MEMORY"),
             ("[dx12] gpu_allocator::AllocationError::OutOfMemory", Framework::Direct3d, "api-E_OUTOFMEMORY"),
+            // A D3D12 adapter listed elsewhere does not make a Vulkan failure D3D12's.
+            ("adapters: Vulkan (RADV), DX12 (WARP)\nloading the scene with its 262 meshes and 70 textures\nError: Allocation failed for \"vertex buffer\": OutOfMemory", Framework::Vulkan, "api-VK_ERROR_OUT_OF_DEVICE_MEMORY"),
         ];
         for (text, fw, format) in cases {
             let o = read(text).unwrap_or_else(|| panic!("not found: {text}"));
@@ -4404,6 +4434,7 @@ mod tests {
             ("Error: System is out of GPU memory", "program-blender", Framework::Unknown, MemoryKind::Device, None),
             // Qiskit Aer's check before a circuit (Qiskit/qiskit-aer#1646).
             ("qiskit.exceptions.QiskitError: 'Circuit execution failed: ERROR:  [Experiment 0] Insufficient memory to run circuit circuit-115-714 using the statevector_gpu simulator. Required memory: 1048576M, max memory: 515313M (Host) + 81104M (GPU)'", "program-qiskit-aer", Framework::Unknown, MemoryKind::Device, Some(1 << 40)),
+            ("Insufficient memory to run circuit circuit-1 using the statevector simulator. Required memory: 262144M, max memory: 4000M", "program-qiskit-aer", Framework::Unknown, MemoryKind::Host, Some(256 << 30)),
             // BzMiner's check before a DAG (bzminer/bzminer#283).
             ("<Error> [zil] GPU 6:0: Not enough available memory (445.02mb/8.00gb). Requires 1.01gb.", "program-bzminer", Framework::Unknown, MemoryKind::Device, Some(1_084_479_242)),
             // Rockchip's NPU runtime (rockchip-linux/rknn-toolkit2#44).

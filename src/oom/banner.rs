@@ -144,7 +144,7 @@ re!(
 );
 re!(
     key_total_listed_re,
-    format!(r"(?i),\s(?:detected\s)?total[ _]memory{KEY_SIZE}")
+    format!(r"(?i)\bGPU ?#?\d{{1,2}},[^\n]{{0,160}}?,\s(?:detected\s)?total[ _]memory{KEY_SIZE}")
 );
 re!(
     key_alloc_re,
@@ -442,6 +442,8 @@ mod tests {
         let b = read_line("    GPU#0, Name: GeForce GT 740M, Detected total memory: 2048 MB, Allocated memory: 0 MB").expect("read");
         assert_eq!((b.total, b.free), (Some(2 * GIB), None));
         assert!(read_line("Not enough total memory: 2048 MB").is_none());
+        // A host's account is no device's.
+        assert!(read_line("OS: Linux, CPUs: 16, total memory: 31.3 GB").is_none());
     }
 
     #[test]

@@ -346,6 +346,17 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "gpu blocks: 0,",
     // OpenGL's GL_OUT_OF_MEMORY by its number (RootEncoder's check, `api.rs`).
     "gl error: 1285",
+    // An NPU runtime's words (Rebellions' RBLN runtime: "SYS_EBUSY: Lack of device memory.",
+    // optimum-rbln's "Not enough NPU memory to load the model."), read by the fallback.
+    "lack of device memory",
+    "not enough npu memory",
+    // Baidu's Kunlun XPU runtime through PaddlePaddle ("XPU API return wrong value[-705], no
+    // enough memory").
+    "no enough memory",
+    // wgpu-core 0.12's `OutOfMemory` unwrapped (`families.rs`).
+    "err value: outofmemory'",
+    // lolMiner's DAG failure ("GPU 0: error when allocating memory for the DAG.", `api.rs`).
+    "error when allocating memory for the dag",
     // Qiskit Aer's check before a circuit (`api.rs`).
     "insufficient memory to run circuit",
     // BzMiner's check before a DAG or lookup table (`api.rs`).
@@ -736,7 +747,7 @@ const NOTED: &[&str] = &[
     // line: Genoil's "Found suitable CUDA device [GeForce GTX 750 Ti] with", NoncerPro's
     // "GPU#0, Name: GeForce GT 740M, Detected" / "total memory: 2048 MB".
     "found suitable cuda device",
-    ", name:",
+    "gpu#",
 ];
 
 /// How many lines [`noted_ac`] tests with its quick-to-build automaton before it builds the
@@ -953,7 +964,7 @@ pub(crate) fn quotes_a_whole_failure(raw: &str) -> bool {
     // memory"): quoted, it is the message.
     static DRIVER: OnceLock<Regex> = OnceLock::new();
     let driver = DRIVER.get_or_init(|| {
-        Regex::new(r"\bThe NVIDIA OpenGL driver has encountered\s{1,4}an out of memory error\b|\b(?:parallel_for|for_each|transform|reduce|scan|merge_sort|radix_sort|copy_if|get_temporary_buffer)\w*:? failed: (?:cudaErrorMemoryAllocation: )?out of memory\b")
+        Regex::new(r"\bThe NVIDIA OpenGL driver has encountered\s{1,4}an out of memory error\b|\b(?:parallel_for|for_each|transform|reduce|scan|merge_sort|radix_sort|copy_if|get_temporary_buffer):? failed(?: on \w{1,8} step)?: (?:cudaErrorMemoryAllocation: )?out of memory\b")
             .expect("driver sentence regex")
     });
     // A question about such a line asks about the error; one led by its class reports it,

@@ -1210,7 +1210,7 @@ re!(ascend_rank_re, r"\[rank\d+\]:\s*");
 re!(ascend_hal_re, r"\bhalMemAlloc failed:[^\n!]{0,300}");
 re!(
     ascend_hal_key_re,
-    r"\b(size|drvRetCode|device_id)=(\d{1,20})\b"
+    r"\b(size|drvRetCode|device_id|deviceId)=(\d{1,20})\b"
 );
 
 /// CANN's driver refusing device memory with DRV_ERROR_OUT_OF_MEMORY, read as EL0004's failure.
@@ -1230,7 +1230,9 @@ fn ascend_hal(t: &str) -> Option<Oom> {
         requested_bytes: key("size"),
         ..Facts::default()
     };
-    let device = key("device_id").and_then(|d| u32::try_from(d).ok());
+    let device = key("device_id")
+        .or_else(|| key("deviceId"))
+        .and_then(|d| u32::try_from(d).ok());
     Some(oom(Framework::Npu, "ascend-el0004", device, f))
 }
 
@@ -2000,6 +2002,11 @@ fn wgpu(t: &str) -> Option<Oom> {
         };
         return Some(oom(Framework::Wgpu, "wgpu-max-buffer", None, f));
     }
+    // wgpu-core 0.12's own `DeviceError::OutOfMemory` unwrapped ("called `Result::unwrap()` on
+    // an `Err` value: OutOfMemory', …/wgpu-core-0.12.2/src/command/mod.rs:78:49").
+    if wgpu_core_oom_re().is_match(t) {
+        return Some(oom(Framework::Wgpu, "wgpu-device", None, Facts::default()));
+    }
     if let Some(c) = gfx_hal_re().captures_iter(t).last() {
         let mut o = oom(Framework::Wgpu, "wgpu-device", None, Facts::default());
         if &c[1] == "Host" {
@@ -2015,6 +2022,10 @@ fn wgpu(t: &str) -> Option<Oom> {
 // unwrapped its memory allocator's errors, so a panic prints them by Debug
 // ("`Err` value: AllocationError(OutOfMemory(Device))", gfx-rs/wgpu#548).
 re!(gfx_hal_re, r"[(: ]OutOfMemory\((Device|Host)\)");
+re!(
+    wgpu_core_oom_re,
+    r"\bErr`? value: OutOfMemory', [^\n]{0,200}?\bwgpu-(?:core|hal)-\d"
+);
 
 re!(
     wgpu_max_buffer_re,
@@ -2353,7 +2364,7 @@ re!(
 // ("parallel_for failed: out of memory") and later ones with the error's name first (above).
 re!(
     thrust_words_re,
-    r"\b(?:parallel_for|for_each|transform|reduce|scan|merge_sort|radix_sort|copy_if|get_temporary_buffer)\w*:? failed: out of memory\b"
+    r"\b(?:parallel_for|for_each|transform|reduce|scan|merge_sort|radix_sort|copy_if|get_temporary_buffer):? failed(?: on \w{1,8} step)?: out of memory\b"
 );
 // NCCL's CUDACHECK (`src/include/checks.h`): "Cuda failure %d '%s'", older "Cuda failure '%s'".
 re!(cuda_nccl_re, r"Cuda failure (?:(\d+) )?'([^']{1,80})'");
@@ -2610,6 +2621,8 @@ mod tests {
             ("onednn_verbose,v1,primitive,error,ocl,errcode -5,CL_OUT_OF_RESOURCES,src/gpu/intel/ocl/ocl_gpu_kernel.cpp:250,src/gpu/intel/ocl/ocl_gpu_kernel.cpp:250\n[GPU] force exit.", Framework::OpenCl, "openvino-gpu", MemoryKind::Device, None, None),
             ("ERROR bevy_render::error_handler: Caught rendering error: Out of Memory", Framework::Wgpu, "wgpu-device", MemoryKind::Device, None, None),
             ("thread 'main' panicked at 'called `Result::unwrap()` on an `Err` value: AllocationError(OutOfMemory(Device))', wgpu-core/src/device/mod.rs:328:22", Framework::Wgpu, "wgpu-device", MemoryKind::Device, None, None),
+            // wgpu-core 0.12's own error, as Debug prints it (bevyengine/bevy, wgpu-core-0.12.2).
+            ("thread 'main' panicked at 'called Result::unwrap() on an Err value: OutOfMemory', /home/u/.cargo/registry/src/github.com-1ecc6299db9ec823/wgpu-core-0.12.2/src/command/mod.rs:78:49", Framework::Wgpu, "wgpu-device", MemoryKind::Device, None, None),
             ("thread 'main' panicked at 'called `Result::unwrap()` on an `Err` value: OutOfMemory(Host)', wgpu-core/src/device/mod.rs:1010:14", Framework::Wgpu, "wgpu-device", MemoryKind::Host, None, None),
             ("Error: panicked at /home/runner/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/wgpu-26.0.1/src/backend/wgpu_core.rs:1436:18:\nwgpu error: Out of Memory", Framework::Wgpu, "wgpu-device", MemoryKind::Device, None, None),
             // ExLlamaV2's autosplit and ExLlamaV3's loader out of GPUs.
@@ -2995,6 +3008,11 @@ mod tests {
             (Some(7), Some(15_069_901_824))
         );
         assert!(ascend_runtime(&t.replace("drvRetCode=6", "drvRetCode=4")).is_none());
+        // MindSpore's plog spells the device deviceId.
+        let o =
+            ascend_runtime("halMemAlloc failed: size=1048576, deviceId=6, type=2, drvRetCode=6!")
+                .expect("found");
+        assert_eq!(o.device_index, Some(6));
     }
 
     #[test]
@@ -3462,6 +3480,7 @@ mod tests {
             ("merge_sort: failed on 2nd step: cudaErrorMemoryAllocation: out of memory", "cuda-thrust"),
             // Older Thrust: the runtime's words alone (NVIDIA/thrust#1006).
             ("  what():  parallel_for failed: out of memory", "cuda-thrust"),
+            ("reduce failed on 2nd step: out of memory", "cuda-thrust"),
             ("host:1:2 [0] include/alloc.h:178 NCCL WARN Cuda failure 'out of memory'", "cuda-nccl"),
             ("enqueue.cc:123 NCCL WARN Cuda failure 2 'out of memory'", "cuda-nccl"),
             ("RuntimeError: src/spconv/indice.cu 125 cuda execution failed with error 2", "cuda-spconv"),

@@ -218,12 +218,19 @@ pub fn parse_block(lines: &[String]) -> Option<Oom> {
     // opens the block ("I'm getting an out of memory error from ggml-cuda.cu,") is not the
     // program's line below it.
     let mut said = trigger.clone();
+    // The text around a line that the fallback reads for a GPU's word: the eight lines before
+    // it and every line after, not the whole context a long run of short lines keeps (a host's
+    // "Unable to allocate 5.15 GiB for an array" a dozen lines after "Using CUDA device 0").
+    let near = |t: &str| -> String {
+        let at = lines.iter().position(|l| l == t).unwrap_or(0);
+        lines[at.saturating_sub(8)..].join(" ")
+    };
     let mut fall_back = || {
         // Not a line that says an allocation did not fail, or was not the GPU's.
         let (mut o, t) = std::iter::once(&trigger)
             .chain(lines.iter().filter(|l| super::clean::is_trigger(l)))
             .filter(|t| !not_a_failure_re().is_match(t))
-            .find_map(|t| Some((fallback(t, &spaced)?, t.clone())))?;
+            .find_map(|t| Some((fallback(t, &near(t))?, t.clone())))?;
         said = t;
         // A failure said over two lines ("Could not allocate 3D device memory." then "Device 0
         // alloc 256x256x1500x1 = 98304000 bytes (93 MB) failed in …, out of memory"): the line
@@ -232,7 +239,7 @@ pub fn parse_block(lines: &[String]) -> Option<Oom> {
             .iter()
             .position(|l| *l == said)
             .and_then(|i| lines.get(i + 1));
-        if let Some((next, n)) = next.and_then(|l| Some((l, fallback(l, &spaced)?))) {
+        if let Some((next, n)) = next.and_then(|l| Some((l, fallback(l, &near(l))?))) {
             let (f, g) = (&mut o.facts, n.facts);
             f.requested_bytes = f.requested_bytes.or(g.requested_bytes);
             f.free_bytes = f.free_bytes.or(g.free_bytes);
@@ -310,8 +317,17 @@ re!(error_word_re, r"(?i)\b(?:error|failed|failure|exception)\b");
 /// A line that reads as the rest of a sentence a wrap cut: it starts in lower case or with a
 /// figure, not with a capital, a bracket or a mark that opens a record of its own.
 fn goes_on(line: &str) -> bool {
-    line.trim_start()
-        .starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+    let line = line.trim_start();
+    // A figure, not a time or a date ("13:10:38", "2024-01-01") that opens a log record.
+    let figure = line.starts_with(|c: char| c.is_ascii_digit())
+        && line
+            .split(|c: char| c.is_whitespace() || c == ')')
+            .next()
+            .is_some_and(|w| {
+                w.bytes()
+                    .all(|b| b.is_ascii_digit() || b == b'.' || b == b',')
+            });
+    line.starts_with(|c: char| c.is_ascii_lowercase()) || figure
 }
 
 /// Whether a line break in `lines` falls inside a number: a line that ends in a digit before one
@@ -338,6 +354,45 @@ pub fn parse_text(t: &str) -> Option<Oom> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A host's failure a dozen short lines after a GPU's word is not the GPU's; a host's
+    /// "Error: Insufficient memory" is not a GPU's, one that names its GPU is; a batch size is
+    /// no request; a wrapped failure line goes on over lines that read as its sentence, not over
+    /// a log record's time.
+    #[test]
+    fn the_fallback_keeps_to_its_lines_words() {
+        let device = |t: &str| {
+            crate::oom::analyze(t)
+                .main()
+                .filter(|o| o.memory == crate::oom::MemoryKind::Device)
+                .map(|o| (o.device_index, o.facts.requested_bytes))
+        };
+        let mut t = String::from("Using CUDA device 0\n");
+        for i in 0..12 {
+            t.push_str(&format!("step {i}\n"));
+        }
+        t.push_str("numpy.core._exceptions._ArrayMemoryError: Unable to allocate 5.15 GiB for an array with shape (10, 10) and data type float64\n");
+        assert_eq!(device(&t), None);
+        assert_eq!(device("found 1 GPU\nError: Insufficient memory"), None);
+        assert_eq!(
+            device("[2023-06-18 13:10:38] GPU#3 error: insufficient memory"),
+            Some((Some(3), None))
+        );
+        assert_eq!(
+            device(
+                "GPU 0: failed to allocate tensor, out of memory, batch size: 1048576, retrying"
+            ),
+            Some((Some(0), None))
+        );
+        assert_eq!(
+            device("E app: failed to allocate gpu memory!, size: 6421360, flags: 0xa"),
+            Some((None, Some(6_421_360)))
+        );
+        assert!(goes_on("2181038080"));
+        assert!(goes_on("size 2181038080"));
+        assert!(!goes_on("13:10:38 opencl use profile"));
+        assert!(!goes_on("2024-05-01 12:00:01 step 3"));
+    }
 
     /// The allocator's Stats lines in bytes, and with binary units as newer XLA prints them.
     #[test]
@@ -752,7 +807,7 @@ mod tests {
 
 re!(
     fallback_fail_re,
-    r"(?i)out of (?:gpu |device |video )?memory|failed to allocate|cannot allocate|could not allocate|unable to allocate|\ballocation of (?:size )?\d[\d.,]{0,20}\s?[A-Za-z]{0,5}\s(?:bytes\s)?failed\b|not enough (?:free )?(?:gpu|vram|video|device)\b|\binsufficient (?:gpu|vram|video|device) memory\b|\ballocation on (?:the )?device failed\b|\bgpu memory allocation failed\b|\berror:? insufficient memory\b"
+    r"(?i)out of (?:gpu |device |video )?memory|failed to allocate|cannot allocate|could not allocate|unable to allocate|\ballocation of (?:size )?\d[\d.,]{0,20}\s?[A-Za-z]{0,5}\s(?:bytes\s)?failed\b|not enough (?:free )?(?:gpu|vram|video|device|npu)\b|\black of device memory\b|\bno enough memory\b|\binsufficient (?:gpu|vram|video|device) memory\b|\ballocation on (?:the )?device failed\b|\bgpu memory allocation failed\b|\bgpu ?#?\d{1,2}\b[^\n]{0,20}?\berror:? insufficient memory\b"
 );
 re!(
     fallback_gpu_re,
@@ -761,7 +816,7 @@ re!(
 // The host's OOM killer and host-memory wordings: not the GPU's.
 re!(
     fallback_host_re,
-    r"(?i)killed process|oom-killer|oom_reaper|out of memory: kill|host memory|cpu memory|system memory|\bram\b|swap|mlock|pinned|page-locked|cpu_?allocator|cpu buffer|\berrno 12\b|(?-i:Cannot allocate memory)|mkl_malloc|posix_memalign|\b(?:je|tc)malloc\b|\bmi_malloc|\brandomx\b|huge ?pages|\bLLVM ERROR\b|oom-kill|\bcgroup\b|\btask \d+: out of memory\b"
+    r"(?i)killed process|oom-killer|oom_reaper|out of memory: kill|host memory|cpu memory|system memory|\bram\b|swap|mlock|pinned|page-locked|cpu_?allocator|cpu buffer|\berrno 12\b|(?-i:Cannot allocate memory)|mkl_malloc|posix_memalign|\b(?:je|tc)malloc\b|\bmi_malloc|\brandomx\b|huge ?pages|\bLLVM ERROR\b|oom-kill|\bcgroup\b|\btask \d+: out of memory\b|for an array with shape|_ArrayMemoryError"
 );
 // Sentences about memory rather than a program's report of it: a person writing (first or
 // second person, a question), or a line with no mark of an error at all.
@@ -776,7 +831,7 @@ re!(
 re!(
     fallback_request_re,
     format!(
-        r"(?i)(?:allocat\w*|request\w*|need\w*)\D{{0,24}}?{SIZE}|\ballocat\w*\D{{0,40}}?\b(?:of|with) size:?\s*(\d{{4,}})\b(?:\s*[^\sKMGTkmgtB\d]|\s*$)|\bsize\s?[:=]\s?{SIZE}|\b\w{{0,20}}alloc\w{{0,20}}\(\s?(?:(?:bytes|size)\s?=\s?)?(\d{{4,20}})\s?\)|\balloc\w{{0,12}}\s[\dx ]{{1,40}}=\s?{SIZE}|\b(?:requirements?|required)\s?[:(=]\s?(\d{{6,}})\)?(?:\s*[^\sKMGTkmgtB\d]|\s*$)|\bsize\s?[:=]\s?(\d{{6,20}})(?:\s*[^\sKMGTkmgtB\d.]|\s*$)|\({SIZE} (?:chunk|buffer|block)\)"
+        r"(?i)(?:allocat\w*|request\w*|need\w*)\D{{0,24}}?{SIZE}|\ballocat\w*\D{{0,40}}?\b(?:of|with) size:?\s*(\d{{4,}})\b(?:\s*[^\sKMGTkmgtB\d]|\s*$)|\bsize\s?[:=]\s?{SIZE}|\b\w{{0,20}}alloc\w{{0,20}}\(\s?(?:(?:bytes|size)\s?=\s?)?(\d{{4,20}})\s?\)|\balloc\w{{0,12}}\s[\dx ]{{1,40}}=\s?{SIZE}|\b(?:requirements?|required)\s?[:(=]\s?(\d{{6,}})\)?(?:\s*[^\sKMGTkmgtB\d]|\s*$)|\b(?:memory|buffer|alloc\w{{0,10}})\W{{1,4}}size\s?[:=]\s?(\d{{6,20}})\s*(?:[,;)]|$)|\balloc\w{{0,8}}size\s?[:=]\s?{SIZE}|\({SIZE} (?:chunk|buffer|block)\)"
     )
 );
 re!(

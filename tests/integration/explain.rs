@@ -1063,12 +1063,16 @@ const WRAP_NEIGHBOURS: &[&str] = &[
 /// framework named by words the wrap splits or moves (a Triton status table's cells, Caffe's
 /// source path beside a CUDA check); and a message whose phrase the wrap splits so that its
 /// block ends before its figures (BEAGLE, GridTools, nnabla). Every other way of pasting holds
-/// for them, and every other message holds at every width.
+/// for them, and every other message holds at every width. Most of those added with sets 45 and
+/// 46 are read by the fallback, which takes its figures from the failure's own line only: a
+/// wrap that splits the line splits its size or device from it.
 const WRAP_LOSSES: &[(&str, &[usize])] = &[
     ("apollo-perception-caffe-syncedmem", &[40]),
     ("beast-beagle-cuda-out-of-memory", &[40, 55, 70]),
     ("caffe-dss-syncedmem-forward", &[40]),
+    ("caffe-k40c-syncedmem-out-of-memory-patched-debug", &[40]),
     ("caffe_openpose_syncedmem", &[40]),
+    ("carla-ue5-vulkan-out-of-memory-memorytypeindex5", &[40, 55]),
     ("catboost-gpu-multiclass-stack-pool", &[55, 70, 85, 130]),
     ("ccminer-cryptonight-gtx1080-long-state", &[40]),
     ("ccminer-cryptonight-long-state", &[40]),
@@ -1082,6 +1086,7 @@ const WRAP_LOSSES: &[(&str, &[usize])] = &[
     ("fastertransformer-triton-cuda-runtime-oom", &[40]),
     ("ffmpeg-nvenc-livepool", &[40, 55, 70]),
     ("gminer-cortex-init-oom", &[40, 55, 70, 85]),
+    ("grabgpu-v100-failed-to-allocate-16gb", &[40, 55]),
     ("gridtools_100_storage", &[40, 130]),
     ("hypre_1435_umpire", &[40, 55, 130]),
     ("invokeai_insufficient_gpu_memory_load", &[40]),
@@ -1089,8 +1094,13 @@ const WRAP_LOSSES: &[(&str, &[usize])] = &[
         "isaac-sim-moveit-vulkan-out-of-device-memory",
         &[40, 55, 70, 85],
     ),
+    (
+        "isaaclab-rtx-sensor-vulkan-out-of-gpu-memory",
+        &[40, 55, 70, 85],
+    ),
     ("keras-tf1-bfc-oom-shape-123008x500", &[40, 55, 70, 85, 160]),
     ("kokkos-mi300a-hip-scatterview-alloc", &[40, 85]),
+    ("legate-cupynumeric-gemm-gpu-fb-mem", &[40, 55, 100]),
     ("lichtfeld-vk-rad-open", &[55]),
     ("livepool-nvenc-open-session-oom", &[40, 55, 70]),
     ("mali-gles-0x505-flutter", &[70, 85, 100, 130]),
@@ -1098,9 +1108,11 @@ const WRAP_LOSSES: &[(&str, &[usize])] = &[
     ("meshroom_1973_depthmap", &[40, 55, 70, 85, 100, 130]),
     ("nbminer-ethash-dag-oom", &[40]),
     ("nbminer-rx570-dag-oom", &[40]),
-    ("nnabla-nvcnet-failed-to-allocate-again", &[40, 55]),
+    ("nnabla-nvcnet-failed-to-allocate-again", &[40, 55, 70]),
     ("openmvs_713_refinemesh", &[40, 55]),
+    ("optimum-rbln-rebellions-npu-lack-of-device-memory", &[55]),
     ("paddle-enforce-ocr-resnet", &[85]),
+    ("paddle-xpu-kunlun-k200-vgg16-no-enough-memory", &[55]),
     ("pocl_1155", &[40]),
     ("profanity-gtx1060-kernel-queueing-res-4", &[40, 55]),
     ("quda-device-malloc-size", &[40, 55]),
