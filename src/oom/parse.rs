@@ -246,6 +246,27 @@ pub fn parse_block(lines: &[String]) -> Option<Oom> {
             f.total_bytes = f.total_bytes.or(g.total_bytes);
             o.device_index = o.device_index.or(n.device_index);
             said = format!("{said} {next}");
+        } else if let Some(i) = lines.iter().position(|l| *l == said) {
+            // A wrap that split the failure's own line ("allocate cudaMalloc( bytes =" /
+            // "4029677568 ) failed with error: out of memory" read from its head): its sentence
+            // goes on over the next lines (three at most) that read as its rest, and gives the
+            // figures the head does not. Only what the whole sentence states once is taken.
+            let mut sentence = said.clone();
+            for next in lines.iter().skip(i + 1).take(3) {
+                if sentence.trim_end().ends_with(['.', '!', '?']) || !goes_on(next) {
+                    break;
+                }
+                sentence = format!("{sentence} {next}");
+            }
+            if sentence.len() > said.len() {
+                if let Some(n) = fallback(&sentence, &near(&said)) {
+                    let (f, g) = (&mut o.facts, n.facts);
+                    f.requested_bytes = f.requested_bytes.or(g.requested_bytes);
+                    f.free_bytes = f.free_bytes.or(g.free_bytes);
+                    f.total_bytes = f.total_bytes.or(g.total_bytes);
+                    o.device_index = o.device_index.or(n.device_index);
+                }
+            }
         }
         Some(o)
     };
@@ -387,6 +408,15 @@ mod tests {
         assert_eq!(
             device("E app: failed to allocate gpu memory!, size: 6421360, flags: 0xa"),
             Some((None, Some(6_421_360)))
+        );
+        // A failure line a wrap cut: its sentence's rest gives what its head does not.
+        let o = crate::oom::analyze(
+            "GPU-0: Failed to allocate 16.00 GB GPU\nmemory (1.50 GB available)",
+        );
+        let o = o.main().expect("found");
+        assert_eq!(
+            (o.device_index, o.facts.requested_bytes, o.facts.free_bytes),
+            (Some(0), Some(16 << 30), Some(3 << 29))
         );
         assert!(goes_on("2181038080"));
         assert!(goes_on("size 2181038080"));
