@@ -3510,7 +3510,31 @@ re!(
 re!(nbminer_oom_re, r"\bDevice (\d{1,2}): out of memory\b");
 re!(nbminer_dag_re, r"\bDevice (\d{1,2}): DAG - Building\b");
 
+// T-Rex (closed source; its log as users paste it): "Can't find nonce with device [ID=0, GPU
+// #0], Epoch 481 requires 4.76 GB of memory, but device has 3.81 GB..", the epoch's DAG against
+// what the card offers (not said whether its total or its free memory: not read), and "not
+// enough GPU memory to place DAG".
+re!(
+    trex_dag_re,
+    format!(
+        r"\bdevice \[ID=(\d{{1,2}}), GPU #\d{{1,2}}\], Epoch \d{{1,6}} requires {} of memory, but device has\b",
+        super::known::SIZE
+    )
+);
+re!(trex_place_re, r"(?i)\bnot enough GPU memory to place DAG\b");
+
 fn dag_miner(t: &str) -> Option<Found> {
+    if let Some(c) = trex_dag_re().captures_iter(t).last() {
+        let mut f = Found::own(Facts {
+            requested_bytes: super::known::sz(&c, 2),
+            ..Facts::default()
+        });
+        f.device = c.get(1).and_then(|m| m.as_str().parse().ok());
+        return Some(f);
+    }
+    if trex_place_re().is_match(t) {
+        return Some(Found::own(Facts::default()));
+    }
     if let Some(c) = srbminer_re().captures_iter(t).last() {
         return Some(Found::own(Facts {
             requested_bytes: super::banner::mib(&c, 1),

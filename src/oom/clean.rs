@@ -305,6 +305,7 @@ pub(crate) const TRIGGERS: &[&str] = &[
     // ComfyUI's UI before its error reports: "Error occurred when executing KSampler:", the
     // exception's text on the lines after (`families.rs`, `oom_class_re`).
     "error occurred when executing",
+    "this error means you ran out of memory on your gpu",
     "failed; bytes:",
     "failed to cuda malloc",
     "failed to cuda host alloc",
@@ -353,8 +354,13 @@ pub(crate) const TRIGGERS: &[&str] = &[
     // Baidu's Kunlun XPU runtime through PaddlePaddle ("XPU API return wrong value[-705], no
     // enough memory").
     "no enough memory",
+    "device memory not enough",
+    // HIP's runtime log (`families.rs`, `rocm_thunk`).
+    "allocation failed : device memory",
     // wgpu-core 0.12's `OutOfMemory` unwrapped (`families.rs`).
     "err value: outofmemory'",
+    // T-Rex's DAG check (`api.rs`).
+    "of memory, but device has",
     // lolMiner's DAG failure ("GPU 0: error when allocating memory for the DAG.", `api.rs`).
     "error when allocating memory for the dag",
     // Qiskit Aer's check before a circuit (`api.rs`).
@@ -961,10 +967,11 @@ pub(crate) fn quotes_a_whole_failure(raw: &str) -> bool {
     // Or a driver's or library's own sentence, which no writer words that way (NVIDIA's GL
     // driver's "The NVIDIA OpenGL driver has encountered an out of memory error. This
     // application might behave inconsistently and fail."; Thrust's "parallel_for failed: out of
-    // memory"): quoted, it is the message.
+    // memory"; TensorRT's "Cuda Error in allocate: 2 (out of memory)"): quoted, it is the
+    // message.
     static DRIVER: OnceLock<Regex> = OnceLock::new();
     let driver = DRIVER.get_or_init(|| {
-        Regex::new(r"\bThe NVIDIA OpenGL driver has encountered\s{1,4}an out of memory error\b|\b(?:parallel_for|for_each|transform|reduce|scan|merge_sort|radix_sort|copy_if|get_temporary_buffer):? failed(?: on \w{1,8} step)?: (?:cudaErrorMemoryAllocation: )?out of memory\b")
+        Regex::new(r"\bThe NVIDIA OpenGL driver has encountered\s{1,4}an out of memory error\b|\b(?:parallel_for|for_each|transform|reduce|scan|merge_sort|radix_sort|copy_if|get_temporary_buffer):? failed(?: on \w{1,8} step)?: (?:cudaErrorMemoryAllocation: )?out of memory\b|\bCuda Error in \w{1,40}: 2 \(out of memory\)")
             .expect("driver sentence regex")
     });
     // A question about such a line asks about the error; one led by its class reports it,

@@ -687,7 +687,9 @@ re!(
 // during processing !!! Allocation on device" (`execution.py`, `logging.error(f"!!! Exception
 // during processing !!! {ex}")`), its error report's "Exception Type: torch.OutOfMemoryError"
 // over "Exception Message: …", and the message its UI showed before those reports ("Error
-// occurred when executing KSampler:" then the exception's text on a line of its own).
+// occurred when executing KSampler:" then the exception's text on a line of its own), and its
+// later banner under a node's name ("Allocation on device" / "This error means you ran out of
+// memory on your GPU.").
 // A class named alone ("how to avoid torch.cuda.OutOfMemoryError?") is talk, not a report.
 re!(
     oom_class_re,
@@ -695,6 +697,7 @@ re!(
         r"(?:(?:\btorch\.(?:cuda\.|xpu\.)?)?\bOutOfMemoryError:\s*|!!! Exception during processing !!!\s*|\bError occurred when executing [\w .()-]{1,80}:\s*|Exception Type:\s*torch\.(?:cuda\.|xpu\.)?OutOfMemoryError\s*-?\s*Exception Message:\s*)(?:(CUDA|HIP|XPU) out of memory|Allocation on device(?: (\d{1,3}))?)",
         r"|\bcupy(?:_backends)?\.cuda\.memory\.OutOfMemoryError:\s*Out of memory allocating(?: (\d{1,3}(?:,\d{3})+|\d+) bytes)?",
         r"|\bResourceExhaustedError:\s*(?:[^\n]{0,120}?\s)?OOM when allocating",
+        r"|\bAllocation on device\s{1,4}This error means you ran out of memory on your GPU\b",
         r"|\bXlaRuntimeError:\s*RESOURCE_EXHAUSTED:\s*Out of memory",
     )
 );
@@ -2118,6 +2121,10 @@ re!(
     r"\[hsaKmtAllocMemory(?:Align)?\] failed to allocate (\d+) bytes from (device|scratch|host)|hsa_amd_memory_pool_allocate failed[^\n]{0,40}?HSA_STATUS_ERROR_OUT_OF_RESOURCES"
 );
 re!(
+    hip_log_re,
+    r"\bAllocation failed : Device memory : required :(\d{1,20}) \| free :(\d{1,20}) \| total :(\d{1,20})"
+);
+re!(
     rocm_pool_size_re,
     format!(
         r"allocating {} on device (\d+): hsa_amd_memory_pool_allocate failed",
@@ -2133,6 +2140,19 @@ re!(
 /// failure, which programs on HSA print with their request where they have one (ggml's HSA
 /// backend: "allocating X MiB on device N: hsa_amd_memory_pool_allocate failed: …").
 fn rocm_thunk(t: &str) -> Option<Oom> {
+    // HIP's runtime log (AMD_LOG_LEVEL, `hip_memory.cpp`): "Allocation failed : Device memory :
+    // required :N | free :F | total :T", in bytes, after ROCclr's "Video memory allocation
+    // failed!".
+    if let Some(c) = hip_log_re().captures(t) {
+        let n = |i: usize| c.get(i).and_then(|m| m.as_str().parse().ok());
+        let f = Facts {
+            requested_bytes: n(1),
+            free_bytes: n(2),
+            total_bytes: n(3),
+            ..Facts::default()
+        };
+        return Some(oom(Framework::Rocm, "rocm-thunk", None, f));
+    }
     let c = rocm_thunk_re().captures(t)?;
     let sized = rocm_pool_size_re().captures(t);
     let requested = match c.get(1) {
@@ -2527,17 +2547,20 @@ fn cuda_code(t: &str) -> Option<Oom> {
     if super::clean::names_pinning_call(&t[start..end]) {
         o.memory = MemoryKind::PinnedHost;
     }
-    // Or the size that failed, in bytes, before the code (Gigahorse's plotter: "failed to
+    // Or the size that failed, in bytes, on the code's line (Gigahorse's plotter: "failed to
     // allocate 536870912 bytes of MEM_TYPE_DEVICE: CUDA error 2: out of memory").
-    o.facts.requested_bytes = cuda_code_size_re()
-        .captures(&t[start..whole.start()])
-        .and_then(|c| c.get(1)?.as_str().parse().ok());
+    // Faiss's "Failed to cudaMalloc 1610612736 bytes on device 0 (error 2 out of memory)"
+    // names the device too.
+    if let Some(c) = cuda_code_size_re().captures(&t[start..end]) {
+        o.facts.requested_bytes = c.get(1).and_then(|m| m.as_str().parse().ok());
+        o.device_index = o.device_index.or_else(|| c.get(2)?.as_str().parse().ok());
+    }
     Some(o)
 }
 
 re!(
     cuda_code_size_re,
-    r"\bfailed to allocate (\d{1,20}) bytes\b"
+    r"(?i)\bfailed to (?:allocate|cudaMalloc) (\d{1,20}) bytes\b(?: on device (\d{1,3})\b)?"
 );
 
 // Gunrock's `GRError` (`gunrock/util/error_utils.cuh`): "[FILE, LINE @ gpu N] MESSAGE (CUDA
@@ -2723,6 +2746,16 @@ mod tests {
     /// The thunk's three pools as ROCT's `hsaKmtAllocMemory` names them, and ROCr's status.
     #[test]
     fn rocm_thunk_reads_vram_scratch_and_host() {
+        // HIP's runtime log with its figures (ROCm on an MI50).
+        let o = rocm_thunk(":1:hip_memory.cpp :303 : 9616777863 us: 4277 : [tid:0x7f2accbfe6c0] Allocation failed : Device memory : required :4 | free :2314338304 | total :17163091968").expect("found");
+        assert_eq!(
+            (
+                o.facts.requested_bytes,
+                o.facts.free_bytes,
+                o.facts.total_bytes
+            ),
+            (Some(4), Some(2_314_338_304), Some(17_163_091_968))
+        );
         let o = rocm_thunk("[hsaKmtAllocMemory] failed to allocate 33554432 bytes from device")
             .expect("found");
         assert_eq!(
@@ -3512,6 +3545,13 @@ mod tests {
         assert_eq!(
             (o.format, o.facts.requested_bytes),
             ("cuda-code", Some(512 << 20))
+        );
+        let o =
+            cuda_code("Failed to cudaMalloc 1610612736 bytes on device 0 (error 2 out of memory)")
+                .expect("found");
+        assert_eq!(
+            (o.facts.requested_bytes, o.device_index),
+            (Some(1_610_612_736), Some(0))
         );
         // Gunrock's GRError names the device the call ran on.
         let o = cuda_code("[util/array_utils.cuh, 209 @ gpu 3] labels cudaMalloc failed (CUDA error 2: out of memory)").expect("found");

@@ -837,7 +837,7 @@ mod tests {
 
 re!(
     fallback_fail_re,
-    r"(?i)out of (?:gpu |device |video )?memory|failed to allocate|cannot allocate|could not allocate|unable to allocate|\ballocation of (?:size )?\d[\d.,]{0,20}\s?[A-Za-z]{0,5}\s(?:bytes\s)?failed\b|not enough (?:free )?(?:gpu|vram|video|device|npu)\b|\black of device memory\b|\bno enough memory\b|\binsufficient (?:gpu|vram|video|device) memory\b|\ballocation on (?:the )?device failed\b|\bgpu memory allocation failed\b|\bgpu ?#?\d{1,2}\b[^\n]{0,20}?\berror:? insufficient memory\b"
+    r"(?i)out of (?:gpu |device |video )?memory|failed to allocate|cannot allocate|could not allocate|unable to allocate|\ballocation of (?:size )?\d[\d.,]{0,20}\s?[A-Za-z]{0,5}\s(?:bytes\s)?failed\b|not enough (?:free )?(?:gpu|vram|video|device|npu)\b|\black of device memory\b|\bno enough memory\b|\bdevice memory not enough\b|\binsufficient (?:gpu|vram|video|device) memory\b|\ballocation on (?:the )?device failed\b|\bgpu memory allocation failed\b|\bgpu ?#?\d{1,2}\b[^\n]{0,20}?\berror:? insufficient memory\b"
 );
 re!(
     fallback_gpu_re,
