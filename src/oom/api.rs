@@ -4532,6 +4532,9 @@ mod tests {
             (" cl  12:42:24|cl-0      Creating DAG buffer, size 2449472384\n  X  12:42:24|cl-0      Creating DAG buffer failed: clCreateBuffer: CL_INVALID_BUFFER_SIZE (-61)\n  X  12:42:24|cl-0      OpenCL Error: clEnqueueWriteBuffer: CL_INVALID_MEM_OBJECT (-38)", "program-dag-miner", Framework::OpenCl, MemoryKind::Device, Some(2_449_472_384)),
             // ethereum/webthree-umbrella#6 (Alethone).
             ("Allocating/mapping single buffer failed with: clCreateBuffer(-61). GPU can't allocate the DAG in a single chunk. Bailing.", "program-dag-miner", Framework::Unknown, MemoryKind::Device, None),
+            // T-Rex's check against what the card offers (trexminer threads).
+            ("TREX: Can't find nonce with device [ID=0, GPU #0], Epoch 481 requires 4.76 GB of memory, but device has 3.81 GB..", "program-dag-miner", Framework::Unknown, MemoryKind::Device, Some(5_111_011_082)),
+            ("20210501 12:00:00 ERROR: GPU #1: not enough GPU memory to place DAG", "program-dag-miner", Framework::Unknown, MemoryKind::Device, None),
             // Claymore-Dual/Claymore-Dual-Miner#47 (PhoenixMiner's log on an R9 Fury).
             ("GPU1: Free VRAM: 3.951 GB; used: 0.049 GB\nGPU1: Disabling DAG pre-allocation (not enough VRAM)\nGPU1: Allocating DAG for epoch #394 (3.93) GB\nGPU1: Allocating buffers failed with: clCreateBuffer (-61).\nFatal error detected. Restarting.", "program-dag-miner", Framework::OpenCl, MemoryKind::Device, Some(4_219_805_368)),
             // CERN/TIGRE#660: its free-memory check, in MATLAB's words as the user translated them.

@@ -3370,6 +3370,9 @@ mod tests {
     /// an out-of-memory message; XLA's constant; ComfyUI's relays of cudaMallocAsync's message.
     #[test]
     fn messages_that_stand_in_for_pytorchs_and_xlas_own() {
+        // ComfyUI's banner under a node's name.
+        let o = oom_class_cut("why show :HeartMuLa_Generate\nAllocation on device\nThis error means you ran out of memory on your GPU.").expect("found");
+        assert_eq!(o.format, "pytorch-cudamallocasync");
         let o = pytorch_1eb(
             "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate more than 1EB memory.",
         )

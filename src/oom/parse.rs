@@ -395,6 +395,11 @@ mod tests {
         t.push_str("numpy.core._exceptions._ArrayMemoryError: Unable to allocate 5.15 GiB for an array with shape (10, 10) and data type float64\n");
         assert_eq!(device(&t), None);
         assert_eq!(device("found 1 GPU\nError: Insufficient memory"), None);
+        // Kunlun's XPU driver (PaddlePaddle/PaddleDetection).
+        assert_eq!(
+            device("ioctl() fail, (705) Device memory not enough"),
+            Some((None, None))
+        );
         assert_eq!(
             device("[2023-06-18 13:10:38] GPU#3 error: insufficient memory"),
             Some((Some(3), None))
