@@ -251,9 +251,16 @@ pub fn parse_block(lines: &[String]) -> Option<Oom> {
             // "4029677568 ) failed with error: out of memory" read from its head): its sentence
             // goes on over the next lines (three at most) that read as its rest, and gives the
             // figures the head does not. Only what the whole sentence states once is taken.
+            // Not a line that opens a record of its own: a function's or a file's label
+            // ("whisper_model_load: model size = 1533.14 MB", "main.cpp:120 …"), a key's value
+            // ("retrying with size=512 MiB").
+            let own_record = |l: &str| l.contains('=') || record_label_re().is_match(l);
             let mut sentence = said.clone();
             for next in lines.iter().skip(i + 1).take(3) {
-                if sentence.trim_end().ends_with(['.', '!', '?']) || !goes_on(next) {
+                if sentence.trim_end().ends_with(['.', '!', '?'])
+                    || !goes_on(next)
+                    || own_record(next)
+                {
                     break;
                 }
                 sentence = format!("{sentence} {next}");
@@ -334,6 +341,7 @@ pub fn parse_block(lines: &[String]) -> Option<Oom> {
 }
 
 re!(error_word_re, r"(?i)\b(?:error|failed|failure|exception)\b");
+re!(record_label_re, r"^\s*[\w./-]{1,80}:\d{0,6}\s");
 
 /// A line that reads as the rest of a sentence a wrap cut: it starts in lower case or with a
 /// figure, not with a capital, a bracket or a mark that opens a record of its own.
@@ -413,6 +421,15 @@ mod tests {
         assert_eq!(
             device("E app: failed to allocate gpu memory!, size: 6421360, flags: 0xa"),
             Some((None, Some(6_421_360)))
+        );
+        // Not a later record's figure.
+        assert_eq!(
+            device("whisper_init: failed to allocate memory for the GPU model\nwhisper_model_load: model size = 1533.14 MB"),
+            Some((None, None))
+        );
+        assert_eq!(
+            device("GPU 0: failed to allocate workspace\nretrying with size=512 MiB"),
+            Some((Some(0), None))
         );
         // A failure line a wrap cut: its sentence's rest gives what its head does not.
         let o = crate::oom::analyze(

@@ -1100,7 +1100,7 @@ const WRAP_LOSSES: &[(&str, &[usize])] = &[
         &[40, 55, 70, 85],
     ),
     ("keras-tf1-bfc-oom-shape-123008x500", &[40, 55, 70, 85, 160]),
-    ("kokkos-mi300a-hip-scatterview-alloc", &[40]),
+    ("kokkos-mi300a-hip-scatterview-alloc", &[40, 85]),
     ("lichtfeld-vk-rad-open", &[55]),
     ("livepool-nvenc-open-session-oom", &[40, 55, 70]),
     ("mali-gles-0x505-flutter", &[70, 85, 100, 130]),
