@@ -3713,7 +3713,7 @@ re!(
 fn qiskit_aer(t: &str) -> Option<Found> {
     let c = qiskit_aer_re().captures_iter(t).last()?;
     let f = Facts {
-        requested_bytes: c.get(1)?.as_str().parse::<u64>().ok()?.checked_mul(1 << 20),
+        requested_bytes: super::banner::mib(&c, 1),
         ..Facts::default()
     };
     let mut found = Found::own(f);

@@ -1628,12 +1628,10 @@ fn julia_gpu(t: &str) -> Option<Oom> {
         };
         return Some(oom(Framework::Rocm, "amdgpu-jl", None, f));
     }
-    let retry = julia_retry_re().find(t);
-    let c = match julia_oom_re().captures(t) {
-        Some(c) => Some(c),
-        None if retry.is_some() => None,
-        None => return None,
-    };
+    let c = julia_oom_re().captures(t);
+    if c.is_none() && !julia_retry_re().is_match(t) {
+        return None;
+    }
     if !julia_words_re().is_match(t) {
         return None;
     }

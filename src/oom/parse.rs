@@ -240,39 +240,19 @@ pub fn parse_block(lines: &[String]) -> Option<Oom> {
             .position(|l| *l == said)
             .and_then(|i| lines.get(i + 1));
         if let Some((next, n)) = next.and_then(|l| Some((l, fallback(l, &near(l))?))) {
-            let (f, g) = (&mut o.facts, n.facts);
-            f.requested_bytes = f.requested_bytes.or(g.requested_bytes);
-            f.free_bytes = f.free_bytes.or(g.free_bytes);
-            f.total_bytes = f.total_bytes.or(g.total_bytes);
-            o.device_index = o.device_index.or(n.device_index);
+            fill_gaps(&mut o, &n);
             said = format!("{said} {next}");
         } else if let Some(i) = lines.iter().position(|l| *l == said) {
-            // A wrap that split the failure's own line ("allocate cudaMalloc( bytes =" /
-            // "4029677568 ) failed with error: out of memory" read from its head): its sentence
-            // goes on over the next lines (three at most) that read as its rest, and gives the
-            // figures the head does not. Only what the whole sentence states once is taken.
-            // Not a line that opens a record of its own: a function's or a file's label
-            // ("whisper_model_load: model size = 1533.14 MB", "main.cpp:120 …"), a key's value
-            // ("retrying with size=512 MiB").
+            // A wrap that split the failure's own line ("GPU-0: Failed to allocate 16.00 GB GPU"
+            // / "memory (0.00 GB available)"): its sentence, carried on over the lines that read
+            // as its rest, gives the figures the head does not. Only what the whole sentence
+            // states once is taken. Not a line that opens a record of its own: a function's or
+            // a file's label ("whisper_model_load: model size = 1533.14 MB", "main.cpp:120 …"),
+            // a key's value ("retrying with size=512 MiB").
             let own_record = |l: &str| l.contains('=') || record_label_re().is_match(l);
-            let mut sentence = said.clone();
-            for next in lines.iter().skip(i + 1).take(3) {
-                if sentence.trim_end().ends_with(['.', '!', '?'])
-                    || !goes_on(next)
-                    || own_record(next)
-                {
-                    break;
-                }
-                sentence = format!("{sentence} {next}");
-            }
-            if sentence.len() > said.len() {
-                if let Some(n) = fallback(&sentence, &near(&said)) {
-                    let (f, g) = (&mut o.facts, n.facts);
-                    f.requested_bytes = f.requested_bytes.or(g.requested_bytes);
-                    f.free_bytes = f.free_bytes.or(g.free_bytes);
-                    f.total_bytes = f.total_bytes.or(g.total_bytes);
-                    o.device_index = o.device_index.or(n.device_index);
-                }
+            let whole = carried_on(&said, &lines[i + 1..], |_, l| goes_on(l) && !own_record(l));
+            if let Some(n) = whole.last().and_then(|w| fallback(w, &near(&said))) {
+                fill_gaps(&mut o, &n);
             }
         }
         Some(o)
@@ -295,15 +275,10 @@ pub fn parse_block(lines: &[String]) -> Option<Oom> {
     // sentence goes on in the next lines (up to three: a 40-column wrap of a 130-column line),
     // which give what the cut does not. Past the first, each must read as the sentence's rest.
     if let Some(i) = at {
-        let mut sentence = said.clone();
-        for (k, next) in lines.iter().skip(i + 1).take(3).enumerate() {
-            if found.facts.requested_bytes.is_some()
-                || sentence.trim_end().ends_with(['.', '!', '?'])
-                || (k > 0 && !goes_on(next))
-            {
+        for sentence in carried_on(&said, &lines[i + 1..], |k, l| k == 0 || goes_on(l)) {
+            if found.facts.requested_bytes.is_some() {
                 break;
             }
-            sentence = format!("{sentence} {next}");
             super::api::figures_on_line(&mut found, &sentence);
         }
     }
@@ -338,6 +313,30 @@ pub fn parse_block(lines: &[String]) -> Option<Oom> {
     found.line = crate::text::cut_at_word(&said, 300);
     found.missing = missing_parts(&found);
     Some(found)
+}
+
+/// A failure's line carried on over the lines after it (three at most: a 40-column wrap of a
+/// 130-column line) while it has not ended its sentence and `accept` takes the next line (its
+/// place among them, the line): the whole sentence at each step.
+fn carried_on(said: &str, after: &[String], accept: impl Fn(usize, &str) -> bool) -> Vec<String> {
+    let mut steps: Vec<String> = Vec::new();
+    for (k, next) in after.iter().take(3).enumerate() {
+        let sentence = steps.last().map_or(said, String::as_str);
+        if sentence.trim_end().ends_with(['.', '!', '?']) || !accept(k, next) {
+            break;
+        }
+        steps.push(format!("{sentence} {next}"));
+    }
+    steps
+}
+
+/// `o`'s unknown sizes and device, from another reading of the same failure.
+fn fill_gaps(o: &mut Oom, n: &Oom) {
+    let (f, g) = (&mut o.facts, &n.facts);
+    f.requested_bytes = f.requested_bytes.or(g.requested_bytes);
+    f.free_bytes = f.free_bytes.or(g.free_bytes);
+    f.total_bytes = f.total_bytes.or(g.total_bytes);
+    o.device_index = o.device_index.or(n.device_index);
 }
 
 re!(error_word_re, r"(?i)\b(?:error|failed|failure|exception)\b");
