@@ -754,6 +754,8 @@ const NOTED: &[&str] = &[
     // "GPU#0, Name: GeForce GT 740M, Detected" / "total memory: 2048 MB".
     "found suitable cuda device",
     "gpu#",
+    // ROCm's lowered occupancy (`is_reduced_scratch`), counted.
+    "requested scratch",
 ];
 
 /// How many lines [`noted_ac`] tests with its quick-to-build automaton before it builds the
@@ -1256,6 +1258,14 @@ pub fn is_not_a_failure(line: &str) -> bool {
 pub fn is_skipped_tactic(line: &str) -> bool {
     line.contains("insufficient to use tactic")
         || (line.contains("kipping tactic") && line.contains("insufficient memory"))
+}
+
+/// ROCm's runtime (ROCr) warning that the scratch memory a dispatch asked for could not be
+/// allocated or mapped, printed as it retries with fewer waves per compute unit: "Failed to map
+/// requested scratch (N) - reducing queue occupancy." (older: without the size), then "N scratch
+/// mapped, P% occupancy." The dispatch runs, slower; it fails only where no number of waves fits.
+pub fn is_reduced_scratch(line: &str) -> bool {
+    line.contains("Failed to map requested scratch")
 }
 
 #[cfg(test)]

@@ -773,6 +773,10 @@ pub struct Analysis {
     /// TensorRT's builder warnings that it skipped a tactic for want of scratch memory and went
     /// on with the others ([`clean::is_skipped_tactic`]): counted, never taken for a failure.
     pub skipped_tactics: u64,
+    /// ROCm runtime warnings that the scratch memory a dispatch asked for could not be mapped,
+    /// so it runs with fewer waves at once ([`clean::is_reduced_scratch`]): counted, never
+    /// taken for a failure.
+    pub reduced_scratch: u64,
 }
 
 /// A single request this large is not believed: 1 TiB, more than three times the largest GPU

@@ -42,6 +42,8 @@ pub struct ExplainJson<'a> {
     pub not_failures: u64,
     /// TensorRT's builder warnings that it skipped a tactic for want of scratch memory.
     pub skipped_tactics: u64,
+    /// ROCm's warnings that a dispatch's scratch did not fit and it ran at a lower occupancy.
+    pub reduced_scratch: u64,
 }
 
 pub fn to_json(a: &Analysis) -> ExplainJson<'_> {
@@ -75,6 +77,7 @@ pub fn to_json_with<'a>(
         missing: main.map_or(&[][..], |o| o.missing.as_slice()),
         not_failures: a.not_failures,
         skipped_tactics: a.skipped_tactics,
+        reduced_scratch: a.reduced_scratch,
     }
 }
 
@@ -93,6 +96,14 @@ fn not_failures(n: u64) -> String {
 fn skipped_tactics(n: u64) -> String {
     format!(
         "TensorRT's builder warned {n} time{} that it skipped a tactic (one way to run a layer) whose scratch memory did not fit in the GPU's free memory or the workspace limit, and went on with the others: warnings, not the build's failure. A skipped fast tactic may leave the engine slower. Only where no tactic of a layer fits does the build fail, with an error of its own (\"Could not find any implementation for node …\"); then free GPU memory or raise the workspace limit (IBuilderConfig::setMemoryPoolLimit, trtexec --memPoolSize=workspace:…).",
+        if n == 1 { "" } else { "s" }
+    )
+}
+
+/// ROCm's lowered occupancy, said as what it is (`clean::is_reduced_scratch`).
+fn reduced_scratch(n: u64) -> String {
+    format!(
+        "ROCm's runtime warned {n} time{} that it could not map the scratch memory a kernel's dispatch asked for (each lane's private memory: register spills, stack, local arrays), and ran it with fewer waves at once: a lower occupancy, so slower, not a failure. Only where not even the fewest waves' scratch can be mapped does the dispatch fail. The scratch comes from the GPU's memory: less of it held by this and other processes, or a kernel that needs less private memory, gives back the occupancy.",
         if n == 1 { "" } else { "s" }
     )
 }
@@ -272,6 +283,15 @@ pub fn render_with(a: &Analysis, paint: Paint, layout: &Layout) -> String {
                 "",
                 "  ",
                 &skipped_tactics(a.skipped_tactics),
+            );
+        }
+        if a.reduced_scratch > 0 {
+            para(
+                &mut out,
+                layout.width,
+                "",
+                "  ",
+                &reduced_scratch(a.reduced_scratch),
             );
         }
         para(
@@ -778,6 +798,21 @@ mod tests {
         assert!(render(&a, Paint(false)).contains("then skipped 1 tactic for want of memory"));
         let a = super::super::analyze("nothing here\n");
         assert!(!render(&a, Paint(false)).contains("tactic"));
+    }
+
+    /// ROCm's lowered occupancy is a warning: alone, no failure, said as what it is; older
+    /// runtimes print it without the size.
+    #[test]
+    fn reduced_scratch_is_said_as_such() {
+        let a = super::super::analyze("Failed to map requested scratch (3520331776) - reducing queue occupancy.\n  1760165888 scratch mapped, 50.00% occupancy.\nFailed to map requested scratch - reducing queue occupancy.\n");
+        assert!(a.main().is_none());
+        assert_eq!(a.reduced_scratch, 2);
+        let text = render(&a, Paint(false));
+        assert!(text.contains("fewer waves at once"), "{text}");
+        assert_eq!(to_json(&a).reduced_scratch, 2);
+        let a = super::super::analyze("scratch mapped\n");
+        assert_eq!(a.reduced_scratch, 0);
+        assert!(!render(&a, Paint(false)).contains("waves"));
     }
 
     /// A translated message says so; the original does not.

@@ -534,6 +534,9 @@ impl Scanner {
         if super::clean::is_skipped_tactic(raw) {
             self.analysis.skipped_tactics += 1;
         }
+        if super::clean::is_reduced_scratch(raw) {
+            self.analysis.reduced_scratch += 1;
+        }
         let trigger = is_trigger(&super::clean::unmark(raw)) || self.trigger_across(raw);
         self.note_tf_device(raw);
         if trigger {

@@ -173,7 +173,7 @@ fn lookalikes_are_never_a_gpu_oom() {
         if let Some(memory) = json["expect"]["memory"].as_str() {
             assert_eq!(got["memory"], memory, "{path:?}");
         }
-        for key in ["not_failures", "skipped_tactics"] {
+        for key in ["not_failures", "skipped_tactics", "reduced_scratch"] {
             if let Some(n) = json["expect"][key].as_u64() {
                 assert_eq!(got[key], n, "{path:?}: {key}");
             }
