@@ -754,8 +754,9 @@ const NOTED: &[&str] = &[
     // "GPU#0, Name: GeForce GT 740M, Detected" / "total memory: 2048 MB".
     "found suitable cuda device",
     "gpu#",
-    // ROCm's lowered occupancy (`is_reduced_scratch`), counted.
-    "requested scratch",
+    // ROCm's lowered occupancy ("Failed to map requested scratch (N) - reducing queue
+    // occupancy.", `is_reduced_scratch`), counted.
+    "reducing queue occupancy",
 ];
 
 /// How many lines [`noted_ac`] tests with its quick-to-build automaton before it builds the
