@@ -417,10 +417,12 @@ re!(
 // "CL error -5 (CL_OUT_OF_RESOURCES)", and cl.hpp's `cl::Error` as ethminer prints it, the call
 // then the status (`what()` and `err()`: "OpenCL Error: clEnqueueNDRangeKernel -4"), and
 // CLBlast's own check as llama.cpp's and koboldcpp's CLBlast back end print it ("CLBlast:
-// OpenCL error: clEnqueueNDRangeKernel: -4").
+// OpenCL error: clEnqueueNDRangeKernel: -4"), and sgminer's and cgminer's status, then what
+// they did, then the call (`driver-opencl.c`: "Error -4: Enqueueing kernel onto command queue.
+// (clEnqueueNDRangeKernel)").
 re!(
     opencl_number_re,
-    r"\bOpenCL [Ee]rror: cl[A-Z][A-Za-z]{2,40}:? (-\d{1,3})\b|(?:\bOpenCL\b|(?i:opencl)|\bcl[A-Z][A-Za-z]+\b|\bCL\b)[^\n]{0,80}?(?i:\b(?:error|err|code|status|returned|result|errcode)\b)\W{0,4}(?:(?i:code)\W{0,3})?(-\d{1,3})\b"
+    r"\bOpenCL [Ee]rror: cl[A-Z][A-Za-z]{2,40}:? (-\d{1,3})\b|\bError (-\d{1,3}): [^\n]{1,80}?\(cl[A-Z][A-Za-z]{2,40}\)|(?:\bOpenCL\b|(?i:opencl)|\bcl[A-Z][A-Za-z]+\b|\bCL\b)[^\n]{0,80}?(?i:\b(?:error|err|code|status|returned|result|errcode)\b)\W{0,4}(?:(?i:code)\W{0,3})?(-\d{1,3})\b"
 );
 // Vulkan's (and the Vulkan Memory Allocator's, whose calls return VkResult: Godot's "vmaCreateImage
 // failed with error -2."): "VkResult=-1", "vkAllocateMemory failed -2", "Failure in vkAllocateMemory at 191
@@ -1143,6 +1145,13 @@ const RKNPU: DeviceWords = DeviceWords {
     sampled: false,
 };
 
+/// mallocMC's heap, which PIConGPU makes once at start on the GPU.
+const MALLOCMC_HEAP: DeviceWords = DeviceWords {
+    name: "mallocMC's heap on the GPU",
+    see: "PIConGPU makes mallocMC's heap once at start from the GPU's free memory less reservedGpuMemorySize (memory.param), halved where host and GPU share memory: NVML counts it all as in use from the start, so its filling does not show there, and what other processes hold at start makes it smaller.",
+    sampled: false,
+};
+
 /// CUDA's in-kernel malloc heap, which is not the memory NVML counts.
 const DEVICE_HEAP: DeviceWords = DeviceWords {
     name: "GPU's malloc heap",
@@ -1677,6 +1686,19 @@ pub const PROGRAMS: &[Program] = &[
         remedies: &[
             "Dual-mine only on cards with room for both algorithms' tables, or mine the second algorithm alone on the smaller cards.",
             "Close other programs using the GPU; on Windows the desktop's own use counts.",
+        ],
+    },
+    // PIConGPU's particle frames from mallocMC's heap (above `mallocmc_re`).
+    Program {
+        name: "PIConGPU (mallocMC)",
+        format: "program-mallocmc",
+        read: mallocmc,
+        device: &MALLOCMC_HEAP,
+        meaning: "PIConGPU keeps its particles in frames that its kernels take from mallocMC's heap on the GPU. The heap was made once at start and cannot grow, and it was full when a kernel asked for a frame: the kernel tries 13 times (\"try k of 13\"), and after the last it goes on without the frame.",
+        remedies: &[
+            "Fewer particles on each GPU: the same grid over more GPUs, or fewer macro-particles per cell.",
+            "Particles that crowd into a few cells (a wakefield's bunch, a target's compressed layer) fill the heap of the GPU that holds them first: more GPUs along the direction they gather in spread them.",
+            "The heap is what is free at start less reservedGpuMemorySize: nothing else should run on the GPU when the simulation starts; a smaller reservedGpuMemorySize gives the heap more, only if the fields and buffers outside it still fit.",
         ],
     },
     // Rockchip's NPU runtime (above `rknn_malloc_re`).
@@ -3751,6 +3773,23 @@ fn bzminer(t: &str) -> Option<Found> {
     Some(Found::own(f))
 }
 
+// PIConGPU (`pmacc/particles/memory/boxes/ParticlesBox.hpp`, `getEmptyFrame`): a kernel takes
+// a particle frame from mallocMC's heap and, where none is left, prints "WARNING: mallocMC out
+// of memory (try k of 13)" and tries again, "ERROR" on the last try (older releases swapped the
+// two words); after the last the frame is null. The heap is sized once (`initMallocMC`): the
+// GPU's free memory less `reservedGpuMemorySize`, halved where the memory is shared. The level
+// is a log prefix, and taken off before the families read the line.
+re!(
+    mallocmc_re,
+    r"\bmallocMC out of memory \(try \d{1,4} of \d{1,4}\)"
+);
+
+fn mallocmc(t: &str) -> Option<Found> {
+    mallocmc_re()
+        .is_match(t)
+        .then(|| Found::own(Facts::default()))
+}
+
 // Rockchip's NPU runtime (librknnrt, rknn-toolkit2's `rknn_init`): "failed to malloc npu
 // memory!, size: N, flags: 0xa", the buffer's size in bytes, after the driver's ioctl failed
 // ("failed to allocate handle, ret: -1").
@@ -4461,6 +4500,11 @@ mod tests {
             ("Insufficient memory to run circuit circuit-1 using the statevector simulator. Required memory: 262144M, max memory: 4000M", "program-qiskit-aer", Framework::Unknown, MemoryKind::Host, Some(256 << 30)),
             // BzMiner's check before a DAG (bzminer/bzminer#283).
             ("<Error> [zil] GPU 6:0: Not enough available memory (445.02mb/8.00gb). Requires 1.01gb.", "program-bzminer", Framework::Unknown, MemoryKind::Device, Some(1_084_479_242)),
+            // PIConGPU's frames from mallocMC's heap (ComputationalRadiationPhysics/picongpu).
+            ("[1,11]<stdout>:WARNING: mallocMC out of memory (try 1 of 13)", "program-mallocmc", Framework::Unknown, MemoryKind::Device, None),
+            ("ERROR: mallocMC out of memory (try 13 of 13)", "program-mallocmc", Framework::Unknown, MemoryKind::Device, None),
+            // sgminer's launch (sgminer-dev/sgminer#246).
+            ("[00:30:54] Error -4: Enqueueing kernel onto command queue. (clEnqueueNDRangeKernel)\n[00:30:54] GPU 0 failure, disabling!", "api-CL_MEM_OBJECT_ALLOCATION_FAILURE", Framework::OpenCl, MemoryKind::Device, None),
             // Rockchip's NPU runtime (rockchip-linux/rknn-toolkit2#44).
             ("E/RKNN: failed to allocate handle, ret: -1\nE/RKNN: failed to malloc npu memory!, size: 59187712, flags: 0x2\nE/RKNN: rknn_init, load model failed!", "program-rknn", Framework::Unknown, MemoryKind::Device, Some(59_187_712)),
             // MindIE's warm-up: its setting's value is not read (gpustack/gpustack#3541).

@@ -31,9 +31,10 @@ fn prefix_re() -> &'static Regex {
             // Comment boxes, quotes, bullets; "--" only as a comment's mark, with a space
             // after it (a wrapped line may start with a flag, "--mem-fraction-static").
             r"\s*(?:[│|#>*]|//|--(?:\s|$))\s?",
-            r"|\s*\[rank[0-9]+\]:\s*", // torchrun
+            r"|\s*\[rank[0-9]+\]:\s*",                    // torchrun
+            r"|\s*\[[0-9]+,[0-9]+\]<std(?:out|err)>:\s?", // Open MPI's --tag-output
             r"|\s*\([0-9A-Za-z_]+(?:_[0-9A-Za-z_]+)* pid=[0-9]+\)\s*", // vLLM / Ray workers
-            r"|\s*[0-9A-Za-z_.\-]+\s+\|\s", // docker compose service prefixes
+            r"|\s*[0-9A-Za-z_.\-]+\s+\|\s",               // docker compose service prefixes
             r"|\s*[0-9]{4}-[0-9][0-9]-[0-9][0-9][T ][0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:[.,][0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?:?\s*", // ISO time
             r"|\s*\[[0-9]{4}-[0-9][0-9]-[0-9][0-9][^\]]*\]\s*", // [2024-01-01 12:00:00]
             r"|\s*[EWIF][0-9]{4} [0-9][0-9]:[0-9][0-9]:[0-9][0-9]\.[0-9]+\s+[0-9]+\s+[0-9A-Za-z_.\-]+:[0-9]+\]\s*", // glog
@@ -452,6 +453,9 @@ pub(crate) const TRIGGERS: &[&str] = &[
     "caused by insufficient gpu memory",
     "cl] failed: -4",
     "couldn't enqueue kernel! -4",
+    // sgminer and cgminer's launch ("Error -4: Enqueueing kernel onto command queue.
+    // (clEnqueueNDRangeKernel)").
+    "error -4: enqueueing kernel",
     "kgsl_sharedmem_alloc ioctl failed",
     "enough free memory to hold the dag",
     "error when allocating memory or building dag",

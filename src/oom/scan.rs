@@ -1320,6 +1320,11 @@ mod tests {
             normalise("[rank0]: torch.OutOfMemoryError: x"),
             "torch.OutOfMemoryError: x"
         );
+        // Open MPI's --tag-output: the job and the rank, then the stream.
+        assert_eq!(
+            normalise("[1,11]<stdout>:WARNING: mallocMC out of memory"),
+            "mallocMC out of memory"
+        );
         assert_eq!(
             normalise("\x1b[31mRuntimeError\x1b[0m: CUDA\r"),
             "RuntimeError: CUDA"
