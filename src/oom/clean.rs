@@ -456,6 +456,8 @@ pub(crate) const TRIGGERS: &[&str] = &[
     // sgminer and cgminer's launch ("Error -4: Enqueueing kernel onto command queue.
     // (clEnqueueNDRangeKernel)").
     "error -4: enqueueing kernel",
+    // The Neuron compiler's NKI instruction over the state buffer (`families::neuron_sbuf`).
+    "couldn't be allocated in sb",
     "kgsl_sharedmem_alloc ioctl failed",
     "enough free memory to hold the dag",
     "error when allocating memory or building dag",

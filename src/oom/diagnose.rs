@@ -265,7 +265,7 @@ fn zero_byte_request(oom: &Oom) -> Option<Finding> {
 /// what the core holds, by category (Neuron's device-memory guide: tensors, model constants and
 /// code, scratchpad, DMA rings, collectives); the tensors are the application's.
 fn neuron_runtime(oom: &Oom) -> Option<Finding> {
-    if oom.framework != Framework::Neuron {
+    if oom.framework != Framework::Neuron || oom.memory != super::MemoryKind::Device {
         return None;
     }
     let f = &oom.facts;
@@ -1730,6 +1730,9 @@ fn smem_generation(limit: u64) -> Option<&'static str> {
 }
 
 fn shared_memory(oom: &Oom) -> Finding {
+    if oom.format == "neuron-nki-sbuf" {
+        return neuron_sbuf(oom);
+    }
     let f = &oom.facts;
     let need = f.requested_bytes;
     let limit = oom.memory_limit_bytes;
@@ -1768,6 +1771,53 @@ fn shared_memory(oom: &Oom) -> Finding {
             r(
                 "Or run on a GPU with more shared memory per block (227 KiB on H100, 163 KiB on \
                A100, 99 KiB on RTX 30/40).",
+            ),
+        ],
+    }
+}
+
+/// The Neuron compiler's NKI instruction whose operands do not fit in a partition of the
+/// NeuronCore's state buffer (`families::neuron_sbuf`).
+fn neuron_sbuf(oom: &Oom) -> Finding {
+    let need = oom.facts.requested_bytes;
+    let limit = oom.memory_limit_bytes;
+    let mut detail = format!(
+        "This is not the device's memory (HBM). The Neuron compiler could not place one \
+         instruction of an NKI kernel in the NeuronCore's state buffer (SBUF), its on-chip memory \
+         of 128 partitions: the instruction's operands together need {} of each partition, and \
+         a partition holds {}.",
+        need.map_or_else(
+            || "more".into(),
+            |b| format!("{} ({b} bytes)", fmt_bytes(b))
+        ),
+        limit.map_or_else(
+            || "less".into(),
+            |b| format!("{} ({b} bytes)", fmt_bytes(b))
+        ),
+    );
+    if let (Some(n), Some(l)) = (need, limit) {
+        if n > l {
+            detail.push_str(&format!(" It is {} over.", fmt_bytes(n - l)));
+        }
+    }
+    detail.push_str(
+        " The kernel's tiles decide it: free device memory or a smaller batch elsewhere make no \
+         difference.",
+    );
+    Finding {
+        cause: Cause::SharedMemory,
+        title: "An NKI kernel's instruction needs more of a state-buffer partition than the NeuronCore has".into(),
+        detail,
+        remedies: vec![
+            r(
+                "Make the instruction's tiles smaller along their free dimension (the axes after \
+               the partition axis: fewer elements in each partition), for instance by looping \
+               over smaller slices of the input.",
+            ),
+            r(
+                "Keep fewer tiles in SBUF at once: compute and store one slice before loading \
+               the next, rather than holding whole inputs or outputs there. The compiler's list \
+               of the instruction's operands above says which take the most.",
             ),
         ],
     }

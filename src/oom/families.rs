@@ -366,6 +366,10 @@ pub const ALL: &[Family] = &[
         parse: neuron_runtime,
     },
     Family {
+        name: "neuron-nki-sbuf",
+        parse: neuron_sbuf,
+    },
+    Family {
         name: "hami-core",
         parse: hami_core,
     },
@@ -2235,6 +2239,33 @@ fn neuron_runtime(t: &str) -> Option<Oom> {
     Some(oom(Framework::Neuron, "neuron-runtime", device, f))
 }
 
+// The Neuron compiler (neuronx-cc) placing an NKI kernel's instruction: "[GCA035] Instruction:
+// I-21-0 with opcode: TensorTensor couldn't be allocated in SB", then each operand's "N Bytes per
+// Partition and total of: T Bytes in SB", "Total Accessed Bytes per partition by instruction: N"
+// and "Total SB Partition Size: M". SB is the NeuronCore's state buffer (SBUF), on-chip memory in
+// 128 partitions of M bytes each (192 KiB on Trainium and Inferentia2): the instruction's
+// operands together need more of one partition than there is. A compile-time limit, not HBM.
+re!(nki_sbuf_re, r"\bcouldn't be allocated in SB\b");
+re!(
+    nki_sbuf_need_re,
+    r"\bTotal Accessed Bytes per partition by instruction: (\d{1,12})\b"
+);
+re!(nki_sbuf_size_re, r"\bTotal SB Partition Size: (\d{1,12})\b");
+
+/// An NKI kernel's instruction over the NeuronCore's on-chip state buffer (see `nki_sbuf_re`).
+fn neuron_sbuf(t: &str) -> Option<Oom> {
+    nki_sbuf_re().is_match(t).then_some(())?;
+    let figure = |c: Option<regex::Captures>| c.and_then(|c| c.get(1)?.as_str().parse().ok());
+    let f = Facts {
+        requested_bytes: figure(nki_sbuf_need_re().captures(t)),
+        ..Facts::default()
+    };
+    let mut o = oom(Framework::Neuron, "neuron-nki-sbuf", None, f);
+    o.memory = MemoryKind::SharedMemory;
+    o.memory_limit_bytes = figure(nki_sbuf_size_re().captures(t));
+    Some(o)
+}
+
 re!(
     hami_re,
     r"\[HAMI-core ERROR [^\]]*\]: Device (\d+) OOM (\d+) / (\d+)|vGPU ERROR [^\]]*\]: device OOM encountered: usage=(\d+) limit=(\d+)"
@@ -2675,6 +2706,26 @@ mod tests {
         let o = ollama("model requires more system memory (12.3 GiB) than is available (8.0 GiB)")
             .expect("read");
         assert_eq!(o.facts.free_bytes, Some(8 << 30));
+    }
+
+    /// The Neuron compiler's state-buffer overflow is on-chip memory, its figures per partition
+    /// (aws-neuron/aws-neuron-sdk#1060); the runtime's device memory stays the runtime's.
+    #[test]
+    fn an_nki_instruction_over_the_state_buffer_is_on_chip() {
+        let o = crate::oom::parse::parse_text("[GCA035] Instruction: I-21-0 with opcode: TensorTensor couldn't be allocated in SB\nTotal Accessed Bytes per partition by instruction: 198024\nTotal SB Partition Size: 196608").expect("read");
+        assert_eq!(
+            (o.framework, o.format, o.memory),
+            (
+                Framework::Neuron,
+                "neuron-nki-sbuf",
+                MemoryKind::SharedMemory
+            )
+        );
+        assert_eq!(
+            (o.facts.requested_bytes, o.memory_limit_bytes),
+            (Some(198_024), Some(196_608))
+        );
+        assert!(crate::oom::parse::parse_text("Total SB Partition Size: 196608").is_none());
     }
 
     #[test]

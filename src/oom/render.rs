@@ -360,6 +360,9 @@ pub fn render_oom_repeated(
     };
     let title = match oom.memory {
         super::MemoryKind::Device => format!("{who} out of memory{device}"),
+        super::MemoryKind::SharedMemory if oom.format == "neuron-nki-sbuf" => {
+            format!("{who}: out of a NeuronCore's on-chip state buffer")
+        }
         super::MemoryKind::SharedMemory => {
             format!("{who}: out of on-chip shared memory")
         }
@@ -429,11 +432,12 @@ pub fn render_oom_repeated(
     match oom.memory {
         super::MemoryKind::Device => {}
         super::MemoryKind::SharedMemory => {
-            let _ = writeln!(
-                out,
-                "{}",
-                paint.bold("Not GPU memory: a kernel's on-chip shared memory per block.")
-            );
+            let what = if oom.format == "neuron-nki-sbuf" {
+                "Not device memory: a partition of a NeuronCore's on-chip state buffer (SBUF)."
+            } else {
+                "Not GPU memory: a kernel's on-chip shared memory per block."
+            };
+            let _ = writeln!(out, "{}", paint.bold(what));
         }
         super::MemoryKind::Host => {
             let _ = writeln!(
