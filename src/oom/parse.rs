@@ -232,6 +232,24 @@ pub fn parse_block(lines: &[String]) -> Option<Oom> {
             .filter(|t| !not_a_failure_re().is_match(t))
             .find_map(|t| Some((fallback(t, &near(t))?, t.clone())))?;
         said = t;
+        // A wrap that left the failure's head on the line before ("ds4: CUDA q8 fp16 cache
+        // alloc failed" / "(64.00 MiB): out of memory"): a line that ends mid-sentence, before
+        // one that goes on, read together for what the tail does not give.
+        let before = lines
+            .iter()
+            .position(|l| *l == said)
+            .and_then(|i| i.checked_sub(1))
+            .and_then(|i| lines.get(i))
+            .map(|b| b.trim_end())
+            .filter(|b| !b.ends_with(['.', '!', '?', ':', ';', ')', ']', '"']));
+        let tail = said
+            .trim_start()
+            .starts_with(|c: char| c.is_ascii_lowercase() || c == '(');
+        if let Some(b) = before.filter(|_| tail) {
+            if let Some(n) = fallback(&format!("{b} {said}"), &near(&said)) {
+                fill_gaps(&mut o, &n);
+            }
+        }
         // A failure said over two lines ("Could not allocate 3D device memory." then "Device 0
         // alloc 256x256x1500x1 = 98304000 bytes (93 MB) failed in …, out of memory"): the line
         // after, itself a failure's, gives what the first does not.
@@ -797,6 +815,9 @@ mod tests {
             (Some(0), Some(98_304_000))
         );
         assert!(o.line.starts_with("Could not allocate") && o.line.contains("98304000"));
+        // The size in parentheses after a short "alloc failed" (antirez/ds4#78).
+        let o = one("ds4: CUDA q8 fp16 cache alloc failed (64.00 MiB): out of memory");
+        assert_eq!(o.facts.requested_bytes, Some(64 << 20));
     }
 
     /// An allocation that failed with another status than memory's is no OOM, whatever the
@@ -882,7 +903,7 @@ re!(
 re!(
     fallback_request_re,
     format!(
-        r"(?i)(?:allocat\w*|request\w*|need\w*)\D{{0,24}}?{SIZE}|\ballocat\w*\D{{0,40}}?\b(?:of|with) size:?\s*(\d{{4,}})\b(?:\s*[^\sKMGTkmgtB\d]|\s*$)|\bsize\s?[:=]\s?{SIZE}|\b\w{{0,20}}alloc\w{{0,20}}\(\s?(?:(?:bytes|size)\s?=\s?)?(\d{{4,20}})\s?\)|\balloc\w{{0,12}}\s[\dx ]{{1,40}}=\s?{SIZE}|\b(?:requirements?|required)\s?[:(=]\s?(\d{{6,}})\)?(?:\s*[^\sKMGTkmgtB\d]|\s*$)|\b(?:memory|buffer|alloc\w{{0,10}})\W{{1,4}}size\s?[:=]\s?(\d{{6,20}})\s*(?:[,;)]|$)|\balloc\w{{0,8}}size\s?[:=]\s?{SIZE}|\({SIZE} (?:chunk|buffer|block)\)"
+        r"(?i)(?:allocat\w*|request\w*|need\w*)\D{{0,24}}?{SIZE}|\ballocat\w*\D{{0,40}}?\b(?:of|with) size:?\s*(\d{{4,}})\b(?:\s*[^\sKMGTkmgtB\d]|\s*$)|\bsize\s?[:=]\s?{SIZE}|\b\w{{0,20}}alloc\w{{0,20}}\(\s?(?:(?:bytes|size)\s?=\s?)?(\d{{4,20}})\s?\)|\balloc\w{{0,12}}\s[\dx ]{{1,40}}=\s?{SIZE}|\b(?:requirements?|required)\s?[:(=]\s?(\d{{6,}})\)?(?:\s*[^\sKMGTkmgtB\d]|\s*$)|\b(?:memory|buffer|alloc\w{{0,10}})\W{{1,4}}size\s?[:=]\s?(\d{{6,20}})\s*(?:[,;)]|$)|\balloc\w{{0,8}}size\s?[:=]\s?{SIZE}|\({SIZE} (?:chunk|buffer|block)\)|\balloc (?:failed|error)\s?\({SIZE}\)"
     )
 );
 re!(

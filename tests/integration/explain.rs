@@ -1078,7 +1078,6 @@ const WRAP_LOSSES: &[(&str, &[usize])] = &[
     ("ccminer-cryptonight-gtx1080-long-state", &[40]),
     ("ccminer-cryptonight-long-state", &[40]),
     ("crfasrnn-permutohedral-gpu-alloc", &[70]),
-    ("ds4-rocm-model-arena-chunk-oom", &[40]),
     ("elixir-exla-bumblebee-sd-2080ti", &[40, 55, 70, 85]),
     ("ethminer-1050ti-initepoch-oom", &[40, 55]),
     ("ethminer-5x1080ti-dag-oom", &[40, 55]),
@@ -1089,7 +1088,7 @@ const WRAP_LOSSES: &[(&str, &[usize])] = &[
     ("gminer-cortex-init-oom", &[40, 55, 70, 85]),
     ("graphcast-training-xla-bfc-replica-oom", &[160]),
     ("gridtools_100_storage", &[40, 130]),
-    ("hypre_1435_umpire", &[40, 55, 130]),
+    ("hypre_1435_umpire", &[55]),
     ("invokeai_insufficient_gpu_memory_load", &[40]),
     (
         "isaac-sim-moveit-vulkan-out-of-device-memory",
@@ -1135,7 +1134,7 @@ const WRAP_LOSSES: &[(&str, &[usize])] = &[
     ("tt-xla-vllm-dram-oom-n150", &[55]),
     (
         "umpire-cudamallocallocator-strategy-test-out-of-memory",
-        &[40, 55, 130],
+        &[40, 130],
     ),
     ("vanitysearch-grid-vgpu-oom", &[40, 55]),
     ("vapor-gpu-ram-check", &[55]),
