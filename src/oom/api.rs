@@ -235,6 +235,8 @@ pub const STATUSES: &[Status] = &[
             "ERROR_OUT_OF_HOST_MEMORY",
             "OutOfHostMemory",
             "VkOutOfHostMemory",
+            // vulkan-zig's `Result` as Zig prints it (`Result.error_out_of_host_memory`).
+            "error_out_of_host_memory",
         ],
     ),
     st(
@@ -249,6 +251,8 @@ pub const STATUSES: &[Status] = &[
             "OutOfDeviceMemory",
             // A Java binding's exception class (Cinnabar's `graphics.cinnabar.api.exceptions`).
             "VkOutOfDeviceMemory",
+            // vulkan-zig's `Result` (Mach's sysgpu: "api error `Result.error_out_of_device_memory`").
+            "error_out_of_device_memory",
         ],
     ),
     st(
@@ -465,6 +469,10 @@ re!(
     r"\bID3D12\w{1,40}::\w{1,60} failed: (?i:out of memory)|\bDML allocator out of memory\b|\bCould not allocate tensor with \d{1,20} bytes\. There is not enough GPU video memory available\b"
 );
 re!(
+    vulkan_words_status_re,
+    r"(?i)\bvulkan\b[^\n:]{1,60}:\s{0,3}out of device memory\b"
+);
+re!(
     gpu_allocator_re,
     r#"\bAllocation failed for "[^"\n]{1,120}": OutOfMemory\b|\bAllocationError::OutOfMemory\b"#
 );
@@ -560,6 +568,12 @@ fn find_status(t: &str) -> Option<&'static Status> {
     }
     if d3d12_words_re().is_match(t) {
         return by_number(Api::Windows, E_OUTOFMEMORY);
+    }
+    // VkResult's own words after a Vulkan call named in the program's message, as engines'
+    // checks print the status's string (GZDoom's `VkResultToString`: "Could not create vulkan
+    // image: out of device memory").
+    if vulkan_words_status_re().is_match(t) {
+        return by_number(Api::Vulkan, -2);
     }
     // gpu-allocator, the Rust crate many Vulkan and D3D12 programs allocate through (kajiya,
     // wgpu's D3D12 back end): its `AllocationError::OutOfMemory` is what it returns where
@@ -2538,17 +2552,20 @@ re!(
 // The allocator's state after it: its pieces, then "= <block size>B".
 re!(relion_block_re, r"\] = (\d{1,20})B\b");
 
+// Newer layers: "vkAllocateMemory(): pAllocateInfo->allocationSize is N bytes from heap H, but
+// size of that heap is only M bytes", N grouped with commas in some builds ("2707,200,000").
 re!(
     vulkan_heap_size_re,
-    r"vkAllocateMemory: attempting to allocate (\d{1,20}) bytes from heap (\d{1,2}), ?but size of that heap is only (\d{1,20}) bytes"
+    r"vkAllocateMemory(?:\(\))?:\s{1,3}(?:attempting to allocate|pAllocateInfo->allocationSize is) (\d[\d,]{0,25}) bytes from heap (\d{1,2}),\s{0,3}but size of that heap is only (\d[\d,]{0,25}) bytes"
 );
 
 fn vulkan_heap_size(t: &str) -> Option<Found> {
     let c = vulkan_heap_size_re().captures_iter(t).last()?;
+    let bytes = |i: usize| -> Option<u64> { c.get(i)?.as_str().replace(',', "").parse().ok() };
     let mut f = Found::device(Api::Vulkan);
-    f.facts.requested_bytes = c.get(1)?.as_str().parse().ok();
+    f.facts.requested_bytes = bytes(1);
     // The heap's size caps this allocation: the limit it failed against, not the card's.
-    f.facts.max_alloc_bytes = c.get(3)?.as_str().parse().ok();
+    f.facts.max_alloc_bytes = bytes(3);
     Some(f)
 }
 
@@ -3263,7 +3280,7 @@ fn tt_metal(t: &str) -> Option<Found> {
 
 re!(
     drjit_re,
-    r"\b(?:jit_malloc\(\): out of memory! Could not allocate (\d{1,20}) bytes of ([\w-]{1,24}) memory|(jit_malloc)\(\): out of memory!|cuda_malloc\(\): out of memory!)"
+    r"\b(?:jit_malloc\(\): out of memory! Could not allocate (\d{1,20}) bytes of ([\w-]{1,24}) memory|(jit_malloc)\(\): out of memory!|cuda_malloc\(\):\s?out of memory\b)"
 );
 
 fn drjit(t: &str) -> Option<Found> {
@@ -4500,6 +4517,9 @@ mod tests {
             ("Insufficient memory to run circuit circuit-1 using the statevector simulator. Required memory: 262144M, max memory: 4000M", "program-qiskit-aer", Framework::Unknown, MemoryKind::Host, Some(256 << 30)),
             // BzMiner's check before a DAG (bzminer/bzminer#283).
             ("<Error> [zil] GPU 6:0: Not enough available memory (445.02mb/8.00gb). Requires 1.01gb.", "program-bzminer", Framework::Unknown, MemoryKind::Device, Some(1_084_479_242)),
+            // GZDoom's check with VkResult's words; Mach's sysgpu through vulkan-zig.
+            ("Could not create vulkan image: out of device memory", "api-VK_ERROR_OUT_OF_DEVICE_MEMORY", Framework::Vulkan, MemoryKind::Device, None),
+            ("thread 26160 panic: api error\nerror: Result.error_out_of_device_memory", "api-VK_ERROR_OUT_OF_DEVICE_MEMORY", Framework::Vulkan, MemoryKind::Device, None),
             // PIConGPU's frames from mallocMC's heap (ComputationalRadiationPhysics/picongpu).
             ("[1,11]<stdout>:WARNING: mallocMC out of memory (try 1 of 13)", "program-mallocmc", Framework::Unknown, MemoryKind::Device, None),
             ("ERROR: mallocMC out of memory (try 13 of 13)", "program-mallocmc", Framework::Unknown, MemoryKind::Device, None),
@@ -4636,6 +4656,7 @@ mod tests {
             ("RuntimeError: jit_malloc(): out of memory! Could not allocate 4096 bytes of host-pinned memory.", "program-drjit", Framework::Unknown, MemoryKind::PinnedHost, Some(4096)),
             ("RuntimeError: jit_malloc(): out of memory!", "program-drjit", Framework::Unknown, MemoryKind::Host, None),
             ("RuntimeError: cuda_malloc(): out of memory!", "program-drjit", Framework::Unknown, MemoryKind::Device, None),
+            ("when I scale the output to 512x512, it crashed with cuda_malloc():out of memory, but when I decrease it to 256x256, it works fine", "program-drjit", Framework::Unknown, MemoryKind::Device, None),
             ("ERROR: Out of dynamic GPU memory (trying to allocate 8 bytes)\nERROR: a exception was thrown during kernel execution.", "program-cudajl-device-malloc", Framework::Cuda, MemoryKind::Device, Some(8)),
             ("MESA: error: CreateSwapchainKHR failed with VK_ERROR_OUT_OF_DEVICE_MEMORY\nMESA: error: zink: couldn't allocate memory: heap=0 size=2035712", "program-zink", Framework::Vulkan, MemoryKind::Device, Some(2_035_712)),
             ("cu 19:17:24 cuda-0    Epoch 345 requires 3.75 GB memory.\n i 19:17:24 kawpowminer Authorized worker ---\ncu 19:17:24 cuda-0    Only 3.75 GB available. Mining suspended on device ...", "program-dag-miner", Framework::Unknown, MemoryKind::Device, Some(4_026_531_840)),
@@ -4650,6 +4671,7 @@ mod tests {
             ("[2023-04-27.23:02:15] [Info] Generating 48,640,000 starting points (1855.5MB)\n[2023-04-27.23:02:15] [Info] Error: out of memory", "program-bitcrack", Framework::Cuda, MemoryKind::Device, None),
             ("[guppy/info] CUDA device 0 (compute 8.6) initialised, memory limit 4100456448B (3938451456B free)\n[guppy/info] CUDA device 0 reached memory limit while trying to allocate 414853888 bytes, currently at 3317279728/4100456448", "program-guppy", Framework::Cuda, MemoryKind::Device, Some(414_853_888)),
             ("RSX: Detected 8238 MB of device local memory\n·F 0:01:11.574384 SIG: Thread terminated due to fatal error: Verification failed (object: 0x0)\n(in file D:\\a\\rpcs3\\rpcs3\\rpcs3\\Emu\\RSX\\VK\\VKGSRender.cpp:1006[:2], in function 'bool VKGSRender::on_vram_exhausted(rsx::problem_severity)')", "program-rpcs3", Framework::Vulkan, MemoryKind::Device, None),
+            ("vkAllocateMemory(): \n> pAllocateInfo->allocationSize is 2707,200,000 bytes from heap 2,\n> but size of that heap is only 224395264 bytes. \n> [vulkan] Error: VkResult = -2", "program-vulkan-validation", Framework::Vulkan, MemoryKind::Device, Some(2_707_200_000)),
             ("Validation Error: [ VUID-vkAllocateMemory-pAllocateInfo-01713 ] Object 0: handle = 0x55d7e6658520, type = VK_OBJECT_TYPE_DEVICE; | MessageID = 0xe9a2b96f | vkAllocateMemory: attempting to allocate 268435456 bytes from heap 2,but size of that heap is only 257949696 bytes.", "program-vulkan-validation", Framework::Vulkan, MemoryKind::Device, Some(268_435_456)),
             ("psql:ssbm.sql:318: ERROR:  gpu_service.c:1727  failed on gpuMemAllocManaged: 165284232\nHINT:  device at GPU-0, function at gpuservHandleGpuTaskExec", "program-pg-strom", Framework::Cuda, MemoryKind::Device, Some(165_284_232)),
             ("ERROR:  gpu_service.c:3285  failed on gpuMemAlloc(536878168)", "program-pg-strom", Framework::Cuda, MemoryKind::Device, Some(536_878_168)),

@@ -1155,6 +1155,27 @@ fn prose_quotes(raw: &str) -> Option<Vec<String>> {
     (words >= 3 || unspaced_phrase).then_some(inside)
 }
 
+/// Whether the writer's words around a quoted failure ([`is_prose_quote`]) say it happened to
+/// them ("For me it always crashes with `…` message", "I'm getting `…`"), not talk about one
+/// ("if you get `…`, lower the batch", "`…` means …"): a verb of a failure met, and no word of a
+/// condition, advice or an explanation.
+pub(crate) fn reports_a_failure(raw: &str) -> bool {
+    static QUOTES: OnceLock<Regex> = OnceLock::new();
+    static MET: OnceLock<Regex> = OnceLock::new();
+    static TALK: OnceLock<Regex> = OnceLock::new();
+    let quotes = QUOTES.get_or_init(|| {
+        Regex::new("`[^`]*`|\"[^\"]*\"|\u{201c}[^\u{201d}]*\u{201d}").expect("quotes regex")
+    });
+    let met = MET.get_or_init(|| {
+        Regex::new(r"(?i)\b(?:crash(?:es|ed)|fail(?:s|ed)|got|getting|gives me|gave me|threw|throws|occurred|i get|we get|i see|i'm seeing|i am seeing)\b").expect("met regex")
+    });
+    let talk = TALK.get_or_init(|| {
+        Regex::new(r"(?i)\b(?:if|when|whenever|avoid|prevent|may|might|could|should|would|means?|meaning|how|why|docs?|instead|unless|until|try)\b|\?").expect("talk regex")
+    });
+    let outside = quotes.replace_all(raw, " ");
+    met.is_match(&outside) && !talk.is_match(&outside)
+}
+
 /// A message carried inside an escaped string, as a Rust `{:?}` panic (text-generation-inference's
 /// router: `Err(Generation("CUDA out of memory. …"))`) or an HTTP JSON body (`{"error": "…\n…"}`)
 /// prints it: the first double-quoted string on the line that holds a trigger phrase and whose

@@ -280,6 +280,9 @@ pub struct Scanner {
     /// Every trigger line of the open block is a sentence quoting a failure inline
     /// ([`is_prose_quote`]): what it finds is kept only if the quote carries figures.
     quoted: bool,
+    /// That quoting sentence says the failure happened to its writer
+    /// ([`super::clean::reports_a_failure`]).
+    reported: bool,
     /// One of those sentences quotes a whole failure line, exception class and all
     /// ([`super::clean::quotes_a_whole_failure`]): a report of one, figures or not.
     whole: bool,
@@ -392,6 +395,7 @@ impl Scanner {
             junction: String::new(),
             prev_plain: false,
             quoted: false,
+            reported: false,
             whole: false,
             pinned: false,
             pinning_after: false,
@@ -621,6 +625,7 @@ impl Scanner {
                 self.block_bytes = self.block.iter().map(String::len).sum();
                 self.open = None;
                 self.quoted = quote;
+                self.reported = false;
                 self.whole = false;
                 self.pinned = false;
                 self.pinning_after = pinning_before;
@@ -630,6 +635,7 @@ impl Scanner {
             }
             if quote {
                 self.whole |= super::clean::quotes_a_whole_failure(raw);
+                self.reported |= super::clean::reports_a_failure(raw);
                 self.pinned |= super::clean::names_pinned_host(raw);
             }
             self.push_block(line);
@@ -837,6 +843,7 @@ impl Scanner {
         self.block_bytes = 0;
         self.open = None;
         let quoted = std::mem::take(&mut self.quoted);
+        let reported = std::mem::take(&mut self.reported);
         let whole = std::mem::take(&mut self.whole);
         let pinned = std::mem::take(&mut self.pinned);
         let pinning_after = std::mem::take(&mut self.pinning_after);
@@ -844,12 +851,13 @@ impl Scanner {
         // A sentence quoting a failure is a report of one when the quote carries its figures
         // or is the whole failure line as a known framework raised it, or a program's own
         // sentence (Blender's "System is out of GPU memory": read by its exact words, which
-        // only that program prints); where the writer ties it to pinning host memory, CUDA's
-        // out-of-memory code came from a host allocation.
+        // only that program prints), or one a known reader takes where the writer says it
+        // happened to them ("it always crashes with `…`"); where the writer ties it to pinning
+        // host memory, CUDA's out-of-memory code came from a host allocation.
         let report = |o: &super::Oom| {
             !quoted
                 || has_figures(o)
-                || (whole && o.framework != Framework::Unknown)
+                || ((whole || reported) && o.framework != Framework::Unknown)
                 || o.format.starts_with("program-")
         };
         if let Some(mut oom) = self.parse_counted(&block).filter(report) {
@@ -1725,8 +1733,9 @@ Including non-PyTorch memory, this process has 175.06 GiB memory in use.
 
     /// The rule for quotes in prose, both ways: a quoted message with its figures, or the whole
     /// failure line with its exception class, is read (as pinned host memory where the sentence
-    /// ties it to pinning); a quote naming the error is talk about one; the same words as a log
-    /// line are a message.
+    /// ties it to pinning), and so is one a known reader takes where the writer says it happened
+    /// to them; a quote naming the error in a condition, advice or a question is talk about one;
+    /// the same words as a log line are a message.
     #[test]
     fn a_quote_in_prose_is_read_with_its_figures_or_whole() {
         use super::super::MemoryKind;
@@ -1736,10 +1745,17 @@ Including non-PyTorch memory, this process has 175.06 GiB memory in use.
         for prose in [
             "After training some epochs, it runs into `the CUDA out of memory` error.",
             "the first kernel launch raises the same \"out of memory\" with 7.3 GB of VRAM free",
-            "it fails with `CUDA error: out of memory` on every run",
+            "if it fails with `CUDA error: out of memory` on every run, lower the batch size",
+            "Why does it fail with `CUDA error: out of memory` on every run?",
         ] {
             assert_eq!(found(prose), None, "{prose:?}");
         }
+        // The writer met it: a report, read by the reader that knows it (GZDoom's words for
+        // VkResult, in a reply on pa1nki113r/Project_Brutality#1248).
+        let o = found("it fails with `CUDA error: out of memory` on every run").expect("read");
+        assert_eq!(o.format, "cuda");
+        let o = found("For me it always crashes with `Could not create vulkan image: out of device memory` message.").expect("read");
+        assert_eq!(o.format, "api-VK_ERROR_OUT_OF_DEVICE_MEMORY");
         // The whole failure line, exception class and all, quoted in a sentence: a report.
         let o = found(
             "the run died with `AcceleratorError: CUDA error: out of memory` inside the trainer",
@@ -1985,10 +2001,8 @@ Including non-PyTorch memory, this process has 175.06 GiB memory in use.
             a.main().map(|o| o.format),
             Some("api-VK_ERROR_OUT_OF_DEVICE_MEMORY")
         );
-        // Without the class above it, the same quote in a sentence is talk about the error.
-        let a = super::super::analyze(&format!(
-            "I keep getting {message}when the game boots, any idea?\n"
-        ));
+        // Without the class above it, the same quote in a question is talk about the error.
+        let a = super::super::analyze(&format!("What does {message}mean, when the game boots?\n"));
         assert!(a.main().is_none());
     }
 
