@@ -677,7 +677,7 @@ fn program(t: &str) -> Option<Framework> {
 re!(
     request_re,
     format!(
-        r"(?i)\b(?:allocat\w*|request\w*|size)\b\D{{0,24}}?{SIZE}|\b(\d{{4,}}) ?bytes\b|\bclCreateBuffer\(\s*[^,()]{{1,60}},\s*[^,()]{{1,80}},\s*(\d{{2,}})\s*,|\bbuffer size:? (\d{{4,}})(?:\s*$|\s*[^\sKMGTkmgtB\d])|\ballocate buffer of length (\d{{4,20}})\b"
+        r"(?i)\b(?:allocat\w*|request\w*|size)\b\D{{0,24}}?{SIZE}|\b(\d{{4,}}) ?bytes\b|\bclCreateBuffer\(\s*[^,()]{{1,60}},\s*[^,()]{{1,80}},\s*(\d{{2,}})\s*,|\bbuffer size:? (\d{{4,}})(?:\s*$|\s*[^\sKMGTkmgtB\d])|\ballocate buffer of length (\d{{1,20}})\b"
     )
 );
 re!(

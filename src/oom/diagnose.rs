@@ -2432,6 +2432,31 @@ fn xla_tpu_reserve(oom: &Oom) -> Option<Finding> {
 fn xla_tpu_allocate(oom: &Oom) -> Finding {
     let f = &oom.facts;
     let got = |b: Option<u64>| b.map_or_else(|| "N/A".to_owned(), fmt_bytes);
+    // The runtime's allocator by memory space says how much one buffer could have had
+    // ("N bytes allocatable"): under the request while the free memory is over it, the free
+    // memory is in pieces.
+    let pieces = f
+        .requested_bytes
+        .zip(f.free_bytes)
+        .zip(f.reservable_bytes)
+        .is_some_and(|((n, free), one)| free >= n && one < n);
+    if pieces {
+        return Finding {
+            cause: Cause::Fragmentation,
+            title: format!(
+                "An array of {} does not fit in one piece: {} of HBM is free, but at most {} of it in one range",
+                got(f.requested_bytes),
+                got(f.free_bytes),
+                got(f.reservable_bytes)
+            ),
+            detail: "The TPU runtime places each buffer in one contiguous range of HBM. Enough is free in total, but between the buffers the job holds, no range is as large as this one: the arrays allocated and freed before it (often of many sizes, in a loop or a notebook's earlier cells) left the free memory in pieces.".into(),
+            remedies: vec![
+                r("Free what is no longer needed and allocate the large arrays first (at start-up, before the many small ones); in a notebook, restart the runtime rather than run cells again over the old arrays."),
+                r("Donate the buffers a step replaces (jax.jit(step, donate_argnums=…)), so the new ones reuse their ranges."),
+                r("Split the array (a smaller batch, or sharded over the cores with jax.sharding): smaller buffers fit in the pieces."),
+            ],
+        };
+    }
     Finding {
         cause: Cause::FrameworkAllocations,
         title: format!(

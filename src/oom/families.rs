@@ -1005,19 +1005,28 @@ fn pytorch_1eb(t: &str) -> Option<Oom> {
 // MIOpen, ROCm's deep-learning kernels (`src/hip/handlehip.cpp`, `Handle::Create`/`Write`
 // buffers): "MIOpen Error: <file>:<line>: Memory not available to allocate buffer: N" when
 // hipMalloc for a kernel's buffer (a convolution's workspace while it tunes) fails; TensorFlow
-// and PyTorch on ROCm print it before their own error.
+// and PyTorch on ROCm print it before their own error. MIGraphX, ROCm's graph compiler
+// (`src/targets/gpu/hip.cpp`, `allocate_gpu`), checks the same way and throws the same words
+// after its function's name ("…/hip.cpp:109: allocate_gpu: Memory not available to allocate
+// buffer: N"), under ONNX Runtime's MIGraphX provider and torch_migraphx. Both compare the
+// request with hipMemGetInfo's free memory before any hipMalloc.
 re!(
     miopen_re,
-    r"MIOpen Error: [^\n]{0,200}?Memory not available to allocate buffer: (\d+)"
+    r"MIOpen Error: [^\n]{0,200}?Memory not available to allocate buffer: (\d+)|\b(allocate_gpu): Memory not available to allocate buffer: (\d+)"
 );
 
 fn miopen(t: &str) -> Option<Oom> {
     let c = miopen_re().captures(t)?;
     let f = Facts {
-        requested_bytes: c.get(1)?.as_str().parse().ok(),
+        requested_bytes: c.get(1).or(c.get(3))?.as_str().parse().ok(),
         ..Facts::default()
     };
-    Some(oom(Framework::Rocm, "miopen", None, f))
+    let format = if c.get(2).is_some() {
+        "migraphx"
+    } else {
+        "miopen"
+    };
+    Some(oom(Framework::Rocm, format, None, f))
 }
 
 // imaginAIry's model manager (`imaginairy/utils/model_manager.py`) unloads cached models to make
@@ -1407,6 +1416,9 @@ fn xla_framework(t: &str) -> Framework {
 /// `Error allocating device buffer: Attempting to allocate X. That was not possible. There are
 /// Y free.`, is one array that did not fit.
 fn xla_tpu_reserve(t: &str) -> Option<Oom> {
+    if let Some(o) = xla_tpu_memory_space(t) {
+        return Some(o);
+    }
     let c = xla_reserve_re().captures(t)?;
     let whole = c.get(0)?;
     let reserve = c.get(1)?.as_str() == "reserve";
@@ -1443,6 +1455,27 @@ fn xla_tpu_reserve(t: &str) -> Option<Oom> {
         "xla-tpu-allocate"
     };
     Some(oom(xla_framework(t), format, device, f))
+}
+
+// The TPU runtime's allocator by memory space: "RESOURCE_EXHAUSTED: Could not allocate 10485760
+// bytes in memory 0x0x0_HBM0; 4374528 bytes allocatable, 14942208 bytes available". "available"
+// is what is free in that HBM; "allocatable" the most one buffer could have had there (its
+// largest free range), so a request under the free memory but over that is memory in pieces.
+re!(
+    xla_memory_space_re,
+    r"\bCould not allocate (\d{1,20}) bytes in memory \w{0,40}?HBM(\d{1,3})\b;?\s{0,3}(\d{1,20}) bytes allocatable,\s{0,3}(\d{1,20}) bytes available\b"
+);
+
+fn xla_tpu_memory_space(t: &str) -> Option<Oom> {
+    let c = xla_memory_space_re().captures(t)?;
+    let n = |i: usize| -> Option<u64> { c.get(i)?.as_str().parse().ok() };
+    let f = Facts {
+        requested_bytes: n(1),
+        reservable_bytes: n(3),
+        free_bytes: n(4),
+        ..Facts::default()
+    };
+    Some(oom(xla_framework(t), "xla-tpu-allocate", None, f))
 }
 
 re!(
@@ -3749,6 +3782,13 @@ mod tests {
             (Framework::Rocm, "miopen", Some(655_360_000))
         );
         assert!(miopen("Memory not available to allocate buffer: 12").is_none());
+        // MIGraphX's check, the same words after its function's name (ONNX Runtime's MIGraphX
+        // provider, microsoft/onnxruntime).
+        let o = miopen("MIGraphX Error: /code/migraphx/src/src/targets/gpu/hip.cpp:109: allocate_gpu: Memory not available to allocate buffer: 251658240").expect("found");
+        assert_eq!(
+            (o.format, o.facts.requested_bytes),
+            ("migraphx", Some(251_658_240))
+        );
         let o =
             imaginairy("RuntimeError: Unable to make 4067.4 MB space on mps:0.").expect("found");
         assert_eq!(

@@ -815,6 +815,15 @@ mod tests {
             (Some(0), Some(98_304_000))
         );
         assert!(o.line.starts_with("Could not allocate") && o.line.contains("98304000"));
+        // HSA's status where no memory call returned it: rocminfo's start, not memory
+        // (ROCm/rocminfo).
+        let t = "hsa api call failure at: /data/jenkins_workspace/compute-rocm-rel-2.9/rocminfo/rocminfo.cc:1102\nCall returned HSA_STATUS_ERROR_OUT_OF_RESOURCES: The runtime failed to allocate the necessary resources. This error may also occur when the core runtime library needs to spawn threads or create internal OS-specific events.";
+        assert!(super::super::analyze(t).main().is_none());
+        // What is allocated already, or other allocations, is no request (a cut MPS message).
+        let o = one(
+            "RuntimeError: GPU out of memory (allocated: 6.38 GB, other allocations: 454.09 MB)",
+        );
+        assert_eq!(o.facts.requested_bytes, None);
         // The size in parentheses after a short "alloc failed" (antirez/ds4#78).
         let o = one("ds4: CUDA q8 fp16 cache alloc failed (64.00 MiB): out of memory");
         assert_eq!(o.facts.requested_bytes, Some(64 << 20));
@@ -903,7 +912,7 @@ re!(
 re!(
     fallback_request_re,
     format!(
-        r"(?i)(?:allocat\w*|request\w*|need\w*)\D{{0,24}}?{SIZE}|\ballocat\w*\D{{0,40}}?\b(?:of|with) size:?\s*(\d{{4,}})\b(?:\s*[^\sKMGTkmgtB\d]|\s*$)|\bsize\s?[:=]\s?{SIZE}|\b\w{{0,20}}alloc\w{{0,20}}\(\s?(?:(?:bytes|size)\s?=\s?)?(\d{{4,20}})\s?\)|\balloc\w{{0,12}}\s[\dx ]{{1,40}}=\s?{SIZE}|\b(?:requirements?|required)\s?[:(=]\s?(\d{{6,}})\)?(?:\s*[^\sKMGTkmgtB\d]|\s*$)|\b(?:memory|buffer|alloc\w{{0,10}})\W{{1,4}}size\s?[:=]\s?(\d{{6,20}})\s*(?:[,;)]|$)|\balloc\w{{0,8}}size\s?[:=]\s?{SIZE}|\({SIZE} (?:chunk|buffer|block)\)|\balloc (?:failed|error)\s?\({SIZE}\)"
+        r"(?i)(?:allocat(?:e|es|ing|ion)\b|request\w*|need\w*)\D{{0,24}}?{SIZE}|\ballocat\w*\D{{0,40}}?\b(?:of|with) size:?\s*(\d{{4,}})\b(?:\s*[^\sKMGTkmgtB\d]|\s*$)|\bsize\s?[:=]\s?{SIZE}|\b\w{{0,20}}alloc\w{{0,20}}\(\s?(?:(?:bytes|size)\s?=\s?)?(\d{{4,20}})\s?\)|\balloc\w{{0,12}}\s[\dx ]{{1,40}}=\s?{SIZE}|\b(?:requirements?|required)\s?[:(=]\s?(\d{{6,}})\)?(?:\s*[^\sKMGTkmgtB\d]|\s*$)|\b(?:memory|buffer|alloc\w{{0,10}})\W{{1,4}}size\s?[:=]\s?(\d{{6,20}})\s*(?:[,;)]|$)|\balloc\w{{0,8}}size\s?[:=]\s?{SIZE}|\({SIZE} (?:chunk|buffer|block)\)|\balloc (?:failed|error)\s?\({SIZE}\)"
     )
 );
 re!(
@@ -954,6 +963,10 @@ fn only_size(re: &LazyRegex, line: &str) -> Option<u64> {
 }
 
 re!(gpu_ram_re, r"(?i)\b(?:gpu|video) ram\b");
+re!(
+    hsa_memory_call_re,
+    r"\bhsa_amd_memory_pool_allocate\b|\bhsa_memory_allocate\b|\bhsaKmtAllocMemory"
+);
 // CUDA's and HIP's statuses by name.
 re!(
     gpu_status_re,
@@ -1007,6 +1020,9 @@ pub fn fallback(trigger: &str, block: &str) -> Option<Oom> {
         || named_in_foreign_sentence(trigger)
         || names_another_status(trigger)
         || follows_another_cuda_error(block)
+        // HSA's status for any resource its runtime could not get (threads, OS events, queues:
+        // rocminfo's start on an unsupported APU), not memory unless a memory call returned it.
+        || (trigger.contains("HSA_STATUS_ERROR_OUT_OF_RESOURCES") && !hsa_memory_call_re().is_match(block))
         || !super::clean::has_error_mark(trigger)
         || !(fallback_gpu_re().is_match(trigger) || fallback_gpu_re().is_match(block))
     {
