@@ -1702,6 +1702,19 @@ pub const PROGRAMS: &[Program] = &[
             "Close other programs using the GPU; on Windows the desktop's own use counts.",
         ],
     },
+    // ROCr's scratch for a dispatch, when even the fewest waves' does not fit (above
+    // `rocm_scratch_re`).
+    Program {
+        name: "ROCm runtime (scratch)",
+        format: "program-rocm-scratch",
+        read: rocm_scratch,
+        device: &GPU,
+        meaning: "A kernel's dispatch needs scratch memory (each lane's private memory: register spills, stack, local arrays), which ROCr takes from the GPU's memory. It could not map what the dispatch asked for, retried with fewer waves per compute unit, and could not map even one wave's per compute unit: the queue was aborted with HSA_STATUS_ERROR_OUT_OF_RESOURCES.",
+        remedies: &[
+            "Free GPU memory before this kernel runs: what this job holds (its allocator's cache too) and other processes on the GPU (`rocm-smi --showpids`, `gpumon once`).",
+            "A kernel that needs less private memory per lane (fewer register spills, smaller local arrays) needs less scratch: a smaller work-group or problem per launch, or a build with fewer spills.",
+        ],
+    },
     // PIConGPU's particle frames from mallocMC's heap (above `mallocmc_re`).
     Program {
         name: "PIConGPU (mallocMC)",
@@ -2553,7 +2566,8 @@ re!(
 re!(relion_block_re, r"\] = (\d{1,20})B\b");
 
 // Newer layers: "vkAllocateMemory(): pAllocateInfo->allocationSize is N bytes from heap H, but
-// size of that heap is only M bytes", N grouped with commas in some builds ("2707,200,000").
+// size of that heap is only M bytes". The layer prints N as a plain integer; a writer may have
+// grouped its digits ("2707,200,000"), read as the number it groups.
 re!(
     vulkan_heap_size_re,
     r"vkAllocateMemory(?:\(\))?:\s{1,3}(?:attempting to allocate|pAllocateInfo->allocationSize is) (\d[\d,]{0,25}) bytes from heap (\d{1,2}),\s{0,3}but size of that heap is only (\d[\d,]{0,25}) bytes"
@@ -3790,6 +3804,23 @@ fn bzminer(t: &str) -> Option<Found> {
     Some(Found::own(f))
 }
 
+// ROCr (`amd_gpu_agent.cpp`, `AcquireQueueScratch`): after "Failed to map requested scratch (N) -
+// reducing queue occupancy." it retries with fewer waves per compute unit; where none fits it
+// prints "Could not allocate scratch for one wave per CU." and the queue's error handler fails
+// the dispatch with HSA_STATUS_ERROR_OUT_OF_RESOURCES (HIP: "Callback: Queue 0x… aborting with
+// error : HSA_STATUS_ERROR_OUT_OF_RESOURCES: … code: 0x1008"), so that status after these words
+// is scratch memory, not another resource.
+re!(
+    rocm_scratch_re,
+    r"\bCould not allocate scratch for one wave per CU\b"
+);
+
+fn rocm_scratch(t: &str) -> Option<Found> {
+    rocm_scratch_re()
+        .is_match(t)
+        .then(|| Found::device(Api::Hip))
+}
+
 // PIConGPU (`pmacc/particles/memory/boxes/ParticlesBox.hpp`, `getEmptyFrame`): a kernel takes
 // a particle frame from mallocMC's heap and, where none is left, prints "WARNING: mallocMC out
 // of memory (try k of 13)" and tries again, "ERROR" on the last try (older releases swapped the
@@ -4520,6 +4551,8 @@ mod tests {
             // GZDoom's check with VkResult's words; Mach's sysgpu through vulkan-zig.
             ("Could not create vulkan image: out of device memory", "api-VK_ERROR_OUT_OF_DEVICE_MEMORY", Framework::Vulkan, MemoryKind::Device, None),
             ("thread 26160 panic: api error\nerror: Result.error_out_of_device_memory", "api-VK_ERROR_OUT_OF_DEVICE_MEMORY", Framework::Vulkan, MemoryKind::Device, None),
+            // ROCr's scratch where not even one wave's fits: the queue aborted.
+            ("Failed to map requested scratch (3520331776) - reducing queue occupancy.\nCould not allocate scratch for one wave per CU.\n:0:rocdevice.cpp :2881: 1234 us: Callback: Queue 0x7f00 aborting with error : HSA_STATUS_ERROR_OUT_OF_RESOURCES: The runtime failed to allocate the necessary resources. This error may also occur when the core runtime library needs to spawn threads or create internal OS-specific events. code: 0x1008", "program-rocm-scratch", Framework::Rocm, MemoryKind::Device, None),
             // PIConGPU's frames from mallocMC's heap (ComputationalRadiationPhysics/picongpu).
             ("[1,11]<stdout>:WARNING: mallocMC out of memory (try 1 of 13)", "program-mallocmc", Framework::Unknown, MemoryKind::Device, None),
             ("ERROR: mallocMC out of memory (try 13 of 13)", "program-mallocmc", Framework::Unknown, MemoryKind::Device, None),

@@ -31,10 +31,10 @@ fn prefix_re() -> &'static Regex {
             // Comment boxes, quotes, bullets; "--" only as a comment's mark, with a space
             // after it (a wrapped line may start with a flag, "--mem-fraction-static").
             r"\s*(?:[│|#>*]|//|--(?:\s|$))\s?",
-            r"|\s*\[rank[0-9]+\]:\s*",                    // torchrun
-            r"|\s*\[[0-9]+,[0-9]+\]<std(?:out|err)>:\s?", // Open MPI's --tag-output
+            r"|\s*\[rank[0-9]+\]:\s*",                         // torchrun
+            r"|\s*\[[0-9]+,[0-9]+\]<std(?:out|err|diag)>:\s?", // Open MPI's --tag-output
             r"|\s*\([0-9A-Za-z_]+(?:_[0-9A-Za-z_]+)* pid=[0-9]+\)\s*", // vLLM / Ray workers
-            r"|\s*[0-9A-Za-z_.\-]+\s+\|\s",               // docker compose service prefixes
+            r"|\s*[0-9A-Za-z_.\-]+\s+\|\s",                    // docker compose service prefixes
             r"|\s*[0-9]{4}-[0-9][0-9]-[0-9][0-9][T ][0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:[.,][0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?:?\s*", // ISO time
             r"|\s*\[[0-9]{4}-[0-9][0-9]-[0-9][0-9][^\]]*\]\s*", // [2024-01-01 12:00:00]
             r"|\s*[EWIF][0-9]{4} [0-9][0-9]:[0-9][0-9]:[0-9][0-9]\.[0-9]+\s+[0-9]+\s+[0-9A-Za-z_.\-]+:[0-9]+\]\s*", // glog
@@ -1156,9 +1156,10 @@ fn prose_quotes(raw: &str) -> Option<Vec<String>> {
 }
 
 /// Whether the writer's words around a quoted failure ([`is_prose_quote`]) say it happened to
-/// them ("For me it always crashes with `…` message", "I'm getting `…`"), not talk about one
-/// ("if you get `…`, lower the batch", "`…` means …"): a verb of a failure met, and no word of a
-/// condition, advice or an explanation.
+/// them ("For me it always crashes with `…` message", "When I run it I get `…`"), not talk
+/// about one ("if you get `…`, lower the batch", "`…` means …", "it no longer crashes with
+/// `…`"): a verb of a failure met, and no word of a condition, advice, an explanation, a
+/// negation or a fix. The line that holds the quote is judged, as the scanner sees it.
 pub(crate) fn reports_a_failure(raw: &str) -> bool {
     static QUOTES: OnceLock<Regex> = OnceLock::new();
     static MET: OnceLock<Regex> = OnceLock::new();
@@ -1167,10 +1168,10 @@ pub(crate) fn reports_a_failure(raw: &str) -> bool {
         Regex::new("`[^`]*`|\"[^\"]*\"|\u{201c}[^\u{201d}]*\u{201d}").expect("quotes regex")
     });
     let met = MET.get_or_init(|| {
-        Regex::new(r"(?i)\b(?:crash(?:es|ed)|fail(?:s|ed)|got|getting|gives me|gave me|threw|throws|occurred|i get|we get|i see|i'm seeing|i am seeing)\b").expect("met regex")
+        Regex::new(r"(?i)\b(?:crash(?:es|ed)|fail(?:s|ed)|got|getting|gives me|gave me|threw|throws|occurred|i get|we get|i see|i'm seeing|i am seeing|r[au]n into|hit|hits|encounter(?:s|ed)|errors out|errored out)\b").expect("met regex")
     });
     let talk = TALK.get_or_init(|| {
-        Regex::new(r"(?i)\b(?:if|when|whenever|avoid|prevent|may|might|could|should|would|means?|meaning|how|why|docs?|instead|unless|until|try)\b|\?").expect("talk regex")
+        Regex::new(r"(?i)\b(?:if|whenever|when you|avoid|prevent|may|might|could|should|would|means?|meaning|how|why|what|docs?|instead|unless|until|try|not|never|no longer|anymore|without|fix|fixe[sd]|resolved?|got rid)\b|n't\b").expect("talk regex")
     });
     let outside = quotes.replace_all(raw, " ");
     met.is_match(&outside) && !talk.is_match(&outside)

@@ -1783,9 +1783,9 @@ fn neuron_sbuf(oom: &Oom) -> Finding {
     let limit = oom.memory_limit_bytes;
     let mut detail = format!(
         "This is not the device's memory (HBM). The Neuron compiler could not place one \
-         instruction of an NKI kernel in the NeuronCore's state buffer (SBUF), its on-chip memory \
-         of 128 partitions: the instruction's operands together need {} of each partition, and \
-         a partition holds {}.",
+         instruction in the NeuronCore's state buffer (SBUF), its on-chip memory of 128 \
+         partitions: the instruction's operands, as the compiler lists them, together need {} of \
+         each partition, and a partition holds {}.",
         need.map_or_else(
             || "more".into(),
             |b| format!("{} ({b} bytes)", fmt_bytes(b))
@@ -1801,12 +1801,13 @@ fn neuron_sbuf(oom: &Oom) -> Finding {
         }
     }
     detail.push_str(
-        " The kernel's tiles decide it: free device memory or a smaller batch elsewhere make no \
-         difference.",
+        " The tiles of the kernel or graph being compiled decide it, and the input's sizes that \
+         set them (larger images made this one fail); free device memory makes no difference.",
     );
     Finding {
         cause: Cause::SharedMemory,
-        title: "An NKI kernel's instruction needs more of a state-buffer partition than the NeuronCore has".into(),
+        title: "An instruction needs more of a state-buffer partition than the NeuronCore has"
+            .into(),
         detail,
         remedies: vec![
             r(
@@ -1818,6 +1819,11 @@ fn neuron_sbuf(oom: &Oom) -> Finding {
                 "Keep fewer tiles in SBUF at once: compute and store one slice before loading \
                the next, rather than holding whole inputs or outputs there. The compiler's list \
                of the instruction's operands above says which take the most.",
+            ),
+            r(
+                "The compiler calls this an internal error and asks for a support ticket: where \
+               the graph is not a kernel of yours, or its list counts one operand twice, report \
+               it to AWS Neuron with this output.",
             ),
         ],
     }
@@ -2444,12 +2450,12 @@ fn xla_tpu_allocate(oom: &Oom) -> Finding {
         return Finding {
             cause: Cause::Fragmentation,
             title: format!(
-                "An array of {} does not fit in one piece: {} of HBM is free, but at most {} of it in one range",
+                "An array of {} does not fit in one piece: {} of HBM is free, but the runtime says at most {} is allocatable",
                 got(f.requested_bytes),
                 got(f.free_bytes),
                 got(f.reservable_bytes)
             ),
-            detail: "The TPU runtime places each buffer in one contiguous range of HBM. Enough is free in total, but between the buffers the job holds, no range is as large as this one: the arrays allocated and freed before it (often of many sizes, in a loop or a notebook's earlier cells) left the free memory in pieces.".into(),
+            detail: "The TPU runtime places each buffer in one contiguous range of HBM, and its \"allocatable\" is read here as the most one buffer could have had (the runtime is not open source; its older words said so: \"the largest contiguous region of free memory\"). Enough is free in total, but between the buffers the job holds no range is as large as this one: the arrays allocated and freed before it (often of many sizes, in a loop or a notebook's earlier cells) left the free memory in pieces.".into(),
             remedies: vec![
                 r("Free what is no longer needed and allocate the large arrays first (at start-up, before the many small ones); in a notebook, restart the runtime rather than run cells again over the old arrays."),
                 r("Donate the buffers a step replaces (jax.jit(step, donate_argnums=…)), so the new ones reuse their ranges."),

@@ -2745,7 +2745,7 @@ mod tests {
     /// (aws-neuron/aws-neuron-sdk#1060); the runtime's device memory stays the runtime's.
     #[test]
     fn an_nki_instruction_over_the_state_buffer_is_on_chip() {
-        let o = crate::oom::parse::parse_text("[GCA035] Instruction: I-21-0 with opcode: TensorTensor couldn't be allocated in SB\nTotal Accessed Bytes per partition by instruction: 198024\nTotal SB Partition Size: 196608").expect("read");
+        let o = neuron_sbuf("[GCA035] Instruction: I-21-0 with opcode: TensorTensor couldn't be allocated in SB\nTotal Accessed Bytes per partition by instruction: 198024\nTotal SB Partition Size: 196608").expect("read");
         assert_eq!(
             (o.framework, o.format, o.memory),
             (
@@ -2758,7 +2758,7 @@ mod tests {
             (o.facts.requested_bytes, o.memory_limit_bytes),
             (Some(198_024), Some(196_608))
         );
-        assert!(crate::oom::parse::parse_text("Total SB Partition Size: 196608").is_none());
+        assert!(neuron_sbuf("Total SB Partition Size: 196608").is_none());
     }
 
     #[test]

@@ -166,7 +166,8 @@ pub enum MemoryKind {
     /// The GPU's memory (what every breakdown here is about).
     #[default]
     Device,
-    /// Shared memory per thread block, on the chip: fixed by the GPU's generation.
+    /// A kernel's on-chip memory, fixed by the chip's generation: a GPU's shared memory per
+    /// thread block (Triton), a NeuronCore's state buffer per partition (the Neuron compiler).
     SharedMemory,
     /// The host's RAM (a CPU buffer).
     Host,
@@ -302,7 +303,8 @@ pub struct Facts {
     /// what the program asked for and stays as printed.
     pub implausible: Vec<Implausible>,
     /// XLA's "reservable": the most a reservation at the bottom of a TPU's HBM could have
-    /// had (contiguous free memory), beside its free total.
+    /// had (contiguous free memory), beside its free total; for the TPU runtime's allocator by
+    /// memory space ("N bytes allocatable"), the most one buffer could have had.
     pub reservable_bytes: Option<u64>,
     /// XLA's TPU compile-time report ("Total hbm usage >= …"): what the compiled program needs
     /// for itself, its temporaries (activations, gradients) and globals; on a GPU, its

@@ -241,7 +241,10 @@ pub fn parse_block(lines: &[String]) -> Option<Oom> {
             .and_then(|i| i.checked_sub(1))
             .and_then(|i| lines.get(i))
             .map(|b| b.trim_end())
-            .filter(|b| !b.ends_with(['.', '!', '?', ':', ';', ')', ']', '"']));
+            .filter(|b| {
+                !b.ends_with(['.', '!', '?', ':', ';', ')', ']', '"'])
+                    && failure_head_re().is_match(b)
+            });
         let tail = said
             .trim_start()
             .starts_with(|c: char| c.is_ascii_lowercase() || c == '(');
@@ -358,6 +361,10 @@ fn fill_gaps(o: &mut Oom, n: &Oom) {
 }
 
 re!(error_word_re, r"(?i)\b(?:error|failed|failure|exception)\b");
+// A failed allocation's head, where a wrap put its size or cause on the next line ("ds4: CUDA
+// q8 fp16 cache alloc failed" / "(64.00 MiB): out of memory", "cudaMalloc( bytes = N ) failed"
+// / "with error: out of memory"): words of an allocation or of its failure, not another record's.
+re!(failure_head_re, r"(?i)alloc|\bfail");
 re!(record_label_re, r"^\s*[\w./-]{1,80}:\d{0,6}\s");
 
 /// A line that reads as the rest of a sentence a wrap cut: it starts in lower case or with a
@@ -824,6 +831,24 @@ mod tests {
             "RuntimeError: GPU out of memory (allocated: 6.38 GB, other allocations: 454.09 MB)",
         );
         assert_eq!(o.facts.requested_bytes, None);
+        // A call's name that goes on in CamelCase is still its allocation's word.
+        assert_eq!(
+            only_size(
+                fallback_request_re(),
+                "pAllocateInfo->allocationSize (17353937024 bytes) is larger than the heap"
+            ),
+            Some(17_353_937_024)
+        );
+        // Only a line that ends on a failed allocation's head lends the tail its size: not a
+        // record above it.
+        let lines = vec![
+            "whisper_model_load: model size = 1533.14 MB".to_owned(),
+            "cudaMalloc failed: out of memory".to_owned(),
+        ];
+        assert_eq!(
+            parse_block(&lines).and_then(|o| o.facts.requested_bytes),
+            None
+        );
         // The size in parentheses after a short "alloc failed" (antirez/ds4#78).
         let o = one("ds4: CUDA q8 fp16 cache alloc failed (64.00 MiB): out of memory");
         assert_eq!(o.facts.requested_bytes, Some(64 << 20));
@@ -912,7 +937,7 @@ re!(
 re!(
     fallback_request_re,
     format!(
-        r"(?i)(?:allocat(?:e|es|ing|ion)\b|request\w*|need\w*)\D{{0,24}}?{SIZE}|\ballocat\w*\D{{0,40}}?\b(?:of|with) size:?\s*(\d{{4,}})\b(?:\s*[^\sKMGTkmgtB\d]|\s*$)|\bsize\s?[:=]\s?{SIZE}|\b\w{{0,20}}alloc\w{{0,20}}\(\s?(?:(?:bytes|size)\s?=\s?)?(\d{{4,20}})\s?\)|\balloc\w{{0,12}}\s[\dx ]{{1,40}}=\s?{SIZE}|\b(?:requirements?|required)\s?[:(=]\s?(\d{{6,}})\)?(?:\s*[^\sKMGTkmgtB\d]|\s*$)|\b(?:memory|buffer|alloc\w{{0,10}})\W{{1,4}}size\s?[:=]\s?(\d{{6,20}})\s*(?:[,;)]|$)|\balloc\w{{0,8}}size\s?[:=]\s?{SIZE}|\({SIZE} (?:chunk|buffer|block)\)|\balloc (?:failed|error)\s?\({SIZE}\)"
+        r"(?i)(?:allocat(?:e|es|ing|ion)(?:\b|(?-i:[A-Z])\w*)|request\w*|need\w*)\D{{0,24}}?{SIZE}|\ballocat\w*\D{{0,40}}?\b(?:of|with) size:?\s*(\d{{4,}})\b(?:\s*[^\sKMGTkmgtB\d]|\s*$)|\bsize\s?[:=]\s?{SIZE}|\b\w{{0,20}}alloc\w{{0,20}}\(\s?(?:(?:bytes|size)\s?=\s?)?(\d{{4,20}})\s?\)|\balloc\w{{0,12}}\s[\dx ]{{1,40}}=\s?{SIZE}|\b(?:requirements?|required)\s?[:(=]\s?(\d{{6,}})\)?(?:\s*[^\sKMGTkmgtB\d]|\s*$)|\b(?:memory|buffer|alloc\w{{0,10}})\W{{1,4}}size\s?[:=]\s?(\d{{6,20}})\s*(?:[,;)]|$)|\balloc\w{{0,8}}size\s?[:=]\s?{SIZE}|\({SIZE} (?:chunk|buffer|block)\)|\balloc (?:failed|error)\s?\({SIZE}\)"
     )
 );
 re!(
@@ -965,7 +990,7 @@ fn only_size(re: &LazyRegex, line: &str) -> Option<u64> {
 re!(gpu_ram_re, r"(?i)\b(?:gpu|video) ram\b");
 re!(
     hsa_memory_call_re,
-    r"\bhsa_amd_memory_pool_allocate\b|\bhsa_memory_allocate\b|\bhsaKmtAllocMemory"
+    r"\bhsa_amd_memory_pool_allocate\b|\bhsa_memory_allocate\b|\bhsaKmtAllocMemory|\bscratch\b"
 );
 // CUDA's and HIP's statuses by name.
 re!(
@@ -1021,7 +1046,8 @@ pub fn fallback(trigger: &str, block: &str) -> Option<Oom> {
         || names_another_status(trigger)
         || follows_another_cuda_error(block)
         // HSA's status for any resource its runtime could not get (threads, OS events, queues:
-        // rocminfo's start on an unsupported APU), not memory unless a memory call returned it.
+        // rocminfo's start on an unsupported APU), not memory unless a memory call returned it
+        // or ROCr's scratch words come with it (a queue aborted when no wave's scratch fits).
         || (trigger.contains("HSA_STATUS_ERROR_OUT_OF_RESOURCES") && !hsa_memory_call_re().is_match(block))
         || !super::clean::has_error_mark(trigger)
         || !(fallback_gpu_re().is_match(trigger) || fallback_gpu_re().is_match(block))

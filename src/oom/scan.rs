@@ -1754,6 +1754,16 @@ Including non-PyTorch memory, this process has 175.06 GiB memory in use.
         // VkResult, in a reply on pa1nki113r/Project_Brutality#1248).
         let o = found("it fails with `CUDA error: out of memory` on every run").expect("read");
         assert_eq!(o.format, "cuda");
+        let o = found("When I run it I get `CUDA error: out of memory` at once").expect("read");
+        assert_eq!(o.format, "cuda");
+        // A negation or a fix is not a failure met.
+        for prose in [
+            "it no longer crashes with `CUDA error: out of memory` since 2.1",
+            "Fixed a crash where training failed with `CUDA error: out of memory`",
+            "it doesn't fail with `CUDA error: out of memory` any more",
+        ] {
+            assert_eq!(found(prose), None, "{prose:?}");
+        }
         let o = found("For me it always crashes with `Could not create vulkan image: out of device memory` message.").expect("read");
         assert_eq!(o.format, "api-VK_ERROR_OUT_OF_DEVICE_MEMORY");
         // The whole failure line, exception class and all, quoted in a sentence: a report.
