@@ -450,7 +450,7 @@ re!(
 );
 re!(
     pyopengl_re,
-    r"\bGLError\(\s{0,40}err\s?=\s?1285,\s{0,40}description\s?=\s?b?'out of memory'|\bOpenGL [Ee]rror: out of memory\b|\bThe NVIDIA OpenGL driver has encountered\s{1,4}an out of memory error\b|(?s)\bGL ERROR\b.{0,300}?\b1285: Out of memory\b|\bGL error: 1285\b|(?i:\bGL error: (?:GL_)?out[ _]?of[ _]?memory\b)"
+    r"\bGLError\(\s{0,40}err\s?=\s?1285,\s{0,40}description\s?=\s?b?'out of memory'|\bOpenGL [Ee]rror: out of memory\b|\bThe NVIDIA OpenGL driver has encountered\s{1,4}an out of memory error\b|(?s)\bGL ERROR\b.{0,300}?\b1285: Out of memory\b|\bGL error: 1285\b|(?i:\bGL error: (?:GL_)?out[ _]?of[ _]?memory\b)|\bOpenGL Exception: \([^)\n]{1,40}, Out of memory\)"
 );
 // Arm's Mali GLES driver, as Android's logcat shows it (`D/MALI: gles_state_set_error_internal`):
 // "[MALI] GLES ctx: 0x7f8fe0d008, error code:0x505" (GL_OUT_OF_MEMORY), then "[MALI] GLES error
@@ -467,6 +467,10 @@ re!(
 re!(
     d3d12_words_re,
     r"\bID3D12\w{1,40}::\w{1,60} failed: (?i:out of memory)|\bDML allocator out of memory\b|\bCould not allocate tensor with \d{1,20} bytes\. There is not enough GPU video memory available\b"
+);
+re!(
+    defined_re,
+    r"^\s{1,3}(?:is\s+(?:a|an|the)\s+(?:\w+\s+){0,3}(?:error|status|result|code|value)|means\b|indicates\b|typically\b|usually\b|signals\b|denotes\b)"
 );
 re!(
     vulkan_words_status_re,
@@ -524,6 +528,11 @@ re!(
 /// spelling needs one.
 fn find_status(t: &str) -> Option<&'static Status> {
     let named = names_re().find_iter(t).find_map(|m| {
+        // A status named as the subject of a definition ("VK_ERROR_OUT_OF_DEVICE_MEMORY is a
+        // VkResult error code … It indicates that …", a glossary's page): talk about it.
+        if defined_re().is_match(&t[m.end()..]) {
+            return None;
+        }
         let s = by_name(m.as_str())?;
         // A C# enum's bare `ErrorOutOfMemory` is ManagedCuda's or cudafy's only beside CUDA's
         // words (other .NET libraries name their own host failures the same).
@@ -4519,6 +4528,19 @@ mod tests {
         }
     }
 
+    /// A status named as the subject of a definition (a glossary page) is talk about it; the
+    /// same name after a failed call is the failure.
+    #[test]
+    fn a_status_defined_in_prose_is_no_failure() {
+        assert!(read("VK_ERROR_OUT_OF_DEVICE_MEMORY is a VkResult error code defined by the Vulkan API. It indicates that a Vulkan operation could not be completed.").is_none());
+        assert!(read(
+            "A VK_ERROR_OUT_OF_DEVICE_MEMORY typically requires the application to free resources."
+        )
+        .is_none());
+        let o = read("vkAllocateMemory failed: VK_ERROR_OUT_OF_DEVICE_MEMORY").expect("found");
+        assert_eq!(o.format, "api-VK_ERROR_OUT_OF_DEVICE_MEMORY");
+    }
+
     /// Gaudi's "Failed to allocate Device memory" is a common phrase: without Gaudi's words it
     /// is not Gaudi's (the honest fallback keeps it, framework unknown).
     #[test]
@@ -4551,6 +4573,8 @@ mod tests {
             // GZDoom's check with VkResult's words; Mach's sysgpu through vulkan-zig.
             ("Could not create vulkan image: out of device memory", "api-VK_ERROR_OUT_OF_DEVICE_MEMORY", Framework::Vulkan, MemoryKind::Device, None),
             ("thread 26160 panic: api error\nerror: Result.error_out_of_device_memory", "api-VK_ERROR_OUT_OF_DEVICE_MEMORY", Framework::Vulkan, MemoryKind::Device, None),
+            // Minecraft's GL check in a crash report (Spoutcraft).
+            ("Exception: RuntimeException\n    Message: OpenGL Exception: (Post render, Out of memory)", "api-GL_OUT_OF_MEMORY", Framework::OpenGl, MemoryKind::Device, None),
             // ROCr's scratch where not even one wave's fits: the queue aborted.
             ("Failed to map requested scratch (3520331776) - reducing queue occupancy.\nCould not allocate scratch for one wave per CU.\n:0:rocdevice.cpp :2881: 1234 us: Callback: Queue 0x7f00 aborting with error : HSA_STATUS_ERROR_OUT_OF_RESOURCES: The runtime failed to allocate the necessary resources. This error may also occur when the core runtime library needs to spawn threads or create internal OS-specific events. code: 0x1008", "program-rocm-scratch", Framework::Rocm, MemoryKind::Device, None),
             // PIConGPU's frames from mallocMC's heap (ComputationalRadiationPhysics/picongpu).

@@ -1047,7 +1047,10 @@ pub(crate) fn names_pinning_call(text: &str) -> bool {
 /// The quotes of a line of running text that quotes a failure ([`is_prose_quote`]), each one's
 /// text; `None` when the line is not one.
 fn prose_quotes(raw: &str) -> Option<Vec<String>> {
-    if !raw.contains(['`', '"', '\u{201c}', '\u{201d}', '&']) || raw.contains("```") {
+    if !raw.contains([
+        '`', '"', '\u{201c}', '\u{201d}', '&', '\u{300c}', '\u{300e}',
+    ]) || raw.contains("```")
+    {
         return None;
     }
     // A page's escaped quotes read as quotes.
@@ -1093,7 +1096,15 @@ fn prose_quotes(raw: &str) -> Option<Vec<String>> {
                         || located,
                 );
             }
-            (Some('`'), '`') | (Some('"'), '"' | '\u{201c}' | '\u{201d}') => {
+            // Japanese corner brackets, a writer's quotes (「CUDA out of memory」が発生する).
+            (None, '\u{300c}' | '\u{300e}') => {
+                open = Some('\u{300c}');
+                inside.push(String::new());
+                data.push(false);
+            }
+            (Some('`'), '`')
+            | (Some('"'), '"' | '\u{201c}' | '\u{201d}')
+            | (Some('\u{300c}'), '\u{300d}' | '\u{300f}') => {
                 open = None;
                 outside.push(' ');
             }
@@ -1165,7 +1176,8 @@ pub(crate) fn reports_a_failure(raw: &str) -> bool {
     static MET: OnceLock<Regex> = OnceLock::new();
     static TALK: OnceLock<Regex> = OnceLock::new();
     let quotes = QUOTES.get_or_init(|| {
-        Regex::new("`[^`]*`|\"[^\"]*\"|\u{201c}[^\u{201d}]*\u{201d}").expect("quotes regex")
+        Regex::new("`[^`]*`|\"[^\"]*\"|\u{201c}[^\u{201d}]*\u{201d}|\u{300c}[^\u{300d}]*\u{300d}")
+            .expect("quotes regex")
     });
     let met = MET.get_or_init(|| {
         Regex::new(r"(?i)\b(?:crash(?:es|ed)|fail(?:s|ed)|got|getting|gives me|gave me|threw|throws|occurred|i get|we get|i see|i'm seeing|i am seeing|r[au]n into|hit|hits|encounter(?:s|ed)|errors out|errored out)\b").expect("met regex")

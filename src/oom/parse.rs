@@ -917,7 +917,7 @@ re!(
 );
 re!(
     fallback_gpu_re,
-    r"(?i)\b(?:gpu|gpus|graphics card|video card|graphics memory|cuda|cudamalloc|cumemalloc|cumemcreate|vram|hip|rocm|nccl|cudnn|cublas|vulkan|opencl|metal|device memory|video memory|npu|ascend|aclrtmalloc|hccl|xpu|mlu|musa|tpu|hbm|rmm|qnn|htp|hexagon|nvptx\w{0,20}|allocation on (?:the )?device)\b|\bgpu\d{1,2}:"
+    r"(?i)\b(?:gpu|gpus|graphics card|video card|graphics memory|cuda|cudamalloc|cumemalloc|cumemcreate|vram|hip|rocm|nccl|cudnn|cublas|vulkan|opencl|metal|device memory|video memory|npu|ascend|aclrtmalloc|hccl|xpu|mlu|musa|tpu|hbm|rmm|qnn|htp|hexagon|nvptx\w{0,20}|allocation on (?:the )?device|geforce|radeon|quadro)\b|\bgpu\d{1,2}:"
 );
 // The host's OOM killer and host-memory wordings: not the GPU's.
 re!(

@@ -1756,6 +1756,8 @@ Including non-PyTorch memory, this process has 175.06 GiB memory in use.
         assert_eq!(o.format, "cuda");
         let o = found("When I run it I get `CUDA error: out of memory` at once").expect("read");
         assert_eq!(o.format, "cuda");
+        // Japanese corner brackets quote as other marks do: a description of the error.
+        assert_eq!(found("Stable DiffusionのCLI実行時、GUI版では動作するのに「CUDA out of memory」が発生する問題は、メモリ最適化が欠けているためです。"), None);
         // A negation or a fix is not a failure met.
         for prose in [
             "it no longer crashes with `CUDA error: out of memory` since 2.1",
