@@ -456,6 +456,9 @@ pub(crate) const TRIGGERS: &[&str] = &[
     // sgminer and cgminer's launch ("Error -4: Enqueueing kernel onto command queue.
     // (clEnqueueNDRangeKernel)").
     "error -4: enqueueing kernel",
+    // Cambricon's driver status through CNRT ("Return value is 100100,
+    // CN_MEMORY_ERROR_OUT_OF_MEMORY." then "cnrtMalloc: Malloc MLU device memory failed.").
+    "cn_memory_error_out_of_memory",
     // The Neuron compiler's NKI instruction over the state buffer (`families::neuron_sbuf`).
     "couldn't be allocated in sb",
     "kgsl_sharedmem_alloc ioctl failed",

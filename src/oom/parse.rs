@@ -785,6 +785,14 @@ mod tests {
         assert!(parse_block(&lines).is_none());
         let lines = vec!["I keep running out of memory on my GPU, any idea?".to_owned()];
         assert!(parse_block(&lines).is_none());
+        // Cambricon's driver status through CNRT, its card by number (DeepLink-org/DIPU).
+        let lines = vec![
+            "[cnrtError] [50200] [Card: 0] Error occurred during calling 'cnMalloc' in CNDrv interface.".to_owned(),
+            "[cnrtError] [50200] [Card: 0] Return value is 100100, CN_MEMORY_ERROR_OUT_OF_MEMORY.".to_owned(),
+            "[cnrtError] [50200] [Card: 0] cnrtMalloc: Malloc MLU device memory failed.".to_owned(),
+        ];
+        let o = parse_block(&lines).expect("found");
+        assert_eq!((o.framework, o.device_index), (Framework::Unknown, Some(0)));
     }
 
     /// A program's exception that addresses its user is its message, not a writer's; a
@@ -913,7 +921,7 @@ mod tests {
 
 re!(
     fallback_fail_re,
-    r"(?i)out of (?:gpu |device |video )?memory|failed to allocate|cannot allocate|could not allocate|unable to allocate|\ballocation of (?:size )?\d[\d.,]{0,20}\s?[A-Za-z]{0,5}\s(?:bytes\s)?failed\b|not enough (?:free )?(?:gpu|vram|video|device|npu)\b|\black of device memory\b|\bno enough memory\b|\bdevice memory not enough\b|\binsufficient (?:gpu|vram|video|device) memory\b|\ballocation on (?:the )?device failed\b|\bgpu memory allocation failed\b|\bgpu ?#?\d{1,2}\b[^\n]{0,20}?\berror:? insufficient memory\b"
+    r"(?i)out of (?:gpu |device |video )?memory|failed to allocate|cannot allocate|could not allocate|unable to allocate|\ballocation of (?:size )?\d[\d.,]{0,20}\s?[A-Za-z]{0,5}\s(?:bytes\s)?failed\b|not enough (?:free )?(?:gpu|vram|video|device|npu)\b|\black of device memory\b|\bno enough memory\b|\bdevice memory not enough\b|\binsufficient (?:gpu|vram|video|device) memory\b|\ballocation on (?:the )?device failed\b|\bgpu memory allocation failed\b|\bgpu ?#?\d{1,2}\b[^\n]{0,20}?\berror:? insufficient memory\b|\bCN_MEMORY_ERROR_OUT_OF_MEMORY\b"
 );
 re!(
     fallback_gpu_re,
@@ -954,7 +962,7 @@ re!(
 );
 re!(
     fallback_device_re,
-    r"(?i)\b(?:gpu|device|cuda:)\s*[#-]?(\d{1,3})\b"
+    r"(?i)\b(?:gpu|device|cuda:|card:)\s*[#-]?(\d{1,3})\b"
 );
 
 /// A sentence in another script that names the error inside it ("…最常见的问题是 RuntimeError:

@@ -1078,6 +1078,10 @@ const WRAP_LOSSES: &[(&str, &[usize])] = &[
     ("ccminer-cryptonight-gtx1080-long-state", &[40]),
     ("ccminer-cryptonight-long-state", &[40]),
     ("crfasrnn-permutohedral-gpu-alloc", &[70]),
+    (
+        "deeplink-dipu-cambricon-conv2d-backward-cnrtmalloc",
+        &[40, 55, 70, 85, 100],
+    ),
     ("elixir-exla-bumblebee-sd-2080ti", &[40, 55, 70, 85]),
     ("ethminer-1050ti-initepoch-oom", &[40, 55]),
     ("ethminer-5x1080ti-dag-oom", &[40, 55]),
