@@ -993,7 +993,7 @@ pub(crate) fn quotes_a_whole_failure(raw: &str) -> bool {
     if raw.contains("\"?") || raw.contains("\u{201d}?") || raw.contains("`?") {
         return false;
     }
-    prose_quotes(raw).is_some_and(|inside| {
+    prose_quotes(raw).is_some_and(|(inside, _)| {
         inside.iter().any(|q| {
             has_trigger(q)
                 && (class.is_match(q)
@@ -1048,8 +1048,8 @@ pub(crate) fn names_pinning_call(text: &str) -> bool {
 }
 
 /// The quotes of a line of running text that quotes a failure ([`is_prose_quote`]), each one's
-/// text; `None` when the line is not one.
-fn prose_quotes(raw: &str) -> Option<Vec<String>> {
+/// text, and the writer's words around them; `None` when the line is not one.
+fn prose_quotes(raw: &str) -> Option<(Vec<String>, String)> {
     if !raw.contains([
         '`', '"', '\u{201c}', '\u{201d}', '&', '\u{300c}', '\u{300e}',
     ]) || raw.contains("```")
@@ -1166,7 +1166,7 @@ fn prose_quotes(raw: &str) -> Option<Vec<String>> {
             .count()
             >= 4
     });
-    (words >= 3 || unspaced_phrase).then_some(inside)
+    (words >= 3 || unspaced_phrase).then_some((inside, outside))
 }
 
 /// Whether the writer's words around a quoted failure ([`is_prose_quote`]) say it happened to
@@ -1175,21 +1175,15 @@ fn prose_quotes(raw: &str) -> Option<Vec<String>> {
 /// `…`"): a verb of a failure met, and no word of a condition, advice, an explanation, a
 /// negation or a fix. The line that holds the quote is judged, as the scanner sees it.
 pub(crate) fn reports_a_failure(raw: &str) -> bool {
-    static QUOTES: OnceLock<Regex> = OnceLock::new();
     static MET: OnceLock<Regex> = OnceLock::new();
     static TALK: OnceLock<Regex> = OnceLock::new();
-    let quotes = QUOTES.get_or_init(|| {
-        Regex::new("`[^`]*`|\"[^\"]*\"|\u{201c}[^\u{201d}]*\u{201d}|\u{300c}[^\u{300d}]*\u{300d}")
-            .expect("quotes regex")
-    });
     let met = MET.get_or_init(|| {
         Regex::new(r"(?i)\b(?:crash(?:es|ed)|fail(?:s|ed)|got|getting|gives me|gave me|threw|throws|occurred|i get|we get|i see|i'm seeing|i am seeing|r[au]n into|hit|hits|encounter(?:s|ed)|errors out|errored out)\b").expect("met regex")
     });
     let talk = TALK.get_or_init(|| {
         Regex::new(r"(?i)\b(?:if|whenever|when you|avoid|prevent|may|might|could|should|would|means?|meaning|how|why|what|docs?|instead|unless|until|try|not|never|no longer|anymore|without|fix|fixe[sd]|resolved?|got rid)\b|n't\b").expect("talk regex")
     });
-    let outside = quotes.replace_all(raw, " ");
-    met.is_match(&outside) && !talk.is_match(&outside)
+    prose_quotes(raw).is_some_and(|(_, outside)| met.is_match(&outside) && !talk.is_match(&outside))
 }
 
 /// A message carried inside an escaped string, as a Rust `{:?}` panic (text-generation-inference's

@@ -392,6 +392,7 @@ fn kv_tokens(oom: &Oom) -> Option<Finding> {
 /// count of buffers.
 fn not_device_memory(oom: &Oom) -> Option<Finding> {
     Some(match oom.memory {
+        super::MemoryKind::SharedMemory if oom.format == "neuron-nki-sbuf" => neuron_sbuf(oom),
         super::MemoryKind::SharedMemory => shared_memory(oom),
         super::MemoryKind::Host if oom.format == "pytorch-cpu" => cpu_allocator(oom),
         super::MemoryKind::Host if oom.format == "tensorflow-cpu" => tf_cpu_allocator(oom),
@@ -1729,30 +1730,35 @@ fn smem_generation(limit: u64) -> Option<&'static str> {
     })
 }
 
+/// An on-chip figure in words and bytes, or `word` where the message gives none.
+fn bytes_or(b: Option<u64>, word: &str) -> String {
+    b.map_or_else(|| word.into(), |b| format!("{} ({b} bytes)", fmt_bytes(b)))
+}
+
+/// " It is N over." where the need is over the limit.
+fn over_by(need: Option<u64>, limit: Option<u64>) -> String {
+    need.zip(limit)
+        .filter(|(n, l)| n > l)
+        .map(|(n, l)| format!(" It is {} over.", fmt_bytes(n - l)))
+        .unwrap_or_default()
+}
+
 fn shared_memory(oom: &Oom) -> Finding {
-    if oom.format == "neuron-nki-sbuf" {
-        return neuron_sbuf(oom);
-    }
     let f = &oom.facts;
     let need = f.requested_bytes;
     let limit = oom.memory_limit_bytes;
-    let mut detail =
-        format!(
+    let mut detail = format!(
         "This is not the GPU's memory. A Triton kernel was compiled to use {} of shared memory \
          per thread block, on the chip, and this GPU allows {} per block{}. Free GPU memory, a \
          smaller batch or another process's memory make no difference.",
-        need.map_or_else(|| "more".into(), |b| format!("{} ({b} bytes)", fmt_bytes(b))),
-        limit.map_or_else(|| "less".into(), |b| format!("{} ({b} bytes)", fmt_bytes(b))),
+        bytes_or(need, "more"),
+        bytes_or(limit, "less"),
         limit
             .and_then(smem_generation)
             .map(|g| format!(" ({g})"))
             .unwrap_or_default(),
     );
-    if let (Some(n), Some(l)) = (need, limit) {
-        if n > l {
-            detail.push_str(&format!(" It is {} over.", fmt_bytes(n - l)));
-        }
-    }
+    detail.push_str(&over_by(need, limit));
     Finding {
         cause: Cause::SharedMemory,
         title: "A kernel needs more on-chip shared memory than this GPU has per block".into(),
@@ -1786,20 +1792,10 @@ fn neuron_sbuf(oom: &Oom) -> Finding {
          instruction in the NeuronCore's state buffer (SBUF), its on-chip memory of 128 \
          partitions: the instruction's operands, as the compiler lists them, together need {} of \
          each partition, and a partition holds {}.",
-        need.map_or_else(
-            || "more".into(),
-            |b| format!("{} ({b} bytes)", fmt_bytes(b))
-        ),
-        limit.map_or_else(
-            || "less".into(),
-            |b| format!("{} ({b} bytes)", fmt_bytes(b))
-        ),
+        bytes_or(need, "more"),
+        bytes_or(limit, "less"),
     );
-    if let (Some(n), Some(l)) = (need, limit) {
-        if n > l {
-            detail.push_str(&format!(" It is {} over.", fmt_bytes(n - l)));
-        }
-    }
+    detail.push_str(&over_by(need, limit));
     detail.push_str(
         " The tiles of the kernel or graph being compiled decide it, and the input's sizes that \
          set them (larger images made this one fail); free device memory makes no difference.",
@@ -2363,6 +2359,15 @@ fn paddle_enforce(oom: &Oom) -> Option<Finding> {
     })
 }
 
+/// A TPU's free HBM is in pieces: enough is free for the request, but less than it in one range
+/// (`reservable_bytes`).
+fn free_in_pieces(f: &super::Facts) -> bool {
+    f.requested_bytes
+        .zip(f.free_bytes)
+        .zip(f.reservable_bytes)
+        .is_some_and(|((n, free), one)| free >= n && one < n)
+}
+
 /// The TPU runtime could not reserve a compiled program's memory at the bottom of HBM. With
 /// more free than the program needs but less of it reservable, the free memory is in pieces;
 /// otherwise live arrays and earlier programs hold it.
@@ -2375,10 +2380,7 @@ fn xla_tpu_reserve(oom: &Oom) -> Option<Finding> {
     }
     let f = &oom.facts;
     let need = f.requested_bytes;
-    let pieces = need
-        .zip(f.free_bytes)
-        .zip(f.reservable_bytes)
-        .is_some_and(|((n, free), res)| free >= n && res < n);
+    let pieces = free_in_pieces(f);
     let got = |b: Option<u64>| b.map_or_else(|| "N/A".to_owned(), fmt_bytes);
     let torch = oom.framework == Framework::PytorchXla;
     let mut remedies = vec![
@@ -2439,14 +2441,8 @@ fn xla_tpu_allocate(oom: &Oom) -> Finding {
     let f = &oom.facts;
     let got = |b: Option<u64>| b.map_or_else(|| "N/A".to_owned(), fmt_bytes);
     // The runtime's allocator by memory space says how much one buffer could have had
-    // ("N bytes allocatable"): under the request while the free memory is over it, the free
-    // memory is in pieces.
-    let pieces = f
-        .requested_bytes
-        .zip(f.free_bytes)
-        .zip(f.reservable_bytes)
-        .is_some_and(|((n, free), one)| free >= n && one < n);
-    if pieces {
+    // ("N bytes allocatable").
+    if free_in_pieces(f) {
         return Finding {
             cause: Cause::Fragmentation,
             title: format!(

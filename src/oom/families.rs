@@ -58,6 +58,10 @@ pub const ALL: &[Family] = &[
         parse: tensorflow_cpu,
     },
     Family {
+        name: "xla-tpu-memory-space",
+        parse: xla_tpu_memory_space,
+    },
+    Family {
         name: "xla-tpu-reserve",
         parse: xla_tpu_reserve,
     },
@@ -1416,9 +1420,6 @@ fn xla_framework(t: &str) -> Framework {
 /// `Error allocating device buffer: Attempting to allocate X. That was not possible. There are
 /// Y free.`, is one array that did not fit.
 fn xla_tpu_reserve(t: &str) -> Option<Oom> {
-    if let Some(o) = xla_tpu_memory_space(t) {
-        return Some(o);
-    }
     let c = xla_reserve_re().captures(t)?;
     let whole = c.get(0)?;
     let reserve = c.get(1)?.as_str() == "reserve";

@@ -232,19 +232,15 @@ pub fn parse_block(lines: &[String]) -> Option<Oom> {
             .filter(|t| !not_a_failure_re().is_match(t))
             .find_map(|t| Some((fallback(t, &near(t))?, t.clone())))?;
         said = t;
+        let at = lines.iter().position(|l| *l == said);
         // A wrap that left the failure's head on the line before ("ds4: CUDA q8 fp16 cache
         // alloc failed" / "(64.00 MiB): out of memory"): a line that ends mid-sentence, before
         // one that goes on, read together for what the tail does not give.
-        let before = lines
-            .iter()
-            .position(|l| *l == said)
+        let before = at
             .and_then(|i| i.checked_sub(1))
             .and_then(|i| lines.get(i))
             .map(|b| b.trim_end())
-            .filter(|b| {
-                !b.ends_with(['.', '!', '?', ':', ';', ')', ']', '"'])
-                    && failure_head_re().is_match(b)
-            });
+            .filter(|b| ends_open(b) && failure_head_re().is_match(b));
         let tail = said
             .trim_start()
             .starts_with(|c: char| c.is_ascii_lowercase() || c == '(');
@@ -256,14 +252,11 @@ pub fn parse_block(lines: &[String]) -> Option<Oom> {
         // A failure said over two lines ("Could not allocate 3D device memory." then "Device 0
         // alloc 256x256x1500x1 = 98304000 bytes (93 MB) failed in …, out of memory"): the line
         // after, itself a failure's, gives what the first does not.
-        let next = lines
-            .iter()
-            .position(|l| *l == said)
-            .and_then(|i| lines.get(i + 1));
+        let next = at.and_then(|i| lines.get(i + 1));
         if let Some((next, n)) = next.and_then(|l| Some((l, fallback(l, &near(l))?))) {
             fill_gaps(&mut o, &n);
             said = format!("{said} {next}");
-        } else if let Some(i) = lines.iter().position(|l| *l == said) {
+        } else if let Some(i) = at {
             // A wrap that split the failure's own line ("GPU-0: Failed to allocate 16.00 GB GPU"
             // / "memory (0.00 GB available)"): its sentence, carried on over the lines that read
             // as its rest, gives the figures the head does not. Only what the whole sentence
@@ -311,8 +304,8 @@ pub fn parse_block(lines: &[String]) -> Option<Oom> {
             // A line ending in a colon that names an error is its head ("[CUDA] Error gpu 1:"
             // / "<cryptonight_extra_cpu_init>:193 …"), not a list's.
             let before = before.trim_end();
-            let open = !before.ends_with(['.', '!', '?', ':', ';', ')', ']', '"'])
-                || (before.ends_with(':') && error_word_re().is_match(before));
+            let open =
+                ends_open(before) || (before.ends_with(':') && error_word_re().is_match(before));
             let goes_on = said.trim_start().starts_with(|c: char| {
                 c.is_ascii_lowercase() || matches!(c, '[' | '(' | '"' | '<')
             });
@@ -366,6 +359,12 @@ re!(error_word_re, r"(?i)\b(?:error|failed|failure|exception)\b");
 // / "with error: out of memory"): words of an allocation or of its failure, not another record's.
 re!(failure_head_re, r"(?i)alloc|\bfail");
 re!(record_label_re, r"^\s*[\w./-]{1,80}:\d{0,6}\s");
+
+/// Whether a line (its end's spaces taken off) ends mid-sentence: not on a full stop, a colon or
+/// the close of a bracket or a quote.
+fn ends_open(line: &str) -> bool {
+    !line.ends_with(['.', '!', '?', ':', ';', ')', ']', '"'])
+}
 
 /// A line that reads as the rest of a sentence a wrap cut: it starts in lower case or with a
 /// figure, not with a capital, a bracket or a mark that opens a record of its own.
